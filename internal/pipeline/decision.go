@@ -1,0 +1,75 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Identity is the idempotency key of a message: SNDR|TYPE|STYP|SEQN, and the sender's day
+// (the date part of META/DTTM, yyyyMMdd) appended when includeDay is set. It is bound once,
+// in the same transaction as the message's effects; a later message with the same identity is
+// SKIPPED.
+func Identity(sndr, typ, styp, seqn, day string, includeDay bool) string {
+	parts := []string{sndr, typ, styp, seqn}
+	if includeDay {
+		parts = append(parts, day)
+	}
+	return strings.Join(parts, "|")
+}
+
+// Decision is what a handler decides for one message; the pump applies it in one transaction
+// together with the identity bind and the SUCCEEDED state. An empty Decision is a success that
+// changes nothing.
+type Decision struct {
+	Ref     []RefChange   // reference-data changes, applied all or none
+	Flights []FlightWrite // flight-store writes, applied all or none
+	Events  []Event       // outbox rows (MSG_EVENT), inserted in this order
+	Note    string        // a short summary for the log line ("3 records, 1 unchanged")
+}
+
+// Empty reports whether d changes nothing.
+func (d Decision) Empty() bool { return len(d.Ref) == 0 && len(d.Flights) == 0 && len(d.Events) == 0 }
+
+// RefOp is the kind of a reference-data change.
+type RefOp string
+
+// Reference-data operations.
+const (
+	RefUpsert  RefOp = "UPSERT"  // insert or update one record; unchanged fields change nothing
+	RefDelete  RefOp = "DELETE"  // delete one record by key; absent is a no-op
+	RefReplace RefOp = "REPLACE" // the records given become the whole TYPE
+)
+
+// RefRecord is one reference record: its key within its TYPE and its fields as a JSON object.
+type RefRecord struct {
+	Key    string
+	Fields json.RawMessage
+}
+
+// RefChange is one change to REF_DATA. Upsert and Delete use Record; Replace uses Records
+// (and refuses an empty list unless AllowEmpty).
+type RefChange struct {
+	Op         RefOp
+	Type       string
+	Record     RefRecord
+	Records    []RefRecord
+	AllowEmpty bool
+}
+
+// FlightWrite is one write to the flight store: the whole record after the change, or a
+// delete. Day is the flight's local operation day (YYYY-MM-DD).
+type FlightWrite struct {
+	Day    string
+	FLID   int64
+	Record json.RawMessage
+	Delete bool
+}
+
+// Event is one outbox row the pump inserts into MSG_EVENT. The dispatcher wraps Payload in the
+// delivery envelope (event_id, msg_id, type_tag, target, flight key) when it sends it.
+type Event struct {
+	Target  string          // delivery target, e.g. KAFKA_FLOP
+	Kind    string          // payload kind, e.g. flop, schd, notify, es-upsert, es-delete
+	Key     string          // flight key (FLID) where there is one; the partition/document key
+	Payload json.RawMessage // the event body
+}

@@ -1,0 +1,191 @@
+// Package pipeline holds the vocabulary every other package shares: the processing and
+// delivery states, the error classes and how an error carries one, the retry policy
+// (backoff, attempts, head deadline), the message identity, the clock, and the Decision a
+// handler returns for the pump to apply. It owns no table and does no I/O.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ProcStatus is the processing state of one inbound message (PROC_STATE.STATE).
+type ProcStatus string
+
+// Processing states. SUCCEEDED, SKIPPED and DEAD are terminal; FAILED waits for its next attempt.
+const (
+	Pending   ProcStatus = "PENDING"
+	Succeeded ProcStatus = "SUCCEEDED"
+	Skipped   ProcStatus = "SKIPPED"
+	Failed    ProcStatus = "FAILED"
+	Dead      ProcStatus = "DEAD"
+)
+
+// Valid reports whether s is one of the five processing states.
+func (s ProcStatus) Valid() bool {
+	switch s {
+	case Pending, Succeeded, Skipped, Failed, Dead:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether a message in state s is finished.
+func (s ProcStatus) Terminal() bool { return s == Succeeded || s == Skipped || s == Dead }
+
+// EventStatus is the delivery state of one outbound event (MSG_EVENT.STATE).
+type EventStatus string
+
+// Delivery states. A failing event stays PENDING with a later next-attempt time.
+const (
+	EventPending EventStatus = "PENDING"
+	EventSent    EventStatus = "SENT"
+	EventDead    EventStatus = "DEAD"
+)
+
+// ErrorClass says why a message or event is not (yet) done. Both sides share it.
+type ErrorClass string
+
+// The error classes of DESIGN.md §2.
+const (
+	// Malformed input can never become valid: DEAD at once, never replayed.
+	Malformed ErrorClass = "MALFORMED"
+	// CodecError is well-formed SIS the decoder cannot read (yet).
+	CodecError ErrorClass = "CODEC_ERROR"
+	// Unsupported means no handler for the type tag; never terminal by itself.
+	Unsupported ErrorClass = "UNSUPPORTED"
+	// Infra is a failed dependency (database, broker, network).
+	Infra ErrorClass = "INFRA"
+	// Exhausted is the class given on escalation to DEAD after retries or the head deadline.
+	Exhausted ErrorClass = "EXHAUSTED"
+	// Orphan is a FLOP for a flight the store does not have: DEAD at once, replayable.
+	Orphan ErrorClass = "ORPHAN"
+	// Rejected is a delivery the receiver refused for good (a 4xx other than 408/429).
+	Rejected ErrorClass = "REJECTED"
+)
+
+// ParseErrorClass returns the class named s, or false.
+func ParseErrorClass(s string) (ErrorClass, bool) {
+	switch c := ErrorClass(s); c {
+	case Malformed, CodecError, Unsupported, Infra, Exhausted, Orphan, Rejected:
+		return c, true
+	}
+	return "", false
+}
+
+// Replayable reports whether replay may move a FAILED or DEAD row of class c back to PENDING.
+// Every class but MALFORMED is.
+func (c ErrorClass) Replayable() bool {
+	switch c {
+	case CodecError, Unsupported, Infra, Exhausted, Orphan, Rejected:
+		return true
+	}
+	return false
+}
+
+// TerminalAtOnce reports whether a failure of class c goes straight to DEAD without retries.
+func (c ErrorClass) TerminalAtOnce() bool { return c == Malformed || c == Orphan || c == Rejected }
+
+// Error is an error with its class. Create one with Errorf or Wrap.
+type Error struct {
+	Class ErrorClass
+	Err   error
+}
+
+func (e *Error) Error() string { return string(e.Class) + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf formats an error of class c.
+func Errorf(c ErrorClass, format string, args ...any) error {
+	return &Error{Class: c, Err: fmt.Errorf(format, args...)}
+}
+
+// Wrap gives err the class c, unless err is nil.
+func Wrap(c ErrorClass, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Class: c, Err: err}
+}
+
+// ClassOf returns the class carried by err, or INFRA when err carries none: an error nobody
+// classified is treated as a dependency failure and retried, never as bad input.
+func ClassOf(err error) ErrorClass {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return Infra
+}
+
+// Clock tells the time. Logic takes one so tests can drive time by hand.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the real clock, in UTC.
+type SystemClock struct{}
+
+// Now returns the current time in UTC.
+func (SystemClock) Now() time.Time { return time.Now().UTC() }
+
+// DefaultBackoff is the step table of DESIGN.md §2: 1, 2, 4, 8, 16 seconds.
+var DefaultBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
+
+// RetryPolicy decides what happens after a failure. Both the pump and the dispatcher use it.
+type RetryPolicy struct {
+	MaxAttempts  int             // failures allowed before DEAD/EXHAUSTED
+	Steps        []time.Duration // backoff per attempt; the last step repeats
+	Cap          time.Duration   // no delay exceeds it
+	HeadDeadline time.Duration   // a head failing for longer than this since its first failure is DEAD
+}
+
+// Delay returns the wait after the attempt-th failure (1-based). attempt ≤ 0 uses the first step.
+func (p RetryPolicy) Delay(attempt int) time.Duration {
+	steps := p.Steps
+	if len(steps) == 0 {
+		steps = DefaultBackoff
+	}
+	i := attempt - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(steps) {
+		i = len(steps) - 1
+	}
+	d := steps[i]
+	if p.Cap > 0 && d > p.Cap {
+		d = p.Cap
+	}
+	return d
+}
+
+// Verdict is the outcome of one failure under a RetryPolicy.
+type Verdict struct {
+	Dead          bool       // escalate to DEAD
+	Class         ErrorClass // class to record (EXHAUSTED on escalation of a retryable class)
+	NextAttemptAt time.Time  // when to try again; zero when Dead
+	Reason        string     // why it escalated, for the log and the last error
+}
+
+// OnFailure judges a failure of class c. attempts is the count including this failure;
+// firstFailure is when the row first failed (now, for a first failure).
+func (p RetryPolicy) OnFailure(c ErrorClass, attempts int, firstFailure, now time.Time) Verdict {
+	if c.TerminalAtOnce() {
+		return Verdict{Dead: true, Class: c}
+	}
+	if p.MaxAttempts > 0 && attempts >= p.MaxAttempts {
+		return Verdict{Dead: true, Class: Exhausted, Reason: fmt.Sprintf("%d attempts used (max %d)", attempts, p.MaxAttempts)}
+	}
+	if p.HeadDeadline > 0 && !firstFailure.IsZero() && now.Sub(firstFailure) > p.HeadDeadline {
+		return Verdict{Dead: true, Class: Exhausted, Reason: fmt.Sprintf("failing for %s since %s (head deadline %s)",
+			now.Sub(firstFailure).Round(time.Millisecond), firstFailure.UTC().Format(time.RFC3339), p.HeadDeadline)}
+	}
+	return Verdict{Class: c, NextAttemptAt: now.Add(p.Delay(attempts))}
+}
+
+// Overdue reports whether a FAILED head whose first failure was at firstFailure must be
+// escalated now, before its next attempt is due. It is the check the seed could never make
+// fire: the anchor is the first failure, not the last update.
+func (p RetryPolicy) Overdue(firstFailure, now time.Time) bool {
+	return p.HeadDeadline > 0 && !firstFailure.IsZero() && now.Sub(firstFailure) > p.HeadDeadline
+}

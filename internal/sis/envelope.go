@@ -1,0 +1,243 @@
+// Package sis is the codec of the AODB's SIS XML messages: the envelope (MSG and its META),
+// the typed bodies of every TYPE, the date formats, and the line between MALFORMED (never
+// valid) and CODEC_ERROR (well-formed SIS the decoder cannot read). It does no I/O.
+//
+// Decode reads the envelope, checks the whole document is well-formed, then hands the bytes
+// to the body decoder registered for the message's TYPE. A TYPE with no body decoder is
+// UNSUPPORTED. Errors carry a pipeline.ErrorClass.
+package sis
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// Meta is the META block of a message.
+type Meta struct {
+	SNDR string    `json:"SNDR"`
+	SEQN string    `json:"SEQN"`
+	DTTM time.Time `json:"DTTM"` // as the sender wrote it, read in the airport's zone, kept in UTC
+	TYPE string    `json:"TYPE"`
+	STYP string    `json:"STYP"`
+	// Day is the sender's calendar day of DTTM (yyyyMMdd), used by the identity's day boundary.
+	Day string `json:"-"`
+}
+
+// Tag is the type tag of the message, TYPE-STYP (FLOP-CHOT, SCHD-DNLD, AIRL-ADD…): the key of
+// the handler registry and of the logs.
+func (m Meta) Tag() string { return m.TYPE + "-" + m.STYP }
+
+// Message is a decoded message: its META and its typed body.
+type Message struct {
+	Meta Meta `json:"meta"`
+	// Body is the TYPE's typed body (*RefBody for reference data, …).
+	Body any `json:"body"`
+}
+
+// Tag is the message's type tag.
+func (m *Message) Tag() string { return m.Meta.Tag() }
+
+// Options are the settings a body decoder may need.
+type Options struct {
+	// Location is the airport's zone; every body time is local time in it. Nil means Asia/Shanghai.
+	Location *time.Location
+}
+
+func (o Options) location() *time.Location {
+	if o.Location != nil {
+		return o.Location
+	}
+	return defaultLocation
+}
+
+var defaultLocation = mustLoad("Asia/Shanghai")
+
+func mustLoad(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return time.FixedZone("UTC+8", 8*3600)
+	}
+	return loc
+}
+
+// BodyDecoder decodes the body of one TYPE from the whole raw document. meta is already
+// decoded. It returns a *pipeline.Error (CODEC_ERROR, UNSUPPORTED…) when it cannot.
+type BodyDecoder func(raw []byte, meta Meta, opt Options) (any, error)
+
+var bodyDecoders = map[string]BodyDecoder{}
+
+// register adds the body decoder of a TYPE; each body file calls it from init.
+func register(typ string, d BodyDecoder) { bodyDecoders[typ] = d }
+
+// Known reports whether the codec has a body decoder for TYPE.
+func Known(typ string) bool { _, ok := bodyDecoders[typ]; return ok }
+
+// Decode decodes one message. On error the returned Message still carries the META when the
+// envelope was usable, so the caller can record the type tag.
+func Decode(raw []byte, opt Options) (*Message, error) {
+	meta, err := DecodeEnvelope(raw, opt)
+	if err != nil {
+		return nil, err
+	}
+	msg := &Message{Meta: meta}
+	dec, ok := bodyDecoders[meta.TYPE]
+	if !ok {
+		return msg, pipeline.Errorf(pipeline.Unsupported, "no decoder for TYPE %q", meta.TYPE)
+	}
+	body, err := dec(raw, meta, opt)
+	if err != nil {
+		var pe *pipeline.Error
+		if !errors.As(err, &pe) {
+			err = pipeline.Wrap(pipeline.CodecError, err)
+		}
+		return msg, fmt.Errorf("%s: %w", meta.Tag(), err)
+	}
+	msg.Body = body
+	return msg, nil
+}
+
+// NewDecoder returns an xml.Decoder over raw, set up the way every SIS decoder reads:
+// strict, and taking the stored text as UTF-8 whatever its declaration says (the inbox
+// converts declared charsets on receipt).
+func NewDecoder(raw []byte) *xml.Decoder {
+	d := xml.NewDecoder(bytes.NewReader(raw))
+	d.Strict = true
+	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
+	return d
+}
+
+var (
+	seqnPattern = regexp.MustCompile(`^[0-9]{1,18}$`)
+	typePattern = regexp.MustCompile(`^[A-Z]{4}$`)
+	stypPattern = regexp.MustCompile(`^[A-Z]{3,4}$`)
+)
+
+// DecodeEnvelope reads the META of raw and checks that the whole document is well-formed XML
+// with one MSG root. Any failure is MALFORMED.
+func DecodeEnvelope(raw []byte, opt Options) (Meta, error) {
+	var meta Meta
+	d := NewDecoder(raw)
+	depth := 0
+	rootDone := false
+	sawMeta := false
+	var fields map[string]string
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return meta, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if rootDone {
+				return meta, pipeline.Errorf(pipeline.Malformed, "element <%s> after the end of <MSG>", t.Name.Local)
+			}
+			if depth == 0 && t.Name.Local != "MSG" {
+				return meta, pipeline.Errorf(pipeline.Malformed, "root element is <%s>, want <MSG>", t.Name.Local)
+			}
+			if depth == 1 && t.Name.Local == "META" {
+				if sawMeta {
+					return meta, pipeline.Errorf(pipeline.Malformed, "more than one <META>")
+				}
+				sawMeta = true
+				fields, err = readMeta(d)
+				if err != nil {
+					return meta, err
+				}
+				continue // readMeta consumed the end element
+			}
+			depth++
+		case xml.EndElement:
+			depth--
+			if depth == 0 {
+				rootDone = true
+			}
+		case xml.CharData:
+			if depth == 0 && len(bytes.TrimSpace(t)) > 0 {
+				return meta, pipeline.Errorf(pipeline.Malformed, "text outside <MSG>")
+			}
+		}
+	}
+	if !rootDone {
+		return meta, pipeline.Errorf(pipeline.Malformed, "no <MSG> element")
+	}
+	if !sawMeta {
+		return meta, pipeline.Errorf(pipeline.Malformed, "no <META> in <MSG>")
+	}
+	return metaOf(fields, opt)
+}
+
+// readMeta reads the children of META up to and including its end element.
+func readMeta(d *xml.Decoder) (map[string]string, error) {
+	fields := map[string]string{}
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, pipeline.Errorf(pipeline.Malformed, "not well-formed XML in <META>: %v", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			var v string
+			if err := d.DecodeElement(&v, &t); err != nil {
+				return nil, pipeline.Errorf(pipeline.Malformed, "META/%s: %v", t.Name.Local, err)
+			}
+			name := t.Name.Local
+			if _, dup := fields[name]; dup {
+				return nil, pipeline.Errorf(pipeline.Malformed, "META/%s appears twice", name)
+			}
+			fields[name] = strings.TrimSpace(v)
+		case xml.EndElement:
+			return fields, nil
+		}
+	}
+}
+
+func metaOf(f map[string]string, opt Options) (Meta, error) {
+	m := Meta{SNDR: f["SNDR"], SEQN: f["SEQN"], TYPE: f["TYPE"], STYP: f["STYP"]}
+	if m.SNDR == "" {
+		return m, pipeline.Errorf(pipeline.Malformed, "META/SNDR is missing or empty")
+	}
+	if !typePattern.MatchString(m.TYPE) {
+		return m, pipeline.Errorf(pipeline.Malformed, "META/TYPE %q is not 4 upper-case letters", m.TYPE)
+	}
+	if !stypPattern.MatchString(m.STYP) {
+		return m, pipeline.Errorf(pipeline.Malformed, "META/STYP %q is not 3 or 4 upper-case letters", m.STYP)
+	}
+	if !seqnPattern.MatchString(m.SEQN) {
+		return m, pipeline.Errorf(pipeline.Malformed, "META/SEQN %q is not a decimal number", m.SEQN)
+	}
+	dttm := f["DTTM"]
+	t, err := parseStrict("20060102150405", dttm, opt.location())
+	if err != nil {
+		return m, pipeline.Errorf(pipeline.Malformed, "META/DTTM %q is not yyyyMMddHHmmss", dttm)
+	}
+	m.DTTM = t.UTC()
+	m.Day = dttm[:8]
+	return m, nil
+}
+
+// parseStrict parses value with layout in loc and rejects anything that would not format back
+// to the same text, so no field rolls over (day 32, minute 75).
+func parseStrict(layout, value string, loc *time.Location) (time.Time, error) {
+	if len(value) != len(layout) {
+		return time.Time{}, fmt.Errorf("%q: want %d characters", value, len(layout))
+	}
+	t, err := time.ParseInLocation(layout, value, loc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if t.Format(layout) != value {
+		return time.Time{}, fmt.Errorf("%q is not a real time", value)
+	}
+	return t, nil
+}

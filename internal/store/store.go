@@ -1,0 +1,238 @@
+// Package store is msgx's SQL layer: opening SQLite or MySQL/MariaDB, the embedded
+// migrations, transactions, and the repositories of the tables the pump owns (CMINMSGS,
+// CMINMSGS_HST, PROC_STATE, REF_DATA, PUMP_JOB, PUMP_LEASE). MSG_EVENT rows are inserted here
+// in the pump's transaction; their delivery state belongs to internal/dispatch, and
+// FLIGHT_STATE to internal/flight, which use DB and Tx from here.
+//
+// Both dialects take the same queries with ? placeholders; where they differ (upserts, locking)
+// the Dialect says how. Times are stored in UTC with microseconds, as text
+// "YYYY-MM-DD HH:MM:SS.ffffff" on SQLite and DATETIME(6) on MySQL, so both compare alike.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Dialect names a SQL dialect.
+type Dialect string
+
+// Supported dialects.
+const (
+	SQLite Dialect = "sqlite"
+	MySQL  Dialect = "mysql"
+)
+
+// DB is an open msgx database.
+type DB struct {
+	SQL     *sql.DB
+	Dialect Dialect
+}
+
+//go:embed migrations
+var migrations embed.FS
+
+// TimeLayout is how times are written to the database: UTC, microseconds.
+const TimeLayout = "2006-01-02 15:04:05.000000"
+
+// T formats t for a query argument (UTC, microseconds). A zero time is NULL.
+func T(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(TimeLayout)
+}
+
+// NullTime scans a time column of either dialect; Valid is false for NULL.
+type NullTime struct {
+	Time  time.Time
+	Valid bool
+}
+
+// Scan implements sql.Scanner for text, bytes and time.Time values.
+func (n *NullTime) Scan(v any) error {
+	n.Time, n.Valid = time.Time{}, false
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case time.Time:
+		n.Time, n.Valid = x.UTC(), true
+		return nil
+	case []byte:
+		return n.parse(string(x))
+	case string:
+		return n.parse(x)
+	}
+	return fmt.Errorf("store: cannot scan %T as a time", v)
+}
+
+func (n *NullTime) parse(s string) error {
+	for _, layout := range []string{TimeLayout, "2006-01-02 15:04:05", time.RFC3339Nano} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			n.Time, n.Valid = t.UTC(), true
+			return nil
+		}
+	}
+	return fmt.Errorf("store: cannot parse time %q", s)
+}
+
+// Ptr returns the time or nil, for JSON.
+func (n NullTime) Ptr() *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := n.Time
+	return &t
+}
+
+// Open opens the database of driver ("sqlite" or "mysql") at dsn. For SQLite, dsn is a file
+// path (its directory is created) and the connection runs in WAL mode with
+// synchronous=FULL, so a commit is on disk before it returns.
+func Open(ctx context.Context, driver, dsn string) (*DB, error) {
+	switch Dialect(driver) {
+	case SQLite:
+		if dsn == "" {
+			return nil, errors.New("store: empty sqlite path")
+		}
+		path := dsn
+		if !strings.HasPrefix(dsn, "file:") && dsn != ":memory:" {
+			if dir := filepath.Dir(dsn); dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return nil, fmt.Errorf("store: create %s: %w", dir, err)
+				}
+			}
+			path = "file:" + dsn
+		}
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			return nil, fmt.Errorf("store: open sqlite %s: %w", dsn, err)
+		}
+		db.SetMaxOpenConns(8)
+		d := &DB{SQL: db, Dialect: SQLite}
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
+		}
+		return d, nil
+	case MySQL:
+		cfg, err := mysqldrv.ParseDSN(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("store: mysql dsn: %w", err)
+		}
+		cfg.ParseTime = false
+		cfg.MultiStatements = true
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params["time_zone"] = "'+00:00'"
+		cfg.Loc = time.UTC
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		if err != nil {
+			return nil, fmt.Errorf("store: open mysql: %w", err)
+		}
+		db.SetMaxOpenConns(16)
+		db.SetConnMaxLifetime(5 * time.Minute)
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, cfg.Addr, err))
+		}
+		return &DB{SQL: db, Dialect: MySQL}, nil
+	}
+	return nil, fmt.Errorf("store: unknown driver %q (want sqlite or mysql)", driver)
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.SQL.Close() }
+
+// Migrate applies every embedded migration not yet applied and returns the schema version.
+func (d *DB) Migrate(ctx context.Context) (int64, error) {
+	sub, err := fs.Sub(migrations, "migrations/"+string(d.Dialect))
+	if err != nil {
+		return 0, err
+	}
+	dialect := goose.DialectSQLite3
+	if d.Dialect == MySQL {
+		dialect = goose.DialectMySQL
+	}
+	p, err := goose.NewProvider(dialect, d.SQL, sub)
+	if err != nil {
+		return 0, fmt.Errorf("store: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return 0, fmt.Errorf("store: migrate: %w", err)
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: schema version: %w", err)
+	}
+	return v, nil
+}
+
+// Tx runs fn in one transaction, committed when fn returns nil and rolled back otherwise.
+func (d *DB) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return Unavailable(fmt.Errorf("store: begin: %w", err))
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return Unavailable(fmt.Errorf("store: commit: %w", err))
+	}
+	return nil
+}
+
+// Upsert returns the dialect's "insert or update" statement for table: cols are inserted,
+// keys form the conflict target, update lists the columns to overwrite on conflict.
+func (d *DB) Upsert(table string, cols, keys, update []string) string {
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",")
+	q := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(cols, ","), ph)
+	sets := make([]string, len(update))
+	for i, c := range update {
+		if d.Dialect == MySQL {
+			sets[i] = fmt.Sprintf("%s=VALUES(%s)", c, c)
+		} else {
+			sets[i] = fmt.Sprintf("%s=excluded.%s", c, c)
+		}
+	}
+	if d.Dialect == MySQL {
+		return q + " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ",")
+	}
+	return q + fmt.Sprintf(" ON CONFLICT(%s) DO UPDATE SET %s", strings.Join(keys, ","), strings.Join(sets, ","))
+}
+
+// ErrUnavailable marks a failure to reach the database; the inbox answers 503 on it.
+var ErrUnavailable = errors.New("database unavailable")
+
+type unavailable struct{ err error }
+
+func (u unavailable) Error() string        { return u.err.Error() }
+func (u unavailable) Unwrap() []error      { return []error{u.err, ErrUnavailable} }
+func (u unavailable) Is(target error) bool { return target == ErrUnavailable }
+
+// Unavailable marks err as a database-unavailable error.
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unavailable{err}
+}

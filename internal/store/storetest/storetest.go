@@ -1,0 +1,115 @@
+// Package storetest opens throw-away msgx databases for tests: a SQLite file in the test's
+// temporary directory and, when MariaDB answers on 127.0.0.1:3306 (or MSGX_TEST_MYSQL_DSN),
+// a fresh MySQL database dropped at the end. Each runs a test body once per dialect, so every
+// repository passes the same contract on both.
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+
+	"msgx/internal/store"
+)
+
+// RequireServices reports whether tests must fail, not skip, when a server is absent
+// (MSGX_TEST_REQUIRE_SERVICES=1, as CI sets it).
+func RequireServices() bool { return os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" }
+
+// MySQLServerDSN is the DSN of the MariaDB server tests use, without a database name.
+func MySQLServerDSN() string {
+	if dsn := os.Getenv("MSGX_TEST_MYSQL_DSN"); dsn != "" {
+		return dsn
+	}
+	return "root@tcp(127.0.0.1:3306)/"
+}
+
+// SQLite opens a migrated SQLite database in t's temporary directory.
+func SQLite(t testing.TB) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, "sqlite", filepath.Join(t.TempDir(), "msgx.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// MySQLDSN creates an empty database on the MariaDB server and returns its DSN; the database
+// is dropped when t ends. It skips t (or fails it, under RequireServices) when the server is
+// absent.
+func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	server := MySQLServerDSN()
+	cfg, err := mysqldrv.ParseDSN(server)
+	if err != nil {
+		t.Fatalf("MSGX_TEST_MYSQL_DSN: %v", err)
+	}
+	admin, err := sql.Open("mysql", server)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err = admin.PingContext(ctx)
+		cancel()
+	}
+	if err != nil {
+		if RequireServices() {
+			t.Fatalf("MariaDB at %s is required (MSGX_TEST_REQUIRE_SERVICES=1) but not reachable: %v", cfg.Addr, err)
+		}
+		t.Skipf("MariaDB at %s not reachable, skipping (set MSGX_TEST_REQUIRE_SERVICES=1 to fail instead): %v", cfg.Addr, err)
+	}
+	name := fmt.Sprintf("msgx_test_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
+	if _, err := admin.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4"); err != nil {
+		admin.Close()
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		admin.Exec("DROP DATABASE " + name)
+		admin.Close()
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+// MySQL opens a migrated, empty MySQL database (see MySQLDSN).
+func MySQL(t testing.TB) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, "mysql", MySQLDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Each runs fn as a subtest on a fresh SQLite database and on a fresh MySQL database.
+func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
+	t.Run("mysql", func(t *testing.T) { fn(t, MySQL(t)) })
+}
+
+// Exec runs statements on db, failing t on error; for test set-up.
+func Exec(t testing.TB, db *store.DB, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := db.SQL.Exec(s); err != nil {
+			t.Fatalf("%s: %v", strings.TrimSpace(s), err)
+		}
+	}
+}

@@ -1,0 +1,30 @@
+// Package target holds the delivery sinks: Kafka (franz-go), Redis pub/sub (go-redis),
+// Elasticsearch (go-elasticsearch bulk), webhook (HTTP POST with an HMAC signature) and file
+// (JSON lines). A sink only sends; ordering, retries and dead letters are the dispatcher's
+// (internal/dispatch).
+package target
+
+import "context"
+
+// Record is one delivery to a sink: a MSG_EVENT row (or, for the batched KAFKA_SCHD target,
+// one batch) with the exact bytes the downstream system receives.
+type Record struct {
+	EventID int64  // the event's id (for a batch: the newest event of the batch)
+	MsgID   int64  // the inbound message (CMINMSGS_ID) that produced it
+	TypeTag string // the message's type tag, e.g. FLOP-CHOT
+	Target  string // the target name, e.g. KAFKA_FLOP
+	Kind    string // the payload kind, e.g. flop, schd, notify, es-upsert, es-delete
+	Key     string // the flight key (FLID) where there is one: Kafka record key, ES document id
+	Value   []byte // the JSON value to deliver
+	Delete  bool   // the record deletes the document Key (Elasticsearch)
+}
+
+// Sink delivers records to one downstream system.
+//
+// Send delivers recs in order and returns how many leading records were delivered for sure
+// before the first failure, with that failure. A failure that no retry can mend (a webhook's
+// 400, say) is wrapped in a *pipeline.Error of class REJECTED; any other error is retried.
+type Sink interface {
+	Send(ctx context.Context, recs []Record) (int, error)
+	Close() error
+}
