@@ -93,7 +93,7 @@ type Error struct {
 	Err   error
 }
 
-func (e *Error) Error() string { return string(e.Class) + ": " + e.Err.Error() }
+func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf formats an error of class c.

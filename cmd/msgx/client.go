@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"msgx/internal/config"
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+)
+
+// serverURL returns the --server value, MSGX_SERVER, or the local address of http.addr.
+func serverURL(flagValue string) string {
+	if flagValue != "" {
+		return strings.TrimSuffix(flagValue, "/")
+	}
+	if s := os.Getenv("MSGX_SERVER"); s != "" {
+		return strings.TrimSuffix(s, "/")
+	}
+	addr := os.Getenv(config.EnvName("http.addr"))
+	if addr == "" {
+		addr = config.Default().HTTP.Addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://127.0.0.1:8080"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+var httpClient = &http.Client{Timeout: 60 * time.Second}
+
+func call(method, url string, body []byte, contentType string, out any) error {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach msgx at %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error, Code string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s (%d %s)", e.Error, resp.StatusCode, e.Code)
+		}
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+func send(args []string) error {
+	fs := flag.NewFlagSet("send", flag.ContinueOnError)
+	server := fs.String("server", "", "msgx server URL")
+	if err := fs.Parse(args); err != nil {
+		return exitError{code: 2}
+	}
+	if fs.NArg() == 0 {
+		return exitError{code: 2, msg: "usage: msgx send [--server URL] FILE…"}
+	}
+	failed := 0
+	for _, path := range fs.Args() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
+			failed++
+			continue
+		}
+		var res struct {
+			ID int64 `json:"id"`
+		}
+		if err := call("POST", serverURL(*server)+"/cminmsgs/send", b, "application/xml; charset=utf-8", &res); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
+			failed++
+			continue
+		}
+		fmt.Printf("%d\t%s\n", res.ID, path)
+	}
+	if failed > 0 {
+		return exitError{code: 1, msg: fmt.Sprintf("%d of %d files not accepted", failed, fs.NArg())}
+	}
+	return nil
+}
+
+func status(args []string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	server := fs.String("server", "", "msgx server URL")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(args); err != nil {
+		return exitError{code: 2}
+	}
+	var raw json.RawMessage
+	if err := call("GET", serverURL(*server)+"/api/v1/status", nil, "", &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		os.Stdout.Write(append(raw, '\n'))
+		return nil
+	}
+	var st struct {
+		Counts      map[string]int `json:"counts"`
+		PumpRunning bool           `json:"pump_running"`
+		LeaseHolder string         `json:"lease_holder"`
+		Head        *struct {
+			ID       int64   `json:"id"`
+			State    string  `json:"state"`
+			TypeTag  *string `json:"type_tag"`
+			Attempts int     `json:"attempts"`
+			Why      string  `json:"why"`
+		} `json:"head"`
+		Extra map[string]json.RawMessage `json:"extra"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	fmt.Printf("pump running: %v", st.PumpRunning)
+	if st.LeaseHolder != "" {
+		fmt.Printf(" (lease: %s)", st.LeaseHolder)
+	}
+	fmt.Println()
+	for _, s := range []string{"PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD"} {
+		fmt.Printf("%-10s %d\n", s, st.Counts[s])
+	}
+	if st.Head == nil {
+		fmt.Println("head: none (nothing waiting)")
+	} else {
+		tag := "?"
+		if st.Head.TypeTag != nil {
+			tag = *st.Head.TypeTag
+		}
+		fmt.Printf("head: message %d %s %s, attempts %d\n  why: %s\n", st.Head.ID, tag, st.Head.State, st.Head.Attempts, st.Head.Why)
+	}
+	keys := make([]string, 0, len(st.Extra))
+	for k := range st.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Printf("%s: %s\n", k, st.Extra[k])
+	}
+	return nil
+}
+
+// idList collects repeated --id flags, each possibly comma-separated.
+type idList []int64
+
+func (l *idList) String() string { return fmt.Sprint(*l) }
+func (l *idList) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a message id", p)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
+
+func replay(args []string) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	server := fs.String("server", "", "msgx server URL")
+	classes := fs.String("class", "", "error classes to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
+	var ids idList
+	fs.Var(&ids, "id", "message id to replay (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return exitError{code: 2}
+	}
+	req := map[string]any{"ids": []int64(ids)}
+	var cl []string
+	for _, c := range strings.Split(*classes, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			cl = append(cl, strings.ToUpper(c))
+		}
+	}
+	if len(cl) == 0 && len(ids) == 0 {
+		return exitError{code: 2, msg: "usage: msgx replay --class C[,C…] [--id N…]"}
+	}
+	req["classes"] = cl
+	body, _ := json.Marshal(req)
+	var res struct {
+		Moved   int     `json:"moved"`
+		Skipped int     `json:"skipped"`
+		IDs     []int64 `json:"ids"`
+	}
+	if err := call("POST", serverURL(*server)+"/api/v1/replay", body, "application/json", &res); err != nil {
+		return err
+	}
+	fmt.Printf("moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
+	for _, id := range res.IDs {
+		fmt.Println(id)
+	}
+	return nil
+}
+
+func decode(args []string) error {
+	cfg, rest, err := loadConfig(flag.NewFlagSet("decode", flag.ContinueOnError), args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return exitError{code: 2, msg: "usage: msgx decode [--config FILE] FILE"}
+	}
+	raw, err := os.ReadFile(rest[0])
+	if err != nil {
+		return err
+	}
+	msg, err := sis.Decode(raw, sis.Options{Location: cfg.Location()})
+	out := map[string]any{}
+	if msg != nil {
+		out["type_tag"] = msg.Tag()
+		out["identity"] = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, cfg.Identity.IncludeDayBoundary)
+		out["meta"] = msg.Meta
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err != nil {
+		class := pipeline.ClassOf(err)
+		out["error_class"] = class
+		out["error"] = err.Error()
+		enc.Encode(out)
+		return exitError{code: 1, msg: fmt.Sprintf("%s: %s", class, err)}
+	}
+	out["body"] = msg.Body
+	return enc.Encode(out)
+}

@@ -1,0 +1,77 @@
+// Command msgx is the one binary of the AODB message exchange: `msgx serve` runs the inbox,
+// the pump, the dispatcher and the API; the other subcommands talk to a running server
+// (send, status, replay) or work offline (decode, migrate, version). Run `msgx help`.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `msgx — AODB message exchange
+
+Usage:
+  msgx serve   [--config FILE]              run the server (inbox, pump, dispatcher, API)
+  msgx send    [--server URL] FILE…         post SIS files to a running server; prints one id per file
+  msgx status  [--server URL]               counts per state, the head message and why it waits
+  msgx replay  [--server URL] --class C[,C…] [--id N…]
+                                            move FAILED/DEAD messages of those classes back to PENDING
+  msgx decode  [--config FILE] FILE         print the decoded message as JSON (non-zero exit on error)
+  msgx migrate [--config FILE]              apply the database migrations
+  msgx version                              print the version
+
+The server address defaults to MSGX_SERVER, else http://127.0.0.1:<port of http.addr>.
+Configuration: a YAML file (--config or MSGX_CONFIG) and MSGX_* environment variables;
+see the README for every key.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(args)
+	case "send":
+		err = send(args)
+	case "status":
+		err = status(args)
+	case "replay":
+		err = replay(args)
+	case "decode":
+		err = decode(args)
+	case "migrate":
+		err = migrate(args)
+	case "version", "--version":
+		fmt.Println("msgx", version)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "msgx: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		if e, ok := err.(exitError); ok {
+			if e.msg != "" {
+				fmt.Fprintln(os.Stderr, e.msg)
+			}
+			os.Exit(e.code)
+		}
+		fmt.Fprintln(os.Stderr, "msgx "+cmd+": "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// exitError ends the program with code after printing msg.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }

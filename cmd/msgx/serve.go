@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"msgx/internal/api"
+	"msgx/internal/config"
+	"msgx/internal/handler"
+	"msgx/internal/jobs"
+	"msgx/internal/pipeline"
+	"msgx/internal/pump"
+	"msgx/internal/sis"
+	"msgx/internal/store"
+)
+
+const (
+	leaseName = "pump"
+	leaseTTL  = 15 * time.Second
+)
+
+func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error) {
+	path := fs.String("config", os.Getenv("MSGX_CONFIG"), "YAML config file")
+	if err := fs.Parse(args); err != nil {
+		return config.Config{}, nil, exitError{code: 2}
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	return cfg, fs.Args(), err
+}
+
+func newLogger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewJSONHandler(os.Stderr, opts)
+	if cfg.Log.Format == "text" {
+		h = slog.NewTextHandler(os.Stderr, opts)
+	}
+	return slog.New(h).With("service", cfg.ServiceName)
+}
+
+func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.Database.Driver, cfg.Database.DSN)
+	if err != nil {
+		return nil, err
+	}
+	v, err := db.Migrate(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	log.Info("database ready", "driver", cfg.Database.Driver, "schema_version", v)
+	return db, nil
+}
+
+func serve(args []string) error {
+	cfg, _, err := loadConfig(flag.NewFlagSet("serve", flag.ContinueOnError), args)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	db, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	clock := pipeline.SystemClock{}
+
+	runPump := cfg.Autostart()
+	holder := instanceName()
+	if runPump {
+		if err := db.AcquireLease(ctx, leaseName, holder, leaseTTL, clock.Now()); err != nil {
+			var held *store.LeaseHeldError
+			if errors.As(err, &held) {
+				return exitError{code: 3, msg: "msgx serve: " + held.Error() + ". Stop it first, or wait for its lease to expire if it died."}
+			}
+			return err
+		}
+		log.Info("pump lease acquired", "holder", holder, "ttl", leaseTTL.String())
+	} else {
+		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")
+	}
+
+	policy := pipeline.RetryPolicy{
+		MaxAttempts:  cfg.Pipeline.MaxAttempts,
+		Steps:        cfg.Backoff(),
+		Cap:          time.Duration(cfg.Pipeline.BackoffCapMs) * time.Millisecond,
+		HeadDeadline: cfg.Pipeline.HeadDeadline,
+	}
+	reg := handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace})
+	p := pump.New(db, reg, pump.Options{
+		Policy:       policy,
+		PollInterval: cfg.Pipeline.PollInterval,
+		IncludeDay:   cfg.Identity.IncludeDayBoundary,
+		SIS:          sis.Options{Location: cfg.Location()},
+		Clock:        clock,
+		Logger:       log,
+		Jobs:         &jobs.Runner{DB: db, Clock: clock},
+	})
+	wake := func() {}
+	if runPump {
+		wake = p.Wake
+	}
+	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake}
+
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (http.addr): %w", cfg.HTTP.Addr, err)
+	}
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+
+	workCtx, cancelWork := context.WithCancel(context.Background())
+	defer cancelWork()
+	var wg sync.WaitGroup
+	inboxCtx, cancelInbox := context.WithCancel(context.Background())
+	wg.Add(1)
+	go func() { defer wg.Done(); inbox.Run(inboxCtx) }()
+
+	lost := make(chan error, 1)
+	if runPump {
+		wg.Add(2)
+		go func() { defer wg.Done(); p.Run(workCtx) }()
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(leaseTTL / 3)
+			defer t.Stop()
+			for {
+				select {
+				case <-workCtx.Done():
+					return
+				case <-t.C:
+					if err := db.RenewLease(workCtx, leaseName, holder, leaseTTL, clock.Now()); err != nil && workCtx.Err() == nil {
+						lost <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	log.Info("msgx serving", "addr", ln.Addr().String(), "version", version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
+
+	var exit error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing the message in hand")
+	case err := <-serveErr:
+		exit = fmt.Errorf("http server: %w", err)
+	case err := <-lost:
+		log.Error("pump lease lost; stopping so two pumps never run", "err", err.Error())
+		exit = exitError{code: 3, msg: "msgx serve: pump lease lost: " + err.Error()}
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable
+	cancelInbox()
+	cancelWork()
+	wg.Wait()
+	if runPump {
+		if err := db.ReleaseLease(context.Background(), leaseName, holder); err != nil {
+			log.Warn("could not release the pump lease", "err", err.Error())
+		}
+	}
+	log.Info("msgx stopped")
+	return exit
+}
+
+func instanceName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s/pid-%d/%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+func migrate(args []string) error {
+	cfg, _, err := loadConfig(flag.NewFlagSet("migrate", flag.ContinueOnError), args)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	db, err := store.Open(ctx, cfg.Database.Driver, cfg.Database.DSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	v, err := db.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("schema at version %d (%s)\n", v, cfg.Database.Driver)
+	return nil
+}

@@ -1,0 +1,224 @@
+// Package api is msgx's HTTP surface: the inbox (POST /cminmsgs/send), the operations API
+// under /api/v1 (messages, replay, status, reference data and what later issues add), and
+// /healthz. Every error answers one JSON shape: {"error": "...", "code": "..."}.
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/simplifiedchinese"
+	"golang.org/x/text/transform"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+)
+
+// Inbox accepts raw messages and makes each durable before answering. Concurrent requests
+// share commits: a single writer goroutine takes every request waiting and stores them in one
+// transaction, so throughput does not fall to one fsync per message.
+type Inbox struct {
+	db      *store.DB
+	clock   pipeline.Clock
+	log     *slog.Logger
+	maxBody int64
+	wake    func()
+	queue   chan *inboxReq
+}
+
+type inboxReq struct {
+	raw  string
+	done chan inboxRes
+}
+
+type inboxRes struct {
+	id  int64
+	err error
+}
+
+// maxBatch bounds how many requests share one commit.
+const maxBatch = 256
+
+// NewInbox returns an inbox over db; wake is called after each commit (the pump's Wake).
+func NewInbox(db *store.DB, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
+	if wake == nil {
+		wake = func() {}
+	}
+	return &Inbox{db: db, clock: clock, log: log, maxBody: maxBody, wake: wake, queue: make(chan *inboxReq, maxBatch)}
+}
+
+// Run is the writer goroutine; it returns when ctx ends, after answering what it has taken.
+func (in *Inbox) Run(ctx context.Context) {
+	for {
+		var first *inboxReq
+		select {
+		case <-ctx.Done():
+			in.drain()
+			return
+		case first = <-in.queue:
+		}
+		batch := []*inboxReq{first}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-in.queue:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		in.commit(context.WithoutCancel(ctx), batch)
+	}
+}
+
+func (in *Inbox) drain() {
+	for {
+		select {
+		case r := <-in.queue:
+			r.done <- inboxRes{err: store.Unavailable(errors.New("server is shutting down"))}
+		default:
+			return
+		}
+	}
+}
+
+func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
+	raws := make([]string, len(batch))
+	for i, r := range batch {
+		raws[i] = r.raw
+	}
+	ids, err := in.db.InsertMessages(ctx, raws, in.clock.Now())
+	for i, r := range batch {
+		if err != nil {
+			r.done <- inboxRes{err: err}
+			continue
+		}
+		r.done <- inboxRes{id: ids[i]}
+	}
+	if err == nil {
+		for i, id := range ids {
+			in.log.Info("message received", "msg_id", id, "bytes", len(raws[i]))
+		}
+		in.wake()
+	} else {
+		in.log.Error("inbox commit failed", "count", len(batch), "err", err.Error())
+	}
+}
+
+// Accept stores one raw message and returns its id once it is durable.
+func (in *Inbox) Accept(ctx context.Context, raw string) (int64, error) {
+	r := &inboxReq{raw: raw, done: make(chan inboxRes, 1)}
+	select {
+	case in.queue <- r:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	res := <-r.done // once queued, the writer always answers
+	return res.id, res.err
+}
+
+// ServeHTTP is POST /cminmsgs/send.
+func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		return
+	}
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil && r.Header.Get("Content-Type") != "" {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "bad Content-Type: "+err.Error())
+		return
+	}
+	switch mt {
+	case "application/xml", "text/xml", "text/plain":
+	case "":
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type is required: application/xml, text/xml or text/plain")
+		return
+	default:
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("media type %q is not accepted: use application/xml, text/xml or text/plain", mt))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, in.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("message is over the %d-byte limit", in.maxBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "bad_body", "reading the body: "+err.Error())
+		return
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		writeError(w, http.StatusBadRequest, "empty_body", "the message is empty")
+		return
+	}
+	text, err := toUTF8(body, params["charset"])
+	if err != nil {
+		writeError(w, http.StatusUnsupportedMediaType, "bad_charset", err.Error())
+		return
+	}
+	id, err := in.Accept(r.Context(), text)
+	if err != nil {
+		if errors.Is(err, store.ErrUnavailable) {
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the message was not stored: "+err.Error())
+			return
+		}
+		if r.Context().Err() != nil {
+			return // the client went away; nothing was promised
+		}
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, map[string]int64{"id": id})
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "%d", id)
+}
+
+// toUTF8 converts body from its declared charset (UTF-8 when none) to UTF-8 text.
+func toUTF8(body []byte, charset string) (string, error) {
+	var enc encoding.Encoding
+	switch strings.ToLower(strings.TrimSpace(charset)) {
+	case "", "utf-8", "utf8":
+		if !utf8.Valid(body) {
+			return "", errors.New("the body is not valid UTF-8 (declare charset=GBK or GB18030 if it is)")
+		}
+		return string(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))), nil
+	case "gbk", "cp936":
+		enc = simplifiedchinese.GBK
+	case "gb18030":
+		enc = simplifiedchinese.GB18030
+	case "gb2312":
+		enc = simplifiedchinese.GBK // GBK is a superset of GB2312's EUC-CN form
+	default:
+		return "", fmt.Errorf("charset %q is not supported: use UTF-8, GBK or GB18030", charset)
+	}
+	out, _, err := transform.Bytes(enc.NewDecoder(), body)
+	if err != nil {
+		return "", fmt.Errorf("cannot convert from %s: %v", charset, err)
+	}
+	return string(out), nil
+}
+
+func wantsJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+		if mt == "application/json" {
+			return true
+		}
+	}
+	return false
+}
+

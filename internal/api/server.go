@@ -1,0 +1,338 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+	"msgx/internal/store"
+)
+
+// Server wires the HTTP routes. Optional parts (PumpInfo, Routes) may be nil.
+type Server struct {
+	DB    *store.DB
+	Inbox *Inbox
+	Clock pipeline.Clock
+	Log   *slog.Logger
+	// PumpRunning says whether this process runs the pump (status shows it).
+	PumpRunning bool
+	// Wake is the pump's Wake, called after a replay.
+	Wake func()
+	// Extra lets other parts (flights, events) add their routes.
+	Extra []func(mux *http.ServeMux)
+	// StatusExtra adds sections to GET /api/v1/status.
+	StatusExtra map[string]func(ctx context.Context) (any, error)
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/cminmsgs/send", s.Inbox)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /api/v1/messages/{id}", s.getMessage)
+	mux.HandleFunc("GET /api/v1/messages", s.listMessages)
+	mux.HandleFunc("POST /api/v1/replay", s.replay)
+	mux.HandleFunc("GET /api/v1/status", s.status)
+	mux.HandleFunc("GET /api/v1/ref/{type}", s.refList)
+	mux.HandleFunc("GET /api/v1/ref/{type}/{key}", s.refGet)
+	mux.HandleFunc("POST /api/v1/jobs", s.enqueueJob)
+	mux.HandleFunc("GET /api/v1/jobs", s.listJobs)
+	for _, add := range s.Extra {
+		add(mux)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.DB.SQL.PingContext(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "pump_running": s.PumpRunning})
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("message id %q is not a number", r.PathValue("id")))
+		return
+	}
+	m, err := s.DB.GetMessage(r.Context(), id)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if m == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var f store.MessageFilter
+	if st := q.Get("state"); st != "" {
+		f.State = pipeline.ProcStatus(strings.ToUpper(st))
+		if !f.State.Valid() {
+			writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SUCCEEDED, SKIPPED, FAILED or DEAD", st))
+			return
+		}
+	}
+	if c := q.Get("class"); c != "" {
+		cl, ok := pipeline.ParseErrorClass(strings.ToUpper(c))
+		if !ok {
+			writeError(w, http.StatusBadRequest, "bad_class", fmt.Sprintf("class %q is not an error class", c))
+			return
+		}
+		f.Class = cl
+	}
+	var err error
+	if f.Limit, err = intParam(q.Get("limit"), 100); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_limit", err.Error())
+		return
+	}
+	after, err := intParam(q.Get("after"), 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_after", err.Error())
+		return
+	}
+	f.AfterID = int64(after)
+	ms, err := s.DB.ListMessages(r.Context(), f)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": ms})
+}
+
+func intParam(s string, def int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a non-negative integer", s)
+	}
+	return n, nil
+}
+
+// ReplayRequest is the body of POST /api/v1/replay.
+type ReplayRequest struct {
+	Classes []string `json:"classes"`
+	IDs     []int64  `json:"ids"`
+}
+
+func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
+	var req ReplayRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if len(req.Classes) == 0 && len(req.IDs) == 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", `name the classes ("classes":["INFRA",…]) or the ids ("ids":[…]) to replay`)
+		return
+	}
+	var classes []pipeline.ErrorClass
+	for _, c := range req.Classes {
+		cl, ok := pipeline.ParseErrorClass(strings.ToUpper(c))
+		if !ok {
+			writeError(w, http.StatusBadRequest, "bad_class", fmt.Sprintf("class %q is not an error class", c))
+			return
+		}
+		classes = append(classes, cl)
+	}
+	res, err := s.DB.Replay(r.Context(), classes, req.IDs, s.Clock.Now())
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	s.Log.Info("replay", "classes", req.Classes, "ids", req.IDs, "moved", res.Moved, "skipped", res.Skipped)
+	if res.Moved > 0 && s.Wake != nil {
+		s.Wake()
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// Status is the answer of GET /api/v1/status.
+type Status struct {
+	Counts      map[pipeline.ProcStatus]int `json:"counts"`
+	Head        *HeadInfo                   `json:"head"`
+	PumpRunning bool                        `json:"pump_running"`
+	LeaseHolder string                      `json:"lease_holder,omitempty"`
+	Extra       map[string]any              `json:"extra,omitempty"`
+}
+
+// HeadInfo is the head message and why it waits.
+type HeadInfo struct {
+	*store.Message
+	Why string `json:"why"`
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	counts, err := s.DB.CountByState(ctx)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	st := Status{Counts: counts, PumpRunning: s.PumpRunning}
+	if h, _, err := s.DB.LeaseHolder(ctx, "pump"); err == nil {
+		st.LeaseHolder = h
+	}
+	head, err := s.DB.Head(ctx)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if head != nil {
+		st.Head = &HeadInfo{Message: head, Why: s.why(head)}
+	}
+	for name, fn := range s.StatusExtra {
+		v, err := fn(ctx)
+		if err != nil {
+			v = map[string]string{"error": err.Error()}
+		}
+		if st.Extra == nil {
+			st.Extra = map[string]any{}
+		}
+		st.Extra[name] = v
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) why(m *store.Message) string {
+	if !s.PumpRunning {
+		return "the pump is not running in this process (pipeline.autostart=false, or another instance holds the lease)"
+	}
+	if m.State == pipeline.Failed {
+		next := "now"
+		if m.NextAttemptAt != nil {
+			next = m.NextAttemptAt.Format(time.RFC3339)
+		}
+		last := ""
+		if m.LastError != nil {
+			last = *m.LastError
+		}
+		return fmt.Sprintf("FAILED %s after %d attempt(s), next attempt %s: %s; everything behind it waits", m.Class(), m.Attempts, next, last)
+	}
+	return "PENDING: next to be processed"
+}
+
+func (s *Server) refList(w http.ResponseWriter, r *http.Request) {
+	typ := strings.ToUpper(r.PathValue("type"))
+	if !sis.IsRefType(typ) {
+		writeError(w, http.StatusNotFound, "unknown_type", fmt.Sprintf("%q is not a reference TYPE (one of %s)", typ, strings.Join(sis.RefTypes, " ")))
+		return
+	}
+	list, err := s.DB.RefList(r.Context(), typ)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"type": typ, "records": list})
+}
+
+func (s *Server) refGet(w http.ResponseWriter, r *http.Request) {
+	typ := strings.ToUpper(r.PathValue("type"))
+	if !sis.IsRefType(typ) {
+		writeError(w, http.StatusNotFound, "unknown_type", fmt.Sprintf("%q is not a reference TYPE", typ))
+		return
+	}
+	e, err := s.DB.RefGet(r.Context(), typ, r.PathValue("key"))
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if e == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no %s record %q", typ, r.PathValue("key")))
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Kind   string `json:"kind"`
+		Params string `json:"params"`
+	}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.Kind != "ARCHIVE" {
+		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known (ARCHIVE)", req.Kind))
+		return
+	}
+	j, err := s.DB.EnqueueJob(r.Context(), req.Kind, req.Params, s.Clock.Now())
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if s.Wake != nil {
+		s.Wake()
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	jobs, err := s.DB.ListJobs(r.Context(), 100)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+// ErrorBody is the one shape of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, ErrorBody{Error: msg, Code: code})
+}
+
+func writeStoreError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrUnavailable) {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", err.Error())
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "internal", err.Error())
+}
+
+// WriteJSON writes v as JSON with status (for routes other packages add).
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
+// WriteError writes the one error shape (for routes other packages add).
+func WriteError(w http.ResponseWriter, status int, code, msg string) { writeError(w, status, code, msg) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_json", "the body is not the expected JSON: "+err.Error())
+		return false
+	}
+	return true
+}

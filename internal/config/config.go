@@ -1,0 +1,362 @@
+// Package config is msgx's one typed configuration: every key with its default (seed §6 plus
+// the database, HTTP, data directory, SIS and delivery settings), read from an optional YAML
+// file and then from MSGX_* environment variables, and validated so that a bad value stops
+// the start with a message naming its key.
+//
+// An environment variable's name is the key path upper-cased, dots and dashes turned into
+// underscores, prefixed MSGX_: pipeline.max-attempts → MSGX_PIPELINE_MAX_ATTEMPTS.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"msgx/internal/target"
+)
+
+// Config is the whole configuration.
+type Config struct {
+	Phase       string `yaml:"phase"`        // A: Redis flight store; B: SQL FLIGHT_STATE (the one msgx has)
+	ServiceName string `yaml:"service-name"` // the name msgx reports itself by
+	DataDir     string `yaml:"data-dir"`     // where the SQLite file and the file outboxes live
+
+	HTTP struct {
+		Addr         string `yaml:"addr"`           // listen address
+		MaxBodyBytes int64  `yaml:"max-body-bytes"` // inbox size limit
+	} `yaml:"http"`
+
+	Database struct {
+		Driver string `yaml:"driver"` // sqlite | mysql
+		DSN    string `yaml:"dsn"`    // sqlite: file path (default <data-dir>/msgx.db); mysql: user:pass@tcp(host:port)/db
+	} `yaml:"database"`
+
+	Pipeline struct {
+		PollInterval time.Duration `yaml:"poll-interval"`
+		MaxAttempts  int           `yaml:"max-attempts"`
+		BackoffMs    []int         `yaml:"backoff-ms"`
+		BackoffCapMs int           `yaml:"backoff-cap-ms"`
+		HeadDeadline time.Duration `yaml:"head-deadline"`
+		// Autostart runs the pump and the dispatcher in `msgx serve`. Unset means on for the
+		// embedded SQLite default and off for MySQL, where production turns it on explicitly.
+		Autostart *bool `yaml:"autostart"`
+	} `yaml:"pipeline"`
+
+	Schd struct {
+		FlushPeriod time.Duration `yaml:"flush-period"`
+		FlushLimit  int           `yaml:"flush-limit"`
+	} `yaml:"schd"`
+
+	Identity struct {
+		IncludeDayBoundary bool `yaml:"include-day-boundary"`
+	} `yaml:"identity"`
+
+	ConsistencyCheck struct {
+		OnStartup        bool    `yaml:"on-startup"`
+		DailySampleRatio float64 `yaml:"daily-sample-ratio"`
+	} `yaml:"consistency-check"`
+
+	SIS struct {
+		Timezone string `yaml:"timezone"` // the airport's zone; every SIS body time is local time in it
+	} `yaml:"sis"`
+
+	Ref struct {
+		AllowEmptyReplace bool `yaml:"allow-empty-replace"` // a DNLD/RESP with zero records may wipe its TYPE
+	} `yaml:"ref"`
+
+	Log struct {
+		Level  string `yaml:"level"`  // debug | info | warn | error
+		Format string `yaml:"format"` // json | text
+	} `yaml:"log"`
+
+	// Targets are the delivery targets by name (KAFKA_SCHD, KAFKA_FLOP, …).
+	Targets map[string]target.Config `yaml:"targets"`
+}
+
+// Default returns the configuration msgx runs with when nothing is set.
+func Default() Config {
+	var c Config
+	c.Phase = "B"
+	c.ServiceName = "msgexchangeapi"
+	c.DataDir = "./data"
+	c.HTTP.Addr = ":8080"
+	c.HTTP.MaxBodyBytes = 32 << 20
+	c.Database.Driver = "sqlite"
+	c.Pipeline.PollInterval = time.Second
+	c.Pipeline.MaxAttempts = 5
+	c.Pipeline.BackoffMs = []int{1000, 2000, 4000, 8000, 16000}
+	c.Pipeline.BackoffCapMs = 60000
+	c.Pipeline.HeadDeadline = 10 * time.Minute
+	c.Schd.FlushPeriod = 3 * time.Second
+	c.Schd.FlushLimit = 500
+	c.ConsistencyCheck.OnStartup = true
+	c.ConsistencyCheck.DailySampleRatio = 0.01
+	c.SIS.Timezone = "Asia/Shanghai"
+	c.Log.Level = "info"
+	c.Log.Format = "json"
+	return c
+}
+
+// Load reads the YAML file at path (none when empty), then the environment, then validates.
+func Load(path string, environ []string) (Config, error) {
+	c := Default()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return c, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(&c, environ); err != nil {
+		return c, err
+	}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Validate checks every value and fills the derived defaults (the SQLite path).
+func (c *Config) Validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+	}
+	switch c.Phase {
+	case "B":
+	case "A":
+		return bad("phase", "A (Redis flight store) is not available in this version; use B (SQL FLIGHT_STATE)")
+	default:
+		return bad("phase", "%q is not A or B", c.Phase)
+	}
+	if c.ServiceName == "" {
+		return bad("service-name", "must not be empty")
+	}
+	if c.DataDir == "" {
+		return bad("data-dir", "must not be empty")
+	}
+	if c.HTTP.Addr == "" {
+		return bad("http.addr", "must not be empty")
+	}
+	if c.HTTP.MaxBodyBytes <= 0 {
+		return bad("http.max-body-bytes", "must be positive, got %d", c.HTTP.MaxBodyBytes)
+	}
+	switch c.Database.Driver {
+	case "sqlite":
+		if c.Database.DSN == "" {
+			c.Database.DSN = filepath.Join(c.DataDir, "msgx.db")
+		}
+	case "mysql":
+		if c.Database.DSN == "" {
+			return bad("database.dsn", "required for driver mysql (user:password@tcp(host:3306)/database)")
+		}
+	default:
+		return bad("database.driver", "%q is not sqlite or mysql", c.Database.Driver)
+	}
+	if c.Pipeline.PollInterval < 50*time.Millisecond {
+		return bad("pipeline.poll-interval", "%s is under the 50ms minimum", c.Pipeline.PollInterval)
+	}
+	if c.Pipeline.MaxAttempts < 1 {
+		return bad("pipeline.max-attempts", "must be at least 1, got %d", c.Pipeline.MaxAttempts)
+	}
+	if len(c.Pipeline.BackoffMs) == 0 {
+		return bad("pipeline.backoff-ms", "needs at least one step")
+	}
+	for _, ms := range c.Pipeline.BackoffMs {
+		if ms <= 0 {
+			return bad("pipeline.backoff-ms", "step %d is not positive", ms)
+		}
+	}
+	if c.Pipeline.BackoffCapMs <= 0 {
+		return bad("pipeline.backoff-cap-ms", "must be positive, got %d", c.Pipeline.BackoffCapMs)
+	}
+	if c.Pipeline.HeadDeadline <= 0 {
+		return bad("pipeline.head-deadline", "must be positive, got %s", c.Pipeline.HeadDeadline)
+	}
+	if c.Schd.FlushPeriod <= 0 {
+		return bad("schd.flush-period", "must be positive, got %s", c.Schd.FlushPeriod)
+	}
+	if c.Schd.FlushLimit < 1 {
+		return bad("schd.flush-limit", "must be at least 1, got %d", c.Schd.FlushLimit)
+	}
+	if r := c.ConsistencyCheck.DailySampleRatio; r < 0 || r > 1 {
+		return bad("consistency-check.daily-sample-ratio", "%v is not between 0 and 1", r)
+	}
+	if _, err := time.LoadLocation(c.SIS.Timezone); err != nil || c.SIS.Timezone == "" {
+		return bad("sis.timezone", "%q is not a known time zone", c.SIS.Timezone)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
+	}
+	if c.Log.Format != "json" && c.Log.Format != "text" {
+		return bad("log.format", "%q is not json or text", c.Log.Format)
+	}
+	names := make([]string, 0, len(c.Targets))
+	for n := range c.Targets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := c.Targets[n].Validate(n); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+	}
+	return nil
+}
+
+// Autostart reports whether serve runs the pump and the dispatcher.
+func (c *Config) Autostart() bool {
+	if c.Pipeline.Autostart != nil {
+		return *c.Pipeline.Autostart
+	}
+	return c.Database.Driver == "sqlite"
+}
+
+// Backoff returns the backoff steps as durations.
+func (c *Config) Backoff() []time.Duration {
+	out := make([]time.Duration, len(c.Pipeline.BackoffMs))
+	for i, ms := range c.Pipeline.BackoffMs {
+		out[i] = time.Duration(ms) * time.Millisecond
+	}
+	return out
+}
+
+// Location returns the airport's zone.
+func (c *Config) Location() *time.Location {
+	loc, err := time.LoadLocation(c.SIS.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// EnvName returns the environment variable of a key path ("pipeline.max-attempts").
+func EnvName(key string) string {
+	r := strings.NewReplacer(".", "_", "-", "_")
+	return "MSGX_" + strings.ToUpper(r.Replace(key))
+}
+
+// Keys lists every key path of the configuration that an environment variable can set.
+func Keys() []string {
+	var out []string
+	walk(reflect.ValueOf(&Config{}).Elem(), "", func(key string, _ reflect.Value) error {
+		out = append(out, key)
+		return nil
+	})
+	return out
+}
+
+func applyEnv(c *Config, environ []string) error {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "MSGX_") {
+			env[k] = v
+		}
+	}
+	return walk(reflect.ValueOf(c).Elem(), "", func(key string, f reflect.Value) error {
+		v, ok := env[EnvName(key)]
+		if !ok {
+			return nil
+		}
+		if err := setValue(f, v); err != nil {
+			return fmt.Errorf("config: %s (from %s=%q): %v", key, EnvName(key), v, err)
+		}
+		return nil
+	})
+}
+
+// walk calls fn for every settable leaf of v with its key path; maps (targets) are skipped.
+func walk(v reflect.Value, prefix string, fn func(string, reflect.Value) error) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		if tag == "" || tag == "-" {
+			continue
+		}
+		key := tag
+		if prefix != "" {
+			key = prefix + "." + tag
+		}
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(time.Duration(0)) {
+			if err := walk(f, key, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if f.Kind() == reflect.Map {
+			continue
+		}
+		if err := fn(key, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setValue(f reflect.Value, s string) error {
+	s = strings.TrimSpace(s)
+	switch {
+	case f.Type() == reflect.TypeOf(time.Duration(0)):
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("not a duration (like 1s, 500ms, 10m)")
+		}
+		f.SetInt(int64(d))
+	case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("not true or false")
+		}
+		f.Set(reflect.ValueOf(&b))
+	case f.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("not true or false")
+		}
+		f.SetBool(b)
+	case f.Kind() == reflect.String:
+		f.SetString(s)
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer")
+		}
+		f.SetInt(n)
+	case f.Kind() == reflect.Float64:
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("not a number")
+		}
+		f.SetFloat(x)
+	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int:
+		parts := strings.Split(s, ",")
+		out := reflect.MakeSlice(f.Type(), len(parts), len(parts))
+		for i, p := range parts {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil {
+				return fmt.Errorf("not a comma-separated list of integers")
+			}
+			out.Index(i).SetInt(int64(n))
+		}
+		f.Set(out)
+	default:
+		return fmt.Errorf("cannot be set from the environment")
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+// Package handler holds the pure handlers, one per type tag (AIRL-ADD, FLOP-CHOT, SCHD-DNLD…),
+// and the registry the pump looks them up in. A handler reads the decoded message and a
+// read-only view of the current state and returns a pipeline.Decision; it never writes to a
+// database, Redis or a broker. Cross-cutting behaviour (retries, poison, identity) is the
+// pump's, not the handlers'.
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+)
+
+// View is the read-only state a handler may consult. Implementations live with the stores.
+type View interface {
+	// Flight returns the stored record of flight flid as JSON, or ok=false when there is none.
+	Flight(ctx context.Context, flid int64) (record []byte, ok bool, err error)
+}
+
+// Handler decides what one message does.
+type Handler interface {
+	Decide(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error)
+}
+
+// Func adapts a function to Handler.
+type Func func(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error)
+
+// Decide calls f.
+func (f Func) Decide(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
+	return f(ctx, view, msg)
+}
+
+// Registry maps type tags to handlers.
+type Registry struct {
+	m map[string]Handler
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{m: map[string]Handler{}} }
+
+// Register adds the handler of tag; registering a tag twice is a programming error.
+func (r *Registry) Register(tag string, h Handler) {
+	if _, dup := r.m[tag]; dup {
+		panic(fmt.Sprintf("handler: %s registered twice", tag))
+	}
+	r.m[tag] = h
+}
+
+// Lookup returns the handler of tag.
+func (r *Registry) Lookup(tag string) (Handler, bool) {
+	h, ok := r.m[tag]
+	return h, ok
+}
+
+// Tags lists the registered tags, sorted.
+func (r *Registry) Tags() []string {
+	out := make([]string, 0, len(r.m))
+	for t := range r.m {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SkipError is returned by a handler that deliberately does not apply a message; the pump
+// records it SKIPPED with Reason as its last error.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return e.Reason }
+
+// Skip returns a SkipError.
+func Skip(format string, args ...any) error { return &SkipError{Reason: fmt.Sprintf(format, args...)} }
+
+// AsSkip reports whether err is a SkipError.
+func AsSkip(err error) (*SkipError, bool) {
+	var s *SkipError
+	ok := errors.As(err, &s)
+	return s, ok
+}
+
+// Options are the settings handlers take from config.
+type Options struct {
+	// AllowEmptyRefReplace lets a reference DNLD/RESP with zero records wipe its TYPE.
+	AllowEmptyRefReplace bool
+}
+
+// Default returns a registry with every handler msgx has.
+func Default(opt Options) *Registry {
+	r := NewRegistry()
+	RegisterRef(r, opt)
+	return r
+}

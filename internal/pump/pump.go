@@ -1,0 +1,301 @@
+// Package pump is the single writer: one goroutine that takes the head of the inbound order
+// (the lowest unfinished message, or a job ordered before it), decodes it, binds its identity,
+// asks its handler for a Decision and commits the Decision with SUCCEEDED in one transaction,
+// or records why it failed. A FAILED head blocks everything behind it until its next attempt
+// is due; it goes DEAD after max attempts or once it has been failing for longer than the
+// head deadline since its first failure (I1). It owns the processing-state transitions.
+package pump
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"msgx/internal/handler"
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+	"msgx/internal/store"
+)
+
+// Options configure a Pump.
+type Options struct {
+	Policy       pipeline.RetryPolicy
+	PollInterval time.Duration // how often to look when idle; default 1s
+	IncludeDay   bool          // identity.include-day-boundary
+	SIS          sis.Options
+	Clock        pipeline.Clock
+	Logger       *slog.Logger
+	Flights      store.FlightWriter // the flight store; nil until flights are handled
+	View         handler.View       // read-only state for handlers
+	// OnEvents is called after a commit that inserted events (the dispatcher's Wake).
+	OnEvents func()
+	// Jobs runs a PUMP_JOB; nil means jobs are left for a later version.
+	Jobs JobRunner
+}
+
+// JobRunner executes one job and returns its result text.
+type JobRunner interface {
+	RunJob(ctx context.Context, j *store.Job) (string, error)
+}
+
+// Pump is the single-writer loop.
+type Pump struct {
+	db        *store.DB
+	reg       *handler.Registry
+	opt       Options
+	log       *slog.Logger
+	wake      chan struct{}
+	adoptedTo int64
+}
+
+// New returns a pump over db with the handlers of reg.
+func New(db *store.DB, reg *handler.Registry, opt Options) *Pump {
+	if opt.PollInterval <= 0 {
+		opt.PollInterval = time.Second
+	}
+	if opt.Clock == nil {
+		opt.Clock = pipeline.SystemClock{}
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	return &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1), adoptedTo: -1}
+}
+
+// Wake makes the pump look at the queue at once (the inbox calls it after each commit).
+func (p *Pump) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run processes messages until ctx ends. The message in hand when ctx ends is finished first.
+func (p *Pump) Run(ctx context.Context) error {
+	p.log.Info("pump started", "poll_interval", p.opt.PollInterval.String())
+	for {
+		wait, err := p.Step(context.WithoutCancel(ctx))
+		if err != nil {
+			p.log.Error("pump step failed", "err", err.Error())
+			wait = p.opt.PollInterval
+		}
+		if ctx.Err() != nil {
+			p.log.Info("pump stopped")
+			return nil
+		}
+		if wait <= 0 {
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			p.log.Info("pump stopped")
+			return nil
+		case <-p.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Step does one unit of work: adopt legacy rows, then run the head job or process the head
+// message. It returns how long to wait before the next step (0: go on at once).
+func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
+	now := p.opt.Clock.Now()
+	if err := p.adopt(ctx, now); err != nil {
+		return 0, err
+	}
+	head, err := p.db.Head(ctx)
+	if err != nil {
+		return 0, err
+	}
+	job, err := p.db.HeadJob(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if job != nil && (head == nil || head.ID > job.AfterMsgID) {
+		return p.runJob(ctx, job, now)
+	}
+	if head == nil {
+		return p.opt.PollInterval, nil
+	}
+	if head.State == pipeline.Failed {
+		first := timeOr(head.FirstFailedAt, now)
+		if p.opt.Policy.Overdue(first, now) {
+			reason := fmt.Sprintf("head deadline %s passed: failing since %s", p.opt.Policy.HeadDeadline, first.Format(time.RFC3339))
+			p.recordDead(ctx, head, pipeline.Exhausted, lastErrOr(head)+"; "+reason, head.Attempts, first, now)
+			return 0, nil
+		}
+		if head.NextAttemptAt != nil && head.NextAttemptAt.After(now) {
+			return min(head.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
+		}
+	}
+	return 0, p.process(ctx, head, now)
+}
+
+func (p *Pump) adopt(ctx context.Context, now time.Time) error {
+	// Look a little below the highest id seen: rows of transactions that were still open
+	// when we last looked may have lower ids than ones already committed.
+	from := max(p.adoptedTo-1000, 0)
+	n, max, err := p.db.AdoptLegacy(ctx, from, now)
+	if err != nil {
+		return err
+	}
+	if max > p.adoptedTo {
+		p.adoptedTo = max
+	}
+	if n > 0 {
+		p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
+	}
+	return nil
+}
+
+// process handles one message that is due.
+func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) error {
+	raw, ok, err := p.db.Raw(ctx, m.ID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		p.recordDead(ctx, m, pipeline.Malformed, "raw message missing from CMINMSGS", m.Attempts, time.Time{}, now)
+		return nil
+	}
+	msg, err := sis.Decode([]byte(raw), p.opt.SIS)
+	tag, identity := "", ""
+	if msg != nil {
+		tag = msg.Tag()
+		identity = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, p.opt.IncludeDay)
+	}
+	if err != nil {
+		return p.fail(ctx, m, err, tag, identity, now)
+	}
+	if holder, bound, err := p.db.BoundTo(ctx, identity); err != nil {
+		return err
+	} else if bound && holder != m.ID {
+		return p.skip(ctx, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
+	}
+	h, ok := p.reg.Lookup(tag)
+	if !ok {
+		return p.fail(ctx, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, now)
+	}
+	dec, err := h.Decide(ctx, p.opt.View, msg)
+	if err != nil {
+		if s, ok := handler.AsSkip(err); ok {
+			return p.skip(ctx, m, msg, identity, s.Reason, now)
+		}
+		return p.fail(ctx, m, err, tag, identity, now)
+	}
+	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
+	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{TypeTag: tag, Identity: identity, Meta: meta, Decision: dec}, p.opt.Flights, now)
+	if errors.Is(err, store.ErrIdentityTaken) {
+		holder, _, berr := p.db.BoundTo(ctx, identity)
+		if berr != nil {
+			return berr
+		}
+		return p.skip(ctx, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
+	}
+	if err != nil {
+		return p.fail(ctx, m, err, tag, identity, now)
+	}
+	p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "attempts", m.Attempts+1,
+		"events", len(events), "ref_changed", changed, "note", dec.Note)
+	if len(events) > 0 && p.opt.OnEvents != nil {
+		p.opt.OnEvents()
+	}
+	return nil
+}
+
+func (p *Pump) skip(ctx context.Context, m *store.Message, msg *sis.Message, identity, reason string, now time.Time) error {
+	meta := &store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
+	o := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: identity, Meta: meta}
+	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
+		return err
+	}
+	p.log.Info("message SKIPPED", "msg_id", m.ID, "type_tag", msg.Tag(), "identity", identity, "reason", reason)
+	return nil
+}
+
+// fail records a failure of m under the retry policy: FAILED with its next attempt, or DEAD.
+func (p *Pump) fail(ctx context.Context, m *store.Message, cause error, tag, identity string, now time.Time) error {
+	class := pipeline.ClassOf(cause)
+	attempts := m.Attempts + 1
+	first := timeOr(m.FirstFailedAt, now)
+	v := p.opt.Policy.OnFailure(class, attempts, first, now)
+	if v.Dead {
+		last := cause.Error()
+		if v.Reason != "" {
+			last += "; " + v.Reason
+		}
+		return p.recordDeadTagged(ctx, m, v.Class, last, attempts, first, tag, identity, now)
+	}
+	o := store.Outcome{State: pipeline.Failed, Class: class, Attempts: attempts, NextAttemptAt: v.NextAttemptAt,
+		FirstFailedAt: first, LastError: cause.Error(), TypeTag: tag, Identity: identity}
+	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
+		return err
+	}
+	p.log.Warn("message FAILED", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts,
+		"next_attempt_at", v.NextAttemptAt.Format(time.RFC3339Nano), "err", cause.Error())
+	return nil
+}
+
+func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) {
+	tag, ident := "", ""
+	if m.TypeTag != nil {
+		tag = *m.TypeTag
+	}
+	if m.Identity != nil {
+		ident = *m.Identity
+	}
+	if err := p.recordDeadTagged(ctx, m, class, last, attempts, first, tag, ident, now); err != nil {
+		p.log.Error("cannot record DEAD", "msg_id", m.ID, "err", err.Error())
+	}
+}
+
+func (p *Pump) recordDeadTagged(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first time.Time, tag, identity string, now time.Time) error {
+	o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: last, TypeTag: tag, Identity: identity}
+	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
+		return err
+	}
+	p.log.Error("message DEAD", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts, "err", last)
+	return nil
+}
+
+func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Duration, error) {
+	if j.NextAttemptAt != nil && j.NextAttemptAt.After(now) {
+		return min(j.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
+	}
+	if p.opt.Jobs == nil {
+		err := p.db.FinishJob(ctx, j.ID, store.JobDead, j.Attempts, time.Time{}, "", "no job runner configured", now)
+		return 0, err
+	}
+	result, err := p.opt.Jobs.RunJob(ctx, j)
+	if err == nil {
+		p.log.Info("job DONE", "job_id", j.ID, "kind", j.Kind, "after_msg_id", j.AfterMsgID, "result", result)
+		return 0, p.db.FinishJob(ctx, j.ID, store.JobDone, j.Attempts+1, time.Time{}, result, "", now)
+	}
+	attempts := j.Attempts + 1
+	v := p.opt.Policy.OnFailure(pipeline.ClassOf(err), attempts, now, now)
+	state := store.JobFailed
+	if v.Dead {
+		state = store.JobDead
+	}
+	p.log.Warn("job "+state, "job_id", j.ID, "kind", j.Kind, "attempts", attempts, "err", err.Error())
+	return 0, p.db.FinishJob(ctx, j.ID, state, attempts, v.NextAttemptAt, "", err.Error(), now)
+}
+
+func timeOr(t *time.Time, def time.Time) time.Time {
+	if t == nil || t.IsZero() {
+		return def
+	}
+	return *t
+}
+
+func lastErrOr(m *store.Message) string {
+	if m.LastError != nil {
+		return *m.LastError
+	}
+	return "failing"
+}

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Job states.
+const (
+	JobPending = "PENDING"
+	JobDone    = "DONE"
+	JobFailed  = "FAILED"
+	JobDead    = "DEAD"
+)
+
+// Job is one PUMP_JOB row. A job runs in the message order: after every message up to
+// AfterMsgID is finished and before any later message (DESIGN.md §3, U15).
+type Job struct {
+	ID            int64      `json:"id"`
+	Kind          string     `json:"kind"`
+	AfterMsgID    int64      `json:"after_msg_id"`
+	Params        string     `json:"params,omitempty"`
+	State         string     `json:"state"`
+	Attempts      int        `json:"attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	LastError     *string    `json:"last_error"`
+	Result        *string    `json:"result"`
+	CreatedAt     time.Time  `json:"created_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
+}
+
+// EnqueueJob adds a job ordered after every message accepted so far.
+func (d *DB) EnqueueJob(ctx context.Context, kind, params string, now time.Time) (*Job, error) {
+	var j *Job
+	err := d.Tx(ctx, func(tx *sql.Tx) error {
+		var max sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM PROC_STATE`).Scan(&max); err != nil {
+			return Unavailable(err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO PUMP_JOB (KIND, AFTER_MSG_ID, PARAMS, STATE, ATTEMPTS, CREATED_AT) VALUES (?, ?, ?, ?, 0, ?)`,
+			kind, max.Int64, nullStr(params), JobPending, T(now))
+		if err != nil {
+			return Unavailable(fmt.Errorf("enqueue job %s: %w", kind, err))
+		}
+		id, _ := res.LastInsertId()
+		j = &Job{ID: id, Kind: kind, AfterMsgID: max.Int64, Params: params, State: JobPending, CreatedAt: now}
+		return nil
+	})
+	return j, err
+}
+
+const jobCols = `JOB_ID, KIND, AFTER_MSG_ID, PARAMS, STATE, ATTEMPTS, NEXT_ATTEMPT_AT, LAST_ERROR, RESULT, CREATED_AT, FINISHED_AT`
+
+func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
+	var j Job
+	var params, lastErr, result sql.NullString
+	var next, created, fin NullTime
+	if err := row.Scan(&j.ID, &j.Kind, &j.AfterMsgID, &params, &j.State, &j.Attempts, &next, &lastErr, &result, &created, &fin); err != nil {
+		return nil, err
+	}
+	j.Params = params.String
+	j.NextAttemptAt, j.LastError, j.Result, j.CreatedAt, j.FinishedAt = next.Ptr(), strPtr(lastErr), strPtr(result), created.Time, fin.Ptr()
+	return &j, nil
+}
+
+// HeadJob returns the first unfinished job in the order (lowest AfterMsgID, then id), or nil.
+func (d *DB) HeadJob(ctx context.Context) (*Job, error) {
+	j, err := scanJob(d.SQL.QueryRowContext(ctx, `SELECT `+jobCols+` FROM PUMP_JOB WHERE STATE IN (?, ?) ORDER BY AFTER_MSG_ID, JOB_ID LIMIT 1`, JobPending, JobFailed))
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	return j, nil
+}
+
+// ListJobs returns the newest jobs first.
+func (d *DB) ListJobs(ctx context.Context, limit int) ([]*Job, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	rows, err := d.SQL.QueryContext(ctx, fmt.Sprintf(`SELECT `+jobCols+` FROM PUMP_JOB ORDER BY JOB_ID DESC LIMIT %d`, limit))
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	defer rows.Close()
+	out := []*Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// FinishJob records a job's outcome: DONE with its result, or FAILED/DEAD with the error.
+func (d *DB) FinishJob(ctx context.Context, id int64, state string, attempts int, next time.Time, result, lastErr string, now time.Time) error {
+	var fin any
+	if state == JobDone || state == JobDead {
+		fin = T(now)
+	}
+	_, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_JOB SET STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, RESULT = ?, LAST_ERROR = ?, FINISHED_AT = ? WHERE JOB_ID = ?`,
+		state, attempts, T(next), nullStr(result), nullStr(lastErr), fin, id)
+	if err != nil {
+		return Unavailable(err)
+	}
+	return nil
+}
+
+// Archive moves finished messages (SUCCEEDED, SKIPPED, DEAD) with ids up to maxID that were
+// received before `before` from CMINMSGS to CMINMSGS_HST, in one transaction. Their PROC_STATE
+// rows stay, so the API still tells what happened to them.
+func (d *DB) Archive(ctx context.Context, maxID int64, before time.Time) (int, error) {
+	var n int64
+	err := d.Tx(ctx, func(tx *sql.Tx) error {
+		sel := `FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
+			WHERE c.CMINMSGS_ID <= ? AND p.STATE IN ('SUCCEEDED','SKIPPED','DEAD') AND c.CMINMSGS_DATE_RECEIVED < ?`
+		_, err := tx.ExecContext(ctx, `INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_DATE_PROCESSED,
+			CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE,
+			CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS)
+			SELECT c.CMINMSGS_ID, c.CMINMSGS_CLOB_MSG, c.CMINMSGS_DATE_RECEIVED, c.CMINMSGS_DATE_PROCESSED, c.CMINMSGS_SUBSYSTEM_NAME,
+			c.CMINMSGS_SUBSYSTEM_SEQUENCE, c.CMINMSGS_SUBSYSTEM_DATE_SENT, c.CMINMSGS_SUBSYSTEM_SUBTYPE, c.CMINMSGS_SUBSYSTEM_TYPE,
+			c.CMINMSGS_STATUS `+sel, maxID, T(before))
+		if err != nil {
+			return Unavailable(fmt.Errorf("archive copy: %w", err))
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM CMINMSGS WHERE CMINMSGS_ID IN (SELECT CMINMSGS_ID FROM CMINMSGS_HST) AND CMINMSGS_ID <= ?`, maxID)
+		if err != nil {
+			return Unavailable(fmt.Errorf("archive delete: %w", err))
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}

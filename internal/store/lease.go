@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// LeaseHeldError says another instance holds the pump lease.
+type LeaseHeldError struct {
+	Holder string
+	Until  time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("another msgx instance (%s) holds the pump lease on this database until %s; only one pump may run per database",
+		e.Holder, e.Until.UTC().Format(time.RFC3339))
+}
+
+// AcquireLease takes the lease name for holder until now+ttl, unless another holder has it
+// and it has not expired (then *LeaseHeldError). Taking a lease one already holds renews it.
+func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		var cur string
+		var exp NullTime
+		q := `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?`
+		if d.Dialect == MySQL {
+			q += ` FOR UPDATE`
+		}
+		err := tx.QueryRowContext(ctx, q, name).Scan(&cur, &exp)
+		switch {
+		case err == sql.ErrNoRows:
+			_, err = tx.ExecContext(ctx, `INSERT INTO PUMP_LEASE (NAME, HOLDER, EXPIRES_AT, ACQUIRED_AT) VALUES (?, ?, ?, ?)`,
+				name, holder, T(now.Add(ttl)), T(now))
+			if err != nil && isUniqueViolation(err) {
+				return &LeaseHeldError{Holder: "unknown", Until: now.Add(ttl)}
+			}
+			return err
+		case err != nil:
+			return Unavailable(err)
+		}
+		if cur != holder && exp.Time.After(now) {
+			return &LeaseHeldError{Holder: cur, Until: exp.Time}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE PUMP_LEASE SET HOLDER = ?, EXPIRES_AT = ?, ACQUIRED_AT = ? WHERE NAME = ?`,
+			holder, T(now.Add(ttl)), T(now), name)
+		return err
+	})
+}
+
+// RenewLease extends a lease holder holds; it fails when the lease was lost.
+func (d *DB) RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
+	res, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_LEASE SET EXPIRES_AT = ? WHERE NAME = ? AND HOLDER = ?`, T(now.Add(ttl)), name, holder)
+	if err != nil {
+		return Unavailable(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("pump lease %q is no longer held by %s", name, holder)
+	}
+	return nil
+}
+
+// ReleaseLease gives the lease up so another instance may start at once.
+func (d *DB) ReleaseLease(ctx context.Context, name, holder string) error {
+	_, err := d.SQL.ExecContext(ctx, `DELETE FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`, name, holder)
+	return err
+}
+
+// LeaseHolder returns who holds the lease and until when ("" when free).
+func (d *DB) LeaseHolder(ctx context.Context, name string) (string, time.Time, error) {
+	var h string
+	var exp NullTime
+	err := d.SQL.QueryRowContext(ctx, `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?`, name).Scan(&h, &exp)
+	if err == sql.ErrNoRows {
+		return "", time.Time{}, nil
+	}
+	return h, exp.Time, err
+}

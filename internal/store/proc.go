@@ -1,0 +1,451 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// Message is one inbound message with its processing state, as the API shows it.
+type Message struct {
+	ID            int64               `json:"id"`
+	State         pipeline.ProcStatus `json:"state"`
+	ErrorClass    *string             `json:"error_class"`
+	Attempts      int                 `json:"attempts"`
+	LastError     *string             `json:"last_error"`
+	TypeTag       *string             `json:"type_tag"`
+	Identity      *string             `json:"identity"`
+	ReceivedAt    *time.Time          `json:"received_at"`
+	ProcessedAt   *time.Time          `json:"processed_at"`
+	NextAttemptAt *time.Time          `json:"next_attempt_at"`
+	FirstFailedAt *time.Time          `json:"first_failed_at"`
+}
+
+// Class returns the error class, or "".
+func (m *Message) Class() pipeline.ErrorClass {
+	if m.ErrorClass == nil {
+		return ""
+	}
+	return pipeline.ErrorClass(*m.ErrorClass)
+}
+
+const messageCols = `p.CMINMSGS_ID, p.STATE, p.ERROR_CLASS, p.ATTEMPTS, p.LAST_ERROR, p.TYPE_TAG, p.IDENTITY,
+	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT`
+
+const messageFrom = ` FROM PROC_STATE p LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
+
+func scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
+	var m Message
+	var class, lastErr, tag, ident sql.NullString
+	var recv, proc, next, first NullTime
+	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first); err != nil {
+		return nil, err
+	}
+	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), strPtr(lastErr), strPtr(tag), strPtr(ident)
+	m.ReceivedAt, m.ProcessedAt, m.NextAttemptAt, m.FirstFailedAt = recv.Ptr(), proc.Ptr(), next.Ptr(), first.Ptr()
+	return &m, nil
+}
+
+func strPtr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	v := s.String
+	return &v
+}
+
+// Head returns the lowest unfinished message (PENDING or FAILED), or nil when none: the only
+// message the pump may work on (I1).
+func (d *DB) Head(ctx context.Context) (*Message, error) {
+	row := d.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+`
+		WHERE p.CMINMSGS_ID = (SELECT MIN(CMINMSGS_ID) FROM PROC_STATE WHERE STATE IN (?, ?))`,
+		pipeline.Pending, pipeline.Failed)
+	m, err := scanMessage(row)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("head message: %w", err))
+	}
+	return m, nil
+}
+
+// GetMessage returns message id, or nil when there is none.
+func (d *DB) GetMessage(ctx context.Context, id int64) (*Message, error) {
+	m, err := scanMessage(d.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+` WHERE p.CMINMSGS_ID = ?`, id))
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	return m, nil
+}
+
+// MessageFilter selects messages for ListMessages; zero fields match all.
+type MessageFilter struct {
+	State   pipeline.ProcStatus
+	Class   pipeline.ErrorClass
+	AfterID int64 // only ids above it (paging)
+	Limit   int   // default 100, at most 1000
+}
+
+// ListMessages returns messages matching f in id order.
+func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, error) {
+	q := `SELECT ` + messageCols + messageFrom + ` WHERE p.CMINMSGS_ID > ?`
+	args := []any{f.AfterID}
+	if f.State != "" {
+		q += ` AND p.STATE = ?`
+		args = append(args, f.State)
+	}
+	if f.Class != "" {
+		q += ` AND p.ERROR_CLASS = ?`
+		args = append(args, f.Class)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	if f.Limit > 1000 {
+		f.Limit = 1000
+	}
+	q += fmt.Sprintf(` ORDER BY p.CMINMSGS_ID LIMIT %d`, f.Limit)
+	rows, err := d.SQL.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	defer rows.Close()
+	out := []*Message{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// CountByState returns the number of messages in each state (every state present, 0 if none).
+func (d *DB) CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error) {
+	out := map[pipeline.ProcStatus]int{pipeline.Pending: 0, pipeline.Succeeded: 0, pipeline.Skipped: 0, pipeline.Failed: 0, pipeline.Dead: 0}
+	rows, err := d.SQL.QueryContext(ctx, `SELECT STATE, COUNT(*) FROM PROC_STATE GROUP BY STATE`)
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s pipeline.ProcStatus
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
+}
+
+// Outcome is the state the pump records for a message it could not (or need not) apply.
+type Outcome struct {
+	State         pipeline.ProcStatus // FAILED, DEAD or SKIPPED
+	Class         pipeline.ErrorClass // "" for SKIPPED
+	Attempts      int
+	NextAttemptAt time.Time // FAILED only
+	FirstFailedAt time.Time // kept from the first failure
+	LastError     string
+	TypeTag       string
+	Identity      string
+	Meta          *Backfill // SKIPPED: fill the CMINMSGS subsystem columns too
+}
+
+// Record writes an outcome for message id.
+func (d *DB) Record(ctx context.Context, id int64, o Outcome, now time.Time) error {
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		var processed any
+		if o.State.Terminal() {
+			processed = T(now)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?,
+			FIRST_FAILED_AT = ?, LAST_ERROR = ?, TYPE_TAG = COALESCE(?, TYPE_TAG), IDENTITY = COALESCE(?, IDENTITY),
+			UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ?`,
+			o.State, nullStr(string(o.Class)), o.Attempts, T(o.NextAttemptAt), T(o.FirstFailedAt), nullStr(truncate(o.LastError, 4000)),
+			nullStr(o.TypeTag), nullStr(o.Identity), T(now), processed, id)
+		if err != nil {
+			return Unavailable(fmt.Errorf("record %s for message %d: %w", o.State, id, err))
+		}
+		if o.Meta != nil {
+			return backfill(ctx, tx, id, *o.Meta, now)
+		}
+		return nil
+	})
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Backfill is what a processed message writes back into its legacy CMINMSGS columns.
+type Backfill struct {
+	SNDR, TYPE, STYP string
+	SEQN             string
+	DTTM             time.Time
+}
+
+func backfill(ctx context.Context, tx *sql.Tx, id int64, b Backfill, now time.Time) error {
+	var seq any
+	if n, err := parseSeq(b.SEQN); err == nil {
+		seq = n
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE CMINMSGS SET CMINMSGS_SUBSYSTEM_NAME = ?, CMINMSGS_SUBSYSTEM_TYPE = ?,
+		CMINMSGS_SUBSYSTEM_SUBTYPE = ?, CMINMSGS_SUBSYSTEM_SEQUENCE = ?, CMINMSGS_SUBSYSTEM_DATE_SENT = ?,
+		CMINMSGS_DATE_PROCESSED = ? WHERE CMINMSGS_ID = ?`,
+		truncate4(b.SNDR), truncate4(b.TYPE), truncate4(b.STYP), seq, T(b.DTTM), T(now), id)
+	if err != nil {
+		return Unavailable(fmt.Errorf("back-fill CMINMSGS %d: %w", id, err))
+	}
+	return nil
+}
+
+func truncate4(s string) string {
+	if len(s) > 4 {
+		return s[:4]
+	}
+	return s
+}
+
+func parseSeq(s string) (int64, error) {
+	var n int64
+	if s == "" || len(s) > 18 {
+		return 0, fmt.Errorf("bad sequence %q", s)
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("bad sequence %q", s)
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, nil
+}
+
+// BoundTo returns the message that holds identity, if any.
+func (d *DB) BoundTo(ctx context.Context, identity string) (int64, bool, error) {
+	var id int64
+	err := d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE IDENTITY_KEY = ?`, identity).Scan(&id)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, Unavailable(err)
+	}
+	return id, true, nil
+}
+
+// Success is what the pump commits for a message that was applied.
+type Success struct {
+	TypeTag  string
+	Identity string
+	Meta     Backfill
+	Decision pipeline.Decision
+}
+
+// FlightWriter applies a Decision's flight writes inside the success transaction; the flight
+// store (internal/flight) implements it.
+type FlightWriter interface {
+	WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error
+}
+
+// ErrIdentityTaken is returned by Succeed when another message bound the identity first.
+var ErrIdentityTaken = fmt.Errorf("identity already bound")
+
+// Succeed commits a processed message in one transaction: the identity bind, the reference
+// changes, the flight writes, the MSG_EVENT rows, the CMINMSGS back-fill and SUCCEEDED. It
+// returns the ids of the events inserted and how many reference records changed.
+func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events []int64, refChanged int, err error) {
+	err = d.Tx(ctx, func(tx *sql.Tx) error {
+		events, refChanged = nil, 0
+		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ? WHERE CMINMSGS_ID = ?`,
+			s.Identity, s.Identity, s.TypeTag, id)
+		if err != nil {
+			if isUniqueViolation(err) {
+				return ErrIdentityTaken
+			}
+			return Unavailable(fmt.Errorf("bind identity: %w", err))
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("message %d has no PROC_STATE row", id)
+		}
+		for _, ch := range s.Decision.Ref {
+			n, err := applyRef(ctx, tx, id, ch, now)
+			if err != nil {
+				return err
+			}
+			refChanged += n
+		}
+		if len(s.Decision.Flights) > 0 {
+			if flights == nil {
+				return pipeline.Errorf(pipeline.Unsupported, "no flight store configured for %d flight writes", len(s.Decision.Flights))
+			}
+			if err := flights.WriteFlights(ctx, tx, id, s.Decision.Flights, now); err != nil {
+				return err
+			}
+		}
+		events, err = insertEvents(ctx, tx, id, s.TypeTag, s.Decision.Events, now)
+		if err != nil {
+			return err
+		}
+		if err := backfill(ctx, tx, id, s.Meta, now); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = NULL, LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL,
+			UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ?`, pipeline.Succeeded, T(now), T(now), id)
+		if err != nil {
+			return Unavailable(fmt.Errorf("mark %d SUCCEEDED: %w", id, err))
+		}
+		return nil
+	})
+	return events, refChanged, err
+}
+
+func insertEvents(ctx context.Context, tx *sql.Tx, msgID int64, tag string, evs []pipeline.Event, now time.Time) ([]int64, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`)
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	defer st.Close()
+	ids := make([]int64, 0, len(evs))
+	for _, e := range evs {
+		res, err := st.ExecContext(ctx, msgID, tag, e.Target, e.Kind, nullStr(e.Key), string(e.Payload), pipeline.EventPending, T(now))
+		if err != nil {
+			return nil, Unavailable(fmt.Errorf("insert event for %s: %w", e.Target, err))
+		}
+		id, _ := res.LastInsertId()
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func isUniqueViolation(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "Duplicate entry") || strings.Contains(s, "Error 1062")
+}
+
+// ReplayableClasses are the classes replay may move: every class but MALFORMED.
+var ReplayableClasses = []pipeline.ErrorClass{pipeline.CodecError, pipeline.Unsupported, pipeline.Infra, pipeline.Exhausted, pipeline.Orphan}
+
+// ReplayResult says what a replay did.
+type ReplayResult struct {
+	Moved   int     `json:"moved"`
+	Skipped int     `json:"skipped"`
+	IDs     []int64 `json:"ids"`
+}
+
+// Replay moves FAILED and DEAD messages of the given classes (and, when ids is not empty, only
+// those ids) back to PENDING with attempts 0 and no next-attempt time, keeping their class and
+// last error for audit. Classes that are not replayable (MALFORMED) are never moved: the
+// messages of that class the request named count as skipped, as do named ids that are not
+// FAILED or DEAD.
+func (d *DB) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time) (ReplayResult, error) {
+	res := ReplayResult{IDs: []int64{}}
+	if len(classes) == 0 {
+		classes = ReplayableClasses
+	}
+	var allowed []any
+	for _, c := range classes {
+		if c.Replayable() {
+			allowed = append(allowed, string(c))
+		}
+	}
+	err := d.Tx(ctx, func(tx *sql.Tx) error {
+		res = ReplayResult{IDs: []int64{}}
+		q := `SELECT CMINMSGS_ID, STATE, ERROR_CLASS FROM PROC_STATE WHERE `
+		var args []any
+		if len(ids) > 0 {
+			q += `CMINMSGS_ID IN (` + placeholders(len(ids)) + `)`
+			for _, id := range ids {
+				args = append(args, id)
+			}
+		} else {
+			named := make([]any, len(classes))
+			for i, c := range classes {
+				named[i] = string(c)
+			}
+			if len(named) == 0 {
+				return nil
+			}
+			q += `STATE IN (?, ?) AND ERROR_CLASS IN (` + placeholders(len(named)) + `)`
+			args = append(append(args, pipeline.Failed, pipeline.Dead), named...)
+		}
+		rows, err := tx.QueryContext(ctx, q+` ORDER BY CMINMSGS_ID`, args...)
+		if err != nil {
+			return Unavailable(err)
+		}
+		var move []any
+		found := map[int64]bool{}
+		for rows.Next() {
+			var id int64
+			var st pipeline.ProcStatus
+			var cl sql.NullString
+			if err := rows.Scan(&id, &st, &cl); err != nil {
+				rows.Close()
+				return err
+			}
+			found[id] = true
+			if (st == pipeline.Failed || st == pipeline.Dead) && contains(allowed, cl.String) {
+				move = append(move, id)
+				res.IDs = append(res.IDs, id)
+			} else {
+				res.Skipped++
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if !found[id] {
+				res.Skipped++
+			}
+		}
+		if len(move) == 0 {
+			return nil
+		}
+		args = append([]any{pipeline.Pending, T(now)}, move...)
+		r, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ATTEMPTS = 0, NEXT_ATTEMPT_AT = NULL, FIRST_FAILED_AT = NULL,
+			PROCESSED_AT = NULL, UPDATED_AT = ? WHERE CMINMSGS_ID IN (`+placeholders(len(move))+`)`, args...)
+		if err != nil {
+			return Unavailable(err)
+		}
+		n, _ := r.RowsAffected()
+		res.Moved = int(n)
+		return nil
+	})
+	return res, err
+}
+
+func contains(list []any, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }

@@ -1,0 +1,174 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// RefSource is the SOURCE of reference records that came from the AODB.
+const RefSource = "AODB"
+
+// RefEntry is one stored reference record.
+type RefEntry struct {
+	Type      string          `json:"type"`
+	Key       string          `json:"key"`
+	Fields    json.RawMessage `json:"fields"`
+	Version   int64           `json:"version"`
+	Source    string          `json:"source"`
+	MsgID     *int64          `json:"msg_id"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// applyRef applies one reference change inside tx and returns how many records it changed.
+// An unchanged record changes nothing (no write, no version step); every write advances VERSION
+// by compare-and-set, so a concurrent writer is detected instead of overwritten.
+func applyRef(ctx context.Context, tx *sql.Tx, msgID int64, ch pipeline.RefChange, now time.Time) (int, error) {
+	switch ch.Op {
+	case pipeline.RefUpsert:
+		return upsertRef(ctx, tx, msgID, ch.Type, ch.Record, now)
+	case pipeline.RefDelete:
+		res, err := tx.ExecContext(ctx, `DELETE FROM REF_DATA WHERE REF_TYPE = ? AND REF_KEY = ?`, ch.Type, ch.Record.Key)
+		if err != nil {
+			return 0, Unavailable(err)
+		}
+		n, _ := res.RowsAffected()
+		return int(n), nil
+	case pipeline.RefReplace:
+		if len(ch.Records) == 0 && !ch.AllowEmpty {
+			return 0, fmt.Errorf("refusing to wipe reference TYPE %s with an empty replacement", ch.Type)
+		}
+		stored, err := refKeys(ctx, tx, ch.Type)
+		if err != nil {
+			return 0, err
+		}
+		changed := 0
+		keep := map[string]bool{}
+		for _, r := range ch.Records {
+			keep[r.Key] = true
+			n, err := upsertRef(ctx, tx, msgID, ch.Type, r, now)
+			if err != nil {
+				return 0, err
+			}
+			changed += n
+		}
+		for _, k := range stored {
+			if keep[k] {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM REF_DATA WHERE REF_TYPE = ? AND REF_KEY = ?`, ch.Type, k); err != nil {
+				return 0, Unavailable(err)
+			}
+			changed++
+		}
+		return changed, nil
+	}
+	return 0, fmt.Errorf("unknown reference operation %q", ch.Op)
+}
+
+func refKeys(ctx context.Context, tx *sql.Tx, typ string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT REF_KEY FROM REF_DATA WHERE REF_TYPE = ?`, typ)
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+func upsertRef(ctx context.Context, tx *sql.Tx, msgID int64, typ string, r pipeline.RefRecord, now time.Time) (int, error) {
+	if r.Key == "" {
+		return 0, pipeline.Errorf(pipeline.CodecError, "%s record without a key", typ)
+	}
+	var fields string
+	var version int64
+	err := tx.QueryRowContext(ctx, `SELECT FIELDS, VERSION FROM REF_DATA WHERE REF_TYPE = ? AND REF_KEY = ?`, typ, r.Key).Scan(&fields, &version)
+	switch {
+	case err == sql.ErrNoRows:
+		_, err := tx.ExecContext(ctx, `INSERT INTO REF_DATA (REF_TYPE, REF_KEY, FIELDS, VERSION, SOURCE, CMINMSGS_ID, UPDATED_AT) VALUES (?, ?, ?, 1, ?, ?, ?)`,
+			typ, r.Key, string(r.Fields), RefSource, msgID, T(now))
+		if err != nil {
+			return 0, Unavailable(fmt.Errorf("insert %s %s: %w", typ, r.Key, err))
+		}
+		return 1, nil
+	case err != nil:
+		return 0, Unavailable(err)
+	}
+	if sameJSON([]byte(fields), r.Fields) {
+		return 0, nil
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE REF_DATA SET FIELDS = ?, VERSION = ?, SOURCE = ?, CMINMSGS_ID = ?, UPDATED_AT = ?
+		WHERE REF_TYPE = ? AND REF_KEY = ? AND VERSION = ?`, string(r.Fields), version+1, RefSource, msgID, T(now), typ, r.Key, version)
+	if err != nil {
+		return 0, Unavailable(fmt.Errorf("update %s %s: %w", typ, r.Key, err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return 0, pipeline.Errorf(pipeline.Infra, "%s %s changed under us (version %d)", typ, r.Key, version)
+	}
+	return 1, nil
+}
+
+// sameJSON compares two JSON documents by value (so formatting and key order do not count).
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// RefList returns the records of a TYPE in key order.
+func (d *DB) RefList(ctx context.Context, typ string) ([]RefEntry, error) {
+	return d.refQuery(ctx, `WHERE REF_TYPE = ? ORDER BY REF_KEY`, typ)
+}
+
+// RefGet returns one record, or nil.
+func (d *DB) RefGet(ctx context.Context, typ, key string) (*RefEntry, error) {
+	out, err := d.refQuery(ctx, `WHERE REF_TYPE = ? AND REF_KEY = ?`, typ, key)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	return &out[0], nil
+}
+
+func (d *DB) refQuery(ctx context.Context, where string, args ...any) ([]RefEntry, error) {
+	rows, err := d.SQL.QueryContext(ctx, `SELECT REF_TYPE, REF_KEY, FIELDS, VERSION, SOURCE, CMINMSGS_ID, UPDATED_AT FROM REF_DATA `+where, args...)
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	defer rows.Close()
+	out := []RefEntry{}
+	for rows.Next() {
+		var e RefEntry
+		var fields string
+		var msg sql.NullInt64
+		var upd NullTime
+		if err := rows.Scan(&e.Type, &e.Key, &fields, &e.Version, &e.Source, &msg, &upd); err != nil {
+			return nil, err
+		}
+		e.Fields = json.RawMessage(fields)
+		if msg.Valid {
+			e.MsgID = &msg.Int64
+		}
+		e.UpdatedAt = upd.Time
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
