@@ -221,4 +221,3 @@ func wantsJSON(r *http.Request) bool {
 	}
 	return false
 }
-

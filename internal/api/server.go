@@ -318,7 +318,9 @@ func writeStoreError(w http.ResponseWriter, err error) {
 func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
 
 // WriteError writes the one error shape (for routes other packages add).
-func WriteError(w http.ResponseWriter, status int, code, msg string) { writeError(w, status, code, msg) }
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	writeError(w, status, code, msg)
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
