@@ -1,0 +1,290 @@
+package pump_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"msgx/internal/handler"
+	"msgx/internal/jobs"
+	"msgx/internal/pipeline"
+	"msgx/internal/pump"
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+)
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func refMsg(typ, styp, seqn, records string, recs int) string {
+	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
+<MSG><META><SNDR>AODB</SNDR><SEQN>%s</SEQN><DTTM>20261201080000</DTTM><TYPE>%s</TYPE><STYP>%s</STYP></META>
+<RECS>%d</RECS>%s</MSG>`, seqn, typ, styp, recs, records)
+}
+
+func stts(code, desc string) string {
+	return fmt.Sprintf("<STTS><STTC>%s</STTC><STTD>%s</STTD><ABNS>N</ABNS></STTS>", code, desc)
+}
+
+const unknownType = `<MSG><META><SNDR>AODB</SNDR><SEQN>9</SEQN><DTTM>20261201080000</DTTM><TYPE>ZZZZ</TYPE><STYP>ADD</STYP></META></MSG>`
+
+type env struct {
+	db    *store.DB
+	clock *fakeClock
+	pump  *pump.Pump
+	t     *testing.T
+}
+
+func newEnv(t *testing.T, db *store.DB, policy pipeline.RetryPolicy) *env {
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+		Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Jobs: &jobs.Runner{DB: db, Clock: clock},
+	})
+	return &env{db: db, clock: clock, pump: p, t: t}
+}
+
+func (e *env) post(raws ...string) []int64 {
+	e.t.Helper()
+	ids, err := e.db.InsertMessages(context.Background(), raws, e.clock.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ids
+}
+
+// drain steps the pump until it reports a wait.
+func (e *env) drain() time.Duration {
+	e.t.Helper()
+	for i := 0; i < 100; i++ {
+		wait, err := e.pump.Step(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if wait > 0 {
+			return wait
+		}
+	}
+	e.t.Fatal("pump never settled")
+	return 0
+}
+
+func (e *env) msg(id int64) *store.Message {
+	e.t.Helper()
+	m, err := e.db.GetMessage(context.Background(), id)
+	if err != nil || m == nil {
+		e.t.Fatalf("message %d: %v", id, err)
+	}
+	return m
+}
+
+func (e *env) want(id int64, state pipeline.ProcStatus, class pipeline.ErrorClass) *store.Message {
+	e.t.Helper()
+	m := e.msg(id)
+	if m.State != state || m.Class() != class {
+		last := ""
+		if m.LastError != nil {
+			last = *m.LastError
+		}
+		e.t.Fatalf("message %d: %s/%s (%s), want %s/%s", id, m.State, m.Class(), last, state, class)
+	}
+	return m
+}
+
+var defaultPolicy = pipeline.RetryPolicy{MaxAttempts: 5, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: 10 * time.Minute}
+
+func TestFailedHeadBlocksThenExhaustsAndReplays(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, defaultPolicy)
+		ids := e.post(unknownType, refMsg("STTS", "ADD", "1", stts("DEP", "departed"), 1))
+		e.drain()
+		m := e.want(ids[0], pipeline.Failed, pipeline.Unsupported)
+		if m.Attempts != 1 || !m.NextAttemptAt.Equal(e.clock.Now().Add(time.Second)) {
+			t.Fatalf("after first failure: attempts %d next %v", m.Attempts, m.NextAttemptAt)
+		}
+		e.want(ids[1], pipeline.Pending, "") // behind a FAILED head: waits
+		for i, gap := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+			e.clock.Add(gap - time.Millisecond)
+			e.drain()
+			if got := e.msg(ids[0]).Attempts; got != i+1 {
+				t.Fatalf("retried before its backoff of %s was due (attempts %d)", gap, got)
+			}
+			e.want(ids[1], pipeline.Pending, "")
+			e.clock.Add(time.Millisecond)
+			e.drain()
+		}
+		e.want(ids[0], pipeline.Dead, pipeline.Exhausted)
+		if e.msg(ids[0]).Attempts != 5 {
+			t.Fatalf("attempts %d, want 5", e.msg(ids[0]).Attempts)
+		}
+		e.want(ids[1], pipeline.Succeeded, "") // the queue moved on
+
+		res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Exhausted}, nil, e.clock.Now())
+		if err != nil || res.Moved != 1 {
+			t.Fatalf("replay: %+v %v", res, err)
+		}
+		m = e.want(ids[0], pipeline.Pending, pipeline.Exhausted) // class kept for audit
+		if m.Attempts != 0 || m.NextAttemptAt != nil || m.LastError == nil {
+			t.Fatalf("replayed row: %+v", m)
+		}
+	})
+}
+
+func TestHeadDeadlineFiresFromFirstFailure(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		policy := defaultPolicy
+		policy.MaxAttempts = 1000 // only the deadline can end it
+		e := newEnv(t, db, policy)
+		ids := e.post(unknownType)
+		e.drain()
+		for i := 0; i < 30 && e.msg(ids[0]).State == pipeline.Failed; i++ {
+			e.clock.Add(time.Minute) // every step is due; the last update is always recent
+			e.drain()
+		}
+		m := e.want(ids[0], pipeline.Dead, pipeline.Exhausted)
+		if !strings.Contains(*m.LastError, "head deadline") {
+			t.Fatalf("last error %q does not say why", *m.LastError)
+		}
+		if elapsed := e.clock.Now().Sub(*m.FirstFailedAt); elapsed <= 10*time.Minute || elapsed > 12*time.Minute {
+			t.Fatalf("escalated %s after the first failure, want just past 10m", elapsed)
+		}
+	})
+}
+
+func TestMalformedDuplicateAndReplayRules(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, defaultPolicy)
+		a := refMsg("STTS", "ADD", "7", stts("ARR", "arrived"), 1)
+		ids := e.post("<MSG><META>", "plain text, no XML", a, a, refMsg("STTS", "UPD", "8", stts("ARR", "arrived"), 1))
+		e.drain()
+		e.want(ids[0], pipeline.Dead, pipeline.Malformed)
+		e.want(ids[1], pipeline.Dead, pipeline.Malformed)
+		e.want(ids[2], pipeline.Succeeded, "")
+		dup := e.want(ids[3], pipeline.Skipped, "")
+		if *dup.LastError != fmt.Sprintf("duplicate-of:%d", ids[2]) {
+			t.Fatalf("duplicate last error %q", *dup.LastError)
+		}
+		e.want(ids[4], pipeline.Succeeded, "")
+		ref, err := db.RefGet(context.Background(), "STTS", "ARR")
+		if err != nil || ref == nil || ref.Version != 1 {
+			t.Fatalf("an unchanged UPD must not advance the version: %+v %v", ref, err)
+		}
+		res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Malformed, pipeline.Exhausted}, []int64{ids[0], ids[1], ids[2]}, e.clock.Now())
+		if err != nil || res.Moved != 0 || res.Skipped != 3 {
+			t.Fatalf("MALFORMED and SUCCEEDED rows must be left alone: %+v %v", res, err)
+		}
+		e.want(ids[0], pipeline.Dead, pipeline.Malformed)
+	})
+}
+
+func TestReferenceReplaceAndGuards(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, defaultPolicy)
+		ctx := context.Background()
+		ids := e.post(
+			refMsg("STTS", "DNLD", "1", stts("A", "one")+stts("B", "two")+stts("C", "three"), 3),
+			refMsg("STTS", "DNLD", "2", stts("A", "one")+stts("C", "three, changed"), 2),
+			refMsg("STTS", "DNLD", "3", "", 0),
+			refMsg("STTS", "DEL", "4", "<STTS><STTC>A</STTC></STTS>", 1),
+			refMsg("STTS", "ADD", "5", stts("D", "four")+stts("E", "five"), 1), // RECS lies
+		)
+		e.drain()
+		e.want(ids[0], pipeline.Succeeded, "")
+		e.want(ids[1], pipeline.Succeeded, "")
+		m := e.want(ids[2], pipeline.Skipped, "")
+		if !strings.Contains(*m.LastError, "empty") {
+			t.Fatalf("empty DNLD skip reason: %q", *m.LastError)
+		}
+		e.want(ids[3], pipeline.Succeeded, "")
+		e.want(ids[4], pipeline.Failed, pipeline.CodecError)
+		list, err := db.RefList(ctx, "STTS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, r := range list {
+			keys = append(keys, fmt.Sprintf("%s@%d", r.Key, r.Version))
+		}
+		if got := strings.Join(keys, ","); got != "C@2" {
+			t.Fatalf("STTS after replace, empty DNLD and DEL = %s, want C@2", got)
+		}
+		// The failed ADD applied none of its records.
+		if r, _ := db.RefGet(ctx, "STTS", "D"); r != nil {
+			t.Fatal("a message that failed must apply none of its records")
+		}
+	})
+}
+
+func TestJobRunsBetweenMessagesInOrder(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, defaultPolicy)
+		ctx := context.Background()
+		ids := e.post(unknownType, refMsg("STTS", "ADD", "1", stts("A", "x"), 1))
+		job, err := db.EnqueueJob(ctx, jobs.Archive, "", e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		later := e.post(refMsg("STTS", "ADD", "2", stts("B", "y"), 1))
+		e.drain()
+		jl, _ := db.ListJobs(ctx, 10)
+		if jl[0].ID != job.ID || jl[0].State != store.JobPending {
+			t.Fatalf("the job ran while a message before it was FAILED: %+v", jl[0])
+		}
+		e.want(later[0], pipeline.Pending, "")
+		// Let the head exhaust; then message 2, the job and message 3 run in that order.
+		for i := 0; i < 6; i++ {
+			e.clock.Add(time.Minute)
+			e.drain()
+		}
+		e.want(ids[0], pipeline.Dead, pipeline.Exhausted)
+		jl, _ = db.ListJobs(ctx, 10)
+		if jl[0].State != store.JobDone {
+			t.Fatalf("job state %s", jl[0].State)
+		}
+		m2, m3 := e.msg(ids[1]), e.msg(later[0])
+		if !(m2.ProcessedAt.Before(*jl[0].FinishedAt) || m2.ProcessedAt.Equal(*jl[0].FinishedAt)) ||
+			!(jl[0].FinishedAt.Before(*m3.ProcessedAt) || jl[0].FinishedAt.Equal(*m3.ProcessedAt)) {
+			t.Fatalf("order broken: msg2 %v job %v msg3 %v", m2.ProcessedAt, jl[0].FinishedAt, m3.ProcessedAt)
+		}
+	})
+}
+
+func TestAdoptsRowsInsertedByTheLegacyGateway(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, defaultPolicy)
+		_, err := db.SQL.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, 'VALID'), (?, ?, 'INVALID')`,
+			refMsg("STTS", "ADD", "11", stts("G", "gateway"), 1), store.T(e.clock.Now()), refMsg("STTS", "ADD", "12", stts("H", "no"), 1), store.T(e.clock.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.drain()
+		ms, err := db.ListMessages(context.Background(), store.MessageFilter{})
+		if err != nil || len(ms) != 1 || ms[0].State != pipeline.Succeeded {
+			t.Fatalf("adopted: %+v %v", ms, err)
+		}
+		var name, typ string
+		var seq int64
+		if err := db.SQL.QueryRow(`SELECT CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_SUBSYSTEM_SEQUENCE FROM CMINMSGS WHERE CMINMSGS_ID = ?`, ms[0].ID).Scan(&name, &typ, &seq); err != nil {
+			t.Fatal(err)
+		}
+		if name != "AODB" || typ != "STTS" || seq != 11 {
+			t.Fatalf("back-fill: %s %s %d", name, typ, seq)
+		}
+	})
+}
+
