@@ -287,4 +287,3 @@ func TestAdoptsRowsInsertedByTheLegacyGateway(t *testing.T) {
 		}
 	})
 }
-
