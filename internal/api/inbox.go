@@ -97,13 +97,6 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 		raws[i] = r.raw
 	}
 	ids, err := in.db.InsertMessages(ctx, raws, in.clock.Now())
-	for i, r := range batch {
-		if err != nil {
-			r.done <- inboxRes{err: err}
-			continue
-		}
-		r.done <- inboxRes{id: ids[i]}
-	}
 	if err == nil {
 		for i, id := range ids {
 			in.log.Info("message received", "msg_id", id, "bytes", len(raws[i]))
@@ -111,6 +104,13 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 		in.wake()
 	} else {
 		in.log.Error("inbox commit failed", "count", len(batch), "err", err.Error())
+	}
+	for i, r := range batch {
+		if err != nil {
+			r.done <- inboxRes{err: err}
+			continue
+		}
+		r.done <- inboxRes{id: ids[i]}
 	}
 }
 

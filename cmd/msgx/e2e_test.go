@@ -1,0 +1,328 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "msgx-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "msgx")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building msgx: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// server is a running `msgx serve` process.
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+	done chan error
+}
+
+// start runs msgx serve with the given extra environment and waits for /healthz.
+func start(t *testing.T, dataDir string, env ...string) *server {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+addr, "MSGX_DATA_DIR="+dataDir)
+	cmd.Env = append(cmd.Env, env...)
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, url: "http://" + addr, logs: logs, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() { s.stop() })
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			t.Fatalf("msgx serve exited early: %v\n%s", err, logs)
+		default:
+		}
+		if resp, err := http.Get(s.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("msgx serve did not answer /healthz\n%s", logs)
+	return nil
+}
+
+// stop sends SIGTERM and waits; it returns the exit error.
+func (s *server) stop() error {
+	if s.cmd.ProcessState != nil {
+		return nil
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return err
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		return fmt.Errorf("did not stop on SIGTERM")
+	}
+}
+
+func (s *server) post(body string) int64 {
+	s.t.Helper()
+	resp, err := http.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		s.t.Fatalf("POST /cminmsgs/send: %d %s", resp.StatusCode, b)
+	}
+	var id int64
+	if _, err := fmt.Sscanf(string(b), "%d", &id); err != nil {
+		s.t.Fatalf("answer %q is not an id", b)
+	}
+	return id
+}
+
+type message struct {
+	ID         int64   `json:"id"`
+	State      string  `json:"state"`
+	ErrorClass *string `json:"error_class"`
+	Attempts   int     `json:"attempts"`
+	LastError  *string `json:"last_error"`
+	TypeTag    *string `json:"type_tag"`
+	Identity   *string `json:"identity"`
+}
+
+func (m message) class() string {
+	if m.ErrorClass == nil {
+		return ""
+	}
+	return *m.ErrorClass
+}
+
+func (s *server) message(id int64) message {
+	s.t.Helper()
+	var m message
+	s.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &m)
+	return m
+}
+
+func (s *server) getJSON(path string, v any) {
+	s.t.Helper()
+	resp, err := http.Get(s.url + path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		s.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		s.t.Fatalf("GET %s: %v in %s", path, err, b)
+	}
+}
+
+// await polls message id until cond holds.
+func (s *server) await(id int64, what string, cond func(message) bool) message {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var m message
+	for time.Now().Before(deadline) {
+		if m = s.message(id); cond(m) {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("message %d never became %s; last %+v\n%s", id, what, m, s.logs)
+	return m
+}
+
+func state(st, class string) func(message) bool {
+	return func(m message) bool { return m.State == st && m.class() == class }
+}
+
+const (
+	malformed   = `<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN>`
+	unknownType = `<?xml version="1.0" encoding="UTF-8"?>
+<MSG><META><SNDR>AODB</SNDR><SEQN>500001</SEQN><DTTM>20261201091500</DTTM><TYPE>WXYZ</TYPE><STYP>ADD</STYP></META></MSG>`
+	airline = `<?xml version="1.0" encoding="UTF-8"?>
+<MSG>
+  <META><SNDR>AODB</SNDR><SEQN>500002</SEQN><DTTM>20261201091600</DTTM><TYPE>AIRL</TYPE><STYP>ADD</STYP></META>
+  <RECS>1</RECS>
+  <AIRL><ITOP>MU</ITOP><ICOP>CES</ICOP><ONAM>CHINA EASTERN</ONAM><ONMC>东方航空</ONMC><CTRY>CN</CTRY>
+    <SUBC><CODE>MU-YN</CODE><NAME>YUNNAN</NAME><NAMC>云南</NAMC></SUBC><DORI>I</DORI></AIRL>
+</MSG>`
+)
+
+func TestEndToEndOverHTTP(t *testing.T) {
+	data := t.TempDir()
+	// Short backoff so exhaustion takes about a second of real time.
+	fast := []string{"MSGX_PIPELINE_BACKOFF_MS=400,400,400", "MSGX_PIPELINE_MAX_ATTEMPTS=3", "MSGX_PIPELINE_POLL_INTERVAL=50ms"}
+	a := start(t, data, fast...)
+
+	// One pump per database: a second instance on the same data refuses to start.
+	second := exec.Command(binary, "serve")
+	second.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+freeAddr(t), "MSGX_DATA_DIR="+data)
+	out, err := second.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "holds the pump lease") {
+		t.Fatalf("second instance: err %v, output:\n%s", err, out)
+	}
+
+	bad := a.post(malformed)
+	unknown := a.post(unknownType)
+	first := a.post(airline)
+	dup := a.post(airline)
+
+	a.await(bad, "DEAD/MALFORMED", state("DEAD", "MALFORMED"))
+	a.await(unknown, "FAILED/UNSUPPORTED", state("FAILED", "UNSUPPORTED"))
+	// Behind the FAILED head, the reference messages wait.
+	if m := a.message(first); m.State != "PENDING" {
+		t.Fatalf("message behind a FAILED head is %s, want PENDING", m.State)
+	}
+	var st struct {
+		Head *struct {
+			ID  int64  `json:"id"`
+			Why string `json:"why"`
+		} `json:"head"`
+	}
+	a.getJSON("/api/v1/status", &st)
+	if st.Head == nil || st.Head.ID != unknown || !strings.Contains(st.Head.Why, "UNSUPPORTED") {
+		t.Fatalf("status head: %+v", st.Head)
+	}
+
+	m := a.await(unknown, "DEAD/EXHAUSTED", state("DEAD", "EXHAUSTED"))
+	if m.Attempts != 3 || m.TypeTag == nil || *m.TypeTag != "WXYZ-ADD" {
+		t.Fatalf("exhausted message: %+v", m)
+	}
+	a.await(first, "SUCCEEDED", state("SUCCEEDED", ""))
+	d := a.await(dup, "SKIPPED", state("SKIPPED", ""))
+	if d.LastError == nil || *d.LastError != fmt.Sprintf("duplicate-of:%d", first) {
+		t.Fatalf("duplicate: %+v", d)
+	}
+	var ref struct {
+		Fields map[string]any `json:"fields"`
+	}
+	a.getJSON("/api/v1/ref/AIRL/MU", &ref)
+	if ref.Fields["ONMC"] != "东方航空" {
+		t.Fatalf("AIRL MU: %+v", ref.Fields)
+	}
+
+	// SIGTERM stops it cleanly.
+	if err := a.stop(); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, a.logs)
+	}
+	if !strings.Contains(a.logs.String(), `"msg":"msgx stopped"`) {
+		t.Fatalf("no clean stop in the log:\n%s", a.logs)
+	}
+
+	// An instance without the pump (as production runs a pump-less API node) replays.
+	b := start(t, data, "MSGX_PIPELINE_AUTOSTART=false")
+	resp, err := http.Post(b.url+"/api/v1/replay", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"classes":["EXHAUSTED","MALFORMED"],"ids":[%d,%d]}`, unknown, bad)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr struct{ Moved, Skipped int }
+	json.NewDecoder(resp.Body).Decode(&rr)
+	resp.Body.Close()
+	if rr.Moved != 1 || rr.Skipped != 1 {
+		t.Fatalf("replay answer %+v, want 1 moved, 1 skipped", rr)
+	}
+	m = b.message(unknown)
+	if m.State != "PENDING" || m.Attempts != 0 || m.class() != "EXHAUSTED" {
+		t.Fatalf("replayed message: %+v", m)
+	}
+	if m := b.message(bad); m.State != "DEAD" || m.class() != "MALFORMED" {
+		t.Fatalf("MALFORMED must stay DEAD: %+v", m)
+	}
+}
+
+func TestInboxErrors(t *testing.T) {
+	s := start(t, t.TempDir(), "MSGX_HTTP_MAX_BODY_BYTES=1024")
+	cases := []struct {
+		name, ctype, body string
+		status            int
+		code              string
+	}{
+		{"empty", "application/xml", "", 400, "empty_body"},
+		{"media type", "application/json", "{}", 415, "unsupported_media_type"},
+		{"too large", "text/xml", strings.Repeat("x", 2048), 413, "too_large"},
+		{"bad utf-8", "text/plain", "\xff\xfe<MSG/>", 415, "bad_charset"},
+		{"unknown charset", "text/xml; charset=latin-9", "<MSG/>", 415, "bad_charset"},
+	}
+	for _, c := range cases {
+		resp, err := http.Post(s.url+"/cminmsgs/send", c.ctype, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Error, Code string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || e.Code != c.code || e.Error == "" {
+			t.Errorf("%s: %d %+v, want %d %s", c.name, resp.StatusCode, e, c.status, c.code)
+		}
+	}
+	// text/plain in GBK is converted; Accept: application/json gets {"id":N}.
+	gbk := []byte("<MSG><META><SNDR>AODB</SNDR><SEQN>3</SEQN><DTTM>20261201091600</DTTM><TYPE>REGL</TYPE><STYP>ADD</STYP></META><RECS>1</RECS><REGL><REGC>EA</REGC><REGN>EAST ASIA</REGN><RGNC>\xb6\xab\xd1\xc7</RGNC></REGL></MSG>")
+	req, _ := http.NewRequest("POST", s.url+"/cminmsgs/send", bytes.NewReader(gbk))
+	req.Header.Set("Content-Type", "text/plain; charset=GBK")
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok struct{ ID int64 }
+	json.NewDecoder(resp.Body).Decode(&ok)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || ok.ID == 0 {
+		t.Fatalf("GBK post: %d %+v", resp.StatusCode, ok)
+	}
+	s.await(ok.ID, "SUCCEEDED", state("SUCCEEDED", ""))
+	var ref struct {
+		Fields map[string]any `json:"fields"`
+	}
+	s.getJSON("/api/v1/ref/REGL/EA", &ref)
+	if ref.Fields["RGNC"] != "东亚" {
+		t.Fatalf("GBK text not converted: %+v", ref.Fields)
+	}
+}

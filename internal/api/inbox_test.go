@@ -1,0 +1,98 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"msgx/internal/api"
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+)
+
+func newServer(t *testing.T, db *store.DB) (*httptest.Server, *atomic.Int32) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	woken := &atomic.Int32{}
+	inbox := api.NewInbox(db, pipeline.SystemClock{}, log, 1<<20, func() { woken.Add(1) })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go inbox.Run(ctx)
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts, woken
+}
+
+func TestInboxStoresRawAndPendingTogether(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ts, woken := newServer(t, db)
+		body := "anything at all: the inbox never parses"
+		resp, err := http.Post(ts.URL+"/cminmsgs/send", "text/plain", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "1" {
+			t.Fatalf("answer %d %q, want 200 \"1\"", resp.StatusCode, b)
+		}
+		raw, ok, err := db.Raw(context.Background(), 1)
+		if err != nil || !ok || raw != body {
+			t.Fatalf("stored raw %q %v %v", raw, ok, err)
+		}
+		m, err := db.GetMessage(context.Background(), 1)
+		if err != nil || m == nil || m.State != pipeline.Pending {
+			t.Fatalf("state: %+v %v", m, err)
+		}
+		if woken.Load() != 1 {
+			t.Fatalf("pump woken %d times, want 1", woken.Load())
+		}
+	})
+}
+
+func TestInboxAnswers503WhenTheDatabaseIsGone(t *testing.T) {
+	db := storetest.SQLite(t)
+	ts, _ := newServer(t, db)
+	db.Close()
+	resp, err := http.Post(ts.URL+"/cminmsgs/send", "application/xml", strings.NewReader("<MSG/>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e api.ErrorBody
+	json.NewDecoder(resp.Body).Decode(&e)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || e.Code != "database_unavailable" {
+		t.Fatalf("got %d %+v Retry-After=%q", resp.StatusCode, e, resp.Header.Get("Retry-After"))
+	}
+}
+
+func TestReadAPIErrors(t *testing.T) {
+	ts, _ := newServer(t, storetest.SQLite(t))
+	for path, want := range map[string]int{
+		"/api/v1/messages/abc":        400,
+		"/api/v1/messages/99":         404,
+		"/api/v1/messages?state=NOPE": 400,
+		"/api/v1/messages?class=NOPE": 400,
+		"/api/v1/ref/NOPE":            404,
+		"/api/v1/ref/AIRL/XX":         404,
+		"/api/v1/nothing":             404,
+	} {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e api.ErrorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != want || e.Code == "" || e.Error == "" {
+			t.Errorf("GET %s: %d %+v, want %d with the error shape", path, resp.StatusCode, e, want)
+		}
+	}
+}

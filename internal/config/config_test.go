@@ -1,0 +1,81 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultsMatchTheSeed(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pipeline.PollInterval != time.Second || c.Pipeline.MaxAttempts != 5 || c.Pipeline.BackoffCapMs != 60000 ||
+		c.Pipeline.HeadDeadline != 10*time.Minute || c.Schd.FlushPeriod != 3*time.Second || c.Schd.FlushLimit != 500 ||
+		c.Identity.IncludeDayBoundary || !c.ConsistencyCheck.OnStartup || c.ConsistencyCheck.DailySampleRatio != 0.01 ||
+		c.ServiceName != "msgexchangeapi" || c.HTTP.Addr != ":8080" || c.HTTP.MaxBodyBytes != 32<<20 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if c.Database.Driver != "sqlite" || c.Database.DSN != filepath.Join("data", "msgx.db") || !c.Autostart() {
+		t.Fatalf("embedded default: driver %s dsn %s autostart %v", c.Database.Driver, c.Database.DSN, c.Autostart())
+	}
+}
+
+func TestFileThenEnvironment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "msgx.yaml")
+	os.WriteFile(path, []byte("database:\n  driver: mysql\n  dsn: root@tcp(127.0.0.1:3306)/msgx\npipeline:\n  max-attempts: 7\n  head-deadline: 2m\n"), 0o644)
+	c, err := Load(path, []string{"MSGX_PIPELINE_MAX_ATTEMPTS=9", "MSGX_HTTP_ADDR=127.0.0.1:18080", "MSGX_PIPELINE_BACKOFF_MS=100,200", "OTHER=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pipeline.MaxAttempts != 9 || c.Pipeline.HeadDeadline != 2*time.Minute || c.HTTP.Addr != "127.0.0.1:18080" ||
+		len(c.Pipeline.BackoffMs) != 2 || c.Database.Driver != "mysql" {
+		t.Fatalf("loaded: %+v", c)
+	}
+	if c.Autostart() {
+		t.Fatal("autostart must be off by default on mysql")
+	}
+	c, err = Load(path, []string{"MSGX_PIPELINE_AUTOSTART=true"})
+	if err != nil || !c.Autostart() {
+		t.Fatalf("explicit autostart: %v %v", c.Autostart(), err)
+	}
+}
+
+func TestInvalidValuesNameTheirKey(t *testing.T) {
+	for env, key := range map[string]string{
+		"MSGX_PIPELINE_MAX_ATTEMPTS=0":           "pipeline.max-attempts",
+		"MSGX_PIPELINE_MAX_ATTEMPTS=five":        "pipeline.max-attempts",
+		"MSGX_PIPELINE_POLL_INTERVAL=10ms":       "pipeline.poll-interval",
+		"MSGX_PIPELINE_HEAD_DEADLINE=soon":       "pipeline.head-deadline",
+		"MSGX_DATABASE_DRIVER=oracle":            "database.driver",
+		"MSGX_SIS_TIMEZONE=Mars/Olympus":         "sis.timezone",
+		"MSGX_PHASE=C":                           "phase",
+		"MSGX_SCHD_FLUSH_LIMIT=0":                "schd.flush-limit",
+		"MSGX_IDENTITY_INCLUDE_DAY_BOUNDARY=yes": "identity.include-day-boundary",
+	} {
+		_, err := Load("", []string{env})
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: error %v does not name %s", env, err, key)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(path, []byte("pipeline:\n  max-atempts: 3\n"), 0o644)
+	if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "max-atempts") {
+		t.Errorf("a misspelt key must be an error naming it: %v", err)
+	}
+}
+
+func TestEnvNames(t *testing.T) {
+	if EnvName("pipeline.max-attempts") != "MSGX_PIPELINE_MAX_ATTEMPTS" {
+		t.Fatal(EnvName("pipeline.max-attempts"))
+	}
+	keys := strings.Join(Keys(), " ")
+	for _, k := range []string{"consistency-check.daily-sample-ratio", "schd.flush-period", "pipeline.autostart", "database.dsn", "data-dir"} {
+		if !strings.Contains(keys, k) {
+			t.Errorf("Keys() lacks %s", k)
+		}
+	}
+}
