@@ -221,6 +221,9 @@ func metaOf(f map[string]string, opt Options) (Meta, error) {
 	if err != nil {
 		return m, pipeline.Errorf(pipeline.Malformed, "META/DTTM %q is not yyyyMMddHHmmss", dttm)
 	}
+	if y := t.Year(); y < 1970 || y > 2999 {
+		return m, pipeline.Errorf(pipeline.Malformed, "META/DTTM %q: year %d is out of range", dttm, y)
+	}
 	m.DTTM = t.UTC()
 	m.Day = dttm[:8]
 	return m, nil

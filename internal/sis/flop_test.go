@@ -1,0 +1,271 @@
+package sis
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// flopMsg builds a FLOP message of the STYP with one FLOP element per record body.
+func flopMsg(styp string, records ...string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
+<MSG><META><SNDR>AODB</SNDR><SEQN>900001</SEQN><DTTM>20260315080000</DTTM><TYPE>FLOP</TYPE><STYP>%s</STYP></META>`, styp)
+	for _, r := range records {
+		b.WriteString("<FLOP>" + r + "</FLOP>")
+	}
+	b.WriteString("</MSG>")
+	return []byte(b.String())
+}
+
+// flop7001 is a FLOP record body for flight 7001 with the payload.
+func flop7001(payload string) string {
+	return "<FLID>7001</FLID><FFID>3U-3U8881-D-15MAR261030-D</FFID>" + payload
+}
+
+func decodeFlops(t *testing.T, raw []byte) []Flop {
+	t.Helper()
+	msg, err := Decode(raw, Options{})
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	return msg.Body.(*FlopBody).Records
+}
+
+func TestFlopSTYPs(t *testing.T) {
+	styps := FlopSTYPs()
+	if len(styps) != 48 {
+		t.Fatalf("%d FLOP STYPs, want the 48 of FORMAT.md §2.3", len(styps))
+	}
+	perKind := map[FlopKind]int{}
+	seen := map[string]bool{}
+	for _, s := range styps {
+		if seen[s] {
+			t.Errorf("%s listed twice", s)
+		}
+		seen[s] = true
+		k, ok := FlopKindOf(s)
+		if !ok {
+			t.Errorf("%s has no kind", s)
+		}
+		perKind[k]++
+		if _, err := os.Stat(filepath.Join(flightTestdata, "flop", strings.ToLower(s)+".xml")); err != nil {
+			t.Errorf("%s has no test message: %v", s, err)
+		}
+	}
+	want := map[FlopKind]int{FlopTime: 16, FlopCode: 10, FlopAttr: 3, FlopValues: 5, FlopReplace: 7, FlopMerge: 4, FlopStand: 2, FlopDelete: 1}
+	for k, n := range want {
+		if perKind[k] != n {
+			t.Errorf("kind %s has %d STYPs, want %d", k, perKind[k], n)
+		}
+	}
+	for _, s := range []string{"ESTT", "ACTT", "LBNO", "PAXC", "ALCD", "MAID", "appt"} {
+		if _, ok := FlopKindOf(s); ok {
+			t.Errorf("%s is known, want unknown", s)
+		}
+	}
+	if got := FlopFields("HNAG"); strings.Join(got, " ") != "FHAG PHAG MHAG" {
+		t.Errorf("FlopFields(HNAG) = %v", got)
+	}
+	if got := FlopFields("FDEL"); len(got) != 0 {
+		t.Errorf("FlopFields(FDEL) = %v, want none", got)
+	}
+}
+
+// The three empty forms (absent, <X/>, <X></X>) decode to the same "no value".
+func TestFlopEmptyFormsEquivalent(t *testing.T) {
+	tests := []struct {
+		styp  string
+		forms []string
+		want  string // the payload in the Flop's JSON
+	}{
+		{"APPT", []string{"", "<APPT/>", "<APPT></APPT>", "<APPT>  </APPT>"}, `"APPT":null`},
+		{"FDIV", []string{"", "<FDIV/>", "<FDIV></FDIV>"}, `"FDIV":null`},
+		{"FLAB", []string{"", "<FLAB/>", "<FLAB></FLAB>"}, `"FLAB":null`},
+		{"GTDT", []string{"", "<GTDT/>", "<GTDT></GTDT>", "<GTDT><GATE/></GTDT>"}, `"GTDT":[]`},
+		{"DELY", []string{"", "<DELY/>", "<DELY></DELY>", `<DELY CODE="" DURA=""/>`}, `"DELY":[]`},
+		{"STND", []string{"", "<STND/>", "<STND></STND>"}, `"STND":null`},
+		{"MAXP", []string{"", "<MAXP/>", "<MAXP></MAXP>"}, `"MAXP":null`},
+		{"HNAG", []string{"", "<FHAG/><PHAG/><MHAG/>", "<FHAG></FHAG><PHAG></PHAG><MHAG></MHAG>"}, `"FHAG":null,"PHAG":null,"MHAG":null`},
+	}
+	for _, tt := range tests {
+		for _, form := range tt.forms {
+			fs := decodeFlops(t, flopMsg(tt.styp, flop7001(form)))
+			b, err := json.Marshal(fs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"FLID":7001,"FFID":"3U-3U8881-D-15MAR261030-D","STYP":"` + tt.styp + `",` + tt.want + `}`
+			if string(b) != want {
+				t.Errorf("%s %q:\n got %s\nwant %s", tt.styp, form, b, want)
+			}
+		}
+	}
+}
+
+func TestFlopMixedCaseMonth(t *testing.T) {
+	for _, v := range []string{"15MAR261025", "15Mar261025", "15mar261025", "15mAr261025"} {
+		fs := decodeFlops(t, flopMsg("EGSR", flop7001("<EGSR>"+v+"</EGSR>")))
+		if got := fs[0].EGSR; got == nil || got.Format(time.RFC3339) != "2026-03-15T02:25:00Z" {
+			t.Errorf("EGSR %s = %v", v, got)
+		}
+	}
+}
+
+func TestFlopMultipleRecords(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(flightTestdata, "flop", "multi_chot.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := decodeFlops(t, raw)
+	if len(fs) != 3 {
+		t.Fatalf("%d records, want 3", len(fs))
+	}
+	for i, want := range []struct {
+		flid int64
+		n    int
+	}{{7002, 1}, {7004, 2}, {7005, 0}} {
+		if fs[i].FLID != want.flid || fs[i].STYP != "CHOT" || len(fs[i].CHOT) != want.n {
+			t.Errorf("record %d = FLID %d STYP %s %d CHOT, want FLID %d %d CHOT", i, fs[i].FLID, fs[i].STYP, len(fs[i].CHOT), want.flid, want.n)
+		}
+	}
+	// One bad record rejects the whole message, naming the record.
+	wantReject(t, flopMsg("CHOT", flop7001(`<CHOT CSNO="1"><CHTM>15MAR261000</CHTM></CHOT>`),
+		`<FLID>7009</FLID><CHOT CSNO="1"><CHTM>15MAR261099</CHTM></CHOT>`),
+		pipeline.CodecError, "FLOP[2] FLID 7009", "CHOT[1]/CHTM", `"15MAR261099"`, "minute 99")
+}
+
+func TestFlopValues(t *testing.T) {
+	fs := decodeFlops(t, flopMsg("PORT", flop7001(`<PORT><POID>C</POID></PORT><PORT><POID>O</POID><POTM>15MAR260940</POTM></PORT>`)))
+	if p := fs[0].PORT; len(p) != 2 || p[0].POID != "C" || p[0].POTM != nil || p[1].POID != "O" || p[1].POTM == nil {
+		t.Errorf("PORT = %+v", p)
+	}
+	fs = decodeFlops(t, flopMsg("DELY", flop7001(`<DELY CODE="WX" DURA="0200"/>`)))
+	if d := fs[0].DELY; len(d) != 1 || d[0].DURA == nil || *d[0].DURA != 120 {
+		t.Errorf("DELY DURA 0200 = %+v, want 120 minutes", d)
+	}
+	fs = decodeFlops(t, flopMsg("FRET", flop7001(`<FRET REID="G"></FRET>`)))
+	if r := fs[0].FRET; r == nil || r.REID != "G" || r.TEXT != "" {
+		t.Errorf("FRET = %+v", r)
+	}
+	fs = decodeFlops(t, flopMsg("MAXP", flop7001(`<MAXP>32767</MAXP>`)))
+	if m := fs[0].MAXP; m == nil || *m != 32767 {
+		t.Errorf("MAXP = %v", m)
+	}
+	// Elements of other STYPs are ignored, even when they would not decode.
+	fs = decodeFlops(t, flopMsg("APPT", flop7001(`<APPT>15MAR261012</APPT><BOTM>99XXX</BOTM><ESTT>bad</ESTT>`)))
+	if fs[0].APPT == nil || fs[0].BOTM != nil {
+		t.Errorf("APPT record = %+v", fs[0])
+	}
+	// Zone: the airport's, from Options.
+	msg, err := Decode(flopMsg("APPT", flop7001(`<APPT>15MAR261012</APPT>`)), Options{Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := msg.Body.(*FlopBody).Records[0].APPT.Format(time.RFC3339); got != "2026-03-15T10:12:00Z" {
+		t.Errorf("APPT in UTC zone = %s", got)
+	}
+}
+
+func TestFlopRejects(t *testing.T) {
+	cd := pipeline.CodecError
+	tests := []struct {
+		name    string
+		raw     []byte
+		class   pipeline.ErrorClass
+		message []string
+	}{
+		{"bad date", flopMsg("APPT", flop7001("<APPT>15MAR26XX12</APPT>")), cd, []string{"FLOP[1] FLID 7001", "APPT", `"15MAR26XX12"`}},
+		{"day 32", flopMsg("BOTM", flop7001("<BOTM>32MAR261012</BOTM>")), cd, []string{"FLID 7001", "BOTM", "day 32"}},
+		{"30 FEB", flopMsg("CTOT", flop7001("<CTOT>30FEB261012</CTOT>")), cd, []string{"CTOT", "day 30"}},
+		{"minute 75", flopMsg("EOBT", flop7001("<EOBT>15MAR261075</EOBT>")), cd, []string{"EOBT", "minute 75"}},
+		{"hour 25", flopMsg("TOBT", flop7001("<TOBT>15MAR262510</TOBT>")), cd, []string{"TOBT", "hour 25"}},
+		{"wrong length", flopMsg("PADT", flop7001("<PADT>15MAR2610</PADT>")), cd, []string{"PADT", `"15MAR2610"`, "9 characters"}},
+		{"DDIR TOO", flopMsg("FDIV", flop7001(`<FDIV DDES="CKG" DDIR="TOO">x</FDIV>`)), cd, []string{`FLOP[1] FLID 7001 FDIV@DDIR "TOO": want TO or FROM`}},
+		{"DDIR empty", flopMsg("FDIV", flop7001(`<FDIV DDES="CKG" DDIR="">x</FDIV>`)), cd, []string{"FDIV@DDIR", "empty"}},
+		{"DDES empty", flopMsg("FDIV", flop7001(`<FDIV DDES="" DDIR="TO"/>`)), cd, []string{"FDIV@DDES", "empty"}},
+		{"DDES missing", flopMsg("FDIV", flop7001(`<FDIV DDIR="TO">reason</FDIV>`)), cd, []string{"FDIV@DDES", "missing"}},
+		{"ARES empty", flopMsg("FLAB", flop7001(`<FLAB ARES=""></FLAB>`)), cd, []string{"FLAB@ARES", "empty"}},
+		{"ARES bad", flopMsg("FLAB", flop7001(`<FLAB ARES="X"/>`)), cd, []string{`FLAB@ARES "X"`, "O or G"}},
+		{"REID bad", flopMsg("FRET", flop7001(`<FRET REID="B"/>`)), cd, []string{`FRET@REID "B"`, "A or G"}},
+		{"FRET text only", flopMsg("FRET", flop7001(`<FRET>reason</FRET>`)), cd, []string{"FRET@REID", "missing"}},
+		{"FLIN bad", flopMsg("FLIN", flop7001(`<FLIN>X</FLIN>`)), cd, []string{`FLIN "X"`, "D or I or M"}},
+		{"missing FLID", flopMsg("APPT", `<FFID>x</FFID><APPT>15MAR261012</APPT>`), cd, []string{"FLOP[1] FLID: missing"}},
+		{"empty FLID", flopMsg("APPT", `<FLID/><APPT>15MAR261012</APPT>`), cd, []string{"FLOP[1] FLID: missing"}},
+		{"non-numeric FLID", flopMsg("APPT", `<FLID>70O1</FLID>`), cd, []string{`FLOP[1] FLID "70O1"`, "not a decimal number"}},
+		{"negative FLID", flopMsg("APPT", `<FLID>-7</FLID>`), cd, []string{`FLID "-7"`}},
+		{"FLID overflow", flopMsg("APPT", `<FLID>99999999999999999999</FLID>`), cd, []string{`FLID "99999999999999999999"`, "out of range"}},
+		{"FLID twice", flopMsg("APPT", `<FLID>7001</FLID><FLID>7002</FLID>`), cd, []string{"FLID", "appears 2 times"}},
+		{"singleton twice", flopMsg("STND", flop7001(`<STND>213</STND><STND>214</STND>`)), cd, []string{"FLID 7001 STND", "appears 2 times"}},
+		{"number overflow", flopMsg("GTDT", flop7001(`<GTDT GTNO="200"><GATE>A1</GATE></GTDT>`)), cd, []string{"FLID 7001", `GTDT[1]@GTNO "200"`, "8-bit"}},
+		{"number not a number", flopMsg("CHOT", flop7001(`<CHOT CSNO="one"/>`)), cd, []string{`CHOT[1]@CSNO "one"`}},
+		{"number missing", flopMsg("PSDT", flop7001(`<PSDT><PSST>213</PSST></PSDT>`)), cd, []string{"PSDT[1]@PSNO: missing"}},
+		{"number empty", flopMsg("CLDT", flop7001(`<CLDT CLNO=""><BELT>3</BELT></CLDT>`)), cd, []string{"CLDT[1]@CLNO", "empty"}},
+		{"number twice", flopMsg("CKDT", flop7001(`<CKDT CKNO="1"><CHKC>K1</CHKC></CKDT><CKDT CKNO="1"><CHKC>K2</CHKC></CKDT>`)), cd, []string{"CKDT[2]@CKNO 1", "twice"}},
+		{"group date", flopMsg("ABTM", flop7001(`<ABTM ASNO="1"><AOTM>15MAR26</AOTM></ABTM><ABTM ASNO="2"><AOTM>31APR261000</AOTM></ABTM>`)), cd, []string{"ABTM[2]/AOTM", "day 31"}},
+		{"MAXP overflow", flopMsg("MAXP", flop7001(`<MAXP>40000</MAXP>`)), cd, []string{`MAXP "40000"`, "16-bit"}},
+		{"MAXP text", flopMsg("MAXP", flop7001(`<MAXP>many</MAXP>`)), cd, []string{`MAXP "many"`}},
+		{"VIPR overflow", flopMsg("VIPP", flop7001(`<VIPP>1</VIPP><VIPR>128</VIPR>`)), cd, []string{`VIPR "128"`}},
+		{"FHAG overflow", flopMsg("HNAG", flop7001(`<FHAG>3000000000</FHAG>`)), cd, []string{`FHAG "3000000000"`, "32-bit"}},
+		{"TAID not a number", flopMsg("TAOP", flop7001(`<TAOP>CA</TAOP><TAFL>CA1</TAFL><TAID>x</TAID>`)), cd, []string{`TAID "x"`}},
+		{"PORT without PORT", flopMsg("PORT", flop7001("")), cd, []string{"FLOP[1] FLID 7001 PORT: missing"}},
+		{"PORT empty", flopMsg("PORT", flop7001("<PORT/>")), cd, []string{"PORT: missing"}},
+		{"PORT without POID", flopMsg("PORT", flop7001("<PORT><POTM>15MAR261000</POTM></PORT>")), cd, []string{"PORT[1]/POID: missing"}},
+		{"POID bad", flopMsg("PORT", flop7001("<PORT><POID>X</POID></PORT>")), cd, []string{`PORT[1]/POID "X"`, "O or C"}},
+		{"POID twice", flopMsg("PORT", flop7001("<PORT><POID>O</POID></PORT><PORT><POID>O</POID></PORT>")), cd, []string{`PORT[2]/POID "O"`, "twice"}},
+		{"non-empty FDEL", flopMsg("FDEL", flop7001("<FDEL>yes</FDEL>")), cd, []string{"FLID 7001 FDEL", `"yes"`, "must be empty"}},
+		{"FDEL with child", flopMsg("FDEL", flop7001("<FDEL><X/></FDEL>")), cd, []string{"FDEL", "must be empty"}},
+		{"DELY code empty", flopMsg("DELY", flop7001(`<DELY CODE="" DURA="0010"/>`)), cd, []string{"DELY[1]@CODE: missing"}},
+		{"DELY code missing", flopMsg("DELY", flop7001(`<DELY STRT="15MAR261000">late</DELY>`)), cd, []string{"DELY[1]@CODE: missing"}},
+		{"DURA 3 digits", flopMsg("DELY", flop7001(`<DELY CODE="WX" DURA="130"/>`)), cd, []string{`DELY[1]@DURA "130"`, "4 digits"}},
+		{"DURA minutes", flopMsg("DELY", flop7001(`<DELY CODE="WX" DURA="0175"/>`)), cd, []string{`DELY[1]@DURA "0175"`}},
+		{"DELY STRT", flopMsg("DELY", flop7001(`<DELY CODE="WX" STRT="15MAR26100"/>`)), cd, []string{`DELY[1]@STRT "15MAR26100"`}},
+		{"DELY code twice", flopMsg("DELY", flop7001(`<DELY CODE="WX"/><DELY CODE="WX" DURA="0010"/>`)), cd, []string{`DELY[2]@CODE "WX"`, "twice"}},
+		{"ERUT without RTNO", flopMsg("ERUT", flop7001(`<ERUT><APCD>PVG</APCD></ERUT>`)), cd, []string{"ERUT[1]@RTNO: missing"}},
+		{"ERUT without APCD", flopMsg("ERUT", flop7001(`<ERUT RTNO="1"><SCAT>15MAR261000</SCAT></ERUT>`)), cd, []string{"ERUT[1]/APCD: missing"}},
+		{"SRVT without SRTC", flopMsg("SRVT", flop7001(`<SRVT><SRQT>1</SRQT></SRVT>`)), cd, []string{"SRVT[1]/SRTC: missing"}},
+		{"SRVT without SRQT", flopMsg("SRVT", flop7001(`<SRVT><SRTC>GPU</SRTC></SRVT>`)), cd, []string{"SRVT[1]/SRQT: missing"}},
+		{"SRQT overflow", flopMsg("SRVT", flop7001(`<SRVT><SRTC>GPU</SRTC><SRQT>300</SRQT></SRVT>`)), cd, []string{`SRVT[1]/SRQT "300"`}},
+		{"VIPT date", flopMsg("VIPF", flop7001(`<VIPF><VPCD>V1</VPCD><VIPT><VSCD>L</VSCD><VTST>x</VTST></VIPT></VIPF>`)), cd, []string{`VIPF[1]/VIPT[1]/VTST "x"`}},
+		{"PSHT without stand", flopMsg("PSHT", flop7001(`<PSHT PSHN="1"><PSTM>15MAR261000</PSTM></PSHT>`)), cd, []string{"PSHT[1]/PUST: missing"}},
+		{"TIPT without stand", flopMsg("TIPT", flop7001(`<TIPT><TRTM>15MAR261000</TRTM></TIPT>`)), cd, []string{"TIPT[1]/TRST: missing"}},
+		{"no FLOP element", flopMsg("APPT"), cd, []string{"no <FLOP>"}},
+		{"unknown STYP ESTT", flopMsg("ESTT", flop7001("<ESTT>15MAR261000</ESTT>")), pipeline.Unsupported, []string{"ESTT"}},
+		{"unknown STYP ACTT", flopMsg("ACTT", flop7001("<ACTT>15MAR261000</ACTT>")), pipeline.Unsupported, []string{"ACTT"}},
+		{"lower-case STYP", []byte(strings.Replace(string(flopMsg("APPT", flop7001(""))), "<STYP>APPT", "<STYP>appt", 1)), pipeline.Malformed, []string{"STYP"}},
+		{"not well-formed", []byte(strings.Replace(string(flopMsg("APPT", flop7001("<APPT>x</APPT>"))), "</APPT>", "</APPX>", 1)), pipeline.Malformed, []string{"well-formed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { wantReject(t, tt.raw, tt.class, tt.message...) })
+	}
+}
+
+// A Flop's JSON (only its STYP's fields, null/[] for no value) reads back into the same Flop.
+func TestFlopJSONRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(flightTestdata, "flop", "*.xml"))
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range decodeFlops(t, raw) {
+			b1, err := json.Marshal(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Flop
+			if err := json.Unmarshal(b1, &back); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if b2, _ := json.Marshal(back); string(b1) != string(b2) {
+				t.Errorf("%s: JSON round trip changes the record:\n%s\n%s", file, b1, b2)
+			}
+		}
+	}
+}

@@ -1,0 +1,1093 @@
+package sis
+
+// The wire form of FLTR and FLOP records and its conversion into the types of flight.go.
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// A FLTR or FLOP element is read in one pass into xrec, whose fields are the raw texts (see
+// readRecord); conv then turns it into the typed record, checking every value and naming the
+// record, the element and the value in the first error it finds. FLTR and FLOP share xrec and
+// the group readers: the elements are the same under both parents.
+
+// xtext is a simple element as read: its text without surrounding white space and how many
+// times it occurred (a singleton that occurs twice is an error, not "last one wins").
+type xtext struct {
+	s string
+	n int
+}
+
+// xrec is a FLTR (SCHD or SCHS) or FLOP element as read. Untagged fields match the element of
+// the same name.
+type xrec struct {
+	FLID, FFID, ALCD, ALSC, FLNO, MVIN, SODT, FLTY, FLIN, ACFT, RENO xtext
+	TAOP, TAFL, TAID, CSOP, CSFT, MAID                               xtext
+	TRML, MAXP, STND, RUNW, ESTT, ACTT, FHAG, PHAG, MHAG             xtext
+	APPT, BOTM, CNCL, EGSR, EGST, FINT, LACL                         xtext
+	COBT, CTOT, EOBT, TOBT, IEST, PEDT, PADT, NEAT, NAAT             xtext
+	EXSC, EXSR, FTSS, REMC, VIPP, VIPR, LBNO, LBWT, PAXC             xtext
+	STDT, EDDT, DYOP, SCHT                                           xtext // SCHS only
+
+	FDIV []xfdiv `xml:"FDIV"`
+	FRET []xfret `xml:"FRET"`
+	FLAB []xflab `xml:"FLAB"`
+	PORT []xport `xml:"PORT"`
+	PSDT []xpsdt `xml:"PSDT"`
+	GTDT []xgtdt `xml:"GTDT"`
+	CHDT []xchdt `xml:"CHDT"`
+	CKDT []xckdt `xml:"CKDT"`
+	CLDT []xcldt `xml:"CLDT"`
+	CHOT []xchot `xml:"CHOT"`
+	ABTM []xabtm `xml:"ABTM"`
+	DELY []xdely `xml:"DELY"`
+	ERUT []xerut `xml:"ERUT"`
+	SRVT []xsrvt `xml:"SRVT"`
+	VIPF []xvipf `xml:"VIPF"`
+	PSHT []xpsht `xml:"PSHT"`
+	TIPT []xtipt `xml:"TIPT"`
+	FDEL []xfdel `xml:"FDEL"`
+}
+
+type xfdiv struct {
+	DDES *string `xml:"DDES,attr"`
+	DDIR *string `xml:"DDIR,attr"`
+	Text string  `xml:",chardata"`
+}
+
+type xfret struct {
+	REID *string `xml:"REID,attr"`
+	Text string  `xml:",chardata"`
+}
+
+type xflab struct {
+	ARES *string `xml:"ARES,attr"`
+	Text string  `xml:",chardata"`
+}
+
+type xport struct{ POTM, POID xtext }
+
+type xpsdt struct {
+	PSNO             *string `xml:"PSNO,attr"`
+	PSST, STST, STET xtext
+}
+
+type xgtdt struct {
+	GTNO                               *string `xml:"GTNO,attr"`
+	GATE, PGOT, PGCT, GOTM, GCTM, GTYP xtext
+}
+
+type xchdt struct {
+	CHNO                                     *string `xml:"CHNO,attr"`
+	CHUT, CCLS, PCBT, PCET, CBTM, CETM, CTYP xtext
+}
+
+type xckdt struct {
+	CKNO                                     *string `xml:"CKNO,attr"`
+	CHKC, CCLS, PCOT, PCCT, COTM, CCTM, CTYP xtext
+}
+
+type xcldt struct {
+	CLNO                                     *string `xml:"CLNO,attr"`
+	BELT, BCLS, PCOT, PCCT, FBAG, LBAG, BTYP xtext
+}
+
+type xchot struct {
+	CSNO             *string `xml:"CSNO,attr"`
+	CHTM, CHID, CHST xtext
+}
+
+type xabtm struct {
+	ASNO             *string `xml:"ASNO,attr"`
+	ABDG, ABOP, AOTM xtext
+}
+
+type xdely struct {
+	CODE *string `xml:"CODE,attr"`
+	STRT *string `xml:"STRT,attr"`
+	DURA *string `xml:"DURA,attr"`
+	Text string  `xml:",chardata"`
+}
+
+type xerut struct {
+	RTNO                         *string `xml:"RTNO,attr"`
+	APCD, SCAT, SCDT, SADC, SDDC xtext   // SADC, SDDC: SCHS only
+}
+
+type xsrvt struct{ SRTC, SRQT, SRST, SRET, SRPR, SANR, SARR xtext }
+
+type xvipf struct {
+	VPCD, VFES xtext
+	VIPT       []xvipt `xml:"VIPT"`
+}
+
+type xvipt struct{ VSCD, VTQY, VTST, VTET xtext }
+
+type xpsht struct {
+	PSHN             *string `xml:"PSHN,attr"`
+	PSTM, PSID, PUST xtext
+}
+
+type xtipt struct{ TRTM, TRST xtext }
+
+type xfdel struct {
+	Attrs []xml.Attr `xml:",any,attr"`
+	Text  string     `xml:",chardata"`
+	Elems []string   `xml:",any"` // names of child elements
+}
+
+// ---- the reader ----
+//
+// The intermediate types are read by a small reader driven by their struct tags (an
+// encoding/xml subset: untagged xtext fields and []struct fields are child elements named like
+// the field, ",attr" *string fields attributes, ",chardata" the element's text, ",any,attr"
+// other attributes, ",any" the names of other child elements). It uses RawToken: the envelope
+// has already checked the whole document is well-formed, so the body pass needs neither
+// end-tag matching nor name spaces, and it avoids encoding/xml's per-field reflection, which
+// made decoding a large SCHD twice as slow.
+
+type xplan struct {
+	elems   map[string]xslot
+	attrs   map[string]int
+	char    int // field index of ",chardata", or -1
+	anyAttr int
+	anyElem int
+}
+
+type xslot struct {
+	index int
+	plan  *xplan // nil for an xtext
+}
+
+var (
+	xtextType = reflect.TypeFor[xtext]()
+	xrecPlan  = planOf(reflect.TypeFor[xrec]())
+)
+
+func planOf(t reflect.Type) *xplan {
+	p := &xplan{elems: map[string]xslot{}, attrs: map[string]int{}, char: -1, anyAttr: -1, anyElem: -1}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("xml"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		switch {
+		case opts == "attr":
+			p.attrs[name] = i
+		case opts == "chardata":
+			p.char = i
+		case opts == "any,attr":
+			p.anyAttr = i
+		case opts == "any":
+			p.anyElem = i
+		case f.Type == xtextType:
+			p.elems[name] = xslot{index: i}
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+			p.elems[name] = xslot{index: i, plan: planOf(f.Type.Elem())}
+		default:
+			panic("sis: no reader for field " + t.Name() + "." + f.Name)
+		}
+	}
+	return p
+}
+
+// readRecord reads the FLTR or FLOP element whose start was just read into x.
+func readRecord(d *xml.Decoder, start *xml.StartElement, x *xrec) error {
+	return readInto(d, start, reflect.ValueOf(x).Elem(), xrecPlan)
+}
+
+func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan) error {
+	for _, a := range start.Attr {
+		if i, ok := p.attrs[a.Name.Local]; ok && a.Name.Space == "" {
+			s := a.Value
+			v.Field(i).Set(reflect.ValueOf(&s))
+		} else if p.anyAttr >= 0 {
+			f := v.Field(p.anyAttr)
+			f.Set(reflect.Append(f, reflect.ValueOf(a)))
+		}
+	}
+	var text []byte
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			slot, ok := p.elems[t.Name.Local]
+			switch {
+			case !ok:
+				if p.anyElem >= 0 {
+					f := v.Field(p.anyElem)
+					f.Set(reflect.Append(f, reflect.ValueOf(t.Name.Local)))
+				}
+				if err := skipElement(d); err != nil {
+					return err
+				}
+			case slot.plan == nil:
+				if err := readText(d, v.Field(slot.index).Addr().Interface().(*xtext)); err != nil {
+					return err
+				}
+			default:
+				f := v.Field(slot.index)
+				f.Set(reflect.Append(f, reflect.Zero(f.Type().Elem())))
+				if err := readInto(d, &t, f.Index(f.Len()-1), slot.plan); err != nil {
+					return err
+				}
+			}
+		case xml.CharData:
+			if p.char >= 0 {
+				text = append(text, t...)
+			}
+		case xml.EndElement:
+			if p.char >= 0 {
+				v.Field(p.char).SetString(string(text))
+			}
+			return nil
+		}
+	}
+}
+
+// readText reads a simple element whose start was just read: its own text without
+// surrounding white space (the text of nested elements is skipped).
+func readText(d *xml.Decoder, x *xtext) error {
+	// Usually one piece: copied out of the decoder's buffer (which the next token overwrites)
+	// straight into the string kept.
+	var text string
+	depth := 0
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			if depth == 0 {
+				text += string(t)
+			}
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			if depth > 0 {
+				depth--
+				continue
+			}
+			x.s = strings.TrimSpace(text)
+			x.n++
+			return nil
+		}
+	}
+}
+
+// skipElement consumes the rest of the element whose start was just read.
+func skipElement(d *xml.Decoder) error {
+	for depth := 0; ; {
+		tok, err := d.RawToken()
+		if err != nil {
+			return err
+		}
+		switch tok.(type) {
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			if depth == 0 {
+				return nil
+			}
+			depth--
+		}
+	}
+}
+
+// forBody calls fn for each direct child element of the document's root (MSG); fn must
+// consume the element (readRecord, readText or skipElement). The envelope has already checked
+// the document is well-formed, so a syntax error here is MALFORMED only in theory.
+func forBody(raw []byte, fn func(d *xml.Decoder, start *xml.StartElement) error) error {
+	d := NewDecoder(raw)
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+		}
+		if _, ok := tok.(xml.StartElement); ok {
+			break
+		}
+	}
+	return forChildren(d, func(st *xml.StartElement) error { return fn(d, st) })
+}
+
+// forChildren calls fn for each child element of the element whose start was just read, up
+// to its end element; fn must consume the child.
+func forChildren(d *xml.Decoder, fn func(start *xml.StartElement) error) error {
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if err := fn(&t); err != nil {
+				return err
+			}
+		case xml.EndElement:
+			return nil
+		}
+	}
+}
+
+// blank reports whether every text is empty: together with "no attribute" it makes an
+// element empty, which means no value.
+func blank(ts ...xtext) bool {
+	for _, t := range ts {
+		if t.s != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *xport) empty() bool { return blank(x.POTM, x.POID) }
+func (x *xpsdt) empty() bool { return x.PSNO == nil && blank(x.PSST, x.STST, x.STET) }
+func (x *xgtdt) empty() bool {
+	return x.GTNO == nil && blank(x.GATE, x.PGOT, x.PGCT, x.GOTM, x.GCTM, x.GTYP)
+}
+func (x *xchdt) empty() bool {
+	return x.CHNO == nil && blank(x.CHUT, x.CCLS, x.PCBT, x.PCET, x.CBTM, x.CETM, x.CTYP)
+}
+func (x *xckdt) empty() bool {
+	return x.CKNO == nil && blank(x.CHKC, x.CCLS, x.PCOT, x.PCCT, x.COTM, x.CCTM, x.CTYP)
+}
+func (x *xcldt) empty() bool {
+	return x.CLNO == nil && blank(x.BELT, x.BCLS, x.PCOT, x.PCCT, x.FBAG, x.LBAG, x.BTYP)
+}
+func (x *xchot) empty() bool { return x.CSNO == nil && blank(x.CHTM, x.CHID, x.CHST) }
+func (x *xabtm) empty() bool { return x.ASNO == nil && blank(x.ABDG, x.ABOP, x.AOTM) }
+func (x *xdely) empty() bool {
+	return attrVal(x.CODE) == "" && attrVal(x.STRT) == "" && attrVal(x.DURA) == "" && strings.TrimSpace(x.Text) == ""
+}
+func (x *xerut) empty() bool {
+	return x.RTNO == nil && blank(x.APCD, x.SCAT, x.SCDT, x.SADC, x.SDDC)
+}
+func (x *xsrvt) empty() bool {
+	return blank(x.SRTC, x.SRQT, x.SRST, x.SRET, x.SRPR, x.SANR, x.SARR)
+}
+func (x *xvipf) empty() bool {
+	if !blank(x.VPCD, x.VFES) {
+		return false
+	}
+	for i := range x.VIPT {
+		if !x.VIPT[i].empty() {
+			return false
+		}
+	}
+	return true
+}
+func (x *xvipt) empty() bool { return blank(x.VSCD, x.VTQY, x.VTST, x.VTET) }
+func (x *xpsht) empty() bool { return x.PSHN == nil && blank(x.PSTM, x.PSID, x.PUST) }
+func (x *xtipt) empty() bool { return blank(x.TRTM, x.TRST) }
+
+func attrVal(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return strings.TrimSpace(*p)
+}
+
+// conv converts one record as read into typed values and keeps the first error. Its place
+// (record, group entry) is only formatted when there is an error.
+type conv struct {
+	loc  *time.Location
+	kind string // FLTR or FLOP
+	n    int    // 1-based position of the record in the message
+	flid string // the record's FLID as sent, once known
+	key  string // what identifies a record without FLID (SCHS: ALCD FLNO MVIN)
+	grp  string // the group being read (GTDT…), "" at record level
+	idx  int    // 1-based position in the group
+	sub  string // nested group (VIPT) inside grp
+	sidx int
+	err  error
+}
+
+// where names the record: FLOP[1] FLID 7001.
+func (c *conv) where() string {
+	s := fmt.Sprintf("%s[%d]", c.kind, c.n)
+	if c.flid != "" {
+		s += " FLID " + c.flid
+	}
+	if c.key != "" {
+		s += " " + c.key
+	}
+	return s
+}
+
+// place names elem in its group: GTDT[2]/PGOT, GTDT[2]@GTNO, FDIV@DDIR.
+func (c *conv) place(elem string) string {
+	p := ""
+	if c.grp != "" {
+		p = fmt.Sprintf("%s[%d]", c.grp, c.idx)
+		if c.sub != "" {
+			p += fmt.Sprintf("/%s[%d]", c.sub, c.sidx)
+		}
+		if elem != "" && elem[0] != '@' {
+			p += "/"
+		}
+	}
+	return p + elem
+}
+
+func (c *conv) failf(elem, format string, args ...any) {
+	if c.err != nil {
+		return
+	}
+	c.err = pipeline.Errorf(pipeline.CodecError, "%s %s%s", c.where(), c.place(elem), fmt.Sprintf(format, args...))
+}
+
+// bad records that value v of elem is not valid, and why.
+func (c *conv) bad(elem, v string, reason error) {
+	c.failf(elem, " %q: %v", v, reason)
+}
+
+func (c *conv) missing(elem string) { c.failf(elem, ": missing") }
+
+func (c *conv) enter(grp string, idx int) { c.grp, c.idx, c.sub = grp, idx, "" }
+func (c *conv) leave()                    { c.grp, c.sub = "", "" }
+
+// text returns the text of a singleton element ("" = no value).
+func (c *conv) text(elem string, x xtext) string {
+	if x.n > 1 {
+		c.failf(elem, ": appears %d times", x.n)
+	}
+	return x.s
+}
+
+// req returns the text of a required singleton element.
+func (c *conv) req(elem string, x xtext) string {
+	s := c.text(elem, x)
+	if s == "" {
+		c.missing(elem)
+	}
+	return s
+}
+
+func (c *conv) enum(elem string, x xtext, allowed ...string) string {
+	s := c.text(elem, x)
+	return c.enumValue(elem, s, allowed...)
+}
+
+func (c *conv) enumValue(elem, s string, allowed ...string) string {
+	if s == "" {
+		return ""
+	}
+	for _, a := range allowed {
+		if s == a {
+			return s
+		}
+	}
+	c.bad(elem, s, fmt.Errorf("want %s", strings.Join(allowed, " or ")))
+	return s
+}
+
+func (c *conv) time(elem string, x xtext) *time.Time {
+	return c.timeValue(elem, c.text(elem, x))
+}
+
+func (c *conv) timeValue(elem, s string) *time.Time {
+	if s == "" {
+		return nil
+	}
+	t, err := parseDateTime(s, c.loc)
+	if err != nil {
+		c.bad(elem, s, err)
+		return nil
+	}
+	return &t
+}
+
+// integer parses s as a signed integer of the given bit size (FORMAT.md §1.5 widths).
+func (c *conv) integer(elem, s string, bits int) (int64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	digits := s
+	if digits[0] == '+' || digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		c.bad(elem, s, errors.New("not a whole number"))
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, bits)
+	if err != nil {
+		lim := int64(1) << (bits - 1)
+		c.bad(elem, s, fmt.Errorf("out of range %d … %d (signed %d-bit)", -lim, lim-1, bits))
+		return 0, false
+	}
+	return v, true
+}
+
+func numPtr[T int8 | int16 | int32 | int64](c *conv, elem, s string, bits int) *T {
+	v, ok := c.integer(elem, s, bits)
+	if !ok {
+		return nil
+	}
+	t := T(v)
+	return &t
+}
+
+func (c *conv) i8(elem string, x xtext) *int8   { return numPtr[int8](c, elem, c.text(elem, x), 8) }
+func (c *conv) i16(elem string, x xtext) *int16 { return numPtr[int16](c, elem, c.text(elem, x), 16) }
+func (c *conv) i32(elem string, x xtext) *int32 { return numPtr[int32](c, elem, c.text(elem, x), 32) }
+func (c *conv) i64(elem string, x xtext) *int64 { return numPtr[int64](c, elem, c.text(elem, x), 64) }
+
+var decimalPattern = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$`)
+
+func (c *conv) decimal(elem string, x xtext) json.Number {
+	s := c.text(elem, x)
+	if s == "" {
+		return ""
+	}
+	if !decimalPattern.MatchString(s) {
+		c.bad(elem, s, errors.New("not a decimal number"))
+		return ""
+	}
+	// A form JSON accepts as a number: no leading '+', no bare '.', digits on both sides.
+	s = strings.TrimPrefix(s, "+")
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	if strings.HasPrefix(s, ".") {
+		s = "0" + s
+	}
+	s = strings.TrimSuffix(s, ".")
+	if t := strings.TrimLeft(s, "0"); t == "" || t[0] == '.' {
+		s = "0" + t
+	} else {
+		s = t
+	}
+	if neg {
+		s = "-" + s
+	}
+	return json.Number(s)
+}
+
+// groupNo reads the mandatory numbering attribute of a group entry (signed 8-bit, §1.5).
+func (c *conv) groupNo(attr string, p *string) int8 {
+	if p == nil {
+		c.missing(attr)
+		return 0
+	}
+	s := strings.TrimSpace(*p)
+	if s == "" {
+		c.failf(attr, ": present but empty")
+		return 0
+	}
+	v, _ := c.integer(attr, s, 8)
+	return int8(v)
+}
+
+// mandatoryAttr reads an attribute that must be present and not empty.
+func (c *conv) mandatoryAttr(attr string, p *string) string {
+	if p == nil {
+		c.missing(attr)
+		return ""
+	}
+	s := strings.TrimSpace(*p)
+	if s == "" {
+		c.failf(attr, ": present but empty")
+	}
+	return s
+}
+
+// flidOf reads the record's FLID (required, a positive decimal that fits 64 bits) and makes
+// it part of every later error's place.
+func (c *conv) flidOf(x xtext) int64 {
+	if x.n > 1 {
+		c.failf("FLID", ": appears %d times", x.n)
+		return 0
+	}
+	if x.s == "" {
+		c.missing("FLID")
+		return 0
+	}
+	if strings.Trim(x.s, "0123456789") != "" {
+		c.bad("FLID", x.s, errors.New("not a decimal number"))
+		return 0
+	}
+	v, err := strconv.ParseInt(x.s, 10, 64)
+	if err != nil || v <= 0 {
+		c.bad("FLID", x.s, errors.New("out of range 1 … 2^63-1"))
+		return 0
+	}
+	c.flid = x.s
+	return v
+}
+
+// ---- single attribute + text elements (kind C) ----
+
+// An element with no attribute and no text is no value (nil); otherwise its mandatory
+// attribute must be present, not empty and valid.
+
+func (c *conv) fdiv(xs []xfdiv) *Divert {
+	if len(xs) > 1 {
+		c.failf("FDIV", ": appears %d times", len(xs))
+		return nil
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	x := xs[0]
+	text := strings.TrimSpace(x.Text)
+	if x.DDES == nil && x.DDIR == nil && text == "" {
+		return nil
+	}
+	v := &Divert{DDES: c.mandatoryAttr("FDIV@DDES", x.DDES), DDIR: c.mandatoryAttr("FDIV@DDIR", x.DDIR), TEXT: text}
+	if v.DDIR != "" {
+		c.enumValue("FDIV@DDIR", v.DDIR, "TO", "FROM")
+	}
+	return v
+}
+
+func (c *conv) fret(xs []xfret) *AirReturn {
+	if len(xs) > 1 {
+		c.failf("FRET", ": appears %d times", len(xs))
+		return nil
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	x := xs[0]
+	text := strings.TrimSpace(x.Text)
+	if x.REID == nil && text == "" {
+		return nil
+	}
+	v := &AirReturn{REID: c.mandatoryAttr("FRET@REID", x.REID), TEXT: text}
+	if v.REID != "" {
+		c.enumValue("FRET@REID", v.REID, "A", "G")
+	}
+	return v
+}
+
+func (c *conv) flab(xs []xflab) *LandingAbort {
+	if len(xs) > 1 {
+		c.failf("FLAB", ": appears %d times", len(xs))
+		return nil
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	x := xs[0]
+	text := strings.TrimSpace(x.Text)
+	if x.ARES == nil && text == "" {
+		return nil
+	}
+	v := &LandingAbort{ARES: c.mandatoryAttr("FLAB@ARES", x.ARES), TEXT: text}
+	if v.ARES != "" {
+		c.enumValue("FLAB@ARES", v.ARES, "O", "G")
+	}
+	return v
+}
+
+// ---- groups ----
+//
+// Every group reader skips empty entries (no attribute, no text), so a list of only empty
+// entries, or none, is the empty list. Entries need their number (or key) and a number may
+// occur once per list.
+
+func (c *conv) ports(xs []xport) []Port {
+	var out []Port
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("PORT", i+1)
+		p := Port{POID: c.text("POID", x.POID), POTM: c.time("POTM", x.POTM)}
+		if p.POID == "" {
+			c.missing("POID")
+		} else {
+			c.enumValue("POID", p.POID, "O", "C")
+		}
+		for _, o := range out {
+			if o.POID == p.POID {
+				c.failf("POID", " %q: appears twice", p.POID)
+			}
+		}
+		out = append(out, p)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) psdt(xs []xpsdt) []StandAlloc {
+	var out []StandAlloc
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("PSDT", i+1)
+		g := StandAlloc{PSNO: c.groupNo("@PSNO", x.PSNO), PSST: c.text("PSST", x.PSST),
+			STST: c.time("STST", x.STST), STET: c.time("STET", x.STET)}
+		for _, o := range out {
+			if o.PSNO == g.PSNO {
+				c.failf("@PSNO", " %d: number appears twice", g.PSNO)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) gtdt(xs []xgtdt) []GateAlloc {
+	var out []GateAlloc
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("GTDT", i+1)
+		g := GateAlloc{GTNO: c.groupNo("@GTNO", x.GTNO), GATE: c.text("GATE", x.GATE),
+			PGOT: c.time("PGOT", x.PGOT), PGCT: c.time("PGCT", x.PGCT),
+			GOTM: c.time("GOTM", x.GOTM), GCTM: c.time("GCTM", x.GCTM), GTYP: c.text("GTYP", x.GTYP)}
+		for _, o := range out {
+			if o.GTNO == g.GTNO {
+				c.failf("@GTNO", " %d: number appears twice", g.GTNO)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) chdt(xs []xchdt) []ChuteAlloc {
+	var out []ChuteAlloc
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("CHDT", i+1)
+		g := ChuteAlloc{CHNO: c.groupNo("@CHNO", x.CHNO), CHUT: c.text("CHUT", x.CHUT), CCLS: c.text("CCLS", x.CCLS),
+			PCBT: c.time("PCBT", x.PCBT), PCET: c.time("PCET", x.PCET),
+			CBTM: c.time("CBTM", x.CBTM), CETM: c.time("CETM", x.CETM), CTYP: c.text("CTYP", x.CTYP)}
+		for _, o := range out {
+			if o.CHNO == g.CHNO {
+				c.failf("@CHNO", " %d: number appears twice", g.CHNO)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) ckdt(xs []xckdt) []CounterAlloc {
+	var out []CounterAlloc
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("CKDT", i+1)
+		g := CounterAlloc{CKNO: c.groupNo("@CKNO", x.CKNO), CHKC: c.text("CHKC", x.CHKC), CCLS: c.text("CCLS", x.CCLS),
+			PCOT: c.time("PCOT", x.PCOT), PCCT: c.time("PCCT", x.PCCT),
+			COTM: c.time("COTM", x.COTM), CCTM: c.time("CCTM", x.CCTM), CTYP: c.text("CTYP", x.CTYP)}
+		for _, o := range out {
+			if o.CKNO == g.CKNO {
+				c.failf("@CKNO", " %d: number appears twice", g.CKNO)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) cldt(xs []xcldt) []BeltAlloc {
+	var out []BeltAlloc
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("CLDT", i+1)
+		g := BeltAlloc{CLNO: c.groupNo("@CLNO", x.CLNO), BELT: c.text("BELT", x.BELT), BCLS: c.text("BCLS", x.BCLS),
+			PCOT: c.time("PCOT", x.PCOT), PCCT: c.time("PCCT", x.PCCT),
+			FBAG: c.time("FBAG", x.FBAG), LBAG: c.time("LBAG", x.LBAG), BTYP: c.text("BTYP", x.BTYP)}
+		for _, o := range out {
+			if o.CLNO == g.CLNO {
+				c.failf("@CLNO", " %d: number appears twice", g.CLNO)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) chot(xs []xchot) []Chocks {
+	var out []Chocks
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("CHOT", i+1)
+		g := Chocks{CSNO: c.groupNo("@CSNO", x.CSNO), CHTM: c.time("CHTM", x.CHTM),
+			CHID: c.text("CHID", x.CHID), CHST: c.text("CHST", x.CHST)}
+		for _, o := range out {
+			if o.CSNO == g.CSNO {
+				c.failf("@CSNO", " %d: number appears twice", g.CSNO)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) abtm(xs []xabtm) []AirbridgeOp {
+	var out []AirbridgeOp
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("ABTM", i+1)
+		g := AirbridgeOp{ASNO: c.groupNo("@ASNO", x.ASNO), ABDG: c.text("ABDG", x.ABDG),
+			ABOP: c.text("ABOP", x.ABOP), AOTM: c.time("AOTM", x.AOTM)}
+		for _, o := range out {
+			if o.ASNO == g.ASNO {
+				c.failf("@ASNO", " %d: number appears twice", g.ASNO)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) dely(xs []xdely) []Delay {
+	var out []Delay
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("DELY", i+1)
+		g := Delay{CODE: attrVal(x.CODE), STRT: c.timeValue("@STRT", attrVal(x.STRT)), TEXT: strings.TrimSpace(x.Text)}
+		if g.CODE == "" {
+			c.missing("@CODE")
+		}
+		if s := attrVal(x.DURA); s != "" {
+			if m, err := parseDuration(s); err != nil {
+				c.bad("@DURA", s, err)
+			} else {
+				g.DURA = &m
+			}
+		}
+		for _, o := range out {
+			if o.CODE == g.CODE {
+				c.failf("@CODE", " %q: code appears twice", g.CODE)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) erut(xs []xerut) []RouteStop {
+	var out []RouteStop
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("ERUT", i+1)
+		g := RouteStop{RTNO: c.groupNo("@RTNO", x.RTNO), APCD: c.req("APCD", x.APCD),
+			SCAT: c.time("SCAT", x.SCAT), SCDT: c.time("SCDT", x.SCDT)}
+		for _, o := range out {
+			if o.RTNO == g.RTNO {
+				c.failf("@RTNO", " %d: number appears twice", g.RTNO)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) srvt(xs []xsrvt) []Service {
+	var out []Service
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("SRVT", i+1)
+		g := Service{SRTC: c.req("SRTC", x.SRTC), SRST: c.time("SRST", x.SRST), SRET: c.time("SRET", x.SRET),
+			SRPR: c.i32("SRPR", x.SRPR), SANR: c.text("SANR", x.SANR), SARR: c.text("SARR", x.SARR)}
+		if q := c.i8("SRQT", x.SRQT); q != nil {
+			g.SRQT = *q
+		} else if x.SRQT.s == "" {
+			c.missing("SRQT")
+		}
+		for _, o := range out {
+			if o.SRTC == g.SRTC {
+				c.failf("SRTC", " %q: service appears twice", g.SRTC)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) vipf(xs []xvipf) []VIP {
+	var out []VIP
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("VIPF", i+1)
+		g := VIP{VPCD: c.req("VPCD", x.VPCD), VFES: c.i16("VFES", x.VFES)}
+		for j := range x.VIPT {
+			t := &x.VIPT[j]
+			if t.empty() {
+				continue
+			}
+			c.sub, c.sidx = "VIPT", j+1
+			g.VIPT = append(g.VIPT, VIPT{VSCD: c.req("VSCD", t.VSCD), VTQY: c.i64("VTQY", t.VTQY),
+				VTST: c.time("VTST", t.VTST), VTET: c.time("VTET", t.VTET)})
+		}
+		c.sub = ""
+		for _, o := range out {
+			if o.VPCD == g.VPCD {
+				c.failf("VPCD", " %q: VIP appears twice", g.VPCD)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) psht(xs []xpsht) []StandPush {
+	var out []StandPush
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("PSHT", i+1)
+		g := StandPush{PSTM: c.time("PSTM", x.PSTM), PSID: c.text("PSID", x.PSID), PUST: c.req("PUST", x.PUST)}
+		if x.PSHN != nil {
+			n := c.groupNo("@PSHN", x.PSHN)
+			g.PSHN = &n
+		}
+		for _, o := range out {
+			if o.PUST == g.PUST {
+				c.failf("PUST", " %q: stand appears twice", g.PUST)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+func (c *conv) tipt(xs []xtipt) []StandTractor {
+	var out []StandTractor
+	for i := range xs {
+		x := &xs[i]
+		if x.empty() {
+			continue
+		}
+		c.enter("TIPT", i+1)
+		g := StandTractor{TRTM: c.time("TRTM", x.TRTM), TRST: c.req("TRST", x.TRST)}
+		for _, o := range out {
+			if o.TRST == g.TRST {
+				c.failf("TRST", " %q: stand appears twice", g.TRST)
+			}
+		}
+		out = append(out, g)
+	}
+	c.leave()
+	return out
+}
+
+// flight converts a SCHD FLTR into a Flight.
+func (c *conv) flight(x *xrec) Flight {
+	f := Flight{
+		FLID: c.flidOf(x.FLID),
+		ALCD: c.req("ALCD", x.ALCD), ALSC: c.text("ALSC", x.ALSC),
+		FLNO: c.req("FLNO", x.FLNO),
+		MVIN: c.enum("MVIN", x.MVIN, "A", "D"),
+		FLTY: c.req("FLTY", x.FLTY),
+		FLIN: c.enum("FLIN", x.FLIN, "D", "I", "M"),
+		ACFT: c.req("ACFT", x.ACFT), RENO: c.text("RENO", x.RENO),
+		TAOP: c.text("TAOP", x.TAOP), TAFL: c.text("TAFL", x.TAFL), TAID: c.i64("TAID", x.TAID),
+		CSOP: c.text("CSOP", x.CSOP), CSFT: c.text("CSFT", x.CSFT), MAID: c.i64("MAID", x.MAID),
+		TRML: c.text("TRML", x.TRML), MAXP: c.i16("MAXP", x.MAXP), STND: c.text("STND", x.STND),
+		RUNW: c.text("RUNW", x.RUNW),
+		ESTT: c.time("ESTT", x.ESTT), ACTT: c.time("ACTT", x.ACTT),
+		FHAG: c.i32("FHAG", x.FHAG), PHAG: c.i32("PHAG", x.PHAG), MHAG: c.i32("MHAG", x.MHAG),
+		APPT: c.time("APPT", x.APPT), BOTM: c.time("BOTM", x.BOTM), CNCL: c.time("CNCL", x.CNCL),
+		EGSR: c.time("EGSR", x.EGSR), EGST: c.time("EGST", x.EGST), FINT: c.time("FINT", x.FINT),
+		LACL: c.time("LACL", x.LACL),
+		COBT: c.time("COBT", x.COBT), EOBT: c.time("EOBT", x.EOBT), TOBT: c.time("TOBT", x.TOBT),
+		IEST: c.time("IEST", x.IEST),
+		PEDT: c.time("PEDT", x.PEDT), PADT: c.time("PADT", x.PADT), NEAT: c.time("NEAT", x.NEAT),
+		NAAT: c.time("NAAT", x.NAAT),
+		FDIV: c.fdiv(x.FDIV), FRET: c.fret(x.FRET), FLAB: c.flab(x.FLAB),
+		EXSC: c.text("EXSC", x.EXSC), EXSR: c.text("EXSR", x.EXSR), FTSS: c.text("FTSS", x.FTSS),
+		REMC: c.text("REMC", x.REMC),
+		VIPP: c.i16("VIPP", x.VIPP), VIPR: c.i8("VIPR", x.VIPR),
+		LBNO: c.i32("LBNO", x.LBNO), LBWT: c.decimal("LBWT", x.LBWT), PAXC: c.i32("PAXC", x.PAXC),
+		PSDT: c.psdt(x.PSDT), GTDT: c.gtdt(x.GTDT), CHDT: c.chdt(x.CHDT), CKDT: c.ckdt(x.CKDT),
+		CLDT: c.cldt(x.CLDT), CHOT: c.chot(x.CHOT), ABTM: c.abtm(x.ABTM),
+		DELY: c.dely(x.DELY), ERUT: c.erut(x.ERUT), SRVT: c.srvt(x.SRVT), VIPF: c.vipf(x.VIPF),
+	}
+	if f.MVIN == "" {
+		c.missing("MVIN")
+	}
+	if f.FLIN == "" {
+		c.missing("FLIN")
+	}
+	if t := c.time("SODT", x.SODT); t != nil {
+		f.SODT = *t
+	} else if x.SODT.s == "" {
+		c.missing("SODT")
+	}
+	// PORT: entries without a time carry no value in a record.
+	for _, p := range c.ports(x.PORT) {
+		if p.POTM != nil {
+			f.PORT = append(f.PORT, p)
+		}
+	}
+	// TIPT: onto the stand rows it names.
+	for _, t := range c.tipt(x.TIPT) {
+		for i := range f.PSDT {
+			if f.PSDT[i].PSST == t.TRST {
+				f.PSDT[i].TRTM = t.TRTM
+			}
+		}
+	}
+	if f.FFID = c.text("FFID", x.FFID); f.FFID == "" && c.err == nil {
+		f.FFID = f.ALCD + "-" + f.FLNO + "-" + f.MVIN + "-" + FormatDateTime(f.SODT, c.loc) + "-" + f.FLIN
+	}
+	return f
+}
