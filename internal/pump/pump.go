@@ -48,6 +48,7 @@ type Pump struct {
 	log       *slog.Logger
 	wake      chan struct{}
 	adoptedTo int64
+	lastAdopt time.Time
 }
 
 // New returns a pump over db with the handlers of reg.
@@ -105,8 +106,13 @@ func (p *Pump) Run(ctx context.Context) error {
 // message. It returns how long to wait before the next step (0: go on at once).
 func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	now := p.opt.Clock.Now()
-	if err := p.adopt(ctx, now); err != nil {
-		return 0, err
+	// Rows inserted straight into CMINMSGS are looked for once per poll interval, not on
+	// every step, so a busy queue does not pay for the scan on each message.
+	if p.lastAdopt.IsZero() || now.Sub(p.lastAdopt) >= p.opt.PollInterval || now.Before(p.lastAdopt) {
+		if err := p.adopt(ctx, now); err != nil {
+			return 0, err
+		}
+		p.lastAdopt = now
 	}
 	head, err := p.db.Head(ctx)
 	if err != nil {
@@ -120,6 +126,10 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 		return p.runJob(ctx, job, now)
 	}
 	if head == nil {
+		if !p.lastAdopt.Equal(now) {
+			p.lastAdopt = time.Time{} // idle: look for gateway rows before sleeping
+			return 0, nil
+		}
 		return p.opt.PollInterval, nil
 	}
 	if head.State == pipeline.Failed {
