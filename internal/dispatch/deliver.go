@@ -1,0 +1,281 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+	"msgx/internal/target"
+)
+
+// KindESDelete is the payload kind of an Elasticsearch delete: its record has Delete set.
+const KindESDelete = "es-delete"
+
+// Envelope is the value delivered for one event (every target but the schedule batch):
+// the event's identity around its payload. docs/events.md has its JSON schema.
+type Envelope struct {
+	EventID   int64           `json:"event_id"`
+	MsgID     int64           `json:"msg_id"`
+	TypeTag   string          `json:"type_tag"`
+	Target    string          `json:"target"`
+	Kind      string          `json:"kind"`
+	FlightKey string          `json:"flight_key,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// compactJSON returns p compacted, or an error when p is not valid JSON.
+func compactJSON(p []byte) ([]byte, error) {
+	var b bytes.Buffer
+	if err := json.Compact(&b, p); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// record builds the delivery record of one event. It fails only when the stored payload is
+// not valid JSON.
+func record(e *Event) (target.Record, error) {
+	payload, err := compactJSON(e.raw)
+	if err != nil {
+		return target.Record{}, fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, err)
+	}
+	env := Envelope{
+		EventID:   e.EventID,
+		MsgID:     e.MsgID,
+		TypeTag:   e.TypeTag,
+		Target:    e.Target,
+		Kind:      e.Kind,
+		FlightKey: e.key(),
+		CreatedAt: e.CreatedAt.UTC(),
+		Payload:   payload,
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(env); err != nil {
+		return target.Record{}, fmt.Errorf("encode event %d: %w", e.EventID, err)
+	}
+	return target.Record{
+		EventID: e.EventID,
+		MsgID:   e.MsgID,
+		TypeTag: e.TypeTag,
+		Target:  e.Target,
+		Kind:    e.Kind,
+		Key:     e.key(),
+		Value:   bytes.TrimSuffix(b.Bytes(), []byte("\n")),
+		Delete:  e.Kind == KindESDelete,
+	}, nil
+}
+
+// DeliverOnce sends what is due at the head of the per-event target name: the run of
+// consecutive due PENDING events from the head, up to SendBatch, in one Sink.Send. The
+// leading records the sink delivered are marked SENT; a failure is recorded on the first
+// undelivered event only (backoff, or DEAD), and nothing behind it is sent while it waits.
+// A head that is waiting but has failed for longer than the head deadline goes DEAD.
+//
+// It returns how many events it marked SENT and how long the caller may wait before the next
+// call: zero when more may be due at once, the time until the head's next attempt while it
+// backs off, or the poll interval when the target has nothing pending. A sink's failure is
+// recorded, not returned; err reports a database failure (or an unknown target), after which
+// the events are still PENDING and are sent again.
+func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wait time.Duration, err error) {
+	sink, ok := d.sinks[name]
+	switch {
+	case name != "" && name == d.opt.SchdTarget:
+		return 0, 0, fmt.Errorf("dispatch: %s is the batched schedule target; FlushSchd sends it", name)
+	case !ok || sink == nil:
+		return 0, 0, fmt.Errorf("dispatch: no sink for target %q", name)
+	}
+	lock := d.locks[name]
+	lock.Lock()
+	defer lock.Unlock()
+
+	now := d.opt.Clock.Now()
+	evs, err := pendingHead(ctx, d.db, name, d.opt.SendBatch)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(evs) == 0 {
+		return 0, d.opt.PollInterval, nil
+	}
+	head := &evs[0]
+	if !head.due(now) {
+		if d.opt.Policy.Overdue(head.firstFailed(), now) {
+			return 0, 0, d.escalate(ctx, []*Event{head}, now)
+		}
+		return 0, head.nextAttempt().Sub(now), nil
+	}
+
+	var (
+		run  []*Event
+		recs []target.Record
+	)
+	for i := range evs {
+		e := &evs[i]
+		if i > 0 && !e.due(now) {
+			break
+		}
+		rec, err := record(e)
+		if err != nil {
+			if i > 0 {
+				break // the run ends here; the bad event becomes the head next time
+			}
+			return 0, 0, d.malformed(ctx, e, err, now)
+		}
+		run = append(run, e)
+		recs = append(recs, rec)
+	}
+
+	sctx, cancel := d.sendContext(ctx)
+	n, serr := sink.Send(sctx, recs)
+	cancel()
+	if serr == nil && n < len(recs) {
+		serr = fmt.Errorf("sink %s delivered %d of %d records and reported no error", name, n, len(recs))
+	}
+	n = delivered(n, len(recs), serr)
+	interrupted := serr != nil && ctx.Err() != nil // shutdown cut the send short: not the event's fault
+
+	ids := make([]int64, n)
+	for i := range n {
+		ids[i] = run[i].EventID
+	}
+	var (
+		v    pipeline.Verdict
+		fmsg string
+	)
+	wctx, wcancel := writeContext(ctx)
+	defer wcancel()
+	err = d.db.Tx(wctx, func(tx *sql.Tx) error {
+		if err := markSent(wctx, tx, ids, now); err != nil {
+			return err
+		}
+		if serr == nil || interrupted {
+			return nil
+		}
+		var err error
+		v, fmsg, err = d.fail(wctx, tx, run[n], serr, now)
+		return err
+	})
+	if err != nil {
+		return 0, 0, store.Unavailable(fmt.Errorf("dispatch: record delivery to %s (events %d..%d): %w",
+			name, run[0].EventID, run[len(run)-1].EventID, err))
+	}
+	if n > 0 {
+		d.log.Info("events sent", "target", name, "count", n,
+			"first_event_id", ids[0], "last_event_id", ids[n-1], "event_ids", ids)
+	}
+	if serr != nil && !interrupted {
+		d.logFailure(run[n], run[n].Attempts+1, v, fmsg)
+	}
+	switch {
+	case serr == nil:
+		return n, 0, nil
+	case interrupted:
+		d.log.Info("send interrupted by shutdown", "target", name, "event_id", run[n].EventID, "error", serr.Error())
+		return n, 0, nil
+	case v.Dead:
+		return n, 0, nil
+	}
+	return n, v.NextAttemptAt.Sub(now), nil
+}
+
+// fail records the failure serr of event e at now under the retry policy. It returns the
+// verdict and the error text recorded.
+func (d *Dispatcher) fail(ctx context.Context, tx *sql.Tx, e *Event, serr error, now time.Time) (pipeline.Verdict, string, error) {
+	class := pipeline.ClassOf(serr)
+	attempts := e.Attempts + 1
+	first := e.firstFailed()
+	if first.IsZero() {
+		first = now
+	}
+	v := d.opt.Policy.OnFailure(class, attempts, first, now)
+	msg := serr.Error()
+	if v.Dead {
+		if v.Reason != "" {
+			msg += " (dead: " + v.Reason + ")"
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE MSG_EVENT SET STATE = 'DEAD', ATTEMPTS = ?, NEXT_ATTEMPT_AT = NULL,
+FIRST_FAILED_AT = ?, ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
+			attempts, store.T(first), string(v.Class), clip(msg), e.EventID)
+		return v, msg, err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE MSG_EVENT SET ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?,
+FIRST_FAILED_AT = ?, ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
+		attempts, store.T(v.NextAttemptAt), store.T(first), string(v.Class), clip(msg), e.EventID)
+	return v, msg, err
+}
+
+// logFailure logs the failure of event e, recorded with verdict v: WARN while it retries,
+// ERROR when it went DEAD.
+func (d *Dispatcher) logFailure(e *Event, attempts int, v pipeline.Verdict, msg string) {
+	if v.Dead {
+		d.logDead(e, v.Class, attempts, msg)
+		return
+	}
+	d.log.Warn("event delivery failed", "target", e.Target, "event_id", e.EventID, "msg_id", e.MsgID,
+		"attempts", attempts, "error_class", string(v.Class),
+		"next_attempt_at", v.NextAttemptAt.UTC().Format(time.RFC3339Nano), "error", msg)
+}
+
+// escalate sends the waiting events evs DEAD as EXHAUSTED: they have been failing for longer
+// than the head deadline. Their attempts are kept; the reason is added to the last error.
+func (d *Dispatcher) escalate(ctx context.Context, evs []*Event, now time.Time) error {
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	msgs := make([]string, len(evs))
+	err := d.db.Tx(wctx, func(tx *sql.Tx) error {
+		for i, e := range evs {
+			first := e.firstFailed()
+			reason := fmt.Sprintf("failing for %s since %s (head deadline %s)",
+				now.Sub(first).Round(time.Millisecond), first.UTC().Format(time.RFC3339), d.opt.Policy.HeadDeadline)
+			msg := e.lastError()
+			if msg != "" {
+				msg += " "
+			}
+			msg += "(dead: " + reason + ")"
+			msgs[i] = msg
+			if _, err := tx.ExecContext(wctx, `UPDATE MSG_EVENT SET STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL,
+ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
+				string(pipeline.Exhausted), clip(msg), e.EventID); err != nil {
+				return fmt.Errorf("event %d: %w", e.EventID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Unavailable(fmt.Errorf("dispatch: escalate overdue head: %w", err))
+	}
+	for i, e := range evs {
+		d.logDead(e, pipeline.Exhausted, e.Attempts, msgs[i])
+	}
+	return nil
+}
+
+// malformed sends event e DEAD as MALFORMED: its stored payload is not JSON, so no attempt
+// can ever deliver it (and replay leaves it alone).
+func (d *Dispatcher) malformed(ctx context.Context, e *Event, cause error, now time.Time) error {
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	msg := cause.Error()
+	_, err := d.db.SQL.ExecContext(wctx, `UPDATE MSG_EVENT SET STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL,
+FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
+		store.T(now), string(pipeline.Malformed), clip(msg), e.EventID)
+	if err != nil {
+		return store.Unavailable(fmt.Errorf("dispatch: mark event %d malformed: %w", e.EventID, err))
+	}
+	d.logDead(e, pipeline.Malformed, e.Attempts, msg)
+	return nil
+}
+
+func (d *Dispatcher) logDead(e *Event, class pipeline.ErrorClass, attempts int, msg string) {
+	d.log.LogAttrs(context.Background(), slog.LevelError, "event dead",
+		slog.String("target", e.Target), slog.Int64("event_id", e.EventID), slog.Int64("msg_id", e.MsgID),
+		slog.String("error_class", string(class)), slog.Int("attempts", attempts), slog.String("error", msg))
+}

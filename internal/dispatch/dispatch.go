@@ -1,0 +1,261 @@
+// Package dispatch delivers the outbox: the MSG_EVENT rows the pump commits. It owns their
+// delivery state (STATE, ATTEMPTS, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, ERROR_CLASS, LAST_ERROR,
+// SENT_AT); the rows themselves are inserted by the pump (internal/store).
+//
+// Every target has its own loop and is its own FIFO in EVENT_ID order: the head (its lowest
+// PENDING event) is sent first, and while it backs off nothing behind it is sent. A failing
+// head blocks its own target only. After the retry policy's max attempts, or once it has been
+// failing for longer than the head deadline since its first failure, the head goes DEAD (kept,
+// with its attempts and last error) and the target moves on. A receiver's definite refusal
+// (class REJECTED) goes DEAD at once. Dead events come back with Replay.
+//
+// The schedule target (KAFKA_SCHD, D3) is never sent event by event: FlushSchd sends the
+// pending schedule events as one batch, keeping only the newest event per flight.
+//
+// Delivery is at least once: an event is marked SENT only after its sink said it was
+// delivered, so a crash in between sends it again, with the same event id.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+	"msgx/internal/target"
+)
+
+// Defaults and limits of Options.
+const (
+	DefaultPollInterval  = time.Second
+	MinPollInterval      = 50 * time.Millisecond
+	DefaultFlushPeriod   = 3 * time.Second
+	DefaultFlushLimit    = 500
+	DefaultSendBatch     = 100
+	DefaultShutdownGrace = 10 * time.Second
+)
+
+// writeTimeout bounds the database writes that record a send's outcome. They run even when
+// the caller's context has ended, so a delivered event is not left PENDING by a shutdown.
+const writeTimeout = 30 * time.Second
+
+// Options configures a Dispatcher. The zero value works: default intervals, no batched
+// target, and a policy that retries for ever on the default backoff.
+type Options struct {
+	// Policy is the retry policy shared with the pump: max attempts, backoff steps and cap,
+	// head deadline.
+	Policy pipeline.RetryPolicy
+	// PollInterval is the fallback poll of every loop (default 1s, never under 50ms). Wake
+	// makes the loops look at once; a backing-off head is retried when it is due.
+	PollInterval time.Duration
+	// SchdTarget names the batched schedule target (KAFKA_SCHD). Its events are sent only by
+	// FlushSchd, never one by one. Empty: no batched target.
+	SchdTarget string
+	// FlushPeriod is the schedule batch period (default 3s).
+	FlushPeriod time.Duration
+	// FlushLimit is the schedule batch size; that many pending events flush at once
+	// (default 500).
+	FlushLimit int
+	// SendBatch is how many consecutive due events one Sink.Send call carries at most
+	// (default 100).
+	SendBatch int
+	// ShutdownGrace is how long a send in flight may go on after Run's context ends before
+	// its context is cancelled too (default 10s).
+	ShutdownGrace time.Duration
+	// Clock tells the time (default pipeline.SystemClock).
+	Clock pipeline.Clock
+	// Logger receives one line per sent batch, failure and dead event (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o Options) normalized() Options {
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.PollInterval < MinPollInterval {
+		o.PollInterval = MinPollInterval
+	}
+	if o.FlushPeriod <= 0 {
+		o.FlushPeriod = DefaultFlushPeriod
+	}
+	if o.FlushLimit <= 0 {
+		o.FlushLimit = DefaultFlushLimit
+	}
+	if o.SendBatch <= 0 {
+		o.SendBatch = DefaultSendBatch
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	if o.Clock == nil {
+		o.Clock = pipeline.SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Dispatcher delivers MSG_EVENT rows to their sinks. Create one with New; it is safe for
+// concurrent use.
+type Dispatcher struct {
+	db    *store.DB
+	opt   Options
+	log   *slog.Logger
+	sinks map[string]target.Sink
+	names []string                 // sorted target names
+	wake  map[string]chan struct{} // one per target, buffered 1
+	locks map[string]*sync.Mutex   // serialises the steps of one target
+
+	mu        sync.Mutex // guards lastFlush and running
+	lastFlush time.Time  // last successful schedule flush; zero before the first
+	running   bool
+}
+
+// New returns a dispatcher that delivers the events of every target in sinks (target name →
+// sink). Events of a target with no sink wait in MSG_EVENT. The sinks stay the caller's to
+// close.
+func New(db *store.DB, sinks map[string]target.Sink, opt Options) *Dispatcher {
+	opt = opt.normalized()
+	d := &Dispatcher{
+		db:    db,
+		opt:   opt,
+		log:   opt.Logger.With("component", "dispatch"),
+		sinks: make(map[string]target.Sink, len(sinks)),
+		wake:  make(map[string]chan struct{}, len(sinks)),
+		locks: make(map[string]*sync.Mutex, len(sinks)),
+	}
+	for name, s := range sinks {
+		d.sinks[name] = s
+		d.names = append(d.names, name)
+		d.wake[name] = make(chan struct{}, 1)
+		d.locks[name] = new(sync.Mutex)
+	}
+	slices.Sort(d.names)
+	return d
+}
+
+// Targets returns the names of the targets the dispatcher delivers, sorted.
+func (d *Dispatcher) Targets() []string { return slices.Clone(d.names) }
+
+// Wake makes every loop look for due events at once. The pump calls it after each commit
+// that inserted events; it never blocks.
+func (d *Dispatcher) Wake() {
+	for _, ch := range d.wake {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run delivers until ctx ends: one goroutine per target, the schedule target on FlushSchd
+// and every other on DeliverOnce. It returns nil once ctx is done and the sends in flight
+// have finished (each gets up to ShutdownGrace), or an error at once if a sink is nil or Run
+// is already running.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	for _, name := range d.names {
+		if d.sinks[name] == nil {
+			return fmt.Errorf("dispatch: target %s has no sink", name)
+		}
+	}
+	d.mu.Lock()
+	if d.running {
+		d.mu.Unlock()
+		return errors.New("dispatch: Run is already running")
+	}
+	d.running = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.running = false
+		d.mu.Unlock()
+	}()
+
+	d.log.Info("dispatcher started", "targets", d.names, "schd_target", d.opt.SchdTarget,
+		"poll_interval", d.opt.PollInterval.String())
+	var wg sync.WaitGroup
+	for _, name := range d.names {
+		step := func(ctx context.Context) (int, time.Duration, error) { return d.DeliverOnce(ctx, name) }
+		if name == d.opt.SchdTarget {
+			step = func(ctx context.Context) (int, time.Duration, error) { return d.FlushSchd(ctx, false) }
+		}
+		wg.Go(func() { d.loop(ctx, name, step) })
+	}
+	<-ctx.Done()
+	wg.Wait()
+	d.log.Info("dispatcher stopped")
+	return nil
+}
+
+// loop calls step until ctx ends, sleeping as long as step says (at most the poll interval)
+// or until Wake.
+func (d *Dispatcher) loop(ctx context.Context, name string, step func(context.Context) (int, time.Duration, error)) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	failures := 0
+	for ctx.Err() == nil {
+		_, wait, err := step(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failures++
+			wait = d.opt.Policy.Delay(failures)
+			d.log.Warn("dispatch step failed", "target", name, "failures", failures,
+				"retry_in", wait.String(), "error", err.Error())
+		} else {
+			failures = 0
+		}
+		if wait <= 0 {
+			continue
+		}
+		wait = min(wait, d.opt.PollInterval)
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake[name]:
+			timer.Stop()
+		case <-timer.C:
+		}
+	}
+}
+
+// sendContext returns the context for one Sink.Send: it outlives ctx by ShutdownGrace, so a
+// send in flight at shutdown can finish.
+func (d *Dispatcher) sendContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(d.opt.ShutdownGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-sctx.Done():
+		}
+	})
+	return sctx, func() { stop(); cancel() }
+}
+
+// writeContext returns the context for recording a send's outcome: not cancelled by ctx.
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+}
+
+// delivered clamps the count a sink returned to what the contract allows: never more than
+// were sent, and fewer than all when it reported a failure (at least once: when in doubt, the
+// record is sent again).
+func delivered(n, sent int, err error) int {
+	n = max(0, min(n, sent))
+	if err != nil && n == sent {
+		n = sent - 1
+	}
+	return n
+}

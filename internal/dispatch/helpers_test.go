@@ -1,0 +1,252 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"msgx/internal/dispatch"
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+	"msgx/internal/target"
+)
+
+// t0 is the fake clock's start: microsecond-aligned, as the database keeps it.
+var t0 = time.Date(2026, 3, 14, 8, 0, 0, 0, time.UTC)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{now: t0} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeSink records every Send call; fail, when set, decides each call's outcome.
+type fakeSink struct {
+	mu    sync.Mutex
+	calls [][]target.Record
+	fail  func(recs []target.Record) (int, error)
+}
+
+func (s *fakeSink) Send(ctx context.Context, recs []target.Record) (int, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, append([]target.Record(nil), recs...))
+	fail := s.fail
+	s.mu.Unlock()
+	if fail != nil {
+		return fail(recs)
+	}
+	return len(recs), nil
+}
+
+func (s *fakeSink) Close() error { return nil }
+
+func (s *fakeSink) setFail(f func([]target.Record) (int, error)) {
+	s.mu.Lock()
+	s.fail = f
+	s.mu.Unlock()
+}
+
+// failAll makes every Send deliver nothing and fail with err.
+func (s *fakeSink) failAll(err error) {
+	s.setFail(func([]target.Record) (int, error) { return 0, err })
+}
+
+func (s *fakeSink) succeed() { s.setFail(nil) }
+
+// numCalls returns how many times Send was called.
+func (s *fakeSink) numCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+// last returns the records of the last Send call.
+func (s *fakeSink) last(t *testing.T) []target.Record {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.calls) == 0 {
+		t.Fatal("sink was never called")
+	}
+	return s.calls[len(s.calls)-1]
+}
+
+// ids returns the event ids of recs.
+func ids(recs []target.Record) []int64 {
+	out := make([]int64, len(recs))
+	for i, r := range recs {
+		out[i] = r.EventID
+	}
+	return out
+}
+
+var errDown = errors.New("broker down")
+
+// ev describes an event to insert.
+type ev struct {
+	target, kind, key, payload string
+	msgID                      int64
+}
+
+// insert adds a PENDING event and returns its id.
+func insert(t *testing.T, db *store.DB, e ev) int64 {
+	t.Helper()
+	if e.kind == "" {
+		e.kind = "flop"
+	}
+	if e.payload == "" {
+		e.payload = `{"n":1}`
+	}
+	if e.msgID == 0 {
+		e.msgID = 7
+	}
+	var key any
+	if e.key != "" {
+		key = e.key
+	}
+	res, err := db.SQL.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+VALUES (?, 'FLOP-CHOT', ?, ?, ?, ?, 'PENDING', 0, ?)`, e.msgID, e.target, e.kind, key, e.payload, store.T(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// row is the delivery state of one event as stored.
+type row struct {
+	State         string
+	Attempts      int
+	NextAttemptAt store.NullTime
+	FirstFailedAt store.NullTime
+	SentAt        store.NullTime
+	Class         sql.NullString
+	LastError     sql.NullString
+}
+
+func get(t *testing.T, db *store.DB, id int64) row {
+	t.Helper()
+	var r row
+	if err := db.SQL.QueryRow(`SELECT STATE, ATTEMPTS, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, SENT_AT, ERROR_CLASS, LAST_ERROR
+FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&r.State, &r.Attempts, &r.NextAttemptAt, &r.FirstFailedAt, &r.SentAt, &r.Class, &r.LastError); err != nil {
+		t.Fatalf("event %d: %v", id, err)
+	}
+	return r
+}
+
+// wantState fails t unless each event is in state.
+func wantState(t *testing.T, db *store.DB, state string, evIDs ...int64) {
+	t.Helper()
+	for _, id := range evIDs {
+		if got := get(t, db, id).State; got != state {
+			t.Errorf("event %d: state %s, want %s", id, got, state)
+		}
+	}
+}
+
+// logBuf collects JSON log lines.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the decoded log lines whose msg is msg.
+func (l *logBuf) lines(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// policy is the retry policy of most tests: the default steps capped at 60s.
+var policy = pipeline.RetryPolicy{MaxAttempts: 5, Steps: pipeline.DefaultBackoff, Cap: 60 * time.Second, HeadDeadline: 10 * time.Minute}
+
+// harness is a dispatcher on db with fake sinks for the targets named, a fake clock and a
+// captured log.
+type harness struct {
+	d     *dispatch.Dispatcher
+	db    *store.DB
+	clock *fakeClock
+	sinks map[string]*fakeSink
+	log   *logBuf
+}
+
+func newHarness(t *testing.T, db *store.DB, opt dispatch.Options, targets ...string) *harness {
+	t.Helper()
+	h := &harness{db: db, clock: newClock(), sinks: map[string]*fakeSink{}, log: &logBuf{}}
+	sinks := map[string]target.Sink{}
+	for _, name := range targets {
+		s := &fakeSink{}
+		h.sinks[name] = s
+		sinks[name] = s
+	}
+	if opt.Clock == nil {
+		opt.Clock = h.clock
+	}
+	opt.Logger = slog.New(slog.NewJSONHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.d = dispatch.New(db, sinks, opt)
+	return h
+}
+
+// deliver runs one DeliverOnce step and fails t on error.
+func (h *harness) deliver(t *testing.T, name string) (int, time.Duration) {
+	t.Helper()
+	n, wait, err := h.d.DeliverOnce(context.Background(), name)
+	if err != nil {
+		t.Fatalf("DeliverOnce(%s): %v", name, err)
+	}
+	return n, wait
+}
+
+// flush runs one FlushSchd step and fails t on error.
+func (h *harness) flush(t *testing.T, force bool) (int, time.Duration) {
+	t.Helper()
+	n, wait, err := h.d.FlushSchd(context.Background(), force)
+	if err != nil {
+		t.Fatalf("FlushSchd: %v", err)
+	}
+	return n, wait
+}

@@ -1,0 +1,138 @@
+package dispatch_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"msgx/internal/dispatch"
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+	"msgx/internal/target"
+)
+
+// blockSink holds every Send until released or until its context ends.
+type blockSink struct {
+	started chan struct{} // closed when the first Send begins
+	release chan struct{} // close to let sends succeed
+	once    sync.Once
+}
+
+func newBlockSink() *blockSink {
+	return &blockSink{started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *blockSink) Send(ctx context.Context, recs []target.Record) (int, error) {
+	s.once.Do(func() { close(s.started) })
+	select {
+	case <-s.release:
+		return len(recs), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (s *blockSink) Close() error { return nil }
+
+// eventually polls cond for up to 5s (the only real waiting in these tests).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func state(t *testing.T, db *store.DB, id int64) string { return get(t, db, id).State }
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestRunWakeDeliversAndCancelStops(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		flop, sched := &fakeSink{}, &fakeSink{}
+		hung := newBlockSink()
+		d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": flop, "KAFKA_SCHD": sched, "WEBHOOK_DOWN": hung}, dispatch.Options{
+			Policy:        policy,
+			PollInterval:  time.Hour, // only Wake can make the loops look again
+			SchdTarget:    "KAFKA_SCHD",
+			ShutdownGrace: 5 * time.Second,
+			Clock:         pipeline.SystemClock{},
+			Logger:        quiet(),
+		})
+		stuck := insert(t, db, ev{target: "WEBHOOK_DOWN", kind: "notify"})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+
+		<-hung.started // the down sink holds its loop …
+		a := insert(t, db, ev{target: "KAFKA_FLOP", key: "1"})
+		s := insert(t, db, ev{target: "KAFKA_SCHD", kind: "schd", key: "1"})
+		d.Wake() // … and the others deliver at once on Wake
+		eventually(t, "KAFKA_FLOP and KAFKA_SCHD delivered", func() bool {
+			return state(t, db, a) == "SENT" && state(t, db, s) == "SENT"
+		})
+		if err := d.Run(ctx); err == nil {
+			t.Fatal("a second Run started")
+		}
+
+		// Cancel while the down sink's send is in flight: Run waits for it.
+		cancel()
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned (%v) with a send in flight", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		close(hung.release)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return after cancel")
+		}
+		if got := state(t, db, stuck); got != "SENT" {
+			t.Fatalf("event delivered during shutdown is %s, want SENT", got)
+		}
+	})
+}
+
+// A send still hanging when the grace ends is cut short, and the event is not charged with
+// a failure: it waits, PENDING, for the next start.
+func TestRunShutdownGraceCutsAHungSend(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		hung := newBlockSink()
+		d := dispatch.New(db, map[string]target.Sink{"WEBHOOK_DOWN": hung}, dispatch.Options{
+			Policy: policy, ShutdownGrace: 50 * time.Millisecond, Logger: quiet(),
+		})
+		id := insert(t, db, ev{target: "WEBHOOK_DOWN", kind: "notify"})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		<-hung.started
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return after the grace")
+		}
+		if r := get(t, db, id); r.State != "PENDING" || r.Attempts != 0 || r.NextAttemptAt.Valid {
+			t.Fatalf("interrupted event: %+v", r)
+		}
+	})
+}
+
+func TestRunRefusesANilSink(t *testing.T) {
+	db := storetest.SQLite(t)
+	d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": nil}, dispatch.Options{Logger: quiet()})
+	if err := d.Run(context.Background()); err == nil {
+		t.Fatal("Run started with a nil sink")
+	}
+}
