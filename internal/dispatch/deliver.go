@@ -63,14 +63,15 @@ func record(e *Event) (target.Record, error) {
 		return target.Record{}, fmt.Errorf("encode event %d: %w", e.EventID, err)
 	}
 	return target.Record{
-		EventID: e.EventID,
-		MsgID:   e.MsgID,
-		TypeTag: e.TypeTag,
-		Target:  e.Target,
-		Kind:    e.Kind,
-		Key:     e.key(),
-		Value:   bytes.TrimSuffix(b.Bytes(), []byte("\n")),
-		Delete:  e.Kind == KindESDelete,
+		EventID:  e.EventID,
+		MsgID:    e.MsgID,
+		TypeTag:  e.TypeTag,
+		Target:   e.Target,
+		Kind:     e.Kind,
+		Key:      e.key(),
+		Value:    bytes.TrimSuffix(b.Bytes(), []byte("\n")),
+		Delete:   e.Kind == KindESDelete,
+		Document: payload,
 	}, nil
 }
 

@@ -17,6 +17,9 @@ type Record struct {
 	Key     string // the flight key (FLID) where there is one: Kafka record key, ES document id
 	Value   []byte // the JSON value to deliver
 	Delete  bool   // the record deletes the document Key (Elasticsearch)
+	// Document is what a document store indexes when it is not Value: the event's payload
+	// (the flight record) without the delivery envelope. Empty means Value.
+	Document []byte
 }
 
 // Sink delivers records to one downstream system.

@@ -1,0 +1,148 @@
+package dispatch_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"msgx/internal/dispatch"
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+	"msgx/internal/target"
+)
+
+// BenchmarkDeliver measures delivery through the real dispatcher and the real sinks, on the
+// embedded SQLite outbox: "throughput" inserts b.N events at once and reports events/s until
+// all are SENT; "latency" inserts events one transaction at a time at a steady rate (as the
+// pump commits them, with a Wake after each) and reports the commit-to-SENT latency.
+//
+//	go test ./internal/dispatch -run XXX -bench Deliver -benchtime 5000x
+func BenchmarkDeliver(b *testing.B) {
+	sinks := map[string]func(b *testing.B) target.Config{
+		"file": func(b *testing.B) target.Config {
+			return target.Config{Sink: "file", Path: filepath.Join(b.TempDir(), "out.jsonl")}
+		},
+		"kafka": func(b *testing.B) target.Config {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "msgx.bench"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(c.Close)
+			return target.Config{Sink: "kafka", Brokers: c.ListenAddrs(), Topic: "msgx.bench", Timeout: 10 * time.Second}
+		},
+	}
+	for _, name := range []string{"file", "kafka"} {
+		b.Run(name+"/throughput", func(b *testing.B) { benchThroughput(b, sinks[name](b)) })
+		b.Run(name+"/latency", func(b *testing.B) { benchLatency(b, sinks[name](b)) })
+	}
+}
+
+const benchTarget = "KAFKA_FLOP"
+
+func startDispatcher(b *testing.B, db *store.DB, tc target.Config) (*dispatch.Dispatcher, context.CancelFunc, *sync.WaitGroup) {
+	sink, err := target.Open(context.Background(), benchTarget, tc, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sink.Close() })
+	d := dispatch.New(db, map[string]target.Sink{benchTarget: sink}, dispatch.Options{
+		Policy: pipeline.RetryPolicy{MaxAttempts: 5, Cap: time.Minute, HeadDeadline: 10 * time.Minute},
+		Clock:  pipeline.SystemClock{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PollInterval: time.Second,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); d.Run(ctx) }()
+	return d, cancel, &wg
+}
+
+func insertEvents(b *testing.B, db *store.DB, n, from int) {
+	err := db.Tx(context.Background(), func(tx *sql.Tx) error {
+		for i := 0; i < n; i++ {
+			flid := 1000 + (from+i)%300
+			if _, err := tx.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+				VALUES (?, 'FLOP-CHOT', ?, 'flop', ?, ?, 'PENDING', 0, ?)`, from+i+1, benchTarget, fmt.Sprint(flid),
+				fmt.Sprintf(`{"FLID":%d,"changes":{"STND":{"old":"101","new":"%d"}}}`, flid, from+i), store.T(time.Now())); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+func waitSent(b *testing.B, db *store.DB, n int) {
+	for {
+		var sent int
+		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE STATE = 'SENT'`).Scan(&sent); err != nil {
+			b.Fatal(err)
+		}
+		if sent >= n {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func benchThroughput(b *testing.B, tc target.Config) {
+	db := storetest.SQLite(b)
+	insertEvents(b, db, b.N, 0)
+	b.ResetTimer()
+	start := time.Now()
+	d, cancel, wg := startDispatcher(b, db, tc)
+	d.Wake()
+	waitSent(b, db, b.N)
+	el := time.Since(start)
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
+}
+
+func benchLatency(b *testing.B, tc target.Config) {
+	db := storetest.SQLite(b)
+	d, cancel, wg := startDispatcher(b, db, tc)
+	defer func() { cancel(); wg.Wait() }()
+	const rate = 200 // events per second, one commit each
+	b.ResetTimer()
+	tick := time.NewTicker(time.Second / rate)
+	for i := 0; i < b.N; i++ {
+		<-tick.C
+		insertEvents(b, db, 1, i)
+		d.Wake()
+	}
+	tick.Stop()
+	waitSent(b, db, b.N)
+	b.StopTimer()
+	rows, err := db.SQL.Query(`SELECT CREATED_AT, SENT_AT FROM MSG_EVENT`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var lat []time.Duration
+	for rows.Next() {
+		var c, s store.NullTime
+		if err := rows.Scan(&c, &s); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, s.Time.Sub(c.Time))
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(rate, "load-events/s")
+}

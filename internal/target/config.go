@@ -1,0 +1,271 @@
+package target
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The sink kinds a target can use (Config.Sink).
+const (
+	SinkKafka         = "kafka"
+	SinkRedis         = "redis"
+	SinkElasticsearch = "elasticsearch"
+	SinkWebhook       = "webhook"
+	SinkFile          = "file"
+)
+
+// Defaults applied by Open to settings left empty.
+const (
+	// DefaultTimeout bounds one Send (for the webhook: one POST).
+	DefaultTimeout = 10 * time.Second
+	// DefaultRedisAddr is the Redis server used when addr is empty.
+	DefaultRedisAddr = "127.0.0.1:6379"
+	// DefaultElasticsearchAddress is the node used when addresses is empty.
+	DefaultElasticsearchAddress = "http://127.0.0.1:9200"
+)
+
+// SASL mechanisms accepted by a Kafka target (SASLConfig.Mechanism).
+const (
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
+)
+
+// Config is one target's settings, as read from YAML under targets.<NAME> (kebab-case keys).
+// Only the settings of the chosen sink are used; the zero value of each is its default.
+type Config struct {
+	Sink string `yaml:"sink"` // kafka | redis | elasticsearch | webhook | file
+
+	// Kafka.
+	Brokers  []string   `yaml:"brokers"`   // seed brokers, host:port; required
+	Topic    string     `yaml:"topic"`     // required
+	ClientID string     `yaml:"client-id"` // default: franz-go's "kgo"
+	TLS      TLSConfig  `yaml:"tls"`       // also used by redis, elasticsearch and webhook
+	SASL     SASLConfig `yaml:"sasl"`
+
+	// Redis.
+	Addr     string `yaml:"addr"`     // default 127.0.0.1:6379
+	Password string `yaml:"password"` // redis AUTH password; elasticsearch basic-auth password
+	DB       int    `yaml:"db"`
+	Channel  string `yaml:"channel"` // required
+
+	// Elasticsearch.
+	Addresses []string `yaml:"addresses"` // default http://127.0.0.1:9200
+	Index     string   `yaml:"index"`     // required
+	Username  string   `yaml:"username"`  // basic-auth user (elasticsearch), ACL user (redis)
+	APIKey    string   `yaml:"api-key"`   // base64 API key; excludes username/password
+
+	// Webhook.
+	URL    string `yaml:"url"`    // required, http or https
+	Secret string `yaml:"secret"` // required, the HMAC-SHA256 key
+
+	// File.
+	Path string `yaml:"path"` // default <dataDir>/outbox/<NAME>.jsonl
+
+	// Common.
+	Timeout time.Duration `yaml:"timeout"` // per send; default 10s
+}
+
+// TLSConfig is the tls block of a network target. Files are PEM.
+type TLSConfig struct {
+	Enabled            bool   `yaml:"enabled"`
+	CAFile             string `yaml:"ca-file"`   // roots to trust; default the system pool
+	CertFile           string `yaml:"cert-file"` // client certificate, with key-file
+	KeyFile            string `yaml:"key-file"`
+	InsecureSkipVerify bool   `yaml:"insecure-skip-verify"`
+}
+
+// SASLConfig is the sasl block of a Kafka target. An empty mechanism means no SASL.
+type SASLConfig struct {
+	Mechanism string `yaml:"mechanism"` // PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+	Username  string `yaml:"username"`
+	Password  string `yaml:"password"`
+}
+
+// Validate checks the settings of target name and returns an error naming the first
+// missing or invalid key as targets.<NAME>.<key>. It does not read files or dial.
+func (c Config) Validate(name string) error {
+	key := func(k string) string { return "targets." + name + "." + k }
+	if name == "" {
+		return errors.New("targets: a target has an empty name")
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%s: must not be negative, got %s", key("timeout"), c.Timeout)
+	}
+	switch c.Sink {
+	case SinkKafka:
+		if len(c.Brokers) == 0 {
+			return fmt.Errorf("%s: required for sink kafka (a list of host:port)", key("brokers"))
+		}
+		for i, b := range c.Brokers {
+			if strings.TrimSpace(b) == "" {
+				return fmt.Errorf("%s[%d]: empty broker address", key("brokers"), i)
+			}
+		}
+		if c.Topic == "" {
+			return fmt.Errorf("%s: required for sink kafka", key("topic"))
+		}
+		switch c.SASL.Mechanism {
+		case "":
+		case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+			if c.SASL.Username == "" {
+				return fmt.Errorf("%s: required with sasl.mechanism %s", key("sasl.username"), c.SASL.Mechanism)
+			}
+		default:
+			return fmt.Errorf("%s: %q is not one of %s, %s, %s", key("sasl.mechanism"), c.SASL.Mechanism,
+				SASLPlain, SASLScramSHA256, SASLScramSHA512)
+		}
+	case SinkRedis:
+		if c.Channel == "" {
+			return fmt.Errorf("%s: required for sink redis", key("channel"))
+		}
+		if c.DB < 0 {
+			return fmt.Errorf("%s: must not be negative, got %d", key("db"), c.DB)
+		}
+	case SinkElasticsearch:
+		if c.Index == "" {
+			return fmt.Errorf("%s: required for sink elasticsearch", key("index"))
+		}
+		for i, a := range c.Addresses {
+			if err := checkHTTPURL(a); err != nil {
+				return fmt.Errorf("%s[%d]: %w", key("addresses"), i, err)
+			}
+		}
+		if c.APIKey != "" && (c.Username != "" || c.Password != "") {
+			return fmt.Errorf("%s: set either api-key or username/password, not both", key("api-key"))
+		}
+	case SinkWebhook:
+		if c.URL == "" {
+			return fmt.Errorf("%s: required for sink webhook", key("url"))
+		}
+		if err := checkHTTPURL(c.URL); err != nil {
+			return fmt.Errorf("%s: %w", key("url"), err)
+		}
+		if c.Secret == "" {
+			return fmt.Errorf("%s: required for sink webhook (the HMAC-SHA256 signing key)", key("secret"))
+		}
+	case SinkFile:
+		if c.Path == "" && (filepath.Base(name) != name || name == "." || name == "..") {
+			return fmt.Errorf("%s: required, the target name %q cannot be a file name", key("path"), name)
+		}
+	case "":
+		return fmt.Errorf("%s: required (one of kafka, redis, elasticsearch, webhook, file)", key("sink"))
+	default:
+		return fmt.Errorf("%s: %q is not one of kafka, redis, elasticsearch, webhook, file", key("sink"), c.Sink)
+	}
+	if t := c.TLS; !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
+		return fmt.Errorf("%s: tls settings are given but tls.enabled is false", key("tls.enabled"))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		return fmt.Errorf("%s: cert-file and key-file go together", key("tls.key-file"))
+	}
+	return nil
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q: scheme must be http or https", s)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q: no host", s)
+	}
+	return nil
+}
+
+// withDefaults returns c with the defaults applied for target name.
+func (c Config) withDefaults(name, dataDir string) Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	switch c.Sink {
+	case SinkRedis:
+		if c.Addr == "" {
+			c.Addr = DefaultRedisAddr
+		}
+	case SinkElasticsearch:
+		if len(c.Addresses) == 0 {
+			c.Addresses = []string{DefaultElasticsearchAddress}
+		}
+	case SinkFile:
+		if c.Path == "" {
+			c.Path = filepath.Join(dataDir, "outbox", name+".jsonl")
+		}
+	}
+	return c
+}
+
+// Open validates c, applies its defaults and returns the sink for target name. dataDir is
+// where a file sink's default path lives. Open does not contact the downstream system: a
+// system that is down shows as errors from Send, so events wait instead of the start failing.
+// A file sink creates its directory and opens its file.
+func Open(ctx context.Context, name string, c Config, dataDir string) (Sink, error) {
+	if err := c.Validate(name); err != nil {
+		return nil, err
+	}
+	c = c.withDefaults(name, dataDir)
+	tlsCfg, err := c.TLS.load()
+	if err != nil {
+		return nil, fmt.Errorf("targets.%s.tls: %w", name, err)
+	}
+	switch c.Sink {
+	case SinkKafka:
+		return openKafka(name, c, tlsCfg)
+	case SinkRedis:
+		return openRedis(name, c, tlsCfg), nil
+	case SinkElasticsearch:
+		return openElasticsearch(name, c, tlsCfg)
+	case SinkWebhook:
+		return openWebhook(name, c, tlsCfg), nil
+	default: // SinkFile; Validate rejected anything else
+		return openFile(ctx, name, c)
+	}
+}
+
+// load builds the tls.Config, or nil when TLS is off.
+func (t TLSConfig) load() (*tls.Config, error) {
+	if !t.Enabled {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ca-file %s: no PEM certificate in it", t.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("cert-file/key-file: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// eventErr says which target and which event failed.
+func eventErr(sink, name string, r Record, err error) error {
+	return fmt.Errorf("%s target %s: event %d (msg %d, %s): %w", sink, name, r.EventID, r.MsgID, r.TypeTag, err)
+}
+
+// closedErr is what Send returns after Close.
+func closedErr(sink, name string) error {
+	return fmt.Errorf("%s target %s: sink is closed", sink, name)
+}

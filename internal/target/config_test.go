@@ -1,0 +1,84 @@
+package target
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateNamesTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Config
+		key  string // the key the error must name; "" for valid
+	}{
+		{"no sink", Config{}, "targets.T.sink"},
+		{"unknown sink", Config{Sink: "kafak"}, "targets.T.sink"},
+		{"kafka ok", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t"}, ""},
+		{"kafka no brokers", Config{Sink: SinkKafka, Topic: "t"}, "targets.T.brokers"},
+		{"kafka empty broker", Config{Sink: SinkKafka, Brokers: []string{" "}, Topic: "t"}, "targets.T.brokers[0]"},
+		{"kafka no topic", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}}, "targets.T.topic"},
+		{"kafka bad sasl", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", SASL: SASLConfig{Mechanism: "GSSAPI"}}, "targets.T.sasl.mechanism"},
+		{"kafka sasl no user", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", SASL: SASLConfig{Mechanism: SASLScramSHA512}}, "targets.T.sasl.username"},
+		{"tls files without enabled", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", TLS: TLSConfig{CAFile: "ca.pem"}}, "targets.T.tls.enabled"},
+		{"tls cert without key", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", TLS: TLSConfig{Enabled: true, CertFile: "c.pem"}}, "targets.T.tls.key-file"},
+		{"redis ok", Config{Sink: SinkRedis, Channel: "msgx:notify"}, ""},
+		{"redis no channel", Config{Sink: SinkRedis}, "targets.T.channel"},
+		{"redis negative db", Config{Sink: SinkRedis, Channel: "c", DB: -1}, "targets.T.db"},
+		{"es ok", Config{Sink: SinkElasticsearch, Index: "i"}, ""},
+		{"es no index", Config{Sink: SinkElasticsearch}, "targets.T.index"},
+		{"es bad address", Config{Sink: SinkElasticsearch, Index: "i", Addresses: []string{"127.0.0.1:9200"}}, "targets.T.addresses[0]"},
+		{"es two auths", Config{Sink: SinkElasticsearch, Index: "i", APIKey: "k", Username: "u"}, "targets.T.api-key"},
+		{"webhook ok", Config{Sink: SinkWebhook, URL: "https://h.example/x", Secret: "s"}, ""},
+		{"webhook no url", Config{Sink: SinkWebhook, Secret: "s"}, "targets.T.url"},
+		{"webhook ftp url", Config{Sink: SinkWebhook, URL: "ftp://h/x", Secret: "s"}, "targets.T.url"},
+		{"webhook no secret", Config{Sink: SinkWebhook, URL: "http://h/x"}, "targets.T.secret"},
+		{"file ok", Config{Sink: SinkFile}, ""},
+		{"negative timeout", Config{Sink: SinkFile, Timeout: -time.Second}, "targets.T.timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate("T")
+			if tc.key == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.key+":") {
+				t.Fatalf("Validate = %v; want an error naming %s", err, tc.key)
+			}
+		})
+	}
+	if err := (Config{Sink: SinkFile}).Validate("../x"); err == nil || !strings.Contains(err.Error(), "targets.../x.path") {
+		t.Errorf("a file target whose name is a path must name its path key, got %v", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := Config{Sink: SinkRedis, Channel: "c"}.withDefaults("R", "/data")
+	if c.Addr != DefaultRedisAddr || c.Timeout != DefaultTimeout {
+		t.Errorf("redis defaults: addr %q timeout %s", c.Addr, c.Timeout)
+	}
+	c = Config{Sink: SinkElasticsearch, Index: "i"}.withDefaults("E", "/data")
+	if len(c.Addresses) != 1 || c.Addresses[0] != DefaultElasticsearchAddress {
+		t.Errorf("elasticsearch default addresses %v", c.Addresses)
+	}
+	c = Config{Sink: SinkFile}.withDefaults("KAFKA_SCHD", "/data")
+	if want := filepath.Join("/data", "outbox", "KAFKA_SCHD.jsonl"); c.Path != want {
+		t.Errorf("file default path %q, want %q", c.Path, want)
+	}
+	c = Config{Sink: SinkKafka, Timeout: 3 * time.Second}.withDefaults("K", "")
+	if c.Timeout != 3*time.Second {
+		t.Errorf("a set timeout became %s", c.Timeout)
+	}
+}
+
+func TestOpenFailsOnBadTLSFiles(t *testing.T) {
+	_, err := Open(context.Background(), "K", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t",
+		TLS: TLSConfig{Enabled: true, CAFile: filepath.Join(t.TempDir(), "missing.pem")}}, "")
+	if err == nil || !strings.Contains(err.Error(), "targets.K.tls") {
+		t.Fatalf("Open with a missing ca-file = %v", err)
+	}
+}

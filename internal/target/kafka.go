@@ -1,0 +1,171 @@
+package target
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"msgx/internal/pipeline"
+)
+
+// kafkaSink produces to one topic with an idempotent, acks=all franz-go client.
+type kafkaSink struct {
+	name    string
+	topic   string
+	timeout time.Duration
+
+	mu     sync.Mutex // one Send at a time, so records keep their order in the client
+	cl     *kgo.Client
+	closed bool
+}
+
+func kafkaOpts(c Config, tlsCfg *tls.Config) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.DefaultProduceTopic(c.Topic),
+		// Idempotent writes are franz-go's default and stay on: the client's own retries
+		// never duplicate or reorder a partition. They require acks from all in-sync replicas.
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Send waits for its records; lingering would only add latency.
+		kgo.ProducerLinger(0),
+	}
+	if c.Timeout >= time.Second { // franz-go refuses a record timeout under a second
+		// Records that were never sent, or whose request got an answer, fail after the
+		// timeout instead of being retried for ever.
+		opts = append(opts, kgo.RecordDeliveryTimeout(c.Timeout))
+	}
+	if c.ClientID != "" {
+		opts = append(opts, kgo.ClientID(c.ClientID))
+	}
+	if tlsCfg != nil {
+		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
+	}
+	if m := saslMechanism(c.SASL); m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts
+}
+
+func saslMechanism(s SASLConfig) sasl.Mechanism {
+	switch s.Mechanism {
+	case SASLPlain:
+		return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()
+	case SASLScramSHA256:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()
+	case SASLScramSHA512:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()
+	}
+	return nil
+}
+
+func openKafka(name string, c Config, tlsCfg *tls.Config) (Sink, error) {
+	cl, err := kgo.NewClient(kafkaOpts(c, tlsCfg)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka target %s: %w", name, err)
+	}
+	return &kafkaSink{name: name, topic: c.Topic, timeout: c.Timeout, cl: cl}, nil
+}
+
+// acks collects the promises of one Send. A promise may arrive after Send gave up waiting;
+// it then only updates this struct, which nobody reads any more.
+type acks struct {
+	mu   sync.Mutex
+	errs []error
+	done []bool
+	left int
+	all  chan struct{}
+}
+
+func (a *acks) set(i int, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done[i] {
+		return
+	}
+	a.done[i], a.errs[i] = true, err
+	if a.left--; a.left == 0 {
+		close(a.all)
+	}
+}
+
+// Send produces recs in order and waits until each is acknowledged by all in-sync replicas,
+// or the timeout passes. It returns the count of leading records acknowledged.
+//
+// A record whose request is in flight when the timeout passes is not cancelled (that would
+// break the idempotent sequence); Send reports it as failed and the client keeps trying it,
+// so the dispatcher's retry may deliver it a second time, after the first copy. Consumers
+// deduplicate on the event_id header.
+func (k *kafkaSink) Send(ctx context.Context, recs []Record) (int, error) {
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return 0, closedErr(SinkKafka, k.name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, k.timeout)
+	defer cancel()
+
+	a := &acks{errs: make([]error, len(recs)), done: make([]bool, len(recs)), left: len(recs), all: make(chan struct{})}
+	for i, r := range recs {
+		kr := &kgo.Record{
+			Topic: k.topic,
+			Value: r.Value,
+			Headers: []kgo.RecordHeader{
+				{Key: "event_id", Value: []byte(strconv.FormatInt(r.EventID, 10))},
+				{Key: "msg_id", Value: []byte(strconv.FormatInt(r.MsgID, 10))},
+				{Key: "type_tag", Value: []byte(r.TypeTag)},
+			},
+		}
+		if r.Key != "" {
+			kr.Key = []byte(r.Key)
+		}
+		k.cl.Produce(ctx, kr, func(_ *kgo.Record, err error) { a.set(i, err) })
+	}
+	select {
+	case <-a.all:
+	case <-ctx.Done():
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for n < len(recs) && a.done[n] && a.errs[n] == nil {
+		n++
+	}
+	if n == len(recs) {
+		return n, nil
+	}
+	err := a.errs[n]
+	if !a.done[n] {
+		err = fmt.Errorf("no acknowledgement within %s: %w", k.timeout, context.Cause(ctx))
+	}
+	err = eventErr(SinkKafka, k.name, recs[n], fmt.Errorf("produce to topic %s: %w", k.topic, err))
+	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+		// The record can never fit the client's or the broker's size limit.
+		err = pipeline.Wrap(pipeline.Rejected, err)
+	}
+	return n, err
+}
+
+// Close fails what is still buffered and closes the client's connections.
+func (k *kafkaSink) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.closed {
+		k.closed = true
+		k.cl.Close()
+	}
+	return nil
+}

@@ -1,0 +1,315 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"msgx/internal/pipeline"
+)
+
+const testTopic = "msgx.flop"
+
+// flightKeys spread over the three partitions of testTopic (0, 2, 1, 1 with franz-go's
+// default murmur2 partitioner), so per-key order is not just the order of one partition.
+var flightKeys = []string{"CA1234-20250101-D", "CA1234-D", "MU5101-A", "HU7801-A"}
+
+func newKfake(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, testTopic)}, opts...)
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// consumed is one record read back from the topic.
+type consumed struct {
+	key, value     string
+	partition      int32
+	eventID, msgID int64
+	typeTag        string
+}
+
+// consumeAll reads the topic from the start until want records arrived.
+func consumeAll(t *testing.T, brokers []string, want int, extra ...kgo.Opt) []consumed {
+	t.Helper()
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(testTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	}, extra...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []consumed
+	for len(out) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records before the deadline", len(out), want)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			c := consumed{key: string(r.Key), value: string(r.Value), partition: r.Partition}
+			for _, h := range r.Headers {
+				switch h.Key {
+				case "event_id":
+					c.eventID, _ = strconv.ParseInt(string(h.Value), 10, 64)
+				case "msg_id":
+					c.msgID, _ = strconv.ParseInt(string(h.Value), 10, 64)
+				case "type_tag":
+					c.typeTag = string(h.Value)
+				default:
+					t.Errorf("unexpected header %q", h.Key)
+				}
+			}
+			out = append(out, c)
+		})
+	}
+	return out
+}
+
+// checkPerKeyOrder checks that got holds each of want exactly once, with key, headers and
+// value intact, each key in one partition and in event order.
+func checkPerKeyOrder(t *testing.T, got []consumed, want []Record) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("consumed %d records, want %d (loss or duplicates)", len(got), len(want))
+	}
+	byID := map[int64]Record{}
+	wantOrder := map[string][]int64{}
+	for _, r := range want {
+		byID[r.EventID] = r
+		wantOrder[r.Key] = append(wantOrder[r.Key], r.EventID)
+	}
+	gotOrder := map[string][]int64{}
+	partition := map[string]int32{}
+	for _, c := range got {
+		r, ok := byID[c.eventID]
+		if !ok {
+			t.Fatalf("consumed an unknown event_id %d", c.eventID)
+		}
+		if c.key != r.Key || c.value != string(r.Value) || c.msgID != r.MsgID || c.typeTag != r.TypeTag {
+			t.Errorf("event %d arrived as key=%q value=%s msg_id=%d type_tag=%q; want %q %s %d %q",
+				c.eventID, c.key, c.value, c.msgID, c.typeTag, r.Key, r.Value, r.MsgID, r.TypeTag)
+		}
+		if p, seen := partition[c.key]; seen && p != c.partition {
+			t.Errorf("key %s in partitions %d and %d", c.key, p, c.partition)
+		}
+		partition[c.key] = c.partition
+		gotOrder[c.key] = append(gotOrder[c.key], c.eventID)
+	}
+	for k, w := range wantOrder {
+		if g := gotOrder[k]; !equalIDs(g, w) {
+			t.Errorf("key %s: events in order %v, want %v", k, g, w)
+		}
+	}
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestKafkaDeliversKeyHeadersValueInOrder(t *testing.T) {
+	c := newKfake(t)
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, ClientID: "msgx-test"})
+	recs := records("KAFKA_FLOP", 1, 60, flightKeys...)
+	ctx := context.Background()
+	// In several sends, as the dispatcher would.
+	for _, batch := range [][]Record{recs[:1], recs[1:25], recs[25:]} {
+		n, err := s.Send(ctx, batch)
+		if err != nil || n != len(batch) {
+			t.Fatalf("Send(%d records) = %d, %v", len(batch), n, err)
+		}
+	}
+	got := consumeAll(t, c.ListenAddrs(), len(recs))
+	checkPerKeyOrder(t, got, recs)
+	parts := map[int32]bool{}
+	for _, c := range got {
+		parts[c.partition] = true
+	}
+	if len(parts) != 3 {
+		t.Errorf("records landed in %d partitions, want 3", len(parts))
+	}
+}
+
+// failProduce makes the cluster answer every produce request with a retriable error while
+// *failing is true, and counts the requests it failed.
+func failProduce(c *kfake.Cluster, failing *atomic.Bool, failed *atomic.Int64) {
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !failing.Load() {
+			return nil, nil, false // the cluster handles it normally
+		}
+		failed.Add(1)
+		preq := req.(*kmsg.ProduceRequest)
+		resp := preq.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range preq.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.NotEnoughReplicas.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+}
+
+func TestKafkaOutageThenRecoveryNoLossNoReorder(t *testing.T) {
+	c := newKfake(t)
+	var failing atomic.Bool
+	var failed atomic.Int64
+	failProduce(c, &failing, &failed)
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: time.Second})
+	ctx := context.Background()
+	recs := records("KAFKA_FLOP", 1, 30, flightKeys...)
+
+	if n, err := s.Send(ctx, recs[:10]); err != nil || n != 10 {
+		t.Fatalf("Send before the outage = %d, %v", n, err)
+	}
+
+	failing.Store(true)
+	rest := recs[10:20]
+	n, err := s.Send(ctx, rest)
+	if err == nil {
+		t.Fatalf("Send during the outage = %d, nil; want an error", n)
+	}
+	if failed.Load() == 0 {
+		t.Fatal("no produce request reached the failing broker")
+	}
+	if pipeline.ClassOf(err) != pipeline.Infra {
+		t.Errorf("outage error class %s, want INFRA (retried): %v", pipeline.ClassOf(err), err)
+	}
+	if want := "event " + strconv.FormatInt(rest[n].EventID, 10); !strings.Contains(err.Error(), "KAFKA_FLOP") || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not name the target and %q", err, want)
+	}
+	// A second attempt while still down fails too, and is not stuck.
+	sent := n
+	if n, err := s.Send(ctx, rest[sent:]); err == nil {
+		t.Fatalf("second Send during the outage = %d, nil", n)
+	} else {
+		sent += n
+	}
+
+	failing.Store(false)
+	// The dispatcher's retry: resend from the first unacknowledged record until all are in.
+	for attempt := 0; sent < len(rest); attempt++ {
+		if attempt == 10 {
+			t.Fatalf("still failing after recovery: %d of %d sent", sent, len(rest))
+		}
+		n, err := s.Send(ctx, rest[sent:])
+		sent += n
+		if err != nil {
+			t.Logf("retry %d after recovery: %v", attempt, err)
+		}
+	}
+	if n, err := s.Send(ctx, recs[20:]); err != nil || n != 10 {
+		t.Fatalf("Send after recovery = %d, %v", n, err)
+	}
+
+	got := consumeAll(t, c.ListenAddrs(), len(recs))
+	checkPerKeyOrder(t, got, recs)
+}
+
+func TestKafkaDownClusterFailsWithinTimeout(t *testing.T) {
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: []string{closedAddr(t)}, Topic: testTopic, Timeout: time.Second})
+	done := make(chan error, 1)
+	go func() {
+		n, err := s.Send(context.Background(), records("KAFKA_FLOP", 7, 3, "A"))
+		if n != 0 {
+			err = errors.Join(err, errors.New("records acknowledged by a cluster that is not there"))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Send to a down cluster succeeded")
+		}
+		if !strings.Contains(err.Error(), "kafka target KAFKA_FLOP: event 7") {
+			t.Errorf("error %q does not say which target and event failed", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Send to a down cluster did not return: retries are not bounded by the timeout")
+	}
+}
+
+func TestKafkaSASL(t *testing.T) {
+	for _, mech := range []string{SASLPlain, SASLScramSHA256, SASLScramSHA512} {
+		t.Run(mech, func(t *testing.T) {
+			c := newKfake(t, kfake.EnableSASL(), kfake.Superuser(mech, "msgx", "s3cret"))
+			cfg := Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second,
+				SASL: SASLConfig{Mechanism: mech, Username: "msgx", Password: "s3cret"}}
+			s := mustOpen(t, "KAFKA_FLOP", cfg)
+			if n, err := s.Send(context.Background(), records("KAFKA_FLOP", 1, 2, "A")); err != nil || n != 2 {
+				t.Fatalf("Send with good credentials = %d, %v", n, err)
+			}
+			cfg.SASL.Password = "wrong"
+			bad := mustOpen(t, "KAFKA_FLOP", cfg)
+			if n, err := bad.Send(context.Background(), records("KAFKA_FLOP", 3, 1, "A")); err == nil {
+				t.Fatalf("Send with a wrong password = %d, nil", n)
+			}
+		})
+	}
+}
+
+func TestKafkaTLS(t *testing.T) {
+	cert := newTestCert(t)
+	c := newKfake(t, kfake.TLS(cert.Server))
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second,
+		TLS: TLSConfig{Enabled: true, CAFile: cert.CAFile}})
+	recs := records("KAFKA_FLOP", 1, 3, "A")
+	if n, err := s.Send(context.Background(), recs); err != nil || n != 3 {
+		t.Fatalf("Send over TLS = %d, %v", n, err)
+	}
+	tlsCfg, err := TLSConfig{Enabled: true, CAFile: cert.CAFile}.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPerKeyOrder(t, consumeAll(t, c.ListenAddrs(), 3, kgo.DialTLSConfig(tlsCfg)), recs)
+
+	// Without the CA the broker's certificate is not trusted.
+	plain := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: time.Second,
+		TLS: TLSConfig{Enabled: true}})
+	if n, err := plain.Send(context.Background(), records("KAFKA_FLOP", 4, 1, "A")); err == nil {
+		t.Fatalf("Send to an untrusted broker = %d, nil", n)
+	}
+}
+
+func TestKafkaOversizedRecordIsRejected(t *testing.T) {
+	c := newKfake(t)
+	s := mustOpen(t, "KAFKA_SCHD", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second})
+	recs := records("KAFKA_SCHD", 1, 2)
+	recs[1].Value = []byte(`["` + strings.Repeat("x", 2<<20) + `"]`) // over the 1 MB batch limit
+	n, err := s.Send(context.Background(), recs)
+	if n != 1 || pipeline.ClassOf(err) != pipeline.Rejected {
+		t.Fatalf("Send = %d, %v; want 1 and a REJECTED error", n, err)
+	}
+}
