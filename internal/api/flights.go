@@ -1,0 +1,90 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"msgx/internal/flight"
+	"msgx/internal/store"
+)
+
+// FlightReader is what the flights API reads; *flight.Store implements it.
+type FlightReader interface {
+	Day(ctx context.Context, day string) ([]flight.Entry, error)
+	Get(ctx context.Context, flid int64) (*flight.Entry, error)
+}
+
+// SeasonType is the REF_DATA type of stored seasonal schedules (handler.SeasonType).
+const seasonType = "SCHS"
+
+// FlightRoutes adds the flight and season reads:
+//
+//	GET /api/v1/flights?day=YYYY-MM-DD  the flights of a local day, by SODT then FLID
+//	GET /api/v1/flights/{flid}          one flight's record (404 when absent)
+//	GET /api/v1/seasons                 the stored seasonal schedules
+func FlightRoutes(flights FlightReader, db *store.DB) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /api/v1/flights", func(w http.ResponseWriter, r *http.Request) {
+			day := r.URL.Query().Get("day")
+			if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
+				WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
+				return
+			}
+			es, err := flights.Day(r.Context(), day)
+			if err != nil {
+				writeStoreError(w, err)
+				return
+			}
+			recs := make([]json.RawMessage, 0, len(es))
+			for _, e := range es {
+				recs = append(recs, e.Record)
+			}
+			WriteJSON(w, http.StatusOK, struct {
+				Day     string            `json:"day"`
+				Count   int               `json:"count"`
+				Flights []json.RawMessage `json:"flights"`
+			}{day, len(recs), recs})
+		})
+		mux.HandleFunc("GET /api/v1/flights/{flid}", func(w http.ResponseWriter, r *http.Request) {
+			flid, err := strconv.ParseInt(r.PathValue("flid"), 10, 64)
+			if err != nil {
+				WriteError(w, http.StatusBadRequest, "bad_id", "flid must be an integer, got "+strconv.Quote(r.PathValue("flid")))
+				return
+			}
+			e, err := flights.Get(r.Context(), flid)
+			if err != nil {
+				writeStoreError(w, err)
+				return
+			}
+			if e == nil {
+				WriteError(w, http.StatusNotFound, "not_found", "no flight with FLID "+strconv.FormatInt(flid, 10))
+				return
+			}
+			WriteJSON(w, http.StatusOK, e)
+		})
+		mux.HandleFunc("GET /api/v1/seasons", func(w http.ResponseWriter, r *http.Request) {
+			es, err := db.RefList(r.Context(), seasonType)
+			if err != nil {
+				writeStoreError(w, err)
+				return
+			}
+			type season struct {
+				Key       string          `json:"key"`
+				Version   int64           `json:"version"`
+				MsgID     *int64          `json:"msg_id"`
+				UpdatedAt time.Time       `json:"updated_at"`
+				Season    json.RawMessage `json:"season"`
+			}
+			out := make([]season, 0, len(es))
+			for _, e := range es {
+				out = append(out, season{e.Key, e.Version, e.MsgID, e.UpdatedAt, e.Fields})
+			}
+			WriteJSON(w, http.StatusOK, struct {
+				Seasons []season `json:"seasons"`
+			}{out})
+		})
+	}
+}

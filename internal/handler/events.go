@@ -1,0 +1,377 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+)
+
+// Event targets and payload kinds of flight changes (docs/payloads.md describes each payload).
+const (
+	TargetFlop   = "KAFKA_FLOP"   // changed fields, old and new values
+	TargetSchd   = "KAFKA_SCHD"   // the whole record after the change (batched by the dispatcher)
+	TargetNotify = "REDIS_NOTIFY" // a short notification for the console and web clients
+	TargetES     = "ES_FLIGHT"    // the Elasticsearch flight document (phase B)
+
+	KindFlop     = "flop"
+	KindSchd     = "schd"
+	KindNotify   = "notify"
+	KindESUpsert = "es-upsert"
+	KindESDelete = "es-delete"
+)
+
+// FlightRecord is the stored record of one flight: every field of sis.Flight under its SIS
+// element name, plus CSFL, which msgx maintains itself: on a code-share master (a flight other
+// flights name by MAID) the sorted flight numbers (FLNO) of its code-share flights; absent
+// when it has none. CSFL is recomputed whenever a flight naming the master is inserted,
+// changed or deleted, and on the master itself when it is inserted.
+type FlightRecord struct {
+	sis.Flight
+	CSFL []string `json:"CSFL,omitempty"`
+}
+
+// decodeRecord reads a stored record.
+func decodeRecord(b []byte) (*FlightRecord, error) {
+	var r FlightRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// encodeRecord writes a record canonically (UTC times, struct order), so that equal records
+// have equal bytes.
+func encodeRecord(r *FlightRecord) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	// Round-trip once so that times in another zone or lists decoded from JSON compare alike.
+	var c FlightRecord
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return json.Marshal(&c)
+}
+
+// entry is one flight a Decision touches: its stored state and its state after the change.
+type entry struct {
+	flid     int64
+	old      []byte        // canonical stored record; nil when there was none
+	oldRec   *FlightRecord // decoded old; nil when there was none
+	cur      *FlightRecord // state after the change; nil when deleted (or never existed)
+	schedule bool          // changed by a schedule message (notify type "schedule")
+}
+
+// work is the set of flights one message changes, read from the view on first use, so that
+// several records of one message see each other's effects and apply all together.
+type work struct {
+	ctx     context.Context
+	view    View
+	entries map[int64]*entry
+	order   []int64
+}
+
+func newWork(ctx context.Context, view View) *work {
+	return &work{ctx: ctx, view: view, entries: map[int64]*entry{}}
+}
+
+// load returns the entry of flid, reading the stored flight the first time.
+func (w *work) load(flid int64) (*entry, error) {
+	if e, ok := w.entries[flid]; ok {
+		return e, nil
+	}
+	e := &entry{flid: flid}
+	b, ok, err := w.view.Flight(w.ctx, flid)
+	if err != nil {
+		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read flight %d: %w", flid, err))
+	}
+	if ok {
+		if err := e.setOld(b); err != nil {
+			return nil, err
+		}
+	}
+	w.entries[flid] = e
+	w.order = append(w.order, flid)
+	return e, nil
+}
+
+// preload adds a stored record to the set without another read (snapshots read a window).
+func (w *work) preload(b []byte) error {
+	var k struct {
+		FLID int64 `json:"FLID"`
+	}
+	if err := json.Unmarshal(b, &k); err != nil {
+		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record: %w", err))
+	}
+	if _, ok := w.entries[k.FLID]; ok {
+		return nil
+	}
+	e := &entry{flid: k.FLID}
+	if err := e.setOld(b); err != nil {
+		return err
+	}
+	w.entries[k.FLID] = e
+	w.order = append(w.order, k.FLID)
+	return nil
+}
+
+func (e *entry) setOld(b []byte) error {
+	r, err := decodeRecord(b)
+	if err != nil {
+		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight %d: %w", e.flid, err))
+	}
+	c, err := encodeRecord(r)
+	if err != nil {
+		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight %d: %w", e.flid, err))
+	}
+	e.old, e.oldRec = c, r
+	cur, _ := decodeRecord(c)
+	e.cur = cur
+	return nil
+}
+
+// maid returns the master FLID of r, or 0.
+func maid(r *FlightRecord) int64 {
+	if r == nil || r.MAID == nil {
+		return 0
+	}
+	return *r.MAID
+}
+
+// maintainCodeShares recomputes CSFL on every master whose code-share set may have changed:
+// the old and new MAID of each touched flight, and each flight inserted by this message.
+func (w *work) maintainCodeShares() error {
+	masters := map[int64]bool{}
+	for _, id := range w.order {
+		e := w.entries[id]
+		oldM, newM := maid(e.oldRec), maid(e.cur)
+		oldNo, newNo := "", ""
+		if e.oldRec != nil {
+			oldNo = e.oldRec.FLNO
+		}
+		if e.cur != nil {
+			newNo = e.cur.FLNO
+		}
+		if oldM != newM || oldNo != newNo {
+			if oldM != 0 {
+				masters[oldM] = true
+			}
+			if newM != 0 {
+				masters[newM] = true
+			}
+		}
+		if e.oldRec == nil && e.cur != nil {
+			masters[id] = true
+		}
+	}
+	if len(masters) == 0 {
+		return nil
+	}
+	stored, err := w.view.CodeShareFlights(w.ctx)
+	if err != nil {
+		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("read code-share flights: %w", err))
+	}
+	byMaster := map[int64][]string{}
+	add := func(r *FlightRecord) {
+		if m := maid(r); m != 0 && masters[m] && r.FLNO != "" {
+			byMaster[m] = append(byMaster[m], r.FLNO)
+		}
+	}
+	for _, b := range stored {
+		r, err := decodeRecord(b)
+		if err != nil {
+			return pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record: %w", err))
+		}
+		if _, touched := w.entries[r.FLID]; touched {
+			continue
+		}
+		add(r)
+	}
+	for _, id := range w.order {
+		add(w.entries[id].cur)
+	}
+	ids := make([]int64, 0, len(masters))
+	for m := range masters {
+		ids = append(ids, m)
+	}
+	slices.Sort(ids)
+	for _, m := range ids {
+		e, err := w.load(m)
+		if err != nil {
+			return err
+		}
+		if e.cur == nil {
+			continue
+		}
+		list := byMaster[m]
+		sort.Strings(list)
+		list = slices.Compact(list)
+		if len(list) == 0 {
+			list = nil
+		}
+		e.cur.CSFL = list
+	}
+	return nil
+}
+
+// window is the schedule window a snapshot notification names.
+type window struct{ from, to time.Time }
+
+// finish maintains code-share lists and appends to d the flight writes and events of every
+// touched flight whose record changed, in the order the flights were first touched. An
+// unchanged flight gets neither.
+func (w *work) finish(d *pipeline.Decision, win *window) (changed int, err error) {
+	if err := w.maintainCodeShares(); err != nil {
+		return 0, err
+	}
+	loc := w.view.Location()
+	for _, id := range w.order {
+		e := w.entries[id]
+		var cur []byte
+		if e.cur != nil {
+			if cur, err = encodeRecord(e.cur); err != nil {
+				return 0, fmt.Errorf("flight %d: %w", id, err)
+			}
+		}
+		if bytes.Equal(cur, e.old) {
+			continue
+		}
+		changed++
+		if e.cur == nil {
+			d.Flights = append(d.Flights, pipeline.FlightWrite{Day: localDay(e.oldRec.SODT, loc), FLID: id, Delete: true})
+		} else {
+			d.Flights = append(d.Flights, pipeline.FlightWrite{Day: localDay(e.cur.SODT, loc), FLID: id, Record: cur})
+		}
+		evs, err := flightEvents(id, e.old, cur, e.schedule, win)
+		if err != nil {
+			return 0, err
+		}
+		d.Events = append(d.Events, evs...)
+	}
+	return changed, nil
+}
+
+func localDay(t time.Time, loc *time.Location) string { return t.In(loc).Format(time.DateOnly) }
+
+// fieldChange is one changed field of a KAFKA_FLOP payload.
+type fieldChange struct {
+	Old json.RawMessage `json:"old"`
+	New json.RawMessage `json:"new"`
+}
+
+var jsonNull = json.RawMessage("null")
+
+// diff returns the top-level fields whose values differ between two records (nil = none).
+func diff(old, cur []byte) (map[string]fieldChange, error) {
+	var a, b map[string]json.RawMessage
+	if old != nil {
+		if err := json.Unmarshal(old, &a); err != nil {
+			return nil, err
+		}
+	}
+	if cur != nil {
+		if err := json.Unmarshal(cur, &b); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]fieldChange{}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			c := fieldChange{Old: v, New: jsonNull}
+			if ok {
+				c.New = w
+			}
+			out[k] = c
+		}
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			out[k] = fieldChange{Old: jsonNull, New: v}
+		}
+	}
+	return out, nil
+}
+
+// flightEvents builds the four events of one changed flight: KAFKA_FLOP, KAFKA_SCHD,
+// REDIS_NOTIFY and ES_FLIGHT, each keyed by the FLID.
+func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
+	changes, err := diff(old, cur)
+	if err != nil {
+		return nil, fmt.Errorf("flight %d: %w", flid, err)
+	}
+	key := strconv.FormatInt(flid, 10)
+	op := "update"
+	switch {
+	case old == nil:
+		op = "insert"
+	case cur == nil:
+		op = "delete"
+	}
+	flop, err := json.Marshal(struct {
+		FLID    int64                  `json:"FLID"`
+		Op      string                 `json:"op"`
+		Changes map[string]fieldChange `json:"changes"`
+	}{flid, op, changes})
+	if err != nil {
+		return nil, err
+	}
+	schd := cur
+	if cur == nil {
+		head := bytes.TrimSuffix(bytes.TrimSpace(old), []byte("}"))
+		schd = append(append(make([]byte, 0, len(head)+16), head...), `,"deleted":true}`...)
+	}
+	type notify struct {
+		Type          string                     `json:"type"`
+		FLID          int64                      `json:"FLID"`
+		UpdatedFields map[string]json.RawMessage `json:"updatedFields,omitempty"`
+		ScheduleStart *time.Time                 `json:"scheduleStart,omitempty"`
+		ScheduleEnd   *time.Time                 `json:"scheduleEnd,omitempty"`
+	}
+	n := notify{Type: "update", FLID: flid}
+	switch {
+	case cur == nil:
+		n.Type = "delete"
+	case schedule:
+		n.Type = "schedule"
+		if win != nil {
+			f, t := win.from.UTC(), win.to.UTC()
+			n.ScheduleStart, n.ScheduleEnd = &f, &t
+		}
+	default:
+		n.UpdatedFields = map[string]json.RawMessage{}
+		for k, c := range changes {
+			n.UpdatedFields[k] = c.New
+		}
+	}
+	note, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	es := pipeline.Event{Target: TargetES, Kind: KindESUpsert, Key: key, Payload: cur}
+	if cur == nil {
+		es.Kind, es.Payload = KindESDelete, json.RawMessage(fmt.Sprintf(`{"FLID":%d}`, flid))
+	}
+	return []pipeline.Event{
+		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: flop},
+		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: schd},
+		{Target: TargetNotify, Kind: KindNotify, Key: key, Payload: note},
+		es,
+	}, nil
+}
+
+// needView fails when the pump has no flight view (no flight store configured).
+func needView(view View) error {
+	if view == nil {
+		return pipeline.Errorf(pipeline.Infra, "no flight store configured")
+	}
+	return nil
+}

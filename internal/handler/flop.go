@@ -1,0 +1,191 @@
+package handler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+)
+
+// RegisterFlop registers one handler per FLOP operation STYP the codec decodes
+// (sis.FlopSTYPs: FLOP-APPT … FLOP-FDEL, 48 tags).
+func RegisterFlop(r *Registry) {
+	for _, styp := range sis.FlopSTYPs() {
+		r.Register("FLOP-"+styp, Func(decideFlop))
+	}
+}
+
+// decideFlop applies every FLOP record of the message, in order, to the flights they name
+// (found by FLID); the records apply together or not at all. A record for a flight the store
+// does not have (or that an earlier record of the message deleted) fails the whole message
+// with class ORPHAN. A record that changes nothing emits nothing.
+func decideFlop(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
+	var d pipeline.Decision
+	body, ok := msg.Body.(*sis.FlopBody)
+	if !ok {
+		return d, fmt.Errorf("%s: body is %T, want *sis.FlopBody", msg.Tag(), msg.Body)
+	}
+	if err := needView(view); err != nil {
+		return d, err
+	}
+	w := newWork(ctx, view)
+	for i, f := range body.Records {
+		if f.STYP != msg.Meta.STYP {
+			return d, pipeline.Errorf(pipeline.CodecError, "FLOP[%d] FLID %d: STYP %s in a %s message", i+1, f.FLID, f.STYP, msg.Meta.STYP)
+		}
+		e, err := w.load(f.FLID)
+		if err != nil {
+			return d, err
+		}
+		if e.cur == nil {
+			return d, pipeline.Errorf(pipeline.Orphan, "FLOP[%d] %s: flight FLID %d is not in the store (FFID %s)", i+1, f.STYP, f.FLID, f.FFID)
+		}
+		if f.Kind() == sis.FlopDelete {
+			e.cur = nil
+			continue
+		}
+		if err := applyFlop(e.cur, f); err != nil {
+			return d, pipeline.Wrap(pipeline.CodecError, fmt.Errorf("FLOP[%d] FLID %d: %w", i+1, f.FLID, err))
+		}
+	}
+	n, err := w.finish(&d, nil)
+	if err != nil {
+		return pipeline.Decision{}, err
+	}
+	d.Note = fmt.Sprintf("%d FLOP %s records, %d flights changed", len(body.Records), msg.Meta.STYP, n)
+	return d, nil
+}
+
+// applyFlop changes r as FLOP record f says (FORMAT.md §2.3, with msgx's fixes): A–D set
+// each of the STYP's fields, no value clearing it; E replaces the whole numbered list (the
+// codec guarantees distinct numbers; the empty list clears it), kept sorted by number; PORT
+// sets or clears the open and close times it names; F merges by key; G updates stand rows.
+func applyFlop(r *FlightRecord, f sis.Flop) error {
+	switch f.Kind() {
+	case sis.FlopTime, sis.FlopCode, sis.FlopAttr, sis.FlopValues, sis.FlopReplace:
+		if f.STYP == "PORT" {
+			applyPort(r, f.PORT)
+			return nil
+		}
+		copyFields(r, f, sis.FlopFields(f.STYP))
+		sortGroups(&r.Flight)
+	case sis.FlopMerge:
+		mergeFlop(r, f)
+	case sis.FlopStand:
+		standFlop(r, f)
+	default:
+		return fmt.Errorf("STYP %s has no rule", f.STYP)
+	}
+	return nil
+}
+
+// applyPort sets the time of each POID the message names, or clears it when POTM is nil.
+func applyPort(r *FlightRecord, ports []sis.Port) {
+	for _, p := range ports {
+		i := slices.IndexFunc(r.PORT, func(q sis.Port) bool { return q.POID == p.POID })
+		switch {
+		case p.POTM == nil && i >= 0:
+			r.PORT = slices.Delete(r.PORT, i, i+1)
+		case p.POTM == nil:
+		case i >= 0:
+			r.PORT[i].POTM = p.POTM
+		default:
+			r.PORT = append(r.PORT, p)
+		}
+	}
+	slices.SortFunc(r.PORT, func(a, b sis.Port) int { return cmp.Compare(a.POID, b.POID) })
+	if len(r.PORT) == 0 {
+		r.PORT = nil
+	}
+}
+
+// copyFields copies the named fields of f onto the same-named fields of the record: the
+// codec gives them the name and type of the Flight field they set.
+func copyFields(r *FlightRecord, f sis.Flop, names []string) {
+	dst := reflect.ValueOf(&r.Flight).Elem()
+	src := reflect.ValueOf(f)
+	for _, n := range names {
+		s, d := src.FieldByName(n), dst.FieldByName(n)
+		if !s.IsValid() || !d.IsValid() || s.Type() != d.Type() || !d.CanSet() {
+			continue
+		}
+		if s.Kind() == reflect.Slice && s.Len() == 0 {
+			d.Set(reflect.Zero(d.Type()))
+			continue
+		}
+		d.Set(s)
+	}
+}
+
+// sortGroups orders the numbered lists by number (a list's order carries no meaning).
+func sortGroups(f *sis.Flight) {
+	slices.SortStableFunc(f.PSDT, func(a, b sis.StandAlloc) int { return cmp.Compare(a.PSNO, b.PSNO) })
+	slices.SortStableFunc(f.GTDT, func(a, b sis.GateAlloc) int { return cmp.Compare(a.GTNO, b.GTNO) })
+	slices.SortStableFunc(f.CHDT, func(a, b sis.ChuteAlloc) int { return cmp.Compare(a.CHNO, b.CHNO) })
+	slices.SortStableFunc(f.CKDT, func(a, b sis.CounterAlloc) int { return cmp.Compare(a.CKNO, b.CKNO) })
+	slices.SortStableFunc(f.CLDT, func(a, b sis.BeltAlloc) int { return cmp.Compare(a.CLNO, b.CLNO) })
+	slices.SortStableFunc(f.CHOT, func(a, b sis.Chocks) int { return cmp.Compare(a.CSNO, b.CSNO) })
+	slices.SortStableFunc(f.ABTM, func(a, b sis.AirbridgeOp) int { return cmp.Compare(a.ASNO, b.ASNO) })
+	slices.SortStableFunc(f.ERUT, func(a, b sis.RouteStop) int { return cmp.Compare(a.RTNO, b.RTNO) })
+}
+
+// mergeFlop applies an F group: the empty list clears the group; otherwise each entry
+// replaces the flight's entry with the same key (DELY CODE, ERUT RTNO, SRVT SRTC, VIPF VPCD)
+// or is added, and entries the message does not name are kept.
+func mergeFlop(r *FlightRecord, f sis.Flop) {
+	switch f.STYP {
+	case "DELY":
+		r.DELY = merge(r.DELY, f.DELY, func(x sis.Delay) string { return x.CODE })
+	case "ERUT":
+		r.ERUT = merge(r.ERUT, f.ERUT, func(x sis.RouteStop) int8 { return x.RTNO })
+		sortGroups(&r.Flight)
+	case "SRVT":
+		r.SRVT = merge(r.SRVT, f.SRVT, func(x sis.Service) string { return x.SRTC })
+	case "VIPF":
+		r.VIPF = merge(r.VIPF, f.VIPF, func(x sis.VIP) string { return x.VPCD })
+	}
+}
+
+func merge[T any, K comparable](have, in []T, key func(T) K) []T {
+	if len(in) == 0 {
+		return nil
+	}
+	out := slices.Clone(have)
+	for _, x := range in {
+		k := key(x)
+		if i := slices.IndexFunc(out, func(y T) bool { return key(y) == k }); i >= 0 {
+			out[i] = x
+		} else {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// standFlop applies a G group to the stand-allocation rows of the stand each row names;
+// a stand the flight has no PSDT row for is ignored.
+func standFlop(r *FlightRecord, f sis.Flop) {
+	for _, p := range f.PSHT {
+		for i := range r.PSDT {
+			if r.PSDT[i].PSST != p.PUST {
+				continue
+			}
+			r.PSDT[i].PSTM = p.PSTM
+			r.PSDT[i].PSID = p.PSID
+			if p.PSTM == nil {
+				r.PSDT[i].PSID = ""
+			}
+		}
+	}
+	for _, t := range f.TIPT {
+		for i := range r.PSDT {
+			if r.PSDT[i].PSST == t.TRST {
+				r.PSDT[i].TRTM = t.TRTM
+			}
+		}
+	}
+}

@@ -1,0 +1,5 @@
+package handler
+
+// Targets lists every delivery target the handlers emit events to; `msgx serve` refuses to
+// start when config defines targets but not all of these.
+var Targets = []string{TargetFlop, TargetSchd, TargetNotify, TargetES}
