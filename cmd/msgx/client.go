@@ -152,6 +152,36 @@ func status(args []string) error {
 		}
 		fmt.Printf("head: message %d %s %s, attempts %d\n  why: %s\n", st.Head.ID, tag, st.Head.State, st.Head.Attempts, st.Head.Why)
 	}
+	if raw, ok := st.Extra["targets"]; ok {
+		var targets []struct {
+			Target     string  `json:"target"`
+			Pending    int64   `json:"pending"`
+			Dead       int64   `json:"dead"`
+			Sent       int64   `json:"sent"`
+			AgeSeconds float64 `json:"oldest_pending_age_s"`
+			Head       *struct {
+				EventID   int64   `json:"event_id"`
+				Attempts  int     `json:"attempts"`
+				LastError *string `json:"last_error"`
+			} `json:"head"`
+		}
+		if err := json.Unmarshal(raw, &targets); err != nil {
+			fmt.Printf("targets: %s\n", raw)
+		} else {
+			fmt.Printf("%-14s %8s %6s %8s %s\n", "target", "pending", "dead", "sent", "oldest pending")
+			for _, t := range targets {
+				age := "-"
+				if t.Pending > 0 {
+					age = (time.Duration(t.AgeSeconds * float64(time.Second))).Round(time.Millisecond).String()
+				}
+				fmt.Printf("%-14s %8d %6d %8d %s\n", t.Target, t.Pending, t.Dead, t.Sent, age)
+				if t.Head != nil && t.Head.LastError != nil {
+					fmt.Printf("  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
+				}
+			}
+		}
+		delete(st.Extra, "targets")
+	}
 	keys := make([]string, 0, len(st.Extra))
 	for k := range st.Extra {
 		keys = append(keys, k)
@@ -182,10 +212,21 @@ func replay(args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	server := fs.String("server", "", "msgx server URL")
 	classes := fs.String("class", "", "error classes to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
+	events := fs.Bool("events", false, "replay DEAD delivery events instead of messages")
+	tgt := fs.String("target", "", "with --events: only this target")
 	var ids idList
-	fs.Var(&ids, "id", "message id to replay (repeatable)")
+	fs.Var(&ids, "id", "message (or, with --events, event) id to replay (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
+	}
+	if *events {
+		body, _ := json.Marshal(map[string]any{"target": *tgt, "ids": []int64(ids)})
+		var res struct{ Moved, Skipped int }
+		if err := call("POST", serverURL(*server)+"/api/v1/events/replay", body, "application/json", &res); err != nil {
+			return err
+		}
+		fmt.Printf("moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
+		return nil
 	}
 	req := map[string]any{"ids": []int64(ids)}
 	var cl []string

@@ -19,6 +19,8 @@ Usage:
   msgx status  [--server URL]               counts per state, the head message and why it waits
   msgx replay  [--server URL] --class C[,C…] [--id N…]
                                             move FAILED/DEAD messages of those classes back to PENDING
+  msgx replay  [--server URL] --events [--target T] [--id N…]
+                                            move DEAD delivery events back to PENDING
   msgx decode  [--config FILE] FILE         print the decoded message as JSON (non-zero exit on error)
   msgx migrate [--config FILE]              apply the database migrations
   msgx version                              print the version

@@ -18,12 +18,15 @@ import (
 
 	"msgx/internal/api"
 	"msgx/internal/config"
+	"msgx/internal/dispatch"
+	"msgx/internal/flight"
 	"msgx/internal/handler"
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/sis"
 	"msgx/internal/store"
+	"msgx/internal/target"
 )
 
 const (
@@ -103,6 +106,7 @@ func serve(args []string) error {
 		HeadDeadline: cfg.Pipeline.HeadDeadline,
 	}
 	reg := handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace})
+	flights := flight.New(db, clock, cfg.Location())
 	p := pump.New(db, reg, pump.Options{
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
@@ -111,13 +115,40 @@ func serve(args []string) error {
 		Clock:        clock,
 		Logger:       log,
 		Jobs:         &jobs.Runner{DB: db, Clock: clock},
+		Flights:      flights,
+		View:         flights,
 	})
-	wake := func() {}
+	var disp *dispatch.Dispatcher
 	if runPump {
-		wake = p.Wake
+		sinks, err := openSinks(ctx, db, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			for _, s := range sinks {
+				s.Close()
+			}
+		}()
+		disp = dispatch.New(db, sinks, dispatch.Options{
+			Policy:       policy,
+			PollInterval: cfg.Pipeline.PollInterval,
+			SchdTarget:   handler.TargetSchd,
+			FlushPeriod:  cfg.Schd.FlushPeriod,
+			FlushLimit:   cfg.Schd.FlushLimit,
+			Clock:        clock,
+			Logger:       log,
+		})
+		p.SetOnEvents(disp.Wake)
+	}
+	wake := func() {}
+	dispWake := func() {}
+	if runPump {
+		wake, dispWake = p.Wake, disp.Wake
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake}
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake))
+	srv.StatusExtra = map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, clock)}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
@@ -136,6 +167,8 @@ func serve(args []string) error {
 	if runPump {
 		wg.Add(2)
 		go func() { defer wg.Done(); p.Run(workCtx) }()
+		wg.Add(1)
+		go func() { defer wg.Done(); disp.Run(workCtx) }()
 		go func() {
 			defer wg.Done()
 			t := time.NewTicker(leaseTTL / 3)
@@ -180,6 +213,48 @@ func serve(args []string) error {
 	}
 	log.Info("msgx stopped")
 	return exit
+}
+
+// openSinks opens one sink per delivery target. With no targets configured (the embedded
+// default) every target the handlers emit to is a file sink under <data-dir>/outbox. A target
+// the handlers emit to, or that has undelivered events, but that config does not define is a
+// start-up error naming it.
+func openSinks(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger) (map[string]target.Sink, error) {
+	targets := cfg.Targets
+	if len(targets) == 0 {
+		targets = map[string]target.Config{}
+		for _, name := range handler.Targets {
+			targets[name] = target.Config{Sink: "file"}
+		}
+	}
+	need := append([]string{}, handler.Targets...)
+	stats, err := dispatch.Stats(ctx, db, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range stats {
+		if st.Pending > 0 {
+			need = append(need, st.Target)
+		}
+	}
+	for _, name := range need {
+		if _, ok := targets[name]; !ok {
+			return nil, fmt.Errorf("config: targets.%s is not defined, but events are emitted to it; define it (for example {sink: file})", name)
+		}
+	}
+	sinks := map[string]target.Sink{}
+	for name, tc := range targets {
+		s, err := target.Open(ctx, name, tc, cfg.DataDir)
+		if err != nil {
+			for _, o := range sinks {
+				o.Close()
+			}
+			return nil, fmt.Errorf("target %s: %w", name, err)
+		}
+		sinks[name] = s
+		log.Info("delivery target ready", "target", name, "sink", tc.Sink)
+	}
+	return sinks, nil
 }
 
 func instanceName() string {

@@ -65,6 +65,10 @@ func New(db *store.DB, reg *handler.Registry, opt Options) *Pump {
 	return &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1), adoptedTo: -1}
 }
 
+// SetOnEvents sets the function called after each commit that inserted events (the
+// dispatcher's Wake). Call it before Run.
+func (p *Pump) SetOnEvents(fn func()) { p.opt.OnEvents = fn }
+
 // Wake makes the pump look at the queue at once (the inbox calls it after each commit).
 func (p *Pump) Wake() {
 	select {
