@@ -51,22 +51,61 @@ func (s *Store) Location() *time.Location { return s.loc }
 // its record (moving the row when its day changed), a delete removes it (absent: no-op).
 // Every change advances VERSION by compare-and-set.
 func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error {
+	stored, err := storedRows(ctx, tx, writes)
+	if err != nil {
+		return err
+	}
 	for _, w := range writes {
-		if err := s.write(ctx, tx, msgID, w, now); err != nil {
+		if err := s.write(ctx, tx, msgID, w, stored, now); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.FlightWrite, now time.Time) error {
-	var day string
-	var version int64
-	err := tx.QueryRowContext(ctx, `SELECT FDAY, VERSION FROM FLIGHT_STATE WHERE FLID = ?`, w.FLID).Scan(&day, &version)
-	found := err == nil
-	if err != nil && err != sql.ErrNoRows {
-		return store.Unavailable(fmt.Errorf("read flight %d: %w", w.FLID, err))
+// row is where a stored flight is and its version.
+type row struct {
+	day     string
+	version int64
+}
+
+// storedRows reads the day and version of every flight the writes touch, a few hundred per
+// query, so a snapshot does not pay a round trip per flight for it.
+func storedRows(ctx context.Context, tx *sql.Tx, writes []pipeline.FlightWrite) (map[int64]row, error) {
+	const chunk = 500
+	out := make(map[int64]row, len(writes))
+	for start := 0; start < len(writes); start += chunk {
+		part := writes[start:min(start+chunk, len(writes))]
+		args := make([]any, len(part))
+		for i, w := range part {
+			args[i] = w.FLID
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT FLID, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")+`)`, args...)
+		if err != nil {
+			return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
+		}
+		for rows.Next() {
+			var id int64
+			var r row
+			if err := rows.Scan(&id, &r.day, &r.version); err != nil {
+				rows.Close()
+				return nil, store.Unavailable(err)
+			}
+			r.day = strings.TrimSpace(r.day)
+			out[id] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, store.Unavailable(err)
+		}
 	}
+	return out, nil
+}
+
+func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.FlightWrite, stored map[int64]row, now time.Time) error {
+	cur, found := stored[w.FLID]
+	day, version := cur.day, cur.version
 	if w.Delete {
 		if !found {
 			return nil
@@ -74,6 +113,7 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.F
 		if _, err := tx.ExecContext(ctx, `DELETE FROM FLIGHT_STATE WHERE FLID = ?`, w.FLID); err != nil {
 			return store.Unavailable(fmt.Errorf("delete flight %d: %w", w.FLID, err))
 		}
+		delete(stored, w.FLID)
 		return nil
 	}
 	if !validDay(w.Day) {
@@ -82,6 +122,7 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.F
 	if !json.Valid(w.Record) {
 		return fmt.Errorf("flight %d: record is not JSON", w.FLID)
 	}
+	var err error
 	switch {
 	case !found:
 		_, err = tx.ExecContext(ctx, `INSERT INTO FLIGHT_STATE (FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT) VALUES (?, ?, ?, 1, ?, ?)`,
@@ -104,6 +145,12 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.F
 	if err != nil {
 		return store.Unavailable(fmt.Errorf("write flight %d: %w", w.FLID, err))
 	}
+	if found {
+		version++
+	} else {
+		version = 1
+	}
+	stored[w.FLID] = row{day: w.Day, version: version}
 	return nil
 }
 

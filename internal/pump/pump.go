@@ -215,8 +215,8 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		return p.fail(ctx, m, err, tag, identity, now)
 	}
 	p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "attempts", m.Attempts+1,
-		"events", len(events), "ref_changed", changed, "note", dec.Note)
-	if len(events) > 0 && p.opt.OnEvents != nil {
+		"events", events, "ref_changed", changed, "note", dec.Note)
+	if events > 0 && p.opt.OnEvents != nil {
 		p.opt.OnEvents()
 	}
 	return nil

@@ -138,6 +138,9 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 		}
 		cfg.ParseTime = false
 		cfg.MultiStatements = true
+		// Without it every query with arguments is a prepare, an execute and a close: three
+		// round trips where one does. Safe with the utf8mb4 connection charset.
+		cfg.InterpolateParams = true
 		if cfg.Params == nil {
 			cfg.Params = map[string]string{}
 		}
