@@ -3,12 +3,19 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"msgx/internal/target"
 )
 
 type listedEvent struct {
@@ -219,5 +226,76 @@ func TestUndefinedTargetStopsTheStart(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "is not defined, but events are emitted to it") {
 		t.Fatalf("serve with a missing target: %v\n%s", err, out)
+	}
+}
+
+// TestWebhookGetsACopyOfNotifications configures a webhook as a copy of REDIS_NOTIFY and
+// checks that it receives every notification, signed, in event order.
+func TestWebhookGetsACopyOfNotifications(t *testing.T) {
+	zone, _ := time.LoadLocation("Asia/Shanghai")
+	now := time.Now().In(zone)
+	if now.Hour() == 23 && now.Minute() >= 58 {
+		t.Skip("too close to local midnight in Asia/Shanghai")
+	}
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, zone)
+	var mu sync.Mutex
+	var got []int64
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Msgx-Signature") != target.Sign([]byte("hook-secret"), body) {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var env struct {
+			EventID int64  `json:"event_id"`
+			Target  string `json:"target"`
+			Kind    string `json:"kind"`
+		}
+		if json.Unmarshal(body, &env) != nil || env.Target != "WEBHOOK_OPS" || env.Kind != "notify" {
+			http.Error(w, "unexpected body", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = append(got, env.EventID)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	data := t.TempDir()
+	cfg := filepath.Join(data, "msgx.yaml")
+	os.WriteFile(cfg, []byte(`targets:
+  KAFKA_FLOP: {sink: file}
+  KAFKA_SCHD: {sink: file}
+  ES_FLIGHT: {sink: file}
+  REDIS_NOTIFY: {sink: file}
+  WEBHOOK_OPS: {sink: webhook, url: "`+hook.URL+`", secret: hook-secret, copy-of: REDIS_NOTIFY}
+`), 0o644)
+	s := start(t, data, "MSGX_CONFIG="+cfg)
+	s.post(e2eSchd(940001, e2eFltr(95001, "CA1501", "D", day.Add(21*time.Hour), ""), e2eFltr(95002, "CA1502", "A", day.Add(22*time.Hour), "")))
+	last := s.post(e2eFlop(940002, "STND", 95001, "<STND>501</STND>"))
+	s.await(last, "SUCCEEDED", state("SUCCEEDED", ""))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook got %d notifications, want 3\n%s", n, s.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !slices.IsSorted(got) {
+		t.Fatalf("webhook events out of order: %v", got)
+	}
+	for len(s.events("target=REDIS_NOTIFY&state=PENDING")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("REDIS_NOTIFY events still pending")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(readLines(t, filepath.Join(data, "outbox", "REDIS_NOTIFY.jsonl"))); n != 3 {
+		t.Fatalf("REDIS_NOTIFY delivered %d, want its own 3", n)
 	}
 }

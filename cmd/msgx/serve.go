@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -139,6 +141,7 @@ func serve(args []string) error {
 			Logger:       log,
 		})
 		p.SetOnEvents(disp.Wake)
+		p.SetCopies(copiesOf(cfg.Targets))
 	}
 	wake := func() {}
 	dispWake := func() {}
@@ -228,6 +231,11 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, log *slog.L
 		}
 	}
 	need := append([]string{}, handler.Targets...)
+	for name, tc := range targets {
+		if tc.CopyOf != "" && !slices.Contains(handler.Targets, tc.CopyOf) {
+			return nil, fmt.Errorf("config: targets.%s.copy-of: %q is not a target events are emitted to (%s)", name, tc.CopyOf, strings.Join(handler.Targets, ", "))
+		}
+	}
 	stats, err := dispatch.Stats(ctx, db, time.Now())
 	if err != nil {
 		return nil, err
@@ -255,6 +263,20 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, log *slog.L
 		log.Info("delivery target ready", "target", name, "sink", tc.Sink)
 	}
 	return sinks, nil
+}
+
+// copiesOf maps each emitted target to the targets configured as copies of it.
+func copiesOf(targets map[string]target.Config) map[string][]string {
+	out := map[string][]string{}
+	for name, tc := range targets {
+		if tc.CopyOf != "" {
+			out[tc.CopyOf] = append(out[tc.CopyOf], name)
+		}
+	}
+	for _, list := range out {
+		slices.Sort(list)
+	}
+	return out
 }
 
 func instanceName() string {

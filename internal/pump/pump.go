@@ -31,6 +31,9 @@ type Options struct {
 	View         handler.View       // read-only state for handlers
 	// OnEvents is called after a commit that inserted events (the dispatcher's Wake).
 	OnEvents func()
+	// Copies maps a target to the extra targets that get a copy of each of its events
+	// (targets.<NAME>.copy-of), such as webhooks of REDIS_NOTIFY.
+	Copies map[string][]string
 	// Jobs runs a PUMP_JOB; nil means jobs are left for a later version.
 	Jobs JobRunner
 }
@@ -68,6 +71,9 @@ func New(db *store.DB, reg *handler.Registry, opt Options) *Pump {
 // SetOnEvents sets the function called after each commit that inserted events (the
 // dispatcher's Wake). Call it before Run.
 func (p *Pump) SetOnEvents(fn func()) { p.opt.OnEvents = fn }
+
+// SetCopies sets Options.Copies. Call it before Run.
+func (p *Pump) SetCopies(c map[string][]string) { p.opt.Copies = c }
 
 // Wake makes the pump look at the queue at once (the inbox calls it after each commit).
 func (p *Pump) Wake() {
@@ -202,6 +208,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		}
 		return p.fail(ctx, m, err, tag, identity, now)
 	}
+	dec.Events = p.withCopies(dec.Events)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
 	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{TypeTag: tag, Identity: identity, Meta: meta, Decision: dec}, p.opt.Flights, now)
 	if errors.Is(err, store.ErrIdentityTaken) {
@@ -220,6 +227,24 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		p.opt.OnEvents()
 	}
 	return nil
+}
+
+// withCopies returns evs with, after each event, its copies for the targets that copy its
+// target.
+func (p *Pump) withCopies(evs []pipeline.Event) []pipeline.Event {
+	if len(p.opt.Copies) == 0 {
+		return evs
+	}
+	out := make([]pipeline.Event, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, e)
+		for _, t := range p.opt.Copies[e.Target] {
+			c := e
+			c.Target = t
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (p *Pump) skip(ctx context.Context, m *store.Message, msg *sis.Message, identity, reason string, now time.Time) error {

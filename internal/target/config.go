@@ -72,6 +72,10 @@ type Config struct {
 
 	// Common.
 	Timeout time.Duration `yaml:"timeout"` // per send; default 10s
+	// CopyOf names a target the handlers emit to (REDIS_NOTIFY, KAFKA_FLOP, …): this target
+	// receives a copy of each of its events, in its own FIFO. It is how a webhook (or a
+	// second Kafka cluster) gets events; empty means the target's own events only.
+	CopyOf string `yaml:"copy-of"`
 }
 
 // TLSConfig is the tls block of a network target. Files are PEM.
