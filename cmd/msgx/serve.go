@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -91,10 +92,18 @@ func serve(args []string) error {
 	if runPump {
 		if err := db.AcquireLease(ctx, leaseName, holder, leaseTTL, clock.Now()); err != nil {
 			var held *store.LeaseHeldError
-			if errors.As(err, &held) {
+			if !errors.As(err, &held) {
+				return err
+			}
+			if !deadOnThisHost(held.Holder) {
 				return exitError{code: 3, msg: "msgx serve: " + held.Error() + ". Stop it first, or wait for its lease to expire if it died."}
 			}
-			return err
+			// The holder was a process of this host that is gone (killed or crashed): its
+			// lease cannot be renewed any more, so take it now rather than wait for it.
+			if err := db.TakeOverLease(ctx, leaseName, holder, held.Holder, leaseTTL, clock.Now()); err != nil {
+				return exitError{code: 3, msg: "msgx serve: " + err.Error()}
+			}
+			log.Warn("took over the pump lease of a dead instance", "dead_holder", held.Holder)
 		}
 		log.Info("pump lease acquired", "holder", holder, "ttl", leaseTTL.String())
 	} else {
@@ -277,6 +286,21 @@ func copiesOf(targets map[string]target.Config) map[string][]string {
 		slices.Sort(list)
 	}
 	return out
+}
+
+// deadOnThisHost reports whether a lease holder name (see instanceName) is a process of this
+// host that no longer runs.
+func deadOnThisHost(holder string) bool {
+	host, _ := os.Hostname()
+	parts := strings.Split(holder, "/")
+	if len(parts) != 3 || parts[0] != host || !strings.HasPrefix(parts[1], "pid-") {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(parts[1], "pid-"))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == syscall.ESRCH
 }
 
 func instanceName() string {

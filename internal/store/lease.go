@@ -49,6 +49,20 @@ func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Dur
 	})
 }
 
+// TakeOverLease takes the lease from dead, a holder known to have died (its process is gone),
+// without waiting for it to expire. It fails when the lease is no longer dead's.
+func (d *DB) TakeOverLease(ctx context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error {
+	res, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_LEASE SET HOLDER = ?, EXPIRES_AT = ?, ACQUIRED_AT = ? WHERE NAME = ? AND HOLDER = ?`,
+		holder, T(now.Add(ttl)), T(now), name, dead)
+	if err != nil {
+		return Unavailable(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("pump lease %q is no longer held by %s", name, dead)
+	}
+	return nil
+}
+
 // RenewLease extends a lease holder holds; it fails when the lease was lost.
 func (d *DB) RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
 	res, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_LEASE SET EXPIRES_AT = ? WHERE NAME = ? AND HOLDER = ?`, T(now.Add(ttl)), name, holder)
