@@ -24,17 +24,10 @@ func EventRoutes(db *store.DB, wake func()) func(*http.ServeMux) {
 				writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SENT or DEAD", q.Get("state")))
 				return
 			}
-			var err error
-			if f.Limit, err = intParam(q.Get("limit"), 100); err != nil {
-				writeError(w, http.StatusBadRequest, "bad_limit", err.Error())
+			var ok bool
+			if f.Limit, f.AfterID, ok = pageParams(w, q); !ok {
 				return
 			}
-			after, err := intParam(q.Get("after"), 0)
-			if err != nil {
-				writeError(w, http.StatusBadRequest, "bad_after", err.Error())
-				return
-			}
-			f.AfterID = int64(after)
 			evs, err := dispatch.List(r.Context(), db, f)
 			if err != nil {
 				writeStoreError(w, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -100,23 +101,32 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Class = cl
 	}
-	var err error
-	if f.Limit, err = intParam(q.Get("limit"), 100); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_limit", err.Error())
+	var ok bool
+	if f.Limit, f.AfterID, ok = pageParams(w, q); !ok {
 		return
 	}
-	after, err := intParam(q.Get("after"), 0)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_after", err.Error())
-		return
-	}
-	f.AfterID = int64(after)
 	ms, err := s.DB.ListMessages(r.Context(), f)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": ms})
+}
+
+// pageParams reads limit (default 100) and after (default 0) of a listing, answering 400 and
+// returning ok=false when either is not a non-negative integer.
+func pageParams(w http.ResponseWriter, q url.Values) (limit int, after int64, ok bool) {
+	limit, err := intParam(q.Get("limit"), 100)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_limit", err.Error())
+		return 0, 0, false
+	}
+	a, err := intParam(q.Get("after"), 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_after", err.Error())
+		return 0, 0, false
+	}
+	return limit, int64(a), true
 }
 
 func intParam(s string, def int) (int, error) {
