@@ -326,3 +326,28 @@ func TestInboxErrors(t *testing.T) {
 		t.Fatalf("GBK text not converted: %+v", ref.Fields)
 	}
 }
+
+func TestDecodeCommand(t *testing.T) {
+	out, err := exec.Command(binary, "decode", "../../testdata/flop/chot.xml").Output()
+	if err != nil {
+		t.Fatalf("decode a good message: %v\n%s", err, out)
+	}
+	var got struct {
+		TypeTag  string          `json:"type_tag"`
+		Identity string          `json:"identity"`
+		Body     json.RawMessage `json:"body"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil || got.TypeTag != "FLOP-CHOT" || !strings.HasPrefix(got.Identity, "AODB|FLOP|CHOT|") || len(got.Body) < 10 {
+		t.Fatalf("decode output: %v %s", err, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.xml")
+	os.WriteFile(bad, []byte(`<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20261201000000</DTTM><TYPE>FLOP</TYPE><STYP>FDIV</STYP></META>`+
+		`<FLOP><FLID>7</FLID><FFID>X</FFID><FDIV DDES="PEK" DDIR="TOO">weather</FDIV></FLOP></MSG>`), 0o644)
+	cmd := exec.Command(binary, "decode", bad)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err == nil || !strings.Contains(stderr.String(), "CODEC_ERROR") || !strings.Contains(string(out), `"error_class": "CODEC_ERROR"`) || !strings.Contains(stderr.String(), "TOO") {
+		t.Fatalf("decode a bad message: err %v\nstdout %s\nstderr %s", err, out, stderr.String())
+	}
+}
