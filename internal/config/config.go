@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,7 +119,7 @@ func Load(path string, environ []string) (Config, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-			return c, fmt.Errorf("config %s: %w", path, err)
+			return c, fmt.Errorf("config %s: %s", path, describeYAMLError(b, err))
 		}
 	}
 	if err := applyEnv(&c, environ); err != nil {
@@ -128,6 +129,44 @@ func Load(path string, environ []string) (Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): `)
+
+// describeYAMLError rewrites yaml's "line N: cannot unmarshal …" so that each problem names
+// the key at that line (pipeline.max-attempts), not only its line.
+func describeYAMLError(doc []byte, err error) string {
+	var root yaml.Node
+	if yaml.Unmarshal(doc, &root) != nil {
+		return err.Error()
+	}
+	keys := map[int]string{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode, yaml.SequenceNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i].Value
+				if path != "" {
+					k = path + "." + k
+				}
+				keys[n.Content[i].Line] = k
+				walk(n.Content[i+1], k)
+			}
+		}
+	}
+	walk(&root, "")
+	return yamlLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		line, _ := strconv.Atoi(yamlLine.FindStringSubmatch(m)[1])
+		if k, ok := keys[line]; ok {
+			return fmt.Sprintf("line %d: %s: ", line, k)
+		}
+		return m
+	})
 }
 
 // Validate checks every value and fills the derived defaults (the SQLite path).

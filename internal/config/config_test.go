@@ -61,6 +61,11 @@ func TestInvalidValuesNameTheirKey(t *testing.T) {
 			t.Errorf("%s: error %v does not name %s", env, err, key)
 		}
 	}
+	typed := filepath.Join(t.TempDir(), "typed.yaml")
+	os.WriteFile(typed, []byte("pipeline:\n  poll-interval: 1s\n  max-attempts: abc\n"), 0o644)
+	if _, err := Load(typed, nil); err == nil || !strings.Contains(err.Error(), "pipeline.max-attempts") {
+		t.Errorf("a YAML value of the wrong type must name its key: %v", err)
+	}
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(path, []byte("pipeline:\n  max-atempts: 3\n"), 0o644)
 	if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "max-atempts") {
