@@ -97,6 +97,14 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 		raws[i] = r.raw
 	}
 	ids, err := in.db.InsertMessages(ctx, raws, in.clock.Now())
+	if err != nil && len(batch) > 1 && !errors.Is(err, store.ErrUnavailable) {
+		// One message the database refuses (too large, say) must not fail the others that
+		// shared its commit: store them one by one.
+		for _, r := range batch {
+			in.commit(ctx, []*inboxReq{r})
+		}
+		return
+	}
 	if err == nil {
 		for i, id := range ids {
 			in.log.Info("message received", "msg_id", id, "bytes", len(raws[i]))
@@ -171,6 +179,10 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, store.ErrUnavailable) {
 			w.Header().Set("Retry-After", "5")
 			writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the message was not stored: "+err.Error())
+			return
+		}
+		if errors.Is(err, store.ErrTooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
 			return
 		}
 		if r.Context().Err() != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -93,6 +94,51 @@ func TestReadAPIErrors(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want || e.Code == "" || e.Error == "" {
 			t.Errorf("GET %s: %d %+v, want %d with the error shape", path, resp.StatusCode, e, want)
+		}
+	}
+}
+
+func TestInboxMessageTheDatabaseRefusesIs413AndSparesItsBatch(t *testing.T) {
+	db := storetest.MySQL(t)
+	var packet int
+	if err := db.SQL.QueryRow(`SELECT @@max_allowed_packet`).Scan(&packet); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	inbox := api.NewInbox(db, pipeline.SystemClock{}, log, int64(packet)*2, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inbox.Run(ctx)
+	ts := httptest.NewServer((&api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+	defer ts.Close()
+
+	big := strings.Repeat("x", packet+1024)
+	var wg sync.WaitGroup
+	codes := make([]int, 9)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := "<small/>"
+			if i == 0 {
+				body = big
+			}
+			resp, err := http.Post(ts.URL+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	if codes[0] != 413 {
+		t.Errorf("a message over max_allowed_packet: %d, want 413", codes[0])
+	}
+	for i, c := range codes[1:] {
+		if c != 200 {
+			t.Errorf("small message %d: %d, want 200", i+1, c)
 		}
 	}
 }

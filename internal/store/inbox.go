@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"msgx/internal/pipeline"
 )
@@ -32,6 +35,9 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 		for _, raw := range raws {
 			res, err := ins.ExecContext(ctx, raw, T(now), StatusValid)
 			if err != nil {
+				if tooLarge(err) {
+					return fmt.Errorf("%w: a message of %d bytes: %v", ErrTooLarge, len(raw), err)
+				}
 				return Unavailable(fmt.Errorf("insert CMINMSGS: %w", err))
 			}
 			id, err := res.LastInsertId()
@@ -49,6 +55,15 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 		return nil, err
 	}
 	return ids, nil
+}
+
+// ErrTooLarge is returned when the database refuses a message for its size (MySQL's
+// max_allowed_packet); the inbox answers 413.
+var ErrTooLarge = errors.New("message too large for the database")
+
+func tooLarge(err error) bool {
+	var me *mysqldrv.MySQLError
+	return errors.Is(err, mysqldrv.ErrPktTooLarge) || (errors.As(err, &me) && me.Number == 1153)
 }
 
 // AdoptLegacy gives a PENDING PROC_STATE row to every VALID CMINMSGS row above afterID that
