@@ -159,7 +159,7 @@ func serve(args []string) error {
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, clock)}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
