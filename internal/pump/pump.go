@@ -51,7 +51,6 @@ type Pump struct {
 	log       *slog.Logger
 	wake      chan struct{}
 	adoptedTo int64
-	lastAdopt time.Time
 }
 
 // New returns a pump over db with the handlers of reg.
@@ -116,13 +115,11 @@ func (p *Pump) Run(ctx context.Context) error {
 // message. It returns how long to wait before the next step (0: go on at once).
 func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	now := p.opt.Clock.Now()
-	// Rows inserted straight into CMINMSGS are looked for once per poll interval, not on
-	// every step, so a busy queue does not pay for the scan on each message.
-	if p.lastAdopt.IsZero() || now.Sub(p.lastAdopt) >= p.opt.PollInterval || now.Before(p.lastAdopt) {
-		if err := p.adopt(ctx, now); err != nil {
-			return 0, err
-		}
-		p.lastAdopt = now
+	// Rows inserted straight into CMINMSGS (the gateway's) must join the order before the
+	// head is taken, or a later inbox message would overtake them: one cheap read per step
+	// tells whether there are any, and the adoption runs only then (and once at start).
+	if err := p.adopt(ctx, now); err != nil {
+		return 0, err
 	}
 	head, err := p.db.Head(ctx)
 	if err != nil {
@@ -136,10 +133,6 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 		return p.runJob(ctx, job, now)
 	}
 	if head == nil {
-		if !p.lastAdopt.Equal(now) {
-			p.lastAdopt = time.Time{} // idle: look for gateway rows before sleeping
-			return 0, nil
-		}
 		return p.opt.PollInterval, nil
 	}
 	if head.State == pipeline.Failed {
@@ -160,6 +153,16 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 	// Look a little below the highest id seen: rows of transactions that were still open
 	// when we last looked may have lower ids than ones already committed.
 	from := max(p.adoptedTo-1000, 0)
+	if p.adoptedTo >= 0 {
+		waiting, maxID, err := p.db.Unadopted(ctx, from)
+		if err != nil {
+			return err
+		}
+		if !waiting {
+			p.adoptedTo = max(p.adoptedTo, maxID)
+			return nil
+		}
+	}
 	n, max, err := p.db.AdoptLegacy(ctx, from, now)
 	if err != nil {
 		return err

@@ -287,3 +287,22 @@ func TestAdoptsRowsInsertedByTheLegacyGateway(t *testing.T) {
 		}
 	})
 }
+
+func TestGatewayRowIsNotOvertakenByALaterInboxMessage(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, defaultPolicy)
+		e.drain() // the pump has started and looked once
+		same := refMsg("STTS", "ADD", "21", stts("Q", "same identity"), 1)
+		res, err := db.SQL.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, 'VALID')`, same, store.T(e.clock.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gateway, _ := res.LastInsertId()
+		inbox := e.post(same)[0] // at once, within the same poll interval
+		e.drain()
+		e.want(gateway, pipeline.Succeeded, "")
+		if m := e.want(inbox, pipeline.Skipped, ""); *m.LastError != fmt.Sprintf("duplicate-of:%d", gateway) {
+			t.Fatalf("the later inbox message won: %s", *m.LastError)
+		}
+	})
+}

@@ -89,6 +89,19 @@ func (d *DB) AdoptLegacy(ctx context.Context, afterID int64, now time.Time) (int
 	return int(n), maxID.Int64, nil
 }
 
+// Unadopted reports whether a VALID CMINMSGS row above afterID has no PROC_STATE row yet,
+// and the highest CMINMSGS_ID: one indexed read, cheap enough to make before every head.
+func (d *DB) Unadopted(ctx context.Context, afterID int64) (bool, int64, error) {
+	var id, maxID sql.NullInt64
+	err := d.SQL.QueryRowContext(ctx, `SELECT (SELECT MIN(c.CMINMSGS_ID) FROM CMINMSGS c WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_STATUS = ?
+		AND NOT EXISTS (SELECT 1 FROM PROC_STATE p WHERE p.CMINMSGS_ID = c.CMINMSGS_ID)), (SELECT MAX(CMINMSGS_ID) FROM CMINMSGS)`,
+		afterID, StatusValid).Scan(&id, &maxID)
+	if err != nil {
+		return false, 0, Unavailable(err)
+	}
+	return id.Valid, maxID.Int64, nil
+}
+
 // Raw returns the raw text of message id; ok is false when the row is gone.
 func (d *DB) Raw(ctx context.Context, id int64) (raw string, ok bool, err error) {
 	err = d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS WHERE CMINMSGS_ID = ?`, id).Scan(&raw)
