@@ -184,13 +184,26 @@ func serve(args []string) error {
 		go func() {
 			defer wg.Done()
 			t := time.NewTicker(leaseTTL / 3)
+			renewed := clock.Now()
 			defer t.Stop()
 			for {
 				select {
 				case <-workCtx.Done():
 					return
 				case <-t.C:
-					if err := db.RenewLease(workCtx, leaseName, holder, leaseTTL, clock.Now()); err != nil && workCtx.Err() == nil {
+					err := db.RenewLease(workCtx, leaseName, holder, leaseTTL, clock.Now())
+					switch {
+					case err == nil:
+						renewed = clock.Now()
+					case workCtx.Err() != nil:
+						return
+					case errors.Is(err, store.ErrUnavailable) && clock.Now().Sub(renewed) < leaseTTL-leaseTTL/3:
+						// The database did not answer: the lease is still ours until it
+						// expires, so keep trying; the inbox answers 503 meanwhile.
+						log.Warn("cannot renew the pump lease; retrying", "err", err.Error(), "renewed_at", renewed.Format(time.RFC3339))
+					default:
+						// Another instance holds it, or it is about to expire unrenewed:
+						// stop before a second pump could start.
 						lost <- err
 						return
 					}
