@@ -127,7 +127,9 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 	if v.Dead {
 		state = pipeline.EventDead
 		if v.Reason != "" {
-			msg += " (dead: " + v.Reason + ")"
+			// The batch fails and dies together, judged by its head: an event that joined
+			// the batch later dies with it having used fewer attempts of its own.
+			msg += fmt.Sprintf(" (dead with its batch: %s on head event %d)", v.Reason, h.EventID)
 		}
 	}
 	args := append([]any{string(state), store.T(v.NextAttemptAt), store.T(now), string(v.Class), clip(msg)}, idArgs(ids)...)
