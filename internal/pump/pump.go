@@ -199,6 +199,15 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		return err
 	} else if bound && holder != m.ID {
 		return p.skip(ctx, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
+	} else if bound {
+		// The identity is bound only by the success transaction, so this message's effects
+		// are committed: the commit went through although its answer was lost. Applying
+		// it again would double its events; record the success instead.
+		if err := p.db.Record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity}, now); err != nil {
+			return err
+		}
+		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", "already applied; its commit's answer was lost")
+		return nil
 	}
 	h, ok := p.reg.Lookup(tag)
 	if !ok {

@@ -306,3 +306,26 @@ func TestGatewayRowIsNotOvertakenByALaterInboxMessage(t *testing.T) {
 		}
 	})
 }
+
+func TestAppliedMessageIsNotAppliedAgainAfterALostCommitAnswer(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, defaultPolicy)
+		id := e.post(refMsg("STTS", "ADD", "31", stts("Z", "once"), 1))[0]
+		e.drain()
+		e.want(id, pipeline.Succeeded, "")
+		// The commit went through but its answer was lost: the pump recorded a failure.
+		if err := db.Record(context.Background(), id, store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "commit: connection reset"}, e.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SQL.Exec(`UPDATE REF_DATA SET FIELDS = '{"changed":"since"}' WHERE REF_TYPE = 'STTS'`); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(time.Minute)
+		e.drain()
+		e.want(id, pipeline.Succeeded, "")
+		ref, _ := db.RefGet(context.Background(), "STTS", "Z")
+		if string(ref.Fields) != `{"changed":"since"}` {
+			t.Fatalf("the message was applied a second time: %s", ref.Fields)
+		}
+	})
+}
