@@ -12,8 +12,8 @@ import (
 	"msgx/internal/store"
 )
 
-// sisTime formats a local time as ddMMMyyHHmm.
-func sisTime(t time.Time) string { return strings.ToUpper(t.Format("02Jan060304")) }
+// sisTime formats a local time as ddMMMyyHHmm (24-hour clock: Go's "15", not "03").
+func sisTime(t time.Time) string { return strings.ToUpper(t.Format("02Jan061504")) }
 
 func e2eFltr(flid int64, flno, mvin string, sodt time.Time, extra string) string {
 	return fmt.Sprintf(`<FLTR><FLID>%d</FLID><ALCD>%s</ALCD><FLNO>%s</FLNO><MVIN>%s</MVIN><SODT>%s</SODT>`+
@@ -175,5 +175,11 @@ func TestFlightsEndToEnd(t *testing.T) {
 		if !strings.Contains(notify[k], `"type":"`+typ+`"`) {
 			t.Errorf("notification %s: %s, want type %s", k, notify[k], typ)
 		}
+	}
+	// The first snapshot's window is [10:00, 13:00] local: its latest FLTR is the afternoon
+	// arrival 91004 (a 12-hour clock in the test's SIS times once made it 01:00).
+	window := fmt.Sprintf(`"scheduleStart":%q,"scheduleEnd":%q`, at(10, 0).UTC().Format(time.RFC3339), at(13, 0).UTC().Format(time.RFC3339))
+	if !strings.Contains(notify["dnld1 91001"], window) {
+		t.Errorf("notification dnld1 91001: %s, want the window %s", notify["dnld1 91001"], window)
 	}
 }

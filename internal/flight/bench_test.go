@@ -30,7 +30,8 @@ func benchSodt(i int) time.Time {
 	return time.Date(2026, 3, 15, 6, 0, 0, 0, shanghai).Add(time.Duration(i*17%(17*60)) * time.Minute)
 }
 
-func benchTime(t time.Time) string { return strings.ToUpper(t.In(shanghai).Format("02Jan060304")) }
+// benchTime formats t as ddMMMyyHHmm in the airport zone (24-hour clock).
+func benchTime(t time.Time) string { return sis.FormatDateTime(t, shanghai) }
 
 // benchSnapshot builds a SCHD DNLD of n flights with the groups a real FLTR carries.
 func benchSnapshot(n int) string {

@@ -62,8 +62,10 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 
 // applyFlop changes r as FLOP record f says (FORMAT.md §2.3, with msgx's fixes): A–D set
 // each of the STYP's fields, no value clearing it; E replaces the whole numbered list (the
-// codec guarantees distinct numbers; the empty list clears it), kept sorted by number; PORT
-// sets or clears the open and close times it names; F merges by key; G updates stand rows.
+// codec guarantees distinct numbers; the empty list clears it), kept sorted by number, PSDT
+// keeping the push and tractor data (PSTM, PSID, TRTM) of a row that names the same PSNO and
+// stand as before; PORT sets or clears the open and close times it names; F merges by key;
+// G updates stand rows.
 func applyFlop(r *FlightRecord, f sis.Flop) error {
 	switch f.Kind() {
 	case sis.FlopTime, sis.FlopCode, sis.FlopAttr, sis.FlopValues, sis.FlopReplace:
@@ -71,7 +73,14 @@ func applyFlop(r *FlightRecord, f sis.Flop) error {
 			applyPort(r, f.PORT)
 			return nil
 		}
+		old := r.PSDT
 		copyFields(r, f, sis.FlopFields(f.STYP))
+		if f.STYP == "PSDT" {
+			// PSDT carries no push or tractor data: keep PSTM, PSID (PSHT) and TRTM
+			// (TIPT) of the stored row with the same number and stand.
+			r.PSDT = slices.Clone(r.PSDT)
+			carryStandData(r.PSDT, old, true)
+		}
 		sortGroups(&r.Flight)
 	case sis.FlopMerge:
 		mergeFlop(r, f)
@@ -164,6 +173,22 @@ func merge[T any, K comparable](have, in []T, key func(T) K) []T {
 		}
 	}
 	return out
+}
+
+// carryStandData copies onto each row of rows the push data (PSTM, PSID) and, when trtm is
+// set, the tractor-in-place time (TRTM) of the row of old with the same PSNO and stand
+// (PSST): data the allocation message itself does not carry.
+func carryStandData(rows, old []sis.StandAlloc, trtm bool) {
+	for i := range rows {
+		for _, o := range old {
+			if o.PSNO == rows[i].PSNO && o.PSST == rows[i].PSST {
+				rows[i].PSTM, rows[i].PSID = o.PSTM, o.PSID
+				if trtm {
+					rows[i].TRTM = o.TRTM
+				}
+			}
+		}
+	}
 }
 
 // standFlop applies a G group to the stand-allocation rows of the stand each row names;

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -47,13 +48,16 @@ func (f Func) Decide(ctx context.Context, view View, msg *sis.Message) (pipeline
 	return f(ctx, view, msg)
 }
 
-// Registry maps type tags to handlers.
+// Registry maps type tags (TYPE-STYP) to handlers. Besides the exact tags it may hold one
+// fallback handler per TYPE, for the STYPs of that TYPE that have no handler of their own
+// (SCHD: every STYP other than DNLD, RESP and DEL upserts, as ADFT does).
 type Registry struct {
-	m map[string]Handler
+	m     map[string]Handler
+	byTyp map[string]Handler
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{m: map[string]Handler{}} }
+func NewRegistry() *Registry { return &Registry{m: map[string]Handler{}, byTyp: map[string]Handler{}} }
 
 // Register adds the handler of tag; registering a tag twice is a programming error.
 func (r *Registry) Register(tag string, h Handler) {
@@ -63,13 +67,30 @@ func (r *Registry) Register(tag string, h Handler) {
 	r.m[tag] = h
 }
 
-// Lookup returns the handler of tag.
-func (r *Registry) Lookup(tag string) (Handler, bool) {
-	h, ok := r.m[tag]
-	return h, ok
+// RegisterType adds the fallback handler of TYPE typ, used by Lookup for a tag of that TYPE
+// that is not registered exactly; registering a TYPE twice is a programming error.
+func (r *Registry) RegisterType(typ string, h Handler) {
+	if _, dup := r.byTyp[typ]; dup {
+		panic(fmt.Sprintf("handler: TYPE %s fallback registered twice", typ))
+	}
+	r.byTyp[typ] = h
 }
 
-// Tags lists the registered tags, sorted.
+// Lookup returns the handler of tag: the one registered for the exact tag, else the fallback
+// of its TYPE (the part before the first "-"), else none (the message is UNSUPPORTED).
+func (r *Registry) Lookup(tag string) (Handler, bool) {
+	if h, ok := r.m[tag]; ok {
+		return h, true
+	}
+	if typ, _, ok := strings.Cut(tag, "-"); ok {
+		if h, ok := r.byTyp[typ]; ok {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// Tags lists the exactly registered tags, sorted (TYPE fallbacks are not tags).
 func (r *Registry) Tags() []string {
 	out := make([]string, 0, len(r.m))
 	for t := range r.m {

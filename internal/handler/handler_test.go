@@ -454,3 +454,165 @@ func TestSchsKeepsCurrentAndPrevious(t *testing.T) {
 		t.Errorf("deleted %v", del)
 	}
 }
+
+// genFields returns the SCHD_GEN fields a Decision sets for day, or nil.
+func genFields(t *testing.T, d pipeline.Decision, day string) []byte {
+	t.Helper()
+	for _, r := range d.Ref {
+		if r.Type == SchdGenType && r.Record.Key == day {
+			return r.Record.Fields
+		}
+	}
+	return nil
+}
+
+// TestSchdGenIsTheDaysBoard: the generation digests every flight of the day after the
+// snapshot, not the message's work set, so a code-share master outside the window (loaded
+// only to keep its CSFL) does not make a re-sent snapshot step the version, nor do two
+// snapshots covering different parts of one day re-sent in turn.
+func TestSchdGenIsTheDaysBoard(t *testing.T) {
+	t.Run("master outside the window", testSchdGenMaster)
+	t.Run("two windows of one day", testSchdGenTwoWindows)
+}
+
+func testSchdGenMaster(t *testing.T) {
+	v := &memView{flights: map[int64][]byte{}, refs: map[string][]string{}, now: testNow}
+	v.apply(decide(t, v, decodeRaw(t, []byte(schdMsg("ADFT", fltr(10, "CA0010", "D", "15MAR260830"))))))
+	codeShare := strings.Replace(fltr(11, "MU0011", "D", "15MAR261000"), "</FLTR>", "<MAID>10</MAID></FLTR>", 1)
+	snap := schdMsg("DNLD", codeShare, fltr(12, "CA0012", "A", "15MAR261100"))
+	first := decide(t, v, decodeRaw(t, []byte(snap)))
+	v.apply(first)
+	if r := v.record(t, 10); !slices.Equal(r.CSFL, []string{"MU0011"}) {
+		t.Fatalf("master CSFL %v", r.CSFL)
+	}
+	again := decide(t, v, decodeRaw(t, []byte(strings.Replace(snap, "<SEQN>2</SEQN>", "<SEQN>3</SEQN>", 1))))
+	f1, f2 := genFields(t, first, "2026-03-15"), genFields(t, again, "2026-03-15")
+	if f1 == nil || !bytes.Equal(f1, f2) || len(again.Flights) != 0 {
+		t.Fatalf("same snapshot twice: generation fields\n%s\n%s\n(%d writes on the second)", f1, f2, len(again.Flights))
+	}
+	if !strings.Contains(string(f1), `"flights":3`) {
+		t.Errorf("generation fields %s: want the day's 3 flights (the master too)", f1)
+	}
+}
+
+// testSchdGenTwoWindows: two snapshots of different windows of one day, each re-sent in turn.
+func testSchdGenTwoWindows(t *testing.T) {
+	v := &memView{flights: map[int64][]byte{}, refs: map[string][]string{}, now: testNow}
+	morning := schdMsg("DNLD", fltr(21, "CA0021", "D", "15MAR260900"), fltr(22, "CA0022", "D", "15MAR261000"))
+	evening := schdMsg("DNLD", fltr(31, "CA0031", "A", "15MAR261800"), fltr(32, "CA0032", "A", "15MAR261900"))
+	var fields [][]byte
+	for _, m := range []string{morning, evening, morning, evening} {
+		d := decide(t, v, decodeRaw(t, []byte(m)))
+		v.apply(d)
+		fields = append(fields, genFields(t, d, "2026-03-15"))
+	}
+	for i := 2; i < 4; i++ {
+		if !bytes.Equal(fields[i], fields[1]) {
+			t.Errorf("snapshot %d: generation fields %s, want %s (the board did not change)", i+1, fields[i], fields[1])
+		}
+	}
+	if bytes.Equal(fields[0], fields[1]) {
+		t.Errorf("the evening snapshot added flights but kept the generation fields %s", fields[0])
+	}
+}
+
+// TestFlopPsdtKeepsPushAndTractor: a FLOP PSDT that repeats the stored allocation keeps the
+// push (PSHT) and tractor (TIPT) data of its rows and so changes nothing.
+func TestFlopPsdtKeepsPushAndTractor(t *testing.T) {
+	v := baseView(t)
+	for _, f := range []string{"psdt", "psht", "tipt"} {
+		v.apply(decide(t, v, decodeFile(t, "../../testdata/flop/"+f+".xml")))
+	}
+	r := v.record(t, 7001)
+	if len(r.PSDT) != 1 || r.PSDT[0].PSTM == nil || r.PSDT[0].PSID != "IN" || r.PSDT[0].TRTM == nil {
+		t.Fatalf("PSDT after PSHT and TIPT: %+v", r.PSDT)
+	}
+	if d := decide(t, v, decodeFile(t, "../../testdata/flop/psdt.xml")); !d.Empty() {
+		t.Fatalf("the same PSDT again: %d writes, %d events", len(d.Flights), len(d.Events))
+	}
+	// A PSDT that moves row 1 to another stand drops the push data of the old stand.
+	moved := decodeRaw(t, flopMsg("PSDT", `<FLOP><FLID>7001</FLID><FFID>X</FFID><PSDT PSNO="1"><PSST>214</PSST></PSDT></FLOP>`))
+	v.apply(decide(t, v, moved))
+	if r := v.record(t, 7001); len(r.PSDT) != 1 || r.PSDT[0].PSTM != nil || r.PSDT[0].PSID != "" || r.PSDT[0].TRTM != nil {
+		t.Errorf("PSDT on another stand: %+v", r.PSDT)
+	}
+}
+
+// TestSchdOtherStypUpserts: any SCHD STYP without a handler of its own reaches the SCHD
+// fallback and upserts without deleting; other TYPEs get no fallback.
+func TestSchdOtherStypUpserts(t *testing.T) {
+	r := Default(Options{})
+	for _, tag := range []string{"SCHD-UPDT", "SCHD-ADD", "SCHD-UPD"} {
+		if _, ok := r.Lookup(tag); !ok {
+			t.Errorf("no handler for %s", tag)
+		}
+	}
+	for _, tag := range []string{"FLOP-ESTT", "ZZZZ-ADD", "SCHD", "FLOP"} {
+		if _, ok := r.Lookup(tag); ok {
+			t.Errorf("%s has a handler", tag)
+		}
+	}
+	v := baseView(t)
+	before := v.ids()
+	d := decide(t, v, decodeRaw(t, []byte(schdMsg("UPDT", fltr(8101, "CA8101", "D", "15MAR261000"), strings.Replace(fltr(7004, "CA4104", "A", "15MAR260930"), "320", "333", 1)))))
+	v.apply(d)
+	for _, w := range d.Flights {
+		if w.Delete {
+			t.Errorf("SCHD-UPDT deleted %d", w.FLID)
+		}
+	}
+	if got := v.ids(); !slices.Equal(got, append(slices.Clone(before), 8101)) {
+		t.Fatalf("flights after SCHD-UPDT %v, want %v and 8101", got, before)
+	}
+	if r := v.record(t, 7004); r.ACFT != "333" {
+		t.Errorf("7004 ACFT %q after SCHD-UPDT, want 333", r.ACFT)
+	}
+	if len(d.Ref) != 0 {
+		t.Errorf("SCHD-UPDT set generations: %+v", d.Ref)
+	}
+}
+
+// TestSnapshotNeverDeletesForAPastFltr: a FLTR before today is ignored, and its flight is not
+// deleted by the window replace even when the stored copy lies inside the window.
+func TestSnapshotNeverDeletesForAPastFltr(t *testing.T) {
+	v := &memView{flights: map[int64][]byte{}, refs: map[string][]string{}, now: testNow}
+	v.apply(decide(t, v, decodeRaw(t, []byte(schdMsg("ADFT", fltr(41, "CA0041", "D", "16MAR261000"))))))
+	stored := v.flights[41]
+	d := decide(t, v, decodeRaw(t, []byte(schdMsg("DNLD", fltr(41, "CA0041", "D", "14MAR261000"), fltr(42, "CA0042", "A", "17MAR261200")))))
+	for _, w := range d.Flights {
+		if w.FLID == 41 {
+			t.Fatalf("flight 41 written (delete %v) by a snapshot naming it with a past SODT", w.Delete)
+		}
+	}
+	v.apply(d)
+	if !bytes.Equal(v.flights[41], stored) {
+		t.Errorf("flight 41 changed: %s", v.flights[41])
+	}
+	if _, ok := v.flights[42]; !ok {
+		t.Error("flight 42 not inserted")
+	}
+}
+
+// TestSchsKeepsTheSeasonBeforeTheNewOne: the season kept besides the new one is the
+// latest-starting one that starts before it, not a later-starting one.
+func TestSchsKeepsTheSeasonBeforeTheNewOne(t *testing.T) {
+	v := baseView(t)
+	p, b := "2026-10-01/2026-12-31", "2027-03-28/2027-10-30"
+	v.refs[SeasonType] = []string{p, b}
+	msg := `<?xml version="1.0" encoding="UTF-8"?><MSG><META><SNDR>AODB</SNDR><SEQN>5</SEQN><DTTM>20260315080000</DTTM>` +
+		`<TYPE>SCHS</TYPE><STYP>DNLD</STYP></META><SCHS><SNAM>Winter</SNAM><APCD>CTU</APCD><SDAT>25OCT26</SDAT><EDAT>27MAR27</EDAT>` +
+		`<RECS>1</RECS><FLTR><ALCD>CA</ALCD><FLNO>CA1201</FLNO><MVIN>D</MVIN><STDT>25OCT26</STDT><EDDT>27MAR27</EDDT>` +
+		`<DYOP>1234567</DYOP><SCHT>1000</SCHT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>320</ACFT></FLTR></SCHS></MSG>`
+	d := decide(t, v, decodeRaw(t, []byte(msg)))
+	var up, del []string
+	for _, r := range d.Ref {
+		if r.Op == pipeline.RefDelete {
+			del = append(del, r.Record.Key)
+		} else {
+			up = append(up, r.Record.Key)
+		}
+	}
+	if !slices.Equal(up, []string{"2026-10-25/2027-03-27"}) || !slices.Equal(del, []string{b}) {
+		t.Fatalf("upserts %v, deletes %v; want the new season upserted, %s kept, %s deleted", up, del, p, b)
+	}
+}

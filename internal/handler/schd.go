@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -15,27 +14,31 @@ import (
 )
 
 // SchdGenType is the REF_DATA type holding the snapshot generation of each local day
-// (key YYYY-MM-DD): its fields are a digest of the day's flights after the last snapshot, so
-// applying the same snapshot again changes nothing and does not advance the version.
+// (key YYYY-MM-DD): its fields are a digest of all of the day's stored flights after the last
+// snapshot that touched the day, so applying the same snapshot again (or re-sending any
+// snapshot that leaves the day as it is) changes nothing and does not advance the version.
 const SchdGenType = "SCHD_GEN"
 
-// SchdSTYPs are the SCHD STYPs msgx handles: DNLD and RESP replace the message's window,
-// DEL deletes the listed flights, and ADFT (as ADD and UPD, which the legacy also treated
-// as "any other STYP") inserts or updates without deleting. Any other SCHD STYP has no
-// handler and ends UNSUPPORTED.
-var SchdSTYPs = []string{"DNLD", "RESP", "DEL", "ADFT", "ADD", "UPD"}
+// SchdSTYPs are the SCHD STYPs registered by name: DNLD and RESP replace the message's window,
+// DEL deletes the listed flights and ADFT inserts or updates without deleting. Every other
+// SCHD STYP (ADD, UPD, UPDT, …: the legacy's "anything else", FORMAT.md §2.1) reaches the same
+// handler through the SCHD type fallback and, like ADFT, upserts without deleting.
+var SchdSTYPs = []string{"DNLD", "RESP", "DEL", "ADFT"}
 
-// RegisterSchd registers the SCHD handlers (SchdSTYPs).
+// RegisterSchd registers the SCHD handlers: SchdSTYPs by name and the handler as the SCHD
+// fallback for any other STYP.
 func RegisterSchd(r *Registry) {
 	for _, styp := range SchdSTYPs {
 		r.Register("SCHD-"+styp, Func(decideSchd))
 	}
+	r.RegisterType("SCHD", Func(decideSchd))
 }
 
 // decideSchd applies a daily schedule. The codec has validated the whole message (one bad
 // FLTR rejects it with CODEC_ERROR), so the Decision is built from a complete message and
-// commits in one transaction. FLTRs whose SODT is before today's local midnight are ignored
-// and never deleted.
+// commits in one transaction. FLTRs whose SODT is before today's local midnight are ignored:
+// they are not applied, and their flights are never deleted by the window replace either
+// (FORMAT.md §3.5 step 6 lists that as a legacy bug).
 func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
 	var d pipeline.Decision
 	body, ok := msg.Body.(*sis.SchdBody)
@@ -78,8 +81,10 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 				return d, err
 			}
 		}
+		// Every FLTR of the message counts as present, the ignored past ones too: a stored
+		// flight is deleted only when the message does not name it at all.
 		inMsg := map[int64]bool{}
-		for _, f := range live {
+		for _, f := range body.Flights {
 			inMsg[f.FLID] = true
 		}
 		for _, id := range slices.Clone(w.order) {
@@ -112,7 +117,7 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 		return pipeline.Decision{}, err
 	}
 	if win != nil {
-		gens, err := generations(w, loc)
+		gens, err := generations(ctx, view, w, loc)
 		if err != nil {
 			return pipeline.Decision{}, err
 		}
@@ -135,13 +140,8 @@ func upsertAll(w *work, flights []sis.Flight) error {
 		if old := e.cur; old != nil {
 			rec.CTOT = old.CTOT
 			rec.CSFL = old.CSFL
-			for i := range rec.PSDT {
-				for _, o := range old.PSDT {
-					if o.PSNO == rec.PSDT[i].PSNO && o.PSST == rec.PSDT[i].PSST {
-						rec.PSDT[i].PSTM, rec.PSDT[i].PSID = o.PSTM, o.PSID
-					}
-				}
-			}
+			// A FLTR carries TIPT (folded into TRTM), so its TRTM wins; not PSHT.
+			carryStandData(rec.PSDT, old.PSDT, false)
 		} else if e.oldRec != nil {
 			rec.CSFL = e.oldRec.CSFL
 		}
@@ -151,45 +151,27 @@ func upsertAll(w *work, flights []sis.Flight) error {
 	return nil
 }
 
-// generations returns one SCHD_GEN upsert per local day the snapshot touched (a day of a
-// flight it upserted or deleted), whose fields digest that day's flights in the window after
-// the change: the same snapshot applied twice yields the same fields, which the store treats
-// as unchanged (no version step).
-func generations(w *work, loc *time.Location) ([]pipeline.RefChange, error) {
-	type day struct {
-		n int
-		h []string
-	}
-	days := map[string]*day{}
-	touch := func(k string) *day {
-		if days[k] == nil {
-			days[k] = &day{}
-		}
-		return days[k]
-	}
+// generations returns one SCHD_GEN upsert per local day the snapshot touched (the old and new
+// day of each flight it upserted or deleted; not the days of code-share masters loaded only to
+// keep their CSFL up to date). Its fields digest ALL of that day's flights after the change:
+// the day's stored flights read through the view, overlaid with the work set (changed,
+// inserted, deleted), each record hashed in canonical form and sorted by FLID. So the fields
+// are a property of the day's resulting board, not of the message: the same snapshot applied
+// twice, or two snapshots covering different parts of one day re-sent, yield the same fields,
+// which the store treats as unchanged (no version step).
+func generations(ctx context.Context, view View, w *work, loc *time.Location) ([]pipeline.RefChange, error) {
+	days := map[string]time.Time{} // key → local midnight
+	touch := func(t time.Time) { days[localDay(t, loc)] = midnight(t, loc) }
 	for _, id := range w.order {
 		e := w.entries[id]
-		if e.oldRec != nil && e.schedule {
-			touch(localDay(e.oldRec.SODT, loc))
-		}
-		if e.cur != nil {
-			touch(localDay(e.cur.SODT, loc))
-		}
-	}
-	for _, id := range w.order {
-		e := w.entries[id]
-		if e.cur == nil {
+		if !e.schedule {
 			continue
 		}
-		k := localDay(e.cur.SODT, loc)
-		if dd := days[k]; dd != nil {
-			b, err := encodeRecord(e.cur)
-			if err != nil {
-				return nil, err
-			}
-			sum := sha256.Sum256(b)
-			dd.n++
-			dd.h = append(dd.h, fmt.Sprintf("%d:%s", id, hex.EncodeToString(sum[:])))
+		if e.oldRec != nil {
+			touch(e.oldRec.SODT)
+		}
+		if e.cur != nil {
+			touch(e.cur.SODT)
 		}
 	}
 	keys := make([]string, 0, len(days))
@@ -199,10 +181,52 @@ func generations(w *work, loc *time.Location) ([]pipeline.RefChange, error) {
 	slices.Sort(keys)
 	out := make([]pipeline.RefChange, 0, len(keys))
 	for _, k := range keys {
-		dd := days[k]
-		slices.Sort(dd.h)
-		sum := sha256.Sum256([]byte(strings.Join(dd.h, "\n")))
-		fields, err := json.Marshal(map[string]any{"day": k, "flights": dd.n, "digest": hex.EncodeToString(sum[:])})
+		start := days[k]
+		end := time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, loc).Add(-time.Nanosecond)
+		stored, err := view.FlightsBetween(ctx, start, end) // bounds inclusive
+		if err != nil {
+			return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read the flights of %s: %w", k, err))
+		}
+		recs := map[int64][]byte{}
+		for _, b := range stored {
+			r, err := decodeRecord(b)
+			if err != nil {
+				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
+			}
+			if localDay(r.SODT, loc) != k {
+				continue
+			}
+			if _, touched := w.entries[r.FLID]; touched {
+				continue // the work set's state wins (below)
+			}
+			c, err := encodeRecord(r)
+			if err != nil {
+				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight %d: %w", r.FLID, err))
+			}
+			recs[r.FLID] = c
+		}
+		for _, id := range w.order {
+			e := w.entries[id]
+			if e.cur == nil || localDay(e.cur.SODT, loc) != k {
+				continue
+			}
+			c, err := encodeRecord(e.cur)
+			if err != nil {
+				return nil, fmt.Errorf("flight %d: %w", id, err)
+			}
+			recs[id] = c
+		}
+		ids := make([]int64, 0, len(recs))
+		for id := range recs {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		h := sha256.New()
+		for _, id := range ids {
+			sum := sha256.Sum256(recs[id])
+			fmt.Fprintf(h, "%d:%s\n", id, hex.EncodeToString(sum[:]))
+		}
+		fields, err := json.Marshal(map[string]any{"day": k, "flights": len(ids), "digest": hex.EncodeToString(h.Sum(nil))})
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -14,17 +15,22 @@ import (
 // APCD, SDAT, EDAT, RECS, FLTR) with the flights still valid when it was applied.
 const SeasonType = "SCHS"
 
-// RegisterSchs registers the seasonal-schedule handlers (SCHS-DNLD, SCHS-RESP: the same).
+// RegisterSchs registers the seasonal-schedule handler for SCHS-DNLD and SCHS-RESP, and as
+// the fallback of any other SCHS STYP (they all mean the same).
 func RegisterSchs(r *Registry) {
 	for _, styp := range []string{"DNLD", "RESP"} {
 		r.Register("SCHS-"+styp, Func(decideSchs))
 	}
+	// The STYP of a seasonal schedule does not change what it means (FORMAT.md §2.1).
+	r.RegisterType("SCHS", Func(decideSchs))
 }
 
 // decideSchs stores a season as FORMAT.md §3.7 says: the season (SDAT, EDAT) is replaced by
 // the message's flights whose EDDT is today or later; a season that already ended (EDAT before
-// today) only removes its stored copy. Of the other stored seasons only the one that starts
-// latest is kept (the previous season); older ones are deleted in the same Decision.
+// today) only removes its stored copy. Of the other stored seasons only the previous one is
+// kept: the latest-starting season whose SDAT is before this season's SDAT (FORMAT.md §3.7
+// "the most recent previous one (by season start)"); every other stored season, older or
+// starting later, is deleted in the same Decision.
 func decideSchs(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
 	var d pipeline.Decision
 	body, ok := msg.Body.(*sis.SchsBody)
@@ -59,10 +65,13 @@ func decideSchs(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 	if err != nil {
 		return pipeline.Decision{}, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read stored seasons: %w", err))
 	}
-	// Keys start with SDAT as YYYY-MM-DD, so their order is the order of season start.
+	// Keys start with SDAT as YYYY-MM-DD, so their order is the order of season start. The
+	// previous season is the latest-starting stored one that starts before this one; a
+	// season starting on or after this one's SDAT is not "previous" and is deleted.
+	sdat, _, _ := strings.Cut(key, "/")
 	prev := ""
 	for _, k := range keys {
-		if k != key && k > prev {
+		if s, _, _ := strings.Cut(k, "/"); k != key && s < sdat && k > prev {
 			prev = k
 		}
 	}
