@@ -727,165 +727,88 @@ func (c *conv) ports(xs []xport) []Port {
 	return out
 }
 
-func (c *conv) psdt(xs []xpsdt) []StandAlloc {
-	var out []StandAlloc
+// groupEntries converts the non-empty entries of a repeated group element: build makes one
+// entry (with c placed on it, so errors name the group and its index), key gives its number
+// or key, and a key that appears twice is an error on keyElem worded by dupFormat.
+func groupEntries[X any, PX interface {
+	*X
+	empty() bool
+}, T any, K comparable](c *conv, elem string, xs []X, build func(PX) T, key func(T) K, keyElem, dupFormat string) []T {
+	var out []T
+	seen := map[K]bool{}
 	for i := range xs {
-		x := &xs[i]
+		x := PX(&xs[i])
 		if x.empty() {
 			continue
 		}
-		c.enter("PSDT", i+1)
-		g := StandAlloc{PSNO: c.groupNo("@PSNO", x.PSNO), PSST: c.text("PSST", x.PSST),
-			STST: c.time("STST", x.STST), STET: c.time("STET", x.STET)}
-		for _, o := range out {
-			if o.PSNO == g.PSNO {
-				c.failf("@PSNO", " %d: number appears twice", g.PSNO)
-			}
+		c.enter(elem, i+1)
+		g := build(x)
+		if k := key(g); seen[k] {
+			c.failf(keyElem, dupFormat, k)
+		} else {
+			seen[k] = true
 		}
 		out = append(out, g)
 	}
 	c.leave()
 	return out
+}
+
+func (c *conv) psdt(xs []xpsdt) []StandAlloc {
+	return groupEntries(c, "PSDT", xs, func(x *xpsdt) StandAlloc {
+		return StandAlloc{PSNO: c.groupNo("@PSNO", x.PSNO), PSST: c.text("PSST", x.PSST),
+			STST: c.time("STST", x.STST), STET: c.time("STET", x.STET)}
+	}, func(g StandAlloc) int8 { return g.PSNO }, "@PSNO", " %d: number appears twice")
 }
 
 func (c *conv) gtdt(xs []xgtdt) []GateAlloc {
-	var out []GateAlloc
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("GTDT", i+1)
-		g := GateAlloc{GTNO: c.groupNo("@GTNO", x.GTNO), GATE: c.text("GATE", x.GATE),
+	return groupEntries(c, "GTDT", xs, func(x *xgtdt) GateAlloc {
+		return GateAlloc{GTNO: c.groupNo("@GTNO", x.GTNO), GATE: c.text("GATE", x.GATE),
 			PGOT: c.time("PGOT", x.PGOT), PGCT: c.time("PGCT", x.PGCT),
 			GOTM: c.time("GOTM", x.GOTM), GCTM: c.time("GCTM", x.GCTM), GTYP: c.text("GTYP", x.GTYP)}
-		for _, o := range out {
-			if o.GTNO == g.GTNO {
-				c.failf("@GTNO", " %d: number appears twice", g.GTNO)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+	}, func(g GateAlloc) int8 { return g.GTNO }, "@GTNO", " %d: number appears twice")
 }
 
 func (c *conv) chdt(xs []xchdt) []ChuteAlloc {
-	var out []ChuteAlloc
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("CHDT", i+1)
-		g := ChuteAlloc{CHNO: c.groupNo("@CHNO", x.CHNO), CHUT: c.text("CHUT", x.CHUT), CCLS: c.text("CCLS", x.CCLS),
+	return groupEntries(c, "CHDT", xs, func(x *xchdt) ChuteAlloc {
+		return ChuteAlloc{CHNO: c.groupNo("@CHNO", x.CHNO), CHUT: c.text("CHUT", x.CHUT), CCLS: c.text("CCLS", x.CCLS),
 			PCBT: c.time("PCBT", x.PCBT), PCET: c.time("PCET", x.PCET),
 			CBTM: c.time("CBTM", x.CBTM), CETM: c.time("CETM", x.CETM), CTYP: c.text("CTYP", x.CTYP)}
-		for _, o := range out {
-			if o.CHNO == g.CHNO {
-				c.failf("@CHNO", " %d: number appears twice", g.CHNO)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+	}, func(g ChuteAlloc) int8 { return g.CHNO }, "@CHNO", " %d: number appears twice")
 }
 
 func (c *conv) ckdt(xs []xckdt) []CounterAlloc {
-	var out []CounterAlloc
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("CKDT", i+1)
-		g := CounterAlloc{CKNO: c.groupNo("@CKNO", x.CKNO), CHKC: c.text("CHKC", x.CHKC), CCLS: c.text("CCLS", x.CCLS),
+	return groupEntries(c, "CKDT", xs, func(x *xckdt) CounterAlloc {
+		return CounterAlloc{CKNO: c.groupNo("@CKNO", x.CKNO), CHKC: c.text("CHKC", x.CHKC), CCLS: c.text("CCLS", x.CCLS),
 			PCOT: c.time("PCOT", x.PCOT), PCCT: c.time("PCCT", x.PCCT),
 			COTM: c.time("COTM", x.COTM), CCTM: c.time("CCTM", x.CCTM), CTYP: c.text("CTYP", x.CTYP)}
-		for _, o := range out {
-			if o.CKNO == g.CKNO {
-				c.failf("@CKNO", " %d: number appears twice", g.CKNO)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+	}, func(g CounterAlloc) int8 { return g.CKNO }, "@CKNO", " %d: number appears twice")
 }
 
 func (c *conv) cldt(xs []xcldt) []BeltAlloc {
-	var out []BeltAlloc
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("CLDT", i+1)
-		g := BeltAlloc{CLNO: c.groupNo("@CLNO", x.CLNO), BELT: c.text("BELT", x.BELT), BCLS: c.text("BCLS", x.BCLS),
+	return groupEntries(c, "CLDT", xs, func(x *xcldt) BeltAlloc {
+		return BeltAlloc{CLNO: c.groupNo("@CLNO", x.CLNO), BELT: c.text("BELT", x.BELT), BCLS: c.text("BCLS", x.BCLS),
 			PCOT: c.time("PCOT", x.PCOT), PCCT: c.time("PCCT", x.PCCT),
 			FBAG: c.time("FBAG", x.FBAG), LBAG: c.time("LBAG", x.LBAG), BTYP: c.text("BTYP", x.BTYP)}
-		for _, o := range out {
-			if o.CLNO == g.CLNO {
-				c.failf("@CLNO", " %d: number appears twice", g.CLNO)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+	}, func(g BeltAlloc) int8 { return g.CLNO }, "@CLNO", " %d: number appears twice")
 }
 
 func (c *conv) chot(xs []xchot) []Chocks {
-	var out []Chocks
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("CHOT", i+1)
-		g := Chocks{CSNO: c.groupNo("@CSNO", x.CSNO), CHTM: c.time("CHTM", x.CHTM),
+	return groupEntries(c, "CHOT", xs, func(x *xchot) Chocks {
+		return Chocks{CSNO: c.groupNo("@CSNO", x.CSNO), CHTM: c.time("CHTM", x.CHTM),
 			CHID: c.text("CHID", x.CHID), CHST: c.text("CHST", x.CHST)}
-		for _, o := range out {
-			if o.CSNO == g.CSNO {
-				c.failf("@CSNO", " %d: number appears twice", g.CSNO)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+	}, func(g Chocks) int8 { return g.CSNO }, "@CSNO", " %d: number appears twice")
 }
 
 func (c *conv) abtm(xs []xabtm) []AirbridgeOp {
-	var out []AirbridgeOp
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("ABTM", i+1)
-		g := AirbridgeOp{ASNO: c.groupNo("@ASNO", x.ASNO), ABDG: c.text("ABDG", x.ABDG),
+	return groupEntries(c, "ABTM", xs, func(x *xabtm) AirbridgeOp {
+		return AirbridgeOp{ASNO: c.groupNo("@ASNO", x.ASNO), ABDG: c.text("ABDG", x.ABDG),
 			ABOP: c.text("ABOP", x.ABOP), AOTM: c.time("AOTM", x.AOTM)}
-		for _, o := range out {
-			if o.ASNO == g.ASNO {
-				c.failf("@ASNO", " %d: number appears twice", g.ASNO)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+	}, func(g AirbridgeOp) int8 { return g.ASNO }, "@ASNO", " %d: number appears twice")
 }
 
 func (c *conv) dely(xs []xdely) []Delay {
-	var out []Delay
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("DELY", i+1)
+	return groupEntries(c, "DELY", xs, func(x *xdely) Delay {
 		g := Delay{CODE: attrVal(x.CODE), STRT: c.timeValue("@STRT", attrVal(x.STRT)), TEXT: strings.TrimSpace(x.Text)}
 		if g.CODE == "" {
 			c.missing("@CODE")
@@ -897,46 +820,19 @@ func (c *conv) dely(xs []xdely) []Delay {
 				g.DURA = &m
 			}
 		}
-		for _, o := range out {
-			if o.CODE == g.CODE {
-				c.failf("@CODE", " %q: code appears twice", g.CODE)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+		return g
+	}, func(g Delay) string { return g.CODE }, "@CODE", " %q: code appears twice")
 }
 
 func (c *conv) erut(xs []xerut) []RouteStop {
-	var out []RouteStop
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("ERUT", i+1)
-		g := RouteStop{RTNO: c.groupNo("@RTNO", x.RTNO), APCD: c.req("APCD", x.APCD),
+	return groupEntries(c, "ERUT", xs, func(x *xerut) RouteStop {
+		return RouteStop{RTNO: c.groupNo("@RTNO", x.RTNO), APCD: c.req("APCD", x.APCD),
 			SCAT: c.time("SCAT", x.SCAT), SCDT: c.time("SCDT", x.SCDT)}
-		for _, o := range out {
-			if o.RTNO == g.RTNO {
-				c.failf("@RTNO", " %d: number appears twice", g.RTNO)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+	}, func(g RouteStop) int8 { return g.RTNO }, "@RTNO", " %d: number appears twice")
 }
 
 func (c *conv) srvt(xs []xsrvt) []Service {
-	var out []Service
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("SRVT", i+1)
+	return groupEntries(c, "SRVT", xs, func(x *xsrvt) Service {
 		g := Service{SRTC: c.req("SRTC", x.SRTC), SRST: c.time("SRST", x.SRST), SRET: c.time("SRET", x.SRET),
 			SRPR: c.i32("SRPR", x.SRPR), SANR: c.text("SANR", x.SANR), SARR: c.text("SARR", x.SARR)}
 		if q := c.i8("SRQT", x.SRQT); q != nil {
@@ -944,15 +840,8 @@ func (c *conv) srvt(xs []xsrvt) []Service {
 		} else if x.SRQT.s == "" {
 			c.missing("SRQT")
 		}
-		for _, o := range out {
-			if o.SRTC == g.SRTC {
-				c.failf("SRTC", " %q: service appears twice", g.SRTC)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+		return g
+	}, func(g Service) string { return g.SRTC }, "SRTC", " %q: service appears twice")
 }
 
 func (c *conv) vipf(xs []xvipf) []VIP {
