@@ -636,15 +636,24 @@ func (c *conv) flidOf(x xtext) int64 {
 // An element with no attribute and no text is no value (nil); otherwise its mandatory
 // attribute must be present, not empty and valid.
 
-func (c *conv) fdiv(xs []xfdiv) *Divert {
+// only returns the one occurrence of a singleton element, or nil when it is absent or (an
+// error) repeated.
+func only[X any](c *conv, elem string, xs []X) *X {
 	if len(xs) > 1 {
-		c.failf("FDIV", ": appears %d times", len(xs))
+		c.failf(elem, ": appears %d times", len(xs))
 		return nil
 	}
 	if len(xs) == 0 {
 		return nil
 	}
-	x := xs[0]
+	return &xs[0]
+}
+
+func (c *conv) fdiv(xs []xfdiv) *Divert {
+	x := only(c, "FDIV", xs)
+	if x == nil {
+		return nil
+	}
 	text := strings.TrimSpace(x.Text)
 	if x.DDES == nil && x.DDIR == nil && text == "" {
 		return nil
@@ -657,14 +666,10 @@ func (c *conv) fdiv(xs []xfdiv) *Divert {
 }
 
 func (c *conv) fret(xs []xfret) *AirReturn {
-	if len(xs) > 1 {
-		c.failf("FRET", ": appears %d times", len(xs))
+	x := only(c, "FRET", xs)
+	if x == nil {
 		return nil
 	}
-	if len(xs) == 0 {
-		return nil
-	}
-	x := xs[0]
 	text := strings.TrimSpace(x.Text)
 	if x.REID == nil && text == "" {
 		return nil
@@ -677,14 +682,10 @@ func (c *conv) fret(xs []xfret) *AirReturn {
 }
 
 func (c *conv) flab(xs []xflab) *LandingAbort {
-	if len(xs) > 1 {
-		c.failf("FLAB", ": appears %d times", len(xs))
+	x := only(c, "FLAB", xs)
+	if x == nil {
 		return nil
 	}
-	if len(xs) == 0 {
-		return nil
-	}
-	x := xs[0]
 	text := strings.TrimSpace(x.Text)
 	if x.ARES == nil && text == "" {
 		return nil
