@@ -105,6 +105,7 @@ func serve(args []string) error {
 			}
 			log.Warn("took over the pump lease of a dead instance", "dead_holder", held.Holder)
 		}
+		db.SetFence(leaseName, holder)
 		log.Info("pump lease acquired", "holder", holder, "ttl", leaseTTL.String())
 	} else {
 		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")

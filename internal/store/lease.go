@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -59,6 +60,37 @@ func (d *DB) TakeOverLease(ctx context.Context, name, holder, dead string, ttl t
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("pump lease %q is no longer held by %s", name, dead)
+	}
+	return nil
+}
+
+type fence struct{ name, holder string }
+
+// ErrFenced is returned by the pump's writes when this instance no longer holds the lease.
+var ErrFenced = errors.New("this instance no longer holds the pump lease")
+
+// SetFence makes every processing write of the pump (Succeed, Record) check, inside its
+// transaction, that holder still holds lease name, so a pump that was paused past its lease
+// (and replaced by another instance) cannot commit anything. Call it before the pump starts.
+func (d *DB) SetFence(name, holder string) { d.fence = &fence{name: name, holder: holder} }
+
+// checkFence verifies the lease inside tx, locking its row on MySQL so a take-over waits for
+// this transaction rather than overlapping it (SQLite transactions are serial already).
+func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
+	if d.fence == nil {
+		return nil
+	}
+	q := `SELECT 1 FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`
+	if d.Dialect == MySQL {
+		q += ` FOR UPDATE`
+	}
+	var one int
+	err := tx.QueryRowContext(ctx, q, d.fence.name, d.fence.holder).Scan(&one)
+	if err == sql.ErrNoRows {
+		return ErrFenced
+	}
+	if err != nil {
+		return Unavailable(fmt.Errorf("check the pump lease: %w", err))
 	}
 	return nil
 }

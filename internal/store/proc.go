@@ -164,6 +164,9 @@ type Outcome struct {
 // Record writes an outcome for message id.
 func (d *DB) Record(ctx context.Context, id int64, o Outcome, now time.Time) error {
 	return d.Tx(ctx, func(tx *sql.Tx) error {
+		if err := d.checkFence(ctx, tx); err != nil {
+			return err
+		}
 		var processed any
 		if o.State.Terminal() {
 			processed = T(now)
@@ -276,6 +279,9 @@ var ErrIdentityTaken = fmt.Errorf("identity already bound")
 func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
 	err = d.Tx(ctx, func(tx *sql.Tx) error {
 		events, refChanged = 0, 0
+		if err := d.checkFence(ctx, tx); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ? WHERE CMINMSGS_ID = ?`,
 			s.Identity, s.Identity, s.TypeTag, id)
 		if err != nil {

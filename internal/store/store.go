@@ -39,6 +39,8 @@ const (
 type DB struct {
 	SQL     *sql.DB
 	Dialect Dialect
+
+	fence *fence // set by SetFence: the pump's writes check the lease
 }
 
 //go:embed migrations

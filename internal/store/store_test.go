@@ -114,3 +114,35 @@ func TestTimesKeepMicrosecondsInUTC(t *testing.T) {
 		}
 	})
 }
+
+func TestFenceStopsAReplacedPump(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+		ids, err := db.InsertMessages(ctx, []string{"<a/>"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AcquireLease(ctx, "pump", "a", 15*time.Second, t0); err != nil {
+			t.Fatal(err)
+		}
+		db.SetFence("pump", "a")
+		if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "x"}, t0); err != nil {
+			t.Fatalf("the holder's write: %v", err)
+		}
+		// a was paused past its lease; b took over.
+		if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(20*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 2, LastError: "y"}, t0); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("a replaced pump's Record: %v, want ErrFenced", err)
+		}
+		_, _, err = db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "A|X|Y|1"}, nil, t0)
+		if !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("a replaced pump's Succeed: %v, want ErrFenced", err)
+		}
+		if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Failed || m.Attempts != 1 {
+			t.Fatalf("the fenced writes changed the message: %+v", m)
+		}
+	})
+}
