@@ -315,26 +315,34 @@ func (p *Pump) recordDeadTagged(ctx context.Context, m *store.Message, class pip
 }
 
 func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Duration, error) {
+	first := timeOr(j.FirstFailedAt, now)
+	if j.FirstFailedAt != nil && p.opt.Policy.Overdue(first, now) {
+		last := "failing"
+		if j.LastError != nil {
+			last = *j.LastError
+		}
+		p.log.Error("job DEAD", "job_id", j.ID, "kind", j.Kind, "attempts", j.Attempts, "err", last+"; head deadline passed")
+		return 0, p.db.FinishJob(ctx, j.ID, store.JobDead, j.Attempts, time.Time{}, first, "", last+"; head deadline "+p.opt.Policy.HeadDeadline.String()+" passed", now)
+	}
 	if j.NextAttemptAt != nil && j.NextAttemptAt.After(now) {
 		return min(j.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
 	}
 	if p.opt.Jobs == nil {
-		err := p.db.FinishJob(ctx, j.ID, store.JobDead, j.Attempts, time.Time{}, "", "no job runner configured", now)
-		return 0, err
+		return 0, p.db.FinishJob(ctx, j.ID, store.JobDead, j.Attempts, time.Time{}, time.Time{}, "", "no job runner configured", now)
 	}
 	result, err := p.opt.Jobs.RunJob(ctx, j)
 	if err == nil {
 		p.log.Info("job DONE", "job_id", j.ID, "kind", j.Kind, "after_msg_id", j.AfterMsgID, "result", result)
-		return 0, p.db.FinishJob(ctx, j.ID, store.JobDone, j.Attempts+1, time.Time{}, result, "", now)
+		return 0, p.db.FinishJob(ctx, j.ID, store.JobDone, j.Attempts+1, time.Time{}, time.Time{}, result, "", now)
 	}
 	attempts := j.Attempts + 1
-	v := p.opt.Policy.OnFailure(pipeline.ClassOf(err), attempts, now, now)
+	v := p.opt.Policy.OnFailure(pipeline.ClassOf(err), attempts, first, now)
 	state := store.JobFailed
 	if v.Dead {
 		state = store.JobDead
 	}
 	p.log.Warn("job "+state, "job_id", j.ID, "kind", j.Kind, "attempts", attempts, "err", err.Error())
-	return 0, p.db.FinishJob(ctx, j.ID, state, attempts, v.NextAttemptAt, "", err.Error(), now)
+	return 0, p.db.FinishJob(ctx, j.ID, state, attempts, v.NextAttemptAt, first, "", err.Error(), now)
 }
 
 func timeOr(t *time.Time, def time.Time) time.Time {

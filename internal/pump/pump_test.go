@@ -329,3 +329,37 @@ func TestAppliedMessageIsNotAppliedAgainAfterALostCommitAnswer(t *testing.T) {
 		}
 	})
 }
+
+type failingJobs struct{}
+
+func (failingJobs) RunJob(context.Context, *store.Job) (string, error) {
+	return "", fmt.Errorf("archive volume not mounted")
+}
+
+func TestFailingJobHitsTheHeadDeadline(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		policy := defaultPolicy
+		policy.MaxAttempts = 1000
+		p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+			Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Jobs: failingJobs{},
+		})
+		ctx := context.Background()
+		if _, err := db.EnqueueJob(ctx, jobs.Archive, "", clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 30; i++ {
+			if _, err := p.Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			clock.Add(time.Minute)
+		}
+		jl, _ := db.ListJobs(ctx, 1)
+		if jl[0].State != store.JobDead || jl[0].FirstFailedAt == nil || !strings.Contains(*jl[0].LastError, "head deadline") {
+			t.Fatalf("job after 30 minutes of failures: %+v", jl[0])
+		}
+		if d := jl[0].FinishedAt.Sub(*jl[0].FirstFailedAt); d <= 10*time.Minute || d > 12*time.Minute {
+			t.Fatalf("escalated %s after the first failure", d)
+		}
+	})
+}

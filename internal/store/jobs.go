@@ -25,6 +25,7 @@ type Job struct {
 	State         string     `json:"state"`
 	Attempts      int        `json:"attempts"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	FirstFailedAt *time.Time `json:"first_failed_at"`
 	LastError     *string    `json:"last_error"`
 	Result        *string    `json:"result"`
 	CreatedAt     time.Time  `json:"created_at"`
@@ -51,16 +52,17 @@ func (d *DB) EnqueueJob(ctx context.Context, kind, params string, now time.Time)
 	return j, err
 }
 
-const jobCols = `JOB_ID, KIND, AFTER_MSG_ID, PARAMS, STATE, ATTEMPTS, NEXT_ATTEMPT_AT, LAST_ERROR, RESULT, CREATED_AT, FINISHED_AT`
+const jobCols = `JOB_ID, KIND, AFTER_MSG_ID, PARAMS, STATE, ATTEMPTS, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, LAST_ERROR, RESULT, CREATED_AT, FINISHED_AT`
 
 func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 	var j Job
 	var params, lastErr, result sql.NullString
-	var next, created, fin NullTime
-	if err := row.Scan(&j.ID, &j.Kind, &j.AfterMsgID, &params, &j.State, &j.Attempts, &next, &lastErr, &result, &created, &fin); err != nil {
+	var next, first, created, fin NullTime
+	if err := row.Scan(&j.ID, &j.Kind, &j.AfterMsgID, &params, &j.State, &j.Attempts, &next, &first, &lastErr, &result, &created, &fin); err != nil {
 		return nil, err
 	}
 	j.Params = params.String
+	j.FirstFailedAt = first.Ptr()
 	j.NextAttemptAt, j.LastError, j.Result, j.CreatedAt, j.FinishedAt = next.Ptr(), strPtr(lastErr), strPtr(result), created.Time, fin.Ptr()
 	return &j, nil
 }
@@ -98,14 +100,15 @@ func (d *DB) ListJobs(ctx context.Context, limit int) ([]*Job, error) {
 	return out, rows.Err()
 }
 
-// FinishJob records a job's outcome: DONE with its result, or FAILED/DEAD with the error.
-func (d *DB) FinishJob(ctx context.Context, id int64, state string, attempts int, next time.Time, result, lastErr string, now time.Time) error {
+// FinishJob records a job's outcome: DONE with its result, or FAILED/DEAD with the error and
+// the time of its first failure.
+func (d *DB) FinishJob(ctx context.Context, id int64, state string, attempts int, next, firstFailed time.Time, result, lastErr string, now time.Time) error {
 	var fin any
 	if state == JobDone || state == JobDead {
 		fin = T(now)
 	}
-	_, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_JOB SET STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, RESULT = ?, LAST_ERROR = ?, FINISHED_AT = ? WHERE JOB_ID = ?`,
-		state, attempts, T(next), nullStr(result), nullStr(lastErr), fin, id)
+	_, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_JOB SET STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, FIRST_FAILED_AT = ?, RESULT = ?, LAST_ERROR = ?, FINISHED_AT = ? WHERE JOB_ID = ?`,
+		state, attempts, T(next), T(firstFailed), nullStr(result), nullStr(lastErr), fin, id)
 	if err != nil {
 		return Unavailable(err)
 	}
