@@ -50,7 +50,9 @@ type Pump struct {
 	opt       Options
 	log       *slog.Logger
 	wake      chan struct{}
-	adoptedTo int64
+	floor     int64    // every CMINMSGS row at or below it has its PROC_STATE row
+	marks     []idMark // recent highest ids, to move floor once they settle
+	lastSweep time.Time
 }
 
 // New returns a pump over db with the handlers of reg.
@@ -64,7 +66,7 @@ func New(db *store.DB, reg *handler.Registry, opt Options) *Pump {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1), adoptedTo: -1}
+	return &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1)}
 }
 
 // SetOnEvents sets the function called after each commit that inserted events (the
@@ -149,29 +151,50 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	return 0, p.process(ctx, head, now)
 }
 
+// settle is how long after an id was the highest in CMINMSGS the rows below it are taken as
+// all committed: a gateway transaction that took a lower id commits within it.
+const settle = 2 * time.Second
+
+// sweepEvery is how often the adoption also looks far below the settled floor, for a row
+// whose transaction stayed open longer than settle: it then joins late, never not at all.
+const sweepEvery = time.Minute
+
+// idMark is the highest CMINMSGS_ID seen at a time.
+type idMark struct {
+	at time.Time
+	id int64
+}
+
+// adopt gives gateway rows (inserted straight into CMINMSGS) their PENDING state before the
+// head is taken, so a later inbox message cannot overtake them. The check is one indexed read
+// over the rows above the settled floor: those of the last couple of seconds.
 func (p *Pump) adopt(ctx context.Context, now time.Time) error {
-	// Look a little below the highest id seen: rows of transactions that were still open
-	// when we last looked may have lower ids than ones already committed.
-	from := max(p.adoptedTo-1000, 0)
-	if p.adoptedTo >= 0 {
-		waiting, maxID, err := p.db.Unadopted(ctx, from)
-		if err != nil {
-			return err
-		}
-		if !waiting {
-			p.adoptedTo = max(p.adoptedTo, maxID)
-			return nil
-		}
+	from := p.floor
+	if p.lastSweep.IsZero() || now.Sub(p.lastSweep) >= sweepEvery || now.Before(p.lastSweep) {
+		from = 0
+		p.lastSweep = now
 	}
-	n, max, err := p.db.AdoptLegacy(ctx, from, now)
+	waiting, maxID, err := p.db.Unadopted(ctx, from)
 	if err != nil {
 		return err
 	}
-	if max > p.adoptedTo {
-		p.adoptedTo = max
+	if waiting {
+		n, _, err := p.db.AdoptLegacy(ctx, from, now)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
+		}
 	}
-	if n > 0 {
-		p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
+	if len(p.marks) == 0 || maxID > p.marks[len(p.marks)-1].id {
+		p.marks = append(p.marks, idMark{at: now, id: maxID})
+	}
+	for len(p.marks) > 1 && now.Sub(p.marks[1].at) >= settle {
+		p.marks = p.marks[1:]
+	}
+	if m := p.marks[0]; now.Sub(m.at) >= settle && m.id > p.floor {
+		p.floor = m.id
 	}
 	return nil
 }
