@@ -50,8 +50,6 @@ type Pump struct {
 	opt       Options
 	log       *slog.Logger
 	wake      chan struct{}
-	floor     int64    // every CMINMSGS row at or below it has its PROC_STATE row
-	marks     []idMark // recent highest ids, to move floor once they settle
 	lastSweep time.Time
 }
 
@@ -151,50 +149,39 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	return 0, p.process(ctx, head, now)
 }
 
-// settle is how long after an id was the highest in CMINMSGS the rows below it are taken as
-// all committed: a gateway transaction that took a lower id commits within it.
-const settle = 2 * time.Second
-
-// sweepEvery is how often the adoption also looks far below the settled floor, for a row
-// whose transaction stayed open longer than settle: it then joins late, never not at all.
+// sweepEvery is how often the adoption also looks below the newest PROC_STATE row, for a
+// gateway row whose transaction committed after rows with higher ids: it joins late, never
+// not at all.
 const sweepEvery = time.Minute
 
-// idMark is the highest CMINMSGS_ID seen at a time.
-type idMark struct {
-	at time.Time
-	id int64
-}
+// sweepDepth bounds how many ids below the newest the sweep looks.
+const sweepDepth = 100000
 
 // adopt gives gateway rows (inserted straight into CMINMSGS) their PENDING state before the
-// head is taken, so a later inbox message cannot overtake them. The check is one indexed read
-// over the rows above the settled floor: those of the last couple of seconds.
+// head is taken, so a later message cannot overtake them. The inbox adopts the rows below
+// each message it stores; here two index lookups tell whether rows arrived above the newest
+// PROC_STATE row, and a sweep each minute catches stragglers.
 func (p *Pump) adopt(ctx context.Context, now time.Time) error {
-	from := p.floor
-	if p.lastSweep.IsZero() || now.Sub(p.lastSweep) >= sweepEvery || now.Before(p.lastSweep) {
-		from = 0
-		p.lastSweep = now
-	}
-	waiting, maxID, err := p.db.Unadopted(ctx, from)
+	msgs, states, err := p.db.Heads(ctx)
 	if err != nil {
 		return err
 	}
-	if waiting {
-		n, _, err := p.db.AdoptLegacy(ctx, from, now)
-		if err != nil {
-			return err
+	from := states
+	if p.lastSweep.IsZero() || now.Sub(p.lastSweep) >= sweepEvery || now.Before(p.lastSweep) {
+		from = max(states-sweepDepth, 0)
+		if p.lastSweep.IsZero() {
+			from = 0 // at start, everything
 		}
-		if n > 0 {
-			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
-		}
+		p.lastSweep = now
+	} else if msgs <= states {
+		return nil
 	}
-	if len(p.marks) == 0 || maxID > p.marks[len(p.marks)-1].id {
-		p.marks = append(p.marks, idMark{at: now, id: maxID})
+	n, _, err := p.db.AdoptLegacy(ctx, from, now)
+	if err != nil {
+		return err
 	}
-	for len(p.marks) > 1 && now.Sub(p.marks[1].at) >= settle {
-		p.marks = p.marks[1:]
-	}
-	if m := p.marks[0]; now.Sub(m.at) >= settle && m.id > p.floor {
-		p.floor = m.id
+	if n > 0 {
+		p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
 	}
 	return nil
 }

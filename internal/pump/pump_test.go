@@ -363,3 +363,20 @@ func TestFailingJobHitsTheHeadDeadline(t *testing.T) {
 		}
 	})
 }
+
+func TestGatewayRowAfterStartIsAdoptedAtOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, defaultPolicy)
+		first := e.post(refMsg("STTS", "ADD", "41", stts("M", "inbox"), 1))[0]
+		e.drain() // the start-up sweep is done; the clock does not move, so no other sweep
+		res, err := db.SQL.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, 'VALID')`,
+			refMsg("STTS", "ADD", "42", stts("N", "gateway"), 1), store.T(e.clock.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gateway, _ := res.LastInsertId()
+		e.drain()
+		e.want(first, pipeline.Succeeded, "")
+		e.want(gateway, pipeline.Succeeded, "")
+	})
+}

@@ -19,9 +19,18 @@ const StatusValid = "VALID"
 // InsertMessages stores raw messages in one transaction: for each, a CMINMSGS row (raw text,
 // received date, status VALID) and its PENDING PROC_STATE row. It returns their ids in order.
 // On return without error the rows are durable.
+//
+// The same transaction adopts the gateway rows that got lower ids than these (rows another
+// program inserted straight into CMINMSGS since the last PROC_STATE row), so a message of
+// ours never overtakes a gateway row that was committed before it.
 func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) ([]int64, error) {
 	ids := make([]int64, 0, len(raws))
 	err := d.Tx(ctx, func(tx *sql.Tx) error {
+		ids = ids[:0]
+		var prev sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM PROC_STATE`).Scan(&prev); err != nil {
+			return Unavailable(err)
+		}
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, ?)`)
 		if err != nil {
 			return Unavailable(err)
@@ -49,12 +58,39 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 			}
 			ids = append(ids, id)
 		}
+		if len(ids) > 0 && ids[0] > prev.Int64+1 {
+			if _, err := adopt(ctx, d.Dialect, tx, prev.Int64, ids[0]-1, now); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// adopt gives a PENDING PROC_STATE row to the VALID CMINMSGS rows with ids in (after, upTo]
+// that have none. A row another transaction adopts at the same moment is skipped, not an
+// error.
+func adopt(ctx context.Context, dialect Dialect, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, after, upTo int64, now time.Time) (int, error) {
+	ignore := "INSERT OR IGNORE"
+	if dialect == MySQL {
+		ignore = "INSERT IGNORE"
+	}
+	res, err := q.ExecContext(ctx, ignore+` INTO PROC_STATE (CMINMSGS_ID, STATE, ATTEMPTS, CREATED_AT, UPDATED_AT)
+		SELECT c.CMINMSGS_ID, ?, 0, ?, ? FROM CMINMSGS c
+		WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_ID <= ? AND c.CMINMSGS_STATUS = ?
+		AND NOT EXISTS (SELECT 1 FROM PROC_STATE p WHERE p.CMINMSGS_ID = c.CMINMSGS_ID)`,
+		pipeline.Pending, T(now), T(now), after, upTo, StatusValid)
+	if err != nil {
+		return 0, Unavailable(fmt.Errorf("adopt CMINMSGS rows: %w", err))
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // ErrTooLarge is returned when the database refuses a message for its size (MySQL's
@@ -77,29 +113,19 @@ func (d *DB) AdoptLegacy(ctx context.Context, afterID int64, now time.Time) (int
 	if !maxID.Valid || maxID.Int64 <= afterID {
 		return 0, afterID, nil
 	}
-	res, err := d.SQL.ExecContext(ctx, `INSERT INTO PROC_STATE (CMINMSGS_ID, STATE, ATTEMPTS, CREATED_AT, UPDATED_AT)
-		SELECT c.CMINMSGS_ID, ?, 0, ?, ? FROM CMINMSGS c
-		WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_ID <= ? AND c.CMINMSGS_STATUS = ?
-		AND NOT EXISTS (SELECT 1 FROM PROC_STATE p WHERE p.CMINMSGS_ID = c.CMINMSGS_ID)`,
-		pipeline.Pending, T(now), T(now), afterID, maxID.Int64, StatusValid)
-	if err != nil {
-		return 0, afterID, Unavailable(fmt.Errorf("adopt CMINMSGS rows: %w", err))
-	}
-	n, _ := res.RowsAffected()
-	return int(n), maxID.Int64, nil
+	n, err := adopt(ctx, d.Dialect, d.SQL, afterID, maxID.Int64, now)
+	return n, maxID.Int64, err
 }
 
-// Unadopted reports whether a VALID CMINMSGS row above afterID has no PROC_STATE row yet,
-// and the highest CMINMSGS_ID: one indexed read, cheap enough to make before every head.
-func (d *DB) Unadopted(ctx context.Context, afterID int64) (bool, int64, error) {
-	var id, maxID sql.NullInt64
-	err := d.SQL.QueryRowContext(ctx, `SELECT (SELECT MIN(c.CMINMSGS_ID) FROM CMINMSGS c WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_STATUS = ?
-		AND NOT EXISTS (SELECT 1 FROM PROC_STATE p WHERE p.CMINMSGS_ID = c.CMINMSGS_ID)), (SELECT MAX(CMINMSGS_ID) FROM CMINMSGS)`,
-		afterID, StatusValid).Scan(&id, &maxID)
+// Heads returns the highest CMINMSGS_ID and the highest PROC_STATE id: two index lookups.
+// When the first is higher, rows were inserted straight into CMINMSGS since our last one.
+func (d *DB) Heads(ctx context.Context) (msgs, states int64, err error) {
+	var m, p sql.NullInt64
+	err = d.SQL.QueryRowContext(ctx, `SELECT (SELECT MAX(CMINMSGS_ID) FROM CMINMSGS), (SELECT MAX(CMINMSGS_ID) FROM PROC_STATE)`).Scan(&m, &p)
 	if err != nil {
-		return false, 0, Unavailable(err)
+		return 0, 0, Unavailable(err)
 	}
-	return id.Valid, maxID.Int64, nil
+	return m.Int64, p.Int64, nil
 }
 
 // Raw returns the raw text of message id; ok is false when the row is gone.
