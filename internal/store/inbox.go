@@ -42,6 +42,9 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 		}
 		defer ps.Close()
 		for _, raw := range raws {
+			if d.maxPacket > 0 && escapedLen(raw)+packetSlack > d.maxPacket {
+				return fmt.Errorf("%w: a message of %d bytes does not fit MySQL's max_allowed_packet (%d)", ErrTooLarge, len(raw), d.maxPacket)
+			}
 			res, err := ins.ExecContext(ctx, raw, T(now), StatusValid)
 			if err != nil {
 				if tooLarge(err) {
@@ -91,6 +94,22 @@ func adopt(ctx context.Context, dialect Dialect, q interface {
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil
+}
+
+// packetSlack is what an insert adds to the message in the packet: the statement and the
+// other values.
+const packetSlack = 4 << 10
+
+// escapedLen is the length of s once the driver has escaped it into the statement.
+func escapedLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case 0, '\n', '\r', '\\', '\'', '"', 0x1a:
+			n++
+		}
+	}
+	return n
 }
 
 // ErrTooLarge is returned when the database refuses a message for its size (MySQL's

@@ -41,6 +41,10 @@ type DB struct {
 	Dialect Dialect
 
 	fence *fence // set by SetFence: the pump's writes check the lease
+
+	// maxPacket is MySQL's max_allowed_packet (0 on SQLite): a message that cannot fit in one
+	// is refused before it is sent, since the server answers it by dropping the connection.
+	maxPacket int
 }
 
 //go:embed migrations
@@ -158,7 +162,12 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 			db.Close()
 			return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, cfg.Addr, err))
 		}
-		return &DB{SQL: db, Dialect: MySQL}, nil
+		d := &DB{SQL: db, Dialect: MySQL}
+		if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
+			db.Close()
+			return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
+		}
+		return d, nil
 	}
 	return nil, fmt.Errorf("store: unknown driver %q (want sqlite or mysql)", driver)
 }
