@@ -167,6 +167,8 @@ func status(args []string) error {
 		}
 		if err := json.Unmarshal(raw, &targets); err != nil {
 			fmt.Printf("targets: %s\n", raw)
+		} else if len(targets) == 0 {
+			fmt.Println("targets: no events yet")
 		} else {
 			fmt.Printf("%-14s %8s %6s %8s %s\n", "target", "pending", "dead", "sent", "oldest pending")
 			for _, t := range targets {
