@@ -326,6 +326,27 @@ func forBody(raw []byte, fn func(d *xml.Decoder, start *xml.StartElement) error)
 	return forChildren(d, func(st *xml.StartElement) error { return fn(d, st) })
 }
 
+// forWrapperChildren calls fn for each child of the body's one <name> element (the SCHD or
+// SCHS wrapper); the body's other elements are skipped, and a second <name>, or none, is a
+// CODEC_ERROR.
+func forWrapperChildren(raw []byte, name string, fn func(d *xml.Decoder, start *xml.StartElement) error) error {
+	found := false
+	err := forBody(raw, func(d *xml.Decoder, st *xml.StartElement) error {
+		if st.Name.Local != name {
+			return skipElement(d)
+		}
+		if found {
+			return pipeline.Errorf(pipeline.CodecError, "%s: more than one <%s> element", name, name)
+		}
+		found = true
+		return forChildren(d, func(st *xml.StartElement) error { return fn(d, st) })
+	})
+	if err == nil && !found {
+		err = pipeline.Errorf(pipeline.CodecError, "%s: no <%s> element in the message", name, name)
+	}
+	return err
+}
+
 // forChildren calls fn for each child element of the element whose start was just read, up
 // to its end element; fn must consume the child.
 func forChildren(d *xml.Decoder, fn func(start *xml.StartElement) error) error {

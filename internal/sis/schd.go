@@ -23,59 +23,46 @@ func init() { register("SCHD", decodeSCHD) }
 // the raw document and the typed flights are held.
 func decodeSCHD(raw []byte, meta Meta, opt Options) (any, error) {
 	body := &SchdBody{STYP: meta.STYP}
-	wrappers := 0
 	recs := -1
 	seen := map[int64]int{}
-	err := forBody(raw, func(d *xml.Decoder, st *xml.StartElement) error {
-		if st.Name.Local != "SCHD" {
-			return skipElement(d)
-		}
-		wrappers++
-		if wrappers > 1 {
-			return pipeline.Errorf(pipeline.CodecError, "SCHD: more than one <SCHD> element")
-		}
-		n := 0
-		return forChildren(d, func(st *xml.StartElement) error {
-			switch st.Name.Local {
-			case "RECS":
-				if recs >= 0 {
-					return pipeline.Errorf(pipeline.CodecError, "SCHD/RECS: appears twice")
-				}
-				v, err := readRecs(d, st, "SCHD/RECS")
-				if err != nil {
-					return err
-				}
-				recs = v
-				if body.Flights == nil {
-					body.Flights = make([]Flight, 0, min(recs, len(raw)/256+1))
-				}
-				return nil
-			case "FLTR":
-				n++
-				var x xrec
-				if err := readRecord(d, st, &x); err != nil {
-					return pipeline.Errorf(pipeline.CodecError, "FLTR[%d]: %v", n, err)
-				}
-				c := conv{loc: opt.location(), kind: "FLTR", n: n}
-				f := c.flight(&x)
-				if c.err != nil {
-					return c.err
-				}
-				if first, dup := seen[f.FLID]; dup {
-					return pipeline.Errorf(pipeline.CodecError, "FLTR[%d] FLID %d: FLID already used by FLTR[%d]", n, f.FLID, first)
-				}
-				seen[f.FLID] = n
-				body.Flights = append(body.Flights, f)
-				return nil
+	n := 0
+	err := forWrapperChildren(raw, "SCHD", func(d *xml.Decoder, st *xml.StartElement) error {
+		switch st.Name.Local {
+		case "RECS":
+			if recs >= 0 {
+				return pipeline.Errorf(pipeline.CodecError, "SCHD/RECS: appears twice")
 			}
-			return skipElement(d)
-		})
+			v, err := readRecs(d, st, "SCHD/RECS")
+			if err != nil {
+				return err
+			}
+			recs = v
+			if body.Flights == nil {
+				body.Flights = make([]Flight, 0, min(recs, len(raw)/256+1))
+			}
+			return nil
+		case "FLTR":
+			n++
+			var x xrec
+			if err := readRecord(d, st, &x); err != nil {
+				return pipeline.Errorf(pipeline.CodecError, "FLTR[%d]: %v", n, err)
+			}
+			c := conv{loc: opt.location(), kind: "FLTR", n: n}
+			f := c.flight(&x)
+			if c.err != nil {
+				return c.err
+			}
+			if first, dup := seen[f.FLID]; dup {
+				return pipeline.Errorf(pipeline.CodecError, "FLTR[%d] FLID %d: FLID already used by FLTR[%d]", n, f.FLID, first)
+			}
+			seen[f.FLID] = n
+			body.Flights = append(body.Flights, f)
+			return nil
+		}
+		return skipElement(d)
 	})
 	if err != nil {
 		return nil, err
-	}
-	if wrappers == 0 {
-		return nil, pipeline.Errorf(pipeline.CodecError, "SCHD: no <SCHD> element in the message")
 	}
 	if recs < 0 {
 		return nil, pipeline.Errorf(pipeline.CodecError, "SCHD/RECS: missing")

@@ -69,65 +69,52 @@ func init() { register("SCHS", decodeSCHS) }
 func decodeSCHS(raw []byte, _ Meta, opt Options) (any, error) {
 	loc := opt.location()
 	body := &SchsBody{}
-	wrappers := 0
 	recs := -1
 	head := map[string]xtext{}
-	err := forBody(raw, func(d *xml.Decoder, st *xml.StartElement) error {
-		if st.Name.Local != "SCHS" {
-			return skipElement(d)
-		}
-		wrappers++
-		if wrappers > 1 {
-			return pipeline.Errorf(pipeline.CodecError, "SCHS: more than one <SCHS> element")
-		}
-		n := 0
-		return forChildren(d, func(st *xml.StartElement) error {
-			switch name := st.Name.Local; name {
-			case "RECS":
-				if recs >= 0 {
-					return pipeline.Errorf(pipeline.CodecError, "SCHS/RECS: appears twice")
-				}
-				v, err := readRecs(d, st, "SCHS/RECS")
-				if err != nil {
-					return err
-				}
-				recs = v
-				if body.Flights == nil {
-					body.Flights = make([]SeasonFlight, 0, min(recs, len(raw)/256+1))
-				}
-				return nil
-			case "SNAM", "APCD", "SDAT", "EDAT":
-				x := head[name]
-				if err := readText(d, &x); err != nil {
-					return pipeline.Errorf(pipeline.CodecError, "SCHS/%s: %v", name, err)
-				}
-				if x.n > 1 {
-					return pipeline.Errorf(pipeline.CodecError, "SCHS/%s: appears twice", name)
-				}
-				head[name] = x
-				return nil
-			case "FLTR":
-				n++
-				var x xrec
-				if err := readRecord(d, st, &x); err != nil {
-					return pipeline.Errorf(pipeline.CodecError, "SCHS FLTR[%d]: %v", n, err)
-				}
-				c := conv{loc: loc, kind: "SCHS FLTR", n: n}
-				f := c.seasonFlight(&x)
-				if c.err != nil {
-					return c.err
-				}
-				body.Flights = append(body.Flights, f)
-				return nil
+	n := 0
+	err := forWrapperChildren(raw, "SCHS", func(d *xml.Decoder, st *xml.StartElement) error {
+		switch name := st.Name.Local; name {
+		case "RECS":
+			if recs >= 0 {
+				return pipeline.Errorf(pipeline.CodecError, "SCHS/RECS: appears twice")
 			}
-			return skipElement(d)
-		})
+			v, err := readRecs(d, st, "SCHS/RECS")
+			if err != nil {
+				return err
+			}
+			recs = v
+			if body.Flights == nil {
+				body.Flights = make([]SeasonFlight, 0, min(recs, len(raw)/256+1))
+			}
+			return nil
+		case "SNAM", "APCD", "SDAT", "EDAT":
+			x := head[name]
+			if err := readText(d, &x); err != nil {
+				return pipeline.Errorf(pipeline.CodecError, "SCHS/%s: %v", name, err)
+			}
+			if x.n > 1 {
+				return pipeline.Errorf(pipeline.CodecError, "SCHS/%s: appears twice", name)
+			}
+			head[name] = x
+			return nil
+		case "FLTR":
+			n++
+			var x xrec
+			if err := readRecord(d, st, &x); err != nil {
+				return pipeline.Errorf(pipeline.CodecError, "SCHS FLTR[%d]: %v", n, err)
+			}
+			c := conv{loc: loc, kind: "SCHS FLTR", n: n}
+			f := c.seasonFlight(&x)
+			if c.err != nil {
+				return c.err
+			}
+			body.Flights = append(body.Flights, f)
+			return nil
+		}
+		return skipElement(d)
 	})
 	if err != nil {
 		return nil, err
-	}
-	if wrappers == 0 {
-		return nil, pipeline.Errorf(pipeline.CodecError, "SCHS: no <SCHS> element in the message")
 	}
 	body.SNAM = head["SNAM"].s
 	body.APCD = head["APCD"].s
