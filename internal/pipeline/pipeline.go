@@ -67,12 +67,16 @@ const (
 
 // ParseErrorClass returns the class named s, or false.
 func ParseErrorClass(s string) (ErrorClass, bool) {
-	switch c := ErrorClass(s); c {
-	case Malformed, CodecError, Unsupported, Infra, Exhausted, Orphan, Rejected:
-		return c, true
+	for _, c := range Classes {
+		if string(c) == s {
+			return c, true
+		}
 	}
 	return "", false
 }
+
+// Classes lists every error class.
+var Classes = []ErrorClass{Malformed, CodecError, Unsupported, Infra, Exhausted, Orphan, Rejected}
 
 // Replayable reports whether replay may move a FAILED or DEAD row of class c back to PENDING.
 // Every class but MALFORMED is.

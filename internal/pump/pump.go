@@ -176,7 +176,7 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 	} else if msgs <= states {
 		return nil
 	}
-	n, _, err := p.db.AdoptLegacy(ctx, from, now)
+	n, err := p.db.AdoptLegacy(ctx, from, msgs, now)
 	if err != nil {
 		return err
 	}

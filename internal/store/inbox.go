@@ -121,19 +121,14 @@ func tooLarge(err error) bool {
 	return errors.Is(err, mysqldrv.ErrPktTooLarge) || (errors.As(err, &me) && me.Number == 1153)
 }
 
-// AdoptLegacy gives a PENDING PROC_STATE row to every VALID CMINMSGS row above afterID that
-// has none (rows another program, such as the legacy gateway, inserted directly), so they join
-// the order. It returns how many it adopted and the highest CMINMSGS_ID it saw.
-func (d *DB) AdoptLegacy(ctx context.Context, afterID int64, now time.Time) (int, int64, error) {
-	var maxID sql.NullInt64
-	if err := d.SQL.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM CMINMSGS`).Scan(&maxID); err != nil {
-		return 0, afterID, Unavailable(err)
+// AdoptLegacy gives a PENDING PROC_STATE row to every VALID CMINMSGS row with an id in
+// (afterID, upTo] that has none (rows another program, such as the legacy gateway, inserted
+// directly), so they join the order. It returns how many it adopted.
+func (d *DB) AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time) (int, error) {
+	if upTo <= afterID {
+		return 0, nil
 	}
-	if !maxID.Valid || maxID.Int64 <= afterID {
-		return 0, afterID, nil
-	}
-	n, err := adopt(ctx, d.Dialect, d.SQL, afterID, maxID.Int64, now)
-	return n, maxID.Int64, err
+	return adopt(ctx, d.Dialect, d.SQL, afterID, upTo, now)
 }
 
 // Heads returns the highest CMINMSGS_ID and the highest PROC_STATE id: two index lookups.
@@ -157,13 +152,4 @@ func (d *DB) Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
 		return "", false, Unavailable(err)
 	}
 	return raw, true, nil
-}
-
-// MaxMessageID returns the highest CMINMSGS_ID (0 when empty).
-func (d *DB) MaxMessageID(ctx context.Context) (int64, error) {
-	var id sql.NullInt64
-	if err := d.SQL.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM CMINMSGS`).Scan(&id); err != nil {
-		return 0, Unavailable(err)
-	}
-	return id.Int64, nil
 }

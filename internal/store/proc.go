@@ -352,9 +352,6 @@ func isUniqueViolation(err error) bool {
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "Duplicate entry") || strings.Contains(s, "Error 1062")
 }
 
-// ReplayableClasses are the classes replay may move: every class but MALFORMED.
-var ReplayableClasses = []pipeline.ErrorClass{pipeline.CodecError, pipeline.Unsupported, pipeline.Infra, pipeline.Exhausted, pipeline.Orphan}
-
 // ReplayResult says what a replay did.
 type ReplayResult struct {
 	Moved   int     `json:"moved"`
@@ -370,7 +367,11 @@ type ReplayResult struct {
 func (d *DB) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time) (ReplayResult, error) {
 	res := ReplayResult{IDs: []int64{}}
 	if len(classes) == 0 {
-		classes = ReplayableClasses
+		for _, c := range pipeline.Classes {
+			if c.Replayable() {
+				classes = append(classes, c)
+			}
+		}
 	}
 	var allowed []any
 	for _, c := range classes {
