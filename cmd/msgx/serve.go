@@ -132,7 +132,7 @@ func serve(args []string) error {
 	})
 	var disp *dispatch.Dispatcher
 	if runPump {
-		sinks, err := openSinks(ctx, db, cfg, log)
+		sinks, err := openSinks(ctx, db, cfg, clock, log)
 		if err != nil {
 			return err
 		}
@@ -245,7 +245,7 @@ func serve(args []string) error {
 // default) every target the handlers emit to is a file sink under <data-dir>/outbox. A target
 // the handlers emit to, or that has undelivered events, but that config does not define is a
 // start-up error naming it.
-func openSinks(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger) (map[string]target.Sink, error) {
+func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipeline.Clock, log *slog.Logger) (map[string]target.Sink, error) {
 	targets := cfg.Targets
 	if len(targets) == 0 {
 		targets = map[string]target.Config{}
@@ -259,7 +259,7 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, log *slog.L
 			return nil, fmt.Errorf("config: targets.%s.copy-of: %q is not a target events are emitted to (%s)", name, tc.CopyOf, strings.Join(handler.Targets, ", "))
 		}
 	}
-	stats, err := dispatch.Stats(ctx, db, time.Now())
+	stats, err := dispatch.Stats(ctx, db, clock.Now())
 	if err != nil {
 		return nil, err
 	}
