@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"msgx/internal/handler"
@@ -51,6 +53,32 @@ type Pump struct {
 	log       *slog.Logger
 	wake      chan struct{}
 	lastSweep time.Time
+
+	mu      sync.Mutex
+	trouble *Trouble // the head whose outcome the pump cannot write; nil when none
+}
+
+// Trouble says that the pump could not finish its head: the database refused or did not
+// answer the writes of the head's outcome (even a minimal DEAD record). The pump counts each
+// such attempt in memory, backs off by the retry policy and tries again; status and metrics
+// show it, since the head's own row cannot.
+type Trouble struct {
+	MsgID       int64     `json:"msg_id"`
+	Failures    int       `json:"failures"`
+	LastError   string    `json:"last_error"`
+	Since       time.Time `json:"since"`
+	NextAttempt time.Time `json:"next_attempt_at"`
+}
+
+// Trouble returns the pump's current trouble with its head, or nil.
+func (p *Pump) Trouble() *Trouble {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.trouble == nil {
+		return nil
+	}
+	t := *p.trouble
+	return &t
 }
 
 // New returns a pump over db with the handlers of reg.
@@ -133,20 +161,62 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 		return p.runJob(ctx, job, now)
 	}
 	if head == nil {
+		p.setTrouble(nil)
 		return p.opt.PollInterval, nil
+	}
+	if t := p.Trouble(); t != nil && t.MsgID == head.ID && t.NextAttempt.After(now) {
+		return min(t.NextAttempt.Sub(now), p.opt.PollInterval), nil
 	}
 	if head.State == pipeline.Failed {
 		first := timeOr(head.FirstFailedAt, now)
 		if p.opt.Policy.Overdue(first, now) {
 			reason := fmt.Sprintf("head deadline %s passed: failing since %s", p.opt.Policy.HeadDeadline, first.Format(time.RFC3339))
-			p.recordDead(ctx, head, pipeline.Exhausted, lastErrOr(head)+"; "+reason, head.Attempts, first, now)
-			return 0, nil
+			err := p.recordDead(ctx, head, pipeline.Exhausted, lastErrOr(head)+"; "+reason, head.Attempts, first, now)
+			return p.afterHead(head, err, now)
 		}
 		if head.NextAttemptAt != nil && head.NextAttemptAt.After(now) {
 			return min(head.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
 		}
 	}
-	return 0, p.process(ctx, head, now)
+	return p.afterHead(head, p.process(ctx, head, now), now)
+}
+
+// afterHead judges the outcome of working on head. A row that changed under the pump (an
+// operator replayed it) is read again at once; a lost lease stops the step; any other error
+// (the outcome could not be written) counts as a failed attempt held in memory, with backoff,
+// so the pump never spins on a head it cannot record.
+func (p *Pump) afterHead(head *store.Message, err error, now time.Time) (time.Duration, error) {
+	switch {
+	case err == nil:
+		p.setTrouble(nil)
+		return 0, nil
+	case errors.Is(err, store.ErrChanged):
+		p.log.Info("message changed while the pump worked on it (replayed?); reading it again", "msg_id", head.ID)
+		return 0, nil
+	case errors.Is(err, store.ErrFenced):
+		return 0, err
+	}
+	p.mu.Lock()
+	t := p.trouble
+	if t == nil || t.MsgID != head.ID {
+		t = &Trouble{MsgID: head.ID, Since: now}
+		p.trouble = t
+	}
+	t.Failures++
+	t.LastError = err.Error()
+	wait := p.opt.Policy.Delay(t.Failures)
+	t.NextAttempt = now.Add(wait)
+	failures := t.Failures
+	p.mu.Unlock()
+	p.log.Error("cannot record the outcome of the head message; backing off", "msg_id", head.ID, "failures", failures,
+		"retry_in", wait.String(), "err", err.Error())
+	return wait, nil
+}
+
+func (p *Pump) setTrouble(t *Trouble) {
+	p.mu.Lock()
+	p.trouble = t
+	p.mu.Unlock()
 }
 
 // sweepEvery is how often the adoption also looks below the newest PROC_STATE row, for a
@@ -193,10 +263,9 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		return err
 	}
 	if !ok {
-		p.recordDead(ctx, m, pipeline.Malformed, "raw message missing from CMINMSGS", m.Attempts, time.Time{}, now)
-		return nil
+		return p.recordDead(ctx, m, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
-	msg, err := sis.Decode([]byte(raw), p.opt.SIS)
+	msg, err := p.decode(m.ID, raw)
 	tag, identity := "", ""
 	if msg != nil {
 		tag = msg.Tag()
@@ -213,7 +282,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		// The identity is bound only by the success transaction, so this message's effects
 		// are committed: the commit went through although its answer was lost. Applying
 		// it again would double its events; record the success instead.
-		if err := p.db.Record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity}, now); err != nil {
+		if err := p.db.Record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity, From: store.VersionOf(m)}, now); err != nil {
 			return err
 		}
 		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", "already applied; its commit's answer was lost")
@@ -223,7 +292,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	if !ok {
 		return p.fail(ctx, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, now)
 	}
-	dec, err := h.Decide(ctx, p.opt.View, msg)
+	dec, err := p.decide(ctx, m.ID, h, msg)
 	if err != nil {
 		if s, ok := handler.AsSkip(err); ok {
 			return p.skip(ctx, m, msg, identity, s.Reason, now)
@@ -232,7 +301,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	}
 	dec.Events = p.withCopies(dec.Events)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{TypeTag: tag, Identity: identity, Meta: meta, Decision: dec}, p.opt.Flights, now)
+	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity, Meta: meta, Decision: dec}, p.opt.Flights, now)
 	if errors.Is(err, store.ErrIdentityTaken) {
 		holder, _, berr := p.db.BoundTo(ctx, identity)
 		if berr != nil {
@@ -271,7 +340,7 @@ func (p *Pump) withCopies(evs []pipeline.Event) []pipeline.Event {
 
 func (p *Pump) skip(ctx context.Context, m *store.Message, msg *sis.Message, identity, reason string, now time.Time) error {
 	meta := &store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	o := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: identity, Meta: meta}
+	o := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: identity, Meta: meta, From: store.VersionOf(m)}
 	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
 		return err
 	}
@@ -293,7 +362,7 @@ func (p *Pump) fail(ctx context.Context, m *store.Message, cause error, tag, ide
 		return p.recordDeadTagged(ctx, m, v.Class, last, attempts, first, tag, identity, now)
 	}
 	o := store.Outcome{State: pipeline.Failed, Class: class, Attempts: attempts, NextAttemptAt: v.NextAttemptAt,
-		FirstFailedAt: first, LastError: cause.Error(), TypeTag: tag, Identity: identity}
+		FirstFailedAt: first, LastError: cause.Error(), TypeTag: tag, Identity: identity, From: store.VersionOf(m)}
 	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
 		return err
 	}
@@ -302,7 +371,7 @@ func (p *Pump) fail(ctx context.Context, m *store.Message, cause error, tag, ide
 	return nil
 }
 
-func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) {
+func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) error {
 	tag, ident := "", ""
 	if m.TypeTag != nil {
 		tag = *m.TypeTag
@@ -310,13 +379,11 @@ func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.
 	if m.Identity != nil {
 		ident = *m.Identity
 	}
-	if err := p.recordDeadTagged(ctx, m, class, last, attempts, first, tag, ident, now); err != nil {
-		p.log.Error("cannot record DEAD", "msg_id", m.ID, "err", err.Error())
-	}
+	return p.recordDeadTagged(ctx, m, class, last, attempts, first, tag, ident, now)
 }
 
 func (p *Pump) recordDeadTagged(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first time.Time, tag, identity string, now time.Time) error {
-	o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: last, TypeTag: tag, Identity: identity}
+	o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: last, TypeTag: tag, Identity: identity, From: store.VersionOf(m)}
 	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
 		return err
 	}
@@ -353,6 +420,33 @@ func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Du
 	}
 	p.log.Warn("job "+state, "job_id", j.ID, "kind", j.Kind, "attempts", attempts, "err", err.Error())
 	return 0, p.db.FinishJob(ctx, j.ID, state, attempts, v.NextAttemptAt, first, "", err.Error(), now)
+}
+
+// decode decodes raw; a panic in the decoder is the message's CODEC_ERROR, not the process's
+// end (the stack goes to the log), so it follows the retry and poison path and can be
+// replayed once the decoder is fixed.
+func (p *Pump) decode(id int64, raw string) (msg *sis.Message, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, err = nil, p.panicked(id, "decoding", r)
+		}
+	}()
+	return sis.Decode([]byte(raw), p.opt.SIS)
+}
+
+// decide asks h for its Decision; a panic in the handler is a CODEC_ERROR like one in decode.
+func (p *Pump) decide(ctx context.Context, id int64, h handler.Handler, msg *sis.Message) (dec pipeline.Decision, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			dec, err = pipeline.Decision{}, p.panicked(id, "deciding "+msg.Tag(), r)
+		}
+	}()
+	return h.Decide(ctx, p.opt.View, msg)
+}
+
+func (p *Pump) panicked(id int64, what string, r any) error {
+	p.log.Error("panic while "+what+"; the message fails with CODEC_ERROR", "msg_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return pipeline.Errorf(pipeline.CodecError, "panic while %s: %v", what, r)
 }
 
 func timeOr(t *time.Time, def time.Time) time.Time {

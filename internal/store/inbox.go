@@ -141,15 +141,3 @@ func (d *DB) Heads(ctx context.Context) (msgs, states int64, err error) {
 	}
 	return m.Int64, p.Int64, nil
 }
-
-// Raw returns the raw text of message id; ok is false when the row is gone.
-func (d *DB) Raw(ctx context.Context, id int64) (raw string, ok bool, err error) {
-	err = d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS WHERE CMINMSGS_ID = ?`, id).Scan(&raw)
-	if err == sql.ErrNoRows {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, Unavailable(err)
-	}
-	return raw, true, nil
-}

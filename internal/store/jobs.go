@@ -114,30 +114,3 @@ func (d *DB) FinishJob(ctx context.Context, id int64, state string, attempts int
 	}
 	return nil
 }
-
-// Archive moves finished messages (SUCCEEDED, SKIPPED, DEAD) with ids up to maxID that were
-// received before `before` from CMINMSGS to CMINMSGS_HST, in one transaction. Their PROC_STATE
-// rows stay, so the API still tells what happened to them.
-func (d *DB) Archive(ctx context.Context, maxID int64, before time.Time) (int, error) {
-	var n int64
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
-		sel := `FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
-			WHERE c.CMINMSGS_ID <= ? AND p.STATE IN ('SUCCEEDED','SKIPPED','DEAD') AND c.CMINMSGS_DATE_RECEIVED < ?`
-		_, err := tx.ExecContext(ctx, `INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_DATE_PROCESSED,
-			CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE,
-			CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS)
-			SELECT c.CMINMSGS_ID, c.CMINMSGS_CLOB_MSG, c.CMINMSGS_DATE_RECEIVED, c.CMINMSGS_DATE_PROCESSED, c.CMINMSGS_SUBSYSTEM_NAME,
-			c.CMINMSGS_SUBSYSTEM_SEQUENCE, c.CMINMSGS_SUBSYSTEM_DATE_SENT, c.CMINMSGS_SUBSYSTEM_SUBTYPE, c.CMINMSGS_SUBSYSTEM_TYPE,
-			c.CMINMSGS_STATUS `+sel, maxID, T(before))
-		if err != nil {
-			return Unavailable(fmt.Errorf("archive copy: %w", err))
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM CMINMSGS WHERE CMINMSGS_ID IN (SELECT CMINMSGS_ID FROM CMINMSGS_HST) AND CMINMSGS_ID <= ?`, maxID)
-		if err != nil {
-			return Unavailable(fmt.Errorf("archive delete: %w", err))
-		}
-		n, _ = res.RowsAffected()
-		return nil
-	})
-	return int(n), err
-}

@@ -34,7 +34,7 @@ func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Dur
 		case err == sql.ErrNoRows:
 			_, err = tx.ExecContext(ctx, `INSERT INTO PUMP_LEASE (NAME, HOLDER, EXPIRES_AT, ACQUIRED_AT) VALUES (?, ?, ?, ?)`,
 				name, holder, T(now.Add(ttl)), T(now))
-			if err != nil && isUniqueViolation(err) {
+			if err != nil && IsUniqueViolation(err) {
 				return &LeaseHeldError{Holder: "unknown", Until: now.Add(ttl)}
 			}
 			return err

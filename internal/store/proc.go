@@ -150,7 +150,7 @@ func (d *DB) CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, err
 
 // Outcome is the state the pump records for a message it could not (or need not) apply.
 type Outcome struct {
-	State         pipeline.ProcStatus // FAILED, DEAD or SKIPPED
+	State         pipeline.ProcStatus // FAILED, DEAD, SKIPPED (or SUCCEEDED for a lost answer)
 	Class         pipeline.ErrorClass // "" for SKIPPED
 	Attempts      int
 	NextAttemptAt time.Time // FAILED only
@@ -159,10 +159,49 @@ type Outcome struct {
 	TypeTag       string
 	Identity      string
 	Meta          *Backfill // SKIPPED: fill the CMINMSGS subsystem columns too
+
+	// From is the state and attempts the pump read: the write happens only while the row is
+	// still so, else Record returns ErrChanged (an operator's replay is never overwritten).
+	// A zero From (no state) writes unconditionally.
+	From Version
 }
 
-// Record writes an outcome for message id.
+// Version is what the pump read of a message's row: its state and attempts.
+type Version struct {
+	State    pipeline.ProcStatus
+	Attempts int
+}
+
+// VersionOf returns the version of m as read.
+func VersionOf(m *Message) Version { return Version{State: m.State, Attempts: m.Attempts} }
+
+// where returns the condition of a write made from version v, and its arguments.
+func (v Version) where(id int64) (string, []any) {
+	if v.State == "" {
+		return ` WHERE CMINMSGS_ID = ?`, []any{id}
+	}
+	return ` WHERE CMINMSGS_ID = ? AND STATE = ? AND ATTEMPTS = ?`, []any{id, v.State, v.Attempts}
+}
+
+// Record writes an outcome for message id. Every text is fitted to its column. When the
+// database still refuses a value (a data error), a minimal record (state, class, attempts,
+// times and a plain last error, without type tag, identity or back-fill) is written instead, so
+// no value a message carries can keep its outcome from being recorded. The error returned when
+// even that fails is what the pump counts as a failed attempt to record.
 func (d *DB) Record(ctx context.Context, id int64, o Outcome, now time.Time) error {
+	err := d.record(ctx, id, o, now, false)
+	if err != nil && IsDataError(err) {
+		first := err
+		err = d.record(ctx, id, o, now, true)
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("record %s for message %d: %v; minimal record: %w", o.State, id, first, err)
+	}
+	return err
+}
+
+func (d *DB) record(ctx context.Context, id int64, o Outcome, now time.Time, minimal bool) error {
 	return d.Tx(ctx, func(tx *sql.Tx) error {
 		if err := d.checkFence(ctx, tx); err != nil {
 			return err
@@ -171,15 +210,29 @@ func (d *DB) Record(ctx context.Context, id int64, o Outcome, now time.Time) err
 		if o.State.Terminal() {
 			processed = T(now)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?,
+		last, tag, ident := Fit(o.LastError, LastErrorWidth), Fit(o.TypeTag, TypeTagWidth), Fit(o.Identity, IdentityWidth)
+		if minimal {
+			last, tag, ident = Fit(o.LastError, 500), "", ""
+			if last != "" {
+				last = "[recorded without its type tag and identity: the database refused them] " + last
+			}
+		}
+		where, wargs := o.From.where(id)
+		args := append([]any{o.State, nullStr(string(o.Class)), o.Attempts, T(o.NextAttemptAt), T(o.FirstFailedAt), nullStr(last),
+			nullStr(tag), nullStr(ident), T(now), processed}, wargs...)
+		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?,
 			FIRST_FAILED_AT = ?, LAST_ERROR = ?, TYPE_TAG = COALESCE(?, TYPE_TAG), IDENTITY = COALESCE(?, IDENTITY),
-			UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ?`,
-			o.State, nullStr(string(o.Class)), o.Attempts, T(o.NextAttemptAt), T(o.FirstFailedAt), nullStr(truncate(o.LastError, 4000)),
-			nullStr(o.TypeTag), nullStr(o.Identity), T(now), processed, id)
+			UPDATED_AT = ?, PROCESSED_AT = ?`+where, args...)
 		if err != nil {
+			if IsDataError(err) {
+				return err // the caller retries with a minimal record
+			}
 			return Unavailable(fmt.Errorf("record %s for message %d: %w", o.State, id, err))
 		}
-		if o.Meta != nil {
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrChanged
+		}
+		if o.Meta != nil && !minimal {
 			return backfill(ctx, tx, id, *o.Meta, now)
 		}
 		return nil
@@ -191,13 +244,6 @@ func nullStr(s string) any {
 		return nil
 	}
 	return s
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // Backfill is what a processed message writes back into its legacy CMINMSGS columns.
@@ -246,7 +292,7 @@ func parseSeq(s string) (int64, error) {
 // BoundTo returns the message that holds identity, if any.
 func (d *DB) BoundTo(ctx context.Context, identity string) (int64, bool, error) {
 	var id int64
-	err := d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE IDENTITY_KEY = ?`, identity).Scan(&id)
+	err := d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE IDENTITY_KEY = ?`, IdentityKey(identity)).Scan(&id)
 	if err == sql.ErrNoRows {
 		return 0, false, nil
 	}
@@ -258,6 +304,7 @@ func (d *DB) BoundTo(ctx context.Context, identity string) (int64, bool, error) 
 
 // Success is what the pump commits for a message that was applied.
 type Success struct {
+	From     Version // the row as the pump read it (see Outcome.From)
 	TypeTag  string
 	Identity string
 	Meta     Backfill
@@ -282,16 +329,17 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 		if err := d.checkFence(ctx, tx); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ? WHERE CMINMSGS_ID = ?`,
-			s.Identity, s.Identity, s.TypeTag, id)
+		where, wargs := s.From.where(id)
+		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?`+where,
+			append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth)}, wargs...)...)
 		if err != nil {
-			if isUniqueViolation(err) {
+			if IsUniqueViolation(err) {
 				return ErrIdentityTaken
 			}
-			return Unavailable(fmt.Errorf("bind identity: %w", err))
+			return classifyWrite("bind identity", err)
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("message %d has no PROC_STATE row", id)
+			return ErrChanged
 		}
 		for _, ch := range s.Decision.Ref {
 			n, err := applyRef(ctx, tx, id, ch, now)
@@ -317,11 +365,13 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = NULL, LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL,
 			UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ?`, pipeline.Succeeded, T(now), T(now), id)
-		if err != nil {
-			return Unavailable(fmt.Errorf("mark %d SUCCEEDED: %w", id, err))
-		}
-		return nil
+		return classifyWrite(fmt.Sprintf("mark %d SUCCEEDED", id), err)
 	})
+	if err != nil && IsDataError(err) && pipeline.ClassOf(err) == pipeline.Infra {
+		// A value of this message's effects that the database refuses (a reference key longer
+		// than its column, say) fails this message, not the database.
+		err = pipeline.Wrap(pipeline.CodecError, fmt.Errorf("the database refused a value of message %d's effects: %w", id, err))
+	}
 	return events, refChanged, err
 }
 
@@ -345,11 +395,6 @@ func insertEvents(ctx context.Context, tx *sql.Tx, msgID int64, tag string, evs 
 		}
 	}
 	return len(evs), nil
-}
-
-func isUniqueViolation(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "Duplicate entry") || strings.Contains(s, "Error 1062")
 }
 
 // ReplayResult says what a replay did.
@@ -399,7 +444,11 @@ func (d *DB) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []in
 			q += `STATE IN (?, ?) AND ERROR_CLASS IN (` + placeholders(len(named)) + `)`
 			args = append(append(args, pipeline.Failed, pipeline.Dead), named...)
 		}
-		rows, err := tx.QueryContext(ctx, q+` ORDER BY CMINMSGS_ID`, args...)
+		q += ` ORDER BY CMINMSGS_ID`
+		if d.Dialect == MySQL {
+			q += ` FOR UPDATE` // the pump's concurrent write waits, then finds the row changed
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return Unavailable(err)
 		}
@@ -433,9 +482,9 @@ func (d *DB) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []in
 		if len(move) == 0 {
 			return nil
 		}
-		args = append([]any{pipeline.Pending, T(now)}, move...)
+		args = append(append([]any{pipeline.Pending, T(now)}, move...), pipeline.Failed, pipeline.Dead)
 		r, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ATTEMPTS = 0, NEXT_ATTEMPT_AT = NULL, FIRST_FAILED_AT = NULL,
-			PROCESSED_AT = NULL, UPDATED_AT = ? WHERE CMINMSGS_ID IN (`+placeholders(len(move))+`)`, args...)
+			PROCESSED_AT = NULL, UPDATED_AT = ? WHERE CMINMSGS_ID IN (`+placeholders(len(move))+`) AND STATE IN (?, ?)`, args...)
 		if err != nil {
 			return Unavailable(err)
 		}

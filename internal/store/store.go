@@ -147,6 +147,9 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 		// Without it every query with arguments is a prepare, an execute and a close: three
 		// round trips where one does. Safe with the utf8mb4 connection charset.
 		cfg.InterpolateParams = true
+		// RowsAffected counts the rows a conditional UPDATE matched, not only those whose values
+		// changed, so "0 rows" always means "the row was not in the state we read".
+		cfg.ClientFoundRows = true
 		if cfg.Params == nil {
 			cfg.Params = map[string]string{}
 		}

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// Raw returns the raw text of message id, from CMINMSGS or, once ARCHIVE has moved it, from
+// CMINMSGS_HST (a replayed message is read from there); ok is false when it is in neither.
+func (d *DB) Raw(ctx context.Context, id int64) (raw string, ok bool, err error) {
+	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST"} {
+		err = d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_CLOB_MSG FROM `+table+` WHERE CMINMSGS_ID = ?`, id).Scan(&raw)
+		if err == nil {
+			return raw, true, nil
+		}
+		if err != sql.ErrNoRows {
+			return "", false, Unavailable(fmt.Errorf("read message %d from %s: %w", id, table, err))
+		}
+	}
+	return "", false, nil
+}
+
+// ArchiveChunk is how many messages one archive transaction moves: a table of millions of
+// rows is archived in many short transactions, never one that holds the database for long.
+const ArchiveChunk = 500
+
+// Archive moves the messages that finished for good (SUCCEEDED or SKIPPED) with ids up to
+// maxID and processed before `before` from CMINMSGS to CMINMSGS_HST, ArchiveChunk rows per
+// transaction, and returns how many it moved. DEAD and unfinished rows stay where the pump and
+// replay find them. Their PROC_STATE rows stay, so the API still tells what happened to them.
+// It stops between chunks when ctx ends, keeping what it moved.
+func (d *DB) Archive(ctx context.Context, maxID int64, before time.Time) (int, error) {
+	total := 0
+	var after int64
+	for ctx.Err() == nil {
+		n, last, err := d.archiveChunk(ctx, after, maxID, before)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if last == 0 {
+			break
+		}
+		after = last
+	}
+	return total, ctx.Err()
+}
+
+// archiveChunk moves up to ArchiveChunk archivable rows with ids in (after, maxID] and returns
+// how many it moved and the highest id it looked at (0 when there was none).
+func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before time.Time) (moved int, last int64, err error) {
+	err = d.Tx(ctx, func(tx *sql.Tx) error {
+		moved, last = 0, 0
+		rows, err := tx.QueryContext(ctx, `SELECT c.CMINMSGS_ID FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
+			WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_ID <= ? AND p.STATE IN (?, ?) AND p.PROCESSED_AT < ?
+			ORDER BY c.CMINMSGS_ID LIMIT ?`, after, maxID, pipeline.Succeeded, pipeline.Skipped, T(before), ArchiveChunk)
+		if err != nil {
+			return Unavailable(fmt.Errorf("archive: select: %w", err))
+		}
+		var ids []any
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return Unavailable(err)
+			}
+			ids = append(ids, id)
+			last = id
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return Unavailable(err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		in := `(` + placeholders(len(ids)) + `)`
+		const cols = `CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_DATE_PROCESSED, CMINMSGS_SUBSYSTEM_NAME,
+			CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS`
+		// A plain INSERT: an id the history already holds fails the job (visible, retried)
+		// rather than letting the delete below lose a row.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO CMINMSGS_HST (`+cols+`) SELECT `+cols+` FROM CMINMSGS WHERE CMINMSGS_ID IN `+in, ids...); err != nil {
+			return classifyWrite(fmt.Sprintf("archive: copy %d rows from id %v", len(ids), ids[0]), err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM CMINMSGS WHERE CMINMSGS_ID IN `+in, ids...)
+		if err != nil {
+			return Unavailable(fmt.Errorf("archive: delete %d rows: %w", len(ids), err))
+		}
+		n, _ := res.RowsAffected()
+		moved = int(n)
+		return nil
+	})
+	return moved, last, err
+}
