@@ -184,6 +184,20 @@ func status(args []string) error {
 		}
 		delete(st.Extra, "targets")
 	}
+	if raw, ok := st.Extra["pump_trouble"]; ok {
+		var tr *struct {
+			MsgID     int64     `json:"msg_id"`
+			Failures  int       `json:"failures"`
+			LastError string    `json:"last_error"`
+			Since     time.Time `json:"since"`
+			Next      time.Time `json:"next_attempt_at"`
+		}
+		if err := json.Unmarshal(raw, &tr); err == nil && tr != nil {
+			fmt.Printf("pump: cannot record the outcome of message %d: %d failure(s) since %s, next try %s\n  error: %s\n",
+				tr.MsgID, tr.Failures, tr.Since.Format(time.RFC3339), tr.Next.Format(time.RFC3339), tr.LastError)
+		}
+		delete(st.Extra, "pump_trouble")
+	}
 	keys := make([]string, 0, len(st.Extra))
 	for k := range st.Extra {
 		keys = append(keys, k)

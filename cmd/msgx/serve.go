@@ -159,9 +159,14 @@ func serve(args []string) error {
 		wake, dispWake = p.Wake, disp.Wake
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
+	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock))
-	srv.StatusExtra = map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, clock)}
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric()))
+	srv.StatusExtra = map[string]func(context.Context) (any, error){
+		"targets": api.TargetStatus(db, clock),
+		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
+		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
+	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding"
@@ -27,6 +28,14 @@ import (
 // share commits: a single writer goroutine takes every request waiting and stores them in one
 // transaction, so throughput does not fall to one fsync per message.
 type Inbox struct {
+	// MaxInflightBytes bounds the bytes of the bodies being read or waiting for their commit
+	// (http.max-inflight-bytes); a post beyond it is answered 503 with Retry-After, so many
+	// large concurrent posts cannot take the memory. 0 means no bound. Set it before serving.
+	MaxInflightBytes int64
+
+	flightMu sync.Mutex
+	inflight int64
+
 	db      *store.DB
 	clock   pipeline.Clock
 	log     *slog.Logger
@@ -155,7 +164,25 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("media type %q is not accepted: use application/xml, text/xml or text/plain", mt))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, in.maxBody))
+	var held int64
+	defer func() { in.release(held) }()
+	if n := r.ContentLength; n > 0 && n <= in.maxBody {
+		// Reserve the declared length before reading a byte of it.
+		if !in.reserve(n) {
+			in.busy(w)
+			return
+		}
+		held = n
+	}
+	var rd io.Reader = http.MaxBytesReader(w, r.Body, in.maxBody)
+	if held == 0 {
+		rd = &reservingReader{in: in, r: rd, held: &held}
+	}
+	body, err := io.ReadAll(rd)
+	if errors.Is(err, errInflight) {
+		in.busy(w)
+		return
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -232,4 +259,57 @@ func wantsJSON(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// errInflight is returned while reading a body of unknown length once the in-flight bound is
+// reached.
+var errInflight = errors.New("too many bytes in flight")
+
+// reserve takes n bytes of the in-flight bound; false when they are not free.
+func (in *Inbox) reserve(n int64) bool {
+	if in.MaxInflightBytes <= 0 {
+		return true
+	}
+	in.flightMu.Lock()
+	defer in.flightMu.Unlock()
+	if in.inflight+n > in.MaxInflightBytes {
+		return false
+	}
+	in.inflight += n
+	return true
+}
+
+// release gives n reserved bytes back.
+func (in *Inbox) release(n int64) {
+	if n == 0 || in.MaxInflightBytes <= 0 {
+		return
+	}
+	in.flightMu.Lock()
+	in.inflight -= n
+	in.flightMu.Unlock()
+}
+
+// busy answers a post the in-flight bound turned away: nothing was stored, try again later.
+func (in *Inbox) busy(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "busy",
+		fmt.Sprintf("the inbox holds %d bytes of messages not yet stored (http.max-inflight-bytes); the message was not stored, retry", in.MaxInflightBytes))
+}
+
+// reservingReader reserves the bytes of a body of unknown length as it reads them.
+type reservingReader struct {
+	in   *Inbox
+	r    io.Reader
+	held *int64
+}
+
+func (rr *reservingReader) Read(p []byte) (int, error) {
+	n, err := rr.r.Read(p)
+	if n > 0 {
+		if !rr.in.reserve(int64(n)) {
+			return 0, errInflight
+		}
+		*rr.held += int64(n)
+	}
+	return n, err
 }

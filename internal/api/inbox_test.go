@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"msgx/internal/api"
 	"msgx/internal/pipeline"
@@ -171,5 +172,66 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// Bodies being read count against http.max-inflight-bytes: a post that would go over it is
+// answered 503 with Retry-After and stores nothing; once the first is stored, posts go through.
+func TestInboxBoundsTheBytesInFlight(t *testing.T) {
+	db := storetest.SQLite(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	inbox := api.NewInbox(db, pipeline.SystemClock{}, log, 1000, nil)
+	inbox.MaxInflightBytes = 1000
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go inbox.Run(ctx)
+	ts := httptest.NewServer((&api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+	t.Cleanup(ts.Close)
+
+	post := func(body io.Reader, length int64) (int, string) {
+		req, _ := http.NewRequest("POST", ts.URL+"/cminmsgs/send", body)
+		req.Header.Set("Content-Type", "text/plain")
+		req.ContentLength = length
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After") + " " + string(b)
+	}
+	// A slow sender: 700 bytes declared, 10 sent, the rest held back.
+	pr, pw := io.Pipe()
+	first := make(chan int, 1)
+	go func() { code, _ := post(pr, 700); first <- code }()
+	pw.Write([]byte(strings.Repeat("a", 10)))
+	// Declared length over what is left: refused before reading.
+	deadline := time.Now().Add(5 * time.Second)
+	var code int
+	var rest string
+	for time.Now().Before(deadline) {
+		if code, rest = post(strings.NewReader(strings.Repeat("b", 400)), 400); code == 503 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the first request may not have reached the inbox yet
+	}
+	if code != 503 || !strings.HasPrefix(rest, "1 ") || !strings.Contains(rest, "max-inflight-bytes") {
+		t.Fatalf("over the bound: %d %q, want 503 with Retry-After", code, rest)
+	}
+	// Unknown length (chunked) is counted as it is read.
+	if code, rest := post(io.MultiReader(strings.NewReader(strings.Repeat("c", 400))), -1); code != 503 {
+		t.Fatalf("chunked over the bound: %d %q", code, rest)
+	}
+	pw.Write([]byte(strings.Repeat("a", 690)))
+	pw.Close()
+	if c := <-first; c != 200 {
+		t.Fatalf("the first post: %d", c)
+	}
+	if code, rest := post(strings.NewReader(strings.Repeat("d", 400)), 400); code != 200 {
+		t.Fatalf("after the first was stored: %d %q", code, rest)
+	}
+	counts, _ := db.CountByState(context.Background())
+	if counts[pipeline.Pending] != 2 {
+		t.Fatalf("stored %v, want the two accepted posts only", counts)
 	}
 }

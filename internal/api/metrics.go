@@ -71,10 +71,12 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 
 // MetricsRoute adds GET /metrics (Prometheus text format): message counts per state, event
 // counts per target and state, the age of each target's oldest pending event, the head's
-// attempts, and the Go runtime's own metrics.
-func MetricsRoute(db *store.DB, clock pipeline.Clock) func(*http.ServeMux) {
+// attempts, and the Go runtime's own metrics, plus the extra collectors of this process (the
+// pump's).
+func MetricsRoute(db *store.DB, clock pipeline.Clock, extra ...prometheus.Collector) func(*http.ServeMux) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newQueueCollector(db, clock), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return func(mux *http.ServeMux) { mux.Handle("GET /metrics", h) }
 }

@@ -35,6 +35,9 @@ type Config struct {
 	HTTP struct {
 		Addr         string `yaml:"addr"`           // listen address
 		MaxBodyBytes int64  `yaml:"max-body-bytes"` // inbox size limit
+		// MaxInflightBytes bounds the bytes of the bodies the inbox holds at once (read, not
+		// yet committed); beyond it a post is answered 503 with Retry-After.
+		MaxInflightBytes int64 `yaml:"max-inflight-bytes"`
 	} `yaml:"http"`
 
 	Database struct {
@@ -92,6 +95,7 @@ func Default() Config {
 	c.DataDir = "./data"
 	c.HTTP.Addr = ":8080"
 	c.HTTP.MaxBodyBytes = 32 << 20
+	c.HTTP.MaxInflightBytes = 128 << 20
 	c.Database.Driver = "sqlite"
 	c.Pipeline.PollInterval = time.Second
 	c.Pipeline.MaxAttempts = 5
@@ -192,6 +196,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		return bad("http.max-body-bytes", "must be positive, got %d", c.HTTP.MaxBodyBytes)
+	}
+	if c.HTTP.MaxInflightBytes < c.HTTP.MaxBodyBytes {
+		return bad("http.max-inflight-bytes", "must be at least http.max-body-bytes (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxInflightBytes)
 	}
 	switch c.Database.Driver {
 	case "sqlite":

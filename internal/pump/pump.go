@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -211,6 +213,20 @@ func (p *Pump) afterHead(head *store.Message, err error, now time.Time) (time.Du
 	p.log.Error("cannot record the outcome of the head message; backing off", "msg_id", head.ID, "failures", failures,
 		"retry_in", wait.String(), "err", err.Error())
 	return wait, nil
+}
+
+// TroubleMetric is the gauge msgx_pump_outcome_write_failures: how many times in a row the
+// pump could not record the outcome of its head (0 when it can). Alert when it stays above 0.
+func (p *Pump) TroubleMetric() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "msgx_pump_outcome_write_failures",
+		Help: "Consecutive failed attempts to record the outcome of the head message (0 when none); the head's own row cannot show them.",
+	}, func() float64 {
+		if t := p.Trouble(); t != nil {
+			return float64(t.Failures)
+		}
+		return 0
+	})
 }
 
 func (p *Pump) setTrouble(t *Trouble) {
