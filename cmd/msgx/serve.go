@@ -32,6 +32,10 @@ import (
 	"msgx/internal/target"
 )
 
+// testRegistryHook changes the handler registry in the end-to-end tests' binary only (see
+// testhooks.go, built with -tags msgxtesthooks); nil in msgx itself.
+var testRegistryHook func(*handler.Registry)
+
 const (
 	leaseName = "pump"
 	leaseTTL  = 15 * time.Second
@@ -118,6 +122,9 @@ func serve(args []string) error {
 		HeadDeadline: cfg.Pipeline.HeadDeadline,
 	}
 	reg := handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace})
+	if testRegistryHook != nil {
+		testRegistryHook(reg)
+	}
 	flights := flight.New(db, clock, cfg.Location())
 	p := pump.New(db, reg, pump.Options{
 		Policy:       policy,

@@ -67,6 +67,10 @@ func (r *Registry) Register(tag string, h Handler) {
 	r.m[tag] = h
 }
 
+// Replace sets the handler of tag whether or not one is registered; msgx's test hooks use it to
+// put a failing handler in the binary's registry.
+func (r *Registry) Replace(tag string, h Handler) { r.m[tag] = h }
+
 // RegisterType adds the fallback handler of TYPE typ, used by Lookup for a tag of that TYPE
 // that is not registered exactly; registering a TYPE twice is a programming error.
 func (r *Registry) RegisterType(typ string, h Handler) {

@@ -1,0 +1,29 @@
+//go:build msgxtesthooks
+
+package main
+
+import (
+	"context"
+	"os"
+
+	"msgx/internal/handler"
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+)
+
+// This file is compiled only into the end-to-end tests' binary (go build -tags
+// msgxtesthooks). MSGX_TEST_PANIC_TAG names a type tag whose handler then panics, as a handler
+// with a bug would, so the tests can watch the pump survive it.
+func init() {
+	testRegistryHook = func(reg *handler.Registry) {
+		tag := os.Getenv("MSGX_TEST_PANIC_TAG")
+		if tag == "" {
+			return
+		}
+		reg.Replace(tag, handler.Func(func(context.Context, handler.View, *sis.Message) (pipeline.Decision, error) {
+			var counts map[string]int
+			counts[tag]++ // a nil-map write: a bug, as a real handler might have
+			return pipeline.Decision{}, nil
+		}))
+	}
+}
