@@ -25,7 +25,7 @@ const seasonType = "SCHS"
 //	GET /api/v1/flights?day=YYYY-MM-DD  the flights of a local day, by SODT then FLID
 //	GET /api/v1/flights/{flid}          one flight's record (404 when absent)
 //	GET /api/v1/seasons                 the stored seasonal schedules
-func FlightRoutes(flights FlightReader, db *store.DB) func(*http.ServeMux) {
+func FlightRoutes(flights FlightReader, db store.Reference) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/flights", func(w http.ResponseWriter, r *http.Request) {
 			day := r.URL.Query().Get("day")

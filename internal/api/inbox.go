@@ -36,7 +36,7 @@ type Inbox struct {
 	flightMu sync.Mutex
 	inflight int64
 
-	db      *store.DB
+	db      store.Inbox
 	clock   pipeline.Clock
 	log     *slog.Logger
 	maxBody int64
@@ -58,7 +58,7 @@ type inboxRes struct {
 const maxBatch = 256
 
 // NewInbox returns an inbox over db; wake is called after each commit (the pump's Wake).
-func NewInbox(db *store.DB, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
+func NewInbox(db store.Inbox, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
 	if wake == nil {
 		wake = func() {}
 	}

@@ -17,9 +17,19 @@ import (
 	"msgx/internal/store"
 )
 
+// Store is what the HTTP API reads and changes in the database: messages and their replay,
+// reference data, jobs, who holds the pump lease, and whether the database answers.
+type Store interface {
+	store.Messages
+	store.Reference
+	store.Jobs
+	store.Health
+	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
+}
+
 // Server wires the HTTP routes. Optional parts (PumpInfo, Routes) may be nil.
 type Server struct {
-	DB    *store.DB
+	DB    Store
 	Inbox *Inbox
 	Clock pipeline.Clock
 	Log   *slog.Logger
@@ -58,7 +68,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.DB.SQL.PingContext(ctx); err != nil {
+	if err := s.DB.Ping(ctx); err != nil {
 		writeError(w, http.StatusServiceUnavailable, "database_unavailable", err.Error())
 		return
 	}

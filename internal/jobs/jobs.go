@@ -16,7 +16,7 @@ const Archive = "ARCHIVE"
 
 // Runner executes jobs for the pump.
 type Runner struct {
-	DB        *store.DB
+	DB        store.Archive
 	Clock     pipeline.Clock
 	Retention time.Duration // ARCHIVE keeps messages younger than this; default 24h
 }

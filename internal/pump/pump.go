@@ -42,6 +42,14 @@ type Options struct {
 	Jobs JobRunner
 }
 
+// Store is what the pump needs of the database: adoption of gateway rows, the processing
+// state of messages and the job queue.
+type Store interface {
+	store.Adoption
+	store.Processing
+	store.Jobs
+}
+
 // JobRunner executes one job and returns its result text.
 type JobRunner interface {
 	RunJob(ctx context.Context, j *store.Job) (string, error)
@@ -49,7 +57,7 @@ type JobRunner interface {
 
 // Pump is the single-writer loop.
 type Pump struct {
-	db        *store.DB
+	db        Store
 	reg       *handler.Registry
 	opt       Options
 	log       *slog.Logger
@@ -84,7 +92,7 @@ func (p *Pump) Trouble() *Trouble {
 }
 
 // New returns a pump over db with the handlers of reg.
-func New(db *store.DB, reg *handler.Registry, opt Options) *Pump {
+func New(db Store, reg *handler.Registry, opt Options) *Pump {
 	if opt.PollInterval <= 0 {
 		opt.PollInterval = time.Second
 	}

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// The store's contract, one small interface per concern. The packages that use the store
+// (pump, dispatch, api, jobs) take these, never the concrete *DB, so what they may do is
+// visible in their signatures; every implementation passes the shared contract suite of
+// package storetest on every dialect. *DB implements them all on SQLite and MySQL/MariaDB.
+
+// Inbox stores raw messages durably (CMINMSGS with their PENDING PROC_STATE).
+type Inbox interface {
+	// InsertMessages stores raws in one transaction and returns their ids in order; on
+	// return without error they are durable.
+	InsertMessages(ctx context.Context, raws []string, now time.Time) ([]int64, error)
+}
+
+// Adoption brings rows another program (the legacy gateway) inserted straight into CMINMSGS
+// into the order.
+type Adoption interface {
+	// Heads returns the highest CMINMSGS id and the highest id with a processing state.
+	Heads(ctx context.Context) (msgs, states int64, err error)
+	// AdoptLegacy gives a PENDING state to the adoptable rows with ids in (afterID, upTo].
+	AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time) (int, error)
+}
+
+// Processing is the pump's side of PROC_STATE: the head, the raw text, identity binding and
+// the outcome of each message.
+type Processing interface {
+	// Head returns the lowest unfinished message, or nil.
+	Head(ctx context.Context) (*Message, error)
+	// Raw returns the raw text of a message, live or archived.
+	Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
+	// BoundTo returns the message holding identity, if any.
+	BoundTo(ctx context.Context, identity string) (int64, bool, error)
+	// Record writes an outcome; ErrChanged when the row is no longer as read.
+	Record(ctx context.Context, id int64, o Outcome, now time.Time) error
+	// Succeed commits an applied message with its effects; ErrIdentityTaken or ErrChanged
+	// when it must not.
+	Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error)
+}
+
+// Messages is what operators read of messages and how they move them.
+type Messages interface {
+	GetMessage(ctx context.Context, id int64) (*Message, error)
+	ListMessages(ctx context.Context, f MessageFilter) ([]*Message, error)
+	CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error)
+	Head(ctx context.Context) (*Message, error)
+	// Replay moves FAILED/DEAD rows back to PENDING (never MALFORMED ones).
+	Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time) (ReplayResult, error)
+}
+
+// Reference reads the stored reference data (REF_DATA); the pump writes it through Succeed.
+type Reference interface {
+	RefList(ctx context.Context, typ string) ([]RefEntry, error)
+	RefGet(ctx context.Context, typ, key string) (*RefEntry, error)
+}
+
+// Jobs is the PUMP_JOB queue, ordered with the messages.
+type Jobs interface {
+	EnqueueJob(ctx context.Context, kind, params string, now time.Time) (*Job, error)
+	HeadJob(ctx context.Context) (*Job, error)
+	ListJobs(ctx context.Context, limit int) ([]*Job, error)
+	FinishJob(ctx context.Context, id int64, state string, attempts int, next, firstFailed time.Time, result, lastErr string, now time.Time) error
+}
+
+// Archive moves finished messages to CMINMSGS_HST.
+type Archive interface {
+	Archive(ctx context.Context, maxID int64, before time.Time) (int, error)
+}
+
+// Lease is the one-pump-per-database lease (PUMP_LEASE).
+type Lease interface {
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
+	TakeOverLease(ctx context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error
+	RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
+	ReleaseLease(ctx context.Context, name, holder string) error
+	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
+}
+
+// Health tells whether the database answers.
+type Health interface {
+	Ping(ctx context.Context) error
+}
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error {
+	if err := d.SQL.PingContext(ctx); err != nil {
+		return Unavailable(err)
+	}
+	return nil
+}
+
+var (
+	_ Inbox      = (*DB)(nil)
+	_ Adoption   = (*DB)(nil)
+	_ Processing = (*DB)(nil)
+	_ Messages   = (*DB)(nil)
+	_ Reference  = (*DB)(nil)
+	_ Jobs       = (*DB)(nil)
+	_ Archive    = (*DB)(nil)
+	_ Lease      = (*DB)(nil)
+	_ Health     = (*DB)(nil)
+)
