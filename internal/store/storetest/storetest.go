@@ -97,6 +97,55 @@ func MySQL(t testing.TB) *store.DB {
 	return db
 }
 
+// LegacyCMINMSGS is the legacy inbound table exactly as FORMAT.md §4.1 gives its column types
+// (MEDIUMTEXT message, DATETIME without fraction, MEDIUMINT sequence, VARCHAR(4) subsystem
+// columns), as the legacy database has it before msgx first migrates.
+const LegacyCMINMSGS = `CREATE TABLE %s (
+  CMINMSGS_ID BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  CMINMSGS_CLOB_MSG MEDIUMTEXT NOT NULL,
+  CMINMSGS_DATE_RECEIVED DATETIME NULL,
+  CMINMSGS_DATE_PROCESSED DATETIME NULL,
+  CMINMSGS_SUBSYSTEM_NAME VARCHAR(4) NULL,
+  CMINMSGS_SUBSYSTEM_SEQUENCE MEDIUMINT NULL,
+  CMINMSGS_SUBSYSTEM_DATE_SENT DATETIME NULL,
+  CMINMSGS_SUBSYSTEM_SUBTYPE VARCHAR(4) NULL,
+  CMINMSGS_SUBSYSTEM_TYPE VARCHAR(4) NULL,
+  CMINMSGS_STATUS VARCHAR(20) NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// MySQLLegacy opens a MySQL database that held the legacy CMINMSGS and CMINMSGS_HST tables
+// (LegacyCMINMSGS) before msgx migrated it.
+func MySQLLegacy(t testing.TB) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, "mysql", MySQLDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	Exec(t, db, fmt.Sprintf(LegacyCMINMSGS, "CMINMSGS"), fmt.Sprintf(LegacyCMINMSGS, "CMINMSGS_HST"))
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Dialect is one database the contract runs on.
+type Dialect struct {
+	Name string
+	Open func(t *testing.T) *store.DB
+}
+
+// Dialects lists the databases every store must pass the contract on: SQLite, MySQL/MariaDB
+// with msgx's own tables, and MySQL/MariaDB on the legacy CMINMSGS table.
+func Dialects() []Dialect {
+	return []Dialect{
+		{"sqlite", func(t *testing.T) *store.DB { return SQLite(t) }},
+		{"mysql", func(t *testing.T) *store.DB { return MySQL(t) }},
+		{"mysql-legacy", func(t *testing.T) *store.DB { return MySQLLegacy(t) }},
+	}
+}
+
 // Each runs fn as a subtest on a fresh SQLite database and on a fresh MySQL database.
 func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	t.Helper()

@@ -1,0 +1,344 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+)
+
+// Contract runs the store contract, every behaviour the packages using the store rely on, on
+// fresh databases from open (one per case). Every dialect must pass it: SQLite, MySQL/MariaDB,
+// and MySQL/MariaDB on the legacy CMINMSGS table (see Dialects). It holds the edge values: texts
+// at and over each column's width, CJK and 4-byte text, the legacy column types.
+func Contract(t *testing.T, open func(t *testing.T) *store.DB) {
+	for _, c := range contractCases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
+	}
+}
+
+var contractCases = []struct {
+	name string
+	fn   func(t *testing.T, db *store.DB)
+}{
+	{"MigrateTwiceIsANoOp", migrateTwiceIsANoOp},
+	{"LeaseContract", leaseContract},
+	{"ArchiveMovesOnlySucceededAndSkippedMessages", archiveMovesOnlySucceededAndSkippedMessages},
+	{"ArchiveWorksInChunks", archiveWorksInChunks},
+	{"ReplayAfterArchiveReadsTheHistory", replayAfterArchiveReadsTheHistory},
+	{"TimesKeepMicrosecondsInUTC", timesKeepMicrosecondsInUTC},
+	{"FenceStopsAReplacedPump", fenceStopsAReplacedPump},
+	{"AWriteFromAStaleReadIsRefused", aWriteFromAStaleReadIsRefused},
+	{"TextsAtAndOverTheirColumnWidths", textsAtAndOverTheirColumnWidths},
+}
+
+func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
+	v, err := db.Migrate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v < 1 {
+		t.Fatalf("schema version %d after migrate", v)
+	}
+	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST", "PROC_STATE", "MSG_EVENT", "REF_DATA", "REQ_TRACK", "PUMP_JOB", "FLIGHT_STATE", "PUMP_LEASE"} {
+		var n int
+		if err := db.SQL.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+			t.Errorf("table %s: %v", table, err)
+		}
+	}
+}
+
+func leaseContract(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	if err := db.AcquireLease(ctx, "pump", "a", 15*time.Second, t0); err != nil {
+		t.Fatal(err)
+	}
+	var held *store.LeaseHeldError
+	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(5*time.Second)); !errors.As(err, &held) || held.Holder != "a" {
+		t.Fatalf("second holder while the lease is live: %v", err)
+	}
+	if err := db.RenewLease(ctx, "pump", "a", 15*time.Second, t0.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(20*time.Second)); !errors.As(err, &held) {
+		t.Fatalf("renewal must extend the lease: %v", err)
+	}
+	// The holder died: once the lease expires another instance takes it, and the old
+	// holder's renewal fails so it stops.
+	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(26*time.Second)); err != nil {
+		t.Fatalf("expired lease not taken over: %v", err)
+	}
+	if err := db.RenewLease(ctx, "pump", "a", 15*time.Second, t0.Add(27*time.Second)); err == nil {
+		t.Fatal("the old holder renewed a lease it lost")
+	}
+	if err := db.ReleaseLease(ctx, "pump", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _, _ := db.LeaseHolder(ctx, "pump"); h != "" {
+		t.Fatalf("released lease still held by %q", h)
+	}
+}
+
+func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(id int64, o store.Outcome) {
+		t.Helper()
+		if err := db.Record(ctx, id, o, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, LastError: "x"})
+	record(ids[1], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "y"})
+	record(ids[2], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"})
+	record(ids[3], store.Outcome{State: pipeline.Succeeded})
+	// ids[4] stays PENDING.
+	n, err := db.Archive(ctx, ids[4], old.Add(48*time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("archived %d (%v), want the SKIPPED and the SUCCEEDED one", n, err)
+	}
+	inLive := func(id int64) bool {
+		var k int
+		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_ID = ?`, id).Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		return k == 1
+	}
+	for i, id := range ids {
+		if want := i != 2 && i != 3; inLive(id) != want {
+			t.Fatalf("message %d in CMINMSGS: %v, want %v", id, !want, want)
+		}
+	}
+	var hst string
+	if err := db.SQL.QueryRow(`SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS_HST WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&hst); err != nil || hst != "<c/>" {
+		t.Fatalf("history row: %q %v", hst, err)
+	}
+	if raw, ok, err := db.Raw(ctx, ids[3]); err != nil || !ok || raw != "<d/>" {
+		t.Fatalf("the raw text of an archived message must stay readable: %q %v %v", raw, ok, err)
+	}
+	if m, _ := db.GetMessage(ctx, ids[3]); m == nil || m.State != pipeline.Succeeded {
+		t.Fatalf("the state of an archived message must stay readable: %+v", m)
+	}
+	// Nothing younger than the retention moves.
+	if n, err := db.Archive(ctx, ids[4], old); err != nil || n != 0 {
+		t.Fatalf("archived %d (%v) messages processed after the bound", n, err)
+	}
+}
+
+func archiveWorksInChunks(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+	raws := make([]string, 2*store.ArchiveChunk+7)
+	for i := range raws {
+		raws[i] = fmt.Sprintf("<m n=\"%d\"/>", i)
+	}
+	ids, err := db.InsertMessages(ctx, raws, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every tenth message is DEAD and stays; the others SUCCEEDED.
+	Exec(t, db, fmt.Sprintf(`UPDATE PROC_STATE SET STATE = 'SUCCEEDED', PROCESSED_AT = '2026-11-01 09:00:00.000000' WHERE MOD(CMINMSGS_ID, 10) <> 0`),
+		`UPDATE PROC_STATE SET STATE = 'DEAD', ERROR_CLASS = 'ORPHAN', PROCESSED_AT = '2026-11-01 09:00:00.000000' WHERE MOD(CMINMSGS_ID, 10) = 0`)
+	want := 0
+	for _, id := range ids {
+		if id%10 != 0 {
+			want++
+		}
+	}
+	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour))
+	if err != nil || n != want {
+		t.Fatalf("archived %d (%v), want %d", n, err, want)
+	}
+	var live, hst int
+	db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS`).Scan(&live)
+	db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
+	if live != len(ids)-want || hst != want {
+		t.Fatalf("after archive: %d live, %d history; want %d and %d", live, hst, len(ids)-want, want)
+	}
+}
+
+func replayAfterArchiveReadsTheHistory(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<orphan/>"}, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, old); err != nil {
+		t.Fatal(err)
+	}
+	// An older msgx archived DEAD rows too: move this one by hand.
+	Exec(t, db, `INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS)
+		SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS FROM CMINMSGS`, `DELETE FROM CMINMSGS`)
+	res, err := db.Replay(ctx, nil, ids, old)
+	if err != nil || res.Moved != 1 {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	if raw, ok, err := db.Raw(ctx, ids[0]); err != nil || !ok || raw != "<orphan/>" {
+		t.Fatalf("replayed archived message: %q %v %v", raw, ok, err)
+	}
+}
+
+func timesKeepMicrosecondsInUTC(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 23, 59, 59, 123456000, time.FixedZone("UTC+8", 8*3600))
+	ids, err := db.InsertMessages(ctx, []string{"<x/>"}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := db.GetMessage(ctx, ids[0])
+	want := at
+	if receivedInSeconds(t, db) {
+		want = at.Truncate(time.Second) // the legacy DATETIME keeps no fraction
+	}
+	if err != nil || m.ReceivedAt == nil || !m.ReceivedAt.Equal(want) || m.ReceivedAt.Location() != time.UTC {
+		t.Fatalf("received_at %v, want %v in UTC", m.ReceivedAt, want.UTC())
+	}
+}
+
+func fenceStopsAReplacedPump(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AcquireLease(ctx, "pump", "a", 15*time.Second, t0); err != nil {
+		t.Fatal(err)
+	}
+	db.SetFence("pump", "a")
+	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "x"}, t0); err != nil {
+		t.Fatalf("the holder's write: %v", err)
+	}
+	// a was paused past its lease; b took over.
+	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 2, LastError: "y"}, t0); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a replaced pump's Record: %v, want ErrFenced", err)
+	}
+	_, _, err = db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "A|X|Y|1"}, nil, t0)
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a replaced pump's Succeed: %v, want ErrFenced", err)
+	}
+	if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Failed || m.Attempts != 1 {
+		t.Fatalf("the fenced writes changed the message: %+v", m)
+	}
+}
+
+// The pump's writes are conditional on the row it read: an operator's replay in between is
+// never overwritten (no lost update).
+func aWriteFromAStaleReadIsRefused(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, now); err != nil {
+		t.Fatal(err)
+	}
+	read, _ := db.GetMessage(ctx, ids[0])
+	if res, err := db.Replay(ctx, nil, ids, now); err != nil || res.Moved != 1 {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	// The pump, working from what it read before the replay, now records an outcome.
+	err = db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 2, LastError: "late", From: store.VersionOf(read)}, now)
+	if !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("stale write: %v, want ErrChanged", err)
+	}
+	_, _, err = db.Succeed(ctx, ids[0], store.Success{From: store.VersionOf(read), TypeTag: "STTS-ADD", Identity: "A|B|C|1"}, nil, now)
+	if !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("stale success: %v, want ErrChanged", err)
+	}
+	if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Pending || m.Attempts != 0 {
+		t.Fatalf("the replay was overwritten: %+v", m)
+	}
+	// From the current read it goes through.
+	cur, _ := db.GetMessage(ctx, ids[0])
+	if _, _, err := db.Succeed(ctx, ids[0], store.Success{From: store.VersionOf(cur), TypeTag: "STTS-ADD", Identity: "A|B|C|1"}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Texts at and over each column's width, in ASCII, CJK and 4-byte characters, are stored
+// fitted: the identity key stays unique and stable, the shown values are cut at a character.
+func textsAtAndOverTheirColumnWidths(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	idents := []string{
+		strings.Repeat("a", store.IdentityWidth),          // exactly fits
+		strings.Repeat("a", store.IdentityWidth) + "b",    // one over
+		strings.Repeat("a", store.IdentityWidth) + "c",    // one over, same prefix
+		strings.Repeat("机", store.IdentityWidth),          // CJK, fits in characters
+		strings.Repeat("机", store.IdentityWidth+1),        // CJK, one over
+		strings.Repeat("\U0001F6EB", store.IdentityWidth), // 4-byte, fits
+		strings.Repeat("\U0001F6EB", 1000),                // 4-byte, far over
+	}
+	raws := make([]string, len(idents))
+	for i := range raws {
+		raws[i] = "<x/>"
+	}
+	ids, err := db.InsertMessages(ctx, raws, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ident := range idents {
+		if _, _, err := db.Succeed(ctx, ids[i], store.Success{TypeTag: strings.Repeat("T", store.TypeTagWidth+5), Identity: ident}, nil, now); err != nil {
+			t.Fatalf("identity %d (%d characters): %v", i, len([]rune(ident)), err)
+		}
+		holder, bound, err := db.BoundTo(ctx, ident)
+		if err != nil || !bound || holder != ids[i] {
+			t.Fatalf("identity %d bound to %d %v %v", i, holder, bound, err)
+		}
+		m, _ := db.GetMessage(ctx, ids[i])
+		if n := len([]rune(*m.Identity)); n > store.IdentityWidth {
+			t.Fatalf("identity %d shown with %d characters", i, n)
+		}
+		if len([]rune(ident)) <= store.IdentityWidth && *m.Identity != ident {
+			t.Fatalf("identity %d that fits was changed to %q", i, *m.Identity)
+		}
+		if n := len([]rune(*m.TypeTag)); n != store.TypeTagWidth {
+			t.Fatalf("type tag of %d characters", n)
+		}
+	}
+	// Binding a long identity a second time is refused as a duplicate.
+	more, _ := db.InsertMessages(ctx, []string{"<y/>"}, now)
+	if _, _, err := db.Succeed(ctx, more[0], store.Success{TypeTag: "X", Identity: idents[6]}, nil, now); !errors.Is(err, store.ErrIdentityTaken) {
+		t.Fatalf("second bind of a long identity: %v", err)
+	}
+	// A last error far over its width, with invalid UTF-8, is stored cut and repaired.
+	last := "\xff" + strings.Repeat("\U0001F6EB", 2*store.LastErrorWidth)
+	if err := db.Record(ctx, more[0], store.Outcome{State: pipeline.Dead, Class: pipeline.CodecError, Attempts: 1, LastError: last}, now); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := db.GetMessage(ctx, more[0])
+	if n := len([]rune(*m.LastError)); n != store.LastErrorWidth || !strings.HasSuffix(*m.LastError, "…") {
+		t.Fatalf("last error of %d characters", n)
+	}
+}
+
+// receivedInSeconds reports whether CMINMSGS_DATE_RECEIVED keeps whole seconds only (the
+// legacy table's DATETIME).
+func receivedInSeconds(t *testing.T, db *store.DB) bool {
+	if db.Dialect != store.MySQL {
+		return false
+	}
+	var prec int
+	err := db.SQL.QueryRow(`SELECT DATETIME_PRECISION FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'CMINMSGS' AND COLUMN_NAME = 'CMINMSGS_DATE_RECEIVED'`).Scan(&prec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prec == 0
+}
