@@ -25,10 +25,7 @@ func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Dur
 	return d.Tx(ctx, func(tx *sql.Tx) error {
 		var cur string
 		var exp NullTime
-		q := `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?`
-		if d.Dialect == MySQL {
-			q += ` FOR UPDATE`
-		}
+		q := `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?` + d.Dialect.ForUpdate()
 		err := tx.QueryRowContext(ctx, q, name).Scan(&cur, &exp)
 		switch {
 		case err == sql.ErrNoRows:
@@ -80,10 +77,7 @@ func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
 	if d.fence == nil {
 		return nil
 	}
-	q := `SELECT 1 FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`
-	if d.Dialect == MySQL {
-		q += ` FOR UPDATE`
-	}
+	q := `SELECT 1 FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?` + d.Dialect.ForUpdate()
 	var one int
 	err := tx.QueryRowContext(ctx, q, d.fence.name, d.fence.holder).Scan(&one)
 	if err == sql.ErrNoRows {

@@ -444,10 +444,8 @@ func (d *DB) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []in
 			q += `STATE IN (?, ?) AND ERROR_CLASS IN (` + placeholders(len(named)) + `)`
 			args = append(append(args, pipeline.Failed, pipeline.Dead), named...)
 		}
-		q += ` ORDER BY CMINMSGS_ID`
-		if d.Dialect == MySQL {
-			q += ` FOR UPDATE` // the pump's concurrent write waits, then finds the row changed
-		}
+		// Locked, so the pump's concurrent write waits and then finds the row changed.
+		q += ` ORDER BY CMINMSGS_ID` + d.Dialect.ForUpdate()
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return Unavailable(err)

@@ -218,25 +218,6 @@ func (d *DB) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return nil
 }
 
-// Upsert returns the dialect's "insert or update" statement for table: cols are inserted,
-// keys form the conflict target, update lists the columns to overwrite on conflict.
-func (d *DB) Upsert(table string, cols, keys, update []string) string {
-	ph := strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",")
-	q := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(cols, ","), ph)
-	sets := make([]string, len(update))
-	for i, c := range update {
-		if d.Dialect == MySQL {
-			sets[i] = fmt.Sprintf("%s=VALUES(%s)", c, c)
-		} else {
-			sets[i] = fmt.Sprintf("%s=excluded.%s", c, c)
-		}
-	}
-	if d.Dialect == MySQL {
-		return q + " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ",")
-	}
-	return q + fmt.Sprintf(" ON CONFLICT(%s) DO UPDATE SET %s", strings.Join(keys, ","), strings.Join(sets, ","))
-}
-
 // ErrUnavailable marks a failure to reach the database; the inbox answers 503 on it.
 var ErrUnavailable = errors.New("database unavailable")
 
