@@ -4,201 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
-
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "msgx-e2e")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "msgx")
-	out, err := exec.Command("go", "build", "-tags", "msgxtesthooks", "-o", binary, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building msgx: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// server is a running `msgx serve` process.
-type server struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	url  string
-	logs *syncBuffer
-	done chan error
-}
-
-// syncBuffer collects a process's output; the test reads it while the process writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// start runs msgx serve with the given extra environment and waits for /healthz.
-func start(t *testing.T, dataDir string, env ...string) *server {
-	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+addr, "MSGX_DATA_DIR="+dataDir)
-	cmd.Env = append(cmd.Env, env...)
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{t: t, cmd: cmd, url: "http://" + addr, logs: logs, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
-	t.Cleanup(func() { s.stop() })
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-s.done:
-			s.done <- err
-			t.Fatalf("msgx serve exited early: %v\n%s", err, logs)
-		default:
-		}
-		if resp, err := http.Get(s.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("msgx serve did not answer /healthz\n%s", logs)
-	return nil
-}
-
-// stop sends SIGTERM and waits; it returns the exit error.
-func (s *server) stop() error {
-	if s.cmd.ProcessState != nil {
-		return nil
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-s.done:
-		s.done <- err
-		return err
-	case <-time.After(20 * time.Second):
-		s.cmd.Process.Kill()
-		return fmt.Errorf("did not stop on SIGTERM")
-	}
-}
-
-func (s *server) post(body string) int64 {
-	s.t.Helper()
-	resp, err := http.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		s.t.Fatalf("POST /cminmsgs/send: %d %s", resp.StatusCode, b)
-	}
-	var id int64
-	if _, err := fmt.Sscanf(string(b), "%d", &id); err != nil {
-		s.t.Fatalf("answer %q is not an id", b)
-	}
-	return id
-}
-
-type message struct {
-	ID         int64   `json:"id"`
-	State      string  `json:"state"`
-	ErrorClass *string `json:"error_class"`
-	Attempts   int     `json:"attempts"`
-	LastError  *string `json:"last_error"`
-	TypeTag    *string `json:"type_tag"`
-	Identity   *string `json:"identity"`
-}
-
-func (m message) class() string {
-	if m.ErrorClass == nil {
-		return ""
-	}
-	return *m.ErrorClass
-}
-
-func (s *server) message(id int64) message {
-	s.t.Helper()
-	var m message
-	s.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &m)
-	return m
-}
-
-func (s *server) getJSON(path string, v any) {
-	s.t.Helper()
-	resp, err := http.Get(s.url + path)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		s.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		s.t.Fatalf("GET %s: %v in %s", path, err, b)
-	}
-}
-
-// await polls message id until cond holds.
-func (s *server) await(id int64, what string, cond func(message) bool) message {
-	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var m message
-	for time.Now().Before(deadline) {
-		if m = s.message(id); cond(m) {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.t.Fatalf("message %d never became %s; last %+v\n%s", id, what, m, s.logs)
-	return m
-}
-
-func state(st, class string) func(message) bool {
-	return func(m message) bool { return m.State == st && m.class() == class }
-}
 
 const (
 	malformed   = `<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN>`
@@ -213,16 +25,15 @@ const (
 </MSG>`
 )
 
-func TestEndToEndOverHTTP(t *testing.T) {
-	data := t.TempDir()
+func TestEndToEndOverHTTP(t *testing.T) { eachDB(t, testEndToEndOverHTTP) }
+
+func testEndToEndOverHTTP(t *testing.T, db dbEnv) {
 	// Short backoff so exhaustion takes about a second of real time.
 	fast := []string{"MSGX_PIPELINE_BACKOFF_MS=400,400,400", "MSGX_PIPELINE_MAX_ATTEMPTS=3", "MSGX_PIPELINE_POLL_INTERVAL=50ms"}
-	a := start(t, data, fast...)
+	a := db.start(t, fast...)
 
-	// One pump per database: a second instance on the same data refuses to start.
-	second := exec.Command(binary, "serve")
-	second.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+freeAddr(t), "MSGX_DATA_DIR="+data)
-	out, err := second.CombinedOutput()
+	// One pump per database: a second instance on the same database refuses to start.
+	out, err := db.command(t, "serve").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "holds the pump lease") {
 		t.Fatalf("second instance: err %v, output:\n%s", err, out)
 	}
@@ -275,7 +86,7 @@ func TestEndToEndOverHTTP(t *testing.T) {
 	}
 
 	// An instance without the pump (as production runs a pump-less API node) replays.
-	b := start(t, data, "MSGX_PIPELINE_AUTOSTART=false")
+	b := db.start(t, "MSGX_PIPELINE_AUTOSTART=false")
 	resp, err := http.Post(b.url+"/api/v1/replay", "application/json",
 		strings.NewReader(fmt.Sprintf(`{"classes":["EXHAUSTED","MALFORMED"],"ids":[%d,%d]}`, unknown, bad)))
 	if err != nil {
@@ -296,8 +107,10 @@ func TestEndToEndOverHTTP(t *testing.T) {
 	}
 }
 
-func TestInboxErrors(t *testing.T) {
-	s := start(t, t.TempDir(), "MSGX_HTTP_MAX_BODY_BYTES=1024")
+func TestInboxErrors(t *testing.T) { eachDB(t, testInboxErrors) }
+
+func testInboxErrors(t *testing.T, db dbEnv) {
+	s := db.start(t, "MSGX_HTTP_MAX_BODY_BYTES=1024")
 	cases := []struct {
 		name, ctype, body string
 		status            int

@@ -1,15 +1,11 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"msgx/internal/store"
 )
 
 // sisTime formats a local time as ddMMMyyHHmm (24-hour clock: Go's "15", not "03").
@@ -35,18 +31,13 @@ func e2eFlop(seqn int, styp string, flid int64, payload string) string {
 // TestFlightsEndToEnd drives the flight picture over HTTP: a day's snapshot, FLOP changes, a
 // duplicate, an orphan, an FDEL and a second snapshot that drops a flight; then it checks the
 // board the API shows and every event the messages committed.
-func TestFlightsEndToEnd(t *testing.T) {
-	zone, err := time.LoadLocation("Asia/Shanghai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().In(zone)
-	// Tomorrow: its flights are never in the past, even if the local day turns during the test.
-	day := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, zone)
+func TestFlightsEndToEnd(t *testing.T) { eachDB(t, testFlightsEndToEnd) }
+
+func testFlightsEndToEnd(t *testing.T, db dbEnv) {
+	day := tomorrow(t)
 	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
 
-	data := t.TempDir()
-	s := start(t, data, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
+	s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 
 	master := e2eFltr(91001, "CA1201", "D", at(10, 0), "")
 	arrival := e2eFltr(91002, "CA1202", "A", at(11, 0), "")
@@ -122,12 +113,7 @@ func TestFlightsEndToEnd(t *testing.T) {
 	}
 
 	// Every event, in EVENT_ID order: four per changed flight (FLOP, SCHD, NOTIFY, ES).
-	db, err := store.Open(context.Background(), "sqlite", filepath.Join(data, "msgx.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.SQL.Query(`SELECT CMINMSGS_ID, TARGET, KIND, FLIGHT_KEY, PAYLOAD FROM MSG_EVENT ORDER BY EVENT_ID`)
+	rows, err := db.open(t).SQL.Query(`SELECT CMINMSGS_ID, TARGET, KIND, FLIGHT_KEY, PAYLOAD FROM MSG_EVENT ORDER BY EVENT_ID`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,53 +17,18 @@ import (
 	"msgx/internal/target"
 )
 
-type listedEvent struct {
-	EventID   int64   `json:"event_id"`
-	Target    string  `json:"target"`
-	Kind      string  `json:"kind"`
-	FlightKey *string `json:"flight_key"`
-	State     string  `json:"state"`
-}
-
-func (s *server) events(query string) []listedEvent {
-	s.t.Helper()
-	var out struct {
-		Events []listedEvent `json:"events"`
-	}
-	s.getJSON("/api/v1/events?limit=1000&"+query, &out)
-	return out.Events
-}
-
-func readLines(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		lines = append(lines, append([]byte(nil), sc.Bytes()...))
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return lines
-}
-
-// TestOutboxFilesOnTheEmbeddedDefault runs msgx with no config, posts a snapshot and FLOP
-// changes, and reads the JSON-lines outboxes: every event exactly once, in EVENT_ID order per
-// target, KAFKA_SCHD as arrays with one record per flight.
+// TestOutboxFilesOnTheEmbeddedDefault runs msgx with no targets configured (every target a
+// JSON-lines file, the embedded default), on SQLite and on MariaDB, posts a snapshot and FLOP
+// changes, and reads the outboxes: every event exactly once, in EVENT_ID order per target,
+// KAFKA_SCHD as arrays with one record per flight.
 func TestOutboxFilesOnTheEmbeddedDefault(t *testing.T) {
-	zone, _ := time.LoadLocation("Asia/Shanghai")
-	now := time.Now().In(zone)
-	// Tomorrow: its flights are never in the past, even if the local day turns during the test.
-	day := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, zone)
+	eachDB(t, testOutboxFilesOnTheEmbeddedDefault)
+}
+
+func testOutboxFilesOnTheEmbeddedDefault(t *testing.T, db dbEnv) {
+	day := tomorrow(t)
 	at := func(h int) time.Time { return day.Add(time.Duration(h) * time.Hour) }
-	data := t.TempDir()
-	s := start(t, data, "MSGX_SCHD_FLUSH_PERIOD=300ms")
+	s := db.start(t, "MSGX_SCHD_FLUSH_PERIOD=300ms")
 
 	var last int64
 	last = s.post(e2eSchd(920001, e2eFltr(93001, "CA1301", "D", at(9), ""), e2eFltr(93002, "CA1302", "A", at(12), "")))
@@ -90,7 +54,7 @@ func TestOutboxFilesOnTheEmbeddedDefault(t *testing.T) {
 		byTarget[e.Target] = append(byTarget[e.Target], e)
 	}
 	for _, tgt := range []string{"KAFKA_FLOP", "REDIS_NOTIFY", "ES_FLIGHT"} {
-		lines := readLines(t, filepath.Join(data, "outbox", tgt+".jsonl"))
+		lines := readLines(t, db.outbox(tgt))
 		want := byTarget[tgt]
 		if len(want) == 0 || len(lines) != len(want) {
 			t.Fatalf("%s: %d lines for %d events", tgt, len(lines), len(want))
@@ -117,7 +81,7 @@ func TestOutboxFilesOnTheEmbeddedDefault(t *testing.T) {
 	}
 	// KAFKA_SCHD: arrays of whole records, one per flight in each array, and the newest
 	// record of every flight delivered.
-	lines := readLines(t, filepath.Join(data, "outbox", "KAFKA_SCHD.jsonl"))
+	lines := readLines(t, db.outbox("KAFKA_SCHD"))
 	if len(lines) == 0 {
 		t.Fatal("no KAFKA_SCHD batch")
 	}
@@ -147,20 +111,18 @@ func TestOutboxFilesOnTheEmbeddedDefault(t *testing.T) {
 
 // TestSinkDownBlocksOnlyItsTarget points REDIS_NOTIFY at a port where nothing listens: the
 // pump and the other targets go on, and the Redis events wait, failing, in MSG_EVENT.
-func TestSinkDownBlocksOnlyItsTarget(t *testing.T) {
-	zone, _ := time.LoadLocation("Asia/Shanghai")
-	now := time.Now().In(zone)
-	// Tomorrow: its flights are never in the past, even if the local day turns during the test.
-	day := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, zone)
-	data := t.TempDir()
-	cfg := filepath.Join(data, "msgx.yaml")
+func TestSinkDownBlocksOnlyItsTarget(t *testing.T) { eachDB(t, testSinkDownBlocksOnlyItsTarget) }
+
+func testSinkDownBlocksOnlyItsTarget(t *testing.T, db dbEnv) {
+	day := tomorrow(t)
+	cfg := filepath.Join(t.TempDir(), "msgx.yaml")
 	os.WriteFile(cfg, []byte(`targets:
   KAFKA_FLOP: {sink: file}
   KAFKA_SCHD: {sink: file}
   ES_FLIGHT: {sink: file}
   REDIS_NOTIFY: {sink: redis, addr: "`+freeAddr(t)+`", channel: "msgx:notify", timeout: 500ms}
 `), 0o644)
-	s := start(t, data, "MSGX_CONFIG="+cfg, "MSGX_SCHD_FLUSH_PERIOD=200ms")
+	s := db.start(t, "MSGX_CONFIG="+cfg, "MSGX_SCHD_FLUSH_PERIOD=200ms")
 	first := s.post(e2eSchd(930001, e2eFltr(94001, "CA1401", "D", day.Add(20*time.Hour), "")))
 	last := s.post(e2eFlop(930002, "STND", 94001, "<STND>401</STND>"))
 	s.await(first, "SUCCEEDED", state("SUCCEEDED", ""))
@@ -179,7 +141,7 @@ func TestSinkDownBlocksOnlyItsTarget(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := len(readLines(t, filepath.Join(data, "outbox", "KAFKA_FLOP.jsonl"))); n != 2 {
+	if n := len(readLines(t, db.outbox("KAFKA_FLOP"))); n != 2 {
 		t.Fatalf("KAFKA_FLOP delivered %d, want 2", n)
 	}
 	var st struct {
@@ -228,10 +190,11 @@ func TestUndefinedTargetStopsTheStart(t *testing.T) {
 // TestWebhookGetsACopyOfNotifications configures a webhook as a copy of REDIS_NOTIFY and
 // checks that it receives every notification, signed, in event order.
 func TestWebhookGetsACopyOfNotifications(t *testing.T) {
-	zone, _ := time.LoadLocation("Asia/Shanghai")
-	now := time.Now().In(zone)
-	// Tomorrow: its flights are never in the past, even if the local day turns during the test.
-	day := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, zone)
+	eachDB(t, testWebhookGetsACopyOfNotifications)
+}
+
+func testWebhookGetsACopyOfNotifications(t *testing.T, db dbEnv) {
+	day := tomorrow(t)
 	var mu sync.Mutex
 	var got []int64
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -254,8 +217,7 @@ func TestWebhookGetsACopyOfNotifications(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer hook.Close()
-	data := t.TempDir()
-	cfg := filepath.Join(data, "msgx.yaml")
+	cfg := filepath.Join(t.TempDir(), "msgx.yaml")
 	os.WriteFile(cfg, []byte(`targets:
   KAFKA_FLOP: {sink: file}
   KAFKA_SCHD: {sink: file}
@@ -263,7 +225,7 @@ func TestWebhookGetsACopyOfNotifications(t *testing.T) {
   REDIS_NOTIFY: {sink: file}
   WEBHOOK_OPS: {sink: webhook, url: "`+hook.URL+`", secret: hook-secret, copy-of: REDIS_NOTIFY}
 `), 0o644)
-	s := start(t, data, "MSGX_CONFIG="+cfg)
+	s := db.start(t, "MSGX_CONFIG="+cfg)
 	s.post(e2eSchd(940001, e2eFltr(95001, "CA1501", "D", day.Add(21*time.Hour), ""), e2eFltr(95002, "CA1502", "A", day.Add(22*time.Hour), "")))
 	last := s.post(e2eFlop(940002, "STND", 95001, "<STND>501</STND>"))
 	s.await(last, "SUCCEEDED", state("SUCCEEDED", ""))
@@ -289,7 +251,7 @@ func TestWebhookGetsACopyOfNotifications(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := len(readLines(t, filepath.Join(data, "outbox", "REDIS_NOTIFY.jsonl"))); n != 3 {
+	if n := len(readLines(t, db.outbox("REDIS_NOTIFY"))); n != 3 {
 		t.Fatalf("REDIS_NOTIFY delivered %d, want its own 3", n)
 	}
 }

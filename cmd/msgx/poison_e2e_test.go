@@ -1,11 +1,9 @@
 package main_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,20 +21,26 @@ func refWithSender(sndr string, seqn int, code string) string {
 // A 200-character sender used to make the identity longer than its column: the outcome write
 // failed forever and every later message waited. Now both reach a final state at once.
 func TestALongSenderDoesNotStopThePump(t *testing.T) {
-	s := start(t, t.TempDir(), "MSGX_PIPELINE_POLL_INTERVAL=50ms")
-	long := s.post(refWithSender(strings.Repeat("L", 200), 1, "AAA"))
-	normal := s.post(refWithSender("AODB", 2, "BBB"))
-	m := s.await(long, "final", func(m message) bool { return m.State == "SUCCEEDED" || m.State == "DEAD" })
-	if m.State != "SUCCEEDED" {
-		t.Fatalf("the long-sender message: %+v", m)
-	}
-	s.await(normal, "SUCCEEDED", state("SUCCEEDED", ""))
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
+		long := s.post(refWithSender(strings.Repeat("L", 200), 1, "AAA"))
+		normal := s.post(refWithSender("AODB", 2, "BBB"))
+		m := s.await(long, "final", func(m message) bool { return m.State == "SUCCEEDED" || m.State == "DEAD" })
+		if m.State != "SUCCEEDED" {
+			t.Fatalf("the long-sender message: %+v", m)
+		}
+		s.await(normal, "SUCCEEDED", state("SUCCEEDED", ""))
+	})
 }
 
 // A handler that panics fails its message with CODEC_ERROR (the panic text in last_error) and
 // the server stays up and keeps taking messages.
 func TestAPanickingHandlerFailsItsMessageAndTheServerStaysUp(t *testing.T) {
-	s := start(t, t.TempDir(), "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_TEST_PANIC_TAG=STTS-ADD")
+	eachDB(t, func(t *testing.T, db dbEnv) { panickingHandler(t, db) })
+}
+
+func panickingHandler(t *testing.T, db dbEnv) {
+	s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_TEST_PANIC_TAG=STTS-ADD")
 	id := s.post(refWithSender("AODB", 1, "PAN"))
 	m := s.await(id, "FAILED/CODEC_ERROR", state("FAILED", "CODEC_ERROR"))
 	if m.LastError == nil || !strings.Contains(*m.LastError, "panic while deciding STTS-ADD") {
@@ -60,11 +64,12 @@ func TestAPanickingHandlerFailsItsMessageAndTheServerStaysUp(t *testing.T) {
 // A DEAD message stays in CMINMSGS through ARCHIVE and replays; one that an older msgx archived
 // anyway is read back from CMINMSGS_HST, not turned into DEAD/MALFORMED.
 func TestReplayAfterArchive(t *testing.T) {
-	zone, _ := time.LoadLocation("Asia/Shanghai")
-	now := time.Now().In(zone)
-	day := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, zone)
-	data := t.TempDir()
-	s := start(t, data, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
+	eachDB(t, func(t *testing.T, db dbEnv) { replayAfterArchive(t, db) })
+}
+
+func replayAfterArchive(t *testing.T, dbe dbEnv) {
+	day := tomorrow(t)
+	s := dbe.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 
 	orphan := s.post(e2eFlop(820001, "CTOT", 92001, "<CTOT>"+sisTime(day.Add(10*time.Hour+12*time.Minute))+"</CTOT>"))
 	orphan2 := s.post(e2eFlop(820002, "CTOT", 92002, "<CTOT>"+sisTime(day.Add(11*time.Hour+12*time.Minute))+"</CTOT>"))
@@ -74,11 +79,7 @@ func TestReplayAfterArchive(t *testing.T) {
 	s.await(done, "SUCCEEDED", state("SUCCEEDED", ""))
 
 	// Make everything two days old, run ARCHIVE: only the SUCCEEDED message moves.
-	db, err := store.Open(context.Background(), "sqlite", filepath.Join(data, "msgx.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := dbe.open(t)
 	old := store.T(time.Now().Add(-48 * time.Hour))
 	if _, err := db.SQL.Exec(`UPDATE PROC_STATE SET PROCESSED_AT = ?`, old); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,361 @@
+package main_test
+
+// The end-to-end harness: it builds the msgx binary once, starts `msgx serve` processes on a
+// free port, and talks to them over HTTP the way a user would.
+//
+// Writing an end-to-end test on it:
+//
+//	func TestSomething(t *testing.T) {
+//		eachDB(t, func(t *testing.T, db dbEnv) {
+//			s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
+//			id := s.post(body)
+//			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+//			// a restarted or second server on the same database and data directory:
+//			s.stop()
+//			s2 := db.start(t)
+//			// the database itself, through the store, on whichever dialect this is:
+//			sqlDB := db.open(t)
+//		})
+//	}
+//
+// eachDB runs the body twice, as the subtests `sqlite` (the embedded default: a SQLite file
+// in the data directory) and `mariadb` (a private database on the MariaDB server from
+// storetest.MySQLDSN, dropped when the subtest ends; the subtest fails under
+// MSGX_TEST_REQUIRE_SERVICES=1 when MariaDB is absent and skips otherwise). The two run in
+// parallel: they share nothing. Extra environment given to db.start comes after the
+// database's own, so it wins (MSGX_PIPELINE_AUTOSTART=false starts a pump-less API node on
+// either). start(t, dataDir, env...) still starts a server on SQLite alone, for the few tests
+// that are about something other than the database.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "msgx-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "msgx")
+	out, err := exec.Command("go", "build", "-tags", "msgxtesthooks", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building msgx: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// dbEnv is the database one end-to-end subtest runs msgx on. Every server started through
+// the same dbEnv uses the same database and the same data directory (file outboxes), so a
+// restarted or second server sees what the first one wrote.
+type dbEnv struct {
+	Name    string   // the subtest's name: "sqlite" or "mariadb"
+	Driver  string   // the store driver: "sqlite" or "mysql"
+	DSN     string   // what store.Open takes: the SQLite file, or the private MariaDB database's DSN
+	DataDir string   // MSGX_DATA_DIR: the file outboxes, and the SQLite file on sqlite
+	Env     []string // the MSGX_* variables that point `msgx serve` at this database
+}
+
+// eachDB runs fn as the subtests "sqlite" and "mariadb", in parallel, each on a fresh
+// database and data directory of its own. See the comment at the top of this file.
+func eachDB(t *testing.T, fn func(t *testing.T, db dbEnv)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		data := t.TempDir()
+		fn(t, dbEnv{Name: "sqlite", Driver: "sqlite", DSN: filepath.Join(data, "msgx.db"), DataDir: data})
+	})
+	t.Run("mariadb", func(t *testing.T) {
+		t.Parallel()
+		dsn := storetest.MySQLDSN(t) // dropped after every server of the subtest has stopped
+		fn(t, dbEnv{Name: "mariadb", Driver: "mysql", DSN: dsn, DataDir: t.TempDir(), Env: []string{
+			"MSGX_DATABASE_DRIVER=mysql",
+			"MSGX_DATABASE_DSN=" + dsn,
+			// Off by default on mysql (production turns it on explicitly); the tests want the pump.
+			"MSGX_PIPELINE_AUTOSTART=true",
+		}})
+	})
+}
+
+// start runs `msgx serve` on this database with env added after the database's own.
+func (d dbEnv) start(t *testing.T, env ...string) *server {
+	t.Helper()
+	s := start(t, d.DataDir, append(append([]string(nil), d.Env...), env...)...)
+	if d.Driver == "mysql" {
+		// A harness that silently fell back to the embedded default would test SQLite twice:
+		// the server must have migrated the private database.
+		var tables int
+		err := d.open(t).SQL.QueryRow(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()`).Scan(&tables)
+		if err != nil || tables == 0 {
+			t.Fatalf("msgx serve on %s left its database empty (%d tables, %v)\n%s", d.Name, tables, err, s.logs)
+		}
+	}
+	return s
+}
+
+// command returns an unstarted `msgx args…` on this database, on a free port, for runs
+// that are expected to end by themselves (a second instance refused, say). One that has not
+// ended after 30 seconds is killed, so a run that hangs fails the test instead of stalling it.
+func (d dbEnv) command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+freeAddr(t), "MSGX_DATA_DIR="+d.DataDir)
+	cmd.Env = append(cmd.Env, d.Env...)
+	return cmd
+}
+
+// open opens this database through the store (not migrated: a server has done that, or the
+// test sets up tables first); it is closed when t ends.
+func (d dbEnv) open(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), d.Driver, d.DSN)
+	if err != nil {
+		t.Fatalf("open the %s database: %v", d.Name, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// outbox is the JSON-lines file a file sink writes target's events to.
+func (d dbEnv) outbox(target string) string {
+	return filepath.Join(d.DataDir, "outbox", target+".jsonl")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// server is a running `msgx serve` process.
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	logs *syncBuffer
+	done chan error
+}
+
+// syncBuffer collects a process's output; the test reads it while the process writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start runs msgx serve with the given extra environment and waits for /healthz. With no
+// MSGX_DATABASE_* in env it runs on the SQLite file in dataDir; dbEnv.start runs it on the
+// subtest's database.
+func start(t *testing.T, dataDir string, env ...string) *server {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+addr, "MSGX_DATA_DIR="+dataDir)
+	cmd.Env = append(cmd.Env, env...)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, url: "http://" + addr, logs: logs, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() { s.stop() })
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			t.Fatalf("msgx serve exited early: %v\n%s", err, logs)
+		default:
+		}
+		if resp, err := http.Get(s.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("msgx serve did not answer /healthz\n%s", logs)
+	return nil
+}
+
+// stop sends SIGTERM and waits; it returns the exit error.
+func (s *server) stop() error {
+	if s.cmd.ProcessState != nil {
+		return nil
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return err
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		return fmt.Errorf("did not stop on SIGTERM")
+	}
+}
+
+func (s *server) post(body string) int64 {
+	s.t.Helper()
+	resp, err := http.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		s.t.Fatalf("POST /cminmsgs/send: %d %s", resp.StatusCode, b)
+	}
+	var id int64
+	if _, err := fmt.Sscanf(string(b), "%d", &id); err != nil {
+		s.t.Fatalf("answer %q is not an id", b)
+	}
+	return id
+}
+
+type message struct {
+	ID         int64   `json:"id"`
+	State      string  `json:"state"`
+	ErrorClass *string `json:"error_class"`
+	Attempts   int     `json:"attempts"`
+	LastError  *string `json:"last_error"`
+	TypeTag    *string `json:"type_tag"`
+	Identity   *string `json:"identity"`
+}
+
+func (m message) class() string {
+	if m.ErrorClass == nil {
+		return ""
+	}
+	return *m.ErrorClass
+}
+
+func (s *server) message(id int64) message {
+	s.t.Helper()
+	var m message
+	s.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &m)
+	return m
+}
+
+func (s *server) getJSON(path string, v any) {
+	s.t.Helper()
+	resp, err := http.Get(s.url + path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		s.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		s.t.Fatalf("GET %s: %v in %s", path, err, b)
+	}
+}
+
+// await polls message id until cond holds.
+func (s *server) await(id int64, what string, cond func(message) bool) message {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var m message
+	for time.Now().Before(deadline) {
+		if m = s.message(id); cond(m) {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("message %d never became %s; last %+v\n%s", id, what, m, s.logs)
+	return m
+}
+
+func state(st, class string) func(message) bool {
+	return func(m message) bool { return m.State == st && m.class() == class }
+}
+
+type listedEvent struct {
+	EventID   int64   `json:"event_id"`
+	Target    string  `json:"target"`
+	Kind      string  `json:"kind"`
+	FlightKey *string `json:"flight_key"`
+	State     string  `json:"state"`
+}
+
+func (s *server) events(query string) []listedEvent {
+	s.t.Helper()
+	var out struct {
+		Events []listedEvent `json:"events"`
+	}
+	s.getJSON("/api/v1/events?limit=1000&"+query, &out)
+	return out.Events
+}
+
+func readLines(t *testing.T, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// tomorrow is the start of tomorrow in the airport's zone: flights on it are never in the
+// past, even if the local day turns while a test runs.
+func tomorrow(t *testing.T) time.Time {
+	t.Helper()
+	zone, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().In(zone)
+	return time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, zone)
+}
