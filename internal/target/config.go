@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -69,6 +70,10 @@ type Config struct {
 
 	// File.
 	Path string `yaml:"path"` // default <dataDir>/outbox/<NAME>.jsonl
+
+	// Logger receives a sink's lifecycle lines (for the file sink: a torn last line cut at
+	// open). Not read from YAML; nil means slog.Default().
+	Logger *slog.Logger `yaml:"-"`
 
 	// Common.
 	Timeout time.Duration `yaml:"timeout"` // per send; default 10s
@@ -235,6 +240,14 @@ func Open(ctx context.Context, name string, c Config, dataDir string) (Sink, err
 	default: // SinkFile; Validate rejected anything else
 		return openFile(ctx, name, c)
 	}
+}
+
+// logger returns c.Logger, or slog.Default() when it is nil.
+func (c Config) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.Default()
+	}
+	return c.Logger
 }
 
 // load builds the tls.Config, or nil when TLS is off.
