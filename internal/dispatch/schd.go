@@ -246,9 +246,13 @@ func (d *Dispatcher) rejectTooBig(ctx context.Context, batch []Event, plan batch
 			e := &batch[tb.index]
 			var msg string
 			if tb.newest < 0 {
-				msg = fmt.Sprintf("schedule record of flight %q (event %d) is %d bytes, over the %d bytes one record of target %s can carry "+
+				what := fmt.Sprintf("event %d", e.EventID)
+				if k := e.key(); k != "" {
+					what = fmt.Sprintf("flight %q (event %d)", k, e.EventID)
+				}
+				msg = fmt.Sprintf("schedule record of %s is %d bytes, over the %d bytes one record of target %s can carry "+
 					"(max-record-bytes less key and headers); raise targets.%s.max-record-bytes and the topic's max.message.bytes, then replay",
-					e.key(), e.EventID, tb.size, limit, e.Target, e.Target)
+					what, tb.size, limit, e.Target, e.Target)
 			} else {
 				n := &batch[tb.newest]
 				msg = fmt.Sprintf("superseded by event %d of flight %q, whose schedule record (%d bytes) is over the %d bytes one record of target %s can carry",
