@@ -148,20 +148,24 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 		ids[i] = run[i].EventID
 	}
 	var (
-		v    pipeline.Verdict
-		fmsg string
+		v      pipeline.Verdict
+		fmsg   string
+		marked int
+		stale  bool // the failed event's row changed under us: its failure is not recorded
 	)
 	wctx, wcancel := writeContext(ctx)
 	defer wcancel()
 	err = d.db.Tx(wctx, func(tx *sql.Tx) error {
-		if err := markSent(wctx, tx, ids, now); err != nil {
+		var err error
+		if marked, err = markSent(wctx, tx, ids, now); err != nil {
 			return err
 		}
 		if serr == nil || interrupted {
 			return nil
 		}
-		var err error
-		v, fmsg, err = d.fail(wctx, tx, run[n], serr, now)
+		var recorded bool
+		v, fmsg, recorded, err = d.fail(wctx, tx, run[n], serr, now)
+		stale = !recorded
 		return err
 	})
 	if err != nil {
@@ -172,24 +176,34 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 		d.log.Info("events sent", "target", name, "count", n,
 			"first_event_id", ids[0], "last_event_id", ids[n-1], "event_ids", ids)
 	}
-	if serr != nil && !interrupted {
-		d.logFailure(run[n], run[n].Attempts+1, v, fmsg)
+	if marked < n {
+		d.log.Info("delivered events were changed by another writer first; left as it left them",
+			"target", name, "delivered", n, "marked_sent", marked)
 	}
 	switch {
 	case serr == nil:
-		return n, 0, nil
+		return marked, 0, nil
 	case interrupted:
 		d.log.Info("send interrupted by shutdown", "target", name, "event_id", run[n].EventID, "error", serr.Error())
-		return n, 0, nil
-	case v.Dead:
-		return n, 0, nil
+		return marked, 0, nil
+	case stale:
+		// Someone else (a replay, another instance) changed the head since it was read; its
+		// state now is theirs. Read the head again rather than record a stale decision.
+		d.log.Info("event changed by another writer during its send; reading the head again",
+			"target", name, "event_id", run[n].EventID, "msg_id", run[n].MsgID, "error", serr.Error())
+		return marked, 0, nil
 	}
-	return n, v.NextAttemptAt.Sub(now), nil
+	d.logFailure(run[n], run[n].Attempts+1, v, fmsg)
+	if v.Dead {
+		return marked, 0, nil
+	}
+	return marked, v.NextAttemptAt.Sub(now), nil
 }
 
-// fail records the failure serr of event e at now under the retry policy. It returns the
-// verdict and the error text recorded.
-func (d *Dispatcher) fail(ctx context.Context, tx *sql.Tx, e *Event, serr error, now time.Time) (pipeline.Verdict, string, error) {
+// fail records the failure serr of event e at now under the retry policy, if e's row is still
+// as it was read (fenced). It returns the verdict, the error text recorded and whether it
+// recorded anything: false means another writer changed the row first.
+func (d *Dispatcher) fail(ctx context.Context, tx *sql.Tx, e *Event, serr error, now time.Time) (pipeline.Verdict, string, bool, error) {
 	class := pipeline.ClassOf(serr)
 	attempts := e.Attempts + 1
 	first := e.firstFailed()
@@ -198,19 +212,16 @@ func (d *Dispatcher) fail(ctx context.Context, tx *sql.Tx, e *Event, serr error,
 	}
 	v := d.opt.Policy.OnFailure(class, attempts, first, now)
 	msg := serr.Error()
+	state := pipeline.EventPending
 	if v.Dead {
+		state = pipeline.EventDead
 		if v.Reason != "" {
 			msg += " (dead: " + v.Reason + ")"
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE MSG_EVENT SET STATE = 'DEAD', ATTEMPTS = ?, NEXT_ATTEMPT_AT = NULL,
-FIRST_FAILED_AT = ?, ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
-			attempts, store.T(first), string(v.Class), clip(msg), e.EventID)
-		return v, msg, err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE MSG_EVENT SET ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?,
-FIRST_FAILED_AT = ?, ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
-		attempts, store.T(v.NextAttemptAt), store.T(first), string(v.Class), clip(msg), e.EventID)
-	return v, msg, err
+	n, err := updateFenced(ctx, tx, `STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, FIRST_FAILED_AT = ?, ERROR_CLASS = ?, LAST_ERROR = ?`,
+		[]any{string(state), attempts, store.T(v.NextAttemptAt), store.T(first), string(v.Class), clip(msg)}, []*Event{e})
+	return v, msg, n == 1, err
 }
 
 // logFailure logs the failure of event e, recorded with verdict v: WARN while it retries,
@@ -226,11 +237,13 @@ func (d *Dispatcher) logFailure(e *Event, attempts int, v pipeline.Verdict, msg 
 }
 
 // escalate sends the waiting events evs DEAD as EXHAUSTED: they have been failing for longer
-// than the head deadline. Their attempts are kept; the reason is added to the last error.
+// than the head deadline. Their attempts are kept; the reason is added to the last error. An
+// event whose row changed since it was read (fenced) is left alone.
 func (d *Dispatcher) escalate(ctx context.Context, evs []*Event, now time.Time) error {
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
 	msgs := make([]string, len(evs))
+	done := make([]bool, len(evs))
 	err := d.db.Tx(wctx, func(tx *sql.Tx) error {
 		for i, e := range evs {
 			first := e.firstFailed()
@@ -242,11 +255,12 @@ func (d *Dispatcher) escalate(ctx context.Context, evs []*Event, now time.Time) 
 			}
 			msg += "(dead: " + reason + ")"
 			msgs[i] = msg
-			if _, err := tx.ExecContext(wctx, `UPDATE MSG_EVENT SET STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL,
-ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
-				string(pipeline.Exhausted), clip(msg), e.EventID); err != nil {
-				return fmt.Errorf("event %d: %w", e.EventID, err)
+			n, err := updateFenced(wctx, tx, `STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL, ERROR_CLASS = ?, LAST_ERROR = ?`,
+				[]any{string(pipeline.Exhausted), clip(msg)}, []*Event{e})
+			if err != nil {
+				return err
 			}
+			done[i] = n == 1
 		}
 		return nil
 	})
@@ -254,7 +268,11 @@ ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
 		return store.Unavailable(fmt.Errorf("dispatch: escalate overdue head: %w", err))
 	}
 	for i, e := range evs {
-		d.logDead(e, pipeline.Exhausted, e.Attempts, msgs[i])
+		if done[i] {
+			d.logDead(e, pipeline.Exhausted, e.Attempts, msgs[i])
+		} else {
+			d.logChanged(e, "escalate")
+		}
 	}
 	return nil
 }
@@ -265,14 +283,25 @@ func (d *Dispatcher) malformed(ctx context.Context, e *Event, cause error, now t
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
 	msg := cause.Error()
-	_, err := d.db.SQL.ExecContext(wctx, `UPDATE MSG_EVENT SET STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL,
-FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ? WHERE EVENT_ID = ? AND STATE = 'PENDING'`,
-		store.T(now), string(pipeline.Malformed), clip(msg), e.EventID)
+	n, err := updateFenced(wctx, d.db.SQL, `STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL,
+FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ?`,
+		[]any{store.T(now), string(pipeline.Malformed), clip(msg)}, []*Event{e})
 	if err != nil {
 		return store.Unavailable(fmt.Errorf("dispatch: mark event %d malformed: %w", e.EventID, err))
 	}
+	if n == 0 {
+		d.logChanged(e, "mark malformed")
+		return nil
+	}
 	d.logDead(e, pipeline.Malformed, e.Attempts, msg)
 	return nil
+}
+
+// logChanged says that a decision about event e was dropped because another writer changed
+// its row first; the event is read again.
+func (d *Dispatcher) logChanged(e *Event, what string) {
+	d.log.Info("event changed by another writer; not recorded, reading it again", "target", e.Target,
+		"event_id", e.EventID, "msg_id", e.MsgID, "decision", what)
 }
 
 func (d *Dispatcher) logDead(e *Event, class pipeline.ErrorClass, attempts int, msg string) {

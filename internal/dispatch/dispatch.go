@@ -10,7 +10,13 @@
 // (class REJECTED) goes DEAD at once. Dead events come back with Replay.
 //
 // The schedule target (KAFKA_SCHD, D3) is never sent event by event: FlushSchd sends the
-// pending schedule events as one batch, keeping only the newest event per flight.
+// pending schedule events as one batch, keeping only the newest event per flight, split into
+// as many records as the sink's record size limit needs.
+//
+// Every write that moves an event on (SENT, backoff, DEAD, replay) is conditional on the
+// row's current state, and a move out of PENDING on the exact state the decision was taken
+// on (fenced): an operator's replay or another instance's write that came in between is never
+// overwritten. A write that finds the row changed is dropped and the row is read again.
 //
 // Delivery is at least once: an event is marked SENT only after its sink said it was
 // delivered, so a crash in between sends it again, with the same event id.

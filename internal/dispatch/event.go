@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,15 +144,90 @@ func idArgs(ids []int64) []any {
 	return args
 }
 
-// markSent marks the PENDING events ids SENT at now.
-func markSent(ctx context.Context, tx *sql.Tx, ids []int64, now time.Time) error {
-	if len(ids) == 0 {
-		return nil
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// markSent marks the events ids SENT at now, those that are still PENDING: an event the sink
+// has delivered is delivered, whatever else happened to its row meanwhile, but a row another
+// writer has already moved on (SENT, or DEAD) is left as that writer left it. It returns how
+// many rows it marked.
+func markSent(ctx context.Context, ex execer, ids []int64, now time.Time) (int, error) {
+	marked := 0
+	for chunk := range slices.Chunk(ids, replayChunk) {
+		args := append([]any{store.T(now)}, idArgs(chunk)...)
+		res, err := ex.ExecContext(ctx, `UPDATE MSG_EVENT SET STATE = 'SENT', SENT_AT = ?, NEXT_ATTEMPT_AT = NULL
+WHERE STATE = 'PENDING' AND EVENT_ID IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return marked, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return marked, err
+		}
+		marked += int(n)
 	}
-	args := append([]any{store.T(now)}, idArgs(ids)...)
-	_, err := tx.ExecContext(ctx, `UPDATE MSG_EVENT SET STATE = 'SENT', SENT_AT = ?, NEXT_ATTEMPT_AT = NULL
-WHERE STATE = 'PENDING' AND EVENT_ID IN (`+placeholders(len(ids))+`)`, args...)
-	return err
+	return marked, nil
+}
+
+// fenced is the condition of every dispatcher write that moves a PENDING event on (backoff,
+// DEAD): the row is still PENDING and holds the attempts, error class and last error the
+// dispatcher read before it decided. Whatever else changes a row changes one of them: a
+// replay resets ATTEMPTS (and a row must have died, with a new last error, to be replayed),
+// another dispatcher's failure bumps ATTEMPTS, a success leaves PENDING. The write of a
+// decision taken on a stale read then matches no row and is dropped: the caller re-reads
+// instead of overwriting (a lost update).
+const fenced = `STATE = 'PENDING' AND ATTEMPTS = ? AND COALESCE(ERROR_CLASS, '') = ? AND COALESCE(LAST_ERROR, '') = ?`
+
+// fence returns the arguments of fenced for e as it was read.
+func (e *Event) fence() fenceKey {
+	k := fenceKey{attempts: e.Attempts, lastError: e.lastError()}
+	if e.ErrorClass != nil {
+		k.class = *e.ErrorClass
+	}
+	return k
+}
+
+// fenceKey is the part of an event's row that fenced compares.
+type fenceKey struct {
+	attempts  int
+	class     string
+	lastError string
+}
+
+func (k fenceKey) args() []any { return []any{k.attempts, k.class, k.lastError} }
+
+// updateFenced applies set (the SET clause of an UPDATE MSG_EVENT, with its arguments) to
+// each of evs whose row still holds what was read (fenced); events with the same fence share
+// a statement. It returns how many rows it changed: fewer than len(evs) means another writer
+// changed the others first, and they are left as that writer left them.
+func updateFenced(ctx context.Context, ex execer, set string, setArgs []any, evs []*Event) (int, error) {
+	groups := map[fenceKey][]int64{}
+	var order []fenceKey
+	for _, e := range evs {
+		k := e.fence()
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], e.EventID)
+	}
+	changed := 0
+	for _, k := range order {
+		for ids := range slices.Chunk(groups[k], replayChunk) {
+			args := append(append(append([]any{}, setArgs...), k.args()...), idArgs(ids)...)
+			res, err := ex.ExecContext(ctx, `UPDATE MSG_EVENT SET `+set+` WHERE `+fenced+
+				` AND EVENT_ID IN (`+placeholders(len(ids))+`)`, args...)
+			if err != nil {
+				return changed, fmt.Errorf("events %d..%d: %w", ids[0], ids[len(ids)-1], err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return changed, fmt.Errorf("events %d..%d: %w", ids[0], ids[len(ids)-1], err)
+			}
+			changed += int(n)
+		}
+	}
+	return changed, nil
 }
 
 // maxErrorLen bounds LAST_ERROR; a sink's error can quote a whole response body.

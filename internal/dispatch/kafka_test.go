@@ -2,8 +2,12 @@ package dispatch_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,4 +135,141 @@ func TestKafkaOutageThroughTheDispatcher(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKafkaSchdBatchSplitsUnderTheRecordLimit sends a schedule batch of 1,000 big flight
+// records (about 3 MB, three times Kafka's default record limit) through the real Kafka
+// sink: it arrives whole, split into several records each within the limit, all with the
+// configured key in one partition, in order, newest record per flight.
+func TestKafkaSchdBatchSplitsUnderTheRecordLimit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const topic = "msgx.schd"
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sink, err := target.Open(context.Background(), schd, target.Config{Sink: "kafka", Brokers: c.ListenAddrs(),
+			Topic: topic, Timeout: 20 * time.Second, Key: "schd-batches"}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sink.Close()
+		d := dispatch.New(db, map[string]target.Sink{schd: sink}, dispatch.Options{
+			SchdTarget: schd, FlushLimit: 2000, Policy: policy, Clock: newClock(),
+		})
+
+		// 1,000 flights of about 3 KB, then a newer record for every tenth: 1,100 events.
+		pad := strings.Repeat("x", 3000)
+		var all []int64
+		newest := map[string]int64{}
+		err = db.Tx(context.Background(), func(tx *sql.Tx) error {
+			for i := range 1100 {
+				f := i % 1000
+				if i >= 1000 {
+					f = (i - 1000) * 10
+				}
+				key := fmt.Sprintf("F%04d", f)
+				res, err := tx.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+VALUES (?, 'SCHD-DNLD', ?, 'schd', ?, ?, 'PENDING', 0, ?)`, 7, schd, key, fmt.Sprintf(`{"FLID":%q,"v":%d,"pad":%q}`, key, i, pad), store.T(t0))
+				if err != nil {
+					return err
+				}
+				id, err := res.LastInsertId()
+				if err != nil {
+					return err
+				}
+				all = append(all, id)
+				newest[key] = id
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int64 // the newest event per flight, in event order
+		for _, id := range all {
+			if newest[fmt.Sprintf("F%04d", idxFlight(all, id))] == id {
+				want = append(want, id)
+			}
+		}
+
+		sent, _, err := d.FlushSchd(context.Background(), true)
+		if err != nil || sent != len(all) {
+			t.Fatalf("FlushSchd: sent %d, %v; want %d", sent, err, len(all))
+		}
+		wantState(t, db, "SENT", all...)
+
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(64<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		var got []target.Record
+		partitions := map[int32]bool{}
+		var lastOffset int64 = -1
+		fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for n := 0; n < len(want) && fctx.Err() == nil; {
+			cl.PollFetches(fctx).EachRecord(func(r *kgo.Record) {
+				if string(r.Key) != "schd-batches" {
+					t.Errorf("record at offset %d has key %q, want the configured key", r.Offset, r.Key)
+				}
+				if len(r.Value) > target.DefaultKafkaMaxRecordBytes {
+					t.Errorf("record at offset %d is %d bytes, over the limit %d", r.Offset, len(r.Value), target.DefaultKafkaMaxRecordBytes)
+				}
+				partitions[r.Partition] = true
+				if r.Offset <= lastOffset {
+					t.Errorf("offset %d after %d", r.Offset, lastOffset)
+				}
+				lastOffset = r.Offset
+				got = append(got, target.Record{EventID: headerID(t, r), Value: r.Value})
+				var arr []json.RawMessage
+				if err := json.Unmarshal(r.Value, &arr); err != nil {
+					t.Fatalf("record at offset %d: %v", r.Offset, err)
+				}
+				n += len(arr)
+			})
+		}
+		if len(got) < 4 {
+			t.Fatalf("%d records; 3 MB cannot fit in fewer than 4 of 1 MB", len(got))
+		}
+		if len(partitions) != 1 {
+			t.Errorf("records in partitions %v, want one", partitions)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].EventID <= got[i-1].EventID {
+				t.Errorf("record %d has event_id %d after %d", i, got[i].EventID, got[i-1].EventID)
+			}
+		}
+		if p, w := payloads(t, got), storedPayloads(t, db, want); !slices.Equal(p, w) {
+			t.Fatalf("the records carry %d payloads, want the %d newest per flight in event order", len(p), len(w))
+		}
+	})
+}
+
+// idxFlight returns the flight number event id was inserted for (see the test above).
+func idxFlight(all []int64, id int64) int {
+	i := slices.Index(all, id)
+	if i >= 1000 {
+		return (i - 1000) * 10
+	}
+	return i % 1000
+}
+
+// headerID returns the event_id header of r.
+func headerID(t *testing.T, r *kgo.Record) int64 {
+	t.Helper()
+	for _, h := range r.Headers {
+		if h.Key == "event_id" {
+			id, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil {
+				t.Fatalf("event_id header %q: %v", h.Value, err)
+			}
+			return id
+		}
+	}
+	t.Fatalf("record at offset %d has no event_id header", r.Offset)
+	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -18,11 +19,19 @@ import (
 //
 // It claims up to FlushLimit PENDING events in EVENT_ID order, unless the first of them is
 // backing off (then nothing is claimed, force or not). Of the claimed events it keeps the
-// newest per flight key (events without a key are all kept) and sends ONE record whose value
-// is the JSON array of their payloads in EVENT_ID order, with Key "" and EventID the newest
-// claimed id. On success every claimed event is SENT, the superseded ones too, and the
-// last-flush time moves to now. On failure the whole batch counts one more attempt and backs
-// off together, or goes DEAD together; the last-flush time stays.
+// newest per flight key (events without a key are all kept) and sends their payloads in
+// EVENT_ID order as JSON arrays, in as few records as the sink's record size allows
+// (target.ValueLimiter; one record when it sets no limit), all in one Send, each with Key ""
+// (the Kafka sink gives them the target's one key, so they stay in one partition, in order)
+// and EventID the newest id it carries (planBatch). A flight record that cannot fit in a
+// record by itself goes DEAD as REJECTED, with the older events of its flight, before the
+// send; the rest of the batch goes on.
+//
+// The events carried by delivered records (a superseded event is carried by its flight's
+// newest) are SENT. On a failure the rest counts one more attempt and backs off together, or
+// goes DEAD together, judged by the first of them; the last-flush time moves only when all
+// was delivered. Every write is conditional on the row being as it was read (see fenced):
+// a row another writer changed meanwhile is left as it left it, and the batch is read again.
 //
 // sent is the number of events marked SENT; wait and err mean what they mean for
 // DeliverOnce, wait being at most the time until the period ends.
@@ -84,38 +93,113 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 	if len(batch) == 0 {
 		return 0, 0, nil
 	}
-	rec, kept := batchRecord(name, batch)
-	ids := make([]int64, len(batch))
-	for i := range batch {
-		ids[i] = batch[i].EventID
+	maxValue := 0
+	if l, ok := sink.(target.ValueLimiter); ok {
+		maxValue = l.MaxValueBytes()
+	}
+	plan := planBatch(name, batch, maxValue)
+	if len(plan.tooBig) > 0 {
+		if err := d.rejectTooBig(ctx, batch, plan, maxValue, now); err != nil {
+			return 0, 0, err
+		}
+	}
+	if len(plan.recs) == 0 {
+		return 0, 0, nil
 	}
 
 	sctx, cancel := d.sendContext(ctx)
-	n, serr := sink.Send(sctx, []target.Record{rec})
+	n, serr := sink.Send(sctx, plan.recs)
 	cancel()
-	if serr == nil && n < 1 {
-		serr = fmt.Errorf("sink %s delivered 0 of 1 record and reported no error", name)
+	if serr == nil && n < len(plan.recs) {
+		serr = fmt.Errorf("sink %s delivered %d of %d records and reported no error", name, n, len(plan.recs))
 	}
-	if serr != nil && ctx.Err() != nil {
-		d.log.Info("send interrupted by shutdown", "target", name, "event_id", rec.EventID, "error", serr.Error())
-		return 0, 0, nil
+	n = delivered(n, len(plan.recs), serr)
+	interrupted := serr != nil && ctx.Err() != nil // shutdown cut the send short: not the events' fault
+
+	// The events carried by the delivered records (their own payload, or their flight's
+	// newer one) are SENT; the others failed with the first undelivered record.
+	var sentIDs []int64
+	var failed []*Event
+	for i := range batch {
+		switch c := plan.cover[i]; {
+		case c < 0: // refused above
+		case c < n:
+			sentIDs = append(sentIDs, batch[i].EventID)
+		default:
+			failed = append(failed, &batch[i])
+		}
 	}
 
 	wctx, wcancel := writeContext(ctx)
 	defer wcancel()
-	if serr == nil {
-		if err := d.db.Tx(wctx, func(tx *sql.Tx) error { return markSent(wctx, tx, ids, now) }); err != nil {
-			return 0, 0, store.Unavailable(fmt.Errorf("dispatch: record schedule batch %d..%d sent: %w", ids[0], ids[len(ids)-1], err))
+	var (
+		v       pipeline.Verdict
+		msg     string
+		marked  int
+		charged int
+		stale   bool
+	)
+	err = d.db.Tx(wctx, func(tx *sql.Tx) error {
+		var err error
+		if marked, err = markSent(wctx, tx, sentIDs, now); err != nil {
+			return err
 		}
+		if serr == nil || interrupted {
+			return nil
+		}
+		v, msg, charged, err = d.failBatch(wctx, tx, failed, serr, now)
+		stale = charged == 0
+		return err
+	})
+	if err != nil {
+		return 0, 0, store.Unavailable(fmt.Errorf("dispatch: record schedule batch %d..%d: %w",
+			batch[0].EventID, batch[len(batch)-1].EventID, err))
+	}
+	if len(sentIDs) > 0 {
+		d.log.Info("schd batch sent", "target", name, "count", len(sentIDs), "records", plan.kept(n),
+			"parts", n, "first_event_id", sentIDs[0], "last_event_id", sentIDs[len(sentIDs)-1])
+	}
+	if marked < len(sentIDs) {
+		d.log.Info("delivered events were changed by another writer first; left as it left them",
+			"target", name, "delivered", len(sentIDs), "marked_sent", marked)
+	}
+	switch {
+	case serr == nil:
 		d.mu.Lock()
 		d.lastFlush = now
 		d.mu.Unlock()
-		d.log.Info("schd batch sent", "target", name, "count", len(ids), "records", kept,
-			"first_event_id", ids[0], "last_event_id", ids[len(ids)-1])
-		return len(ids), 0, nil
+		return marked, 0, nil
+	case interrupted:
+		d.log.Info("send interrupted by shutdown", "target", name, "event_id", plan.recs[n].EventID, "error", serr.Error())
+		return marked, 0, nil
+	case stale:
+		d.logChanged(failed[0], "record schedule batch failure")
+		return marked, 0, nil
 	}
+	ids := make([]int64, len(failed))
+	for i, e := range failed {
+		ids[i] = e.EventID
+	}
+	attempts := failed[0].Attempts + 1
+	if v.Dead {
+		d.log.Error("schd batch dead", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
+			"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "error_class", string(v.Class),
+			"attempts", attempts, "error", msg)
+		return marked, 0, nil
+	}
+	d.log.Warn("schd batch failed", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
+		"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "attempts", attempts,
+		"error_class", string(v.Class), "next_attempt_at", v.NextAttemptAt.UTC().Format(time.RFC3339Nano), "error", msg)
+	return marked, v.NextAttemptAt.Sub(now), nil
+}
 
-	h := &batch[0]
+// failBatch records the failure serr of the schedule events evs (EVENT_ID order), the ones
+// the failed send left undelivered: they count one more attempt and back off together, or go
+// DEAD together, judged by the first of them. It writes only rows still as they were read
+// (fenced), and nothing when the first one has changed (then the batch is read again). It
+// returns the verdict, the error text and how many rows it changed.
+func (d *Dispatcher) failBatch(ctx context.Context, tx *sql.Tx, evs []*Event, serr error, now time.Time) (pipeline.Verdict, string, int, error) {
+	h := evs[0]
 	attempts := h.Attempts + 1
 	first := h.firstFailed()
 	if first.IsZero() {
@@ -132,22 +216,69 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 			msg += fmt.Sprintf(" (dead with its batch: %s on head event %d)", v.Reason, h.EventID)
 		}
 	}
-	args := append([]any{string(state), store.T(v.NextAttemptAt), store.T(now), string(v.Class), clip(msg)}, idArgs(ids)...)
-	if _, err := d.db.SQL.ExecContext(wctx, `UPDATE MSG_EVENT SET STATE = ?, ATTEMPTS = ATTEMPTS + 1,
-NEXT_ATTEMPT_AT = ?, FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ?
-WHERE STATE = 'PENDING' AND EVENT_ID IN (`+placeholders(len(ids))+`)`, args...); err != nil {
-		return 0, 0, store.Unavailable(fmt.Errorf("dispatch: record schedule batch %d..%d failure: %w", ids[0], ids[len(ids)-1], err))
+	const set = `STATE = ?, ATTEMPTS = ATTEMPTS + 1, NEXT_ATTEMPT_AT = ?,
+FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ?`
+	args := []any{string(state), store.T(v.NextAttemptAt), store.T(now), string(v.Class), clip(msg)}
+	n, err := updateFenced(ctx, tx, set, args, evs[:1])
+	if err != nil || n == 0 {
+		return v, msg, 0, err
 	}
-	if v.Dead {
-		d.log.Error("schd batch dead", "target", name, "count", len(ids), "event_id", rec.EventID,
-			"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "error_class", string(v.Class),
-			"attempts", attempts, "error", msg)
-		return 0, 0, nil
+	rest, err := updateFenced(ctx, tx, set, args, evs[1:])
+	return v, msg, n + rest, err
+}
+
+// rejectTooBig sends DEAD, as REJECTED, the events of the batch whose flight record alone is
+// longer than limit (the most one record of the sink can carry), and the older events of
+// those flights (superseded by a record that cannot be sent). No retry can make them fit;
+// they can be replayed once the target's max-record-bytes (and the topic's limit) is raised.
+func (d *Dispatcher) rejectTooBig(ctx context.Context, batch []Event, plan batchPlan, limit int, now time.Time) error {
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	type dead struct {
+		e   *Event
+		msg string
+		ok  bool
 	}
-	d.log.Warn("schd batch failed", "target", name, "count", len(ids), "event_id", rec.EventID,
-		"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "attempts", attempts,
-		"error_class", string(v.Class), "next_attempt_at", v.NextAttemptAt.UTC().Format(time.RFC3339Nano), "error", msg)
-	return 0, v.NextAttemptAt.Sub(now), nil
+	var deads []dead
+	err := d.db.Tx(wctx, func(tx *sql.Tx) error {
+		deads = deads[:0]
+		for _, tb := range plan.tooBig {
+			e := &batch[tb.index]
+			var msg string
+			if tb.newest < 0 {
+				what := fmt.Sprintf("event %d", e.EventID)
+				if k := e.key(); k != "" {
+					what = fmt.Sprintf("flight %q (event %d)", k, e.EventID)
+				}
+				msg = fmt.Sprintf("schedule record of %s is %d bytes, over the %d bytes one record of target %s can carry "+
+					"(max-record-bytes less key and headers); raise targets.%s.max-record-bytes and the topic's max.message.bytes, then replay",
+					what, tb.size, limit, e.Target, e.Target)
+			} else {
+				n := &batch[tb.newest]
+				msg = fmt.Sprintf("superseded by event %d of flight %q, whose schedule record (%d bytes) is over the %d bytes one record of target %s can carry",
+					n.EventID, e.key(), tb.size, limit, e.Target)
+			}
+			n, err := updateFenced(wctx, tx, `STATE = 'DEAD', ATTEMPTS = ATTEMPTS + 1, NEXT_ATTEMPT_AT = NULL,
+FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ?`,
+				[]any{store.T(now), string(pipeline.Rejected), clip(msg)}, []*Event{e})
+			if err != nil {
+				return err
+			}
+			deads = append(deads, dead{e, msg, n == 1})
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Unavailable(fmt.Errorf("dispatch: refuse oversized schedule records: %w", err))
+	}
+	for _, x := range deads {
+		if x.ok {
+			d.logDead(x.e, pipeline.Rejected, x.e.Attempts+1, x.msg)
+		} else {
+			d.logChanged(x.e, "refuse oversized schedule record")
+		}
+	}
+	return nil
 }
 
 // pendingAtLeast reports whether target has at least n PENDING events, reading no more than n
@@ -165,41 +296,119 @@ ORDER BY EVENT_ID LIMIT 1 OFFSET ?`, name, n-1).Scan(&id)
 	return true, nil
 }
 
-// batchRecord builds the one record of a schedule batch: the payloads of the newest event per
-// flight key (and of every event without one), in EVENT_ID order, as a JSON array. evs are in
-// EVENT_ID order with valid payloads. It returns the record and how many payloads it holds.
-func batchRecord(name string, evs []Event) (target.Record, int) {
-	newest := make(map[string]int64, len(evs))
+// batchPlan is how the events of a schedule batch are sent.
+type batchPlan struct {
+	// recs are the records to send, in order. Each value is a JSON array of payloads.
+	recs []target.Record
+	// cover gives, per event of the batch, the index in recs of the record that carries it:
+	// its own payload, or the newer payload of its flight that supersedes it. -1 for an
+	// event refused as too big (tooBig).
+	cover []int
+	// flights is how many payloads each record holds.
+	flights []int
+	// tooBig lists the events refused: a newest flight record longer than the limit, and
+	// the events it supersedes.
+	tooBig []tooBig
+}
+
+// tooBig is an event that cannot be sent because its flight's record does not fit.
+type tooBig struct {
+	index  int // in the batch
+	newest int // the index of the oversized event that supersedes it; -1 when it is that event
+	size   int // the oversized payload's length
+}
+
+// kept returns how many payloads the first n records hold.
+func (p batchPlan) kept(n int) int {
+	k := 0
+	for _, f := range p.flights[:n] {
+		k += f
+	}
+	return k
+}
+
+// planBatch splits the schedule events evs (EVENT_ID order, valid payloads) into records for
+// target name. Of each flight key only the newest event's payload is sent (every event
+// without a key is sent); the payloads go in EVENT_ID order into JSON arrays of at most limit
+// bytes each (0: no limit, one record), a new record starting where the next payload would
+// not fit, so reading the records in order gives the payloads in order. A payload that
+// cannot fit in a record by itself is not sent: it and the older events of its flight are
+// listed in tooBig.
+//
+// Each record's EventID, MsgID, TypeTag and Kind are those of its newest event; its Key is
+// empty (the sink gives every such record the target's one key, so the records of the target
+// stay in one partition, in order).
+func planBatch(name string, evs []Event, limit int) batchPlan {
+	newest := make(map[string]int, len(evs))
 	for i := range evs {
 		if k := evs[i].key(); k != "" {
-			newest[k] = evs[i].EventID
+			newest[k] = i
 		}
 	}
-	var b bytes.Buffer
-	b.WriteByte('[')
-	kept := 0
+	plan := batchPlan{cover: make([]int, len(evs))}
+	var (
+		b    bytes.Buffer
+		last int // index of the newest event in b
+		n    int // payloads in b
+	)
+	flush := func() {
+		if n == 0 {
+			return
+		}
+		b.WriteByte(']')
+		e := &evs[last]
+		plan.recs = append(plan.recs, target.Record{
+			EventID: e.EventID,
+			MsgID:   e.MsgID,
+			TypeTag: e.TypeTag,
+			Target:  name,
+			Kind:    e.Kind,
+			Value:   bytes.Clone(b.Bytes()),
+		})
+		plan.flights = append(plan.flights, n)
+		b.Reset()
+		n = 0
+	}
+	sizes := make(map[int]int)
 	for i := range evs {
 		e := &evs[i]
-		if k := e.key(); k != "" && newest[k] != e.EventID {
-			continue // superseded by a newer event of the same flight
+		if k := e.key(); k != "" && newest[k] != i {
+			continue // superseded by a newer event of the same flight; covered below
 		}
 		p, _ := compactJSON(e.raw)
-		if kept > 0 {
+		if limit > 0 && len(p)+2 > limit {
+			plan.cover[i] = -1
+			sizes[i] = len(p)
+			plan.tooBig = append(plan.tooBig, tooBig{index: i, newest: -1, size: len(p)})
+			continue
+		}
+		if limit > 0 && n > 0 && b.Len()+1+len(p)+1 > limit {
+			flush()
+		}
+		if n == 0 {
+			b.WriteByte('[')
+		} else {
 			b.WriteByte(',')
 		}
 		b.Write(p)
-		kept++
+		n++
+		last = i
+		plan.cover[i] = len(plan.recs) // the record being built
 	}
-	b.WriteByte(']')
-	last := &evs[len(evs)-1]
-	return target.Record{
-		EventID: last.EventID,
-		MsgID:   last.MsgID,
-		TypeTag: last.TypeTag,
-		Target:  name,
-		Kind:    last.Kind,
-		Value:   b.Bytes(),
-	}, kept
+	flush()
+	for i := range evs {
+		k := evs[i].key()
+		if k == "" || newest[k] == i {
+			continue
+		}
+		j := newest[k]
+		plan.cover[i] = plan.cover[j]
+		if plan.cover[j] < 0 {
+			plan.tooBig = append(plan.tooBig, tooBig{index: i, newest: j, size: sizes[j]})
+		}
+	}
+	slices.SortFunc(plan.tooBig, func(a, b tooBig) int { return a.index - b.index })
+	return plan
 }
 
 // escalateBatch sends the failed events of a waiting schedule batch DEAD as EXHAUSTED: its
@@ -222,14 +431,24 @@ func (d *Dispatcher) escalateBatch(ctx context.Context, evs []Event, now time.Ti
 	}
 	msg += fmt.Sprintf("(dead: failing for %s since %s (head deadline %s))",
 		now.Sub(first).Round(time.Millisecond), first.UTC().Format(time.RFC3339), d.opt.Policy.HeadDeadline)
+	var failed []*Event
+	for i := range evs {
+		if evs[i].FirstFailedAt != nil {
+			failed = append(failed, &evs[i])
+		}
+	}
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
-	args := append([]any{string(pipeline.Exhausted), clip(msg)}, idArgs(ids)...)
-	if _, err := d.db.SQL.ExecContext(wctx, `UPDATE MSG_EVENT SET STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL,
-ERROR_CLASS = ?, LAST_ERROR = ? WHERE STATE = 'PENDING' AND EVENT_ID IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+	n, err := updateFenced(wctx, d.db.SQL, `STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL, ERROR_CLASS = ?, LAST_ERROR = ?`,
+		[]any{string(pipeline.Exhausted), clip(msg)}, failed)
+	if err != nil {
 		return store.Unavailable(fmt.Errorf("dispatch: escalate schedule batch %d..%d: %w", ids[0], ids[len(ids)-1], err))
 	}
-	d.log.Error("schd batch dead", "target", d.opt.SchdTarget, "count", len(ids),
+	if n < len(failed) {
+		d.log.Info("events of the overdue schedule batch were changed by another writer first; left as it left them",
+			"target", d.opt.SchdTarget, "overdue", len(failed), "dead", n)
+	}
+	d.log.Error("schd batch dead", "target", d.opt.SchdTarget, "count", n,
 		"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "error_class", string(pipeline.Exhausted),
 		"attempts", evs[0].Attempts, "error", msg)
 	return nil

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -30,6 +31,15 @@ const (
 	DefaultRedisAddr = "127.0.0.1:6379"
 	// DefaultElasticsearchAddress is the node used when addresses is empty.
 	DefaultElasticsearchAddress = "http://127.0.0.1:9200"
+	// DefaultKafkaMaxRecordBytes is a Kafka target's max-record-bytes when unset: what
+	// franz-go's producer allows by default (ProducerBatchMaxBytes), which is also Kafka's
+	// default max.message.bytes.
+	DefaultKafkaMaxRecordBytes = 1000012
+	// MinKafkaMaxRecordBytes and MaxKafkaMaxRecordBytes bound max-record-bytes. The floor
+	// leaves room for a value after the record's own overhead; the ceiling stays well under
+	// franz-go's 100 MiB limit on one request.
+	MinKafkaMaxRecordBytes = 4 << 10
+	MaxKafkaMaxRecordBytes = 64 << 20
 )
 
 // SASL mechanisms accepted by a Kafka target (SASLConfig.Mechanism).
@@ -50,6 +60,15 @@ type Config struct {
 	ClientID string     `yaml:"client-id"` // default: franz-go's "kgo"
 	TLS      TLSConfig  `yaml:"tls"`       // also used by redis, elasticsearch and webhook
 	SASL     SASLConfig `yaml:"sasl"`
+	// MaxRecordBytes bounds one produce batch, and so one record with its key and headers
+	// (franz-go's ProducerBatchMaxBytes, set to this). Default DefaultKafkaMaxRecordBytes,
+	// franz-go's own default and Kafka's max.message.bytes default. The schedule batch is
+	// split so that no record passes it; keep it at or under the topic's max.message.bytes.
+	MaxRecordBytes int `yaml:"max-record-bytes"`
+	// Key is the Kafka key of every record that has none of its own: each KAFKA_SCHD batch
+	// record, and an event without a flight. One key means one partition, so those records
+	// stay in order. Default: the target name.
+	Key string `yaml:"key"`
 
 	// Redis.
 	Addr     string `yaml:"addr"`     // default 127.0.0.1:6379
@@ -69,6 +88,10 @@ type Config struct {
 
 	// File.
 	Path string `yaml:"path"` // default <dataDir>/outbox/<NAME>.jsonl
+
+	// Logger receives a sink's lifecycle lines (for the file sink: a torn last line cut at
+	// open). Not read from YAML; nil means slog.Default().
+	Logger *slog.Logger `yaml:"-"`
 
 	// Common.
 	Timeout time.Duration `yaml:"timeout"` // per send; default 10s
@@ -116,6 +139,10 @@ func (c Config) Validate(name string) error {
 		}
 		if c.Topic == "" {
 			return fmt.Errorf("%s: required for sink kafka", key("topic"))
+		}
+		if c.MaxRecordBytes != 0 && (c.MaxRecordBytes < MinKafkaMaxRecordBytes || c.MaxRecordBytes > MaxKafkaMaxRecordBytes) {
+			return fmt.Errorf("%s: must be between %d and %d bytes, got %d", key("max-record-bytes"),
+				MinKafkaMaxRecordBytes, MaxKafkaMaxRecordBytes, c.MaxRecordBytes)
 		}
 		switch c.SASL.Mechanism {
 		case "":
@@ -194,6 +221,13 @@ func (c Config) withDefaults(name, dataDir string) Config {
 		c.Timeout = DefaultTimeout
 	}
 	switch c.Sink {
+	case SinkKafka:
+		if c.MaxRecordBytes == 0 {
+			c.MaxRecordBytes = DefaultKafkaMaxRecordBytes
+		}
+		if c.Key == "" {
+			c.Key = name
+		}
 	case SinkRedis:
 		if c.Addr == "" {
 			c.Addr = DefaultRedisAddr
@@ -235,6 +269,14 @@ func Open(ctx context.Context, name string, c Config, dataDir string) (Sink, err
 	default: // SinkFile; Validate rejected anything else
 		return openFile(ctx, name, c)
 	}
+}
+
+// logger returns c.Logger, or slog.Default() when it is nil.
+func (c Config) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.Default()
+	}
+	return c.Logger
 }
 
 // load builds the tls.Config, or nil when TLS is off.

@@ -24,6 +24,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"kafka sasl no user", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", SASL: SASLConfig{Mechanism: SASLScramSHA512}}, "targets.T.sasl.username"},
 		{"tls files without enabled", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", TLS: TLSConfig{CAFile: "ca.pem"}}, "targets.T.tls.enabled"},
 		{"tls cert without key", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", TLS: TLSConfig{Enabled: true, CertFile: "c.pem"}}, "targets.T.tls.key-file"},
+		{"kafka max-record-bytes ok", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: MinKafkaMaxRecordBytes}, ""},
+		{"kafka max-record-bytes too small", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: MinKafkaMaxRecordBytes - 1}, "targets.T.max-record-bytes"},
+		{"kafka max-record-bytes too big", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: MaxKafkaMaxRecordBytes + 1}, "targets.T.max-record-bytes"},
+		{"kafka max-record-bytes negative", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: -1}, "targets.T.max-record-bytes"},
 		{"redis ok", Config{Sink: SinkRedis, Channel: "msgx:notify"}, ""},
 		{"redis no channel", Config{Sink: SinkRedis}, "targets.T.channel"},
 		{"redis negative db", Config{Sink: SinkRedis, Channel: "c", DB: -1}, "targets.T.db"},
@@ -72,6 +76,13 @@ func TestDefaults(t *testing.T) {
 	c = Config{Sink: SinkKafka, Timeout: 3 * time.Second}.withDefaults("K", "")
 	if c.Timeout != 3*time.Second {
 		t.Errorf("a set timeout became %s", c.Timeout)
+	}
+	if c.MaxRecordBytes != DefaultKafkaMaxRecordBytes || c.Key != "K" {
+		t.Errorf("kafka defaults: max-record-bytes %d, key %q", c.MaxRecordBytes, c.Key)
+	}
+	c = Config{Sink: SinkKafka, MaxRecordBytes: 5000, Key: "k"}.withDefaults("K", "")
+	if c.MaxRecordBytes != 5000 || c.Key != "k" {
+		t.Errorf("set kafka keys became: max-record-bytes %d, key %q", c.MaxRecordBytes, c.Key)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -40,7 +42,62 @@ func openFile(_ context.Context, name string, c Config) (Sink, error) {
 			return nil, fmt.Errorf("file target %s: %w", name, err)
 		}
 	}
+	if err := cutTornTail(f, c.Path, name, c.logger()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("file target %s: %w", name, err)
+	}
 	return &fileSink{name: name, path: c.Path, f: f}, nil
+}
+
+// tailChunk is how much of the file's end cutTornTail reads at a time.
+const tailChunk = 64 << 10
+
+// cutTornTail makes the file f end with a whole line. A process killed in the middle of an
+// append (kill -9, power loss) can leave a partial last line; the next append would be glued
+// onto it. If the file is not empty and does not end with '\n', it is cut back to just after
+// its last '\n' (to empty when it has none) and synced; the cut bytes are logged. The events
+// of that line were never marked SENT (a send is marked only after its fsync), so they are
+// written again whole.
+func cutTornTail(f *os.File, path, name string, log *slog.Logger) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open %s to check its last line: %w", path, err)
+	}
+	defer r.Close()
+	buf := make([]byte, tailChunk)
+	end := size // bytes [end, size) hold no '\n'
+	for end > 0 {
+		start := max(0, end-tailChunk)
+		chunk := buf[:end-start]
+		if _, err := r.ReadAt(chunk, start); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read the end of %s: %w", path, err)
+		}
+		if end == size && chunk[len(chunk)-1] == '\n' {
+			return nil // ends with a whole line
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			end = start + int64(i) + 1
+			break
+		}
+		end = start
+	}
+	if err := f.Truncate(end); err != nil {
+		return fmt.Errorf("cut the torn last line of %s back to %d bytes: %w", path, end, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s after cutting its torn last line: %w", path, err)
+	}
+	log.Warn("file sink: cut a torn last line left by an interrupted write; its events are written again",
+		"target", name, "path", path, "cut_bytes", size-end, "size", end)
+	return nil
 }
 
 func syncDir(dir string) error {

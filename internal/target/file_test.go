@@ -3,8 +3,12 @@ package target
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"msgx/internal/pipeline"
@@ -65,5 +69,53 @@ func TestFileRejectsValueThatIsNotOneLine(t *testing.T) {
 	got, _ := os.ReadFile(path)
 	if want := string(recs[0].Value) + "\n"; string(got) != want {
 		t.Errorf("file holds %q, want %q", got, want)
+	}
+}
+
+// TestFileCutsTornTailAtOpen: a write cut short by a crash leaves a partial last line; the
+// next open cuts it back to the last whole line (and says so), so what is appended after it
+// starts a line of its own and every line of the file parses.
+func TestFileCutsTornTailAtOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name, whole, torn string
+	}{
+		{"after whole lines", `{"event_id":1}` + "\n" + `{"event_id":2}` + "\n", `{"event_id":3,"payl`},
+		{"only a torn line", "", `{"event_id":1,"pay`},
+		{"torn line longer than a read chunk", `{"event_id":1}` + "\n", `{"x":"` + strings.Repeat("é", 70<<10)},
+		{"whole lines only", `{"event_id":1}` + "\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.jsonl")
+			if err := os.WriteFile(path, []byte(tc.whole+tc.torn), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var logged bytes.Buffer
+			log := slog.New(slog.NewJSONHandler(&logged, nil))
+			s := mustOpen(t, "F", Config{Sink: SinkFile, Path: path, Logger: log})
+			recs := records("F", 10, 2)
+			if n, err := s.Send(context.Background(), recs); err != nil || n != 2 {
+				t.Fatalf("Send = %d, %v", n, err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.whole + string(recs[0].Value) + "\n" + string(recs[1].Value) + "\n"
+			if string(got) != want {
+				t.Errorf("file holds %.200q…, want %.200q…", got, want)
+			}
+			for i, line := range strings.Split(strings.TrimSuffix(string(got), "\n"), "\n") {
+				if !json.Valid([]byte(line)) {
+					t.Errorf("line %d does not parse: %.80q", i+1, line)
+				}
+			}
+			cut := strings.Contains(logged.String(), "torn last line")
+			if cut != (tc.torn != "") {
+				t.Errorf("log %q: cut logged %v, want %v", logged.String(), cut, tc.torn != "")
+			}
+			if tc.torn != "" && !strings.Contains(logged.String(), fmt.Sprintf(`"cut_bytes":%d`, len(tc.torn))) {
+				t.Errorf("log %q does not give cut_bytes %d", logged.String(), len(tc.torn))
+			}
+		})
 	}
 }

@@ -20,9 +20,11 @@ import (
 
 // kafkaSink produces to one topic with an idempotent, acks=all franz-go client.
 type kafkaSink struct {
-	name    string
-	topic   string
-	timeout time.Duration
+	name     string
+	topic    string
+	timeout  time.Duration
+	key      []byte // for records without a key of their own
+	maxBytes int    // max-record-bytes
 
 	mu     sync.Mutex // one Send at a time, so records keep their order in the client
 	cl     *kgo.Client
@@ -38,6 +40,9 @@ func kafkaOpts(c Config, tlsCfg *tls.Config) []kgo.Opt {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		// Send waits for its records; lingering would only add latency.
 		kgo.ProducerLinger(0),
+		// One record (with its key and headers) must fit in a batch of this size, or the
+		// client fails it with MESSAGE_TOO_LARGE; MaxValueBytes tells the dispatcher.
+		kgo.ProducerBatchMaxBytes(int32(c.MaxRecordBytes)),
 	}
 	if c.Timeout >= time.Second { // franz-go refuses a record timeout under a second
 		// Records that were never sent, or whose request got an answer, fail after the
@@ -73,7 +78,23 @@ func openKafka(name string, c Config, tlsCfg *tls.Config) (Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka target %s: %w", name, err)
 	}
-	return &kafkaSink{name: name, topic: c.Topic, timeout: c.Timeout, cl: cl}, nil
+	return &kafkaSink{name: name, topic: c.Topic, timeout: c.Timeout, key: []byte(c.Key), maxBytes: c.MaxRecordBytes, cl: cl}, nil
+}
+
+// recordOverhead is what a record batch holding one record adds to the record's key and
+// value, with room to spare: the batch header (61 bytes), the record's varint lengths,
+// attributes and deltas, and the three headers (names, and values of at most 20 digits, 20
+// digits and a type tag of at most 64 bytes).
+const recordOverhead = 512
+
+// maxFlightKeyBytes is the longest key a record can bring of its own: FLIGHT_KEY is 64
+// characters of up to 4 bytes.
+const maxFlightKeyBytes = 256
+
+// MaxValueBytes implements ValueLimiter: max-record-bytes less the batch and record
+// overhead and the longest key a record can carry.
+func (k *kafkaSink) MaxValueBytes() int {
+	return k.maxBytes - recordOverhead - max(len(k.key), maxFlightKeyBytes)
 }
 
 // acks collects the promises of one Send. A promise may arrive after Send gave up waiting;
@@ -128,6 +149,7 @@ func (k *kafkaSink) Send(ctx context.Context, recs []Record) (int, error) {
 				{Key: "type_tag", Value: []byte(r.TypeTag)},
 			},
 		}
+		kr.Key = k.key
 		if r.Key != "" {
 			kr.Key = []byte(r.Key)
 		}

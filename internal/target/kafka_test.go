@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -311,5 +312,80 @@ func TestKafkaOversizedRecordIsRejected(t *testing.T) {
 	n, err := s.Send(context.Background(), recs)
 	if n != 1 || pipeline.ClassOf(err) != pipeline.Rejected {
 		t.Fatalf("Send = %d, %v; want 1 and a REJECTED error", n, err)
+	}
+}
+
+// TestKafkaRecordsWithoutKeyShareOneKey: records with no key of their own (the schedule
+// batches) all get the target's key — the configured one, or the target name — so they land
+// in one partition, in order; a record with a flight key keeps it.
+func TestKafkaRecordsWithoutKeyShareOneKey(t *testing.T) {
+	for _, tc := range []struct{ key, want string }{{"", "KAFKA_SCHD"}, {"schd", "schd"}} {
+		t.Run("key "+tc.want, func(t *testing.T) {
+			c := newKfake(t)
+			s := mustOpen(t, "KAFKA_SCHD", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Key: tc.key})
+			recs := records("KAFKA_SCHD", 1, 30)
+			recs[29].Key = "CA1234-D"
+			for i := 0; i < len(recs); i += 7 { // several sends, as successive batches
+				batch := recs[i:min(i+7, len(recs))]
+				if n, err := s.Send(context.Background(), batch); err != nil || n != len(batch) {
+					t.Fatalf("Send = %d, %v", n, err)
+				}
+			}
+			got := consumeAll(t, c.ListenAddrs(), len(recs))
+			parts := map[int32]bool{}
+			var order []int64
+			for _, g := range got {
+				if g.eventID == 30 {
+					if g.key != "CA1234-D" {
+						t.Errorf("a record's own key became %q", g.key)
+					}
+					continue
+				}
+				if g.key != tc.want {
+					t.Errorf("event %d has key %q, want %q", g.eventID, g.key, tc.want)
+				}
+				parts[g.partition] = true
+				order = append(order, g.eventID)
+			}
+			if len(parts) != 1 {
+				t.Errorf("keyless records in partitions %v, want one", parts)
+			}
+			if !slices.IsSorted(order) || len(order) != 29 {
+				t.Errorf("keyless records arrived as %v", order)
+			}
+		})
+	}
+}
+
+// TestKafkaMaxRecordBytes: the producer's limit is max-record-bytes; MaxValueBytes leaves
+// room for the key and headers, so a value of exactly that size goes through and a value
+// over max-record-bytes is REJECTED.
+func TestKafkaMaxRecordBytes(t *testing.T) {
+	c := newKfake(t)
+	const limit = 8 << 10
+	s := mustOpen(t, "KAFKA_SCHD", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, MaxRecordBytes: limit, Timeout: 5 * time.Second})
+	l, ok := s.(ValueLimiter)
+	if !ok {
+		t.Fatal("the kafka sink does not tell its record size limit")
+	}
+	maxValue := l.MaxValueBytes()
+	if maxValue <= 0 || maxValue >= limit {
+		t.Fatalf("MaxValueBytes = %d with max-record-bytes %d", maxValue, limit)
+	}
+	recs := records("KAFKA_SCHD", 1, 2)
+	recs[0].Value = []byte(`"` + strings.Repeat("x", maxValue-2) + `"`)
+	recs[0].TypeTag = strings.Repeat("T", 64) // the longest type tag
+	recs[1].Value = []byte(`"` + strings.Repeat("x", limit) + `"`)
+	n, err := s.Send(context.Background(), recs)
+	if n != 1 || pipeline.ClassOf(err) != pipeline.Rejected {
+		t.Fatalf("Send = %d, %v; want the first delivered and the second REJECTED", n, err)
+	}
+	if !errors.Is(err, kerr.MessageTooLarge) {
+		t.Errorf("error %v is not MESSAGE_TOO_LARGE", err)
+	}
+	// The default is franz-go's own.
+	d := mustOpen(t, "K", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic})
+	if got := d.(ValueLimiter).MaxValueBytes(); got <= DefaultKafkaMaxRecordBytes-1024 || got >= DefaultKafkaMaxRecordBytes {
+		t.Errorf("default MaxValueBytes = %d, want just under %d", got, DefaultKafkaMaxRecordBytes)
 	}
 }

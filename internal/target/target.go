@@ -31,3 +31,12 @@ type Sink interface {
 	Send(ctx context.Context, recs []Record) (int, error)
 	Close() error
 }
+
+// ValueLimiter is implemented by a sink that bounds the size of one record. A caller that
+// packs several events into one record (the KAFKA_SCHD batch) splits it so that no Value is
+// longer than MaxValueBytes; a single event that cannot fit is refused before it is sent.
+type ValueLimiter interface {
+	// MaxValueBytes is the longest Value one Record may have: the sink's record size limit
+	// less room for the record's key, headers and framing.
+	MaxValueBytes() int
+}
