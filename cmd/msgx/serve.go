@@ -287,6 +287,7 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipel
 	}
 	sinks := map[string]target.Sink{}
 	for name, tc := range targets {
+		tc.Logger = log.With("target", name)
 		s, err := target.Open(ctx, name, tc, cfg.DataDir)
 		if err != nil {
 			for _, o := range sinks {
