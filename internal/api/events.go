@@ -13,7 +13,7 @@ import (
 
 // EventRoutes adds the outbox routes: GET /api/v1/events?target=&state=&limit=&after= and
 // POST /api/v1/events/replay {"target":"…","ids":[…]}. wake (the dispatcher's) may be nil.
-func EventRoutes(db *store.DB, wake func()) func(*http.ServeMux) {
+func EventRoutes(db store.Events, wake func()) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
@@ -57,7 +57,7 @@ func EventRoutes(db *store.DB, wake func()) func(*http.ServeMux) {
 }
 
 // TargetStatus is the status section of the delivery targets.
-func TargetStatus(db *store.DB, clock pipeline.Clock) func(ctx context.Context) (any, error) {
+func TargetStatus(db store.Events, clock pipeline.Clock) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
 		return dispatch.Stats(ctx, db, clock.Now())
 	}

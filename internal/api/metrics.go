@@ -14,16 +14,23 @@ import (
 	"msgx/internal/store"
 )
 
+// MetricsStore is what /metrics reads: message counts, the head, and the outbox's counts.
+type MetricsStore interface {
+	CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error)
+	Head(ctx context.Context) (*store.Message, error)
+	store.Events
+}
+
 // queueCollector reads the queue state from the database at each scrape, so the figures are
 // those of the database, whichever instance serves them.
 type queueCollector struct {
-	db    *store.DB
+	db    MetricsStore
 	clock pipeline.Clock
 
 	messages, events, oldest, headAttempts, up *prometheus.Desc
 }
 
-func newQueueCollector(db *store.DB, clock pipeline.Clock) *queueCollector {
+func newQueueCollector(db MetricsStore, clock pipeline.Clock) *queueCollector {
 	return &queueCollector{
 		db: db, clock: clock,
 		messages:     prometheus.NewDesc("msgx_messages", "Inbound messages by processing state.", []string{"state"}, nil),
@@ -73,7 +80,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 // counts per target and state, the age of each target's oldest pending event, the head's
 // attempts, and the Go runtime's own metrics, plus the extra collectors of this process (the
 // pump's).
-func MetricsRoute(db *store.DB, clock pipeline.Clock, extra ...prometheus.Collector) func(*http.ServeMux) {
+func MetricsRoute(db MetricsStore, clock pipeline.Clock, extra ...prometheus.Collector) func(*http.ServeMux) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newQueueCollector(db, clock), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(extra...)

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -42,7 +41,7 @@ func compactJSON(p []byte) ([]byte, error) {
 // record builds the delivery record of one event. It fails only when the stored payload is
 // not valid JSON.
 func record(e *Event) (target.Record, error) {
-	payload, err := compactJSON(e.raw)
+	payload, err := compactJSON(e.Raw)
 	if err != nil {
 		return target.Record{}, fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, err)
 	}
@@ -52,7 +51,7 @@ func record(e *Event) (target.Record, error) {
 		TypeTag:   e.TypeTag,
 		Target:    e.Target,
 		Kind:      e.Kind,
-		FlightKey: e.key(),
+		FlightKey: e.Key(),
 		CreatedAt: e.CreatedAt.UTC(),
 		Payload:   payload,
 	}
@@ -68,7 +67,7 @@ func record(e *Event) (target.Record, error) {
 		TypeTag:  e.TypeTag,
 		Target:   e.Target,
 		Kind:     e.Kind,
-		Key:      e.key(),
+		Key:      e.Key(),
 		Value:    bytes.TrimSuffix(b.Bytes(), []byte("\n")),
 		Delete:   e.Kind == KindESDelete,
 		Document: payload,
@@ -99,7 +98,7 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 	defer lock.Unlock()
 
 	now := d.opt.Clock.Now()
-	evs, err := pendingHead(ctx, d.db, name, d.opt.SendBatch)
+	evs, err := d.db.PendingEvents(ctx, name, d.opt.SendBatch)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -107,11 +106,11 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 		return 0, d.opt.PollInterval, nil
 	}
 	head := &evs[0]
-	if !head.due(now) {
-		if d.opt.Policy.Overdue(head.firstFailed(), now) {
+	if !head.Due(now) {
+		if d.opt.Policy.Overdue(head.FirstFailed(), now) {
 			return 0, 0, d.escalate(ctx, []*Event{head}, now)
 		}
-		return 0, head.nextAttempt().Sub(now), nil
+		return 0, head.NextAttempt().Sub(now), nil
 	}
 
 	var (
@@ -120,7 +119,7 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 	)
 	for i := range evs {
 		e := &evs[i]
-		if i > 0 && !e.due(now) {
+		if i > 0 && !e.Due(now) {
 			break
 		}
 		rec, err := record(e)
@@ -155,16 +154,16 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 	)
 	wctx, wcancel := writeContext(ctx)
 	defer wcancel()
-	err = d.db.Tx(wctx, func(tx *sql.Tx) error {
+	err = d.db.EventTx(wctx, func(tx store.EventTx) error {
 		var err error
-		if marked, err = markSent(wctx, tx, ids, now); err != nil {
+		if marked, err = tx.MarkSent(ids, now); err != nil {
 			return err
 		}
 		if serr == nil || interrupted {
 			return nil
 		}
 		var recorded bool
-		v, fmsg, recorded, err = d.fail(wctx, tx, run[n], serr, now)
+		v, fmsg, recorded, err = d.fail(tx, run[n], serr, now)
 		stale = !recorded
 		return err
 	})
@@ -203,10 +202,10 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 // fail records the failure serr of event e at now under the retry policy, if e's row is still
 // as it was read (fenced). It returns the verdict, the error text recorded and whether it
 // recorded anything: false means another writer changed the row first.
-func (d *Dispatcher) fail(ctx context.Context, tx *sql.Tx, e *Event, serr error, now time.Time) (pipeline.Verdict, string, bool, error) {
+func (d *Dispatcher) fail(tx store.EventTx, e *Event, serr error, now time.Time) (pipeline.Verdict, string, bool, error) {
 	class := pipeline.ClassOf(serr)
 	attempts := e.Attempts + 1
-	first := e.firstFailed()
+	first := e.FirstFailed()
 	if first.IsZero() {
 		first = now
 	}
@@ -219,8 +218,8 @@ func (d *Dispatcher) fail(ctx context.Context, tx *sql.Tx, e *Event, serr error,
 			msg += " (dead: " + v.Reason + ")"
 		}
 	}
-	n, err := updateFenced(ctx, tx, `STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, FIRST_FAILED_AT = ?, ERROR_CLASS = ?, LAST_ERROR = ?`,
-		[]any{string(state), attempts, store.T(v.NextAttemptAt), store.T(first), string(v.Class), clip(msg)}, []*Event{e})
+	n, err := tx.Change([]*Event{e}, store.EventChange{State: state, AddAttempt: true, NextAttemptAt: v.NextAttemptAt,
+		FirstFailedAt: first, Class: v.Class, LastError: msg})
 	return v, msg, n == 1, err
 }
 
@@ -244,19 +243,18 @@ func (d *Dispatcher) escalate(ctx context.Context, evs []*Event, now time.Time) 
 	defer cancel()
 	msgs := make([]string, len(evs))
 	done := make([]bool, len(evs))
-	err := d.db.Tx(wctx, func(tx *sql.Tx) error {
+	err := d.db.EventTx(wctx, func(tx store.EventTx) error {
 		for i, e := range evs {
-			first := e.firstFailed()
+			first := e.FirstFailed()
 			reason := fmt.Sprintf("failing for %s since %s (head deadline %s)",
 				now.Sub(first).Round(time.Millisecond), first.UTC().Format(time.RFC3339), d.opt.Policy.HeadDeadline)
-			msg := e.lastError()
+			msg := e.LastErrorText()
 			if msg != "" {
 				msg += " "
 			}
 			msg += "(dead: " + reason + ")"
 			msgs[i] = msg
-			n, err := updateFenced(wctx, tx, `STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL, ERROR_CLASS = ?, LAST_ERROR = ?`,
-				[]any{string(pipeline.Exhausted), clip(msg)}, []*Event{e})
+			n, err := tx.Change([]*Event{e}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Exhausted, LastError: msg})
 			if err != nil {
 				return err
 			}
@@ -283,9 +281,11 @@ func (d *Dispatcher) malformed(ctx context.Context, e *Event, cause error, now t
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
 	msg := cause.Error()
-	n, err := updateFenced(wctx, d.db.SQL, `STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL,
-FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ?`,
-		[]any{store.T(now), string(pipeline.Malformed), clip(msg)}, []*Event{e})
+	var n int
+	err := d.db.EventTx(wctx, func(tx store.EventTx) (err error) {
+		n, err = tx.Change([]*Event{e}, store.EventChange{State: pipeline.EventDead, FirstFailedAt: now, Class: pipeline.Malformed, LastError: msg})
+		return err
+	})
 	if err != nil {
 		return store.Unavailable(fmt.Errorf("dispatch: mark event %d malformed: %w", e.EventID, err))
 	}

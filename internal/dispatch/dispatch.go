@@ -110,7 +110,7 @@ func (o Options) normalized() Options {
 // Dispatcher delivers MSG_EVENT rows to their sinks. Create one with New; it is safe for
 // concurrent use.
 type Dispatcher struct {
-	db    *store.DB
+	db    store.Events
 	opt   Options
 	log   *slog.Logger
 	sinks map[string]target.Sink
@@ -126,7 +126,7 @@ type Dispatcher struct {
 // New returns a dispatcher that delivers the events of every target in sinks (target name →
 // sink). Events of a target with no sink wait in MSG_EVENT. The sinks stay the caller's to
 // close.
-func New(db *store.DB, sinks map[string]target.Sink, opt Options) *Dispatcher {
+func New(db store.Events, sinks map[string]target.Sink, opt Options) *Dispatcher {
 	opt = opt.normalized()
 	d := &Dispatcher{
 		db:    db,

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -52,7 +51,7 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		last := d.lastFlush
 		d.mu.Unlock()
 		if !last.IsZero() && now.Sub(last) < d.opt.FlushPeriod {
-			full, err := d.pendingAtLeast(ctx, name, limit)
+			full, err := d.db.PendingAtLeast(ctx, name, limit)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -62,7 +61,7 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		}
 	}
 
-	evs, err := pendingHead(ctx, d.db, name, limit)
+	evs, err := d.db.PendingEvents(ctx, name, limit)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -70,11 +69,11 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		return 0, d.opt.PollInterval, nil
 	}
 	head := &evs[0]
-	if !head.due(now) {
-		if d.opt.Policy.Overdue(head.firstFailed(), now) {
+	if !head.Due(now) {
+		if d.opt.Policy.Overdue(head.FirstFailed(), now) {
 			return 0, 0, d.escalateBatch(ctx, evs, now)
 		}
-		return 0, head.nextAttempt().Sub(now), nil
+		return 0, head.NextAttempt().Sub(now), nil
 	}
 
 	// Events whose payload is not JSON could never be delivered and would sink every batch
@@ -82,7 +81,7 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 	batch := evs[:0:0]
 	for i := range evs {
 		e := &evs[i]
-		if _, err := compactJSON(e.raw); err != nil {
+		if _, err := compactJSON(e.Raw); err != nil {
 			if err := d.malformed(ctx, e, fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, err), now); err != nil {
 				return 0, 0, err
 			}
@@ -139,15 +138,15 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		charged int
 		stale   bool
 	)
-	err = d.db.Tx(wctx, func(tx *sql.Tx) error {
+	err = d.db.EventTx(wctx, func(tx store.EventTx) error {
 		var err error
-		if marked, err = markSent(wctx, tx, sentIDs, now); err != nil {
+		if marked, err = tx.MarkSent(sentIDs, now); err != nil {
 			return err
 		}
 		if serr == nil || interrupted {
 			return nil
 		}
-		v, msg, charged, err = d.failBatch(wctx, tx, failed, serr, now)
+		v, msg, charged, err = d.failBatch(tx, failed, serr, now)
 		stale = charged == 0
 		return err
 	})
@@ -198,10 +197,10 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 // DEAD together, judged by the first of them. It writes only rows still as they were read
 // (fenced), and nothing when the first one has changed (then the batch is read again). It
 // returns the verdict, the error text and how many rows it changed.
-func (d *Dispatcher) failBatch(ctx context.Context, tx *sql.Tx, evs []*Event, serr error, now time.Time) (pipeline.Verdict, string, int, error) {
+func (d *Dispatcher) failBatch(tx store.EventTx, evs []*Event, serr error, now time.Time) (pipeline.Verdict, string, int, error) {
 	h := evs[0]
 	attempts := h.Attempts + 1
-	first := h.firstFailed()
+	first := h.FirstFailed()
 	if first.IsZero() {
 		first = now
 	}
@@ -216,14 +215,12 @@ func (d *Dispatcher) failBatch(ctx context.Context, tx *sql.Tx, evs []*Event, se
 			msg += fmt.Sprintf(" (dead with its batch: %s on head event %d)", v.Reason, h.EventID)
 		}
 	}
-	const set = `STATE = ?, ATTEMPTS = ATTEMPTS + 1, NEXT_ATTEMPT_AT = ?,
-FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ?`
-	args := []any{string(state), store.T(v.NextAttemptAt), store.T(now), string(v.Class), clip(msg)}
-	n, err := updateFenced(ctx, tx, set, args, evs[:1])
+	change := store.EventChange{State: state, AddAttempt: true, NextAttemptAt: v.NextAttemptAt, FirstFailedAt: now, Class: v.Class, LastError: msg}
+	n, err := tx.Change(evs[:1], change)
 	if err != nil || n == 0 {
 		return v, msg, 0, err
 	}
-	rest, err := updateFenced(ctx, tx, set, args, evs[1:])
+	rest, err := tx.Change(evs[1:], change)
 	return v, msg, n + rest, err
 }
 
@@ -240,14 +237,14 @@ func (d *Dispatcher) rejectTooBig(ctx context.Context, batch []Event, plan batch
 		ok  bool
 	}
 	var deads []dead
-	err := d.db.Tx(wctx, func(tx *sql.Tx) error {
+	err := d.db.EventTx(wctx, func(tx store.EventTx) error {
 		deads = deads[:0]
 		for _, tb := range plan.tooBig {
 			e := &batch[tb.index]
 			var msg string
 			if tb.newest < 0 {
 				what := fmt.Sprintf("event %d", e.EventID)
-				if k := e.key(); k != "" {
+				if k := e.Key(); k != "" {
 					what = fmt.Sprintf("flight %q (event %d)", k, e.EventID)
 				}
 				msg = fmt.Sprintf("schedule record of %s is %d bytes, over the %d bytes one record of target %s can carry "+
@@ -256,11 +253,10 @@ func (d *Dispatcher) rejectTooBig(ctx context.Context, batch []Event, plan batch
 			} else {
 				n := &batch[tb.newest]
 				msg = fmt.Sprintf("superseded by event %d of flight %q, whose schedule record (%d bytes) is over the %d bytes one record of target %s can carry",
-					n.EventID, e.key(), tb.size, limit, e.Target)
+					n.EventID, e.Key(), tb.size, limit, e.Target)
 			}
-			n, err := updateFenced(wctx, tx, `STATE = 'DEAD', ATTEMPTS = ATTEMPTS + 1, NEXT_ATTEMPT_AT = NULL,
-FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ?`,
-				[]any{store.T(now), string(pipeline.Rejected), clip(msg)}, []*Event{e})
+			n, err := tx.Change([]*Event{e}, store.EventChange{State: pipeline.EventDead, AddAttempt: true, FirstFailedAt: now,
+				Class: pipeline.Rejected, LastError: msg})
 			if err != nil {
 				return err
 			}
@@ -279,21 +275,6 @@ FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?), ERROR_CLASS = ?, LAST_ERROR = ?`
 		}
 	}
 	return nil
-}
-
-// pendingAtLeast reports whether target has at least n PENDING events, reading no more than n
-// index entries.
-func (d *Dispatcher) pendingAtLeast(ctx context.Context, name string, n int) (bool, error) {
-	var id int64
-	err := d.db.SQL.QueryRowContext(ctx, `SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING'
-ORDER BY EVENT_ID LIMIT 1 OFFSET ?`, name, n-1).Scan(&id)
-	switch {
-	case err == sql.ErrNoRows:
-		return false, nil
-	case err != nil:
-		return false, store.Unavailable(fmt.Errorf("dispatch: count pending of %s: %w", name, err))
-	}
-	return true, nil
 }
 
 // batchPlan is how the events of a schedule batch are sent.
@@ -341,7 +322,7 @@ func (p batchPlan) kept(n int) int {
 func planBatch(name string, evs []Event, limit int) batchPlan {
 	newest := make(map[string]int, len(evs))
 	for i := range evs {
-		if k := evs[i].key(); k != "" {
+		if k := evs[i].Key(); k != "" {
 			newest[k] = i
 		}
 	}
@@ -372,10 +353,10 @@ func planBatch(name string, evs []Event, limit int) batchPlan {
 	sizes := make(map[int]int)
 	for i := range evs {
 		e := &evs[i]
-		if k := e.key(); k != "" && newest[k] != i {
+		if k := e.Key(); k != "" && newest[k] != i {
 			continue // superseded by a newer event of the same flight; covered below
 		}
-		p, _ := compactJSON(e.raw)
+		p, _ := compactJSON(e.Raw)
 		if limit > 0 && len(p)+2 > limit {
 			plan.cover[i] = -1
 			sizes[i] = len(p)
@@ -397,7 +378,7 @@ func planBatch(name string, evs []Event, limit int) batchPlan {
 	}
 	flush()
 	for i := range evs {
-		k := evs[i].key()
+		k := evs[i].Key()
 		if k == "" || newest[k] == i {
 			continue
 		}
@@ -424,8 +405,8 @@ func (d *Dispatcher) escalateBatch(ctx context.Context, evs []Event, now time.Ti
 	if len(ids) == 0 {
 		return nil
 	}
-	first := evs[0].firstFailed()
-	msg := evs[0].lastError()
+	first := evs[0].FirstFailed()
+	msg := evs[0].LastErrorText()
 	if msg != "" {
 		msg += " "
 	}
@@ -439,8 +420,11 @@ func (d *Dispatcher) escalateBatch(ctx context.Context, evs []Event, now time.Ti
 	}
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
-	n, err := updateFenced(wctx, d.db.SQL, `STATE = 'DEAD', NEXT_ATTEMPT_AT = NULL, ERROR_CLASS = ?, LAST_ERROR = ?`,
-		[]any{string(pipeline.Exhausted), clip(msg)}, failed)
+	var n int
+	err := d.db.EventTx(wctx, func(tx store.EventTx) (err error) {
+		n, err = tx.Change(failed, store.EventChange{State: pipeline.EventDead, Class: pipeline.Exhausted, LastError: msg})
+		return err
+	})
 	if err != nil {
 		return store.Unavailable(fmt.Errorf("dispatch: escalate schedule batch %d..%d: %w", ids[0], ids[len(ids)-1], err))
 	}

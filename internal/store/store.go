@@ -1,12 +1,20 @@
-// Package store is msgx's SQL layer: opening SQLite or MySQL/MariaDB, the embedded
-// migrations, transactions, and the repositories of the tables the pump owns (CMINMSGS,
-// CMINMSGS_HST, PROC_STATE, REF_DATA, PUMP_JOB, PUMP_LEASE). MSG_EVENT rows are inserted here
-// in the pump's transaction; their delivery state belongs to internal/dispatch, and
-// FLIGHT_STATE to internal/flight, which use DB and Tx from here.
+// Package store is msgx's SQL layer and its one contract. It owns the tables of the message
+// flow: CMINMSGS and CMINMSGS_HST (the legacy inbound tables, shared with the gateway),
+// PROC_STATE, MSG_EVENT (the outbox: inserted in the pump's success transaction, delivered
+// through Events), REF_DATA, PUMP_JOB and PUMP_LEASE, with the embedded migrations. FLIGHT_STATE
+// belongs to the SQL flight store in internal/flight, which writes it inside the pump's
+// transaction (FlightWriter).
 //
-// Both dialects take the same queries with ? placeholders; where they differ (upserts, locking)
-// the Dialect says how. Times are stored in UTC with microseconds, as text
-// "YYYY-MM-DD HH:MM:SS.ffffff" on SQLite and DATETIME(6) on MySQL, so both compare alike.
+// The packages that use the store take its small interfaces (iface.go, events.go: Inbox,
+// Adoption, Processing, Messages, Reference, Jobs, Archive, Lease, Health, Events), never the
+// concrete *DB, and every behaviour they rely on is in the contract suite of package
+// storetest, run on SQLite, MySQL/MariaDB and MySQL/MariaDB on the legacy CMINMSGS table.
+//
+// Both dialects take the same queries with ? placeholders; where they differ (row locks,
+// insert-or-ignore) the Dialect says how (dialect.go). Driver errors are told apart by their
+// codes (errors.go), and every text written is fitted to its column. Times are stored in UTC
+// with microseconds, as text "YYYY-MM-DD HH:MM:SS.ffffff" on SQLite and DATETIME(6) on MySQL,
+// so both compare alike.
 package store
 
 import (

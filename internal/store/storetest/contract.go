@@ -35,6 +35,7 @@ var contractCases = []struct {
 	{"FenceStopsAReplacedPump", fenceStopsAReplacedPump},
 	{"AWriteFromAStaleReadIsRefused", aWriteFromAStaleReadIsRefused},
 	{"TextsAtAndOverTheirColumnWidths", textsAtAndOverTheirColumnWidths},
+	{"OutboxWritesAreFenced", outboxWritesAreFenced},
 }
 
 func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
@@ -341,4 +342,112 @@ func receivedInSeconds(t *testing.T, db *store.DB) bool {
 		t.Fatal(err)
 	}
 	return prec == 0
+}
+
+// The outbox: events of a message come back in EVENT_ID order per target; a fenced change
+// applies only to a row still as it was read; SENT only to a PENDING row; replay only moves
+// DEAD rows that are not MALFORMED; a long last error is fitted.
+func outboxWritesAreFenced(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<m/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []pipeline.Event
+	for i := 0; i < 4; i++ {
+		evs = append(evs, pipeline.Event{Target: "T1", Kind: "k", Key: fmt.Sprint(100 + i), Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	evs = append(evs, pipeline.Event{Target: "T2", Kind: "k", Payload: []byte(`{"航":"✈"}`)})
+	if n, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "a|b|c|1", Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil || n != 5 {
+		t.Fatalf("succeed: %d events, %v", n, err)
+	}
+	head, err := db.PendingEvents(ctx, "T1", 10)
+	if err != nil || len(head) != 4 || head[0].Key() != "100" || string(head[3].Raw) != `{"n":3}` {
+		t.Fatalf("pending T1: %d %v", len(head), err)
+	}
+	if ok, err := db.PendingAtLeast(ctx, "T1", 4); err != nil || !ok {
+		t.Fatalf("at least 4: %v %v", ok, err)
+	}
+	if ok, _ := db.PendingAtLeast(ctx, "T1", 5); ok {
+		t.Fatal("at least 5 of 4")
+	}
+	long := strings.Repeat("\U0001F6EB", 3000)
+	change := store.EventChange{State: pipeline.EventPending, AddAttempt: true, NextAttemptAt: now.Add(time.Second), FirstFailedAt: now,
+		Class: pipeline.Infra, LastError: long}
+	var changed, stale int
+	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+		if changed, err = tx.Change([]*store.Event{&head[0], &head[1]}, change); err != nil {
+			return err
+		}
+		// The same decision from the same (now stale) read changes nothing.
+		stale, err = tx.Change([]*store.Event{&head[0]}, change)
+		return err
+	})
+	if err != nil || changed != 2 || stale != 0 {
+		t.Fatalf("fenced change: %d then %d, %v", changed, stale, err)
+	}
+	now2, _ := db.PendingEvents(ctx, "T1", 1)
+	if now2[0].Attempts != 1 || now2[0].FirstFailedAt == nil || len([]rune(now2[0].LastErrorText())) > 2000 {
+		t.Fatalf("after a failure: %+v", now2[0])
+	}
+	// Kill it, replay it: a decision taken on the read before the replay is refused.
+	err = db.EventTx(ctx, func(tx store.EventTx) error {
+		_, err := tx.Change([]*store.Event{&now2[0]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved, skipped, err := db.ReplayEvents(ctx, "T1", []int64{now2[0].EventID, head[2].EventID}); err != nil || moved != 1 || skipped != 1 {
+		t.Fatalf("replay: moved %d skipped %d %v", moved, skipped, err)
+	}
+	var n int
+	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+		n, err = tx.Change([]*store.Event{&now2[0]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Exhausted, LastError: "late"})
+		return err
+	})
+	if err != nil || n != 0 {
+		t.Fatalf("a stale DEAD overwrote a replay: %d %v", n, err)
+	}
+	// SENT only moves PENDING rows.
+	var marked int
+	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+		marked, err = tx.MarkSent([]int64{head[0].EventID, head[1].EventID, head[2].EventID, head[3].EventID}, now)
+		return err
+	})
+	if err != nil || marked != 4 {
+		t.Fatalf("marked %d %v", marked, err)
+	}
+	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+		marked, err = tx.MarkSent([]int64{head[0].EventID}, now)
+		return err
+	})
+	if err != nil || marked != 0 {
+		t.Fatalf("marked a SENT row again: %d %v", marked, err)
+	}
+	// A MALFORMED dead event is never replayed.
+	t2, _ := db.PendingEvents(ctx, "T2", 1)
+	db.EventTx(ctx, func(tx store.EventTx) error {
+		_, err := tx.Change([]*store.Event{&t2[0]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Malformed, LastError: "bad"})
+		return err
+	})
+	if moved, _, err := db.ReplayEvents(ctx, "", nil); err != nil || moved != 0 {
+		t.Fatalf("replayed a MALFORMED event: %d %v", moved, err)
+	}
+	counts, err := db.EventCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, c := range counts {
+		got[c.Target+"/"+string(c.State)] = c.Count
+	}
+	if got["T1/SENT"] != 4 || got["T2/DEAD"] != 1 || len(got) != 2 {
+		t.Fatalf("counts %v", got)
+	}
+	list, err := db.ListEvents(ctx, store.EventFilter{Target: "T2"})
+	if err != nil || len(list) != 1 || string(list[0].Payload) != `{"航":"✈"}` {
+		t.Fatalf("list: %+v %v", list, err)
+	}
 }

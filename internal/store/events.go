@@ -1,0 +1,407 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// The outbox: the MSG_EVENT table is the store's alone. The pump inserts a message's events in
+// its success transaction (Succeed); the dispatcher reads each target's head and records
+// deliveries through Events; operators list, count and replay through it too.
+
+// Events is the outbox's contract.
+type Events interface {
+	// PendingEvents returns up to limit PENDING events of target in EVENT_ID order.
+	PendingEvents(ctx context.Context, target string, limit int) ([]Event, error)
+	// PendingAtLeast reports whether target has at least n PENDING events.
+	PendingAtLeast(ctx context.Context, target string, n int) (bool, error)
+	// EventTx runs fn in one transaction over the outbox.
+	EventTx(ctx context.Context, fn func(EventTx) error) error
+	// ReplayEvents moves DEAD events back to PENDING.
+	ReplayEvents(ctx context.Context, target string, ids []int64) (moved, skipped int, err error)
+	// ListEvents returns the events f selects.
+	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
+	// EventCounts counts events per target and state, with the oldest one's creation time.
+	EventCounts(ctx context.Context) ([]EventCount, error)
+}
+
+var _ Events = (*DB)(nil)
+
+// Event is one MSG_EVENT row as the ops API shows it. Columns that are NULL are nil, so they
+// encode as JSON null.
+type Event struct {
+	EventID       int64                `json:"event_id"`
+	MsgID         int64                `json:"msg_id"`
+	TypeTag       string               `json:"type_tag"`
+	Target        string               `json:"target"`
+	Kind          string               `json:"kind"`
+	FlightKey     *string              `json:"flight_key"`
+	State         pipeline.EventStatus `json:"state"`
+	Attempts      int                  `json:"attempts"`
+	ErrorClass    *string              `json:"error_class"`
+	LastError     *string              `json:"last_error"`
+	CreatedAt     time.Time            `json:"created_at"`
+	SentAt        *time.Time           `json:"sent_at"`
+	NextAttemptAt *time.Time           `json:"next_attempt_at"`
+	FirstFailedAt *time.Time           `json:"first_failed_at"`
+	// Payload is the stored body. A body that is not valid JSON (a bug upstream) is shown as a
+	// JSON string, so one bad row never breaks a listing.
+	Payload json.RawMessage `json:"payload"`
+
+	// Raw is PAYLOAD exactly as stored (what a sink is given).
+	Raw []byte `json:"-"`
+}
+
+// Key returns the flight key, "" when there is none.
+func (e *Event) Key() string {
+	if e.FlightKey == nil {
+		return ""
+	}
+	return *e.FlightKey
+}
+
+// NextAttempt returns NEXT_ATTEMPT_AT, zero when NULL (due at once).
+func (e *Event) NextAttempt() time.Time {
+	if e.NextAttemptAt == nil {
+		return time.Time{}
+	}
+	return *e.NextAttemptAt
+}
+
+// FirstFailed returns FIRST_FAILED_AT, zero when the event never failed.
+func (e *Event) FirstFailed() time.Time {
+	if e.FirstFailedAt == nil {
+		return time.Time{}
+	}
+	return *e.FirstFailedAt
+}
+
+// LastErrorText returns LAST_ERROR, "" when NULL.
+func (e *Event) LastErrorText() string {
+	if e.LastError == nil {
+		return ""
+	}
+	return *e.LastError
+}
+
+// Due reports whether the event may be attempted at now.
+func (e *Event) Due(now time.Time) bool { return !e.NextAttempt().After(now) }
+
+const eventCols = `EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, STATE, ATTEMPTS,
+ERROR_CLASS, LAST_ERROR, CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, PAYLOAD`
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryEvents runs a SELECT of eventCols and scans every row.
+func queryEvents(ctx context.Context, q querier, query string, args ...any) ([]Event, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var (
+			e                            Event
+			key, class, lastErr          sql.NullString
+			state                        string
+			created, sent, next, firstAt NullTime
+		)
+		if err := rows.Scan(&e.EventID, &e.MsgID, &e.TypeTag, &e.Target, &e.Kind, &key, &state, &e.Attempts,
+			&class, &lastErr, &created, &sent, &next, &firstAt, &e.Raw); err != nil {
+			return nil, err
+		}
+		e.State = pipeline.EventStatus(state)
+		e.FlightKey = strPtr(key)
+		e.ErrorClass = strPtr(class)
+		e.LastError = strPtr(lastErr)
+		e.CreatedAt = created.Time
+		e.SentAt, e.NextAttemptAt, e.FirstFailedAt = sent.Ptr(), next.Ptr(), firstAt.Ptr()
+		if json.Valid(e.Raw) {
+			e.Payload = json.RawMessage(e.Raw)
+		} else {
+			e.Payload, _ = json.Marshal(string(e.Raw))
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// PendingEvents returns up to limit PENDING events of target in EVENT_ID order: the head first.
+func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
+	evs, err := queryEvents(ctx, d.SQL, `SELECT `+eventCols+` FROM MSG_EVENT
+WHERE TARGET = ? AND STATE = 'PENDING' ORDER BY EVENT_ID LIMIT ?`, target, limit)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
+	}
+	return evs, nil
+}
+
+// PendingAtLeast reports whether target has at least n PENDING events, reading no more than n
+// index entries.
+func (d *DB) PendingAtLeast(ctx context.Context, target string, n int) (bool, error) {
+	var id int64
+	err := d.SQL.QueryRowContext(ctx, `SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING'
+ORDER BY EVENT_ID LIMIT 1 OFFSET ?`, target, n-1).Scan(&id)
+	switch {
+	case err == sql.ErrNoRows:
+		return false, nil
+	case err != nil:
+		return false, Unavailable(fmt.Errorf("count pending events of %s: %w", target, err))
+	}
+	return true, nil
+}
+
+// EventChange is what a fenced write does to a PENDING event's row (see EventTx.Change).
+type EventChange struct {
+	State         pipeline.EventStatus // PENDING (back off) or DEAD
+	AddAttempt    bool                 // count one more attempt
+	NextAttemptAt time.Time            // when to try again; zero: NULL
+	FirstFailedAt time.Time            // set when the row has none yet; zero: left as is
+	Class         pipeline.ErrorClass
+	LastError     string // cut to maxEventError
+}
+
+// EventTx is the outbox inside one transaction.
+type EventTx interface {
+	// MarkSent marks the events ids SENT at now, those still PENDING, and returns how many.
+	MarkSent(ids []int64, now time.Time) (int, error)
+	// Change applies c to each of evs whose row is still PENDING with the attempts, error
+	// class and last error that were read (the fence), and returns how many rows it changed:
+	// a row another writer changed first (a replay, a delivery) is left as that writer left
+	// it, never overwritten by a decision taken on a stale read.
+	Change(evs []*Event, c EventChange) (int, error)
+}
+
+// EventTx runs fn in one transaction; fn's error rolls it back.
+func (d *DB) EventTx(ctx context.Context, fn func(EventTx) error) error {
+	return d.Tx(ctx, func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx}) })
+}
+
+type eventTx struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+// eventChunk bounds the ids of one UPDATE.
+const eventIDChunk = 500
+
+// maxEventError bounds LAST_ERROR of an event; a sink's error can quote a whole response body.
+const maxEventError = 2000
+
+func (x eventTx) MarkSent(ids []int64, now time.Time) (int, error) {
+	marked := 0
+	for chunk := range slices.Chunk(ids, eventIDChunk) {
+		args := append([]any{T(now)}, idArgs(chunk)...)
+		res, err := x.tx.ExecContext(x.ctx, `UPDATE MSG_EVENT SET STATE = 'SENT', SENT_AT = ?, NEXT_ATTEMPT_AT = NULL
+WHERE STATE = 'PENDING' AND EVENT_ID IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return marked, Unavailable(fmt.Errorf("mark events %d..%d sent: %w", chunk[0], chunk[len(chunk)-1], err))
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return marked, Unavailable(err)
+		}
+		marked += int(n)
+	}
+	return marked, nil
+}
+
+// fenced is the condition of every write that moves a PENDING event on (backoff, DEAD): the
+// row is still PENDING and holds the attempts, error class and last error read before the
+// decision. Whatever else changes a row changes one of them: a replay resets ATTEMPTS (and a
+// row must have died, with a new last error, to be replayed), another dispatcher's failure
+// bumps ATTEMPTS, a success leaves PENDING.
+const fenced = `STATE = 'PENDING' AND ATTEMPTS = ? AND COALESCE(ERROR_CLASS, '') = ? AND COALESCE(LAST_ERROR, '') = ?`
+
+// fenceKey is the part of an event's row that fenced compares.
+type fenceKey struct {
+	attempts  int
+	class     string
+	lastError string
+}
+
+func fenceOf(e *Event) fenceKey {
+	k := fenceKey{attempts: e.Attempts, lastError: e.LastErrorText()}
+	if e.ErrorClass != nil {
+		k.class = *e.ErrorClass
+	}
+	return k
+}
+
+func (x eventTx) Change(evs []*Event, c EventChange) (int, error) {
+	set := `STATE = ?, NEXT_ATTEMPT_AT = ?, ERROR_CLASS = ?, LAST_ERROR = ?`
+	setArgs := []any{string(c.State), T(c.NextAttemptAt), nullStr(string(c.Class)), Fit(c.LastError, maxEventError)}
+	if c.AddAttempt {
+		set += `, ATTEMPTS = ATTEMPTS + 1`
+	}
+	if !c.FirstFailedAt.IsZero() {
+		set += `, FIRST_FAILED_AT = COALESCE(FIRST_FAILED_AT, ?)`
+		setArgs = append(setArgs, T(c.FirstFailedAt))
+	}
+	// Events with the same fence share a statement.
+	groups := map[fenceKey][]int64{}
+	var order []fenceKey
+	for _, e := range evs {
+		k := fenceOf(e)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], e.EventID)
+	}
+	changed := 0
+	for _, k := range order {
+		for ids := range slices.Chunk(groups[k], eventIDChunk) {
+			args := append(append(append([]any{}, setArgs...), k.attempts, k.class, k.lastError), idArgs(ids)...)
+			res, err := x.tx.ExecContext(x.ctx, `UPDATE MSG_EVENT SET `+set+` WHERE `+fenced+
+				` AND EVENT_ID IN (`+placeholders(len(ids))+`)`, args...)
+			if err != nil {
+				return changed, Unavailable(fmt.Errorf("events %d..%d: %w", ids[0], ids[len(ids)-1], err))
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return changed, Unavailable(err)
+			}
+			changed += int(n)
+		}
+	}
+	return changed, nil
+}
+
+// idArgs returns the ids as query arguments.
+func idArgs(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
+}
+
+// ReplayEvents moves DEAD events back to PENDING with ATTEMPTS 0 and NEXT_ATTEMPT_AT and
+// FIRST_FAILED_AT cleared (so the head deadline counts from the next failure); ERROR_CLASS and
+// LAST_ERROR are kept for audit. target "" means every target; no ids means every DEAD event
+// of the target(s). An id that is not DEAD, not of target, unknown, or of class MALFORMED
+// (a payload that can never be delivered) is skipped. It returns how many events moved and
+// how many were skipped. Only rows that are DEAD when the UPDATE runs move, so a concurrent
+// delivery or replay is never overwritten.
+func (d *DB) ReplayEvents(ctx context.Context, target string, ids []int64) (moved, skipped int, err error) {
+	const set = `UPDATE MSG_EVENT SET STATE = 'PENDING', ATTEMPTS = 0, NEXT_ATTEMPT_AT = NULL, FIRST_FAILED_AT = NULL
+WHERE STATE = 'DEAD' AND (ERROR_CLASS IS NULL OR ERROR_CLASS <> 'MALFORMED')`
+	var tgt string
+	var targs []any
+	if target != "" {
+		tgt, targs = " AND TARGET = ?", []any{target}
+	}
+	if len(ids) == 0 {
+		res, err := d.SQL.ExecContext(ctx, set+tgt, targs...)
+		if err != nil {
+			return 0, 0, Unavailable(fmt.Errorf("replay dead events of %q: %w", target, err))
+		}
+		n, _ := res.RowsAffected()
+		var left int
+		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE STATE = 'DEAD'`+tgt, targs...).Scan(&left); err != nil {
+			return int(n), 0, Unavailable(fmt.Errorf("count dead events of %q: %w", target, err))
+		}
+		return int(n), left, nil
+	}
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for chunk := range slices.Chunk(ids, eventIDChunk) {
+		args := append(append([]any{}, targs...), idArgs(chunk)...)
+		res, err := d.SQL.ExecContext(ctx, set+tgt+` AND EVENT_ID IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return moved, 0, Unavailable(fmt.Errorf("replay events %d..%d: %w", chunk[0], chunk[len(chunk)-1], err))
+		}
+		n, _ := res.RowsAffected()
+		moved += int(n)
+	}
+	return moved, len(ids) - moved, nil
+}
+
+// EventFilter selects events for ListEvents. Zero fields select everything.
+type EventFilter struct {
+	Target  string               // one target, or "" for all
+	State   pipeline.EventStatus // PENDING, SENT or DEAD, or "" for all
+	AfterID int64                // only events with a larger EVENT_ID (paging in EVENT_ID order)
+	Limit   int                  // at most this many (default 100, at most 1000)
+	Newest  bool                 // newest first instead of delivery (EVENT_ID) order
+}
+
+// ListEvents returns the events f selects, in EVENT_ID order (newest first with f.Newest).
+func (d *DB) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
+	var where []string
+	var args []any
+	if f.Target != "" {
+		where, args = append(where, "TARGET = ?"), append(args, f.Target)
+	}
+	if f.State != "" {
+		where, args = append(where, "STATE = ?"), append(args, string(f.State))
+	}
+	if f.AfterID > 0 {
+		where, args = append(where, "EVENT_ID > ?"), append(args, f.AfterID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	q := `SELECT ` + eventCols + ` FROM MSG_EVENT`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	if f.Newest {
+		q += " ORDER BY EVENT_ID DESC"
+	} else {
+		q += " ORDER BY EVENT_ID"
+	}
+	q += " LIMIT ?"
+	evs, err := queryEvents(ctx, d.SQL, q, append(args, limit)...)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("list events: %w", err))
+	}
+	if evs == nil {
+		evs = []Event{}
+	}
+	return evs, nil
+}
+
+// EventCount is how many events of a target are in a state, and when the oldest was created.
+type EventCount struct {
+	Target string
+	State  pipeline.EventStatus
+	Count  int64
+	Oldest NullTime
+}
+
+// EventCounts counts the events per target and state.
+func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
+	rows, err := d.SQL.QueryContext(ctx, `SELECT TARGET, STATE, COUNT(*), MIN(CREATED_AT) FROM MSG_EVENT GROUP BY TARGET, STATE`)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("event counts: %w", err))
+	}
+	defer rows.Close()
+	var out []EventCount
+	for rows.Next() {
+		var c EventCount
+		var state string
+		if err := rows.Scan(&c.Target, &state, &c.Count, &c.Oldest); err != nil {
+			return nil, Unavailable(fmt.Errorf("event counts: %w", err))
+		}
+		c.State = pipeline.EventStatus(state)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Unavailable(fmt.Errorf("event counts: %w", err))
+	}
+	return out, nil
+}
