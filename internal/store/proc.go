@@ -180,7 +180,7 @@ func (d *DB) Record(ctx context.Context, id int64, o Outcome, now time.Time) err
 			return Unavailable(fmt.Errorf("record %s for message %d: %w", o.State, id, err))
 		}
 		if o.Meta != nil {
-			return backfill(ctx, tx, id, *o.Meta, now)
+			return d.backfill(ctx, tx, id, *o.Meta, now)
 		}
 		return nil
 	})
@@ -205,42 +205,6 @@ type Backfill struct {
 	SNDR, TYPE, STYP string
 	SEQN             string
 	DTTM             time.Time
-}
-
-func backfill(ctx context.Context, tx *sql.Tx, id int64, b Backfill, now time.Time) error {
-	var seq any
-	if n, err := parseSeq(b.SEQN); err == nil {
-		seq = n
-	}
-	_, err := tx.ExecContext(ctx, `UPDATE CMINMSGS SET CMINMSGS_SUBSYSTEM_NAME = ?, CMINMSGS_SUBSYSTEM_TYPE = ?,
-		CMINMSGS_SUBSYSTEM_SUBTYPE = ?, CMINMSGS_SUBSYSTEM_SEQUENCE = ?, CMINMSGS_SUBSYSTEM_DATE_SENT = ?,
-		CMINMSGS_DATE_PROCESSED = ? WHERE CMINMSGS_ID = ?`,
-		truncate4(b.SNDR), truncate4(b.TYPE), truncate4(b.STYP), seq, T(b.DTTM), T(now), id)
-	if err != nil {
-		return Unavailable(fmt.Errorf("back-fill CMINMSGS %d: %w", id, err))
-	}
-	return nil
-}
-
-func truncate4(s string) string {
-	if len(s) > 4 {
-		return s[:4]
-	}
-	return s
-}
-
-func parseSeq(s string) (int64, error) {
-	var n int64
-	if s == "" || len(s) > 18 {
-		return 0, fmt.Errorf("bad sequence %q", s)
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("bad sequence %q", s)
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, nil
 }
 
 // BoundTo returns the message that holds identity, if any.
@@ -312,7 +276,7 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 		if err != nil {
 			return err
 		}
-		if err := backfill(ctx, tx, id, s.Meta, now); err != nil {
+		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = NULL, LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL,

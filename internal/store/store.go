@@ -12,6 +12,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -45,6 +46,8 @@ type DB struct {
 	// maxPacket is MySQL's max_allowed_packet (0 on SQLite): a message that cannot fit in one
 	// is refused before it is sent, since the server answers it by dropping the connection.
 	maxPacket int
+
+	legacy *legacyState // the legacy CMINMSGS columns: options and learnt types (cminmsgs.go)
 }
 
 //go:embed migrations
@@ -136,6 +139,10 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 			db.Close()
 			return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
 		}
+		if _, err := d.columns(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
 		return d, nil
 	case MySQL:
 		cfg, err := mysqldrv.ParseDSN(dsn)
@@ -152,10 +159,19 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 		}
 		cfg.Params["time_zone"] = "'+00:00'"
 		cfg.Loc = time.UTC
-		db, err := sql.Open("mysql", cfg.FormatDSN())
+		// Every session runs at an explicit isolation level (READ COMMITTED unless the DSN
+		// names one with transaction_isolation=REPEATABLE-READ) and waits at most
+		// innodb_lock_wait_timeout (10 s unless the DSN says otherwise) for a row lock, so
+		// the inbox never hangs behind another program's open transaction.
+		session, err := sessionSetup(cfg)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := mysqldrv.NewConnector(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("store: open mysql: %w", err)
 		}
+		db := sql.OpenDB(sessionConnector{Connector: conn, stmts: session})
 		db.SetMaxOpenConns(16)
 		db.SetConnMaxLifetime(5 * time.Minute)
 		if err := db.PingContext(ctx); err != nil {
@@ -167,9 +183,64 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 			db.Close()
 			return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
 		}
+		if _, err := d.columns(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
 		return d, nil
 	}
 	return nil, fmt.Errorf("store: unknown driver %q (want sqlite or mysql)", driver)
+}
+
+// sessionSetup returns the statements every MySQL session starts with, taking the isolation
+// level and the lock wait bound out of the DSN's parameters when it names them.
+func sessionSetup(cfg *mysqldrv.Config) ([]string, error) {
+	level := "READ COMMITTED"
+	for _, k := range []string{"transaction_isolation", "tx_isolation"} {
+		v, ok := cfg.Params[k]
+		if !ok {
+			continue
+		}
+		delete(cfg.Params, k)
+		switch strings.ToUpper(strings.Trim(v, "'\" ")) {
+		case "READ-COMMITTED", "READ COMMITTED":
+			level = "READ COMMITTED"
+		case "REPEATABLE-READ", "REPEATABLE READ":
+			level = "REPEATABLE READ"
+		default:
+			return nil, fmt.Errorf("store: mysql dsn: %s=%s: want READ-COMMITTED or REPEATABLE-READ", k, v)
+		}
+	}
+	stmts := []string{"SET SESSION TRANSACTION ISOLATION LEVEL " + level}
+	if _, ok := cfg.Params["innodb_lock_wait_timeout"]; !ok {
+		stmts = append(stmts, "SET SESSION innodb_lock_wait_timeout = 10")
+	}
+	return stmts, nil
+}
+
+// sessionConnector runs its statements on each new connection.
+type sessionConnector struct {
+	driver.Connector
+	stmts []string
+}
+
+func (c sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, errors.New("store: mysql connection cannot execute statements")
+	}
+	for _, s := range c.stmts {
+		if _, err := ex.ExecContext(ctx, s, nil); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("store: %s: %w", s, err)
+		}
+	}
+	return conn, nil
 }
 
 // Close closes the database.
