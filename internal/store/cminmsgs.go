@@ -732,7 +732,7 @@ func (d *DB) Unstated(ctx context.Context, after, upTo int64) ([]int64, error) {
 }
 
 // Backlog says how many CMINMSGS rows are waiting to be adopted and when the oldest was
-// received (nil when none): what the pump logs at start.
+// received (nil when none), in the legacy zone: what the pump logs at start.
 func (d *DB) Backlog(ctx context.Context) (n int, oldest *time.Time, err error) {
 	cols, err := d.columns(ctx, d.SQL)
 	if err != nil {
@@ -748,7 +748,11 @@ func (d *DB) Backlog(ctx context.Context) (n int, oldest *time.Time, err error) 
 	if err != nil {
 		return 0, nil, Unavailable(fmt.Errorf("count CMINMSGS rows to adopt: %w", err))
 	}
-	return n, d.LegacyTime(first), nil
+	if t := d.LegacyTime(first); t != nil {
+		local := t.In(d.legacyOpts().Location)
+		return n, &local, nil
+	}
+	return n, nil, nil
 }
 
 // Visible returns those of ids that are visible in CMINMSGS (committed) and, among them, the
