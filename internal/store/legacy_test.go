@@ -560,3 +560,17 @@ func TestLegacyInboxDoesNotWaitForAnOpenGatewayTransaction(t *testing.T) {
 		})
 	}
 }
+
+func TestLegacyInboxRefusesAMessageOverTheClobColumn(t *testing.T) {
+	eachLegacy(t, "", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
+		// MEDIUMTEXT holds 16 MiB - 1 bytes.
+		huge := "<MSG>" + strings.Repeat("机", (16<<20)/3) + "</MSG>"
+		_, err := e.db.InsertMessages(context.Background(), []string{huge}, time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC))
+		if !errors.Is(err, store.ErrTooLarge) {
+			t.Fatalf("a %d-byte message into MEDIUMTEXT: %v, want ErrTooLarge (413)", len(huge), err)
+		}
+		if errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("a message too large is not the database being unavailable: %v", err)
+		}
+	})
+}
