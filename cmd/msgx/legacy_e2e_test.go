@@ -354,3 +354,31 @@ func TestLegacyE2ECutOverTakesOnlyRowsTheLegacyLeft(t *testing.T) {
 		}
 	})
 }
+
+func TestLegacyE2EAdoptionBoundsAndZoneFromConfig(t *testing.T) {
+	db := lgLegacyDB(t, "sqlite")
+	stale := db.gateway(t, lgStatus("AODB", "751", "20261101090000", "LGS", "STALE"), "2026-11-01 09:00:00", "")
+	fresh := db.gateway(t, lgStatus("AODB", "752", "20261201090000", "LGF", "FRESH"), "2026-12-01 09:00:00", "")
+	env := append(db.env, "MSGX_INBOX_ADOPT_SINCE=2026-11-15", "MSGX_LEGACY_TIMEZONE=Europe/Paris")
+	s := lgStart(t, env...)
+	if m := s.awaitFinal(fresh); m.State != "SUCCEEDED" {
+		t.Fatalf("the fresh row ended %s: %v", m.State, m.LastError)
+	}
+	if m := s.message(stale); m != nil {
+		t.Fatalf("the row received before inbox.adopt-since was adopted: %+v", m)
+	}
+	// DTTM is airport time (sis.timezone, Shanghai); the legacy columns are in legacy.timezone.
+	if r := db.row(t, fresh); r.Sent != "2026-12-01 02:00:00" {
+		t.Fatalf("CMINMSGS_SUBSYSTEM_DATE_SENT %q, want DTTM 09:00 Shanghai as Paris time 02:00", r.Sent)
+	}
+	if !strings.Contains(s.logs.String(), `"count":1,"oldest_received_at":"2026-12-01T09:00:00+01:00"`) {
+		t.Fatal("the start did not log the one row within the bound, in legacy.timezone")
+	}
+
+	bad := exec.Command(lgBuild(t), "serve")
+	bad.Env = append(os.Environ(), append(db.env, "MSGX_DATA_DIR="+t.TempDir(), "MSGX_INBOX_ADOPT_SINCE=last tuesday")...)
+	out, err := bad.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "inbox.adopt-since") {
+		t.Fatalf("serve with a bad inbox.adopt-since: %v\n%s", err, out)
+	}
+}

@@ -200,7 +200,11 @@ func learnColumns(ctx context.Context, dialect Dialect, q interface {
 		if err := rows.Scan(&name, &decl); err != nil {
 			return nil, fmt.Errorf("read the column types of CMINMSGS: %w", err)
 		}
-		cols[strings.ToUpper(name)] = parseColType(decl)
+		c := parseColType(decl)
+		if dialect == MySQL && c.kind == kindText && strings.EqualFold(strings.TrimSpace(decl), "text") {
+			c.bytes = 65535 // MySQL's TEXT; SQLite's has no limit
+		}
+		cols[strings.ToUpper(name)] = c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, Unavailable(fmt.Errorf("read the column types of CMINMSGS: %w", err))
