@@ -574,3 +574,24 @@ func TestLegacyInboxRefusesAMessageOverTheClobColumn(t *testing.T) {
 		}
 	})
 }
+
+func TestLegacyBackfillIntoALatin1ColumnDoesNotFailTheMessage(t *testing.T) {
+	// MariaDB only: a legacy column in latin1 cannot hold 机场, which msgx cannot tell from the
+	// column's width; the database refuses it (1366) and the back-fill gives way.
+	e := openLegacy(t, "mysql", "", "", store.LegacyOptions{})
+	if _, err := e.db.SQL.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_SUBSYSTEM_NAME VARCHAR(4) CHARACTER SET latin1 NULL`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	id := e.gateway(t, "<MSG/>", "2026-12-01 08:59:00", "", "VALID")
+	if _, err := e.db.AdoptLegacy(context.Background(), 0, id, now); err != nil {
+		t.Fatal(err)
+	}
+	succeed(t, e, id, store.Backfill{SNDR: "机场", TYPE: "FLOP", STYP: "CTOT", SEQN: "8"}, now)
+	if r := e.row(t, id); r.Name.Valid || r.Processed.String != "2026-12-01 09:00:00" {
+		t.Fatalf("back-fill after the refusal: %+v; want no name and the row marked taken", r)
+	}
+	if !strings.Contains(e.log.String(), "Error 1366") {
+		t.Fatalf("the refusal (1366) was not logged: %s", e.log)
+	}
+}
