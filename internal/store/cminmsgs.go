@@ -15,6 +15,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -804,4 +805,58 @@ func (d *DB) Visible(ctx context.Context, ids []int64) (visible, adoptable []int
 		return nil, nil, Unavailable(err)
 	}
 	return visible, adoptable, nil
+}
+
+// The order across nodes (issue 7, item 4) also depends on how each MySQL session is set up:
+// Open runs these on every new connection.
+
+// sessionSetup returns the statements every MySQL session starts with, taking the isolation
+// level and the lock wait bound out of the DSN's parameters when it names them.
+func sessionSetup(cfg *mysqldrv.Config) ([]string, error) {
+	level := "READ COMMITTED"
+	for _, k := range []string{"transaction_isolation", "tx_isolation"} {
+		v, ok := cfg.Params[k]
+		if !ok {
+			continue
+		}
+		delete(cfg.Params, k)
+		switch strings.ToUpper(strings.Trim(v, "'\" ")) {
+		case "READ-COMMITTED", "READ COMMITTED":
+			level = "READ COMMITTED"
+		case "REPEATABLE-READ", "REPEATABLE READ":
+			level = "REPEATABLE READ"
+		default:
+			return nil, fmt.Errorf("store: mysql dsn: %s=%s: want READ-COMMITTED or REPEATABLE-READ", k, v)
+		}
+	}
+	stmts := []string{"SET SESSION TRANSACTION ISOLATION LEVEL " + level}
+	if _, ok := cfg.Params["innodb_lock_wait_timeout"]; !ok {
+		stmts = append(stmts, "SET SESSION innodb_lock_wait_timeout = 10")
+	}
+	return stmts, nil
+}
+
+// sessionConnector runs its statements on each new connection.
+type sessionConnector struct {
+	driver.Connector
+	stmts []string
+}
+
+func (c sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, errors.New("store: mysql connection cannot execute statements")
+	}
+	for _, s := range c.stmts {
+		if _, err := ex.ExecContext(ctx, s, nil); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("store: %s: %w", s, err)
+		}
+	}
+	return conn, nil
 }

@@ -595,3 +595,17 @@ func TestLegacyBackfillIntoALatin1ColumnDoesNotFailTheMessage(t *testing.T) {
 		t.Fatalf("the refusal (1366) was not logged: %s", e.log)
 	}
 }
+
+func TestLegacySessionsRunAtAnExplicitIsolationLevel(t *testing.T) {
+	for dsnLevel, want := range map[string]string{"": "READ-COMMITTED", "REPEATABLE-READ": "REPEATABLE-READ", "READ-COMMITTED": "READ-COMMITTED"} {
+		e := openLegacy(t, "mysql", dsnLevel, "", store.LegacyOptions{})
+		var level string
+		var wait int
+		if err := e.db.SQL.QueryRow(`SELECT @@SESSION.tx_isolation, @@SESSION.innodb_lock_wait_timeout`).Scan(&level, &wait); err != nil {
+			t.Fatal(err)
+		}
+		if level != want || wait != 10 {
+			t.Errorf("DSN level %q: session at %s with a %d s lock wait; want %s and 10 s", dsnLevel, level, wait, want)
+		}
+	}
+}
