@@ -66,6 +66,8 @@ func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB
 	if err != nil {
 		return nil, err
 	}
+	since, _ := cfg.AdoptSince() // validated by config.Load
+	db.SetLegacy(store.LegacyOptions{Location: cfg.LegacyLocation(), AdoptFromID: cfg.Inbox.AdoptFromID, AdoptSince: since, Logger: log})
 	v, err := db.Migrate(ctx)
 	if err != nil {
 		db.Close()

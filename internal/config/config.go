@@ -78,6 +78,22 @@ type Config struct {
 		AllowEmptyReplace bool `yaml:"allow-empty-replace"` // a DNLD/RESP with zero records may wipe its TYPE
 	} `yaml:"ref"`
 
+	// Cut-over onto a legacy database (README "Cut-over onto a legacy database"): which rows
+	// the legacy gateway inserted into CMINMSGS msgx adopts, and the zone of the legacy's
+	// datetime columns.
+	Inbox struct {
+		// AdoptFromID: adopt only gateway rows with CMINMSGS_ID at or above it (0: no bound).
+		AdoptFromID int64 `yaml:"adopt-from-id"`
+		// AdoptSince: adopt only gateway rows received at or after it, airport local time in
+		// legacy.timezone ("2026-12-01 06:00:00", "2026-12-01") or RFC 3339; empty: no bound.
+		AdoptSince string `yaml:"adopt-since"`
+	} `yaml:"inbox"`
+	Legacy struct {
+		// Timezone of CMINMSGS_DATE_RECEIVED, _DATE_PROCESSED and _SUBSYSTEM_DATE_SENT, which
+		// the legacy writes in airport local time; empty means sis.timezone.
+		Timezone string `yaml:"timezone"`
+	} `yaml:"legacy"`
+
 	Log struct {
 		Level  string `yaml:"level"`  // debug | info | warn | error
 		Format string `yaml:"format"` // json | text
@@ -244,6 +260,18 @@ func (c *Config) Validate() error {
 	if _, err := time.LoadLocation(c.SIS.Timezone); err != nil || c.SIS.Timezone == "" {
 		return bad("sis.timezone", "%q is not a known time zone", c.SIS.Timezone)
 	}
+	if c.Legacy.Timezone == "" {
+		c.Legacy.Timezone = c.SIS.Timezone
+	}
+	if _, err := time.LoadLocation(c.Legacy.Timezone); err != nil {
+		return bad("legacy.timezone", "%q is not a known time zone", c.Legacy.Timezone)
+	}
+	if c.Inbox.AdoptFromID < 0 {
+		return bad("inbox.adopt-from-id", "must not be negative, got %d", c.Inbox.AdoptFromID)
+	}
+	if _, err := c.AdoptSince(); err != nil {
+		return bad("inbox.adopt-since", "%v", err)
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -289,6 +317,38 @@ func (c *Config) Location() *time.Location {
 		return time.UTC
 	}
 	return loc
+}
+
+// LegacyLocation returns the zone of the legacy CMINMSGS datetime columns (legacy.timezone,
+// default sis.timezone).
+func (c *Config) LegacyLocation() *time.Location {
+	name := c.Legacy.Timezone
+	if name == "" {
+		name = c.SIS.Timezone
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// AdoptSince returns inbox.adopt-since as a time (zero when unset): local time in
+// legacy.timezone unless it carries an offset.
+func (c *Config) AdoptSince() (time.Time, error) {
+	s := strings.TrimSpace(c.Inbox.AdoptSince)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{time.DateTime, "2006-01-02T15:04:05", time.DateOnly} {
+		if t, err := time.ParseInLocation(layout, s, c.LegacyLocation()); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time (2026-12-01 06:00:00, 2026-12-01 or RFC 3339)", s)
 }
 
 // EnvName returns the environment variable of a key path ("pipeline.max-attempts").

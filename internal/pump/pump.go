@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -63,6 +64,12 @@ type Pump struct {
 	log       *slog.Logger
 	wake      chan struct{}
 	lastSweep time.Time
+
+	// Adoption (see adopt): whether the start-up adoption ran, the highest CMINMSGS id
+	// looked at, and the ids below it still missing, with when they were first missed.
+	started bool
+	hw      int64
+	gaps    map[int64]time.Time
 
 	mu      sync.Mutex
 	trouble *Trouble // the head whose outcome the pump cannot write; nil when none
@@ -244,38 +251,117 @@ func (p *Pump) setTrouble(t *Trouble) {
 }
 
 // sweepEvery is how often the adoption also looks below the newest PROC_STATE row, for a
-// gateway row whose transaction committed after rows with higher ids: it joins late, never
-// not at all.
+// gateway row that the gap tracking missed (one another transaction held locked, or one that
+// committed after its gap expired): it joins late, never not at all.
 const sweepEvery = time.Minute
 
 // sweepDepth bounds how many ids below the newest the sweep looks.
 const sweepDepth = 100000
 
+// gapWindow bounds how far below the newest CMINMSGS id the pump tracks missing ids; gapTTL
+// is how long it re-checks one (a rolled-back insert leaves an id that never appears), and
+// maxGaps how many it tracks at most.
+const (
+	gapWindow = 10000
+	gapTTL    = 10 * time.Minute
+	maxGaps   = 10000
+)
+
 // adopt gives gateway rows (inserted straight into CMINMSGS) their PENDING state before the
-// head is taken, so a later message cannot overtake them. The inbox adopts the rows below
-// each message it stores; here two index lookups tell whether rows arrived above the newest
-// PROC_STATE row, and a sweep each minute catches stragglers.
+// head is taken, so a later message cannot overtake them, and marks them taken
+// (CMINMSGS_DATE_PROCESSED). Only VALID rows the legacy has not taken, within
+// inbox.adopt-from-id and inbox.adopt-since, are adopted (store.DB.SetLegacy).
+//
+// At start it logs the backlog and adopts it. Then each step: two index lookups tell whether
+// CMINMSGS grew; the new ids that have no PROC_STATE row are adopted when they are visible,
+// and the ids that are not visible yet (a gateway transaction still open, with a lower id
+// than rows already committed) are remembered and looked up again each step, so such a row
+// joins within a poll interval. A sweep each minute catches anything else.
 func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 	msgs, states, err := p.db.Heads(ctx)
 	if err != nil {
 		return err
 	}
-	from := states
-	if p.lastSweep.IsZero() || now.Sub(p.lastSweep) >= sweepEvery || now.Before(p.lastSweep) {
-		from = max(states-sweepDepth, 0)
-		if p.lastSweep.IsZero() {
-			from = 0 // at start, everything
+	if !p.started {
+		n, oldest, err := p.db.Backlog(ctx)
+		if err != nil {
+			return err
 		}
-		p.lastSweep = now
-	} else if msgs <= states {
-		return nil
+		args := []any{"count", n}
+		if oldest != nil {
+			args = append(args, "oldest_received_at", oldest.Format(time.RFC3339))
+		}
+		p.log.Info("CMINMSGS rows to adopt at start (VALID, not taken by the legacy, within inbox.adopt-from-id/-since)", args...)
+		if n, err := p.db.AdoptLegacy(ctx, 0, msgs, now); err != nil {
+			return err
+		} else if n > 0 {
+			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
+		}
+		p.started, p.lastSweep, p.hw = true, now, max(msgs-gapWindow, 0)
+		p.gaps = map[int64]time.Time{}
 	}
-	n, err := p.db.AdoptLegacy(ctx, from, msgs, now)
+	if msgs > p.hw {
+		lo := p.hw
+		if msgs-lo > gapWindow {
+			if n, err := p.db.AdoptLegacy(ctx, lo, msgs-gapWindow, now); err != nil {
+				return err
+			} else if n > 0 {
+				p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
+			}
+			lo = msgs - gapWindow
+		}
+		missing, err := p.db.Unstated(ctx, lo, msgs)
+		if err != nil {
+			return err
+		}
+		for _, id := range missing {
+			if len(p.gaps) < maxGaps {
+				p.gaps[id] = now
+			}
+		}
+		p.hw = msgs
+	}
+	if len(p.gaps) > 0 {
+		if err := p.adoptGaps(ctx, now); err != nil {
+			return err
+		}
+	}
+	if now.Sub(p.lastSweep) >= sweepEvery || now.Before(p.lastSweep) {
+		p.lastSweep = now
+		if n, err := p.db.AdoptLegacy(ctx, max(states-sweepDepth, 0), msgs, now); err != nil {
+			return err
+		} else if n > 0 {
+			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n, "by", "sweep")
+		}
+	}
+	return nil
+}
+
+// adoptGaps looks up the ids the pump waits for: those now visible are adopted if adoptable
+// and forgotten either way; those still missing after gapTTL are left to the sweep.
+func (p *Pump) adoptGaps(ctx context.Context, now time.Time) error {
+	ids := make([]int64, 0, len(p.gaps))
+	for id, since := range p.gaps {
+		if now.Sub(since) > gapTTL {
+			delete(p.gaps, id)
+			continue
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	visible, adoptable, err := p.db.Visible(ctx, ids)
 	if err != nil {
 		return err
 	}
-	if n > 0 {
-		p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
+	if len(adoptable) > 0 {
+		stated, err := p.db.AdoptIDs(ctx, adoptable, now)
+		if err != nil {
+			return err
+		}
+		p.log.Info("adopted CMINMSGS rows committed after higher ids", "ids", fmt.Sprint(stated))
+	}
+	for _, id := range visible {
+		delete(p.gaps, id)
 	}
 	return nil
 }

@@ -32,6 +32,10 @@ const (
 	myCantAggregate     = 1267 // ER_CANT_AGGREGATE_2COLLATIONS
 	myPacketTooLarge    = 1153 // ER_NET_PACKET_TOO_LARGE
 	myWrongValueCount   = 1136 // a statement bug, but deterministic
+	myIllegalValue      = 1367 // ER_ILLEGAL_VALUE_FOR_TYPE
+	myIncorrectFnValue  = 1411 // ER_WRONG_VALUE_FOR_TYPE
+	myInvalidJSON       = 3140 // ER_INVALID_JSON_TEXT
+	myCheckFailed       = 4025 // ER_CONSTRAINT_FAILED (MariaDB CHECK)
 )
 
 // IsUniqueViolation reports whether err is a unique or primary-key violation.
@@ -56,7 +60,8 @@ func IsDataError(err error) bool {
 	if errors.As(err, &me) {
 		switch me.Number {
 		case myBadNull, myTooLong, myTruncated, myOutOfRange, myIncorrectString, myTruncatedWrong,
-			myNumOutOfRange, myInvalidCharString, myCantAggregate, myPacketTooLarge, myWrongValueCount:
+			myNumOutOfRange, myInvalidCharString, myCantAggregate, myPacketTooLarge, myWrongValueCount,
+			myIllegalValue, myIncorrectFnValue, myInvalidJSON, myCheckFailed:
 			return true
 		}
 		return false

@@ -26,6 +26,14 @@ type Adoption interface {
 	Heads(ctx context.Context) (msgs, states int64, err error)
 	// AdoptLegacy gives a PENDING state to the adoptable rows with ids in (afterID, upTo].
 	AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time) (int, error)
+	// Backlog counts the rows waiting to be adopted and when the oldest was received.
+	Backlog(ctx context.Context) (n int, oldest *time.Time, err error)
+	// Unstated returns the ids in (after, upTo] that have no processing state.
+	Unstated(ctx context.Context, after, upTo int64) ([]int64, error)
+	// Visible returns those of ids committed in CMINMSGS and, of them, the adoptable ones.
+	Visible(ctx context.Context, ids []int64) (visible, adoptable []int64, err error)
+	// AdoptIDs adopts the adoptable ones of ids and returns those with a state afterwards.
+	AdoptIDs(ctx context.Context, ids []int64, now time.Time) (stated []int64, err error)
 }
 
 // Processing is the pump's side of PROC_STATE: the head, the raw text, identity binding and

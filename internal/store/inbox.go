@@ -17,21 +17,43 @@ import (
 const StatusValid = "VALID"
 
 // InsertMessages stores raw messages in one transaction: for each, a CMINMSGS row (raw text,
-// received date, status VALID) and its PENDING PROC_STATE row. It returns their ids in order.
+// received date, status VALID, and CMINMSGS_DATE_PROCESSED set, so a legacy poller still
+// running leaves it alone) and its PENDING PROC_STATE row. It returns their ids in order.
 // On return without error the rows are durable.
+//
+// Inbox transactions take the inbox lock (a row lock on INBOX_LOCK on MySQL; SQLite's write
+// lock does the same) before their first insert, so two inbox nodes get ids in the order they
+// commit, and the pump never sees a higher id of theirs before a lower one.
 //
 // The same transaction adopts the gateway rows that got lower ids than these (rows another
 // program inserted straight into CMINMSGS since the last PROC_STATE row), so a message of
-// ours never overtakes a gateway row that was committed before it.
+// ours never overtakes a gateway row that was committed before it. It reads them without a
+// lock and skips rows another transaction holds: it never waits for the gateway.
 func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) ([]int64, error) {
 	ids := make([]int64, 0, len(raws))
 	err := d.Tx(ctx, func(tx *sql.Tx) error {
 		ids = ids[:0]
+		if d.Dialect == MySQL {
+			var name string
+			if err := tx.QueryRowContext(ctx, `SELECT NAME FROM INBOX_LOCK WHERE NAME = 'inbox' FOR UPDATE`).Scan(&name); err != nil && err != sql.ErrNoRows {
+				return Unavailable(fmt.Errorf("take the inbox lock: %w", err))
+			}
+		}
+		cols, err := d.columns(ctx, tx)
+		if err != nil {
+			return err
+		}
 		var prev sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM PROC_STATE`).Scan(&prev); err != nil {
 			return Unavailable(err)
 		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, ?)`)
+		loc := d.legacyOpts().Location
+		recv, taken := legacyTime(now, loc, cols[colReceived]), legacyTime(now, loc, cols[colProcessed])
+		q := `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, ?)`
+		if _, ok := cols[colProcessed]; ok {
+			q = `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS, CMINMSGS_DATE_PROCESSED) VALUES (?, ?, ?, ?)`
+		}
+		ins, err := tx.PrepareContext(ctx, q)
 		if err != nil {
 			return Unavailable(err)
 		}
@@ -45,7 +67,14 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 			if d.maxPacket > 0 && escapedLen(raw)+packetSlack > d.maxPacket {
 				return fmt.Errorf("%w: a message of %d bytes does not fit MySQL's max_allowed_packet (%d)", ErrTooLarge, len(raw), d.maxPacket)
 			}
-			res, err := ins.ExecContext(ctx, raw, T(now), StatusValid)
+			if c := cols[colClob]; c.bytes > 0 && len(raw) > c.bytes {
+				return fmt.Errorf("%w: a message of %d bytes does not fit CMINMSGS_CLOB_MSG (%s, %d bytes)", ErrTooLarge, len(raw), c.decl, c.bytes)
+			}
+			args := []any{raw, recv, StatusValid}
+			if _, ok := cols[colProcessed]; ok {
+				args = append(args, taken)
+			}
+			res, err := ins.ExecContext(ctx, args...)
 			if err != nil {
 				if tooLarge(err) {
 					return fmt.Errorf("%w: a message of %d bytes: %v", ErrTooLarge, len(raw), err)
@@ -61,10 +90,15 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 			}
 			ids = append(ids, id)
 		}
-		if len(ids) > 0 && ids[0] > prev.Int64+1 {
-			if _, err := adopt(ctx, d.Dialect, tx, prev.Int64, ids[0]-1, now); err != nil {
+		for after := prev.Int64; len(ids) > 0 && after < ids[0]-1; {
+			cand, err := d.adoptCandidates(ctx, tx, cols, after, ids[0]-1, adoptChunk)
+			if err != nil || len(cand) == 0 {
 				return err
 			}
+			if _, err := d.adoptIDs(ctx, tx, cols, cand, now); err != nil {
+				return err
+			}
+			after = cand[len(cand)-1]
 		}
 		return nil
 	})
@@ -72,28 +106,6 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 		return nil, err
 	}
 	return ids, nil
-}
-
-// adopt gives a PENDING PROC_STATE row to the VALID CMINMSGS rows with ids in (after, upTo]
-// that have none. A row another transaction adopts at the same moment is skipped, not an
-// error.
-func adopt(ctx context.Context, dialect Dialect, q interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, after, upTo int64, now time.Time) (int, error) {
-	ignore := "INSERT OR IGNORE"
-	if dialect == MySQL {
-		ignore = "INSERT IGNORE"
-	}
-	res, err := q.ExecContext(ctx, ignore+` INTO PROC_STATE (CMINMSGS_ID, STATE, ATTEMPTS, CREATED_AT, UPDATED_AT)
-		SELECT c.CMINMSGS_ID, ?, 0, ?, ? FROM CMINMSGS c
-		WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_ID <= ? AND c.CMINMSGS_STATUS = ?
-		AND NOT EXISTS (SELECT 1 FROM PROC_STATE p WHERE p.CMINMSGS_ID = c.CMINMSGS_ID)`,
-		pipeline.Pending, T(now), T(now), after, upTo, StatusValid)
-	if err != nil {
-		return 0, Unavailable(fmt.Errorf("adopt CMINMSGS rows: %w", err))
-	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
 }
 
 // packetSlack is what an insert adds to the message in the packet: the statement and the
@@ -119,16 +131,6 @@ var ErrTooLarge = errors.New("message too large for the database")
 func tooLarge(err error) bool {
 	var me *mysqldrv.MySQLError
 	return errors.Is(err, mysqldrv.ErrPktTooLarge) || (errors.As(err, &me) && me.Number == 1153)
-}
-
-// AdoptLegacy gives a PENDING PROC_STATE row to every VALID CMINMSGS row with an id in
-// (afterID, upTo] that has none (rows another program, such as the legacy gateway, inserted
-// directly), so they join the order. It returns how many it adopted.
-func (d *DB) AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time) (int, error) {
-	if upTo <= afterID {
-		return 0, nil
-	}
-	return adopt(ctx, d.Dialect, d.SQL, afterID, upTo, now)
 }
 
 // Heads returns the highest CMINMSGS_ID and the highest PROC_STATE id: two index lookups.

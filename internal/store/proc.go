@@ -38,7 +38,7 @@ const messageCols = `p.CMINMSGS_ID, p.STATE, p.ERROR_CLASS, p.ATTEMPTS, p.LAST_E
 
 const messageFrom = ` FROM PROC_STATE p LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
 
-func scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
+func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
 	var m Message
 	var class, lastErr, tag, ident sql.NullString
 	var recv, proc, next, first NullTime
@@ -46,7 +46,7 @@ func scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
 		return nil, err
 	}
 	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), strPtr(lastErr), strPtr(tag), strPtr(ident)
-	m.ReceivedAt, m.ProcessedAt, m.NextAttemptAt, m.FirstFailedAt = recv.Ptr(), proc.Ptr(), next.Ptr(), first.Ptr()
+	m.ReceivedAt, m.ProcessedAt, m.NextAttemptAt, m.FirstFailedAt = d.LegacyTime(recv), proc.Ptr(), next.Ptr(), first.Ptr()
 	return &m, nil
 }
 
@@ -64,7 +64,7 @@ func (d *DB) Head(ctx context.Context) (*Message, error) {
 	row := d.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+`
 		WHERE p.CMINMSGS_ID = (SELECT MIN(CMINMSGS_ID) FROM PROC_STATE WHERE STATE IN (?, ?))`,
 		pipeline.Pending, pipeline.Failed)
-	m, err := scanMessage(row)
+	m, err := d.scanMessage(row)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -76,7 +76,7 @@ func (d *DB) Head(ctx context.Context) (*Message, error) {
 
 // GetMessage returns message id, or nil when there is none.
 func (d *DB) GetMessage(ctx context.Context, id int64) (*Message, error) {
-	m, err := scanMessage(d.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+` WHERE p.CMINMSGS_ID = ?`, id))
+	m, err := d.scanMessage(d.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+` WHERE p.CMINMSGS_ID = ?`, id))
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -120,7 +120,7 @@ func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, err
 	defer rows.Close()
 	out := []*Message{}
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		m, err := d.scanMessage(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func (d *DB) record(ctx context.Context, id int64, o Outcome, now time.Time, min
 			return ErrChanged
 		}
 		if o.Meta != nil && !minimal {
-			return backfill(ctx, tx, id, *o.Meta, now)
+			return d.backfill(ctx, tx, id, *o.Meta, now)
 		}
 		return nil
 	})
@@ -251,42 +251,6 @@ type Backfill struct {
 	SNDR, TYPE, STYP string
 	SEQN             string
 	DTTM             time.Time
-}
-
-func backfill(ctx context.Context, tx *sql.Tx, id int64, b Backfill, now time.Time) error {
-	var seq any
-	if n, err := parseSeq(b.SEQN); err == nil {
-		seq = n
-	}
-	_, err := tx.ExecContext(ctx, `UPDATE CMINMSGS SET CMINMSGS_SUBSYSTEM_NAME = ?, CMINMSGS_SUBSYSTEM_TYPE = ?,
-		CMINMSGS_SUBSYSTEM_SUBTYPE = ?, CMINMSGS_SUBSYSTEM_SEQUENCE = ?, CMINMSGS_SUBSYSTEM_DATE_SENT = ?,
-		CMINMSGS_DATE_PROCESSED = ? WHERE CMINMSGS_ID = ?`,
-		truncate4(b.SNDR), truncate4(b.TYPE), truncate4(b.STYP), seq, T(b.DTTM), T(now), id)
-	if err != nil {
-		return Unavailable(fmt.Errorf("back-fill CMINMSGS %d: %w", id, err))
-	}
-	return nil
-}
-
-func truncate4(s string) string {
-	if len(s) > 4 {
-		return s[:4]
-	}
-	return s
-}
-
-func parseSeq(s string) (int64, error) {
-	var n int64
-	if s == "" || len(s) > 18 {
-		return 0, fmt.Errorf("bad sequence %q", s)
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("bad sequence %q", s)
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, nil
 }
 
 // BoundTo returns the message that holds identity, if any.
@@ -360,7 +324,7 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 		if err != nil {
 			return err
 		}
-		if err := backfill(ctx, tx, id, s.Meta, now); err != nil {
+		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = NULL, LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL,

@@ -12,9 +12,10 @@
 //
 // Both dialects take the same queries with ? placeholders; where they differ (row locks,
 // insert-or-ignore) the Dialect says how (dialect.go). Driver errors are told apart by their
-// codes (errors.go), and every text written is fitted to its column. Times are stored in UTC
-// with microseconds, as text "YYYY-MM-DD HH:MM:SS.ffffff" on SQLite and DATETIME(6) on MySQL,
-// so both compare alike.
+// codes (errors.go), and every text written is fitted to its column. msgx's own times are
+// stored in UTC with microseconds, as text "YYYY-MM-DD HH:MM:SS.ffffff" on SQLite and
+// DATETIME(6) on MySQL, so both compare alike; the legacy CMINMSGS datetime columns hold
+// airport local time in legacy.timezone, at the column's precision (cminmsgs.go).
 package store
 
 import (
@@ -53,6 +54,8 @@ type DB struct {
 	// maxPacket is MySQL's max_allowed_packet (0 on SQLite): a message that cannot fit in one
 	// is refused before it is sent, since the server answers it by dropping the connection.
 	maxPacket int
+
+	legacy *legacyState // the legacy CMINMSGS columns: options and learnt types (cminmsgs.go)
 }
 
 //go:embed migrations
@@ -144,6 +147,10 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 			db.Close()
 			return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
 		}
+		if _, err := d.columns(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
 		return d, nil
 	case MySQL:
 		cfg, err := mysqldrv.ParseDSN(dsn)
@@ -163,10 +170,19 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 		}
 		cfg.Params["time_zone"] = "'+00:00'"
 		cfg.Loc = time.UTC
-		db, err := sql.Open("mysql", cfg.FormatDSN())
+		// Every session runs at an explicit isolation level (READ COMMITTED unless the DSN
+		// names one with transaction_isolation=REPEATABLE-READ) and waits at most
+		// innodb_lock_wait_timeout (10 s unless the DSN says otherwise) for a row lock, so
+		// the inbox never hangs behind another program's open transaction.
+		session, err := sessionSetup(cfg)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := mysqldrv.NewConnector(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("store: open mysql: %w", err)
 		}
+		db := sql.OpenDB(sessionConnector{Connector: conn, stmts: session})
 		db.SetMaxOpenConns(16)
 		db.SetConnMaxLifetime(5 * time.Minute)
 		if err := db.PingContext(ctx); err != nil {
@@ -177,6 +193,10 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 		if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
 			db.Close()
 			return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
+		}
+		if _, err := d.columns(ctx, db); err != nil {
+			db.Close()
+			return nil, err
 		}
 		return d, nil
 	}
