@@ -212,6 +212,10 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
 			return
 		}
+		if errors.Is(err, store.ErrUnstorable) {
+			writeError(w, http.StatusUnprocessableEntity, "unstorable", err.Error())
+			return
+		}
 		if r.Context().Err() != nil {
 			return // the client went away; nothing was promised
 		}

@@ -235,3 +235,36 @@ func TestInboxBoundsTheBytesInFlight(t *testing.T) {
 		t.Fatalf("stored %v, want the two accepted posts only", counts)
 	}
 }
+
+// A legacy CMINMSGS whose text column cannot hold 4-byte characters (utf8mb3) refuses such a
+// message for good: 422, not the 503 that would make the sender retry forever; the messages
+// that shared its commit are stored.
+func TestInboxMessageTheColumnCannotHoldIs422(t *testing.T) {
+	db := storetest.MySQL(t)
+	storetest.Exec(t, db, `ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT CHARACTER SET utf8mb3 NOT NULL`)
+	ts, _ := newServer(t, db)
+	var wg sync.WaitGroup
+	codes := make([]int, 3)
+	for i, body := range []string{"<MSG>plain</MSG>", "<MSG>\U0001F6EB</MSG>", "<MSG>机场</MSG>"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(ts.URL+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var e api.ErrorBody
+			json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+			if resp.StatusCode == 422 && e.Code != "unstorable" {
+				t.Errorf("422 with code %q", e.Code)
+			}
+		}()
+	}
+	wg.Wait()
+	if codes[0] != 200 || codes[1] != 422 || codes[2] != 200 {
+		t.Fatalf("answers %v, want 200 422 200", codes)
+	}
+}

@@ -79,6 +79,11 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 				if tooLarge(err) {
 					return fmt.Errorf("%w: a message of %d bytes: %v", ErrTooLarge, len(raw), err)
 				}
+				if IsDataError(err) {
+					// The column refuses this text (4-byte characters in a legacy utf8mb3
+					// table, say): retrying cannot help, so it is not an outage.
+					return fmt.Errorf("%w: %v", ErrUnstorable, err)
+				}
 				return Unavailable(fmt.Errorf("insert CMINMSGS: %w", err))
 			}
 			id, err := res.LastInsertId()
@@ -123,6 +128,11 @@ func escapedLen(s string) int {
 	}
 	return n
 }
+
+// ErrUnstorable is returned when the database refuses a message's text for good (a data error
+// other than its size, such as characters the CMINMSGS column's character set cannot hold);
+// the inbox answers 422.
+var ErrUnstorable = errors.New("the database cannot store this message")
 
 // ErrTooLarge is returned when the database refuses a message for its size (MySQL's
 // max_allowed_packet); the inbox answers 413.
