@@ -83,7 +83,17 @@ func MySQLDSN(t testing.TB) string {
 }
 
 // MySQL opens a migrated, empty MySQL database (see MySQLDSN).
-func MySQL(t testing.TB) *store.DB {
+func MySQL(t testing.TB) *store.DB { return mySQLAfter(t) }
+
+// MySQLLegacy opens a MySQL database that held the legacy CMINMSGS and CMINMSGS_HST tables
+// (LegacyCMINMSGS) before msgx migrated it.
+func MySQLLegacy(t testing.TB) *store.DB {
+	return mySQLAfter(t, LegacyCMINMSGSFor(store.MySQL, "CMINMSGS"), LegacyCMINMSGSFor(store.MySQL, "CMINMSGS_HST"))
+}
+
+// mySQLAfter opens a fresh MySQL database (see MySQLDSN), runs the statements of before in
+// it, then migrates it.
+func mySQLAfter(t testing.TB, before ...string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, "mysql", MySQLDSN(t))
@@ -91,17 +101,19 @@ func MySQL(t testing.TB) *store.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	Exec(t, db, before...)
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return db
 }
 
-// LegacyCMINMSGS is the legacy inbound table exactly as FORMAT.md §4.1 gives its column types
-// (MEDIUMTEXT message, DATETIME without fraction, MEDIUMINT sequence, VARCHAR(4) subsystem
-// columns), as the legacy database has it before msgx first migrates.
-const LegacyCMINMSGS = `CREATE TABLE %s (
-  CMINMSGS_ID BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+// The legacy CMINMSGS in parts: the id column and table options differ between the dialects,
+// the other columns are the same text on both.
+const (
+	legacyIDMySQL  = "CMINMSGS_ID BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY"
+	legacyIDSQLite = "CMINMSGS_ID INTEGER PRIMARY KEY AUTOINCREMENT"
+	legacyColumns  = `
   CMINMSGS_CLOB_MSG MEDIUMTEXT NOT NULL,
   CMINMSGS_DATE_RECEIVED DATETIME NULL,
   CMINMSGS_DATE_PROCESSED DATETIME NULL,
@@ -110,24 +122,29 @@ const LegacyCMINMSGS = `CREATE TABLE %s (
   CMINMSGS_SUBSYSTEM_DATE_SENT DATETIME NULL,
   CMINMSGS_SUBSYSTEM_SUBTYPE VARCHAR(4) NULL,
   CMINMSGS_SUBSYSTEM_TYPE VARCHAR(4) NULL,
-  CMINMSGS_STATUS VARCHAR(20) NULL
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+  CMINMSGS_STATUS VARCHAR(20) NULL`
+	legacyOptionsMySQL = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+)
 
-// MySQLLegacy opens a MySQL database that held the legacy CMINMSGS and CMINMSGS_HST tables
-// (LegacyCMINMSGS) before msgx migrated it.
-func MySQLLegacy(t testing.TB) *store.DB {
-	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, "mysql", MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
+// LegacyCMINMSGS is the legacy inbound table exactly as FORMAT.md §4.1 gives its column types
+// (MEDIUMTEXT message, DATETIME without fraction, MEDIUMINT sequence, VARCHAR(4) subsystem
+// columns), as the legacy database has it before msgx first migrates: a MySQL CREATE TABLE
+// with %s for the table's name. LegacyCMINMSGSFor gives it for either dialect.
+const LegacyCMINMSGS = "CREATE TABLE %s (\n  " + legacyIDMySQL + "," + legacyColumns + "\n)" + legacyOptionsMySQL
+
+// LegacyCMINMSGSFor is LegacyCMINMSGS for dialect, creating table: on SQLite the same columns,
+// with an INTEGER PRIMARY KEY AUTOINCREMENT id and no table options. Each of constraints is
+// added as a table constraint (a CHECK the legacy database might have and msgx cannot know).
+func LegacyCMINMSGSFor(dialect store.Dialect, table string, constraints ...string) string {
+	id, options := legacyIDMySQL, legacyOptionsMySQL
+	if dialect == store.SQLite {
+		id, options = legacyIDSQLite, ""
 	}
-	t.Cleanup(func() { db.Close() })
-	Exec(t, db, fmt.Sprintf(LegacyCMINMSGS, "CMINMSGS"), fmt.Sprintf(LegacyCMINMSGS, "CMINMSGS_HST"))
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
+	cols := legacyColumns
+	for _, c := range constraints {
+		cols += ",\n  " + c
 	}
-	return db
+	return "CREATE TABLE " + table + " (\n  " + id + "," + cols + "\n)" + options
 }
 
 // Dialect is one database the contract runs on.
