@@ -27,27 +27,6 @@ import (
 	"msgx/internal/store/storetest"
 )
 
-// legacyDDL is CMINMSGS as the legacy created it (FORMAT.md §4.1), per dialect; extra is
-// appended to the SUBSYSTEM_NAME column (a constraint some tests add).
-func legacyDDL(dialect, extra string) string {
-	id, engine := "CMINMSGS_ID BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY", " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
-	if dialect == "sqlite" {
-		id, engine = "CMINMSGS_ID INTEGER PRIMARY KEY AUTOINCREMENT", ""
-	}
-	return `CREATE TABLE CMINMSGS (
-  ` + id + `,
-  CMINMSGS_CLOB_MSG MEDIUMTEXT NOT NULL,
-  CMINMSGS_DATE_RECEIVED DATETIME NULL,
-  CMINMSGS_DATE_PROCESSED DATETIME NULL,
-  CMINMSGS_SUBSYSTEM_NAME VARCHAR(4) NULL ` + extra + `,
-  CMINMSGS_SUBSYSTEM_SEQUENCE MEDIUMINT NULL,
-  CMINMSGS_SUBSYSTEM_DATE_SENT DATETIME NULL,
-  CMINMSGS_SUBSYSTEM_SUBTYPE VARCHAR(4) NULL,
-  CMINMSGS_SUBSYSTEM_TYPE VARCHAR(4) NULL,
-  CMINMSGS_STATUS VARCHAR(20) NULL
-)` + engine
-}
-
 var shanghai = mustZone("Asia/Shanghai")
 
 func mustZone(name string) *time.Location {
@@ -73,34 +52,15 @@ type legacyEnv struct {
 	log     *syncLog
 }
 
-// openLegacy creates the legacy CMINMSGS (with extra on its name column), then opens and
-// migrates the database with msgx. isolation is "" or a MySQL level for the DSN, optionally
-// followed by "&" and more DSN parameters.
-func openLegacy(t *testing.T, dialect, isolation, extra string, opt store.LegacyOptions) *legacyEnv {
+// openLegacy creates the legacy CMINMSGS (storetest.LegacyCMINMSGSFor, with constraint
+// added unless it is ""), then migrates the database with msgx. isolation is "" or a MySQL
+// level for the DSN, optionally followed by "&" and more DSN parameters.
+func openLegacy(t *testing.T, dialect, isolation, constraint string, opt store.LegacyOptions) *legacyEnv {
 	t.Helper()
 	ctx := context.Background()
-	var dsn string
-	switch dialect {
-	case "sqlite":
-		dsn = filepath.Join(t.TempDir(), "legacy.db")
-		raw, err := sql.Open("sqlite", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := raw.Exec(legacyDDL(dialect, extra)); err != nil {
-			t.Fatal(err)
-		}
-		raw.Close()
-	case "mysql":
+	dsn := filepath.Join(t.TempDir(), "legacy.db")
+	if dialect == "mysql" {
 		dsn = storetest.MySQLDSN(t)
-		raw, err := sql.Open("mysql", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := raw.Exec(legacyDDL(dialect, extra)); err != nil {
-			t.Fatal(err)
-		}
-		raw.Close()
 		if isolation != "" {
 			level, more, _ := strings.Cut(isolation, "&")
 			dsn += "?transaction_isolation=" + url.QueryEscape("'"+level+"'")
@@ -114,6 +74,11 @@ func openLegacy(t *testing.T, dialect, isolation, extra string, opt store.Legacy
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	var constraints []string
+	if constraint != "" {
+		constraints = append(constraints, constraint)
+	}
+	storetest.Exec(t, db, storetest.LegacyCMINMSGSFor(db.Dialect, "CMINMSGS", constraints...))
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate on the legacy table: %v", err)
 	}
@@ -127,9 +92,9 @@ func openLegacy(t *testing.T, dialect, isolation, extra string, opt store.Legacy
 }
 
 // eachLegacy runs fn on a legacy-shaped SQLite and MariaDB database.
-func eachLegacy(t *testing.T, extra string, opt store.LegacyOptions, fn func(t *testing.T, e *legacyEnv)) {
+func eachLegacy(t *testing.T, constraint string, opt store.LegacyOptions, fn func(t *testing.T, e *legacyEnv)) {
 	for _, d := range []string{"sqlite", "mysql"} {
-		t.Run(d, func(t *testing.T) { fn(t, openLegacy(t, d, "", extra, opt)) })
+		t.Run(d, func(t *testing.T) { fn(t, openLegacy(t, d, "", constraint, opt)) })
 	}
 }
 
