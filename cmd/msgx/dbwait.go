@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -106,4 +107,13 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// driverLog sends the MySQL driver's own complaints ("closing bad idle connection") to the
+// service's log, as one JSON line each, instead of bare lines on stderr.
+type driverLog struct{ log *slog.Logger }
+
+// Print implements the driver's Logger.
+func (d driverLog) Print(v ...any) {
+	d.log.Warn("mysql driver", "detail", strings.TrimSpace(fmt.Sprint(v...)))
 }

@@ -18,6 +18,8 @@ type leaseStore interface {
 	TakeOverLease(ctx context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error
 	RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
 	ReleaseLease(ctx context.Context, name, holder string) error
+	// Ping checks that the database answers (between renewals, to pause the workers soon).
+	Ping(ctx context.Context) error
 }
 
 // pumpPhase is where the lease keeper stands.
@@ -37,8 +39,9 @@ const (
 //     Held by another live instance: it stands by (or, when standby is impossible, ends Run
 //     with exit code 3) and looks again when that lease would expire, at the latest after a
 //     renewal period. The database does not answer: paused, retried with capped backoff.
-//   - active: it renews the lease every ttl/3. A renewal that fails, whatever the cause, stops
-//     the workers at once (they finish the step in hand) and goes back to taking the lease:
+//   - active: it renews the lease every ttl/3 and, in between, checks every second that the
+//     database answers. A renewal or a check that fails, whatever the cause, stops the
+//     workers at once (they finish the step in hand) and goes back to taking the lease:
 //     still ours, or expired and free, it is re-taken and the workers start again; taken by
 //     another instance meanwhile, this one stands by.
 //
@@ -86,6 +89,11 @@ func retryDelay(n int) time.Duration {
 
 func (k *leaseKeeper) renewEvery() time.Duration { return k.ttl / 3 }
 
+// checkEvery is how often an active keeper checks that the database answers, so that the
+// pump and the dispatcher pause within about a second of an outage rather than fail their
+// steps until the next renewal.
+const checkEvery = time.Second
+
 // step does one move of the keeper (see leaseKeeper) and returns how long to wait before the
 // next. A non-nil error ends Run: the lease is held by another instance and standby is
 // impossible.
@@ -93,11 +101,19 @@ func (k *leaseKeeper) step(ctx context.Context) (time.Duration, error) {
 	now := k.clock.Now()
 	if k.stop != nil {
 		cctx, cancel := context.WithTimeout(ctx, k.renewEvery())
-		err := k.db.RenewLease(cctx, k.name, k.holder, k.ttl, now)
+		var err error
+		renew := now.Sub(k.renewed) >= k.renewEvery()-checkEvery/2
+		if renew {
+			err = k.db.RenewLease(cctx, k.name, k.holder, k.ttl, now)
+		} else if err = k.db.Ping(cctx); err != nil {
+			err = store.Unavailable(fmt.Errorf("ping: %w", err))
+		}
 		cancel()
 		if err == nil {
-			k.renewed = now
-			return k.renewEvery(), nil
+			if renew {
+				k.renewed = now
+			}
+			return min(checkEvery, k.renewed.Add(k.renewEvery()).Sub(now)), nil
 		}
 		if ctx.Err() != nil {
 			return 0, nil
@@ -138,7 +154,7 @@ func (k *leaseKeeper) acquire(ctx context.Context, now time.Time) (time.Duration
 		k.log.Info("pump lease acquired", "holder", k.holder, "ttl", k.ttl.String())
 		k.setPhase(phaseActive, "", time.Time{}, "")
 		k.stop = k.start()
-		return k.renewEvery(), nil
+		return checkEvery, nil
 	case errors.As(err, &held):
 		if !k.standby {
 			return 0, exitError{code: exitLeaseHeld, msg: "msgx serve: " + held.Error() +

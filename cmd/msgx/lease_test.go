@@ -35,6 +35,7 @@ type leaseConn struct {
 	f        *fakeLeases
 	who      string
 	acquires []time.Time // when AcquireLease was called
+	pings    int
 }
 
 func (c *leaseConn) unreachable() error {
@@ -75,6 +76,14 @@ func (c *leaseConn) RenewLease(_ context.Context, name, holder string, ttl time.
 		return errors.New("no longer held by " + holder)
 	}
 	c.f.until = now.Add(ttl)
+	return nil
+}
+
+func (c *leaseConn) Ping(context.Context) error {
+	c.pings++
+	if c.f.down != nil && c.f.down(c.who, c.f.clock.t) {
+		return errors.New("dial tcp 127.0.0.1:3306: connect: connection refused")
+	}
 	return nil
 }
 
@@ -206,9 +215,13 @@ func TestOutagePausesThePumpAndResumes(t *testing.T) {
 	if len(a.runs) != 2 {
 		t.Fatalf("runs %v, want one before and one after the outage", a.runs)
 	}
-	// The pump stops at the first renewal the database does not answer (renewals every 5 s)…
-	if stop := a.runs[0][1]; stop.Before(at(20*time.Second)) || stop.After(at(25*time.Second)) {
-		t.Fatalf("pump stopped at %s, want at the first failed renewal after 20s", stop.Sub(t0))
+	// The pump stops within a second of the outage (a check each second between the
+	// renewals every 5 s)…
+	if stop := a.runs[0][1]; stop.Before(at(20*time.Second)) || stop.After(at(21*time.Second)) {
+		t.Fatalf("pump stopped at %s, want within a second of the outage at 20s", stop.Sub(t0))
+	}
+	if a.conn.pings < 10 {
+		t.Fatalf("%d checks between renewals in 20 s, want one a second", a.conn.pings)
 	}
 	// …waits without a hot loop (backoff capped at 5 s: a handful of tries in 30 s)…
 	tries := 0

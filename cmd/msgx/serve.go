@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	mysqldrv "github.com/go-sql-driver/mysql"
+
 	"msgx/internal/api"
 	"msgx/internal/config"
 	"msgx/internal/dispatch"
@@ -70,6 +72,7 @@ func serve(args []string) error {
 		return err
 	}
 	log := newLogger(cfg)
+	mysqldrv.SetLogger(driverLog{log})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	clock := pipeline.SystemClock{}
@@ -139,7 +142,7 @@ func serve(args []string) error {
 		// still holds the lease: a pump that outlived its lease cannot commit.
 		db.SetFence(leaseName, holder)
 		keeper = &leaseKeeper{
-			db: db, name: leaseName, holder: holder, ttl: leaseTTL,
+			db: leaseDB{db}, name: leaseName, holder: holder, ttl: leaseTTL,
 			// A SQLite file has one host: a second instance on it is a mistake, not a standby.
 			standby: cfg.Database.Driver == "mysql",
 			clock:   clock, log: log, isDead: deadOnThisHost,
@@ -218,6 +221,12 @@ func serve(args []string) error {
 	log.Info("msgx stopped")
 	return exit
 }
+
+// leaseDB is the store as the lease keeper sees it.
+type leaseDB struct{ *store.DB }
+
+// Ping checks that the database answers.
+func (d leaseDB) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }
 
 // openSinks opens one sink per delivery target. With no targets configured (the embedded
 // default) every target the handlers emit to is a file sink under <data-dir>/outbox. A target
