@@ -439,8 +439,8 @@ func (m *privateMariaDB) dsn(db string) string {
 }
 
 // TestOutageOfMariaDB runs msgx on a private mariadbd: msgx is started first and waits for
-// the database; then, while clients post, mariadbd is stopped (SIGTERM) and started again on
-// the same data. Meanwhile the inbox answers 503 with Retry-After, the process stays up and
+// the database; then, while clients post, mariadbd is stopped (SIGTERM) for longer than the
+// lease and started again on the same data. Meanwhile the inbox answers 503 with Retry-After, the process stays up and
 // its pump pauses without spinning; afterwards every message answered 200 is SUCCEEDED, once.
 func TestOutageOfMariaDB(t *testing.T) {
 	m := newPrivateMariaDB(t)
@@ -466,6 +466,7 @@ func TestOutageOfMariaDB(t *testing.T) {
 	})
 
 	m.stop()
+	stopped := time.Now()
 	s.waitLog("pump and dispatcher paused", 1, 10*time.Second)
 	res, err := s.post(`<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN></META></MSG>`)
 	if err != nil || res.code != 503 || res.retryAfter == "" {
@@ -500,6 +501,11 @@ func TestOutageOfMariaDB(t *testing.T) {
 		t.Fatal("no client post was refused with 503 during the outage")
 	}
 
+	// Longer than the lease (15 s): the instance must re-take a lease that expired.
+	time.Sleep(time.Until(stopped.Add(17 * time.Second)))
+	if s.exited() {
+		t.Fatalf("msgx exited during the outage: %v", s.err)
+	}
 	m.start()
 	s.waitLog("pump lease acquired", 2, 20*time.Second)
 	s.healthy(10 * time.Second)

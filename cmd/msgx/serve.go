@@ -117,9 +117,6 @@ func serve(args []string) error {
 	if runPump {
 		sinks, err := openSinks(ctx, db, cfg, clock, log)
 		if err != nil {
-			if strings.HasPrefix(err.Error(), "config: ") {
-				return exitError{code: exitConfig, msg: "msgx serve: " + err.Error()}
-			}
 			return err
 		}
 		defer func() {
@@ -231,7 +228,7 @@ func (d leaseDB) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx)
 // openSinks opens one sink per delivery target. With no targets configured (the embedded
 // default) every target the handlers emit to is a file sink under <data-dir>/outbox. A target
 // the handlers emit to, or that has undelivered events, but that config does not define is a
-// start-up error naming it.
+// start-up error naming it (exit code 4).
 func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipeline.Clock, log *slog.Logger) (map[string]target.Sink, error) {
 	targets := cfg.Targets
 	if len(targets) == 0 {
@@ -243,7 +240,7 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipel
 	need := append([]string{}, handler.Targets...)
 	for name, tc := range targets {
 		if tc.CopyOf != "" && !slices.Contains(handler.Targets, tc.CopyOf) {
-			return nil, fmt.Errorf("config: targets.%s.copy-of: %q is not a target events are emitted to (%s)", name, tc.CopyOf, strings.Join(handler.Targets, ", "))
+			return nil, exitError{code: exitConfig, msg: fmt.Sprintf("msgx serve: config: targets.%s.copy-of: %q is not a target events are emitted to (%s)", name, tc.CopyOf, strings.Join(handler.Targets, ", "))}
 		}
 	}
 	stats, err := dispatch.Stats(ctx, db, clock.Now())
@@ -257,7 +254,7 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipel
 	}
 	for _, name := range need {
 		if _, ok := targets[name]; !ok {
-			return nil, fmt.Errorf("config: targets.%s is not defined, but events are emitted to it; define it (for example {sink: file})", name)
+			return nil, exitError{code: exitConfig, msg: fmt.Sprintf("msgx serve: config: targets.%s is not defined, but events are emitted to it; define it (for example {sink: file})", name)}
 		}
 	}
 	sinks := map[string]target.Sink{}
