@@ -141,11 +141,17 @@ func (k *leaseKeeper) acquire(ctx context.Context, now time.Time) (time.Duration
 	if errors.As(err, &held) && k.isDead(held.Holder) {
 		// The holder was a process of this host that is gone (killed, crashed): its lease
 		// cannot be renewed any more, so take it now rather than wait for it to expire.
-		if terr := k.db.TakeOverLease(cctx, k.name, k.holder, held.Holder, k.ttl, now); terr != nil {
-			err = terr // another instance was quicker, or the database went away: look again
-		} else {
+		terr := k.db.TakeOverLease(cctx, k.name, k.holder, held.Holder, k.ttl, now)
+		switch {
+		case terr == nil:
 			k.log.Warn("took over the pump lease of a dead instance", "dead_holder", held.Holder)
 			err = nil
+		case errors.Is(terr, store.ErrUnavailable):
+			err = terr
+		default:
+			// Another instance was quicker: look again shortly to see who holds it now.
+			k.log.Info("the lease of a dead instance was taken by another first", "dead_holder", held.Holder, "err", terr.Error())
+			return retryDelay(1), nil
 		}
 	}
 	switch {
@@ -176,7 +182,7 @@ func (k *leaseKeeper) acquire(ctx context.Context, now time.Time) (time.Duration
 		k.failures++
 		wait := retryDelay(k.failures)
 		k.setPhase(phasePaused, "", time.Time{}, err.Error())
-		k.log.Warn("cannot take the pump lease: the database does not answer; pump and dispatcher wait for it",
+		k.log.Warn("cannot take the pump lease (the database does not answer, or refused); pump and dispatcher wait, trying again",
 			"attempt", k.failures, "retry_in", wait.String(), "err", err.Error())
 		return wait, nil
 	}
@@ -254,7 +260,7 @@ func (k *leaseKeeper) State() (running bool, note string) {
 		return false, fmt.Sprintf("standby: instance %s holds the pump lease (until %s); this one takes over when it expires",
 			k.other, k.until.UTC().Format(time.RFC3339))
 	case phasePaused:
-		return false, "paused: the database does not answer (" + k.err + "); the pump resumes when it does"
+		return false, "paused: waiting for the database (" + k.err + "); the pump resumes when it answers"
 	}
 	return false, "starting: taking the pump lease"
 }

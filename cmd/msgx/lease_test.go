@@ -36,6 +36,8 @@ type leaseConn struct {
 	who      string
 	acquires []time.Time // when AcquireLease was called
 	pings    int
+	// beforeTakeOver, when set, runs once before TakeOverLease (to let another win the race).
+	beforeTakeOver func()
 }
 
 func (c *leaseConn) unreachable() error {
@@ -58,6 +60,10 @@ func (c *leaseConn) AcquireLease(_ context.Context, name, holder string, ttl tim
 }
 
 func (c *leaseConn) TakeOverLease(_ context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error {
+	if fn := c.beforeTakeOver; fn != nil {
+		c.beforeTakeOver = nil
+		fn()
+	}
 	if err := c.unreachable(); err != nil {
 		return err
 	}
@@ -399,5 +405,32 @@ func TestOutageAtStartRefusedCredentialsAreCode4(t *testing.T) {
 	var e exitError
 	if !errors.As(err, &e) || e.code != exitConfig {
 		t.Fatalf("waitForDatabase: %v, want exit code %d", err, exitConfig)
+	}
+}
+
+// Two standbys of one host see the holder die: one takes the lease over, the other, beaten to
+// it, stands by behind the winner without a pause in between.
+func TestTakeOverOfADeadProcessByTwoStandbys(t *testing.T) {
+	clock := &handClock{t: t0}
+	f := &fakeLeases{clock: clock, holder: "here/pid-7/dead", until: at(14 * time.Second)}
+	dead := func(h string) bool { return h == "here/pid-7/dead" }
+	a := newNode(f, "here/pid-8/a", true, dead)
+	b := newNode(f, "here/pid-9/b", true, dead)
+	// b read the row while the dead holder still had it, but a's take-over commits first.
+	b.conn.beforeTakeOver = func() { a.k.step(context.Background()) }
+	if _, err := b.k.step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.runs) != 1 || len(b.runs) != 0 || f.holder != a.k.holder {
+		t.Fatalf("runs a %v b %v, holder %q", a.runs, b.runs, f.holder)
+	}
+	if _, note := b.k.State(); strings.HasPrefix(note, "paused") {
+		t.Fatalf("losing the race is not a database outage: %q", note)
+	}
+	a.next, b.next = at(time.Second), at(600*time.Millisecond)
+	simulate(t, clock, at(10*time.Second), a, b)
+	noOverlap(t, a, b)
+	if running, note := b.k.State(); running || !strings.Contains(note, "standby: instance "+a.k.holder) {
+		t.Fatalf("the slower one: running %v, %q", running, note)
 	}
 }
