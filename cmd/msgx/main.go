@@ -28,12 +28,26 @@ Usage:
 The server address defaults to MSGX_SERVER, else http://127.0.0.1:<port of http.addr>.
 Configuration: a YAML file (--config or MSGX_CONFIG) and MSGX_* environment variables;
 see the README for every key.
+
+Exit codes: 0 done; 1 failed; 2 bad command line; 3 another instance holds the pump lease
+and this one cannot stand by (SQLite); 4 bad configuration; 5 gave up waiting for the
+database (database.wait-timeout).
 `
+
+// Exit codes, one per reason an operator or a supervisor (systemd, Kubernetes) acts on
+// differently. The README lists them too.
+const (
+	exitFailure    = 1 // any other error
+	exitUsage      = 2 // bad command line
+	exitLeaseHeld  = 3 // serve: another live instance holds the pump lease and standby is impossible (SQLite)
+	exitConfig     = 4 // the configuration is invalid, or the database refused it (credentials, unknown database)
+	exitNoDatabase = 5 // serve: the database did not answer within database.wait-timeout
+)
 
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+		os.Exit(exitUsage)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var err error
@@ -56,7 +70,7 @@ func main() {
 		fmt.Print(usage)
 	default:
 		fmt.Fprintf(os.Stderr, "msgx: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
+		os.Exit(exitUsage)
 	}
 	if err != nil {
 		if e, ok := err.(exitError); ok {
@@ -66,7 +80,7 @@ func main() {
 			os.Exit(e.code)
 		}
 		fmt.Fprintln(os.Stderr, "msgx "+cmd+": "+err.Error())
-		os.Exit(1)
+		os.Exit(exitFailure)
 	}
 }
 

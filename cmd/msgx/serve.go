@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	mysqldrv "github.com/go-sql-driver/mysql"
+
 	"msgx/internal/api"
 	"msgx/internal/config"
 	"msgx/internal/dispatch"
@@ -44,10 +46,13 @@ const (
 func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error) {
 	path := fs.String("config", os.Getenv("MSGX_CONFIG"), "YAML config file")
 	if err := fs.Parse(args); err != nil {
-		return config.Config{}, nil, exitError{code: 2}
+		return config.Config{}, nil, exitError{code: exitUsage}
 	}
 	cfg, err := config.Load(*path, os.Environ())
-	return cfg, fs.Args(), err
+	if err != nil {
+		return cfg, nil, exitError{code: exitConfig, msg: "msgx " + fs.Name() + ": " + err.Error()}
+	}
+	return cfg, fs.Args(), nil
 }
 
 func newLogger(cfg config.Config) *slog.Logger {
@@ -61,59 +66,34 @@ func newLogger(cfg config.Config) *slog.Logger {
 	return slog.New(h).With("service", cfg.ServiceName)
 }
 
-func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
-	db, err := store.Open(ctx, cfg.Database.Driver, cfg.Database.DSN)
-	if err != nil {
-		return nil, err
-	}
-	since, _ := cfg.AdoptSince() // validated by config.Load
-	db.SetLegacy(store.LegacyOptions{Location: cfg.LegacyLocation(), AdoptFromID: cfg.Inbox.AdoptFromID, AdoptSince: since, Logger: log})
-	v, err := db.Migrate(ctx)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	log.Info("database ready", "driver", cfg.Database.Driver, "schema_version", v)
-	return db, nil
-}
-
+// serve runs the server. The order of a start: wait for the database (database.wait-timeout),
+// open the sinks, take the pump lease or stand by (see leaseKeeper), then listen. During a
+// database outage the inbox and the API stay up and answer 503 with Retry-After, while the
+// pump and the dispatcher pause and resume when the database answers again.
 func serve(args []string) error {
 	cfg, _, err := loadConfig(flag.NewFlagSet("serve", flag.ContinueOnError), args)
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg)
+	mysqldrv.SetLogger(driverLog{log})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	clock := pipeline.SystemClock{}
 
-	db, err := openDB(ctx, cfg, log)
+	db, err := waitForDatabase(ctx, cfg, log, clock, sleepCtx)
+	if errors.Is(err, errStopped) {
+		log.Info("stopped while waiting for the database")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	clock := pipeline.SystemClock{}
 
 	runPump := cfg.Autostart()
 	holder := instanceName()
-	if runPump {
-		if err := db.AcquireLease(ctx, leaseName, holder, leaseTTL, clock.Now()); err != nil {
-			var held *store.LeaseHeldError
-			if !errors.As(err, &held) {
-				return err
-			}
-			if !deadOnThisHost(held.Holder) {
-				return exitError{code: 3, msg: "msgx serve: " + held.Error() + ". Stop it first, or wait for its lease to expire if it died."}
-			}
-			// The holder was a process of this host that is gone (killed or crashed): its
-			// lease cannot be renewed any more, so take it now rather than wait for it.
-			if err := db.TakeOverLease(ctx, leaseName, holder, held.Holder, leaseTTL, clock.Now()); err != nil {
-				return exitError{code: 3, msg: "msgx serve: " + err.Error()}
-			}
-			log.Warn("took over the pump lease of a dead instance", "dead_holder", held.Holder)
-		}
-		db.SetFence(leaseName, holder)
-		log.Info("pump lease acquired", "holder", holder, "ttl", leaseTTL.String())
-	} else {
+	if !runPump {
 		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")
 	}
 
@@ -140,6 +120,7 @@ func serve(args []string) error {
 		View:         flights,
 	})
 	var disp *dispatch.Dispatcher
+	var keeper *leaseKeeper
 	if runPump {
 		sinks, err := openSinks(ctx, db, cfg, clock, log)
 		if err != nil {
@@ -161,6 +142,34 @@ func serve(args []string) error {
 		})
 		p.SetOnEvents(disp.Wake)
 		p.SetCopies(copiesOf(cfg.Targets))
+		// Every processing write of the pump checks, in its transaction, that this instance
+		// still holds the lease: a pump that outlived its lease cannot commit.
+		db.SetFence(leaseName, holder)
+		keeper = &leaseKeeper{
+			db: leaseDB{db}, name: leaseName, holder: holder, ttl: leaseTTL,
+			// A SQLite file has one host: a second instance on it is a mistake, not a standby.
+			standby: cfg.Database.Driver == "mysql",
+			clock:   clock, log: log, isDead: deadOnThisHost,
+			start: func() func() {
+				wctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				wg.Go(func() { p.Run(wctx) })
+				wg.Go(func() {
+					if err := disp.Run(wctx); err != nil {
+						log.Error("dispatcher stopped", "err", err.Error())
+					}
+				})
+				return func() { cancel(); wg.Wait() }
+			},
+		}
+	}
+	// The first move of the lease keeper happens before the listener opens, so an instance
+	// that may not stand by exits before it answers anything.
+	var firstWait time.Duration
+	if keeper != nil {
+		if firstWait, err = keeper.step(ctx); err != nil {
+			return err
+		}
 	}
 	wake := func() {}
 	dispWake := func() {}
@@ -170,6 +179,9 @@ func serve(args []string) error {
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake}
+	if keeper != nil {
+		srv.PumpState = keeper.State
+	}
 	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric()))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
@@ -179,52 +191,21 @@ func serve(args []string) error {
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
+		if keeper != nil {
+			keeper.shutdown()
+		}
 		return fmt.Errorf("listen on %s (http.addr): %w", cfg.HTTP.Addr, err)
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 
-	workCtx, cancelWork := context.WithCancel(context.Background())
-	defer cancelWork()
 	var wg sync.WaitGroup
 	inboxCtx, cancelInbox := context.WithCancel(context.Background())
-	wg.Add(1)
-	go func() { defer wg.Done(); inbox.Run(inboxCtx) }()
-
-	lost := make(chan error, 1)
-	if runPump {
-		wg.Add(2)
-		go func() { defer wg.Done(); p.Run(workCtx) }()
-		wg.Add(1)
-		go func() { defer wg.Done(); disp.Run(workCtx) }()
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(leaseTTL / 3)
-			renewed := clock.Now()
-			defer t.Stop()
-			for {
-				select {
-				case <-workCtx.Done():
-					return
-				case <-t.C:
-					err := db.RenewLease(workCtx, leaseName, holder, leaseTTL, clock.Now())
-					switch {
-					case err == nil:
-						renewed = clock.Now()
-					case workCtx.Err() != nil:
-						return
-					case errors.Is(err, store.ErrUnavailable) && clock.Now().Sub(renewed) < leaseTTL-leaseTTL/3:
-						// The database did not answer: the lease is still ours until it
-						// expires, so keep trying; the inbox answers 503 meanwhile.
-						log.Warn("cannot renew the pump lease; retrying", "err", err.Error(), "renewed_at", renewed.Format(time.RFC3339))
-					default:
-						// Another instance holds it, or it is about to expire unrenewed:
-						// stop before a second pump could start.
-						lost <- err
-						return
-					}
-				}
-			}
-		}()
+	wg.Go(func() { inbox.Run(inboxCtx) })
+	keeperCtx, cancelKeeper := context.WithCancel(context.Background())
+	defer cancelKeeper()
+	keeperErr := make(chan error, 1)
+	if keeper != nil {
+		wg.Go(func() { keeperErr <- keeper.run(keeperCtx, firstWait) })
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
@@ -236,29 +217,30 @@ func serve(args []string) error {
 		log.Info("shutting down: finishing the message in hand")
 	case err := <-serveErr:
 		exit = fmt.Errorf("http server: %w", err)
-	case err := <-lost:
-		log.Error("pump lease lost; stopping so two pumps never run", "err", err.Error())
-		exit = exitError{code: 3, msg: "msgx serve: pump lease lost: " + err.Error()}
+	case err := <-keeperErr:
+		log.Error("pump lease lost to another instance; stopping, since this one may not stand by", "err", err.Error())
+		exit = err
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable
 	cancelInbox()
-	cancelWork()
+	cancelKeeper() // stops the pump and the dispatcher, then releases the lease
 	wg.Wait()
-	if runPump {
-		if err := db.ReleaseLease(context.Background(), leaseName, holder); err != nil {
-			log.Warn("could not release the pump lease", "err", err.Error())
-		}
-	}
 	log.Info("msgx stopped")
 	return exit
 }
 
+// leaseDB is the store as the lease keeper sees it.
+type leaseDB struct{ *store.DB }
+
+// Ping checks that the database answers.
+func (d leaseDB) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }
+
 // openSinks opens one sink per delivery target. With no targets configured (the embedded
 // default) every target the handlers emit to is a file sink under <data-dir>/outbox. A target
 // the handlers emit to, or that has undelivered events, but that config does not define is a
-// start-up error naming it.
+// start-up error naming it (exit code 4).
 func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipeline.Clock, log *slog.Logger) (map[string]target.Sink, error) {
 	targets := cfg.Targets
 	if len(targets) == 0 {
@@ -270,7 +252,7 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipel
 	need := append([]string{}, handler.Targets...)
 	for name, tc := range targets {
 		if tc.CopyOf != "" && !slices.Contains(handler.Targets, tc.CopyOf) {
-			return nil, fmt.Errorf("config: targets.%s.copy-of: %q is not a target events are emitted to (%s)", name, tc.CopyOf, strings.Join(handler.Targets, ", "))
+			return nil, exitError{code: exitConfig, msg: fmt.Sprintf("msgx serve: config: targets.%s.copy-of: %q is not a target events are emitted to (%s)", name, tc.CopyOf, strings.Join(handler.Targets, ", "))}
 		}
 	}
 	stats, err := dispatch.Stats(ctx, db, clock.Now())
@@ -284,7 +266,7 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipel
 	}
 	for _, name := range need {
 		if _, ok := targets[name]; !ok {
-			return nil, fmt.Errorf("config: targets.%s is not defined, but events are emitted to it; define it (for example {sink: file})", name)
+			return nil, exitError{code: exitConfig, msg: fmt.Sprintf("msgx serve: config: targets.%s is not defined, but events are emitted to it; define it (for example {sink: file})", name)}
 		}
 	}
 	sinks := map[string]target.Sink{}

@@ -35,6 +35,10 @@ type Server struct {
 	Log   *slog.Logger
 	// PumpRunning says whether this process runs the pump (status shows it).
 	PumpRunning bool
+	// PumpState, when set, says at each request whether the pump runs in this process and,
+	// when it does not, why (standby behind another instance's lease, paused while the
+	// database does not answer). It overrides PumpRunning.
+	PumpState func() (running bool, note string)
 	// Wake is the pump's Wake, called after a replay.
 	Wake func()
 	// Extra lets other parts (flights, events) add their routes.
@@ -72,7 +76,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "database_unavailable", err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "pump_running": s.PumpRunning})
+	running, _ := s.pumpState()
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "pump_running": running})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
@@ -191,6 +196,7 @@ type Status struct {
 	Counts      map[pipeline.ProcStatus]int `json:"counts"`
 	Head        *HeadInfo                   `json:"head"`
 	PumpRunning bool                        `json:"pump_running"`
+	PumpState   string                      `json:"pump_state,omitempty"`
 	LeaseHolder string                      `json:"lease_holder,omitempty"`
 	Extra       map[string]any              `json:"extra,omitempty"`
 }
@@ -208,7 +214,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	st := Status{Counts: counts, PumpRunning: s.PumpRunning}
+	st := Status{Counts: counts}
+	st.PumpRunning, st.PumpState = s.pumpState()
 	if h, _, err := s.DB.LeaseHolder(ctx, "pump"); err == nil {
 		st.LeaseHolder = h
 	}
@@ -233,9 +240,20 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (s *Server) why(m *store.Message) string {
+// pumpState says whether the pump runs in this process, and a note on why not.
+func (s *Server) pumpState() (bool, string) {
+	if s.PumpState != nil {
+		return s.PumpState()
+	}
 	if !s.PumpRunning {
-		return "the pump is not running in this process (pipeline.autostart=false, or another instance holds the lease)"
+		return false, "off: pipeline.autostart is false"
+	}
+	return true, ""
+}
+
+func (s *Server) why(m *store.Message) string {
+	if running, note := s.pumpState(); !running {
+		return "the pump is not running in this process (" + note + ")"
 	}
 	if m.State == pipeline.Failed {
 		next := "now"

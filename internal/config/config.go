@@ -43,6 +43,12 @@ type Config struct {
 	Database struct {
 		Driver string `yaml:"driver"` // sqlite | mysql
 		DSN    string `yaml:"dsn"`    // sqlite: file path (default <data-dir>/msgx.db); mysql: user:pass@tcp(host:port)/db
+
+		// Database outages (issue 7, item 6). WaitTimeout bounds how long `msgx serve` waits
+		// for a MySQL server that does not answer at start, trying again with backoff and
+		// logging each try; then it exits with code 5. 0 waits without limit. A SQLite file
+		// that cannot be opened is not waited for.
+		WaitTimeout time.Duration `yaml:"wait-timeout"`
 	} `yaml:"database"`
 
 	Pipeline struct {
@@ -113,6 +119,7 @@ func Default() Config {
 	c.HTTP.MaxBodyBytes = 32 << 20
 	c.HTTP.MaxInflightBytes = 128 << 20
 	c.Database.Driver = "sqlite"
+	c.Database.WaitTimeout = 2 * time.Minute
 	c.Pipeline.PollInterval = time.Second
 	c.Pipeline.MaxAttempts = 5
 	c.Pipeline.BackoffMs = []int{1000, 2000, 4000, 8000, 16000}
@@ -227,6 +234,9 @@ func (c *Config) Validate() error {
 		}
 	default:
 		return bad("database.driver", "%q is not sqlite or mysql", c.Database.Driver)
+	}
+	if c.Database.WaitTimeout < 0 {
+		return bad("database.wait-timeout", "must not be negative (0 waits without limit), got %s", c.Database.WaitTimeout)
 	}
 	if c.Pipeline.PollInterval < 50*time.Millisecond {
 		return bad("pipeline.poll-interval", "%s is under the 50ms minimum", c.Pipeline.PollInterval)

@@ -55,6 +55,8 @@ func TestInvalidValuesNameTheirKey(t *testing.T) {
 		"MSGX_PHASE=C":                           "phase",
 		"MSGX_SCHD_FLUSH_LIMIT=0":                "schd.flush-limit",
 		"MSGX_IDENTITY_INCLUDE_DAY_BOUNDARY=yes": "identity.include-day-boundary",
+		"MSGX_DATABASE_WAIT_TIMEOUT=-1s":         "database.wait-timeout",
+		"MSGX_DATABASE_WAIT_TIMEOUT=forever":     "database.wait-timeout",
 	} {
 		_, err := Load("", []string{env})
 		if err == nil || !strings.Contains(err.Error(), key) {
@@ -81,6 +83,21 @@ func TestEnvNames(t *testing.T) {
 	for _, k := range []string{"consistency-check.daily-sample-ratio", "schd.flush-period", "pipeline.autostart", "database.dsn", "data-dir"} {
 		if !strings.Contains(keys, k) {
 			t.Errorf("Keys() lacks %s", k)
+		}
+	}
+}
+
+// The database outage keys (issue 7, item 6): a default bound, 0 for no limit, from the
+// environment like every key.
+func TestDatabaseWaitTimeout(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil || c.Database.WaitTimeout != 2*time.Minute {
+		t.Fatalf("default database.wait-timeout: %s %v", c.Database.WaitTimeout, err)
+	}
+	for env, want := range map[string]time.Duration{"MSGX_DATABASE_WAIT_TIMEOUT=0": 0, "MSGX_DATABASE_WAIT_TIMEOUT=45s": 45 * time.Second} {
+		c, err := Load("", []string{env})
+		if err != nil || c.Database.WaitTimeout != want {
+			t.Errorf("%s: %s %v, want %s", env, c.Database.WaitTimeout, err, want)
 		}
 	}
 }

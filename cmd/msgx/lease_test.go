@@ -1,0 +1,436 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"msgx/internal/config"
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+)
+
+// handClock is a clock the test sets.
+type handClock struct{ t time.Time }
+
+func (c *handClock) Now() time.Time { return c.t }
+
+// fakeLeases is one PUMP_LEASE row with the semantics of the store's, and a switch that
+// makes the database unreachable for some clients at some times.
+type fakeLeases struct {
+	clock  *handClock
+	holder string
+	until  time.Time
+	// down says whether client who cannot reach the database now.
+	down func(who string, now time.Time) bool
+}
+
+// leaseConn is one instance's connection to the fake database.
+type leaseConn struct {
+	f        *fakeLeases
+	who      string
+	acquires []time.Time // when AcquireLease was called
+	pings    int
+	// beforeTakeOver, when set, runs once before TakeOverLease (to let another win the race).
+	beforeTakeOver func()
+}
+
+func (c *leaseConn) unreachable() error {
+	if c.f.down != nil && c.f.down(c.who, c.f.clock.t) {
+		return store.Unavailable(errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"))
+	}
+	return nil
+}
+
+func (c *leaseConn) AcquireLease(_ context.Context, name, holder string, ttl time.Duration, now time.Time) error {
+	c.acquires = append(c.acquires, now)
+	if err := c.unreachable(); err != nil {
+		return err
+	}
+	if c.f.holder != "" && c.f.holder != holder && c.f.until.After(now) {
+		return &store.LeaseHeldError{Holder: c.f.holder, Until: c.f.until}
+	}
+	c.f.holder, c.f.until = holder, now.Add(ttl)
+	return nil
+}
+
+func (c *leaseConn) TakeOverLease(_ context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error {
+	if fn := c.beforeTakeOver; fn != nil {
+		c.beforeTakeOver = nil
+		fn()
+	}
+	if err := c.unreachable(); err != nil {
+		return err
+	}
+	if c.f.holder != dead {
+		return errors.New("no longer held by " + dead)
+	}
+	c.f.holder, c.f.until = holder, now.Add(ttl)
+	return nil
+}
+
+func (c *leaseConn) RenewLease(_ context.Context, name, holder string, ttl time.Duration, now time.Time) error {
+	if err := c.unreachable(); err != nil {
+		return err
+	}
+	if c.f.holder != holder {
+		return errors.New("no longer held by " + holder)
+	}
+	c.f.until = now.Add(ttl)
+	return nil
+}
+
+func (c *leaseConn) Ping(context.Context) error {
+	c.pings++
+	if c.f.down != nil && c.f.down(c.who, c.f.clock.t) {
+		return errors.New("dial tcp 127.0.0.1:3306: connect: connection refused")
+	}
+	return nil
+}
+
+func (c *leaseConn) ReleaseLease(_ context.Context, name, holder string) error {
+	if err := c.unreachable(); err != nil {
+		return err
+	}
+	if c.f.holder == holder {
+		c.f.holder, c.f.until = "", time.Time{}
+	}
+	return nil
+}
+
+// node is one simulated `msgx serve`: its keeper, when it moves next, and when its pump ran.
+type node struct {
+	k       *leaseKeeper
+	conn    *leaseConn
+	next    time.Time
+	dieAt   time.Time // zero: lives on; else killed -9 then (no shutdown, lease left behind)
+	dead    bool
+	err     error
+	runs    [][2]time.Time // [start, stop) of each period the pump and dispatcher ran
+	running bool
+}
+
+var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+
+func newNode(f *fakeLeases, holder string, standby bool, isDead func(string) bool) *node {
+	n := &node{conn: &leaseConn{f: f, who: holder}, next: f.clock.t}
+	if isDead == nil {
+		isDead = func(string) bool { return false }
+	}
+	n.k = &leaseKeeper{
+		db: n.conn, name: "pump", holder: holder, ttl: 15 * time.Second, standby: standby,
+		clock: f.clock, log: slog.New(slog.NewTextHandler(io.Discard, nil)), isDead: isDead,
+		start: func() func() {
+			if n.running {
+				panic("workers started twice")
+			}
+			n.running = true
+			n.runs = append(n.runs, [2]time.Time{f.clock.t})
+			return func() {
+				n.running = false
+				n.runs[len(n.runs)-1][1] = f.clock.t
+			}
+		},
+	}
+	return n
+}
+
+// simulate moves the nodes in time order until end, then closes the open run periods.
+func simulate(t *testing.T, clock *handClock, end time.Time, nodes ...*node) {
+	t.Helper()
+	for {
+		var n *node
+		for _, c := range nodes {
+			if c.dead || c.err != nil {
+				continue
+			}
+			if !c.dieAt.IsZero() && !c.dieAt.After(c.next) {
+				clock.t = c.dieAt
+				c.dead = true
+				if c.running {
+					c.runs[len(c.runs)-1][1] = c.dieAt
+					c.running = false
+				}
+				continue
+			}
+			if n == nil || c.next.Before(n.next) {
+				n = c
+			}
+		}
+		if n == nil || n.next.After(end) {
+			break
+		}
+		clock.t = n.next
+		wait, err := n.k.step(context.Background())
+		if err != nil {
+			n.err = err
+			continue
+		}
+		if wait <= 0 {
+			t.Fatalf("%s: step asked for no wait at %s: a hot loop", n.k.holder, clock.t.Sub(t0))
+		}
+		n.next = clock.t.Add(wait)
+	}
+	clock.t = end
+	for _, c := range nodes {
+		if c.running {
+			c.runs[len(c.runs)-1][1] = end
+		}
+	}
+}
+
+// noOverlap fails when two nodes' pumps ran at the same time.
+func noOverlap(t *testing.T, nodes ...*node) {
+	t.Helper()
+	for i, a := range nodes {
+		for _, b := range nodes[i+1:] {
+			for _, ra := range a.runs {
+				for _, rb := range b.runs {
+					if ra[0].Before(rb[1]) && rb[0].Before(ra[1]) {
+						t.Fatalf("two pumps at once: %s ran %v–%v and %s ran %v–%v", a.k.holder, ra[0].Sub(t0), ra[1].Sub(t0),
+							b.k.holder, rb[0].Sub(t0), rb[1].Sub(t0))
+					}
+				}
+			}
+		}
+	}
+}
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func TestOutagePausesThePumpAndResumes(t *testing.T) {
+	clock := &handClock{t: t0}
+	f := &fakeLeases{clock: clock, down: func(_ string, now time.Time) bool {
+		return !now.Before(at(20*time.Second)) && now.Before(at(50*time.Second))
+	}}
+	a := newNode(f, "a", true, nil)
+	var during string
+	simulate(t, clock, at(35*time.Second), a)
+	if _, during = a.k.State(); !strings.HasPrefix(during, "paused") {
+		t.Fatalf("state during the outage: %q", during)
+	}
+	simulate(t, clock, at(80*time.Second), a)
+	if a.err != nil {
+		t.Fatalf("the keeper gave up: %v", a.err)
+	}
+	if len(a.runs) != 2 {
+		t.Fatalf("runs %v, want one before and one after the outage", a.runs)
+	}
+	// The pump stops within a second of the outage (a check each second between the
+	// renewals every 5 s)…
+	if stop := a.runs[0][1]; stop.Before(at(20*time.Second)) || stop.After(at(21*time.Second)) {
+		t.Fatalf("pump stopped at %s, want within a second of the outage at 20s", stop.Sub(t0))
+	}
+	if a.conn.pings < 10 {
+		t.Fatalf("%d checks between renewals in 20 s, want one a second", a.conn.pings)
+	}
+	// …waits without a hot loop (backoff capped at 5 s: a handful of tries in 30 s)…
+	tries := 0
+	for _, c := range a.conn.acquires {
+		if !c.Before(at(20*time.Second)) && c.Before(at(50*time.Second)) {
+			tries++
+		}
+	}
+	if tries < 5 || tries > 12 {
+		t.Fatalf("%d tries to take the lease during a 30 s outage", tries)
+	}
+	// …and starts again within the capped retry delay once the database answers, re-taking
+	// its lease although it expired meanwhile (nobody else took it).
+	if start := a.runs[1][0]; start.Before(at(50*time.Second)) || start.After(at(55*time.Second)) {
+		t.Fatalf("pump resumed at %s, want within 5 s of the database's return at 50s", start.Sub(t0))
+	}
+	if running, note := a.k.State(); !running || f.holder != "a" {
+		t.Fatalf("after the outage: running %v (%s), lease holder %q", running, note, f.holder)
+	}
+}
+
+func TestTakeOverByStandbyWithinTheLeaseTime(t *testing.T) {
+	clock := &handClock{t: t0}
+	f := &fakeLeases{clock: clock}
+	a := newNode(f, "host-a/pid-1/aa", true, nil)
+	b := newNode(f, "host-b/pid-2/bb", true, nil)
+	b.next = at(2 * time.Second)   // out of step with a's renewals
+	a.dieAt = at(31 * time.Second) // kill -9 on another host: its lease must expire
+	simulate(t, clock, at(20*time.Second), a, b)
+	if running, note := b.k.State(); running || !strings.Contains(note, "standby") || !strings.Contains(note, a.k.holder) {
+		t.Fatalf("second instance while the first holds the lease: running %v, %q", running, note)
+	}
+	if len(b.runs) != 0 || b.err != nil {
+		t.Fatalf("the standby ran %v / ended %v", b.runs, b.err)
+	}
+	simulate(t, clock, at(60*time.Second), a, b)
+	noOverlap(t, a, b)
+	if len(b.runs) != 1 {
+		t.Fatalf("the standby never took over: %v", b.runs)
+	}
+	// a renewed last at 30s, so its lease ran to 45s; b takes it as it expires.
+	if start := b.runs[0][0]; start.Before(at(45*time.Second)) || start.After(at(45*time.Second+200*time.Millisecond)) {
+		t.Fatalf("take-over at %s, want just after the dead holder's lease expired at 45s", start.Sub(t0))
+	}
+	if start := b.runs[0][0]; start.Sub(a.dieAt) > 15*time.Second {
+		t.Fatalf("take-over %s after the holder died, more than the lease time", start.Sub(a.dieAt))
+	}
+}
+
+func TestOutageOfOneInstanceHandsTheLeaseOver(t *testing.T) {
+	clock := &handClock{t: t0}
+	// a loses the database from 20s to 60s; b can reach it all along.
+	f := &fakeLeases{clock: clock, down: func(who string, now time.Time) bool {
+		return who == "a" && !now.Before(at(20*time.Second)) && now.Before(at(60*time.Second))
+	}}
+	a := newNode(f, "a", true, nil)
+	b := newNode(f, "b", true, nil)
+	b.next = at(100 * time.Millisecond)
+	simulate(t, clock, at(90*time.Second), a, b)
+	noOverlap(t, a, b)
+	if len(a.runs) != 1 || len(b.runs) != 1 {
+		t.Fatalf("runs: a %v, b %v", a.runs, b.runs)
+	}
+	// a stopped at its first failed renewal (20s), long before its lease (renewed at 15s)
+	// expired at 30s, when b took it.
+	if a.runs[0][1].After(at(20*time.Second)) || b.runs[0][0].Before(at(30*time.Second)) || b.runs[0][0].After(at(31*time.Second)) {
+		t.Fatalf("hand-over: a stopped at %s, b started at %s", a.runs[0][1].Sub(t0), b.runs[0][0].Sub(t0))
+	}
+	if running, note := a.k.State(); running || !strings.Contains(note, "standby: instance b") {
+		t.Fatalf("a after the database came back: running %v, %q", running, note)
+	}
+}
+
+func TestTakeOverByAnotherStopsThePumpAtOnce(t *testing.T) {
+	clock := &handClock{t: t0}
+	f := &fakeLeases{clock: clock}
+	a := newNode(f, "a", true, nil)
+	simulate(t, clock, at(12*time.Second), a)
+	// Another instance took the row (an operator's take-over, say) at 12s.
+	f.holder, f.until = "other", at(40*time.Second)
+	simulate(t, clock, at(30*time.Second), a)
+	if len(a.runs) != 1 || a.runs[0][1] != at(15*time.Second) {
+		t.Fatalf("runs %v: the pump must stop at the next renewal (15s)", a.runs)
+	}
+	if running, note := a.k.State(); running || !strings.Contains(note, "standby: instance other") {
+		t.Fatalf("running %v, %q", running, note)
+	}
+}
+
+func TestTakeOverOfADeadProcessOfThisHostIsImmediate(t *testing.T) {
+	clock := &handClock{t: t0}
+	f := &fakeLeases{clock: clock, holder: "here/pid-7/dead", until: at(14 * time.Second)}
+	a := newNode(f, "here/pid-8/live", true, func(h string) bool { return h == "here/pid-7/dead" })
+	simulate(t, clock, at(time.Second), a)
+	if len(a.runs) != 1 || a.runs[0][0] != t0 || f.holder != a.k.holder {
+		t.Fatalf("runs %v, holder %q: the lease of a dead local process is taken at once", a.runs, f.holder)
+	}
+}
+
+func TestTakeOverImpossibleWithoutStandbyExitsWithCode3(t *testing.T) {
+	clock := &handClock{t: t0}
+	f := &fakeLeases{clock: clock, holder: "live", until: at(10 * time.Second)}
+	a := newNode(f, "a", false, nil)
+	_, err := a.k.step(context.Background())
+	var e exitError
+	if !errors.As(err, &e) || e.code != exitLeaseHeld || !strings.Contains(e.msg, "holds the pump lease") {
+		t.Fatalf("step: %v, want exit code %d", err, exitLeaseHeld)
+	}
+	if len(a.runs) != 0 {
+		t.Fatal("the pump ran without the lease")
+	}
+}
+
+func TestOutageRetryDelayIsCapped(t *testing.T) {
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+	for i, w := range want {
+		if got := retryDelay(i + 1); got != w {
+			t.Errorf("retryDelay(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+	if retryDelay(1000) != 5*time.Second {
+		t.Error("retryDelay must stay capped")
+	}
+}
+
+// waitForDatabase against a port nobody listens on: it tries with backoff on the injected
+// clock, logging each try, and gives up at database.wait-timeout with exit code 5.
+func TestOutageAtStartGivesUpWithCode5(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := config.Default()
+	cfg.Database.Driver, cfg.Database.DSN, cfg.Database.WaitTimeout = "mysql", "root@tcp("+addr+")/msgx?timeout=1s", 20*time.Second
+	clock := &handClock{t: t0}
+	var slept []time.Duration
+	sleep := func(_ context.Context, d time.Duration) bool {
+		slept = append(slept, d)
+		clock.t = clock.t.Add(d)
+		return true
+	}
+	var logs strings.Builder
+	_, err = waitForDatabase(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), clock, sleep)
+	var e exitError
+	if !errors.As(err, &e) || e.code != exitNoDatabase {
+		t.Fatalf("waitForDatabase: %v, want exit code %d", err, exitNoDatabase)
+	}
+	var total time.Duration
+	for _, d := range slept {
+		total += d
+	}
+	if total != 20*time.Second || len(slept) < 5 || len(slept) > 10 {
+		t.Fatalf("waited %v (%s in all), want backoff up to the 20 s bound", slept, total)
+	}
+	if n := strings.Count(logs.String(), "database not reachable; waiting for it"); n != len(slept) {
+		t.Fatalf("%d tries logged for %d waits:\n%s", n, len(slept), logs.String())
+	}
+}
+
+// A server that answers but refuses the credentials is a configuration error (code 4) at
+// once, not an outage to wait out.
+func TestOutageAtStartRefusedCredentialsAreCode4(t *testing.T) {
+	dsn := storetest.MySQLDSN(t) // skips or fails, as the services rule says, without MariaDB
+	i := strings.Index(dsn, "@")
+	cfg := config.Default()
+	cfg.Database.Driver, cfg.Database.DSN = "mysql", "msgx_no_such_user:wrong"+dsn[i:]
+	clock := &handClock{t: t0}
+	sleep := func(context.Context, time.Duration) bool {
+		t.Fatal("waited for a database that refused the credentials")
+		return false
+	}
+	_, err := waitForDatabase(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock, sleep)
+	var e exitError
+	if !errors.As(err, &e) || e.code != exitConfig {
+		t.Fatalf("waitForDatabase: %v, want exit code %d", err, exitConfig)
+	}
+}
+
+// Two standbys of one host see the holder die: one takes the lease over, the other, beaten to
+// it, stands by behind the winner without a pause in between.
+func TestTakeOverOfADeadProcessByTwoStandbys(t *testing.T) {
+	clock := &handClock{t: t0}
+	f := &fakeLeases{clock: clock, holder: "here/pid-7/dead", until: at(14 * time.Second)}
+	dead := func(h string) bool { return h == "here/pid-7/dead" }
+	a := newNode(f, "here/pid-8/a", true, dead)
+	b := newNode(f, "here/pid-9/b", true, dead)
+	// b read the row while the dead holder still had it, but a's take-over commits first.
+	b.conn.beforeTakeOver = func() { a.k.step(context.Background()) }
+	if _, err := b.k.step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.runs) != 1 || len(b.runs) != 0 || f.holder != a.k.holder {
+		t.Fatalf("runs a %v b %v, holder %q", a.runs, b.runs, f.holder)
+	}
+	if _, note := b.k.State(); strings.HasPrefix(note, "paused") {
+		t.Fatalf("losing the race is not a database outage: %q", note)
+	}
+	a.next, b.next = at(time.Second), at(600*time.Millisecond)
+	simulate(t, clock, at(10*time.Second), a, b)
+	noOverlap(t, a, b)
+	if running, note := b.k.State(); running || !strings.Contains(note, "standby: instance "+a.k.holder) {
+		t.Fatalf("the slower one: running %v, %q", running, note)
+	}
+}
