@@ -575,10 +575,7 @@ func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, 
 	if len(taken) == 0 {
 		return 0, nil
 	}
-	ignore := "INSERT OR IGNORE"
-	if d.Dialect == MySQL {
-		ignore = "INSERT IGNORE"
-	}
+	ignore := d.Dialect.InsertIgnore()
 	vals := make([]any, 0, 4*len(taken))
 	for _, id := range taken {
 		vals = append(vals, id, pipeline.Pending, T(now), T(now))
