@@ -1,11 +1,10 @@
 package main_test
 
 // End-to-end tests of database outages and of the pump lease's take-over (issue 7, item 6).
-// They build and run the real binary; their helpers are their own (prefixed og) so that this
-// file does not depend on the other end-to-end tests' harness.
+// They run the binary TestMain built; their server helpers (prefixed og) start several
+// servers by hand, before their database is up.
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -28,16 +27,6 @@ import (
 	"msgx/internal/store/storetest"
 )
 
-// ogBuild builds msgx into t's temporary directory (the build cache makes it a link).
-func ogBuild(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "msgx")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building msgx: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func ogFreePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -48,26 +37,8 @@ func ogFreePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// ogLog collects a process's output while it runs.
-type ogLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *ogLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *ogLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // count says how many log lines contain s.
-func (l *ogLog) count(s string) int { return strings.Count(l.String(), s) }
+func (l *syncBuffer) count(s string) int { return strings.Count(l.String(), s) }
 
 // ogServer is a running `msgx serve`.
 type ogServer struct {
@@ -75,7 +46,7 @@ type ogServer struct {
 	name string
 	cmd  *exec.Cmd
 	url  string
-	logs *ogLog
+	logs *syncBuffer
 	done chan struct{}
 	err  error // the exit, once done is closed
 }
@@ -87,7 +58,7 @@ func ogStart(t *testing.T, bin, name string, env ...string) *ogServer {
 	addr := fmt.Sprintf("127.0.0.1:%d", ogFreePort(t))
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(append(os.Environ(), "MSGX_HTTP_ADDR="+addr), env...)
-	s := &ogServer{t: t, name: name, cmd: cmd, url: "http://" + addr, logs: &ogLog{}, done: make(chan struct{})}
+	s := &ogServer{t: t, name: name, cmd: cmd, url: "http://" + addr, logs: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -342,7 +313,7 @@ type privateMariaDB struct {
 	port    int
 	cmd     *exec.Cmd
 	done    chan struct{}
-	stderrs *ogLog
+	stderrs *syncBuffer
 }
 
 // newPrivateMariaDB creates a data directory with mariadb-install-db. It skips when MariaDB
@@ -366,7 +337,7 @@ func newPrivateMariaDB(t *testing.T) *privateMariaDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	m := &privateMariaDB{t: t, daemon: daemon, dir: dir, port: ogFreePort(t), stderrs: &ogLog{}}
+	m := &privateMariaDB{t: t, daemon: daemon, dir: dir, port: ogFreePort(t), stderrs: &syncBuffer{}}
 	args := []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--auth-root-authentication-method=normal"}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
@@ -448,7 +419,7 @@ func (m *privateMariaDB) dsn(db string) string {
 // (each FLOP with exactly one event).
 func TestOutageOfMariaDB(t *testing.T) {
 	m := newPrivateMariaDB(t)
-	bin := ogBuild(t)
+	bin := binary // built once by TestMain
 	env := []string{"MSGX_DATA_DIR=" + t.TempDir(), "MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + m.dsn("test"),
 		"MSGX_PIPELINE_AUTOSTART=true", "MSGX_DATABASE_WAIT_TIMEOUT=40s", "MSGX_PIPELINE_POLL_INTERVAL=100ms"}
 
@@ -553,7 +524,7 @@ func TestOutageOfMariaDB(t *testing.T) {
 // TestOutageAtStartExitCodes checks the distinct exit codes of a start that cannot go on:
 // 5 after database.wait-timeout without a database, 4 for a bad configuration value.
 func TestOutageAtStartExitCodes(t *testing.T) {
-	bin := ogBuild(t)
+	bin := binary // built once by TestMain
 	closed := ogFreePort(t)
 	s := ogStart(t, bin, "no database", "MSGX_DATA_DIR="+t.TempDir(), "MSGX_DATABASE_DRIVER=mysql",
 		fmt.Sprintf("MSGX_DATABASE_DSN=root@tcp(127.0.0.1:%d)/msgx", closed), "MSGX_PIPELINE_AUTOSTART=true", "MSGX_DATABASE_WAIT_TIMEOUT=2s")
@@ -648,7 +619,7 @@ func ogOneEventPerFlop(t *testing.T, s *ogServer, accepted map[int64]string) {
 // message answered 200 is SUCCEEDED once, with exactly one event per FLOP.
 func TestTakeOverAfterKillNine(t *testing.T) {
 	dsn := storetest.MySQLDSN(t) // skips or fails without MariaDB, as the services rule says
-	bin := ogBuild(t)
+	bin := binary                // built once by TestMain
 	env := []string{"MSGX_DATA_DIR=" + t.TempDir(), "MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn,
 		"MSGX_PIPELINE_AUTOSTART=true", "MSGX_SCHD_FLUSH_PERIOD=200ms", "MSGX_PIPELINE_POLL_INTERVAL=100ms"}
 	a := ogStart(t, bin, "first", env...)
@@ -708,7 +679,7 @@ func TestTakeOverAfterKillNine(t *testing.T) {
 // pump on does not stand by: it exits with code 3, naming the holder. Once the holder is
 // killed, a new instance takes its lease over at once.
 func TestTakeOverImpossibleOnSQLite(t *testing.T) {
-	bin := ogBuild(t)
+	bin := binary // built once by TestMain
 	data := t.TempDir()
 	a := ogStart(t, bin, "first", "MSGX_DATA_DIR="+data)
 	a.healthy(20 * time.Second)
