@@ -102,7 +102,15 @@ func serve(args []string) error {
 		Steps:        cfg.Backoff(),
 		Cap:          time.Duration(cfg.Pipeline.BackoffCapMs) * time.Millisecond,
 		HeadDeadline: cfg.Pipeline.HeadDeadline,
+		Park:         cfg.ParkClasses(),
 	}
+	// Deliveries have their own limits: an INFRA failure (network, 5xx, broker down) keeps
+	// the head event PENDING, retried with capped backoff until delivery.head-deadline, not
+	// for a number of attempts, so a sink outage delays events but never kills them.
+	delivery := policy
+	delivery.MaxAttempts = 0
+	delivery.HeadDeadline = cfg.Delivery.HeadDeadline
+	delivery.Park = nil
 	reg := handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace})
 	if testRegistryHook != nil {
 		testRegistryHook(reg)
@@ -132,7 +140,7 @@ func serve(args []string) error {
 			}
 		}()
 		disp = dispatch.New(db, sinks, dispatch.Options{
-			Policy:       policy,
+			Policy:       delivery,
 			PollInterval: cfg.Pipeline.PollInterval,
 			SchdTarget:   handler.TargetSchd,
 			FlushPeriod:  cfg.Schd.FlushPeriod,

@@ -23,6 +23,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"msgx/internal/pipeline"
 	"msgx/internal/target"
 )
 
@@ -57,10 +58,21 @@ type Config struct {
 		BackoffMs    []int         `yaml:"backoff-ms"`
 		BackoffCapMs int           `yaml:"backoff-cap-ms"`
 		HeadDeadline time.Duration `yaml:"head-deadline"`
+		// ParkClasses are the failure classes parked at once (DEAD under their own class,
+		// replayable) instead of retried: a comma-separated list or a YAML list of
+		// CODEC_ERROR, UNSUPPORTED, ORPHAN. Empty restores retry-then-EXHAUSTED.
+		ParkClasses List `yaml:"park-classes"`
 		// Autostart runs the pump and the dispatcher in `msgx serve`. Unset means on for the
 		// embedded SQLite default and off for MySQL, where production turns it on explicitly.
 		Autostart *bool `yaml:"autostart"`
 	} `yaml:"pipeline"`
+
+	Delivery struct {
+		// HeadDeadline is how long the head event of a target may keep failing with INFRA
+		// errors (network, 5xx, broker down) before it goes DEAD; until then it stays PENDING
+		// and is retried with backoff capped at pipeline.backoff-cap-ms.
+		HeadDeadline time.Duration `yaml:"head-deadline"`
+	} `yaml:"delivery"`
 
 	Schd struct {
 		FlushPeriod time.Duration `yaml:"flush-period"`
@@ -125,6 +137,8 @@ func Default() Config {
 	c.Pipeline.BackoffMs = []int{1000, 2000, 4000, 8000, 16000}
 	c.Pipeline.BackoffCapMs = 60000
 	c.Pipeline.HeadDeadline = 10 * time.Minute
+	c.Pipeline.ParkClasses = List{"CODEC_ERROR", "UNSUPPORTED", "ORPHAN"}
+	c.Delivery.HeadDeadline = 24 * time.Hour
 	c.Schd.FlushPeriod = 3 * time.Second
 	c.Schd.FlushLimit = 500
 	c.ConsistencyCheck.OnStartup = true
@@ -258,6 +272,14 @@ func (c *Config) Validate() error {
 	if c.Pipeline.HeadDeadline <= 0 {
 		return bad("pipeline.head-deadline", "must be positive, got %s", c.Pipeline.HeadDeadline)
 	}
+	for _, name := range c.Pipeline.ParkClasses {
+		if cl, ok := pipeline.ParseErrorClass(name); !ok || !cl.Parkable() {
+			return bad("pipeline.park-classes", "%q cannot be parked: list any of CODEC_ERROR, UNSUPPORTED, ORPHAN (MALFORMED is always DEAD at once; INFRA is what retries are for)", name)
+		}
+	}
+	if c.Delivery.HeadDeadline <= 0 {
+		return bad("delivery.head-deadline", "must be positive, got %s", c.Delivery.HeadDeadline)
+	}
 	if c.Schd.FlushPeriod <= 0 {
 		return bad("schd.flush-period", "must be positive, got %s", c.Schd.FlushPeriod)
 	}
@@ -309,6 +331,46 @@ func (c *Config) Autostart() bool {
 		return *c.Pipeline.Autostart
 	}
 	return c.Database.Driver == "sqlite"
+}
+
+// ParkClasses returns pipeline.park-classes as classes (validated by Validate).
+func (c *Config) ParkClasses() []pipeline.ErrorClass {
+	out := make([]pipeline.ErrorClass, 0, len(c.Pipeline.ParkClasses))
+	for _, name := range c.Pipeline.ParkClasses {
+		out = append(out, pipeline.ErrorClass(name))
+	}
+	return out
+}
+
+// List is a list of words written as a YAML list or as one comma-separated string (as the
+// environment gives it); blanks are dropped and each word is upper-cased.
+type List []string
+
+// UnmarshalYAML accepts a sequence or a comma-separated scalar.
+func (l *List) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*l = splitList(n.Value)
+		return nil
+	case yaml.SequenceNode:
+		var items []string
+		if err := n.Decode(&items); err != nil {
+			return err
+		}
+		*l = splitList(strings.Join(items, ","))
+		return nil
+	}
+	return fmt.Errorf("line %d: want a list or a comma-separated string", n.Line)
+}
+
+func splitList(s string) List {
+	out := List{}
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.ToUpper(strings.TrimSpace(w)); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Backoff returns the backoff steps as durations.
@@ -460,6 +522,8 @@ func setValue(f reflect.Value, s string) error {
 			return fmt.Errorf("not a number")
 		}
 		f.SetFloat(x)
+	case f.Type() == reflect.TypeOf(List{}):
+		f.Set(reflect.ValueOf(splitList(s)))
 	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int:
 		parts := strings.Split(s, ",")
 		out := reflect.MakeSlice(f.Type(), len(parts), len(parts))

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,47 @@ func TestDatabaseWaitTimeout(t *testing.T) {
 		c, err := Load("", []string{env})
 		if err != nil || c.Database.WaitTimeout != want {
 			t.Errorf("%s: %s %v, want %s", env, c.Database.WaitTimeout, err, want)
+		}
+	}
+}
+
+func TestParkClasses(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(c.ParkClasses()); got != "[CODEC_ERROR UNSUPPORTED ORPHAN]" {
+		t.Errorf("default park classes %s", got)
+	}
+	if c.Delivery.HeadDeadline != 24*time.Hour {
+		t.Errorf("default delivery.head-deadline %s", c.Delivery.HeadDeadline)
+	}
+	c, err = Load("", []string{"MSGX_PIPELINE_PARK_CLASSES="})
+	if err != nil || len(c.ParkClasses()) != 0 {
+		t.Errorf("empty park classes from the environment: %v %v", c.ParkClasses(), err)
+	}
+	c, err = Load("", []string{"MSGX_PIPELINE_PARK_CLASSES=orphan, codec_error"})
+	if err != nil || fmt.Sprint(c.ParkClasses()) != "[ORPHAN CODEC_ERROR]" {
+		t.Errorf("park classes from the environment: %v %v", c.ParkClasses(), err)
+	}
+	for _, bad := range []string{"INFRA", "MALFORMED", "EXHAUSTED", "NOPE"} {
+		if _, err := Load("", []string{"MSGX_PIPELINE_PARK_CLASSES=" + bad}); err == nil || !strings.Contains(err.Error(), "pipeline.park-classes") {
+			t.Errorf("%s: want an error naming pipeline.park-classes, got %v", bad, err)
+		}
+	}
+	dir := t.TempDir()
+	for doc, want := range map[string]string{
+		"pipeline:\n  park-classes: [UNSUPPORTED]\n":      "[UNSUPPORTED]",
+		"pipeline:\n  park-classes: \"\"\n":               "[]",
+		"pipeline:\n  park-classes: ORPHAN,UNSUPPORTED\n": "[ORPHAN UNSUPPORTED]",
+	} {
+		path := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(path, nil)
+		if err != nil || fmt.Sprint(c.ParkClasses()) != want {
+			t.Errorf("%q: got %v %v, want %s", doc, c.ParkClasses(), err, want)
 		}
 	}
 }

@@ -24,7 +24,10 @@ type Decision struct {
 	Ref     []RefChange   // reference-data changes, applied all or none
 	Flights []FlightWrite // flight-store writes, applied all or none
 	Events  []Event       // outbox rows (MSG_EVENT), inserted in this order
-	Note    string        // a short summary for the log line ("3 records, 1 unchanged")
+	Note    string        // what was done, for the log line and the message's note ("3 records, 1 unchanged")
+	// Warnings are what the handler noticed but applied anyway (an invalid FLTR left out of
+	// a snapshot, a RECS mismatch); they are stored with the message and shown by the API.
+	Warnings []string
 }
 
 // Empty reports whether d changes nothing.

@@ -49,11 +49,14 @@ type ErrorClass string
 
 // The error classes of DESIGN.md §2.
 const (
-	// Malformed input can never become valid: DEAD at once, never replayed.
+	// Malformed input breaks SIS itself and can never become valid: DEAD at once, never
+	// replayed.
 	Malformed ErrorClass = "MALFORMED"
-	// CodecError is well-formed SIS the decoder cannot read (yet).
+	// CodecError is valid SIS the decoder cannot read (yet): parked at once by default,
+	// replayable once msgx can read it.
 	CodecError ErrorClass = "CODEC_ERROR"
-	// Unsupported means no handler for the type tag; never terminal by itself.
+	// Unsupported means no decoder or handler for the type tag: parked at once by default,
+	// replayable once msgx has one.
 	Unsupported ErrorClass = "UNSUPPORTED"
 	// Infra is a failed dependency (database, broker, network).
 	Infra ErrorClass = "INFRA"
@@ -88,8 +91,18 @@ func (c ErrorClass) Replayable() bool {
 	return false
 }
 
-// TerminalAtOnce reports whether a failure of class c goes straight to DEAD without retries.
-func (c ErrorClass) TerminalAtOnce() bool { return c == Malformed || c == Orphan || c == Rejected }
+// TerminalAtOnce reports whether a failure of class c goes straight to DEAD whatever the
+// policy: MALFORMED input and a REJECTED delivery. The other deterministic classes are parked
+// at once by RetryPolicy.Park.
+func (c ErrorClass) TerminalAtOnce() bool { return c == Malformed || c == Rejected }
+
+// DefaultPark is the default of pipeline.park-classes: the failures that retrying cannot
+// change, because the same bytes give the same answer until msgx itself changes.
+var DefaultPark = []ErrorClass{CodecError, Unsupported, Orphan}
+
+// Parkable reports whether c may be listed in pipeline.park-classes: the replayable classes
+// that are not INFRA (which time can fix) or given by msgx itself (EXHAUSTED).
+func (c ErrorClass) Parkable() bool { return c == CodecError || c == Unsupported || c == Orphan }
 
 // Error is an error with its class. Create one with Errorf or Wrap.
 type Error struct {
@@ -141,6 +154,19 @@ type RetryPolicy struct {
 	Steps        []time.Duration // backoff per attempt; the last step repeats
 	Cap          time.Duration   // no delay exceeds it
 	HeadDeadline time.Duration   // a head failing for longer than this since its first failure is DEAD
+	// Park lists the classes that go DEAD at once under their own class (replayable), since
+	// retrying them cannot succeed (pipeline.park-classes). Empty: they retry, then EXHAUSTED.
+	Park []ErrorClass
+}
+
+// Parks reports whether p parks failures of class c at once.
+func (p RetryPolicy) Parks(c ErrorClass) bool {
+	for _, x := range p.Park {
+		if x == c {
+			return true
+		}
+	}
+	return false
 }
 
 // Delay returns the wait after the attempt-th failure (1-based). attempt ≤ 0 uses the first step.
@@ -166,6 +192,7 @@ func (p RetryPolicy) Delay(attempt int) time.Duration {
 // Verdict is the outcome of one failure under a RetryPolicy.
 type Verdict struct {
 	Dead          bool       // escalate to DEAD
+	Parked        bool       // DEAD at once under its own class because retrying cannot help
 	Class         ErrorClass // class to record (EXHAUSTED on escalation of a retryable class)
 	NextAttemptAt time.Time  // when to try again; zero when Dead
 	Reason        string     // why it escalated, for the log and the last error
@@ -176,6 +203,9 @@ type Verdict struct {
 func (p RetryPolicy) OnFailure(c ErrorClass, attempts int, firstFailure, now time.Time) Verdict {
 	if c.TerminalAtOnce() {
 		return Verdict{Dead: true, Class: c}
+	}
+	if p.Parks(c) {
+		return Verdict{Dead: true, Parked: true, Class: c, Reason: "parked: " + string(c) + " is in pipeline.park-classes (retrying cannot change it; replay once msgx can handle it)"}
 	}
 	if p.MaxAttempts > 0 && attempts >= p.MaxAttempts {
 		return Verdict{Dead: true, Class: Exhausted, Reason: fmt.Sprintf("%d attempts used (max %d)", attempts, p.MaxAttempts)}

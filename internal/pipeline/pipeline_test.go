@@ -32,13 +32,26 @@ func TestOnFailure(t *testing.T) {
 	if v := p.OnFailure(CodecError, 2, t0, t0.Add(11*time.Minute)); !v.Dead || v.Class != Exhausted {
 		t.Fatalf("failure past the head deadline must be DEAD/EXHAUSTED: %+v", v)
 	}
-	for _, c := range []ErrorClass{Malformed, Orphan, Rejected} {
-		if v := p.OnFailure(c, 1, t0, t0); !v.Dead || v.Class != c {
+	for _, c := range []ErrorClass{Malformed, Rejected} {
+		if v := p.OnFailure(c, 1, t0, t0); !v.Dead || v.Class != c || v.Parked {
 			t.Errorf("%s must be DEAD at once with its class: %+v", c, v)
 		}
 	}
-	if v := p.OnFailure(Unsupported, 1, t0, t0); v.Dead {
-		t.Errorf("UNSUPPORTED must never be terminal by itself: %+v", v)
+	// With no park classes the deterministic failures retry, then go EXHAUSTED.
+	for _, c := range DefaultPark {
+		if v := p.OnFailure(c, 1, t0, t0); v.Dead {
+			t.Errorf("%s without park classes must retry: %+v", c, v)
+		}
+	}
+	parking := p
+	parking.Park = DefaultPark
+	for _, c := range DefaultPark {
+		if v := parking.OnFailure(c, 1, t0, t0); !v.Dead || !v.Parked || v.Class != c || !c.Replayable() {
+			t.Errorf("%s must be parked at once under its own class: %+v", c, v)
+		}
+	}
+	if v := parking.OnFailure(Infra, 1, t0, t0); v.Dead {
+		t.Errorf("INFRA must retry whatever is parked: %+v", v)
 	}
 	if !p.Overdue(t0, t0.Add(10*time.Minute+time.Millisecond)) || p.Overdue(t0, t0.Add(9*time.Minute)) {
 		t.Error("Overdue must fire just past the deadline from the first failure, not before")

@@ -40,6 +40,9 @@ type Message struct {
 	Meta Meta `json:"meta"`
 	// Body is the TYPE's typed body (*RefBody for reference data, …).
 	Body any `json:"body"`
+	// Warnings are what the decoder read past (an unknown element beside the known ones, a
+	// record left out); the pump stores them with the message.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Tag is the message's type tag.
