@@ -31,6 +31,8 @@ type RefBody struct {
 	Type    string      `json:"type"`
 	Recs    int         `json:"RECS"`
 	Records []RefRecord `json:"records"`
+	// Invalid are the records the decoder could not accept; the valid ones are in Records.
+	Invalid []Invalid `json:"invalid,omitempty"`
 }
 
 // RefRecord is one record: its key (the value of the TYPE's key element, as text) and its fields.

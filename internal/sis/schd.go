@@ -15,6 +15,18 @@ type SchdBody struct {
 	STYP    string   `json:"STYP"`
 	Recs    int      `json:"RECS"`
 	Flights []Flight `json:"FLTR"`
+	// Invalid are the FLTRs the decoder could not accept; the valid ones are in Flights.
+	Invalid []Invalid `json:"invalid,omitempty"`
+}
+
+// Invalid is one record of a multi-record message (a FLTR of a SCHD, a record of a reference
+// message) that the decoder could not accept while it accepted others: the handler applies
+// the rest, lists it in the message's warnings and keeps what is stored under its key.
+type Invalid struct {
+	Index  int                 `json:"index"`  // 1-based position among the records
+	Key    string              `json:"key"`    // its FLID or reference key when readable, else ""
+	Class  pipeline.ErrorClass `json:"class"`  // what it would have failed the message with
+	Reason string              `json:"reason"` // why
 }
 
 func init() { register("SCHD", decodeSCHD) }

@@ -40,7 +40,7 @@ func applyRef(ctx context.Context, tx *sql.Tx, msgID int64, ch pipeline.RefChang
 		n, _ := res.RowsAffected()
 		return int(n), nil
 	case pipeline.RefReplace:
-		if len(ch.Records) == 0 && !ch.AllowEmpty {
+		if len(ch.Records) == 0 && !ch.AllowEmpty && len(ch.Keep) == 0 && !ch.NoDelete {
 			return 0, fmt.Errorf("refusing to wipe reference TYPE %s with an empty replacement", ch.Type)
 		}
 		stored, err := refKeys(ctx, tx, ch.Type)
@@ -49,6 +49,9 @@ func applyRef(ctx context.Context, tx *sql.Tx, msgID int64, ch pipeline.RefChang
 		}
 		changed := 0
 		keep := map[string]bool{}
+		for _, k := range ch.Keep {
+			keep[k] = true
+		}
 		for _, r := range ch.Records {
 			keep[r.Key] = true
 			n, err := upsertRef(ctx, tx, msgID, ch.Type, r, now)
@@ -58,7 +61,7 @@ func applyRef(ctx context.Context, tx *sql.Tx, msgID int64, ch pipeline.RefChang
 			changed += n
 		}
 		for _, k := range stored {
-			if keep[k] {
+			if keep[k] || ch.NoDelete {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM REF_DATA WHERE REF_TYPE = ? AND REF_KEY = ?`, ch.Type, k); err != nil {
