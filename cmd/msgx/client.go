@@ -124,11 +124,12 @@ func status(args []string) error {
 		PumpRunning bool           `json:"pump_running"`
 		LeaseHolder string         `json:"lease_holder"`
 		Head        *struct {
-			ID       int64   `json:"id"`
-			State    string  `json:"state"`
-			TypeTag  *string `json:"type_tag"`
-			Attempts int     `json:"attempts"`
-			Why      string  `json:"why"`
+			ID       int64    `json:"id"`
+			State    string   `json:"state"`
+			TypeTag  *string  `json:"type_tag"`
+			Attempts int      `json:"attempts"`
+			Why      string   `json:"why"`
+			Warnings []string `json:"warnings"`
 		} `json:"head"`
 		Extra map[string]json.RawMessage `json:"extra"`
 	}
@@ -151,6 +152,33 @@ func status(args []string) error {
 			tag = *st.Head.TypeTag
 		}
 		fmt.Printf("head: message %d %s %s, attempts %d\n  why: %s\n", st.Head.ID, tag, st.Head.State, st.Head.Attempts, st.Head.Why)
+		for _, w := range st.Head.Warnings {
+			fmt.Printf("  warning: %s\n", w)
+		}
+	}
+	if raw, ok := st.Extra["recent"]; ok {
+		var recent []struct {
+			MsgID    int64     `json:"msg_id"`
+			TypeTag  string    `json:"type_tag"`
+			State    string    `json:"state"`
+			Class    string    `json:"error_class"`
+			At       time.Time `json:"at"`
+			Note     string    `json:"note"`
+			Warnings []string  `json:"warnings"`
+		}
+		if err := json.Unmarshal(raw, &recent); err == nil && len(recent) > 0 {
+			fmt.Println("recently parked, dead or applied with warnings (newest first):")
+			for _, n := range recent {
+				fmt.Printf("  %s message %d %s %s %s\n", n.At.Format(time.RFC3339), n.MsgID, n.TypeTag, n.State, n.Class)
+				if n.Note != "" {
+					fmt.Printf("    %s\n", n.Note)
+				}
+				for _, w := range n.Warnings {
+					fmt.Printf("    warning: %s\n", w)
+				}
+			}
+		}
+		delete(st.Extra, "recent")
 	}
 	if raw, ok := st.Extra["targets"]; ok {
 		var targets []struct {

@@ -121,6 +121,12 @@ func testInboxErrors(t *testing.T, db dbEnv) {
 		{"too large", "text/xml", strings.Repeat("x", 2048), 413, "too_large"},
 		{"bad utf-8", "text/plain", "\xff\xfe<MSG/>", 415, "bad_charset"},
 		{"unknown charset", "text/xml; charset=latin-9", "<MSG/>", 415, "bad_charset"},
+		// UTF-8 declared as GBK: bytes GBK cannot decode, or the body's own declaration says
+		// UTF-8 (UTF-8 Chinese is often also valid GBK and would be stored as other characters).
+		{"utf-8 sent as GBK", "text/xml; charset=GBK", "<MSG><A>\u2708 \U0001F6EB</A></MSG>", 415, "bad_charset"},
+		{"utf-8 sent as GB18030", "text/xml; charset=GB18030", "<MSG><A>\u2708</A></MSG>", 415, "bad_charset"},
+		{"utf-8 declared, GBK claimed", "text/xml; charset=GBK", `<?xml version="1.0" encoding="UTF-8"?><MSG><A>机场</A></MSG>`, 415, "bad_charset"},
+		{"broken GBK", "text/xml; charset=GBK", "<MSG><A>\xb6\xab\xd1</A></MSG>", 415, "bad_charset"},
 	}
 	for _, c := range cases {
 		resp, err := http.Post(s.url+"/cminmsgs/send", c.ctype, strings.NewReader(c.body))

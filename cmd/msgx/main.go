@@ -17,6 +17,9 @@ Usage:
   msgx serve   [--config FILE]              run the server (inbox, pump, dispatcher, API)
   msgx send    [--server URL] FILE…         post SIS files to a running server; prints one id per file
   msgx status  [--server URL]               counts per state, the head message and why it waits
+  msgx messages [--server URL] [--state S] [--class C] [--after ID] [--limit N]
+                                            list messages with their class, note and warnings
+  msgx message [--server URL] ID            one message: state, last error, note, every warning
   msgx replay  [--server URL] --class C[,C…] [--id N…]
                                             move FAILED/DEAD messages of those classes back to PENDING
   msgx replay  [--server URL] --events [--target T] [--id N…]
@@ -58,6 +61,10 @@ func main() {
 		err = send(args)
 	case "status":
 		err = status(args)
+	case "messages":
+		err = messages(args)
+	case "message":
+		err = message(args)
 	case "replay":
 		err = replay(args)
 	case "decode":

@@ -190,11 +190,12 @@ func serve(args []string) error {
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric()))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric(), p.ParkedMetric()))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
+		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
 	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)

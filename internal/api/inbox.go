@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -252,7 +253,38 @@ func toUTF8(body []byte, charset string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot convert from %s: %v", charset, err)
 	}
-	return string(out), nil
+	return string(out), checkDecoded(body, out, charset)
+}
+
+var xmlEncoding = regexp.MustCompile(`^\s*<\?xml[^>]*?\sencoding\s*=\s*["']([^"']*)["']`)
+
+// checkDecoded refuses a body that the declared Chinese charset would store garbled: bytes
+// that are not valid in it (the decoder put replacement characters in their place), or a body
+// that is valid UTF-8 and says so in its own XML declaration (UTF-8 Chinese text is often also
+// valid GBK, and would be stored as other characters).
+func checkDecoded(body, out []byte, charset string) error {
+	utf8Hint := ""
+	if utf8.Valid(body) && !isASCII(body) {
+		utf8Hint = " The body is valid UTF-8: send it with charset=UTF-8 (or no charset)."
+	}
+	if n := bytes.Count(out, []byte(string(utf8.RuneError))) - bytes.Count(body, []byte(string(utf8.RuneError))); n > 0 {
+		return fmt.Errorf("the body is not valid %s: %d byte sequence(s) do not decode in it; refusing to store it garbled.%s", charset, n, utf8Hint)
+	}
+	if m := xmlEncoding.FindSubmatch(body); m != nil && utf8Hint != "" {
+		if e := strings.ToLower(string(m[1])); e == "utf-8" || e == "utf8" {
+			return fmt.Errorf("the Content-Type says charset=%s but the body declares encoding=%q and is valid UTF-8; refusing to store it garbled.%s", charset, m[1], utf8Hint)
+		}
+	}
+	return nil
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func wantsJSON(r *http.Request) bool {

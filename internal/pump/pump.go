@@ -73,6 +73,46 @@ type Pump struct {
 
 	mu      sync.Mutex
 	trouble *Trouble // the head whose outcome the pump cannot write; nil when none
+
+	parked *prometheus.CounterVec // msgx_messages_parked_total{class}
+	recent []Notable              // the last notable outcomes, newest last (under mu)
+}
+
+// Notable is an outcome an operator should see without reading the log: a message parked,
+// or one applied with warnings. The pump keeps the last recentKeep of them for status.
+type Notable struct {
+	MsgID    int64     `json:"msg_id"`
+	TypeTag  string    `json:"type_tag"`
+	State    string    `json:"state"`
+	Class    string    `json:"error_class,omitempty"`
+	At       time.Time `json:"at"`
+	Note     string    `json:"note,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
+}
+
+const recentKeep = 10
+
+// Recent returns the last notable outcomes since this process started, newest first.
+func (p *Pump) Recent() []Notable {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Notable, len(p.recent))
+	for i, n := range p.recent {
+		out[len(out)-1-i] = n
+	}
+	return out
+}
+
+func (p *Pump) notable(n Notable) {
+	if len(n.Warnings) > 3 {
+		n.Warnings = append(slices.Clip(n.Warnings[:3]), fmt.Sprintf("… %d more (see the message)", len(n.Warnings)-3))
+	}
+	p.mu.Lock()
+	p.recent = append(p.recent, n)
+	if len(p.recent) > recentKeep {
+		p.recent = slices.Delete(p.recent, 0, len(p.recent)-recentKeep)
+	}
+	p.mu.Unlock()
 }
 
 // Trouble says that the pump could not finish its head: the database refused or did not
@@ -109,8 +149,16 @@ func New(db Store, reg *handler.Registry, opt Options) *Pump {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1)}
+	return &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1),
+		parked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_messages_parked_total",
+			Help: "Messages parked at once (DEAD under their own class, replayable) because retrying cannot change their outcome (pipeline.park-classes).",
+		}, []string{"class"})}
 }
+
+// ParkedMetric is the counter msgx_messages_parked_total{class}: messages parked at once
+// under pipeline.park-classes. Alert when it increases; replay them once msgx handles them.
+func (p *Pump) ParkedMetric() prometheus.Collector { return p.parked }
 
 // SetOnEvents sets the function called after each commit that inserted events (the
 // dispatcher's Wake). Call it before Run.
@@ -377,12 +425,14 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	}
 	msg, err := p.decode(m.ID, raw)
 	tag, identity := "", ""
+	var warnings []string
 	if msg != nil {
 		tag = msg.Tag()
 		identity = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, p.opt.IncludeDay)
+		warnings = msg.Warnings
 	}
 	if err != nil {
-		return p.fail(ctx, m, err, tag, identity, now)
+		return p.fail(ctx, m, err, tag, identity, warnings, now)
 	}
 	if holder, bound, err := p.db.BoundTo(ctx, identity); err != nil {
 		return err
@@ -392,7 +442,8 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		// The identity is bound only by the success transaction, so this message's effects
 		// are committed: the commit went through although its answer was lost. Applying
 		// it again would double its events; record the success instead.
-		if err := p.db.Record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity, From: store.VersionOf(m)}, now); err != nil {
+		if err := p.db.Record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity,
+			From: store.VersionOf(m), Note: "already applied; its commit's answer was lost", Warnings: warnings}, now); err != nil {
 			return err
 		}
 		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", "already applied; its commit's answer was lost")
@@ -400,18 +451,20 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	}
 	h, ok := p.reg.Lookup(tag)
 	if !ok {
-		return p.fail(ctx, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, now)
+		return p.fail(ctx, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
 	}
 	dec, err := p.decide(ctx, m.ID, h, msg)
 	if err != nil {
 		if s, ok := handler.AsSkip(err); ok {
 			return p.skip(ctx, m, msg, identity, s.Reason, now)
 		}
-		return p.fail(ctx, m, err, tag, identity, now)
+		return p.fail(ctx, m, err, tag, identity, warnings, now)
 	}
 	dec.Events = p.withCopies(dec.Events)
+	warnings = append(slices.Clip(warnings), dec.Warnings...)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity, Meta: meta, Decision: dec}, p.opt.Flights, now)
+	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity, Meta: meta,
+		Decision: dec, Note: dec.Note, Warnings: warnings}, p.opt.Flights, now)
 	if errors.Is(err, store.ErrIdentityTaken) {
 		holder, _, berr := p.db.BoundTo(ctx, identity)
 		if berr != nil {
@@ -420,10 +473,15 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		return p.skip(ctx, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
 	}
 	if err != nil {
-		return p.fail(ctx, m, err, tag, identity, now)
+		return p.fail(ctx, m, err, tag, identity, warnings, now)
 	}
-	p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "attempts", m.Attempts+1,
-		"events", events, "ref_changed", changed, "note", dec.Note)
+	args := []any{"msg_id", m.ID, "type_tag", tag, "identity", identity, "attempts", m.Attempts + 1,
+		"events", events, "ref_changed", changed, "note", dec.Note}
+	if len(warnings) > 0 {
+		args = append(args, "warnings", warnings)
+		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Succeeded), At: now, Note: dec.Note, Warnings: warnings})
+	}
+	p.log.Info("message SUCCEEDED", args...)
 	if events > 0 && p.opt.OnEvents != nil {
 		p.opt.OnEvents()
 	}
@@ -450,7 +508,8 @@ func (p *Pump) withCopies(evs []pipeline.Event) []pipeline.Event {
 
 func (p *Pump) skip(ctx context.Context, m *store.Message, msg *sis.Message, identity, reason string, now time.Time) error {
 	meta := &store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	o := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: identity, Meta: meta, From: store.VersionOf(m)}
+	o := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: identity, Meta: meta,
+		From: store.VersionOf(m), Note: "not applied: " + reason, Warnings: msg.Warnings}
 	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
 		return err
 	}
@@ -459,20 +518,35 @@ func (p *Pump) skip(ctx context.Context, m *store.Message, msg *sis.Message, ide
 }
 
 // fail records a failure of m under the retry policy: FAILED with its next attempt, or DEAD.
-func (p *Pump) fail(ctx context.Context, m *store.Message, cause error, tag, identity string, now time.Time) error {
+// A failure of a class in pipeline.park-classes is parked: DEAD at once under its own class,
+// so the queue moves on (retrying cannot change what the same bytes give), replayable once
+// msgx can handle it.
+func (p *Pump) fail(ctx context.Context, m *store.Message, cause error, tag, identity string, warnings []string, now time.Time) error {
 	class := pipeline.ClassOf(cause)
 	attempts := m.Attempts + 1
 	first := timeOr(m.FirstFailedAt, now)
 	v := p.opt.Policy.OnFailure(class, attempts, first, now)
+	if v.Parked {
+		o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: cause.Error(),
+			TypeTag: tag, Identity: identity, From: store.VersionOf(m), Note: v.Reason, Warnings: warnings}
+		if err := p.db.Record(ctx, m.ID, o, now); err != nil {
+			return err
+		}
+		p.parked.WithLabelValues(string(class)).Inc()
+		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: "PARKED", Class: string(class), At: now, Note: cause.Error(), Warnings: warnings})
+		p.log.Warn("message PARKED: DEAD at once, replayable; the queue moves on", "msg_id", m.ID, "type_tag", tag,
+			"error_class", string(class), "err", cause.Error())
+		return nil
+	}
 	if v.Dead {
 		last := cause.Error()
 		if v.Reason != "" {
 			last += "; " + v.Reason
 		}
-		return p.recordDeadTagged(ctx, m, v.Class, last, attempts, first, tag, identity, now)
+		return p.recordDeadTagged(ctx, m, v.Class, last, attempts, first, tag, identity, warnings, now)
 	}
 	o := store.Outcome{State: pipeline.Failed, Class: class, Attempts: attempts, NextAttemptAt: v.NextAttemptAt,
-		FirstFailedAt: first, LastError: cause.Error(), TypeTag: tag, Identity: identity, From: store.VersionOf(m)}
+		FirstFailedAt: first, LastError: cause.Error(), TypeTag: tag, Identity: identity, From: store.VersionOf(m), Warnings: warnings}
 	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
 		return err
 	}
@@ -489,14 +563,16 @@ func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.
 	if m.Identity != nil {
 		ident = *m.Identity
 	}
-	return p.recordDeadTagged(ctx, m, class, last, attempts, first, tag, ident, now)
+	return p.recordDeadTagged(ctx, m, class, last, attempts, first, tag, ident, m.Warnings, now)
 }
 
-func (p *Pump) recordDeadTagged(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first time.Time, tag, identity string, now time.Time) error {
-	o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: last, TypeTag: tag, Identity: identity, From: store.VersionOf(m)}
+func (p *Pump) recordDeadTagged(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first time.Time, tag, identity string, warnings []string, now time.Time) error {
+	o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: last, TypeTag: tag,
+		Identity: identity, From: store.VersionOf(m), Warnings: warnings}
 	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
 		return err
 	}
+	p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Dead), Class: string(class), At: now, Note: last, Warnings: warnings})
 	p.log.Error("message DEAD", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts, "err", last)
 	return nil
 }

@@ -99,6 +99,9 @@ const (
 	IdentityWidth  = 160  // PROC_STATE.IDENTITY, IDENTITY_KEY
 	TypeTagWidth   = 16   // PROC_STATE.TYPE_TAG, MSG_EVENT.TYPE_TAG
 	LastErrorWidth = 4000 // PROC_STATE.LAST_ERROR, PUMP_JOB.LAST_ERROR (TEXT; kept readable)
+	NoteWidth      = 1000 // PROC_STATE.NOTE (TEXT)
+	WarningsWidth  = 8000 // PROC_STATE.WARNINGS (TEXT, a JSON array): at most this many runes
+	WarningWidth   = 500  // one warning
 )
 
 // Fit makes s safe for a text column of width characters: invalid UTF-8 is replaced, and a

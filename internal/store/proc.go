@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -23,6 +24,10 @@ type Message struct {
 	ProcessedAt   *time.Time          `json:"processed_at"`
 	NextAttemptAt *time.Time          `json:"next_attempt_at"`
 	FirstFailedAt *time.Time          `json:"first_failed_at"`
+	// Note says what processing did ("2 FLTR before today ignored; nothing applied");
+	// Warnings what it noticed and applied anyway. Both are empty until processed.
+	Note     string   `json:"note"`
+	Warnings []string `json:"warnings"`
 }
 
 // Class returns the error class, or "".
@@ -34,17 +39,18 @@ func (m *Message) Class() pipeline.ErrorClass {
 }
 
 const messageCols = `p.CMINMSGS_ID, p.STATE, p.ERROR_CLASS, p.ATTEMPTS, p.LAST_ERROR, p.TYPE_TAG, p.IDENTITY,
-	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT`
+	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS`
 
 const messageFrom = ` FROM PROC_STATE p LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
 
 func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
 	var m Message
-	var class, lastErr, tag, ident sql.NullString
+	var class, lastErr, tag, ident, note, warnings sql.NullString
 	var recv, proc, next, first NullTime
-	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first); err != nil {
+	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first, &note, &warnings); err != nil {
 		return nil, err
 	}
+	m.Note, m.Warnings = note.String, decodeWarnings(warnings.String)
 	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), strPtr(lastErr), strPtr(tag), strPtr(ident)
 	m.ReceivedAt, m.ProcessedAt, m.NextAttemptAt, m.FirstFailedAt = d.LegacyTime(recv), proc.Ptr(), next.Ptr(), first.Ptr()
 	return &m, nil
@@ -159,6 +165,8 @@ type Outcome struct {
 	TypeTag       string
 	Identity      string
 	Meta          *Backfill // SKIPPED: fill the CMINMSGS subsystem columns too
+	Note          string    // what was done, if anything
+	Warnings      []string  // what the decoder noticed (kept with a failure too)
 
 	// From is the state and attempts the pump read: the write happens only while the row is
 	// still so, else Record returns ErrChanged (an operator's replay is never overwritten).
@@ -211,18 +219,19 @@ func (d *DB) record(ctx context.Context, id int64, o Outcome, now time.Time, min
 			processed = T(now)
 		}
 		last, tag, ident := Fit(o.LastError, LastErrorWidth), Fit(o.TypeTag, TypeTagWidth), Fit(o.Identity, IdentityWidth)
+		note, warnings := Fit(o.Note, NoteWidth), encodeWarnings(o.Warnings)
 		if minimal {
-			last, tag, ident = Fit(o.LastError, 500), "", ""
+			last, tag, ident, note, warnings = Fit(o.LastError, 500), "", "", "", ""
 			if last != "" {
 				last = "[recorded without its type tag and identity: the database refused them] " + last
 			}
 		}
 		where, wargs := o.From.where(id)
 		args := append([]any{o.State, nullStr(string(o.Class)), o.Attempts, T(o.NextAttemptAt), T(o.FirstFailedAt), nullStr(last),
-			nullStr(tag), nullStr(ident), T(now), processed}, wargs...)
+			nullStr(tag), nullStr(ident), nullStr(note), nullStr(warnings), T(now), processed}, wargs...)
 		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?,
 			FIRST_FAILED_AT = ?, LAST_ERROR = ?, TYPE_TAG = COALESCE(?, TYPE_TAG), IDENTITY = COALESCE(?, IDENTITY),
-			UPDATED_AT = ?, PROCESSED_AT = ?`+where, args...)
+			NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?`+where, args...)
 		if err != nil {
 			if IsDataError(err) {
 				return err // the caller retries with a minimal record
@@ -273,6 +282,10 @@ type Success struct {
 	Identity string
 	Meta     Backfill
 	Decision pipeline.Decision
+	// Note and Warnings are stored with the message: what was done, and what the decoder and
+	// the handler noticed and applied anyway.
+	Note     string
+	Warnings []string
 }
 
 // FlightWriter applies a Decision's flight writes inside the success transaction; the flight
@@ -327,8 +340,14 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
+		note := s.Note
+		if len(s.Decision.Ref) > 0 && refChanged == 0 && len(s.Decision.Flights) == 0 && events == 0 {
+			// Only the apply knows that every record was already as sent.
+			note = strings.TrimPrefix(note+"; nothing changed: every record was already as sent", "; ")
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = NULL, LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL,
-			UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ?`, pipeline.Succeeded, T(now), T(now), id)
+			NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ?`,
+			pipeline.Succeeded, nullStr(Fit(note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now), id)
 		return classifyWrite(fmt.Sprintf("mark %d SUCCEEDED", id), err)
 	})
 	if err != nil && IsDataError(err) && pipeline.ClassOf(err) == pipeline.Infra {
@@ -467,3 +486,40 @@ func contains(list []any, s string) bool {
 }
 
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
+
+// encodeWarnings returns ws as the JSON array stored in PROC_STATE.WARNINGS ("" for none):
+// each warning fitted to WarningWidth, and as many as fit in WarningsWidth, the last entry
+// then saying how many were left out, so the array is always whole JSON.
+func encodeWarnings(ws []string) string {
+	if len(ws) == 0 {
+		return ""
+	}
+	out := make([]string, 0, len(ws))
+	size := 2
+	for i, w := range ws {
+		w = Fit(w, WarningWidth)
+		b, _ := json.Marshal(w)
+		// Keep room for the closing entry that counts what was left out.
+		if size+len(b)+1+60 > WarningsWidth {
+			out = append(out, fmt.Sprintf("… and %d more warnings", len(ws)-i))
+			break
+		}
+		size += len(b) + 1
+		out = append(out, w)
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// decodeWarnings reads PROC_STATE.WARNINGS; a value that is not a JSON array (written by hand)
+// is shown as one warning rather than lost.
+func decodeWarnings(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	var ws []string
+	if err := json.Unmarshal([]byte(s), &ws); err != nil {
+		return []string{s}
+	}
+	return ws
+}

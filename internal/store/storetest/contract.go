@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -36,6 +38,8 @@ var contractCases = []struct {
 	{"AWriteFromAStaleReadIsRefused", aWriteFromAStaleReadIsRefused},
 	{"TextsAtAndOverTheirColumnWidths", textsAtAndOverTheirColumnWidths},
 	{"OutboxWritesAreFenced", outboxWritesAreFenced},
+	{"NotesAndWarningsAreKeptWithinTheirColumns", notesAndWarningsAreKeptWithinTheirColumns},
+	{"ReferenceReplaceKeepsWhatItIsToldTo", referenceReplaceKeepsWhatItIsToldTo},
 }
 
 func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
@@ -449,5 +453,96 @@ func outboxWritesAreFenced(t *testing.T, db *store.DB) {
 	list, err := db.ListEvents(ctx, store.EventFilter{Target: "T2"})
 	if err != nil || len(list) != 1 || string(list[0].Payload) != `{"航":"✈"}` {
 		t.Fatalf("list: %+v %v", list, err)
+	}
+}
+
+func notesAndWarningsAreKeptWithinTheirColumns(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A success with a plain note and CJK and 4-byte warnings keeps them as written.
+	ws := []string{"FLTR[2] FLID 7002 left out: MVIN \"d\" is not A or D", "未知元素 FOO 已忽略", "\U0001F6EB <&>"}
+	if _, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "SCHD-DNLD", Identity: "a", Note: "2 flights written", Warnings: ws}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := db.GetMessage(ctx, ids[0])
+	if m.Note != "2 flights written" || strings.Join(m.Warnings, "|") != strings.Join(ws, "|") {
+		t.Fatalf("note %q warnings %q", m.Note, m.Warnings)
+	}
+	// Far too much of both, with invalid UTF-8: cut to the columns, the warnings still a whole list.
+	note := "\xff" + strings.Repeat("机", 3*store.NoteWidth)
+	many := make([]string, 300)
+	for i := range many {
+		many[i] = fmt.Sprintf("%d %s", i, strings.Repeat("\U0001F6EB", store.WarningWidth+10))
+	}
+	if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x", Note: note, Warnings: many}, now); err != nil {
+		t.Fatal(err)
+	}
+	m, _ = db.GetMessage(ctx, ids[1])
+	if n := len([]rune(m.Note)); n != store.NoteWidth || !utf8.ValidString(m.Note) {
+		t.Fatalf("note of %d characters", n)
+	}
+	if len(m.Warnings) < 2 || len(m.Warnings) >= len(many) || !strings.Contains(m.Warnings[len(m.Warnings)-1], "more warnings") {
+		t.Fatalf("%d warnings kept, last %q", len(m.Warnings), m.Warnings[len(m.Warnings)-1])
+	}
+	for _, w := range m.Warnings {
+		if len([]rune(w)) > store.WarningWidth {
+			t.Fatalf("a warning of %d characters", len([]rune(w)))
+		}
+	}
+	// A message with none shows an empty list, not null.
+	m, _ = db.GetMessage(ctx, ids[2])
+	if m.Warnings == nil || len(m.Warnings) != 0 || m.Note != "" {
+		t.Fatalf("unprocessed message: note %q warnings %#v", m.Note, m.Warnings)
+	}
+}
+
+func referenceReplaceKeepsWhatItIsToldTo(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	rec := func(k, v string) pipeline.RefRecord {
+		return pipeline.RefRecord{Key: k, Fields: json.RawMessage(fmt.Sprintf(`{"STTC":%q,"STTD":%q}`, k, v))}
+	}
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(id int64, ch pipeline.RefChange) {
+		t.Helper()
+		ch.Op, ch.Type = pipeline.RefReplace, "STTS"
+		if _, _, err := db.Succeed(ctx, id, store.Success{TypeTag: "STTS-DNLD", Identity: fmt.Sprint(id), Decision: pipeline.Decision{Ref: []pipeline.RefChange{ch}}}, nil, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := func() string {
+		t.Helper()
+		es, err := db.RefList(ctx, "STTS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Key+"="+string(e.Fields))
+		}
+		return strings.Join(out, " ")
+	}
+	apply(ids[0], pipeline.RefChange{Records: []pipeline.RefRecord{rec("ARR", "arrived"), rec("DEP", "departed"), rec("机场", "机场")}})
+	// DEP was invalid in the next replace: kept as stored, neither written nor deleted.
+	apply(ids[1], pipeline.RefChange{Records: []pipeline.RefRecord{rec("ARR", "landed")}, Keep: []string{"DEP"}})
+	if got := keys(); !strings.Contains(got, `ARR={"STTC":"ARR","STTD":"landed"}`) || !strings.Contains(got, `DEP={"STTC":"DEP","STTD":"departed"}`) || strings.Contains(got, "机场") {
+		t.Fatalf("after a replace keeping DEP: %s", got)
+	}
+	// An invalid record whose key was unreadable: nothing is deleted.
+	apply(ids[2], pipeline.RefChange{Records: []pipeline.RefRecord{rec("CNL", "cancelled")}, NoDelete: true})
+	if got := keys(); !strings.Contains(got, "ARR=") || !strings.Contains(got, "DEP=") || !strings.Contains(got, "CNL=") {
+		t.Fatalf("after a replace that may not delete: %s", got)
+	}
+	// Every record invalid, but the keys known: an empty replacement that keeps them is no wipe.
+	apply(ids[3], pipeline.RefChange{Keep: []string{"ARR", "DEP", "CNL"}})
+	if got := keys(); strings.Count(got, "=") != 3 {
+		t.Fatalf("after an empty replace keeping everything: %s", got)
 	}
 }

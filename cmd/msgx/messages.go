@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// shownMessage is what the message commands print of GET /api/v1/messages[/{id}].
+type shownMessage struct {
+	ID          int64      `json:"id"`
+	State       string     `json:"state"`
+	ErrorClass  *string    `json:"error_class"`
+	Attempts    int        `json:"attempts"`
+	LastError   *string    `json:"last_error"`
+	TypeTag     *string    `json:"type_tag"`
+	Identity    *string    `json:"identity"`
+	ReceivedAt  *time.Time `json:"received_at"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	Note        string     `json:"note"`
+	Warnings    []string   `json:"warnings"`
+}
+
+func or(s *string, def string) string {
+	if s == nil || *s == "" {
+		return def
+	}
+	return *s
+}
+
+// messages lists messages with their state, class, note and warnings.
+func messages(args []string) error {
+	fs := flag.NewFlagSet("messages", flag.ContinueOnError)
+	server := fs.String("server", "", "msgx server URL")
+	state := fs.String("state", "", "only this state (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
+	class := fs.String("class", "", "only this error class")
+	after := fs.Int64("after", 0, "only ids above this one")
+	limit := fs.Int("limit", 50, "at most this many (up to 1000)")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitError{code: exitUsage, msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--after ID] [--limit N] [--json]"}
+	}
+	q := url.Values{}
+	if *state != "" {
+		q.Set("state", *state)
+	}
+	if *class != "" {
+		q.Set("class", *class)
+	}
+	q.Set("after", strconv.FormatInt(*after, 10))
+	q.Set("limit", strconv.Itoa(*limit))
+	var raw json.RawMessage
+	if err := call("GET", serverURL(*server)+"/api/v1/messages?"+q.Encode(), nil, "", &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		fmt.Printf("%s\n", raw)
+		return nil
+	}
+	var out struct {
+		Messages []shownMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	fmt.Printf("%8s  %-9s  %-11s  %-10s  %s\n", "id", "state", "class", "type", "note / last error")
+	for _, m := range out.Messages {
+		text := m.Note
+		if m.State == "FAILED" || m.State == "DEAD" || m.State == "SKIPPED" {
+			text = or(m.LastError, m.Note)
+		}
+		if len(m.Warnings) > 0 {
+			text += fmt.Sprintf(" [%d warning(s)]", len(m.Warnings))
+		}
+		fmt.Printf("%8d  %-9s  %-11s  %-10s  %s\n", m.ID, m.State, or(m.ErrorClass, "-"), or(m.TypeTag, "?"), oneLine(text, 120))
+	}
+	return nil
+}
+
+// message shows one message in full: state, class, last error, note and every warning.
+func message(args []string) error {
+	fs := flag.NewFlagSet("message", flag.ContinueOnError)
+	server := fs.String("server", "", "msgx server URL")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		return exitError{code: exitUsage, msg: "usage: msgx message [--server URL] [--json] ID"}
+	}
+	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+	if err != nil || id <= 0 {
+		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0))}
+	}
+	var raw json.RawMessage
+	if err := call("GET", fmt.Sprintf("%s/api/v1/messages/%d", serverURL(*server), id), nil, "", &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		fmt.Printf("%s\n", raw)
+		return nil
+	}
+	var m shownMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	fmt.Printf("message %d: %s %s, attempts %d\n", m.ID, or(m.TypeTag, "?"), m.State, m.Attempts)
+	if m.ErrorClass != nil {
+		fmt.Printf("class:      %s\n", *m.ErrorClass)
+	}
+	if m.Identity != nil {
+		fmt.Printf("identity:   %s\n", *m.Identity)
+	}
+	if m.ReceivedAt != nil {
+		fmt.Printf("received:   %s\n", m.ReceivedAt.Format(time.RFC3339))
+	}
+	if m.ProcessedAt != nil {
+		fmt.Printf("processed:  %s\n", m.ProcessedAt.Format(time.RFC3339))
+	}
+	if m.LastError != nil {
+		fmt.Printf("last error: %s\n", *m.LastError)
+	}
+	if m.Note != "" {
+		fmt.Printf("note:       %s\n", m.Note)
+	}
+	for _, w := range m.Warnings {
+		fmt.Printf("warning:    %s\n", w)
+	}
+	return nil
+}
+
+// oneLine returns s on one line, cut to n characters.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
