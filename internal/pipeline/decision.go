@@ -27,7 +27,7 @@ type Decision struct {
 	Note    string        // what was done, for the log line and the message's note ("3 records, 1 unchanged")
 	// Warnings are what the handler noticed but applied anyway (an invalid FLTR left out of
 	// a snapshot, a RECS mismatch); they are stored with the message and shown by the API.
-	Warnings []string
+	Warnings []string `json:",omitempty"`
 }
 
 // Empty reports whether d changes nothing.
