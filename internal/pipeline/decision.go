@@ -59,10 +59,10 @@ type RefChange struct {
 	AllowEmpty bool
 	// Keep lists keys a Replace must leave as stored (records of the message that were
 	// invalid): they are neither written nor deleted.
-	Keep []string
+	Keep []string `json:",omitempty"`
 	// NoDelete makes a Replace an upsert of Records that deletes nothing (an invalid record
 	// whose key could not be read might be any stored record).
-	NoDelete bool
+	NoDelete bool `json:",omitempty"`
 }
 
 // FlightWrite is one write to the flight store: the whole record after the change, or a
