@@ -259,8 +259,10 @@ type message struct {
 	ErrorClass *string `json:"error_class"`
 	Attempts   int     `json:"attempts"`
 	LastError  *string `json:"last_error"`
-	TypeTag    *string `json:"type_tag"`
-	Identity   *string `json:"identity"`
+	TypeTag    *string  `json:"type_tag"`
+	Identity   *string  `json:"identity"`
+	Note       string   `json:"note"`
+	Warnings   []string `json:"warnings"`
 }
 
 func (m message) class() string {
