@@ -52,12 +52,33 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 			return d, pipeline.Wrap(pipeline.CodecError, fmt.Errorf("FLOP[%d] FLID %d: %w", i+1, f.FLID, err))
 		}
 	}
-	n, err := w.finish(&d, nil)
-	if err != nil {
+	if _, err := w.finish(&d, nil); err != nil {
 		return pipeline.Decision{}, err
 	}
-	d.Note = fmt.Sprintf("%d FLOP %s records, %d flights changed", len(body.Records), msg.Meta.STYP, n)
+	d.Note = flopNote(msg.Meta.STYP, len(body.Records), d.Flights)
 	return d, nil
+}
+
+// flopNote says what a FLOP message did: how many flights it wrote (code-share masters whose
+// list changed included) and deleted, or that it changed nothing.
+func flopNote(styp string, records int, writes []pipeline.FlightWrite) string {
+	written, deleted := 0, 0
+	for _, w := range writes {
+		if w.Delete {
+			deleted++
+		} else {
+			written++
+		}
+	}
+	head := fmt.Sprintf("FLOP %s: %s; ", styp, nof(records, "record"))
+	switch {
+	case written == 0 && deleted == 0:
+		return head + "nothing changed"
+	case deleted == 0:
+		return head + nof(written, "flight") + " written"
+	default:
+		return head + fmt.Sprintf("%s written, %d deleted", nof(written, "flight"), deleted)
+	}
 }
 
 // applyFlop changes r as FLOP record f says (FORMAT.md §2.3, with msgx's fixes): A–D set

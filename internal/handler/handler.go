@@ -135,3 +135,11 @@ func Default(opt Options) *Registry {
 	RegisterSchs(r)
 	return r
 }
+
+// nof writes a count with its noun, singular for one ("1 flight", "3 flights"), for notes.
+func nof(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

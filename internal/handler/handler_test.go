@@ -409,7 +409,7 @@ func TestSnapshotWindowAndPastDays(t *testing.T) {
 	if got := v.ids(); !slices.Equal(got, []int64{2, 3, 6, 7}) {
 		t.Fatalf("flights after the snapshot with a past FLTR %v, want [2 3 6 7]", got)
 	}
-	if !strings.Contains(d.Note, "1 before today ignored") {
+	if !strings.Contains(d.Note, "1 FLTR before today ignored") {
 		t.Errorf("note %q does not count the past FLTR", d.Note)
 	}
 	// A day later every FLTR is in the past: nothing is applied or deleted.

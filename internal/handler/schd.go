@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -34,11 +36,13 @@ func RegisterSchd(r *Registry) {
 	r.RegisterType("SCHD", Func(decideSchd))
 }
 
-// decideSchd applies a daily schedule. The codec has validated the whole message (one bad
-// FLTR rejects it with CODEC_ERROR), so the Decision is built from a complete message and
-// commits in one transaction. FLTRs whose SODT is before today's local midnight are ignored:
-// they are not applied, and their flights are never deleted by the window replace either
-// (FORMAT.md §3.5 step 6 lists that as a legacy bug).
+// decideSchd applies a daily schedule. The codec puts the FLTRs it could not accept into
+// body.Invalid and the valid ones into body.Flights; the valid ones apply together in one
+// transaction, each invalid one is listed in the Decision's warnings and its stored flight is
+// left as it is: never written from the message, never deleted by a window replace. FLTRs
+// whose SODT is before today's local midnight are ignored: they are not applied, and their
+// flights are never deleted by the window replace either (FORMAT.md §3.5 step 6 lists that as
+// a legacy bug).
 func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
 	var d pipeline.Decision
 	body, ok := msg.Body.(*sis.SchdBody)
@@ -48,55 +52,38 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 	if err := needView(view); err != nil {
 		return d, err
 	}
+	styp := msg.Meta.STYP
+	replace := styp == "DNLD" || styp == "RESP"
+	bad := invalidFltrs(body.Invalid, replace)
+	d.Warnings = append(d.Warnings, bad.warnings...)
+	valid := bad.filter(body.Flights, &d)
 	loc := view.Location()
 	today := midnight(view.Now(), loc)
+	c := schdCounts{styp: styp, fltr: len(body.Flights) + len(body.Invalid), invalid: len(body.Invalid),
+		held: len(body.Flights) - len(valid), unknownKey: bad.unknownKey && replace}
 	var live []sis.Flight
-	for _, f := range body.Flights {
+	for _, f := range valid {
 		if !f.SODT.Before(today) {
 			live = append(live, f)
 		}
 	}
-	past := len(body.Flights) - len(live)
+	c.past, c.applied = len(valid)-len(live), len(live)
+	if len(live) == 0 {
+		d.Note = c.nothingApplied()
+		return d, nil
+	}
 	w := newWork(ctx, view)
 	var win *window
-	deleted := 0
-	switch msg.Meta.STYP {
-	case "DNLD", "RESP":
-		if len(live) == 0 {
-			d.Note = fmt.Sprintf("%d FLTR, %d before today ignored; nothing applied", len(body.Flights), past)
-			return d, nil
-		}
-		from, to := body.Flights[0].SODT, body.Flights[0].SODT
-		for _, f := range body.Flights {
-			from, to = minTime(from, f.SODT), maxTime(to, f.SODT)
-		}
-		from = maxTime(from, today)
-		win = &window{from: from, to: to}
-		stored, err := view.FlightsBetween(ctx, from, to)
-		if err != nil {
-			return d, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read flights in the window: %w", err))
-		}
-		for _, b := range stored {
-			if err := w.preload(b); err != nil {
-				return d, err
-			}
-		}
-		// Every FLTR of the message counts as present, the ignored past ones too: a stored
-		// flight is deleted only when the message does not name it at all.
-		inMsg := map[int64]bool{}
-		for _, f := range body.Flights {
-			inMsg[f.FLID] = true
-		}
-		for _, id := range slices.Clone(w.order) {
-			if e := w.entries[id]; !inMsg[id] && e.cur != nil {
-				e.cur, e.schedule = nil, true
-				deleted++
-			}
+	switch {
+	case replace:
+		var err error
+		if win, err = replaceWindow(ctx, view, w, body, bad, today); err != nil {
+			return d, err
 		}
 		if err := upsertAll(w, live); err != nil {
 			return d, err
 		}
-	case "DEL":
+	case styp == "DEL":
 		for _, f := range live {
 			e, err := w.load(f.FLID)
 			if err != nil {
@@ -104,7 +91,6 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 			}
 			if e.cur != nil {
 				e.cur, e.schedule = nil, true
-				deleted++
 			}
 		}
 	default:
@@ -112,8 +98,7 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 			return d, err
 		}
 	}
-	n, err := w.finish(&d, win)
-	if err != nil {
+	if _, err := w.finish(&d, win); err != nil {
 		return pipeline.Decision{}, err
 	}
 	if win != nil {
@@ -123,13 +108,203 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 		}
 		d.Ref = append(d.Ref, gens...)
 	}
-	d.Note = fmt.Sprintf("%d FLTR (%d before today ignored), %d flights changed, %d deleted", len(body.Flights), past, n, deleted)
+	c.count(d.Flights, live)
+	d.Note = c.note()
 	return d, nil
+}
+
+// replaceWindow loads the stored flights of the snapshot's window into w and marks for
+// deletion those the message does not name. Every FLTR of the message counts as naming its
+// flight, the ignored past ones and the invalid ones with a readable FLID too: a stored flight
+// is deleted only when the message does not name it at all. When an invalid FLTR has no
+// readable FLID it might name any stored flight, so nothing is deleted.
+func replaceWindow(ctx context.Context, view View, w *work, body *sis.SchdBody, bad *badFltrs, today time.Time) (*window, error) {
+	from, to := body.Flights[0].SODT, body.Flights[0].SODT
+	for _, f := range body.Flights {
+		from, to = minTime(from, f.SODT), maxTime(to, f.SODT)
+	}
+	from = maxTime(from, today)
+	win := &window{from: from, to: to}
+	stored, err := view.FlightsBetween(ctx, from, to)
+	if err != nil {
+		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read flights in the window: %w", err))
+	}
+	for _, b := range stored {
+		if err := w.preload(b); err != nil {
+			return nil, err
+		}
+	}
+	if bad.unknownKey {
+		return win, nil
+	}
+	inMsg := map[int64]bool{}
+	for _, f := range body.Flights {
+		inMsg[f.FLID] = true
+	}
+	for id := range bad.flids {
+		inMsg[id] = true
+	}
+	for _, id := range slices.Clone(w.order) {
+		if e := w.entries[id]; !inMsg[id] && e.cur != nil {
+			e.cur, e.schedule = nil, true
+		}
+	}
+	return win, nil
+}
+
+// badFltrs is what the invalid FLTRs of a message mean for the rest of it.
+type badFltrs struct {
+	flids      map[int64]int // FLID → index of the invalid FLTR naming it
+	unknownKey bool          // an invalid FLTR has no readable FLID
+	warnings   []string
+}
+
+// invalidFltrs lists each invalid FLTR as a warning and collects the FLIDs whose stored
+// flights the message must leave as they are. replace says the message is a window replace,
+// for which an invalid FLTR without a FLID turns the replace into an upsert (warned once).
+func invalidFltrs(inv []sis.Invalid, replace bool) *badFltrs {
+	b := &badFltrs{flids: map[int64]int{}}
+	noKey := 0
+	for _, x := range inv {
+		flid, err := strconv.ParseInt(strings.TrimSpace(x.Key), 10, 64)
+		if x.Key == "" || err != nil {
+			noKey++
+			b.unknownKey = true
+			b.warnings = append(b.warnings, fmt.Sprintf("FLTR[%d] (FLID not readable) left out: %s",
+				x.Index, trimReason(x.Reason, x.Index, x.Key)))
+			continue
+		}
+		if _, dup := b.flids[flid]; !dup {
+			b.flids[flid] = x.Index
+		}
+		b.warnings = append(b.warnings, fmt.Sprintf("FLTR[%d] FLID %d left out: %s; the stored flight is kept as it is",
+			x.Index, flid, trimReason(x.Reason, x.Index, x.Key)))
+	}
+	if replace && noKey > 0 {
+		b.warnings = append(b.warnings, fmt.Sprintf("%d invalid FLTR without a readable FLID: the window replacement deleted nothing this time (insert and update only)", noKey))
+	}
+	return b
+}
+
+// filter returns the valid FLTRs the message may apply: not those whose FLID an invalid FLTR
+// also names (a duplicate FLID: which of the two is right is not known, so the stored flight
+// is kept), each of which gets a warning in d.
+func (b *badFltrs) filter(flights []sis.Flight, d *pipeline.Decision) []sis.Flight {
+	if len(b.flids) == 0 {
+		return flights
+	}
+	out := make([]sis.Flight, 0, len(flights))
+	for _, f := range flights {
+		if idx, held := b.flids[f.FLID]; held {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("FLTR FLID %d not applied: the invalid FLTR[%d] names the same flight; the stored flight is kept as it is", f.FLID, idx))
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// trimReason drops from an invalid record's reason the "FLTR[n] FLID k: " or "TYPE record n: "
+// prefix the decoder may have put there, since the warning names the record itself.
+func trimReason(reason string, index int, key string) string {
+	for _, p := range []string{
+		fmt.Sprintf("FLTR[%d] FLID %s: ", index, key),
+		fmt.Sprintf("FLTR[%d]: ", index),
+	} {
+		if r, ok := strings.CutPrefix(reason, p); ok {
+			return r
+		}
+	}
+	return reason
+}
+
+// schdCounts gathers what a SCHD message did, for its note.
+type schdCounts struct {
+	styp                                   string
+	fltr, invalid, held, past, applied     int
+	written, deleted, unchanged, notStored int
+	unknownKey                             bool
+}
+
+// count fills the outcome counts from the flight writes: a write of a flight the message
+// names or of a code-share master whose list it changed is "written"; an applied FLTR without
+// a write is "unchanged" (DEL: "not stored").
+func (c *schdCounts) count(writes []pipeline.FlightWrite, applied []sis.Flight) {
+	hit := map[int64]bool{}
+	for _, w := range writes {
+		hit[w.FLID] = true
+		if w.Delete {
+			c.deleted++
+		} else {
+			c.written++
+		}
+	}
+	for _, f := range applied {
+		if !hit[f.FLID] {
+			if c.styp == "DEL" {
+				c.notStored++
+			} else {
+				c.unchanged++
+			}
+		}
+	}
+}
+
+// nothingApplied is the note of a message none of whose FLTRs could apply.
+func (c *schdCounts) nothingApplied() string {
+	var head string
+	switch {
+	case c.fltr == 0:
+		head = "no FLTR; nothing applied"
+	case c.past > 0:
+		head = fmt.Sprintf("%d FLTR before today ignored; nothing applied", c.past)
+	default:
+		head = "no valid FLTR; nothing applied"
+	}
+	return c.tail(head)
+}
+
+// note is the note of a message that applied its FLTRs.
+func (c *schdCounts) note() string {
+	var head string
+	switch {
+	case c.written == 0 && c.deleted == 0 && c.styp == "DEL":
+		head = fmt.Sprintf("nothing changed: none of the %d listed flights is stored", c.notStored)
+	case c.written == 0 && c.deleted == 0:
+		head = "nothing changed: " + nof(c.unchanged, "flight") + " unchanged"
+	case c.styp == "DEL":
+		head = fmt.Sprintf("%s deleted, %d not stored", nof(c.deleted, "flight"), c.notStored)
+		if c.written > 0 {
+			head += ", " + nof(c.written, "code-share master") + " written"
+		}
+	default:
+		head = fmt.Sprintf("%s written, %d deleted, %d unchanged", nof(c.written, "flight"), c.deleted, c.unchanged)
+	}
+	if c.past > 0 {
+		head += fmt.Sprintf("; %d FLTR before today ignored", c.past)
+	}
+	return c.tail(head)
+}
+
+// tail appends what happened to the invalid FLTRs.
+func (c *schdCounts) tail(s string) string {
+	s = fmt.Sprintf("SCHD %s: %d FLTR; %s", c.styp, c.fltr, s)
+	if c.invalid > 0 {
+		s += fmt.Sprintf("; %d invalid FLTR left out, stored flights kept", c.invalid)
+	}
+	if c.held > 0 {
+		s += fmt.Sprintf("; %d FLTR not applied (same FLID as an invalid one)", c.held)
+	}
+	if c.unknownKey && c.applied > 0 {
+		s += "; nothing deleted (an invalid FLTR has no FLID)"
+	}
+	return s
 }
 
 // upsertAll makes each FLTR the flight's record. Fields a FLTR does not carry are kept from
 // the stored record: CTOT, the push data of stand rows (PSTM, PSID from FLOP PSHT, on the
-// row of the same number and stand) and the code-share list CSFL.
+// row of the same number and stand) and the code-share list CSFL. The route (ERUT) is kept
+// when the FLTR has none, as the legacy does (see keepAsLegacy).
 func upsertAll(w *work, flights []sis.Flight) error {
 	for _, f := range flights {
 		e, err := w.load(f.FLID)
@@ -140,6 +315,7 @@ func upsertAll(w *work, flights []sis.Flight) error {
 		if old := e.cur; old != nil {
 			rec.CTOT = old.CTOT
 			rec.CSFL = old.CSFL
+			keepAsLegacy(rec, old)
 			// A FLTR carries TIPT (folded into TRTM), so its TRTM wins; not PSHT.
 			carryStandData(rec.PSDT, old.PSDT, false)
 		} else if e.oldRec != nil {
@@ -149,6 +325,18 @@ func upsertAll(w *work, flights []sis.Flight) error {
 		e.cur, e.schedule = rec, true
 	}
 	return nil
+}
+
+// keepAsLegacy keeps on an existing flight what the legacy keeps when a schedule overwrites
+// it. FORMAT.md §3.5 step 4: every column and group is replaced by the FLTR's (absent → none)
+// "except ERUT (kept when absent)", so a FLTR without ERUT (or with an empty one) leaves the
+// stored route. The other exception §3.5 step 4 names, CHOT and CKDT never being updated on
+// an existing flight, is marked there as a legacy bug and is not copied: a FLTR's CHOT and
+// CKDT replace the stored ones.
+func keepAsLegacy(rec, old *FlightRecord) {
+	if len(rec.ERUT) == 0 {
+		rec.ERUT = slices.Clone(old.ERUT)
+	}
 }
 
 // generations returns one SCHD_GEN upsert per local day the snapshot touched (the old and new

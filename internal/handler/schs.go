@@ -75,11 +75,17 @@ func decideSchs(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 			prev = k
 		}
 	}
+	removed := 0
 	for _, k := range keys {
 		if k != key && k != prev {
 			d.Ref = append(d.Ref, pipeline.RefChange{Op: pipeline.RefDelete, Type: SeasonType, Record: pipeline.RefRecord{Key: k}})
+			removed++
 		}
 	}
-	d.Note = fmt.Sprintf("season %s %s: %d flights (%d ended before today)", key, body.SNAM, len(season.Flights), len(body.Flights)-len(season.Flights))
+	d.Note = fmt.Sprintf("season %s %s stored with %s (%d ended before today ignored); %s removed",
+		key, body.SNAM, nof(len(season.Flights), "flight"), len(body.Flights)-len(season.Flights), nof(removed, "other stored season"))
+	if prev != "" {
+		d.Note += fmt.Sprintf(", the previous one (%s) kept", prev)
+	}
 	return d, nil
 }
