@@ -119,7 +119,7 @@ func TestPumpSnapshotAndFlop(t *testing.T) {
 		fs := flight.New(db, clock, shanghai)
 		p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
 			Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},
-			Flights: fs, View: fs, Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
+			Flights: fs, View: fs, Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour, Park: pipeline.DefaultPark},
 		})
 		run := func(raw string) *store.Message {
 			t.Helper()
