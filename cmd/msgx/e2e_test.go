@@ -29,7 +29,9 @@ func TestEndToEndOverHTTP(t *testing.T) { eachDB(t, testEndToEndOverHTTP) }
 
 func testEndToEndOverHTTP(t *testing.T, db dbEnv) {
 	// Short backoff so exhaustion takes about a second of real time.
-	fast := []string{"MSGX_PIPELINE_BACKOFF_MS=400,400,400", "MSGX_PIPELINE_MAX_ATTEMPTS=3", "MSGX_PIPELINE_POLL_INTERVAL=50ms"}
+	// park-classes empty: the retry-then-EXHAUSTED path an UNSUPPORTED message takes when an
+	// operator turns parking off.
+	fast := []string{"MSGX_PIPELINE_BACKOFF_MS=400,400,400", "MSGX_PIPELINE_MAX_ATTEMPTS=3", "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_PIPELINE_PARK_CLASSES="}
 	a := db.start(t, fast...)
 
 	// One pump per database: a second instance on the same database refuses to start.
