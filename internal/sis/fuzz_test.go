@@ -49,13 +49,20 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		case *SchdBody:
-			if b.Recs != len(b.Flights) {
-				t.Fatalf("RECS %d, %d flights", b.Recs, len(b.Flights))
+			n := len(b.Flights) + len(b.Invalid)
+			if (b.STYP == "DNLD" || b.STYP == "RESP") && n < b.Recs {
+				t.Fatalf("RECS %d, %d FLTR in a replace", b.Recs, n)
+			}
+			if n > 0 && len(b.Flights) == 0 {
+				t.Fatalf("every FLTR invalid, yet decoded: %+v", b.Invalid)
 			}
 		case *SchsBody:
-			if b.Recs != len(b.Flights) {
+			if len(b.Flights) < b.Recs {
 				t.Fatalf("RECS %d, %d flights", b.Recs, len(b.Flights))
 			}
+		}
+		if len(msg.Warnings) > maxWarnings+1 {
+			t.Fatalf("%d warnings", len(msg.Warnings))
 		}
 		// The body, not the whole message: a META/DTTM of year 0000 is accepted by the envelope
 		// and cannot be marshalled (corpus 6f32d8a844b1b725, reported to the envelope's owner).
