@@ -472,7 +472,7 @@ func (c *conv) flopUnknown(styp string, x *xrec) {
 	unknown := x.unknown(flopKnown)
 	what := fmt.Sprintf("FLOP %s record %d", styp, c.n)
 	if len(unknown) == 0 {
-		x.warnUnknown(flopKnown, what, c.warn)
+		x.warnUnknown(flopKnown, flopOwn(styp), what, c.warn)
 		return
 	}
 	var missing []string
@@ -482,7 +482,7 @@ func (c *conv) flopUnknown(styp string, x *xrec) {
 		}
 	}
 	if len(missing) == 0 {
-		x.warnUnknown(flopKnown, what, c.warn)
+		x.warnUnknown(flopKnown, flopOwn(styp), what, c.warn)
 		return
 	}
 	name, hint := unknown[0], ""
@@ -493,7 +493,7 @@ func (c *conv) flopUnknown(styp string, x *xrec) {
 		}
 	}
 	if hint == "" {
-		hint = didYouMean(name, sortedNames(flopKnown))
+		hint = didYouMean(name, append(missing, sortedNames(flopKnown)...))
 		hint += fmt.Sprintf("; the record has no %s, which would clear it", strings.Join(missing, ", "))
 	}
 	if c.err == nil {

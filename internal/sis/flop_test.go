@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,68 @@ func TestFlopJSONRoundTrip(t *testing.T) {
 				t.Errorf("%s: JSON round trip changes the record:\n%s\n%s", file, b1, b2)
 			}
 		}
+	}
+}
+
+// No silent clears: a FLOP record that lacks its STYP's element(s) and holds an element SIS
+// does not define for FLOP is MALFORMED, naming the element probably meant; beside a present
+// STYP element an unknown one is read past with a warning.
+func TestFlopUnknownElements(t *testing.T) {
+	rejects := []struct {
+		name, styp, payload string
+		part                string
+	}{
+		{"misspelt", "STND", "<STDN>214</STDN>", "FLOP[1] FLID 7001: unknown element STDN in FLOP STND (did you mean STND?)"},
+		{"longer tag", "CHOT", `<CHOTX CSNO="1"><CHTM>15MAR261000</CHTM></CHOTX>`, "unknown element CHOTX in FLOP CHOT (did you mean CHOT?)"},
+		{"wrong case", "APPT", "<appt>15MAR261000</appt>", "unknown element appt in FLOP APPT (did you mean APPT?)"},
+		{"empty misspelt clear", "PADT", "<PDAT/>", "unknown element PDAT in FLOP PADT (did you mean PADT?)"},
+		{"one of several", "HNAG", "<FHAG>1</FHAG><PHAG>2</PHAG><MHGA>3</MHGA>", "unknown element MHGA in FLOP HNAG (did you mean MHAG?)"},
+		{"the close one is named", "TOBT", "<XXXXXXXX/><TBOT>15MAR261000</TBOT>", "unknown element TBOT in FLOP TOBT (did you mean TOBT?)"},
+		{"nothing close", "TOBT", "<REMARKS>x</REMARKS>", "unknown element REMARKS in FLOP TOBT; the record has no TOBT, which would clear it"},
+		{"PORT", "PORT", "<PROT><POID>O</POID></PROT>", "did you mean PORT?"},
+		{"FDEL", "FDEL", "<FDELL/>", "did you mean FDEL?"},
+		{"second record", "STND", "<STND>1</STND></FLOP><FLOP><FLID>7002</FLID><Stnd>2</Stnd>", "FLOP[2] FLID 7002: unknown element Stnd in FLOP STND (did you mean STND?)"},
+	}
+	for _, tt := range rejects {
+		t.Run(tt.name, func(t *testing.T) {
+			wantReject(t, flopMsg(tt.styp, flop7001(tt.payload)), pipeline.Malformed, tt.part)
+		})
+	}
+	accepts := []struct {
+		name, styp, payload string
+		warnings            []string
+	}{
+		{"beside the element", "STND", "<STND>214</STND><STDN>215</STDN><ZZZZ/>", []string{
+			"unknown element STDN in FLOP STND record 1 ignored (did you mean STND?)",
+			"unknown element ZZZZ in FLOP STND record 1 ignored"}},
+		{"absent, nothing unknown: clear", "TOBT", "", nil},
+		{"other STYP's element: not unknown", "APPT", "<BOTM>15MAR261000</BOTM>", nil},
+		{"inside a group", "CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHTX/></CHOT>`, []string{
+			"unknown element CHTX in FLOP CHOT record 1 CHOT[1] ignored"}},
+		{"around the record", "APPT", "<APPT/></FLOP><NOTE/><FLOP><FLID>7002</FLID><APPT/>", []string{
+			"unknown element NOTE in MSG ignored"}},
+	}
+	for _, tt := range accepts {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, err := Decode(flopMsg(tt.styp, flop7001(tt.payload)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(msg.Warnings, tt.warnings) {
+				t.Errorf("warnings\n got %q\nwant %q", msg.Warnings, tt.warnings)
+			}
+		})
+	}
+}
+
+// Unknown META children are read past and reported.
+func TestMetaWarnings(t *testing.T) {
+	raw := strings.Replace(string(flopMsg("APPT", flop7001("<APPT/>"))), "<STYP>", "<RCVR>VIEW</RCVR><RCVR>X</RCVR><STYP>", 1)
+	msg, err := Decode([]byte(raw), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"unknown element RCVR in META ignored"}; !slices.Equal(msg.Warnings, want) {
+		t.Errorf("warnings %q, want %q", msg.Warnings, want)
 	}
 }

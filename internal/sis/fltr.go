@@ -65,21 +65,21 @@ type xrec struct {
 }
 
 type xfdiv struct {
-	DDES *string `xml:"DDES,attr"`
-	DDIR *string `xml:"DDIR,attr"`
-	Text string  `xml:",chardata"`
+	DDES  *string  `xml:"DDES,attr"`
+	DDIR  *string  `xml:"DDIR,attr"`
+	Text  string   `xml:",chardata"`
 	Other []string `xml:",any"`
 }
 
 type xfret struct {
-	REID *string `xml:"REID,attr"`
-	Text string  `xml:",chardata"`
+	REID  *string  `xml:"REID,attr"`
+	Text  string   `xml:",chardata"`
 	Other []string `xml:",any"`
 }
 
 type xflab struct {
-	ARES *string `xml:"ARES,attr"`
-	Text string  `xml:",chardata"`
+	ARES  *string  `xml:"ARES,attr"`
+	Text  string   `xml:",chardata"`
 	Other []string `xml:",any"`
 }
 
@@ -115,32 +115,32 @@ type xckdt struct {
 type xcldt struct {
 	CLNO                                     *string `xml:"CLNO,attr"`
 	BELT, BCLS, PCOT, PCCT, FBAG, LBAG, BTYP xtext
-	Other []string `xml:",any"`
+	Other                                    []string `xml:",any"`
 }
 
 type xchot struct {
 	CSNO             *string `xml:"CSNO,attr"`
 	CHTM, CHID, CHST xtext
-	Other []string `xml:",any"`
+	Other            []string `xml:",any"`
 }
 
 type xabtm struct {
 	ASNO             *string `xml:"ASNO,attr"`
 	ABDG, ABOP, AOTM xtext
-	Other []string `xml:",any"`
+	Other            []string `xml:",any"`
 }
 
 type xdely struct {
-	CODE *string `xml:"CODE,attr"`
-	STRT *string `xml:"STRT,attr"`
-	DURA *string `xml:"DURA,attr"`
-	Text string  `xml:",chardata"`
+	CODE  *string  `xml:"CODE,attr"`
+	STRT  *string  `xml:"STRT,attr"`
+	DURA  *string  `xml:"DURA,attr"`
+	Text  string   `xml:",chardata"`
 	Other []string `xml:",any"`
 }
 
 type xerut struct {
-	RTNO                         *string `xml:"RTNO,attr"`
-	APCD, SCAT, SCDT, SADC, SDDC xtext   // SADC, SDDC: SCHS only
+	RTNO                         *string  `xml:"RTNO,attr"`
+	APCD, SCAT, SCDT, SADC, SDDC xtext    // SADC, SDDC: SCHS only
 	Other                        []string `xml:",any"`
 }
 
@@ -561,9 +561,15 @@ func walkUnknown(v reflect.Value, p *xplan, path string, known map[string]bool, 
 // warnUnknown reports in w every element of the record that known does not define, and
 // every element read past inside the known ones; what names the record ("SCHD FLTR record
 // 3"). A name close to one SIS defines gets a "did you mean".
-func (x *xrec) warnUnknown(known map[string]bool, what string, w *Warnings) {
-	for _, n := range x.unknown(known) {
-		w.Addf("unknown element %s in %s ignored%s", short(n), what, didYouMean(n, sortedNames(known)))
+// prefer are the names to suggest first (a FLOP record's own elements).
+func (x *xrec) warnUnknown(known map[string]bool, prefer []string, what string, w *Warnings) {
+	unknown := x.unknown(known)
+	var candidates []string
+	if len(unknown) > 0 {
+		candidates = append(append(candidates, prefer...), sortedNames(known)...)
+	}
+	for _, n := range unknown {
+		w.Addf("unknown element %s in %s ignored%s", short(n), what, didYouMean(n, candidates))
 	}
 	x.nestedUnknown(known, func(path, n string) {
 		w.Addf("unknown element %s in %s %s ignored", short(n), what, path)
@@ -590,7 +596,8 @@ func sortedNames(set map[string]bool) []string {
 }
 
 // suggest returns the candidate name probably meant by name: one equal ignoring letter case,
-// else the first of the nearest within edit distance 2; "" if none is close.
+// else the first of the nearest within edit distance 2 (so list the likeliest first); "" if
+// none is close.
 func suggest(name string, candidates []string) string {
 	for _, c := range candidates {
 		if strings.EqualFold(c, name) {
@@ -614,25 +621,34 @@ func didYouMean(name string, candidates []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance between a and b (bytes: SIS tags are ASCII).
+// editDistance is the edit distance between a and b counting an insertion, a deletion, a
+// substitution or a swap of two neighbours as one edit (optimal string alignment; bytes: SIS
+// tags are ASCII). A tag is short and the candidates are four letters, so the table is small.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	if len(a) > len(b)+2 || len(b) > len(a)+2 {
+		return 3 // farther than any suggestion goes, without the work
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // conv converts one record as read into typed values and keeps the first error. Its place
