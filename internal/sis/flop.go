@@ -470,9 +470,8 @@ func (c *conv) flop(styp string, x *xrec) Flop {
 // elements are read past and reported as warnings.
 func (c *conv) flopUnknown(styp string, x *xrec) {
 	unknown := x.unknown(flopKnown)
-	what := fmt.Sprintf("FLOP %s record %d", styp, c.n)
 	if len(unknown) == 0 {
-		x.warnUnknown(flopKnown, flopOwn(styp), what, c.warn)
+		x.warnUnknown(flopKnown, flopOwn(styp), "FLOP "+styp, c.n, c.warn)
 		return
 	}
 	var missing []string
@@ -482,7 +481,7 @@ func (c *conv) flopUnknown(styp string, x *xrec) {
 		}
 	}
 	if len(missing) == 0 {
-		x.warnUnknown(flopKnown, flopOwn(styp), what, c.warn)
+		x.warnUnknown(flopKnown, flopOwn(styp), "FLOP "+styp, c.n, c.warn)
 		return
 	}
 	name, hint := unknown[0], ""

@@ -499,7 +499,7 @@ func (x *xrec) present(name string) bool {
 	}
 	f := reflect.ValueOf(x).Elem().Field(slot.index)
 	if slot.plan == nil {
-		return f.Interface().(xtext).n > 0
+		return f.Addr().Interface().(*xtext).n > 0 // through a pointer: no copy, no allocation
 	}
 	return f.Len() > 0
 }
@@ -521,23 +521,38 @@ func (x *xrec) unknown(known map[string]bool) []string {
 	return out
 }
 
-// nestedUnknown calls fn for every element read past inside the record's known elements: an
-// element inside a simple element, an unknown child of a group entry. FDEL's content has its
-// own rule (it must be empty).
-func (x *xrec) nestedUnknown(known map[string]bool, fn func(path, name string)) {
-	walkUnknown(reflect.ValueOf(x).Elem(), xrecPlan, "", known, fn)
+// pathStep is one step down from a record to a group entry: GTDT[2], VIPF[1]/VIPT[3].
+type pathStep struct {
+	name string
+	idx  int // 1-based; 0 for a simple element
 }
 
-func walkUnknown(v reflect.Value, p *xplan, path string, known map[string]bool, fn func(path, name string)) {
-	join := func(name string) string {
-		if path == "" {
-			return name
+func formatPath(steps []pathStep) string {
+	var b strings.Builder
+	for i, s := range steps {
+		if i > 0 {
+			b.WriteByte('/')
 		}
-		return path + "/" + name
+		b.WriteString(s.name)
+		if s.idx > 0 {
+			fmt.Fprintf(&b, "[%d]", s.idx)
+		}
 	}
+	return b.String()
+}
+
+// nestedUnknown calls fn for every element read past inside the record's known elements: an
+// element inside a simple element, an unknown child of a group entry. FDEL's content has its
+// own rule (it must be empty). The path is only formatted for what is reported.
+func (x *xrec) nestedUnknown(known map[string]bool, fn func(path, name string)) {
+	var steps [4]pathStep
+	walkUnknown(reflect.ValueOf(x).Elem(), xrecPlan, steps[:0], known, fn)
+}
+
+func walkUnknown(v reflect.Value, p *xplan, path []pathStep, known map[string]bool, fn func(path, name string)) {
 	if p.anyElem >= 0 && known == nil {
-		for _, n := range v.Field(p.anyElem).Interface().([]string) {
-			fn(path, n)
+		for _, n := range *v.Field(p.anyElem).Addr().Interface().(*[]string) {
+			fn(formatPath(path), n)
 		}
 	}
 	for _, name := range p.order {
@@ -547,32 +562,32 @@ func walkUnknown(v reflect.Value, p *xplan, path string, known map[string]bool, 
 		slot := p.elems[name]
 		f := v.Field(slot.index)
 		if slot.plan == nil {
-			if sub := f.Interface().(xtext).sub; sub != "" {
-				fn(join(name), sub)
+			if sub := f.Addr().Interface().(*xtext).sub; sub != "" {
+				fn(formatPath(append(path, pathStep{name: name})), sub)
 			}
 			continue
 		}
 		for i := 0; i < f.Len(); i++ {
-			walkUnknown(f.Index(i), slot.plan, fmt.Sprintf("%s[%d]", join(name), i+1), nil, fn)
+			walkUnknown(f.Index(i), slot.plan, append(path, pathStep{name, i + 1}), nil, fn)
 		}
 	}
 }
 
 // warnUnknown reports in w every element of the record that known does not define, and
-// every element read past inside the known ones; what names the record ("SCHD FLTR record
-// 3"). A name close to one SIS defines gets a "did you mean".
-// prefer are the names to suggest first (a FLOP record's own elements).
-func (x *xrec) warnUnknown(known map[string]bool, prefer []string, what string, w *Warnings) {
+// every element read past inside the known ones; the record is named by label and its
+// 1-based position n ("SCHD FLTR record 3"). A name close to one SIS defines gets a "did you
+// mean"; prefer are the names to suggest first (a FLOP record's own elements).
+func (x *xrec) warnUnknown(known map[string]bool, prefer []string, label string, n int, w *Warnings) {
 	unknown := x.unknown(known)
 	var candidates []string
 	if len(unknown) > 0 {
 		candidates = append(append(candidates, prefer...), sortedNames(known)...)
 	}
-	for _, n := range unknown {
-		w.Addf("unknown element %s in %s ignored%s", short(n), what, didYouMean(n, candidates))
+	for _, u := range unknown {
+		w.Addf("unknown element %s in %s record %d ignored%s", short(u), label, n, didYouMean(u, candidates))
 	}
-	x.nestedUnknown(known, func(path, n string) {
-		w.Addf("unknown element %s in %s %s ignored", short(n), what, path)
+	x.nestedUnknown(known, func(path, u string) {
+		w.Addf("unknown element %s in %s record %d %s ignored", short(u), label, n, path)
 	})
 }
 

@@ -68,7 +68,7 @@ func decodeSCHD(raw []byte, meta Meta, opt Options, w *Warnings) (any, error) {
 			if err := readRecord(d, st, &x); err != nil {
 				return pipeline.Errorf(pipeline.Malformed, "FLTR[%d]: not well-formed XML: %v", n, err)
 			}
-			x.warnUnknown(fltrKnown, nil, fmt.Sprintf("SCHD FLTR record %d", n), w)
+			x.warnUnknown(fltrKnown, nil, "SCHD FLTR", n, w)
 			c := conv{loc: opt.location(), kind: "FLTR", n: n, warn: w}
 			f := c.flight(&x)
 			if c.err == nil {

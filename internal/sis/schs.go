@@ -106,7 +106,7 @@ func decodeSCHS(raw []byte, _ Meta, opt Options, w *Warnings) (any, error) {
 			if err := readRecord(d, st, &x); err != nil {
 				return pipeline.Errorf(pipeline.Malformed, "SCHS FLTR[%d]: not well-formed XML: %v", n, err)
 			}
-			x.warnUnknown(schsKnown, nil, fmt.Sprintf("SCHS FLTR record %d", n), w)
+			x.warnUnknown(schsKnown, nil, "SCHS FLTR", n, w)
 			c := conv{loc: loc, kind: "SCHS FLTR", n: n, warn: w}
 			f := c.seasonFlight(&x)
 			if c.err != nil {
