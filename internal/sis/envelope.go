@@ -163,7 +163,8 @@ func register(typ string, d BodyDecoder) { bodyDecoders[typ] = d }
 func Known(typ string) bool { _, ok := bodyDecoders[typ]; return ok }
 
 // Decode decodes one message. On error the returned Message still carries the META when the
-// envelope was usable, so the caller can record the type tag.
+// envelope was usable, so the caller can record the type tag. Warnings (what the decoder read
+// past) are on the Message, deduplicated and capped, success or not.
 func Decode(raw []byte, opt Options) (*Message, error) {
 	var w Warnings
 	meta, err := decodeEnvelope(raw, opt, &w)

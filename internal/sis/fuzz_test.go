@@ -28,6 +28,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add(flopMsg("DELY", flop7001(`<DELY CODE="WX" STRT="15MAR261030" DURA="0145"/>`)))
 	f.Add(schdOf(1, baseFLTR(7001)))
 	f.Add(schsOf(schsHead, "1", schsFLTR))
+	f.Add(flopMsg("STND", flop7001(`<STDN>214</STDN><stnd/>`)))
+	f.Add(flopMsg("CHOT", flop7001(`<CHOT CSNO="1"><CHTX/><CHTM><X/>15MAR261000</CHTM></CHOT><ZZZZ/>`)))
+	f.Add(schdOf(3, baseFLTR(7001), baseFLTR(7001), withFLTR("<MVIN>D</MVIN>", "<MVIN>Q</MVIN><NOTE/>")))
+	f.Add(refInline("AIRL", `<RECS>2</RECS><AIRL><ITOP>CA</ITOP><SUBC><CODX/></SUBC></AIRL><AIRL><ITOPX/><ONAM><A/></ONAM></AIRL>`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		msg, err := Decode(raw, Options{})
 		if err != nil {
