@@ -5,6 +5,39 @@
 // Decode reads the envelope, checks the whole document is well-formed, then hands the bytes
 // to the body decoder registered for the message's TYPE. A TYPE with no body decoder is
 // UNSUPPORTED. Errors carry a pipeline.ErrorClass.
+//
+// # Classes of a rejection
+//
+// Every rejection is classified by one rule, so replay (which skips MALFORMED) does the right
+// thing:
+//
+//   - MALFORMED: the message breaks SIS itself, as docs/sis-format.md describes it, and no
+//     later version of msgx can read it: not well-formed XML, no MSG or no usable META, a
+//     required element or attribute missing or empty, a singleton element repeated, a value
+//     outside its enumeration (FDIV DDIR="TOO"), an empty mandatory attribute (FLAB
+//     ARES=""), a number that does not parse or exceeds the width of §1.5, a date or time
+//     that does not exist or has the wrong length, a group number or key used twice, a
+//     duplicate FLID in one SCHD or key in one reference message, RECS that is not a count
+//     or promises more records than a replace (DNLD/RESP) holds, a FLOP record that lacks
+//     its STYP's element and holds an element SIS does not define there (a misspelt tag
+//     would otherwise read as "clear").
+//   - CODEC_ERROR: well-formed SIS this decoder cannot read yet: an element or structure
+//     that docs/sis-format.md does not describe, where the decoder needs to understand it to
+//     take the value (an element inside a reference record's simple element). Replaying it
+//     after msgx learns the structure can succeed.
+//   - UNSUPPORTED: a TYPE, or a FLOP STYP, that has no decoder.
+//
+// Every body decoder classifies its errors explicitly; Decode's wrapping of an unclassified
+// body error as CODEC_ERROR is only a fallback.
+//
+// # What the decoder reads past
+//
+// An element SIS does not define where it appears (META, the SCHD/SCHS wrapper, MSG, a FLTR,
+// a FLOP record beside its STYP's element, a reference record) is ignored and reported in
+// Message.Warnings, as are RECS mismatches that do not endanger a replace. In a SCHD or a
+// reference message, a record that fails validation does not fail the message: it is listed
+// in the body's Invalid (with its class and reason) and the others are decoded; only a
+// message whose every record is invalid fails whole.
 package sis
 
 import (
@@ -72,8 +105,54 @@ func mustLoad(name string) *time.Location {
 }
 
 // BodyDecoder decodes the body of one TYPE from the whole raw document. meta is already
-// decoded. It returns a *pipeline.Error (CODEC_ERROR, UNSUPPORTED…) when it cannot.
-type BodyDecoder func(raw []byte, meta Meta, opt Options) (any, error)
+// decoded. It returns a *pipeline.Error (MALFORMED, CODEC_ERROR, UNSUPPORTED) when it cannot,
+// and adds to w what it read past (unknown elements, a RECS count it tolerated).
+type BodyDecoder func(raw []byte, meta Meta, opt Options, w *Warnings) (any, error)
+
+// maxWarnings bounds Message.Warnings: a 10 MB schedule with a stray element in every record
+// must not produce a 3,000-line list.
+const maxWarnings = 20
+
+// Warnings collects the warnings of one decoding: deduplicated, in the order first met, at
+// most maxWarnings of them followed by "and N more warnings". The zero value is ready; a nil
+// *Warnings drops everything.
+type Warnings struct {
+	seen map[string]struct{}
+	list []string
+	more int
+}
+
+// Addf adds one warning unless the same text was already added.
+func (w *Warnings) Addf(format string, args ...any) {
+	if w == nil {
+		return
+	}
+	s := fmt.Sprintf(format, args...)
+	if _, dup := w.seen[s]; dup {
+		return
+	}
+	if w.seen == nil {
+		w.seen = map[string]struct{}{}
+	}
+	w.seen[s] = struct{}{}
+	if len(w.list) < maxWarnings {
+		w.list = append(w.list, s)
+		return
+	}
+	w.more++
+}
+
+// List returns the warnings, nil when there are none.
+func (w *Warnings) List() []string {
+	if w == nil || len(w.list) == 0 {
+		return nil
+	}
+	out := append([]string(nil), w.list...)
+	if w.more > 0 {
+		out = append(out, fmt.Sprintf("and %d more warnings", w.more))
+	}
+	return out
+}
 
 var bodyDecoders = map[string]BodyDecoder{}
 
@@ -84,18 +163,22 @@ func register(typ string, d BodyDecoder) { bodyDecoders[typ] = d }
 func Known(typ string) bool { _, ok := bodyDecoders[typ]; return ok }
 
 // Decode decodes one message. On error the returned Message still carries the META when the
-// envelope was usable, so the caller can record the type tag.
+// envelope was usable, so the caller can record the type tag. Warnings (what the decoder read
+// past) are on the Message, deduplicated and capped, success or not.
 func Decode(raw []byte, opt Options) (*Message, error) {
-	meta, err := DecodeEnvelope(raw, opt)
+	var w Warnings
+	meta, err := decodeEnvelope(raw, opt, &w)
 	if err != nil {
 		return nil, err
 	}
 	msg := &Message{Meta: meta}
 	dec, ok := bodyDecoders[meta.TYPE]
 	if !ok {
+		msg.Warnings = w.List()
 		return msg, pipeline.Errorf(pipeline.Unsupported, "no decoder for TYPE %q", meta.TYPE)
 	}
-	body, err := dec(raw, meta, opt)
+	body, err := dec(raw, meta, opt, &w)
+	msg.Warnings = w.List()
 	if err != nil {
 		var pe *pipeline.Error
 		if !errors.As(err, &pe) {
@@ -125,7 +208,12 @@ var (
 
 // DecodeEnvelope reads the META of raw and checks that the whole document is well-formed XML
 // with one MSG root. Any failure is MALFORMED.
-func DecodeEnvelope(raw []byte, opt Options) (Meta, error) {
+func DecodeEnvelope(raw []byte, opt Options) (Meta, error) { return decodeEnvelope(raw, opt, nil) }
+
+// metaFields are the META children SIS defines (§1.2); any other is reported and ignored.
+var metaFields = map[string]bool{"SNDR": true, "SEQN": true, "DTTM": true, "TYPE": true, "STYP": true}
+
+func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 	var meta Meta
 	d := NewDecoder(raw)
 	// RawToken skips the namespace work and copies of Token (SIS has no namespaces), which
@@ -161,6 +249,9 @@ func DecodeEnvelope(raw []byte, opt Options) (Meta, error) {
 			case depth == 2 && inMeta(stack):
 				field = t.Name.Local
 				text.Reset()
+				if !metaFields[field] {
+					w.Addf("unknown element %s in META ignored", short(field))
+				}
 			case depth == 3 && inMeta(stack[:2]):
 				return meta, pipeline.Errorf(pipeline.Malformed, "META/%s holds an element <%s>", stack[2].Local, t.Name.Local)
 			}
@@ -171,7 +262,7 @@ func DecodeEnvelope(raw []byte, opt Options) (Meta, error) {
 			}
 			stack = stack[:len(stack)-1]
 			if len(stack) == 2 && inMeta(stack) {
-				if _, dup := fields[field]; dup {
+				if _, dup := fields[field]; dup && metaFields[field] {
 					return meta, pipeline.Errorf(pipeline.Malformed, "META/%s appears twice", field)
 				}
 				fields[field] = strings.TrimSpace(text.String())

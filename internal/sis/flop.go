@@ -120,6 +120,27 @@ var flopLists = map[string]bool{
 	"PSDT": true, "DELY": true, "ERUT": true, "SRVT": true, "VIPF": true, "PSHT": true, "TIPT": true,
 }
 
+// flopKnown are the children SIS defines for a FLOP record (FORMAT.md §2.3): FLID, FFID, the
+// elements of every STYP's payload, and those of §2.3 I bound inside FLOP without an STYP.
+var flopKnown = func() map[string]bool {
+	m := setOf("FLID FFID FDEL ALCD ALSC FLNO MVIN SODT CSOP CSFT MAID ESTT ACTT LBNO LBWT PAXC")
+	for _, spec := range flopSpecs {
+		for _, f := range spec.fields {
+			m[f] = true
+		}
+	}
+	return m
+}()
+
+// flopOwn returns the elements of a FLOP record that carry its STYP's payload: the ones
+// whose absence means "clear" (FDEL: the element that must be empty).
+func flopOwn(styp string) []string {
+	if styp == "FDEL" {
+		return []string{"FDEL"}
+	}
+	return flopSpecs[styp].fields
+}
+
 // FlopSTYPs returns the 48 FLOP operation STYPs the codec decodes (FORMAT.md §2.3 A–H), in
 // that order. Any other FLOP STYP is UNSUPPORTED.
 func FlopSTYPs() []string { return append([]string(nil), flopOrder...) }
@@ -273,7 +294,7 @@ func (f Flop) MarshalJSON() ([]byte, error) {
 func init() { register("FLOP", decodeFLOP) }
 
 // decodeFLOP decodes the FLOP elements of a FLOP message one at a time.
-func decodeFLOP(raw []byte, meta Meta, opt Options) (any, error) {
+func decodeFLOP(raw []byte, meta Meta, opt Options, w *Warnings) (any, error) {
 	styp := meta.STYP
 	if _, ok := flopSpecs[styp]; !ok {
 		return nil, pipeline.Errorf(pipeline.Unsupported, "FLOP STYP %q is not one the codec decodes", styp)
@@ -282,14 +303,15 @@ func decodeFLOP(raw []byte, meta Meta, opt Options) (any, error) {
 	n := 0
 	err := forBody(raw, func(d *xml.Decoder, st *xml.StartElement) error {
 		if st.Name.Local != "FLOP" {
+			msgChild(w, st.Name.Local)
 			return skipElement(d)
 		}
 		n++
 		var x xrec
 		if err := readRecord(d, st, &x); err != nil {
-			return pipeline.Errorf(pipeline.CodecError, "FLOP[%d]: %v", n, err)
+			return pipeline.Errorf(pipeline.Malformed, "FLOP[%d]: not well-formed XML: %v", n, err)
 		}
-		c := conv{loc: opt.location(), kind: "FLOP", n: n}
+		c := conv{loc: opt.location(), kind: "FLOP", n: n, warn: w}
 		f := c.flop(styp, &x)
 		if c.err != nil {
 			return c.err
@@ -301,15 +323,19 @@ func decodeFLOP(raw []byte, meta Meta, opt Options) (any, error) {
 		return nil, err
 	}
 	if n == 0 {
-		return nil, pipeline.Errorf(pipeline.CodecError, "no <FLOP> element in the message")
+		return nil, pipeline.Errorf(pipeline.Malformed, "no <FLOP> element in the message")
 	}
 	return body, nil
 }
 
 // flop converts a FLOP element into a Flop of the STYP, reading only that STYP's payload
-// (other elements are ignored, as the legacy did).
+// (elements of other STYPs are ignored, as the legacy did; unknown ones see flopUnknown).
 func (c *conv) flop(styp string, x *xrec) Flop {
 	f := Flop{FLID: c.flidOf(x.FLID), FFID: c.text("FFID", x.FFID), STYP: styp}
+	if c.err != nil {
+		return f
+	}
+	c.flopUnknown(styp, x)
 	if c.err != nil {
 		return f
 	}
@@ -435,4 +461,41 @@ func (c *conv) flop(styp string, x *xrec) Flop {
 		}
 	}
 	return f
+}
+
+// flopUnknown applies the rule against silent clears (FORMAT.md §2.3 and §5.15): an absent
+// payload element means "clear", so a record that lacks one of its STYP's elements while
+// holding an element SIS does not define for FLOP (a misspelt or wrong-case tag, most likely
+// the missing one) is MALFORMED, naming the element it probably meant. Otherwise unknown
+// elements are read past and reported as warnings.
+func (c *conv) flopUnknown(styp string, x *xrec) {
+	unknown := x.unknown(flopKnown)
+	if len(unknown) == 0 {
+		x.warnUnknown(flopKnown, flopOwn(styp), "FLOP "+styp, c.n, c.warn)
+		return
+	}
+	var missing []string
+	for _, e := range flopOwn(styp) {
+		if !x.present(e) {
+			missing = append(missing, e)
+		}
+	}
+	if len(missing) == 0 {
+		x.warnUnknown(flopKnown, flopOwn(styp), "FLOP "+styp, c.n, c.warn)
+		return
+	}
+	name, hint := unknown[0], ""
+	for _, u := range unknown {
+		if s := suggest(u, missing); s != "" {
+			name, hint = u, " (did you mean "+s+"?)"
+			break
+		}
+	}
+	if hint == "" {
+		hint = didYouMean(name, append(missing, sortedNames(flopKnown)...))
+		hint += fmt.Sprintf("; the record has no %s, which would clear it", strings.Join(missing, ", "))
+	}
+	if c.err == nil {
+		c.err = pipeline.Errorf(pipeline.Malformed, "%s: unknown element %s in FLOP %s%s", c.where(), short(name), styp, hint)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,7 @@ func TestFlopMultipleRecords(t *testing.T) {
 	// One bad record rejects the whole message, naming the record.
 	wantReject(t, flopMsg("CHOT", flop7001(`<CHOT CSNO="1"><CHTM>15MAR261000</CHTM></CHOT>`),
 		`<FLID>7009</FLID><CHOT CSNO="1"><CHTM>15MAR261099</CHTM></CHOT>`),
-		pipeline.CodecError, "FLOP[2] FLID 7009", "CHOT[1]/CHTM", `"15MAR261099"`, "minute 99")
+		pipeline.Malformed, "FLOP[2] FLID 7009", "CHOT[1]/CHTM", `"15MAR261099"`, "minute 99")
 }
 
 func TestFlopValues(t *testing.T) {
@@ -174,68 +175,68 @@ func TestFlopValues(t *testing.T) {
 }
 
 func TestFlopRejects(t *testing.T) {
-	cd := pipeline.CodecError
+	mf := pipeline.Malformed
 	tests := []struct {
 		name    string
 		raw     []byte
 		class   pipeline.ErrorClass
 		message []string
 	}{
-		{"bad date", flopMsg("APPT", flop7001("<APPT>15MAR26XX12</APPT>")), cd, []string{"FLOP[1] FLID 7001", "APPT", `"15MAR26XX12"`}},
-		{"day 32", flopMsg("BOTM", flop7001("<BOTM>32MAR261012</BOTM>")), cd, []string{"FLID 7001", "BOTM", "day 32"}},
-		{"30 FEB", flopMsg("CTOT", flop7001("<CTOT>30FEB261012</CTOT>")), cd, []string{"CTOT", "day 30"}},
-		{"minute 75", flopMsg("EOBT", flop7001("<EOBT>15MAR261075</EOBT>")), cd, []string{"EOBT", "minute 75"}},
-		{"hour 25", flopMsg("TOBT", flop7001("<TOBT>15MAR262510</TOBT>")), cd, []string{"TOBT", "hour 25"}},
-		{"wrong length", flopMsg("PADT", flop7001("<PADT>15MAR2610</PADT>")), cd, []string{"PADT", `"15MAR2610"`, "9 characters"}},
-		{"DDIR TOO", flopMsg("FDIV", flop7001(`<FDIV DDES="CKG" DDIR="TOO">x</FDIV>`)), cd, []string{`FLOP[1] FLID 7001 FDIV@DDIR "TOO": want TO or FROM`}},
-		{"DDIR empty", flopMsg("FDIV", flop7001(`<FDIV DDES="CKG" DDIR="">x</FDIV>`)), cd, []string{"FDIV@DDIR", "empty"}},
-		{"DDES empty", flopMsg("FDIV", flop7001(`<FDIV DDES="" DDIR="TO"/>`)), cd, []string{"FDIV@DDES", "empty"}},
-		{"DDES missing", flopMsg("FDIV", flop7001(`<FDIV DDIR="TO">reason</FDIV>`)), cd, []string{"FDIV@DDES", "missing"}},
-		{"ARES empty", flopMsg("FLAB", flop7001(`<FLAB ARES=""></FLAB>`)), cd, []string{"FLAB@ARES", "empty"}},
-		{"ARES bad", flopMsg("FLAB", flop7001(`<FLAB ARES="X"/>`)), cd, []string{`FLAB@ARES "X"`, "O or G"}},
-		{"REID bad", flopMsg("FRET", flop7001(`<FRET REID="B"/>`)), cd, []string{`FRET@REID "B"`, "A or G"}},
-		{"FRET text only", flopMsg("FRET", flop7001(`<FRET>reason</FRET>`)), cd, []string{"FRET@REID", "missing"}},
-		{"FLIN bad", flopMsg("FLIN", flop7001(`<FLIN>X</FLIN>`)), cd, []string{`FLIN "X"`, "D or I or M"}},
-		{"missing FLID", flopMsg("APPT", `<FFID>x</FFID><APPT>15MAR261012</APPT>`), cd, []string{"FLOP[1] FLID: missing"}},
-		{"empty FLID", flopMsg("APPT", `<FLID/><APPT>15MAR261012</APPT>`), cd, []string{"FLOP[1] FLID: missing"}},
-		{"non-numeric FLID", flopMsg("APPT", `<FLID>70O1</FLID>`), cd, []string{`FLOP[1] FLID "70O1"`, "not a decimal number"}},
-		{"negative FLID", flopMsg("APPT", `<FLID>-7</FLID>`), cd, []string{`FLID "-7"`}},
-		{"FLID overflow", flopMsg("APPT", `<FLID>99999999999999999999</FLID>`), cd, []string{`FLID "99999999999999999999"`, "out of range"}},
-		{"FLID twice", flopMsg("APPT", `<FLID>7001</FLID><FLID>7002</FLID>`), cd, []string{"FLID", "appears 2 times"}},
-		{"singleton twice", flopMsg("STND", flop7001(`<STND>213</STND><STND>214</STND>`)), cd, []string{"FLID 7001 STND", "appears 2 times"}},
-		{"number overflow", flopMsg("GTDT", flop7001(`<GTDT GTNO="200"><GATE>A1</GATE></GTDT>`)), cd, []string{"FLID 7001", `GTDT[1]@GTNO "200"`, "8-bit"}},
-		{"number not a number", flopMsg("CHOT", flop7001(`<CHOT CSNO="one"/>`)), cd, []string{`CHOT[1]@CSNO "one"`}},
-		{"number missing", flopMsg("PSDT", flop7001(`<PSDT><PSST>213</PSST></PSDT>`)), cd, []string{"PSDT[1]@PSNO: missing"}},
-		{"number empty", flopMsg("CLDT", flop7001(`<CLDT CLNO=""><BELT>3</BELT></CLDT>`)), cd, []string{"CLDT[1]@CLNO", "empty"}},
-		{"number twice", flopMsg("CKDT", flop7001(`<CKDT CKNO="1"><CHKC>K1</CHKC></CKDT><CKDT CKNO="1"><CHKC>K2</CHKC></CKDT>`)), cd, []string{"CKDT[2]@CKNO 1", "twice"}},
-		{"group date", flopMsg("ABTM", flop7001(`<ABTM ASNO="1"><AOTM>15MAR26</AOTM></ABTM><ABTM ASNO="2"><AOTM>31APR261000</AOTM></ABTM>`)), cd, []string{"ABTM[2]/AOTM", "day 31"}},
-		{"MAXP overflow", flopMsg("MAXP", flop7001(`<MAXP>40000</MAXP>`)), cd, []string{`MAXP "40000"`, "16-bit"}},
-		{"MAXP text", flopMsg("MAXP", flop7001(`<MAXP>many</MAXP>`)), cd, []string{`MAXP "many"`}},
-		{"VIPR overflow", flopMsg("VIPP", flop7001(`<VIPP>1</VIPP><VIPR>128</VIPR>`)), cd, []string{`VIPR "128"`}},
-		{"FHAG overflow", flopMsg("HNAG", flop7001(`<FHAG>3000000000</FHAG>`)), cd, []string{`FHAG "3000000000"`, "32-bit"}},
-		{"TAID not a number", flopMsg("TAOP", flop7001(`<TAOP>CA</TAOP><TAFL>CA1</TAFL><TAID>x</TAID>`)), cd, []string{`TAID "x"`}},
-		{"PORT without PORT", flopMsg("PORT", flop7001("")), cd, []string{"FLOP[1] FLID 7001 PORT: missing"}},
-		{"PORT empty", flopMsg("PORT", flop7001("<PORT/>")), cd, []string{"PORT: missing"}},
-		{"PORT without POID", flopMsg("PORT", flop7001("<PORT><POTM>15MAR261000</POTM></PORT>")), cd, []string{"PORT[1]/POID: missing"}},
-		{"POID bad", flopMsg("PORT", flop7001("<PORT><POID>X</POID></PORT>")), cd, []string{`PORT[1]/POID "X"`, "O or C"}},
-		{"POID twice", flopMsg("PORT", flop7001("<PORT><POID>O</POID></PORT><PORT><POID>O</POID></PORT>")), cd, []string{`PORT[2]/POID "O"`, "twice"}},
-		{"non-empty FDEL", flopMsg("FDEL", flop7001("<FDEL>yes</FDEL>")), cd, []string{"FLID 7001 FDEL", `"yes"`, "must be empty"}},
-		{"FDEL with child", flopMsg("FDEL", flop7001("<FDEL><X/></FDEL>")), cd, []string{"FDEL", "must be empty"}},
-		{"DELY code empty", flopMsg("DELY", flop7001(`<DELY CODE="" DURA="0010"/>`)), cd, []string{"DELY[1]@CODE: missing"}},
-		{"DELY code missing", flopMsg("DELY", flop7001(`<DELY STRT="15MAR261000">late</DELY>`)), cd, []string{"DELY[1]@CODE: missing"}},
-		{"DURA 3 digits", flopMsg("DELY", flop7001(`<DELY CODE="WX" DURA="130"/>`)), cd, []string{`DELY[1]@DURA "130"`, "4 digits"}},
-		{"DURA minutes", flopMsg("DELY", flop7001(`<DELY CODE="WX" DURA="0175"/>`)), cd, []string{`DELY[1]@DURA "0175"`}},
-		{"DELY STRT", flopMsg("DELY", flop7001(`<DELY CODE="WX" STRT="15MAR26100"/>`)), cd, []string{`DELY[1]@STRT "15MAR26100"`}},
-		{"DELY code twice", flopMsg("DELY", flop7001(`<DELY CODE="WX"/><DELY CODE="WX" DURA="0010"/>`)), cd, []string{`DELY[2]@CODE "WX"`, "twice"}},
-		{"ERUT without RTNO", flopMsg("ERUT", flop7001(`<ERUT><APCD>PVG</APCD></ERUT>`)), cd, []string{"ERUT[1]@RTNO: missing"}},
-		{"ERUT without APCD", flopMsg("ERUT", flop7001(`<ERUT RTNO="1"><SCAT>15MAR261000</SCAT></ERUT>`)), cd, []string{"ERUT[1]/APCD: missing"}},
-		{"SRVT without SRTC", flopMsg("SRVT", flop7001(`<SRVT><SRQT>1</SRQT></SRVT>`)), cd, []string{"SRVT[1]/SRTC: missing"}},
-		{"SRVT without SRQT", flopMsg("SRVT", flop7001(`<SRVT><SRTC>GPU</SRTC></SRVT>`)), cd, []string{"SRVT[1]/SRQT: missing"}},
-		{"SRQT overflow", flopMsg("SRVT", flop7001(`<SRVT><SRTC>GPU</SRTC><SRQT>300</SRQT></SRVT>`)), cd, []string{`SRVT[1]/SRQT "300"`}},
-		{"VIPT date", flopMsg("VIPF", flop7001(`<VIPF><VPCD>V1</VPCD><VIPT><VSCD>L</VSCD><VTST>x</VTST></VIPT></VIPF>`)), cd, []string{`VIPF[1]/VIPT[1]/VTST "x"`}},
-		{"PSHT without stand", flopMsg("PSHT", flop7001(`<PSHT PSHN="1"><PSTM>15MAR261000</PSTM></PSHT>`)), cd, []string{"PSHT[1]/PUST: missing"}},
-		{"TIPT without stand", flopMsg("TIPT", flop7001(`<TIPT><TRTM>15MAR261000</TRTM></TIPT>`)), cd, []string{"TIPT[1]/TRST: missing"}},
-		{"no FLOP element", flopMsg("APPT"), cd, []string{"no <FLOP>"}},
+		{"bad date", flopMsg("APPT", flop7001("<APPT>15MAR26XX12</APPT>")), mf, []string{"FLOP[1] FLID 7001", "APPT", `"15MAR26XX12"`}},
+		{"day 32", flopMsg("BOTM", flop7001("<BOTM>32MAR261012</BOTM>")), mf, []string{"FLID 7001", "BOTM", "day 32"}},
+		{"30 FEB", flopMsg("CTOT", flop7001("<CTOT>30FEB261012</CTOT>")), mf, []string{"CTOT", "day 30"}},
+		{"minute 75", flopMsg("EOBT", flop7001("<EOBT>15MAR261075</EOBT>")), mf, []string{"EOBT", "minute 75"}},
+		{"hour 25", flopMsg("TOBT", flop7001("<TOBT>15MAR262510</TOBT>")), mf, []string{"TOBT", "hour 25"}},
+		{"wrong length", flopMsg("PADT", flop7001("<PADT>15MAR2610</PADT>")), mf, []string{"PADT", `"15MAR2610"`, "9 characters"}},
+		{"DDIR TOO", flopMsg("FDIV", flop7001(`<FDIV DDES="CKG" DDIR="TOO">x</FDIV>`)), mf, []string{`FLOP[1] FLID 7001 FDIV@DDIR "TOO": want TO or FROM`}},
+		{"DDIR empty", flopMsg("FDIV", flop7001(`<FDIV DDES="CKG" DDIR="">x</FDIV>`)), mf, []string{"FDIV@DDIR", "empty"}},
+		{"DDES empty", flopMsg("FDIV", flop7001(`<FDIV DDES="" DDIR="TO"/>`)), mf, []string{"FDIV@DDES", "empty"}},
+		{"DDES missing", flopMsg("FDIV", flop7001(`<FDIV DDIR="TO">reason</FDIV>`)), mf, []string{"FDIV@DDES", "missing"}},
+		{"ARES empty", flopMsg("FLAB", flop7001(`<FLAB ARES=""></FLAB>`)), mf, []string{"FLAB@ARES", "empty"}},
+		{"ARES bad", flopMsg("FLAB", flop7001(`<FLAB ARES="X"/>`)), mf, []string{`FLAB@ARES "X"`, "O or G"}},
+		{"REID bad", flopMsg("FRET", flop7001(`<FRET REID="B"/>`)), mf, []string{`FRET@REID "B"`, "A or G"}},
+		{"FRET text only", flopMsg("FRET", flop7001(`<FRET>reason</FRET>`)), mf, []string{"FRET@REID", "missing"}},
+		{"FLIN bad", flopMsg("FLIN", flop7001(`<FLIN>X</FLIN>`)), mf, []string{`FLIN "X"`, "D or I or M"}},
+		{"missing FLID", flopMsg("APPT", `<FFID>x</FFID><APPT>15MAR261012</APPT>`), mf, []string{"FLOP[1] FLID: missing"}},
+		{"empty FLID", flopMsg("APPT", `<FLID/><APPT>15MAR261012</APPT>`), mf, []string{"FLOP[1] FLID: missing"}},
+		{"non-numeric FLID", flopMsg("APPT", `<FLID>70O1</FLID>`), mf, []string{`FLOP[1] FLID "70O1"`, "not a decimal number"}},
+		{"negative FLID", flopMsg("APPT", `<FLID>-7</FLID>`), mf, []string{`FLID "-7"`}},
+		{"FLID overflow", flopMsg("APPT", `<FLID>99999999999999999999</FLID>`), mf, []string{`FLID "99999999999999999999"`, "out of range"}},
+		{"FLID twice", flopMsg("APPT", `<FLID>7001</FLID><FLID>7002</FLID>`), mf, []string{"FLID", "appears 2 times"}},
+		{"singleton twice", flopMsg("STND", flop7001(`<STND>213</STND><STND>214</STND>`)), mf, []string{"FLID 7001 STND", "appears 2 times"}},
+		{"number overflow", flopMsg("GTDT", flop7001(`<GTDT GTNO="200"><GATE>A1</GATE></GTDT>`)), mf, []string{"FLID 7001", `GTDT[1]@GTNO "200"`, "8-bit"}},
+		{"number not a number", flopMsg("CHOT", flop7001(`<CHOT CSNO="one"/>`)), mf, []string{`CHOT[1]@CSNO "one"`}},
+		{"number missing", flopMsg("PSDT", flop7001(`<PSDT><PSST>213</PSST></PSDT>`)), mf, []string{"PSDT[1]@PSNO: missing"}},
+		{"number empty", flopMsg("CLDT", flop7001(`<CLDT CLNO=""><BELT>3</BELT></CLDT>`)), mf, []string{"CLDT[1]@CLNO", "empty"}},
+		{"number twice", flopMsg("CKDT", flop7001(`<CKDT CKNO="1"><CHKC>K1</CHKC></CKDT><CKDT CKNO="1"><CHKC>K2</CHKC></CKDT>`)), mf, []string{"CKDT[2]@CKNO 1", "twice"}},
+		{"group date", flopMsg("ABTM", flop7001(`<ABTM ASNO="1"><AOTM>15MAR26</AOTM></ABTM><ABTM ASNO="2"><AOTM>31APR261000</AOTM></ABTM>`)), mf, []string{"ABTM[2]/AOTM", "day 31"}},
+		{"MAXP overflow", flopMsg("MAXP", flop7001(`<MAXP>40000</MAXP>`)), mf, []string{`MAXP "40000"`, "16-bit"}},
+		{"MAXP text", flopMsg("MAXP", flop7001(`<MAXP>many</MAXP>`)), mf, []string{`MAXP "many"`}},
+		{"VIPR overflow", flopMsg("VIPP", flop7001(`<VIPP>1</VIPP><VIPR>128</VIPR>`)), mf, []string{`VIPR "128"`}},
+		{"FHAG overflow", flopMsg("HNAG", flop7001(`<FHAG>3000000000</FHAG>`)), mf, []string{`FHAG "3000000000"`, "32-bit"}},
+		{"TAID not a number", flopMsg("TAOP", flop7001(`<TAOP>CA</TAOP><TAFL>CA1</TAFL><TAID>x</TAID>`)), mf, []string{`TAID "x"`}},
+		{"PORT without PORT", flopMsg("PORT", flop7001("")), mf, []string{"FLOP[1] FLID 7001 PORT: missing"}},
+		{"PORT empty", flopMsg("PORT", flop7001("<PORT/>")), mf, []string{"PORT: missing"}},
+		{"PORT without POID", flopMsg("PORT", flop7001("<PORT><POTM>15MAR261000</POTM></PORT>")), mf, []string{"PORT[1]/POID: missing"}},
+		{"POID bad", flopMsg("PORT", flop7001("<PORT><POID>X</POID></PORT>")), mf, []string{`PORT[1]/POID "X"`, "O or C"}},
+		{"POID twice", flopMsg("PORT", flop7001("<PORT><POID>O</POID></PORT><PORT><POID>O</POID></PORT>")), mf, []string{`PORT[2]/POID "O"`, "twice"}},
+		{"non-empty FDEL", flopMsg("FDEL", flop7001("<FDEL>yes</FDEL>")), mf, []string{"FLID 7001 FDEL", `"yes"`, "must be empty"}},
+		{"FDEL with child", flopMsg("FDEL", flop7001("<FDEL><X/></FDEL>")), mf, []string{"FDEL", "must be empty"}},
+		{"DELY code empty", flopMsg("DELY", flop7001(`<DELY CODE="" DURA="0010"/>`)), mf, []string{"DELY[1]@CODE: missing"}},
+		{"DELY code missing", flopMsg("DELY", flop7001(`<DELY STRT="15MAR261000">late</DELY>`)), mf, []string{"DELY[1]@CODE: missing"}},
+		{"DURA 3 digits", flopMsg("DELY", flop7001(`<DELY CODE="WX" DURA="130"/>`)), mf, []string{`DELY[1]@DURA "130"`, "4 digits"}},
+		{"DURA minutes", flopMsg("DELY", flop7001(`<DELY CODE="WX" DURA="0175"/>`)), mf, []string{`DELY[1]@DURA "0175"`}},
+		{"DELY STRT", flopMsg("DELY", flop7001(`<DELY CODE="WX" STRT="15MAR26100"/>`)), mf, []string{`DELY[1]@STRT "15MAR26100"`}},
+		{"DELY code twice", flopMsg("DELY", flop7001(`<DELY CODE="WX"/><DELY CODE="WX" DURA="0010"/>`)), mf, []string{`DELY[2]@CODE "WX"`, "twice"}},
+		{"ERUT without RTNO", flopMsg("ERUT", flop7001(`<ERUT><APCD>PVG</APCD></ERUT>`)), mf, []string{"ERUT[1]@RTNO: missing"}},
+		{"ERUT without APCD", flopMsg("ERUT", flop7001(`<ERUT RTNO="1"><SCAT>15MAR261000</SCAT></ERUT>`)), mf, []string{"ERUT[1]/APCD: missing"}},
+		{"SRVT without SRTC", flopMsg("SRVT", flop7001(`<SRVT><SRQT>1</SRQT></SRVT>`)), mf, []string{"SRVT[1]/SRTC: missing"}},
+		{"SRVT without SRQT", flopMsg("SRVT", flop7001(`<SRVT><SRTC>GPU</SRTC></SRVT>`)), mf, []string{"SRVT[1]/SRQT: missing"}},
+		{"SRQT overflow", flopMsg("SRVT", flop7001(`<SRVT><SRTC>GPU</SRTC><SRQT>300</SRQT></SRVT>`)), mf, []string{`SRVT[1]/SRQT "300"`}},
+		{"VIPT date", flopMsg("VIPF", flop7001(`<VIPF><VPCD>V1</VPCD><VIPT><VSCD>L</VSCD><VTST>x</VTST></VIPT></VIPF>`)), mf, []string{`VIPF[1]/VIPT[1]/VTST "x"`}},
+		{"PSHT without stand", flopMsg("PSHT", flop7001(`<PSHT PSHN="1"><PSTM>15MAR261000</PSTM></PSHT>`)), mf, []string{"PSHT[1]/PUST: missing"}},
+		{"TIPT without stand", flopMsg("TIPT", flop7001(`<TIPT><TRTM>15MAR261000</TRTM></TIPT>`)), mf, []string{"TIPT[1]/TRST: missing"}},
+		{"no FLOP element", flopMsg("APPT"), mf, []string{"no <FLOP>"}},
 		{"unknown STYP ESTT", flopMsg("ESTT", flop7001("<ESTT>15MAR261000</ESTT>")), pipeline.Unsupported, []string{"ESTT"}},
 		{"unknown STYP ACTT", flopMsg("ACTT", flop7001("<ACTT>15MAR261000</ACTT>")), pipeline.Unsupported, []string{"ACTT"}},
 		{"lower-case STYP", []byte(strings.Replace(string(flopMsg("APPT", flop7001(""))), "<STYP>APPT", "<STYP>appt", 1)), pipeline.Malformed, []string{"STYP"}},
@@ -267,5 +268,68 @@ func TestFlopJSONRoundTrip(t *testing.T) {
 				t.Errorf("%s: JSON round trip changes the record:\n%s\n%s", file, b1, b2)
 			}
 		}
+	}
+}
+
+// No silent clears: a FLOP record that lacks its STYP's element(s) and holds an element SIS
+// does not define for FLOP is MALFORMED, naming the element probably meant; beside a present
+// STYP element an unknown one is read past with a warning.
+func TestFlopUnknownElements(t *testing.T) {
+	rejects := []struct {
+		name, styp, payload string
+		part                string
+	}{
+		{"misspelt", "STND", "<STDN>214</STDN>", "FLOP[1] FLID 7001: unknown element STDN in FLOP STND (did you mean STND?)"},
+		{"longer tag", "CHOT", `<CHOTX CSNO="1"><CHTM>15MAR261000</CHTM></CHOTX>`, "unknown element CHOTX in FLOP CHOT (did you mean CHOT?)"},
+		{"wrong case", "APPT", "<appt>15MAR261000</appt>", "unknown element appt in FLOP APPT (did you mean APPT?)"},
+		{"empty misspelt clear", "PADT", "<PDAT/>", "unknown element PDAT in FLOP PADT (did you mean PADT?)"},
+		{"one of several", "HNAG", "<FHAG>1</FHAG><PHAG>2</PHAG><MHGA>3</MHGA>", "unknown element MHGA in FLOP HNAG (did you mean MHAG?)"},
+		{"the close one is named", "TOBT", "<XXXXXXXX/><TBOT>15MAR261000</TBOT>", "unknown element TBOT in FLOP TOBT (did you mean TOBT?)"},
+		{"nothing close", "TOBT", "<REMARKS>x</REMARKS>", "unknown element REMARKS in FLOP TOBT; the record has no TOBT, which would clear it"},
+		{"PORT", "PORT", "<PROT><POID>O</POID></PROT>", "did you mean PORT?"},
+		{"FDEL", "FDEL", "<FDELL/>", "did you mean FDEL?"},
+		{"second record", "STND", "<STND>1</STND></FLOP><FLOP><FLID>7002</FLID><Stnd>2</Stnd>", "FLOP[2] FLID 7002: unknown element Stnd in FLOP STND (did you mean STND?)"},
+	}
+	for _, tt := range rejects {
+		t.Run(tt.name, func(t *testing.T) {
+			wantReject(t, flopMsg(tt.styp, flop7001(tt.payload)), pipeline.Malformed, tt.part)
+		})
+	}
+	accepts := []struct {
+		name, styp, payload string
+		warnings            []string
+	}{
+		{"beside the element", "STND", "<STND>214</STND><STDN>215</STDN><ZZZZ/>", []string{
+			"unknown element STDN in FLOP STND record 1 ignored (did you mean STND?)",
+			"unknown element ZZZZ in FLOP STND record 1 ignored"}},
+		{"absent, nothing unknown: clear", "TOBT", "", nil},
+		{"other STYP's element: not unknown", "APPT", "<BOTM>15MAR261000</BOTM>", nil},
+		{"inside a group", "CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHTX/></CHOT>`, []string{
+			"unknown element CHTX in FLOP CHOT record 1 CHOT[1] ignored"}},
+		{"around the record", "APPT", "<APPT/></FLOP><NOTE/><FLOP><FLID>7002</FLID><APPT/>", []string{
+			"unknown element NOTE in MSG ignored"}},
+	}
+	for _, tt := range accepts {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, err := Decode(flopMsg(tt.styp, flop7001(tt.payload)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(msg.Warnings, tt.warnings) {
+				t.Errorf("warnings\n got %q\nwant %q", msg.Warnings, tt.warnings)
+			}
+		})
+	}
+}
+
+// Unknown META children are read past and reported.
+func TestMetaWarnings(t *testing.T) {
+	raw := strings.Replace(string(flopMsg("APPT", flop7001("<APPT/>"))), "<STYP>", "<RCVR>VIEW</RCVR><RCVR>X</RCVR><STYP>", 1)
+	msg, err := Decode([]byte(raw), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"unknown element RCVR in META ignored"}; !slices.Equal(msg.Warnings, want) {
+		t.Errorf("warnings %q, want %q", msg.Warnings, want)
 	}
 }

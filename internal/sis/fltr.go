@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +26,9 @@ import (
 // xtext is a simple element as read: its text without surrounding white space and how many
 // times it occurred (a singleton that occurs twice is an error, not "last one wins").
 type xtext struct {
-	s string
-	n int
+	s   string
+	n   int
+	sub string // the first element found inside it (SIS has none there), read past
 }
 
 // xrec is a FLTR (SCHD or SCHS) or FLOP element as read. Untagged fields match the element of
@@ -57,88 +60,116 @@ type xrec struct {
 	PSHT []xpsht `xml:"PSHT"`
 	TIPT []xtipt `xml:"TIPT"`
 	FDEL []xfdel `xml:"FDEL"`
+
+	Other []string `xml:",any"` // names of the child elements xrec has no field for, in order
 }
 
 type xfdiv struct {
-	DDES *string `xml:"DDES,attr"`
-	DDIR *string `xml:"DDIR,attr"`
-	Text string  `xml:",chardata"`
+	DDES  *string  `xml:"DDES,attr"`
+	DDIR  *string  `xml:"DDIR,attr"`
+	Text  string   `xml:",chardata"`
+	Other []string `xml:",any"`
 }
 
 type xfret struct {
-	REID *string `xml:"REID,attr"`
-	Text string  `xml:",chardata"`
+	REID  *string  `xml:"REID,attr"`
+	Text  string   `xml:",chardata"`
+	Other []string `xml:",any"`
 }
 
 type xflab struct {
-	ARES *string `xml:"ARES,attr"`
-	Text string  `xml:",chardata"`
+	ARES  *string  `xml:"ARES,attr"`
+	Text  string   `xml:",chardata"`
+	Other []string `xml:",any"`
 }
 
-type xport struct{ POTM, POID xtext }
+type xport struct {
+	POTM, POID xtext
+	Other      []string `xml:",any"`
+}
 
 type xpsdt struct {
 	PSNO             *string `xml:"PSNO,attr"`
 	PSST, STST, STET xtext
+	Other            []string `xml:",any"`
 }
 
 type xgtdt struct {
 	GTNO                               *string `xml:"GTNO,attr"`
 	GATE, PGOT, PGCT, GOTM, GCTM, GTYP xtext
+	Other                              []string `xml:",any"`
 }
 
 type xchdt struct {
 	CHNO                                     *string `xml:"CHNO,attr"`
 	CHUT, CCLS, PCBT, PCET, CBTM, CETM, CTYP xtext
+	Other                                    []string `xml:",any"`
 }
 
 type xckdt struct {
 	CKNO                                     *string `xml:"CKNO,attr"`
 	CHKC, CCLS, PCOT, PCCT, COTM, CCTM, CTYP xtext
+	Other                                    []string `xml:",any"`
 }
 
 type xcldt struct {
 	CLNO                                     *string `xml:"CLNO,attr"`
 	BELT, BCLS, PCOT, PCCT, FBAG, LBAG, BTYP xtext
+	Other                                    []string `xml:",any"`
 }
 
 type xchot struct {
 	CSNO             *string `xml:"CSNO,attr"`
 	CHTM, CHID, CHST xtext
+	Other            []string `xml:",any"`
 }
 
 type xabtm struct {
 	ASNO             *string `xml:"ASNO,attr"`
 	ABDG, ABOP, AOTM xtext
+	Other            []string `xml:",any"`
 }
 
 type xdely struct {
-	CODE *string `xml:"CODE,attr"`
-	STRT *string `xml:"STRT,attr"`
-	DURA *string `xml:"DURA,attr"`
-	Text string  `xml:",chardata"`
+	CODE  *string  `xml:"CODE,attr"`
+	STRT  *string  `xml:"STRT,attr"`
+	DURA  *string  `xml:"DURA,attr"`
+	Text  string   `xml:",chardata"`
+	Other []string `xml:",any"`
 }
 
 type xerut struct {
-	RTNO                         *string `xml:"RTNO,attr"`
-	APCD, SCAT, SCDT, SADC, SDDC xtext   // SADC, SDDC: SCHS only
+	RTNO                         *string  `xml:"RTNO,attr"`
+	APCD, SCAT, SCDT, SADC, SDDC xtext    // SADC, SDDC: SCHS only
+	Other                        []string `xml:",any"`
 }
 
-type xsrvt struct{ SRTC, SRQT, SRST, SRET, SRPR, SANR, SARR xtext }
+type xsrvt struct {
+	SRTC, SRQT, SRST, SRET, SRPR, SANR, SARR xtext
+	Other                                    []string `xml:",any"`
+}
 
 type xvipf struct {
 	VPCD, VFES xtext
-	VIPT       []xvipt `xml:"VIPT"`
+	VIPT       []xvipt  `xml:"VIPT"`
+	Other      []string `xml:",any"`
 }
 
-type xvipt struct{ VSCD, VTQY, VTST, VTET xtext }
+type xvipt struct {
+	VSCD, VTQY, VTST, VTET xtext
+	Other                  []string `xml:",any"`
+}
 
 type xpsht struct {
 	PSHN             *string `xml:"PSHN,attr"`
 	PSTM, PSID, PUST xtext
+	Other            []string `xml:",any"`
 }
 
-type xtipt struct{ TRTM, TRST xtext }
+type xtipt struct {
+	TRTM, TRST xtext
+	Other      []string `xml:",any"`
+}
 
 type xfdel struct {
 	Attrs []xml.Attr `xml:",any,attr"`
@@ -158,6 +189,7 @@ type xfdel struct {
 
 type xplan struct {
 	elems   map[string]xslot
+	order   []string // the element names of elems, in field order
 	attrs   map[string]int
 	char    int // field index of ",chardata", or -1
 	anyAttr int
@@ -193,8 +225,10 @@ func planOf(t reflect.Type) *xplan {
 			p.anyElem = i
 		case f.Type == xtextType:
 			p.elems[name] = xslot{index: i}
+			p.order = append(p.order, name)
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
 			p.elems[name] = xslot{index: i, plan: planOf(f.Type.Elem())}
+			p.order = append(p.order, name)
 		default:
 			panic("sis: no reader for field " + t.Name() + "." + f.Name)
 		}
@@ -277,6 +311,9 @@ func readText(d *xml.Decoder, x *xtext) error {
 				text += string(t)
 			}
 		case xml.StartElement:
+			if depth == 0 && x.sub == "" {
+				x.sub = t.Name.Local
+			}
 			depth++
 		case xml.EndElement:
 			if depth > 0 {
@@ -327,24 +364,32 @@ func forBody(raw []byte, fn func(d *xml.Decoder, start *xml.StartElement) error)
 }
 
 // forWrapperChildren calls fn for each child of the body's one <name> element (the SCHD or
-// SCHS wrapper); the body's other elements are skipped, and a second <name>, or none, is a
-// CODEC_ERROR.
-func forWrapperChildren(raw []byte, name string, fn func(d *xml.Decoder, start *xml.StartElement) error) error {
+// SCHS wrapper); the body's other elements are skipped (reported in w, except META), and a
+// second <name>, or none, is MALFORMED (SIS has exactly one).
+func forWrapperChildren(raw []byte, name string, w *Warnings, fn func(d *xml.Decoder, start *xml.StartElement) error) error {
 	found := false
 	err := forBody(raw, func(d *xml.Decoder, st *xml.StartElement) error {
 		if st.Name.Local != name {
+			msgChild(w, st.Name.Local)
 			return skipElement(d)
 		}
 		if found {
-			return pipeline.Errorf(pipeline.CodecError, "%s: more than one <%s> element", name, name)
+			return pipeline.Errorf(pipeline.Malformed, "%s: more than one <%s> element", name, name)
 		}
 		found = true
 		return forChildren(d, func(st *xml.StartElement) error { return fn(d, st) })
 	})
 	if err == nil && !found {
-		err = pipeline.Errorf(pipeline.CodecError, "%s: no <%s> element in the message", name, name)
+		err = pipeline.Errorf(pipeline.Malformed, "%s: no <%s> element in the message", name, name)
 	}
 	return err
+}
+
+// msgChild reports a direct child of MSG that the body decoder does not read (META aside).
+func msgChild(w *Warnings, name string) {
+	if name != "META" {
+		w.Addf("unknown element %s in MSG ignored", short(name))
+	}
 }
 
 // forChildren calls fn for each child element of the element whose start was just read, up
@@ -424,6 +469,203 @@ func attrVal(p *string) string {
 	return strings.TrimSpace(*p)
 }
 
+// ---- elements SIS does not define where they stand ----
+
+// setOf returns the set of the space-separated names.
+func setOf(names string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range strings.Fields(names) {
+		m[n] = true
+	}
+	return m
+}
+
+// fltrKnown are the children of a SCHD FLTR (FORMAT.md §2.4), FFID included (the decoder
+// reads it when sent); schsKnown those of a SCHS FLTR (§2.5).
+var (
+	fltrKnown = setOf(`FLID FFID ALCD ALSC FLNO MVIN SODT FLTY FLIN ROUT ACFT RENO TAOP TAFL TAID
+		CSOP CSFT MAID TRML MAXP STND ESTT ACTT PSDT GTDT CHDT CKDT CLDT CHOT ABTM PHAG FHAG MHAG
+		CNCL BOTM LACL FINT APPT EGSR EGST COBT TOBT EOBT IEST PEDT NEAT PADT NAAT DELY SRVT VIPF
+		FDIV FRET FLAB ERUT EXSC EXSR FTSS REMC VIPP VIPR LBNO LBWT PAXC PORT RUNW TIPT`)
+	schsKnown = setOf(`ALCD FLNO MVIN STDT EDDT DYOP SCHT FLTY FLIN ACFT ROUT RENO TAOP TAFL TRML
+		MAXP CSOP CSFT ERUT`)
+)
+
+// present reports whether the record holds the element name (even empty).
+func (x *xrec) present(name string) bool {
+	slot, ok := xrecPlan.elems[name]
+	if !ok {
+		return slices.Contains(x.Other, name)
+	}
+	f := reflect.ValueOf(x).Elem().Field(slot.index)
+	if slot.plan == nil {
+		return f.Addr().Interface().(*xtext).n > 0 // through a pointer: no copy, no allocation
+	}
+	return f.Len() > 0
+}
+
+// unknown returns the record's child elements that known does not hold, each once: first
+// those the reader has no field for (in message order), then the others (in field order).
+func (x *xrec) unknown(known map[string]bool) []string {
+	var out []string
+	for _, n := range x.Other {
+		if !known[n] && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, n := range xrecPlan.order {
+		if !known[n] && x.present(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// pathStep is one step down from a record to a group entry: GTDT[2], VIPF[1]/VIPT[3].
+type pathStep struct {
+	name string
+	idx  int // 1-based; 0 for a simple element
+}
+
+func formatPath(steps []pathStep) string {
+	var b strings.Builder
+	for i, s := range steps {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(s.name)
+		if s.idx > 0 {
+			fmt.Fprintf(&b, "[%d]", s.idx)
+		}
+	}
+	return b.String()
+}
+
+// nestedUnknown calls fn for every element read past inside the record's known elements: an
+// element inside a simple element, an unknown child of a group entry. FDEL's content has its
+// own rule (it must be empty). The path is only formatted for what is reported.
+func (x *xrec) nestedUnknown(known map[string]bool, fn func(path, name string)) {
+	var steps [4]pathStep
+	walkUnknown(reflect.ValueOf(x).Elem(), xrecPlan, steps[:0], known, fn)
+}
+
+func walkUnknown(v reflect.Value, p *xplan, path []pathStep, known map[string]bool, fn func(path, name string)) {
+	if p.anyElem >= 0 && known == nil {
+		for _, n := range *v.Field(p.anyElem).Addr().Interface().(*[]string) {
+			fn(formatPath(path), n)
+		}
+	}
+	for _, name := range p.order {
+		if (known != nil && !known[name]) || name == "FDEL" {
+			continue
+		}
+		slot := p.elems[name]
+		f := v.Field(slot.index)
+		if slot.plan == nil {
+			if sub := f.Addr().Interface().(*xtext).sub; sub != "" {
+				fn(formatPath(append(path, pathStep{name: name})), sub)
+			}
+			continue
+		}
+		for i := 0; i < f.Len(); i++ {
+			walkUnknown(f.Index(i), slot.plan, append(path, pathStep{name, i + 1}), nil, fn)
+		}
+	}
+}
+
+// warnUnknown reports in w every element of the record that known does not define, and
+// every element read past inside the known ones; the record is named by label and its
+// 1-based position n ("SCHD FLTR record 3"). A name close to one SIS defines gets a "did you
+// mean"; prefer are the names to suggest first (a FLOP record's own elements).
+func (x *xrec) warnUnknown(known map[string]bool, prefer []string, label string, n int, w *Warnings) {
+	unknown := x.unknown(known)
+	var candidates []string
+	if len(unknown) > 0 {
+		candidates = append(append(candidates, prefer...), sortedNames(known)...)
+	}
+	for _, u := range unknown {
+		w.Addf("unknown element %s in %s record %d ignored%s", short(u), label, n, didYouMean(u, candidates))
+	}
+	x.nestedUnknown(known, func(path, u string) {
+		w.Addf("unknown element %s in %s record %d %s ignored", short(u), label, n, path)
+	})
+}
+
+// short returns name cut to a length fit for a message (an element name is not bounded).
+func short(name string) string {
+	const max = 40
+	if len(name) <= max {
+		return name
+	}
+	return strings.ToValidUTF8(name[:max], "") + "…"
+}
+
+// sortedNames returns the names of a set in order, for deterministic suggestions.
+func sortedNames(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// suggest returns the candidate name probably meant by name: one equal ignoring letter case,
+// else the first of the nearest within edit distance 2 (so list the likeliest first); "" if
+// none is close.
+func suggest(name string, candidates []string) string {
+	for _, c := range candidates {
+		if strings.EqualFold(c, name) {
+			return c
+		}
+	}
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// didYouMean formats suggest's answer as " (did you mean X?)", or "".
+func didYouMean(name string, candidates []string) string {
+	if s := suggest(name, candidates); s != "" {
+		return " (did you mean " + s + "?)"
+	}
+	return ""
+}
+
+// editDistance is the edit distance between a and b counting an insertion, a deletion, a
+// substitution or a swap of two neighbours as one edit (optimal string alignment; bytes: SIS
+// tags are ASCII). A tag is short and the candidates are four letters, so the table is small.
+func editDistance(a, b string) int {
+	if len(a) > len(b)+2 || len(b) > len(a)+2 {
+		return 3 // farther than any suggestion goes, without the work
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
 // conv converts one record as read into typed values and keeps the first error. Its place
 // (record, group entry) is only formatted when there is an error.
 type conv struct {
@@ -437,6 +679,7 @@ type conv struct {
 	sub  string // nested group (VIPT) inside grp
 	sidx int
 	err  error
+	warn *Warnings // where what is read past goes (nil: dropped)
 }
 
 // where names the record: FLOP[1] FLID 7001.
@@ -470,7 +713,7 @@ func (c *conv) failf(elem, format string, args ...any) {
 	if c.err != nil {
 		return
 	}
-	c.err = pipeline.Errorf(pipeline.CodecError, "%s %s%s", c.where(), c.place(elem), fmt.Sprintf(format, args...))
+	c.err = pipeline.Errorf(pipeline.Malformed, "%s %s%s", c.where(), c.place(elem), fmt.Sprintf(format, args...))
 }
 
 // bad records that value v of elem is not valid, and why.
@@ -483,10 +726,14 @@ func (c *conv) missing(elem string) { c.failf(elem, ": missing") }
 func (c *conv) enter(grp string, idx int) { c.grp, c.idx, c.sub = grp, idx, "" }
 func (c *conv) leave()                    { c.grp, c.sub = "", "" }
 
-// text returns the text of a singleton element ("" = no value).
+// text returns the text of a singleton element ("" = no value). An element inside it is a
+// structure SIS does not describe there, which may hold the value: CODEC_ERROR.
 func (c *conv) text(elem string, x xtext) string {
 	if x.n > 1 {
 		c.failf(elem, ": appears %d times", x.n)
+	}
+	if x.sub != "" && c.err == nil {
+		c.err = pipeline.Errorf(pipeline.CodecError, "%s %s contains an element <%s>; want text", c.where(), c.place(elem), short(x.sub))
 	}
 	return x.s
 }
@@ -637,6 +884,10 @@ func (c *conv) flidOf(x xtext) int64 {
 	}
 	if x.s == "" {
 		c.missing("FLID")
+		return 0
+	}
+	if x.sub != "" {
+		c.err = pipeline.Errorf(pipeline.CodecError, "%s FLID contains an element <%s>; want text", c.where(), short(x.sub))
 		return 0
 	}
 	if strings.Trim(x.s, "0123456789") != "" {

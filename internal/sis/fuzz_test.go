@@ -28,6 +28,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add(flopMsg("DELY", flop7001(`<DELY CODE="WX" STRT="15MAR261030" DURA="0145"/>`)))
 	f.Add(schdOf(1, baseFLTR(7001)))
 	f.Add(schsOf(schsHead, "1", schsFLTR))
+	f.Add(flopMsg("STND", flop7001(`<STDN>214</STDN><stnd/>`)))
+	f.Add(flopMsg("CHOT", flop7001(`<CHOT CSNO="1"><CHTX/><CHTM><X/>15MAR261000</CHTM></CHOT><ZZZZ/>`)))
+	f.Add(schdOf(3, baseFLTR(7001), baseFLTR(7001), withFLTR("<MVIN>D</MVIN>", "<MVIN>Q</MVIN><NOTE/>")))
+	f.Add(refInline("AIRL", `<RECS>2</RECS><AIRL><ITOP>CA</ITOP><SUBC><CODX/></SUBC></AIRL><AIRL><ITOPX/><ONAM><A/></ONAM></AIRL>`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		msg, err := Decode(raw, Options{})
 		if err != nil {
@@ -49,13 +53,20 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		case *SchdBody:
-			if b.Recs != len(b.Flights) {
-				t.Fatalf("RECS %d, %d flights", b.Recs, len(b.Flights))
+			n := len(b.Flights) + len(b.Invalid)
+			if (b.STYP == "DNLD" || b.STYP == "RESP") && n < b.Recs {
+				t.Fatalf("RECS %d, %d FLTR in a replace", b.Recs, n)
+			}
+			if n > 0 && len(b.Flights) == 0 {
+				t.Fatalf("every FLTR invalid, yet decoded: %+v", b.Invalid)
 			}
 		case *SchsBody:
-			if b.Recs != len(b.Flights) {
+			if len(b.Flights) < b.Recs {
 				t.Fatalf("RECS %d, %d flights", b.Recs, len(b.Flights))
 			}
+		}
+		if len(msg.Warnings) > maxWarnings+1 {
+			t.Fatalf("%d warnings", len(msg.Warnings))
 		}
 		// The body, not the whole message: a META/DTTM of year 0000 is accepted by the envelope
 		// and cannot be marshalled (corpus 6f32d8a844b1b725, reported to the envelope's owner).

@@ -26,7 +26,12 @@ func IsRefType(typ string) bool {
 	return ok
 }
 
-// RefBody is the decoded body of a reference-data message.
+// RefBody is the decoded body of a reference-data message, of any STYP.
+//
+// Records holds only the records that passed validation, in message order; the others are in
+// Invalid (a handler must keep what is stored under their keys, even in a replace). Recs is
+// the count RECS declared: len(Records)+len(Invalid) is never below it for DNLD and RESP (a
+// truncated replace is MALFORMED); any other mismatch was accepted with a warning.
 type RefBody struct {
 	Type    string      `json:"type"`
 	Recs    int         `json:"RECS"`
@@ -146,29 +151,79 @@ type refOcc struct {
 type refRaw struct {
 	index int // 1-based position among the message's records
 	occ   map[string][]refOcc
+	err   error // the first error met while reading it (the record is then invalid)
 }
 
-func decodeRef(raw []byte, meta Meta, _ Options) (any, error) {
+// errNotWellFormed marks the errors of the XML reader itself: they fail the whole message.
+var errNotWellFormed = errors.New("not well-formed XML")
+
+func refSyntax(err error) error {
+	return pipeline.Errorf(pipeline.Malformed, "%w: %v", errNotWellFormed, err)
+}
+
+// decodeRef decodes a reference message of any STYP (ADD, UPD, DEL, DNLD, RESP or another,
+// which the handler treats as an upsert). A record that fails validation goes to Invalid;
+// the message fails only when its envelope or RECS is broken or every record is invalid.
+func decodeRef(raw []byte, meta Meta, _ Options, w *Warnings) (any, error) {
 	typ := meta.TYPE
 	spec, ok := refSpecs[typ]
 	if !ok {
 		return nil, pipeline.Errorf(pipeline.Unsupported, "%s is not a reference TYPE", typ)
 	}
+	recs, sawRecs, raws, err := refRead(raw, typ, spec, w)
+	if err != nil {
+		return nil, err
+	}
+	n := len(raws)
+	declared, err := refRecs(typ, recs, sawRecs, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRecs(typ+"/RECS", typ+" records", replaces(meta.STYP), declared, n, w); err != nil {
+		return nil, err
+	}
+	body := &RefBody{Type: typ, Recs: declared, Records: make([]RefRecord, 0, n)}
+	seen := make(map[string]int, n)
+	for _, r := range raws {
+		var rec RefRecord
+		err := r.err
+		if err == nil {
+			rec, err = refType(spec, r)
+		}
+		if err != nil {
+			rec.Key = refKeyOf(spec, r)
+		}
+		if err == nil {
+			if first, dup := seen[rec.Key]; dup {
+				err = pipeline.Errorf(pipeline.Malformed, "records %d and %d have the same key %s=%q", first, r.index, spec.key, rec.Key)
+			}
+		}
+		if err != nil {
+			body.Invalid = append(body.Invalid, invalidOf(r.index, rec.Key, refWrap(typ, r.index, err)))
+			continue
+		}
+		seen[rec.Key] = r.index
+		body.Records = append(body.Records, rec)
+	}
+	if err := allInvalid(typ+" record", n, body.Invalid); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// refRead reads the direct children of MSG: RECS (its text) and the records of the TYPE;
+// others are reported in w and skipped.
+func refRead(raw []byte, typ string, spec refSpec, w *Warnings) (recs string, sawRecs bool, raws []*refRaw, err error) {
 	d := NewDecoder(raw)
-	var (
-		recs     string
-		sawRecs  bool
-		raws     []*refRaw
-		depth    int
-		msgFound bool
-	)
+	depth := 0
+	msgFound := false
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+			return "", false, nil, refSyntax(err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -182,21 +237,25 @@ func decodeRef(raw []byte, meta Meta, _ Options) (any, error) {
 			switch t.Name.Local {
 			case "RECS":
 				if sawRecs {
-					return nil, pipeline.Errorf(pipeline.CodecError, "%s: RECS appears more than once", typ)
+					return "", false, nil, pipeline.Errorf(pipeline.Malformed, "%s: RECS appears more than once", typ)
 				}
 				sawRecs = true
 				if recs, err = refReadText(d, "RECS"); err != nil {
-					return nil, refWrap(typ, 0, err)
+					if errors.Is(err, errNotWellFormed) {
+						return "", false, nil, err
+					}
+					return "", false, nil, pipeline.Errorf(pipeline.Malformed, "%s: RECS is not a count: %v", typ, err)
 				}
 			case typ:
 				r := &refRaw{index: len(raws) + 1, occ: map[string][]refOcc{}}
-				if err := refReadRecord(d, spec, r); err != nil {
-					return nil, refWrap(typ, r.index, err)
+				if err := refReadRecord(d, spec, r, fmt.Sprintf("%s record %d", typ, r.index), w); err != nil {
+					return "", false, nil, err
 				}
 				raws = append(raws, r)
 			default: // META and unknown elements
+				msgChild(w, t.Name.Local)
 				if err := refSkip(d); err != nil {
-					return nil, err
+					return "", false, nil, err
 				}
 			}
 		case xml.EndElement:
@@ -204,65 +263,68 @@ func decodeRef(raw []byte, meta Meta, _ Options) (any, error) {
 		}
 	}
 	if !msgFound {
-		return nil, pipeline.Errorf(pipeline.Malformed, "no <MSG> element")
+		return "", false, nil, pipeline.Errorf(pipeline.Malformed, "no <MSG> element")
 	}
-
-	n := len(raws)
-	switch {
-	case !sawRecs:
-		return nil, pipeline.Errorf(pipeline.CodecError, "%s: RECS is missing (%d %s records found)", typ, n, typ)
-	case recs == "":
-		return nil, pipeline.Errorf(pipeline.CodecError, "%s: RECS is empty (%d %s records found)", typ, n, typ)
-	}
-	if !refDigits.MatchString(recs) {
-		return nil, pipeline.Errorf(pipeline.CodecError, "%s: RECS %q is not a non-negative integer (%d %s records found)", typ, recs, n, typ)
-	}
-	if count, err := strconv.ParseUint(recs, 10, 63); err != nil || count != uint64(n) {
-		return nil, pipeline.Errorf(pipeline.CodecError, "%s: RECS is %q but %d %s records found", typ, recs, n, typ)
-	}
-
-	body := &RefBody{Type: typ, Recs: n, Records: make([]RefRecord, 0, n)}
-	seen := make(map[string]int, n)
-	for _, r := range raws {
-		rec, err := refType(spec, r)
-		if err != nil {
-			return nil, refWrap(typ, r.index, err)
-		}
-		if first, dup := seen[rec.Key]; dup {
-			return nil, pipeline.Errorf(pipeline.CodecError, "%s: records %d and %d have the same key %s=%q",
-				typ, first, r.index, spec.key, rec.Key)
-		}
-		seen[rec.Key] = r.index
-		body.Records = append(body.Records, rec)
-	}
-	return body, nil
+	return recs, sawRecs, raws, nil
 }
 
-// refWrap makes err a CODEC_ERROR that names the TYPE and, when index > 0, the record.
+// refRecs checks the RECS text and returns the count it declares; anything but a
+// non-negative decimal is MALFORMED.
+func refRecs(typ, recs string, sawRecs bool, n int) (int, error) {
+	switch {
+	case !sawRecs:
+		return 0, pipeline.Errorf(pipeline.Malformed, "%s: RECS is missing (%d %s records found)", typ, n, typ)
+	case recs == "":
+		return 0, pipeline.Errorf(pipeline.Malformed, "%s: RECS is empty (%d %s records found)", typ, n, typ)
+	}
+	if !refDigits.MatchString(recs) {
+		return 0, pipeline.Errorf(pipeline.Malformed, "%s: RECS %q is not a non-negative integer (%d %s records found)", typ, recs, n, typ)
+	}
+	count, err := strconv.ParseUint(recs, 10, 31)
+	if err != nil {
+		return 0, pipeline.Errorf(pipeline.Malformed, "%s: RECS %q is out of range (%d %s records found)", typ, recs, n, typ)
+	}
+	return int(count), nil
+}
+
+// refKeyOf returns the record's key when it reads cleanly, else "".
+func refKeyOf(spec refSpec, r *refRaw) string {
+	v, err := refScalar(spec.key, spec.fields[spec.key], r.occ[spec.key])
+	if err != nil || v == nil {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// refWrap gives err the TYPE and, when index > 0, the record as context, keeping its class;
+// an error without one is MALFORMED (a value that breaks the format).
 func refWrap(typ string, index int, err error) error {
+	class := pipeline.Malformed
 	var pe *pipeline.Error
 	if errors.As(err, &pe) {
-		return err
+		class = pe.Class
 	}
 	if index > 0 {
-		return pipeline.Errorf(pipeline.CodecError, "%s record %d: %w", typ, index, err)
+		return pipeline.Errorf(class, "%s record %d: %w", typ, index, err)
 	}
-	return pipeline.Errorf(pipeline.CodecError, "%s: %w", typ, err)
+	return pipeline.Errorf(class, "%s: %w", typ, err)
 }
 
 // refReadRecord reads the children of one record element up to and including its end element.
-// Elements the TYPE does not know are skipped.
-func refReadRecord(d *xml.Decoder, spec refSpec, r *refRaw) error {
+// Elements the TYPE does not know are reported in w and skipped. A value that cannot be read
+// makes the record invalid (r.err) and reading goes on; only an XML error stops it.
+func refReadRecord(d *xml.Decoder, spec refSpec, r *refRaw, what string, w *Warnings) error {
 	for {
 		tok, err := d.Token()
 		if err != nil {
-			return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+			return refSyntax(err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			name := t.Name.Local
 			f, known := spec.fields[name]
 			if !known {
+				w.Addf("unknown element %s in %s ignored%s", short(name), what, didYouMean(name, sortedFields(spec)))
 				if err := refSkip(d); err != nil {
 					return err
 				}
@@ -271,17 +333,22 @@ func refReadRecord(d *xml.Decoder, spec refSpec, r *refRaw) error {
 			var o refOcc
 			switch f.kind {
 			case refSubc:
-				o.subc, err = refReadSubc(d)
+				o.subc, err = refReadSubc(d, what, w)
 			case refTrml, refAbbr:
-				o.attrs, err = refAttrs(t, name)
+				var aerr error
+				o.attrs, aerr = refAttrs(t, name)
+				o.text, err = refReadText(d, name)
 				if err == nil {
-					o.text, err = refReadText(d, name)
+					err = aerr
 				}
 			default:
 				o.text, err = refReadText(d, name)
 			}
-			if err != nil {
+			if errors.Is(err, errNotWellFormed) {
 				return err
+			}
+			if err != nil && r.err == nil {
+				r.err = err
 			}
 			r.occ[name] = append(r.occ[name], o)
 		case xml.EndElement:
@@ -290,30 +357,45 @@ func refReadRecord(d *xml.Decoder, spec refSpec, r *refRaw) error {
 	}
 }
 
+// sortedFields returns the element names of a reference TYPE, sorted.
+func sortedFields(spec refSpec) []string {
+	out := make([]string, 0, len(spec.fields))
+	for n := range spec.fields {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // refReadSubc reads the children of one SUBC up to and including its end element.
-func refReadSubc(d *xml.Decoder) (map[string][]string, error) {
+func refReadSubc(d *xml.Decoder, what string, w *Warnings) (map[string][]string, error) {
 	sub := map[string][]string{}
+	var first error
 	for {
 		tok, err := d.Token()
 		if err != nil {
-			return nil, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+			return nil, refSyntax(err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			name := t.Name.Local
 			if name != "CODE" && name != "NAME" && name != "NAMC" {
+				w.Addf("unknown element %s in %s SUBC ignored", short(name), what)
 				if err := refSkip(d); err != nil {
 					return nil, err
 				}
 				continue
 			}
 			v, err := refReadText(d, "SUBC/"+name)
-			if err != nil {
+			if errors.Is(err, errNotWellFormed) {
 				return nil, err
+			}
+			if err != nil && first == nil {
+				first = err
 			}
 			sub[name] = append(sub[name], v)
 		case xml.EndElement:
-			return sub, nil
+			return sub, first
 		}
 	}
 }
@@ -328,7 +410,7 @@ func refAttrs(start xml.StartElement, name string) (map[string]string, error) {
 		}
 		v := strings.TrimSpace(a.Value)
 		if old, dup := attrs[k]; dup && old != v {
-			return nil, fmt.Errorf("%s@%s has two values %q and %q", name, k, old, v)
+			return attrs, pipeline.Errorf(pipeline.Malformed, "%s@%s has two values %q and %q", name, k, old, v)
 		}
 		attrs[k] = v
 	}
@@ -336,20 +418,30 @@ func refAttrs(start xml.StartElement, name string) (map[string]string, error) {
 }
 
 // refReadText reads the text of a simple element up to and including its end element and
-// returns it trimmed. An element inside a simple element cannot be read as a value.
+// returns it trimmed. An element inside a simple element is a structure the format does not
+// describe: CODEC_ERROR (the element is still read to its end).
 func refReadText(d *xml.Decoder, name string) (string, error) {
 	var b strings.Builder
+	var nested error
 	for {
 		tok, err := d.Token()
 		if err != nil {
-			return "", pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+			return "", refSyntax(err)
 		}
 		switch t := tok.(type) {
 		case xml.CharData:
 			b.Write(t)
 		case xml.StartElement:
-			return "", fmt.Errorf("%s contains an element <%s>; want text", name, t.Name.Local)
+			if nested == nil {
+				nested = pipeline.Errorf(pipeline.CodecError, "%s contains an element <%s>; want text", name, short(t.Name.Local))
+			}
+			if err := refSkip(d); err != nil {
+				return "", err
+			}
 		case xml.EndElement:
+			if nested != nil {
+				return "", nested
+			}
 			return strings.TrimSpace(b.String()), nil
 		}
 	}
@@ -360,7 +452,7 @@ func refSkip(d *xml.Decoder) error {
 	for depth := 1; depth > 0; {
 		tok, err := d.Token()
 		if err != nil {
-			return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+			return refSyntax(err)
 		}
 		switch tok.(type) {
 		case xml.StartElement:

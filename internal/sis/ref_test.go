@@ -253,30 +253,28 @@ func TestRefDecodeJSONDeterministic(t *testing.T) {
 }
 
 func TestRefDecodeRejects(t *testing.T) {
+	mf, ce := pipeline.Malformed, pipeline.CodecError
 	tests := []struct {
-		file string
-		want []string // substrings of the error message
+		file  string
+		class pipeline.ErrorClass
+		want  []string // substrings of the error message
 	}{
-		{"reject_recs_more.xml", []string{"RECS", `"3"`, "2 BLST records"}},
-		{"reject_recs_less.xml", []string{"RECS", `"1"`, "2 FLTL records"}},
-		{"reject_recs_missing.xml", []string{"RECS is missing", "1 ABNR records"}},
-		{"reject_recs_nonnumeric.xml", []string{"RECS", `"two"`, "2 STTS records"}},
-		{"reject_recs_wrong_name.xml", []string{"RECS", `"1"`, "0 REGN records"}},
-		{"reject_key_missing.xml", []string{"CLST record 2", "CCOD"}},
-		{"reject_key_dup.xml", []string{"GLST", "records 1 and 2", "GCOD", "G213"}},
-		{"reject_ogid.xml", []string{"ORGN record 1", "OGID", `"CGH"`}},
-		{"reject_amno.xml", []string{"ABDG record 1", `ABCD="215"`, "AMNO", `"200"`, "8-bit"}},
-		{"reject_flag.xml", []string{"CLST record 1", `CCOD="K103"`, "CTRA", `"X"`}},
-		{"reject_abbr_code.xml", []string{"ARPT record 1", `ITCD="PEK"`, "ABBR", "CODE"}},
-		{"reject_trml_mvin.xml", []string{"AIRL record 1", `ITOP="MU"`, "TRML@MVIN", `"Z"`}},
-		{"reject_subc_code.xml", []string{`ITOP="MU"`, "SUBC 1", "CODE"}},
-		{"reject_subc_dup.xml", []string{`ITOP="MU"`, "SUBC CODE", `"MU-YN"`}},
-		{"reject_decimal.xml", []string{`ITAT="320"`, "MTWT", `"78,000"`}},
-		{"reject_maxp.xml", []string{`RNUM="B-1234"`, "MAXP", `"40000"`, "16-bit"}},
-		{"reject_haul.xml", []string{`ITCD="PEK"`, "HAUL", `"M"`}},
-		{"reject_dori.xml", []string{`ITOP="MU"`, "DORI", `"X"`}},
-		{"reject_nested_text.xml", []string{"BLST record 1", "BTNM", "<EN>"}},
-		{"reject_conflict.xml", []string{`TCOD="T1"`, "TNAM", "more than once"}},
+		{"reject_recs_missing.xml", mf, []string{"RECS is missing", "1 ABNR records"}},
+		{"reject_recs_nonnumeric.xml", mf, []string{"RECS", `"two"`, "2 STTS records"}},
+		{"reject_recs_wrong_name.xml", mf, []string{"RECS 1", "only 0 REGN records"}}, // a DNLD: truncated
+		{"reject_ogid.xml", mf, []string{"ORGN record 1", "OGID", `"CGH"`}},
+		{"reject_amno.xml", mf, []string{"ABDG record 1", `ABCD="215"`, "AMNO", `"200"`, "8-bit"}},
+		{"reject_flag.xml", mf, []string{"CLST record 1", `CCOD="K103"`, "CTRA", `"X"`}},
+		{"reject_abbr_code.xml", mf, []string{"ARPT record 1", `ITCD="PEK"`, "ABBR", "CODE"}},
+		{"reject_trml_mvin.xml", mf, []string{"AIRL record 1", `ITOP="MU"`, "TRML@MVIN", `"Z"`}},
+		{"reject_subc_code.xml", mf, []string{`ITOP="MU"`, "SUBC 1", "CODE"}},
+		{"reject_subc_dup.xml", mf, []string{`ITOP="MU"`, "SUBC CODE", `"MU-YN"`}},
+		{"reject_decimal.xml", mf, []string{`ITAT="320"`, "MTWT", `"78,000"`}},
+		{"reject_maxp.xml", mf, []string{`RNUM="B-1234"`, "MAXP", `"40000"`, "16-bit"}},
+		{"reject_haul.xml", mf, []string{`ITCD="PEK"`, "HAUL", `"M"`}},
+		{"reject_dori.xml", mf, []string{`ITOP="MU"`, "DORI", `"X"`}},
+		{"reject_nested_text.xml", ce, []string{"BLST record 1", "BTNM", "<EN>"}},
+		{"reject_conflict.xml", mf, []string{`TCOD="T1"`, "TNAM", "more than once"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -284,8 +282,8 @@ func TestRefDecodeRejects(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Decode succeeded: %+v", body)
 			}
-			if c := pipeline.ClassOf(err); c != pipeline.CodecError {
-				t.Errorf("class %s, want CODEC_ERROR (%v)", c, err)
+			if c := pipeline.ClassOf(err); c != tt.class {
+				t.Errorf("class %s, want %s (%v)", c, tt.class, err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -293,6 +291,142 @@ func TestRefDecodeRejects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A reference message survives its bad records: they are listed in Invalid with their index,
+// key (when readable), class and reason; the good ones are decoded.
+func TestRefInvalidRecords(t *testing.T) {
+	body, err := refTestDecode(t, "reject_key_missing.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Records) != 1 || len(body.Invalid) != 1 {
+		t.Fatalf("body = %+v", body)
+	}
+	if v := body.Invalid[0]; v.Index != 2 || v.Key != "" || v.Class != pipeline.Malformed || !strings.Contains(v.Reason, "CCOD") {
+		t.Errorf("invalid = %+v", v)
+	}
+	body, err = refTestDecode(t, "reject_key_dup.xml") // the later record with a used key is the invalid one
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := body.Invalid; len(v) != 1 || v[0].Index != 2 || v[0].Key != "G213" || !strings.Contains(v[0].Reason, "records 1 and 2") {
+		t.Errorf("invalid = %+v", v)
+	}
+	for _, tt := range []struct {
+		name, body string
+		records    []string
+		invalid    []Invalid // Reason: a substring
+	}{
+		{"key kept for a bad value", `<RECS>3</RECS><TLST><TCOD>T1</TCOD></TLST><TLST><TCOD>T2</TCOD><TPAX>YES</TPAX></TLST><TLST><TCOD>T3</TCOD></TLST>`,
+			[]string{"T1", "T3"}, []Invalid{{2, "T2", pipeline.Malformed, `TPAX "YES"`}}},
+		{"nested element is a codec error", `<RECS>2</RECS><BLST><BCOD>B1</BCOD><BTNM><EN>x</EN></BTNM></BLST><BLST><BCOD>B2</BCOD></BLST>`,
+			[]string{"B2"}, []Invalid{{1, "B1", pipeline.CodecError, "<EN>"}}},
+		{"unreadable key", `<RECS>2</RECS><ORGN><OGID>X1</OGID></ORGN><ORGN><OGID>7</OGID></ORGN>`,
+			[]string{"7"}, []Invalid{{1, "", pipeline.Malformed, `OGID "X1"`}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			typ := tt.body[strings.Index(tt.body, "</RECS><")+8:][:4]
+			msg, err := Decode(refInline(typ, tt.body), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := msg.Body.(*RefBody)
+			var keys []string
+			for _, r := range b.Records {
+				keys = append(keys, r.Key)
+			}
+			if !slices.Equal(keys, tt.records) || len(b.Invalid) != len(tt.invalid) {
+				t.Fatalf("records %v invalid %+v", keys, b.Invalid)
+			}
+			for i, w := range tt.invalid {
+				g := b.Invalid[i]
+				if g.Index != w.Index || g.Key != w.Key || g.Class != w.Class || !strings.Contains(g.Reason, w.Reason) {
+					t.Errorf("invalid %d = %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+	// Every record invalid: the message fails, naming the first ones.
+	_, err = Decode(refInline("TLST", `<RECS>5</RECS>`+strings.Repeat(`<TLST><TPAX>Q</TPAX></TLST>`, 5)), Options{})
+	if pipeline.ClassOf(err) != pipeline.Malformed || !strings.Contains(err.Error(), "every TLST record") || !strings.Contains(err.Error(), "and 2 more") {
+		t.Errorf("all invalid: %v", err)
+	}
+	// … as a CODEC_ERROR when one of them is one (a later decoder could accept it).
+	_, err = Decode(refInline("BLST", `<RECS>2</RECS><BLST/><BLST><BCOD>B1</BCOD><BTNM><EN>x</EN></BTNM></BLST>`), Options{})
+	if pipeline.ClassOf(err) != pipeline.CodecError {
+		t.Errorf("all invalid, one a codec error: %v", err)
+	}
+}
+
+// RECS (FORMAT.md §2.1): fewer records than RECS in a replace (DNLD, RESP) is MALFORMED; any
+// other mismatch is accepted with a warning. Invalid records count as records.
+func TestRefRecs(t *testing.T) {
+	rec := `<ABNR><ANRC>X</ANRC></ABNR>`
+	bad := `<ABNR><ANRC>Y</ANRC><ANRC>Z</ANRC></ABNR>`
+	for _, tt := range []struct {
+		styp, body string
+		fail       bool
+		warning    string
+	}{
+		{"DNLD", `<RECS>2</RECS>` + rec, true, ""},
+		{"RESP", `<RECS>2</RECS>` + rec, true, ""},
+		{"DNLD", `<RECS>1</RECS>` + rec + bad, false, "ABNR/RECS 1: the message holds 2 ABNR records"},
+		{"DNLD", `<RECS>2</RECS>` + rec + bad, false, ""},
+		{"ADD", `<RECS>2</RECS>` + rec, false, "ABNR/RECS 2: the message holds 1 ABNR records"},
+		{"DEL", `<RECS>0</RECS>` + rec, false, "ABNR/RECS 0"},
+		{"UPD", `<RECS>3</RECS>` + rec, false, "ABNR/RECS 3"},
+	} {
+		raw := []byte(strings.Replace(string(refInline("ABNR", tt.body)), "<STYP>ADD<", "<STYP>"+tt.styp+"<", 1))
+		msg, err := Decode(raw, Options{})
+		if tt.fail {
+			if pipeline.ClassOf(err) != pipeline.Malformed || !strings.Contains(err.Error(), "truncated") {
+				t.Errorf("%s %s: %v, want MALFORMED", tt.styp, tt.body, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %s: %v", tt.styp, tt.body, err)
+			continue
+		}
+		got := strings.Join(msg.Warnings, "|")
+		if (tt.warning == "") != (got == "") || !strings.Contains(got, tt.warning) {
+			t.Errorf("%s %s: warnings %q, want %q", tt.styp, tt.body, got, tt.warning)
+		}
+	}
+}
+
+// Any STYP is decoded for a reference TYPE (the handler upserts the unknown ones).
+func TestRefAnySTYP(t *testing.T) {
+	for _, styp := range []string{"ADD", "UPD", "DEL", "DNLD", "RESP", "MOD", "INS", "CHG", "SYNC"} {
+		raw := []byte(strings.Replace(string(refInline("ABNR", `<RECS>1</RECS><ABNR><ANRC>X</ANRC></ABNR>`)), "<STYP>ADD<", "<STYP>"+styp+"<", 1))
+		msg, err := Decode(raw, Options{})
+		if err != nil {
+			t.Errorf("%s: %v", styp, err)
+			continue
+		}
+		if b := msg.Body.(*RefBody); msg.Meta.STYP != styp || len(b.Records) != 1 || b.Records[0].Key != "X" {
+			t.Errorf("%s: %+v", styp, b)
+		}
+	}
+}
+
+// Unknown elements in a reference message are read past and reported.
+func TestRefWarnings(t *testing.T) {
+	msg, err := Decode(refInline("AIRL", `<RECS>1</RECS><XTRA/><AIRL><ITOP>CA</ITOP><itop>ca</itop><ONAMX>A</ONAMX>`+
+		`<SUBC><CODE>CA-1</CODE><CODX/></SUBC></AIRL>`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"unknown element XTRA in MSG ignored",
+		"unknown element itop in AIRL record 1 ignored (did you mean ITOP?)",
+		"unknown element ONAMX in AIRL record 1 ignored (did you mean ONAM?)",
+		"unknown element CODX in AIRL record 1 SUBC ignored",
+	}
+	if !slices.Equal(msg.Warnings, want) {
+		t.Errorf("warnings\n got %q\nwant %q", msg.Warnings, want)
 	}
 }
 
@@ -369,8 +503,12 @@ func TestRefDecodeValues(t *testing.T) {
 				if err == nil {
 					t.Fatalf("Decode succeeded: %+v", msg.Body)
 				}
-				if c := pipeline.ClassOf(err); c != pipeline.CodecError {
-					t.Errorf("class %s, want CODEC_ERROR (%v)", c, err)
+				want := pipeline.Malformed
+				if tt.name == "subc nested element" {
+					want = pipeline.CodecError // an element inside a simple one: a structure SIS does not describe
+				}
+				if c := pipeline.ClassOf(err); c != want {
+					t.Errorf("class %s, want %s (%v)", c, want, err)
 				}
 				if !strings.Contains(err.Error(), tt.errPart) {
 					t.Errorf("error %q does not name %s", err, tt.errPart)
@@ -420,8 +558,12 @@ func FuzzRefDecode(f *testing.F) {
 		if !ok {
 			return // another TYPE's body
 		}
-		if body.Recs != len(body.Records) {
-			t.Fatalf("RECS %d, %d records", body.Recs, len(body.Records))
+		n := len(body.Records) + len(body.Invalid)
+		if (msg.Meta.STYP == "DNLD" || msg.Meta.STYP == "RESP") && n < body.Recs {
+			t.Fatalf("%s: RECS %d, %d records", msg.Meta.STYP, body.Recs, n)
+		}
+		if n > 0 && len(body.Records) == 0 {
+			t.Fatalf("every record invalid, yet decoded: %+v", body.Invalid)
 		}
 		if _, err := json.Marshal(body); err != nil {
 			t.Fatalf("json.Marshal: %v", err)

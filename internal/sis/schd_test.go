@@ -71,7 +71,7 @@ func TestSchdDecode(t *testing.T) {
 }
 
 func TestSchdRejects(t *testing.T) {
-	cd := pipeline.CodecError
+	mf := pipeline.Malformed
 	tests := []struct {
 		name    string
 		raw     []byte
@@ -80,8 +80,7 @@ func TestSchdRejects(t *testing.T) {
 		{"missing SCHD", schdMsg("DNLD", "<RECS>1</RECS>"+baseFLTR(7001)), []string{"no <SCHD>"}},
 		{"two SCHD", schdMsg("DNLD", "<SCHD><RECS>0</RECS></SCHD><SCHD><RECS>0</RECS></SCHD>"), []string{"more than one <SCHD>"}},
 		{"RECS missing", schdMsg("DNLD", "<SCHD>"+baseFLTR(7001)+"</SCHD>"), []string{"SCHD/RECS: missing"}},
-		{"RECS more", schdOf(3, baseFLTR(7001), baseFLTR(7002)), []string{"SCHD/RECS 3", "2 FLTR"}},
-		{"RECS less", schdOf(1, baseFLTR(7001), baseFLTR(7002)), []string{"SCHD/RECS 1", "2 FLTR"}},
+		{"RECS more", schdOf(3, baseFLTR(7001), baseFLTR(7002)), []string{"SCHD/RECS 3", "only 2 FLTR", "truncated"}},
 		{"RECS not a number", schdMsg("DNLD", "<SCHD><RECS>two</RECS></SCHD>"), []string{`SCHD/RECS "two"`}},
 		{"RECS negative", schdMsg("DNLD", "<SCHD><RECS>-1</RECS></SCHD>"), []string{`SCHD/RECS "-1"`}},
 		{"FLTR without SODT", schdOf(1, withFLTR("<SODT>15MAR261230</SODT>", "")), []string{"FLTR[1] FLID 7001 SODT: missing"}},
@@ -91,7 +90,6 @@ func TestSchdRejects(t *testing.T) {
 		{"SODT wrong length", schdOf(1, withFLTR("15MAR261230", "15MAR2612300")), []string{`SODT "15MAR2612300"`, "12 characters"}},
 		{"missing FLID", schdOf(1, withFLTR("<FLID>7001</FLID>", "")), []string{"FLTR[1] FLID: missing"}},
 		{"non-numeric FLID", schdOf(1, withFLTR("<FLID>7001</FLID>", "<FLID>A7001</FLID>")), []string{`FLTR[1] FLID "A7001"`}},
-		{"duplicate FLID", schdOf(2, baseFLTR(7001), baseFLTR(7001)), []string{"FLTR[2] FLID 7001", "FLTR[1]"}},
 		{"missing ALCD", schdOf(1, withFLTR("<ALCD>CA</ALCD>", "<ALCD/>")), []string{"FLID 7001 ALCD: missing"}},
 		{"missing FLNO", schdOf(1, withFLTR("<FLNO>CA7001</FLNO>", "")), []string{"FLID 7001 FLNO: missing"}},
 		{"missing MVIN", schdOf(1, withFLTR("<MVIN>D</MVIN>", "")), []string{"FLID 7001 MVIN: missing"}},
@@ -108,10 +106,116 @@ func TestSchdRejects(t *testing.T) {
 		{"TAID overflow", schdOf(1, withFLTR("<ACFT>333</ACFT>", `<ACFT>333</ACFT><TAID>9223372036854775808</TAID>`)), []string{`TAID "9223372036854775808"`}},
 		{"LBWT not decimal", schdOf(1, withFLTR("<ACFT>333</ACFT>", `<ACFT>333</ACFT><LBWT>12,5</LBWT>`)), []string{`LBWT "12,5"`}},
 		{"PORT POID bad", schdOf(1, withFLTR("<ACFT>333</ACFT>", `<ACFT>333</ACFT><PORT><POTM>15MAR261000</POTM><POID>X</POID></PORT>`)), []string{`PORT[1]/POID "X"`}},
-		{"second FLTR bad", schdOf(2, baseFLTR(7001), strings.Replace(baseFLTR(7002), "<MVIN>D</MVIN>", "<MVIN>d</MVIN>", 1)), []string{`FLTR[2] FLID 7002 MVIN "d"`}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { wantReject(t, tt.raw, cd, tt.message...) })
+		t.Run(tt.name, func(t *testing.T) { wantReject(t, tt.raw, mf, tt.message...) })
+	}
+}
+
+// A SCHD survives its bad FLTRs: they go to Invalid (index, FLID when readable, class,
+// reason), the valid ones to Flights; a later duplicate FLID is the invalid one.
+func TestSchdInvalid(t *testing.T) {
+	bad := strings.Replace(baseFLTR(7002), "<MVIN>D</MVIN>", "<MVIN>d</MVIN>", 1)
+	noFLID := strings.Replace(baseFLTR(7003), "<FLID>7003</FLID>", "<FLID>x</FLID>", 1)
+	nested := strings.Replace(baseFLTR(7005), "<ALCD>CA</ALCD>", "<ALCD><IATA>CA</IATA></ALCD>", 1)
+	msg, err := Decode(schdOf(6, baseFLTR(7001), bad, noFLID, baseFLTR(7001), baseFLTR(7004), nested), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := msg.Body.(*SchdBody)
+	if b.Recs != 6 || len(b.Flights) != 2 || b.Flights[0].FLID != 7001 || b.Flights[1].FLID != 7004 {
+		t.Fatalf("body = %+v", b)
+	}
+	want := []Invalid{
+		{2, "7002", pipeline.Malformed, `FLTR[2] FLID 7002 MVIN "d": want A or D`},
+		{3, "", pipeline.Malformed, `FLTR[3] FLID "x"`},
+		{4, "7001", pipeline.Malformed, "FLTR[4] FLID 7001: FLID already used by FLTR[1]"},
+		{6, "7005", pipeline.CodecError, "FLTR[6] FLID 7005 ALCD contains an element <IATA>"},
+	}
+	if len(b.Invalid) != len(want) {
+		t.Fatalf("invalid = %+v", b.Invalid)
+	}
+	for i, w := range want {
+		if g := b.Invalid[i]; g.Index != w.Index || g.Key != w.Key || g.Class != w.Class || !strings.HasPrefix(g.Reason, w.Reason) {
+			t.Errorf("invalid %d = %+v, want %+v", i, g, w)
+		}
+	}
+	// Every FLTR invalid: the message fails whole, naming the first ones.
+	wantReject(t, schdOf(4, bad, noFLID, bad, bad), pipeline.Malformed, "every FLTR of the message is invalid (4)", "FLTR[1] FLID 7002", `FLTR[2] FLID "x"`, "and 1 more")
+	wantReject(t, schdOf(2, bad, nested), pipeline.CodecError, "every FLTR")
+}
+
+// RECS: fewer FLTRs than RECS in a DNLD or RESP is MALFORMED (a truncated replace), any other
+// mismatch a warning; invalid FLTRs count.
+func TestSchdRecs(t *testing.T) {
+	bad := strings.Replace(baseFLTR(7002), "<MVIN>D</MVIN>", "", 1)
+	for _, tt := range []struct {
+		styp    string
+		recs    int
+		fltrs   []string
+		fail    bool
+		warning string
+	}{
+		{"DNLD", 3, []string{baseFLTR(7001), bad}, true, ""},
+		{"RESP", 1, nil, true, ""},
+		{"DNLD", 2, []string{baseFLTR(7001), bad}, false, ""},
+		{"DNLD", 1, []string{baseFLTR(7001), baseFLTR(7002)}, false, "SCHD/RECS 1: the message holds 2 FLTR"},
+		{"RESP", 0, []string{baseFLTR(7001)}, false, "SCHD/RECS 0: the message holds 1 FLTR"},
+		{"ADFT", 3, []string{baseFLTR(7001)}, false, "SCHD/RECS 3: the message holds 1 FLTR"},
+		{"DEL", 2, []string{baseFLTR(7001)}, false, "SCHD/RECS 2"},
+		{"DEL", 0, []string{baseFLTR(7001)}, false, "SCHD/RECS 0"},
+	} {
+		raw := schdMsg(tt.styp, fmt.Sprintf("<SCHD><RECS>%d</RECS>%s</SCHD>", tt.recs, strings.Join(tt.fltrs, "")))
+		msg, err := Decode(raw, Options{})
+		if tt.fail {
+			if pipeline.ClassOf(err) != pipeline.Malformed || !strings.Contains(err.Error(), "truncated") {
+				t.Errorf("%s RECS %d: %v, want MALFORMED", tt.styp, tt.recs, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s RECS %d: %v", tt.styp, tt.recs, err)
+			continue
+		}
+		got := strings.Join(msg.Warnings, "|")
+		if (tt.warning == "") != (got == "") || !strings.Contains(got, tt.warning) {
+			t.Errorf("%s RECS %d: warnings %q, want %q", tt.styp, tt.recs, got, tt.warning)
+		}
+		if b := msg.Body.(*SchdBody); b.Recs != tt.recs {
+			t.Errorf("%s: Recs %d, want the declared %d", tt.styp, b.Recs, tt.recs)
+		}
+	}
+}
+
+// Unknown elements around and in FLTRs are read past and reported, deduplicated and bounded.
+func TestSchdWarnings(t *testing.T) {
+	raw := schdMsg("DNLD", "<XTRA/><SCHD><RECS>1</RECS><NOTE>x</NOTE>"+withFLTR("<ACFT>333</ACFT>",
+		`<ACFT>333</ACFT><ROUT RTNO="1"><APCD>PEK</APCD></ROUT><acft>333</acft><DYOP>1234567</DYOP><GTDT GTNO="1"><GATE>B1</GATE><GATX/></GTDT>`)+"</SCHD>")
+	msg, err := Decode(raw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"unknown element XTRA in MSG ignored",
+		"unknown element NOTE in SCHD ignored",
+		"unknown element acft in SCHD FLTR record 1 ignored (did you mean ACFT?)",
+		"unknown element DYOP in SCHD FLTR record 1 ignored (did you mean CSOP?)", // edit distance 2
+		"unknown element GATX in SCHD FLTR record 1 GTDT[1] ignored",
+	}
+	if strings.Join(msg.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings\n got %q\nwant %q", msg.Warnings, want)
+	}
+	// 30 FLTRs with the same stray element: 20 warnings and a count of the rest.
+	var fltrs []string
+	for i := 0; i < 30; i++ {
+		fltrs = append(fltrs, strings.Replace(baseFLTR(8000+i), "</FLTR>", "<ZZZZ/><ZZZZ/></FLTR>", 1))
+	}
+	msg, err = Decode(schdOf(30, fltrs...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(msg.Warnings); n != maxWarnings+1 || msg.Warnings[n-1] != "and 10 more warnings" || msg.Warnings[0] != "unknown element ZZZZ in SCHD FLTR record 1 ignored" {
+		t.Errorf("%d warnings: %q", n, msg.Warnings)
 	}
 }
 

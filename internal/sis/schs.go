@@ -12,7 +12,10 @@ import (
 
 // SchsBody is the body of a SCHS (seasonal schedule) message: <SCHS> with SNAM, APCD, SDAT,
 // EDAT, RECS, then FLTR*. A season is identified by (SDAT, EDAT), both local midnight in UTC.
-// The STYP (DNLD, RESP) does not change the meaning. Recs always equals len(Flights).
+// The STYP (DNLD, RESP) does not change the meaning: a SCHS always replaces its season. Recs
+// is the count RECS declared; len(Flights) is never below it (a truncated season is
+// MALFORMED) and may exceed it (a warning on the message). One invalid FLTR fails the
+// message.
 type SchsBody struct {
 	SNAM    string         `json:"SNAM"`           // season name, e.g. Winter
 	APCD    string         `json:"APCD,omitempty"` // airport the schedule is for
@@ -66,17 +69,17 @@ type SeasonStop struct {
 
 func init() { register("SCHS", decodeSCHS) }
 
-func decodeSCHS(raw []byte, _ Meta, opt Options) (any, error) {
+func decodeSCHS(raw []byte, _ Meta, opt Options, w *Warnings) (any, error) {
 	loc := opt.location()
 	body := &SchsBody{}
 	recs := -1
 	head := map[string]xtext{}
 	n := 0
-	err := forWrapperChildren(raw, "SCHS", func(d *xml.Decoder, st *xml.StartElement) error {
+	err := forWrapperChildren(raw, "SCHS", w, func(d *xml.Decoder, st *xml.StartElement) error {
 		switch name := st.Name.Local; name {
 		case "RECS":
 			if recs >= 0 {
-				return pipeline.Errorf(pipeline.CodecError, "SCHS/RECS: appears twice")
+				return pipeline.Errorf(pipeline.Malformed, "SCHS/RECS: appears twice")
 			}
 			v, err := readRecs(d, st, "SCHS/RECS")
 			if err != nil {
@@ -90,10 +93,10 @@ func decodeSCHS(raw []byte, _ Meta, opt Options) (any, error) {
 		case "SNAM", "APCD", "SDAT", "EDAT":
 			x := head[name]
 			if err := readText(d, &x); err != nil {
-				return pipeline.Errorf(pipeline.CodecError, "SCHS/%s: %v", name, err)
+				return pipeline.Errorf(pipeline.Malformed, "SCHS/%s: not well-formed XML: %v", name, err)
 			}
 			if x.n > 1 {
-				return pipeline.Errorf(pipeline.CodecError, "SCHS/%s: appears twice", name)
+				return pipeline.Errorf(pipeline.Malformed, "SCHS/%s: appears twice", name)
 			}
 			head[name] = x
 			return nil
@@ -101,9 +104,10 @@ func decodeSCHS(raw []byte, _ Meta, opt Options) (any, error) {
 			n++
 			var x xrec
 			if err := readRecord(d, st, &x); err != nil {
-				return pipeline.Errorf(pipeline.CodecError, "SCHS FLTR[%d]: %v", n, err)
+				return pipeline.Errorf(pipeline.Malformed, "SCHS FLTR[%d]: not well-formed XML: %v", n, err)
 			}
-			c := conv{loc: loc, kind: "SCHS FLTR", n: n}
+			x.warnUnknown(schsKnown, nil, "SCHS FLTR", n, w)
+			c := conv{loc: loc, kind: "SCHS FLTR", n: n, warn: w}
 			f := c.seasonFlight(&x)
 			if c.err != nil {
 				return c.err
@@ -111,6 +115,7 @@ func decodeSCHS(raw []byte, _ Meta, opt Options) (any, error) {
 			body.Flights = append(body.Flights, f)
 			return nil
 		}
+		w.Addf("unknown element %s in SCHS ignored", short(st.Name.Local))
 		return skipElement(d)
 	})
 	if err != nil {
@@ -119,16 +124,16 @@ func decodeSCHS(raw []byte, _ Meta, opt Options) (any, error) {
 	body.SNAM = head["SNAM"].s
 	body.APCD = head["APCD"].s
 	if body.SNAM == "" {
-		return nil, pipeline.Errorf(pipeline.CodecError, "SCHS/SNAM: missing")
+		return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/SNAM: missing")
 	}
 	for _, name := range []string{"SDAT", "EDAT"} {
 		s := head[name].s
 		if s == "" {
-			return nil, pipeline.Errorf(pipeline.CodecError, "SCHS/%s: missing", name)
+			return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/%s: missing", name)
 		}
 		t, err := parseDate(s, loc)
 		if err != nil {
-			return nil, pipeline.Errorf(pipeline.CodecError, "SCHS/%s %q: %v", name, s, err)
+			return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/%s %q: %v", name, s, err)
 		}
 		if name == "SDAT" {
 			body.SDAT = t
@@ -137,13 +142,13 @@ func decodeSCHS(raw []byte, _ Meta, opt Options) (any, error) {
 		}
 	}
 	if body.EDAT.Before(body.SDAT) {
-		return nil, pipeline.Errorf(pipeline.CodecError, "SCHS/EDAT %q: before SDAT %q", head["EDAT"].s, head["SDAT"].s)
+		return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/EDAT %q: before SDAT %q", head["EDAT"].s, head["SDAT"].s)
 	}
 	if recs < 0 {
-		return nil, pipeline.Errorf(pipeline.CodecError, "SCHS/RECS: missing")
+		return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/RECS: missing")
 	}
-	if recs != len(body.Flights) {
-		return nil, pipeline.Errorf(pipeline.CodecError, "SCHS/RECS %d: the message holds %d FLTR", recs, len(body.Flights))
+	if err := checkRecs("SCHS/RECS", "FLTR", true, recs, n, w); err != nil {
+		return nil, err
 	}
 	body.Recs = recs
 	return body, nil

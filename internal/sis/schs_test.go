@@ -79,6 +79,6 @@ func TestSchsRejects(t *testing.T) {
 		{"ERUT number overflow", schsOf(schsHead, "1", strings.Replace(schsFLTR, "<ACFT>333</ACFT>", `<ACFT>333</ACFT><ERUT RTNO="200"><APCD>X</APCD></ERUT>`, 1)), []string{`ERUT[1]@RTNO "200"`}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { wantReject(t, tt.raw, pipeline.CodecError, tt.message...) })
+		t.Run(tt.name, func(t *testing.T) { wantReject(t, tt.raw, pipeline.Malformed, tt.message...) })
 	}
 }
