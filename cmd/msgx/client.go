@@ -317,6 +317,9 @@ func decode(args []string) error {
 		out["type_tag"] = msg.Tag()
 		out["identity"] = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, cfg.Identity.IncludeDayBoundary)
 		out["meta"] = msg.Meta
+		if len(msg.Warnings) > 0 {
+			out["warnings"] = msg.Warnings
+		}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")

@@ -187,7 +187,7 @@ func TestDecodeCommand(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err = cmd.Output()
-	if err == nil || !strings.Contains(stderr.String(), "CODEC_ERROR") || !strings.Contains(string(out), `"error_class": "CODEC_ERROR"`) || !strings.Contains(stderr.String(), "TOO") {
+	if err == nil || !strings.Contains(stderr.String(), "MALFORMED") || !strings.Contains(string(out), `"error_class": "MALFORMED"`) || !strings.Contains(stderr.String(), "TOO") {
 		t.Fatalf("decode a bad message: err %v\nstdout %s\nstderr %s", err, out, stderr.String())
 	}
 }

@@ -24,11 +24,14 @@ func e2eRef(seqn int, code, desc string) string {
 <RECS>1</RECS><STTS><STTC>%s</STTC><STTD>%s</STTD><ABNS>N</ABNS></STTS></MSG>`, seqn, code, desc)
 }
 
+// flight returns the stored record of flid (GET /api/v1/flights/{flid}'s "record").
 func (s *server) flight(flid int64) map[string]any {
 	s.t.Helper()
-	var f map[string]any
-	s.getJSON(fmt.Sprintf("/api/v1/flights/%d", flid), &f)
-	return f
+	var e struct {
+		Record map[string]any `json:"record"`
+	}
+	s.getJSON(fmt.Sprintf("/api/v1/flights/%d", flid), &e)
+	return e.Record
 }
 
 func TestUnknownFLOPIsParkedAndTheQueueMovesOn(t *testing.T) { eachDB(t, testUnknownFLOPIsParked) }
