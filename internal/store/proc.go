@@ -67,8 +67,12 @@ func strPtr(s sql.NullString) *string {
 // Head returns the lowest unfinished message (PENDING or FAILED), or nil when none: the only
 // message the pump may work on (I1).
 func (d *DB) Head(ctx context.Context) (*Message, error) {
+	// One MIN per state, each a single seek on IDX_PROC_HEAD (STATE, CMINMSGS_ID): a MIN over
+	// STATE IN (…) reads every PENDING row of the range, so its cost grew with the backlog.
 	row := d.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+`
-		WHERE p.CMINMSGS_ID = (SELECT MIN(CMINMSGS_ID) FROM PROC_STATE WHERE STATE IN (?, ?))`,
+		WHERE p.CMINMSGS_ID = (SELECT MIN(h.ID) FROM (
+			SELECT MIN(CMINMSGS_ID) AS ID FROM PROC_STATE WHERE STATE = ?
+			UNION ALL SELECT MIN(CMINMSGS_ID) FROM PROC_STATE WHERE STATE = ?) h)`,
 		pipeline.Pending, pipeline.Failed)
 	m, err := d.scanMessage(row)
 	if err == sql.ErrNoRows {
