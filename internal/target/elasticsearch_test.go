@@ -32,10 +32,10 @@ type bulkServer struct {
 	t        *testing.T
 	mu       sync.Mutex
 	requests [][]bulkAction
-	status   int                              // answer the whole request with this, when set
+	status   int // answer the whole request with this, when set
 	// maxActions, when set, answers 413 to a request of more actions.
 	maxActions int
-	answer   func(i int, a bulkAction) string // one item's JSON body, e.g. {"status":201}
+	answer     func(i int, a bulkAction) string // one item's JSON body, e.g. {"status":201}
 }
 
 func (b *bulkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
