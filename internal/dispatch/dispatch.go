@@ -4,10 +4,18 @@
 //
 // Every target has its own loop and is its own FIFO in EVENT_ID order: the head (its lowest
 // PENDING event) is sent first, and while it backs off nothing behind it is sent. A failing
-// head blocks its own target only. After the retry policy's max attempts, or once it has been
-// failing for longer than the head deadline since its first failure, the head goes DEAD (kept,
-// with its attempts and last error) and the target moves on. A receiver's definite refusal
-// (class REJECTED) goes DEAD at once. Dead events come back with Replay.
+// head blocks its own target only; its loop sleeps the head's whole backoff, and new events
+// (Wake) queue behind it without cutting the backoff short. Stats shows a blocked target and
+// since when (blocked_since: its head's first failure).
+//
+// A failed send is INFRA or REJECTED, nothing else (deliveryClass). INFRA (network, timeout,
+// 5xx, 408/429, broker or server down, and any error nobody classified) keeps the head
+// PENDING: after the retry policy's max attempts (none in `msgx serve`'s delivery policy), or
+// once it has been failing for longer than the head deadline since its first failure
+// (delivery.head-deadline, a day by default), the head goes DEAD as EXHAUSTED (kept, with its
+// attempts and last error) and the target moves on. A refusal of the event itself (REJECTED:
+// a 4xx other than 408/429, a record too large, an event the sink cannot encode) goes DEAD at
+// once. Dead events come back with Replay.
 //
 // The schedule target (KAFKA_SCHD, D3) is never sent event by event: FlushSchd sends the
 // pending schedule events as one batch, keeping only the newest event per flight, split into
@@ -162,9 +170,11 @@ func (d *Dispatcher) Targets() []string { return slices.Clone(d.names) }
 // backoff (under load, to nothing).
 func (d *Dispatcher) Wake() { signal(d.wake) }
 
-// kickAll makes every loop look at once, even one whose head is backing off: a replay may
-// have put a due event before it.
-func (d *Dispatcher) kickAll() { signal(d.kick) }
+// Kick makes every loop look at once, even one whose head is backing off: after a replay,
+// which may have put a due event before that head (Replay calls it; so should whoever
+// replays through the store or the function Replay in a process running this dispatcher).
+// It never blocks.
+func (d *Dispatcher) Kick() { signal(d.kick) }
 
 func signal(chans map[string]chan struct{}) {
 	for _, ch := range chans {

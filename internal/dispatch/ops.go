@@ -17,7 +17,7 @@ import (
 func (d *Dispatcher) Replay(ctx context.Context, target string, ids []int64) (moved, skipped int, err error) {
 	moved, skipped, err = d.db.ReplayEvents(ctx, target, ids)
 	if moved > 0 {
-		d.kickAll()
+		d.Kick()
 	}
 	return moved, skipped, err
 }

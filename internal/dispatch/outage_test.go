@@ -326,3 +326,35 @@ func TestLoopBacksOffADatabaseFailure(t *testing.T) {
 	tm.fire["UP"] <- time.Time{}
 	eventually(t, "delivery after the database is back", func() bool { return state(t, db, id) == "SENT" })
 }
+
+// A replay through the dispatcher kicks even a loop whose head is backing off: the replayed
+// event comes before that head and is due at once.
+func TestReplayKicksABackingOffLoop(t *testing.T) {
+	db := storetest.SQLite(t)
+	pol := deliveryPolicy
+	pol.Steps = []time.Duration{10 * time.Second}
+	h := newHarness(t, db, dispatch.Options{Policy: pol, PollInterval: 50 * time.Millisecond}, "DOWN")
+	tm := newTimers("DOWN")
+	dispatch.SetTimer(h.d, tm.timer)
+	down := h.sinks["DOWN"]
+	down.failAll(errDown)
+	dead := insert(t, db, ev{target: "DOWN", kind: "notify"})
+	kill(t, db, dead, pipeline.Rejected)
+	head := insert(t, db, ev{target: "DOWN", kind: "notify"})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "the head to back off", func() bool { return len(tm.asked("DOWN")) == 1 })
+	if got := ids(down.last(t)); got[0] != head {
+		t.Fatalf("first send %v, want head %d first", got, head)
+	}
+	if moved, _, err := h.d.Replay(context.Background(), "DOWN", []int64{dead}); err != nil || moved != 1 {
+		t.Fatalf("replay: %d, %v", moved, err)
+	}
+	eventually(t, "the replayed event to be tried", func() bool { return down.numCalls() == 2 })
+	if got := ids(down.last(t)); got[0] != dead {
+		t.Fatalf("send after the replay %v, want the replayed event %d first", got, dead)
+	}
+}
