@@ -86,12 +86,18 @@ func record(e *Event) (target.Record, error) {
 // recorded, not returned; err reports a database failure (or an unknown target), after which
 // the events are still PENDING and are sent again.
 func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wait time.Duration, err error) {
+	res, err := d.deliver(ctx, name)
+	return res.sent, res.wait, err
+}
+
+// deliver is DeliverOnce for the loop: it also says whether the head is backing off.
+func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, error) {
 	sink, ok := d.sinks[name]
 	switch {
 	case name != "" && name == d.opt.SchdTarget:
-		return 0, 0, fmt.Errorf("dispatch: %s is the batched schedule target; FlushSchd sends it", name)
+		return stepResult{}, fmt.Errorf("dispatch: %s is the batched schedule target; FlushSchd sends it", name)
 	case !ok || sink == nil:
-		return 0, 0, fmt.Errorf("dispatch: no sink for target %q", name)
+		return stepResult{}, fmt.Errorf("dispatch: no sink for target %q", name)
 	}
 	lock := d.locks[name]
 	lock.Lock()
@@ -100,17 +106,17 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 	now := d.opt.Clock.Now()
 	evs, err := d.db.PendingEvents(ctx, name, d.opt.SendBatch)
 	if err != nil {
-		return 0, 0, err
+		return stepResult{}, err
 	}
 	if len(evs) == 0 {
-		return 0, d.opt.PollInterval, nil
+		return stepResult{wait: d.opt.PollInterval}, nil
 	}
 	head := &evs[0]
 	if !head.Due(now) {
 		if d.opt.Policy.Overdue(head.FirstFailed(), now) {
-			return 0, 0, d.escalate(ctx, []*Event{head}, now)
+			return stepResult{}, d.escalate(ctx, []*Event{head}, now)
 		}
-		return 0, head.NextAttempt().Sub(now), nil
+		return stepResult{wait: head.NextAttempt().Sub(now), blocked: true}, nil
 	}
 
 	var (
@@ -127,7 +133,7 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 			if i > 0 {
 				break // the run ends here; the bad event becomes the head next time
 			}
-			return 0, 0, d.malformed(ctx, e, err, now)
+			return stepResult{}, d.malformed(ctx, e, err, now)
 		}
 		run = append(run, e)
 		recs = append(recs, rec)
@@ -168,7 +174,7 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 		return err
 	})
 	if err != nil {
-		return 0, 0, store.Unavailable(fmt.Errorf("dispatch: record delivery to %s (events %d..%d): %w",
+		return stepResult{}, store.Unavailable(fmt.Errorf("dispatch: record delivery to %s (events %d..%d): %w",
 			name, run[0].EventID, run[len(run)-1].EventID, err))
 	}
 	if n > 0 {
@@ -181,29 +187,29 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context, name string) (sent int, wa
 	}
 	switch {
 	case serr == nil:
-		return marked, 0, nil
+		return stepResult{sent: marked}, nil
 	case interrupted:
 		d.log.Info("send interrupted by shutdown", "target", name, "event_id", run[n].EventID, "error", serr.Error())
-		return marked, 0, nil
+		return stepResult{sent: marked}, nil
 	case stale:
 		// Someone else (a replay, another instance) changed the head since it was read; its
 		// state now is theirs. Read the head again rather than record a stale decision.
 		d.log.Info("event changed by another writer during its send; reading the head again",
 			"target", name, "event_id", run[n].EventID, "msg_id", run[n].MsgID, "error", serr.Error())
-		return marked, 0, nil
+		return stepResult{sent: marked}, nil
 	}
 	d.logFailure(run[n], run[n].Attempts+1, v, fmsg)
 	if v.Dead {
-		return marked, 0, nil
+		return stepResult{sent: marked}, nil
 	}
-	return marked, v.NextAttemptAt.Sub(now), nil
+	return stepResult{sent: marked, wait: v.NextAttemptAt.Sub(now), blocked: true}, nil
 }
 
 // fail records the failure serr of event e at now under the retry policy, if e's row is still
 // as it was read (fenced). It returns the verdict, the error text recorded and whether it
 // recorded anything: false means another writer changed the row first.
 func (d *Dispatcher) fail(tx store.EventTx, e *Event, serr error, now time.Time) (pipeline.Verdict, string, bool, error) {
-	class := pipeline.ClassOf(serr)
+	class := deliveryClass(serr)
 	attempts := e.Attempts + 1
 	first := e.FirstFailed()
 	if first.IsZero() {

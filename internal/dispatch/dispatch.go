@@ -4,10 +4,18 @@
 //
 // Every target has its own loop and is its own FIFO in EVENT_ID order: the head (its lowest
 // PENDING event) is sent first, and while it backs off nothing behind it is sent. A failing
-// head blocks its own target only. After the retry policy's max attempts, or once it has been
-// failing for longer than the head deadline since its first failure, the head goes DEAD (kept,
-// with its attempts and last error) and the target moves on. A receiver's definite refusal
-// (class REJECTED) goes DEAD at once. Dead events come back with Replay.
+// head blocks its own target only; its loop sleeps the head's whole backoff, and new events
+// (Wake) queue behind it without cutting the backoff short. Stats shows a blocked target and
+// since when (blocked_since: its head's first failure).
+//
+// A failed send is INFRA or REJECTED, nothing else (deliveryClass). INFRA (network, timeout,
+// 5xx, 408/429, broker or server down, and any error nobody classified) keeps the head
+// PENDING: after the retry policy's max attempts (none in `msgx serve`'s delivery policy), or
+// once it has been failing for longer than the head deadline since its first failure
+// (delivery.head-deadline, a day by default), the head goes DEAD as EXHAUSTED (kept, with its
+// attempts and last error) and the target moves on. A refusal of the event itself (REJECTED:
+// a 4xx other than 408/429, a record too large, an event the sink cannot encode) goes DEAD at
+// once. Dead events come back with Replay.
 //
 // The schedule target (KAFKA_SCHD, D3) is never sent event by event: FlushSchd sends the
 // pending schedule events as one batch, keeping only the newest event per flight, split into
@@ -56,8 +64,9 @@ type Options struct {
 	// Policy is the retry policy shared with the pump: max attempts, backoff steps and cap,
 	// head deadline.
 	Policy pipeline.RetryPolicy
-	// PollInterval is the fallback poll of every loop (default 1s, never under 50ms). Wake
-	// makes the loops look at once; a backing-off head is retried when it is due.
+	// PollInterval is the fallback poll of every idle loop (default 1s, never under 50ms).
+	// Wake makes the idle loops look at once; a backing-off head is retried when it is due
+	// (after its whole backoff, up to the policy's cap), not at the next poll or Wake.
 	PollInterval time.Duration
 	// SchdTarget names the batched schedule target (KAFKA_SCHD). Its events are sent only by
 	// FlushSchd, never one by one. Empty: no batched target.
@@ -115,8 +124,11 @@ type Dispatcher struct {
 	log   *slog.Logger
 	sinks map[string]target.Sink
 	names []string                 // sorted target names
-	wake  map[string]chan struct{} // one per target, buffered 1
-	locks map[string]*sync.Mutex   // serialises the steps of one target
+	wake  map[string]chan struct{} // one per target, buffered 1: new events
+	kick  map[string]chan struct{} // one per target, buffered 1: a replay; ends any sleep
+	// timer makes the loops' timers; tests replace it to drive the waits by hand.
+	timer func(name string, wait time.Duration) (<-chan time.Time, func())
+	locks map[string]*sync.Mutex // serialises the steps of one target
 
 	mu        sync.Mutex // guards lastFlush and running
 	lastFlush time.Time  // last successful schedule flush; zero before the first
@@ -134,12 +146,15 @@ func New(db store.Events, sinks map[string]target.Sink, opt Options) *Dispatcher
 		log:   opt.Logger.With("component", "dispatch"),
 		sinks: make(map[string]target.Sink, len(sinks)),
 		wake:  make(map[string]chan struct{}, len(sinks)),
+		kick:  make(map[string]chan struct{}, len(sinks)),
+		timer: realTimer,
 		locks: make(map[string]*sync.Mutex, len(sinks)),
 	}
 	for name, s := range sinks {
 		d.sinks[name] = s
 		d.names = append(d.names, name)
 		d.wake[name] = make(chan struct{}, 1)
+		d.kick[name] = make(chan struct{}, 1)
 		d.locks[name] = new(sync.Mutex)
 	}
 	slices.Sort(d.names)
@@ -149,10 +164,20 @@ func New(db store.Events, sinks map[string]target.Sink, opt Options) *Dispatcher
 // Targets returns the names of the targets the dispatcher delivers, sorted.
 func (d *Dispatcher) Targets() []string { return slices.Clone(d.names) }
 
-// Wake makes every loop look for due events at once. The pump calls it after each commit
-// that inserted events; it never blocks.
-func (d *Dispatcher) Wake() {
-	for _, ch := range d.wake {
+// Wake makes every idle loop look for due events at once. The pump calls it after each
+// commit that inserted events; it never blocks. A loop whose head is backing off ignores it:
+// the new events queue behind that head, and retrying the head early would only shorten its
+// backoff (under load, to nothing).
+func (d *Dispatcher) Wake() { signal(d.wake) }
+
+// Kick makes every loop look at once, even one whose head is backing off: after a replay,
+// which may have put a due event before that head (Replay calls it; so should whoever
+// replays through the store or the function Replay in a process running this dispatcher).
+// It never blocks.
+func (d *Dispatcher) Kick() { signal(d.kick) }
+
+func signal(chans map[string]chan struct{}) {
+	for _, ch := range chans {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -187,9 +212,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		"poll_interval", d.opt.PollInterval.String())
 	var wg sync.WaitGroup
 	for _, name := range d.names {
-		step := func(ctx context.Context) (int, time.Duration, error) { return d.DeliverOnce(ctx, name) }
+		step := func(ctx context.Context) (stepResult, error) { return d.deliver(ctx, name) }
 		if name == d.opt.SchdTarget {
-			step = func(ctx context.Context) (int, time.Duration, error) { return d.FlushSchd(ctx, false) }
+			step = func(ctx context.Context) (stepResult, error) { return d.flushSchd(ctx, false) }
 		}
 		wg.Go(func() { d.loop(ctx, name, step) })
 	}
@@ -199,39 +224,86 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop calls step until ctx ends, sleeping as long as step says (at most the poll interval)
-// or until Wake.
-func (d *Dispatcher) loop(ctx context.Context, name string, step func(context.Context) (int, time.Duration, error)) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+// stepResult is what one step of a target's loop (deliver, flushSchd) tells the loop.
+type stepResult struct {
+	sent int           // events marked SENT
+	wait time.Duration // how long the loop may sleep before the next step
+	// blocked means the target's head is backing off after a failed send and wait is the
+	// time until its next attempt: the loop sleeps all of it, and a Wake (new events, which
+	// queue behind the head) does not end it early.
+	blocked bool
+}
+
+// loop calls step until ctx ends. Between steps it sleeps: while the target is idle, at most
+// the poll interval or until Wake; while its head backs off, until the head's next attempt
+// (at most the policy's cap), a Wake ignored; after a database failure, the policy's delay
+// for the count of failures in a row (Wake ignored too: the step would only fail again, or
+// send again what it could not record).
+func (d *Dispatcher) loop(ctx context.Context, name string, step func(context.Context) (stepResult, error)) {
 	failures := 0
 	for ctx.Err() == nil {
-		_, wait, err := step(ctx)
+		res, err := step(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		wait, hold := res.wait, res.blocked
 		if err != nil {
 			failures++
-			wait = d.opt.Policy.Delay(failures)
+			wait, hold = d.opt.Policy.Delay(failures), true
 			d.log.Warn("dispatch step failed", "target", name, "failures", failures,
 				"retry_in", wait.String(), "error", err.Error())
 		} else {
 			failures = 0
 		}
+		wait = d.clampWait(wait, hold)
 		if wait <= 0 {
 			continue
 		}
-		wait = min(wait, d.opt.PollInterval)
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
+		if !d.sleep(ctx, name, wait, hold) {
 			return
-		case <-d.wake[name]:
-			timer.Stop()
-		case <-timer.C:
 		}
 	}
+}
+
+// clampWait bounds a loop's sleep: an idle wait by the poll interval (so rows another
+// process changed are seen), a held one by the policy's cap, when it has one (a next attempt
+// another instance stored under a longer cap is not waited for beyond ours).
+func (d *Dispatcher) clampWait(wait time.Duration, hold bool) time.Duration {
+	if !hold {
+		return min(wait, d.opt.PollInterval)
+	}
+	if c := d.opt.Policy.Cap; c > 0 {
+		return min(wait, max(c, d.opt.PollInterval))
+	}
+	return wait
+}
+
+// sleep waits wait for target name, or until Wake when hold is false, or until a replay
+// through this dispatcher kicks the target. It returns false when ctx ended.
+func (d *Dispatcher) sleep(ctx context.Context, name string, wait time.Duration, hold bool) bool {
+	c, stop := d.timer(name, wait)
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-c:
+			return true
+		case <-d.kick[name]:
+			return true
+		case <-d.wake[name]:
+			if !hold {
+				return true
+			}
+			// New events queue behind a head that is backing off: nothing is due before it.
+		}
+	}
+}
+
+// realTimer is the loops' timer outside tests.
+func realTimer(_ string, wait time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(wait)
+	return t.C, func() { t.Stop() }
 }
 
 // sendContext returns the context for one Sink.Send: it outlives ctx by ShutdownGrace, so a

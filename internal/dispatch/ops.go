@@ -12,17 +12,19 @@ import (
 	"msgx/internal/store"
 )
 
-// Replay moves DEAD events back to PENDING and wakes the loops; see the function Replay.
+// Replay moves DEAD events back to PENDING and wakes the loops, even one whose head is
+// backing off (a replayed event may come before that head); see the function Replay.
 func (d *Dispatcher) Replay(ctx context.Context, target string, ids []int64) (moved, skipped int, err error) {
 	moved, skipped, err = d.db.ReplayEvents(ctx, target, ids)
 	if moved > 0 {
-		d.Wake()
+		d.Kick()
 	}
 	return moved, skipped, err
 }
 
 // Replay moves DEAD events back to PENDING (see store.Events.ReplayEvents). A process that
-// runs no Dispatcher can call it; the running loops find the events at their next poll.
+// runs no Dispatcher can call it; the running loops find the events at their next poll, or,
+// for a target whose head is backing off, at that head's next attempt.
 func Replay(ctx context.Context, db store.Events, target string, ids []int64) (moved, skipped int, err error) {
 	return db.ReplayEvents(ctx, target, ids)
 }
@@ -71,19 +73,52 @@ type TargetStats struct {
 	// Head is the target's head: its lowest PENDING event, with its attempts and last error;
 	// nil when none is pending.
 	Head *Event `json:"head"`
+
+	// BlockedSince is, while the head is failing, when it first failed: the target has
+	// delivered nothing since, as everything behind the head waits for it. Nil when the head
+	// is not failing (or nothing is pending). It is the head's first failure, not its latest,
+	// so it stays put through an outage however many attempts the head makes.
+	BlockedSince *time.Time `json:"blocked_since"`
+	// BlockedFor is how long the target has been blocked at now (JSON: blocked_for_s).
+	BlockedFor time.Duration `json:"-"`
+	// ErrorClass, LastError and NextAttemptAt are the failing head's class (INFRA while it
+	// is retried), last error and next attempt; nil when it is not failing.
+	ErrorClass    *string    `json:"error_class"`
+	LastError     *string    `json:"last_error"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
 }
 
-// MarshalJSON adds oldest_pending_age_s, the age in seconds.
+// blocked fills the blocked fields from the head at now.
+func (s *TargetStats) blocked(now time.Time) {
+	h := s.Head
+	if h == nil || h.FirstFailedAt == nil || h.State != pipeline.EventPending {
+		return
+	}
+	since := *h.FirstFailedAt
+	s.BlockedSince = &since
+	s.BlockedFor = max(0, now.Sub(since))
+	s.ErrorClass, s.LastError, s.NextAttemptAt = h.ErrorClass, h.LastError, h.NextAttemptAt
+}
+
+// MarshalJSON adds oldest_pending_age_s and blocked_for_s, the durations in seconds
+// (blocked_for_s is null when the target is not blocked).
 func (s TargetStats) MarshalJSON() ([]byte, error) {
 	type plain TargetStats
+	var blockedFor *float64
+	if s.BlockedSince != nil {
+		v := s.BlockedFor.Round(time.Millisecond).Seconds()
+		blockedFor = &v
+	}
 	return json.Marshal(struct {
 		plain
-		AgeSeconds float64 `json:"oldest_pending_age_s"`
-	}{plain(s), s.OldestPendingAge.Round(time.Millisecond).Seconds()})
+		AgeSeconds     float64  `json:"oldest_pending_age_s"`
+		BlockedSeconds *float64 `json:"blocked_for_s"`
+	}{plain(s), s.OldestPendingAge.Round(time.Millisecond).Seconds(), blockedFor})
 }
 
 // Stats returns, per target that has events, how many are pending, dead and sent, the age of
-// the oldest pending one at now, and the head. Targets are sorted by name.
+// the oldest pending one at now, the head, and whether the head is failing: since when
+// (blocked_since), with its last error and next attempt. Targets are sorted by name.
 func Stats(ctx context.Context, db store.Events, now time.Time) ([]TargetStats, error) {
 	counts, err := db.EventCounts(ctx)
 	if err != nil {
@@ -118,6 +153,7 @@ func Stats(ctx context.Context, db store.Events, now time.Time) ([]TargetStats, 
 			}
 			if len(head) == 1 {
 				s.Head = &head[0]
+				s.blocked(now)
 			}
 		}
 		out = append(out, *s)

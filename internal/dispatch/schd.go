@@ -35,10 +35,16 @@ import (
 // sent is the number of events marked SENT; wait and err mean what they mean for
 // DeliverOnce, wait being at most the time until the period ends.
 func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait time.Duration, err error) {
+	res, err := d.flushSchd(ctx, force)
+	return res.sent, res.wait, err
+}
+
+// flushSchd is FlushSchd for the loop: it also says whether the batch's head is backing off.
+func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, error) {
 	name := d.opt.SchdTarget
 	sink := d.sinks[name]
 	if name == "" || sink == nil {
-		return 0, 0, fmt.Errorf("dispatch: no schedule target with a sink (SchdTarget %q)", name)
+		return stepResult{}, fmt.Errorf("dispatch: no schedule target with a sink (SchdTarget %q)", name)
 	}
 	lock := d.locks[name]
 	lock.Lock()
@@ -53,27 +59,27 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		if !last.IsZero() && now.Sub(last) < d.opt.FlushPeriod {
 			full, err := d.db.PendingAtLeast(ctx, name, limit)
 			if err != nil {
-				return 0, 0, err
+				return stepResult{}, err
 			}
 			if !full {
-				return 0, last.Add(d.opt.FlushPeriod).Sub(now), nil
+				return stepResult{wait: last.Add(d.opt.FlushPeriod).Sub(now)}, nil
 			}
 		}
 	}
 
 	evs, err := d.db.PendingEvents(ctx, name, limit)
 	if err != nil {
-		return 0, 0, err
+		return stepResult{}, err
 	}
 	if len(evs) == 0 {
-		return 0, d.opt.PollInterval, nil
+		return stepResult{wait: d.opt.PollInterval}, nil
 	}
 	head := &evs[0]
 	if !head.Due(now) {
 		if d.opt.Policy.Overdue(head.FirstFailed(), now) {
-			return 0, 0, d.escalateBatch(ctx, evs, now)
+			return stepResult{}, d.escalateBatch(ctx, evs, now)
 		}
-		return 0, head.NextAttempt().Sub(now), nil
+		return stepResult{wait: head.NextAttempt().Sub(now), blocked: true}, nil
 	}
 
 	// Events whose payload is not JSON could never be delivered and would sink every batch
@@ -83,14 +89,14 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		e := &evs[i]
 		if _, err := compactJSON(e.Raw); err != nil {
 			if err := d.malformed(ctx, e, fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, err), now); err != nil {
-				return 0, 0, err
+				return stepResult{}, err
 			}
 			continue
 		}
 		batch = append(batch, *e)
 	}
 	if len(batch) == 0 {
-		return 0, 0, nil
+		return stepResult{}, nil
 	}
 	maxValue := 0
 	if l, ok := sink.(target.ValueLimiter); ok {
@@ -99,11 +105,11 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 	plan := planBatch(name, batch, maxValue)
 	if len(plan.tooBig) > 0 {
 		if err := d.rejectTooBig(ctx, batch, plan, maxValue, now); err != nil {
-			return 0, 0, err
+			return stepResult{}, err
 		}
 	}
 	if len(plan.recs) == 0 {
-		return 0, 0, nil
+		return stepResult{}, nil
 	}
 
 	sctx, cancel := d.sendContext(ctx)
@@ -151,7 +157,7 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		return err
 	})
 	if err != nil {
-		return 0, 0, store.Unavailable(fmt.Errorf("dispatch: record schedule batch %d..%d: %w",
+		return stepResult{}, store.Unavailable(fmt.Errorf("dispatch: record schedule batch %d..%d: %w",
 			batch[0].EventID, batch[len(batch)-1].EventID, err))
 	}
 	if len(sentIDs) > 0 {
@@ -167,13 +173,13 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		d.mu.Lock()
 		d.lastFlush = now
 		d.mu.Unlock()
-		return marked, 0, nil
+		return stepResult{sent: marked}, nil
 	case interrupted:
 		d.log.Info("send interrupted by shutdown", "target", name, "event_id", plan.recs[n].EventID, "error", serr.Error())
-		return marked, 0, nil
+		return stepResult{sent: marked}, nil
 	case stale:
 		d.logChanged(failed[0], "record schedule batch failure")
-		return marked, 0, nil
+		return stepResult{sent: marked}, nil
 	}
 	ids := make([]int64, len(failed))
 	for i, e := range failed {
@@ -184,12 +190,12 @@ func (d *Dispatcher) FlushSchd(ctx context.Context, force bool) (sent int, wait 
 		d.log.Error("schd batch dead", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
 			"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "error_class", string(v.Class),
 			"attempts", attempts, "error", msg)
-		return marked, 0, nil
+		return stepResult{sent: marked}, nil
 	}
 	d.log.Warn("schd batch failed", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
 		"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "attempts", attempts,
 		"error_class", string(v.Class), "next_attempt_at", v.NextAttemptAt.UTC().Format(time.RFC3339Nano), "error", msg)
-	return marked, v.NextAttemptAt.Sub(now), nil
+	return stepResult{sent: marked, wait: v.NextAttemptAt.Sub(now), blocked: true}, nil
 }
 
 // failBatch records the failure serr of the schedule events evs (EVENT_ID order), the ones
@@ -204,7 +210,7 @@ func (d *Dispatcher) failBatch(tx store.EventTx, evs []*Event, serr error, now t
 	if first.IsZero() {
 		first = now
 	}
-	v := d.opt.Policy.OnFailure(pipeline.ClassOf(serr), attempts, first, now)
+	v := d.opt.Policy.OnFailure(deliveryClass(serr), attempts, first, now)
 	msg := serr.Error()
 	state := pipeline.EventPending
 	if v.Dead {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,34 +70,62 @@ type esBulkItem struct {
 	} `json:"error"`
 }
 
-// Send sends one _bulk request: an index action (metadata line, then the document) per
-// normal record and a delete action per Delete record, each with _id = Key, version =
-// EventID and version_type = external. Items are judged in order: 2xx is success, and so is
-// 409 (a version conflict: the index already holds this or a newer event) and, for a delete,
-// 404 (no such document). A 400 item (a document the index refuses, such as a mapping error)
-// is REJECTED; any other item error, a non-2xx answer to the whole request or a network error
-// is retried. A record that cannot be put in a bulk request (no key, value not JSON) is
-// REJECTED before anything after it is sent.
+// errRequestTooLarge marks a _bulk request the node refused as too large (HTTP 413).
+var errRequestTooLarge = errors.New("request too large")
+
+// Send sends the records in _bulk requests: an index action (metadata line, then the
+// document) per normal record and a delete action per Delete record, each with _id = Key,
+// version = EventID and version_type = external. Normally one request carries them all; one
+// the node refuses as too large (HTTP 413) is split in halves, down to one record, and a
+// single record refused so is REJECTED (it can never fit). Items are judged in order: 2xx is
+// success, and so is 409 (a version conflict: the index already holds this or a newer event)
+// and, for a delete, 404 (no such document). A 400 item (a document the index refuses, such
+// as a mapping error) is REJECTED; any other item error (429, 5xx, a read-only index), any
+// other non-2xx answer to the whole request or a network error is retried (INFRA). A record
+// that cannot be put in a bulk request (no key, value not JSON) is REJECTED before anything
+// after it is sent. The timeout bounds the whole Send.
 func (s *esSink) Send(ctx context.Context, recs []Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	var body bytes.Buffer
-	n := len(recs) // records that go in the request
+	lines := make([][]byte, 0, len(recs)) // each record's action (and document) lines
 	var bad error
-	for i, r := range recs {
-		if err := s.appendAction(&body, r); err != nil {
-			n, bad = i, pipeline.Wrap(pipeline.Rejected, eventErr(SinkElasticsearch, s.name, r, err))
+	for _, r := range recs {
+		var b bytes.Buffer
+		if err := s.appendAction(&b, r); err != nil {
+			bad = pipeline.Wrap(pipeline.Rejected, eventErr(SinkElasticsearch, s.name, r, err))
 			break
 		}
+		lines = append(lines, b.Bytes())
 	}
+	n := len(lines) // records that go in requests
 	if n == 0 {
 		return 0, bad
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	res, err := s.es.Bulk(bytes.NewReader(body.Bytes()),
+	done, size := 0, n
+	for done < n {
+		end := min(done+size, n)
+		k, err := s.bulk(ctx, recs[done:end], lines[done:end])
+		done += k
+		switch {
+		case err == nil:
+		case errors.Is(err, errRequestTooLarge) && k == 0 && end-done > 1:
+			size = (end - done) / 2 // the same records again, in smaller requests
+		default:
+			return done, err
+		}
+	}
+	return done, bad
+}
+
+// bulk sends one _bulk request of recs, whose action lines are lines, and judges the answer
+// (see Send). It returns how many leading records were delivered.
+func (s *esSink) bulk(ctx context.Context, recs []Record, lines [][]byte) (int, error) {
+	body := bytes.Join(lines, nil)
+	res, err := s.es.Bulk(bytes.NewReader(body),
 		s.es.Bulk.WithContext(ctx),
 		s.es.Bulk.WithHeader(map[string]string{"Content-Type": "application/x-ndjson"}),
 		s.es.Bulk.WithFilterPath("errors", "items.*.status", "items.*.result", "items.*.error"))
@@ -108,6 +137,14 @@ func (s *esSink) Send(ctx context.Context, recs []Record) (int, error) {
 	if err != nil {
 		return 0, eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s: read answer: %w", s.index, err))
 	}
+	if res.StatusCode == http.StatusRequestEntityTooLarge {
+		err := eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s of %d records, %d bytes: HTTP %d: %w: %s",
+			s.index, len(recs), len(body), res.StatusCode, errRequestTooLarge, snippet(raw)))
+		if len(recs) == 1 {
+			return 0, pipeline.Wrap(pipeline.Rejected, err) // one record alone is too large for the node
+		}
+		return 0, err
+	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return 0, eventErr(SinkElasticsearch, s.name, recs[0],
 			fmt.Errorf("bulk request to index %s: HTTP %d: %s", s.index, res.StatusCode, snippet(raw)))
@@ -116,34 +153,43 @@ func (s *esSink) Send(ctx context.Context, recs []Record) (int, error) {
 	if err := json.Unmarshal(raw, &br); err != nil {
 		return 0, eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s: decode answer: %w", s.index, err))
 	}
-	if len(br.Items) != n {
+	if len(br.Items) != len(recs) {
 		return 0, eventErr(SinkElasticsearch, s.name, recs[0],
-			fmt.Errorf("bulk request to index %s: %d items in the answer for %d actions", s.index, len(br.Items), n))
+			fmt.Errorf("bulk request to index %s: %d items in the answer for %d actions", s.index, len(br.Items), len(recs)))
 	}
 	for i, item := range br.Items {
-		r := recs[i]
-		action := "index"
-		if r.Delete {
-			action = "delete"
-		}
-		it, ok := item[action]
-		if !ok {
-			return i, eventErr(SinkElasticsearch, s.name, r, fmt.Errorf("bulk item %d: no %q result in the answer", i, action))
-		}
-		switch {
-		case it.Status >= 200 && it.Status <= 299:
-		case it.Status == http.StatusConflict: // version_conflict_engine_exception: newer data is stored
-		case r.Delete && it.Status == http.StatusNotFound && it.Error == nil: // already absent
-		default:
-			err := eventErr(SinkElasticsearch, s.name, r, fmt.Errorf("%s %s/%s version %d: HTTP %d %s",
-				action, s.index, r.Key, r.EventID, it.Status, it.describe()))
-			if it.Status == http.StatusBadRequest {
-				err = pipeline.Wrap(pipeline.Rejected, err)
-			}
+		if err := s.judge(i, recs[i], item); err != nil {
 			return i, err
 		}
 	}
-	return n, bad
+	return len(recs), nil
+}
+
+// judge returns nil when the i-th item of a bulk answer, for record r, is a success, and
+// its error, REJECTED for a 400, otherwise.
+func (s *esSink) judge(i int, r Record, item map[string]esBulkItem) error {
+	action := "index"
+	if r.Delete {
+		action = "delete"
+	}
+	it, ok := item[action]
+	if !ok {
+		return eventErr(SinkElasticsearch, s.name, r, fmt.Errorf("bulk item %d: no %q result in the answer", i, action))
+	}
+	switch {
+	case it.Status >= 200 && it.Status <= 299:
+		return nil
+	case it.Status == http.StatusConflict: // version_conflict_engine_exception: newer data is stored
+		return nil
+	case r.Delete && it.Status == http.StatusNotFound && it.Error == nil: // already absent
+		return nil
+	}
+	err := eventErr(SinkElasticsearch, s.name, r, fmt.Errorf("%s %s/%s version %d: HTTP %d %s",
+		action, s.index, r.Key, r.EventID, it.Status, it.describe()))
+	if it.Status == http.StatusBadRequest {
+		return pipeline.Wrap(pipeline.Rejected, err) // the index refuses this document
+	}
+	return err
 }
 
 // appendAction writes r's action line and, for an index action, its document line.

@@ -32,8 +32,10 @@ type bulkServer struct {
 	t        *testing.T
 	mu       sync.Mutex
 	requests [][]bulkAction
-	status   int                              // answer the whole request with this, when set
-	answer   func(i int, a bulkAction) string // one item's JSON body, e.g. {"status":201}
+	status   int // answer the whole request with this, when set
+	// maxActions, when set, answers 413 to a request of more actions.
+	maxActions int
+	answer     func(i int, a bulkAction) string // one item's JSON body, e.g. {"status":201}
 }
 
 func (b *bulkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -79,6 +81,11 @@ func (b *bulkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	b.requests = append(b.requests, actions)
 	b.mu.Unlock()
+	if b.maxActions > 0 && len(actions) > b.maxActions {
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		fmt.Fprint(w, `{"error":"request too large"}`)
+		return
+	}
 	if b.status != 0 {
 		w.WriteHeader(b.status)
 		fmt.Fprint(w, `{"error":{"type":"test","reason":"whole request refused"},"status":`, b.status, `}`)

@@ -174,11 +174,20 @@ func (k *kafkaSink) Send(ctx context.Context, recs []Record) (int, error) {
 		err = fmt.Errorf("no acknowledgement within %s: %w", k.timeout, context.Cause(ctx))
 	}
 	err = eventErr(SinkKafka, k.name, recs[n], fmt.Errorf("produce to topic %s: %w", k.topic, err))
-	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
-		// The record can never fit the client's or the broker's size limit.
+	if kafkaRefused(err) {
 		err = pipeline.Wrap(pipeline.Rejected, err)
 	}
 	return n, err
+}
+
+// kafkaRefused reports whether a produce error is about the record itself, so that no retry
+// can deliver it: it can never fit the client's or the broker's size limit, or the broker's
+// validation refuses it. Everything else (no broker, no leader, not enough replicas,
+// authorization, an unknown topic, the delivery timeout) is a state of the cluster or of its
+// configuration, retried (INFRA) until it is mended.
+func kafkaRefused(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) ||
+		errors.Is(err, kerr.InvalidRecord)
 }
 
 // Close fails what is still buffered and closes the client's connections.

@@ -32,7 +32,10 @@ func openRedis(name string, c Config, tlsCfg *tls.Config) Sink {
 
 // Send publishes recs in order in one pipeline (one round trip on one connection, so Redis
 // executes them in order). A PUBLISH that nobody listens to is still a success: pub/sub
-// keeps nothing. It returns the count of leading PUBLISH commands Redis answered.
+// keeps nothing. It returns the count of leading PUBLISH commands Redis answered. Every
+// failure is INFRA (retried): connection refused, a timeout, an error reply (NOAUTH,
+// WRONGPASS, LOADING, OOM, READONLY) are states of the server or of msgx's configuration;
+// PUBLISH has no way to refuse an event for its content.
 func (s *redisSink) Send(ctx context.Context, recs []Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
@@ -44,7 +47,7 @@ func (s *redisSink) Send(ctx context.Context, recs []Record) (int, error) {
 	for i, r := range recs {
 		cmds[i] = pipe.Publish(ctx, s.channel, r.Value)
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
+	_, execErr := pipe.Exec(ctx)
 	for i, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			if err == redis.ErrClosed {
@@ -52,6 +55,12 @@ func (s *redisSink) Send(ctx context.Context, recs []Record) (int, error) {
 			}
 			return i, eventErr(SinkRedis, s.name, recs[i], fmt.Errorf("publish to channel %s: %w", s.channel, err))
 		}
+	}
+	if execErr != nil {
+		// The pipeline failed before any command ran: go-redis reports a failure to set up
+		// the connection (AUTH or SELECT refused) on Exec alone, leaving the commands
+		// without an error, as if published. Nothing was.
+		return 0, eventErr(SinkRedis, s.name, recs[0], fmt.Errorf("publish to channel %s: %w", s.channel, execErr))
 	}
 	return len(recs), nil
 }

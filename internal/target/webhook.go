@@ -72,7 +72,9 @@ func (w *webhookSink) post(ctx context.Context, r Record) error {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(r.Value))
 	if err != nil {
-		return pipeline.Wrap(pipeline.Rejected, eventErr(SinkWebhook, w.name, r, err))
+		// The URL is the target's, checked at start: nothing of this event's. Retried
+		// (INFRA) like any failure that is not the receiver refusing the event.
+		return eventErr(SinkWebhook, w.name, r, fmt.Errorf("build the POST to %s: %w", w.url, err))
 	}
 	target := r.Target
 	if target == "" {
