@@ -187,7 +187,12 @@ func status(args []string) error {
 			Dead       int64   `json:"dead"`
 			Sent       int64   `json:"sent"`
 			AgeSeconds float64 `json:"oldest_pending_age_s"`
-			Head       *struct {
+			// While the head event fails: since when, and why.
+			BlockedSince *time.Time `json:"blocked_since"`
+			ErrorClass   *string    `json:"error_class"`
+			LastError    *string    `json:"last_error"`
+			NextAttempt  *time.Time `json:"next_attempt_at"`
+			Head         *struct {
 				EventID   int64   `json:"event_id"`
 				Attempts  int     `json:"attempts"`
 				LastError *string `json:"last_error"`
@@ -205,7 +210,16 @@ func status(args []string) error {
 					age = (time.Duration(t.AgeSeconds * float64(time.Second))).Round(time.Millisecond).String()
 				}
 				fmt.Printf("%-14s %8d %6d %8d %s\n", t.Target, t.Pending, t.Dead, t.Sent, age)
-				if t.Head != nil && t.Head.LastError != nil {
+				switch {
+				case t.BlockedSince != nil && t.Head != nil:
+					next := "-"
+					if t.NextAttempt != nil {
+						next = t.NextAttempt.Format(time.RFC3339)
+					}
+					fmt.Printf("  BLOCKED since %s (%s), head event %d, %d attempt(s), next attempt %s, %s: %s\n",
+						t.BlockedSince.Format(time.RFC3339), time.Since(*t.BlockedSince).Round(time.Second), t.Head.EventID,
+						t.Head.Attempts, next, or(t.ErrorClass, "?"), or(t.LastError, ""))
+				case t.Head != nil && t.Head.LastError != nil:
 					fmt.Printf("  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
 				}
 			}

@@ -182,7 +182,7 @@ func serve(args []string) error {
 	wake := func() {}
 	dispWake := func() {}
 	if runPump {
-		wake, dispWake = p.Wake, disp.Wake
+		wake, dispWake = p.Wake, disp.Kick
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes

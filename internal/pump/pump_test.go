@@ -202,7 +202,7 @@ func TestReferenceReplaceAndGuards(t *testing.T) {
 			refMsg("STTS", "DNLD", "3", "", 0),
 			refMsg("STTS", "DEL", "4", "<STTS><STTC>A</STTC></STTS>", 1),
 			refMsg("STTS", "ADD", "5", stts("D", "four")+stts("E", "five"), 1), // RECS lies on an ADD: applied, with a warning
-			refMsg("STTS", "DNLD", "6", stts("C", "three, truncated"), 2),       // fewer records than RECS on a replace
+			refMsg("STTS", "DNLD", "6", stts("C", "three, truncated"), 2),      // fewer records than RECS on a replace
 		)
 		e.drain()
 		e.want(ids[0], pipeline.Succeeded, "")

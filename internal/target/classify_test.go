@@ -25,7 +25,7 @@ func TestWebhookClassification(t *testing.T) {
 		code int
 		want pipeline.ErrorClass
 	}{
-		{400, pipeline.Rejected}, {401, pipeline.Rejected}, {403, pipeline.Rejected}, {404, pipeline.Rejected},
+		{400, pipeline.Rejected}, {401, pipeline.Infra}, {403, pipeline.Infra}, {404, pipeline.Rejected},
 		{409, pipeline.Rejected}, {413, pipeline.Rejected}, {415, pipeline.Rejected}, {422, pipeline.Rejected},
 		{408, pipeline.Infra}, {429, pipeline.Infra},
 		{500, pipeline.Infra}, {502, pipeline.Infra}, {503, pipeline.Infra}, {504, pipeline.Infra},

@@ -99,10 +99,23 @@ func (w *webhookSink) post(ctx context.Context, r Record) error {
 		return nil
 	}
 	err = eventErr(SinkWebhook, w.name, r, fmt.Errorf("POST %s: HTTP %s: %s", w.url, res.Status, snippet(body)))
-	if code >= 400 && code <= 499 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests {
+	if code >= 400 && code <= 499 && !retryableStatus(code) {
 		return pipeline.Wrap(pipeline.Rejected, err) // the receiver refused this event for good
 	}
-	return err // 408, 429, 5xx, and 1xx/3xx (redirects are not followed): retried
+	return err // 401, 403, 408, 429, 5xx, and 1xx/3xx (redirects are not followed): retried
+}
+
+// retryableStatus reports whether a 4xx answer says something other than "this event is
+// wrong": a timeout or rate limit (408, 429), or credentials the receiver does not accept
+// (401, 403). Those are about the target, not the event: failing every event DEAD one by one
+// until an operator fixes a rotated secret would leave nothing to deliver, so the target is
+// held blocked instead, as for an outage, and shows as such in status.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusUnauthorized, http.StatusForbidden:
+		return true
+	}
+	return false
 }
 
 // Close closes the idle connections.

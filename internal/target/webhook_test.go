@@ -99,8 +99,9 @@ func TestWebhookStatusClasses(t *testing.T) {
 		{200, true, ""}, {201, true, ""}, {204, true, ""},
 		{408, false, pipeline.Infra}, {429, false, pipeline.Infra},
 		{500, false, pipeline.Infra}, {502, false, pipeline.Infra}, {503, false, pipeline.Infra},
-		{302, false, pipeline.Infra}, // not followed: a POST must not turn into a GET
-		{400, false, pipeline.Rejected}, {401, false, pipeline.Rejected}, {404, false, pipeline.Rejected},
+		{302, false, pipeline.Infra},                               // not followed: a POST must not turn into a GET
+		{401, false, pipeline.Infra}, {403, false, pipeline.Infra}, // credentials: the target is blocked, not the event
+		{400, false, pipeline.Rejected}, {404, false, pipeline.Rejected},
 		{410, false, pipeline.Rejected}, {422, false, pipeline.Rejected},
 	} {
 		t.Run(strconv.Itoa(tc.code), func(t *testing.T) {
