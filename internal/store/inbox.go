@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -49,20 +51,6 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 		}
 		loc := d.legacyOpts().Location
 		recv, taken := legacyTime(now, loc, cols[colReceived]), legacyTime(now, loc, cols[colProcessed])
-		q := `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, ?)`
-		if _, ok := cols[colProcessed]; ok {
-			q = `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS, CMINMSGS_DATE_PROCESSED) VALUES (?, ?, ?, ?)`
-		}
-		ins, err := tx.PrepareContext(ctx, q)
-		if err != nil {
-			return Unavailable(err)
-		}
-		defer ins.Close()
-		ps, err := tx.PrepareContext(ctx, `INSERT INTO PROC_STATE (CMINMSGS_ID, STATE, ATTEMPTS, CREATED_AT, UPDATED_AT) VALUES (?, ?, 0, ?, ?)`)
-		if err != nil {
-			return Unavailable(err)
-		}
-		defer ps.Close()
 		for _, raw := range raws {
 			if d.maxPacket > 0 && escapedLen(raw)+packetSlack > d.maxPacket {
 				return fmt.Errorf("%w: a message of %d bytes does not fit MySQL's max_allowed_packet (%d)", ErrTooLarge, len(raw), d.maxPacket)
@@ -70,30 +58,19 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 			if c := cols[colClob]; c.bytes > 0 && len(raw) > c.bytes {
 				return fmt.Errorf("%w: a message of %d bytes does not fit CMINMSGS_CLOB_MSG (%s, %d bytes)", ErrTooLarge, len(raw), c.decl, c.bytes)
 			}
-			args := []any{raw, recv, StatusValid}
-			if _, ok := cols[colProcessed]; ok {
-				args = append(args, taken)
-			}
-			res, err := ins.ExecContext(ctx, args...)
-			if err != nil {
-				if tooLarge(err) {
-					return fmt.Errorf("%w: a message of %d bytes: %v", ErrTooLarge, len(raw), err)
-				}
-				if IsDataError(err) {
-					// The column refuses this text (4-byte characters in a legacy utf8mb3
-					// table, say): retrying cannot help, so it is not an outage.
-					return fmt.Errorf("%w: %v", ErrUnstorable, err)
-				}
-				return Unavailable(fmt.Errorf("insert CMINMSGS: %w", err))
-			}
-			id, err := res.LastInsertId()
+		}
+		_, withTaken := cols[colProcessed]
+		for start := 0; start < len(raws); {
+			end := d.inboxChunk(raws, start)
+			got, err := insertRaws(ctx, tx, raws[start:end], withTaken, recv, taken)
 			if err != nil {
 				return err
 			}
-			if _, err := ps.ExecContext(ctx, id, pipeline.Pending, T(now), T(now)); err != nil {
-				return Unavailable(fmt.Errorf("insert PROC_STATE %d: %w", id, err))
-			}
-			ids = append(ids, id)
+			ids = append(ids, got...)
+			start = end
+		}
+		if err := insertPending(ctx, tx, ids, now); err != nil {
+			return err
 		}
 		for after := prev.Int64; len(ids) > 0 && after < ids[0]-1; {
 			cand, err := d.adoptCandidates(ctx, tx, cols, after, ids[0]-1, adoptChunk)
@@ -116,6 +93,109 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 // packetSlack is what an insert adds to the message in the packet: the statement and the
 // other values.
 const packetSlack = 4 << 10
+
+// Bounds of one multi-row CMINMSGS insert: rows, and bytes of message text (kept well under
+// MySQL's max_allowed_packet as well).
+const (
+	inboxChunkRows  = 200
+	inboxChunkBytes = 4 << 20
+)
+
+// inboxChunk returns the end of the chunk of raws that starts at start: at least one message,
+// at most inboxChunkRows, and no more text than inboxChunkBytes or half the packet limit.
+func (d *DB) inboxChunk(raws []string, start int) int {
+	limit := inboxChunkBytes
+	if d.maxPacket > 0 && d.maxPacket/2 < limit {
+		limit = d.maxPacket / 2
+	}
+	size, end := 0, start
+	for end < len(raws) && end-start < inboxChunkRows {
+		n := escapedLen(raws[end]) + 64
+		if end > start && size+n > limit {
+			break
+		}
+		size += n
+		end++
+	}
+	return end
+}
+
+// insertRaws inserts a chunk of messages into CMINMSGS with one statement and returns their
+// ids in the order of raws. RETURNING (SQLite 3.35, MariaDB 10.5) gives the ids exactly even
+// when the gateway inserts at the same time; one statement gets its ids in the order of its
+// rows (SQLite's single writer, InnoDB's consecutive lock mode for a simple insert), so the
+// sorted ids are the rows' ids in order.
+func insertRaws(ctx context.Context, tx *sql.Tx, raws []string, withTaken bool, recv, taken any) ([]int64, error) {
+	row := `(?, ?, ?)`
+	q := `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES `
+	if withTaken {
+		row = `(?, ?, ?, ?)`
+		q = `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS, CMINMSGS_DATE_PROCESSED) VALUES `
+	}
+	args := make([]any, 0, 4*len(raws))
+	for _, raw := range raws {
+		args = append(args, raw, recv, StatusValid)
+		if withTaken {
+			args = append(args, taken)
+		}
+	}
+	q += strings.TrimSuffix(strings.Repeat(row+",", len(raws)), ",") + ` RETURNING CMINMSGS_ID`
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, insertError(err, raws)
+	}
+	defer rows.Close()
+	ids := make([]int64, 0, len(raws))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, Unavailable(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, insertError(err, raws)
+	}
+	if len(ids) != len(raws) {
+		return nil, Unavailable(fmt.Errorf("insert CMINMSGS: %d ids returned for %d messages", len(ids), len(raws)))
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// insertError classifies a refused CMINMSGS insert: too large (413), a text the column cannot
+// hold (422: retrying cannot help, so it is not an outage), else the database is unavailable.
+func insertError(err error, raws []string) error {
+	size := 0
+	for _, r := range raws {
+		size += len(r)
+	}
+	switch {
+	case tooLarge(err):
+		return fmt.Errorf("%w: %d message(s) of %d bytes: %v", ErrTooLarge, len(raws), size, err)
+	case IsDataError(err):
+		return fmt.Errorf("%w: %v", ErrUnstorable, err)
+	}
+	return Unavailable(fmt.Errorf("insert CMINMSGS: %w", err))
+}
+
+// insertPending gives the new messages their PENDING state, one statement per chunk of rows.
+func insertPending(ctx context.Context, tx *sql.Tx, ids []int64, now time.Time) error {
+	const row = `(?, ?, 0, ?, ?)`
+	for start := 0; start < len(ids); start += inboxChunkRows {
+		chunk := ids[start:min(start+inboxChunkRows, len(ids))]
+		args := make([]any, 0, 4*len(chunk))
+		for _, id := range chunk {
+			args = append(args, id, pipeline.Pending, T(now), T(now))
+		}
+		q := `INSERT INTO PROC_STATE (CMINMSGS_ID, STATE, ATTEMPTS, CREATED_AT, UPDATED_AT) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(row+",", len(chunk)), ",")
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return Unavailable(fmt.Errorf("insert PROC_STATE for %d messages: %w", len(chunk), err))
+		}
+	}
+	return nil
+}
 
 // escapedLen is the length of s once the driver has escaped it into the statement.
 func escapedLen(s string) int {

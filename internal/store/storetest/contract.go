@@ -40,6 +40,7 @@ var contractCases = []struct {
 	{"OutboxWritesAreFenced", outboxWritesAreFenced},
 	{"NotesAndWarningsAreKeptWithinTheirColumns", notesAndWarningsAreKeptWithinTheirColumns},
 	{"ReferenceReplaceKeepsWhatItIsToldTo", referenceReplaceKeepsWhatItIsToldTo},
+	{"InboxBatchesKeepTheirOrderAcrossChunks", inboxBatchesKeepTheirOrderAcrossChunks},
 }
 
 func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
@@ -544,5 +545,38 @@ func referenceReplaceKeepsWhatItIsToldTo(t *testing.T, db *store.DB) {
 	apply(ids[3], pipeline.RefChange{Keep: []string{"ARR", "DEP", "CNL"}})
 	if got := keys(); strings.Count(got, "=") != 3 {
 		t.Fatalf("after an empty replace keeping everything: %s", got)
+	}
+}
+
+// The inbox writes a batch with a few multi-row statements; the ids still follow the order of
+// the messages, across chunks split by count and by size, and each id holds its own text.
+func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	raws := make([]string, 450)
+	for i := range raws {
+		raws[i] = fmt.Sprintf("<m n=\"%d\">机场 \U0001F6EB '\\ \"</m>", i)
+		if i%97 == 5 {
+			raws[i] += strings.Repeat("x", 1<<20) // a few large ones force size-bound chunks
+		}
+	}
+	ids, err := db.InsertMessages(ctx, raws, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != len(raws) {
+		t.Fatalf("%d ids for %d messages", len(ids), len(raws))
+	}
+	for i, id := range ids {
+		if i > 0 && id <= ids[i-1] {
+			t.Fatalf("ids out of order at %d: %d after %d", i, id, ids[i-1])
+		}
+		raw, ok, err := db.Raw(ctx, id)
+		if err != nil || !ok || raw != raws[i] {
+			t.Fatalf("message %d (id %d) holds %d bytes %.40q, want %.40q (%v)", i, id, len(raw), raw, raws[i], err)
+		}
+		if m, _ := db.GetMessage(ctx, id); m == nil || m.State != pipeline.Pending {
+			t.Fatalf("message %d has no PENDING state: %+v", id, m)
+		}
 	}
 }
