@@ -254,11 +254,11 @@ func (s *server) post(body string) int64 {
 }
 
 type message struct {
-	ID         int64   `json:"id"`
-	State      string  `json:"state"`
-	ErrorClass *string `json:"error_class"`
-	Attempts   int     `json:"attempts"`
-	LastError  *string `json:"last_error"`
+	ID         int64    `json:"id"`
+	State      string   `json:"state"`
+	ErrorClass *string  `json:"error_class"`
+	Attempts   int      `json:"attempts"`
+	LastError  *string  `json:"last_error"`
 	TypeTag    *string  `json:"type_tag"`
 	Identity   *string  `json:"identity"`
 	Note       string   `json:"note"`
