@@ -207,7 +207,7 @@ func (b *bench) processAll(ctx context.Context) (time.Duration, error) {
 	start := b.o.Clock.Now()
 	b.sys.startPump()
 	defer b.sys.stopPump()
-	err := waitFor(ctx, 2*time.Millisecond, "the pump", func() (bool, error) {
+	err := waitFor(ctx, 10*time.Millisecond, "the pump", func() (bool, error) {
 		n, err := b.sys.pendingMessages(ctx)
 		return n == 0, err
 	})
