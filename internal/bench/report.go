@@ -25,5 +25,14 @@ func WriteTable(w io.Writer, r Result) error {
 	p("  accept→SENT p99, ms\t%.1f\taccept_to_sent_p99_ms", r.AcceptToSentP99Ms)
 	p("  3,000-flight SCHD DNLD, s\t%.2f\tsnapshot_3000_s", r.Snapshot3000S)
 	p("  peak heap in use, MB\t%.1f\tpeak_heap_mb", r.PeakHeapMB)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.ProcessedPerS > 0 && r.LatencyRatePerS > r.ProcessedPerS {
+		_, err := fmt.Fprintf(w, "\nnote: %.0f msg/s is above what msgx processed per second (%.0f): the backlog grew during the\n"+
+			"latency phase, so accept→SENT is mostly time spent queued; try --rate below %.0f.\n",
+			r.LatencyRatePerS, r.ProcessedPerS, r.ProcessedPerS)
+		return err
+	}
+	return nil
 }

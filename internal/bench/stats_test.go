@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,5 +68,19 @@ func TestRatioAndRates(t *testing.T) {
 	}
 	if got := Millis(1500 * time.Microsecond); got != 1.5 {
 		t.Errorf("Millis = %v", got)
+	}
+}
+
+func TestWriteTableNamesEveryFigure(t *testing.T) {
+	var b strings.Builder
+	r := Result{Driver: "sqlite", Database: "x.db", Messages: 10, Clients: 2, Rate: 500, ProcessedPerS: 100, LatencyRatePerS: 500, SentObserved: "commit"}
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"floor_commits_per_s", "floor_batched_rows_per_s", "accepted_per_s", "processed_per_s",
+		"accept_to_sent_p50_ms", "accept_to_sent_p99_ms", "snapshot_3000_s", "peak_heap_mb", "backlog grew"} {
+		if !strings.Contains(b.String(), k) {
+			t.Errorf("table without %s:\n%s", k, b.String())
+		}
 	}
 }
