@@ -100,8 +100,10 @@ func (s Schedule) fltr(b *strings.Builder, k int) {
 }
 
 // Flop is the i-th FLOP operation on the schedule's flights, round robin: a stand change, or
-// on departures a calculated take-off time. Two FLOPs on the same flight never carry the same
-// value (flights ≥ 2), so each one changes its flight and emits events.
+// on departures, every other round, a calculated take-off time. A FLOP never repeats the value
+// the one before it of its kind set on its flight (for any flight count that is not a multiple
+// of 47 or 997, such as SnapshotFlights; TestFlopsAlwaysChangeTheirFlight checks it), so each
+// one changes its flight and emits events.
 func (s Schedule) Flop(i int) string {
 	k := i % s.Flights
 	var styp, value string
