@@ -26,6 +26,7 @@ Usage:
                                             move DEAD delivery events back to PENDING
   msgx decode  [--config FILE] FILE         print the decoded message as JSON (non-zero exit on error)
   msgx migrate [--config FILE]              apply the database migrations
+  msgx bench   [--config FILE] [--json] …   the database's floor and msgx end to end, on a scratch database (msgx bench -h)
   msgx version                              print the version
 
 The server address defaults to MSGX_SERVER, else http://127.0.0.1:<port of http.addr>.
@@ -71,6 +72,8 @@ func main() {
 		err = decode(args)
 	case "migrate":
 		err = migrate(args)
+	case "bench":
+		err = benchCmd(args)
 	case "version", "--version":
 		fmt.Println("msgx", version)
 	case "help", "-h", "--help":

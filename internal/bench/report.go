@@ -1,0 +1,38 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable prints r for a person: the floor, then msgx's figures beside it as ratios.
+func WriteTable(w io.Writer, r Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
+	p("msgx bench on %s (%s): %d messages, %d clients, %g msg/s", r.Driver, r.Database, r.Messages, r.Clients, r.Rate)
+	p("")
+	p("floor: one connection, ~2 KB rows\t\t")
+	p("  durable commits/s, 1 row each\t%.0f\tfloor_commits_per_s", r.FloorCommitsPerS)
+	p("  rows/s, 100 rows per commit\t%.0f\tfloor_batched_rows_per_s", r.FloorBatchedRowsPerS)
+	p("")
+	p("msgx end to end\t\t")
+	p("  accepted/s (durable answers)\t%.0f\taccepted_per_s\t%.2f× commit floor\t%.3f× batched floor",
+		r.AcceptedPerS, r.AcceptedVsCommitFloor, r.AcceptedVsBatchedFloor)
+	p("  processed/s (backlog → SUCCEEDED)\t%.0f\tprocessed_per_s\t%.2f× commit floor\t%.3f× batched floor",
+		r.ProcessedPerS, r.ProcessedVsCommitFloor, r.ProcessedVsBatchedFloor)
+	p("  accept→SENT p50, ms\t%.1f\taccept_to_sent_p50_ms\tat %.0f msg/s, SENT seen at the %s", r.AcceptToSentP50Ms, r.LatencyRatePerS, r.SentObserved)
+	p("  accept→SENT p99, ms\t%.1f\taccept_to_sent_p99_ms", r.AcceptToSentP99Ms)
+	p("  3,000-flight SCHD DNLD, s\t%.2f\tsnapshot_3000_s", r.Snapshot3000S)
+	p("  peak heap in use, MB\t%.1f\tpeak_heap_mb", r.PeakHeapMB)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.ProcessedPerS > 0 && r.LatencyRatePerS > r.ProcessedPerS {
+		_, err := fmt.Fprintf(w, "\nnote: %.0f msg/s is above what msgx processed per second (%.0f): the backlog grew during the\n"+
+			"latency phase, so accept→SENT is mostly time spent queued; try --rate below %.0f.\n",
+			r.LatencyRatePerS, r.ProcessedPerS, r.ProcessedPerS)
+		return err
+	}
+	return nil
+}

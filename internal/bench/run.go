@@ -1,0 +1,383 @@
+// Package bench is `msgx bench`: it measures, in one run and on the configured kind of
+// database, what the machine does without msgx (the floor: durable commits per second on one
+// connection) and what msgx does end to end with its real parts wired as `msgx serve` wires
+// them, and sets the two side by side as ratios.
+//
+// It never runs on the configured production tables: SQLite runs on a file of its own, MySQL
+// on a scratch database it creates on the configured server and drops at the end
+// (scratch.go). The messages are its own (gen.go).
+//
+// The phases, in order, on one database:
+//
+//   - floor: ~2 KB rows into a scratch table on one connection, one row per commit, then 100
+//     rows per commit (floor.go);
+//   - snapshot: one SCHD DNLD of 3,000 flights, posted while the pump is stopped, then the
+//     pump started; the time from the start to the message SUCCEEDED (decode, diff against
+//     the empty board, apply, events committed);
+//   - accept: N messages (reference adds and FLOPs on the snapshot's flights, half each)
+//     posted by C concurrent clients while the pump is stopped; N over the time from the
+//     first post to the last answer (each answer means durable);
+//   - process: the pump started on that backlog of N; N over the time from the start to the
+//     last one processed;
+//   - latency: N FLOPs posted at a steady R per second with the pump running; per message,
+//     the time from the client's receipt of the inbox's answer to the dispatcher's commit of
+//     the last of its events SENT (observe.go), on the event-by-event targets (KAFKA_SCHD is
+//     sent in batches every schd.flush-period by design, so it is left out);
+//   - peak heap: the highest heap in use, sampled every 10 ms over all the phases but the
+//     floor.
+//
+// Between phases the bench waits for the outbox to drain, so a phase does not pay for the
+// deliveries of the one before.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"msgx/internal/config"
+	"msgx/internal/handler"
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultMessages  = 5000
+	DefaultRate      = 500
+	DefaultClients   = 16
+	DefaultFloorTime = 2 * time.Second
+	SnapshotFlights  = 3000
+)
+
+// Options configure Run.
+type Options struct {
+	Config    config.Config // msgx's settings (pipeline, delivery, schd, sis.timezone, http limits)
+	DB        *store.DB     // the bench database (not migrated yet); never the production one
+	WorkDir   string        // a temporary directory for the file sinks
+	Messages  int           // N (DefaultMessages when 0)
+	Rate      float64       // R, messages per second in the latency phase (DefaultRate when 0)
+	Clients   int           // C, concurrent clients in the accept phase (DefaultClients when 0)
+	FloorTime time.Duration // how long each floor measurement runs (DefaultFloorTime when 0)
+	Clock     pipeline.Clock
+	Log       *slog.Logger // what msgx's parts log (errors, typically); discarded when nil
+	Progress  io.Writer    // one line per phase; nil for none
+}
+
+func (o *Options) defaults() {
+	if o.Messages <= 0 {
+		o.Messages = DefaultMessages
+	}
+	if o.Rate <= 0 {
+		o.Rate = DefaultRate
+	}
+	if o.Clients <= 0 {
+		o.Clients = DefaultClients
+	}
+	if o.FloorTime <= 0 {
+		o.FloorTime = DefaultFloorTime
+	}
+	if o.Clock == nil {
+		o.Clock = pipeline.SystemClock{}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+// Result is what Run measured. The JSON keys are `msgx bench --json`'s.
+type Result struct {
+	Driver   string  `json:"driver"`
+	Database string  `json:"database"`
+	Messages int     `json:"messages"`
+	Clients  int     `json:"clients"`
+	Rate     float64 `json:"rate"`
+
+	FloorCommitsPerS     float64 `json:"floor_commits_per_s"`
+	FloorBatchedRowsPerS float64 `json:"floor_batched_rows_per_s"`
+
+	AcceptedPerS      float64 `json:"accepted_per_s"`
+	ProcessedPerS     float64 `json:"processed_per_s"`
+	AcceptToSentP50Ms float64 `json:"accept_to_sent_p50_ms"`
+	AcceptToSentP99Ms float64 `json:"accept_to_sent_p99_ms"`
+	Snapshot3000S     float64 `json:"snapshot_3000_s"`
+	PeakHeapMB        float64 `json:"peak_heap_mb"`
+
+	// LatencyRatePerS is the rate the latency phase achieved (R unless the inbox fell behind).
+	LatencyRatePerS float64 `json:"latency_rate_per_s"`
+	// SentObserved says how SENT was observed: "commit" (the dispatcher's commit, always
+	// when the dispatcher logs it) or "sink" (a sink's acknowledgement, just before it).
+	SentObserved string `json:"sent_observed"`
+
+	// msgx's rates over the floor: messages per durable commit of one connection, and the
+	// share of the rows the database can take in batches.
+	AcceptedVsCommitFloor   float64 `json:"accepted_vs_commit_floor"`
+	AcceptedVsBatchedFloor  float64 `json:"accepted_vs_batched_floor"`
+	ProcessedVsCommitFloor  float64 `json:"processed_vs_commit_floor"`
+	ProcessedVsBatchedFloor float64 `json:"processed_vs_batched_floor"`
+}
+
+// Run measures the floor and msgx end to end on o.DB, in the order the package doc gives.
+func Run(ctx context.Context, o Options) (Result, error) {
+	o.defaults()
+	r := Result{Driver: string(o.DB.Dialect), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate}
+	fmt.Fprintf(o.Progress, "bench: floor, %s per measurement\n", o.FloorTime)
+	floor, err := MeasureFloor(ctx, o.DB, o.Clock, o.FloorTime)
+	if err != nil {
+		return r, err
+	}
+	r.FloorCommitsPerS, r.FloorBatchedRowsPerS = floor.CommitsPerS, floor.BatchedRowsPerS
+	if _, err := o.DB.Migrate(ctx); err != nil {
+		return r, fmt.Errorf("migrate the bench database: %w", err)
+	}
+	heap := StartHeapSampler(10 * time.Millisecond)
+	err = runMsgx(ctx, o, &r)
+	r.PeakHeapMB = float64(heap.Stop()) / (1 << 20)
+	if err != nil {
+		return r, err
+	}
+	r.AcceptedVsCommitFloor = Ratio(r.AcceptedPerS, r.FloorCommitsPerS)
+	r.AcceptedVsBatchedFloor = Ratio(r.AcceptedPerS, r.FloorBatchedRowsPerS)
+	r.ProcessedVsCommitFloor = Ratio(r.ProcessedPerS, r.FloorCommitsPerS)
+	r.ProcessedVsBatchedFloor = Ratio(r.ProcessedPerS, r.FloorBatchedRowsPerS)
+	return r, nil
+}
+
+// bench is one run of the msgx phases.
+type bench struct {
+	o     Options
+	sys   *system
+	rec   *Deliveries
+	cl    *client
+	sched Schedule
+}
+
+func runMsgx(ctx context.Context, o Options, r *Result) error {
+	rec := NewDeliveries(o.Clock)
+	sys, err := startSystem(o.Config, o.DB, o.Clock, o.Log, o.WorkDir, rec)
+	if err != nil {
+		return err
+	}
+	defer sys.close()
+	loc := o.Config.Location()
+	now := o.Clock.Now().In(loc)
+	b := &bench{o: o, sys: sys, rec: rec, cl: newClient(sys.url, max(o.Clients, 4)*4),
+		// Tomorrow: no flight of the snapshot is in the past, even if the day turns mid-run.
+		sched: Schedule{Day: time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, loc), Flights: SnapshotFlights, Loc: loc}}
+	steps := []struct {
+		name string
+		fn   func(context.Context, *Result) error
+	}{
+		{fmt.Sprintf("snapshot of %d flights", SnapshotFlights), b.snapshot},
+		{fmt.Sprintf("accept %d messages from %d clients", o.Messages, o.Clients), b.accept},
+		{fmt.Sprintf("process the backlog of %d", o.Messages), b.process},
+		{fmt.Sprintf("accept→SENT of %d FLOPs at %g/s", o.Messages, o.Rate), b.latency},
+	}
+	for _, s := range steps {
+		fmt.Fprintf(o.Progress, "bench: %s\n", s.name)
+		if err := s.fn(ctx, r); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		if err := b.drained(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// drained waits until every message is processed and every event-by-event delivery SENT.
+func (b *bench) drained(ctx context.Context) error {
+	return waitFor(ctx, 10*time.Millisecond, "the outbox to drain", func() (bool, error) {
+		n, err := b.sys.pendingEvents(ctx)
+		return n == 0, err
+	})
+}
+
+// processAll starts the pump and returns the time from its start until no message is
+// PENDING; the pump is stopped again.
+func (b *bench) processAll(ctx context.Context) (time.Duration, error) {
+	start := b.o.Clock.Now()
+	b.sys.startPump()
+	defer b.sys.stopPump()
+	err := waitFor(ctx, 10*time.Millisecond, "the pump", func() (bool, error) {
+		n, err := b.sys.pendingMessages(ctx)
+		return n == 0, err
+	})
+	return b.o.Clock.Now().Sub(start), err
+}
+
+func (b *bench) snapshot(ctx context.Context, r *Result) error {
+	if _, err := b.cl.post(ctx, b.sched.Snapshot()); err != nil {
+		return err
+	}
+	took, err := b.processAll(ctx)
+	r.Snapshot3000S = took.Seconds()
+	return err
+}
+
+// backlog is the accept phase's messages: reference adds and FLOPs in turn.
+func (b *bench) backlog() []string {
+	msgs := make([]string, b.o.Messages)
+	for i := range msgs {
+		if i%2 == 0 {
+			msgs[i] = RefAdd(i / 2)
+		} else {
+			msgs[i] = b.sched.Flop(i / 2)
+		}
+	}
+	return msgs
+}
+
+func (b *bench) accept(ctx context.Context, r *Result) error {
+	msgs := b.backlog()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := b.o.Clock.Now()
+	for range b.o.Clients {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(msgs) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				if _, err := b.cl.post(ctx, msgs[i]); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	r.AcceptedPerS = PerSecond(len(msgs), b.o.Clock.Now().Sub(start))
+	return nil
+}
+
+func (b *bench) process(ctx context.Context, r *Result) error {
+	took, err := b.processAll(ctx)
+	r.ProcessedPerS = PerSecond(b.o.Messages, took)
+	return err
+}
+
+// latency posts FLOPs at the steady rate, open loop (a slow answer does not delay the next
+// post, up to 4×C posts in flight), with the pump running, then matches each message's
+// accept time with the SENT time of its events.
+func (b *bench) latency(ctx context.Context, r *Result) error {
+	n := b.o.Messages
+	msgs := make([]string, n)
+	for i := range msgs {
+		msgs[i] = b.sched.Flop(b.o.Messages/2 + 1 + i) // after the backlog's FLOPs: new values
+	}
+	b.sys.startPump()
+	defer b.sys.stopPump()
+	accepted, took, err := b.postAtRate(ctx, msgs)
+	if err != nil {
+		return err
+	}
+	r.LatencyRatePerS = PerSecond(n, took)
+	if err := waitFor(ctx, 10*time.Millisecond, "the pump", func() (bool, error) {
+		n, err := b.sys.pendingMessages(ctx)
+		return n == 0, err
+	}); err != nil {
+		return err
+	}
+	if err := b.drained(ctx); err != nil {
+		return err
+	}
+	lat, observed, err := b.latencies(ctx, accepted)
+	if err != nil {
+		return err
+	}
+	r.SentObserved = observed
+	r.AcceptToSentP50Ms = Millis(Percentile(lat, 50))
+	r.AcceptToSentP99Ms = Millis(Percentile(lat, 99))
+	return nil
+}
+
+// postAtRate posts msgs at o.Rate per second and returns each one's id with the time its
+// answer came, and how long the posting took.
+func (b *bench) postAtRate(ctx context.Context, msgs []string) (map[int64]time.Time, time.Duration, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var mu sync.Mutex
+	accepted := make(map[int64]time.Time, len(msgs))
+	inflight := make(chan struct{}, 4*b.o.Clients)
+	var wg sync.WaitGroup
+	interval := time.Duration(float64(time.Second) / b.o.Rate)
+	start := b.o.Clock.Now()
+	for i, m := range msgs {
+		if d := start.Add(time.Duration(i) * interval).Sub(b.o.Clock.Now()); d > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case inflight <- struct{}{}:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-inflight }()
+			id, err := b.cl.post(ctx, m)
+			at := b.o.Clock.Now()
+			if err != nil {
+				cancel(err)
+				return
+			}
+			mu.Lock()
+			accepted[id] = at
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	took := b.o.Clock.Now().Sub(start)
+	if err := context.Cause(ctx); err != nil {
+		return nil, 0, err
+	}
+	return accepted, took, nil
+}
+
+// latencies returns accept→SENT of every accepted message, and how SENT was observed.
+func (b *bench) latencies(ctx context.Context, accepted map[int64]time.Time) ([]time.Duration, string, error) {
+	each := map[string]bool{}
+	for _, t := range handler.Targets {
+		each[t] = t != handler.TargetSchd
+	}
+	// The dispatcher logs its commit just after it: the last one may be on its way still.
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	waitFor(wctx, time.Millisecond, "the last commits' log records", func() (bool, error) {
+		return b.rec.Uncommitted(each) == 0, nil
+	})
+	cancel()
+	sent, commits := b.rec.SentAt(each)
+	lat := make([]time.Duration, 0, len(accepted))
+	var missing []int64
+	for id, at := range accepted {
+		s, ok := sent[id]
+		if !ok {
+			missing = append(missing, id)
+			continue
+		}
+		lat = append(lat, s.Sub(at))
+	}
+	if len(missing) > 0 {
+		return nil, "", fmt.Errorf("%w: %d messages processed without an event SENT (message %d, say)", errFailed, len(missing), missing[0])
+	}
+	if len(lat) == 0 {
+		return nil, "", errors.New("no message was accepted")
+	}
+	if commits {
+		return lat, "commit", nil
+	}
+	return lat, "sink", nil
+}
