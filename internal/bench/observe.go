@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"log/slog"
 	"runtime"
 	"sync"
 	"time"
@@ -58,9 +57,8 @@ func (h *HeapSampler) Stop() uint64 {
 
 // Deliveries records when each event was delivered, two ways: when its sink acknowledged it
 // (recordingSink, which also learns the event's message), and when the dispatcher had
-// committed it SENT (its "events sent" log record, written right after that commit and
-// listing the event ids). The commit is what SENT means; the acknowledgement is the fallback
-// should the log record not name the events.
+// committed it SENT (the dispatcher's OnSent, called right after that commit). The commit is
+// what SENT means; the acknowledgement is the fallback should a commit not be seen.
 type Deliveries struct {
 	clock pipeline.Clock
 
@@ -102,53 +100,14 @@ func (r *recordingSink) Send(ctx context.Context, recs []target.Record) (int, er
 // Close implements target.Sink.
 func (r *recordingSink) Close() error { return r.inner.Close() }
 
-// sentLogMessage is the dispatcher's log message after it committed events SENT, with the
-// attribute sentLogIDs listing them.
-const (
-	sentLogMessage = "events sent"
-	sentLogIDs     = "event_ids"
-)
-
-// Handler wraps next so that the dispatcher's "events sent" records are noted as commits;
-// every record still goes to next when next takes its level.
-func (d *Deliveries) Handler(next slog.Handler) slog.Handler { return &sentHandler{next: next, d: d} }
-
-type sentHandler struct {
-	next slog.Handler
-	d    *Deliveries
-}
-
-func (h *sentHandler) Enabled(ctx context.Context, l slog.Level) bool { return true }
-
-func (h *sentHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == sentLogMessage {
-		at := h.d.clock.Now()
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key != sentLogIDs {
-				return true
-			}
-			if ids, ok := a.Value.Any().([]int64); ok {
-				h.d.mu.Lock()
-				for _, id := range ids {
-					h.d.committed[id] = at
-				}
-				h.d.mu.Unlock()
-			}
-			return false
-		})
+// Sent is the dispatcher's OnSent: it notes the events a commit has just marked SENT.
+func (d *Deliveries) Sent(_ string, ids []int64) {
+	at := d.clock.Now()
+	d.mu.Lock()
+	for _, id := range ids {
+		d.committed[id] = at
 	}
-	if h.next.Enabled(ctx, r.Level) {
-		return h.next.Handle(ctx, r)
-	}
-	return nil
-}
-
-func (h *sentHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &sentHandler{next: h.next.WithAttrs(as), d: h.d}
-}
-
-func (h *sentHandler) WithGroup(name string) slog.Handler {
-	return &sentHandler{next: h.next.WithGroup(name), d: h.d}
+	d.mu.Unlock()
 }
 
 // Uncommitted counts the events on targets a sink acknowledged but whose SENT commit has not

@@ -86,7 +86,8 @@ func startSystem(cfg config.Config, db *store.DB, clock pipeline.Clock, log *slo
 		FlushPeriod:  cfg.Schd.FlushPeriod,
 		FlushLimit:   cfg.Schd.FlushLimit,
 		Clock:        clock,
-		Logger:       slog.New(rec.Handler(log.Handler())),
+		Logger:       log,
+		OnSent:       rec.Sent,
 	})
 	s.pump.SetOnEvents(s.disp.Wake)
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, s.pump.Wake)

@@ -177,6 +177,9 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 		return stepResult{}, store.Unavailable(fmt.Errorf("dispatch: record delivery to %s (events %d..%d): %w",
 			name, run[0].EventID, run[len(run)-1].EventID, err))
 	}
+	if n > 0 && d.opt.OnSent != nil {
+		d.opt.OnSent(name, ids)
+	}
 	if n > 0 {
 		d.log.Info("events sent", "target", name, "count", n,
 			"first_event_id", ids[0], "last_event_id", ids[n-1], "event_ids", ids)

@@ -86,6 +86,9 @@ type Options struct {
 	Clock pipeline.Clock
 	// Logger receives one line per sent batch, failure and dead event (default slog.Default()).
 	Logger *slog.Logger
+	// OnSent, when set, is called with the target and the ids of the events a commit has just
+	// marked SENT (msgx bench measures accept→SENT with it). It must not block.
+	OnSent func(target string, ids []int64)
 }
 
 func (o Options) normalized() Options {

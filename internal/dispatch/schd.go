@@ -160,6 +160,9 @@ func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, err
 		return stepResult{}, store.Unavailable(fmt.Errorf("dispatch: record schedule batch %d..%d: %w",
 			batch[0].EventID, batch[len(batch)-1].EventID, err))
 	}
+	if len(sentIDs) > 0 && d.opt.OnSent != nil {
+		d.opt.OnSent(name, sentIDs)
+	}
 	if len(sentIDs) > 0 {
 		d.log.Info("schd batch sent", "target", name, "count", len(sentIDs), "records", plan.kept(n),
 			"parts", n, "first_event_id", sentIDs[0], "last_event_id", sentIDs[len(sentIDs)-1])
