@@ -28,7 +28,7 @@ func TestDeliveriesPreferTheCommit(t *testing.T) {
 	sink.Send(context.Background(), []target.Record{{EventID: 1, MsgID: 7, Target: "F"}, {EventID: 3, MsgID: 8, Target: "F"}}) // acked at +1ms
 	sink.Send(context.Background(), []target.Record{{EventID: 2, MsgID: 7, Target: "N"}})                                      // +2ms
 	sink.Send(context.Background(), []target.Record{{EventID: 4, MsgID: 8, Target: "S"}})                                      // +3ms
-	d.Sent("F", []int64{1, 3}) // +4ms
+	d.Sent("F", []int64{1, 3})                                                                                                 // +4ms
 	targets := map[string]bool{"F": true, "N": true}
 	if n := d.Uncommitted(targets); n != 1 {
 		t.Fatalf("Uncommitted = %d, want 1 (event 2)", n)
