@@ -93,23 +93,39 @@ var ErrBatchBroken = errors.New("the batch transaction is broken")
 // Batch is the pump's open batch transaction. Each message's writes run under a savepoint of
 // their own, so a message that fails is rolled back alone and the ones before it stay.
 type Batch struct {
-	d  *DB
-	tx *sql.Tx
-	n  int // savepoints made
+	d    *DB
+	conn *sql.Conn // the connection the batch holds until it ends
+	tx   *sql.Tx
+	n    int // savepoints made
 }
 
 // BeginBatch opens a batch transaction and checks the pump lease in it, once: the lease row
 // is locked (MySQL) until the batch ends, so a take-over waits for the batch.
 func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
-	tx, err := d.SQL.BeginTx(ctx, nil)
+	conn, err := d.SQL.Conn(ctx)
 	if err != nil {
+		return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
+	}
+	if d.Dialect == SQLite {
+		// SQLite copies each page a savepoint changes to a sub-journal, a temporary file by
+		// default: in memory it costs no system call per page (a rollback to a savepoint
+		// needs it only until the commit; the durable journal is the WAL).
+		if _, err := conn.ExecContext(ctx, `PRAGMA temp_store = MEMORY`); err != nil {
+			conn.Close()
+			return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
 		return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
 	}
 	if err := d.checkFence(ctx, tx); err != nil {
 		tx.Rollback()
+		conn.Close()
 		return nil, err
 	}
-	return &Batch{d: d, tx: tx}, nil
+	return &Batch{d: d, conn: conn, tx: tx}, nil
 }
 
 // Tx is the batch's transaction, for reads that must see the batch's own writes (the
@@ -118,6 +134,7 @@ func (b *Batch) Tx() *sql.Tx { return b.tx }
 
 // Commit commits the batch; on return without error every message of it is durable.
 func (b *Batch) Commit() error {
+	defer b.conn.Close()
 	if err := b.tx.Commit(); err != nil {
 		return Unavailable(fmt.Errorf("store: commit batch: %w", err))
 	}
@@ -125,11 +142,15 @@ func (b *Batch) Commit() error {
 }
 
 // Rollback abandons the batch: nothing of it is written.
-func (b *Batch) Rollback() { b.tx.Rollback() }
+func (b *Batch) Rollback() {
+	b.tx.Rollback()
+	b.conn.Close()
+}
 
-// step runs fn under a fresh savepoint: released when fn succeeds, rolled back to when it
-// fails, so a failed step leaves the batch as it was before it. A savepoint that cannot be
-// made or restored breaks the batch (ErrBatchBroken, wrapping fn's error).
+// step runs fn under a fresh savepoint, rolled back to when fn fails, so a failed step leaves
+// the batch as it was before it. A step that succeeds keeps its savepoint until the commit
+// (releasing it would cost a round trip and change nothing). A savepoint that cannot be made
+// or restored breaks the batch (ErrBatchBroken, wrapping fn's error).
 func (b *Batch) step(ctx context.Context, fn func() error) error {
 	b.n++
 	name := fmt.Sprintf("msgx_sp%d", b.n)
@@ -140,11 +161,7 @@ func (b *Batch) step(ctx context.Context, fn func() error) error {
 		if _, rerr := b.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+name); rerr != nil {
 			return fmt.Errorf("%w: rollback to savepoint after %w: %w", ErrBatchBroken, err, Unavailable(rerr))
 		}
-		_, _ = b.tx.ExecContext(ctx, `RELEASE SAVEPOINT `+name)
 		return err
-	}
-	if _, err := b.tx.ExecContext(ctx, `RELEASE SAVEPOINT `+name); err != nil {
-		return fmt.Errorf("%w: release savepoint: %w", ErrBatchBroken, Unavailable(err))
 	}
 	return nil
 }

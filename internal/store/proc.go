@@ -335,9 +335,13 @@ func effectsError(id int64, err error) error {
 // checked): Succeed's transaction, and one step of a batch (batch.go).
 func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
 	err = func() error {
+		// The identity bind and SUCCEEDED are one statement (one round trip): the rest of the
+		// transaction either commits with it or rolls it back.
 		where, wargs := s.From.where(id)
-		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?`+where,
-			append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth)}, wargs...)...)
+		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?, STATE = ?, ERROR_CLASS = NULL,
+			LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL, NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?`+where,
+			append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth), pipeline.Succeeded,
+				nullStr(Fit(s.Note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now)}, wargs...)...)
 		if err != nil {
 			if IsUniqueViolation(err) {
 				return ErrIdentityTaken
@@ -369,15 +373,13 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, id int64, s Success, fli
 		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
-		note := s.Note
-		if len(s.Decision.Ref) > 0 && refChanged == 0 && len(s.Decision.Flights) == 0 && events == 0 {
-			// Only the apply knows that every record was already as sent.
-			note = strings.TrimPrefix(note+"; nothing changed: every record was already as sent", "; ")
+		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {
+			return nil
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = NULL, LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL,
-			NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ?`,
-			pipeline.Succeeded, nullStr(Fit(note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now), id)
-		return classifyWrite(fmt.Sprintf("mark %d SUCCEEDED", id), err)
+		// Only the apply knows that every record was already as sent.
+		note := strings.TrimPrefix(s.Note+"; nothing changed: every record was already as sent", "; ")
+		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, nullStr(Fit(note, NoteWidth)), id)
+		return classifyWrite(fmt.Sprintf("note of %d", id), err)
 	}()
 	return events, refChanged, err
 }
