@@ -70,10 +70,16 @@ func (p *Pump) stepBatch(ctx context.Context, now time.Time) (time.Duration, err
 		return p.opt.PollInterval, nil
 	}
 	if t := p.Trouble(); t != nil && t.MsgID == head.ID && t.NextAttempt.After(now) {
+		p.blocked = true
 		return min(t.NextAttempt.Sub(now), p.opt.PollInterval), nil
 	}
 	if head.State != pipeline.Pending {
+		p.blocked = true
 		return p.stepHead(ctx, head, now)
+	}
+	if p.blocked {
+		p.blocked = false
+		return 0, nil // the head moves on: read a whole batch
 	}
 	run := cut(due, job)
 	if p.opt.BatchWait > 0 && len(run) > 1 && len(run) < p.opt.BatchSize {
@@ -95,7 +101,11 @@ func (p *Pump) stepBatch(ctx context.Context, now time.Time) (time.Duration, err
 // dueRun reads the due messages, then the head job: in this order, so a job enqueued between
 // the two reads is ordered after every message read (its AfterMsgID is at least theirs).
 func (p *Pump) dueRun(ctx context.Context) ([]*store.Due, *store.Job, error) {
-	due, err := p.db.Due(ctx, p.opt.BatchSize)
+	limit := p.opt.BatchSize
+	if p.blocked {
+		limit = 1 // the head was waiting: look at it alone until it moves
+	}
+	due, err := p.db.Due(ctx, limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -209,10 +219,18 @@ func (p *Pump) batchView(b *store.Batch) (handler.View, *watchView) {
 func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Time) (end bool, err error) {
 	out := outlet{record: r.b.Record, later: func(f func()) { r.reports = append(r.reports, f) }}
 	msg0 := &m.Message
-	if !m.RawOK {
+	raw, ok := m.Raw, m.RawOK
+	if m.RawLater {
+		// Too long for the batch read: read alone (it cannot have changed: only the gateway
+		// and the inbox write raw text, once).
+		if raw, ok, err = p.db.Raw(ctx, m.ID); err != nil {
+			return false, err
+		}
+	}
+	if !ok {
 		return false, p.recordDeadIn(ctx, out, msg0, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
-	msg, err := p.decode(m.ID, m.Raw)
+	msg, err := p.decode(m.ID, raw)
 	tag, identity := "", ""
 	var warnings []string
 	if msg != nil {

@@ -376,3 +376,23 @@ func TestABatchDoesNotApplyAnAppliedMessageAgain(t *testing.T) {
 		}
 	})
 }
+
+// A message longer than the batch read brings (store.DueRawLimit) is read alone in its turn;
+// with pipeline.batch-wait a backlog smaller than a batch is taken after the wait.
+func TestALongMessageAndTheBatchWait(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
+		e.pump = pump.New(db, handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: e.clock,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 10, BatchWait: 5 * time.Millisecond})
+		long := strings.Replace(refMsg("STTS", "ADD", "2", stts("B", "b"), 1), "<RECS>", strings.Repeat(" ", store.DueRawLimit+1)+"<RECS>", 1)
+		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), long, refMsg("STTS", "ADD", "3", stts("C", "c"), 1))
+		due, err := db.Due(context.Background(), 10)
+		if err != nil || len(due) != 3 || due[0].RawLater || !due[1].RawLater || due[1].Raw != "" || !due[1].RawOK {
+			t.Fatalf("due with a long message: %v", err)
+		}
+		e.step()
+		for _, id := range ids {
+			e.want(id, pipeline.Succeeded, "")
+		}
+	})
+}

@@ -90,6 +90,9 @@ type Pump struct {
 	// solo makes the next steps process one message at a time, after a batch that could not
 	// be committed, until one message's outcome is recorded (see stepBatch).
 	solo bool
+	// blocked says the head was FAILED or in Trouble at the last step: the batching pump
+	// then reads only the head (no batch of raw texts each poll) until it moves on.
+	blocked bool
 
 	mu      sync.Mutex
 	trouble *Trouble // the head whose outcome the pump cannot write; nil when none

@@ -29,26 +29,36 @@ type Due struct {
 	Message
 	Raw   string
 	RawOK bool // false: the text is in neither table
+	// RawLater says the text is longer than DueRawLimit and was left out of the batch read:
+	// read it with Raw when its turn comes.
+	RawLater bool
 	// BoundKey is the IDENTITY_KEY the row holds ("" when none). The key is bound only by the
 	// success transaction, so a row holding the key of its own identity has been applied
 	// (its commit's answer was lost) and must not be applied again.
 	BoundKey string
 }
 
-// Due returns up to limit unfinished messages in id order, each with its raw text, in one
-// query. Each state is read by its own seek on IDX_PROC_HEAD (STATE, CMINMSGS_ID), as Head
+// DueRawLimit is the longest raw text Due brings with a message (bytes on MySQL, characters
+// on SQLite): a batch read of 200 messages stays a few megabytes even when snapshots of
+// thousands of flights are waiting.
+const DueRawLimit = 64 << 10
+
+// Due returns up to limit unfinished messages in id order, each with its raw text (up to
+// DueRawLimit), in one query. Each state is read by its own seek on IDX_PROC_HEAD (STATE, CMINMSGS_ID), as Head
 // does, so the read costs limit rows however long the backlog is.
 func (d *DB) Due(ctx context.Context, limit int) ([]*Due, error) {
 	if limit <= 0 {
 		limit = 1
 	}
-	q := fmt.Sprintf(`SELECT `+messageCols+`, p.IDENTITY_KEY, c.CMINMSGS_ID, c.CMINMSGS_CLOB_MSG, h.CMINMSGS_ID, h.CMINMSGS_CLOB_MSG
+	q := fmt.Sprintf(`SELECT `+messageCols+`, p.IDENTITY_KEY,
+			c.CMINMSGS_ID, CASE WHEN LENGTH(c.CMINMSGS_CLOB_MSG) <= %[2]d THEN c.CMINMSGS_CLOB_MSG END, LENGTH(c.CMINMSGS_CLOB_MSG) <= %[2]d,
+			h.CMINMSGS_ID, CASE WHEN LENGTH(h.CMINMSGS_CLOB_MSG) <= %[2]d THEN h.CMINMSGS_CLOB_MSG END, LENGTH(h.CMINMSGS_CLOB_MSG) <= %[2]d
 		FROM (SELECT CMINMSGS_ID FROM (SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = ? ORDER BY CMINMSGS_ID LIMIT %[1]d) a
 			UNION ALL SELECT CMINMSGS_ID FROM (SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = ? ORDER BY CMINMSGS_ID LIMIT %[1]d) b) due
 		JOIN PROC_STATE p ON p.CMINMSGS_ID = due.CMINMSGS_ID
 		LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID
 		LEFT JOIN CMINMSGS_HST h ON c.CMINMSGS_ID IS NULL AND h.CMINMSGS_ID = p.CMINMSGS_ID
-		ORDER BY p.CMINMSGS_ID LIMIT %[1]d`, limit)
+		ORDER BY p.CMINMSGS_ID LIMIT %[1]d`, limit, DueRawLimit)
 	rows, err := d.SQL.QueryContext(ctx, q, pipeline.Pending, pipeline.Failed)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("due messages: %w", err))
@@ -58,16 +68,17 @@ func (d *DB) Due(ctx context.Context, limit int) ([]*Due, error) {
 	for rows.Next() {
 		var key, live, hst sql.NullString
 		var liveID, hstID sql.NullInt64
-		m, err := d.scanMessage(extraScan{rows, []any{&key, &liveID, &live, &hstID, &hst}})
+		var liveFits, hstFits sql.NullBool
+		m, err := d.scanMessage(extraScan{rows, []any{&key, &liveID, &live, &liveFits, &hstID, &hst, &hstFits}})
 		if err != nil {
 			return nil, Unavailable(fmt.Errorf("due messages: %w", err))
 		}
 		u := &Due{Message: *m, BoundKey: key.String}
 		switch {
 		case liveID.Valid:
-			u.Raw, u.RawOK = live.String, true
+			u.Raw, u.RawOK, u.RawLater = live.String, true, liveFits.Valid && !liveFits.Bool
 		case hstID.Valid:
-			u.Raw, u.RawOK = hst.String, true
+			u.Raw, u.RawOK, u.RawLater = hst.String, true, hstFits.Valid && !hstFits.Bool
 		}
 		out = append(out, u)
 	}
