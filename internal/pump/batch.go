@@ -36,6 +36,7 @@ import (
 
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
+	"msgx/internal/sis"
 	"msgx/internal/store"
 )
 
@@ -248,6 +249,9 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	}
 	h, ok := p.reg.Lookup(tag)
 	if !ok {
+		if holder, dup, err := r.b.BoundTo(ctx, identity); err != nil || dup {
+			return false, p.duplicate(ctx, out, msg0, msg, identity, holder, err, now)
+		}
 		return p.fail(ctx, out, msg0, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
 	}
 	if r.watched != nil {
@@ -258,6 +262,11 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 		return false, errDecideAgain
 	}
 	if err != nil {
+		// One by one, a duplicate is SKIPPED before its handler runs; here the unique index
+		// finds it when the decision is applied, so a decision that is not applied asks.
+		if holder, dup, berr := r.b.BoundTo(ctx, identity); berr != nil || dup {
+			return false, p.duplicate(ctx, out, msg0, msg, identity, holder, berr, now)
+		}
 		if s, ok := handler.AsSkip(err); ok {
 			return false, p.skip(ctx, out, msg0, msg, identity, s.Reason, now)
 		}
@@ -273,10 +282,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 		// Bound by an earlier message, committed or earlier in this batch: the read goes
 		// through the batch, so it finds either.
 		holder, _, berr := r.b.BoundTo(ctx, identity)
-		if berr != nil {
-			return false, berr
-		}
-		return false, p.skip(ctx, out, msg0, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
+		return false, p.duplicate(ctx, out, msg0, msg, identity, holder, berr, now)
 	case errors.Is(err, store.ErrChanged), errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrBatchBroken):
 		return false, err
 	case err != nil:
@@ -288,6 +294,14 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	r.events += events
 	out.later(func() { p.succeeded(msg0, tag, identity, events, changed, dec.Note, warnings, now) })
 	return false, nil
+}
+
+// duplicate records m SKIPPED as a duplicate of holder, unless reading the holder failed.
+func (p *Pump) duplicate(ctx context.Context, out outlet, m *store.Message, msg *sis.Message, identity string, holder int64, readErr error, now time.Time) error {
+	if readErr != nil {
+		return readErr
+	}
+	return p.skip(ctx, out, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
 }
 
 // watchView is a View that notes whether a handler read stored state through it.

@@ -396,3 +396,29 @@ func TestALongMessageAndTheBatchWait(t *testing.T) {
 		}
 	})
 }
+
+// A duplicate is SKIPPED whatever its handler would say, as one by one (where the identity is
+// checked before the handler runs): here its handler fails the second time it is asked.
+func TestADuplicateWhoseHandlerFailsIsSkipped(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		reg := handler.Default(handler.Options{})
+		add, _ := reg.Lookup("STTS-ADD")
+		calls := 0
+		reg.Replace("STTS-ADD", handler.Func(func(ctx context.Context, v handler.View, m *sis.Message) (pipeline.Decision, error) {
+			if calls++; calls > 1 {
+				return pipeline.Decision{}, pipeline.Errorf(pipeline.CodecError, "cannot read it twice")
+			}
+			return add.Decide(ctx, v, m)
+		}))
+		policy := defaultPolicy
+		policy.Park = pipeline.DefaultPark
+		e, _ := batchEnv(t, db, policy, reg, true, nil)
+		a := refMsg("STTS", "ADD", "7", stts("A", "a"), 1)
+		ids := e.post(a, a)
+		e.step()
+		e.want(ids[0], pipeline.Succeeded, "")
+		if m := e.want(ids[1], pipeline.Skipped, ""); *m.LastError != fmt.Sprintf("duplicate-of:%d", ids[0]) {
+			t.Fatalf("duplicate whose handler fails: %q", *m.LastError)
+		}
+	})
+}
