@@ -4,6 +4,10 @@
 // or records why it failed. A FAILED head blocks everything behind it until its next attempt
 // is due; it goes DEAD after max attempts or once it has been failing for longer than the
 // head deadline since its first failure (I1). It owns the processing-state transitions.
+//
+// The pump batches (pipeline.batch-size): it reads the next due messages in one query and
+// commits a run of them in one transaction, a savepoint per message, with outcomes exactly
+// those of one-by-one processing; batch.go says how failures and state reads are handled.
 package pump
 
 import (
