@@ -422,3 +422,43 @@ func TestADuplicateWhoseHandlerFailsIsSkipped(t *testing.T) {
 		}
 	})
 }
+
+// failingBegin is a store whose next batch cannot begin (the database is away).
+type failingBegin struct {
+	*store.DB
+	fail int
+}
+
+func (f *failingBegin) BeginBatch(ctx context.Context) (*store.Batch, error) {
+	if f.fail > 0 {
+		f.fail--
+		return nil, store.Unavailable(fmt.Errorf("connection refused"))
+	}
+	return f.DB.BeginBatch(ctx)
+}
+
+// A batch that cannot be begun or committed writes nothing, and the pump goes one by one until
+// a message's outcome is recorded, so an unavailable database meets exactly today's rules;
+// then it batches again.
+func TestAnUncommittedBatchFallsBackToOneByOne(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var fb *failingBegin
+		e, _ := batchEnv(t, db, defaultPolicy, nil, true, func(s pump.Store) pump.Store {
+			fb = &failingBegin{DB: s.(*store.DB)}
+			return fb
+		})
+		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("B", "b"), 1),
+			refMsg("STTS", "ADD", "3", stts("C", "c"), 1))
+		fb.fail = 1
+		if wait := e.step(); wait != 0 {
+			t.Fatalf("after a batch that could not begin: wait %s", wait)
+		}
+		e.want(ids[0], pipeline.Pending, "")
+		e.step() // one by one: the head alone
+		e.want(ids[0], pipeline.Succeeded, "")
+		e.want(ids[1], pipeline.Pending, "")
+		e.step() // batched again
+		e.want(ids[1], pipeline.Succeeded, "")
+		e.want(ids[2], pipeline.Succeeded, "")
+	})
+}
