@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -126,6 +127,10 @@ func serve(args []string) error {
 		Jobs:         &jobs.Runner{DB: db, Clock: clock},
 		Flights:      flights,
 		View:         flights,
+		// Handlers in a batch read through its transaction, so each sees the batch's writes.
+		ViewIn:    func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
+		BatchSize: cfg.Pipeline.BatchSize,
+		BatchWait: cfg.Pipeline.BatchWait,
 	})
 	var disp *dispatch.Dispatcher
 	var keeper *leaseKeeper

@@ -62,6 +62,12 @@ type Config struct {
 		// replayable) instead of retried: a comma-separated list or a YAML list of
 		// CODEC_ERROR, UNSUPPORTED, ORPHAN. Empty restores retry-then-EXHAUSTED.
 		ParkClasses List `yaml:"park-classes"`
+		// BatchSize is how many due messages the pump may commit in one transaction, a
+		// savepoint each, sharing one durable commit; 1 commits each message alone.
+		BatchSize int `yaml:"batch-size"`
+		// BatchWait is how long a backlog smaller than a batch may wait for more messages;
+		// 0 takes what is due now. A lone message is never held.
+		BatchWait time.Duration `yaml:"batch-wait"`
 		// Autostart runs the pump and the dispatcher in `msgx serve`. Unset means on for the
 		// embedded SQLite default and off for MySQL, where production turns it on explicitly.
 		Autostart *bool `yaml:"autostart"`
@@ -138,6 +144,7 @@ func Default() Config {
 	c.Pipeline.BackoffCapMs = 60000
 	c.Pipeline.HeadDeadline = 10 * time.Minute
 	c.Pipeline.ParkClasses = List{"CODEC_ERROR", "UNSUPPORTED", "ORPHAN"}
+	c.Pipeline.BatchSize = 200
 	c.Delivery.HeadDeadline = 24 * time.Hour
 	c.Schd.FlushPeriod = 3 * time.Second
 	c.Schd.FlushLimit = 500
@@ -276,6 +283,12 @@ func (c *Config) Validate() error {
 		if cl, ok := pipeline.ParseErrorClass(name); !ok || !cl.Parkable() {
 			return bad("pipeline.park-classes", "%q cannot be parked: list any of CODEC_ERROR, UNSUPPORTED, ORPHAN (MALFORMED is always DEAD at once; INFRA is what retries are for)", name)
 		}
+	}
+	if c.Pipeline.BatchSize < 1 || c.Pipeline.BatchSize > 10000 {
+		return bad("pipeline.batch-size", "must be between 1 (one message per transaction) and 10000, got %d", c.Pipeline.BatchSize)
+	}
+	if c.Pipeline.BatchWait < 0 || c.Pipeline.BatchWait > time.Second {
+		return bad("pipeline.batch-wait", "must be between 0 (take what is due now) and 1s, got %s", c.Pipeline.BatchWait)
 	}
 	if c.Delivery.HeadDeadline <= 0 {
 		return bad("delivery.head-deadline", "must be positive, got %s", c.Delivery.HeadDeadline)

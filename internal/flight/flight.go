@@ -27,6 +27,27 @@ type Store struct {
 	db    *store.DB
 	clock pipeline.Clock
 	loc   *time.Location
+	tx    *sql.Tx // set by InTx: the view reads through the pump's batch transaction
+}
+
+// InTx returns the store whose view reads through tx, the pump's open batch transaction, so a
+// handler sees the writes of the messages before it in the batch (a transaction sees its own
+// uncommitted writes on SQLite and MySQL alike).
+func (s *Store) InTx(tx *sql.Tx) *Store {
+	c := *s
+	c.tx = tx
+	return &c
+}
+
+// reader is what the view reads through: the batch transaction when there is one.
+func (s *Store) reader() interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+} {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.db.SQL
 }
 
 // New returns the flight store over db. clock and loc are what the view reports as now and
@@ -162,7 +183,7 @@ func validDay(s string) bool {
 // Flight returns the stored record of flight flid, or ok=false when there is none.
 func (s *Store) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
 	var rec string
-	err := s.db.SQL.QueryRowContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID = ?`, flid).Scan(&rec)
+	err := s.reader().QueryRowContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID = ?`, flid).Scan(&rec)
 	if err == sql.ErrNoRows {
 		return nil, false, nil
 	}
@@ -223,6 +244,9 @@ func (s *Store) CodeShareFlights(ctx context.Context) ([][]byte, error) {
 
 // RefKeys returns the keys of the REF_DATA records of one type, sorted.
 func (s *Store) RefKeys(ctx context.Context, typ string) ([]string, error) {
+	if s.tx != nil {
+		return store.RefKeysTx(ctx, s.tx, typ)
+	}
 	es, err := s.db.RefList(ctx, typ)
 	if err != nil {
 		return nil, err
@@ -253,7 +277,7 @@ func (s *Store) Get(ctx context.Context, flid int64) (*Entry, error) {
 }
 
 func (s *Store) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
-	rows, err := s.db.SQL.QueryContext(ctx, `SELECT FDAY, FLID, RECORD, VERSION, CMINMSGS_ID FROM FLIGHT_STATE `+where, args...)
+	rows, err := s.reader().QueryContext(ctx, `SELECT FDAY, FLID, RECORD, VERSION, CMINMSGS_ID FROM FLIGHT_STATE `+where, args...)
 	if err != nil {
 		return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
 	}

@@ -4,10 +4,15 @@
 // or records why it failed. A FAILED head blocks everything behind it until its next attempt
 // is due; it goes DEAD after max attempts or once it has been failing for longer than the
 // head deadline since its first failure (I1). It owns the processing-state transitions.
+//
+// The pump batches (pipeline.batch-size): it reads the next due messages in one query and
+// commits a run of them in one transaction, a savepoint per message, with outcomes exactly
+// those of one-by-one processing; batch.go says how failures and state reads are handled.
 package pump
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,13 +46,28 @@ type Options struct {
 	Copies map[string][]string
 	// Jobs runs a PUMP_JOB; nil means jobs are left for a later version.
 	Jobs JobRunner
+	// BatchSize is how many due messages one transaction may commit (pipeline.batch-size);
+	// 0 means DefaultBatchSize, 1 processes them one by one.
+	BatchSize int
+	// BatchWait is how long a batch may wait for more messages when fewer than BatchSize are
+	// due (pipeline.batch-wait); 0 takes what is due now. A lone message never waits.
+	BatchWait time.Duration
+	// ViewIn returns View reading through the batch transaction, so each handler sees the
+	// effects of the messages before it in the batch. Nil: a message whose handler reads the
+	// view after the batch changed state is decided again at the head of the next batch.
+	ViewIn func(tx *sql.Tx) handler.View
 }
+
+// DefaultBatchSize is the batch size of a pump whose Options leave it 0 (pipeline.batch-size's
+// default). Tests set it to run the pump's tests one by one as well.
+var DefaultBatchSize = 200
 
 // Store is what the pump needs of the database: adoption of gateway rows, the processing
 // state of messages and the job queue.
 type Store interface {
 	store.Adoption
 	store.Processing
+	store.Batching
 	store.Jobs
 }
 
@@ -70,6 +90,13 @@ type Pump struct {
 	started bool
 	hw      int64
 	gaps    map[int64]time.Time
+
+	// solo makes the next steps process one message at a time, after a batch that could not
+	// be committed, until one message's outcome is recorded (see stepBatch).
+	solo bool
+	// blocked says the head was FAILED or in Trouble at the last step: the batching pump
+	// then reads only the head (no batch of raw texts each poll) until it moves on.
+	blocked bool
 
 	mu      sync.Mutex
 	trouble *Trouble // the head whose outcome the pump cannot write; nil when none
@@ -149,6 +176,9 @@ func New(db Store, reg *handler.Registry, opt Options) *Pump {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = DefaultBatchSize
+	}
 	return &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1),
 		parked: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_messages_parked_total",
@@ -214,6 +244,18 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	if err := p.adopt(ctx, now); err != nil {
 		return 0, err
 	}
+	if p.opt.BatchSize > 1 && !p.solo {
+		return p.stepBatch(ctx, now)
+	}
+	wait, err := p.stepOne(ctx, now)
+	if err == nil && p.Trouble() == nil {
+		p.solo = false
+	}
+	return wait, err
+}
+
+// stepOne is a step of the one-by-one pump: the head job or the head message, alone.
+func (p *Pump) stepOne(ctx context.Context, now time.Time) (time.Duration, error) {
 	head, err := p.db.Head(ctx)
 	if err != nil {
 		return 0, err
@@ -232,6 +274,12 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	if t := p.Trouble(); t != nil && t.MsgID == head.ID && t.NextAttempt.After(now) {
 		return min(t.NextAttempt.Sub(now), p.opt.PollInterval), nil
 	}
+	return p.stepHead(ctx, head, now)
+}
+
+// stepHead works on head alone: a FAILED head dies past its deadline, waits for its next
+// attempt, or is tried again; a PENDING one is processed.
+func (p *Pump) stepHead(ctx context.Context, head *store.Message, now time.Time) (time.Duration, error) {
 	if head.State == pipeline.Failed {
 		first := timeOr(head.FirstFailedAt, now)
 		if p.opt.Policy.Overdue(first, now) {
@@ -244,6 +292,18 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	return p.afterHead(head, p.process(ctx, head, now), now)
+}
+
+// outlet is where the outcome of a message goes: written in its own transaction and reported
+// at once (one by one), or written in the batch and reported once the batch commits.
+type outlet struct {
+	record func(ctx context.Context, id int64, o store.Outcome, now time.Time) error
+	later  func(func()) // runs a report (log line, metric, recent list) once the outcome is durable
+}
+
+// direct is the one-by-one outlet.
+func (p *Pump) direct() outlet {
+	return outlet{record: p.db.Record, later: func(f func()) { f() }}
 }
 
 // afterHead judges the outcome of working on head. A row that changed under the pump (an
@@ -423,6 +483,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	if !ok {
 		return p.recordDead(ctx, m, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
+	out := p.direct()
 	msg, err := p.decode(m.ID, raw)
 	tag, identity := "", ""
 	var warnings []string
@@ -432,33 +493,28 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		warnings = msg.Warnings
 	}
 	if err != nil {
-		return p.fail(ctx, m, err, tag, identity, warnings, now)
+		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
+		return err
 	}
 	if holder, bound, err := p.db.BoundTo(ctx, identity); err != nil {
 		return err
 	} else if bound && holder != m.ID {
-		return p.skip(ctx, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
+		return p.skip(ctx, out, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
 	} else if bound {
-		// The identity is bound only by the success transaction, so this message's effects
-		// are committed: the commit went through although its answer was lost. Applying
-		// it again would double its events; record the success instead.
-		if err := p.db.Record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity,
-			From: store.VersionOf(m), Note: "already applied; its commit's answer was lost", Warnings: warnings}, now); err != nil {
-			return err
-		}
-		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", "already applied; its commit's answer was lost")
-		return nil
+		return p.alreadyApplied(ctx, out, m, tag, identity, warnings, now)
 	}
 	h, ok := p.reg.Lookup(tag)
 	if !ok {
-		return p.fail(ctx, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
+		_, err := p.fail(ctx, out, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
+		return err
 	}
-	dec, err := p.decide(ctx, m.ID, h, msg)
+	dec, err := p.decide(ctx, m.ID, h, msg, p.opt.View)
 	if err != nil {
 		if s, ok := handler.AsSkip(err); ok {
-			return p.skip(ctx, m, msg, identity, s.Reason, now)
+			return p.skip(ctx, out, m, msg, identity, s.Reason, now)
 		}
-		return p.fail(ctx, m, err, tag, identity, warnings, now)
+		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
+		return err
 	}
 	dec.Events = p.withCopies(dec.Events)
 	warnings = append(slices.Clip(warnings), dec.Warnings...)
@@ -470,21 +526,44 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		if berr != nil {
 			return berr
 		}
-		return p.skip(ctx, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
+		return p.skip(ctx, out, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
 	}
 	if err != nil {
-		return p.fail(ctx, m, err, tag, identity, warnings, now)
+		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
+		return err
 	}
-	args := []any{"msg_id", m.ID, "type_tag", tag, "identity", identity, "attempts", m.Attempts + 1,
-		"events", events, "ref_changed", changed, "note", dec.Note}
-	if len(warnings) > 0 {
-		args = append(args, "warnings", warnings)
-		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Succeeded), At: now, Note: dec.Note, Warnings: warnings})
-	}
-	p.log.Info("message SUCCEEDED", args...)
+	p.succeeded(m, tag, identity, events, changed, dec.Note, warnings, now)
 	if events > 0 && p.opt.OnEvents != nil {
 		p.opt.OnEvents()
 	}
+	return nil
+}
+
+// succeeded reports a message applied: its log line, and the recent list when it has
+// warnings.
+func (p *Pump) succeeded(m *store.Message, tag, identity string, events, changed int, note string, warnings []string, now time.Time) {
+	args := []any{"msg_id", m.ID, "type_tag", tag, "identity", identity, "attempts", m.Attempts + 1,
+		"events", events, "ref_changed", changed, "note", note}
+	if len(warnings) > 0 {
+		args = append(args, "warnings", warnings)
+		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Succeeded), At: now, Note: note, Warnings: warnings})
+	}
+	p.log.Info("message SUCCEEDED", args...)
+}
+
+// alreadyApplied records SUCCEEDED for a message whose row holds its own identity: the
+// identity is bound only by the success transaction, so this message's effects are
+// committed: the commit went through although its answer was lost. Applying it again would
+// double its events.
+func (p *Pump) alreadyApplied(ctx context.Context, out outlet, m *store.Message, tag, identity string, warnings []string, now time.Time) error {
+	const note = "already applied; its commit's answer was lost"
+	if err := out.record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity,
+		From: store.VersionOf(m), Note: note, Warnings: warnings}, now); err != nil {
+		return err
+	}
+	out.later(func() {
+		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", note)
+	})
 	return nil
 }
 
@@ -506,22 +585,24 @@ func (p *Pump) withCopies(evs []pipeline.Event) []pipeline.Event {
 	return out
 }
 
-func (p *Pump) skip(ctx context.Context, m *store.Message, msg *sis.Message, identity, reason string, now time.Time) error {
+func (p *Pump) skip(ctx context.Context, out outlet, m *store.Message, msg *sis.Message, identity, reason string, now time.Time) error {
 	meta := &store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
 	o := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: identity, Meta: meta,
 		From: store.VersionOf(m), Note: "not applied: " + reason, Warnings: msg.Warnings}
-	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
+	if err := out.record(ctx, m.ID, o, now); err != nil {
 		return err
 	}
-	p.log.Info("message SKIPPED", "msg_id", m.ID, "type_tag", msg.Tag(), "identity", identity, "reason", reason)
+	out.later(func() {
+		p.log.Info("message SKIPPED", "msg_id", m.ID, "type_tag", msg.Tag(), "identity", identity, "reason", reason)
+	})
 	return nil
 }
 
 // fail records a failure of m under the retry policy: FAILED with its next attempt, or DEAD.
 // A failure of a class in pipeline.park-classes is parked: DEAD at once under its own class,
 // so the queue moves on (retrying cannot change what the same bytes give), replayable once
-// msgx can handle it.
-func (p *Pump) fail(ctx context.Context, m *store.Message, cause error, tag, identity string, warnings []string, now time.Time) error {
+// msgx can handle it. It reports whether m was left FAILED (it then blocks the queue).
+func (p *Pump) fail(ctx context.Context, out outlet, m *store.Message, cause error, tag, identity string, warnings []string, now time.Time) (failed bool, err error) {
 	class := pipeline.ClassOf(cause)
 	attempts := m.Attempts + 1
 	first := timeOr(m.FirstFailedAt, now)
@@ -529,33 +610,41 @@ func (p *Pump) fail(ctx context.Context, m *store.Message, cause error, tag, ide
 	if v.Parked {
 		o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: cause.Error(),
 			TypeTag: tag, Identity: identity, From: store.VersionOf(m), Note: v.Reason, Warnings: warnings}
-		if err := p.db.Record(ctx, m.ID, o, now); err != nil {
-			return err
+		if err := out.record(ctx, m.ID, o, now); err != nil {
+			return false, err
 		}
-		p.parked.WithLabelValues(string(class)).Inc()
-		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: "PARKED", Class: string(class), At: now, Note: cause.Error(), Warnings: warnings})
-		p.log.Warn("message PARKED: DEAD at once, replayable; the queue moves on", "msg_id", m.ID, "type_tag", tag,
-			"error_class", string(class), "err", cause.Error())
-		return nil
+		out.later(func() {
+			p.parked.WithLabelValues(string(class)).Inc()
+			p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: "PARKED", Class: string(class), At: now, Note: cause.Error(), Warnings: warnings})
+			p.log.Warn("message PARKED: DEAD at once, replayable; the queue moves on", "msg_id", m.ID, "type_tag", tag,
+				"error_class", string(class), "err", cause.Error())
+		})
+		return false, nil
 	}
 	if v.Dead {
 		last := cause.Error()
 		if v.Reason != "" {
 			last += "; " + v.Reason
 		}
-		return p.recordDeadTagged(ctx, m, v.Class, last, attempts, first, tag, identity, warnings, now)
+		return false, p.recordDeadTagged(ctx, out, m, v.Class, last, attempts, first, tag, identity, warnings, now)
 	}
 	o := store.Outcome{State: pipeline.Failed, Class: class, Attempts: attempts, NextAttemptAt: v.NextAttemptAt,
 		FirstFailedAt: first, LastError: cause.Error(), TypeTag: tag, Identity: identity, From: store.VersionOf(m), Warnings: warnings}
-	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
-		return err
+	if err := out.record(ctx, m.ID, o, now); err != nil {
+		return false, err
 	}
-	p.log.Warn("message FAILED", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts,
-		"next_attempt_at", v.NextAttemptAt.Format(time.RFC3339Nano), "err", cause.Error())
-	return nil
+	out.later(func() {
+		p.log.Warn("message FAILED", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts,
+			"next_attempt_at", v.NextAttemptAt.Format(time.RFC3339Nano), "err", cause.Error())
+	})
+	return true, nil
 }
 
 func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) error {
+	return p.recordDeadIn(ctx, p.direct(), m, class, last, attempts, first, now)
+}
+
+func (p *Pump) recordDeadIn(ctx context.Context, out outlet, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) error {
 	tag, ident := "", ""
 	if m.TypeTag != nil {
 		tag = *m.TypeTag
@@ -563,17 +652,19 @@ func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.
 	if m.Identity != nil {
 		ident = *m.Identity
 	}
-	return p.recordDeadTagged(ctx, m, class, last, attempts, first, tag, ident, m.Warnings, now)
+	return p.recordDeadTagged(ctx, out, m, class, last, attempts, first, tag, ident, m.Warnings, now)
 }
 
-func (p *Pump) recordDeadTagged(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first time.Time, tag, identity string, warnings []string, now time.Time) error {
+func (p *Pump) recordDeadTagged(ctx context.Context, out outlet, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first time.Time, tag, identity string, warnings []string, now time.Time) error {
 	o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: last, TypeTag: tag,
 		Identity: identity, From: store.VersionOf(m), Warnings: warnings}
-	if err := p.db.Record(ctx, m.ID, o, now); err != nil {
+	if err := out.record(ctx, m.ID, o, now); err != nil {
 		return err
 	}
-	p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Dead), Class: string(class), At: now, Note: last, Warnings: warnings})
-	p.log.Error("message DEAD", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts, "err", last)
+	out.later(func() {
+		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Dead), Class: string(class), At: now, Note: last, Warnings: warnings})
+		p.log.Error("message DEAD", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts, "err", last)
+	})
 	return nil
 }
 
@@ -621,13 +712,13 @@ func (p *Pump) decode(id int64, raw string) (msg *sis.Message, err error) {
 }
 
 // decide asks h for its Decision; a panic in the handler is a CODEC_ERROR like one in decode.
-func (p *Pump) decide(ctx context.Context, id int64, h handler.Handler, msg *sis.Message) (dec pipeline.Decision, err error) {
+func (p *Pump) decide(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, view handler.View) (dec pipeline.Decision, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			dec, err = pipeline.Decision{}, p.panicked(id, "deciding "+msg.Tag(), r)
 		}
 	}()
-	return h.Decide(ctx, p.opt.View, msg)
+	return h.Decide(ctx, view, msg)
 }
 
 func (p *Pump) panicked(id int64, what string, r any) error {

@@ -218,38 +218,44 @@ func (d *DB) record(ctx context.Context, id int64, o Outcome, now time.Time, min
 		if err := d.checkFence(ctx, tx); err != nil {
 			return err
 		}
-		var processed any
-		if o.State.Terminal() {
-			processed = T(now)
-		}
-		last, tag, ident := Fit(o.LastError, LastErrorWidth), Fit(o.TypeTag, TypeTagWidth), Fit(o.Identity, IdentityWidth)
-		note, warnings := Fit(o.Note, NoteWidth), encodeWarnings(o.Warnings)
-		if minimal {
-			last, tag, ident, note, warnings = Fit(o.LastError, 500), "", "", "", ""
-			if last != "" {
-				last = "[recorded without its type tag and identity: the database refused them] " + last
-			}
-		}
-		where, wargs := o.From.where(id)
-		args := append([]any{o.State, nullStr(string(o.Class)), o.Attempts, T(o.NextAttemptAt), T(o.FirstFailedAt), nullStr(last),
-			nullStr(tag), nullStr(ident), nullStr(note), nullStr(warnings), T(now), processed}, wargs...)
-		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?,
-			FIRST_FAILED_AT = ?, LAST_ERROR = ?, TYPE_TAG = COALESCE(?, TYPE_TAG), IDENTITY = COALESCE(?, IDENTITY),
-			NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?`+where, args...)
-		if err != nil {
-			if IsDataError(err) {
-				return err // the caller retries with a minimal record
-			}
-			return Unavailable(fmt.Errorf("record %s for message %d: %w", o.State, id, err))
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return ErrChanged
-		}
-		if o.Meta != nil && !minimal {
-			return d.backfill(ctx, tx, id, *o.Meta, now)
-		}
-		return nil
+		return d.recordTx(ctx, tx, id, o, now, minimal)
 	})
+}
+
+// recordTx writes an outcome inside tx (the fence already checked): Record's transaction,
+// and one step of a batch (batch.go).
+func (d *DB) recordTx(ctx context.Context, tx *sql.Tx, id int64, o Outcome, now time.Time, minimal bool) error {
+	var processed any
+	if o.State.Terminal() {
+		processed = T(now)
+	}
+	last, tag, ident := Fit(o.LastError, LastErrorWidth), Fit(o.TypeTag, TypeTagWidth), Fit(o.Identity, IdentityWidth)
+	note, warnings := Fit(o.Note, NoteWidth), encodeWarnings(o.Warnings)
+	if minimal {
+		last, tag, ident, note, warnings = Fit(o.LastError, 500), "", "", "", ""
+		if last != "" {
+			last = "[recorded without its type tag and identity: the database refused them] " + last
+		}
+	}
+	where, wargs := o.From.where(id)
+	args := append([]any{o.State, nullStr(string(o.Class)), o.Attempts, T(o.NextAttemptAt), T(o.FirstFailedAt), nullStr(last),
+		nullStr(tag), nullStr(ident), nullStr(note), nullStr(warnings), T(now), processed}, wargs...)
+	res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?,
+		FIRST_FAILED_AT = ?, LAST_ERROR = ?, TYPE_TAG = COALESCE(?, TYPE_TAG), IDENTITY = COALESCE(?, IDENTITY),
+		NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?`+where, args...)
+	if err != nil {
+		if IsDataError(err) {
+			return err // the caller retries with a minimal record
+		}
+		return Unavailable(fmt.Errorf("record %s for message %d: %w", o.State, id, err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return ErrChanged
+	}
+	if o.Meta != nil && !minimal {
+		return d.backfill(ctx, tx, id, *o.Meta, now)
+	}
+	return nil
 }
 
 func nullStr(s string) any {
@@ -306,13 +312,36 @@ var ErrIdentityTaken = fmt.Errorf("identity already bound")
 // returns how many events it inserted and how many reference records changed.
 func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
 	err = d.Tx(ctx, func(tx *sql.Tx) error {
-		events, refChanged = 0, 0
 		if err := d.checkFence(ctx, tx); err != nil {
 			return err
 		}
+		var err error
+		events, refChanged, err = d.succeedTx(ctx, tx, id, s, flights, now)
+		return err
+	})
+	return events, refChanged, effectsError(id, err)
+}
+
+// effectsError makes a value of a message's effects that the database refuses (a reference
+// key longer than its column, say) fail this message (CODEC_ERROR), not the database.
+func effectsError(id int64, err error) error {
+	if err != nil && IsDataError(err) && pipeline.ClassOf(err) == pipeline.Infra {
+		return pipeline.Wrap(pipeline.CodecError, fmt.Errorf("the database refused a value of message %d's effects: %w", id, err))
+	}
+	return err
+}
+
+// succeedTx writes a processed message's effects and SUCCEEDED inside tx (the fence already
+// checked): Succeed's transaction, and one step of a batch (batch.go).
+func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
+	err = func() error {
+		// The identity bind and SUCCEEDED are one statement (one round trip): the rest of the
+		// transaction either commits with it or rolls it back.
 		where, wargs := s.From.where(id)
-		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?`+where,
-			append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth)}, wargs...)...)
+		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?, STATE = ?, ERROR_CLASS = NULL,
+			LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL, NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?`+where,
+			append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth), pipeline.Succeeded,
+				nullStr(Fit(s.Note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now)}, wargs...)...)
 		if err != nil {
 			if IsUniqueViolation(err) {
 				return ErrIdentityTaken
@@ -344,21 +373,14 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
-		note := s.Note
-		if len(s.Decision.Ref) > 0 && refChanged == 0 && len(s.Decision.Flights) == 0 && events == 0 {
-			// Only the apply knows that every record was already as sent.
-			note = strings.TrimPrefix(note+"; nothing changed: every record was already as sent", "; ")
+		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {
+			return nil
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = NULL, LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL,
-			NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ?`,
-			pipeline.Succeeded, nullStr(Fit(note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now), id)
-		return classifyWrite(fmt.Sprintf("mark %d SUCCEEDED", id), err)
-	})
-	if err != nil && IsDataError(err) && pipeline.ClassOf(err) == pipeline.Infra {
-		// A value of this message's effects that the database refuses (a reference key longer
-		// than its column, say) fails this message, not the database.
-		err = pipeline.Wrap(pipeline.CodecError, fmt.Errorf("the database refused a value of message %d's effects: %w", id, err))
-	}
+		// Only the apply knows that every record was already as sent.
+		note := strings.TrimPrefix(s.Note+"; nothing changed: every record was already as sent", "; ")
+		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, nullStr(Fit(note, NoteWidth)), id)
+		return classifyWrite(fmt.Sprintf("note of %d", id), err)
+	}()
 	return events, refChanged, err
 }
 

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,151 @@ var contractCases = []struct {
 	{"NotesAndWarningsAreKeptWithinTheirColumns", notesAndWarningsAreKeptWithinTheirColumns},
 	{"ReferenceReplaceKeepsWhatItIsToldTo", referenceReplaceKeepsWhatItIsToldTo},
 	{"InboxBatchesKeepTheirOrderAcrossChunks", inboxBatchesKeepTheirOrderAcrossChunks},
+	{"DueReadsStateAndRawInOrder", dueReadsStateAndRawInOrder},
+	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
+	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
+}
+
+// Due reads the unfinished messages in id order with their raw text, live or archived, and
+// the identity key each holds; finished ones are not due, and limit holds.
+func dueReadsStateAndRawInOrder(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<archived/>", "<done/>", "<failed/>", "<pending/>", "<gone/>", "<last/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0: DEAD, archived by an older msgx, replayed: read from the history.
+	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, now); err != nil {
+		t.Fatal(err)
+	}
+	Exec(t, db, fmt.Sprintf(`INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS)
+		SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[0]),
+		fmt.Sprintf(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[0]))
+	if res, err := db.Replay(ctx, nil, ids[:1], now); err != nil || res.Moved != 1 {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	if _, _, err := db.Succeed(ctx, ids[1], store.Success{TypeTag: "STTS-ADD", Identity: "A|STTS|ADD|1"}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(ctx, ids[2], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "down"}, now); err != nil {
+		t.Fatal(err)
+	}
+	Exec(t, db, fmt.Sprintf(`UPDATE PROC_STATE SET IDENTITY_KEY = 'A|STTS|ADD|4' WHERE CMINMSGS_ID = %d`, ids[3]),
+		fmt.Sprintf(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[4]))
+	due, err := db.Due(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range due {
+		got = append(got, fmt.Sprintf("%d:%s:%v:%s:%s", d.ID-ids[0], d.State, d.RawOK, d.Raw, d.BoundKey))
+	}
+	want := []string{"0:PENDING:true:<archived/>:", "2:FAILED:true:<failed/>:", "3:PENDING:true:<pending/>:A|STTS|ADD|4",
+		"4:PENDING:false::", "5:PENDING:true:<last/>:"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("due:\n got %v\nwant %v", got, want)
+	}
+	if due, err := db.Due(ctx, 2); err != nil || len(due) != 2 || due[1].ID != ids[2] {
+		t.Fatalf("due with limit 2: %d %v", len(due), err)
+	}
+}
+
+// In a batch each message's writes are under a savepoint: a duplicate identity (bound earlier
+// in the same batch) and a stale write are refused and leave nothing, the messages around
+// them commit, and reads through the batch see its own writes.
+func batchRollsBackOneMessageAlone(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := store.Version{State: pipeline.Pending}
+	ref := func(key string) pipeline.Decision {
+		return pipeline.Decision{Ref: []pipeline.RefChange{{Op: pipeline.RefUpsert, Type: "STTS",
+			Record: pipeline.RefRecord{Key: key, Fields: json.RawMessage(`{"STTD":"x"}`)}}}}
+	}
+	b, err := db.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Succeed(ctx, ids[0], store.Success{From: pending, TypeTag: "STTS-ADD", Identity: "A|STTS|ADD|1", Decision: ref("A")}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = b.Succeed(ctx, ids[1], store.Success{From: pending, TypeTag: "STTS-ADD", Identity: "A|STTS|ADD|1", Decision: ref("B")}, nil, now)
+	if !errors.Is(err, store.ErrIdentityTaken) {
+		t.Fatalf("a duplicate inside the batch: %v, want ErrIdentityTaken", err)
+	}
+	if holder, ok, err := b.BoundTo(ctx, "A|STTS|ADD|1"); err != nil || !ok || holder != ids[0] {
+		t.Fatalf("bound inside the batch: %d %v %v", holder, ok, err)
+	}
+	if err := b.Record(ctx, ids[1], store.Outcome{State: pipeline.Skipped, LastError: "duplicate", From: pending}, now); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = b.Succeed(ctx, ids[2], store.Success{From: store.Version{State: pipeline.Failed, Attempts: 3}, TypeTag: "STTS-ADD",
+		Identity: "A|STTS|ADD|3", Decision: ref("C")}, nil, now)
+	if !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("a stale write inside the batch: %v, want ErrChanged", err)
+	}
+	if keys, err := store.RefKeysTx(ctx, b.Tx(), "STTS"); err != nil || strings.Join(keys, ",") != "A" {
+		t.Fatalf("keys through the batch: %v %v", keys, err)
+	}
+	if _, _, err := b.Succeed(ctx, ids[3], store.Success{From: pending, TypeTag: "STTS-ADD", Identity: "A|STTS|ADD|4", Decision: ref("D")}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []pipeline.ProcStatus{pipeline.Succeeded, pipeline.Skipped, pipeline.Pending, pipeline.Succeeded} {
+		if m, _ := db.GetMessage(ctx, ids[i]); m.State != want {
+			t.Errorf("message %d: %s, want %s", i, m.State, want)
+		}
+	}
+	list, _ := db.RefList(ctx, "STTS")
+	var keys []string
+	for _, r := range list {
+		keys = append(keys, r.Key)
+	}
+	if strings.Join(keys, ",") != "A,D" {
+		t.Fatalf("records after the batch: %v, want A,D", keys)
+	}
+	var key sql.NullString
+	if err := db.SQL.QueryRow(`SELECT IDENTITY_KEY FROM PROC_STATE WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&key); err != nil || key.Valid {
+		t.Fatalf("the refused message's identity stayed bound: %v %v", key, err)
+	}
+}
+
+// A batch checks the lease when it begins; a batch rolled back writes nothing.
+func batchIsFencedAndRollsBack(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := db.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x",
+		From: store.Version{State: pipeline.Pending}}, now); err != nil {
+		t.Fatal(err)
+	}
+	b.Rollback()
+	if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Pending {
+		t.Fatalf("a rolled-back batch wrote %s", m.State)
+	}
+	if err := db.AcquireLease(ctx, "pump", "a", 15*time.Second, now); err != nil {
+		t.Fatal(err)
+	}
+	db.SetFence("pump", "a")
+	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, now.Add(20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.BeginBatch(ctx); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a replaced pump's batch: %v, want ErrFenced", err)
+	}
 }
 
 func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {

@@ -1,0 +1,235 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"msgx/internal/pipeline"
+)
+
+// Batching is the pump's batched side of PROC_STATE: the next due messages with their raw
+// text in one read, and one transaction in which a run of them commits, a savepoint per
+// message, so the run shares one durable commit (one fsync) instead of paying one each.
+type Batching interface {
+	// Due returns up to limit unfinished messages (PENDING or FAILED) in id order.
+	Due(ctx context.Context, limit int) ([]*Due, error)
+	// BeginBatch opens the batch transaction, the pump lease checked once inside it.
+	BeginBatch(ctx context.Context) (*Batch, error)
+}
+
+var _ Batching = (*DB)(nil)
+
+// Due is an unfinished message as the pump reads it for a batch: its processing state, its
+// raw text (from CMINMSGS or, once archived, CMINMSGS_HST) and the identity key it holds.
+type Due struct {
+	Message
+	Raw   string
+	RawOK bool // false: the text is in neither table
+	// RawLater says the text is longer than DueRawLimit and was left out of the batch read:
+	// read it with Raw when its turn comes.
+	RawLater bool
+	// BoundKey is the IDENTITY_KEY the row holds ("" when none). The key is bound only by the
+	// success transaction, so a row holding the key of its own identity has been applied
+	// (its commit's answer was lost) and must not be applied again.
+	BoundKey string
+}
+
+// DueRawLimit is the longest raw text Due brings with a message (bytes on MySQL, characters
+// on SQLite): a batch read of 200 messages stays a few megabytes even when snapshots of
+// thousands of flights are waiting.
+const DueRawLimit = 64 << 10
+
+// Due returns up to limit unfinished messages in id order, each with its raw text (up to
+// DueRawLimit), in one query. Each state is read by its own seek on IDX_PROC_HEAD (STATE, CMINMSGS_ID), as Head
+// does, so the read costs limit rows however long the backlog is.
+func (d *DB) Due(ctx context.Context, limit int) ([]*Due, error) {
+	if limit <= 0 {
+		limit = 1
+	}
+	q := fmt.Sprintf(`SELECT `+messageCols+`, p.IDENTITY_KEY,
+			c.CMINMSGS_ID, CASE WHEN LENGTH(c.CMINMSGS_CLOB_MSG) <= %[2]d THEN c.CMINMSGS_CLOB_MSG END, LENGTH(c.CMINMSGS_CLOB_MSG) <= %[2]d,
+			h.CMINMSGS_ID, CASE WHEN LENGTH(h.CMINMSGS_CLOB_MSG) <= %[2]d THEN h.CMINMSGS_CLOB_MSG END, LENGTH(h.CMINMSGS_CLOB_MSG) <= %[2]d
+		FROM (SELECT CMINMSGS_ID FROM (SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = ? ORDER BY CMINMSGS_ID LIMIT %[1]d) a
+			UNION ALL SELECT CMINMSGS_ID FROM (SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = ? ORDER BY CMINMSGS_ID LIMIT %[1]d) b) due
+		JOIN PROC_STATE p ON p.CMINMSGS_ID = due.CMINMSGS_ID
+		LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID
+		LEFT JOIN CMINMSGS_HST h ON c.CMINMSGS_ID IS NULL AND h.CMINMSGS_ID = p.CMINMSGS_ID
+		ORDER BY p.CMINMSGS_ID LIMIT %[1]d`, limit, DueRawLimit)
+	rows, err := d.SQL.QueryContext(ctx, q, pipeline.Pending, pipeline.Failed)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("due messages: %w", err))
+	}
+	defer rows.Close()
+	var out []*Due
+	for rows.Next() {
+		var key, live, hst sql.NullString
+		var liveID, hstID sql.NullInt64
+		var liveFits, hstFits sql.NullBool
+		m, err := d.scanMessage(extraScan{rows, []any{&key, &liveID, &live, &liveFits, &hstID, &hst, &hstFits}})
+		if err != nil {
+			return nil, Unavailable(fmt.Errorf("due messages: %w", err))
+		}
+		u := &Due{Message: *m, BoundKey: key.String}
+		switch {
+		case liveID.Valid:
+			u.Raw, u.RawOK, u.RawLater = live.String, true, liveFits.Valid && !liveFits.Bool
+		case hstID.Valid:
+			u.Raw, u.RawOK, u.RawLater = hst.String, true, hstFits.Valid && !hstFits.Bool
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Unavailable(fmt.Errorf("due messages: %w", err))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// extraScan scans the message columns and then the extra destinations of one row.
+type extraScan struct {
+	rows  *sql.Rows
+	extra []any
+}
+
+func (e extraScan) Scan(dest ...any) error { return e.rows.Scan(append(dest, e.extra...)...) }
+
+// ErrBatchBroken says the batch transaction can no longer be used (the database rolled it
+// back, or a savepoint could not be restored): nothing of it is committed.
+var ErrBatchBroken = errors.New("the batch transaction is broken")
+
+// Batch is the pump's open batch transaction. Each message's writes run under a savepoint of
+// their own, so a message that fails is rolled back alone and the ones before it stay.
+type Batch struct {
+	d    *DB
+	conn *sql.Conn // the connection the batch holds until it ends
+	tx   *sql.Tx
+	n    int // savepoints made
+}
+
+// BeginBatch opens a batch transaction and checks the pump lease in it, once: the lease row
+// is locked (MySQL) until the batch ends, so a take-over waits for the batch.
+func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
+	conn, err := d.SQL.Conn(ctx)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
+	}
+	if d.Dialect == SQLite {
+		// SQLite copies each page a savepoint changes to a sub-journal, a temporary file by
+		// default: in memory it costs no system call per page (a rollback to a savepoint
+		// needs it only until the commit; the durable journal is the WAL).
+		if _, err := conn.ExecContext(ctx, `PRAGMA temp_store = MEMORY`); err != nil {
+			conn.Close()
+			return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
+	}
+	if err := d.checkFence(ctx, tx); err != nil {
+		tx.Rollback()
+		conn.Close()
+		return nil, err
+	}
+	return &Batch{d: d, conn: conn, tx: tx}, nil
+}
+
+// Tx is the batch's transaction, for reads that must see the batch's own writes (the
+// handlers' view).
+func (b *Batch) Tx() *sql.Tx { return b.tx }
+
+// Commit commits the batch; on return without error every message of it is durable.
+func (b *Batch) Commit() error {
+	defer b.conn.Close()
+	if err := b.tx.Commit(); err != nil {
+		return Unavailable(fmt.Errorf("store: commit batch: %w", err))
+	}
+	return nil
+}
+
+// Rollback abandons the batch: nothing of it is written.
+func (b *Batch) Rollback() {
+	b.tx.Rollback()
+	b.conn.Close()
+}
+
+// step runs fn under a fresh savepoint, rolled back to when fn fails, so a failed step leaves
+// the batch as it was before it. A step that succeeds keeps its savepoint until the commit
+// (releasing it would cost a round trip and change nothing). A savepoint that cannot be made
+// or restored breaks the batch (ErrBatchBroken, wrapping fn's error).
+func (b *Batch) step(ctx context.Context, fn func() error) error {
+	b.n++
+	name := fmt.Sprintf("msgx_sp%d", b.n)
+	if _, err := b.tx.ExecContext(ctx, `SAVEPOINT `+name); err != nil {
+		return fmt.Errorf("%w: savepoint: %w", ErrBatchBroken, Unavailable(err))
+	}
+	if err := fn(); err != nil {
+		if _, rerr := b.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+name); rerr != nil {
+			return fmt.Errorf("%w: rollback to savepoint after %w: %w", ErrBatchBroken, err, Unavailable(rerr))
+		}
+		return err
+	}
+	return nil
+}
+
+// Succeed is Processing.Succeed inside the batch: the message's effects and SUCCEEDED under a
+// savepoint of their own; on any error none of them is left in the batch.
+func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
+	err = b.step(ctx, func() error {
+		var err error
+		events, refChanged, err = b.d.succeedTx(ctx, b.tx, id, s, flights, now)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrBatchBroken) {
+			return 0, 0, err
+		}
+		return 0, 0, effectsError(id, err)
+	}
+	return events, refChanged, nil
+}
+
+// Record is Processing.Record inside the batch, under a savepoint, with the same minimal
+// record when the database refuses a value.
+func (b *Batch) Record(ctx context.Context, id int64, o Outcome, now time.Time) error {
+	err := b.step(ctx, func() error { return b.d.recordTx(ctx, b.tx, id, o, now, false) })
+	if err != nil && IsDataError(err) && !errors.Is(err, ErrBatchBroken) {
+		first := err
+		err = b.step(ctx, func() error { return b.d.recordTx(ctx, b.tx, id, o, now, true) })
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("record %s for message %d: %v; minimal record: %w", o.State, id, first, err)
+	}
+	return err
+}
+
+// BoundTo is Processing.BoundTo read through the batch, so it sees the identities the batch
+// bound.
+func (b *Batch) BoundTo(ctx context.Context, identity string) (int64, bool, error) {
+	var id int64
+	err := b.tx.QueryRowContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE IDENTITY_KEY = ?`, IdentityKey(identity)).Scan(&id)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, Unavailable(err)
+	}
+	return id, true, nil
+}
+
+// RefKeysTx returns the keys of the REF_DATA records of one type as tx sees them (with its
+// own uncommitted writes), sorted: the handlers' view inside a batch.
+func RefKeysTx(ctx context.Context, tx *sql.Tx, typ string) ([]string, error) {
+	keys, err := refKeys(ctx, tx, typ)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
