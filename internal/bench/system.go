@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -78,6 +79,9 @@ func startSystem(cfg config.Config, db *store.DB, clock pipeline.Clock, log *slo
 		Jobs:         &jobs.Runner{DB: db, Clock: clock},
 		Flights:      flights,
 		View:         flights,
+		ViewIn:       func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
+		BatchSize:    cfg.Pipeline.BatchSize,
+		BatchWait:    cfg.Pipeline.BatchWait,
 	})
 	s.disp = dispatch.New(db, sinks, dispatch.Options{
 		Policy:       delivery,
