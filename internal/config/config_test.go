@@ -143,3 +143,19 @@ func TestParkClasses(t *testing.T) {
 		}
 	}
 }
+
+func TestBatchKeys(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil || c.Pipeline.BatchSize != 200 || c.Pipeline.BatchWait != 0 {
+		t.Fatalf("defaults: batch-size %d batch-wait %s %v", c.Pipeline.BatchSize, c.Pipeline.BatchWait, err)
+	}
+	c, err = Load("", []string{"MSGX_PIPELINE_BATCH_SIZE=1", "MSGX_PIPELINE_BATCH_WAIT=5ms"})
+	if err != nil || c.Pipeline.BatchSize != 1 || c.Pipeline.BatchWait != 5*time.Millisecond {
+		t.Fatalf("from the environment: %d %s %v", c.Pipeline.BatchSize, c.Pipeline.BatchWait, err)
+	}
+	for _, env := range []string{"MSGX_PIPELINE_BATCH_SIZE=0", "MSGX_PIPELINE_BATCH_SIZE=10001", "MSGX_PIPELINE_BATCH_WAIT=2s", "MSGX_PIPELINE_BATCH_WAIT=-1ms"} {
+		if _, err := Load("", []string{env}); err == nil || !strings.Contains(err.Error(), "pipeline.batch-") {
+			t.Errorf("%s: want an error naming the key, got %v", env, err)
+		}
+	}
+}
