@@ -3,6 +3,7 @@ package sis
 // The wire form of FLTR and FLOP records and its conversion into the types of flight.go.
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -237,11 +238,11 @@ func planOf(t reflect.Type) *xplan {
 }
 
 // readRecord reads the FLTR or FLOP element whose start was just read into x.
-func readRecord(d *xml.Decoder, start *xml.StartElement, x *xrec) error {
+func readRecord(d *scanner, start *xml.StartElement, x *xrec) error {
 	return readInto(d, start, reflect.ValueOf(x).Elem(), xrecPlan)
 }
 
-func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan) error {
+func readInto(d *scanner, start *xml.StartElement, v reflect.Value, p *xplan) error {
 	for _, a := range start.Attr {
 		if i, ok := p.attrs[a.Name.Local]; ok && a.Name.Space == "" {
 			s := a.Value
@@ -253,12 +254,13 @@ func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan
 	}
 	var text []byte
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch kind {
+		case tokStart:
+			t := d.startElem()
 			slot, ok := p.elems[t.Name.Local]
 			switch {
 			case !ok:
@@ -275,16 +277,19 @@ func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan
 				}
 			default:
 				f := v.Field(slot.index)
-				f.Set(reflect.Append(f, reflect.Zero(f.Type().Elem())))
-				if err := readInto(d, &t, f.Index(f.Len()-1), slot.plan); err != nil {
+				if f.Len() == f.Cap() {
+					f.Grow(max(2, f.Len()))
+				}
+				f.SetLen(f.Len() + 1)
+				if err := readInto(d, t, f.Index(f.Len()-1), slot.plan); err != nil {
 					return err
 				}
 			}
-		case xml.CharData:
+		case tokText:
 			if p.char >= 0 {
-				text = append(text, t...)
+				text = append(text, d.charData()...)
 			}
-		case xml.EndElement:
+		case tokEnd:
 			if p.char >= 0 {
 				v.Field(p.char).SetString(string(text))
 			}
@@ -295,32 +300,45 @@ func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan
 
 // readText reads a simple element whose start was just read: its own text without
 // surrounding white space (the text of nested elements is skipped).
-func readText(d *xml.Decoder, x *xtext) error {
-	// Usually one piece: copied out of the decoder's buffer (which the next token overwrites)
-	// straight into the string kept.
-	var text string
+func readText(d *scanner, x *xtext) error {
+	// Usually one piece, taken as is; a piece the scanner decoded into its buffer, or pieces
+	// split by a comment, a CDATA section or a nested element, are gathered in d.join.
+	var text []byte
+	pieces, joined := 0, false
 	depth := 0
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return err
 		}
-		switch t := tok.(type) {
-		case xml.CharData:
-			if depth == 0 {
-				text += string(t)
+		switch kind {
+		case tokText:
+			if depth > 0 {
+				continue
 			}
-		case xml.StartElement:
+			c := d.charData()
+			switch {
+			case pieces == 0 && !d.inBuf():
+				text = c
+			case joined:
+				d.join = append(d.join, c...)
+				text = d.join
+			default:
+				d.join = append(append(d.join[:0], text...), c...)
+				text, joined = d.join, true
+			}
+			pieces++
+		case tokStart:
 			if depth == 0 && x.sub == "" {
-				x.sub = t.Name.Local
+				x.sub = d.startElem().Name.Local
 			}
 			depth++
-		case xml.EndElement:
+		case tokEnd:
 			if depth > 0 {
 				depth--
 				continue
 			}
-			x.s = strings.TrimSpace(text)
+			x.s = d.value(bytes.TrimSpace(text))
 			x.n++
 			return nil
 		}
@@ -328,16 +346,16 @@ func readText(d *xml.Decoder, x *xtext) error {
 }
 
 // skipElement consumes the rest of the element whose start was just read.
-func skipElement(d *xml.Decoder) error {
+func skipElement(d *scanner) error {
 	for depth := 0; ; {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return err
 		}
-		switch tok.(type) {
-		case xml.StartElement:
+		switch kind {
+		case tokStart:
 			depth++
-		case xml.EndElement:
+		case tokEnd:
 			if depth == 0 {
 				return nil
 			}
@@ -349,14 +367,14 @@ func skipElement(d *xml.Decoder) error {
 // forBody calls fn for each direct child element of the document's root (MSG); fn must
 // consume the element (readRecord, readText or skipElement). The envelope has already checked
 // the document is well-formed, so a syntax error here is MALFORMED only in theory.
-func forBody(raw []byte, fn func(d *xml.Decoder, start *xml.StartElement) error) error {
-	d := NewDecoder(raw)
+func forBody(raw []byte, fn func(d *scanner, start *xml.StartElement) error) error {
+	d := newScanner(raw, false)
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
 		}
-		if _, ok := tok.(xml.StartElement); ok {
+		if kind == tokStart {
 			break
 		}
 	}
@@ -366,9 +384,9 @@ func forBody(raw []byte, fn func(d *xml.Decoder, start *xml.StartElement) error)
 // forWrapperChildren calls fn for each child of the body's one <name> element (the SCHD or
 // SCHS wrapper); the body's other elements are skipped (reported in w, except META), and a
 // second <name>, or none, is MALFORMED (SIS has exactly one).
-func forWrapperChildren(raw []byte, name string, w *Warnings, fn func(d *xml.Decoder, start *xml.StartElement) error) error {
+func forWrapperChildren(raw []byte, name string, w *Warnings, fn func(d *scanner, start *xml.StartElement) error) error {
 	found := false
-	err := forBody(raw, func(d *xml.Decoder, st *xml.StartElement) error {
+	err := forBody(raw, func(d *scanner, st *xml.StartElement) error {
 		if st.Name.Local != name {
 			msgChild(w, st.Name.Local)
 			return skipElement(d)
@@ -394,18 +412,18 @@ func msgChild(w *Warnings, name string) {
 
 // forChildren calls fn for each child element of the element whose start was just read, up
 // to its end element; fn must consume the child.
-func forChildren(d *xml.Decoder, fn func(start *xml.StartElement) error) error {
+func forChildren(d *scanner, fn func(start *xml.StartElement) error) error {
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if err := fn(&t); err != nil {
+		switch kind {
+		case tokStart:
+			if err := fn(d.startElem()); err != nil {
 				return err
 			}
-		case xml.EndElement:
+		case tokEnd:
 			return nil
 		}
 	}
