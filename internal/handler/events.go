@@ -176,7 +176,7 @@ func (w *work) maintainCodeShares() error {
 	if len(masters) == 0 {
 		return nil
 	}
-	stored, err := w.view.CodeShareFlights(w.ctx)
+	stored, err := codeSharesOf(w.ctx, w.view, masters)
 	if err != nil {
 		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("read code-share flights: %w", err))
 	}
@@ -221,6 +221,28 @@ func (w *work) maintainCodeShares() error {
 		e.cur.CSFL = list
 	}
 	return nil
+}
+
+// CodeShareLookup is what a View may offer besides CodeShareFlights: the stored flights
+// naming one of the given masters only, so maintaining code-share lists costs what the
+// masters concerned hold, not what the whole history holds. The SQL flight store offers it.
+type CodeShareLookup interface {
+	CodeSharesOf(ctx context.Context, masters []int64) ([][]byte, error)
+}
+
+// codeSharesOf returns at least the stored flights naming one of masters (the caller keeps
+// only those): through CodeShareLookup when view offers it, else CodeShareFlights.
+func codeSharesOf(ctx context.Context, view View, masters map[int64]bool) ([][]byte, error) {
+	l, ok := view.(CodeShareLookup)
+	if !ok {
+		return view.CodeShareFlights(ctx)
+	}
+	ids := make([]int64, 0, len(masters))
+	for m := range masters {
+		ids = append(ids, m)
+	}
+	slices.Sort(ids)
+	return l.CodeSharesOf(ctx, ids)
 }
 
 // window is the schedule window a snapshot notification names.
