@@ -377,15 +377,21 @@ func generations(ctx context.Context, view View, w *work, loc *time.Location) ([
 		}
 		recs := map[int64][]byte{}
 		for _, b := range stored {
+			var key struct {
+				FLID int64 `json:"FLID"`
+			}
+			if err := json.Unmarshal(b, &key); err != nil {
+				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
+			}
+			if _, touched := w.entries[key.FLID]; touched {
+				continue // the work set's state wins (below); a snapshot touches most of the day
+			}
 			r, err := decodeRecord(b)
 			if err != nil {
 				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
 			}
 			if localDay(r.SODT, loc) != k {
 				continue
-			}
-			if _, touched := w.entries[r.FLID]; touched {
-				continue // the work set's state wins (below)
 			}
 			c, err := encodeRecord(r)
 			if err != nil {
@@ -398,9 +404,12 @@ func generations(ctx context.Context, view View, w *work, loc *time.Location) ([
 			if e.cur == nil || localDay(e.cur.SODT, loc) != k {
 				continue
 			}
-			c, err := encodeRecord(e.cur)
-			if err != nil {
-				return nil, fmt.Errorf("flight %d: %w", id, err)
+			c := e.enc // finish encoded it already
+			if c == nil {
+				var err error
+				if c, err = encodeRecord(e.cur); err != nil {
+					return nil, fmt.Errorf("flight %d: %w", id, err)
+				}
 			}
 			recs[id] = c
 		}
