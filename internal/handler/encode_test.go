@@ -56,7 +56,9 @@ func TestEncodeRecordIsAFixedPoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		var g struct {
-			Decision struct{ Flights []struct{ Record json.RawMessage } } `json:"decision"`
+			Decision struct {
+				Flights []struct{ Record json.RawMessage }
+			} `json:"decision"`
 		}
 		if err := json.Unmarshal(raw, &g); err != nil {
 			t.Fatalf("%s: %v", f, err)
