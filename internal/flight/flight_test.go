@@ -302,3 +302,31 @@ func TestBatchedReplaceAdvancesVersions(t *testing.T) {
 		}
 	})
 }
+
+// TestFlightsOf checks the batched read returns the stored flights among those asked for.
+func TestFlightsOf(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := flight.New(db, nil, shanghai)
+		t1 := time.Date(2026, 3, 15, 9, 0, 0, 0, shanghai)
+		var ws []pipeline.FlightWrite
+		var ask []int64
+		for i := int64(1); i <= 1200; i++ {
+			if i%3 != 0 {
+				ws = append(ws, pipeline.FlightWrite{Day: "2026-03-15", FLID: i, Record: rec(i, t1, "")})
+			}
+			ask = append(ask, i)
+		}
+		write(t, db, s, ws...)
+		recs, err := s.FlightsOf(ctx, ask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := flidsOf(t, recs); len(got) != 800 || got[0] != 1 || got[799] != 1199 {
+			t.Fatalf("FlightsOf: %d records (%v…)", len(got), got[:min(len(got), 3)])
+		}
+		if recs, err := s.FlightsOf(ctx, nil); err != nil || len(recs) != 0 {
+			t.Fatalf("FlightsOf(): %d %v", len(recs), err)
+		}
+	})
+}

@@ -109,6 +109,60 @@ func (w *work) load(flid int64) (*entry, error) {
 	return e, nil
 }
 
+// FlightBatch is what a View may offer besides Flight: the stored records of many flights
+// in one call (those not stored are left out), so that a snapshot of thousands of flights
+// does not read them one round trip at a time. The SQL flight store offers it.
+type FlightBatch interface {
+	FlightsOf(ctx context.Context, flids []int64) ([][]byte, error)
+}
+
+// prefetch loads into the set, in the order given, each of flids it does not hold yet, with
+// one FlightsOf call when the view offers it (else load reads them one by one later). The
+// entries and their order are those load would give.
+func (w *work) prefetch(flids []int64) error {
+	b, ok := w.view.(FlightBatch)
+	if !ok {
+		return nil
+	}
+	var want []int64
+	for _, id := range flids {
+		if _, held := w.entries[id]; !held {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	recs, err := b.FlightsOf(w.ctx, want)
+	if err != nil {
+		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("read %d flights: %w", len(want), err))
+	}
+	byID := make(map[int64][]byte, len(recs))
+	for _, r := range recs {
+		var k struct {
+			FLID int64 `json:"FLID"`
+		}
+		if err := json.Unmarshal(r, &k); err != nil {
+			return pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record: %w", err))
+		}
+		byID[k.FLID] = r
+	}
+	for _, id := range want {
+		if _, held := w.entries[id]; held {
+			continue // named twice
+		}
+		e := &entry{flid: id}
+		if r, stored := byID[id]; stored {
+			if err := e.setOld(r); err != nil {
+				return err
+			}
+		}
+		w.entries[id] = e
+		w.order = append(w.order, id)
+	}
+	return nil
+}
+
 // preload adds a stored record to the set without another read (snapshots read a window).
 func (w *work) preload(b []byte) error {
 	var k struct {

@@ -84,6 +84,13 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 			return d, err
 		}
 	case styp == "DEL":
+		ids := make([]int64, len(live))
+		for i, f := range live {
+			ids[i] = f.FLID
+		}
+		if err := w.prefetch(ids); err != nil {
+			return d, err
+		}
 		for _, f := range live {
 			e, err := w.load(f.FLID)
 			if err != nil {
@@ -306,6 +313,13 @@ func (c *schdCounts) tail(s string) string {
 // row of the same number and stand) and the code-share list CSFL. The route (ERUT) is kept
 // when the FLTR has none, as the legacy does (see keepAsLegacy).
 func upsertAll(w *work, flights []sis.Flight) error {
+	ids := make([]int64, len(flights))
+	for i, f := range flights {
+		ids[i] = f.FLID
+	}
+	if err := w.prefetch(ids); err != nil {
+		return err
+	}
 	for _, f := range flights {
 		e, err := w.load(f.FLID)
 		if err != nil {
