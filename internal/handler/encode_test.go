@@ -90,3 +90,60 @@ func TestEncodeRecordIsAFixedPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestFlopPayloadFastPath checks that the KAFKA_FLOP payload written straight from the
+// records' fields is the one json.Marshal writes from diff, for inserts, updates and deletes
+// between the test records, and that topFields refuses what it cannot copy as is.
+func TestFlopPayloadFastPath(t *testing.T) {
+	var encs [][]byte
+	files, _ := filepath.Glob("../../testdata/schd/*.xml")
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := sis.Decode(raw, sis.Options{Location: shanghai})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fl := range msg.Body.(*sis.SchdBody).Flights {
+			for _, r := range []*FlightRecord{{Flight: fl}, {Flight: fl, CSFL: []string{"CA1", "<&>"}}} {
+				b, err := encodeRecord(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				encs = append(encs, b)
+			}
+		}
+	}
+	encs = append(encs, nil)
+	for _, old := range encs {
+		for _, cur := range encs {
+			want, err := diff(old, cur)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow, err := flopPayload(7, "update", want, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, okA := topFields(old)
+			b, okB := topFields(cur)
+			if !okA || !okB {
+				t.Fatalf("topFields refused a record encodeRecord wrote: %s / %s", old, cur)
+			}
+			fast, _ := flopPayload(7, "update", fieldChanges(a, b), true)
+			if !bytes.Equal(fast, slow) {
+				t.Fatalf("payloads differ:\nfast %s\nslow %s", fast, slow)
+			}
+		}
+	}
+	for _, bad := range []string{`{"A": 1}`, `{"A\u00e9":1}`, `[1]`, `{"A":1,}`, `{"A":}`, `{"A":1`, `{"A":1}}`, `{"\u0041":1}`} {
+		if _, ok := topFields([]byte(bad)); ok {
+			t.Errorf("topFields accepted %s", bad)
+		}
+	}
+	if f, ok := topFields([]byte(`{"A":{"x":[1,"}"]},"B":"a\"b","C":null}`)); !ok || len(f) != 3 || string(f["A"]) != `{"x":[1,"}"]}` || string(f["B"]) != `"a\"b"` {
+		t.Errorf("topFields: %q %v", f, ok)
+	}
+}

@@ -383,11 +383,152 @@ func diff(old, cur []byte) (map[string]fieldChange, error) {
 	return out, nil
 }
 
+// flopPayload is the KAFKA_FLOP payload {"FLID":…,"op":…,"changes":{field:{"old":…,"new":…}}}
+// with the fields in sorted order, as json.Marshal writes it. When the changes were cut out
+// of records encodeRecord wrote (fast: compact, escaped values under plain keys) it is
+// written straight from them, which a snapshot of thousands of flights needed: json.Marshal's
+// sort and re-validation of every value cost more than the rest of the events.
+func flopPayload(flid int64, op string, changes map[string]fieldChange, fast bool) ([]byte, error) {
+	if !fast {
+		return json.Marshal(struct {
+			FLID    int64                  `json:"FLID"`
+			Op      string                 `json:"op"`
+			Changes map[string]fieldChange `json:"changes"`
+		}{flid, op, changes})
+	}
+	keys := make([]string, 0, len(changes))
+	size := 64
+	for k, c := range changes {
+		keys = append(keys, k)
+		size += len(k) + len(c.Old) + len(c.New) + 20
+	}
+	sort.Strings(keys)
+	out := make([]byte, 0, size)
+	out = append(out, `{"FLID":`...)
+	out = strconv.AppendInt(out, flid, 10)
+	out = append(out, `,"op":"`...)
+	out = append(out, op...)
+	out = append(out, `","changes":{`...)
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		c := changes[k]
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, `":{"old":`...)
+		out = append(out, c.Old...)
+		out = append(out, `,"new":`...)
+		out = append(out, c.New...)
+		out = append(out, '}')
+	}
+	return append(out, "}}"...), nil
+}
+
+// fieldChanges is diff over records already split by topFields.
+func fieldChanges(a, b map[string][]byte) map[string]fieldChange {
+	out := make(map[string]fieldChange, len(b))
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			c := fieldChange{Old: v, New: jsonNull}
+			if ok {
+				c.New = w
+			}
+			out[k] = c
+		}
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			out[k] = fieldChange{Old: jsonNull, New: v}
+		}
+	}
+	return out
+}
+
+// topFields splits a JSON object written by json.Marshal into its fields (nil input: no
+// fields). ok is false when b is not such an object or a key needs escaping or is not one
+// the payload may copy as is (then the caller marshals).
+func topFields(b []byte) (map[string][]byte, bool) {
+	out := map[string][]byte{}
+	if b == nil {
+		return out, true
+	}
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, false
+	}
+	i := 1
+	for i < len(b)-1 {
+		if b[i] != '"' {
+			return nil, false
+		}
+		j := i + 1
+		for j < len(b) && b[j] != '"' {
+			if c := b[j]; c == '\\' || c < 0x20 || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+				return nil, false
+			}
+			j++
+		}
+		if j+1 >= len(b) || b[j+1] != ':' {
+			return nil, false
+		}
+		key := string(b[i+1 : j])
+		end, ok := skipValue(b, j+2)
+		if !ok {
+			return nil, false
+		}
+		out[key] = b[j+2 : end]
+		i = end
+		if b[i] == ',' {
+			i++
+			if i == len(b)-1 {
+				return nil, false // a trailing comma
+			}
+		}
+	}
+	return out, i == len(b)-1
+}
+
+// skipValue returns the end of the compact JSON value starting at b[i], which must be
+// followed by ',' or by the closing '}' of the object.
+func skipValue(b []byte, i int) (int, bool) {
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; c {
+		case '"':
+			for j++; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j, j > i && j == len(b)-1
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return j, j > i
+			}
+		case ' ', '\t', '\n', '\r':
+			return 0, false // not compact: left to json.Marshal
+		}
+	}
+	return 0, false
+}
+
 // flightEvents builds the four events of one changed flight: KAFKA_FLOP, KAFKA_SCHD,
 // REDIS_NOTIFY and ES_FLIGHT, each keyed by the FLID.
 func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
-	changes, err := diff(old, cur)
-	if err != nil {
+	a, okA := topFields(old)
+	b, okB := topFields(cur)
+	fast := okA && okB
+	var changes map[string]fieldChange
+	var err error
+	if fast {
+		changes = fieldChanges(a, b)
+	} else if changes, err = diff(old, cur); err != nil {
 		return nil, fmt.Errorf("flight %d: %w", flid, err)
 	}
 	key := strconv.FormatInt(flid, 10)
@@ -398,11 +539,7 @@ func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pi
 	case cur == nil:
 		op = "delete"
 	}
-	flop, err := json.Marshal(struct {
-		FLID    int64                  `json:"FLID"`
-		Op      string                 `json:"op"`
-		Changes map[string]fieldChange `json:"changes"`
-	}{flid, op, changes})
+	flop, err := flopPayload(flid, op, changes, fast)
 	if err != nil {
 		return nil, err
 	}
