@@ -63,6 +63,10 @@ type xrec struct {
 	FDEL []xfdel `xml:"FDEL"`
 
 	Other []string `xml:",any"` // names of the child elements xrec has no field for, in order
+
+	// readPast: the reader met an element inside a known one (nestedUnknown has something
+	// to report); false spares the walk over every field of every record.
+	readPast bool `xml:"-"`
 }
 
 type xfdiv struct {
@@ -212,6 +216,9 @@ func planOf(t reflect.Type) *xplan {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("xml"), ",")
+		if name == "-" {
+			continue
+		}
 		if name == "" {
 			name = f.Name
 		}
@@ -239,7 +246,10 @@ func planOf(t reflect.Type) *xplan {
 
 // readRecord reads the FLTR or FLOP element whose start was just read into x.
 func readRecord(d *scanner, start *xml.StartElement, x *xrec) error {
-	return readInto(d, start, reflect.ValueOf(x).Elem(), xrecPlan)
+	before := d.readPast
+	err := readInto(d, start, reflect.ValueOf(x).Elem(), xrecPlan)
+	x.readPast = d.readPast != before
+	return err
 }
 
 func readInto(d *scanner, start *xml.StartElement, v reflect.Value, p *xplan) error {
@@ -265,6 +275,7 @@ func readInto(d *scanner, start *xml.StartElement, v reflect.Value, p *xplan) er
 			switch {
 			case !ok:
 				if p.anyElem >= 0 {
+					d.readPast++
 					f := v.Field(p.anyElem)
 					f.Set(reflect.Append(f, reflect.ValueOf(t.Name.Local)))
 				}
@@ -331,6 +342,7 @@ func readText(d *scanner, x *xtext) error {
 		case tokStart:
 			if depth == 0 && x.sub == "" {
 				x.sub = d.startElem().Name.Local
+				d.readPast++
 			}
 			depth++
 		case tokEnd:
@@ -563,6 +575,9 @@ func formatPath(steps []pathStep) string {
 // element inside a simple element, an unknown child of a group entry. FDEL's content has its
 // own rule (it must be empty). The path is only formatted for what is reported.
 func (x *xrec) nestedUnknown(known map[string]bool, fn func(path, name string)) {
+	if !x.readPast {
+		return
+	}
 	var steps [4]pathStep
 	walkUnknown(reflect.ValueOf(x).Elem(), xrecPlan, steps[:0], known, fn)
 }

@@ -56,25 +56,31 @@ type scanner struct {
 	start     xml.StartElement // Attr reuses attrs
 	attrs     []xml.Attr
 	end       xml.Name
+	endRaw    []byte // the end element's name as in the input, until endName makes it
 	text      []byte
 	buf       []byte // decoded text when it differs from the input
 	needClose bool
 
-	names  map[string]string // interned element and attribute names
-	values map[string]string // interned short element texts (codes repeated in every record)
-	join   []byte            // readText's buffer for a text in several pieces
+	names  [256]string  // interned element and attribute names
+	values [1024]string // interned short element texts (codes repeated in every record)
+	join   []byte       // readText's buffer for a text in several pieces
+
+	readPast int // elements read past inside known ones (readText, readInto), for warnUnknown
 }
 
-// maxInterned bounds the name table: a document of random tags must not grow it unbounded.
-const maxInterned = 1024
-
 func newScanner(raw []byte, validate bool) *scanner {
-	return &scanner{raw: raw, validate: validate, names: make(map[string]string, 64), values: make(map[string]string, 256)}
+	return &scanner{raw: raw, validate: validate}
 }
 
 func (s *scanner) startElem() *xml.StartElement { return &s.start }
-func (s *scanner) endName() xml.Name            { return s.end }
-func (s *scanner) charData() []byte             { return s.text }
+func (s *scanner) endName() xml.Name {
+	if s.endRaw != nil {
+		s.end, _ = s.makeName(s.endRaw)
+		s.endRaw = nil
+	}
+	return s.end
+}
+func (s *scanner) charData() []byte { return s.text }
 
 // inBuf reports whether the last text is in the scanner's buffer, which the next token
 // overwrites (otherwise it is a slice of the input).
@@ -92,7 +98,7 @@ func (s *scanner) fail(what string) error {
 func (s *scanner) next() (tokKind, error) {
 	if s.needClose {
 		s.needClose = false
-		s.end = s.start.Name
+		s.end, s.endRaw = s.start.Name, nil
 		return tokEnd, nil
 	}
 	for {
@@ -139,18 +145,31 @@ func isNameByte(c byte) bool {
 // name reads a name the way encoding/xml does (name bytes and any non-ASCII byte) and splits
 // it at its one colon into name space and local part.
 func (s *scanner) name() (xml.Name, bool) {
+	b, ok := s.nameBytes()
+	if !ok {
+		return xml.Name{}, false
+	}
+	return s.makeName(b)
+}
+
+// nameBytes reads a name and returns it as in the input.
+func (s *scanner) nameBytes() ([]byte, bool) {
 	i := s.pos
 	for i < len(s.raw) && (s.raw[i] >= utf8.RuneSelf || isNameByte(s.raw[i])) {
 		i++
 	}
 	b := s.raw[s.pos:i]
 	if len(b) == 0 {
-		return xml.Name{}, false
+		return nil, false
 	}
 	if s.validate && !plainName(b) {
-		return xml.Name{}, false // encoding/xml judges the others
+		return nil, false // encoding/xml judges the others
 	}
 	s.pos = i
+	return b, true
+}
+
+func (s *scanner) makeName(b []byte) (xml.Name, bool) {
 	switch bytes.Count(b, []byte(":")) {
 	case 0:
 		return xml.Name{Local: s.intern(b)}, true
@@ -178,15 +197,23 @@ func plainName(b []byte) bool {
 	return true
 }
 
+// intern returns the name b as a string, shared with the equal names seen before: a small
+// direct-mapped table (a document of random names only evicts) is cheaper than a map for the
+// few dozen names a SIS document repeats.
 func (s *scanner) intern(b []byte) string {
-	if v, ok := s.names[string(b)]; ok {
-		return v
+	slot := &s.names[hashBytes(b)%uint32(len(s.names))]
+	if *slot != string(b) {
+		*slot = string(b)
 	}
-	v := string(b)
-	if len(s.names) < maxInterned {
-		s.names[v] = v
+	return *slot
+}
+
+func hashBytes(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
 	}
-	return v
+	return h
 }
 
 // maxInternedValue is the longest text value interned: airline codes, aircraft types,
@@ -194,7 +221,7 @@ func (s *scanner) intern(b []byte) string {
 // remarks do not, and are allocated each.
 const maxInternedValue = 8
 
-// value returns b as a string, shared with the equal short values already seen.
+// value returns b as a string, shared with the equal short values seen before.
 func (s *scanner) value(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -202,28 +229,28 @@ func (s *scanner) value(b []byte) string {
 	if len(b) > maxInternedValue {
 		return string(b)
 	}
-	if v, ok := s.values[string(b)]; ok {
-		return v
+	slot := &s.values[hashBytes(b)%uint32(len(s.values))]
+	if *slot != string(b) {
+		*slot = string(b)
 	}
-	v := string(b)
-	if len(s.values) < 4*maxInterned {
-		s.values[v] = v
-	}
-	return v
+	return *slot
 }
 
 func (s *scanner) scanEnd() (tokKind, error) {
 	s.pos += 2
-	n, ok := s.name()
+	b, ok := s.nameBytes()
+	if ok && !s.validate && bytes.Count(b, []byte(":")) > 1 {
+		ok = false
+	}
 	if !ok {
 		return 0, s.fail("expected element name after </")
 	}
 	s.space()
 	if s.pos >= len(s.raw) || s.raw[s.pos] != '>' {
-		return 0, s.fail("invalid characters between </" + n.Local + " and >")
+		return 0, s.fail("invalid characters between </" + string(b) + " and >")
 	}
 	s.pos++
-	s.end = n
+	s.endRaw, s.end = b, xml.Name{} // made by endName when asked: the body readers never ask
 	return tokEnd, nil
 }
 
