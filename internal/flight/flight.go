@@ -6,7 +6,8 @@
 //
 // FDAY is the flight's local operation day (YYYY-MM-DD in the airport zone); VERSION starts
 // at 1 and grows by one on every change of the row; CMINMSGS_ID is the message that last
-// changed it.
+// changed it; MAID (migration 00005, indexed) copies the record's code-share master FLID, NULL
+// when it names none, so the code-share lookups seek an index instead of scanning records.
 package flight
 
 import (
