@@ -61,9 +61,9 @@ type scanner struct {
 	buf       []byte // decoded text when it differs from the input
 	needClose bool
 
-	names  [256]string  // interned element and attribute names
-	values [1024]string // interned short element texts (codes repeated in every record)
-	join   []byte       // readText's buffer for a text in several pieces
+	names  [1024]string      // interned element and attribute names
+	values map[string]string // interned short element texts (codes repeated in every record)
+	join   []byte            // readText's buffer for a text in several pieces
 
 	readPast int // elements read past inside known ones (readText, readInto), for warnUnknown
 }
@@ -201,11 +201,19 @@ func plainName(b []byte) bool {
 // direct-mapped table (a document of random names only evicts) is cheaper than a map for the
 // few dozen names a SIS document repeats.
 func (s *scanner) intern(b []byte) string {
-	slot := &s.names[hashBytes(b)%uint32(len(s.names))]
-	if *slot != string(b) {
-		*slot = string(b)
+	i := hashBytes(b) % uint32(len(s.names))
+	a, c := &s.names[i], &s.names[i^1] // two ways: a pair of names that collide both stay
+	switch {
+	case *a == string(b):
+		return *a
+	case *c == string(b):
+		return *c
+	case *a == "":
+		*a = string(b)
+		return *a
 	}
-	return *slot
+	*a, *c = string(b), *a // the older of a full pair goes
+	return *a
 }
 
 func hashBytes(b []byte) uint32 {
@@ -229,12 +237,21 @@ func (s *scanner) value(b []byte) string {
 	if len(b) > maxInternedValue {
 		return string(b)
 	}
-	slot := &s.values[hashBytes(b)%uint32(len(s.values))]
-	if *slot != string(b) {
-		*slot = string(b)
+	if v, ok := s.values[string(b)]; ok {
+		return v
 	}
-	return *slot
+	v := string(b)
+	if s.values == nil {
+		s.values = make(map[string]string, 64)
+	}
+	if len(s.values) < maxValues {
+		s.values[v] = v
+	}
+	return v
 }
+
+// maxValues bounds the value table: a document of distinct values must not grow it unbounded.
+const maxValues = 4096
 
 func (s *scanner) scanEnd() (tokKind, error) {
 	s.pos += 2
