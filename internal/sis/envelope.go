@@ -232,8 +232,8 @@ func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 // well-formed with one MSG root. It passes errUnsure through unclassified.
 func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
 	var meta Meta
-	// Raw tokens skip the namespace work and copies of Token (SIS has no namespaces), which
-	// halves the cost of this pass over a 10 MB schedule; it leaves matching end tags to us.
+	// Raw tokens (no name-space work, no copies; SIS has no name spaces) leave matching end
+	// tags to us.
 	var stack []xml.Name
 	rootDone := false
 	sawMeta := false

@@ -187,10 +187,11 @@ type xfdel struct {
 // The intermediate types are read by a small reader driven by their struct tags (an
 // encoding/xml subset: untagged xtext fields and []struct fields are child elements named like
 // the field, ",attr" *string fields attributes, ",chardata" the element's text, ",any,attr"
-// other attributes, ",any" the names of other child elements). It uses RawToken: the envelope
-// has already checked the whole document is well-formed, so the body pass needs neither
-// end-tag matching nor name spaces, and it avoids encoding/xml's per-field reflection, which
-// made decoding a large SCHD twice as slow.
+// other attributes, ",any" the names of other child elements). It takes its tokens from the
+// trusting scanner (scan.go): the envelope has already checked the whole document is
+// well-formed, so the body pass needs neither end-tag matching nor name spaces, and it avoids
+// encoding/xml's per-field reflection and per-token allocations, which made decoding a large
+// SCHD several times slower.
 
 type xplan struct {
 	elems   map[string]xslot
