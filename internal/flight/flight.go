@@ -6,13 +6,15 @@
 //
 // FDAY is the flight's local operation day (YYYY-MM-DD in the airport zone); VERSION starts
 // at 1 and grows by one on every change of the row; CMINMSGS_ID is the message that last
-// changed it.
+// changed it; MAID (migration 00005, indexed) copies the record's code-share master FLID, NULL
+// when it names none, so the code-share lookups seek an index instead of scanning records.
 package flight
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -70,19 +72,180 @@ func (s *Store) Location() *time.Location { return s.loc }
 
 // WriteFlights applies writes inside tx, in order: an upsert inserts the flight or replaces
 // its record (moving the row when its day changed), a delete removes it (absent: no-op).
-// Every change advances VERSION by compare-and-set.
+// Every change advances VERSION by compare-and-set, and MAID (the code-share master the record
+// names, for CodeSharesOf) follows the record.
+//
+// When every write names a different flight, which is what a Decision holds, the writes are
+// applied a few hundred rows per statement (a snapshot of thousands of flights would otherwise
+// pay a round trip per flight): the deletes, then the compare-and-set removal of the rows to
+// replace (all or nothing: one that changed under us fails the batch), then the inserts of the
+// new rows and of the replacing ones. Otherwise they are applied one by one.
 func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error {
 	stored, err := storedRows(ctx, tx, writes)
 	if err != nil {
 		return err
 	}
-	for _, w := range writes {
-		if err := s.write(ctx, tx, msgID, w, stored, now); err != nil {
+	maids := make([]sql.NullInt64, len(writes))
+	for i, w := range writes {
+		if w.Delete {
+			continue
+		}
+		if maids[i], err = checkWrite(w); err != nil {
 			return err
 		}
 	}
+	if !distinctFlights(writes) {
+		for i, w := range writes {
+			if err := s.write(ctx, tx, msgID, w, maids[i], stored, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return writeBatch(ctx, tx, msgID, writes, maids, stored, now)
+}
+
+// checkWrite checks an upsert's day and record and returns the record's MAID (NULL if none).
+func checkWrite(w pipeline.FlightWrite) (sql.NullInt64, error) {
+	if !validDay(w.Day) {
+		return sql.NullInt64{}, fmt.Errorf("flight %d: day %q is not YYYY-MM-DD", w.FLID, w.Day)
+	}
+	var m struct {
+		MAID *int64 `json:"MAID"`
+	}
+	// Unmarshal checks the whole record is JSON before it reads MAID.
+	if err := json.Unmarshal(w.Record, &m); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			return sql.NullInt64{}, fmt.Errorf("flight %d: record is not JSON", w.FLID)
+		}
+		return sql.NullInt64{}, nil // JSON whose MAID is not a number names no master
+	}
+	if m.MAID == nil {
+		return sql.NullInt64{}, nil
+	}
+	return sql.NullInt64{Int64: *m.MAID, Valid: true}, nil
+}
+
+func distinctFlights(writes []pipeline.FlightWrite) bool {
+	seen := make(map[int64]struct{}, len(writes))
+	for _, w := range writes {
+		if _, dup := seen[w.FLID]; dup {
+			return false
+		}
+		seen[w.FLID] = struct{}{}
+	}
+	return true
+}
+
+// batchRows bounds the rows of one multi-row statement, batchBytes the records it carries
+// (well under MariaDB's default max_allowed_packet of 16 MB).
+const (
+	batchRows  = 250
+	batchBytes = 4 << 20
+)
+
+// newRow is one row writeBatch inserts.
+type newRow struct {
+	w       pipeline.FlightWrite
+	version int64
+	maid    sql.NullInt64
+}
+
+// writeBatch applies writes that each name a different flight, many rows per statement.
+func writeBatch(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, maids []sql.NullInt64, stored map[int64]row, now time.Time) error {
+	var deletes []int64
+	var replaced []row
+	var replacedIDs []int64
+	rows := make([]newRow, 0, len(writes))
+	for i, w := range writes {
+		cur, found := stored[w.FLID]
+		switch {
+		case w.Delete && found:
+			deletes = append(deletes, w.FLID)
+		case w.Delete:
+		case found:
+			replaced = append(replaced, cur)
+			replacedIDs = append(replacedIDs, w.FLID)
+			rows = append(rows, newRow{w: w, version: cur.version + 1, maid: maids[i]})
+		default:
+			rows = append(rows, newRow{w: w, version: 1, maid: maids[i]})
+		}
+	}
+	for start := 0; start < len(deletes); start += batchRows {
+		part := deletes[start:min(start+batchRows, len(deletes))]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...); err != nil {
+			return store.Unavailable(fmt.Errorf("delete %d flights: %w", len(part), err))
+		}
+	}
+	for start := 0; start < len(replaced); start += batchRows {
+		end := min(start+batchRows, len(replaced))
+		if err := removeGuarded(ctx, tx, replacedIDs[start:end], replaced[start:end]); err != nil {
+			return err
+		}
+	}
+	for start := 0; start < len(rows); {
+		end, size := start, 0
+		for end < len(rows) && end-start < batchRows && (end == start || size+len(rows[end].w.Record) <= batchBytes) {
+			size += len(rows[end].w.Record)
+			end++
+		}
+		if err := insertRows(ctx, tx, msgID, rows[start:end], now); err != nil {
+			return err
+		}
+		start = end
+	}
 	return nil
 }
+
+// removeGuarded deletes the rows of flights ids at the versions read (the compare-and-set of
+// a replace); a row whose version moved fails the message for a retry.
+func removeGuarded(ctx context.Context, tx *sql.Tx, ids []int64, at []row) error {
+	var q strings.Builder
+	q.WriteString(`DELETE FROM FLIGHT_STATE WHERE `)
+	args := make([]any, 0, 2*len(ids))
+	for i, id := range ids {
+		if i > 0 {
+			q.WriteString(` OR `)
+		}
+		q.WriteString(`(FLID = ? AND VERSION = ?)`)
+		args = append(args, id, at[i].version)
+	}
+	res, err := tx.ExecContext(ctx, q.String(), args...)
+	if err != nil {
+		return store.Unavailable(fmt.Errorf("replace %d flights: %w", len(ids), err))
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(ids)) {
+		return pipeline.Errorf(pipeline.Infra, "%d of %d flights (FLID %d…) changed under us", int64(len(ids))-n, len(ids), ids[0])
+	}
+	return nil
+}
+
+// insertRows inserts rows in one statement.
+func insertRows(ctx context.Context, tx *sql.Tx, msgID int64, rows []newRow, now time.Time) error {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO FLIGHT_STATE (FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT, MAID) VALUES `)
+	args := make([]any, 0, 7*len(rows))
+	at := store.T(now)
+	for i, r := range rows {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString(`(?, ?, ?, ?, ?, ?, ?)`)
+		args = append(args, r.w.Day, r.w.FLID, string(r.w.Record), r.version, msgID, at, r.maid)
+	}
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		return store.Unavailable(fmt.Errorf("write %d flights (FLID %d…): %w", len(rows), rows[0].w.FLID, err))
+	}
+	return nil
+}
+
+// marks returns n comma-separated placeholders.
+func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
 
 // row is where a stored flight is and its version.
 type row struct {
@@ -101,8 +264,7 @@ func storedRows(ctx context.Context, tx *sql.Tx, writes []pipeline.FlightWrite) 
 		for i, w := range part {
 			args[i] = w.FLID
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT FLID, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID IN (`+
-			strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")+`)`, args...)
+		rows, err := tx.QueryContext(ctx, `SELECT FLID, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
 		if err != nil {
 			return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
 		}
@@ -124,7 +286,8 @@ func storedRows(ctx context.Context, tx *sql.Tx, writes []pipeline.FlightWrite) 
 	return out, nil
 }
 
-func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.FlightWrite, stored map[int64]row, now time.Time) error {
+// write applies one checked write (the path of writes that name a flight more than once).
+func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.FlightWrite, maid sql.NullInt64, stored map[int64]row, now time.Time) error {
 	cur, found := stored[w.FLID]
 	day, version := cur.day, cur.version
 	if w.Delete {
@@ -137,26 +300,20 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.F
 		delete(stored, w.FLID)
 		return nil
 	}
-	if !validDay(w.Day) {
-		return fmt.Errorf("flight %d: day %q is not YYYY-MM-DD", w.FLID, w.Day)
-	}
-	if !json.Valid(w.Record) {
-		return fmt.Errorf("flight %d: record is not JSON", w.FLID)
-	}
 	var err error
 	switch {
 	case !found:
-		_, err = tx.ExecContext(ctx, `INSERT INTO FLIGHT_STATE (FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT) VALUES (?, ?, ?, 1, ?, ?)`,
-			w.Day, w.FLID, string(w.Record), msgID, store.T(now))
+		_, err = tx.ExecContext(ctx, `INSERT INTO FLIGHT_STATE (FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT, MAID) VALUES (?, ?, ?, 1, ?, ?, ?)`,
+			w.Day, w.FLID, string(w.Record), msgID, store.T(now), maid)
 	case day != w.Day:
 		if _, err = tx.ExecContext(ctx, `DELETE FROM FLIGHT_STATE WHERE FLID = ? AND VERSION = ?`, w.FLID, version); err == nil {
-			_, err = tx.ExecContext(ctx, `INSERT INTO FLIGHT_STATE (FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT) VALUES (?, ?, ?, ?, ?, ?)`,
-				w.Day, w.FLID, string(w.Record), version+1, msgID, store.T(now))
+			_, err = tx.ExecContext(ctx, `INSERT INTO FLIGHT_STATE (FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT, MAID) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				w.Day, w.FLID, string(w.Record), version+1, msgID, store.T(now), maid)
 		}
 	default:
 		var res sql.Result
-		res, err = tx.ExecContext(ctx, `UPDATE FLIGHT_STATE SET RECORD = ?, VERSION = ?, CMINMSGS_ID = ?, UPDATED_AT = ? WHERE FLID = ? AND VERSION = ?`,
-			string(w.Record), version+1, msgID, store.T(now), w.FLID, version)
+		res, err = tx.ExecContext(ctx, `UPDATE FLIGHT_STATE SET RECORD = ?, VERSION = ?, CMINMSGS_ID = ?, UPDATED_AT = ?, MAID = ? WHERE FLID = ? AND VERSION = ?`,
+			string(w.Record), version+1, msgID, store.T(now), maid, w.FLID, version)
 		if err == nil {
 			if n, _ := res.RowsAffected(); n != 1 {
 				return pipeline.Errorf(pipeline.Infra, "flight %d changed under us (version %d)", w.FLID, version)
@@ -223,23 +380,75 @@ func (s *Store) FlightsBetween(ctx context.Context, from, to time.Time) ([][]byt
 	return out, nil
 }
 
-// CodeShareFlights returns the records of every stored flight that names a code-share master
-// (has a MAID).
-func (s *Store) CodeShareFlights(ctx context.Context) ([][]byte, error) {
-	es, err := s.query(ctx, `WHERE RECORD LIKE ?`, `%"MAID":%`)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, 0, len(es))
-	for _, e := range es {
-		var m struct {
-			MAID *int64 `json:"MAID"`
+// FlightsOf returns the stored records of those of flids that are stored, in no particular
+// order, a few hundred per query: a snapshot reads the flights it names in a few round trips
+// instead of one per flight.
+func (s *Store) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) {
+	const chunk = 500
+	out := make([][]byte, 0, len(flids))
+	for start := 0; start < len(flids); start += chunk {
+		part := flids[start:min(start+chunk, len(flids))]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
 		}
-		if json.Unmarshal(e.Record, &m) == nil && m.MAID != nil {
-			out = append(out, e.Record)
+		rows, err := s.db.SQL.QueryContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
+		if err != nil {
+			return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
+		}
+		for rows.Next() {
+			var rec string
+			if err := rows.Scan(&rec); err != nil {
+				rows.Close()
+				return nil, store.Unavailable(err)
+			}
+			out = append(out, []byte(rec))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, store.Unavailable(err)
 		}
 	}
 	return out, nil
+}
+
+// CodeShareFlights returns the records of every stored flight that names a code-share master
+// (has a MAID), found through the indexed MAID column.
+func (s *Store) CodeShareFlights(ctx context.Context) ([][]byte, error) {
+	es, err := s.query(ctx, `WHERE MAID IS NOT NULL`)
+	if err != nil {
+		return nil, err
+	}
+	return records(es), nil
+}
+
+// CodeSharesOf returns the records of the stored flights whose MAID is one of masters: what
+// a handler needs to rebuild those masters' code-share lists, at a cost that follows the
+// masters asked for, not the history stored.
+func (s *Store) CodeSharesOf(ctx context.Context, masters []int64) ([][]byte, error) {
+	const chunk = 500
+	var out [][]byte
+	for start := 0; start < len(masters); start += chunk {
+		part := masters[start:min(start+chunk, len(masters))]
+		args := make([]any, len(part))
+		for i, m := range part {
+			args[i] = m
+		}
+		es, err := s.query(ctx, `WHERE MAID IN (`+marks(len(part))+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, records(es)...)
+	}
+	return out, nil
+}
+
+func records(es []Entry) [][]byte {
+	out := make([][]byte, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.Record)
+	}
+	return out
 }
 
 // RefKeys returns the keys of the REF_DATA records of one type, sorted.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -186,6 +187,146 @@ func TestPumpSnapshotAndFlop(t *testing.T) {
 		}
 		if n := countEvents(t, db); n != events+4 {
 			t.Fatalf("%d events after CHOT, want %d", n, events+4)
+		}
+	})
+}
+
+// flidsOf returns the FLIDs of records, in order.
+func flidsOf(t *testing.T, recs [][]byte) []int64 {
+	t.Helper()
+	var out []int64
+	for _, b := range recs {
+		var k struct{ FLID int64 }
+		if err := json.Unmarshal(b, &k); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, k.FLID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestCodeShareLookupFollowsWrites checks, on both databases, that the indexed MAID column
+// follows every write: inserting a flight that names a master, changing its master, dropping
+// it, moving the flight to another day and deleting it; through the batched path (each
+// flight once) and the one-by-one path (a flight written twice in one call).
+func TestCodeShareLookupFollowsWrites(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := flight.New(db, nil, shanghai)
+		t1 := time.Date(2026, 3, 15, 9, 0, 0, 0, shanghai)
+		check := func(step string, all []int64, of map[int64][]int64) {
+			t.Helper()
+			cs, err := s.CodeShareFlights(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := flidsOf(t, cs); !slices.Equal(got, all) {
+				t.Fatalf("%s: CodeShareFlights %v, want %v", step, got, all)
+			}
+			for m, want := range of {
+				recs, err := s.CodeSharesOf(ctx, []int64{m})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := flidsOf(t, recs); !slices.Equal(got, want) {
+					t.Fatalf("%s: CodeSharesOf(%d) %v, want %v", step, m, got, want)
+				}
+			}
+		}
+		up := func(flid int64, day string, extra string) pipeline.FlightWrite {
+			sodt := t1
+			if day == "2026-03-16" {
+				sodt = t1.Add(24 * time.Hour)
+			}
+			return pipeline.FlightWrite{Day: day, FLID: flid, Record: rec(flid, sodt, extra)}
+		}
+		write(t, db, s, up(1, "2026-03-15", ""), up(2, "2026-03-15", `"MAID":1`), up(3, "2026-03-15", `"MAID":1`),
+			up(4, "2026-03-15", `"MAID":null`))
+		check("insert", []int64{2, 3}, map[int64][]int64{1: {2, 3}, 2: nil})
+		write(t, db, s, up(3, "2026-03-15", `"MAID":2`), up(2, "2026-03-15", ""), up(4, "2026-03-15", `"MAID":1`))
+		check("change", []int64{3, 4}, map[int64][]int64{1: {4}, 2: {3}})
+		write(t, db, s, up(4, "2026-03-16", `"MAID":1`))
+		check("day move", []int64{3, 4}, map[int64][]int64{1: {4}})
+		write(t, db, s, pipeline.FlightWrite{FLID: 3, Delete: true})
+		check("delete", []int64{4}, map[int64][]int64{2: nil})
+		// One by one: flight 5 written twice, its master changing in between.
+		write(t, db, s, up(5, "2026-03-15", `"MAID":1`), up(5, "2026-03-15", `"MAID":4`), up(4, "2026-03-16", ""))
+		check("one by one", []int64{5}, map[int64][]int64{1: nil, 4: {5}})
+		if recs, err := s.CodeSharesOf(ctx, []int64{1, 2, 4}); err != nil || !slices.Equal(flidsOf(t, recs), []int64{5}) {
+			t.Fatalf("CodeSharesOf(1, 2, 4): %s %v", recs, err)
+		}
+		if recs, err := s.CodeSharesOf(ctx, nil); err != nil || len(recs) != 0 {
+			t.Fatalf("CodeSharesOf(): %s %v", recs, err)
+		}
+	})
+}
+
+// TestBatchedReplaceAdvancesVersions checks that a batched replace advances each row's
+// version from the version it finds, moving a row whose day changed.
+func TestBatchedReplaceAdvancesVersions(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := flight.New(db, nil, shanghai)
+		t1 := time.Date(2026, 3, 15, 9, 0, 0, 0, shanghai)
+		write(t, db, s, pipeline.FlightWrite{Day: "2026-03-15", FLID: 1, Record: rec(1, t1, "")},
+			pipeline.FlightWrite{Day: "2026-03-15", FLID: 2, Record: rec(2, t1, "")})
+		err := db.Tx(ctx, func(tx *sql.Tx) error {
+			return s.WriteFlights(ctx, tx, 1, []pipeline.FlightWrite{
+				{Day: "2026-03-15", FLID: 1, Record: rec(1, t1, `"STND":"1"`)},
+				{Day: "2026-03-15", FLID: 2, Record: rec(2, t1, `"STND":"2"`)},
+			}, time.Now())
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []int64{1, 2} {
+			if e, _ := s.Get(ctx, id); e == nil || e.Version != 2 {
+				t.Fatalf("flight %d after a batched replace: %+v", id, e)
+			}
+		}
+		err = db.Tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE FLIGHT_STATE SET VERSION = 7 WHERE FLID = 2`); err != nil {
+				return err
+			}
+			return s.WriteFlights(ctx, tx, 1, []pipeline.FlightWrite{
+				{Day: "2026-03-15", FLID: 1, Record: rec(1, t1, `"STND":"3"`)},
+				{Day: "2026-03-16", FLID: 2, Record: rec(2, t1.Add(24*time.Hour), "")},
+			}, time.Now())
+		})
+		if err != nil {
+			t.Fatalf("versions read inside the transaction: %v", err)
+		}
+		if e, _ := s.Get(ctx, 2); e == nil || e.Version != 8 || e.Day != "2026-03-16" {
+			t.Fatalf("flight 2: %+v", e)
+		}
+	})
+}
+
+// TestFlightsOf checks the batched read returns the stored flights among those asked for.
+func TestFlightsOf(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := flight.New(db, nil, shanghai)
+		t1 := time.Date(2026, 3, 15, 9, 0, 0, 0, shanghai)
+		var ws []pipeline.FlightWrite
+		var ask []int64
+		for i := int64(1); i <= 1200; i++ {
+			if i%3 != 0 {
+				ws = append(ws, pipeline.FlightWrite{Day: "2026-03-15", FLID: i, Record: rec(i, t1, "")})
+			}
+			ask = append(ask, i)
+		}
+		write(t, db, s, ws...)
+		recs, err := s.FlightsOf(ctx, ask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := flidsOf(t, recs); len(got) != 800 || got[0] != 1 || got[799] != 1199 {
+			t.Fatalf("FlightsOf: %d records (%v…)", len(got), got[:min(len(got), 3)])
+		}
+		if recs, err := s.FlightsOf(ctx, nil); err != nil || len(recs) != 0 {
+			t.Fatalf("FlightsOf(): %d %v", len(recs), err)
 		}
 	})
 }

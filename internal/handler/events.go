@@ -47,14 +47,18 @@ func decodeRecord(b []byte) (*FlightRecord, error) {
 	return &r, nil
 }
 
-// encodeRecord writes a record canonically (UTC times, struct order), so that equal records
-// have equal bytes.
+// encodeRecord writes a record canonically (struct order; the decoder's times are UTC), so
+// that equal records have equal bytes. One Marshal is enough, except for a string that is not
+// valid UTF-8 (Marshal writes \ufffd for its bad bytes, which decodes to the character
+// itself, written as is the next time): a record decoded from its own encoding then encodes
+// to the same bytes (times keep their offset, nil and empty lists and maps keep their form),
+// as TestEncodeRecordIsAFixedPoint checks. The decode-and-encode-again is done only when
+// the output holds that escape; done always, it doubled the JSON work of every snapshot.
 func encodeRecord(r *FlightRecord) ([]byte, error) {
 	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
+	if err != nil || !bytes.Contains(b, []byte(`\ufffd`)) {
+		return b, err
 	}
-	// Round-trip once so that times in another zone or lists decoded from JSON compare alike.
 	var c FlightRecord
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, err
@@ -68,6 +72,7 @@ type entry struct {
 	old      []byte        // canonical stored record; nil when there was none
 	oldRec   *FlightRecord // decoded old; nil when there was none
 	cur      *FlightRecord // state after the change; nil when deleted (or never existed)
+	enc      []byte        // canonical encoding of cur as finish wrote it (nil: not yet)
 	schedule bool          // changed by a schedule message (notify type "schedule")
 }
 
@@ -102,6 +107,60 @@ func (w *work) load(flid int64) (*entry, error) {
 	w.entries[flid] = e
 	w.order = append(w.order, flid)
 	return e, nil
+}
+
+// FlightBatch is what a View may offer besides Flight: the stored records of many flights
+// in one call (those not stored are left out), so that a snapshot of thousands of flights
+// does not read them one round trip at a time. The SQL flight store offers it.
+type FlightBatch interface {
+	FlightsOf(ctx context.Context, flids []int64) ([][]byte, error)
+}
+
+// prefetch loads into the set, in the order given, each of flids it does not hold yet, with
+// one FlightsOf call when the view offers it (else load reads them one by one later). The
+// entries and their order are those load would give.
+func (w *work) prefetch(flids []int64) error {
+	b, ok := w.view.(FlightBatch)
+	if !ok {
+		return nil
+	}
+	var want []int64
+	for _, id := range flids {
+		if _, held := w.entries[id]; !held {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	recs, err := b.FlightsOf(w.ctx, want)
+	if err != nil {
+		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("read %d flights: %w", len(want), err))
+	}
+	byID := make(map[int64][]byte, len(recs))
+	for _, r := range recs {
+		var k struct {
+			FLID int64 `json:"FLID"`
+		}
+		if err := json.Unmarshal(r, &k); err != nil {
+			return pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record: %w", err))
+		}
+		byID[k.FLID] = r
+	}
+	for _, id := range want {
+		if _, held := w.entries[id]; held {
+			continue // named twice
+		}
+		e := &entry{flid: id}
+		if r, stored := byID[id]; stored {
+			if err := e.setOld(r); err != nil {
+				return err
+			}
+		}
+		w.entries[id] = e
+		w.order = append(w.order, id)
+	}
+	return nil
 }
 
 // preload adds a stored record to the set without another read (snapshots read a window).
@@ -176,7 +235,7 @@ func (w *work) maintainCodeShares() error {
 	if len(masters) == 0 {
 		return nil
 	}
-	stored, err := w.view.CodeShareFlights(w.ctx)
+	stored, err := codeSharesOf(w.ctx, w.view, masters)
 	if err != nil {
 		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("read code-share flights: %w", err))
 	}
@@ -223,6 +282,28 @@ func (w *work) maintainCodeShares() error {
 	return nil
 }
 
+// CodeShareLookup is what a View may offer besides CodeShareFlights: the stored flights
+// naming one of the given masters only, so maintaining code-share lists costs what the
+// masters concerned hold, not what the whole history holds. The SQL flight store offers it.
+type CodeShareLookup interface {
+	CodeSharesOf(ctx context.Context, masters []int64) ([][]byte, error)
+}
+
+// codeSharesOf returns at least the stored flights naming one of masters (the caller keeps
+// only those): through CodeShareLookup when view offers it, else CodeShareFlights.
+func codeSharesOf(ctx context.Context, view View, masters map[int64]bool) ([][]byte, error) {
+	l, ok := view.(CodeShareLookup)
+	if !ok {
+		return view.CodeShareFlights(ctx)
+	}
+	ids := make([]int64, 0, len(masters))
+	for m := range masters {
+		ids = append(ids, m)
+	}
+	slices.Sort(ids)
+	return l.CodeSharesOf(ctx, ids)
+}
+
 // window is the schedule window a snapshot notification names.
 type window struct{ from, to time.Time }
 
@@ -242,6 +323,7 @@ func (w *work) finish(d *pipeline.Decision, win *window) (changed int, err error
 				return 0, fmt.Errorf("flight %d: %w", id, err)
 			}
 		}
+		e.enc = cur
 		if bytes.Equal(cur, e.old) {
 			continue
 		}
@@ -301,11 +383,152 @@ func diff(old, cur []byte) (map[string]fieldChange, error) {
 	return out, nil
 }
 
+// flopPayload is the KAFKA_FLOP payload {"FLID":…,"op":…,"changes":{field:{"old":…,"new":…}}}
+// with the fields in sorted order, as json.Marshal writes it. When the changes were cut out
+// of records encodeRecord wrote (fast: compact, escaped values under plain keys) it is
+// written straight from them, which a snapshot of thousands of flights needed: json.Marshal's
+// sort and re-validation of every value cost more than the rest of the events.
+func flopPayload(flid int64, op string, changes map[string]fieldChange, fast bool) ([]byte, error) {
+	if !fast {
+		return json.Marshal(struct {
+			FLID    int64                  `json:"FLID"`
+			Op      string                 `json:"op"`
+			Changes map[string]fieldChange `json:"changes"`
+		}{flid, op, changes})
+	}
+	keys := make([]string, 0, len(changes))
+	size := 64
+	for k, c := range changes {
+		keys = append(keys, k)
+		size += len(k) + len(c.Old) + len(c.New) + 20
+	}
+	sort.Strings(keys)
+	out := make([]byte, 0, size)
+	out = append(out, `{"FLID":`...)
+	out = strconv.AppendInt(out, flid, 10)
+	out = append(out, `,"op":"`...)
+	out = append(out, op...)
+	out = append(out, `","changes":{`...)
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		c := changes[k]
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, `":{"old":`...)
+		out = append(out, c.Old...)
+		out = append(out, `,"new":`...)
+		out = append(out, c.New...)
+		out = append(out, '}')
+	}
+	return append(out, "}}"...), nil
+}
+
+// fieldChanges is diff over records already split by topFields.
+func fieldChanges(a, b map[string][]byte) map[string]fieldChange {
+	out := make(map[string]fieldChange, len(b))
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			c := fieldChange{Old: v, New: jsonNull}
+			if ok {
+				c.New = w
+			}
+			out[k] = c
+		}
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			out[k] = fieldChange{Old: jsonNull, New: v}
+		}
+	}
+	return out
+}
+
+// topFields splits a JSON object written by json.Marshal into its fields (nil input: no
+// fields). ok is false when b is not such an object or a key needs escaping or is not one
+// the payload may copy as is (then the caller marshals).
+func topFields(b []byte) (map[string][]byte, bool) {
+	out := map[string][]byte{}
+	if b == nil {
+		return out, true
+	}
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, false
+	}
+	i := 1
+	for i < len(b)-1 {
+		if b[i] != '"' {
+			return nil, false
+		}
+		j := i + 1
+		for j < len(b) && b[j] != '"' {
+			if c := b[j]; c == '\\' || c < 0x20 || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+				return nil, false
+			}
+			j++
+		}
+		if j+1 >= len(b) || b[j+1] != ':' {
+			return nil, false
+		}
+		key := string(b[i+1 : j])
+		end, ok := skipValue(b, j+2)
+		if !ok {
+			return nil, false
+		}
+		out[key] = b[j+2 : end]
+		i = end
+		if b[i] == ',' {
+			i++
+			if i == len(b)-1 {
+				return nil, false // a trailing comma
+			}
+		}
+	}
+	return out, i == len(b)-1
+}
+
+// skipValue returns the end of the compact JSON value starting at b[i], which must be
+// followed by ',' or by the closing '}' of the object.
+func skipValue(b []byte, i int) (int, bool) {
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; c {
+		case '"':
+			for j++; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j, j > i && j == len(b)-1
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return j, j > i
+			}
+		case ' ', '\t', '\n', '\r':
+			return 0, false // not compact: left to json.Marshal
+		}
+	}
+	return 0, false
+}
+
 // flightEvents builds the four events of one changed flight: KAFKA_FLOP, KAFKA_SCHD,
 // REDIS_NOTIFY and ES_FLIGHT, each keyed by the FLID.
 func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
-	changes, err := diff(old, cur)
-	if err != nil {
+	a, okA := topFields(old)
+	b, okB := topFields(cur)
+	fast := okA && okB
+	var changes map[string]fieldChange
+	var err error
+	if fast {
+		changes = fieldChanges(a, b)
+	} else if changes, err = diff(old, cur); err != nil {
 		return nil, fmt.Errorf("flight %d: %w", flid, err)
 	}
 	key := strconv.FormatInt(flid, 10)
@@ -316,11 +539,7 @@ func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pi
 	case cur == nil:
 		op = "delete"
 	}
-	flop, err := json.Marshal(struct {
-		FLID    int64                  `json:"FLID"`
-		Op      string                 `json:"op"`
-		Changes map[string]fieldChange `json:"changes"`
-	}{flid, op, changes})
+	flop, err := flopPayload(flid, op, changes, fast)
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,13 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 			return d, err
 		}
 	case styp == "DEL":
+		ids := make([]int64, len(live))
+		for i, f := range live {
+			ids[i] = f.FLID
+		}
+		if err := w.prefetch(ids); err != nil {
+			return d, err
+		}
 		for _, f := range live {
 			e, err := w.load(f.FLID)
 			if err != nil {
@@ -306,6 +313,13 @@ func (c *schdCounts) tail(s string) string {
 // row of the same number and stand) and the code-share list CSFL. The route (ERUT) is kept
 // when the FLTR has none, as the legacy does (see keepAsLegacy).
 func upsertAll(w *work, flights []sis.Flight) error {
+	ids := make([]int64, len(flights))
+	for i, f := range flights {
+		ids[i] = f.FLID
+	}
+	if err := w.prefetch(ids); err != nil {
+		return err
+	}
 	for _, f := range flights {
 		e, err := w.load(f.FLID)
 		if err != nil {
@@ -377,15 +391,21 @@ func generations(ctx context.Context, view View, w *work, loc *time.Location) ([
 		}
 		recs := map[int64][]byte{}
 		for _, b := range stored {
+			var key struct {
+				FLID int64 `json:"FLID"`
+			}
+			if err := json.Unmarshal(b, &key); err != nil {
+				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
+			}
+			if _, touched := w.entries[key.FLID]; touched {
+				continue // the work set's state wins (below); a snapshot touches most of the day
+			}
 			r, err := decodeRecord(b)
 			if err != nil {
 				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
 			}
 			if localDay(r.SODT, loc) != k {
 				continue
-			}
-			if _, touched := w.entries[r.FLID]; touched {
-				continue // the work set's state wins (below)
 			}
 			c, err := encodeRecord(r)
 			if err != nil {
@@ -398,9 +418,12 @@ func generations(ctx context.Context, view View, w *work, loc *time.Location) ([
 			if e.cur == nil || localDay(e.cur.SODT, loc) != k {
 				continue
 			}
-			c, err := encodeRecord(e.cur)
-			if err != nil {
-				return nil, fmt.Errorf("flight %d: %w", id, err)
+			c := e.enc // finish encoded it already
+			if c == nil {
+				var err error
+				if c, err = encodeRecord(e.cur); err != nil {
+					return nil, fmt.Errorf("flight %d: %w", id, err)
+				}
 			}
 			recs[id] = c
 		}

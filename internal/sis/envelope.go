@@ -214,10 +214,26 @@ func DecodeEnvelope(raw []byte, opt Options) (Meta, error) { return decodeEnvelo
 var metaFields = map[string]bool{"SNDR": true, "SEQN": true, "DTTM": true, "TYPE": true, "STYP": true}
 
 func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
+	// First with the codec's own scanner, which vouches only for documents encoding/xml
+	// accepts too; anything it does not vouch for is read again with encoding/xml, which
+	// then gives the verdict. The warnings of the first try are kept only if it stands.
+	var fast Warnings
+	meta, err := envelopeOf(newScanner(raw, true), opt, &fast)
+	if !errors.Is(err, errUnsure) {
+		if w != nil {
+			*w = fast
+		}
+		return meta, err
+	}
+	return envelopeOf(&xmlTokens{d: NewDecoder(raw)}, opt, w)
+}
+
+// envelopeOf reads the META of the document d tokenizes and checks that the whole document is
+// well-formed with one MSG root. It passes errUnsure through unclassified.
+func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
 	var meta Meta
-	d := NewDecoder(raw)
-	// RawToken skips the namespace work and copies of Token (SIS has no namespaces), which
-	// halves the cost of this pass over a 10 MB schedule; it leaves matching end tags to us.
+	// Raw tokens (no name-space work, no copies; SIS has no name spaces) leave matching end
+	// tags to us.
 	var stack []xml.Name
 	rootDone := false
 	sawMeta := false
@@ -225,15 +241,19 @@ func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 	var field string      // the META child being read
 	var text bytes.Buffer // its text
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err == io.EOF {
 			break
+		}
+		if errors.Is(err, errUnsure) {
+			return meta, err
 		}
 		if err != nil {
 			return meta, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch kind {
+		case tokStart:
+			t := d.startElem()
 			if rootDone {
 				return meta, pipeline.Errorf(pipeline.Malformed, "element <%s> after the end of <MSG>", t.Name.Local)
 			}
@@ -256,9 +276,10 @@ func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 				return meta, pipeline.Errorf(pipeline.Malformed, "META/%s holds an element <%s>", stack[2].Local, t.Name.Local)
 			}
 			stack = append(stack, t.Name)
-		case xml.EndElement:
-			if len(stack) == 0 || stack[len(stack)-1] != t.Name {
-				return meta, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: unexpected end element </%s>", qname(t.Name))
+		case tokEnd:
+			name := d.endName()
+			if len(stack) == 0 || stack[len(stack)-1] != name {
+				return meta, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: unexpected end element </%s>", qname(name))
 			}
 			stack = stack[:len(stack)-1]
 			if len(stack) == 2 && inMeta(stack) {
@@ -270,7 +291,8 @@ func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 			if len(stack) == 0 {
 				rootDone = true
 			}
-		case xml.CharData:
+		case tokText:
+			t := d.charData()
 			if len(stack) == 0 && len(bytes.TrimSpace(t)) > 0 {
 				return meta, pipeline.Errorf(pipeline.Malformed, "text outside <MSG>")
 			}

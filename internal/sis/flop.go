@@ -301,7 +301,7 @@ func decodeFLOP(raw []byte, meta Meta, opt Options, w *Warnings) (any, error) {
 	}
 	body := &FlopBody{}
 	n := 0
-	err := forBody(raw, func(d *xml.Decoder, st *xml.StartElement) error {
+	err := forBody(raw, func(d *scanner, st *xml.StartElement) error {
 		if st.Name.Local != "FLOP" {
 			msgChild(w, st.Name.Local)
 			return skipElement(d)

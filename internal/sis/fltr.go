@@ -3,6 +3,7 @@ package sis
 // The wire form of FLTR and FLOP records and its conversion into the types of flight.go.
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -62,6 +63,10 @@ type xrec struct {
 	FDEL []xfdel `xml:"FDEL"`
 
 	Other []string `xml:",any"` // names of the child elements xrec has no field for, in order
+
+	// readPast: the reader met an element inside a known one (nestedUnknown has something
+	// to report); false spares the walk over every field of every record.
+	readPast bool `xml:"-"`
 }
 
 type xfdiv struct {
@@ -182,10 +187,11 @@ type xfdel struct {
 // The intermediate types are read by a small reader driven by their struct tags (an
 // encoding/xml subset: untagged xtext fields and []struct fields are child elements named like
 // the field, ",attr" *string fields attributes, ",chardata" the element's text, ",any,attr"
-// other attributes, ",any" the names of other child elements). It uses RawToken: the envelope
-// has already checked the whole document is well-formed, so the body pass needs neither
-// end-tag matching nor name spaces, and it avoids encoding/xml's per-field reflection, which
-// made decoding a large SCHD twice as slow.
+// other attributes, ",any" the names of other child elements). It takes its tokens from the
+// trusting scanner (scan.go): the envelope has already checked the whole document is
+// well-formed, so the body pass needs neither end-tag matching nor name spaces, and it avoids
+// encoding/xml's per-field reflection and per-token allocations, which made decoding a large
+// SCHD several times slower.
 
 type xplan struct {
 	elems   map[string]xslot
@@ -211,6 +217,9 @@ func planOf(t reflect.Type) *xplan {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("xml"), ",")
+		if name == "-" {
+			continue
+		}
 		if name == "" {
 			name = f.Name
 		}
@@ -237,11 +246,14 @@ func planOf(t reflect.Type) *xplan {
 }
 
 // readRecord reads the FLTR or FLOP element whose start was just read into x.
-func readRecord(d *xml.Decoder, start *xml.StartElement, x *xrec) error {
-	return readInto(d, start, reflect.ValueOf(x).Elem(), xrecPlan)
+func readRecord(d *scanner, start *xml.StartElement, x *xrec) error {
+	before := d.readPast
+	err := readInto(d, start, reflect.ValueOf(x).Elem(), xrecPlan)
+	x.readPast = d.readPast != before
+	return err
 }
 
-func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan) error {
+func readInto(d *scanner, start *xml.StartElement, v reflect.Value, p *xplan) error {
 	for _, a := range start.Attr {
 		if i, ok := p.attrs[a.Name.Local]; ok && a.Name.Space == "" {
 			s := a.Value
@@ -253,16 +265,18 @@ func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan
 	}
 	var text []byte
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch kind {
+		case tokStart:
+			t := d.startElem()
 			slot, ok := p.elems[t.Name.Local]
 			switch {
 			case !ok:
 				if p.anyElem >= 0 {
+					d.readPast++
 					f := v.Field(p.anyElem)
 					f.Set(reflect.Append(f, reflect.ValueOf(t.Name.Local)))
 				}
@@ -275,16 +289,19 @@ func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan
 				}
 			default:
 				f := v.Field(slot.index)
-				f.Set(reflect.Append(f, reflect.Zero(f.Type().Elem())))
-				if err := readInto(d, &t, f.Index(f.Len()-1), slot.plan); err != nil {
+				if f.Len() == f.Cap() {
+					f.Grow(max(2, f.Len()))
+				}
+				f.SetLen(f.Len() + 1)
+				if err := readInto(d, t, f.Index(f.Len()-1), slot.plan); err != nil {
 					return err
 				}
 			}
-		case xml.CharData:
+		case tokText:
 			if p.char >= 0 {
-				text = append(text, t...)
+				text = append(text, d.charData()...)
 			}
-		case xml.EndElement:
+		case tokEnd:
 			if p.char >= 0 {
 				v.Field(p.char).SetString(string(text))
 			}
@@ -295,32 +312,46 @@ func readInto(d *xml.Decoder, start *xml.StartElement, v reflect.Value, p *xplan
 
 // readText reads a simple element whose start was just read: its own text without
 // surrounding white space (the text of nested elements is skipped).
-func readText(d *xml.Decoder, x *xtext) error {
-	// Usually one piece: copied out of the decoder's buffer (which the next token overwrites)
-	// straight into the string kept.
-	var text string
+func readText(d *scanner, x *xtext) error {
+	// Usually one piece, taken as is; a piece the scanner decoded into its buffer, or pieces
+	// split by a comment, a CDATA section or a nested element, are gathered in d.join.
+	var text []byte
+	pieces, joined := 0, false
 	depth := 0
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return err
 		}
-		switch t := tok.(type) {
-		case xml.CharData:
-			if depth == 0 {
-				text += string(t)
+		switch kind {
+		case tokText:
+			if depth > 0 {
+				continue
 			}
-		case xml.StartElement:
+			c := d.charData()
+			switch {
+			case pieces == 0 && !d.inBuf():
+				text = c
+			case joined:
+				d.join = append(d.join, c...)
+				text = d.join
+			default:
+				d.join = append(append(d.join[:0], text...), c...)
+				text, joined = d.join, true
+			}
+			pieces++
+		case tokStart:
 			if depth == 0 && x.sub == "" {
-				x.sub = t.Name.Local
+				x.sub = d.startElem().Name.Local
+				d.readPast++
 			}
 			depth++
-		case xml.EndElement:
+		case tokEnd:
 			if depth > 0 {
 				depth--
 				continue
 			}
-			x.s = strings.TrimSpace(text)
+			x.s = d.value(bytes.TrimSpace(text))
 			x.n++
 			return nil
 		}
@@ -328,16 +359,16 @@ func readText(d *xml.Decoder, x *xtext) error {
 }
 
 // skipElement consumes the rest of the element whose start was just read.
-func skipElement(d *xml.Decoder) error {
+func skipElement(d *scanner) error {
 	for depth := 0; ; {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return err
 		}
-		switch tok.(type) {
-		case xml.StartElement:
+		switch kind {
+		case tokStart:
 			depth++
-		case xml.EndElement:
+		case tokEnd:
 			if depth == 0 {
 				return nil
 			}
@@ -349,14 +380,14 @@ func skipElement(d *xml.Decoder) error {
 // forBody calls fn for each direct child element of the document's root (MSG); fn must
 // consume the element (readRecord, readText or skipElement). The envelope has already checked
 // the document is well-formed, so a syntax error here is MALFORMED only in theory.
-func forBody(raw []byte, fn func(d *xml.Decoder, start *xml.StartElement) error) error {
-	d := NewDecoder(raw)
+func forBody(raw []byte, fn func(d *scanner, start *xml.StartElement) error) error {
+	d := newScanner(raw, false)
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
 		}
-		if _, ok := tok.(xml.StartElement); ok {
+		if kind == tokStart {
 			break
 		}
 	}
@@ -366,9 +397,9 @@ func forBody(raw []byte, fn func(d *xml.Decoder, start *xml.StartElement) error)
 // forWrapperChildren calls fn for each child of the body's one <name> element (the SCHD or
 // SCHS wrapper); the body's other elements are skipped (reported in w, except META), and a
 // second <name>, or none, is MALFORMED (SIS has exactly one).
-func forWrapperChildren(raw []byte, name string, w *Warnings, fn func(d *xml.Decoder, start *xml.StartElement) error) error {
+func forWrapperChildren(raw []byte, name string, w *Warnings, fn func(d *scanner, start *xml.StartElement) error) error {
 	found := false
-	err := forBody(raw, func(d *xml.Decoder, st *xml.StartElement) error {
+	err := forBody(raw, func(d *scanner, st *xml.StartElement) error {
 		if st.Name.Local != name {
 			msgChild(w, st.Name.Local)
 			return skipElement(d)
@@ -394,18 +425,18 @@ func msgChild(w *Warnings, name string) {
 
 // forChildren calls fn for each child element of the element whose start was just read, up
 // to its end element; fn must consume the child.
-func forChildren(d *xml.Decoder, fn func(start *xml.StartElement) error) error {
+func forChildren(d *scanner, fn func(start *xml.StartElement) error) error {
 	for {
-		tok, err := d.RawToken()
+		kind, err := d.next()
 		if err != nil {
 			return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if err := fn(&t); err != nil {
+		switch kind {
+		case tokStart:
+			if err := fn(d.startElem()); err != nil {
 				return err
 			}
-		case xml.EndElement:
+		case tokEnd:
 			return nil
 		}
 	}
@@ -545,6 +576,9 @@ func formatPath(steps []pathStep) string {
 // element inside a simple element, an unknown child of a group entry. FDEL's content has its
 // own rule (it must be empty). The path is only formatted for what is reported.
 func (x *xrec) nestedUnknown(known map[string]bool, fn func(path, name string)) {
+	if !x.readPast {
+		return
+	}
 	var steps [4]pathStep
 	walkUnknown(reflect.ValueOf(x).Elem(), xrecPlan, steps[:0], known, fn)
 }

@@ -47,7 +47,7 @@ func decodeSCHD(raw []byte, meta Meta, opt Options, w *Warnings) (any, error) {
 	recs := -1
 	seen := map[int64]int{}
 	n := 0
-	err := forWrapperChildren(raw, "SCHD", w, func(d *xml.Decoder, st *xml.StartElement) error {
+	err := forWrapperChildren(raw, "SCHD", w, func(d *scanner, st *xml.StartElement) error {
 		switch st.Name.Local {
 		case "RECS":
 			if recs >= 0 {
@@ -155,7 +155,7 @@ func allInvalid(record string, n int, inv []Invalid) error {
 }
 
 // readRecs reads a RECS element: a non-negative decimal count. Anything else is MALFORMED.
-func readRecs(d *xml.Decoder, st *xml.StartElement, where string) (int, error) {
+func readRecs(d *scanner, st *xml.StartElement, where string) (int, error) {
 	var x xtext
 	if err := readText(d, &x); err != nil {
 		return 0, pipeline.Errorf(pipeline.Malformed, "%s: not well-formed XML: %v", where, err)

@@ -75,7 +75,7 @@ func decodeSCHS(raw []byte, _ Meta, opt Options, w *Warnings) (any, error) {
 	recs := -1
 	head := map[string]xtext{}
 	n := 0
-	err := forWrapperChildren(raw, "SCHS", w, func(d *xml.Decoder, st *xml.StartElement) error {
+	err := forWrapperChildren(raw, "SCHS", w, func(d *scanner, st *xml.StartElement) error {
 		switch name := st.Name.Local; name {
 		case "RECS":
 			if recs >= 0 {
