@@ -392,7 +392,7 @@ func (s *Store) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) 
 		for i, id := range part {
 			args[i] = id
 		}
-		rows, err := s.db.SQL.QueryContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
+		rows, err := s.reader().QueryContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
 		if err != nil {
 			return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
 		}
