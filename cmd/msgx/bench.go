@@ -17,7 +17,7 @@ import (
 )
 
 const benchHelp = `Usage: msgx bench [--config FILE] [--messages N] [--rate R] [--clients C] [--json]
-                  [--dsn FILE | --database NAME] [--floor-time D]
+                  [--dsn FILE | --database NAME] [--floor-time D] [--history H]
 
 Measures, in one run, the machine's floor (durable commits per second on one connection,
 ~2 KB rows, one and 100 per commit) and msgx end to end, in-process, with its real parts
@@ -51,11 +51,12 @@ func benchCmd(args []string) error {
 	dsn := fs.String("dsn", "", "sqlite: run on this new file instead of a temporary one")
 	database := fs.String("database", "", "mysql: the scratch database to create and drop (default "+bench.DefaultDatabase+")")
 	floorTime := fs.Duration("floor-time", bench.DefaultFloorTime, "how long each floor measurement runs")
+	history := fs.Int("history", 0, "H: finished messages put in the bench database first (processing cost must not grow with it)")
 	cfg, rest, err := loadConfig(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 {
+	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 {
 		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, and no arguments follow the flags\n\n")
 		fs.Usage()
 		return exitError{code: exitUsage}
@@ -74,7 +75,7 @@ func benchCmd(args []string) error {
 	}
 	res, err := bench.Run(ctx, bench.Options{
 		Config: cfg, DB: scratch.DB, WorkDir: work,
-		Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime,
+		Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Progress: os.Stderr,

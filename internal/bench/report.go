@@ -10,7 +10,7 @@ import (
 func WriteTable(w io.Writer, r Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
-	p("msgx bench on %s (%s): %d messages, %d clients, %g msg/s", r.Driver, r.Database, r.Messages, r.Clients, r.Rate)
+	p("msgx bench on %s (%s): %d messages, %d clients, %g msg/s, %d finished messages before", r.Driver, r.Database, r.Messages, r.Clients, r.Rate, r.History)
 	p("")
 	p("floor: one connection, ~2 KB rows\t\t")
 	p("  durable commits/s, 1 row each\t%.0f\tfloor_commits_per_s", r.FloorCommitsPerS)

@@ -64,6 +64,7 @@ type Options struct {
 	Rate      float64       // R, messages per second in the latency phase (DefaultRate when 0)
 	Clients   int           // C, concurrent clients in the accept phase (DefaultClients when 0)
 	FloorTime time.Duration // how long each floor measurement runs (DefaultFloorTime when 0)
+	History   int           // finished messages put in the database before the msgx phases
 	Clock     pipeline.Clock
 	Log       *slog.Logger // what msgx's parts log (errors, typically); discarded when nil
 	Progress  io.Writer    // one line per phase; nil for none
@@ -100,6 +101,7 @@ type Result struct {
 	Messages int     `json:"messages"`
 	Clients  int     `json:"clients"`
 	Rate     float64 `json:"rate"`
+	History  int     `json:"history_rows"`
 
 	FloorCommitsPerS     float64 `json:"floor_commits_per_s"`
 	FloorBatchedRowsPerS float64 `json:"floor_batched_rows_per_s"`
@@ -128,7 +130,7 @@ type Result struct {
 // Run measures the floor and msgx end to end on o.DB, in the order the package doc gives.
 func Run(ctx context.Context, o Options) (Result, error) {
 	o.defaults()
-	r := Result{Driver: string(o.DB.Dialect), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate}
+	r := Result{Driver: string(o.DB.Dialect), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate, History: o.History}
 	fmt.Fprintf(o.Progress, "bench: floor, %s per measurement\n", o.FloorTime)
 	floor, err := MeasureFloor(ctx, o.DB, o.Clock, o.FloorTime)
 	if err != nil {
@@ -137,6 +139,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	r.FloorCommitsPerS, r.FloorBatchedRowsPerS = floor.CommitsPerS, floor.BatchedRowsPerS
 	if _, err := o.DB.Migrate(ctx); err != nil {
 		return r, fmt.Errorf("migrate the bench database: %w", err)
+	}
+	if o.History > 0 {
+		fmt.Fprintf(o.Progress, "bench: history of %d finished messages\n", o.History)
+		if err := FillHistory(ctx, o.DB, o.History, o.Clock.Now()); err != nil {
+			return r, err
+		}
 	}
 	heap := StartHeapSampler(10 * time.Millisecond)
 	err = runMsgx(ctx, o, &r)
