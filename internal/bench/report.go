@@ -25,6 +25,7 @@ func WriteTable(w io.Writer, r Result) error {
 	p("  accept→SENT p99, ms\t%.1f\taccept_to_sent_p99_ms", r.AcceptToSentP99Ms)
 	p("  3,000-flight SCHD DNLD, s\t%.2f\tsnapshot_3000_s", r.Snapshot3000S)
 	p("  peak heap in use, MB\t%.1f\tpeak_heap_mb", r.PeakHeapMB)
+	p("  pump start-up (adoption scan), s\t%.2f\tpump_start_s", r.PumpStartS)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
