@@ -43,16 +43,17 @@ func FillHistory(ctx context.Context, db *store.DB, n int, now time.Time) error 
 
 func historyChunk(ctx context.Context, tx *sql.Tx, lo, hi int, now time.Time) error {
 	k := hi - lo
-	msgs := make([]any, 0, 4*k)
+	msgs := make([]any, 0, 5*k)
 	states := make([]any, 0, 9*k)
 	at := store.T(now)
 	for id := lo; id < hi; id++ {
-		msgs = append(msgs, id, fmt.Sprintf("<MSG><!-- history %d --></MSG>", id), at, store.StatusValid)
+		msgs = append(msgs, id, fmt.Sprintf("<MSG><!-- history %d --></MSG>", id), at, store.StatusValid, at)
 		ident := fmt.Sprintf("BENCH|HIST|ADD|%d", id)
 		states = append(states, id, pipeline.Succeeded, "STTS-ADD", ident, store.IdentityKey(ident), at, at, at, 1)
 	}
-	q := `INSERT INTO CMINMSGS (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?),", k), ",")
+	// Taken, as msgx marks every row it inserts (CMINMSGS_DATE_PROCESSED).
+	q := `INSERT INTO CMINMSGS (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS, CMINMSGS_DATE_PROCESSED) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?),", k), ",")
 	if _, err := tx.ExecContext(ctx, q, msgs...); err != nil {
 		return err
 	}
