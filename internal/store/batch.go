@@ -159,22 +159,33 @@ func (b *Batch) Rollback() {
 }
 
 // step runs fn under a fresh savepoint, rolled back to when fn fails, so a failed step leaves
-// the batch as it was before it. A step that succeeds keeps its savepoint until the commit
-// (releasing it would cost a round trip and change nothing). A savepoint that cannot be made
-// or restored breaks the batch (ErrBatchBroken, wrapping fn's error).
+// the batch as it was before it. A savepoint that cannot be made or restored breaks the batch
+// (ErrBatchBroken, wrapping fn's error).
+//
+// Every step's savepoint has the same name: no step ever goes back past its own. On SQLite
+// the step's savepoint is released when the step ends: kept open, each one made every page a
+// later message touched be copied to the sub-journal once more per open savepoint's check
+// and kept the sub-journal growing for the whole batch; released, the outermost savepoint
+// truncates it. Releasing merges the step into the transaction, changing nothing else. On
+// MySQL a savepoint of the same name replaces the old one, so nothing is released (a round
+// trip saved).
 func (b *Batch) step(ctx context.Context, fn func() error) error {
 	b.n++
-	name := fmt.Sprintf("msgx_sp%d", b.n)
-	if _, err := b.tx.ExecContext(ctx, `SAVEPOINT `+name); err != nil {
+	if _, err := b.tx.ExecContext(ctx, `SAVEPOINT msgx_step`); err != nil {
 		return fmt.Errorf("%w: savepoint: %w", ErrBatchBroken, Unavailable(err))
 	}
-	if err := fn(); err != nil {
-		if _, rerr := b.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+name); rerr != nil {
+	err := fn()
+	if err != nil {
+		if _, rerr := b.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT msgx_step`); rerr != nil {
 			return fmt.Errorf("%w: rollback to savepoint after %w: %w", ErrBatchBroken, err, Unavailable(rerr))
 		}
-		return err
 	}
-	return nil
+	if b.d.Dialect == SQLite {
+		if _, rerr := b.tx.ExecContext(ctx, `RELEASE SAVEPOINT msgx_step`); rerr != nil {
+			return fmt.Errorf("%w: release savepoint: %w", ErrBatchBroken, Unavailable(rerr))
+		}
+	}
+	return err
 }
 
 // Succeed is Processing.Succeed inside the batch: the message's effects and SUCCEEDED under a

@@ -137,10 +137,13 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 			sep = "&"
 		}
 		path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
-		db, err := sql.Open("sqlite", path)
+		// The registered driver, its connections with a statement cache (stmtcache.go).
+		plain, err := sql.Open("sqlite", path)
 		if err != nil {
 			return nil, fmt.Errorf("store: open sqlite %s: %w", dsn, err)
 		}
+		db := sql.OpenDB(cachingConnector{drv: plain.Driver(), dsn: path})
+		plain.Close()
 		db.SetMaxOpenConns(8)
 		d := &DB{SQL: db, Dialect: SQLite}
 		if err := db.PingContext(ctx); err != nil {
