@@ -18,16 +18,19 @@ import (
 	"database/sql/driver"
 	"errors"
 	"strings"
+	"time"
 )
 
 // stmtCacheSize bounds the statements one connection keeps; the least recently used goes
 // first. The pump runs a few dozen distinct texts (multi-row inserts differ by their rows).
 const stmtCacheSize = 128
 
-// cachingConnector opens connections of the SQLite driver with a statement cache.
+// cachingConnector opens connections of the SQLite driver with a statement cache, all of
+// them sharing one write gate.
 type cachingConnector struct {
-	drv driver.Driver
-	dsn string
+	drv  driver.Driver
+	dsn  string
+	gate *writeGate
 }
 
 func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -35,7 +38,7 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCachingConn(conn)
+	return newCachingConn(conn, c.gate)
 }
 
 func (c cachingConnector) Driver() driver.Driver { return c.drv }
@@ -51,7 +54,9 @@ type innerConn interface {
 
 type cachingConn struct {
 	innerConn
+	gate  *writeGate
 	inTx  bool
+	held  bool       // the connection holds the write gate
 	lru   *list.List // of *cachedStmt, most recently used first
 	stmts map[string]*list.Element
 }
@@ -62,13 +67,13 @@ type cachedStmt struct {
 	busy  bool // its rows are open
 }
 
-func newCachingConn(c driver.Conn) (driver.Conn, error) {
+func newCachingConn(c driver.Conn, gate *writeGate) (driver.Conn, error) {
 	ic, ok := c.(innerConn)
 	if !ok {
 		c.Close()
 		return nil, errors.New("store: the sqlite driver's connection lacks the context interfaces")
 	}
-	return &cachingConn{innerConn: ic, lru: list.New(), stmts: map[string]*list.Element{}}, nil
+	return &cachingConn{innerConn: ic, gate: gate, lru: list.New(), stmts: map[string]*list.Element{}}, nil
 }
 
 // cacheable reports whether query is worth keeping: a single statement run inside a
@@ -141,12 +146,27 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 }
 
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	held, err := c.gate.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.held = held
 	tx, err := c.innerConn.BeginTx(ctx, opts)
 	if err != nil {
+		c.leave()
 		return nil, err
 	}
 	c.inTx = true
 	return cachingTx{tx: tx, c: c}, nil
+}
+
+// leave ends the connection's transaction: it lets the next writer in.
+func (c *cachingConn) leave() {
+	c.inTx = false
+	if c.held {
+		c.held = false
+		c.gate.leave()
+	}
 }
 
 func (c *cachingConn) Begin() (driver.Tx, error) {
@@ -155,6 +175,7 @@ func (c *cachingConn) Begin() (driver.Tx, error) {
 
 // Close finalizes the cached statements, then closes the connection.
 func (c *cachingConn) Close() error {
+	c.leave()
 	for e := c.lru.Front(); e != nil; e = e.Next() {
 		e.Value.(*cachedStmt).stmt.Close()
 	}
@@ -191,14 +212,56 @@ type cachingTx struct {
 }
 
 func (t cachingTx) Commit() error {
-	t.c.inTx = false
+	defer t.c.leave()
 	return t.tx.Commit()
 }
 
 func (t cachingTx) Rollback() error {
-	t.c.inTx = false
+	defer t.c.leave()
 	return t.tx.Rollback()
 }
+
+// writeGate queues the transactions of one SQLite database in the process, first come first
+// served. Every transaction here is BEGIN IMMEDIATE, so only one runs at a time anyway; left
+// to SQLite, the others poll the lock with sleeps of 1, 2, 5, … 100 ms (the busy handler),
+// and under load a writer that just missed the lock sleeps on while the pump, the inbox
+// and the dispatcher's targets take turns: that was most of accept→SENT. Queued here, the
+// next writer starts the moment the one before commits. A writer that waited for the gate
+// longer than the busy timeout goes on to SQLite's own wait (and its busy error), so a
+// transaction left open elsewhere in the process fails as it did, never hangs.
+type writeGate struct {
+	ch      chan struct{}
+	timeout time.Duration
+}
+
+func newWriteGate(timeout time.Duration) *writeGate {
+	return &writeGate{ch: make(chan struct{}, 1), timeout: timeout}
+}
+
+// enter waits for the gate; held is false when it gave up waiting (the caller goes on
+// without it).
+func (g *writeGate) enter(ctx context.Context) (held bool, err error) {
+	if g == nil {
+		return false, nil
+	}
+	select {
+	case g.ch <- struct{}{}:
+		return true, nil
+	default:
+	}
+	t := time.NewTimer(g.timeout)
+	defer t.Stop()
+	select {
+	case g.ch <- struct{}{}:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+func (g *writeGate) leave() { <-g.ch }
 
 // cachedRows frees its statement for the next call when closed (the driver resets it).
 type cachedRows struct {
