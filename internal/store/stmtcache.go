@@ -7,9 +7,10 @@ package store
 // statements they run inside a transaction, compiled, by SQL text, and run them again
 // reset (SQLite re-prepares a statement by itself when the schema changed).
 //
-// Only statements inside a transaction are cached: there no step waits for the write lock
-// (the transactions are BEGIN IMMEDIATE), so the context of the call that prepared a
-// statement, which modernc's busy handler watches, does not matter. A statement whose rows
+// Only statements inside a transaction, and SELECTs, are cached: there no step waits for the
+// write lock (the transactions are BEGIN IMMEDIATE; a read in WAL mode takes none), so the
+// context of the call that prepared a statement, which modernc's busy handler watches, does
+// not matter. A statement whose rows
 // are still open (a query nested in the loop over its own rows) is run uncached.
 
 import (
@@ -77,9 +78,20 @@ func newCachingConn(c driver.Conn, gate *writeGate) (driver.Conn, error) {
 }
 
 // cacheable reports whether query is worth keeping: a single statement run inside a
-// transaction (not BEGIN/COMMIT themselves, which the driver runs).
+// transaction (not BEGIN/COMMIT themselves, which the driver runs), or a query outside one
+// (the pump's read of the due messages, the dispatcher's of a target's head): in WAL mode a
+// read never waits for a lock.
 func (c *cachingConn) cacheable(query string) bool {
-	return c.inTx && !strings.Contains(query, ";")
+	if strings.Contains(query, ";") {
+		return false
+	}
+	return c.inTx || isSelect(query)
+}
+
+// isSelect reports whether query is a SELECT (leading white space ignored).
+func isSelect(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	return len(q) >= 6 && strings.EqualFold(q[:6], "SELECT")
 }
 
 // get returns the cached statement for query, preparing and caching it when missing; nil
