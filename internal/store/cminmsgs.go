@@ -9,7 +9,7 @@ package store
 // sequence, DATETIME without fractions), so the real column types are learnt from the
 // database and every value is fitted to its column in Go: text is cut at a character
 // boundary, a number out of range is left NULL, a date out of range is left NULL. Whatever the
-// database still refuses is dropped under a savepoint: the back-fill is best effort and never
+// database still refuses is dropped (the refused statement undoes itself): the back-fill is best effort and never
 // fails a message.
 
 import (
