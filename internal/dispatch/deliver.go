@@ -75,8 +75,9 @@ func record(e *Event) (target.Record, error) {
 }
 
 // DeliverOnce sends what is due at the head of the per-event target name: the run of
-// consecutive due PENDING events from the head, up to SendBatch, in one Sink.Send. The
-// leading records the sink delivered are marked SENT; a failure is recorded on the first
+// consecutive due PENDING events from the head, up to SendBatch×SendRuns, in Sink.Send calls
+// of up to SendBatch each, in order, stopping at the first failure. The leading records the
+// sink delivered are marked SENT, in one transaction; a failure is recorded on the first
 // undelivered event only (backoff, or DEAD), and nothing behind it is sent while it waits.
 // A head that is waiting but has failed for longer than the head deadline goes DEAD.
 //
@@ -104,7 +105,7 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 	defer lock.Unlock()
 
 	now := d.opt.Clock.Now()
-	evs, err := d.db.PendingEvents(ctx, name, d.opt.SendBatch)
+	evs, err := d.db.PendingEvents(ctx, name, d.opt.SendBatch*d.opt.SendRuns)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -139,13 +140,7 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 		recs = append(recs, rec)
 	}
 
-	sctx, cancel := d.sendContext(ctx)
-	n, serr := sink.Send(sctx, recs)
-	cancel()
-	if serr == nil && n < len(recs) {
-		serr = fmt.Errorf("sink %s delivered %d of %d records and reported no error", name, n, len(recs))
-	}
-	n = delivered(n, len(recs), serr)
+	n, serr := d.send(ctx, sink, name, recs)
 	interrupted := serr != nil && ctx.Err() != nil // shutdown cut the send short: not the event's fault
 
 	ids := make([]int64, n)
@@ -206,6 +201,27 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 		return stepResult{sent: marked}, nil
 	}
 	return stepResult{sent: marked, wait: v.NextAttemptAt.Sub(now), blocked: true}, nil
+}
+
+// send sends recs in order in Sink.Send calls of up to SendBatch records, stopping at the
+// first failure, or before the next call once ctx ended. It returns how many leading records
+// were delivered and the failure.
+func (d *Dispatcher) send(ctx context.Context, sink target.Sink, name string, recs []target.Record) (int, error) {
+	done := 0
+	for done < len(recs) && (done == 0 || ctx.Err() == nil) {
+		chunk := recs[done:min(done+d.opt.SendBatch, len(recs))]
+		sctx, cancel := d.sendContext(ctx)
+		n, serr := sink.Send(sctx, chunk)
+		cancel()
+		if serr == nil && n < len(chunk) {
+			serr = fmt.Errorf("sink %s delivered %d of %d records and reported no error", name, n, len(chunk))
+		}
+		done += delivered(n, len(chunk), serr)
+		if serr != nil {
+			return done, serr
+		}
+	}
+	return done, nil
 }
 
 // fail records the failure serr of event e at now under the retry policy, if e's row is still

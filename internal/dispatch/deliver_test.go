@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -307,7 +308,7 @@ func TestSinkReportingAllDeliveredWithAnErrorIsDistrusted(t *testing.T) {
 
 func TestSendBatchLimitsOneSend(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		h := newHarness(t, db, dispatch.Options{Policy: policy, SendBatch: 3}, "KAFKA_FLOP")
+		h := newHarness(t, db, dispatch.Options{Policy: policy, SendBatch: 3, SendRuns: 1}, "KAFKA_FLOP")
 		for i := 0; i < 7; i++ {
 			insert(t, db, ev{target: "KAFKA_FLOP"})
 		}
@@ -324,6 +325,49 @@ func TestSendBatchLimitsOneSend(t *testing.T) {
 		}
 		if !slices.Equal(sizes, []int{3, 3, 1}) {
 			t.Fatalf("send sizes %v, want [3 3 1]", sizes)
+		}
+	})
+}
+
+// One step sends up to SendRuns Sends of SendBatch and commits them once; the records stay
+// in order and a failure stops the step at the first undelivered record.
+func TestSendRunsInOneStep(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db, dispatch.Options{Policy: policy, SendBatch: 3, SendRuns: 2}, "KAFKA_FLOP")
+		var ids []int64
+		for i := 0; i < 9; i++ {
+			ids = append(ids, insert(t, db, ev{target: "KAFKA_FLOP"}))
+		}
+		sink := h.sinks["KAFKA_FLOP"]
+		if n, wait := h.deliver(t, "KAFKA_FLOP"); n != 6 || wait != 0 {
+			t.Fatalf("first step: sent %d, wait %v; want 6, 0", n, wait)
+		}
+		if sink.numCalls() != 2 {
+			t.Fatalf("first step: %d sends, want 2 of 3", sink.numCalls())
+		}
+		wantState(t, db, "SENT", ids[:6]...)
+		// The next run: the sink delivers one of the second Send and fails.
+		calls := 0
+		sink.setFail(func(recs []target.Record) (int, error) {
+			calls++
+			if calls == 1 {
+				return len(recs), nil
+			}
+			return 0, errors.New("broker down")
+		})
+		insert(t, db, ev{target: "KAFKA_FLOP"})
+		if n, _ := h.deliver(t, "KAFKA_FLOP"); n != 3 {
+			t.Fatalf("second step: sent %d, want 3", n)
+		}
+		wantState(t, db, "SENT", ids[6:]...)
+		var got []int64
+		for _, c := range sink.calls {
+			for _, r := range c {
+				got = append(got, r.EventID)
+			}
+		}
+		if !slices.IsSorted(got) {
+			t.Fatalf("records out of order: %v", got)
 		}
 	})
 }

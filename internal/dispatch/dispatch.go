@@ -51,6 +51,7 @@ const (
 	DefaultFlushPeriod   = 3 * time.Second
 	DefaultFlushLimit    = 500
 	DefaultSendBatch     = 100
+	DefaultSendRuns      = 5
 	DefaultShutdownGrace = 10 * time.Second
 )
 
@@ -79,6 +80,12 @@ type Options struct {
 	// SendBatch is how many consecutive due events one Sink.Send call carries at most
 	// (default 100).
 	SendBatch int
+	// SendRuns is how many Sends of up to SendBatch events one step of a target may make
+	// before it commits their SENT marks, once (default 5). Under load a step then commits
+	// up to SendBatch×SendRuns events at a time instead of SendBatch: fewer commits, each
+	// one a durable write that the pump waits for on SQLite. An idle target's step has a
+	// few events and makes one Send, as before.
+	SendRuns int
 	// ShutdownGrace is how long a send in flight may go on after Run's context ends before
 	// its context is cancelled too (default 10s).
 	ShutdownGrace time.Duration
@@ -106,6 +113,9 @@ func (o Options) normalized() Options {
 	}
 	if o.SendBatch <= 0 {
 		o.SendBatch = DefaultSendBatch
+	}
+	if o.SendRuns <= 0 {
+		o.SendRuns = DefaultSendRuns
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = DefaultShutdownGrace

@@ -79,7 +79,8 @@ func (s *Store) Location() *time.Location { return s.loc }
 // applied a few hundred rows per statement (a snapshot of thousands of flights would otherwise
 // pay a round trip per flight): the deletes, then the compare-and-set removal of the rows to
 // replace (all or nothing: one that changed under us fails the batch), then the inserts of the
-// new rows and of the replacing ones. Otherwise they are applied one by one.
+// new rows and of the replacing ones. Otherwise, and for a single write, they are applied one
+// by one.
 func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error {
 	stored, err := storedRows(ctx, tx, writes)
 	if err != nil {
@@ -94,7 +95,9 @@ func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, write
 			return err
 		}
 	}
-	if !distinctFlights(writes) {
+	// One flight (a FLOP's write) goes one by one too: replacing it in place is one UPDATE
+	// where the batched path deletes and inserts it again.
+	if len(writes) == 1 || !distinctFlights(writes) {
 		for i, w := range writes {
 			if err := s.write(ctx, tx, msgID, w, maids[i], stored, now); err != nil {
 				return err

@@ -159,30 +159,49 @@ func (b *Batch) Rollback() {
 }
 
 // step runs fn under a fresh savepoint, rolled back to when fn fails, so a failed step leaves
-// the batch as it was before it. A step that succeeds keeps its savepoint until the commit
-// (releasing it would cost a round trip and change nothing). A savepoint that cannot be made
-// or restored breaks the batch (ErrBatchBroken, wrapping fn's error).
-func (b *Batch) step(ctx context.Context, fn func() error) error {
+// the batch as it was before it. A savepoint that cannot be made or restored breaks the batch
+// (ErrBatchBroken, wrapping fn's error).
+//
+// On SQLite every step's savepoint has the same name (no step ever goes back past its own)
+// and is released when the step ends: kept open, each one made every page a later message
+// touched be checked against it and kept the sub-journal growing for the whole batch;
+// released, the outermost savepoint truncates it. Releasing merges the step into the
+// transaction, changing nothing else.
+//
+// On MySQL, where each statement is a round trip, fn gets the SAVEPOINT statement as lead to
+// send with its first write (a multi-statement query; MySQL stops at the first statement that
+// fails), and nothing is released. Each step's savepoint has a name of its own, so a
+// rollback to a savepoint that was not made fails (breaking the batch) rather than going
+// back to an earlier step's.
+func (b *Batch) step(ctx context.Context, fn func(lead string) error) error {
 	b.n++
-	name := fmt.Sprintf("msgx_sp%d", b.n)
-	if _, err := b.tx.ExecContext(ctx, `SAVEPOINT `+name); err != nil {
+	name, lead := "msgx_step", ""
+	if b.d.Dialect == MySQL {
+		name = fmt.Sprintf("msgx_sp%d", b.n)
+		lead = "SAVEPOINT " + name + "; "
+	} else if _, err := b.tx.ExecContext(ctx, `SAVEPOINT `+name); err != nil {
 		return fmt.Errorf("%w: savepoint: %w", ErrBatchBroken, Unavailable(err))
 	}
-	if err := fn(); err != nil {
+	err := fn(lead)
+	if err != nil {
 		if _, rerr := b.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+name); rerr != nil {
 			return fmt.Errorf("%w: rollback to savepoint after %w: %w", ErrBatchBroken, err, Unavailable(rerr))
 		}
-		return err
 	}
-	return nil
+	if b.d.Dialect == SQLite {
+		if _, rerr := b.tx.ExecContext(ctx, `RELEASE SAVEPOINT `+name); rerr != nil {
+			return fmt.Errorf("%w: release savepoint: %w", ErrBatchBroken, Unavailable(rerr))
+		}
+	}
+	return err
 }
 
 // Succeed is Processing.Succeed inside the batch: the message's effects and SUCCEEDED under a
 // savepoint of their own; on any error none of them is left in the batch.
 func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
-	err = b.step(ctx, func() error {
+	err = b.step(ctx, func(lead string) error {
 		var err error
-		events, refChanged, err = b.d.succeedTx(ctx, b.tx, id, s, flights, now)
+		events, refChanged, err = b.d.succeedTx(ctx, b.tx, lead, id, s, flights, now)
 		return err
 	})
 	if err != nil {
@@ -194,13 +213,33 @@ func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights Flight
 	return events, refChanged, nil
 }
 
+// lead runs the savepoint statement step gave, alone, for a step whose first statement does
+// not take it along.
+func (b *Batch) lead(ctx context.Context, lead string) error {
+	if lead == "" {
+		return nil
+	}
+	if _, err := b.tx.ExecContext(ctx, lead); err != nil {
+		return fmt.Errorf("%w: savepoint: %w", ErrBatchBroken, Unavailable(err))
+	}
+	return nil
+}
+
 // Record is Processing.Record inside the batch, under a savepoint, with the same minimal
 // record when the database refuses a value.
 func (b *Batch) Record(ctx context.Context, id int64, o Outcome, now time.Time) error {
-	err := b.step(ctx, func() error { return b.d.recordTx(ctx, b.tx, id, o, now, false) })
+	record := func(minimal bool) func(string) error {
+		return func(lead string) error {
+			if err := b.lead(ctx, lead); err != nil {
+				return err
+			}
+			return b.d.recordTx(ctx, b.tx, id, o, now, minimal)
+		}
+	}
+	err := b.step(ctx, record(false))
 	if err != nil && IsDataError(err) && !errors.Is(err, ErrBatchBroken) {
 		first := err
-		err = b.step(ctx, func() error { return b.d.recordTx(ctx, b.tx, id, o, now, true) })
+		err = b.step(ctx, record(true))
 		if err == nil {
 			return nil
 		}

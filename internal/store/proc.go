@@ -316,7 +316,7 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 			return err
 		}
 		var err error
-		events, refChanged, err = d.succeedTx(ctx, tx, id, s, flights, now)
+		events, refChanged, err = d.succeedTx(ctx, tx, "", id, s, flights, now)
 		return err
 	})
 	return events, refChanged, effectsError(id, err)
@@ -332,13 +332,14 @@ func effectsError(id int64, err error) error {
 }
 
 // succeedTx writes a processed message's effects and SUCCEEDED inside tx (the fence already
-// checked): Succeed's transaction, and one step of a batch (batch.go).
-func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
+// checked): Succeed's transaction, and one step of a batch (batch.go). A non-empty lead is a
+// statement sent with the first write in one round trip (a batch step's savepoint on MySQL).
+func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
 	err = func() error {
 		// The identity bind and SUCCEEDED are one statement (one round trip): the rest of the
 		// transaction either commits with it or rolls it back.
 		where, wargs := s.From.where(id)
-		res, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?, STATE = ?, ERROR_CLASS = NULL,
+		res, err := tx.ExecContext(ctx, lead+`UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?, STATE = ?, ERROR_CLASS = NULL,
 			LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL, NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?`+where,
 			append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth), pipeline.Succeeded,
 				nullStr(Fit(s.Note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now)}, wargs...)...)

@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ func (n NullTime) Ptr() *time.Time {
 	return &t
 }
 
+// sqliteBusyTimeout is how long a SQLite transaction waits for the write lock.
+const sqliteBusyTimeout = 10 * time.Second
+
 // Open opens the database of driver ("sqlite" or "mysql") at dsn. For SQLite, dsn is a file
 // path (its directory is created) and the connection runs in WAL mode with
 // synchronous=FULL, so a commit is on disk before it returns.
@@ -136,11 +140,14 @@ func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 		if strings.Contains(path, "?") {
 			sep = "&"
 		}
-		path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
-		db, err := sql.Open("sqlite", path)
+		path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout/time.Millisecond)) + ")&_pragma=foreign_keys(ON)&_txlock=immediate"
+		// The registered driver, its connections with a statement cache (stmtcache.go).
+		plain, err := sql.Open("sqlite", path)
 		if err != nil {
 			return nil, fmt.Errorf("store: open sqlite %s: %w", dsn, err)
 		}
+		db := sql.OpenDB(cachingConnector{drv: plain.Driver(), dsn: path, gate: newWriteGate(sqliteBusyTimeout)})
+		plain.Close()
 		db.SetMaxOpenConns(8)
 		d := &DB{SQL: db, Dialect: SQLite}
 		if err := db.PingContext(ctx); err != nil {
