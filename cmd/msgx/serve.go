@@ -98,20 +98,7 @@ func serve(args []string) error {
 		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")
 	}
 
-	policy := pipeline.RetryPolicy{
-		MaxAttempts:  cfg.Pipeline.MaxAttempts,
-		Steps:        cfg.Backoff(),
-		Cap:          time.Duration(cfg.Pipeline.BackoffCapMs) * time.Millisecond,
-		HeadDeadline: cfg.Pipeline.HeadDeadline,
-		Park:         cfg.ParkClasses(),
-	}
-	// Deliveries have their own limits: an INFRA failure (network, 5xx, broker down) keeps
-	// the head event PENDING, retried with capped backoff until delivery.head-deadline, not
-	// for a number of attempts, so a sink outage delays events but never kills them.
-	delivery := policy
-	delivery.MaxAttempts = 0
-	delivery.HeadDeadline = cfg.Delivery.HeadDeadline
-	delivery.Park = nil
+	policy, delivery := cfg.RetryPolicy(), cfg.DeliveryPolicy()
 	reg := handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace})
 	if testRegistryHook != nil {
 		testRegistryHook(reg)

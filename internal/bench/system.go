@@ -57,17 +57,7 @@ func startSystem(cfg config.Config, db *store.DB, clock pipeline.Clock, log *slo
 		return nil, err
 	}
 	s.sinks = sinks
-	policy := pipeline.RetryPolicy{
-		MaxAttempts:  cfg.Pipeline.MaxAttempts,
-		Steps:        cfg.Backoff(),
-		Cap:          time.Duration(cfg.Pipeline.BackoffCapMs) * time.Millisecond,
-		HeadDeadline: cfg.Pipeline.HeadDeadline,
-		Park:         cfg.ParkClasses(),
-	}
-	delivery := policy // as serve: deliveries retry until the delivery head deadline
-	delivery.MaxAttempts = 0
-	delivery.HeadDeadline = cfg.Delivery.HeadDeadline
-	delivery.Park = nil
+	policy, delivery := cfg.RetryPolicy(), cfg.DeliveryPolicy()
 	flights := flight.New(db, clock, cfg.Location())
 	s.pump = pump.New(db, handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace}), pump.Options{
 		Policy:       policy,

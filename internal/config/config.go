@@ -346,6 +346,29 @@ func (c *Config) Autostart() bool {
 	return c.Database.Driver == "sqlite"
 }
 
+// RetryPolicy is the pump's retry policy: pipeline.max-attempts, backoff-ms, backoff-cap-ms,
+// head-deadline and park-classes.
+func (c *Config) RetryPolicy() pipeline.RetryPolicy {
+	return pipeline.RetryPolicy{
+		MaxAttempts:  c.Pipeline.MaxAttempts,
+		Steps:        c.Backoff(),
+		Cap:          time.Duration(c.Pipeline.BackoffCapMs) * time.Millisecond,
+		HeadDeadline: c.Pipeline.HeadDeadline,
+		Park:         c.ParkClasses(),
+	}
+}
+
+// DeliveryPolicy is the dispatcher's: the pump's backoff and cap, but no attempt limit and
+// delivery.head-deadline, so an INFRA failure (network, 5xx, broker down) keeps the head event
+// PENDING and a sink outage delays events but never kills them. Nothing is parked.
+func (c *Config) DeliveryPolicy() pipeline.RetryPolicy {
+	p := c.RetryPolicy()
+	p.MaxAttempts = 0
+	p.HeadDeadline = c.Delivery.HeadDeadline
+	p.Park = nil
+	return p
+}
+
 // ParkClasses returns pipeline.park-classes as classes (validated by Validate).
 func (c *Config) ParkClasses() []pipeline.ErrorClass {
 	out := make([]pipeline.ErrorClass, 0, len(c.Pipeline.ParkClasses))

@@ -159,3 +159,17 @@ func TestBatchKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicies(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, d := c.RetryPolicy(), c.DeliveryPolicy()
+	if p.MaxAttempts != 5 || p.HeadDeadline != 10*time.Minute || p.Cap != time.Minute || len(p.Park) != 3 {
+		t.Errorf("pump policy %+v", p)
+	}
+	if d.MaxAttempts != 0 || d.HeadDeadline != 24*time.Hour || d.Cap != p.Cap || len(d.Park) != 0 || len(d.Steps) != len(p.Steps) {
+		t.Errorf("delivery policy %+v", d)
+	}
+}

@@ -365,22 +365,7 @@ func diff(old, cur []byte) (map[string]fieldChange, error) {
 			return nil, err
 		}
 	}
-	out := map[string]fieldChange{}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			c := fieldChange{Old: v, New: jsonNull}
-			if ok {
-				c.New = w
-			}
-			out[k] = c
-		}
-	}
-	for k, v := range b {
-		if _, ok := a[k]; !ok {
-			out[k] = fieldChange{Old: jsonNull, New: v}
-		}
-	}
-	return out, nil
+	return fieldChanges(a, b), nil
 }
 
 // flopPayload is the KAFKA_FLOP payload {"FLID":…,"op":…,"changes":{field:{"old":…,"new":…}}}
@@ -425,21 +410,22 @@ func flopPayload(flid int64, op string, changes map[string]fieldChange, fast boo
 	return append(out, "}}"...), nil
 }
 
-// fieldChanges is diff over records already split by topFields.
-func fieldChanges(a, b map[string][]byte) map[string]fieldChange {
+// fieldChanges compares two records split into their top-level fields (by json.Unmarshal in
+// diff, or by topFields): every field whose value differs, null where one side lacks it.
+func fieldChanges[V ~[]byte](a, b map[string]V) map[string]fieldChange {
 	out := make(map[string]fieldChange, len(b))
 	for k, v := range a {
 		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			c := fieldChange{Old: v, New: jsonNull}
+			c := fieldChange{Old: json.RawMessage(v), New: jsonNull}
 			if ok {
-				c.New = w
+				c.New = json.RawMessage(w)
 			}
 			out[k] = c
 		}
 	}
 	for k, v := range b {
 		if _, ok := a[k]; !ok {
-			out[k] = fieldChange{Old: jsonNull, New: v}
+			out[k] = fieldChange{Old: jsonNull, New: json.RawMessage(v)}
 		}
 	}
 	return out
