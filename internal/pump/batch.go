@@ -231,14 +231,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	if !ok {
 		return false, p.recordDeadIn(ctx, out, msg0, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
-	msg, err := p.decode(m.ID, raw)
-	tag, identity := "", ""
-	var warnings []string
-	if msg != nil {
-		tag = msg.Tag()
-		identity = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, p.opt.IncludeDay)
-		warnings = msg.Warnings
-	}
+	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
 	if err != nil {
 		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
 	}

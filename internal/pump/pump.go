@@ -484,14 +484,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		return p.recordDead(ctx, m, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
 	out := p.direct()
-	msg, err := p.decode(m.ID, raw)
-	tag, identity := "", ""
-	var warnings []string
-	if msg != nil {
-		tag = msg.Tag()
-		identity = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, p.opt.IncludeDay)
-		warnings = msg.Warnings
-	}
+	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
 	if err != nil {
 		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
 		return err
@@ -697,6 +690,18 @@ func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Du
 	}
 	p.log.Warn("job "+state, "job_id", j.ID, "kind", j.Kind, "attempts", attempts, "err", err.Error())
 	return 0, p.db.FinishJob(ctx, j.ID, state, attempts, v.NextAttemptAt, first, "", err.Error(), now)
+}
+
+// decodeOne decodes raw and returns, when the envelope was usable, the message's type tag,
+// identity and the decoder's warnings, which a failure is recorded with too.
+func (p *Pump) decodeOne(id int64, raw string) (msg *sis.Message, tag, identity string, warnings []string, err error) {
+	msg, err = p.decode(id, raw)
+	if msg != nil {
+		tag = msg.Tag()
+		identity = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, p.opt.IncludeDay)
+		warnings = msg.Warnings
+	}
+	return msg, tag, identity, warnings, err
 }
 
 // decode decodes raw; a panic in the decoder is the message's CODEC_ERROR, not the process's
