@@ -164,8 +164,14 @@ func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, err
 		d.opt.OnSent(name, sentIDs)
 	}
 	if len(sentIDs) > 0 {
+		var msgIDs []int64
+		for i := range batch {
+			if c := plan.cover[i]; c >= 0 && c < n {
+				msgIDs = appendMsgID(msgIDs, batch[i].MsgID)
+			}
+		}
 		d.log.Info("schd batch sent", "target", name, "count", len(sentIDs), "records", plan.kept(n),
-			"parts", n, "first_event_id", sentIDs[0], "last_event_id", sentIDs[len(sentIDs)-1])
+			"parts", n, "first_event_id", sentIDs[0], "last_event_id", sentIDs[len(sentIDs)-1], "msg_ids", msgIDs)
 	}
 	if marked < len(sentIDs) {
 		d.log.Info("delivered events were changed by another writer first; left as it left them",
