@@ -21,6 +21,7 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"msgx/internal/api"
 	"msgx/internal/config"
@@ -28,6 +29,7 @@ import (
 	"msgx/internal/flight"
 	"msgx/internal/handler"
 	"msgx/internal/jobs"
+	"msgx/internal/logship"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/sis"
@@ -76,7 +78,8 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg)
+	log, traces, stopShipping := serveLogger(cfg)
+	defer stopShipping()
 	mysqldrv.SetLogger(driverLog{log})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -91,6 +94,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close()
+	db.SetTraceHook(traces.Remember)
 
 	runPump := cfg.Autostart()
 	holder := instanceName()
@@ -104,6 +108,11 @@ func serve(args []string) error {
 		testRegistryHook(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
+	runner, err := jobRunner(cfg, db, flights, clock, log)
+	if err != nil {
+		return err
+	}
+	defer runner.History.Close()
 	p := pump.New(db, reg, pump.Options{
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
@@ -111,7 +120,7 @@ func serve(args []string) error {
 		SIS:          sis.Options{Location: cfg.Location()},
 		Clock:        clock,
 		Logger:       log,
-		Jobs:         &jobs.Runner{DB: db, Clock: clock},
+		Jobs:         runner,
 		Flights:      flights,
 		View:         flights,
 		// Handlers in a batch read through its transaction, so each sees the batch's writes.
@@ -154,6 +163,9 @@ func serve(args []string) error {
 				wctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				wg.Go(func() { p.Run(wctx) })
+				// The daily jobs are enqueued by the instance that runs the pump.
+				sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
+				wg.Go(func() { sched.Run(wctx) })
 				wg.Go(func() {
 					if err := disp.Run(wctx); err != nil {
 						log.Error("dispatcher stopped", "err", err.Error())
@@ -182,12 +194,15 @@ func serve(args []string) error {
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric(), p.ParkedMetric()))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
+		// The job in hand (null when none): its kind, what it is doing, for how long.
+		"job":       func(context.Context) (any, error) { return runner.Current(), nil },
+		"last_jobs": lastJobs(db),
 	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
