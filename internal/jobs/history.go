@@ -117,8 +117,10 @@ func (r *Runner) historySweep(ctx context.Context, rep *report) error {
 		historyFailed.Add(float64(failed))
 		r.log().Warn("history sweep: some flights were not written and stay in the flight store", "failed", failed, "written", written)
 	}
-	rep.summary = fmt.Sprintf("swept %d flights of %d days before %s to history, %d deleted, %d not written (kept for the next sweep)",
-		written, len(days), bound, deleted, failed)
+	rep.summary = fmt.Sprintf("swept %d flights of %d days before %s to history, %d deleted", written, len(days), bound, deleted)
+	if failed > 0 {
+		rep.summary += fmt.Sprintf(", %d not written (kept for the next sweep)", failed)
+	}
 	return ctx.Err()
 }
 
