@@ -194,7 +194,9 @@ func (r *Runner) archive(ctx context.Context, j *store.Job, rep *report) error {
 	now := r.Clock.Now()
 	before := now.Add(-keep)
 	r.doing("moving SUCCEEDED and SKIPPED messages up to id %d processed before %s to CMINMSGS_HST", j.AfterMsgID, before.Format(time.RFC3339))
-	n, err := r.DB.Archive(ctx, j.AfterMsgID, before, now)
+	n, err := r.DB.Archive(ctx, j.AfterMsgID, before, now, func(moved int) {
+		r.doing("moving SUCCEEDED and SKIPPED messages up to id %d processed before %s to CMINMSGS_HST: %d moved", j.AfterMsgID, before.Format(time.RFC3339), moved)
+	})
 	if n > 0 {
 		rep.add("CMINMSGS_HST", n)
 		rep.add("CMINMSGS", -n)

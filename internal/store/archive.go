@@ -34,7 +34,8 @@ const ArchiveChunk = 500
 // replay find them. Their PROC_STATE rows stay, so the API still tells what happened to them.
 // It stops between chunks when ctx ends, keeping what it moved. Each moved message's
 // PROC_STATE row records now as its ARCHIVED_AT, from which retention.archive counts.
-func (d *DB) Archive(ctx context.Context, maxID int64, before, now time.Time) (int, error) {
+// progress, when set, is told the running total after each chunk that moved rows.
+func (d *DB) Archive(ctx context.Context, maxID int64, before, now time.Time, progress func(moved int)) (int, error) {
 	total := 0
 	var after int64
 	for ctx.Err() == nil {
@@ -42,6 +43,9 @@ func (d *DB) Archive(ctx context.Context, maxID int64, before, now time.Time) (i
 		total += n
 		if err != nil {
 			return total, err
+		}
+		if n > 0 && progress != nil {
+			progress(total)
 		}
 		if last == 0 {
 			break

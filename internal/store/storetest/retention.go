@@ -143,7 +143,7 @@ func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db *store.DB
 	record(ids[4], store.Outcome{State: pipeline.Succeeded})
 	// ids[5] stays PENDING. ARCHIVE moves ids 0, 1 and 4 on day t0+2d.
 	archivedAt := t0.Add(48 * time.Hour)
-	if n, err := db.Archive(ctx, ids[5], t0.Add(time.Hour), archivedAt); err != nil || n != 3 {
+	if n, err := db.Archive(ctx, ids[5], t0.Add(time.Hour), archivedAt, nil); err != nil || n != 3 {
 		t.Fatalf("archive: %d %v", n, err)
 	}
 	// ids[4] is archived later (its ARCHIVED_AT is young); a DEAD row an older msgx archived
@@ -196,7 +196,7 @@ func purgeArchivedWorksInChunks(t *testing.T, db *store.DB) {
 		t.Fatal(err)
 	}
 	Exec(t, db, fmt.Sprintf(`UPDATE PROC_STATE SET STATE = 'SUCCEEDED', PROCESSED_AT = '%s'`, store.T(t0)))
-	if n, err := db.Archive(ctx, ids[len(ids)-1], t0.Add(time.Hour), t0.Add(24*time.Hour)); err != nil || n != len(ids) {
+	if n, err := db.Archive(ctx, ids[len(ids)-1], t0.Add(time.Hour), t0.Add(24*time.Hour), nil); err != nil || n != len(ids) {
 		t.Fatalf("archive: %d %v", n, err)
 	}
 	var reports []int
