@@ -31,11 +31,17 @@ func serveLogger(cfg config.Config) (log *slog.Logger, traces *logship.Traces, s
 		var level slog.Level
 		level.UnmarshalText([]byte(cfg.Log.Level))
 		ship := logship.New(addr, cfg.Log.Logstash.QueueSize)
+		down := false
 		ship.OnState = func(connected bool, err error) {
-			// Straight to stderr: a line about logstash must not go through logstash.
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "msgx: logstash %s: %v (lines are queued, then dropped and counted in msgx_log_dropped_total)\n", addr, err)
+			// Straight to stderr, once per change: a line about logstash must not go through
+			// logstash.
+			switch {
+			case err != nil && !down:
+				fmt.Fprintf(os.Stderr, "msgx: logstash %s: %v (lines are queued, then dropped and counted in msgx_log_dropped_total; connecting again)\n", addr, err)
+			case connected && down:
+				fmt.Fprintf(os.Stderr, "msgx: logstash %s: connected again\n", addr)
 			}
+			down = !connected
 		}
 		shipped := slog.NewJSONHandler(ship, &slog.HandlerOptions{Level: level}).WithAttrs([]slog.Attr{slog.String("service", cfg.ServiceName)})
 		h = logship.Tee(h, shipped)
