@@ -34,6 +34,12 @@ const ArchiveChunk = 500
 // replay find them. Their PROC_STATE rows stay, so the API still tells what happened to them.
 // It stops between chunks when ctx ends, keeping what it moved.
 func (d *DB) Archive(ctx context.Context, maxID int64, before time.Time) (int, error) {
+	if d.Shadow() {
+		// Moving rows would delete them from the legacy's CMINMSGS: in shadow mode ARCHIVE
+		// moves nothing, and the job is done (it must not block the message order).
+		d.legacyOpts().Logger.Warn("shadow mode: ARCHIVE moves nothing; CMINMSGS is the legacy's")
+		return 0, nil
+	}
 	total := 0
 	var after int64
 	for ctx.Err() == nil {
