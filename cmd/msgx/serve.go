@@ -30,6 +30,7 @@ import (
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
+	"msgx/internal/requests"
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/target"
@@ -91,6 +92,11 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close()
+	if cfg.Shadow() {
+		if err := enterShadow(ctx, db, cfg, clock, log); err != nil {
+			return err
+		}
+	}
 
 	runPump := cfg.Autostart()
 	holder := instanceName()
@@ -119,6 +125,10 @@ func serve(args []string) error {
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
 	})
+	// Data requests to the AODB: created through the API on any node, followed (SENT,
+	// re-sent, EXPIRED) by the instance that holds the pump lease.
+	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
+		MaxResends: cfg.Requests.MaxResends, PollInterval: cfg.Pipeline.PollInterval, Logger: log})
 	var disp *dispatch.Dispatcher
 	var keeper *leaseKeeper
 	if runPump {
@@ -159,6 +169,9 @@ func serve(args []string) error {
 						log.Error("dispatcher stopped", "err", err.Error())
 					}
 				})
+				if !cfg.Shadow() {
+					wg.Go(func() { reqs.Run(wctx) })
+				}
 				return func() { cancel(); wg.Wait() }
 			},
 		}
@@ -182,7 +195,8 @@ func serve(args []string) error {
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric(), p.ParkedMetric()))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric(), p.ParkedMetric()),
+		api.RequestRoutes(reqs, db))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.

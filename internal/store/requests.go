@@ -65,13 +65,13 @@ type Request struct {
 	Type string `json:"type"` // RQRD | RQFD
 	STYP string `json:"styp"` // the reference TYPE, or NONE
 	// STDB and STDE are the schedule window as written into the request (RQFD only).
-	STDB       string `json:"stdb,omitempty"`
-	STDE       string `json:"stde,omitempty"`
-	AnswerType string `json:"answer_type"` // the TYPE of the RESP that answers it
-	State      string `json:"state"`
-	SEQN       string `json:"seqn"`        // of the latest send
-	CoutmsgsID int64  `json:"coutmsgs_id"` // the latest send's COUTMSGS row
-	Resends    int    `json:"resends"`
+	STDB       string     `json:"stdb,omitempty"`
+	STDE       string     `json:"stde,omitempty"`
+	AnswerType string     `json:"answer_type"` // the TYPE of the RESP that answers it
+	State      string     `json:"state"`
+	SEQN       string     `json:"seqn"`        // of the latest send
+	CoutmsgsID int64      `json:"coutmsgs_id"` // the latest send's COUTMSGS row
+	Resends    int        `json:"resends"`
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
 	SentAt     *time.Time `json:"sent_at"`     // when the gateway sent the latest send (its COUTMSGS_DATE_SENT)
