@@ -219,6 +219,10 @@ func testDataRequests(t *testing.T, db dbEnv) {
 	if err == nil || !strings.Contains(string(out), "to: missing") {
 		t.Fatalf("msgx request schedule without --to: %v\n%s", err, out)
 	}
+	out, err = exec.Command(binary, "message", "--server", s.url, fmt.Sprint(airl)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("answered:   data request %d", ref.ID)) {
+		t.Fatalf("msgx message %d: %v\n%s", airl, err, out)
+	}
 	out, err = exec.Command(binary, "requests", "--server", s.url).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "EXPIRED") || !strings.Contains(string(out), fmt.Sprintf("message %d", airl)) {
 		t.Fatalf("msgx requests: %v\n%s", err, out)
@@ -319,6 +323,18 @@ func testShadowMode(t *testing.T, db dbEnv) {
 	}
 	if got := legacyChecksum(t, legacy.db, tables...); got != sum {
 		t.Fatal("shadow mode changed a legacy CMINMSGS row or column after processing it")
+	}
+	var st struct {
+		Extra struct {
+			Shadow struct {
+				Mode    string `json:"mode"`
+				AfterID int64  `json:"after_id"`
+			} `json:"shadow"`
+		} `json:"extra"`
+	}
+	s.getJSON("/api/v1/status", &st)
+	if st.Extra.Shadow.Mode != "shadow" || st.Extra.Shadow.AfterID != oldWaiting {
+		t.Fatalf("status of the shadow: %+v, want the watermark %d", st.Extra.Shadow, oldWaiting)
 	}
 	// The effects are msgx's own: the reference records it applied.
 	var rec map[string]any

@@ -203,6 +203,9 @@ func serve(args []string) error {
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
 	}
+	if cfg.Shadow() {
+		srv.StatusExtra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
+	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {

@@ -41,3 +41,9 @@ func enterShadow(ctx context.Context, db *store.DB, cfg config.Config, clock pip
 		"after_id", wm, "watermark", from)
 	return nil
 }
+
+// shadowStatus is the status section of a shadow: that it is one, and its watermark.
+func shadowStatus(db *store.DB) map[string]any {
+	on, after := db.ShadowAfter()
+	return map[string]any{"mode": map[bool]string{true: "shadow", false: "normal"}[on], "after_id": after}
+}

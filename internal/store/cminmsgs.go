@@ -103,6 +103,10 @@ func (d *DB) Shadow() bool {
 	return on
 }
 
+// ShadowAfter reports whether the database runs in shadow mode and the watermark it adopts
+// above.
+func (d *DB) ShadowAfter() (bool, int64) { return d.shadowMode() }
+
 func (d *DB) shadowMode() (bool, int64) {
 	st := d.leg()
 	st.mu.Lock()
