@@ -170,21 +170,30 @@ func checkNewRequest(r NewRequest) error {
 // 000001 … 999999, then 000000 and on (FORMAT.md §4.3: the legacy's counter, zero-padded,
 // cycling). The counter row is locked until tx ends, so two requests never share a SEQN.
 func (d *DB) nextSeqn(ctx context.Context, tx *sql.Tx, now time.Time) (string, error) {
-	if _, err := tx.ExecContext(ctx, d.Dialect.InsertIgnore()+` INTO MSGX_COUNTER (NAME, VALUE, UPDATED_AT) VALUES (?, 0, ?)`, SeqnCounter, T(now)); err != nil {
+	// The UPDATE takes the row's write lock at once: reading the row first (or an INSERT
+	// IGNORE in the same transaction) takes a shared lock that two transactions then both try
+	// to raise, a deadlock on MySQL. The row exists: ensureCounter made it beforehand.
+	res, err := tx.ExecContext(ctx, `UPDATE MSGX_COUNTER SET VALUE = MOD(VALUE + 1, 1000000), UPDATED_AT = ? WHERE NAME = ?`, T(now), SeqnCounter)
+	if err != nil {
 		return "", Unavailable(fmt.Errorf("request SEQN counter: %w", err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return "", Unavailable(fmt.Errorf("request SEQN counter: no %s row", SeqnCounter))
 	}
 	var v int64
-	if err := tx.QueryRowContext(ctx, `SELECT VALUE FROM MSGX_COUNTER WHERE NAME = ?`+d.Dialect.ForUpdate(), SeqnCounter).Scan(&v); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT VALUE FROM MSGX_COUNTER WHERE NAME = ?`, SeqnCounter).Scan(&v); err != nil {
 		return "", Unavailable(fmt.Errorf("request SEQN counter: %w", err))
 	}
-	next := (v + 1) % 1000000
-	if next < 0 {
-		next = 0
+	return fmt.Sprintf("%06d", v), nil
+}
+
+// ensureCounter creates the SEQN counter row at 0 unless it exists, in a statement of its own
+// (outside the request's transaction, so it holds no lock there).
+func (d *DB) ensureCounter(ctx context.Context, now time.Time) error {
+	if _, err := d.SQL.ExecContext(ctx, d.Dialect.InsertIgnore()+` INTO MSGX_COUNTER (NAME, VALUE, UPDATED_AT) VALUES (?, 0, ?)`, SeqnCounter, T(now)); err != nil {
+		return Unavailable(fmt.Errorf("request SEQN counter: %w", err))
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE MSGX_COUNTER SET VALUE = ?, UPDATED_AT = ? WHERE NAME = ?`, next, T(now), SeqnCounter); err != nil {
-		return "", Unavailable(fmt.Errorf("request SEQN counter: %w", err))
-	}
-	return fmt.Sprintf("%06d", next), nil
+	return nil
 }
 
 // send takes the next SEQN, builds the XML and writes it into COUTMSGS, in tx.
@@ -211,6 +220,9 @@ func (d *DB) CreateRequest(ctx context.Context, r NewRequest, build BuildXML, de
 		return nil, fmt.Errorf("%w: data requests write the legacy COUTMSGS", ErrShadow)
 	}
 	if err := checkNewRequest(r); err != nil {
+		return nil, err
+	}
+	if err := d.ensureCounter(ctx, now); err != nil {
 		return nil, err
 	}
 	var id int64
@@ -348,6 +360,9 @@ func (d *DB) Resend(ctx context.Context, r *Request, build BuildXML, deadline, n
 	routing := RoutingReference
 	if r.Type == ReqSchedule {
 		routing = RoutingSchedule
+	}
+	if err := d.ensureCounter(ctx, now); err != nil {
+		return nil, err
 	}
 	err := d.Tx(ctx, func(tx *sql.Tx) error {
 		seqn, coutID, err := d.send(ctx, tx, routing, build, now)

@@ -28,6 +28,44 @@ var requestCases = []struct {
 	{"RequestSentResentAndExpired", requestSentResentAndExpired},
 	{"RESPAnswersItsRequestInItsOwnTransaction", respAnswersItsRequestInItsOwnTransaction},
 	{"ShadowWritesNoLegacyTable", shadowWritesNoLegacyTable},
+	{"ConcurrentRequestsGetDistinctSEQNs", concurrentRequestsGetDistinctSEQNs},
+}
+
+// Requests made at the same time (two API nodes, two operators) each get a SEQN of their own,
+// and none fails for the counter.
+func concurrentRequestsGetDistinctSEQNs(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
+	const n = 12
+	errs := make(chan error, n)
+	seqns := make(chan string, n)
+	for range n {
+		go func() {
+			r, err := db.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now, now)
+			if err != nil {
+				errs <- err
+				return
+			}
+			seqns <- r.SEQN
+			errs <- nil
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("a concurrent request failed: %v", err)
+		}
+	}
+	close(seqns)
+	seen := map[string]bool{}
+	for s := range seqns {
+		if seen[s] {
+			t.Fatalf("SEQN %s given twice", s)
+		}
+		seen[s] = true
+	}
+	if len(seen) != n || !seen["000001"] || !seen[fmt.Sprintf("%06d", n)] {
+		t.Fatalf("SEQNs %v, want 000001 to %06d", seen, n)
+	}
 }
 
 // LegacyCOUTMSGS is the legacy outbound table as FORMAT.md §4.2 gives it, the way a legacy
@@ -344,6 +382,12 @@ func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db *store.DB) {
 	}
 	if got := state(c1); got.State != store.ReqDone || got.AnswerID == nil || *got.AnswerID != ids[5] {
 		t.Fatalf("the batch's RESP did not answer: %+v", got)
+	}
+	if list, err := db.ListRequests(ctx, store.RequestFilter{AfterID: a1.ID, Limit: 2}); err != nil || len(list) != 2 || list[0].ID != a2.ID || list[1].ID != c1.ID {
+		t.Fatalf("a page of requests: %v %v", list, err)
+	}
+	if list, err := db.ListRequests(ctx, store.RequestFilter{State: store.ReqDone}); err != nil || len(list) != 4 {
+		t.Fatalf("the DONE requests: %v %v", list, err)
 	}
 	// A finished request takes no second answer.
 	if n := count(t, db, `SELECT COUNT(*) FROM REQ_TRACK WHERE STATE = 'DONE'`); n != 4 {
