@@ -352,6 +352,15 @@ func testShadowMode(t *testing.T, db dbEnv) {
 	}
 	s.stop()
 
+	// shadow.start-after-id overrides the stored watermark: the rows from the first one on.
+	s = db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_MODE=shadow", fmt.Sprintf("MSGX_SHADOW_START_AFTER_ID=%d", old-1))
+	awaitSucceeded(t, s, old)
+	awaitSucceeded(t, s, oldWaiting)
+	if got := legacyChecksum(t, legacy.db, tables...); got != sum {
+		t.Fatal("shadow mode changed a legacy CMINMSGS row or column processing the rows below its stored watermark")
+	}
+	s.stop()
+
 	// A shadow never delivers under the legacy's names.
 	cfg := filepath.Join(t.TempDir(), "shadow.yaml")
 	if err := os.WriteFile(cfg, []byte("mode: shadow\ntargets:\n  LEGACY_FLOP: {sink: redis, channel: FLOP}\n"), 0o644); err != nil {
