@@ -45,6 +45,7 @@ var contractCases = []struct {
 	{"DueReadsStateAndRawInOrder", dueReadsStateAndRawInOrder},
 	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
 	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
+	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
 }
 
 // Due reads the unfinished messages in id order with their raw text, live or archived, and
@@ -725,4 +726,98 @@ func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db *store.DB) {
 			t.Fatalf("message %d has no PENDING state: %+v", id, m)
 		}
 	}
+}
+
+// EventCounts reads a target's SENT count from the totals MarkSent keeps in its transaction:
+// exact across id chunks, for ids given twice, for rows marked again (not counted twice), for
+// a transaction rolled back (not counted), and after SENT rows are deleted (still counted);
+// PENDING and DEAD counts and the oldest pending come from the rows. Target names at the
+// column's width work.
+func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	long := strings.Repeat("T", 64)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []pipeline.Event
+	for i := range 1203 {
+		evs = append(evs, pipeline.Event{Target: "A", Kind: "k", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	evs = append(evs, pipeline.Event{Target: long, Kind: "k", Payload: []byte(`{}`)}, pipeline.Event{Target: long, Kind: "k", Payload: []byte(`{}`)})
+	if n, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "count|1", Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil || n != len(evs) {
+		t.Fatalf("succeed: %d events, %v", n, err)
+	}
+	later := now.Add(time.Minute)
+	if _, _, err := db.Succeed(ctx, ids[1], store.Success{TypeTag: "X-Y", Identity: "count|2",
+		Decision: pipeline.Decision{Events: []pipeline.Event{{Target: "B", Kind: "k", Payload: []byte(`{}`)}}}}, nil, later); err != nil {
+		t.Fatal(err)
+	}
+	a, err := db.PendingEvents(ctx, "A", 2000)
+	if err != nil || len(a) != 1203 {
+		t.Fatalf("pending A: %d %v", len(a), err)
+	}
+	var sendIDs []int64
+	for _, e := range a[:1200] {
+		sendIDs = append(sendIDs, e.EventID)
+	}
+	sendIDs = append(sendIDs, a[0].EventID, a[700].EventID) // twice: counted once
+	err = db.EventTx(ctx, func(tx store.EventTx) error {
+		n, err := tx.MarkSent(sendIDs, now.Add(time.Second))
+		if err == nil && n != 1200 {
+			err = fmt.Errorf("marked %d of 1200", n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Marked again: nothing more counted. A rolled-back mark counts nothing.
+	rollback := errors.New("roll back")
+	db.EventTx(ctx, func(tx store.EventTx) error { _, err := tx.MarkSent(sendIDs[:10], now.Add(2*time.Second)); return err })
+	err = db.EventTx(ctx, func(tx store.EventTx) error {
+		if _, err := tx.MarkSent([]int64{a[1200].EventID}, now.Add(3*time.Second)); err != nil {
+			return err
+		}
+		return rollback
+	})
+	if !errors.Is(err, rollback) {
+		t.Fatalf("rolled-back mark: %v", err)
+	}
+	l, _ := db.PendingEvents(ctx, long, 2)
+	db.EventTx(ctx, func(tx store.EventTx) error {
+		if _, err := tx.MarkSent([]int64{l[0].EventID}, now.Add(time.Second)); err != nil {
+			return err
+		}
+		_, err := tx.Change([]*store.Event{&l[1]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})
+		return err
+	})
+	check := func(when string) {
+		t.Helper()
+		counts, err := db.EventCounts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, c := range counts {
+			got[c.Target+"/"+string(c.State)] = c.Count
+			if c.State == pipeline.EventPending && c.Target == "A" && (!c.Oldest.Valid || !c.Oldest.Time.Equal(now)) {
+				t.Errorf("%s: oldest pending of A %+v, want %s", when, c.Oldest, now)
+			}
+			if c.State == pipeline.EventPending && c.Target == "B" && !c.Oldest.Time.Equal(later) {
+				t.Errorf("%s: oldest pending of B %+v, want %s", when, c.Oldest, later)
+			}
+		}
+		want := map[string]int64{"A/SENT": 1200, "A/PENDING": 3, "B/PENDING": 1, long + "/SENT": 1, long + "/DEAD": 1}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: counts %v, want %v", when, got, want)
+		}
+	}
+	check("after the marks")
+	// Retention deletes SENT rows: the totals count every event ever sent.
+	if _, err := db.SQL.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE STATE = 'SENT'`); err != nil {
+		t.Fatal(err)
+	}
+	check("after the SENT rows are deleted")
 }
