@@ -28,6 +28,7 @@ import (
 	"msgx/internal/flight"
 	"msgx/internal/handler"
 	"msgx/internal/jobs"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/sis"
@@ -104,7 +105,11 @@ func serve(args []string) error {
 		testRegistryHook(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
+	// The instruments: moved where things happen, state gauges from the pump instance's
+	// sampler; a scrape runs no query but a ping.
+	m := metrics.New(clock, version, api.DatabaseUp(db))
 	p := pump.New(db, reg, pump.Options{
+		Metrics:      m,
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
 		IncludeDay:   cfg.Identity.IncludeDayBoundary,
@@ -139,6 +144,7 @@ func serve(args []string) error {
 			FlushLimit:   cfg.Schd.FlushLimit,
 			Clock:        clock,
 			Logger:       log,
+			Metrics:      m,
 		})
 		p.SetOnEvents(disp.Wake)
 		p.SetCopies(copiesOf(cfg.Targets))
@@ -149,11 +155,12 @@ func serve(args []string) error {
 			db: leaseDB{db}, name: leaseName, holder: holder, ttl: leaseTTL,
 			// A SQLite file has one host: a second instance on it is a mistake, not a standby.
 			standby: cfg.Database.Driver == "mysql",
-			clock:   clock, log: log, isDead: deadOnThisHost,
+			clock:   clock, log: log, isDead: deadOnThisHost, metrics: m,
 			start: func() func() {
 				wctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				wg.Go(func() { p.Run(wctx) })
+				wg.Go(func() { api.RunSampler(wctx, db, m, clock, log, cfg.Metrics.SampleInterval) })
 				wg.Go(func() {
 					if err := disp.Run(wctx); err != nil {
 						log.Error("dispatcher stopped", "err", err.Error())
@@ -178,11 +185,16 @@ func serve(args []string) error {
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake}
+	inbox.Metrics = m
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder}
+	if runPump {
+		srv.LastPumpStep = m.LastPumpStep
+	}
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric(), p.ParkedMetric()))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(m))
+	m.Register(p.TroubleMetric(), p.ParkedMetric())
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.

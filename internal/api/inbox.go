@@ -22,6 +22,7 @@ import (
 	"golang.org/x/text/transform"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/metrics"
 	"msgx/internal/store"
 )
 
@@ -33,6 +34,9 @@ type Inbox struct {
 	// (http.max-inflight-bytes); a post beyond it is answered 503 with Retry-After, so many
 	// large concurrent posts cannot take the memory. 0 means no bound. Set it before serving.
 	MaxInflightBytes int64
+	// Metrics counts the messages made durable (msgx_messages_received_total{source="inbox"});
+	// nil counts none. Set it before serving.
+	Metrics *metrics.Metrics
 
 	flightMu sync.Mutex
 	inflight int64
@@ -119,6 +123,7 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 		for i, id := range ids {
 			in.log.Info("message received", "msg_id", id, "bytes", len(raws[i]))
 		}
+		in.Metrics.Received("inbox", len(ids))
 		in.wake()
 	} else {
 		in.log.Error("inbox commit failed", "count", len(batch), "err", err.Error())
