@@ -21,8 +21,8 @@ import (
 	"golang.org/x/text/encoding/simplifiedchinese"
 	"golang.org/x/text/transform"
 
-	"msgx/internal/pipeline"
 	"msgx/internal/metrics"
+	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
