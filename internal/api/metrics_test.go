@@ -96,7 +96,7 @@ func (c *countingStore) ReplayEvents(ctx context.Context, target string, ids []i
 	return c.DB.ReplayEvents(ctx, target, ids)
 }
 
-func scrape(t *testing.T, url string) string {
+func scrape(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
@@ -110,7 +110,7 @@ func scrape(t *testing.T, url string) string {
 	return string(b)
 }
 
-func wantLines(t *testing.T, body string, want ...string) {
+func wantLines(t testing.TB, body string, want ...string) {
 	t.Helper()
 	for _, w := range want {
 		if !strings.Contains(body, "\n"+w+"\n") {
