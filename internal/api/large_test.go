@@ -203,11 +203,16 @@ func TestStatusAndMetricsOverALargeOutbox(t *testing.T) {
 	}
 
 	start = time.Now()
-	snap, err := api.SampleState(context.Background(), db, clock)
+	snap, err := api.SampleState(context.Background(), db, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("metrics state sample over %d events took %s", n, time.Since(start).Round(time.Microsecond))
+	start = time.Now()
+	if snap, err = api.SampleState(context.Background(), db, clock, snap); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("metrics state sample between full counts took %s", time.Since(start).Round(time.Microsecond))
 	m.SetSnapshot(snap)
 	start = time.Now()
 	body := scrape(t, ts.URL)
@@ -224,9 +229,10 @@ func TestStatusAndMetricsOverALargeOutbox(t *testing.T) {
 	wantLines(t, body, lines...)
 }
 
-// BenchmarkStatusLargeOutbox measures GET /api/v1/status and the metrics' state sample over
-// MSGX_BENCH_EVENTS MSG_EVENT rows (default ten million; building them takes a minute or
-// two and about 2 GB of disk in the temporary directory):
+// BenchmarkStatusLargeOutbox measures GET /api/v1/status, the metrics' state sample (full, and
+// between full counts), a scrape, and the two counting queries alone, over MSGX_BENCH_EVENTS
+// MSG_EVENT rows and a tenth as many messages (default ten million events; building them
+// takes a few minutes and about 2 GB of disk in the temporary directory):
 //
 //	go test ./internal/api -run '^$' -bench StatusLargeOutbox -benchtime 20x
 func BenchmarkStatusLargeOutbox(b *testing.B) {
@@ -244,9 +250,34 @@ func BenchmarkStatusLargeOutbox(b *testing.B) {
 			getStatus(b, ts.URL)
 		}
 	})
+	b.Run("sample-full", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := api.SampleState(context.Background(), db, clock, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	prev, err := api.SampleState(context.Background(), db, clock, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("sample", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := api.SampleState(context.Background(), db, clock); err != nil {
+			if _, err := api.SampleState(context.Background(), db, clock, prev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("event-counts", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := db.EventCounts(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("count-by-state", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := db.CountByState(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 		}

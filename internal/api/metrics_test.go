@@ -67,6 +67,10 @@ func (c *countingStore) CountByState(ctx context.Context) (map[pipeline.ProcStat
 	c.count("CountByState")
 	return c.DB.CountByState(ctx)
 }
+func (c *countingStore) CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error) {
+	c.count("CountStates")
+	return c.DB.CountStates(ctx, states...)
+}
 func (c *countingStore) Head(ctx context.Context) (*store.Message, error) {
 	c.count("Head")
 	return c.DB.Head(ctx)
@@ -181,12 +185,21 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := api.SampleState(ctx, cs, clock)
+	snap, err := api.SampleState(ctx, cs, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.SetSnapshot(snap)
+	// A sample between full counts counts the unfinished and DEAD states alone (index ranges)
+	// and keeps the finished ones.
 	cs.taken()
+	snap, err = api.SampleState(ctx, cs, clock, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := cs.taken(); calls["CountByState"] != 0 || calls["CountStates"] != 1 {
+		t.Errorf("a sample between full counts: %v", calls)
+	}
+	m.SetSnapshot(snap)
 
 	clock.set(t0.Add(time.Minute))
 	for range 3 {

@@ -10,7 +10,9 @@
 package metrics
 
 import (
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -41,6 +43,8 @@ type Metrics struct {
 	leaseHeld       prometheus.Gauge
 
 	lastPumpStep atomic.Int64 // unix nanoseconds of the pump's last step; 0: never
+
+	collectors []prometheus.Collector // msgx's own, for Names
 
 	mu   sync.Mutex
 	snap *Snapshot // the last state sample; nil when this instance takes none
@@ -139,11 +143,11 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 		ConstLabels: prometheus.Labels{"version": version, "commit": Commit()},
 	})
 	build.Set(1)
-	m.Registry.MustRegister(m.received, m.finished, m.processing, m.acceptToFinish, m.eventsSent, m.eventsDead,
-		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, build, &stateCollector{m: m},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Register(m.received, m.finished, m.processing, m.acceptToFinish, m.eventsSent, m.eventsDead,
+		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, build, &stateCollector{m: m})
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if up != nil {
-		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "msgx_database_up",
 			Help: "1 when the database answered a ping at this scrape, else 0.",
 		}, func() float64 {
@@ -174,6 +178,31 @@ func (m *Metrics) Register(cs ...prometheus.Collector) {
 		return
 	}
 	m.Registry.MustRegister(cs...)
+	m.collectors = append(m.collectors, cs...)
+}
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// Names returns, sorted, the name of every msgx metric m serves (those of New and Register;
+// not the Go runtime's and the process's), whether or not it has a value yet. A histogram's
+// series add _bucket, _sum and _count to its name. The deploy/ rules and dashboard are checked
+// against it.
+func (m *Metrics) Names() []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range m.collectors {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var out []string
+	for d := range ch {
+		if sm := fqName.FindStringSubmatch(d.String()); sm != nil {
+			out = append(out, sm[1])
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 // Received counts n messages made durable from source ("inbox" or "gateway").

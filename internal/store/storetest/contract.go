@@ -46,6 +46,7 @@ var contractCases = []struct {
 	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
 	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
 	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
+	{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
 }
 
 // Due reads the unfinished messages in id order with their raw text, live or archived, and
@@ -820,4 +821,31 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db *store.DB) 
 		t.Fatal(err)
 	}
 	check("after the SENT rows are deleted")
+}
+
+// CountStates counts exactly the states asked, 0 for one with no messages, as CountByState does.
+func countStatesCountsTheStatesAsked(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.CountStates(ctx, pipeline.Pending, pipeline.Failed, pipeline.Dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(map[pipeline.ProcStatus]int{pipeline.Pending: 2, pipeline.Failed: 0, pipeline.Dead: 1}) {
+		t.Fatalf("CountStates: %v", got)
+	}
+	all, err := db.CountByState(ctx)
+	if err != nil || all[pipeline.Skipped] != 1 || all[pipeline.Pending] != got[pipeline.Pending] {
+		t.Fatalf("CountByState %v %v", all, err)
+	}
 }
