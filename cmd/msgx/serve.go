@@ -108,6 +108,7 @@ func serve(args []string) error {
 	// The instruments: moved where things happen, state gauges from the pump instance's
 	// sampler; a scrape runs no query but a ping.
 	m := metrics.New(clock, version, api.DatabaseUp(db))
+	counts := api.CounterCounts(db.NewStateCounter(), clock) // status and the sampler
 	p := pump.New(db, reg, pump.Options{
 		Metrics:      m,
 		Policy:       policy,
@@ -160,7 +161,7 @@ func serve(args []string) error {
 				wctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				wg.Go(func() { p.Run(wctx) })
-				wg.Go(func() { api.RunSampler(wctx, db, m, clock, log, cfg.Metrics.SampleInterval) })
+				wg.Go(func() { api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval) })
 				wg.Go(func() {
 					if err := disp.Run(wctx); err != nil {
 						log.Error("dispatcher stopped", "err", err.Error())
@@ -186,7 +187,7 @@ func serve(args []string) error {
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	inbox.Metrics = m
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder}
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder, Counts: counts}
 	if runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}

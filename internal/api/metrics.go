@@ -18,7 +18,6 @@ import (
 // counts, each through index-bounded queries (store.Events.EventCounts never counts SENT rows).
 type MetricsStore interface {
 	CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error)
-	CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error)
 	Head(ctx context.Context) (*store.Message, error)
 	store.Events
 }
@@ -41,28 +40,30 @@ func DatabaseUp(db store.Health) func() bool {
 	}
 }
 
-// SampleState reads the queue's state for the metrics' gauges: messages per state, the head,
-// and per target the PENDING and DEAD counts, the SENT total, the oldest pending event and
-// since when its head fails. Every query but the count of finished messages is bounded by an
-// index range that grows with the backlog and the dead, not with the history (dispatch.Stats,
-// store.DB.CountStates). The SUCCEEDED and SKIPPED counts, which read every PROC_STATE row,
-// are taken from prev when it has them (RunSampler counts them again every fullCountEvery).
-func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, prev *metrics.Snapshot) (*metrics.Snapshot, error) {
+// StateCounts counts the messages per state: a store.StateCounter's Counts at the clock's now,
+// or nil for the store's CountByState (which reads every PROC_STATE row).
+type StateCounts func(ctx context.Context) (map[pipeline.ProcStatus]int, error)
+
+// CounterCounts returns the StateCounts of c at clock's time.
+func CounterCounts(c *store.StateCounter, clock pipeline.Clock) StateCounts {
+	return func(ctx context.Context) (map[pipeline.ProcStatus]int, error) { return c.Counts(ctx, clock.Now()) }
+}
+
+// SampleState reads the queue's state for the metrics' gauges: messages per state (counts, or
+// db.CountByState when nil), the head, and per target the PENDING and DEAD counts, the SENT
+// total, the oldest pending event and since when its head fails. With a store.StateCounter
+// every query is bounded by an index range that grows with the backlog and the dead, not with
+// the history (dispatch.Stats).
+func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, counts StateCounts) (*metrics.Snapshot, error) {
 	now := clock.Now()
-	var counts map[pipeline.ProcStatus]int
-	var err error
-	if prev == nil || prev.Messages == nil {
-		counts, err = db.CountByState(ctx)
-	} else {
-		counts, err = db.CountStates(ctx, pipeline.Pending, pipeline.Failed, pipeline.Dead)
-		if err == nil {
-			counts[pipeline.Succeeded], counts[pipeline.Skipped] = prev.Messages[pipeline.Succeeded], prev.Messages[pipeline.Skipped]
-		}
+	if counts == nil {
+		counts = db.CountByState
 	}
+	c, err := counts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &metrics.Snapshot{At: now, Messages: counts}
+	s := &metrics.Snapshot{At: now, Messages: c}
 	head, err := db.Head(ctx)
 	if err != nil {
 		return nil, err
@@ -97,37 +98,22 @@ func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, pre
 // DefaultSampleEvery is how often RunSampler reads the queue's state.
 const DefaultSampleEvery = 5 * time.Second
 
-// fullCountEvery is how often RunSampler counts the finished messages (SUCCEEDED, SKIPPED),
-// which reads every PROC_STATE row; in between they keep their last count and the counters
-// msgx_messages_finished_total show what finishes meanwhile.
-const fullCountEvery = time.Minute
-
 // RunSampler takes a state sample for m at once and then every interval until ctx ends; the
 // instance running the pump runs it. A sample that fails (the database does not answer)
 // leaves the last one in place (its msgx_state_sample_timestamp_seconds says how old it is)
 // and is logged once until a sample succeeds again. When it returns, the sample is dropped.
-func RunSampler(ctx context.Context, db MetricsStore, m *metrics.Metrics, clock pipeline.Clock, log *slog.Logger, every time.Duration) {
+func RunSampler(ctx context.Context, db MetricsStore, counts StateCounts, m *metrics.Metrics, clock pipeline.Clock, log *slog.Logger, every time.Duration) {
 	if every <= 0 {
 		every = DefaultSampleEvery
 	}
 	defer m.SetSnapshot(nil)
 	failing := false
-	var last *metrics.Snapshot
-	var counted time.Time // when the finished messages were last counted
 	for {
-		prev := last
-		if now := clock.Now(); prev == nil || now.Sub(counted) >= fullCountEvery || now.Before(counted) {
-			prev = nil
-		}
 		sctx, cancel := context.WithTimeout(ctx, max(every, 5*time.Second))
-		s, err := SampleState(sctx, db, clock, prev)
+		s, err := SampleState(sctx, db, clock, counts)
 		cancel()
 		switch {
 		case err == nil:
-			if prev == nil {
-				counted = s.At
-			}
-			last = s
 			m.SetSnapshot(s)
 			failing = false
 		case ctx.Err() == nil && !failing:

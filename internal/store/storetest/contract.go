@@ -47,6 +47,7 @@ var contractCases = []struct {
 	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
 	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
 	{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
+	{"StateCounterMatchesCountByState", stateCounterMatchesCountByState},
 }
 
 // Due reads the unfinished messages in id order with their raw text, live or archived, and
@@ -848,4 +849,67 @@ func countStatesCountsTheStatesAsked(t *testing.T, db *store.DB) {
 	if err != nil || all[pipeline.Skipped] != 1 || all[pipeline.Pending] != got[pipeline.Pending] {
 		t.Fatalf("CountByState %v %v", all, err)
 	}
+}
+
+// A StateCounter gives what CountByState gives as messages are processed below and above the
+// head its base was counted at, replayed, and received; its base, once refreshed, takes in a
+// finished row deleted (retention) that the old base still counted.
+func stateCounterMatchesCountByState(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	c := db.NewStateCounter()
+	c.Every = time.Hour // refreshed by hand below
+	same := func(when string) {
+		t.Helper()
+		got, err := c.Counts(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := db.CountByState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: StateCounter %v, CountByState %v", when, got, want)
+		}
+	}
+	same("empty")
+	ids, err := db.InsertMessages(ctx, []string{"<1/>", "<2/>", "<3/>", "<4/>", "<5/>", "<6/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(i int, o store.Outcome) {
+		t.Helper()
+		if err := db.Record(ctx, ids[i], o, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(0, store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:9"})
+	record(1, store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"})
+	if err := c.Refresh(ctx, now); err != nil { // the head is ids[2]
+		t.Fatal(err)
+	}
+	same("after the base")
+	if _, _, err := db.Succeed(ctx, ids[2], store.Success{TypeTag: "X-Y", Identity: "sc|3"}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	record(3, store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, FirstFailedAt: now, NextAttemptAt: now, LastError: "down"})
+	if _, _, err := db.Succeed(ctx, ids[4], store.Success{TypeTag: "X-Y", Identity: "sc|5"}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	same("processed above the base's head")
+	if res, err := db.Replay(ctx, []pipeline.ErrorClass{pipeline.Orphan}, nil, now); err != nil || res.Moved != 1 {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	if _, err := db.InsertMessages(ctx, []string{"<7/>"}, now); err != nil {
+		t.Fatal(err)
+	}
+	same("replayed below the head, and received")
+	if _, err := db.SQL.ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID = ?`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	same("a finished row deleted, after a refresh")
 }
