@@ -317,7 +317,9 @@ func routeRole(method, path string) Role {
 	return RoleNone // the console's pages and assets (its data comes from the API)
 }
 
-func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions }
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
 
 // Wrap applies the access control to every route of next.
 func (a *Auth) Wrap(next http.Handler) http.Handler {

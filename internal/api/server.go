@@ -431,7 +431,7 @@ func WriteError(w http.ResponseWriter, status int, code, msg string) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		status, buf = http.StatusInternalServerError, *bytes.NewBufferString(`{"error":"cannot encode the answer","code":"internal"}`+"\n")
+		status, buf = http.StatusInternalServerError, *bytes.NewBufferString(`{"error":"cannot encode the answer","code":"internal"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
