@@ -269,3 +269,24 @@ func TestWebhookPasswordIsRedactedEverywhere(t *testing.T) {
 		}
 	})
 }
+
+// With http.admin-addr the API and the console move there; http.addr keeps the inbox,
+// /healthz and /metrics.
+func TestAdminListenerSplitsTheAPIFromTheInbox(t *testing.T) {
+	admin := freeAddr(t)
+	s := start(t, t.TempDir(), "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_HTTP_ADMIN_ADDR="+admin)
+	id := s.post(airline)
+	resp, err := http.Get(s.url + "/api/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("the API on http.addr: %d, want 404", resp.StatusCode)
+	}
+	a := &server{t: t, url: "http://" + admin, logs: s.logs}
+	a.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+	if !strings.Contains(s.logs.String(), "msgx admin listener") {
+		t.Errorf("serve does not log the admin listener:\n%s", s.logs)
+	}
+}
