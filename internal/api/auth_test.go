@@ -294,6 +294,10 @@ func TestCookieLoginAndCSRF(t *testing.T) {
 	if w := f.do(t, call{method: "GET", path: "/api/v1/me", header: withCookie(nil)}); w.Code != 401 {
 		t.Errorf("me after logout: %d %s", w.Code, w.Body)
 	}
+	// A public page (the console's) answers a stale cookie as it answers nobody.
+	if w := f.do(t, call{method: "GET", path: "/console/", header: withCookie(nil)}); w.Code != 404 {
+		t.Errorf("a public route with a stale cookie: %d %s", w.Code, w.Body)
+	}
 }
 
 func TestRedactionOfAWebhookPassword(t *testing.T) {
