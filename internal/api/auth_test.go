@@ -363,6 +363,8 @@ func TestListingsAreBoundedAndParametersChecked(t *testing.T) {
 		"/api/v1/events?targte=X":                 "targte",
 		"/api/v1/flights/7001/history?x=1":        "x",
 		"/api/v1/messages/1/raw?pretty=1":         "pretty",
+		"/api/v1/status?verbose=1":                "verbose",
+		"/api/v1/messages/1?x=1":                  "x",
 	} {
 		w := f.do(t, call{method: "GET", path: path, remote: "127.0.0.1:1", host: "127.0.0.1"})
 		if w.Code != 400 || !strings.Contains(w.Body.String(), want) {
