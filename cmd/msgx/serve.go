@@ -211,8 +211,8 @@ func serve(args []string) error {
 		}
 		return fmt.Errorf("listen on %s (http.addr): %w", cfg.HTTP.Addr, err)
 	}
-	handler := srv.Handler()
-	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	apiHandler := srv.Handler()
+	httpSrv := &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
 	var adminSrv *http.Server
 	var adminLn net.Listener
 	if cfg.HTTP.AdminAddr != "" {
@@ -224,8 +224,8 @@ func serve(args []string) error {
 			}
 			return fmt.Errorf("listen on %s (http.admin-addr): %w", cfg.HTTP.AdminAddr, err)
 		}
-		adminSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-		httpSrv.Handler = api.InboxOnly(handler)
+		adminSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
+		httpSrv.Handler = api.InboxOnly(apiHandler)
 	}
 
 	var wg sync.WaitGroup
