@@ -242,7 +242,6 @@ func serve(args []string) error {
 	if adminSrv != nil {
 		go func() { serveErr <- adminSrv.Serve(adminLn) }()
 		log.Info("msgx admin listener (API and console)", "addr", adminLn.Addr().String())
-		defer adminSrv.Close()
 	}
 	log.Info("msgx serving", "addr", ln.Addr().String(), "version", version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
 
@@ -259,6 +258,9 @@ func serve(args []string) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable
+	if adminSrv != nil {
+		adminSrv.Shutdown(shutCtx)
+	}
 	cancelInbox()
 	cancelKeeper() // stops the pump and the dispatcher, then releases the lease
 	wg.Wait()
