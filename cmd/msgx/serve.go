@@ -237,7 +237,7 @@ func serve(args []string) error {
 	if keeper != nil {
 		wg.Go(func() { keeperErr <- keeper.run(keeperCtx, firstWait) })
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	if adminSrv != nil {
 		go func() { serveErr <- adminSrv.Serve(adminLn) }()
