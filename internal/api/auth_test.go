@@ -419,3 +419,15 @@ func TestSessionsExpire(t *testing.T) {
 		t.Fatalf("after the end: %d %s", w.Code, w.Body)
 	}
 }
+
+// The legacy admin contract (POST /view/admin/data-request) is an operator action.
+func TestLegacyAdminRouteNeedsOperator(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /view/admin/data-request", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	f := &fixture{h: api.NewAuth(testTokens, config.InboxRule{}, pipeline.SystemClock{}).Wrap(mux)}
+	for secret, want := range map[string]int{"": 401, viewerSecret: 403, operatorSecret: 200, adminSecret: 200} {
+		if w := f.do(t, call{method: "POST", path: "/view/admin/data-request", body: `{"RQRD":"AIRL"}`, header: bearer(secret)}); w.Code != want {
+			t.Errorf("as %q: %d, want %d: %s", secret, w.Code, want, w.Body)
+		}
+	}
+}
