@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -72,8 +71,8 @@ func call(method, url string, body []byte, contentType string, out any) error {
 }
 
 func send(args []string) error {
-	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
+	fs := newFlags("send")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
 	}
@@ -105,8 +104,8 @@ func send(args []string) error {
 }
 
 func status(args []string) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
+	fs := newFlags("status")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
@@ -267,13 +266,13 @@ func (l *idList) Set(s string) error {
 }
 
 func replay(args []string) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
-	classes := fs.String("class", "", "error classes to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
+	fs := newFlags("replay")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	classes := fs.String("class", "", "error classes (`C[,C…]`) to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
 	events := fs.Bool("events", false, "replay DEAD delivery events instead of messages")
-	tgt := fs.String("target", "", "with --events: only this target")
+	tgt := fs.String("target", "", "with --events: only this target `T`")
 	var ids idList
-	fs.Var(&ids, "id", "message (or, with --events, event) id to replay (repeatable)")
+	fs.Var(&ids, "id", "message (or, with --events, event) id `N` to replay (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
 	}
@@ -314,7 +313,7 @@ func replay(args []string) error {
 }
 
 func decode(args []string) error {
-	cfg, rest, err := loadConfig(flag.NewFlagSet("decode", flag.ContinueOnError), args)
+	cfg, rest, err := loadConfig(newFlags("decode"), args)
 	if err != nil {
 		return err
 	}

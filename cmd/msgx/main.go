@@ -1,42 +1,146 @@
 // Command msgx is the one binary of the AODB message exchange: `msgx serve` runs the inbox,
 // the pump, the dispatcher and the API; the other subcommands talk to a running server
-// (send, status, replay) or work offline (decode, migrate, version). Run `msgx help`.
+// (send, status, replay, simulate) or work offline (decode, migrate, version). Run `msgx help`.
 package main
 
 import (
+	"bytes"
+	"flag"
 	"fmt"
 	"os"
+	"strings"
+
+	"msgx/internal/suggest"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=…"; otherwise `msgx version`
+// reports the module version and VCS commit the Go toolchain embedded (see buildinfo.go).
+var version = ""
 
-const usage = `msgx — AODB message exchange
+// A command is one `msgx NAME …` subcommand. Adding a command is one entry in commands:
+// its function (which builds its flags with newFlags so that --help, mistyped flags and the
+// help text work like every other command's), its synopsis and its help.
+type command struct {
+	name     string
+	run      func(args []string) error
+	synopsis string // the flags and arguments, as in the README: "[--server URL] FILE…"
+	summary  string // one line for `msgx help`
+	help     string // what `msgx help NAME` prints between the usage line and the flags; ends with examples
+}
 
-Usage:
-  msgx serve   [--config FILE]              run the server (inbox, pump, dispatcher, API)
-  msgx send    [--server URL] FILE…         post SIS files to a running server; prints one id per file
-  msgx status  [--server URL]               counts per state, the head message and why it waits
-  msgx messages [--server URL] [--state S] [--class C] [--after ID] [--limit N]
-                                            list messages with their class, note and warnings
-  msgx message [--server URL] ID            one message: state, last error, note, every warning
-  msgx replay  [--server URL] --class C[,C…] [--id N…]
-                                            move FAILED/DEAD messages of those classes back to PENDING
-  msgx replay  [--server URL] --events [--target T] [--id N…]
-                                            move DEAD delivery events back to PENDING
-  msgx decode  [--config FILE] FILE         print the decoded message as JSON (non-zero exit on error)
-  msgx migrate [--config FILE]              apply the database migrations
-  msgx bench   [--config FILE] [--json] …   the database's floor and msgx end to end, on a scratch database (msgx bench -h)
-  msgx version                              print the version
+// commands are listed by `msgx help` in this order. (Filled in init: the commands' functions
+// refer back to the table through newFlags.)
+var commands []command
 
-The server address defaults to MSGX_SERVER, else http://127.0.0.1:<port of http.addr>.
+func init() {
+	commands = []command{
+		{name: "serve", run: serve, synopsis: "[--config FILE]",
+			summary: "run the server (inbox, pump, dispatcher, API)",
+			help: `Runs the inbox (POST /cminmsgs/send), the pump, the dispatcher and the HTTP API on
+http.addr, on the configured database (default: SQLite under ./data). Logs are JSON lines
+on stderr. Stops on SIGINT or SIGTERM after finishing the message in hand.
+
+Examples:
+  msgx serve
+  msgx serve --config /etc/msgx/msgx.yaml
+  MSGX_HTTP_ADDR=:9090 MSGX_LOG_FORMAT=text msgx serve`},
+		{name: "send", run: send, synopsis: "[--server URL] FILE…",
+			summary: "post SIS files to a running server; prints one id per file",
+			help: `Posts each file to the server's inbox, in the order given, and prints "<id>\t<file>" for
+each one accepted. With many files on a terminal, a progress bar shows on stderr.
+
+Examples:
+  msgx send testdata/ref/airl_add.xml
+  msgx send --server aodb-gw:8080 day/*.xml`},
+		{name: "status", run: status, synopsis: "[--server URL] [--json]",
+			summary: "counts per state, the head message and why it waits",
+			help: `Shows the counts of messages per state, the head message and why it waits, the
+recently parked or dead messages and, per delivery target, pending, dead and sent events.
+
+Examples:
+  msgx status
+  msgx status --server 10.0.0.5:8080 --json`},
+		{name: "messages", run: messages, synopsis: "[--server URL] [--state S] [--class C] [--after ID] [--limit N] [--json]",
+			summary: "list messages with their class, note and warnings",
+			help: `Lists messages in id order with their state, class, type and note or last error.
+
+Examples:
+  msgx messages --state DEAD
+  msgx messages --class ORPHAN --limit 200`},
+		{name: "message", run: message, synopsis: "[--server URL] [--json] ID",
+			summary: "one message: state, last error, note, every warning",
+			help: `Shows one message in full: state, class, identity, times, last error, note, warnings.
+
+Examples:
+  msgx message 42
+  msgx message --json 42`},
+		{name: "replay", run: replay, synopsis: "[--server URL] --class C[,C…] [--id N…] | --events [--target T] [--id N…]",
+			summary: "move FAILED/DEAD messages (or DEAD events) back to PENDING",
+			help: `Moves FAILED and DEAD messages of the given classes (or ids) back to PENDING, so the
+pump processes them again; MALFORMED messages are never replayed. With --events, moves DEAD
+delivery events of a target back to PENDING instead.
+
+Examples:
+  msgx replay --class EXHAUSTED,INFRA
+  msgx replay --class ORPHAN --id 17 --id 18
+  msgx replay --events --target KAFKA_FLOP`},
+		{name: "simulate", run: simulateCmd, synopsis: "[--flights N] [--speed X] [--faults LIST] [--seed S] [--server URL | --out DIR] [--json]",
+			summary: "generate an airport day of SIS traffic and post it (or write it to files)",
+			help:    simulateHelp},
+		{name: "decode", run: decode, synopsis: "[--config FILE] FILE",
+			summary: "print the decoded message as JSON (offline; non-zero exit on error)",
+			help: `Decodes one SIS file as the pump would and prints its type tag, identity, META and
+body as JSON, or its error class and error (exit code 1).
+
+Examples:
+  msgx decode testdata/flop/chot.xml`},
+		{name: "migrate", run: migrate, synopsis: "[--config FILE]",
+			summary: "apply the database migrations",
+			help: `Applies the embedded migrations to the configured database (serve does it too) and
+prints the schema version.
+
+Examples:
+  msgx migrate
+  MSGX_DATABASE_DRIVER=mysql MSGX_DATABASE_DSN='msgx:secret@tcp(db:3306)/aodb' msgx migrate`},
+		{name: "bench", run: benchCmd, synopsis: "[--config FILE] [--json] [--messages N] [--rate R] [--clients C] [--dsn FILE | --database NAME] [--floor-time D] [--history H]",
+			summary: "the database's floor and msgx end to end, on a scratch database",
+			help:    benchHelp},
+		{name: "version", run: versionCmd, synopsis: "",
+			summary: "print the version and the VCS commit it was built from",
+			help: `Prints the module version, the VCS commit and time, and the Go version msgx was built with.
+
+Examples:
+  msgx version`},
+		{name: "help", run: helpCmd, synopsis: "[COMMAND]",
+			summary: "this text, or a command's help with examples",
+			help: `Examples:
+  msgx help
+  msgx help replay`},
+	}
+}
+
+const usageFooter = `The server address (--server) is a URL or host:port; it defaults to MSGX_SERVER, else
+http://127.0.0.1:<port of http.addr>.
 Configuration: a YAML file (--config or MSGX_CONFIG) and MSGX_* environment variables;
 see the README for every key.
 
 Exit codes: 0 done; 1 failed; 2 bad command line; 3 another instance holds the pump lease
 and this one cannot stand by (SQLite); 4 bad configuration; 5 gave up waiting for the
 database (database.wait-timeout).
+
+Run 'msgx help COMMAND' for a command's flags and examples.
 `
+
+// usage is the text `msgx help` prints.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("msgx — AODB message exchange\n\nUsage:\n  msgx COMMAND [flags] [arguments]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\n" + usageFooter)
+	return b.String()
+}
 
 // Exit codes, one per reason an operator or a supervisor (systemd, Kubernetes) acts on
 // differently. The README lists them too.
@@ -49,49 +153,196 @@ const (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(exitUsage)
+	os.Exit(run(os.Args[1:]))
+}
+
+// run runs one command line and returns the exit code.
+func run(argv []string) int {
+	if len(argv) == 0 {
+		fmt.Fprint(os.Stderr, usage())
+		return exitUsage
 	}
-	cmd, args := os.Args[1], os.Args[2:]
-	var err error
-	switch cmd {
-	case "serve":
-		err = serve(args)
-	case "send":
-		err = send(args)
-	case "status":
-		err = status(args)
-	case "messages":
-		err = messages(args)
-	case "message":
-		err = message(args)
-	case "replay":
-		err = replay(args)
-	case "decode":
-		err = decode(args)
-	case "migrate":
-		err = migrate(args)
-	case "bench":
-		err = benchCmd(args)
-	case "version", "--version":
-		fmt.Println("msgx", version)
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "msgx: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(exitUsage)
+	name, args := argv[0], argv[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	case "-version", "--version":
+		name = "version"
+	}
+	cmd, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "msgx: unknown command %q%s\nRun 'msgx help' for the list of commands.\n", name, suggest.DidYouMean(name, commandNames()))
+		return exitUsage
+	}
+	helpWanted = name != "help" && wantsHelp(args)
+	err := cmd.run(args)
+	if helpWanted {
+		if !helpPrinted { // a command that does not build its flags with newFlags
+			fmt.Print(commandHelp(cmd, nil))
+		}
+		return 0
 	}
 	if err != nil {
 		if e, ok := err.(exitError); ok {
 			if e.msg != "" {
 				fmt.Fprintln(os.Stderr, e.msg)
 			}
-			os.Exit(e.code)
+			return e.code
 		}
-		fmt.Fprintln(os.Stderr, "msgx "+cmd+": "+err.Error())
-		os.Exit(exitFailure)
+		fmt.Fprintln(os.Stderr, "msgx "+name+": "+err.Error())
+		return exitFailure
 	}
+	return 0
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func commandNames() []string {
+	out := make([]string, len(commands))
+	for i, c := range commands {
+		out[i] = c.name
+	}
+	return out
+}
+
+// helpWanted is set when the command line asks for the command's help (-h, -help, --help
+// among its flags); helpPrinted once a FlagSet from newFlags has printed it.
+var helpWanted, helpPrinted bool
+
+// wantsHelp reports whether args ask for help the way the flag package reads them: a help
+// flag before the first argument that is not a flag (or "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "-h" || a == "-help" || a == "--help" || a == "--h":
+			return true
+		case a == "--" || !strings.HasPrefix(a, "-") || a == "-":
+			return false
+		}
+	}
+	return false
+}
+
+// newFlags returns the FlagSet of command name. Every command builds its flags with it so
+// that, like the go tool, `msgx CMD --help` prints the command's help with examples on stdout
+// and exits 0, a mistyped flag is answered with the flag it probably meant, and the flags are
+// listed with two dashes as the README spells them. The command returns exitError{code:
+// exitUsage} when Parse fails, as before.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	fs.Usage = func() {
+		defer msg.Reset()
+		cmd, _ := lookup(name)
+		if cmd.name == "" {
+			cmd.name = name
+		}
+		switch {
+		case helpWanted && msg.Len() == 0:
+			fmt.Print(commandHelp(cmd, fs))
+			helpPrinted = true
+		case msg.Len() > 0:
+			fmt.Fprintf(os.Stderr, "msgx %s: %s\nusage: msgx %s %s\nRun 'msgx help %s' for the flags and examples.\n",
+				name, flagProblem(fs, strings.TrimSpace(msg.String())), name, cmd.synopsis, name)
+		default: // a command calling fs.Usage() itself after its own message
+			fmt.Fprint(os.Stderr, commandHelp(cmd, fs))
+		}
+	}
+	return fs
+}
+
+// flagProblem rewrites the flag package's error in the README's spelling, with the flag the
+// user probably meant: "flag provided but not defined: -sever" → "unknown flag --sever (did
+// you mean --server?)".
+func flagProblem(fs *flag.FlagSet, text string) string {
+	const undefined = "flag provided but not defined: -"
+	if rest, ok := strings.CutPrefix(text, undefined); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		hint := ""
+		if s := suggest.Closest(rest, names); s != "" {
+			hint = " (did you mean --" + s + "?)"
+		}
+		return "unknown flag --" + rest + hint
+	}
+	if rest, ok := strings.CutPrefix(text, "flag needs an argument: -"); ok {
+		return "flag --" + rest + " needs a value"
+	}
+	if strings.HasPrefix(text, "invalid value ") || strings.HasPrefix(text, "invalid boolean value ") {
+		return strings.Replace(text, " for flag -", " for flag --", 1)
+	}
+	return text
+}
+
+// commandHelp is `msgx help NAME`: the usage line, the help with its examples, and the flags
+// of fs (when known) with two dashes.
+func commandHelp(cmd command, fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: msgx %s %s\n\n", cmd.name, cmd.synopsis)
+	if cmd.help != "" {
+		b.WriteString(strings.TrimRight(cmd.help, "\n") + "\n")
+	}
+	if fs != nil {
+		var flags []string
+		fs.VisitAll(func(f *flag.Flag) { flags = append(flags, formatFlag(f)) })
+		if len(flags) > 0 {
+			b.WriteString("\nFlags:\n" + strings.Join(flags, ""))
+		}
+	}
+	return b.String()
+}
+
+// formatFlag prints one flag as "  --name VALUE\n    \tusage (default …)\n", the value
+// named by a back-quoted word in its usage as the flag package does.
+func formatFlag(f *flag.Flag) string {
+	name, text := flag.UnquoteUsage(f)
+	line := "  --" + f.Name
+	if name != "" {
+		line += " " + name
+	}
+	line += "\n    \t" + strings.ReplaceAll(text, "\n", "\n    \t")
+	if d := f.DefValue; d != "" && d != "0" && d != "false" && d != "[]" {
+		line += fmt.Sprintf(" (default %s)", d)
+	}
+	return line + "\n"
+}
+
+// helpCmd is `msgx help [COMMAND]`.
+func helpCmd(args []string) error {
+	if len(args) == 0 {
+		fmt.Print(usage())
+		return nil
+	}
+	if len(args) > 1 {
+		return exitError{code: exitUsage, msg: "usage: msgx help [COMMAND]"}
+	}
+	if wantsHelp(args) {
+		args[0] = "help"
+	}
+	cmd, ok := lookup(args[0])
+	if !ok {
+		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx help %s: unknown command%s\nRun 'msgx help' for the list of commands.",
+			args[0], suggest.DidYouMean(args[0], commandNames()))}
+	}
+	if cmd.name == "help" {
+		fmt.Print(commandHelp(cmd, nil))
+		return nil
+	}
+	// The command itself prints its help with its flags when asked, as `msgx CMD --help` does.
+	helpWanted = true
+	cmd.run([]string{"--help"})
+	if !helpPrinted {
+		fmt.Print(commandHelp(cmd, nil))
+	}
+	return nil
 }
 
 // exitError ends the program with code after printing msg.

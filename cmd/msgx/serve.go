@@ -45,7 +45,7 @@ const (
 )
 
 func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error) {
-	path := fs.String("config", os.Getenv("MSGX_CONFIG"), "YAML config file")
+	path := fs.String("config", os.Getenv("MSGX_CONFIG"), "YAML config `FILE` (default MSGX_CONFIG)")
 	if err := fs.Parse(args); err != nil {
 		return config.Config{}, nil, exitError{code: exitUsage}
 	}
@@ -72,7 +72,7 @@ func newLogger(cfg config.Config) *slog.Logger {
 // database outage the inbox and the API stay up and answer 503 with Retry-After, while the
 // pump and the dispatcher pause and resume when the database answers again.
 func serve(args []string) error {
-	cfg, _, err := loadConfig(flag.NewFlagSet("serve", flag.ContinueOnError), args)
+	cfg, _, err := loadConfig(newFlags("serve"), args)
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func instanceName() string {
 }
 
 func migrate(args []string) error {
-	cfg, _, err := loadConfig(flag.NewFlagSet("migrate", flag.ContinueOnError), args)
+	cfg, _, err := loadConfig(newFlags("migrate"), args)
 	if err != nil {
 		return err
 	}
