@@ -18,13 +18,15 @@ import (
 	"msgx/internal/sis"
 )
 
-// serverURL returns the --server value, MSGX_SERVER, or the local address of http.addr.
+// serverURL returns the --server value, MSGX_SERVER, or the local address of http.addr. A
+// value may be a URL (http://host:8080, https://msgx.example) or, like the go tool's flags
+// that take an address, just host:port or :port (http is then assumed; :port is this host).
 func serverURL(flagValue string) string {
 	if flagValue != "" {
-		return strings.TrimSuffix(flagValue, "/")
+		return normalizeServer(flagValue)
 	}
 	if s := os.Getenv("MSGX_SERVER"); s != "" {
-		return strings.TrimSuffix(s, "/")
+		return normalizeServer(s)
 	}
 	addr := os.Getenv(config.EnvName("http.addr"))
 	if addr == "" {
@@ -38,6 +40,18 @@ func serverURL(flagValue string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// normalizeServer turns host:port or :port into a URL and drops a trailing slash.
+func normalizeServer(s string) string {
+	s = strings.TrimSuffix(strings.TrimSpace(s), "/")
+	if !strings.Contains(s, "://") {
+		if strings.HasPrefix(s, ":") {
+			s = "127.0.0.1" + s
+		}
+		s = "http://" + s
+	}
+	return s
 }
 
 var httpClient = &http.Client{Timeout: 60 * time.Second}

@@ -175,7 +175,8 @@ type Summary struct {
 // Summarize counts s.
 func (s *Stream) Summarize() Summary {
 	sum := Summary{Messages: len(s.Messages), Flights: len(s.Flights), ByType: map[string]int{},
-		Expected: map[string]int{}, DeadBy: map[string]int{}, Faults: map[string]int{}}
+		Expected: map[string]int{string(pipeline.Succeeded): 0, string(pipeline.Skipped): 0, string(pipeline.Dead): 0},
+		DeadBy:   map[string]int{}, Faults: map[string]int{}}
 	for _, m := range s.Messages {
 		sum.ByType[m.Tag]++
 		sum.Expected[string(m.Expect.State)]++
