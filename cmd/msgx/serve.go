@@ -53,6 +53,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error
 	if err != nil {
 		return cfg, nil, exitError{code: exitConfig, msg: "msgx " + fs.Name() + ": " + err.Error()}
 	}
+	for _, w := range config.UnknownEnv(os.Environ()) {
+		fmt.Fprintf(os.Stderr, "msgx %s: warning: %s\n", fs.Name(), w)
+	}
 	return cfg, fs.Args(), nil
 }
 
