@@ -8,14 +8,18 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"msgx/internal/config"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
+	"msgx/internal/suggest"
 )
 
 // serverURL returns the --server value, MSGX_SERVER, or the local address of http.addr. A
@@ -94,7 +98,16 @@ func send(args []string) error {
 		return exitError{code: 2, msg: "usage: msgx send [--server URL] FILE…"}
 	}
 	failed := 0
-	for _, path := range fs.Args() {
+	// Many files on a terminal: a progress bar on stderr, kept below the id lines.
+	var bar *progress
+	if fs.NArg() > 1 && term.IsTerminal(int(os.Stderr.Fd())) {
+		bar = newProgress("send", fs.NArg())
+		defer bar.finish()
+	}
+	for i, path := range fs.Args() {
+		if bar != nil {
+			bar.clear()
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
@@ -110,6 +123,9 @@ func send(args []string) error {
 			continue
 		}
 		fmt.Printf("%d\t%s\n", res.ID, path)
+		if bar != nil {
+			bar.update(i+1, filepath.Base(path))
+		}
 	}
 	if failed > 0 {
 		return exitError{code: 1, msg: fmt.Sprintf("%d of %d files not accepted", failed, fs.NArg())}
@@ -291,6 +307,9 @@ func replay(args []string) error {
 		return exitError{code: 2}
 	}
 	if *events {
+		if err := checkTarget(serverURL(*server), *tgt); err != nil {
+			return err
+		}
 		body, _ := json.Marshal(map[string]any{"target": *tgt, "ids": []int64(ids)})
 		var res struct{ Moved, Skipped int }
 		if err := call("POST", serverURL(*server)+"/api/v1/events/replay", body, "application/json", &res); err != nil {
@@ -303,6 +322,10 @@ func replay(args []string) error {
 	var cl []string
 	for _, c := range strings.Split(*classes, ",") {
 		if c = strings.TrimSpace(c); c != "" {
+			if _, ok := pipeline.ParseErrorClass(strings.ToUpper(c)); !ok {
+				return exitError{code: exitUsage, msg: fmt.Sprintf("msgx replay: unknown class %q%s; the classes are %s",
+					c, suggest.DidYouMean(c, classNames()), strings.Join(classNames(), ", "))}
+			}
 			cl = append(cl, strings.ToUpper(c))
 		}
 	}
@@ -324,6 +347,43 @@ func replay(args []string) error {
 		fmt.Println(id)
 	}
 	return nil
+}
+
+// classNames lists the error classes by name.
+func classNames() []string {
+	out := make([]string, len(pipeline.Classes))
+	for i, c := range pipeline.Classes {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// checkTarget answers a --target the server does not know with the target it probably meant,
+// learning the targets from the server's status; when the status cannot be read, or lists no
+// targets yet, the server itself judges the name.
+func checkTarget(server, name string) error {
+	if name == "" {
+		return nil
+	}
+	var st struct {
+		Extra struct {
+			Targets []struct {
+				Target string `json:"target"`
+			} `json:"targets"`
+		} `json:"extra"`
+	}
+	if call("GET", server+"/api/v1/status", nil, "", &st) != nil || len(st.Extra.Targets) == 0 {
+		return nil
+	}
+	var names []string
+	for _, t := range st.Extra.Targets {
+		if t.Target == name {
+			return nil
+		}
+		names = append(names, t.Target)
+	}
+	return exitError{code: exitUsage, msg: fmt.Sprintf("msgx replay: unknown target %q%s; the server's targets are %s",
+		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))}
 }
 
 func decode(args []string) error {

@@ -73,6 +73,16 @@ func (p *progress) update(done int, note string) {
 	p.drawn = true
 }
 
+// clear removes the bar from the terminal (before a line goes to stdout on the same
+// terminal); the next update draws it again.
+func (p *progress) clear() {
+	if p.tty && p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.drawn = false
+		p.last = time.Time{}
+	}
+}
+
 // finish ends the bar's line, so what follows starts on a line of its own.
 func (p *progress) finish() {
 	if p.tty && p.drawn {
