@@ -56,7 +56,7 @@ func benchCmd(args []string) error {
 	}
 	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 {
 		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, and no arguments follow the flags\n\n")
-		fs.Usage()
+		fmt.Fprintf(os.Stderr, "Run 'msgx help bench' for the flags and examples.\n")
 		return exitError{code: exitUsage}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -176,7 +176,7 @@ func run(argv []string) int {
 	}
 	helpWanted = name != "help" && wantsHelp(args)
 	err := cmd.run(args)
-	if helpWanted {
+	if helpWanted || helpPrinted {
 		if !helpPrinted { // a command that does not build its flags with newFlags
 			fmt.Print(commandHelp(cmd, nil))
 		}
@@ -213,7 +213,8 @@ func commandNames() []string {
 }
 
 // helpWanted is set when the command line asks for the command's help (-h, -help, --help
-// among its flags); helpPrinted once a FlagSet from newFlags has printed it.
+// among its flags), for commands whose flags do not come from newFlags; helpPrinted once a
+// FlagSet from newFlags has printed the help.
 var helpWanted, helpPrinted bool
 
 // wantsHelp reports whether args ask for help the way the flag package reads them: a help
@@ -245,16 +246,14 @@ func newFlags(name string) *flag.FlagSet {
 		if cmd.name == "" {
 			cmd.name = name
 		}
-		switch {
-		case helpWanted && msg.Len() == 0:
-			fmt.Print(commandHelp(cmd, fs))
-			helpPrinted = true
-		case msg.Len() > 0:
+		if msg.Len() > 0 { // Parse failed: the flag package said why
 			fmt.Fprintf(os.Stderr, "msgx %s: %s\nusage: msgx %s %s\nRun 'msgx help %s' for the flags and examples.\n",
 				name, flagProblem(fs, strings.TrimSpace(msg.String())), name, cmd.synopsis, name)
-		default: // a command calling fs.Usage() itself after its own message
-			fmt.Fprint(os.Stderr, commandHelp(cmd, fs))
+			return
 		}
+		// -h, -help or --help among the flags (flag.ErrHelp): the help, and exit code 0.
+		fmt.Print(commandHelp(cmd, fs))
+		helpPrinted = true
 	}
 	return fs
 }
