@@ -152,6 +152,12 @@ func simulateCmd(args []string) error {
 		}
 	} else {
 		sum.Server = serverURL(*server)
+		// A server that does not answer at all is said at once, not after a minute of retries.
+		resp, err := httpClient.Get(sum.Server + "/healthz")
+		if err != nil {
+			return fmt.Errorf("cannot reach msgx at %s: %w", sum.Server, err)
+		}
+		resp.Body.Close()
 		inbox := sum.Server + "/cminmsgs/send"
 		send = func(ctx context.Context, _ int, m sim.Message) (int64, error) { return postInbox(ctx, inbox, m.Body) }
 	}
