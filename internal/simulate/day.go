@@ -408,7 +408,6 @@ func (g *gen) operations(f *Flight) {
 			return
 		}
 		g.timeOp(f, block.Add(-min(8)), "FINT", block.Add(-min(8)))
-		g.status(f, block.Add(-min(8)+10*time.Second), "FNL")
 		g.flop(f, block, "CHOT", fmt.Sprintf(`<CHOT CSNO="1"><CHTM>%s</CHTM><CHID>ON</CHID><CHST>%s</CHST></CHOT>`, t(block), f.Stand))
 		g.status(f, block.Add(time.Minute), "ARR")
 		belt := g.pick(belts)
@@ -417,7 +416,6 @@ func (g *gen) operations(f *Flight) {
 				belt, t(block.Add(min(10))), t(block.Add(min(40))), first, last, f.flin()))
 		}
 		cldt(block.Add(min(3)), "", "")
-		cldt(block.Add(min(12)), t(block.Add(min(12))), "")
 		cldt(block.Add(min(33)), t(block.Add(min(12))), t(block.Add(min(33))))
 		return
 	}
