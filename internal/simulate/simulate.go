@@ -73,6 +73,10 @@ func FaultNames() []string {
 	return out
 }
 
+// MaxFlights is the largest schedule Generate makes (ten times a busy hub's day; the flight
+// numbers of the ten airlines run out at about 90,000).
+const MaxFlights = 20000
+
 // Options say what day to simulate and how.
 type Options struct {
 	Flights int            // how many flights the schedule has (at least 1)
@@ -203,8 +207,8 @@ func Generate(opt Options) (*Stream, error) {
 	if opt.Flights < 1 {
 		return nil, fmt.Errorf("simulate: flights must be at least 1, got %d", opt.Flights)
 	}
-	if opt.Flights > 900000 {
-		return nil, fmt.Errorf("simulate: at most 900000 flights, got %d", opt.Flights)
+	if opt.Flights > MaxFlights {
+		return nil, fmt.Errorf("simulate: at most %d flights, got %d", MaxFlights, opt.Flights)
 	}
 	if opt.Loc == nil {
 		opt.Loc = time.UTC

@@ -90,6 +90,31 @@ func TestEveryMessageDecodesOrFailsAsExpected(t *testing.T) {
 	}
 }
 
+// Other seeds, sizes and fault rates decode as expected too (a small day, an odd count, the
+// largest fault rate).
+func TestManySeeds(t *testing.T) {
+	for seed := int64(1); seed <= 15; seed++ {
+		opt := Options{Flights: int(seed*7) % 60, Seed: seed, Faults: Faults, FaultRate: 0.5}
+		if opt.Flights == 0 {
+			opt.Flights = 1
+		}
+		s := generate(t, opt)
+		for i, m := range s.Messages {
+			_, err := sis.Decode(m.Body, sis.Options{Location: shanghai})
+			ok := err == nil
+			if m.Expect.State == pipeline.Dead && m.Expect.Class != pipeline.Orphan {
+				ok = err != nil && pipeline.ClassOf(err) == m.Expect.Class
+			}
+			if !ok {
+				t.Fatalf("seed %d, message %d (%s, fault %q): %v", seed, i, m.Tag, m.Fault, err)
+			}
+		}
+	}
+	if _, err := Generate(Options{Flights: MaxFlights + 1, Loc: shanghai}); err == nil {
+		t.Fatal("more than MaxFlights flights")
+	}
+}
+
 // The stream is in time order, starts with the reference data and the schedule, and every
 // FLOP is for a flight of the schedule unless it is an orphan.
 func TestStreamOrderAndSchedule(t *testing.T) {
