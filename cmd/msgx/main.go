@@ -84,6 +84,25 @@ Examples:
   msgx replay --class EXHAUSTED,INFRA
   msgx replay --class ORPHAN --id 17 --id 18
   msgx replay --events --target KAFKA_FLOP`},
+		{name: "request", run: request, synopsis: "[--server URL] ref TYPE | schedule --from TIME --to TIME",
+			summary: "ask the AODB for reference data (RQRD) or a schedule window (RQFD), through COUTMSGS",
+			help: `Asks a running msgx to send a data request to the AODB: "ref TYPE" asks for one of
+the 23 reference TYPEs (RQRD), "schedule" for the flights of a window (RQFD). Prints the
+request's id, the COUTMSGS row it was queued in and its SEQN. Flags may come before or after
+the kind and the TYPE. TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport
+local time) or RFC 3339.
+
+Examples:
+  msgx request ref AIRL
+  msgx request schedule --from 2026-12-03 --to "2026-12-04 06:00"`},
+		{name: "requests", run: requestsList, synopsis: "[--server URL] [--state S] [--after ID] [--limit N] [--json]",
+			summary: "the data requests with their state and answer",
+			help: `Lists the data requests (RQRD, RQFD) with their state (REGISTERED, SENT, DONE,
+EXPIRED), re-sends and the message that answered them.
+
+Examples:
+  msgx requests
+  msgx requests --state EXPIRED --json`},
 		{name: "simulate", run: simulateCmd, synopsis: "[--flights N] [--speed X] [--faults LIST] [--seed S] [--server URL | --out DIR] [--json]",
 			summary: "generate an airport day of SIS traffic and post it (or write it to files)",
 			help:    simulateHelp},
