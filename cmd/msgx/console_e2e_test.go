@@ -1,0 +1,306 @@
+package main_test
+
+// Browser tests of the web console: Debian's chromium, headless, driven by chromedp against
+// the real binary, doing what an operator does. Screenshots of each step are saved under
+// $MSGX_TEST_ARTIFACTS, else cmd/msgx/testdata/artifacts (ignored by git), in a directory per
+// test and database; the test logs where.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath finds Debian's chromium. Under MSGX_TEST_REQUIRE_SERVICES=1 its absence fails
+// the test; otherwise the test skips, saying how to install it. No browser is ever downloaded.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "chromium is not installed (apt-get install -y chromium)"
+	if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
+		t.Fatal(msg + "; it is required with MSGX_TEST_REQUIRE_SERVICES=1")
+	}
+	t.Skip(msg + ", skipping the browser test (set MSGX_TEST_REQUIRE_SERVICES=1 to fail instead)")
+	return ""
+}
+
+// browser is one headless chromium, with a fresh profile, and where its screenshots go.
+type browser struct {
+	t         *testing.T
+	ctx       context.Context
+	artifacts string
+	shots     int
+}
+
+// newBrowser starts chromium for t; it is stopped when t ends.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := chromiumPath(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	// One deadline for the whole browser session: a page that never shows what the test waits
+	// for fails the test instead of hanging it.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium %s: %v", path, err)
+	}
+	dir := os.Getenv("MSGX_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("testdata", "artifacts")
+	}
+	dir, _ = filepath.Abs(filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())))
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots: %s", dir)
+	return &browser{t: t, ctx: ctx, artifacts: dir}
+}
+
+// run runs chromedp actions, failing the test with what was being done.
+func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.shot("failed-" + what)
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// shot saves a full-page PNG screenshot as NN-name.png in the artifacts directory.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)) // 100: PNG
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	b.shots++
+	file := filepath.Join(b.artifacts, fmt.Sprintf("%02d-%s.png", b.shots, regexp.MustCompile(`[^a-zA-Z0-9-]+`).ReplaceAllString(name, "_")))
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		b.t.Logf("save screenshot: %v", err)
+	}
+}
+
+// waitJS polls a JavaScript expression until it is true, failing the test (with a screenshot
+// and the page's text) after 20 s.
+func (b *browser) waitJS(what, expr string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(0))); err != nil {
+		b.shot("failed-" + what)
+		body, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		b.t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, expr, err, body)
+	}
+}
+
+// waitText waits until the element sel exists and its text contains every one of want.
+func (b *browser) waitText(sel string, want ...string) {
+	b.t.Helper()
+	conds := []string{fmt.Sprintf("document.querySelector(%q)", sel)}
+	for _, w := range want {
+		conds = append(conds, fmt.Sprintf("document.querySelector(%q).textContent.includes(%q)", sel, w))
+	}
+	b.waitJS(fmt.Sprintf("%s to say %q", sel, want), strings.Join(conds, " && "))
+}
+
+// confirm fills the modal's reason (when given) and presses Confirm, then waits for the modal
+// to close (the action answered 2xx).
+func (b *browser) confirm(what, reason string) {
+	b.t.Helper()
+	b.waitJS("the confirmation of "+what, `!document.getElementById('modal').hidden`)
+	b.shot("confirm-" + what)
+	if reason != "" {
+		b.run("give the reason for "+what, chromedp.SendKeys(chromedp.CSS("#modal-reason"), reason))
+	}
+	b.run("confirm "+what, chromedp.Click(chromedp.CSS("#modal-confirm")))
+	b.waitJS(what+" to be done", `document.getElementById('modal').hidden`)
+}
+
+// visit opens the console at path (a hash route such as "#/messages").
+func (b *browser) visit(base, path string) {
+	b.t.Helper()
+	b.run("open "+path, chromedp.Navigate(base+"/"+path))
+}
+
+// The operator's day in the console: see the head and why it waits, find a flight's messages,
+// open the head message (raw body, history), park it and watch the queue move on, pause a
+// target and watch its events wait while the others are delivered, resume it.
+func TestConsoleOperatorWalkThrough(t *testing.T) {
+	eachDB(t, func(t *testing.T, db dbEnv) { consoleWalkThrough(t, db) })
+}
+
+func consoleWalkThrough(t *testing.T, db dbEnv) {
+	day := tomorrow(t)
+	s := db.start(t,
+		"MSGX_PIPELINE_POLL_INTERVAL=50ms",
+		// FLOP CTOT fails with INFRA every time: the head the operator has to deal with.
+		"MSGX_TEST_INFRA_TAG=FLOP-CTOT",
+		"MSGX_PIPELINE_MAX_ATTEMPTS=100000",
+		"MSGX_PIPELINE_HEAD_DEADLINE=1h",
+		"MSGX_PIPELINE_BACKOFF_MS=500",
+	)
+	// A sender whose text is markup: the console must show it as text, never as an element.
+	markup := s.post(refWithSender(`&lt;img src=x id=injected&gt;`, 1, "XSS"))
+	snap := s.post(e2eSchd(830001,
+		e2eFltr(93001, "CA1301", "D", day.Add(10*time.Hour), ""),
+		e2eFltr(93002, "CA1302", "D", day.Add(11*time.Hour), "")))
+	s.await(markup, "SUCCEEDED", state("SUCCEEDED", ""))
+	s.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
+	head := s.post(e2eFlop(830002, "CTOT", 93001, "<CTOT>"+sisTime(day.Add(10*time.Hour+20*time.Minute))+"</CTOT>"))
+	behind := s.post(e2eFlop(830003, "EOBT", 93002, "<EOBT>"+sisTime(day.Add(11*time.Hour+5*time.Minute))+"</EOBT>"))
+	s.await(head, "FAILED/INFRA", func(m message) bool { return m.State == "FAILED" && m.Attempts >= 2 })
+	if m := s.message(behind); m.State != "PENDING" {
+		t.Fatalf("the message behind a FAILED head is %s, want PENDING", m.State)
+	}
+
+	b := newBrowser(t)
+	b.visit(s.url, "")
+	// The overview: the head, and why it waits.
+	b.waitText("#head-why", "FAILED INFRA", "everything behind it waits")
+	b.waitText("#head-id", fmt.Sprint(head), "FLOP-CTOT")
+	b.waitText("#count-FAILED", "1")
+	b.waitText("#pump-state", "running")
+	b.shot("overview-head-waits")
+
+	// Messages of flight 93001: the schedule that created it; not the unrelated STTS.
+	b.visit(s.url, "#/messages")
+	b.waitJS("the message filters", `!!document.getElementById('filter-flid')`)
+	b.run("filter by FLID",
+		chromedp.SendKeys(chromedp.CSS("#filter-flid"), "93001"),
+		chromedp.Click(chromedp.CSS("#filter-apply")))
+	b.waitJS("the messages of flight 93001", fmt.Sprintf(`location.hash.includes('flid=93001') && !!document.querySelector('#messages-table tr[data-id="%d"]')`, snap))
+	b.waitJS("only that flight's messages", fmt.Sprintf(`!document.querySelector('#messages-table tr[data-id="%d"]')`, markup))
+	b.shot("messages-of-flight")
+
+	// Markup in server data is shown as text.
+	b.visit(s.url, "#/messages")
+	b.waitText(fmt.Sprintf(`#messages-table tr[data-id="%d"]`, markup), "<img src=x id=injected>")
+	b.waitJS("no injected element", `!document.getElementById('injected') && !document.querySelector('#messages-table img')`)
+
+	// The head message: raw body (indented XML), its history of failed attempts.
+	b.visit(s.url, "#/")
+	b.waitJS("the head link", fmt.Sprintf(`!!document.querySelector('#head-id a[href="#/message/%d"]')`, head))
+	b.run("open the head message", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#head-id a[href="#/message/%d"]`, head))))
+	b.waitText("#msg-state", "FAILED", "INFRA")
+	b.waitText("#raw-body", "<CTOT>", "<FLID>93001</FLID>")
+	b.waitText("#history-list", "FAILED", "INFRA", "does not answer")
+	b.waitText("#decoded-json", `"STYP": "CTOT"`)
+	b.shot("head-message")
+
+	// Park it with a reason: it goes DEAD/PARKED and the queue moves on.
+	b.run("press park", chromedp.Click(chromedp.CSS("#park")))
+	b.confirm("park", "CTOT service down for the night")
+	b.waitText("#msg-state", "DEAD", "PARKED")
+	b.waitText("#msg-error", "CTOT service down for the night")
+	b.waitText("#history-list", "parked")
+	b.shot("head-parked")
+	s.await(behind, "SUCCEEDED (the queue moved on)", state("SUCCEEDED", ""))
+	b.visit(s.url, "#/")
+	b.waitText("#head-why", "Nothing waits")
+	b.waitText("#count-DEAD", "1")
+	b.shot("overview-queue-moved-on")
+
+	// Pause KAFKA_FLOP: a new change of flight 93002 is delivered everywhere but there.
+	b.waitJS("the KAFKA_FLOP row", `!!document.getElementById('target-pause-KAFKA_FLOP')`)
+	b.run("press pause on KAFKA_FLOP", chromedp.Click(chromedp.CSS("#target-pause-KAFKA_FLOP")))
+	b.confirm("pause KAFKA_FLOP", "consumer maintenance")
+	b.waitText(`#targets-table tr[data-id="KAFKA_FLOP"]`, "paused", "consumer maintenance")
+	change := s.post(e2eFlop(830004, "EOBT", 93002, "<EOBT>"+sisTime(day.Add(11*time.Hour+15*time.Minute))+"</EOBT>"))
+	s.await(change, "SUCCEEDED", state("SUCCEEDED", ""))
+	awaitEvent(t, s, change, "ES_FLIGHT", "SENT")
+	b.visit(s.url, fmt.Sprintf("#/message/%d", change))
+	b.waitText("#message-events", "ES_FLIGHT", "KAFKA_FLOP")
+	b.waitJS("KAFKA_FLOP's event waiting", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('KAFKA_FLOP') && r.textContent.includes('PENDING'))`)
+	b.waitJS("ES_FLIGHT's event sent", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('ES_FLIGHT') && r.textContent.includes('SENT'))`)
+	b.shot("paused-target-events-wait")
+	if ev := eventOf(t, s, change, "KAFKA_FLOP"); ev.State != "PENDING" {
+		t.Fatalf("KAFKA_FLOP's event of message %d is %s while the target is paused", change, ev.State)
+	}
+	b.visit(s.url, "#/")
+	b.waitJS("KAFKA_FLOP pending", `(() => { const r = document.querySelector('#targets-table tr[data-id="KAFKA_FLOP"]'); return r && r.children[2].textContent !== '0'; })()`)
+	b.shot("overview-target-paused")
+
+	// Resume it: the waiting event is delivered.
+	b.run("press resume on KAFKA_FLOP", chromedp.Click(chromedp.CSS("#target-resume-KAFKA_FLOP")))
+	b.confirm("resume KAFKA_FLOP", "")
+	awaitEvent(t, s, change, "KAFKA_FLOP", "SENT")
+	b.visit(s.url, fmt.Sprintf("#/message/%d", change))
+	b.waitJS("KAFKA_FLOP's event sent", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('KAFKA_FLOP') && r.textContent.includes('SENT'))`)
+	b.shot("target-resumed")
+}
+
+// consoleEvent is an event as the test checks it.
+type consoleEvent struct {
+	EventID int64  `json:"event_id"`
+	MsgID   int64  `json:"msg_id"`
+	Target  string `json:"target"`
+	State   string `json:"state"`
+}
+
+// eventsOf lists target's events of message id.
+func eventsOf(s *server, id int64, target string) []consoleEvent {
+	var out struct {
+		Events []consoleEvent `json:"events"`
+	}
+	s.getJSON("/api/v1/events?limit=1000&target="+target, &out)
+	var mine []consoleEvent
+	for _, e := range out.Events {
+		if e.MsgID == id {
+			mine = append(mine, e)
+		}
+	}
+	return mine
+}
+
+// eventOf returns message id's one event for target.
+func eventOf(t *testing.T, s *server, id int64, target string) consoleEvent {
+	t.Helper()
+	evs := eventsOf(s, id, target)
+	if len(evs) != 1 {
+		t.Fatalf("message %d has %d %s events, want 1: %+v", id, len(evs), target, evs)
+	}
+	return evs[0]
+}
+
+// awaitEvent waits until message id's event for target is in state.
+func awaitEvent(t *testing.T, s *server, id int64, target, state string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		evs := eventsOf(s, id, target)
+		if len(evs) == 1 && evs[0].State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message %d's %s event never became %s: %+v\n%s", id, target, state, evs, s.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
