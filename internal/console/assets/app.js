@@ -23,6 +23,7 @@ const API = {
   flightHistory: flid => `/api/v1/flights/${encodeURIComponent(flid)}/history`,
   requests: '/api/v1/requests',
   jobs: '/api/v1/jobs',
+  audit: '/api/v1/audit',
   pump: verb => `/api/v1/pump/${verb}`,
   target: (name, verb) => `/api/v1/targets/${encodeURIComponent(name)}/${verb}`,
 };
@@ -140,7 +141,7 @@ function anyValue(v) {
 
 function cellValue(key, v) {
   if (v === null || v === undefined) return '';
-  if (key === 'msg_id' && typeof v === 'number') return msgLink(v);
+  if (/msg_id$/.test(key) && typeof v === 'number') return msgLink(v);
   if (key === 'state' && typeof v === 'string') return stateSpan(v);
   if (/(_at|^at|since|time)$/.test(key) && typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v)) return fmtTime(v);
   if (typeof v === 'object') return h('code', {}, JSON.stringify(v));
@@ -705,8 +706,15 @@ views.message = async ({ arg, gen, view }) => {
   const historyBox = h('section', { class: 'card', id: 'history' }, h('h2', {}, 'History'), h('p', { class: 'muted' }, 'Loading…'));
   const eventsBox = h('section', { class: 'card', id: 'message-events' }, h('h2', {}, 'Events'), h('p', { class: 'muted' }, 'Loading…'));
   const extra = [];
-  if (m.request !== undefined || m.answers !== undefined || m.request_id !== undefined) {
-    extra.push(h('section', { class: 'card', id: 'request' }, h('h2', {}, 'Request it answered'), anyValue(m.request ?? m.answers ?? m.request_id)));
+  if (/-RESP$/.test(m.type_tag || '')) {
+    // A RESP answers a data request of msgx's: find the request whose answer it is.
+    const box = h('section', { class: 'card', id: 'request' }, h('h2', {}, 'Request it answered'), h('p', { class: 'muted' }, 'Looking…'));
+    extra.push(box);
+    api('GET', API.requests + '?limit=1000').then(res => {
+      if (!alive(gen)) return;
+      const req = (res.requests || []).find(r => String(r.answer_msg_id) === String(m.id));
+      fill(box, h('h2', {}, 'Request it answered'), req ? anyValue(req) : h('p', { class: 'muted' }, 'None of the last 1,000 requests names this message as its answer (an unrequested RESP, or the AODB sent it on its own).'));
+    }).catch(e => alive(gen) && fill(box, h('h2', {}, 'Request it answered'), h('p', { class: 'muted' }, describe(e))));
   }
   fill(view, 
     h('h1', {}, `Message ${m.id} `, stateSpan(m.state)),
@@ -777,6 +785,8 @@ function eventsTable(evs, selectable, selected) {
     { head: 'Created', cell: e => fmtTime(e.created_at) },
     { head: 'Sent', cell: e => fmtTime(e.sent_at) },
     { head: 'Last error', cell: e => e.last_error ? h('span', { class: 'error' }, e.last_error) : '' },
+    { head: 'Payload', cell: e => e.payload_elided ? h('span', { class: 'muted' }, `${e.payload_bytes} bytes, not listed`)
+      : e.payload !== undefined && e.payload !== null ? h('details', {}, h('summary', {}, 'show'), h('pre', {}, JSON.stringify(e.payload, null, 2))) : '' },
   ];
   if (selectable) {
     cols.unshift({ head: '', cell: e => e.state === 'DEAD' ? h('input', { type: 'checkbox', 'aria-label': 'select event ' + e.event_id, onchange: ev => ev.target.checked ? selected.add(e.event_id) : selected.delete(e.event_id) }) : '' });
@@ -961,7 +971,14 @@ views.requests = async ({ gen, view }) => {
   }
   if (!alive(gen)) return;
   const list = Array.isArray(res) ? res : (res.requests || []);
-  fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, 'The requests msgx sent to the AODB (RQFD/RQRD) and the messages that answered them.'), anyValue(list));
+  fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, 'The data requests msgx sent to the AODB (RQRD, RQFD) and the messages that answered them.'), table([
+    { head: 'Id', cell: r => String(r.id) }, { head: 'Type', cell: r => `${r.type || ''} ${r.styp || ''}` },
+    { head: 'Window', cell: r => r.stdb ? `${r.stdb} – ${r.stde || ''}` : '' },
+    { head: 'State', cell: r => stateSpan(r.state) }, { head: 'Re-sent', class: 'num', cell: r => String(r.resends ?? '') },
+    { head: 'Created', cell: r => fmtTime(r.created_at) }, { head: 'Sent', cell: r => fmtTime(r.sent_at) },
+    { head: 'Deadline', cell: r => fmtTime(r.deadline_at) }, { head: 'Finished', cell: r => fmtTime(r.finished_at) },
+    { head: 'Answer', cell: r => r.answer_msg_id ? msgLink(r.answer_msg_id) : '' },
+  ], list, { id: 'requests-table', empty: 'No request yet.' }));
 };
 
 views.jobs = async ({ gen, view }) => {
@@ -986,6 +1003,16 @@ views.jobs = async ({ gen, view }) => {
     { head: 'Result / error', cell: j => [j.result || '', j.last_error ? h('div', { class: 'error' }, j.last_error) : null] },
   ], res.jobs || [], { id: 'jobs-table', empty: 'No job yet.' }));
   fill(view, ...kids);
+};
+
+views.audit = async ({ params, gen, view }) => {
+  const q = new URLSearchParams({ limit: '200' });
+  if (params.get('after')) q.set('after', params.get('after'));
+  const res = await api('GET', API.audit + '?' + q.toString());
+  if (!alive(gen)) return;
+  const list = Array.isArray(res) ? res : (res.audit || res.entries || []);
+  fill(view, h('h1', {}, 'Audit log'), h('p', { class: 'muted' }, 'Every action taken through the API or this console, with the token that took it.'),
+    h('div', { id: 'audit-list' }, anyValue(list)));
 };
 
 // ---- start ------------------------------------------------------------------------------------------
