@@ -96,6 +96,9 @@ type Options struct {
 	// OnSent, when set, is called with the target and the ids of the events a commit has just
 	// marked SENT (msgx bench measures accept→SENT with it). It must not block.
 	OnSent func(target string, ids []int64)
+	// Paused, when set, is asked before each step of a target: while it answers true the
+	// target's events wait (an operator paused it; POST /api/v1/targets/{name}/pause).
+	Paused func(ctx context.Context, target string) bool
 }
 
 func (o Options) normalized() Options {
@@ -255,6 +258,12 @@ type stepResult struct {
 func (d *Dispatcher) loop(ctx context.Context, name string, step func(context.Context) (stepResult, error)) {
 	failures := 0
 	for ctx.Err() == nil {
+		if d.opt.Paused != nil && d.opt.Paused(ctx, name) {
+			if !d.sleep(ctx, name, d.opt.PollInterval, false) {
+				return
+			}
+			continue
+		}
 		res, err := step(ctx)
 		if ctx.Err() != nil {
 			return

@@ -56,6 +56,9 @@ type Options struct {
 	// effects of the messages before it in the batch. Nil: a message whose handler reads the
 	// view after the batch changed state is decided again at the head of the next batch.
 	ViewIn func(tx *sql.Tx) handler.View
+	// Paused, when set, is asked at each step: while it answers true the pump does nothing
+	// (an operator paused it; POST /api/v1/pump/pause) and looks again after PollInterval.
+	Paused func(ctx context.Context) bool
 }
 
 // DefaultBatchSize is the batch size of a pump whose Options leave it 0 (pipeline.batch-size's
@@ -237,6 +240,9 @@ func (p *Pump) Run(ctx context.Context) error {
 // Step does one unit of work: adopt legacy rows, then run the head job or process the head
 // message. It returns how long to wait before the next step (0: go on at once).
 func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
+	if p.opt.Paused != nil && p.opt.Paused(ctx) {
+		return p.opt.PollInterval, nil
+	}
 	now := p.opt.Clock.Now()
 	// Rows inserted straight into CMINMSGS (the gateway's) must join the order before the
 	// head is taken, or a later inbox message would overtake them: one cheap read per step
