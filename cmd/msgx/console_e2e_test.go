@@ -7,7 +7,12 @@ package main_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,9 +161,22 @@ func TestConsoleOperatorWalkThrough(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) { consoleWalkThrough(t, db) })
 }
 
+// Tokens of the walk-through: an operator who acts, a viewer who only looks.
+const (
+	operatorSecret = "console-operator-secret-1"
+	viewerSecret   = "console-viewer-secret-2"
+	adminSecret    = "console-admin-secret-3"
+)
+
+func tokenHash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 func consoleWalkThrough(t *testing.T, db dbEnv) {
 	day := tomorrow(t)
 	s := db.start(t,
+		"MSGX_AUTH_TOKENS=ops:operator:"+tokenHash(operatorSecret)+",watcher:viewer:"+tokenHash(viewerSecret)+",boss:admin:"+tokenHash(adminSecret),
 		"MSGX_PIPELINE_POLL_INTERVAL=50ms",
 		// FLOP CTOT fails with INFRA every time: the head the operator has to deal with.
 		"MSGX_TEST_INFRA_TAG=FLOP-CTOT",
@@ -171,17 +189,25 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	snap := s.post(e2eSchd(830001,
 		e2eFltr(93001, "CA1301", "D", day.Add(10*time.Hour), ""),
 		e2eFltr(93002, "CA1302", "D", day.Add(11*time.Hour), "")))
-	s.await(markup, "SUCCEEDED", state("SUCCEEDED", ""))
-	s.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
+	a := &bearerAPI{t: t, s: s, token: operatorSecret}
+	a.await(markup, "SUCCEEDED", state("SUCCEEDED", ""))
+	a.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
 	head := s.post(e2eFlop(830002, "CTOT", 93001, "<CTOT>"+sisTime(day.Add(10*time.Hour+20*time.Minute))+"</CTOT>"))
 	behind := s.post(e2eFlop(830003, "EOBT", 93002, "<EOBT>"+sisTime(day.Add(11*time.Hour+5*time.Minute))+"</EOBT>"))
-	s.await(head, "FAILED/INFRA", func(m message) bool { return m.State == "FAILED" && m.Attempts >= 2 })
-	if m := s.message(behind); m.State != "PENDING" {
+	a.await(head, "FAILED/INFRA", func(m message) bool { return m.State == "FAILED" && m.Attempts >= 2 })
+	if m := a.message(behind); m.State != "PENDING" {
 		t.Fatalf("the message behind a FAILED head is %s, want PENDING", m.State)
 	}
 
 	b := newBrowser(t)
+	// Anonymous: the console asks for a token; a wrong one is refused.
 	b.visit(s.url, "")
+	b.waitJS("the login page", `location.hash.startsWith('#/login') && !!document.getElementById('login-token')`)
+	b.run("log in with a wrong token", chromedp.SendKeys(chromedp.CSS("#login-token"), "not-a-token"), chromedp.Click(chromedp.CSS("#login-submit")))
+	b.waitText("#login-error", "not known")
+	b.shot("login-refused")
+	b.run("log in as the operator", chromedp.SendKeys(chromedp.CSS("#login-token"), operatorSecret), chromedp.Click(chromedp.CSS("#login-submit")))
+	b.waitText("#who", "ops", "operator")
 	// The overview: the head, and why it waits.
 	b.waitText("#head-why", "FAILED INFRA", "everything behind it waits")
 	b.waitText("#head-id", fmt.Sprint(head), "FLOP-CTOT")
@@ -221,7 +247,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText("#msg-error", "CTOT service down for the night")
 	b.waitText("#history-list", "parked")
 	b.shot("head-parked")
-	s.await(behind, "SUCCEEDED (the queue moved on)", state("SUCCEEDED", ""))
+	a.await(behind, "SUCCEEDED (the queue moved on)", state("SUCCEEDED", ""))
 	b.visit(s.url, "#/")
 	b.waitText("#head-why", "Nothing waits")
 	b.waitText("#count-DEAD", "1")
@@ -233,14 +259,14 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.confirm("pause KAFKA_FLOP", "consumer maintenance")
 	b.waitText(`#targets-table tr[data-id="KAFKA_FLOP"]`, "paused", "consumer maintenance")
 	change := s.post(e2eFlop(830004, "EOBT", 93002, "<EOBT>"+sisTime(day.Add(11*time.Hour+15*time.Minute))+"</EOBT>"))
-	s.await(change, "SUCCEEDED", state("SUCCEEDED", ""))
-	awaitEvent(t, s, change, "ES_FLIGHT", "SENT")
+	a.await(change, "SUCCEEDED", state("SUCCEEDED", ""))
+	a.awaitEvent(change, "ES_FLIGHT", "SENT")
 	b.visit(s.url, fmt.Sprintf("#/message/%d", change))
 	b.waitText("#message-events", "ES_FLIGHT", "KAFKA_FLOP")
 	b.waitJS("KAFKA_FLOP's event waiting", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('KAFKA_FLOP') && r.textContent.includes('PENDING'))`)
 	b.waitJS("ES_FLIGHT's event sent", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('ES_FLIGHT') && r.textContent.includes('SENT'))`)
 	b.shot("paused-target-events-wait")
-	if ev := eventOf(t, s, change, "KAFKA_FLOP"); ev.State != "PENDING" {
+	if ev := a.eventOf(change, "KAFKA_FLOP"); ev.State != "PENDING" {
 		t.Fatalf("KAFKA_FLOP's event of message %d is %s while the target is paused", change, ev.State)
 	}
 	b.visit(s.url, "#/")
@@ -250,10 +276,40 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	// Resume it: the waiting event is delivered.
 	b.run("press resume on KAFKA_FLOP", chromedp.Click(chromedp.CSS("#target-resume-KAFKA_FLOP")))
 	b.confirm("resume KAFKA_FLOP", "")
-	awaitEvent(t, s, change, "KAFKA_FLOP", "SENT")
+	a.awaitEvent(change, "KAFKA_FLOP", "SENT")
 	b.visit(s.url, fmt.Sprintf("#/message/%d", change))
 	b.waitJS("KAFKA_FLOP's event sent", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('KAFKA_FLOP') && r.textContent.includes('SENT'))`)
 	b.shot("target-resumed")
+
+	// Every action is in the audit log under the operator's token name.
+	var audit struct {
+		Audit []struct {
+			Actor, Action, Subject, Detail string
+		} `json:"audit"`
+	}
+	(&bearerAPI{t: t, s: s, token: adminSecret}).getJSON("/api/v1/audit?limit=1000", &audit)
+	var done []string
+	for _, e := range audit.Audit {
+		if e.Actor == "ops" {
+			done = append(done, e.Action)
+		}
+	}
+	if want := "message.park target.pause target.resume"; strings.Join(done, " ") != want {
+		t.Fatalf("the operator's audited actions: %q, want %q (%+v)", done, want, audit.Audit)
+	}
+
+	// A viewer sees the same but is offered no action.
+	b.run("log out", chromedp.Click(chromedp.CSS("#logout")))
+	b.waitJS("the login page again", `location.hash.startsWith('#/login') && !!document.getElementById('login-token')`)
+	b.run("log in as the viewer", chromedp.SendKeys(chromedp.CSS("#login-token"), viewerSecret), chromedp.Click(chromedp.CSS("#login-submit")))
+	b.waitText("#who", "watcher", "viewer")
+	b.waitText("#head-why", "Nothing waits")
+	b.waitJS("the targets", `!!document.querySelector('#targets-table tr[data-id="KAFKA_FLOP"]')`)
+	b.waitJS("no action for a viewer", `!document.querySelector('#pump-pause, #pump-resume, [id^="target-pause-"], [id^="target-resume-"]') && document.querySelector('#nav a[data-view="jobs"]').hidden`)
+	b.visit(s.url, fmt.Sprintf("#/message/%d", head))
+	b.waitText("#msg-state", "PARKED")
+	b.waitJS("no park or replay for a viewer", `!document.getElementById('park') && !document.getElementById('replay')`)
+	b.shot("viewer-message")
 }
 
 // consoleEvent is an event as the test checks it.
@@ -264,42 +320,92 @@ type consoleEvent struct {
 	State   string `json:"state"`
 }
 
+// bearerAPI reads the server's API with a bearer token (the harness's helpers are anonymous,
+// which a server with auth.tokens refuses).
+type bearerAPI struct {
+	t     *testing.T
+	s     *server
+	token string
+}
+
+// getJSON reads path into v, failing the test unless the answer is want (200 when omitted).
+func (a *bearerAPI) getJSON(path string, v any, want ...int) {
+	a.t.Helper()
+	req, _ := http.NewRequest("GET", a.s.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	code := http.StatusOK
+	if len(want) > 0 {
+		code = want[0]
+	}
+	if resp.StatusCode != code {
+		a.t.Fatalf("GET %s: %d %s, want %d", path, resp.StatusCode, b, code)
+	}
+	if code == http.StatusOK {
+		if err := json.Unmarshal(b, v); err != nil {
+			a.t.Fatalf("GET %s: %v in %s", path, err, b)
+		}
+	}
+}
+
+func (a *bearerAPI) message(id int64) message {
+	a.t.Helper()
+	var m message
+	a.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &m)
+	return m
+}
+
+// await polls message id until cond holds.
+func (a *bearerAPI) await(id int64, what string, cond func(message) bool) message {
+	a.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var m message
+	for time.Now().Before(deadline) {
+		if m = a.message(id); cond(m) {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.t.Fatalf("message %d never became %s; last %+v\n%s", id, what, m, a.s.logs)
+	return m
+}
+
 // eventsOf lists target's events of message id.
-func eventsOf(s *server, id int64, target string) []consoleEvent {
+func (a *bearerAPI) eventsOf(id int64, target string) []consoleEvent {
+	a.t.Helper()
 	var out struct {
 		Events []consoleEvent `json:"events"`
 	}
-	s.getJSON("/api/v1/events?limit=1000&target="+target, &out)
-	var mine []consoleEvent
-	for _, e := range out.Events {
-		if e.MsgID == id {
-			mine = append(mine, e)
-		}
-	}
-	return mine
+	a.getJSON(fmt.Sprintf("/api/v1/events?limit=1000&target=%s&msg_id=%d", target, id), &out)
+	return out.Events
 }
 
 // eventOf returns message id's one event for target.
-func eventOf(t *testing.T, s *server, id int64, target string) consoleEvent {
-	t.Helper()
-	evs := eventsOf(s, id, target)
+func (a *bearerAPI) eventOf(id int64, target string) consoleEvent {
+	a.t.Helper()
+	evs := a.eventsOf(id, target)
 	if len(evs) != 1 {
-		t.Fatalf("message %d has %d %s events, want 1: %+v", id, len(evs), target, evs)
+		a.t.Fatalf("message %d has %d %s events, want 1: %+v", id, len(evs), target, evs)
 	}
 	return evs[0]
 }
 
 // awaitEvent waits until message id's event for target is in state.
-func awaitEvent(t *testing.T, s *server, id int64, target, state string) {
-	t.Helper()
+func (a *bearerAPI) awaitEvent(id int64, target, state string) {
+	a.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		evs := eventsOf(s, id, target)
+		evs := a.eventsOf(id, target)
 		if len(evs) == 1 && evs[0].State == state {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("message %d's %s event never became %s: %+v\n%s", id, target, state, evs, s.logs)
+			a.t.Fatalf("message %d's %s event never became %s: %+v\n%s", id, target, state, evs, a.s.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

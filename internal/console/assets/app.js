@@ -6,7 +6,7 @@
 const API = {
   login: '/api/v1/login',
   logout: '/api/v1/logout',
-  whoami: '/api/v1/whoami',
+  me: '/api/v1/me',
   status: '/api/v1/status',
   throughput: '/api/v1/console/throughput',
   messages: '/api/v1/messages',
@@ -28,7 +28,6 @@ const API = {
   target: (name, verb) => `/api/v1/targets/${encodeURIComponent(name)}/${verb}`,
 };
 const CSRF_HEADER = 'X-CSRF-Token';
-const CSRF_COOKIE = 'msgx_csrf';
 const REFRESH_MS = 3000;
 const STATES = ['PENDING', 'FAILED', 'DEAD', 'SUCCEEDED', 'SKIPPED'];
 const CLASSES = ['MALFORMED', 'CODEC_ERROR', 'UNSUPPORTED', 'ORPHAN', 'INFRA', 'EXHAUSTED', 'PARKED', 'REJECTED'];
@@ -154,16 +153,9 @@ class APIError extends Error {
   constructor(status, message, code) { super(message); this.status = status; this.code = code; }
 }
 
-function cookie(name) {
-  for (const part of document.cookie.split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === name) return decodeURIComponent(v.join('='));
-  }
-  return '';
-}
-
-// api calls the JSON API. State-changing calls carry the CSRF token the login gave (or the
-// CSRF cookie). A 401 sends the user to the login page.
+// api calls the JSON API. State-changing calls carry the CSRF token that the login (or
+// GET /api/v1/me after a reload) gave; the session cookie itself is HttpOnly. A 401 sends the
+// user to the login page.
 async function api(method, path, body, opts) {
   opts = opts || {};
   const init = { method, credentials: 'same-origin', headers: { Accept: opts.text ? '*/*' : 'application/json' } };
@@ -172,8 +164,7 @@ async function api(method, path, body, opts) {
     init.body = JSON.stringify(body);
   }
   if (method !== 'GET' && method !== 'HEAD') {
-    const t = session.csrf || cookie(CSRF_COOKIE);
-    if (t) init.headers[CSRF_HEADER] = t;
+    if (session.csrf) init.headers[CSRF_HEADER] = session.csrf;
   }
   let r;
   try {
@@ -201,7 +192,8 @@ async function api(method, path, body, opts) {
 // ---- session --------------------------------------------------------------------------------
 
 // session.user is {name, role} once known; role decides which actions are shown (the server
-// decides what is allowed). auth is false when the server has no login (loopback-only mode).
+// decides what is allowed). auth is false when the server has no tokens and answers loopback
+// clients only (no login, no logout).
 const session = { user: null, csrf: '', auth: true, checked: false };
 const ROLE_RANK = { viewer: 1, operator: 2, admin: 3 };
 
@@ -212,18 +204,13 @@ function can(role) {
 
 async function loadSession() {
   try {
-    const me = await api('GET', API.whoami, undefined, { noRedirect: true });
-    session.user = { name: me.name || me.token || 'unknown', role: me.role || 'viewer' };
-    if (me.csrf || me.csrf_token) session.csrf = me.csrf || me.csrf_token;
-    session.auth = me.auth !== false;
+    const me = await api('GET', API.me, undefined, { noRedirect: true });
+    session.user = { name: me.name || 'unknown', role: me.role || 'viewer' };
+    if (me.csrf_token) session.csrf = me.csrf_token;
+    session.auth = me.via !== 'loopback';
   } catch (e) {
-    if (e.status === 404) {
-      // A server without access control: it answers only on loopback, with every role.
-      session.user = { name: 'local', role: 'admin' };
-      session.auth = false;
-    } else {
-      session.user = null;
-    }
+    session.user = null;
+    if (e.status !== 401) flash('Who you are is unknown: ' + describe(e), true);
   }
   session.checked = true;
   renderWho();
@@ -232,6 +219,7 @@ async function loadSession() {
 function renderWho() {
   const el = document.getElementById('who');
   fill(el);
+  for (const a of document.querySelectorAll('#nav a[data-role]')) a.hidden = !can(a.dataset.role);
   if (!session.user) {
     el.append(link('/login', 'Log in'));
     return;
@@ -298,7 +286,8 @@ function confirmAction({ title, body, reason, confirmText, act }) {
 
 function describe(e) {
   if (e instanceof APIError) {
-    if (e.status === 403) return 'Not allowed for your role: ' + e.message;
+    if (e.status === 403 && e.code === 'csrf') return 'Refused as a possible cross-site request (' + e.message + '); reload the page and try again.';
+    if (e.status === 403) return 'Not allowed: ' + e.message;
     if (e.status === 404 && e.code === 'not_found' && /no route/.test(e.message)) return 'This server does not offer that yet (' + e.message + ')';
     return e.message + (e.status ? ` (HTTP ${e.status})` : '');
   }
@@ -362,14 +351,16 @@ views.login = ({ params, view }) => {
     try {
       const res = await api('POST', API.login, { token: input.value }, { noRedirect: true });
       input.value = '';
-      if (res && (res.csrf || res.csrf_token)) session.csrf = res.csrf || res.csrf_token;
-      await loadSession();
-      if (res && res.name && !session.user) session.user = { name: res.name, role: res.role || 'viewer' };
+      session.user = { name: res.name, role: res.role || 'viewer' };
+      session.csrf = res.csrf_token || '';
+      session.auth = res.via !== 'loopback';
       renderWho();
       location.hash = '#' + (params.get('next') || '/');
     } catch (e) {
       err.textContent = e.status === 401 ? 'That token is not known.' : describe(e);
       err.hidden = false;
+      input.value = '';
+      input.focus();
     }
   });
   fill(view, form);
@@ -445,25 +436,19 @@ function renderHead(el, st) {
   fill(el, ...kids);
 }
 
-// pausedOf reads a pause flag from whatever shape the server gives: a boolean, or an object
-// with paused/reason.
-function pausedOf(v) {
-  if (v === true) return { paused: true };
-  if (v && typeof v === 'object' && v.paused) return v;
-  return null;
-}
-
 function renderPump(el, st) {
   const ex = st.extra || {};
-  const pumpPause = pausedOf(st.pump_paused) || pausedOf(ex.pump_paused) || pausedOf(ex.paused && ex.paused.pump);
-  const dispatcher = ex.dispatcher || (ex.paused && ex.paused.dispatcher);
+  const pumpPause = st.pump_paused || null;
+  const pausedTargets = (st.paused || []).filter(p => p.name.startsWith('target:')).map(p => p.name.slice(7));
+  const dispatcher = !st.pump_running ? 'runs with the pump, not here'
+    : pausedTargets.length ? 'running; paused for ' + pausedTargets.join(', ') : 'running';
   const kids = [h('h2', {}, 'Pump and dispatcher')];
-  const state = pumpPause ? 'paused' + (pumpPause.reason ? ': ' + pumpPause.reason : '') + (pumpPause.by ? ' (by ' + pumpPause.by + ')' : '')
-    : st.pump_running ? 'running' : 'not running here' + (st.pump_state ? ' (' + st.pump_state + ')' : '');
+  const state = pumpPause ? `paused by ${pumpPause.paused_by} since ${fmtTime(pumpPause.paused_at)}` + (pumpPause.reason ? ': ' + pumpPause.reason : '')
+    : st.pump_running ? 'running' : 'not running here';
   kids.push(h('dl', { class: 'kv' },
     h('dt', {}, 'Pump'), h('dd', { id: 'pump-state', class: pumpPause ? 'warn' : st.pump_running ? 'ok' : 'warn' }, state),
     st.pump_state && !pumpPause ? [h('dt', {}, 'Detail'), h('dd', {}, st.pump_state)] : null,
-    h('dt', {}, 'Dispatcher'), h('dd', { id: 'dispatcher-state' }, dispatcher ? (typeof dispatcher === 'object' ? JSON.stringify(dispatcher) : String(dispatcher)) : (st.pump_running ? 'running with the pump' : 'runs with the pump')),
+    h('dt', {}, 'Dispatcher'), h('dd', { id: 'dispatcher-state', class: pausedTargets.length ? 'warn' : null }, dispatcher),
     h('dt', {}, 'Lease holder'), h('dd', { id: 'lease-holder' }, st.lease_holder || 'nobody')));
   if (can('operator')) {
     kids.push(h('div', { class: 'actions' }, pumpPause
@@ -473,15 +458,16 @@ function renderPump(el, st) {
   fill(el, ...kids);
 }
 
-function targetPaused(t) {
-  return pausedOf(t.paused) || (t.paused_at ? { paused: true, reason: t.pause_reason || t.paused_reason, by: t.paused_by } : null);
+// targetPaused returns the target's pause (who, why, since) from the status, or null.
+function targetPaused(st, name) {
+  return (st.paused || []).find(p => p.name === 'target:' + name) || null;
 }
 
 function renderTargets(el, st) {
   const ts = (st.extra && Array.isArray(st.extra.targets)) ? st.extra.targets : [];
   const cols = [
     { head: 'Target', cell: t => link('/events?target=' + encodeURIComponent(t.target), t.target) },
-    { head: 'State', cell: t => { const p = targetPaused(t); return p ? h('span', { class: 'warn' }, 'paused' + (p.reason ? ': ' + p.reason : '')) : t.blocked_since ? h('span', { class: 'bad' }, 'blocked') : h('span', { class: 'ok' }, 'delivering'); } },
+    { head: 'State', cell: t => { const p = targetPaused(st, t.target); return p ? h('span', { class: 'warn' }, `paused by ${p.paused_by}` + (p.reason ? ': ' + p.reason : '')) : t.blocked_since ? h('span', { class: 'bad' }, 'blocked') : h('span', { class: 'ok' }, 'delivering'); } },
     { head: 'Pending', class: 'num', cell: t => String(t.pending) },
     { head: 'Dead', class: 'num', cell: t => t.dead ? link('/events?state=DEAD&target=' + encodeURIComponent(t.target), String(t.dead)) : '0' },
     { head: 'Sent', class: 'num', cell: t => String(t.sent) },
@@ -490,7 +476,7 @@ function renderTargets(el, st) {
   ];
   if (can('operator')) {
     cols.push({ head: 'Actions', cell: t => h('span', { class: 'actions' },
-      targetPaused(t)
+      targetPaused(st, t.target)
         ? h('button', { type: 'button', id: 'target-resume-' + t.target, onclick: () => targetAction(t.target, 'resume') }, 'Resume')
         : h('button', { type: 'button', id: 'target-pause-' + t.target, onclick: () => targetAction(t.target, 'pause') }, 'Pause'),
       t.dead ? h('button', { type: 'button', id: 'target-replay-' + t.target, onclick: () => replayDeadEvents(t.target, t.dead) }, 'Replay dead') : null) });
@@ -571,7 +557,7 @@ async function replayDeadEvents(target, count, ids) {
     confirmText: 'Replay',
     act: () => api('POST', API.eventsReplay, ids && ids.length ? { target, ids } : { target }),
   });
-  if (done) { flash(`Replayed: ${done.moved} moved, ${done.skipped} skipped.`); route(); }
+  if (done) { flash(`Replayed: ${done.moved} moved, ${done.skipped} skipped.` + (done.note ? ' ' + done.note : '')); route(); }
 }
 
 // replayMessages previews (dry_run) what would move, then replays on confirmation.
@@ -658,9 +644,9 @@ views.messages = async ({ params, gen, view }) => {
       replayMessages({ ids: [...selected] });
     } }, 'Replay selected…')));
   }
-  if (ms.length === 100) {
+  if (res.next_after) {
     const next = Object.fromEntries(params);
-    next.after = ms[ms.length - 1].id;
+    next.after = res.next_after;
     kids.push(h('p', {}, h('a', { href: '#/messages?' + new URLSearchParams(next).toString(), id: 'next-page' }, 'Next page →')));
   }
   fill(list, ...kids);
@@ -767,8 +753,14 @@ function renderRaw(box, raw) {
 
 // renderHistory shows a message's attempts and state changes, whatever the list is called.
 function renderHistory(box, res) {
-  const list = Array.isArray(res) ? res : (res.history || res.attempts || res.entries || res.changes || []);
-  fill(box, h('h2', {}, 'History'), h('div', { id: 'history-list' }, anyValue(list)));
+  const list = Array.isArray(res) ? res : (res.history || []);
+  fill(box, h('h2', {}, 'History'), h('div', { id: 'history-list' }, table([
+    { head: 'At', cell: e => fmtTime(e.at) },
+    { head: 'State', cell: e => [stateSpan(e.state), e.error_class ? ' ' + e.error_class : ''] },
+    { head: 'Attempts', class: 'num', cell: e => String(e.attempts ?? '') },
+    { head: 'Detail', cell: e => e.detail || '' },
+    { head: 'By', cell: e => e.actor || h('span', { class: 'muted' }, 'pump') },
+  ], list, { empty: 'Nothing recorded yet (messages processed before msgx kept a history have only their state).' })));
 }
 
 // ---- events ---------------------------------------------------------------------------------------
@@ -824,9 +816,9 @@ views.events = async ({ params, gen, view }) => {
     } }, 'Replay selected…'));
   }
   const kids = [h('h1', {}, 'Events', target ? ' of ' + target : ''), form, actions, eventsTable(evs, can('operator') && !!target, selected)];
-  if (evs.length === 200) {
+  if (res.next_after) {
     const next = Object.fromEntries(params);
-    next.after = evs[evs.length - 1].event_id;
+    next.after = res.next_after;
     kids.push(h('p', {}, h('a', { href: '#/events?' + new URLSearchParams(next).toString() }, 'Next page →')));
   }
   fill(view, ...kids);
@@ -856,7 +848,7 @@ views.dead = async ({ gen, view }) => {
     { head: 'Type', cell: m => m.type_tag || '' },
     { head: 'Last error / note', cell: m => [m.last_error ? h('span', { class: 'error' }, m.last_error) : '', m.note ? h('div', {}, m.note) : null] },
   ], ms, { id: 'dead-messages', empty: 'No DEAD message.' }));
-  if (ms.length === 200) kids.push(h('p', {}, link('/messages?state=DEAD&after=' + ms[ms.length - 1].id, 'More…')));
+  if (msgs.next_after) kids.push(h('p', {}, link('/messages?state=DEAD&after=' + encodeURIComponent(msgs.next_after), 'More…')));
   const ts = (st.extra && Array.isArray(st.extra.targets) ? st.extra.targets : []).filter(t => t.dead > 0);
   kids.push(h('h2', {}, 'Events'), table([
     { head: 'Target', cell: t => link('/events?state=DEAD&target=' + encodeURIComponent(t.target), t.target) },
@@ -985,7 +977,7 @@ views.jobs = async ({ gen, view }) => {
   const res = await api('GET', API.jobs);
   if (!alive(gen)) return;
   const kids = [h('h1', {}, 'Jobs')];
-  if (can('operator')) {
+  if (can('admin')) {
     const kind = h('select', { id: 'job-kind' }, h('option', { value: 'ARCHIVE' }, 'ARCHIVE'));
     kids.push(h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('button', { type: 'button', id: 'job-start', onclick: async () => {
       const done = await confirmAction({
