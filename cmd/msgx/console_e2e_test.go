@@ -63,6 +63,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.NoFirstRun,
 		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("hide-scrollbars", true), // screenshots of the page, not of a scrollbar
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 1000),
 	}
