@@ -189,7 +189,8 @@ func serve(args []string) error {
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake,
-		Auth: api.NewAuth(cfg.Auth.Tokens, cfg.InboxRule(), clock), Targets: targetNames(cfg), DispatchWake: dispWake}
+		Auth: api.NewAuth(cfg.Auth.Tokens, cfg.InboxRule(), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
+		ConfigView: cfg.Redacted}
 	if srv.Auth.Open() {
 		log.Warn("no auth.tokens configured: the API and the console answer only to loopback clients (127.0.0.1, ::1); the inbox stays open (http.inbox-allow restricts it)")
 	}

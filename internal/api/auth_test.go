@@ -50,7 +50,8 @@ func newFixture(t *testing.T, db *store.DB, tokens []config.Token, inbox config.
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go in.Run(ctx)
-	srv := &api.Server{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, inbox, clock)}
+	srv := &api.Server{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, inbox, clock),
+		ConfigView: config.Default().Redacted}
 	f := &fixture{db: db, h: srv.Handler(), logs: logs}
 	now := time.Now()
 	ids, err := db.InsertMessages(ctx, []string{"<dead/>", "<ok/>", "<pending/>"}, now)
@@ -139,6 +140,7 @@ func TestEveryRouteForEveryRole(t *testing.T) {
 			{"GET", "/api/v1/jobs", "", api.RoleAdmin},
 			{"POST", "/api/v1/jobs", `{"kind":"ARCHIVE"}`, api.RoleAdmin},
 			{"GET", "/api/v1/audit", "", api.RoleAdmin},
+			{"GET", "/api/v1/config", "", api.RoleAdmin},
 		}
 		secrets := map[api.Role]string{api.RoleNone: "", api.RoleViewer: viewerSecret, api.RoleOperator: operatorSecret, api.RoleAdmin: adminSecret}
 		for _, rt := range routes {

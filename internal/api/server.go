@@ -54,6 +54,8 @@ type Server struct {
 	Targets []string
 	// DispatchWake ends the dispatcher's idle waits (after an event replay or a resume).
 	DispatchWake func()
+	// ConfigView, when set, is the configuration GET /api/v1/config shows admins (redacted).
+	ConfigView func() (map[string]any, error)
 
 	ops store.Operator // s.DB's operator side, when it has one
 }
@@ -74,6 +76,16 @@ func (s *Server) Handler() http.Handler {
 	}
 	if ev, ok := s.DB.(store.Events); ok {
 		s.eventRoutes(mux, ev)
+	}
+	if s.ConfigView != nil {
+		mux.HandleFunc("GET /api/v1/config", func(w http.ResponseWriter, r *http.Request) {
+			v, err := s.ConfigView()
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, "internal", err.Error())
+				return
+			}
+			writeJSON(w, http.StatusOK, v)
+		})
 	}
 	mux.HandleFunc("POST /api/v1/replay", s.replay)
 	mux.HandleFunc("GET /api/v1/status", s.status)

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"msgx/internal/secret"
+	"msgx/internal/target"
 )
 
 // Strings is a list of strings kept as written: a YAML list or a comma-separated string.
@@ -144,4 +147,45 @@ func (c *Config) validateAuth() error {
 		return bad("http.admin-addr", "must differ from http.addr (%s)", c.HTTP.Addr)
 	}
 	return nil
+}
+
+// Redacted returns c as an operator may see it (GET /api/v1/config): every password, secret,
+// API key and DSN password masked, token hashes shortened, as the YAML keys and values.
+func (c Config) Redacted() (map[string]any, error) {
+	c.Database.DSN = secret.Redact(c.Database.DSN)
+	mask := func(s *string) {
+		if *s != "" {
+			*s = secret.Mask
+		}
+	}
+	targets := make(map[string]target.Config, len(c.Targets))
+	for name, t := range c.Targets {
+		mask(&t.Password)
+		mask(&t.Secret)
+		mask(&t.APIKey)
+		mask(&t.SASL.Password)
+		t.URL = secret.Redact(t.URL)
+		addrs := make([]string, len(t.Addresses))
+		for i, a := range t.Addresses {
+			addrs[i] = secret.Redact(a)
+		}
+		t.Addresses = addrs
+		targets[name] = t
+	}
+	c.Targets = targets
+	tokens := make(Tokens, len(c.Auth.Tokens))
+	for i, t := range c.Auth.Tokens {
+		t.Hash = t.Hash[:min(len(t.Hash), 15)] + "…"
+		tokens[i] = t
+	}
+	c.Auth.Tokens = tokens
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := yaml.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 const goodHash = "sha256:0000000000000000000000000000000000000000000000000000000000000001"
@@ -43,5 +45,35 @@ func TestAuthMistakesNameTheirKey(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want it to name %q", c.env, err, c.want)
 		}
+	}
+}
+
+func TestRedactedConfigHidesEverySecret(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "msgx.yaml")
+	os.WriteFile(path, []byte(`database: {driver: mysql, dsn: "msgx:DbPass1@tcp(db:3306)/aodb"}
+auth:
+  tokens: [{name: ops, role: operator, hash: `+goodHash+`}]
+targets:
+  KAFKA_FLOP: {sink: kafka, brokers: [k:9092], topic: t, sasl: {mechanism: PLAIN, username: u, password: SaslPass2}}
+  REDIS_NOTIFY: {sink: redis, channel: c, password: RedisPass3}
+  ES_FLIGHT: {sink: elasticsearch, index: i, addresses: ["https://es:EsPass4@es:9200"]}
+  WEBHOOK_OPS: {sink: webhook, url: "https://u:HookPass5@h/x?token=HookTok6", secret: HmacKey7, copy-of: REDIS_NOTIFY}
+`), 0o644)
+	c, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Redacted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := yaml.Marshal(v)
+	for _, s := range []string{"DbPass1", "SaslPass2", "RedisPass3", "EsPass4", "HookPass5", "HookTok6", "HmacKey7", goodHash} {
+		if strings.Contains(string(b), s) {
+			t.Errorf("the config view shows %q:\n%s", s, b)
+		}
+	}
+	if !strings.Contains(string(b), "msgx:xxxxx@tcp(db:3306)/aodb") || !strings.Contains(string(b), "name: ops") {
+		t.Errorf("the config view lost what is not secret:\n%s", b)
 	}
 }
