@@ -155,9 +155,10 @@ func (b *browser) visit(base, path string) {
 	b.run("open "+path, chromedp.Navigate(base+"/"+path))
 }
 
-// The operator's day in the console: see the head and why it waits, find a flight's messages,
-// open the head message (raw body, history), park it and watch the queue move on, pause a
-// target and watch its events wait while the others are delivered, resume it.
+// The operator's day in the console: log in, see the head and why it waits, find a flight's
+// messages, open the head message (raw body, history), preview a replay, park it and watch the
+// queue move on, pause and resume the pump, pause a target and watch its events wait while the
+// others are delivered, resume it; then a viewer, who is offered no action.
 func TestConsoleOperatorWalkThrough(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) { consoleWalkThrough(t, db) })
 }
@@ -248,11 +249,37 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText("#msg-error", "CTOT service down for the night")
 	b.waitText("#history-list", "parked")
 	b.shot("head-parked")
+	// A replay shows first what would move (a dry run); cancelled, nothing moves.
+	b.run("press replay", chromedp.Click(chromedp.CSS("#replay")))
+	b.waitText("#replay-preview", "1 message(s) would move back to PENDING")
+	b.shot("replay-preview")
+	b.run("cancel the replay", chromedp.Click(chromedp.CSS("#modal-cancel")))
+	b.waitJS("the dialog closed", `document.getElementById('modal').hidden`)
+	if m := a.message(head); m.State != "DEAD" || m.class() != "PARKED" {
+		t.Fatalf("after a cancelled replay the parked message is %s/%s", m.State, m.class())
+	}
 	a.await(behind, "SUCCEEDED (the queue moved on)", state("SUCCEEDED", ""))
 	b.visit(s.url, "#/")
 	b.waitText("#head-why", "Nothing waits")
 	b.waitText("#count-DEAD", "1")
 	b.shot("overview-queue-moved-on")
+
+	// Pause the pump: a new message waits, and the head says why; resumed, it is processed.
+	b.run("press pause on the pump", chromedp.Click(chromedp.CSS("#pump-pause")))
+	b.confirm("pause the pump", "database maintenance")
+	b.waitText("#pump-state", "paused by ops", "database maintenance")
+	held := s.post(refWithSender("AODB", 2, "HLD"))
+	b.waitText("#head-why", "paused by ops")
+	b.waitText("#head-id", fmt.Sprint(held))
+	b.shot("pump-paused")
+	if m := a.message(held); m.State != "PENDING" {
+		t.Fatalf("a message sent while the pump is paused is %s", m.State)
+	}
+	b.run("press resume on the pump", chromedp.Click(chromedp.CSS("#pump-resume")))
+	b.confirm("resume the pump", "")
+	a.await(held, "SUCCEEDED after the resume", state("SUCCEEDED", ""))
+	b.waitText("#head-why", "Nothing waits")
+	b.waitText("#pump-state", "running")
 
 	// Pause KAFKA_FLOP: a new change of flight 93002 is delivered everywhere but there.
 	b.waitJS("the KAFKA_FLOP row", `!!document.getElementById('target-pause-KAFKA_FLOP')`)
@@ -295,7 +322,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 			done = append(done, e.Action)
 		}
 	}
-	if want := "message.park target.pause target.resume"; strings.Join(done, " ") != want {
+	if want := "message.park pump.pause pump.resume target.pause target.resume"; strings.Join(done, " ") != want {
 		t.Fatalf("the operator's audited actions: %q, want %q (%+v)", done, want, audit.Audit)
 	}
 
