@@ -466,7 +466,7 @@ function targetPaused(st, name) {
 function renderTargets(el, st) {
   const ts = (st.extra && Array.isArray(st.extra.targets)) ? st.extra.targets : [];
   const cols = [
-    { head: 'Target', cell: t => link('/events?target=' + encodeURIComponent(t.target), t.target) },
+    { head: 'Target', cell: t => link('/events?state=PENDING&target=' + encodeURIComponent(t.target), t.target) },
     { head: 'State', cell: t => { const p = targetPaused(st, t.target); return p ? h('span', { class: 'warn' }, `paused by ${p.paused_by}` + (p.reason ? ': ' + p.reason : '')) : t.blocked_since ? h('span', { class: 'bad' }, 'blocked') : h('span', { class: 'ok' }, 'delivering'); } },
     { head: 'Pending', class: 'num', cell: t => String(t.pending) },
     { head: 'Dead', class: 'num', cell: t => t.dead ? link('/events?state=DEAD&target=' + encodeURIComponent(t.target), String(t.dead)) : '0' },
@@ -837,7 +837,9 @@ views.dead = async ({ gen, view }) => {
   for (const m of ms) byClass[m.error_class || '?'] = (byClass[m.error_class || '?'] || 0) + 1;
   const kids = [h('h1', {}, 'Dead letters'), h('h2', {}, 'Messages')];
   if (can('operator')) {
-    const classSel = h('select', { id: 'replay-class' }, CLASSES.filter(c => c !== 'MALFORMED').map(c => h('option', { value: c }, c + (byClass[c] ? ` (${byClass[c]})` : ''))));
+    const replayable = CLASSES.filter(c => c !== 'MALFORMED');
+    const first = replayable.find(c => byClass[c]) || 'PARKED';
+    const classSel = h('select', { id: 'replay-class' }, replayable.map(c => h('option', { value: c, selected: c === first }, c + (byClass[c] ? ` (${byClass[c]})` : ''))));
     kids.push(h('div', { class: 'actions' }, h('label', {}, 'Replay class ', classSel),
       h('button', { type: 'button', id: 'replay-class-go', onclick: () => replayMessages({ classes: [classSel.value] }) }, 'Preview and replay…')));
   }
@@ -877,7 +879,7 @@ views.flights = async ({ params, gen, view }) => {
   const g = (r, k) => r[k] === undefined || r[k] === null ? '' : (typeof r[k] === 'object' ? JSON.stringify(r[k]) : String(r[k]));
   fill(view, h('h1', {}, `Flights of ${day} `, h('span', { class: 'muted' }, `(${res.count ?? fl.length})`)), form, table([
     { head: 'FLID', cell: r => flightLink(r.FLID) },
-    { head: 'Flight', cell: r => g(r, 'ALCD') + g(r, 'FLNO') },
+    { head: 'Flight', cell: r => g(r, 'FLNO') },
     { head: 'A/D', cell: r => g(r, 'MVIN') },
     { head: 'Scheduled', cell: r => fmtTime(r.SODT) },
     { head: 'Estimated', cell: r => fmtTime(r.ESTT) },
@@ -903,7 +905,7 @@ views.flight = async ({ arg, gen, view }) => {
   }
   if (!alive(gen)) return;
   const record = rec ? (rec.record || rec) : null;
-  fill(view, h('h1', {}, `Flight ${flid} `, record ? h('span', { class: 'muted' }, `${record.ALCD || ''}${record.FLNO || ''} ${record.MVIN || ''}`) : ''),
+  fill(view, h('h1', {}, `Flight ${flid} `, record ? h('span', { class: 'muted' }, `${record.FLNO || ''} ${record.MVIN === 'A' ? 'arrival' : record.MVIN === 'D' ? 'departure' : ''}`) : ''),
     h('section', { class: 'card', id: 'flight-record' }, h('h2', {}, 'Record'),
       rec ? [h('p', { class: 'muted' }, `local day ${rec.day || ''}, version ${rec.version ?? ''}, last changed by message `, rec.msg_id ? msgLink(rec.msg_id) : '—'), anyValue(record)]
         : h('p', { class: 'muted' }, 'No stored record (deleted, never scheduled, or swept).')),
@@ -937,7 +939,7 @@ function flightHistory(list) {
     return h('li', {},
       e.msg_id ? ['message ', msgLink(e.msg_id), ' '] : '',
       e.type_tag ? e.type_tag + ' ' : '', e.at || e.changed_at ? h('span', { class: 'muted' }, fmtTime(e.at || e.changed_at)) : '',
-      e.kind ? ' ' + e.kind : '',
+      e.op ? ' ' + e.op : '',
       Array.isArray(changes) ? table([
         { head: 'Field', cell: c => c.field || c.name || '' },
         { head: 'Old', cell: c => cellValue('old', c.old) },
@@ -946,7 +948,7 @@ function flightHistory(list) {
         { head: 'Field', cell: c => c[0] },
         { head: 'Old', cell: c => cellValue('old', c[1] && c[1].old) },
         { head: 'New', cell: c => cellValue('new', c[1] && c[1].new) },
-      ], Object.entries(changes)) : anyValue(Object.fromEntries(Object.entries(e).filter(([k]) => !['msg_id', 'type_tag', 'at', 'kind'].includes(k)))));
+      ], Object.entries(changes)) : anyValue(Object.fromEntries(Object.entries(e).filter(([k]) => !['msg_id', 'type_tag', 'at', 'op'].includes(k)))));
   }));
 }
 
