@@ -550,14 +550,22 @@ async function targetAction(name, verb) {
 }
 
 async function replayDeadEvents(target, count, ids) {
+  const req = ids && ids.length ? { target, ids } : { target };
+  let preview;
+  try {
+    preview = await api('POST', API.eventsReplay, Object.assign({ dry_run: true }, req));
+  } catch (e) {
+    preview = { error: describe(e) };
+  }
+  const body = [preview.error
+    ? h('p', { class: 'warn' }, 'No preview: ' + preview.error)
+    : h('p', { id: 'events-replay-preview' }, `${preview.moved} DEAD event(s) of ${target} would go back to PENDING` + (preview.skipped ? `, ${preview.skipped} would be left as they are` : '') + '.')];
+  body.push(h('p', {}, preview.note || 'Replayed events are delivered after the newer events of this target that were delivered meanwhile: receivers order and deduplicate by event_id.'));
   const done = await confirmAction({
-    title: `Replay dead events of ${target}`,
-    body: [ids && ids.length ? `${ids.length} selected event(s) go back to PENDING.` : `${count} DEAD event(s) go back to PENDING.`,
-      'Replayed events are delivered after the newer events already waiting for this target.'],
-    confirmText: 'Replay',
-    act: () => api('POST', API.eventsReplay, ids && ids.length ? { target, ids } : { target }),
+    title: `Replay dead events of ${target}`, body, confirmText: 'Replay',
+    act: () => api('POST', API.eventsReplay, req),
   });
-  if (done) { flash(`Replayed: ${done.moved} moved, ${done.skipped} skipped.` + (done.note ? ' ' + done.note : '')); route(); }
+  if (done) { flash(`Replayed: ${done.moved} moved, ${done.skipped} skipped.`); route(); }
 }
 
 // replayMessages previews (dry_run) what would move, then replays on confirmation.
