@@ -152,6 +152,10 @@ func TestTargetPauseHoldsItsEvents(t *testing.T) {
 		_ = out
 		s.mustCLI([]string{`"FLID": 92001`}, "flight", "92001")
 		s.mustCLI([]string{fmt.Sprint(snap), fmt.Sprint(stnd)}, "messages", "--flid", "92001")
+		s.mustCLI([]string{"dry run: would move 0 dead events", "note: replayed events are delivered again"}, "replay", "--events", "--target", "KAFKA_FLOP", "--dry-run")
+		if out, err := s.cli(nil, "replay", "--events", "--target", "KAFKA_FLOPP"); err == nil || !strings.Contains(out, `target "KAFKA_FLOPP" is not known`) {
+			t.Errorf("event replay of an unknown target: %v %s", err, out)
+		}
 		s.mustCLI([]string{"no jobs"}, "jobs")
 		s.mustCLI([]string{"enqueued"}, "jobs", "--start", "ARCHIVE")
 		s.mustCLI([]string{"ARCHIVE"}, "jobs")

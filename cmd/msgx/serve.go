@@ -214,8 +214,8 @@ func serve(args []string) error {
 		}
 		return fmt.Errorf("listen on %s (http.addr): %w", cfg.HTTP.Addr, err)
 	}
-	handler := srv.Handler()
-	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	apiHandler := srv.Handler()
+	httpSrv := &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
 	var adminSrv *http.Server
 	var adminLn net.Listener
 	if cfg.HTTP.AdminAddr != "" {
@@ -227,8 +227,8 @@ func serve(args []string) error {
 			}
 			return fmt.Errorf("listen on %s (http.admin-addr): %w", cfg.HTTP.AdminAddr, err)
 		}
-		adminSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-		httpSrv.Handler = api.InboxOnly(handler)
+		adminSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
+		httpSrv.Handler = api.InboxOnly(apiHandler)
 	}
 
 	var wg sync.WaitGroup
@@ -240,12 +240,11 @@ func serve(args []string) error {
 	if keeper != nil {
 		wg.Go(func() { keeperErr <- keeper.run(keeperCtx, firstWait) })
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	if adminSrv != nil {
 		go func() { serveErr <- adminSrv.Serve(adminLn) }()
 		log.Info("msgx admin listener (API and console)", "addr", adminLn.Addr().String())
-		defer adminSrv.Close()
 	}
 	log.Info("msgx serving", "addr", ln.Addr().String(), "version", version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
 
@@ -262,6 +261,9 @@ func serve(args []string) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable
+	if adminSrv != nil {
+		adminSrv.Shutdown(shutCtx)
+	}
 	cancelInbox()
 	cancelKeeper() // stops the pump and the dispatcher, then releases the lease
 	wg.Wait()

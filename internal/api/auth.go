@@ -338,6 +338,11 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		p, status, code, msg := a.authenticate(r)
+		if status != 0 && need == RoleNone && !a.Open() {
+			// A public route (the console's pages, login) answers a stale cookie or a wrong
+			// token as it answers nobody: the console can then show its login.
+			p, status = Principal{}, 0
+		}
 		if status != 0 {
 			if status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="msgx"`)

@@ -114,6 +114,9 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("message id %q is not a number", r.PathValue("id")))
@@ -273,6 +276,9 @@ type HeadInfo struct {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
 	ctx := r.Context()
 	counts, err := s.DB.CountByState(ctx)
 	if err != nil {
@@ -405,6 +411,9 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
 	jobs, err := s.DB.ListJobs(r.Context(), 100)
 	if err != nil {
 		writeStoreError(w, err)

@@ -328,8 +328,17 @@ func likeEscape(s string) string {
 
 // SearchMessages returns the messages q selects, in id order.
 func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error) {
-	sqlq := `SELECT ` + messageCols + messageFrom + ` WHERE p.CMINMSGS_ID > ?`
-	args := []any{q.AfterID}
+	from := messageFrom
+	var args []any
+	if q.FLID != 0 {
+		// The flight's messages come from its events first (an index range on
+		// IDX_EVT_FLIGHT, materialized: DISTINCT keeps it from being merged into a scan of
+		// PROC_STATE), then their rows by primary key.
+		from += ` JOIN (SELECT DISTINCT e.CMINMSGS_ID FROM MSG_EVENT e WHERE e.FLIGHT_KEY = ?) f ON f.CMINMSGS_ID = p.CMINMSGS_ID`
+		args = append(args, strconv.FormatInt(q.FLID, 10))
+	}
+	sqlq := `SELECT ` + messageCols + from + ` WHERE p.CMINMSGS_ID > ?`
+	args = append(args, q.AfterID)
 	if q.State != "" {
 		sqlq += ` AND p.STATE = ?`
 		args = append(args, string(q.State))
@@ -337,10 +346,6 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 	if q.Class != "" {
 		sqlq += ` AND p.ERROR_CLASS = ?`
 		args = append(args, string(q.Class))
-	}
-	if q.FLID != 0 {
-		sqlq += ` AND p.CMINMSGS_ID IN (SELECT e.CMINMSGS_ID FROM MSG_EVENT e WHERE e.FLIGHT_KEY = ?)`
-		args = append(args, strconv.FormatInt(q.FLID, 10))
 	}
 	if q.Tag != "" {
 		if strings.Contains(q.Tag, "-") {
