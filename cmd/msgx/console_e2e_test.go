@@ -158,7 +158,8 @@ func (b *browser) visit(base, path string) {
 // The operator's day in the console: log in, see the head and why it waits, find a flight's
 // messages, open the head message (raw body, history), preview a replay, park it and watch the
 // queue move on, pause and resume the pump, pause a target and watch its events wait while the
-// others are delivered, resume it; then a viewer, who is offered no action.
+// others are delivered, resume it, read the day's board and a flight's history; then a
+// viewer, who is offered no action.
 func TestConsoleOperatorWalkThrough(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) { consoleWalkThrough(t, db) })
 }
@@ -308,6 +309,18 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.visit(s.url, fmt.Sprintf("#/message/%d", change))
 	b.waitJS("KAFKA_FLOP's event sent", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('KAFKA_FLOP') && r.textContent.includes('SENT'))`)
 	b.shot("target-resumed")
+
+	// The board of the flights' day, and flight 93002's history: each EOBT change, old and new.
+	b.visit(s.url, "#/flights?day="+day.Format(time.DateOnly))
+	b.waitText(`#flights-table tr[data-id="93002"]`, "CA1302")
+	b.shot("flights-board")
+	b.run("open flight 93002", chromedp.Click(chromedp.CSS(`#flights-table tr[data-id="93002"] a`)))
+	first := day.Add(11*time.Hour + 5*time.Minute).UTC().Format(time.RFC3339)
+	second := day.Add(11*time.Hour + 15*time.Minute).UTC().Format(time.RFC3339)
+	b.waitText("#flight-record", "CA1302", second)
+	b.waitText("#flight-history-list", "SCHD-DNLD", "insert", "FLOP-EOBT", "update", first, second)
+	b.waitText("#flight-messages", fmt.Sprint(snap), fmt.Sprint(behind), fmt.Sprint(change))
+	b.shot("flight-history")
 
 	// Every action is in the audit log under the operator's token name.
 	var audit struct {
