@@ -646,6 +646,14 @@ views.messages = async ({ params, gen, view }) => {
     cols.unshift({ head: '', cell: m => replayable(m) ? h('input', { type: 'checkbox', 'aria-label': 'select ' + m.id, onchange: ev => ev.target.checked ? selected.add(m.id) : selected.delete(m.id) }) : '' });
   }
   const kids = [table(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' })];
+  if (f.flid) {
+    // flid finds the messages that changed the flight (through their events); one that failed
+    // emitted none, but its last error names the flight.
+    kids.push(h('p', { class: 'muted', id: 'flid-hint' }, 'These are the messages that changed flight ', f.flid,
+      '. A message that failed for it changed nothing and is not listed: ',
+      link('/messages?state=DEAD&q=' + encodeURIComponent(f.flid), 'DEAD'), ' or ',
+      link('/messages?state=FAILED&q=' + encodeURIComponent(f.flid), 'FAILED'), ' messages whose error names ', f.flid, '.'));
+  }
   if (can('operator') && ms.some(replayable)) {
     kids.unshift(h('div', { class: 'actions' }, h('button', { type: 'button', id: 'replay-selected', onclick: () => {
       if (selected.size === 0) { flash('Select the messages to replay first.', true); return; }
