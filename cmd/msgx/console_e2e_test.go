@@ -71,7 +71,7 @@ func newBrowser(t *testing.T) *browser {
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
 	// One deadline for the whole browser session: a page that never shows what the test waits
 	// for fails the test instead of hanging it.
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium %s: %v", path, err)
