@@ -53,6 +53,20 @@ type browser struct {
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	path := chromiumPath(t)
+	// A fresh profile. Not t.TempDir: chromium's helper processes can still write in it for a
+	// moment after the browser has stopped, and a failed removal would fail the test.
+	profile, err := os.MkdirTemp("", "msgx-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
@@ -64,7 +78,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.NoFirstRun,
 		chromedp.Flag("no-default-browser-check", true),
 		chromedp.Flag("hide-scrollbars", true), // screenshots of the page, not of a scrollbar
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 1000),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
