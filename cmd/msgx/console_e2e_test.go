@@ -49,10 +49,9 @@ type browser struct {
 	shots     int
 }
 
-// newBrowser starts chromium for t; it is stopped when t ends.
-func newBrowser(t *testing.T) *browser {
+// newBrowser starts the chromium at path for t; it is stopped when t ends.
+func newBrowser(t *testing.T, path string) *browser {
 	t.Helper()
-	path := chromiumPath(t)
 	// A fresh profile. Not t.TempDir: chromium's helper processes can still write in it for a
 	// moment after the browser has stopped, and a failed removal would fail the test.
 	profile, err := os.MkdirTemp("", "msgx-chromium-")
@@ -191,6 +190,7 @@ func tokenHash(secret string) string {
 }
 
 func consoleWalkThrough(t *testing.T, db dbEnv) {
+	chromium := chromiumPath(t) // before anything else: skip (or fail) at once without it
 	day := tomorrow(t)
 	s := db.start(t,
 		"MSGX_AUTH_TOKENS=ops:operator:"+tokenHash(operatorSecret)+",watcher:viewer:"+tokenHash(viewerSecret)+",boss:admin:"+tokenHash(adminSecret),
@@ -216,7 +216,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 		t.Fatalf("the message behind a FAILED head is %s, want PENDING", m.State)
 	}
 
-	b := newBrowser(t)
+	b := newBrowser(t, chromium)
 	// Anonymous: the console asks for a token; a wrong one is refused.
 	b.visit(s.url, "")
 	b.waitJS("the login page", `location.hash.startsWith('#/login') && !!document.getElementById('login-token')`)
