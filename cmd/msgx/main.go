@@ -24,6 +24,10 @@ Usage:
                                             move FAILED/DEAD messages of those classes back to PENDING
   msgx replay  [--server URL] --events [--target T] [--id N…]
                                             move DEAD delivery events back to PENDING
+  msgx request [--server URL] ref TYPE      ask the AODB for a reference TYPE (RQRD, through COUTMSGS)
+  msgx request [--server URL] schedule --from TIME --to TIME
+                                            ask the AODB for a schedule window (RQFD)
+  msgx requests [--server URL] [--state S]  the data requests with their state and answer
   msgx messages [--flid N] [--tag T] [--from T] [--to T] [--q TEXT]   search messages (docs/api.md)
   msgx message [--raw] [--history] ID      the raw text as received; each attempt, park and replay
   msgx events  [--flid N] [--target T] [--state S] [--msg-id N]      outbox events (large payloads elided)
@@ -80,6 +84,10 @@ func main() {
 		err = message(args)
 	case "replay":
 		err = replay(args)
+	case "request":
+		err = request(args)
+	case "requests":
+		err = requestsList(args)
 	case "events":
 		err = events(args)
 	case "flight":

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"msgx/internal/api"
 	"msgx/internal/config"
@@ -29,8 +30,10 @@ import (
 	"msgx/internal/flight"
 	"msgx/internal/handler"
 	"msgx/internal/jobs"
+	"msgx/internal/logship"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
+	"msgx/internal/requests"
 	"msgx/internal/secret"
 	"msgx/internal/sis"
 	"msgx/internal/store"
@@ -84,7 +87,8 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg)
+	log, traces, stopShipping := serveLogger(cfg)
+	defer stopShipping()
 	mysqldrv.SetLogger(driverLog{log})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -99,6 +103,12 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close()
+	db.SetTraceHook(traces.Remember)
+	if cfg.Shadow() {
+		if err := enterShadow(ctx, db, cfg, clock, log); err != nil {
+			return err
+		}
+	}
 
 	runPump := cfg.Autostart()
 	holder := instanceName()
@@ -112,6 +122,11 @@ func serve(args []string) error {
 		testRegistryHook(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
+	runner, err := jobRunner(cfg, db, flights, clock, log)
+	if err != nil {
+		return err
+	}
+	defer runner.History.Close()
 	p := pump.New(db, reg, pump.Options{
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
@@ -119,7 +134,7 @@ func serve(args []string) error {
 		SIS:          sis.Options{Location: cfg.Location()},
 		Clock:        clock,
 		Logger:       log,
-		Jobs:         &jobs.Runner{DB: db, Clock: clock},
+		Jobs:         runner,
 		Flights:      flights,
 		View:         flights,
 		// Handlers in a batch read through its transaction, so each sees the batch's writes.
@@ -128,6 +143,10 @@ func serve(args []string) error {
 		BatchWait: cfg.Pipeline.BatchWait,
 		Paused:    pauseWatch(db, store.PumpPause, log),
 	})
+	// Data requests to the AODB: created through the API on any node, followed (SENT,
+	// re-sent, EXPIRED) by the instance that holds the pump lease.
+	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
+		MaxResends: cfg.Requests.MaxResends, PollInterval: cfg.Pipeline.PollInterval, Logger: log})
 	var disp *dispatch.Dispatcher
 	var keeper *leaseKeeper
 	if runPump {
@@ -164,11 +183,17 @@ func serve(args []string) error {
 				wctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				wg.Go(func() { p.Run(wctx) })
+				// The daily jobs are enqueued by the instance that runs the pump.
+				sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
+				wg.Go(func() { sched.Run(wctx) })
 				wg.Go(func() {
 					if err := disp.Run(wctx); err != nil {
 						log.Error("dispatcher stopped", "err", err.Error())
 					}
 				})
+				if !cfg.Shadow() {
+					wg.Go(func() { reqs.Run(wctx) })
+				}
 				return func() { cancel(); wg.Wait() }
 			},
 		}
@@ -197,7 +222,8 @@ func serve(args []string) error {
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.MetricsRoute(db, clock, p.TroubleMetric(), p.ParkedMetric()))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.MetricsRoute(db, clock, append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...))
+	srv.Extra = append(srv.Extra, api.RequestRoutes(reqs, db))
 	// The web console at / (embedded assets) and its two read-only routes.
 	srv.Extra = append(srv.Extra, console.Routes(db, clock, sis.Options{Location: cfg.Location()}))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
@@ -205,6 +231,12 @@ func serve(args []string) error {
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
+		// The job in hand (null when none): its kind, what it is doing, for how long.
+		"job":       func(context.Context) (any, error) { return runner.Current(), nil },
+		"last_jobs": lastJobs(db),
+	}
+	if cfg.Shadow() {
+		srv.StatusExtra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
 	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)

@@ -308,7 +308,7 @@ func routeRole(method, path string) Role {
 		return RoleNone
 	case path == "/api/v1/audit", path == "/api/v1/jobs", strings.HasPrefix(path, "/api/v1/jobs/"), path == "/api/v1/config":
 		return RoleAdmin
-	case strings.HasPrefix(path, "/api/") || path == "/metrics":
+	case strings.HasPrefix(path, "/api/") || path == "/metrics" || strings.HasPrefix(path, "/view/admin/"):
 		if safeMethod(method) {
 			return RoleViewer
 		}
@@ -359,7 +359,7 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("token %q has role %s; %s %s needs %s", p.Name, p.role, r.Method, r.URL.Path, need))
 			return
 		}
-		if !safeMethod(r.Method) && strings.HasPrefix(r.URL.Path, "/api/") && need > RoleNone {
+		if !safeMethod(r.Method) && need > RoleNone {
 			if ok, why := csrfSafe(r, p); !ok {
 				writeError(w, http.StatusForbidden, "csrf", why)
 				return

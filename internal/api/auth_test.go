@@ -394,3 +394,40 @@ func TestListingsAreBoundedAndParametersChecked(t *testing.T) {
 		t.Errorf("raw: %d %q %s", w.Code, w.Body, w.Header().Get("Content-Type"))
 	}
 }
+
+type stepClock struct{ t time.Time }
+
+func (c *stepClock) Now() time.Time { return c.t }
+
+// A session ends SessionTTL after its login (by the injected clock).
+func TestSessionsExpire(t *testing.T) {
+	clock := &stepClock{t: time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)}
+	db := storetest.SQLite(t)
+	srv := &api.Server{DB: db, Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, config.InboxRule{}, clock)}
+	f := &fixture{db: db, h: srv.Handler()}
+	w := f.do(t, call{method: "POST", path: "/api/v1/login", body: `{"token":"` + viewerSecret + `"}`})
+	if w.Code != 200 {
+		t.Fatalf("login: %d %s", w.Code, w.Body)
+	}
+	cookie := map[string]string{"Cookie": strings.SplitN(w.Header().Get("Set-Cookie"), ";", 2)[0]}
+	clock.t = clock.t.Add(api.SessionTTL - time.Second)
+	if w := f.do(t, call{method: "GET", path: "/api/v1/me", header: cookie}); w.Code != 200 {
+		t.Fatalf("before the end: %d %s", w.Code, w.Body)
+	}
+	clock.t = clock.t.Add(time.Second)
+	if w := f.do(t, call{method: "GET", path: "/api/v1/me", header: cookie}); w.Code != 401 || !strings.Contains(w.Body.String(), "session_expired") {
+		t.Fatalf("after the end: %d %s", w.Code, w.Body)
+	}
+}
+
+// The legacy admin contract (POST /view/admin/data-request) is an operator action.
+func TestLegacyAdminRouteNeedsOperator(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /view/admin/data-request", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	f := &fixture{h: api.NewAuth(testTokens, config.InboxRule{}, pipeline.SystemClock{}).Wrap(mux)}
+	for secret, want := range map[string]int{"": 401, viewerSecret: 403, operatorSecret: 200, adminSecret: 200} {
+		if w := f.do(t, call{method: "POST", path: "/view/admin/data-request", body: `{"RQRD":"AIRL"}`, header: bearer(secret)}); w.Code != want {
+			t.Errorf("as %q: %d, want %d: %s", secret, w.Code, want, w.Body)
+		}
+	}
+}

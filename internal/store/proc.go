@@ -29,6 +29,12 @@ type Message struct {
 	// Warnings what it noticed and applied anyway. Both are empty until processed.
 	Note     string   `json:"note"`
 	Warnings []string `json:"warnings"`
+	// TraceID is the W3C trace id the sender passed in its traceparent header ("" when none);
+	// the log lines of the message's journey carry it as trace_id.
+	TraceID string `json:"trace_id,omitempty"`
+	// AnsweredRequest is the data request (REQ_TRACK) this message answered, if any; only
+	// GetMessage fills it.
+	AnsweredRequest *int64 `json:"answered_request,omitempty"`
 }
 
 // Class returns the error class, or "".
@@ -40,16 +46,19 @@ func (m *Message) Class() pipeline.ErrorClass {
 }
 
 const messageCols = `p.CMINMSGS_ID, p.STATE, p.ERROR_CLASS, p.ATTEMPTS, p.LAST_ERROR, p.TYPE_TAG, p.IDENTITY,
-	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS`
+	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS, p.TRACE_ID`
 
 const messageFrom = ` FROM PROC_STATE p LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
 
 func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
 	var m Message
-	var class, lastErr, tag, ident, note, warnings sql.NullString
+	var class, lastErr, tag, ident, note, warnings, trace sql.NullString
 	var recv, proc, next, first NullTime
-	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first, &note, &warnings); err != nil {
+	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first, &note, &warnings, &trace); err != nil {
 		return nil, err
+	}
+	if m.TraceID = trace.String; m.TraceID != "" {
+		d.traced(m.ID, m.TraceID)
 	}
 	m.Note, m.Warnings = note.String, decodeWarnings(warnings.String)
 	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), strPtr(lastErr), strPtr(tag), strPtr(ident)
@@ -93,6 +102,11 @@ func (d *DB) GetMessage(ctx context.Context, id int64) (*Message, error) {
 	}
 	if err != nil {
 		return nil, Unavailable(err)
+	}
+	if req, ok, err := d.AnsweredBy(ctx, id); err != nil {
+		return nil, err
+	} else if ok {
+		m.AnsweredRequest = &req
 	}
 	return m, nil
 }
@@ -377,6 +391,11 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 			return err
 		}
 		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
+			return err
+		}
+		// A RESP answers a data request: matched here, in the RESP's own success
+		// transaction, so the match commits with SUCCEEDED or not at all (requests.go).
+		if _, err := d.matchAnswer(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
 		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {

@@ -20,7 +20,7 @@ import (
 // and MySQL/MariaDB on the legacy CMINMSGS table (see Dialects). It holds the edge values: texts
 // at and over each column's width, CJK and 4-byte text, the legacy column types.
 func Contract(t *testing.T, open func(t *testing.T) *store.DB) {
-	for _, c := range append(contractCases, operatorCases...) {
+	for _, c := range append(append(contractCases[:len(contractCases):len(contractCases)], requestCases...), operatorCases...) {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
 }
@@ -197,7 +197,7 @@ func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
 	if v < 1 {
 		t.Fatalf("schema version %d after migrate", v)
 	}
-	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST", "PROC_STATE", "MSG_EVENT", "REF_DATA", "REQ_TRACK", "PUMP_JOB", "FLIGHT_STATE", "PUMP_LEASE"} {
+	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST", "PROC_STATE", "MSG_EVENT", "REF_DATA", "REQ_TRACK", "PUMP_JOB", "FLIGHT_STATE", "PUMP_LEASE", "COUTMSGS", "MSGX_COUNTER"} {
 		var n int
 		if err := db.SQL.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
 			t.Errorf("table %s: %v", table, err)
@@ -255,7 +255,7 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 	record(ids[2], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"})
 	record(ids[3], store.Outcome{State: pipeline.Succeeded})
 	// ids[4] stays PENDING.
-	n, err := db.Archive(ctx, ids[4], old.Add(48*time.Hour))
+	n, err := db.Archive(ctx, ids[4], old.Add(48*time.Hour), old.Add(48*time.Hour), nil)
 	if err != nil || n != 2 {
 		t.Fatalf("archived %d (%v), want the SKIPPED and the SUCCEEDED one", n, err)
 	}
@@ -282,7 +282,7 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 		t.Fatalf("the state of an archived message must stay readable: %+v", m)
 	}
 	// Nothing younger than the retention moves.
-	if n, err := db.Archive(ctx, ids[4], old); err != nil || n != 0 {
+	if n, err := db.Archive(ctx, ids[4], old, old, nil); err != nil || n != 0 {
 		t.Fatalf("archived %d (%v) messages processed after the bound", n, err)
 	}
 }
@@ -307,9 +307,13 @@ func archiveWorksInChunks(t *testing.T, db *store.DB) {
 			want++
 		}
 	}
-	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour))
+	var reports []int
+	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour), old.Add(48*time.Hour), func(moved int) { reports = append(reports, moved) })
 	if err != nil || n != want {
 		t.Fatalf("archived %d (%v), want %d", n, err, want)
+	}
+	if len(reports) != (want+store.ArchiveChunk-1)/store.ArchiveChunk || reports[len(reports)-1] != want {
+		t.Fatalf("progress per chunk: %v", reports)
 	}
 	var live, hst int
 	db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS`).Scan(&live)
