@@ -449,7 +449,9 @@ function renderPump(el, st) {
     h('dt', {}, 'Pump'), h('dd', { id: 'pump-state', class: pumpPause ? 'warn' : st.pump_running ? 'ok' : 'warn' }, state),
     st.pump_state && !pumpPause ? [h('dt', {}, 'Detail'), h('dd', {}, st.pump_state)] : null,
     h('dt', {}, 'Dispatcher'), h('dd', { id: 'dispatcher-state', class: pausedTargets.length ? 'warn' : null }, dispatcher),
-    h('dt', {}, 'Lease holder'), h('dd', { id: 'lease-holder' }, st.lease_holder || 'nobody')));
+    h('dt', {}, 'Lease holder'), h('dd', { id: 'lease-holder' }, st.lease_holder || 'nobody'),
+    ex.job ? [h('dt', {}, 'Job in hand'), h('dd', { id: 'job-in-hand' }, `${ex.job.kind} (job ${ex.job.job_id}) for ${ex.job.running_for}: ${ex.job.doing || ''}`)] : null,
+    ex.shadow && ex.shadow.mode === 'shadow' ? [h('dt', {}, 'Mode'), h('dd', { class: 'warn' }, `shadow: adopting above message ${ex.shadow.after_id}, writing no legacy table`)] : null));
   if (can('operator')) {
     kids.push(h('div', { class: 'actions' }, pumpPause
       ? h('button', { id: 'pump-resume', type: 'button', onclick: () => pumpAction('resume') }, 'Resume the pump')
@@ -991,16 +993,24 @@ views.requests = async ({ gen, view }) => {
   ], list, { id: 'requests-table', empty: 'No request yet.' }));
 };
 
+// JOB_KINDS are the jobs an admin may start, with what each does (README "Retention and
+// scheduled jobs").
+const JOB_KINDS = {
+  ARCHIVE: 'ARCHIVE moves SUCCEEDED and SKIPPED messages processed more than a day ago to CMINMSGS_HST.',
+  HISTORY_SWEEP: 'HISTORY_SWEEP writes the flights of days older than history.keep-days to the history store and deletes from the flight store only those written.',
+  RETENTION: 'RETENTION deletes SENT events and archived finished messages older than retention.events and retention.archive.',
+};
+
 views.jobs = async ({ gen, view }) => {
   const res = await api('GET', API.jobs);
   if (!alive(gen)) return;
   const kids = [h('h1', {}, 'Jobs')];
   if (can('admin')) {
-    const kind = h('select', { id: 'job-kind' }, h('option', { value: 'ARCHIVE' }, 'ARCHIVE'));
+    const kind = h('select', { id: 'job-kind' }, Object.keys(JOB_KINDS).map(k => h('option', { value: k }, k)));
     kids.push(h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('button', { type: 'button', id: 'job-start', onclick: async () => {
       const done = await confirmAction({
         title: 'Start a ' + kind.value + ' job',
-        body: ['ARCHIVE moves SUCCEEDED and SKIPPED messages processed more than a day ago to CMINMSGS_HST. It runs in the message order, after every message accepted so far.'],
+        body: [JOB_KINDS[kind.value], 'It runs in the message order, after every message accepted so far.'],
         confirmText: 'Start', act: () => api('POST', API.jobs, { kind: kind.value }),
       });
       if (done) { flash(`Job ${done.id} queued.`); route(); }
