@@ -25,6 +25,7 @@ import (
 
 	"msgx/internal/api"
 	"msgx/internal/config"
+	"msgx/internal/console"
 	"msgx/internal/dispatch"
 	"msgx/internal/flight"
 	"msgx/internal/handler"
@@ -238,6 +239,8 @@ func serve(args []string) error {
 	}
 	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.MetricsRoute(m), api.RequestRoutes(reqs, db))
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
+	// The web console at / (embedded assets) and its two read-only routes.
+	srv.Extra = append(srv.Extra, console.Routes(db, clock, sis.Options{Location: cfg.Location()}))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
