@@ -30,14 +30,30 @@ type Store struct {
 	clock pipeline.Clock
 	loc   *time.Location
 	tx    *sql.Tx // set by InTx: the view reads through the pump's batch transaction
+	// seen holds the day and version of each flight the view read through tx (InTx): a write
+	// of one of them in the same transaction uses it instead of reading it again.
+	seen map[int64]seenRow
+}
+
+// seenRow is what the view read of a flight: where it is stored, or that it is not.
+type seenRow struct {
+	row
+	found bool
 }
 
 // InTx returns the store whose view reads through tx, the pump's open batch transaction, so a
 // handler sees the writes of the messages before it in the batch (a transaction sees its own
 // uncommitted writes on SQLite and MySQL alike).
+//
+// Its WriteFlights, given the same tx, takes the version and day of a flight the view read
+// from that read (a FLOP reads its flight, then writes it: one statement fewer). The pump
+// takes a store of its own for each message of a batch, so what it remembers never
+// outlives the message's savepoint: a message rolled back to its savepoint leaves nothing
+// the next one could trust.
 func (s *Store) InTx(tx *sql.Tx) *Store {
 	c := *s
 	c.tx = tx
+	c.seen = map[int64]seenRow{}
 	return &c
 }
 
@@ -82,7 +98,16 @@ func (s *Store) Location() *time.Location { return s.loc }
 // new rows and of the replacing ones. Otherwise, and for a single write, they are applied one
 // by one.
 func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error {
-	stored, err := storedRows(ctx, tx, writes)
+	var seen map[int64]seenRow
+	if s.tx != nil && s.tx == tx {
+		seen = s.seen
+		defer func() {
+			for _, w := range writes {
+				delete(seen, w.FLID) // written (or failed): no longer as read
+			}
+		}()
+	}
+	stored, err := storedRows(ctx, tx, writes, seen)
 	if err != nil {
 		return err
 	}
@@ -257,15 +282,26 @@ type row struct {
 }
 
 // storedRows reads the day and version of every flight the writes touch, a few hundred per
-// query, so a snapshot does not pay a round trip per flight for it.
-func storedRows(ctx context.Context, tx *sql.Tx, writes []pipeline.FlightWrite) (map[int64]row, error) {
+// query, so a snapshot does not pay a round trip per flight for it. A flight in seen (read
+// through the same transaction by the view, stored or known absent) is not read again.
+func storedRows(ctx context.Context, tx *sql.Tx, writes []pipeline.FlightWrite, seen map[int64]seenRow) (map[int64]row, error) {
 	const chunk = 500
 	out := make(map[int64]row, len(writes))
-	for start := 0; start < len(writes); start += chunk {
-		part := writes[start:min(start+chunk, len(writes))]
+	var ask []int64
+	for _, w := range writes {
+		r, ok := seen[w.FLID]
+		switch {
+		case !ok:
+			ask = append(ask, w.FLID)
+		case r.found:
+			out[w.FLID] = r.row
+		}
+	}
+	for start := 0; start < len(ask); start += chunk {
+		part := ask[start:min(start+chunk, len(ask))]
 		args := make([]any, len(part))
-		for i, w := range part {
-			args[i] = w.FLID
+		for i, id := range part {
+			args[i] = id
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT FLID, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
 		if err != nil {
@@ -342,13 +378,20 @@ func validDay(s string) bool {
 
 // Flight returns the stored record of flight flid, or ok=false when there is none.
 func (s *Store) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
-	var rec string
-	err := s.reader().QueryRowContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID = ?`, flid).Scan(&rec)
+	var rec, day string
+	var version int64
+	err := s.reader().QueryRowContext(ctx, `SELECT RECORD, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID = ?`, flid).Scan(&rec, &day, &version)
 	if err == sql.ErrNoRows {
+		if s.seen != nil {
+			s.seen[flid] = seenRow{}
+		}
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, store.Unavailable(fmt.Errorf("read flight %d: %w", flid, err))
+	}
+	if s.seen != nil {
+		s.seen[flid] = seenRow{row: row{day: strings.TrimSpace(day), version: version}, found: true}
 	}
 	return []byte(rec), true, nil
 }

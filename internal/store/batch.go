@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -108,7 +109,133 @@ type Batch struct {
 	conn *sql.Conn // the connection the batch holds until it ends
 	tx   *sql.Tx
 	n    int // savepoints made
+	// later holds the MSG_EVENT rows and back-fills of the messages that succeeded, written
+	// by Flush; nil: each message writes its own under its savepoint (DeferWrites).
+	later *deferred
 }
+
+// deferred is what the messages of a batch leave for Flush: their events in order, and
+// their CMINMSGS back-fills.
+type deferred struct {
+	events    []eventRow
+	backfills []backfillRow
+}
+
+// backfillRow is the back-fill of one message.
+type backfillRow struct {
+	id int64
+	b  Backfill
+	at time.Time
+}
+
+func (l *deferred) add(id int64, tag string, evs []pipeline.Event, b Backfill, now time.Time) {
+	for _, e := range evs {
+		l.events = append(l.events, eventRow{msgID: id, tag: tag, ev: e, at: now})
+	}
+	l.backfills = append(l.backfills, backfillRow{id: id, b: b, at: now})
+}
+
+// DeferWrites makes the messages that succeed in this batch leave their MSG_EVENT rows and
+// their CMINMSGS back-fill for Flush, which writes those of the whole batch many per statement
+// (on MySQL each statement is a round trip; a FLOP's two were a third of its statements).
+// What a message's own step writes is unchanged: the identity bind and SUCCEEDED, its
+// reference and flight changes, under its savepoint.
+//
+// The deferred writes can fail only through the database (an outage) or a value it refuses
+// (an event's target or key longer than its column): Flush then says so, and the caller rolls
+// the batch back and does it again without DeferWrites, so the message whose value is refused
+// fails alone under its savepoint, exactly as it would one by one.
+func (b *Batch) DeferWrites() {
+	if b.later == nil {
+		b.later = &deferred{}
+	}
+}
+
+// ErrFlush says Flush could not write the batch's deferred writes: the batch must be rolled
+// back (and done again without DeferWrites).
+var ErrFlush = errors.New("the batch's deferred writes failed")
+
+// Flush writes what the batch's messages deferred (DeferWrites): their events in message
+// order (EVENT_ID follows it, as one by one), eventChunk rows per statement, then their
+// back-fills. An error wraps ErrFlush (and ErrFenced or the database's error); the batch must
+// then be rolled back.
+func (b *Batch) Flush(ctx context.Context) error {
+	if b.later == nil {
+		return nil
+	}
+	l := *b.later
+	*b.later = deferred{}
+	if _, err := insertEventRows(ctx, b.tx, l.events); err != nil {
+		return fmt.Errorf("%w: %w", ErrFlush, err)
+	}
+	if err := b.d.backfillRows(ctx, b.tx, l.backfills); err != nil {
+		return fmt.Errorf("%w: %w", ErrFlush, err)
+	}
+	return nil
+}
+
+// backfillChunk is how many back-fill UPDATEs one MySQL round trip carries.
+const backfillChunk = 100
+
+// backfillRows writes the back-fills of rows, as backfill does each. On MySQL many UPDATEs go
+// in one round trip (a multi-statement query); a chunk the database refuses a value of (MySQL
+// stops at that statement, the ones before it are done) is done again one by one by backfill,
+// which sets what it can and logs the rest (a value cut to fit is then logged twice): each
+// UPDATE sets values, so doing one twice is the same as once.
+func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if d.Dialect != MySQL {
+		for _, r := range rows {
+			if err := d.backfill(ctx, tx, r.id, r.b, r.at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cols, err := d.columns(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if cols == nil {
+		return nil // no CMINMSGS: nothing to fill
+	}
+	o := d.legacyOpts()
+	for start := 0; start < len(rows); start += backfillChunk {
+		chunk := rows[start:min(start+backfillChunk, len(rows))]
+		var q strings.Builder
+		var args []any
+		for _, r := range chunk {
+			sets, a, misfits := backfillSets(cols, r.b, o.Location, r.at)
+			if len(misfits) > 0 {
+				o.Logger.Warn("legacy back-fill: values do not fit their CMINMSGS columns", "msg_id", r.id, "misfits", strings.Join(misfits, "; "))
+			}
+			if len(sets) == 0 {
+				continue
+			}
+			q.WriteString(`UPDATE CMINMSGS SET ` + strings.Join(sets, ", ") + ` WHERE CMINMSGS_ID = ?;`)
+			args = append(append(args, a...), r.id)
+		}
+		if q.Len() == 0 {
+			continue
+		}
+		_, err := tx.ExecContext(ctx, q.String(), args...)
+		if err == nil {
+			continue
+		}
+		if !IsDataError(err) {
+			return Unavailable(fmt.Errorf("back-fill CMINMSGS %d..%d: %w", chunk[0].id, chunk[len(chunk)-1].id, err))
+		}
+		for _, r := range chunk {
+			if err := d.backfill(ctx, tx, r.id, r.b, r.at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 
 // BeginBatch opens a batch transaction and checks the pump lease in it, once: the lease row
 // is locked (MySQL) until the batch ends, so a take-over waits for the batch.
@@ -201,7 +328,7 @@ func (b *Batch) step(ctx context.Context, fn func(lead string) error) error {
 func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
 	err = b.step(ctx, func(lead string) error {
 		var err error
-		events, refChanged, err = b.d.succeedTx(ctx, b.tx, lead, id, s, flights, now)
+		events, refChanged, err = b.d.succeedTx(ctx, b.tx, lead, id, s, flights, b.later, now)
 		return err
 	})
 	if err != nil {

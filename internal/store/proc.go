@@ -316,7 +316,7 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 			return err
 		}
 		var err error
-		events, refChanged, err = d.succeedTx(ctx, tx, "", id, s, flights, now)
+		events, refChanged, err = d.succeedTx(ctx, tx, "", id, s, flights, nil, now)
 		return err
 	})
 	return events, refChanged, effectsError(id, err)
@@ -334,7 +334,11 @@ func effectsError(id int64, err error) error {
 // succeedTx writes a processed message's effects and SUCCEEDED inside tx (the fence already
 // checked): Succeed's transaction, and one step of a batch (batch.go). A non-empty lead is a
 // statement sent with the first write in one round trip (a batch step's savepoint on MySQL).
-func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
+//
+// A non-nil later takes the message's MSG_EVENT rows and CMINMSGS back-fill instead of
+// writing them: a batch writes them for all its messages at its end, many per statement
+// (Batch.Flush).
+func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s Success, flights FlightWriter, later *deferred, now time.Time) (events, refChanged int, err error) {
 	err = func() error {
 		// The identity bind and SUCCEEDED are one statement (one round trip): the rest of the
 		// transaction either commits with it or rolls it back.
@@ -367,12 +371,17 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 				return err
 			}
 		}
-		events, err = insertEvents(ctx, tx, id, s.TypeTag, s.Decision.Events, now)
-		if err != nil {
-			return err
-		}
-		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
-			return err
+		if later != nil {
+			later.add(id, s.TypeTag, s.Decision.Events, s.Meta, now)
+			events = len(s.Decision.Events)
+		} else {
+			events, err = insertEvents(ctx, tx, id, s.TypeTag, s.Decision.Events, now)
+			if err != nil {
+				return err
+			}
+			if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
+				return err
+			}
 		}
 		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {
 			return nil
@@ -391,12 +400,31 @@ const eventChunk = 200
 
 // insertEvents inserts evs in order (EVENT_ID follows it) and returns how many it inserted.
 func insertEvents(ctx context.Context, tx *sql.Tx, msgID int64, tag string, evs []pipeline.Event, now time.Time) (int, error) {
+	rows := make([]eventRow, len(evs))
+	for i, e := range evs {
+		rows[i] = eventRow{msgID: msgID, tag: tag, ev: e, at: now}
+	}
+	return insertEventRows(ctx, tx, rows)
+}
+
+// eventRow is one MSG_EVENT row to insert: an event of message msgID.
+type eventRow struct {
+	msgID int64
+	tag   string
+	ev    pipeline.Event
+	at    time.Time
+}
+
+// insertEventRows inserts rows in order (EVENT_ID follows it), eventChunk rows per statement,
+// and returns how many it inserted.
+func insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow) (int, error) {
 	const row = `(?, ?, ?, ?, ?, ?, ?, 0, ?)`
-	for start := 0; start < len(evs); start += eventChunk {
-		chunk := evs[start:min(start+eventChunk, len(evs))]
+	for start := 0; start < len(rows); start += eventChunk {
+		chunk := rows[start:min(start+eventChunk, len(rows))]
 		args := make([]any, 0, 8*len(chunk))
-		for _, e := range chunk {
-			args = append(args, msgID, tag, e.Target, e.Kind, nullStr(e.Key), string(e.Payload), pipeline.EventPending, T(now))
+		for _, r := range chunk {
+			e := r.ev
+			args = append(args, r.msgID, r.tag, e.Target, e.Kind, nullStr(e.Key), string(e.Payload), pipeline.EventPending, T(r.at))
 		}
 		q := `INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(row+",", len(chunk)), ",")
@@ -404,7 +432,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, msgID int64, tag string, evs 
 			return start, Unavailable(fmt.Errorf("insert %d events: %w", len(chunk), err))
 		}
 	}
-	return len(evs), nil
+	return len(rows), nil
 }
 
 // ReplayResult says what a replay did.
