@@ -236,7 +236,6 @@ func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) e
 	return nil
 }
 
-
 // BeginBatch opens a batch transaction and checks the pump lease in it, once: the lease row
 // is locked (MySQL) until the batch ends, so a take-over waits for the batch.
 func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
