@@ -133,6 +133,32 @@ func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, write
 	return writeBatch(ctx, tx, msgID, writes, maids, stored, now)
 }
 
+// FlightStatement is store.FlightStatementer's: the guarded UPDATE that replaces the record
+// of a flight the view read through tx (InTx, the same tx), on the same day; ok is false for
+// any other write (WriteFlights does those).
+func (s *Store) FlightStatement(tx *sql.Tx, msgID int64, w pipeline.FlightWrite, now time.Time) (string, []any, bool) {
+	if s.tx == nil || s.tx != tx || w.Delete {
+		return "", nil, false
+	}
+	cur, ok := s.seen[w.FLID]
+	if !ok || !cur.found || cur.day != w.Day {
+		return "", nil, false
+	}
+	maid, err := checkWrite(w)
+	if err != nil {
+		return "", nil, false
+	}
+	delete(s.seen, w.FLID) // written: no longer as read
+	q, args := replaceInPlace(msgID, w, maid, cur.version, now)
+	return q, args, true
+}
+
+// replaceInPlace is the guarded UPDATE that replaces flight w.FLID's record at version.
+func replaceInPlace(msgID int64, w pipeline.FlightWrite, maid sql.NullInt64, version int64, now time.Time) (string, []any) {
+	return `UPDATE FLIGHT_STATE SET RECORD = ?, VERSION = ?, CMINMSGS_ID = ?, UPDATED_AT = ?, MAID = ? WHERE FLID = ? AND VERSION = ?`,
+		[]any{string(w.Record), version + 1, msgID, store.T(now), maid, w.FLID, version}
+}
+
 // checkWrite checks an upsert's day and record and returns the record's MAID (NULL if none).
 func checkWrite(w pipeline.FlightWrite) (sql.NullInt64, error) {
 	if !validDay(w.Day) {
@@ -351,8 +377,8 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.F
 		}
 	default:
 		var res sql.Result
-		res, err = tx.ExecContext(ctx, `UPDATE FLIGHT_STATE SET RECORD = ?, VERSION = ?, CMINMSGS_ID = ?, UPDATED_AT = ?, MAID = ? WHERE FLID = ? AND VERSION = ?`,
-			string(w.Record), version+1, msgID, store.T(now), maid, w.FLID, version)
+		q, args := replaceInPlace(msgID, w, maid, version, now)
+		res, err = tx.ExecContext(ctx, q, args...)
 		if err == nil {
 			if n, _ := res.RowsAffected(); n != 1 {
 				return pipeline.Errorf(pipeline.Infra, "flight %d changed under us (version %d)", w.FLID, version)

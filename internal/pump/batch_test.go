@@ -559,3 +559,73 @@ func TestAFailingEventWriteFailsItsMessageAlone(t *testing.T) {
 		})
 	}
 }
+
+// A batch ends exactly as one by one, message by message: state, class, note and events, and
+// the reference and flight rows with their versions. On MySQL most of these messages take the
+// batch's one-round-trip path (bind and effect in one multi-statement): a record added, one
+// changed, one sent again unchanged, one deleted, one deleted that is not there, a flight
+// changed in place twice, a duplicate, a FLOP of an unknown flight.
+func TestABatchEndsAsOneByOne(t *testing.T) {
+	msgs := []string{
+		schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300"), flightRec(5002, "CA1502", "01DEC261400")),
+		refMsg("STTS", "ADD", "2", stts("A", "one"), 1),
+		refMsg("STTS", "ADD", "3", stts("B", "two"), 1),
+		refMsg("STTS", "UPD", "4", stts("A", "one, changed"), 1),
+		refMsg("STTS", "UPD", "5", stts("B", "two"), 1),
+		refMsg("STTS", "DEL", "6", `<STTS><STTC>B</STTC></STTS>`, 1),
+		refMsg("STTS", "DEL", "7", `<STTS><STTC>Z</STTC></STTS>`, 1),
+		flop("8", "CTOT", `<FLOP><FLID>5001</FLID><FFID>X</FFID><CTOT>01DEC261310</CTOT></FLOP>`),
+		flop("9", "STND", `<FLOP><FLID>5001</FLID><FFID>X</FFID><STND>118</STND></FLOP>`),
+		flop("10", "STND", `<FLOP><FLID>5001</FLID><FFID>X</FFID><STND>118</STND></FLOP>`),
+		refMsg("STTS", "ADD", "2", stts("A", "one"), 1),
+		flop("11", "STND", `<FLOP><FLID>5999</FLID><FFID>X</FFID><STND>7</STND></FLOP>`),
+		refMsg("STTS", "ADD", "12", stts("C", "three"), 1),
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var runs [2]string
+		for i, size := range []int{1, 50} {
+			var tdb *store.DB
+			if db.Dialect == store.MySQL {
+				tdb = storetest.MySQL(t)
+			} else {
+				tdb = storetest.SQLite(t)
+			}
+			policy := defaultPolicy
+			policy.Park = pipeline.DefaultPark
+			e, fs := batchEnv(t, tdb, policy, nil, true, nil)
+			e.pump = pump.New(tdb, handler.Default(handler.Options{}), pump.Options{Policy: policy, Clock: e.clock, BatchSize: size,
+				Flights: fs, View: fs, ViewIn: func(tx *sql.Tx) handler.View { return fs.InTx(tx) },
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC}})
+			ids := e.post(msgs...)
+			e.drain()
+			var b strings.Builder
+			for _, id := range ids {
+				m := e.msg(id)
+				var n int
+				if err := tdb.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE CMINMSGS_ID = ?`, id).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				last := ""
+				if m.LastError != nil {
+					last = *m.LastError
+				}
+				fmt.Fprintf(&b, "%d %s %s note=%q last=%q events=%d\n", id, m.State, m.Class(), m.Note, last, n)
+			}
+			list, _ := tdb.RefList(context.Background(), "STTS")
+			for _, r := range list {
+				fmt.Fprintf(&b, "ref %s v%d %s\n", r.Key, r.Version, r.Fields)
+			}
+			for _, flid := range []int64{5001, 5002} {
+				f, err := fs.Get(context.Background(), flid)
+				if err != nil || f == nil {
+					t.Fatalf("flight %d: %v", flid, err)
+				}
+				fmt.Fprintf(&b, "flight %d v%d %s\n", flid, f.Version, f.Record)
+			}
+			runs[i] = b.String()
+		}
+		if runs[0] != runs[1] {
+			t.Fatalf("one by one:\n%s\nbatched:\n%s", runs[0], runs[1])
+		}
+	})
+}

@@ -304,6 +304,17 @@ type FlightWriter interface {
 	WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error
 }
 
+// FlightStatementer is a FlightWriter that can give the one statement applying a single
+// flight write in tx, when it is one (a FLOP's replacement of a flight the handler's view read
+// through tx, on the same day): a guarded UPDATE of one row, none when the row changed under
+// us. ok is false when the write needs more (a read, an insert, a move, a check that
+// fails): WriteFlights then does it. A batch on MySQL sends that statement with the
+// message's identity bind, one round trip for both.
+type FlightStatementer interface {
+	FlightWriter
+	FlightStatement(tx *sql.Tx, msgID int64, w pipeline.FlightWrite, now time.Time) (query string, args []any, ok bool)
+}
+
 // ErrIdentityTaken is returned by Succeed when another message bound the identity first.
 var ErrIdentityTaken = fmt.Errorf("identity already bound")
 
@@ -342,11 +353,8 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 	err = func() error {
 		// The identity bind and SUCCEEDED are one statement (one round trip): the rest of the
 		// transaction either commits with it or rolls it back.
-		where, wargs := s.From.where(id)
-		res, err := tx.ExecContext(ctx, lead+`UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?, STATE = ?, ERROR_CLASS = NULL,
-			LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL, NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?`+where,
-			append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth), pipeline.Succeeded,
-				nullStr(Fit(s.Note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now)}, wargs...)...)
+		q, args := bindSucceeded(id, s, now)
+		res, err := tx.ExecContext(ctx, lead+q, args...)
 		if err != nil {
 			if IsUniqueViolation(err) {
 				return ErrIdentityTaken
@@ -386,12 +394,28 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {
 			return nil
 		}
-		// Only the apply knows that every record was already as sent.
-		note := strings.TrimPrefix(s.Note+"; nothing changed: every record was already as sent", "; ")
-		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, nullStr(Fit(note, NoteWidth)), id)
+		q, args = noteUnchanged(id, s)
+		_, err = tx.ExecContext(ctx, q, args...)
 		return classifyWrite(fmt.Sprintf("note of %d", id), err)
 	}()
 	return events, refChanged, err
+}
+
+// bindSucceeded is the statement that binds a processed message's identity and records it
+// SUCCEEDED, from the version the pump read: one row, or none when the row changed.
+func bindSucceeded(id int64, s Success, now time.Time) (string, []any) {
+	where, wargs := s.From.where(id)
+	return `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?, STATE = ?, ERROR_CLASS = NULL,
+			LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL, NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?` + where,
+		append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth), pipeline.Succeeded,
+			nullStr(Fit(s.Note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now)}, wargs...)
+}
+
+// noteUnchanged is the statement that notes a reference message whose every record was
+// already as sent (only the apply knows it).
+func noteUnchanged(id int64, s Success) (string, []any) {
+	note := strings.TrimPrefix(s.Note+"; nothing changed: every record was already as sent", "; ")
+	return `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, []any{nullStr(Fit(note, NoteWidth)), id}
 }
 
 // eventChunk is how many MSG_EVENT rows one INSERT carries: a 3,000-flight snapshot makes
