@@ -454,7 +454,8 @@ func (s *Store) FlightsBetween(ctx context.Context, from, to time.Time) ([][]byt
 
 // FlightsOf returns the stored records of those of flids that are stored, in no particular
 // order, a few hundred per query: a snapshot reads the flights it names in a few round trips
-// instead of one per flight.
+// instead of one per flight. Through a transaction (InTx) it remembers where each of flids is
+// stored, or that it is not, for WriteFlights.
 func (s *Store) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) {
 	const chunk = 500
 	out := make([][]byte, 0, len(flids))
@@ -464,15 +465,24 @@ func (s *Store) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) 
 		for i, id := range part {
 			args[i] = id
 		}
-		rows, err := s.reader().QueryContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
+		rows, err := s.reader().QueryContext(ctx, `SELECT RECORD, FLID, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
 		if err != nil {
 			return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
 		}
+		if s.seen != nil {
+			for _, id := range part {
+				s.seen[id] = seenRow{} // not stored, unless read below
+			}
+		}
 		for rows.Next() {
-			var rec string
-			if err := rows.Scan(&rec); err != nil {
+			var rec, day string
+			var id, version int64
+			if err := rows.Scan(&rec, &id, &day, &version); err != nil {
 				rows.Close()
 				return nil, store.Unavailable(err)
+			}
+			if s.seen != nil {
+				s.seen[id] = seenRow{row: row{day: strings.TrimSpace(day), version: version}, found: true}
 			}
 			out = append(out, []byte(rec))
 		}
@@ -573,6 +583,9 @@ func (s *Store) query(ctx context.Context, where string, args ...any) ([]Entry, 
 		}
 		e.Day = strings.TrimSpace(e.Day)
 		e.Record = json.RawMessage(rec)
+		if s.seen != nil {
+			s.seen[e.FLID] = seenRow{row: row{day: e.Day, version: e.Version}, found: true}
+		}
 		if msg.Valid {
 			v := msg.Int64
 			e.MsgID = &v

@@ -418,9 +418,13 @@ func noteUnchanged(id int64, s Success) (string, []any) {
 	return `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, []any{nullStr(Fit(note, NoteWidth)), id}
 }
 
-// eventChunk is how many MSG_EVENT rows one INSERT carries: a 3,000-flight snapshot makes
-// 12,000 events, and one round trip per row dominated its commit on MySQL.
-const eventChunk = 200
+// eventChunk is how many MSG_EVENT rows one INSERT carries at most, eventBytes how many
+// bytes of payload (well under MariaDB's default max_allowed_packet of 16 MB): a 3,000-flight
+// snapshot makes 12,000 events, and one round trip per row dominated its commit on MySQL.
+const (
+	eventChunk = 500
+	eventBytes = 4 << 20
+)
 
 // insertEvents inserts evs in order (EVENT_ID follows it) and returns how many it inserted.
 func insertEvents(ctx context.Context, tx *sql.Tx, msgID int64, tag string, evs []pipeline.Event, now time.Time) (int, error) {
@@ -443,8 +447,12 @@ type eventRow struct {
 // and returns how many it inserted.
 func insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow) (int, error) {
 	const row = `(?, ?, ?, ?, ?, ?, ?, 0, ?)`
-	for start := 0; start < len(rows); start += eventChunk {
-		chunk := rows[start:min(start+eventChunk, len(rows))]
+	for start, end := 0, 0; start < len(rows); start = end {
+		size := 0
+		for end = start; end < len(rows) && end-start < eventChunk && (end == start || size+len(rows[end].ev.Payload) <= eventBytes); end++ {
+			size += len(rows[end].ev.Payload)
+		}
+		chunk := rows[start:end]
 		args := make([]any, 0, 8*len(chunk))
 		for _, r := range chunk {
 			e := r.ev
