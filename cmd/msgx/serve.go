@@ -21,6 +21,7 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"msgx/internal/api"
 	"msgx/internal/config"
@@ -28,8 +29,11 @@ import (
 	"msgx/internal/flight"
 	"msgx/internal/handler"
 	"msgx/internal/jobs"
+	"msgx/internal/logship"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
+	"msgx/internal/requests"
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/target"
@@ -76,7 +80,8 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg)
+	log, traces, stopShipping := serveLogger(cfg)
+	defer stopShipping()
 	mysqldrv.SetLogger(driverLog{log})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -91,6 +96,12 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close()
+	db.SetTraceHook(traces.Remember)
+	if cfg.Shadow() {
+		if err := enterShadow(ctx, db, cfg, clock, log); err != nil {
+			return err
+		}
+	}
 
 	runPump := cfg.Autostart()
 	holder := instanceName()
@@ -104,14 +115,24 @@ func serve(args []string) error {
 		testRegistryHook(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
+	runner, err := jobRunner(cfg, db, flights, clock, log)
+	if err != nil {
+		return err
+	}
+	defer runner.History.Close()
+	// The instruments: moved where things happen, state gauges from the pump instance's
+	// sampler; a scrape runs no query but a ping.
+	m := metrics.New(clock, version, api.DatabaseUp(db))
+	counts := api.CounterCounts(db.NewStateCounter(), clock) // status and the sampler
 	p := pump.New(db, reg, pump.Options{
+		Metrics:      m,
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
 		IncludeDay:   cfg.Identity.IncludeDayBoundary,
 		SIS:          sis.Options{Location: cfg.Location()},
 		Clock:        clock,
 		Logger:       log,
-		Jobs:         &jobs.Runner{DB: db, Clock: clock},
+		Jobs:         runner,
 		Flights:      flights,
 		View:         flights,
 		// Handlers in a batch read through its transaction, so each sees the batch's writes.
@@ -119,6 +140,10 @@ func serve(args []string) error {
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
 	})
+	// Data requests to the AODB: created through the API on any node, followed (SENT,
+	// re-sent, EXPIRED) by the instance that holds the pump lease.
+	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
+		MaxResends: cfg.Requests.MaxResends, PollInterval: cfg.Pipeline.PollInterval, Logger: log})
 	var disp *dispatch.Dispatcher
 	var keeper *leaseKeeper
 	if runPump {
@@ -139,6 +164,7 @@ func serve(args []string) error {
 			FlushLimit:   cfg.Schd.FlushLimit,
 			Clock:        clock,
 			Logger:       log,
+			Metrics:      m,
 		})
 		p.SetOnEvents(disp.Wake)
 		p.SetCopies(copiesOf(cfg.Targets))
@@ -149,16 +175,23 @@ func serve(args []string) error {
 			db: leaseDB{db}, name: leaseName, holder: holder, ttl: leaseTTL,
 			// A SQLite file has one host: a second instance on it is a mistake, not a standby.
 			standby: cfg.Database.Driver == "mysql",
-			clock:   clock, log: log, isDead: deadOnThisHost,
+			clock:   clock, log: log, isDead: deadOnThisHost, metrics: m,
 			start: func() func() {
 				wctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				wg.Go(func() { p.Run(wctx) })
+				// The daily jobs are enqueued by the instance that runs the pump.
+				sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
+				wg.Go(func() { sched.Run(wctx) })
+				wg.Go(func() { api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval) })
 				wg.Go(func() {
 					if err := disp.Run(wctx); err != nil {
 						log.Error("dispatcher stopped", "err", err.Error())
 					}
 				})
+				if !cfg.Shadow() {
+					wg.Go(func() { reqs.Run(wctx) })
+				}
 				return func() { cancel(); wg.Wait() }
 			},
 		}
@@ -178,16 +211,27 @@ func serve(args []string) error {
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake}
+	inbox.Metrics = m
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder, Counts: counts}
+	if runPump {
+		srv.LastPumpStep = m.LastPumpStep
+	}
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric(), p.ParkedMetric()))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(m), api.RequestRoutes(reqs, db))
+	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
+		// The job in hand (null when none): its kind, what it is doing, for how long.
+		"job":       func(context.Context) (any, error) { return runner.Current(), nil },
+		"last_jobs": lastJobs(db),
+	}
+	if cfg.Shadow() {
+		srv.StatusExtra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
 	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)

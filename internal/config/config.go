@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,6 +25,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
 	"msgx/internal/target"
 )
@@ -89,6 +92,12 @@ type Config struct {
 		IncludeDayBoundary bool `yaml:"include-day-boundary"`
 	} `yaml:"identity"`
 
+	// Metrics: how often the instance running the pump reads the queue's state (messages
+	// per state, each target's backlog and lag, the head) for the /metrics gauges.
+	Metrics struct {
+		SampleInterval time.Duration `yaml:"sample-interval"`
+	} `yaml:"metrics"`
+
 	ConsistencyCheck struct {
 		OnStartup        bool    `yaml:"on-startup"`
 		DailySampleRatio float64 `yaml:"daily-sample-ratio"`
@@ -118,10 +127,63 @@ type Config struct {
 		Timezone string `yaml:"timezone"`
 	} `yaml:"legacy"`
 
+	// Mode is normal (default) or shadow: beside a running legacy, msgx reads the live
+	// CMINMSGS and writes nothing into the legacy tables (README "Shadow mode").
+	Mode          string `yaml:"mode"`
+	ShadowOptions struct {
+		// StartAfterID: the shadow adopts the VALID CMINMSGS rows with higher ids. -1 (the
+		// default) means the watermark stored at the shadow's first start (the highest id then).
+		StartAfterID int64 `yaml:"start-after-id"`
+	} `yaml:"shadow"`
+
+	// Requests are the data requests to the AODB (README "Data requests to the AODB").
+	Requests struct {
+		// Timeout is how long a request waits for its answer before it is sent again or
+		// expires.
+		Timeout time.Duration `yaml:"timeout"`
+		// MaxResends is how many times a request without an answer is sent again.
+		MaxResends int `yaml:"max-resends"`
+	} `yaml:"requests"`
+
 	Log struct {
 		Level  string `yaml:"level"`  // debug | info | warn | error
 		Format string `yaml:"format"` // json | text
+		// Logstash ships every log line, as JSON lines over TCP, to a logstash tcp input
+		// (json_lines codec) as well, through a bounded queue that drops rather than blocks.
+		Logstash struct {
+			Addr      string `yaml:"addr"`       // host:port; empty: no shipping
+			QueueSize int    `yaml:"queue-size"` // lines held while logstash is slow or down
+		} `yaml:"logstash"`
 	} `yaml:"log"`
+
+	// Jobs: the local times of day (sis.timezone) at which the instance holding the pump lease
+	// enqueues the daily jobs, each once per day; "" or "off" switches one off.
+	Jobs struct {
+		ArchiveAt      string `yaml:"archive-at"`
+		HistorySweepAt string `yaml:"history-sweep-at"`
+		RetentionAt    string `yaml:"retention-at"`
+	} `yaml:"jobs"`
+
+	// History is HISTORY_SWEEP's: how many local days of flights the flight store keeps
+	// before today, and where older ones go (Elasticsearch when a URL is set, else JSON lines
+	// under <data-dir>/history).
+	History struct {
+		KeepDays      int `yaml:"keep-days"`
+		Elasticsearch struct {
+			URL      string        `yaml:"url"` // node URL(s), comma-separated
+			Index    string        `yaml:"index"`
+			Username string        `yaml:"username"`
+			Password string        `yaml:"password"`
+			Timeout  time.Duration `yaml:"timeout"`
+		} `yaml:"elasticsearch"`
+	} `yaml:"history"`
+
+	// Retention is RETENTION's: how long SENT events and archived finished messages are kept
+	// (0 keeps them for ever).
+	Retention struct {
+		Events  time.Duration `yaml:"events"`
+		Archive time.Duration `yaml:"archive"`
+	} `yaml:"retention"`
 
 	// Targets are the delivery targets by name (KAFKA_SCHD, KAFKA_FLOP, …).
 	Targets map[string]target.Config `yaml:"targets"`
@@ -148,11 +210,25 @@ func Default() Config {
 	c.Delivery.HeadDeadline = 24 * time.Hour
 	c.Schd.FlushPeriod = 3 * time.Second
 	c.Schd.FlushLimit = 500
+	c.Metrics.SampleInterval = 5 * time.Second
 	c.ConsistencyCheck.OnStartup = true
 	c.ConsistencyCheck.DailySampleRatio = 0.01
 	c.SIS.Timezone = "Asia/Shanghai"
 	c.Log.Level = "info"
 	c.Log.Format = "json"
+	c.Log.Logstash.QueueSize = 4096
+	c.Jobs.ArchiveAt = "03:00"
+	c.Jobs.HistorySweepAt = "03:30"
+	c.Jobs.RetentionAt = "04:00"
+	c.History.KeepDays = 3
+	c.History.Elasticsearch.Index = "msgx-flight-history"
+	c.History.Elasticsearch.Timeout = 30 * time.Second
+	c.Retention.Events = 7 * 24 * time.Hour
+	c.Retention.Archive = 90 * 24 * time.Hour
+	c.Mode = "normal"
+	c.ShadowOptions.StartAfterID = -1
+	c.Requests.Timeout = 10 * time.Minute
+	c.Requests.MaxResends = 2
 	return c
 }
 
@@ -296,6 +372,9 @@ func (c *Config) Validate() error {
 	if c.Schd.FlushPeriod <= 0 {
 		return bad("schd.flush-period", "must be positive, got %s", c.Schd.FlushPeriod)
 	}
+	if c.Metrics.SampleInterval < 100*time.Millisecond {
+		return bad("metrics.sample-interval", "must be at least 100ms, got %s", c.Metrics.SampleInterval)
+	}
 	if c.Schd.FlushLimit < 1 {
 		return bad("schd.flush-limit", "must be at least 1, got %d", c.Schd.FlushLimit)
 	}
@@ -317,6 +396,20 @@ func (c *Config) Validate() error {
 	if _, err := c.AdoptSince(); err != nil {
 		return bad("inbox.adopt-since", "%v", err)
 	}
+	switch c.Mode {
+	case "normal", "shadow":
+	default:
+		return bad("mode", "%q is not normal or shadow", c.Mode)
+	}
+	if c.ShadowOptions.StartAfterID < -1 {
+		return bad("shadow.start-after-id", "must be -1 (the stored watermark) or an id, got %d", c.ShadowOptions.StartAfterID)
+	}
+	if c.Requests.Timeout <= 0 {
+		return bad("requests.timeout", "must be positive, got %s", c.Requests.Timeout)
+	}
+	if c.Requests.MaxResends < 0 || c.Requests.MaxResends > 100 {
+		return bad("requests.max-resends", "must be between 0 and 100, got %d", c.Requests.MaxResends)
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -324,6 +417,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Log.Format != "json" && c.Log.Format != "text" {
 		return bad("log.format", "%q is not json or text", c.Log.Format)
+	}
+	if err := c.validateJobs(bad); err != nil {
+		return err
 	}
 	names := make([]string, 0, len(c.Targets))
 	for n := range c.Targets {
@@ -337,6 +433,62 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
+func (c *Config) validateJobs(bad func(key, format string, args ...any) error) error {
+	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt} {
+		if _, _, _, err := jobs.ParseAt(v); err != nil {
+			return bad(key, "%v", err)
+		}
+	}
+	if c.History.KeepDays < 0 || c.History.KeepDays > 3650 {
+		return bad("history.keep-days", "must be between 0 (keep only today) and 3650, got %d", c.History.KeepDays)
+	}
+	es := c.History.Elasticsearch
+	for _, u := range strings.Split(es.URL, ",") {
+		if u = strings.TrimSpace(u); u == "" {
+			continue
+		}
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return bad("history.elasticsearch.url", "%q is not an http(s) URL", u)
+		}
+	}
+	if strings.TrimSpace(es.URL) != "" && es.Index == "" {
+		return bad("history.elasticsearch.index", "must not be empty when history.elasticsearch.url is set")
+	}
+	if es.Timeout <= 0 {
+		return bad("history.elasticsearch.timeout", "must be positive, got %s", es.Timeout)
+	}
+	if c.Retention.Events < 0 {
+		return bad("retention.events", "must not be negative (0 keeps SENT events for ever), got %s", c.Retention.Events)
+	}
+	if c.Retention.Archive < 0 {
+		return bad("retention.archive", "must not be negative (0 keeps archived messages for ever), got %s", c.Retention.Archive)
+	}
+	if a := c.Log.Logstash.Addr; a != "" {
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+			return bad("log.logstash.addr", "%q is not host:port", a)
+		}
+	}
+	if q := c.Log.Logstash.QueueSize; q < 1 || q > 1<<20 {
+		return bad("log.logstash.queue-size", "must be between 1 and 1048576, got %d", q)
+	}
+	return nil
+}
+
+// Schedule returns the daily jobs that are switched on (validated by Validate).
+func (c *Config) Schedule() []jobs.Entry {
+	var out []jobs.Entry
+	for _, e := range []struct{ kind, at string }{{jobs.Archive, c.Jobs.ArchiveAt}, {jobs.HistorySweep, c.Jobs.HistorySweepAt}, {jobs.Retention, c.Jobs.RetentionAt}} {
+		if h, m, on, err := jobs.ParseAt(e.at); err == nil && on {
+			out = append(out, jobs.Entry{Kind: e.kind, Hour: h, Minute: m})
+		}
+	}
+	return out
+}
+
+// Shadow reports whether msgx runs in shadow mode (mode: shadow).
+func (c Config) Shadow() bool { return c.Mode == "shadow" }
 
 // Autostart reports whether serve runs the pump and the dispatcher.
 func (c *Config) Autostart() bool {

@@ -354,7 +354,7 @@ func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights Flight
 }
 
 // succeedOneTrip is Succeed's step in one round trip, on MySQL where each statement is one:
-// for a message whose effects are one statement that needs no read of what the step writes
+// for a message (not a RESP, which may answer a data request) whose effects are one statement that needs no read of what the step writes
 // (a reference record added, changed or deleted, a flight the view read replaced in place)
 // or none, the step's savepoint, the identity bind with SUCCEEDED and that statement go
 // together as one multi-statement query (the reads it needs, of the stored record, come
@@ -364,6 +364,9 @@ func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights Flight
 // savepoint, which exists; either way the caller does the step statement by statement, which
 // tells exactly which one failed and why: the outcome is always that of succeedTx.
 func (b *Batch) succeedOneTrip(ctx context.Context, lead string, id int64, s Success, flights FlightWriter, now time.Time) (done, sent bool, events, refChanged int, err error) {
+	if strings.EqualFold(s.Meta.STYP, "RESP") {
+		return false, false, 0, 0, nil // it may answer a data request: succeedTx matches it
+	}
 	name := strings.TrimSuffix(strings.TrimPrefix(lead, "SAVEPOINT "), "; ")
 	dec := s.Decision
 	bind, args := bindSucceeded(id, s, now)

@@ -28,6 +28,12 @@ type Message struct {
 	// Warnings what it noticed and applied anyway. Both are empty until processed.
 	Note     string   `json:"note"`
 	Warnings []string `json:"warnings"`
+	// TraceID is the W3C trace id the sender passed in its traceparent header ("" when none);
+	// the log lines of the message's journey carry it as trace_id.
+	TraceID string `json:"trace_id,omitempty"`
+	// AnsweredRequest is the data request (REQ_TRACK) this message answered, if any; only
+	// GetMessage fills it.
+	AnsweredRequest *int64 `json:"answered_request,omitempty"`
 }
 
 // Class returns the error class, or "".
@@ -39,16 +45,19 @@ func (m *Message) Class() pipeline.ErrorClass {
 }
 
 const messageCols = `p.CMINMSGS_ID, p.STATE, p.ERROR_CLASS, p.ATTEMPTS, p.LAST_ERROR, p.TYPE_TAG, p.IDENTITY,
-	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS`
+	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS, p.TRACE_ID`
 
 const messageFrom = ` FROM PROC_STATE p LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
 
 func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
 	var m Message
-	var class, lastErr, tag, ident, note, warnings sql.NullString
+	var class, lastErr, tag, ident, note, warnings, trace sql.NullString
 	var recv, proc, next, first NullTime
-	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first, &note, &warnings); err != nil {
+	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first, &note, &warnings, &trace); err != nil {
 		return nil, err
+	}
+	if m.TraceID = trace.String; m.TraceID != "" {
+		d.traced(m.ID, m.TraceID)
 	}
 	m.Note, m.Warnings = note.String, decodeWarnings(warnings.String)
 	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), strPtr(lastErr), strPtr(tag), strPtr(ident)
@@ -92,6 +101,11 @@ func (d *DB) GetMessage(ctx context.Context, id int64) (*Message, error) {
 	}
 	if err != nil {
 		return nil, Unavailable(err)
+	}
+	if req, ok, err := d.AnsweredBy(ctx, id); err != nil {
+		return nil, err
+	} else if ok {
+		m.AnsweredRequest = &req
 	}
 	return m, nil
 }
@@ -137,6 +151,22 @@ func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, err
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// CountStates returns the number of messages in each of states, each counted over its own
+// range of the (STATE, CMINMSGS_ID) index: the unfinished and DEAD states cost what their rows
+// are, not what the whole table is (CountByState reads every row). A state with no messages
+// is 0.
+func (d *DB) CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error) {
+	out := make(map[pipeline.ProcStatus]int, len(states))
+	for _, st := range states {
+		var n int
+		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, string(st)).Scan(&n); err != nil {
+			return nil, Unavailable(fmt.Errorf("count %s messages: %w", st, err))
+		}
+		out[st] = n
+	}
+	return out, nil
 }
 
 // CountByState returns the number of messages in each state (every state present, 0 if none).
@@ -390,6 +420,11 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 			if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
 				return err
 			}
+		}
+		// A RESP answers a data request: matched here, in the RESP's own success
+		// transaction, so the match commits with SUCCEEDED or not at all (requests.go).
+		if _, err := d.matchAnswer(ctx, tx, id, s.Meta, now); err != nil {
+			return err
 		}
 		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {
 			return nil
