@@ -184,8 +184,8 @@ const backfillChunk = 100
 // which sets what it can and logs the rest (a value cut to fit is then logged twice): each
 // UPDATE sets values, so doing one twice is the same as once.
 func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) error {
-	if len(rows) == 0 {
-		return nil
+	if len(rows) == 0 || d.Shadow() {
+		return nil // nothing to fill, or (shadow mode) the legacy's columns are the legacy's
 	}
 	if d.Dialect != MySQL {
 		for _, r := range rows {
