@@ -30,14 +30,30 @@ type Store struct {
 	clock pipeline.Clock
 	loc   *time.Location
 	tx    *sql.Tx // set by InTx: the view reads through the pump's batch transaction
+	// seen holds the day and version of each flight the view read through tx (InTx): a write
+	// of one of them in the same transaction uses it instead of reading it again.
+	seen map[int64]seenRow
+}
+
+// seenRow is what the view read of a flight: where it is stored, or that it is not.
+type seenRow struct {
+	row
+	found bool
 }
 
 // InTx returns the store whose view reads through tx, the pump's open batch transaction, so a
 // handler sees the writes of the messages before it in the batch (a transaction sees its own
 // uncommitted writes on SQLite and MySQL alike).
+//
+// Its WriteFlights, given the same tx, takes the version and day of a flight the view read
+// from that read (a FLOP reads its flight, then writes it: one statement fewer). The pump
+// takes a store of its own for each message of a batch, so what it remembers never
+// outlives the message's savepoint: a message rolled back to its savepoint leaves nothing
+// the next one could trust.
 func (s *Store) InTx(tx *sql.Tx) *Store {
 	c := *s
 	c.tx = tx
+	c.seen = map[int64]seenRow{}
 	return &c
 }
 
@@ -82,7 +98,16 @@ func (s *Store) Location() *time.Location { return s.loc }
 // new rows and of the replacing ones. Otherwise, and for a single write, they are applied one
 // by one.
 func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error {
-	stored, err := storedRows(ctx, tx, writes)
+	var seen map[int64]seenRow
+	if s.tx != nil && s.tx == tx {
+		seen = s.seen
+		defer func() {
+			for _, w := range writes {
+				delete(seen, w.FLID) // written (or failed): no longer as read
+			}
+		}()
+	}
+	stored, err := storedRows(ctx, tx, writes, seen)
 	if err != nil {
 		return err
 	}
@@ -106,6 +131,32 @@ func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, write
 		return nil
 	}
 	return writeBatch(ctx, tx, msgID, writes, maids, stored, now)
+}
+
+// FlightStatement is store.FlightStatementer's: the guarded UPDATE that replaces the record
+// of a flight the view read through tx (InTx, the same tx), on the same day; ok is false for
+// any other write (WriteFlights does those).
+func (s *Store) FlightStatement(tx *sql.Tx, msgID int64, w pipeline.FlightWrite, now time.Time) (string, []any, bool) {
+	if s.tx == nil || s.tx != tx || w.Delete {
+		return "", nil, false
+	}
+	cur, ok := s.seen[w.FLID]
+	if !ok || !cur.found || cur.day != w.Day {
+		return "", nil, false
+	}
+	maid, err := checkWrite(w)
+	if err != nil {
+		return "", nil, false
+	}
+	delete(s.seen, w.FLID) // written: no longer as read
+	q, args := replaceInPlace(msgID, w, maid, cur.version, now)
+	return q, args, true
+}
+
+// replaceInPlace is the guarded UPDATE that replaces flight w.FLID's record at version.
+func replaceInPlace(msgID int64, w pipeline.FlightWrite, maid sql.NullInt64, version int64, now time.Time) (string, []any) {
+	return `UPDATE FLIGHT_STATE SET RECORD = ?, VERSION = ?, CMINMSGS_ID = ?, UPDATED_AT = ?, MAID = ? WHERE FLID = ? AND VERSION = ?`,
+		[]any{string(w.Record), version + 1, msgID, store.T(now), maid, w.FLID, version}
 }
 
 // checkWrite checks an upsert's day and record and returns the record's MAID (NULL if none).
@@ -257,15 +308,26 @@ type row struct {
 }
 
 // storedRows reads the day and version of every flight the writes touch, a few hundred per
-// query, so a snapshot does not pay a round trip per flight for it.
-func storedRows(ctx context.Context, tx *sql.Tx, writes []pipeline.FlightWrite) (map[int64]row, error) {
+// query, so a snapshot does not pay a round trip per flight for it. A flight in seen (read
+// through the same transaction by the view, stored or known absent) is not read again.
+func storedRows(ctx context.Context, tx *sql.Tx, writes []pipeline.FlightWrite, seen map[int64]seenRow) (map[int64]row, error) {
 	const chunk = 500
 	out := make(map[int64]row, len(writes))
-	for start := 0; start < len(writes); start += chunk {
-		part := writes[start:min(start+chunk, len(writes))]
+	var ask []int64
+	for _, w := range writes {
+		r, ok := seen[w.FLID]
+		switch {
+		case !ok:
+			ask = append(ask, w.FLID)
+		case r.found:
+			out[w.FLID] = r.row
+		}
+	}
+	for start := 0; start < len(ask); start += chunk {
+		part := ask[start:min(start+chunk, len(ask))]
 		args := make([]any, len(part))
-		for i, w := range part {
-			args[i] = w.FLID
+		for i, id := range part {
+			args[i] = id
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT FLID, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
 		if err != nil {
@@ -315,8 +377,8 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, msgID int64, w pipeline.F
 		}
 	default:
 		var res sql.Result
-		res, err = tx.ExecContext(ctx, `UPDATE FLIGHT_STATE SET RECORD = ?, VERSION = ?, CMINMSGS_ID = ?, UPDATED_AT = ?, MAID = ? WHERE FLID = ? AND VERSION = ?`,
-			string(w.Record), version+1, msgID, store.T(now), maid, w.FLID, version)
+		q, args := replaceInPlace(msgID, w, maid, version, now)
+		res, err = tx.ExecContext(ctx, q, args...)
 		if err == nil {
 			if n, _ := res.RowsAffected(); n != 1 {
 				return pipeline.Errorf(pipeline.Infra, "flight %d changed under us (version %d)", w.FLID, version)
@@ -342,13 +404,20 @@ func validDay(s string) bool {
 
 // Flight returns the stored record of flight flid, or ok=false when there is none.
 func (s *Store) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
-	var rec string
-	err := s.reader().QueryRowContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID = ?`, flid).Scan(&rec)
+	var rec, day string
+	var version int64
+	err := s.reader().QueryRowContext(ctx, `SELECT RECORD, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID = ?`, flid).Scan(&rec, &day, &version)
 	if err == sql.ErrNoRows {
+		if s.seen != nil {
+			s.seen[flid] = seenRow{}
+		}
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, store.Unavailable(fmt.Errorf("read flight %d: %w", flid, err))
+	}
+	if s.seen != nil {
+		s.seen[flid] = seenRow{row: row{day: strings.TrimSpace(day), version: version}, found: true}
 	}
 	return []byte(rec), true, nil
 }
@@ -385,7 +454,8 @@ func (s *Store) FlightsBetween(ctx context.Context, from, to time.Time) ([][]byt
 
 // FlightsOf returns the stored records of those of flids that are stored, in no particular
 // order, a few hundred per query: a snapshot reads the flights it names in a few round trips
-// instead of one per flight.
+// instead of one per flight. Through a transaction (InTx) it remembers where each of flids is
+// stored, or that it is not, for WriteFlights.
 func (s *Store) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) {
 	const chunk = 500
 	out := make([][]byte, 0, len(flids))
@@ -395,15 +465,24 @@ func (s *Store) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) 
 		for i, id := range part {
 			args[i] = id
 		}
-		rows, err := s.reader().QueryContext(ctx, `SELECT RECORD FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
+		rows, err := s.reader().QueryContext(ctx, `SELECT RECORD, FLID, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
 		if err != nil {
 			return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
 		}
+		if s.seen != nil {
+			for _, id := range part {
+				s.seen[id] = seenRow{} // not stored, unless read below
+			}
+		}
 		for rows.Next() {
-			var rec string
-			if err := rows.Scan(&rec); err != nil {
+			var rec, day string
+			var id, version int64
+			if err := rows.Scan(&rec, &id, &day, &version); err != nil {
 				rows.Close()
 				return nil, store.Unavailable(err)
+			}
+			if s.seen != nil {
+				s.seen[id] = seenRow{row: row{day: strings.TrimSpace(day), version: version}, found: true}
 			}
 			out = append(out, []byte(rec))
 		}
@@ -504,6 +583,9 @@ func (s *Store) query(ctx context.Context, where string, args ...any) ([]Entry, 
 		}
 		e.Day = strings.TrimSpace(e.Day)
 		e.Record = json.RawMessage(rec)
+		if s.seen != nil {
+			s.seen[e.FLID] = seenRow{row: row{day: e.Day, version: e.Version}, found: true}
+		}
 		if msg.Valid {
 			v := msg.Int64
 			e.MsgID = &v

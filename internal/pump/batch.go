@@ -142,12 +142,30 @@ type batch struct {
 }
 
 // runBatch processes run (PENDING messages in order, the head first) in one transaction.
+// The messages' events and back-fills are written at the end, for the whole batch (Batch.
+// DeferWrites); when that fails, the batch is rolled back and done again with each message
+// writing its own under its savepoint, so a message whose value the database refuses fails
+// alone, exactly as one by one.
 func (p *Pump) runBatch(ctx context.Context, run []*store.Due) (time.Duration, error) {
+	wait, again, err := p.runBatchOnce(ctx, run, true)
+	if again {
+		wait, _, err = p.runBatchOnce(ctx, run, false)
+	}
+	return wait, err
+}
+
+// runBatchOnce is runBatch's one try; again says the deferred writes failed and nothing was
+// committed: try again without deferring.
+func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, deferWrites bool) (wait time.Duration, again bool, err error) {
 	head := &run[0].Message
 	start := p.opt.Clock.Now()
 	b, err := p.db.BeginBatch(ctx)
 	if err != nil {
-		return p.abandon(head, err, start)
+		wait, err = p.abandon(head, err, start)
+		return wait, false, err
+	}
+	if deferWrites {
+		b.DeferWrites()
 	}
 	r := &batch{b: b, started: start}
 	r.view, r.watched = p.batchView(b)
@@ -158,7 +176,8 @@ func (p *Pump) runBatch(ctx context.Context, run []*store.Due) (time.Duration, e
 		end, err := p.batchOne(ctx, r, m, now)
 		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrBatchBroken) {
 			b.Rollback()
-			return p.abandon(head, err, now)
+			wait, err = p.abandon(head, err, now)
+			return wait, false, err
 		}
 		if err != nil {
 			stopAt, stop = &m.Message, err
@@ -169,8 +188,15 @@ func (p *Pump) runBatch(ctx context.Context, run []*store.Due) (time.Duration, e
 		}
 	}
 	now := p.opt.Clock.Now()
+	if err := b.Flush(ctx); err != nil {
+		b.Rollback()
+		p.log.Warn("batch's events and back-fills not written; doing the batch again with each message's under its savepoint",
+			"head_msg_id", head.ID, "err", err.Error())
+		return 0, true, nil
+	}
 	if err := b.Commit(); err != nil {
-		return p.abandon(head, err, now)
+		wait, err = p.abandon(head, err, now)
+		return wait, false, err
 	}
 	for _, f := range r.reports {
 		f()
@@ -181,12 +207,13 @@ func (p *Pump) runBatch(ctx context.Context, run []*store.Due) (time.Duration, e
 	switch {
 	case stopAt == nil:
 		p.setTrouble(nil)
-		return 0, nil
+		return 0, false, nil
 	case errors.Is(stop, errDecideAgain):
 		p.setTrouble(nil)
-		return 0, nil
+		return 0, false, nil
 	}
-	return p.afterHead(stopAt, stop, now)
+	wait, err = p.afterHead(stopAt, stop, now)
+	return wait, false, err
 }
 
 // abandon ends a batch of which nothing was committed. A lost lease stops the step; any other
@@ -250,7 +277,16 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	if r.watched != nil {
 		r.watched.read = false
 	}
-	dec, err := p.decide(ctx, m.ID, h, msg, r.view)
+	view, flights := r.view, p.opt.Flights
+	if p.opt.ViewIn != nil {
+		// A view of its own per message: what it remembers of its reads (the versions of the
+		// flights it read, which the flight writes then use) ends with the message's step.
+		view = p.opt.ViewIn(r.b.Tx())
+		if fw, ok := view.(store.FlightWriter); ok && flights != nil {
+			flights = fw
+		}
+	}
+	dec, err := p.decide(ctx, m.ID, h, msg, view)
 	if r.watched != nil && r.watched.read && r.changed {
 		return false, errDecideAgain
 	}
@@ -269,7 +305,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	warnings = append(warnings[:len(warnings):len(warnings)], dec.Warnings...)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
 	events, changed, err := r.b.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(msg0), TypeTag: tag, Identity: identity, Meta: meta,
-		Decision: dec, Note: dec.Note, Warnings: warnings}, p.opt.Flights, now)
+		Decision: dec, Note: dec.Note, Warnings: warnings}, flights, now)
 	switch {
 	case errors.Is(err, store.ErrIdentityTaken):
 		// Bound by an earlier message, committed or earlier in this batch: the read goes

@@ -462,3 +462,170 @@ func TestAnUncommittedBatchFallsBackToOneByOne(t *testing.T) {
 		e.want(ids[2], pipeline.Succeeded, "")
 	})
 }
+
+// eventsBy is a registry whose STTS-ADD emits one event whose kind its SEQN chooses: "3" a
+// kind longer than MSG_EVENT.KIND (MariaDB refuses the value), "5" the kind a test trigger
+// refuses (a failure of the database, on both), any other a plain one.
+func eventsBy() *handler.Registry {
+	reg := handler.Default(handler.Options{})
+	reg.Replace("STTS-ADD", handler.Func(func(_ context.Context, _ handler.View, m *sis.Message) (pipeline.Decision, error) {
+		kind := "plain"
+		switch m.Meta.SEQN {
+		case "3":
+			kind = strings.Repeat("k", 40)
+		case "5":
+			kind = "REFUSE"
+		}
+		return pipeline.Decision{Events: []pipeline.Event{{Target: "KAFKA_FLOP", Kind: kind, Key: m.Meta.SEQN,
+			Payload: json.RawMessage(`{"seqn":"` + m.Meta.SEQN + `"}`)}}}, nil
+	}))
+	return reg
+}
+
+// A batch writes its messages' events at its end, many per statement. When that write fails
+// on message k's event, the batch is done again with each message writing its own events
+// under its savepoint, so the outcome is exactly one by one's: the messages before k commit
+// with their events in order, k fails alone with its class (a value MariaDB refuses: parked
+// CODEC_ERROR, and the batch goes on; a refusal by the database: FAILED INFRA, and what is
+// behind it waits), and nothing of k is left.
+func TestAFailingEventWriteFailsItsMessageAlone(t *testing.T) {
+	for _, size := range []int{1, 50} {
+		t.Run(fmt.Sprintf("batch=%d", size), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				policy := defaultPolicy
+				policy.Park = pipeline.DefaultPark
+				e, _ := batchEnv(t, db, policy, eventsBy(), true, nil)
+				e.pump = pump.New(db, eventsBy(), pump.Options{Policy: policy, Clock: e.clock, BatchSize: size,
+					Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC}})
+				if db.Dialect == store.MySQL {
+					storetest.Exec(t, db, `CREATE TRIGGER REFUSE_EVENT BEFORE INSERT ON MSG_EVENT FOR EACH ROW BEGIN
+						IF NEW.KIND = 'REFUSE' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'event refused by a test trigger'; END IF; END`)
+				} else {
+					storetest.Exec(t, db, `CREATE TRIGGER REFUSE_EVENT BEFORE INSERT ON MSG_EVENT WHEN NEW.KIND = 'REFUSE'
+						BEGIN SELECT RAISE(ABORT, 'event refused by a test trigger'); END`)
+				}
+				var raws []string
+				for i := 1; i <= 6; i++ {
+					raws = append(raws, refMsg("STTS", "ADD", fmt.Sprint(i), stts(fmt.Sprintf("K%d", i), "k"), 1))
+				}
+				ids := e.post(raws...)
+				for i := 0; i < 10 && e.msg(ids[4]).State == pipeline.Pending; i++ {
+					e.step()
+				}
+				applied := []int64{ids[0], ids[1], ids[3]}
+				e.want(ids[0], pipeline.Succeeded, "")
+				e.want(ids[1], pipeline.Succeeded, "")
+				if db.Dialect == store.MySQL {
+					m := e.want(ids[2], pipeline.Dead, pipeline.CodecError)
+					if !strings.Contains(*m.LastError, "refused a value") {
+						t.Fatalf("message 3: %q", *m.LastError)
+					}
+				} else {
+					e.want(ids[2], pipeline.Succeeded, "") // SQLite takes the long kind
+					applied = []int64{ids[0], ids[1], ids[2], ids[3]}
+				}
+				e.want(ids[3], pipeline.Succeeded, "")
+				m := e.want(ids[4], pipeline.Failed, pipeline.Infra)
+				if !strings.Contains(*m.LastError, "event refused by a test trigger") {
+					t.Fatalf("message 5: %q", *m.LastError)
+				}
+				e.want(ids[5], pipeline.Pending, "")
+				rows, err := db.SQL.Query(`SELECT CMINMSGS_ID FROM MSG_EVENT ORDER BY EVENT_ID`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int64
+				for rows.Next() {
+					var id int64
+					rows.Scan(&id)
+					got = append(got, id)
+				}
+				rows.Close()
+				if fmt.Sprint(got) != fmt.Sprint(applied) {
+					t.Fatalf("events of messages %v, want one each of %v in order", got, applied)
+				}
+				for _, id := range []int64{ids[4]} {
+					var key sql.NullString
+					if err := db.SQL.QueryRow(`SELECT IDENTITY_KEY FROM PROC_STATE WHERE CMINMSGS_ID = ?`, id).Scan(&key); err != nil || key.Valid {
+						t.Fatalf("the failed message's identity stayed bound: %v %v", key, err)
+					}
+				}
+				storetest.Exec(t, db, `DROP TRIGGER REFUSE_EVENT`)
+				e.clock.Add(time.Second)
+				e.drain()
+				e.want(ids[4], pipeline.Succeeded, "")
+				e.want(ids[5], pipeline.Succeeded, "")
+			})
+		})
+	}
+}
+
+// A batch ends exactly as one by one, message by message: state, class, note and events, and
+// the reference and flight rows with their versions. On MySQL most of these messages take the
+// batch's one-round-trip path (bind and effect in one multi-statement): a record added, one
+// changed, one sent again unchanged, one deleted, one deleted that is not there, a flight
+// changed in place twice, a duplicate, a FLOP of an unknown flight.
+func TestABatchEndsAsOneByOne(t *testing.T) {
+	msgs := []string{
+		schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300"), flightRec(5002, "CA1502", "01DEC261400")),
+		refMsg("STTS", "ADD", "2", stts("A", "one"), 1),
+		refMsg("STTS", "ADD", "3", stts("B", "two"), 1),
+		refMsg("STTS", "UPD", "4", stts("A", "one, changed"), 1),
+		refMsg("STTS", "UPD", "5", stts("B", "two"), 1),
+		refMsg("STTS", "DEL", "6", `<STTS><STTC>B</STTC></STTS>`, 1),
+		refMsg("STTS", "DEL", "7", `<STTS><STTC>Z</STTC></STTS>`, 1),
+		flop("8", "CTOT", `<FLOP><FLID>5001</FLID><FFID>X</FFID><CTOT>01DEC261310</CTOT></FLOP>`),
+		flop("9", "STND", `<FLOP><FLID>5001</FLID><FFID>X</FFID><STND>118</STND></FLOP>`),
+		flop("10", "STND", `<FLOP><FLID>5001</FLID><FFID>X</FFID><STND>118</STND></FLOP>`),
+		refMsg("STTS", "ADD", "2", stts("A", "one"), 1),
+		flop("11", "STND", `<FLOP><FLID>5999</FLID><FFID>X</FFID><STND>7</STND></FLOP>`),
+		refMsg("STTS", "ADD", "12", stts("C", "three"), 1),
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var runs [2]string
+		for i, size := range []int{1, 50} {
+			var tdb *store.DB
+			if db.Dialect == store.MySQL {
+				tdb = storetest.MySQL(t)
+			} else {
+				tdb = storetest.SQLite(t)
+			}
+			policy := defaultPolicy
+			policy.Park = pipeline.DefaultPark
+			e, fs := batchEnv(t, tdb, policy, nil, true, nil)
+			e.pump = pump.New(tdb, handler.Default(handler.Options{}), pump.Options{Policy: policy, Clock: e.clock, BatchSize: size,
+				Flights: fs, View: fs, ViewIn: func(tx *sql.Tx) handler.View { return fs.InTx(tx) },
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC}})
+			ids := e.post(msgs...)
+			e.drain()
+			var b strings.Builder
+			for _, id := range ids {
+				m := e.msg(id)
+				var n int
+				if err := tdb.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE CMINMSGS_ID = ?`, id).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				last := ""
+				if m.LastError != nil {
+					last = *m.LastError
+				}
+				fmt.Fprintf(&b, "%d %s %s note=%q last=%q events=%d\n", id, m.State, m.Class(), m.Note, last, n)
+			}
+			list, _ := tdb.RefList(context.Background(), "STTS")
+			for _, r := range list {
+				fmt.Fprintf(&b, "ref %s v%d %s\n", r.Key, r.Version, r.Fields)
+			}
+			for _, flid := range []int64{5001, 5002} {
+				f, err := fs.Get(context.Background(), flid)
+				if err != nil || f == nil {
+					t.Fatalf("flight %d: %v", flid, err)
+				}
+				fmt.Fprintf(&b, "flight %d v%d %s\n", flid, f.Version, f.Record)
+			}
+			runs[i] = b.String()
+		}
+		if runs[0] != runs[1] {
+			t.Fatalf("one by one:\n%s\nbatched:\n%s", runs[0], runs[1])
+		}
+	})
+}

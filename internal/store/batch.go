@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -108,6 +110,131 @@ type Batch struct {
 	conn *sql.Conn // the connection the batch holds until it ends
 	tx   *sql.Tx
 	n    int // savepoints made
+	// later holds the MSG_EVENT rows and back-fills of the messages that succeeded, written
+	// by Flush; nil: each message writes its own under its savepoint (DeferWrites).
+	later *deferred
+}
+
+// deferred is what the messages of a batch leave for Flush: their events in order, and
+// their CMINMSGS back-fills.
+type deferred struct {
+	events    []eventRow
+	backfills []backfillRow
+}
+
+// backfillRow is the back-fill of one message.
+type backfillRow struct {
+	id int64
+	b  Backfill
+	at time.Time
+}
+
+func (l *deferred) add(id int64, tag string, evs []pipeline.Event, b Backfill, now time.Time) {
+	for _, e := range evs {
+		l.events = append(l.events, eventRow{msgID: id, tag: tag, ev: e, at: now})
+	}
+	l.backfills = append(l.backfills, backfillRow{id: id, b: b, at: now})
+}
+
+// DeferWrites makes the messages that succeed in this batch leave their MSG_EVENT rows and
+// their CMINMSGS back-fill for Flush, which writes those of the whole batch many per statement
+// (on MySQL each statement is a round trip; a FLOP's two were a third of its statements).
+// What a message's own step writes is unchanged: the identity bind and SUCCEEDED, its
+// reference and flight changes, under its savepoint.
+//
+// The deferred writes can fail only through the database (an outage) or a value it refuses
+// (an event's target or key longer than its column): Flush then says so, and the caller rolls
+// the batch back and does it again without DeferWrites, so the message whose value is refused
+// fails alone under its savepoint, exactly as it would one by one.
+func (b *Batch) DeferWrites() {
+	if b.later == nil {
+		b.later = &deferred{}
+	}
+}
+
+// ErrFlush says Flush could not write the batch's deferred writes: the batch must be rolled
+// back (and done again without DeferWrites).
+var ErrFlush = errors.New("the batch's deferred writes failed")
+
+// Flush writes what the batch's messages deferred (DeferWrites): their events in message
+// order (EVENT_ID follows it, as one by one), eventChunk rows per statement, then their
+// back-fills. An error wraps ErrFlush (and ErrFenced or the database's error); the batch must
+// then be rolled back.
+func (b *Batch) Flush(ctx context.Context) error {
+	if b.later == nil {
+		return nil
+	}
+	l := *b.later
+	*b.later = deferred{}
+	if _, err := insertEventRows(ctx, b.tx, l.events); err != nil {
+		return fmt.Errorf("%w: %w", ErrFlush, err)
+	}
+	if err := b.d.backfillRows(ctx, b.tx, l.backfills); err != nil {
+		return fmt.Errorf("%w: %w", ErrFlush, err)
+	}
+	return nil
+}
+
+// backfillChunk is how many back-fill UPDATEs one MySQL round trip carries.
+const backfillChunk = 100
+
+// backfillRows writes the back-fills of rows, as backfill does each. On MySQL many UPDATEs go
+// in one round trip (a multi-statement query); a chunk the database refuses a value of (MySQL
+// stops at that statement, the ones before it are done) is done again one by one by backfill,
+// which sets what it can and logs the rest (a value cut to fit is then logged twice): each
+// UPDATE sets values, so doing one twice is the same as once.
+func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) error {
+	if len(rows) == 0 || d.Shadow() {
+		return nil // nothing to fill, or (shadow mode) the legacy's columns are the legacy's
+	}
+	if d.Dialect != MySQL {
+		for _, r := range rows {
+			if err := d.backfill(ctx, tx, r.id, r.b, r.at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cols, err := d.columns(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if cols == nil {
+		return nil // no CMINMSGS: nothing to fill
+	}
+	o := d.legacyOpts()
+	for start := 0; start < len(rows); start += backfillChunk {
+		chunk := rows[start:min(start+backfillChunk, len(rows))]
+		var q strings.Builder
+		var args []any
+		for _, r := range chunk {
+			sets, a, misfits := backfillSets(cols, r.b, o.Location, r.at)
+			if len(misfits) > 0 {
+				o.Logger.Warn("legacy back-fill: values do not fit their CMINMSGS columns", "msg_id", r.id, "misfits", strings.Join(misfits, "; "))
+			}
+			if len(sets) == 0 {
+				continue
+			}
+			q.WriteString(`UPDATE CMINMSGS SET ` + strings.Join(sets, ", ") + ` WHERE CMINMSGS_ID = ?;`)
+			args = append(append(args, a...), r.id)
+		}
+		if q.Len() == 0 {
+			continue
+		}
+		_, err := tx.ExecContext(ctx, q.String(), args...)
+		if err == nil {
+			continue
+		}
+		if !IsDataError(err) {
+			return Unavailable(fmt.Errorf("back-fill CMINMSGS %d..%d: %w", chunk[0].id, chunk[len(chunk)-1].id, err))
+		}
+		for _, r := range chunk {
+			if err := d.backfill(ctx, tx, r.id, r.b, r.at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // BeginBatch opens a batch transaction and checks the pump lease in it, once: the lease row
@@ -200,8 +327,21 @@ func (b *Batch) step(ctx context.Context, fn func(lead string) error) error {
 // savepoint of their own; on any error none of them is left in the batch.
 func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
 	err = b.step(ctx, func(lead string) error {
+		if lead != "" && b.later != nil {
+			done, sent, ev, rc, err := b.succeedOneTrip(ctx, lead, id, s, flights, now)
+			if err != nil {
+				return err
+			}
+			if done {
+				events, refChanged = ev, rc
+				return nil
+			}
+			if sent {
+				lead = "" // the savepoint is made; what was sent is rolled back to it
+			}
+		}
 		var err error
-		events, refChanged, err = b.d.succeedTx(ctx, b.tx, lead, id, s, flights, now)
+		events, refChanged, err = b.d.succeedTx(ctx, b.tx, lead, id, s, flights, b.later, now)
 		return err
 	})
 	if err != nil {
@@ -211,6 +351,147 @@ func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights Flight
 		return 0, 0, effectsError(id, err)
 	}
 	return events, refChanged, nil
+}
+
+// succeedOneTrip is Succeed's step in one round trip, on MySQL where each statement is one:
+// for a message (not a RESP, which may answer a data request) whose effects are one statement that needs no read of what the step writes
+// (a reference record added, changed or deleted, a flight the view read replaced in place)
+// or none, the step's savepoint, the identity bind with SUCCEEDED and that statement go
+// together as one multi-statement query (the reads it needs, of the stored record, come
+// before; its events and back-fill are deferred to Flush). done says it was done. When it was
+// not, either nothing was sent (another kind of message), or sent says that something was
+// (one of the statements failed or did not find its row) and it was rolled back to the step's
+// savepoint, which exists; either way the caller does the step statement by statement, which
+// tells exactly which one failed and why: the outcome is always that of succeedTx.
+func (b *Batch) succeedOneTrip(ctx context.Context, lead string, id int64, s Success, flights FlightWriter, now time.Time) (done, sent bool, events, refChanged int, err error) {
+	if strings.EqualFold(s.Meta.STYP, "RESP") {
+		return false, false, 0, 0, nil // it may answer a data request: succeedTx matches it
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(lead, "SAVEPOINT "), "; ")
+	dec := s.Decision
+	bind, args := bindSucceeded(id, s, now)
+	q := lead + bind
+	want := []int64{0, 1} // rows each statement must find: the savepoint's none, the bind's one
+	var changes int
+	switch {
+	case len(dec.Ref) == 1 && len(dec.Flights) == 0:
+		w, wargs, n, done, err := b.refOneTrip(ctx, id, dec.Ref[0], now)
+		if err != nil || !done {
+			return false, false, 0, 0, err
+		}
+		if w != "" {
+			q += "; " + w
+			args = append(args, wargs...)
+			want = append(want, n)
+			changes = 1
+		}
+		if changes == 0 && len(dec.Events) == 0 {
+			note, nargs := noteUnchanged(id, s)
+			q += "; " + note
+			args = append(args, nargs...)
+			want = append(want, 1)
+		}
+	case len(dec.Ref) == 0 && len(dec.Flights) == 1:
+		fs, isFS := flights.(FlightStatementer)
+		if !isFS {
+			return false, false, 0, 0, nil
+		}
+		w, wargs, one := fs.FlightStatement(b.tx, id, dec.Flights[0], now)
+		if !one {
+			return false, false, 0, 0, nil
+		}
+		q += "; " + w
+		args = append(args, wargs...)
+		want = append(want, 1)
+	case len(dec.Ref) == 0 && len(dec.Flights) == 0:
+	default:
+		return false, false, 0, 0, nil
+	}
+	rows, err := b.execAll(ctx, q, args)
+	if err == nil && len(rows) == len(want) {
+		for i, n := range rows {
+			if n != want[i] && want[i] >= 0 {
+				err = errNotFound
+				break
+			}
+		}
+		if err == nil {
+			if len(want) > 2 && want[2] < 0 {
+				changes = int(rows[2]) // a delete: the rows it removed
+				if changes == 0 && len(dec.Events) == 0 {
+					// Not there: the message changed nothing, which only now is known.
+					note, nargs := noteUnchanged(id, s)
+					if _, err := b.tx.ExecContext(ctx, note, nargs...); err != nil {
+						return false, true, 0, 0, classifyWrite(fmt.Sprintf("note of %d", id), err)
+					}
+				}
+			}
+			b.later.add(id, s.TypeTag, dec.Events, s.Meta, now)
+			return true, true, len(dec.Events), changes, nil
+		}
+	}
+	if _, rerr := b.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+name); rerr != nil {
+		return false, true, 0, 0, fmt.Errorf("%w: rollback to savepoint after %v: %w", ErrBatchBroken, err, Unavailable(rerr))
+	}
+	return false, true, 0, 0, nil
+}
+
+// errNotFound says a statement of a one-trip step did not find the row it was to change.
+var errNotFound = errors.New("a statement found no row")
+
+// refOneTrip returns the one statement that applies ch (an upsert or a delete of one record),
+// with the rows it must find (-1: any, a delete), after reading the stored record it needs;
+// done is false for a change that is more than that (a TYPE replaced, a record without a
+// key: applyRef does those). The statement is "" when the record is already as sent.
+func (b *Batch) refOneTrip(ctx context.Context, id int64, ch pipeline.RefChange, now time.Time) (q string, args []any, rows int64, done bool, err error) {
+	if ch.Record.Key == "" {
+		return "", nil, 0, false, nil
+	}
+	switch ch.Op {
+	case pipeline.RefUpsert:
+		cur, found, err := refStoredOne(ctx, b.tx, ch.Type, ch.Record.Key)
+		if err != nil {
+			return "", nil, 0, false, err
+		}
+		q, args := refWrite(id, ch.Type, ch.Record, cur, found, now)
+		return q, args, 1, true, nil
+	case pipeline.RefDelete:
+		return `DELETE FROM REF_DATA WHERE REF_TYPE = ? AND REF_KEY = ?`, []any{ch.Type, ch.Record.Key}, -1, true, nil
+	}
+	return "", nil, 0, false, nil
+}
+
+// execAll runs q, several statements, in the batch's transaction in one round trip and
+// returns the rows each one affected (database/sql gives only the last one's).
+func (b *Batch) execAll(ctx context.Context, q string, args []any) ([]int64, error) {
+	var rows []int64
+	err := b.conn.Raw(func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		if !ok {
+			return errors.New("the driver's connection cannot execute statements")
+		}
+		check, _ := dc.(driver.NamedValueChecker)
+		nv := make([]driver.NamedValue, len(args))
+		for i, a := range args {
+			nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+			if check != nil {
+				if err := check.CheckNamedValue(&nv[i]); err != nil {
+					return err
+				}
+			}
+		}
+		res, err := ex.ExecContext(ctx, q, nv)
+		if err != nil {
+			return err
+		}
+		all, ok := res.(interface{ AllRowsAffected() []int64 })
+		if !ok {
+			return errors.New("the driver does not tell the rows of each statement")
+		}
+		rows = all.AllRowsAffected()
+		return nil
+	})
+	return rows, err
 }
 
 // lead runs the savepoint statement step gave, alone, for a step whose first statement does

@@ -224,23 +224,77 @@ func TestLegacyBackfillFitsTheLegacyColumns(t *testing.T) {
 		{"150-character SNDR", store.Backfill{SNDR: strings.Repeat("S", 150), TYPE: "FLOP", STYP: "CTOT", SEQN: "4", DTTM: dttm}, "SSSS", "4", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_NAME cut"},
 		{"DTTM before DATETIME's range", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "5", DTTM: time.Date(999, 1, 1, 0, 0, 0, 0, shanghai)}, "AODB", "5", "", "CMINMSGS_SUBSYSTEM_DATE_SENT left NULL"},
 	}
-	eachLegacy(t, "", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
-		now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
-		for i, c := range cases {
-			raw := fmt.Sprintf("<MSG n=%q/>", c.name)
-			id := e.gateway(t, raw, "2026-12-01 08:59:00", "", "VALID")
-			if _, err := e.db.AdoptLegacy(context.Background(), id-1, id, now); err != nil {
-				t.Fatal(err)
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+			eachLegacy(t, "", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
+				checkBackfills(t, e, cases, batched)
+			})
+		})
+	}
+}
+
+// checkBackfills processes one gateway row per case, SUCCEEDED and SKIPPED in turn, one by one
+// or all in one batch whose messages defer their back-fills to its end (Batch.Flush, several
+// UPDATEs per round trip on MySQL), and checks what each row holds and what was logged.
+func checkBackfills(t *testing.T, e *legacyEnv, cases []struct {
+	name      string
+	meta      store.Backfill
+	sndr, seq string // "" = NULL
+	sent      string
+	warn      string // in the log with the msg_id, "" = no warning
+}, batched bool) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	ids := make([]int64, len(cases))
+	for i, c := range cases {
+		ids[i] = e.gateway(t, fmt.Sprintf("<MSG n=%q/>", c.name), "2026-12-01 08:59:00", "", "VALID")
+		if _, err := e.db.AdoptLegacy(ctx, ids[i]-1, ids[i], now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b *store.Batch
+	if batched {
+		var err error
+		if b, err = e.db.BeginBatch(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.DeferWrites()
+	}
+	for i, c := range cases {
+		id := ids[i]
+		switch {
+		case i%2 == 0 && !batched:
+			succeed(t, e, id, c.meta, now)
+		case i%2 == 0:
+			ident := fmt.Sprintf("%s|%s|%s|%s|%d", c.meta.SNDR, c.meta.TYPE, c.meta.STYP, c.meta.SEQN, id)
+			dec := pipeline.Decision{Events: []pipeline.Event{{Target: "KAFKA_FLOP", Kind: "update", Key: "1", Payload: []byte(`{}`)}}}
+			if _, _, err := b.Succeed(ctx, id, store.Success{TypeTag: c.meta.TYPE + "-" + c.meta.STYP, Identity: ident, Meta: c.meta, Decision: dec}, nil, now); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
 			}
-			if i%2 == 0 {
-				succeed(t, e, id, c.meta, now)
-			} else {
-				// A SKIPPED message back-fills too.
-				meta := c.meta
-				if err := e.db.Record(context.Background(), id, store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1", Meta: &meta}, now); err != nil {
-					t.Fatalf("%s: record SKIPPED: %v", c.name, err)
-				}
+		default:
+			// A SKIPPED message back-fills too.
+			meta := c.meta
+			o := store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1", Meta: &meta}
+			record := e.db.Record
+			if batched {
+				record = b.Record
 			}
+			if err := record(ctx, id, o, now); err != nil {
+				t.Fatalf("%s: record SKIPPED: %v", c.name, err)
+			}
+		}
+	}
+	if batched {
+		if err := b.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range cases {
+		id := ids[i]
+		{
 			r := e.row(t, id)
 			if r.Name.String != c.sndr || r.Seq.String != c.seq || r.Sent.String != c.sent || r.Type.String != c.meta.TYPE || r.Subtype.String != c.meta.STYP {
 				t.Errorf("%s: back-fill name %q seq %q sent %q type %q subtype %q; want %q %q %q", c.name,
@@ -257,7 +311,7 @@ func TestLegacyBackfillFitsTheLegacyColumns(t *testing.T) {
 				t.Errorf("%s: no warning %q with msg_id %d in the log: %s", c.name, c.warn, id, e.log)
 			}
 		}
-	})
+	}
 }
 
 func TestLegacyBackfillRefusedByTheDatabaseDoesNotFailTheMessage(t *testing.T) {
@@ -573,4 +627,54 @@ func TestLegacySessionsRunAtAnExplicitIsolationLevel(t *testing.T) {
 			t.Errorf("DSN level %q: session at %s with a %d s lock wait; want %s and 10 s", dsnLevel, level, wait, want)
 		}
 	}
+}
+
+// In a batch the back-fills go to the database at its end, several per round trip on MySQL:
+// one the database refuses (the middle message's) is done again alone, so the messages around
+// it keep theirs, and it is marked taken, as one by one.
+func TestLegacyBackfillRefusedInABatch(t *testing.T) {
+	eachLegacy(t, "CHECK (CMINMSGS_SUBSYSTEM_NAME <> 'NOPE')", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
+		ctx := context.Background()
+		now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+		var ids []int64
+		for i := 0; i < 3; i++ {
+			id := e.gateway(t, fmt.Sprintf("<MSG n='%d'/>", i), "2026-12-01 08:59:00", "", "VALID")
+			if _, err := e.db.AdoptLegacy(ctx, id-1, id, now); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		b, err := e.db.BeginBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.DeferWrites()
+		for i, sndr := range []string{"AODB", "NOPE", "ATC"} {
+			meta := store.Backfill{SNDR: sndr, TYPE: "FLOP", STYP: "CTOT", SEQN: fmt.Sprint(i + 1)}
+			if _, _, err := b.Succeed(ctx, ids[i], store.Success{TypeTag: "FLOP-CTOT", Identity: fmt.Sprintf("%s|%d", sndr, i), Meta: meta}, nil, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Flush(ctx); err != nil {
+			t.Fatalf("a refused back-fill failed the batch: %v", err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []string{"AODB", "", "ATC"} {
+			r := e.row(t, ids[i])
+			if r.Name.String != want || r.Seq.Valid != (want != "") {
+				t.Errorf("message %d: back-fill name %q seq %v, want %q", i, r.Name.String, r.Seq, want)
+			}
+			if r.Processed.String != "2026-12-01 09:00:00" {
+				t.Errorf("message %d: CMINMSGS_DATE_PROCESSED %q: the row must be marked taken", i, r.Processed.String)
+			}
+			if m := e.state(t, ids[i]); m.State != pipeline.Succeeded {
+				t.Errorf("message %d is %s", i, m.State)
+			}
+		}
+		if !strings.Contains(e.log.String(), "refused by the database") || !strings.Contains(e.log.String(), fmt.Sprintf(`"msg_id":%d,`, ids[1])) {
+			t.Fatalf("no warning for the refused back-fill: %s", e.log)
+		}
+	})
 }

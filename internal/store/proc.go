@@ -339,6 +339,17 @@ type FlightWriter interface {
 	WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error
 }
 
+// FlightStatementer is a FlightWriter that can give the one statement applying a single
+// flight write in tx, when it is one (a FLOP's replacement of a flight the handler's view read
+// through tx, on the same day): a guarded UPDATE of one row, none when the row changed under
+// us. ok is false when the write needs more (a read, an insert, a move, a check that
+// fails): WriteFlights then does it. A batch on MySQL sends that statement with the
+// message's identity bind, one round trip for both.
+type FlightStatementer interface {
+	FlightWriter
+	FlightStatement(tx *sql.Tx, msgID int64, w pipeline.FlightWrite, now time.Time) (query string, args []any, ok bool)
+}
+
 // ErrIdentityTaken is returned by Succeed when another message bound the identity first.
 var ErrIdentityTaken = fmt.Errorf("identity already bound")
 
@@ -351,7 +362,7 @@ func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWri
 			return err
 		}
 		var err error
-		events, refChanged, err = d.succeedTx(ctx, tx, "", id, s, flights, now)
+		events, refChanged, err = d.succeedTx(ctx, tx, "", id, s, flights, nil, now)
 		return err
 	})
 	return events, refChanged, effectsError(id, err)
@@ -369,15 +380,16 @@ func effectsError(id int64, err error) error {
 // succeedTx writes a processed message's effects and SUCCEEDED inside tx (the fence already
 // checked): Succeed's transaction, and one step of a batch (batch.go). A non-empty lead is a
 // statement sent with the first write in one round trip (a batch step's savepoint on MySQL).
-func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
+//
+// A non-nil later takes the message's MSG_EVENT rows and CMINMSGS back-fill instead of
+// writing them: a batch writes them for all its messages at its end, many per statement
+// (Batch.Flush).
+func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s Success, flights FlightWriter, later *deferred, now time.Time) (events, refChanged int, err error) {
 	err = func() error {
 		// The identity bind and SUCCEEDED are one statement (one round trip): the rest of the
 		// transaction either commits with it or rolls it back.
-		where, wargs := s.From.where(id)
-		res, err := tx.ExecContext(ctx, lead+`UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?, STATE = ?, ERROR_CLASS = NULL,
-			LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL, NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?`+where,
-			append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth), pipeline.Succeeded,
-				nullStr(Fit(s.Note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now)}, wargs...)...)
+		q, args := bindSucceeded(id, s, now)
+		res, err := tx.ExecContext(ctx, lead+q, args...)
 		if err != nil {
 			if IsUniqueViolation(err) {
 				return ErrIdentityTaken
@@ -402,12 +414,17 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 				return err
 			}
 		}
-		events, err = insertEvents(ctx, tx, id, s.TypeTag, s.Decision.Events, now)
-		if err != nil {
-			return err
-		}
-		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
-			return err
+		if later != nil {
+			later.add(id, s.TypeTag, s.Decision.Events, s.Meta, now)
+			events = len(s.Decision.Events)
+		} else {
+			events, err = insertEvents(ctx, tx, id, s.TypeTag, s.Decision.Events, now)
+			if err != nil {
+				return err
+			}
+			if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
+				return err
+			}
 		}
 		// A RESP answers a data request: matched here, in the RESP's own success
 		// transaction, so the match commits with SUCCEEDED or not at all (requests.go).
@@ -417,26 +434,69 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {
 			return nil
 		}
-		// Only the apply knows that every record was already as sent.
-		note := strings.TrimPrefix(s.Note+"; nothing changed: every record was already as sent", "; ")
-		_, err = tx.ExecContext(ctx, `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, nullStr(Fit(note, NoteWidth)), id)
+		q, args = noteUnchanged(id, s)
+		_, err = tx.ExecContext(ctx, q, args...)
 		return classifyWrite(fmt.Sprintf("note of %d", id), err)
 	}()
 	return events, refChanged, err
 }
 
-// eventChunk is how many MSG_EVENT rows one INSERT carries: a 3,000-flight snapshot makes
-// 12,000 events, and one round trip per row dominated its commit on MySQL.
-const eventChunk = 200
+// bindSucceeded is the statement that binds a processed message's identity and records it
+// SUCCEEDED, from the version the pump read: one row, or none when the row changed.
+func bindSucceeded(id int64, s Success, now time.Time) (string, []any) {
+	where, wargs := s.From.where(id)
+	return `UPDATE PROC_STATE SET IDENTITY_KEY = ?, IDENTITY = ?, TYPE_TAG = ?, STATE = ?, ERROR_CLASS = NULL,
+			LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL, NOTE = ?, WARNINGS = ?, UPDATED_AT = ?, PROCESSED_AT = ?` + where,
+		append([]any{IdentityKey(s.Identity), Fit(s.Identity, IdentityWidth), Fit(s.TypeTag, TypeTagWidth), pipeline.Succeeded,
+			nullStr(Fit(s.Note, NoteWidth)), nullStr(encodeWarnings(s.Warnings)), T(now), T(now)}, wargs...)
+}
+
+// noteUnchanged is the statement that notes a reference message whose every record was
+// already as sent (only the apply knows it).
+func noteUnchanged(id int64, s Success) (string, []any) {
+	note := strings.TrimPrefix(s.Note+"; nothing changed: every record was already as sent", "; ")
+	return `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, []any{nullStr(Fit(note, NoteWidth)), id}
+}
+
+// eventChunk is how many MSG_EVENT rows one INSERT carries at most, eventBytes how many
+// bytes of payload (well under MariaDB's default max_allowed_packet of 16 MB): a 3,000-flight
+// snapshot makes 12,000 events, and one round trip per row dominated its commit on MySQL.
+const (
+	eventChunk = 500
+	eventBytes = 4 << 20
+)
 
 // insertEvents inserts evs in order (EVENT_ID follows it) and returns how many it inserted.
 func insertEvents(ctx context.Context, tx *sql.Tx, msgID int64, tag string, evs []pipeline.Event, now time.Time) (int, error) {
+	rows := make([]eventRow, len(evs))
+	for i, e := range evs {
+		rows[i] = eventRow{msgID: msgID, tag: tag, ev: e, at: now}
+	}
+	return insertEventRows(ctx, tx, rows)
+}
+
+// eventRow is one MSG_EVENT row to insert: an event of message msgID.
+type eventRow struct {
+	msgID int64
+	tag   string
+	ev    pipeline.Event
+	at    time.Time
+}
+
+// insertEventRows inserts rows in order (EVENT_ID follows it), eventChunk rows per statement,
+// and returns how many it inserted.
+func insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow) (int, error) {
 	const row = `(?, ?, ?, ?, ?, ?, ?, 0, ?)`
-	for start := 0; start < len(evs); start += eventChunk {
-		chunk := evs[start:min(start+eventChunk, len(evs))]
+	for start, end := 0, 0; start < len(rows); start = end {
+		size := 0
+		for end = start; end < len(rows) && end-start < eventChunk && (end == start || size+len(rows[end].ev.Payload) <= eventBytes); end++ {
+			size += len(rows[end].ev.Payload)
+		}
+		chunk := rows[start:end]
 		args := make([]any, 0, 8*len(chunk))
-		for _, e := range chunk {
-			args = append(args, msgID, tag, e.Target, e.Kind, nullStr(e.Key), string(e.Payload), pipeline.EventPending, T(now))
+		for _, r := range chunk {
+			e := r.ev
+			args = append(args, r.msgID, r.tag, e.Target, e.Kind, nullStr(e.Key), string(e.Payload), pipeline.EventPending, T(r.at))
 		}
 		q := `INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(row+",", len(chunk)), ",")
@@ -444,7 +504,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, msgID int64, tag string, evs 
 			return start, Unavailable(fmt.Errorf("insert %d events: %w", len(chunk), err))
 		}
 	}
-	return len(evs), nil
+	return len(rows), nil
 }
 
 // ReplayResult says what a replay did.

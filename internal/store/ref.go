@@ -117,15 +117,24 @@ func upsertRef(ctx context.Context, tx *sql.Tx, msgID int64, typ string, r pipel
 	if r.Key == "" {
 		return 0, pipeline.Errorf(pipeline.CodecError, "%s record without a key", typ)
 	}
+	cur, found, err := refStoredOne(ctx, tx, typ, r.Key)
+	if err != nil {
+		return 0, err
+	}
+	return writeRef(ctx, tx, msgID, typ, r, cur, found, now)
+}
+
+// refStoredOne reads the stored record typ/key, if any.
+func refStoredOne(ctx context.Context, tx *sql.Tx, typ, key string) (storedRef, bool, error) {
 	var cur storedRef
-	err := tx.QueryRowContext(ctx, `SELECT FIELDS, VERSION FROM REF_DATA WHERE REF_TYPE = ? AND REF_KEY = ?`, typ, r.Key).Scan(&cur.fields, &cur.version)
+	err := tx.QueryRowContext(ctx, `SELECT FIELDS, VERSION FROM REF_DATA WHERE REF_TYPE = ? AND REF_KEY = ?`, typ, key).Scan(&cur.fields, &cur.version)
 	switch {
 	case err == sql.ErrNoRows:
-		return writeRef(ctx, tx, msgID, typ, r, cur, false, now)
+		return cur, false, nil
 	case err != nil:
-		return 0, Unavailable(err)
+		return cur, false, Unavailable(err)
 	}
-	return writeRef(ctx, tx, msgID, typ, r, cur, true, now)
+	return cur, true, nil
 }
 
 // writeRef writes record r of typ over cur (found: whether one is stored): an insert, nothing
@@ -135,28 +144,39 @@ func writeRef(ctx context.Context, tx *sql.Tx, msgID int64, typ string, r pipeli
 	if r.Key == "" {
 		return 0, pipeline.Errorf(pipeline.CodecError, "%s record without a key", typ)
 	}
-	fields, version := cur.fields, cur.version
+	q, args := refWrite(msgID, typ, r, cur, found, now)
 	switch {
+	case q == "":
+		return 0, nil
 	case !found:
-		_, err := tx.ExecContext(ctx, `INSERT INTO REF_DATA (REF_TYPE, REF_KEY, FIELDS, VERSION, SOURCE, CMINMSGS_ID, UPDATED_AT) VALUES (?, ?, ?, 1, ?, ?, ?)`,
-			typ, r.Key, string(r.Fields), RefSource, msgID, T(now))
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return 0, Unavailable(fmt.Errorf("insert %s %s: %w", typ, r.Key, err))
 		}
 		return 1, nil
 	}
-	if sameJSON([]byte(fields), r.Fields) {
-		return 0, nil
-	}
-	res, err := tx.ExecContext(ctx, `UPDATE REF_DATA SET FIELDS = ?, VERSION = ?, SOURCE = ?, CMINMSGS_ID = ?, UPDATED_AT = ?
-		WHERE REF_TYPE = ? AND REF_KEY = ? AND VERSION = ?`, string(r.Fields), version+1, RefSource, msgID, T(now), typ, r.Key, version)
+	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, Unavailable(fmt.Errorf("update %s %s: %w", typ, r.Key, err))
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return 0, pipeline.Errorf(pipeline.Infra, "%s %s changed under us (version %d)", typ, r.Key, version)
+		return 0, pipeline.Errorf(pipeline.Infra, "%s %s changed under us (version %d)", typ, r.Key, cur.version)
 	}
 	return 1, nil
+}
+
+// refWrite is the statement that writes record r of typ over cur (found: whether one is
+// stored): an insert, nothing ("") when the fields are the same by value, or an update that
+// advances VERSION by compare-and-set (one row, or none when the row changed under us).
+func refWrite(msgID int64, typ string, r pipeline.RefRecord, cur storedRef, found bool, now time.Time) (string, []any) {
+	switch {
+	case !found:
+		return `INSERT INTO REF_DATA (REF_TYPE, REF_KEY, FIELDS, VERSION, SOURCE, CMINMSGS_ID, UPDATED_AT) VALUES (?, ?, ?, 1, ?, ?, ?)`,
+			[]any{typ, r.Key, string(r.Fields), RefSource, msgID, T(now)}
+	case sameJSON([]byte(cur.fields), r.Fields):
+		return "", nil
+	}
+	return `UPDATE REF_DATA SET FIELDS = ?, VERSION = ?, SOURCE = ?, CMINMSGS_ID = ?, UPDATED_AT = ?
+		WHERE REF_TYPE = ? AND REF_KEY = ? AND VERSION = ?`, []any{string(r.Fields), cur.version + 1, RefSource, msgID, T(now), typ, r.Key, cur.version}
 }
 
 // sameJSON compares two JSON documents by value (so formatting and key order do not count).

@@ -45,9 +45,96 @@ var contractCases = []struct {
 	{"DueReadsStateAndRawInOrder", dueReadsStateAndRawInOrder},
 	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
 	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
+	{"ADeferringBatchWritesEveryEventInOrder", aDeferringBatchWritesEveryEventInOrder},
 	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
 	{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
 	{"StateCounterMatchesCountByState", stateCounterMatchesCountByState},
+}
+
+// A batch whose messages defer their events (DeferWrites) writes them at Flush, in message
+// then event order (EVENT_ID follows it, as one by one), however many and however large:
+// here 510 events of 42 KB each, 4-byte and CJK text included, over 20 MB (more than one
+// statement may carry: MariaDB's max_allowed_packet is 16 MB by default), and a message
+// rolled back to its savepoint leaves none.
+func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := db.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.DeferWrites()
+	pad := strings.Repeat("航班🛫", 6000) // 42,000 bytes
+	events := func(msg, n int) []pipeline.Event {
+		evs := make([]pipeline.Event, n)
+		for i := range evs {
+			evs[i] = pipeline.Event{Target: "KAFKA_FLOP", Kind: "update", Key: fmt.Sprint(i),
+				Payload: json.RawMessage(fmt.Sprintf(`{"m":%d,"i":%d,"pad":%q}`, msg, i, pad))}
+		}
+		return evs
+	}
+	pending := store.Version{State: pipeline.Pending}
+	for k, n := range []int{450, 5, 60} {
+		s := store.Success{From: pending, TypeTag: "SCHD-DNLD", Identity: fmt.Sprintf("E|%d", k), Decision: pipeline.Decision{Events: events(k, n)}}
+		if k == 1 {
+			s.From = store.Version{State: pipeline.Failed, Attempts: 9} // stale: refused, rolled back
+		}
+		got, _, err := b.Succeed(ctx, ids[k], s, nil, now)
+		if k == 1 {
+			if !errors.Is(err, store.ErrChanged) {
+				t.Fatalf("a stale write: %v, want ErrChanged", err)
+			}
+			continue
+		}
+		if err != nil || got != n {
+			t.Fatalf("message %d: %d events, %v", k, got, err)
+		}
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.SQL.Query(`SELECT CMINMSGS_ID, PAYLOAD FROM MSG_EVENT ORDER BY EVENT_ID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var seen []string
+	for rows.Next() {
+		var id int64
+		var payload string
+		if err := rows.Scan(&id, &payload); err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			M, I int
+			Pad  string
+		}
+		if err := json.Unmarshal([]byte(payload), &p); err != nil || p.Pad != pad {
+			t.Fatalf("event %d of message %d came back changed (%v)", len(seen), id, err)
+		}
+		if id != ids[p.M] {
+			t.Fatalf("event of message %d carries message %d's payload", id, ids[p.M])
+		}
+		seen = append(seen, fmt.Sprintf("%d/%d", p.M, p.I))
+	}
+	if len(seen) != 510 || seen[0] != "0/0" || seen[449] != "0/449" || seen[450] != "2/0" || seen[509] != "2/59" {
+		t.Fatalf("%d events, want 510 in message then event order: %v … %v", len(seen), seen[:min(3, len(seen))], seen[max(len(seen)-3, 0):])
+	}
+	for i := 1; i < len(seen); i++ {
+		var m0, i0, m1, i1 int
+		fmt.Sscanf(seen[i-1], "%d/%d", &m0, &i0)
+		fmt.Sscanf(seen[i], "%d/%d", &m1, &i1)
+		if m1 < m0 || (m1 == m0 && i1 != i0+1) {
+			t.Fatalf("events out of order at %d: %s then %s", i, seen[i-1], seen[i])
+		}
+	}
 }
 
 // Due reads the unfinished messages in id order with their raw text, live or archived, and
