@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"msgx/internal/pump"
 	"os"
 	"path/filepath"
 	"time"
@@ -101,6 +102,13 @@ func printJobs(extra map[string]json.RawMessage) {
 			fmt.Printf("job in hand: %s (job %d) for %s: %s\n", j.Kind, j.JobID, j.RunningFor, j.Doing)
 		}
 		delete(extra, "job")
+	}
+	if raw, ok := extra["in_hand"]; ok {
+		var h *pump.InHand
+		if err := json.Unmarshal(raw, &h); err == nil && h != nil {
+			fmt.Printf("message in hand: %d %s for %s: %s\n", h.MsgID, h.Tag, h.RunningFor, h.Doing)
+		}
+		delete(extra, "in_hand")
 	}
 	if raw, ok := extra["last_jobs"]; ok {
 		var list []store.Job

@@ -247,7 +247,9 @@ func serve(args []string) error {
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
 		// The job in hand (null when none): its kind, what it is doing, for how long.
-		"job":       func(context.Context) (any, error) { return runner.Current(), nil },
+		"job": func(context.Context) (any, error) { return runner.Current(), nil },
+		// The message in hand (null between steps): a long snapshot shows what it is at.
+		"in_hand":   func(context.Context) (any, error) { return p.InHand(), nil },
 		"last_jobs": lastJobs(db),
 	}
 	if cfg.Shadow() {

@@ -171,8 +171,10 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, deferWrites b
 	r.view, r.watched = p.batchView(b)
 	var stopAt *store.Message // the message the batch ended before, with its error
 	var stop error
+	taken := 0 // messages the batch went through (the last may have stopped it)
 	for _, m := range run {
 		now := p.opt.Clock.Now()
+		taken++
 		end, err := p.batchOne(ctx, r, m, now)
 		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrBatchBroken) {
 			b.Rollback()
@@ -188,6 +190,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, deferWrites b
 		}
 	}
 	now := p.opt.Clock.Now()
+	p.committing(head.ID, taken)
 	if err := b.Flush(ctx); err != nil {
 		b.Rollback()
 		p.log.Warn("batch's events and back-fills not written; doing the batch again with each message's under its savepoint",
@@ -258,10 +261,12 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	if !ok {
 		return false, p.recordDeadIn(ctx, out, msg0, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
+	p.working(m.ID, "", "decoding")
 	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
 	if err != nil {
 		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
 	}
+	p.working(m.ID, tag, "deciding")
 	// The identity's unique index finds a duplicate (below); only a row that holds its own
 	// identity already needs telling apart: it was applied and its commit's answer was lost.
 	if m.BoundKey != "" && m.BoundKey == store.IdentityKey(identity) {
@@ -302,6 +307,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
 	}
 	dec.Events = p.withCopies(dec.Events)
+	p.working(m.ID, tag, "writing")
 	warnings = append(warnings[:len(warnings):len(warnings)], dec.Warnings...)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
 	events, changed, err := r.b.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(msg0), TypeTag: tag, Identity: identity, Meta: meta,

@@ -110,6 +110,7 @@ type Pump struct {
 
 	parked *prometheus.CounterVec // msgx_messages_parked_total{class}
 	recent []Notable              // the last notable outcomes, newest last (under mu)
+	hand   *InHand                // what the pump works on (InHand); guarded by mu
 }
 
 // Notable is an outcome an operator should see without reading the log: a message parked,
@@ -249,6 +250,7 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 		return p.opt.PollInterval, nil
 	}
 	now := p.opt.Clock.Now()
+	defer p.idle()
 	// Rows inserted straight into CMINMSGS (the gateway's) must join the order before the
 	// head is taken, or a later inbox message would overtake them: one cheap read per step
 	// tells whether there are any, and the adoption runs only then (and once at start).
@@ -512,11 +514,13 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		return p.recordDead(ctx, m, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
 	out := p.direct()
+	p.working(m.ID, "", "decoding")
 	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
 	if err != nil {
 		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
 		return err
 	}
+	p.working(m.ID, tag, "deciding")
 	if holder, bound, err := p.db.BoundTo(ctx, identity); err != nil {
 		return err
 	} else if bound && holder != m.ID {
@@ -538,6 +542,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		return err
 	}
 	dec.Events = p.withCopies(dec.Events)
+	p.working(m.ID, tag, "writing")
 	warnings = append(slices.Clip(warnings), dec.Warnings...)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
 	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity, Meta: meta,

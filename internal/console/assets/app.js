@@ -451,6 +451,7 @@ function renderPump(el, st) {
     h('dt', {}, 'Dispatcher'), h('dd', { id: 'dispatcher-state', class: pausedTargets.length ? 'warn' : null }, dispatcher),
     h('dt', {}, 'Lease holder'), h('dd', { id: 'lease-holder' }, st.lease_holder || 'nobody'),
     ex.job ? [h('dt', {}, 'Job in hand'), h('dd', { id: 'job-in-hand' }, `${ex.job.kind} (job ${ex.job.job_id}) for ${ex.job.running_for}: ${ex.job.doing || ''}`)] : null,
+    ex.in_hand ? [h('dt', {}, 'Message in hand'), h('dd', { id: 'message-in-hand' }, `${ex.in_hand.msg_id} ${ex.in_hand.tag || ''} for ${ex.in_hand.running_for}: ${ex.in_hand.doing}`)] : null,
     ex.shadow && ex.shadow.mode === 'shadow' ? [h('dt', {}, 'Mode'), h('dd', { class: 'warn' }, `shadow: adopting above message ${ex.shadow.after_id}, writing no legacy table`)] : null));
   if (can('operator')) {
     kids.push(h('div', { class: 'actions' }, pumpPause
