@@ -21,6 +21,7 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"msgx/internal/api"
 	"msgx/internal/config"
@@ -182,7 +183,13 @@ func serve(args []string) error {
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, p.TroubleMetric(), p.ParkedMetric()))
+	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
+	registrar := newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
+	metrics := []prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}
+	if registrar != nil {
+		metrics = append(metrics, registrar.Failures())
+	}
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, metrics...))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
@@ -210,6 +217,14 @@ func serve(args []string) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
+	regCtx, stopRegistrar := context.WithCancel(ctx)
+	defer stopRegistrar()
+	regDone := make(chan struct{})
+	if registrar != nil {
+		go func() { defer close(regDone); registrar.Run(regCtx) }()
+	} else {
+		close(regDone)
+	}
 	log.Info("msgx serving", "addr", ln.Addr().String(), "version", version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
 
 	var exit error
@@ -222,12 +237,14 @@ func serve(args []string) error {
 		log.Error("pump lease lost to another instance; stopping, since this one may not stand by", "err", err.Error())
 		exit = err
 	}
+	stopRegistrar() // deregisters from Eureka first, so callers stop coming here
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable
 	cancelInbox()
 	cancelKeeper() // stops the pump and the dispatcher, then releases the lease
 	wg.Wait()
+	<-regDone
 	log.Info("msgx stopped")
 	return exit
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -118,6 +119,26 @@ type Config struct {
 		Timezone string `yaml:"timezone"`
 	} `yaml:"legacy"`
 
+	// Mode is normal or shadow (beside the legacy; see Shadow).
+	Mode string `yaml:"mode"`
+
+	// Eureka registration (README "Service registration (Eureka)"): the instance registers
+	// under RegistryName, heartbeats, and is UP or OUT_OF_SERVICE as the pump's health says.
+	Eureka struct {
+		Enabled bool `yaml:"enabled"`
+		// ServiceURL is the Eureka servers, comma-separated, tried in order:
+		// http://eureka1:8761/eureka,http://eureka2:8761/eureka.
+		ServiceURL string        `yaml:"service-url"`
+		Heartbeat  time.Duration `yaml:"heartbeat"` // lease renewal interval (default 30s)
+		// The instance as registered; empty or 0 means derived from http.addr (its host, or
+		// this machine's name and first non-loopback IPv4 when it listens on all addresses,
+		// and the port it listens on).
+		HostName   string `yaml:"hostname"`
+		IPAddr     string `yaml:"ip-addr"`
+		Port       int    `yaml:"port"`
+		InstanceID string `yaml:"instance-id"` // default hostname:name:port
+	} `yaml:"eureka"`
+
 	Log struct {
 		Level  string `yaml:"level"`  // debug | info | warn | error
 		Format string `yaml:"format"` // json | text
@@ -153,6 +174,7 @@ func Default() Config {
 	c.SIS.Timezone = "Asia/Shanghai"
 	c.Log.Level = "info"
 	c.Log.Format = "json"
+	c.Eureka.Heartbeat = 30 * time.Second
 	return c
 }
 
@@ -317,6 +339,20 @@ func (c *Config) Validate() error {
 	if _, err := c.AdoptSince(); err != nil {
 		return bad("inbox.adopt-since", "%v", err)
 	}
+	if c.Eureka.Heartbeat <= 0 {
+		return bad("eureka.heartbeat", "must be positive, got %s", c.Eureka.Heartbeat)
+	}
+	if c.Eureka.Port < 0 || c.Eureka.Port > 65535 {
+		return bad("eureka.port", "must be between 0 (the port of http.addr) and 65535, got %d", c.Eureka.Port)
+	}
+	if c.Eureka.Enabled && len(c.EurekaURLs()) == 0 {
+		return bad("eureka.service-url", "required with eureka.enabled (http://eureka:8761/eureka, comma-separated for several)")
+	}
+	for _, u := range c.EurekaURLs() {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return bad("eureka.service-url", "%q is not an http or https URL", u)
+		}
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -336,6 +372,29 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Shadow reports whether msgx runs in shadow mode (mode: shadow), beside the legacy.
+func (c Config) Shadow() bool { return c.Mode == "shadow" }
+
+// EurekaURLs returns eureka.service-url split at commas, blanks dropped.
+func (c *Config) EurekaURLs() []string {
+	var out []string
+	for _, u := range strings.Split(c.Eureka.ServiceURL, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// RegistryName is the name msgx registers under in Eureka: service-name, or
+// <service-name>-shadow in shadow mode, so a shadow never takes the legacy's name.
+func (c *Config) RegistryName() string {
+	if c.Shadow() {
+		return c.ServiceName + "-shadow"
+	}
+	return c.ServiceName
 }
 
 // Autostart reports whether serve runs the pump and the dispatcher.
