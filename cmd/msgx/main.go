@@ -27,6 +27,9 @@ Usage:
   msgx decode  [--config FILE] FILE         print the decoded message as JSON (non-zero exit on error)
   msgx migrate [--config FILE]              apply the database migrations
   msgx bench   [--config FILE] [--json] …   the database's floor and msgx end to end, on a scratch database (msgx bench -h)
+  msgx shadow diff (--legacy FILE | --legacy-channel FLOP) (--msgx FILE | --msgx-channel CH) [--for D] …
+                                            compare msgx's legacy-format notifications with the legacy's;
+                                            exit 1 on a difference (msgx shadow diff -h)
   msgx version                              print the version
 
 The server address defaults to MSGX_SERVER, else http://127.0.0.1:<port of http.addr>.
@@ -74,6 +77,8 @@ func main() {
 		err = migrate(args)
 	case "bench":
 		err = benchCmd(args)
+	case "shadow":
+		err = shadowCmd(args)
 	case "version", "--version":
 		fmt.Println("msgx", version)
 	case "help", "-h", "--help":
