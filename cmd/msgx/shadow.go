@@ -86,9 +86,20 @@ func shadowCmd(args []string) error {
 		defer cancel()
 		var wg sync.WaitGroup
 		var legacyErr, msgxErr error
+		var channels []string
+		if *legacyChannel != "" {
+			channels = append(channels, *legacyChannel)
+		}
+		if *msgxChannel != "" {
+			channels = append(channels, *msgxChannel)
+		}
+		var ready sync.WaitGroup
+		ready.Add(len(channels))
 		listen := func(channel string, out *[]shadow.Note, errp *error) {
+			var once sync.Once
 			wg.Go(func() {
-				*out, *errp = shadow.Subscribe(ctx, rdb, channel, loc, 0, nil)
+				defer once.Do(ready.Done)
+				*out, *errp = shadow.Subscribe(ctx, rdb, channel, loc, 0, func() { once.Do(ready.Done) })
 			})
 		}
 		if *legacyChannel != "" {
@@ -97,7 +108,8 @@ func shadowCmd(args []string) error {
 		if *msgxChannel != "" {
 			listen(*msgxChannel, &msgx, &msgxErr)
 		}
-		fmt.Fprintf(os.Stderr, "listening for %s on %s\n", *period, *addr)
+		ready.Wait()
+		fmt.Fprintf(os.Stderr, "listening on %s (%s) for %s\n", strings.Join(channels, ", "), *addr, *period)
 		wg.Wait()
 		if err := errors.Join(legacyErr, msgxErr); err != nil {
 			return err

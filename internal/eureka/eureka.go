@@ -352,8 +352,8 @@ func (r *Registrar) call(ctx context.Context, method, path string, body []byte, 
 		}
 		r.failures.Inc()
 		errs = append(errs, err)
-		if ctx.Err() != nil || err != nil && code >= 400 && code < 500 {
-			break
+		if ctx.Err() != nil || code >= 400 && code < 500 {
+			break // the request itself is refused: another server would refuse it too
 		}
 	}
 	return 0, errors.Join(errs...)
