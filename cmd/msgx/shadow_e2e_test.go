@@ -1,9 +1,11 @@
 package main_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,4 +165,55 @@ func TestShadowDiffAgainstTheLegacyShape(t *testing.T) {
 			t.Errorf("shadow diff output:\n%s", out)
 		}
 	})
+}
+
+// TestShadowDiffListensToChannels: `msgx shadow diff` subscribes to the legacy's channel and
+// msgx's for --for, keeps what they carried (--save-legacy, --save-msgx) and compares it. The
+// test publishes the captures of testdata/shadow once the command says it is listening.
+func TestShadowDiffListensToChannels(t *testing.T) {
+	rdb := redisForE2E(t)
+	prefix := fmt.Sprintf("msgx:test:e2e:%d:", time.Now().UnixNano())
+	dir := t.TempDir()
+	cmd := exec.Command(binary, "shadow", "diff", "--legacy-channel", prefix+"FLOP", "--msgx-channel", prefix+"FLOP-msgx",
+		"--for", "8s", "--save-legacy", filepath.Join(dir, "legacy.jsonl"), "--save-msgx", filepath.Join(dir, "msgx.jsonl"))
+	var stdout syncBuffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "listening on ") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	published := map[string]string{}
+	for name, channel := range map[string]string{"legacy.jsonl": prefix + "FLOP", "msgx.jsonl": prefix + "FLOP-msgx"} {
+		b, err := os.ReadFile(filepath.Join("../../testdata/shadow", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		published[name] = string(b)
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if err := rdb.Publish(context.Background(), channel, l).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("shadow diff: %v\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "result: EQUAL: 4 flights match") {
+		t.Errorf("output:\n%s", stdout.String())
+	}
+	for name, want := range published {
+		got, _ := os.ReadFile(filepath.Join(dir, name))
+		if string(got) != want {
+			t.Errorf("saved %s:\n%s\nwant:\n%s", name, got, want)
+		}
+	}
 }
