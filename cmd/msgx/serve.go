@@ -237,14 +237,14 @@ func serve(args []string) error {
 		log.Error("pump lease lost to another instance; stopping, since this one may not stand by", "err", err.Error())
 		exit = err
 	}
-	stopRegistrar() // deregisters from Eureka first, so callers stop coming here
+	stopRegistrar() // deregister from Eureka first (bounded by its 5s call timeout), so callers stop coming here
+	<-regDone
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable
 	cancelInbox()
 	cancelKeeper() // stops the pump and the dispatcher, then releases the lease
 	wg.Wait()
-	<-regDone
 	log.Info("msgx stopped")
 	return exit
 }

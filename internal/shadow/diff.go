@@ -176,6 +176,7 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 	}
 	l := newSide()
 	learned := map[int64]int64{}
+	rowMapped := map[int64]bool{} // flights a legacy row id was mapped to
 	for _, n := range legacy {
 		rep.LegacyNotes++
 		if n.Null {
@@ -209,6 +210,7 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 			rep.RowIDsMapped++
 			rule("row-id")
 			id = flid
+			rowMapped[id] = true
 		}
 		l.add(id, n)
 	}
@@ -236,6 +238,9 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 		}
 		res := FlightResult{FLID: id}
 		cur = &res
+		if rowMapped[id] {
+			res.Explained = append(res.Explained, "row-id")
+		}
 		keys := map[string]bool{}
 		for k := range lf.fields {
 			keys[k] = true
