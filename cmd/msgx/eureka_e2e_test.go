@@ -83,6 +83,13 @@ func (f *eurekaFake) count(prefix string) int {
 	return n
 }
 
+// forget drops every registered instance, as a restarted server would.
+func (f *eurekaFake) forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status = map[string]string{}
+}
+
 // snapshot returns the calls so far.
 func (f *eurekaFake) snapshot() []string {
 	f.mu.Lock()
@@ -143,6 +150,13 @@ func TestEurekaRegistersHeartbeatsAndDeregisters(t *testing.T) {
 					t.Errorf("%s mode: %s", mode.mode, c)
 				}
 			}
+			// Eureka restarts and forgets the instance: the next heartbeat answers 404, and
+			// msgx registers again.
+			posts := f.count("POST /eureka/apps/" + mode.app)
+			f.forget()
+			f.waitFor(t, mode.app+" registered again after a 404", func() bool {
+				return len(f.registered(mode.app)) == 1 && f.count("POST /eureka/apps/"+mode.app) > posts
+			}, s.logs.String)
 			if err := s.stop(); err != nil {
 				t.Fatalf("stop: %v\n%s", err, s.logs)
 			}

@@ -24,6 +24,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
 	"msgx/internal/target"
 )
@@ -369,6 +370,14 @@ func (c *Config) Validate() error {
 	for _, n := range names {
 		if err := c.Targets[n].Validate(n); err != nil {
 			return fmt.Errorf("config: %w", err)
+		}
+	}
+	for _, n := range names {
+		// A shadow runs beside the legacy: its legacy-format notifications must not reach the
+		// legacy's browsers through the legacy's own channel.
+		if t := c.Targets[n]; c.Shadow() && t.Sink == target.SinkRedis && t.Format == target.FormatLegacy &&
+			(t.Channel == "" || t.Channel == legacyflop.DefaultChannel) {
+			return bad("targets."+n+".channel", "in shadow mode a format legacy target needs a channel of msgx's own (FLOP-msgx, say), not the legacy's %s", legacyflop.DefaultChannel)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,5 +34,25 @@ func TestEurekaConfig(t *testing.T) {
 		if _, err := Load("", []string{env}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want an error naming %s", env, err, key)
 		}
+	}
+}
+
+func TestShadowKeepsOffTheLegacyChannel(t *testing.T) {
+	dir := t.TempDir()
+	write := func(channel string) string {
+		p := dir + "/msgx.yaml"
+		y := "mode: shadow\ntargets:\n  LEGACY_FLOP: {sink: redis, format: legacy, copy-of: REDIS_NOTIFY" + channel + "}\n"
+		if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, ch := range []string{"", ", channel: FLOP"} {
+		if _, err := Load(write(ch), nil); err == nil || !strings.Contains(err.Error(), "targets.LEGACY_FLOP.channel") {
+			t.Errorf("%q: %v, want an error naming targets.LEGACY_FLOP.channel", ch, err)
+		}
+	}
+	if _, err := Load(write(", channel: FLOP-msgx"), nil); err != nil {
+		t.Error(err)
 	}
 }
