@@ -240,6 +240,7 @@ func status(args []string) error {
 		}
 		delete(st.Extra, "pump_trouble")
 	}
+	printJobs(st.Extra)
 	keys := make([]string, 0, len(st.Extra))
 	for k := range st.Extra {
 		keys = append(keys, k)

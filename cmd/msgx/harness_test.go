@@ -190,6 +190,9 @@ func start(t *testing.T, dataDir string, env ...string) *server {
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+addr, "MSGX_DATA_DIR="+dataDir)
+	// The daily jobs would be enqueued at start or not depending on the time of day the test
+	// runs: off, unless a test turns them on.
+	cmd.Env = append(cmd.Env, "MSGX_JOBS_ARCHIVE_AT=off", "MSGX_JOBS_HISTORY_SWEEP_AT=off", "MSGX_JOBS_RETENTION_AT=off")
 	cmd.Env = append(cmd.Env, env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs

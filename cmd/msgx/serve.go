@@ -29,6 +29,7 @@ import (
 	"msgx/internal/flight"
 	"msgx/internal/handler"
 	"msgx/internal/jobs"
+	"msgx/internal/logship"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/sis"
@@ -77,7 +78,8 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg)
+	log, traces, stopShipping := serveLogger(cfg)
+	defer stopShipping()
 	mysqldrv.SetLogger(driverLog{log})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -92,6 +94,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close()
+	db.SetTraceHook(traces.Remember)
 
 	runPump := cfg.Autostart()
 	holder := instanceName()
@@ -105,6 +108,11 @@ func serve(args []string) error {
 		testRegistryHook(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
+	runner, err := jobRunner(cfg, db, flights, clock, log)
+	if err != nil {
+		return err
+	}
+	defer runner.History.Close()
 	p := pump.New(db, reg, pump.Options{
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
@@ -112,7 +120,7 @@ func serve(args []string) error {
 		SIS:          sis.Options{Location: cfg.Location()},
 		Clock:        clock,
 		Logger:       log,
-		Jobs:         &jobs.Runner{DB: db, Clock: clock},
+		Jobs:         runner,
 		Flights:      flights,
 		View:         flights,
 		// Handlers in a batch read through its transaction, so each sees the batch's writes.
@@ -155,6 +163,9 @@ func serve(args []string) error {
 				wctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				wg.Go(func() { p.Run(wctx) })
+				// The daily jobs are enqueued by the instance that runs the pump.
+				sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
+				wg.Go(func() { sched.Run(wctx) })
 				wg.Go(func() {
 					if err := disp.Run(wctx); err != nil {
 						log.Error("dispatcher stopped", "err", err.Error())
@@ -185,7 +196,7 @@ func serve(args []string) error {
 	}
 	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
 	registrar := newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
-	metrics := []prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}
+	metrics := append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)
 	if registrar != nil {
 		metrics = append(metrics, registrar.Failures())
 	}
@@ -195,6 +206,9 @@ func serve(args []string) error {
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
+		// The job in hand (null when none): its kind, what it is doing, for how long.
+		"job":       func(context.Context) (any, error) { return runner.Current(), nil },
+		"last_jobs": lastJobs(db),
 	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)

@@ -15,12 +15,14 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/simplifiedchinese"
 	"golang.org/x/text/transform"
 
+	"msgx/internal/logship"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -46,8 +48,15 @@ type Inbox struct {
 }
 
 type inboxReq struct {
-	raw  string
-	done chan inboxRes
+	raw   string
+	trace string // the W3C trace id of the request's traceparent header, "" when none
+	done  chan inboxRes
+}
+
+// TracedInbox is an inbox store that also keeps each message's trace id (store.DB); with
+// one, the trace id of a request's traceparent header is stored with its message.
+type TracedInbox interface {
+	InsertMessagesTraced(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error)
 }
 
 type inboxRes struct {
@@ -103,10 +112,23 @@ func (in *Inbox) drain() {
 
 func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 	raws := make([]string, len(batch))
+	var traces []string
 	for i, r := range batch {
 		raws[i] = r.raw
+		if r.trace != "" {
+			if traces == nil {
+				traces = make([]string, len(batch))
+			}
+			traces[i] = r.trace
+		}
 	}
-	ids, err := in.db.InsertMessages(ctx, raws, in.clock.Now())
+	var ids []int64
+	var err error
+	if ti, ok := in.db.(TracedInbox); ok && traces != nil {
+		ids, err = ti.InsertMessagesTraced(ctx, raws, traces, in.clock.Now())
+	} else {
+		ids, err = in.db.InsertMessages(ctx, raws, in.clock.Now())
+	}
 	if err != nil && len(batch) > 1 && !errors.Is(err, store.ErrUnavailable) {
 		// One message the database refuses (too large, say) must not fail the others that
 		// shared its commit: store them one by one.
@@ -117,6 +139,10 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 	}
 	if err == nil {
 		for i, id := range ids {
+			if traces != nil && traces[i] != "" {
+				in.log.Info("message received", "msg_id", id, "bytes", len(raws[i]), "trace_id", traces[i])
+				continue
+			}
 			in.log.Info("message received", "msg_id", id, "bytes", len(raws[i]))
 		}
 		in.wake()
@@ -134,7 +160,12 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 
 // Accept stores one raw message and returns its id once it is durable.
 func (in *Inbox) Accept(ctx context.Context, raw string) (int64, error) {
-	r := &inboxReq{raw: raw, done: make(chan inboxRes, 1)}
+	return in.AcceptTraced(ctx, raw, "")
+}
+
+// AcceptTraced is Accept that stores trace (a W3C trace id, "" for none) with the message.
+func (in *Inbox) AcceptTraced(ctx context.Context, raw, trace string) (int64, error) {
+	r := &inboxReq{raw: raw, trace: trace, done: make(chan inboxRes, 1)}
 	select {
 	case in.queue <- r:
 	case <-ctx.Done():
@@ -202,7 +233,8 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, "bad_charset", err.Error())
 		return
 	}
-	id, err := in.Accept(r.Context(), text)
+	trace, _ := logship.TraceID(r.Header.Get("traceparent"))
+	id, err := in.AcceptTraced(r.Context(), text, trace)
 	if err != nil {
 		if errors.Is(err, store.ErrUnavailable) {
 			w.Header().Set("Retry-After", "5")

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/store"
@@ -309,8 +311,8 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	if req.Kind != "ARCHIVE" {
-		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known (ARCHIVE)", req.Kind))
+	if !slices.Contains(jobs.Kinds, req.Kind) {
+		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known (%s)", req.Kind, strings.Join(jobs.Kinds, ", ")))
 		return
 	}
 	j, err := s.DB.EnqueueJob(r.Context(), req.Kind, req.Params, s.Clock.Now())

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"msgx/internal/jobs"
 	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
 	"msgx/internal/target"
@@ -143,7 +145,42 @@ type Config struct {
 	Log struct {
 		Level  string `yaml:"level"`  // debug | info | warn | error
 		Format string `yaml:"format"` // json | text
+		// Logstash ships every log line, as JSON lines over TCP, to a logstash tcp input
+		// (json_lines codec) as well, through a bounded queue that drops rather than blocks.
+		Logstash struct {
+			Addr      string `yaml:"addr"`       // host:port; empty: no shipping
+			QueueSize int    `yaml:"queue-size"` // lines held while logstash is slow or down
+		} `yaml:"logstash"`
 	} `yaml:"log"`
+
+	// Jobs: the local times of day (sis.timezone) at which the instance holding the pump lease
+	// enqueues the daily jobs, each once per day; "" or "off" switches one off.
+	Jobs struct {
+		ArchiveAt      string `yaml:"archive-at"`
+		HistorySweepAt string `yaml:"history-sweep-at"`
+		RetentionAt    string `yaml:"retention-at"`
+	} `yaml:"jobs"`
+
+	// History is HISTORY_SWEEP's: how many local days of flights the flight store keeps
+	// before today, and where older ones go (Elasticsearch when a URL is set, else JSON lines
+	// under <data-dir>/history).
+	History struct {
+		KeepDays      int `yaml:"keep-days"`
+		Elasticsearch struct {
+			URL      string        `yaml:"url"` // node URL(s), comma-separated
+			Index    string        `yaml:"index"`
+			Username string        `yaml:"username"`
+			Password string        `yaml:"password"`
+			Timeout  time.Duration `yaml:"timeout"`
+		} `yaml:"elasticsearch"`
+	} `yaml:"history"`
+
+	// Retention is RETENTION's: how long SENT events and archived finished messages are kept
+	// (0 keeps them for ever).
+	Retention struct {
+		Events  time.Duration `yaml:"events"`
+		Archive time.Duration `yaml:"archive"`
+	} `yaml:"retention"`
 
 	// Targets are the delivery targets by name (KAFKA_SCHD, KAFKA_FLOP, …).
 	Targets map[string]target.Config `yaml:"targets"`
@@ -176,6 +213,15 @@ func Default() Config {
 	c.Log.Level = "info"
 	c.Log.Format = "json"
 	c.Eureka.Heartbeat = 30 * time.Second
+	c.Log.Logstash.QueueSize = 4096
+	c.Jobs.ArchiveAt = "03:00"
+	c.Jobs.HistorySweepAt = "03:30"
+	c.Jobs.RetentionAt = "04:00"
+	c.History.KeepDays = 3
+	c.History.Elasticsearch.Index = "msgx-flight-history"
+	c.History.Elasticsearch.Timeout = 30 * time.Second
+	c.Retention.Events = 7 * 24 * time.Hour
+	c.Retention.Archive = 90 * 24 * time.Hour
 	return c
 }
 
@@ -362,6 +408,9 @@ func (c *Config) Validate() error {
 	if c.Log.Format != "json" && c.Log.Format != "text" {
 		return bad("log.format", "%q is not json or text", c.Log.Format)
 	}
+	if err := c.validateJobs(bad); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(c.Targets))
 	for n := range c.Targets {
 		names = append(names, n)
@@ -404,6 +453,59 @@ func (c *Config) RegistryName() string {
 		return c.ServiceName + "-shadow"
 	}
 	return c.ServiceName
+}
+
+// validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
+func (c *Config) validateJobs(bad func(key, format string, args ...any) error) error {
+	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt} {
+		if _, _, _, err := jobs.ParseAt(v); err != nil {
+			return bad(key, "%v", err)
+		}
+	}
+	if c.History.KeepDays < 0 || c.History.KeepDays > 3650 {
+		return bad("history.keep-days", "must be between 0 (keep only today) and 3650, got %d", c.History.KeepDays)
+	}
+	es := c.History.Elasticsearch
+	for _, u := range strings.Split(es.URL, ",") {
+		if u = strings.TrimSpace(u); u == "" {
+			continue
+		}
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return bad("history.elasticsearch.url", "%q is not an http(s) URL", u)
+		}
+	}
+	if strings.TrimSpace(es.URL) != "" && es.Index == "" {
+		return bad("history.elasticsearch.index", "must not be empty when history.elasticsearch.url is set")
+	}
+	if es.Timeout <= 0 {
+		return bad("history.elasticsearch.timeout", "must be positive, got %s", es.Timeout)
+	}
+	if c.Retention.Events < 0 {
+		return bad("retention.events", "must not be negative (0 keeps SENT events for ever), got %s", c.Retention.Events)
+	}
+	if c.Retention.Archive < 0 {
+		return bad("retention.archive", "must not be negative (0 keeps archived messages for ever), got %s", c.Retention.Archive)
+	}
+	if a := c.Log.Logstash.Addr; a != "" {
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+			return bad("log.logstash.addr", "%q is not host:port", a)
+		}
+	}
+	if q := c.Log.Logstash.QueueSize; q < 1 || q > 1<<20 {
+		return bad("log.logstash.queue-size", "must be between 1 and 1048576, got %d", q)
+	}
+	return nil
+}
+
+// Schedule returns the daily jobs that are switched on (validated by Validate).
+func (c *Config) Schedule() []jobs.Entry {
+	var out []jobs.Entry
+	for _, e := range []struct{ kind, at string }{{jobs.Archive, c.Jobs.ArchiveAt}, {jobs.HistorySweep, c.Jobs.HistorySweepAt}, {jobs.Retention, c.Jobs.RetentionAt}} {
+		if h, m, on, err := jobs.ParseAt(e.at); err == nil && on {
+			out = append(out, jobs.Entry{Kind: e.kind, Hour: h, Minute: m})
+		}
+	}
+	return out
 }
 
 // Autostart reports whether serve runs the pump and the dispatcher.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -176,8 +177,12 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 		d.opt.OnSent(name, ids)
 	}
 	if n > 0 {
+		msgIDs := make([]int64, 0, n)
+		for _, e := range run[:n] {
+			msgIDs = appendMsgID(msgIDs, e.MsgID)
+		}
 		d.log.Info("events sent", "target", name, "count", n,
-			"first_event_id", ids[0], "last_event_id", ids[n-1], "event_ids", ids)
+			"first_event_id", ids[0], "last_event_id", ids[n-1], "event_ids", ids, "msg_ids", msgIDs)
 	}
 	if marked < n {
 		d.log.Info("delivered events were changed by another writer first; left as it left them",
@@ -333,4 +338,13 @@ func (d *Dispatcher) logDead(e *Event, class pipeline.ErrorClass, attempts int, 
 	d.log.LogAttrs(context.Background(), slog.LevelError, "event dead",
 		slog.String("target", e.Target), slog.Int64("event_id", e.EventID), slog.Int64("msg_id", e.MsgID),
 		slog.String("error_class", string(class)), slog.Int("attempts", attempts), slog.String("error", msg))
+}
+
+// appendMsgID appends id to the message ids of a log line unless it is there already (the
+// events of a run come in message order, so a repeat is the last one).
+func appendMsgID(ids []int64, id int64) []int64 {
+	if len(ids) > 0 && ids[len(ids)-1] == id || slices.Contains(ids, id) {
+		return ids
+	}
+	return append(ids, id)
 }

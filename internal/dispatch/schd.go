@@ -164,8 +164,14 @@ func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, err
 		d.opt.OnSent(name, sentIDs)
 	}
 	if len(sentIDs) > 0 {
+		var msgIDs []int64
+		for i := range batch {
+			if c := plan.cover[i]; c >= 0 && c < n {
+				msgIDs = appendMsgID(msgIDs, batch[i].MsgID)
+			}
+		}
 		d.log.Info("schd batch sent", "target", name, "count", len(sentIDs), "records", plan.kept(n),
-			"parts", n, "first_event_id", sentIDs[0], "last_event_id", sentIDs[len(sentIDs)-1])
+			"parts", n, "first_event_id", sentIDs[0], "last_event_id", sentIDs[len(sentIDs)-1], "msg_ids", msgIDs)
 	}
 	if marked < len(sentIDs) {
 		d.log.Info("delivered events were changed by another writer first; left as it left them",
@@ -185,19 +191,21 @@ func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, err
 		return stepResult{sent: marked}, nil
 	}
 	ids := make([]int64, len(failed))
+	var failedMsgs []int64
 	for i, e := range failed {
 		ids[i] = e.EventID
+		failedMsgs = appendMsgID(failedMsgs, e.MsgID)
 	}
 	attempts := failed[0].Attempts + 1
 	if v.Dead {
 		d.log.Error("schd batch dead", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
 			"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "error_class", string(v.Class),
-			"attempts", attempts, "error", msg)
+			"attempts", attempts, "error", msg, "msg_ids", failedMsgs)
 		return stepResult{sent: marked}, nil
 	}
 	d.log.Warn("schd batch failed", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
 		"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "attempts", attempts,
-		"error_class", string(v.Class), "next_attempt_at", v.NextAttemptAt.UTC().Format(time.RFC3339Nano), "error", msg)
+		"error_class", string(v.Class), "next_attempt_at", v.NextAttemptAt.UTC().Format(time.RFC3339Nano), "error", msg, "msg_ids", failedMsgs)
 	return stepResult{sent: marked, wait: v.NextAttemptAt.Sub(now), blocked: true}, nil
 }
 

@@ -32,15 +32,20 @@ const ArchiveChunk = 500
 // maxID and processed before `before` from CMINMSGS to CMINMSGS_HST, ArchiveChunk rows per
 // transaction, and returns how many it moved. DEAD and unfinished rows stay where the pump and
 // replay find them. Their PROC_STATE rows stay, so the API still tells what happened to them.
-// It stops between chunks when ctx ends, keeping what it moved.
-func (d *DB) Archive(ctx context.Context, maxID int64, before time.Time) (int, error) {
+// It stops between chunks when ctx ends, keeping what it moved. Each moved message's
+// PROC_STATE row records now as its ARCHIVED_AT, from which retention.archive counts.
+// progress, when set, is told the running total after each chunk that moved rows.
+func (d *DB) Archive(ctx context.Context, maxID int64, before, now time.Time, progress func(moved int)) (int, error) {
 	total := 0
 	var after int64
 	for ctx.Err() == nil {
-		n, last, err := d.archiveChunk(ctx, after, maxID, before)
+		n, last, err := d.archiveChunk(ctx, after, maxID, before, now)
 		total += n
 		if err != nil {
 			return total, err
+		}
+		if n > 0 && progress != nil {
+			progress(total)
 		}
 		if last == 0 {
 			break
@@ -52,7 +57,7 @@ func (d *DB) Archive(ctx context.Context, maxID int64, before time.Time) (int, e
 
 // archiveChunk moves up to ArchiveChunk archivable rows with ids in (after, maxID] and returns
 // how many it moved and the highest id it looked at (0 when there was none).
-func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before time.Time) (moved int, last int64, err error) {
+func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before, now time.Time) (moved int, last int64, err error) {
 	err = d.Tx(ctx, func(tx *sql.Tx) error {
 		moved, last = 0, 0
 		rows, err := tx.QueryContext(ctx, `SELECT c.CMINMSGS_ID FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
@@ -92,6 +97,9 @@ func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before time.T
 		}
 		n, _ := res.RowsAffected()
 		moved = int(n)
+		if _, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET ARCHIVED_AT = ? WHERE CMINMSGS_ID IN `+in, append([]any{T(now)}, ids...)...); err != nil {
+			return Unavailable(fmt.Errorf("archive: mark %d rows archived: %w", len(ids), err))
+		}
 		return nil
 	})
 	return moved, last, err

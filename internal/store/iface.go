@@ -78,7 +78,7 @@ type Jobs interface {
 
 // Archive moves finished messages to CMINMSGS_HST.
 type Archive interface {
-	Archive(ctx context.Context, maxID int64, before time.Time) (int, error)
+	Archive(ctx context.Context, maxID int64, before, now time.Time, progress func(moved int)) (int, error)
 }
 
 // Lease is the one-pump-per-database lease (PUMP_LEASE).

@@ -32,6 +32,10 @@ const StatusValid = "VALID"
 // ours never overtakes a gateway row that was committed before it. It reads them without a
 // lock and skips rows another transaction holds: it never waits for the gateway.
 func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) ([]int64, error) {
+	return d.insertMessages(ctx, raws, nil, now)
+}
+
+func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error) {
 	ids := make([]int64, 0, len(raws))
 	err := d.Tx(ctx, func(tx *sql.Tx) error {
 		ids = ids[:0]
@@ -69,7 +73,7 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 			ids = append(ids, got...)
 			start = end
 		}
-		if err := insertPending(ctx, tx, ids, now); err != nil {
+		if err := insertPending(ctx, tx, ids, traces, now); err != nil {
 			return err
 		}
 		for after := prev.Int64; len(ids) > 0 && after < ids[0]-1; {
@@ -180,15 +184,22 @@ func insertError(err error, raws []string) error {
 }
 
 // insertPending gives the new messages their PENDING state, one statement per chunk of rows.
-func insertPending(ctx context.Context, tx *sql.Tx, ids []int64, now time.Time) error {
-	const row = `(?, ?, 0, ?, ?)`
+// traces, when not nil, holds each message's trace id ("" for none), stored in TRACE_ID.
+func insertPending(ctx context.Context, tx *sql.Tx, ids []int64, traces []string, now time.Time) error {
+	row, cols := `(?, ?, 0, ?, ?)`, `CMINMSGS_ID, STATE, ATTEMPTS, CREATED_AT, UPDATED_AT`
+	if traces != nil {
+		row, cols = `(?, ?, 0, ?, ?, ?)`, cols+`, TRACE_ID`
+	}
 	for start := 0; start < len(ids); start += inboxChunkRows {
 		chunk := ids[start:min(start+inboxChunkRows, len(ids))]
-		args := make([]any, 0, 4*len(chunk))
-		for _, id := range chunk {
+		args := make([]any, 0, 5*len(chunk))
+		for i, id := range chunk {
 			args = append(args, id, pipeline.Pending, T(now), T(now))
+			if traces != nil {
+				args = append(args, nullStr(traces[start+i]))
+			}
 		}
-		q := `INSERT INTO PROC_STATE (CMINMSGS_ID, STATE, ATTEMPTS, CREATED_AT, UPDATED_AT) VALUES ` +
+		q := `INSERT INTO PROC_STATE (` + cols + `) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(row+",", len(chunk)), ",")
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return Unavailable(fmt.Errorf("insert PROC_STATE for %d messages: %w", len(chunk), err))

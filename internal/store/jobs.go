@@ -30,6 +30,9 @@ type Job struct {
 	Result        *string    `json:"result"`
 	CreatedAt     time.Time  `json:"created_at"`
 	FinishedAt    *time.Time `json:"finished_at"`
+	// ScheduleKey is the scheduler's key (kind/local day) of a job it enqueued; "" for one
+	// enqueued by hand.
+	ScheduleKey string `json:"schedule_key,omitempty"`
 }
 
 // EnqueueJob adds a job ordered after every message accepted so far.
@@ -52,15 +55,16 @@ func (d *DB) EnqueueJob(ctx context.Context, kind, params string, now time.Time)
 	return j, err
 }
 
-const jobCols = `JOB_ID, KIND, AFTER_MSG_ID, PARAMS, STATE, ATTEMPTS, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, LAST_ERROR, RESULT, CREATED_AT, FINISHED_AT`
+const jobCols = `JOB_ID, KIND, AFTER_MSG_ID, PARAMS, STATE, ATTEMPTS, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, LAST_ERROR, RESULT, CREATED_AT, FINISHED_AT, SCHEDULE_KEY`
 
 func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 	var j Job
-	var params, lastErr, result sql.NullString
+	var params, lastErr, result, key sql.NullString
 	var next, first, created, fin NullTime
-	if err := row.Scan(&j.ID, &j.Kind, &j.AfterMsgID, &params, &j.State, &j.Attempts, &next, &first, &lastErr, &result, &created, &fin); err != nil {
+	if err := row.Scan(&j.ID, &j.Kind, &j.AfterMsgID, &params, &j.State, &j.Attempts, &next, &first, &lastErr, &result, &created, &fin, &key); err != nil {
 		return nil, err
 	}
+	j.ScheduleKey = key.String
 	j.Params = params.String
 	j.FirstFailedAt = first.Ptr()
 	j.NextAttemptAt, j.LastError, j.Result, j.CreatedAt, j.FinishedAt = next.Ptr(), strPtr(lastErr), strPtr(result), created.Time, fin.Ptr()

@@ -28,6 +28,9 @@ type Message struct {
 	// Warnings what it noticed and applied anyway. Both are empty until processed.
 	Note     string   `json:"note"`
 	Warnings []string `json:"warnings"`
+	// TraceID is the W3C trace id the sender passed in its traceparent header ("" when none);
+	// the log lines of the message's journey carry it as trace_id.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Class returns the error class, or "".
@@ -39,16 +42,19 @@ func (m *Message) Class() pipeline.ErrorClass {
 }
 
 const messageCols = `p.CMINMSGS_ID, p.STATE, p.ERROR_CLASS, p.ATTEMPTS, p.LAST_ERROR, p.TYPE_TAG, p.IDENTITY,
-	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS`
+	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS, p.TRACE_ID`
 
 const messageFrom = ` FROM PROC_STATE p LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
 
 func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
 	var m Message
-	var class, lastErr, tag, ident, note, warnings sql.NullString
+	var class, lastErr, tag, ident, note, warnings, trace sql.NullString
 	var recv, proc, next, first NullTime
-	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first, &note, &warnings); err != nil {
+	if err := row.Scan(&m.ID, &m.State, &class, &m.Attempts, &lastErr, &tag, &ident, &recv, &proc, &next, &first, &note, &warnings, &trace); err != nil {
 		return nil, err
+	}
+	if m.TraceID = trace.String; m.TraceID != "" {
+		d.traced(m.ID, m.TraceID)
 	}
 	m.Note, m.Warnings = note.String, decodeWarnings(warnings.String)
 	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), strPtr(lastErr), strPtr(tag), strPtr(ident)

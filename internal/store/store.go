@@ -57,6 +57,8 @@ type DB struct {
 	maxPacket int
 
 	legacy *legacyState // the legacy CMINMSGS columns: options and learnt types (cminmsgs.go)
+
+	traceHook func(msgID int64, traceID string) // set by SetTraceHook (retention.go)
 }
 
 //go:embed migrations

@@ -255,7 +255,7 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 	record(ids[2], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"})
 	record(ids[3], store.Outcome{State: pipeline.Succeeded})
 	// ids[4] stays PENDING.
-	n, err := db.Archive(ctx, ids[4], old.Add(48*time.Hour))
+	n, err := db.Archive(ctx, ids[4], old.Add(48*time.Hour), old.Add(48*time.Hour), nil)
 	if err != nil || n != 2 {
 		t.Fatalf("archived %d (%v), want the SKIPPED and the SUCCEEDED one", n, err)
 	}
@@ -282,7 +282,7 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 		t.Fatalf("the state of an archived message must stay readable: %+v", m)
 	}
 	// Nothing younger than the retention moves.
-	if n, err := db.Archive(ctx, ids[4], old); err != nil || n != 0 {
+	if n, err := db.Archive(ctx, ids[4], old, old, nil); err != nil || n != 0 {
 		t.Fatalf("archived %d (%v) messages processed after the bound", n, err)
 	}
 }
@@ -307,9 +307,13 @@ func archiveWorksInChunks(t *testing.T, db *store.DB) {
 			want++
 		}
 	}
-	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour))
+	var reports []int
+	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour), old.Add(48*time.Hour), func(moved int) { reports = append(reports, moved) })
 	if err != nil || n != want {
 		t.Fatalf("archived %d (%v), want %d", n, err, want)
+	}
+	if len(reports) != (want+store.ArchiveChunk-1)/store.ArchiveChunk || reports[len(reports)-1] != want {
+		t.Fatalf("progress per chunk: %v", reports)
 	}
 	var live, hst int
 	db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS`).Scan(&live)

@@ -1,0 +1,291 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+)
+
+// The contract of retention, scheduled jobs and trace ids (migration 00008), run with the
+// other cases on every dialect.
+func init() {
+	contractCases = append(contractCases, []struct {
+		name string
+		fn   func(t *testing.T, db *store.DB)
+	}{
+		{"PurgeSentEventsDeletesOnlyOldSentEvents", purgeSentEventsDeletesOnlyOldSentEvents},
+		{"PurgeSentEventsWorksInChunks", purgeSentEventsWorksInChunks},
+		{"PurgeArchivedDeletesOnlyFinishedArchivedMessages", purgeArchivedDeletesOnlyFinishedArchivedMessages},
+		{"PurgeArchivedWorksInChunks", purgeArchivedWorksInChunks},
+		{"ScheduledJobIsEnqueuedOncePerKey", scheduledJobIsEnqueuedOncePerKey},
+		{"TraceIDIsStoredWithTheMessage", traceIDIsStoredWithTheMessage},
+	}...)
+}
+
+// insertEvent adds one MSG_EVENT row of message msgID in state st, delivered at sent (when
+// not zero), and returns its id.
+func insertEvent(t *testing.T, db *store.DB, msgID int64, target string, st pipeline.EventStatus, created, sent time.Time) int64 {
+	t.Helper()
+	res, err := db.SQL.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT, SENT_AT)
+		VALUES (?, 'FLOP-CHOT', ?, 'update', '航班1', '{"航":"✈🛫"}', ?, 0, ?, ?)`, msgID, target, st, store.T(created), store.T(sent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.LastInsertId()
+	return id
+}
+
+func eventIDs(t *testing.T, db *store.DB) map[int64]bool {
+	t.Helper()
+	rows, err := db.SQL.Query(`SELECT EVENT_ID FROM MSG_EVENT`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		out[id] = true
+	}
+	return out
+}
+
+func purgeSentEventsDeletesOnlyOldSentEvents(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
+	old, young := now.Add(-8*24*time.Hour), now.Add(-time.Hour)
+	bound := now.Add(-7 * 24 * time.Hour)
+	ids, err := db.InsertMessages(ctx, []string{"<m/>"}, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ids[0]
+	oldSent := insertEvent(t, db, m, "KAFKA_FLOP", pipeline.EventSent, old, old)
+	oldSent2 := insertEvent(t, db, m, "REDIS_NOTIFY", pipeline.EventSent, old, old)
+	oldPending := insertEvent(t, db, m, "KAFKA_FLOP", pipeline.EventPending, old, time.Time{})
+	oldDead := insertEvent(t, db, m, "KAFKA_FLOP", pipeline.EventDead, old, time.Time{})
+	youngSent := insertEvent(t, db, m, "KAFKA_FLOP", pipeline.EventSent, young, young)
+	atBound := insertEvent(t, db, m, "REDIS_NOTIFY", pipeline.EventSent, bound, bound)
+	var seen []int
+	n, err := db.PurgeSentEvents(ctx, bound, func(done int) { seen = append(seen, done) })
+	if err != nil || n != 2 {
+		t.Fatalf("purged %d (%v), want the 2 SENT events delivered before the bound", n, err)
+	}
+	if len(seen) == 0 || seen[len(seen)-1] != 2 {
+		t.Fatalf("progress: %v", seen)
+	}
+	left := eventIDs(t, db)
+	for id, want := range map[int64]bool{oldSent: false, oldSent2: false, oldPending: true, oldDead: true, youngSent: true, atBound: true} {
+		if left[id] != want {
+			t.Fatalf("event %d kept: %v, want %v (left: %v)", id, left[id], want, left)
+		}
+	}
+	if n, err := db.PurgeSentEvents(ctx, bound, nil); err != nil || n != 0 {
+		t.Fatalf("a second purge deleted %d (%v)", n, err)
+	}
+}
+
+func purgeSentEventsWorksInChunks(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
+	old := now.Add(-30 * 24 * time.Hour)
+	ids, err := db.InsertMessages(ctx, []string{"<m/>"}, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 2*store.PurgeChunk + 3
+	var vals []string
+	for i := 0; i < total; i++ {
+		vals = append(vals, fmt.Sprintf(`(%d, 'X-Y', 'T', 'k', '{}', 'SENT', 0, '%s', '%s')`, ids[0], store.T(old), store.T(old.Add(time.Duration(i)*time.Second))))
+	}
+	// One DEAD event in the middle and one young SENT event at the end.
+	vals = append(vals[:store.PurgeChunk], append([]string{fmt.Sprintf(`(%d, 'X-Y', 'T', 'k', '{}', 'DEAD', 5, '%s', NULL)`, ids[0], store.T(old))}, vals[store.PurgeChunk:]...)...)
+	vals = append(vals, fmt.Sprintf(`(%d, 'X-Y', 'T', 'k', '{}', 'SENT', 0, '%s', '%s')`, ids[0], store.T(now), store.T(now)))
+	Exec(t, db, `INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, PAYLOAD, STATE, ATTEMPTS, CREATED_AT, SENT_AT) VALUES `+strings.Join(vals, ","))
+	var calls int
+	n, err := db.PurgeSentEvents(ctx, now.Add(-time.Hour), func(int) { calls++ })
+	if err != nil || n != total {
+		t.Fatalf("purged %d (%v), want %d", n, err, total)
+	}
+	if calls < 3 {
+		t.Fatalf("%d progress reports for %d chunks", calls, 3)
+	}
+	var left, dead int
+	db.SQL.QueryRow(`SELECT COUNT(*), SUM(CASE WHEN STATE = 'DEAD' THEN 1 ELSE 0 END) FROM MSG_EVENT`).Scan(&left, &dead)
+	if left != 2 || dead != 1 {
+		t.Fatalf("left %d events (%d DEAD), want the DEAD and the young one", left, dead)
+	}
+}
+
+func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 8, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>", "<f/>"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(id int64, o store.Outcome) {
+		t.Helper()
+		if err := db.Record(ctx, id, o, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(ids[0], store.Outcome{State: pipeline.Succeeded, TypeTag: "FLOP-CHOT", Identity: "AODB|FLOP|CHOT|1"})
+	record(ids[1], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"})
+	record(ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, LastError: "no flight"})
+	record(ids[3], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "down"})
+	record(ids[4], store.Outcome{State: pipeline.Succeeded})
+	// ids[5] stays PENDING. ARCHIVE moves ids 0, 1 and 4 on day t0+2d.
+	archivedAt := t0.Add(48 * time.Hour)
+	if n, err := db.Archive(ctx, ids[5], t0.Add(time.Hour), archivedAt, nil); err != nil || n != 3 {
+		t.Fatalf("archive: %d %v", n, err)
+	}
+	// ids[4] is archived later (its ARCHIVED_AT is young); a DEAD row an older msgx archived
+	// and a legacy history row without a state stay whatever their age.
+	Exec(t, db, fmt.Sprintf(`UPDATE PROC_STATE SET ARCHIVED_AT = '%s' WHERE CMINMSGS_ID = %d`, store.T(archivedAt.Add(100*24*time.Hour)), ids[4]),
+		fmt.Sprintf(`INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[2]),
+		fmt.Sprintf(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[2]),
+		`INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES (900000001, '<legacy>旧</legacy>', 'VALID')`)
+	before := archivedAt.Add(90 * 24 * time.Hour)
+	res, err := db.PurgeArchived(ctx, before, nil)
+	if err != nil || res.ProcState != 2 || res.History != 2 {
+		t.Fatalf("purged %+v (%v), want the SUCCEEDED and the SKIPPED message archived before the bound", res, err)
+	}
+	for i, id := range ids {
+		m, err := db.GetMessage(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i != 0 && i != 1; (m != nil) != want {
+			t.Fatalf("message %d (%d) kept: %v, want %v", i, id, m != nil, want)
+		}
+	}
+	if _, ok, _ := db.Raw(ctx, ids[0]); ok {
+		t.Fatal("the text of a purged message is still in CMINMSGS_HST")
+	}
+	if raw, ok, _ := db.Raw(ctx, ids[2]); !ok || raw != "<c/>" {
+		t.Fatal("the archived DEAD message lost its text")
+	}
+	if raw, ok, _ := db.Raw(ctx, 900000001); !ok || raw != "<legacy>旧</legacy>" {
+		t.Fatal("a legacy history row without a state was purged")
+	}
+	// The identity of a purged message is free again.
+	if _, bound, err := db.BoundTo(ctx, "AODB|FLOP|CHOT|1"); err != nil || bound {
+		t.Fatalf("identity still bound after the purge: %v %v", bound, err)
+	}
+	if res, err := db.PurgeArchived(ctx, before, nil); err != nil || res.ProcState != 0 {
+		t.Fatalf("second purge: %+v %v", res, err)
+	}
+}
+
+func purgeArchivedWorksInChunks(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 8, 1, 8, 0, 0, 0, time.UTC)
+	raws := make([]string, 2*store.PurgeChunk+5)
+	for i := range raws {
+		raws[i] = fmt.Sprintf(`<m n="%d">航</m>`, i)
+	}
+	ids, err := db.InsertMessages(ctx, raws, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Exec(t, db, fmt.Sprintf(`UPDATE PROC_STATE SET STATE = 'SUCCEEDED', PROCESSED_AT = '%s'`, store.T(t0)))
+	if n, err := db.Archive(ctx, ids[len(ids)-1], t0.Add(time.Hour), t0.Add(24*time.Hour), nil); err != nil || n != len(ids) {
+		t.Fatalf("archive: %d %v", n, err)
+	}
+	var reports []int
+	res, err := db.PurgeArchived(ctx, t0.Add(48*time.Hour), func(done int) { reports = append(reports, done) })
+	if err != nil || res.ProcState != len(ids) || res.History != len(ids) {
+		t.Fatalf("purged %+v (%v), want %d", res, err, len(ids))
+	}
+	if len(reports) != 3 || reports[2] != len(ids) {
+		t.Fatalf("progress per chunk: %v", reports)
+	}
+	var states, hst int
+	db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE`).Scan(&states)
+	db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
+	if states != 0 || hst != 0 {
+		t.Fatalf("left %d states and %d history rows", states, hst)
+	}
+}
+
+func scheduledJobIsEnqueuedOncePerKey(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "HISTORY_SWEEP/2026-12-01"
+	j, created, err := db.EnqueueScheduledJob(ctx, "HISTORY_SWEEP", key, now)
+	if err != nil || !created || j.AfterMsgID != ids[1] || j.ScheduleKey != key {
+		t.Fatalf("first enqueue: %+v %v %v", j, created, err)
+	}
+	if _, err := db.InsertMessages(ctx, []string{"<c/>"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if j2, created, err := db.EnqueueScheduledJob(ctx, "HISTORY_SWEEP", key, now.Add(time.Hour)); err != nil || created || j2 != nil {
+		t.Fatalf("second enqueue of the same key: %+v %v %v", j2, created, err)
+	}
+	// Another day, another kind: new jobs. Jobs enqueued by hand have no key and never clash.
+	if _, created, err := db.EnqueueScheduledJob(ctx, "HISTORY_SWEEP", "HISTORY_SWEEP/2026-12-02", now); err != nil || !created {
+		t.Fatalf("next day: %v %v", created, err)
+	}
+	if _, created, err := db.EnqueueScheduledJob(ctx, "ARCHIVE", "ARCHIVE/2026-12-01", now); err != nil || !created {
+		t.Fatalf("other kind: %v %v", created, err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := db.EnqueueJob(ctx, "ARCHIVE", "", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := db.ListJobs(ctx, 10)
+	if err != nil || len(jobs) != 5 {
+		t.Fatalf("jobs: %d %v", len(jobs), err)
+	}
+	if jobs[4].ScheduleKey != key || jobs[0].ScheduleKey != "" {
+		t.Fatalf("keys: %q %q", jobs[4].ScheduleKey, jobs[0].ScheduleKey)
+	}
+}
+
+func traceIDIsStoredWithTheMessage(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC)
+	told := map[int64]string{}
+	db.SetTraceHook(func(id int64, trace string) { told[id] = trace })
+	trace := "4bf92f3577b34da6a3ce929d0e0e4736"
+	ids, err := db.InsertMessagesTraced(ctx, []string{"<a/>", "<b/>", "<c/>"}, []string{trace, "", trace + "ffff"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if told[ids[0]] != trace || len(told) != 2 {
+		t.Fatalf("hook told %v", told)
+	}
+	clear(told)
+	for i, want := range []string{trace, "", trace} {
+		m, err := db.GetMessage(ctx, ids[i])
+		if err != nil || m.TraceID != want {
+			t.Fatalf("message %d trace %q (%v), want %q", i, m.TraceID, err, want)
+		}
+	}
+	head, err := db.Head(ctx)
+	if err != nil || head.TraceID != trace {
+		t.Fatalf("head: %+v %v", head, err)
+	}
+	due, err := db.Due(ctx, 10)
+	if err != nil || len(due) != 3 || due[0].TraceID != trace || due[1].TraceID != "" {
+		t.Fatalf("due: %v", err)
+	}
+	if told[ids[0]] != trace {
+		t.Fatalf("reading a traced message did not tell the hook: %v", told)
+	}
+	if _, err := db.InsertMessagesTraced(ctx, []string{"<a/>"}, nil, now); err == nil {
+		t.Fatal("a trace list of the wrong length was accepted")
+	}
+}
