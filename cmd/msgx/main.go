@@ -24,6 +24,10 @@ Usage:
                                             move FAILED/DEAD messages of those classes back to PENDING
   msgx replay  [--server URL] --events [--target T] [--id N…]
                                             move DEAD delivery events back to PENDING
+  msgx request [--server URL] ref TYPE      ask the AODB for a reference TYPE (RQRD, through COUTMSGS)
+  msgx request [--server URL] schedule --from TIME --to TIME
+                                            ask the AODB for a schedule window (RQFD)
+  msgx requests [--server URL] [--state S]  the data requests with their state and answer
   msgx decode  [--config FILE] FILE         print the decoded message as JSON (non-zero exit on error)
   msgx migrate [--config FILE]              apply the database migrations
   msgx bench   [--config FILE] [--json] …   the database's floor and msgx end to end, on a scratch database (msgx bench -h)
@@ -71,6 +75,10 @@ func main() {
 		err = message(args)
 	case "replay":
 		err = replay(args)
+	case "request":
+		err = request(args)
+	case "requests":
+		err = requestsList(args)
 	case "decode":
 		err = decode(args)
 	case "migrate":

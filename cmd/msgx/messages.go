@@ -23,6 +23,8 @@ type shownMessage struct {
 	ProcessedAt *time.Time `json:"processed_at"`
 	Note        string     `json:"note"`
 	Warnings    []string   `json:"warnings"`
+	// AnsweredRequest is the data request this message (a RESP) answered.
+	AnsweredRequest *int64 `json:"answered_request"`
 }
 
 func or(s *string, def string) string {
@@ -126,6 +128,9 @@ func message(args []string) error {
 	}
 	for _, w := range m.Warnings {
 		fmt.Printf("warning:    %s\n", w)
+	}
+	if m.AnsweredRequest != nil {
+		fmt.Printf("answered:   data request %d (msgx requests)\n", *m.AnsweredRequest)
 	}
 	return nil
 }

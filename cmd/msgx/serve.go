@@ -32,6 +32,7 @@ import (
 	"msgx/internal/logship"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
+	"msgx/internal/requests"
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/target"
@@ -95,6 +96,11 @@ func serve(args []string) error {
 	}
 	defer db.Close()
 	db.SetTraceHook(traces.Remember)
+	if cfg.Shadow() {
+		if err := enterShadow(ctx, db, cfg, clock, log); err != nil {
+			return err
+		}
+	}
 
 	runPump := cfg.Autostart()
 	holder := instanceName()
@@ -128,6 +134,10 @@ func serve(args []string) error {
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
 	})
+	// Data requests to the AODB: created through the API on any node, followed (SENT,
+	// re-sent, EXPIRED) by the instance that holds the pump lease.
+	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
+		MaxResends: cfg.Requests.MaxResends, PollInterval: cfg.Pipeline.PollInterval, Logger: log})
 	var disp *dispatch.Dispatcher
 	var keeper *leaseKeeper
 	if runPump {
@@ -171,6 +181,9 @@ func serve(args []string) error {
 						log.Error("dispatcher stopped", "err", err.Error())
 					}
 				})
+				if !cfg.Shadow() {
+					wg.Go(func() { reqs.Run(wctx) })
+				}
 				return func() { cancel(); wg.Wait() }
 			},
 		}
@@ -201,6 +214,7 @@ func serve(args []string) error {
 		metrics = append(metrics, registrar.Failures())
 	}
 	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, metrics...))
+	srv.Extra = append(srv.Extra, api.RequestRoutes(reqs, db))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
@@ -209,6 +223,9 @@ func serve(args []string) error {
 		// The job in hand (null when none): its kind, what it is doing, for how long.
 		"job":       func(context.Context) (any, error) { return runner.Current(), nil },
 		"last_jobs": lastJobs(db),
+	}
+	if cfg.Shadow() {
+		srv.StatusExtra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
 	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)

@@ -249,6 +249,10 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnprocessableEntity, "unstorable", err.Error())
 			return
 		}
+		if errors.Is(err, store.ErrShadow) {
+			writeError(w, http.StatusConflict, "shadow_mode", err.Error())
+			return
+		}
 		if r.Context().Err() != nil {
 			return // the client went away; nothing was promised
 		}

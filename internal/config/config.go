@@ -122,8 +122,23 @@ type Config struct {
 		Timezone string `yaml:"timezone"`
 	} `yaml:"legacy"`
 
-	// Mode is normal or shadow (beside the legacy; see Shadow).
-	Mode string `yaml:"mode"`
+	// Mode is normal (default) or shadow: beside a running legacy, msgx reads the live
+	// CMINMSGS and writes nothing into the legacy tables (README "Shadow mode").
+	Mode          string `yaml:"mode"`
+	ShadowOptions struct {
+		// StartAfterID: the shadow adopts the VALID CMINMSGS rows with higher ids. -1 (the
+		// default) means the watermark stored at the shadow's first start (the highest id then).
+		StartAfterID int64 `yaml:"start-after-id"`
+	} `yaml:"shadow"`
+
+	// Requests are the data requests to the AODB (README "Data requests to the AODB").
+	Requests struct {
+		// Timeout is how long a request waits for its answer before it is sent again or
+		// expires.
+		Timeout time.Duration `yaml:"timeout"`
+		// MaxResends is how many times a request without an answer is sent again.
+		MaxResends int `yaml:"max-resends"`
+	} `yaml:"requests"`
 
 	// Eureka registration (README "Service registration (Eureka)"): the instance registers
 	// under RegistryName, heartbeats, and is UP or OUT_OF_SERVICE as the pump's health says.
@@ -222,6 +237,10 @@ func Default() Config {
 	c.History.Elasticsearch.Timeout = 30 * time.Second
 	c.Retention.Events = 7 * 24 * time.Hour
 	c.Retention.Archive = 90 * 24 * time.Hour
+	c.Mode = "normal"
+	c.ShadowOptions.StartAfterID = -1
+	c.Requests.Timeout = 10 * time.Minute
+	c.Requests.MaxResends = 2
 	return c
 }
 
@@ -386,6 +405,20 @@ func (c *Config) Validate() error {
 	if _, err := c.AdoptSince(); err != nil {
 		return bad("inbox.adopt-since", "%v", err)
 	}
+	switch c.Mode {
+	case "normal", "shadow":
+	default:
+		return bad("mode", "%q is not normal or shadow", c.Mode)
+	}
+	if c.ShadowOptions.StartAfterID < -1 {
+		return bad("shadow.start-after-id", "must be -1 (the stored watermark) or an id, got %d", c.ShadowOptions.StartAfterID)
+	}
+	if c.Requests.Timeout <= 0 {
+		return bad("requests.timeout", "must be positive, got %s", c.Requests.Timeout)
+	}
+	if c.Requests.MaxResends < 0 || c.Requests.MaxResends > 100 {
+		return bad("requests.max-resends", "must be between 0 and 100, got %d", c.Requests.MaxResends)
+	}
 	if c.Eureka.Heartbeat <= 0 {
 		return bad("eureka.heartbeat", "must be positive, got %s", c.Eureka.Heartbeat)
 	}
@@ -431,9 +464,6 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
-
-// Shadow reports whether msgx runs in shadow mode (mode: shadow), beside the legacy.
-func (c Config) Shadow() bool { return c.Mode == "shadow" }
 
 // EurekaURLs returns eureka.service-url split at commas, blanks dropped.
 func (c *Config) EurekaURLs() []string {
@@ -507,6 +537,9 @@ func (c *Config) Schedule() []jobs.Entry {
 	}
 	return out
 }
+
+// Shadow reports whether msgx runs in shadow mode (mode: shadow).
+func (c Config) Shadow() bool { return c.Mode == "shadow" }
 
 // Autostart reports whether serve runs the pump and the dispatcher.
 func (c *Config) Autostart() bool {

@@ -58,6 +58,10 @@ func TestInvalidValuesNameTheirKey(t *testing.T) {
 		"MSGX_IDENTITY_INCLUDE_DAY_BOUNDARY=yes": "identity.include-day-boundary",
 		"MSGX_DATABASE_WAIT_TIMEOUT=-1s":         "database.wait-timeout",
 		"MSGX_DATABASE_WAIT_TIMEOUT=forever":     "database.wait-timeout",
+		"MSGX_MODE=mirror":                       "mode",
+		"MSGX_SHADOW_START_AFTER_ID=-2":          "shadow.start-after-id",
+		"MSGX_REQUESTS_TIMEOUT=0s":               "requests.timeout",
+		"MSGX_REQUESTS_MAX_RESENDS=-1":           "requests.max-resends",
 	} {
 		_, err := Load("", []string{env})
 		if err == nil || !strings.Contains(err.Error(), key) {
@@ -171,5 +175,22 @@ func TestPolicies(t *testing.T) {
 	}
 	if d.MaxAttempts != 0 || d.HeadDeadline != 24*time.Hour || d.Cap != p.Cap || len(d.Park) != 0 || len(d.Steps) != len(p.Steps) {
 		t.Errorf("delivery policy %+v", d)
+	}
+}
+
+func TestShadowModeAndRequestKeys(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Shadow() || c.ShadowOptions.StartAfterID != -1 || c.Requests.Timeout != 10*time.Minute || c.Requests.MaxResends != 2 {
+		t.Fatalf("defaults: mode %q start-after-id %d requests %+v", c.Mode, c.ShadowOptions.StartAfterID, c.Requests)
+	}
+	c, err = Load("", []string{"MSGX_MODE=shadow", "MSGX_SHADOW_START_AFTER_ID=42", "MSGX_REQUESTS_TIMEOUT=2s", "MSGX_REQUESTS_MAX_RESENDS=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Shadow() || c.ShadowOptions.StartAfterID != 42 || c.Requests.Timeout != 2*time.Second || c.Requests.MaxResends != 0 {
+		t.Fatalf("from the environment: mode %q start-after-id %d requests %+v", c.Mode, c.ShadowOptions.StartAfterID, c.Requests)
 	}
 }

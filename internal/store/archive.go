@@ -36,6 +36,12 @@ const ArchiveChunk = 500
 // PROC_STATE row records now as its ARCHIVED_AT, from which retention.archive counts.
 // progress, when set, is told the running total after each chunk that moved rows.
 func (d *DB) Archive(ctx context.Context, maxID int64, before, now time.Time, progress func(moved int)) (int, error) {
+	if d.Shadow() {
+		// Moving rows would delete them from the legacy's CMINMSGS: in shadow mode ARCHIVE
+		// moves nothing, and the job is done (it must not block the message order).
+		d.legacyOpts().Logger.Warn("shadow mode: ARCHIVE moves nothing; CMINMSGS is the legacy's")
+		return 0, nil
+	}
 	total := 0
 	var after int64
 	for ctx.Err() == nil {

@@ -5,6 +5,12 @@ package store
 // the legacy gateway inserted straight into the table, and the legacy's local-time datetime
 // columns.
 //
+// In shadow mode (SetShadow) msgx reads the live legacy table beside the legacy and writes
+// nothing into it: adoption takes every VALID row above the shadow's watermark whatever its
+// CMINMSGS_DATE_PROCESSED (the legacy marks rows within seconds) and does not mark them
+// taken, there is no back-fill, the inbox and ARCHIVE refuse (ErrShadow), and so do data
+// requests (COUTMSGS). Only msgx's own tables are written.
+//
 // The table may be the legacy's own, with its narrow types (VARCHAR(4) names, a MEDIUMINT
 // sequence, DATETIME without fractions), so the real column types are learnt from the
 // database and every value is fitted to its column in Go: text is cut at a character
@@ -67,6 +73,67 @@ type legacyState struct {
 	cols map[string]colType // nil until learnt
 
 	noSkipLocked atomic.Bool // the server does not know FOR UPDATE SKIP LOCKED
+
+	// Shadow mode (SetShadow): whether it is on, and the watermark: only rows with higher
+	// ids are adopted.
+	shadow      bool
+	shadowAfter int64
+}
+
+// ErrShadow is returned by every write msgx would make into a legacy table while it runs in
+// shadow mode (the inbox, ARCHIVE, data requests): in shadow msgx writes only its own tables.
+var ErrShadow = errors.New("shadow mode: msgx writes nothing into the legacy tables")
+
+// ShadowWatermarkCounter is the MSGX_COUNTER row that keeps the shadow's watermark.
+const ShadowWatermarkCounter = "shadow.watermark"
+
+// SetShadow turns shadow mode on: from now on msgx adopts every VALID CMINMSGS row with an id
+// above afterID whatever its CMINMSGS_DATE_PROCESSED, and writes nothing into the legacy tables
+// (see the file comment). Call it before the inbox and the pump start.
+func (d *DB) SetShadow(afterID int64) {
+	st := d.leg()
+	st.mu.Lock()
+	st.shadow, st.shadowAfter = true, max(afterID, 0)
+	st.mu.Unlock()
+}
+
+// Shadow reports whether the database runs in shadow mode, and its watermark.
+func (d *DB) Shadow() bool {
+	on, _ := d.shadowMode()
+	return on
+}
+
+// ShadowAfter reports whether the database runs in shadow mode and the watermark it adopts
+// above.
+func (d *DB) ShadowAfter() (bool, int64) { return d.shadowMode() }
+
+func (d *DB) shadowMode() (bool, int64) {
+	st := d.leg()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.shadow, st.shadowAfter
+}
+
+// ShadowWatermark returns the shadow's durable watermark: the highest CMINMSGS id when the
+// shadow first started, stored in MSGX_COUNTER (msgx's own table) then, so a restarted shadow
+// goes on from where it began instead of from the rows present at its restart.
+func (d *DB) ShadowWatermark(ctx context.Context, now time.Time) (int64, error) {
+	var wm int64
+	err := d.Tx(ctx, func(tx *sql.Tx) error {
+		var top sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM CMINMSGS`).Scan(&top); err != nil {
+			return Unavailable(fmt.Errorf("shadow watermark: %w", err))
+		}
+		if _, err := tx.ExecContext(ctx, d.Dialect.InsertIgnore()+` INTO MSGX_COUNTER (NAME, VALUE, UPDATED_AT) VALUES (?, ?, ?)`,
+			ShadowWatermarkCounter, top.Int64, T(now)); err != nil {
+			return Unavailable(fmt.Errorf("shadow watermark: %w", err))
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT VALUE FROM MSGX_COUNTER WHERE NAME = ?`, ShadowWatermarkCounter).Scan(&wm); err != nil {
+			return Unavailable(fmt.Errorf("shadow watermark: %w", err))
+		}
+		return nil
+	})
+	return wm, err
 }
 
 // SetLegacy sets how the legacy columns are read and written. Call it before the inbox and
@@ -397,6 +464,9 @@ func backfillSets(cols map[string]colType, b Backfill, loc *time.Location, now t
 // error ends the message (the caller's savepoint or transaction). The savepoint it had cost
 // three statements per message, and on SQLite a copy of every page the message touched.
 func (d *DB) backfill(ctx context.Context, tx *sql.Tx, id int64, b Backfill, now time.Time) error {
+	if d.Shadow() {
+		return nil // the legacy's columns are the legacy's
+	}
 	cols, err := d.columns(ctx, tx)
 	if err != nil {
 		return err
@@ -454,7 +524,12 @@ func (d *DB) adoptable(cols map[string]colType) (string, []any) {
 	o := d.legacyOpts()
 	w := `c.CMINMSGS_STATUS = ?`
 	args := []any{StatusValid}
-	if _, ok := cols[colProcessed]; ok || cols == nil {
+	if shadow, after := d.shadowMode(); shadow {
+		// The legacy takes every row within seconds: the shadow sees the same traffic only
+		// if it ignores that mark, and keeps to the rows above its watermark instead.
+		w += ` AND c.CMINMSGS_ID > ?`
+		args = append(args, after)
+	} else if _, ok := cols[colProcessed]; ok || cols == nil {
 		w += ` AND c.` + colProcessed + ` IS NULL`
 	}
 	if o.AdoptFromID > 0 {
@@ -479,6 +554,9 @@ func (d *DB) adoptCandidates(ctx context.Context, q interface {
 }, cols map[string]colType, after, upTo int64, limit int) ([]int64, error) {
 	if from := d.legacyOpts().AdoptFromID; from > 0 {
 		after = max(after, from-1) // the scan starts at the bound, not at the first row
+	}
+	if shadow, wm := d.shadowMode(); shadow {
+		after = max(after, wm)
 	}
 	w, wargs := d.adoptable(cols)
 	args := append([]any{after, upTo}, wargs...)
@@ -575,7 +653,7 @@ func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, 
 		return 0, Unavailable(fmt.Errorf("adopt CMINMSGS rows: %w", err))
 	}
 	n, _ := res.RowsAffected()
-	if c, ok := cols[colProcessed]; ok {
+	if c, ok := cols[colProcessed]; ok && !d.Shadow() {
 		up := []any{legacyTime(now, d.legacyOpts().Location, c)}
 		for _, id := range taken {
 			up = append(up, id)

@@ -36,6 +36,9 @@ func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) (
 }
 
 func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error) {
+	if d.Shadow() {
+		return nil, fmt.Errorf("%w: the inbox writes CMINMSGS; in shadow mode the legacy gateway fills it", ErrShadow)
+	}
 	ids := make([]int64, 0, len(raws))
 	err := d.Tx(ctx, func(tx *sql.Tx) error {
 		ids = ids[:0]

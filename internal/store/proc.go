@@ -31,6 +31,9 @@ type Message struct {
 	// TraceID is the W3C trace id the sender passed in its traceparent header ("" when none);
 	// the log lines of the message's journey carry it as trace_id.
 	TraceID string `json:"trace_id,omitempty"`
+	// AnsweredRequest is the data request (REQ_TRACK) this message answered, if any; only
+	// GetMessage fills it.
+	AnsweredRequest *int64 `json:"answered_request,omitempty"`
 }
 
 // Class returns the error class, or "".
@@ -98,6 +101,11 @@ func (d *DB) GetMessage(ctx context.Context, id int64) (*Message, error) {
 	}
 	if err != nil {
 		return nil, Unavailable(err)
+	}
+	if req, ok, err := d.AnsweredBy(ctx, id); err != nil {
+		return nil, err
+	} else if ok {
+		m.AnsweredRequest = &req
 	}
 	return m, nil
 }
@@ -378,6 +386,11 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 			return err
 		}
 		if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
+			return err
+		}
+		// A RESP answers a data request: matched here, in the RESP's own success
+		// transaction, so the match commits with SUCCEEDED or not at all (requests.go).
+		if _, err := d.matchAnswer(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
 		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {

@@ -230,18 +230,21 @@ func (d *DB) PurgeArchived(ctx context.Context, before time.Time, progress func(
 				return nil
 			}
 			in := `(` + placeholders(len(ids)) + `)`
-			res, err := tx.ExecContext(ctx, `DELETE FROM CMINMSGS_HST WHERE CMINMSGS_ID IN `+in, ids...)
-			if err != nil {
-				return Unavailable(fmt.Errorf("purge archived: delete %d history rows: %w", len(ids), err))
+			// CMINMSGS_HST is the legacy's in shadow mode: msgx forgets its own states only.
+			if !d.Shadow() {
+				res, err := tx.ExecContext(ctx, `DELETE FROM CMINMSGS_HST WHERE CMINMSGS_ID IN `+in, ids...)
+				if err != nil {
+					return Unavailable(fmt.Errorf("purge archived: delete %d history rows: %w", len(ids), err))
+				}
+				n, _ := res.RowsAffected()
+				r.History = int(n)
 			}
-			n, _ := res.RowsAffected()
-			r.History = int(n)
-			res, err = tx.ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID IN `+in+` AND STATE IN (?, ?)`,
+			res, err := tx.ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID IN `+in+` AND STATE IN (?, ?)`,
 				append(ids, pipeline.Succeeded, pipeline.Skipped)...)
 			if err != nil {
 				return Unavailable(fmt.Errorf("purge archived: delete %d states: %w", len(ids), err))
 			}
-			n, _ = res.RowsAffected()
+			n, _ := res.RowsAffected()
 			r.ProcState = int(n)
 			return nil
 		})

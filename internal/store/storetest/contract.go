@@ -20,7 +20,7 @@ import (
 // and MySQL/MariaDB on the legacy CMINMSGS table (see Dialects). It holds the edge values: texts
 // at and over each column's width, CJK and 4-byte text, the legacy column types.
 func Contract(t *testing.T, open func(t *testing.T) *store.DB) {
-	for _, c := range contractCases {
+	for _, c := range append(contractCases[:len(contractCases):len(contractCases)], requestCases...) {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
 }
@@ -197,7 +197,7 @@ func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
 	if v < 1 {
 		t.Fatalf("schema version %d after migrate", v)
 	}
-	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST", "PROC_STATE", "MSG_EVENT", "REF_DATA", "REQ_TRACK", "PUMP_JOB", "FLIGHT_STATE", "PUMP_LEASE"} {
+	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST", "PROC_STATE", "MSG_EVENT", "REF_DATA", "REQ_TRACK", "PUMP_JOB", "FLIGHT_STATE", "PUMP_LEASE", "COUTMSGS", "MSGX_COUNTER"} {
 		var n int
 		if err := db.SQL.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
 			t.Errorf("table %s: %v", table, err)

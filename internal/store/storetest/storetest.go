@@ -86,9 +86,9 @@ func MySQLDSN(t testing.TB) string {
 func MySQL(t testing.TB) *store.DB { return mySQLAfter(t) }
 
 // MySQLLegacy opens a MySQL database that held the legacy CMINMSGS and CMINMSGS_HST tables
-// (LegacyCMINMSGS) before msgx migrated it.
+// (LegacyCMINMSGS) and the legacy COUTMSGS (LegacyCOUTMSGS) before msgx migrated it.
 func MySQLLegacy(t testing.TB) *store.DB {
-	return mySQLAfter(t, LegacyCMINMSGSFor(store.MySQL, "CMINMSGS"), LegacyCMINMSGSFor(store.MySQL, "CMINMSGS_HST"))
+	return mySQLAfter(t, LegacyCMINMSGSFor(store.MySQL, "CMINMSGS"), LegacyCMINMSGSFor(store.MySQL, "CMINMSGS_HST"), LegacyCOUTMSGS)
 }
 
 // mySQLAfter opens a fresh MySQL database (see MySQLDSN), runs the statements of before in

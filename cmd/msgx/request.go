@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const requestUsage = `usage:
+  msgx request [--server URL] ref TYPE                          ask the AODB for one reference TYPE (RQRD)
+  msgx request [--server URL] schedule --from TIME --to TIME    ask the AODB for a schedule window (RQFD)
+TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or RFC 3339`
+
+// shownRequest is a data request as the API answers it.
+type shownRequest struct {
+	ID         int64      `json:"id"`
+	Type       string     `json:"type"`
+	STYP       string     `json:"styp"`
+	STDB       string     `json:"stdb"`
+	STDE       string     `json:"stde"`
+	State      string     `json:"state"`
+	SEQN       string     `json:"seqn"`
+	CoutmsgsID int64      `json:"coutmsgs_id"`
+	Resends    int        `json:"resends"`
+	CreatedAt  time.Time  `json:"created_at"`
+	SentAt     *time.Time `json:"sent_at"`
+	DeadlineAt *time.Time `json:"deadline_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	AnswerID   *int64     `json:"answer_msg_id"`
+}
+
+// request asks a running msgx to send a data request to the AODB and prints what it queued.
+func request(args []string) error {
+	fs := flag.NewFlagSet("request", flag.ContinueOnError)
+	server := fs.String("server", "", "msgx server URL")
+	from := fs.String("from", "", "schedule: start of the window (STDB)")
+	to := fs.String("to", "", "schedule: end of the window (STDE)")
+	// Flags may come before or after the kind and the TYPE.
+	var pos []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return exitError{code: exitUsage, msg: requestUsage}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	var body map[string]string
+	switch {
+	case len(pos) == 2 && (pos[0] == "ref" || pos[0] == "reference"):
+		if *from != "" || *to != "" {
+			return exitError{code: exitUsage, msg: "msgx request ref: --from and --to are for a schedule request\n" + requestUsage}
+		}
+		body = map[string]string{"type": "RQRD", "ref_type": pos[1]}
+	case len(pos) == 1 && pos[0] == "schedule":
+		body = map[string]string{"type": "RQFD", "from": *from, "to": *to}
+	default:
+		return exitError{code: exitUsage, msg: requestUsage}
+	}
+	b, _ := json.Marshal(body)
+	var r shownRequest
+	if err := call("POST", serverURL(*server)+"/api/v1/requests", b, "application/json", &r); err != nil {
+		return err
+	}
+	what := r.STYP
+	if r.Type == "RQFD" {
+		what = r.STDB + "–" + r.STDE
+	}
+	fmt.Printf("request %d %s %s queued in COUTMSGS row %d with SEQN %s: %s\n", r.ID, r.Type, what, r.CoutmsgsID, r.SEQN, r.State)
+	return nil
+}
+
+// requestsList prints the data requests with their state.
+func requestsList(args []string) error {
+	fs := flag.NewFlagSet("requests", flag.ContinueOnError)
+	server := fs.String("server", "", "msgx server URL")
+	state := fs.String("state", "", "only this state (REGISTERED, SENT, DONE, EXPIRED)")
+	after := fs.Int64("after", 0, "only ids above this one")
+	limit := fs.Int("limit", 50, "at most this many (up to 1000)")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitError{code: exitUsage, msg: "usage: msgx requests [--server URL] [--state S] [--after ID] [--limit N] [--json]"}
+	}
+	q := url.Values{}
+	if *state != "" {
+		q.Set("state", *state)
+	}
+	q.Set("after", strconv.FormatInt(*after, 10))
+	q.Set("limit", strconv.Itoa(*limit))
+	var raw json.RawMessage
+	if err := call("GET", serverURL(*server)+"/api/v1/requests?"+q.Encode(), nil, "", &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		fmt.Printf("%s\n", raw)
+		return nil
+	}
+	var out struct {
+		Requests []shownRequest `json:"requests"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	fmt.Printf("%6s  %-4s  %-27s  %-10s  %-6s  %7s  %-20s  %-20s  %s\n", "id", "type", "what", "state", "seqn", "resends", "sent_at", "finished_at", "answer")
+	for _, r := range out.Requests {
+		what := r.STYP
+		if r.Type == "RQFD" {
+			what = r.STDB + " " + r.STDE
+		}
+		answer := "-"
+		if r.AnswerID != nil {
+			answer = "message " + strconv.FormatInt(*r.AnswerID, 10)
+		}
+		fmt.Printf("%6d  %-4s  %-27s  %-10s  %-6s  %7d  %-20s  %-20s  %s\n", r.ID, r.Type, strings.TrimSpace(what), r.State, r.SEQN, r.Resends,
+			at(r.SentAt), at(r.FinishedAt), answer)
+	}
+	return nil
+}
