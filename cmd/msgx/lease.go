@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -64,6 +65,8 @@ type leaseKeeper struct {
 	// start starts the pump and the dispatcher; the function it returns stops them and
 	// waits until they have.
 	start func() (stop func())
+	// metrics shows whether this instance holds the lease (msgx_lease_held); nil: not shown.
+	metrics *metrics.Metrics
 
 	stop     func() // non-nil while the workers run
 	renewed  time.Time
@@ -234,6 +237,7 @@ func (k *leaseKeeper) setPhase(p pumpPhase, other string, until time.Time, err s
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.phase, k.other, k.until, k.err = p, other, until, err
+	k.metrics.SetLeaseHeld(p == phaseActive)
 }
 
 func (k *leaseKeeper) current() pumpPhase {

@@ -30,6 +30,7 @@ import (
 	"msgx/internal/handler"
 	"msgx/internal/jobs"
 	"msgx/internal/logship"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/requests"
@@ -119,7 +120,12 @@ func serve(args []string) error {
 		return err
 	}
 	defer runner.History.Close()
+	// The instruments: moved where things happen, state gauges from the pump instance's
+	// sampler; a scrape runs no query but a ping.
+	m := metrics.New(clock, version, api.DatabaseUp(db))
+	counts := api.CounterCounts(db.NewStateCounter(), clock) // status and the sampler
 	p := pump.New(db, reg, pump.Options{
+		Metrics:      m,
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
 		IncludeDay:   cfg.Identity.IncludeDayBoundary,
@@ -158,6 +164,7 @@ func serve(args []string) error {
 			FlushLimit:   cfg.Schd.FlushLimit,
 			Clock:        clock,
 			Logger:       log,
+			Metrics:      m,
 		})
 		p.SetOnEvents(disp.Wake)
 		p.SetCopies(copiesOf(cfg.Targets))
@@ -168,7 +175,7 @@ func serve(args []string) error {
 			db: leaseDB{db}, name: leaseName, holder: holder, ttl: leaseTTL,
 			// A SQLite file has one host: a second instance on it is a mistake, not a standby.
 			standby: cfg.Database.Driver == "mysql",
-			clock:   clock, log: log, isDead: deadOnThisHost,
+			clock:   clock, log: log, isDead: deadOnThisHost, metrics: m,
 			start: func() func() {
 				wctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
@@ -176,6 +183,7 @@ func serve(args []string) error {
 				// The daily jobs are enqueued by the instance that runs the pump.
 				sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
 				wg.Go(func() { sched.Run(wctx) })
+				wg.Go(func() { api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval) })
 				wg.Go(func() {
 					if err := disp.Run(wctx); err != nil {
 						log.Error("dispatcher stopped", "err", err.Error())
@@ -203,18 +211,21 @@ func serve(args []string) error {
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake}
+	inbox.Metrics = m
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder, Counts: counts}
+	if runPump {
+		srv.LastPumpStep = m.LastPumpStep
+	}
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
 	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
 	registrar := newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
-	metrics := append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(m), api.RequestRoutes(reqs, db))
+	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	if registrar != nil {
-		metrics = append(metrics, registrar.Failures())
+		m.Register(registrar.Failures())
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, metrics...))
-	srv.Extra = append(srv.Extra, api.RequestRoutes(reqs, db))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.

@@ -144,37 +144,6 @@ func TestInboxMessageTheDatabaseRefusesIs413AndSparesItsBatch(t *testing.T) {
 	}
 }
 
-func TestMetrics(t *testing.T) {
-	db := storetest.SQLite(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	inbox := api.NewInbox(db, pipeline.SystemClock{}, log, 1<<20, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go inbox.Run(ctx)
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log,
-		Extra: []func(*http.ServeMux){api.MetricsRoute(db, pipeline.SystemClock{})}}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	for i := 0; i < 2; i++ {
-		resp, err := http.Post(ts.URL+"/cminmsgs/send", "text/plain", strings.NewReader("<m/>"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	resp, err := http.Get(ts.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`msgx_messages{state="PENDING"} 2`, `msgx_database_up 1`, `msgx_head_message_attempts 0`, `go_goroutines`} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("/metrics lacks %q", want)
-		}
-	}
-}
-
 // Bodies being read count against http.max-inflight-bytes: a post that would go over it is
 // answered 503 with Retry-After and stores nothing; once the first is stored, posts go through.
 func TestInboxBoundsTheBytesInFlight(t *testing.T) {

@@ -2,88 +2,130 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"msgx/internal/dispatch"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
-// MetricsStore is what /metrics reads: message counts, the head, and the outbox's counts.
+// MetricsStore is what the state sampler reads: message counts, the head, and the outbox's
+// counts, each through index-bounded queries (store.Events.EventCounts never counts SENT rows).
 type MetricsStore interface {
 	CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error)
 	Head(ctx context.Context) (*store.Message, error)
 	store.Events
 }
 
-// queueCollector reads the queue state from the database at each scrape, so the figures are
-// those of the database, whichever instance serves them.
-type queueCollector struct {
-	db    MetricsStore
-	clock pipeline.Clock
-
-	messages, events, oldest, headAttempts, up *prometheus.Desc
+// MetricsRoute adds GET /metrics (Prometheus text format) serving m's registry. A scrape
+// reads memory only: the counters and histograms the pump, the dispatcher and the inbox move,
+// and the last state sample (SampleState, taken by the instance running the pump); only
+// msgx_database_up pings the database, when m was made with a ping.
+func MetricsRoute(m *metrics.Metrics) func(*http.ServeMux) {
+	h := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+	return func(mux *http.ServeMux) { mux.Handle("GET /metrics", h) }
 }
 
-func newQueueCollector(db MetricsStore, clock pipeline.Clock) *queueCollector {
-	return &queueCollector{
-		db: db, clock: clock,
-		messages:     prometheus.NewDesc("msgx_messages", "Inbound messages by processing state.", []string{"state"}, nil),
-		events:       prometheus.NewDesc("msgx_events", "Outbox events by target and delivery state.", []string{"target", "state"}, nil),
-		oldest:       prometheus.NewDesc("msgx_oldest_pending_event_age_seconds", "Age of the oldest PENDING event of each target.", []string{"target"}, nil),
-		headAttempts: prometheus.NewDesc("msgx_head_message_attempts", "Failed attempts of the head message (0 when it has not failed or there is none).", nil, nil),
-		up:           prometheus.NewDesc("msgx_database_up", "1 when the last scrape could read the database.", nil, nil),
+// DatabaseUp returns the check behind msgx_database_up: a ping of at most a second.
+func DatabaseUp(db store.Health) func() bool {
+	return func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return db.Ping(ctx) == nil
 	}
 }
 
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.messages, c.events, c.oldest, c.headAttempts, c.up} {
-		ch <- d
-	}
+// StateCounts counts the messages per state: a store.StateCounter's Counts at the clock's now,
+// or nil for the store's CountByState (which reads every PROC_STATE row).
+type StateCounts func(ctx context.Context) (map[pipeline.ProcStatus]int, error)
+
+// CounterCounts returns the StateCounts of c at clock's time.
+func CounterCounts(c *store.StateCounter, clock pipeline.Clock) StateCounts {
+	return func(ctx context.Context) (map[pipeline.ProcStatus]int, error) { return c.Counts(ctx, clock.Now()) }
 }
 
-func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	counts, err := c.db.CountByState(ctx)
+// SampleState reads the queue's state for the metrics' gauges: messages per state (counts, or
+// db.CountByState when nil), the head, and per target the PENDING and DEAD counts, the SENT
+// total, the oldest pending event and since when its head fails. With a store.StateCounter
+// every query is bounded by an index range that grows with the backlog and the dead, not with
+// the history (dispatch.Stats).
+func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, counts StateCounts) (*metrics.Snapshot, error) {
+	now := clock.Now()
+	if counts == nil {
+		counts = db.CountByState
+	}
+	c, err := counts(ctx)
 	if err != nil {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		return
+		return nil, err
 	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	for st, n := range counts {
-		ch <- prometheus.MustNewConstMetric(c.messages, prometheus.GaugeValue, float64(n), string(st))
-	}
-	attempts := 0
-	if head, err := c.db.Head(ctx); err == nil && head != nil {
-		attempts = head.Attempts
-	}
-	ch <- prometheus.MustNewConstMetric(c.headAttempts, prometheus.GaugeValue, float64(attempts))
-	stats, err := dispatch.Stats(ctx, c.db, c.clock.Now())
+	s := &metrics.Snapshot{At: now, Messages: c}
+	head, err := db.Head(ctx)
 	if err != nil {
-		return
+		return nil, err
+	}
+	if head != nil {
+		h := &metrics.HeadSample{MsgID: head.ID, Attempts: head.Attempts}
+		if head.ReceivedAt != nil {
+			h.ReceivedAt = *head.ReceivedAt
+		}
+		if head.State == pipeline.Failed && head.FirstFailedAt != nil {
+			h.FirstFailedAt = *head.FirstFailedAt
+		}
+		s.Head = h
+	}
+	stats, err := dispatch.Stats(ctx, db, now)
+	if err != nil {
+		return nil, err
 	}
 	for _, t := range stats {
-		ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(t.Pending), t.Target, string(pipeline.EventPending))
-		ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(t.Sent), t.Target, string(pipeline.EventSent))
-		ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(t.Dead), t.Target, string(pipeline.EventDead))
-		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, t.OldestPendingAge.Seconds(), t.Target)
+		ts := metrics.TargetSample{Target: t.Target, Pending: t.Pending, Dead: t.Dead, Sent: t.Sent}
+		if t.OldestPendingAt != nil {
+			ts.OldestPendingAt = *t.OldestPendingAt
+		}
+		if t.BlockedSince != nil {
+			ts.BlockedSince = *t.BlockedSince
+		}
+		s.Targets = append(s.Targets, ts)
 	}
+	return s, nil
 }
 
-// MetricsRoute adds GET /metrics (Prometheus text format): message counts per state, event
-// counts per target and state, the age of each target's oldest pending event, the head's
-// attempts, and the Go runtime's own metrics, plus the extra collectors of this process (the
-// pump's).
-func MetricsRoute(db MetricsStore, clock pipeline.Clock, extra ...prometheus.Collector) func(*http.ServeMux) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(newQueueCollector(db, clock), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(extra...)
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	return func(mux *http.ServeMux) { mux.Handle("GET /metrics", h) }
+// DefaultSampleEvery is how often RunSampler reads the queue's state.
+const DefaultSampleEvery = 5 * time.Second
+
+// RunSampler takes a state sample for m at once and then every interval until ctx ends; the
+// instance running the pump runs it. A sample that fails (the database does not answer)
+// leaves the last one in place (its msgx_state_sample_timestamp_seconds says how old it is)
+// and is logged once until a sample succeeds again. When it returns, the sample is dropped.
+func RunSampler(ctx context.Context, db MetricsStore, counts StateCounts, m *metrics.Metrics, clock pipeline.Clock, log *slog.Logger, every time.Duration) {
+	if every <= 0 {
+		every = DefaultSampleEvery
+	}
+	defer m.SetSnapshot(nil)
+	failing := false
+	for {
+		sctx, cancel := context.WithTimeout(ctx, max(every, 5*time.Second))
+		s, err := SampleState(sctx, db, clock, counts)
+		cancel()
+		switch {
+		case err == nil:
+			m.SetSnapshot(s)
+			failing = false
+		case ctx.Err() == nil && !failing:
+			log.Warn("metrics: cannot read the queue's state; the gauges keep the last sample", "err", err.Error())
+			failing = true
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -47,13 +47,36 @@ type Server struct {
 	Extra []func(mux *http.ServeMux)
 	// StatusExtra adds sections to GET /api/v1/status.
 	StatusExtra map[string]func(ctx context.Context) (any, error)
+	// Instance is this process's name as a pump lease holder; /readyz says whether the
+	// instance holding the lease is this one.
+	Instance string
+	// LastPumpStep, when set, says when this process's pump last stepped (zero: never);
+	// /readyz answers 503 when this instance holds the lease but its pump has not stepped
+	// for PumpStepStale.
+	LastPumpStep func() time.Time
+	// PumpStepStale is how long a pump may go without a step before /readyz calls it stuck
+	// (default DefaultPumpStepStale).
+	PumpStepStale time.Duration
+	// Counts, when set, counts the messages per state for GET /api/v1/status (a
+	// store.StateCounter, which does not read every PROC_STATE row); nil: DB.CountByState.
+	Counts StateCounts
 }
+
+// DefaultPumpStepStale is Server.PumpStepStale's default: an idle pump steps every poll
+// interval, a busy one at least every batch (a few seconds at most); only a long job (ARCHIVE
+// of a large backlog) keeps it longer.
+const DefaultPumpStepStale = 2 * time.Minute
+
+// LeaseName is the name of the pump lease (the PUMP_LEASE row) that /readyz reads.
+const LeaseName = "pump"
 
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/cminmsgs/send", s.Inbox)
 	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /livez", s.livez)
+	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /api/v1/messages/{id}", s.getMessage)
 	mux.HandleFunc("GET /api/v1/messages", s.listMessages)
 	mux.HandleFunc("POST /api/v1/replay", s.replay)
@@ -80,6 +103,89 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	}
 	running, _ := s.pumpState()
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "pump_running": running})
+}
+
+// livez answers 200 while the process serves HTTP; it reads nothing, so a database outage
+// never makes an orchestrator restart msgx.
+func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "alive"})
+}
+
+// Readiness is the answer of GET /readyz.
+type Readiness struct {
+	Ready    bool   `json:"ready"`
+	Database string `json:"database"` // up, down
+	// Reason says why the instance is not ready; empty when it is.
+	Reason string `json:"reason,omitempty"`
+	// Pump says where the pump runs, from the lease row; nil when the database did not answer.
+	Pump *PumpWhere `json:"pump,omitempty"`
+}
+
+// PumpWhere is who holds the pump lease, as /readyz reads it.
+type PumpWhere struct {
+	Holder       string     `json:"holder"` // "" when nobody holds it
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	ThisInstance bool       `json:"this_instance"`
+	// LastStepAt is when this instance's pump last stepped (only when it holds the lease).
+	LastStepAt *time.Time `json:"last_step_at,omitempty"`
+}
+
+// readyz answers 200 when the database answers and some instance (this one or another) holds
+// an unexpired pump lease, so messages accepted here will be processed; when this instance is
+// the holder, its pump must also have stepped within PumpStepStale. Otherwise 503 with the
+// reason. The holder renews its lease every few seconds, so an unexpired lease means the
+// holder is alive; a node that stands by can see from it where the pump runs.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	rd := Readiness{Database: "up"}
+	notReady := func(reason string) {
+		rd.Reason = reason
+		writeJSON(w, http.StatusServiceUnavailable, rd)
+	}
+	if err := s.DB.Ping(ctx); err != nil {
+		rd.Database = "down"
+		notReady("database unreachable: " + err.Error())
+		return
+	}
+	holder, until, err := s.DB.LeaseHolder(ctx, LeaseName)
+	if err != nil {
+		rd.Database = "down"
+		notReady("cannot read the pump lease: " + err.Error())
+		return
+	}
+	now := s.Clock.Now()
+	rd.Pump = &PumpWhere{Holder: holder, ThisInstance: holder != "" && holder == s.Instance}
+	if holder != "" {
+		u := until.UTC()
+		rd.Pump.ExpiresAt = &u
+	}
+	switch {
+	case holder == "":
+		notReady("no instance holds the pump lease: messages are accepted but processed nowhere")
+		return
+	case !until.After(now):
+		notReady(fmt.Sprintf("the pump lease of %s expired at %s: its pump is not running and no instance has taken over yet", holder, until.UTC().Format(time.RFC3339)))
+		return
+	}
+	if rd.Pump.ThisInstance && s.LastPumpStep != nil {
+		stale := s.PumpStepStale
+		if stale <= 0 {
+			stale = DefaultPumpStepStale
+		}
+		last := s.LastPumpStep()
+		if !last.IsZero() {
+			l := last.UTC()
+			rd.Pump.LastStepAt = &l
+		}
+		// A pump that has not stepped yet may just have started; one that stepped long ago is stuck.
+		if !last.IsZero() && now.Sub(last) > stale {
+			notReady(fmt.Sprintf("this instance holds the pump lease but its pump has not stepped since %s (more than %s)", last.UTC().Format(time.RFC3339), stale))
+			return
+		}
+	}
+	rd.Ready = true
+	writeJSON(w, http.StatusOK, rd)
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
@@ -211,7 +317,11 @@ type HeadInfo struct {
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	counts, err := s.DB.CountByState(ctx)
+	count := s.Counts
+	if count == nil {
+		count = s.DB.CountByState
+	}
+	counts, err := count(ctx)
 	if err != nil {
 		writeStoreError(w, err)
 		return

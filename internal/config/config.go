@@ -93,6 +93,12 @@ type Config struct {
 		IncludeDayBoundary bool `yaml:"include-day-boundary"`
 	} `yaml:"identity"`
 
+	// Metrics: how often the instance running the pump reads the queue's state (messages
+	// per state, each target's backlog and lag, the head) for the /metrics gauges.
+	Metrics struct {
+		SampleInterval time.Duration `yaml:"sample-interval"`
+	} `yaml:"metrics"`
+
 	ConsistencyCheck struct {
 		OnStartup        bool    `yaml:"on-startup"`
 		DailySampleRatio float64 `yaml:"daily-sample-ratio"`
@@ -222,6 +228,7 @@ func Default() Config {
 	c.Delivery.HeadDeadline = 24 * time.Hour
 	c.Schd.FlushPeriod = 3 * time.Second
 	c.Schd.FlushLimit = 500
+	c.Metrics.SampleInterval = 5 * time.Second
 	c.ConsistencyCheck.OnStartup = true
 	c.ConsistencyCheck.DailySampleRatio = 0.01
 	c.SIS.Timezone = "Asia/Shanghai"
@@ -383,6 +390,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Schd.FlushPeriod <= 0 {
 		return bad("schd.flush-period", "must be positive, got %s", c.Schd.FlushPeriod)
+	}
+	if c.Metrics.SampleInterval < 100*time.Millisecond {
+		return bad("metrics.sample-interval", "must be at least 100ms, got %s", c.Metrics.SampleInterval)
 	}
 	if c.Schd.FlushLimit < 1 {
 		return bad("schd.flush-limit", "must be at least 1, got %d", c.Schd.FlushLimit)

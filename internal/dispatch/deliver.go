@@ -176,6 +176,7 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 	if n > 0 && d.opt.OnSent != nil {
 		d.opt.OnSent(name, ids)
 	}
+	d.sentMetrics(name, run[:n], marked, now)
 	if n > 0 {
 		msgIDs := make([]int64, 0, n)
 		for _, e := range run[:n] {
@@ -334,7 +335,21 @@ func (d *Dispatcher) logChanged(e *Event, what string) {
 		"event_id", e.EventID, "msg_id", e.MsgID, "decision", what)
 }
 
+// sentMetrics counts the delivered events evs, of which a commit at now marked marked SENT (the
+// others another writer changed first), with their delivery latencies.
+func (d *Dispatcher) sentMetrics(name string, evs []*Event, marked int, now time.Time) {
+	if d.opt.Metrics == nil || marked == 0 {
+		return
+	}
+	created := make([]time.Time, 0, len(evs))
+	for _, e := range evs[:min(marked, len(evs))] {
+		created = append(created, e.CreatedAt)
+	}
+	d.opt.Metrics.Sent(name, created, now)
+}
+
 func (d *Dispatcher) logDead(e *Event, class pipeline.ErrorClass, attempts int, msg string) {
+	d.opt.Metrics.Dead(e.Target, 1)
 	d.log.LogAttrs(context.Background(), slog.LevelError, "event dead",
 		slog.String("target", e.Target), slog.Int64("event_id", e.EventID), slog.Int64("msg_id", e.MsgID),
 		slog.String("error_class", string(class)), slog.Int("attempts", attempts), slog.String("error", msg))

@@ -39,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/target"
@@ -96,6 +97,9 @@ type Options struct {
 	// OnSent, when set, is called with the target and the ids of the events a commit has just
 	// marked SENT (msgx bench measures accept→SENT with it). It must not block.
 	OnSent func(target string, ids []int64)
+	// Metrics receives the dispatcher's counters and histograms (events sent and dead, the
+	// delivery latency, the last step's time); nil records none.
+	Metrics *metrics.Metrics
 }
 
 func (o Options) normalized() Options {
@@ -256,6 +260,7 @@ func (d *Dispatcher) loop(ctx context.Context, name string, step func(context.Co
 	failures := 0
 	for ctx.Err() == nil {
 		res, err := step(ctx)
+		d.opt.Metrics.DispatcherStepped()
 		if ctx.Err() != nil {
 			return
 		}

@@ -163,6 +163,15 @@ func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, err
 	if len(sentIDs) > 0 && d.opt.OnSent != nil {
 		d.opt.OnSent(name, sentIDs)
 	}
+	if marked > 0 && d.opt.Metrics != nil {
+		var sent []*Event
+		for i := range batch {
+			if c := plan.cover[i]; c >= 0 && c < n {
+				sent = append(sent, &batch[i])
+			}
+		}
+		d.sentMetrics(name, sent, marked, now)
+	}
 	if len(sentIDs) > 0 {
 		var msgIDs []int64
 		for i := range batch {
@@ -198,6 +207,7 @@ func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, err
 	}
 	attempts := failed[0].Attempts + 1
 	if v.Dead {
+		d.opt.Metrics.Dead(name, charged)
 		d.log.Error("schd batch dead", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
 			"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "error_class", string(v.Class),
 			"attempts", attempts, "error", msg, "msg_ids", failedMsgs)
@@ -449,6 +459,7 @@ func (d *Dispatcher) escalateBatch(ctx context.Context, evs []Event, now time.Ti
 		d.log.Info("events of the overdue schedule batch were changed by another writer first; left as it left them",
 			"target", d.opt.SchdTarget, "overdue", len(failed), "dead", n)
 	}
+	d.opt.Metrics.Dead(d.opt.SchdTarget, n)
 	d.log.Error("schd batch dead", "target", d.opt.SchdTarget, "count", n,
 		"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "error_class", string(pipeline.Exhausted),
 		"attempts", evs[0].Attempts, "error", msg)

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"msgx/internal/handler"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/store"
@@ -56,6 +57,9 @@ type Options struct {
 	// effects of the messages before it in the batch. Nil: a message whose handler reads the
 	// view after the batch changed state is decided again at the head of the next batch.
 	ViewIn func(tx *sql.Tx) handler.View
+	// Metrics receives the pump's counters and histograms (messages finished, adopted, the
+	// last step's time); nil records none.
+	Metrics *metrics.Metrics
 }
 
 // DefaultBatchSize is the batch size of a pump whose Options leave it 0 (pipeline.batch-size's
@@ -210,6 +214,7 @@ func (p *Pump) Run(ctx context.Context) error {
 	p.log.Info("pump started", "poll_interval", p.opt.PollInterval.String())
 	for {
 		wait, err := p.Step(context.WithoutCancel(ctx))
+		p.opt.Metrics.PumpStepped()
 		if err != nil {
 			p.log.Error("pump step failed", "err", err.Error())
 			wait = p.opt.PollInterval
@@ -352,6 +357,19 @@ func (p *Pump) TroubleMetric() prometheus.Collector {
 	})
 }
 
+// finished reports a final outcome, once it is durable, to the metrics: started is when the
+// pump took the message. A type tag no handler knows is counted as "other", so what a message
+// claims to be cannot grow the metric's series without bound.
+func (p *Pump) finished(m *store.Message, state pipeline.ProcStatus, class pipeline.ErrorClass, tag string, started time.Time) {
+	if p.opt.Metrics == nil {
+		return
+	}
+	if _, ok := p.reg.Lookup(tag); !ok {
+		tag = "other"
+	}
+	p.opt.Metrics.Finished(state, class, tag, started, timeOr(m.ReceivedAt, time.Time{}))
+}
+
 func (p *Pump) setTrouble(t *Trouble) {
 	p.mu.Lock()
 	p.trouble = t
@@ -403,6 +421,7 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 		if n, err := p.db.AdoptLegacy(ctx, 0, msgs, now); err != nil {
 			return err
 		} else if n > 0 {
+			p.opt.Metrics.Received("gateway", n)
 			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
 		}
 		p.started, p.lastSweep, p.hw = true, now, max(msgs-gapWindow, 0)
@@ -414,6 +433,7 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 			if n, err := p.db.AdoptLegacy(ctx, lo, msgs-gapWindow, now); err != nil {
 				return err
 			} else if n > 0 {
+				p.opt.Metrics.Received("gateway", n)
 				p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
 			}
 			lo = msgs - gapWindow
@@ -439,6 +459,7 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 		if n, err := p.db.AdoptLegacy(ctx, max(states-sweepDepth, 0), msgs, now); err != nil {
 			return err
 		} else if n > 0 {
+			p.opt.Metrics.Received("gateway", n)
 			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n, "by", "sweep")
 		}
 	}
@@ -466,6 +487,7 @@ func (p *Pump) adoptGaps(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return err
 		}
+		p.opt.Metrics.Received("gateway", len(stated))
 		p.log.Info("adopted CMINMSGS rows committed after higher ids", "ids", fmt.Sprint(stated))
 	}
 	for _, id := range visible {
@@ -541,6 +563,7 @@ func (p *Pump) succeeded(m *store.Message, tag, identity string, events, changed
 		args = append(args, "warnings", warnings)
 		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Succeeded), At: now, Note: note, Warnings: warnings})
 	}
+	p.finished(m, pipeline.Succeeded, "", tag, now)
 	p.log.Info("message SUCCEEDED", args...)
 }
 
@@ -555,6 +578,7 @@ func (p *Pump) alreadyApplied(ctx context.Context, out outlet, m *store.Message,
 		return err
 	}
 	out.later(func() {
+		p.finished(m, pipeline.Succeeded, "", tag, now)
 		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", note)
 	})
 	return nil
@@ -586,6 +610,7 @@ func (p *Pump) skip(ctx context.Context, out outlet, m *store.Message, msg *sis.
 		return err
 	}
 	out.later(func() {
+		p.finished(m, pipeline.Skipped, "", msg.Tag(), now)
 		p.log.Info("message SKIPPED", "msg_id", m.ID, "type_tag", msg.Tag(), "identity", identity, "reason", reason)
 	})
 	return nil
@@ -608,6 +633,7 @@ func (p *Pump) fail(ctx context.Context, out outlet, m *store.Message, cause err
 		}
 		out.later(func() {
 			p.parked.WithLabelValues(string(class)).Inc()
+			p.finished(m, pipeline.Dead, class, tag, now)
 			p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: "PARKED", Class: string(class), At: now, Note: cause.Error(), Warnings: warnings})
 			p.log.Warn("message PARKED: DEAD at once, replayable; the queue moves on", "msg_id", m.ID, "type_tag", tag,
 				"error_class", string(class), "err", cause.Error())
@@ -656,6 +682,7 @@ func (p *Pump) recordDeadTagged(ctx context.Context, out outlet, m *store.Messag
 	}
 	out.later(func() {
 		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Dead), Class: string(class), At: now, Note: last, Warnings: warnings})
+		p.finished(m, pipeline.Dead, class, tag, now)
 		p.log.Error("message DEAD", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts, "err", last)
 	})
 	return nil

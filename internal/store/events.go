@@ -184,12 +184,13 @@ type EventTx interface {
 
 // EventTx runs fn in one transaction; fn's error rolls it back.
 func (d *DB) EventTx(ctx context.Context, fn func(EventTx) error) error {
-	return d.Tx(ctx, func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx}) })
+	return d.Tx(ctx, func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: d.Dialect}) })
 }
 
 type eventTx struct {
-	ctx context.Context
-	tx  *sql.Tx
+	ctx     context.Context
+	tx      *sql.Tx
+	dialect Dialect
 }
 
 // eventChunk bounds the ids of one UPDATE.
@@ -200,6 +201,9 @@ const maxEventError = 2000
 
 func (x eventTx) MarkSent(ids []int64, now time.Time) (int, error) {
 	marked := 0
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids) // an id twice would be counted twice in MSG_EVENT_SENT
 	for chunk := range slices.Chunk(ids, eventIDChunk) {
 		args := append([]any{T(now)}, idArgs(chunk)...)
 		res, err := x.tx.ExecContext(x.ctx, `UPDATE MSG_EVENT SET STATE = 'SENT', SENT_AT = ?, NEXT_ATTEMPT_AT = NULL
@@ -212,8 +216,30 @@ WHERE STATE = 'PENDING' AND EVENT_ID IN (`+placeholders(len(chunk))+`)`, args...
 			return marked, Unavailable(err)
 		}
 		marked += int(n)
+		if n > 0 {
+			if err := x.countSent(chunk, now); err != nil {
+				return marked, err
+			}
+		}
 	}
 	return marked, nil
+}
+
+// countSent adds the events of ids just marked SENT at now to their targets' totals in
+// MSG_EVENT_SENT, in the transaction that marked them, so a target's SENT count is one row's
+// read however many events it has sent (EventCounts).
+func (x eventTx) countSent(ids []int64, now time.Time) error {
+	upsert := ` ON CONFLICT (TARGET) DO UPDATE SET SENT = MSG_EVENT_SENT.SENT + excluded.SENT`
+	if x.dialect == MySQL {
+		upsert = ` ON DUPLICATE KEY UPDATE SENT = SENT + VALUES(SENT)`
+	}
+	args := append([]any{T(now)}, idArgs(ids)...)
+	_, err := x.tx.ExecContext(x.ctx, `INSERT INTO MSG_EVENT_SENT (TARGET, SENT) SELECT TARGET, COUNT(*) FROM MSG_EVENT
+WHERE STATE = 'SENT' AND SENT_AT = ? AND EVENT_ID IN (`+placeholders(len(ids))+`) GROUP BY TARGET`+upsert, args...)
+	if err != nil {
+		return Unavailable(fmt.Errorf("count events %d..%d sent: %w", ids[0], ids[len(ids)-1], err))
+	}
+	return nil
 }
 
 // fenced is the condition of every write that moves a PENDING event on (backoff, DEAD): the
@@ -383,25 +409,73 @@ type EventCount struct {
 	Oldest NullTime
 }
 
-// EventCounts counts the events per target and state.
+// EventCounts counts the events per target and state, reading only index ranges that grow
+// with the PENDING and DEAD events, never with the SENT ones: the targets come from a loose
+// scan of the (TARGET, STATE, EVENT_ID) index (one seek per target), each target's PENDING and
+// DEAD counts from its index range, the oldest of each from its first row in EVENT_ID order,
+// and the SENT count from MSG_EVENT_SENT (every event ever sent, including rows since
+// deleted). A state with no events is left out.
 func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT TARGET, STATE, COUNT(*), MIN(CREATED_AT) FROM MSG_EVENT GROUP BY TARGET, STATE`)
+	targets, err := d.eventTargets(ctx)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("event counts: %w", err))
 	}
-	defer rows.Close()
 	var out []EventCount
-	for rows.Next() {
-		var c EventCount
-		var state string
-		if err := rows.Scan(&c.Target, &state, &c.Count, &c.Oldest); err != nil {
-			return nil, Unavailable(fmt.Errorf("event counts: %w", err))
+	for _, t := range targets {
+		var (
+			pending, dead          int64
+			sent                   sql.NullInt64
+			oldestPend, oldestDead NullTime
+		)
+		err := d.SQL.QueryRowContext(ctx, `SELECT
+ (SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING'),
+ (SELECT CREATED_AT FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING' ORDER BY EVENT_ID LIMIT 1),
+ (SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'DEAD'),
+ (SELECT CREATED_AT FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'DEAD' ORDER BY EVENT_ID LIMIT 1),
+ (SELECT SENT FROM MSG_EVENT_SENT WHERE TARGET = ?)`, t, t, t, t, t).Scan(&pending, &oldestPend, &dead, &oldestDead, &sent)
+		if err != nil {
+			return nil, Unavailable(fmt.Errorf("event counts of %s: %w", t, err))
 		}
-		c.State = pipeline.EventStatus(state)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, Unavailable(fmt.Errorf("event counts: %w", err))
+		if pending > 0 {
+			out = append(out, EventCount{Target: t, State: pipeline.EventPending, Count: pending, Oldest: oldestPend})
+		}
+		if dead > 0 {
+			out = append(out, EventCount{Target: t, State: pipeline.EventDead, Count: dead, Oldest: oldestDead})
+		}
+		if sent.Int64 > 0 {
+			out = append(out, EventCount{Target: t, State: pipeline.EventSent, Count: sent.Int64})
+		}
 	}
 	return out, nil
+}
+
+// eventTargets returns, sorted, every target that has events in MSG_EVENT or has sent any:
+// a recursive query seeks the index once per target (a loose index scan) instead of reading
+// every row.
+func (d *DB) eventTargets(ctx context.Context) ([]string, error) {
+	rows, err := d.SQL.QueryContext(ctx, `WITH RECURSIVE t (NAME) AS (
+  SELECT MIN(TARGET) FROM MSG_EVENT
+  UNION ALL
+  SELECT (SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > t.NAME) FROM t WHERE t.NAME IS NOT NULL
+)
+SELECT NAME FROM t WHERE NAME IS NOT NULL
+UNION
+SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

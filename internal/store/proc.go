@@ -153,6 +153,22 @@ func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, err
 	return out, rows.Err()
 }
 
+// CountStates returns the number of messages in each of states, each counted over its own
+// range of the (STATE, CMINMSGS_ID) index: the unfinished and DEAD states cost what their rows
+// are, not what the whole table is (CountByState reads every row). A state with no messages
+// is 0.
+func (d *DB) CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error) {
+	out := make(map[pipeline.ProcStatus]int, len(states))
+	for _, st := range states {
+		var n int
+		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, string(st)).Scan(&n); err != nil {
+			return nil, Unavailable(fmt.Errorf("count %s messages: %w", st, err))
+		}
+		out[st] = n
+	}
+	return out, nil
+}
+
 // CountByState returns the number of messages in each state (every state present, 0 if none).
 func (d *DB) CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error) {
 	out := map[pipeline.ProcStatus]int{pipeline.Pending: 0, pipeline.Succeeded: 0, pipeline.Skipped: 0, pipeline.Failed: 0, pipeline.Dead: 0}

@@ -1,7 +1,7 @@
 // Package store is msgx's SQL layer and its one contract. It owns the tables of the message
 // flow: CMINMSGS and CMINMSGS_HST (the legacy inbound tables, shared with the gateway),
 // PROC_STATE, MSG_EVENT (the outbox: inserted in the pump's success transaction, delivered
-// through Events), REF_DATA, PUMP_JOB and PUMP_LEASE, with the embedded migrations; and, for
+// through Events) with MSG_EVENT_SENT (each target's count of events sent), REF_DATA, PUMP_JOB and PUMP_LEASE, with the embedded migrations; and, for
 // the data requests to the AODB, the legacy outbound table COUTMSGS, REQ_TRACK and
 // MSGX_COUNTER (requests.go, coutmsgs.go). FLIGHT_STATE
 // belongs to the SQL flight store in internal/flight, which writes it inside the pump's

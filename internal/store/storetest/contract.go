@@ -45,6 +45,9 @@ var contractCases = []struct {
 	{"DueReadsStateAndRawInOrder", dueReadsStateAndRawInOrder},
 	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
 	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
+	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
+	{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
+	{"StateCounterMatchesCountByState", stateCounterMatchesCountByState},
 }
 
 // Due reads the unfinished messages in id order with their raw text, live or archived, and
@@ -729,4 +732,188 @@ func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db *store.DB) {
 			t.Fatalf("message %d has no PENDING state: %+v", id, m)
 		}
 	}
+}
+
+// EventCounts reads a target's SENT count from the totals MarkSent keeps in its transaction:
+// exact across id chunks, for ids given twice, for rows marked again (not counted twice), for
+// a transaction rolled back (not counted), and after SENT rows are deleted (still counted);
+// PENDING and DEAD counts and the oldest pending come from the rows. Target names at the
+// column's width work.
+func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	long := strings.Repeat("T", 64)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []pipeline.Event
+	for i := range 1203 {
+		evs = append(evs, pipeline.Event{Target: "A", Kind: "k", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	evs = append(evs, pipeline.Event{Target: long, Kind: "k", Payload: []byte(`{}`)}, pipeline.Event{Target: long, Kind: "k", Payload: []byte(`{}`)})
+	if n, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "count|1", Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil || n != len(evs) {
+		t.Fatalf("succeed: %d events, %v", n, err)
+	}
+	later := now.Add(time.Minute)
+	if _, _, err := db.Succeed(ctx, ids[1], store.Success{TypeTag: "X-Y", Identity: "count|2",
+		Decision: pipeline.Decision{Events: []pipeline.Event{{Target: "B", Kind: "k", Payload: []byte(`{}`)}}}}, nil, later); err != nil {
+		t.Fatal(err)
+	}
+	a, err := db.PendingEvents(ctx, "A", 2000)
+	if err != nil || len(a) != 1203 {
+		t.Fatalf("pending A: %d %v", len(a), err)
+	}
+	var sendIDs []int64
+	for _, e := range a[:1200] {
+		sendIDs = append(sendIDs, e.EventID)
+	}
+	sendIDs = append(sendIDs, a[0].EventID, a[700].EventID) // twice: counted once
+	err = db.EventTx(ctx, func(tx store.EventTx) error {
+		n, err := tx.MarkSent(sendIDs, now.Add(time.Second))
+		if err == nil && n != 1200 {
+			err = fmt.Errorf("marked %d of 1200", n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Marked again: nothing more counted. A rolled-back mark counts nothing.
+	rollback := errors.New("roll back")
+	db.EventTx(ctx, func(tx store.EventTx) error { _, err := tx.MarkSent(sendIDs[:10], now.Add(2*time.Second)); return err })
+	err = db.EventTx(ctx, func(tx store.EventTx) error {
+		if _, err := tx.MarkSent([]int64{a[1200].EventID}, now.Add(3*time.Second)); err != nil {
+			return err
+		}
+		return rollback
+	})
+	if !errors.Is(err, rollback) {
+		t.Fatalf("rolled-back mark: %v", err)
+	}
+	l, _ := db.PendingEvents(ctx, long, 2)
+	db.EventTx(ctx, func(tx store.EventTx) error {
+		if _, err := tx.MarkSent([]int64{l[0].EventID}, now.Add(time.Second)); err != nil {
+			return err
+		}
+		_, err := tx.Change([]*store.Event{&l[1]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})
+		return err
+	})
+	check := func(when string) {
+		t.Helper()
+		counts, err := db.EventCounts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, c := range counts {
+			got[c.Target+"/"+string(c.State)] = c.Count
+			if c.State == pipeline.EventPending && c.Target == "A" && (!c.Oldest.Valid || !c.Oldest.Time.Equal(now)) {
+				t.Errorf("%s: oldest pending of A %+v, want %s", when, c.Oldest, now)
+			}
+			if c.State == pipeline.EventPending && c.Target == "B" && !c.Oldest.Time.Equal(later) {
+				t.Errorf("%s: oldest pending of B %+v, want %s", when, c.Oldest, later)
+			}
+		}
+		want := map[string]int64{"A/SENT": 1200, "A/PENDING": 3, "B/PENDING": 1, long + "/SENT": 1, long + "/DEAD": 1}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: counts %v, want %v", when, got, want)
+		}
+	}
+	check("after the marks")
+	// Retention deletes SENT rows: the totals count every event ever sent.
+	if _, err := db.SQL.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE STATE = 'SENT'`); err != nil {
+		t.Fatal(err)
+	}
+	check("after the SENT rows are deleted")
+}
+
+// CountStates counts exactly the states asked, 0 for one with no messages, as CountByState does.
+func countStatesCountsTheStatesAsked(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.CountStates(ctx, pipeline.Pending, pipeline.Failed, pipeline.Dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(map[pipeline.ProcStatus]int{pipeline.Pending: 2, pipeline.Failed: 0, pipeline.Dead: 1}) {
+		t.Fatalf("CountStates: %v", got)
+	}
+	all, err := db.CountByState(ctx)
+	if err != nil || all[pipeline.Skipped] != 1 || all[pipeline.Pending] != got[pipeline.Pending] {
+		t.Fatalf("CountByState %v %v", all, err)
+	}
+}
+
+// A StateCounter gives what CountByState gives as messages are processed below and above the
+// head its base was counted at, replayed, and received; its base, once refreshed, takes in a
+// finished row deleted (retention) that the old base still counted.
+func stateCounterMatchesCountByState(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	c := db.NewStateCounter()
+	c.Every = time.Hour // refreshed by hand below
+	same := func(when string) {
+		t.Helper()
+		got, err := c.Counts(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := db.CountByState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: StateCounter %v, CountByState %v", when, got, want)
+		}
+	}
+	same("empty")
+	ids, err := db.InsertMessages(ctx, []string{"<1/>", "<2/>", "<3/>", "<4/>", "<5/>", "<6/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(i int, o store.Outcome) {
+		t.Helper()
+		if err := db.Record(ctx, ids[i], o, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(0, store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:9"})
+	record(1, store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"})
+	if err := c.Refresh(ctx, now); err != nil { // the head is ids[2]
+		t.Fatal(err)
+	}
+	same("after the base")
+	if _, _, err := db.Succeed(ctx, ids[2], store.Success{TypeTag: "X-Y", Identity: "sc|3"}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	record(3, store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, FirstFailedAt: now, NextAttemptAt: now, LastError: "down"})
+	if _, _, err := db.Succeed(ctx, ids[4], store.Success{TypeTag: "X-Y", Identity: "sc|5"}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	same("processed above the base's head")
+	if res, err := db.Replay(ctx, []pipeline.ErrorClass{pipeline.Orphan}, nil, now); err != nil || res.Moved != 1 {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	if _, err := db.InsertMessages(ctx, []string{"<7/>"}, now); err != nil {
+		t.Fatal(err)
+	}
+	same("replayed below the head, and received")
+	if _, err := db.SQL.ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID = ?`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	same("a finished row deleted, after a refresh")
 }

@@ -1,0 +1,232 @@
+// Package deploy_test checks the monitoring files in deploy/: the Prometheus alert rules
+// (promtool check rules, and promtool test rules on their unit tests), the Grafana dashboard
+// (valid JSON whose every query parses as PromQL), and that every msgx metric the rules and
+// the dashboard name exists in msgx's registry, and every metric in the registry is listed in
+// the README.
+package deploy_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"msgx/internal/handler"
+	"msgx/internal/metrics"
+	"msgx/internal/pipeline"
+	"msgx/internal/pump"
+	"msgx/internal/store/storetest"
+)
+
+const (
+	rulesFile     = "prometheus/msgx-alerts.yml"
+	rulesTestFile = "prometheus/msgx-alerts.test.yml"
+	dashboardFile = "grafana/msgx-dashboard.json"
+)
+
+// pending are metrics the rules or dashboard use before msgx exports them, with the issue
+// that brings them.
+var pending = map[string]string{
+	"msgx_consistency_mismatches_total": "issue 9: the consistency sentinel",
+}
+
+// aliases are metrics msgx keeps under an older name for alerts written before; deploy/ uses
+// the new name.
+var aliases = map[string]string{
+	"msgx_oldest_pending_event_age_seconds": "msgx_target_oldest_pending_age_seconds",
+}
+
+// registered returns the name of every msgx metric `msgx serve` registers.
+func registered(t *testing.T) []string {
+	t.Helper()
+	m := metrics.New(pipeline.SystemClock{}, "test", func() bool { return true })
+	p := pump.New(nil, handler.NewRegistry(), pump.Options{})
+	m.Register(p.TroubleMetric(), p.ParkedMetric())
+	return m.Names()
+}
+
+// promtool returns the promtool binary; absent, the test fails under
+// MSGX_TEST_REQUIRE_SERVICES=1 (CI installs it: Debian's prometheus package) and skips
+// otherwise.
+func promtool(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		if storetest.RequireServices() {
+			t.Fatal("promtool not found (apt-get install prometheus); MSGX_TEST_REQUIRE_SERVICES=1 requires it")
+		}
+		t.Skip("promtool not found (apt-get install prometheus): the rules are not checked")
+	}
+	return path
+}
+
+func run(t *testing.T, dir, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+}
+
+func TestAlertRulesPassPromtool(t *testing.T) {
+	pt := promtool(t)
+	run(t, ".", pt, "check", "rules", rulesFile)
+	run(t, "prometheus", pt, "test", "rules", filepath.Base(rulesTestFile))
+}
+
+type ruleFile struct {
+	Groups []struct {
+		Name  string `yaml:"name"`
+		Rules []struct {
+			Alert  string `yaml:"alert"`
+			Record string `yaml:"record"`
+			Expr   string `yaml:"expr"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+func alertExprs(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf ruleFile
+	if err := yaml.Unmarshal(b, &rf); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			out["alert "+r.Alert] = r.Expr
+		}
+	}
+	return out
+}
+
+// dashboardExprs returns every query of the dashboard by panel title, checking the JSON's shape.
+func dashboardExprs(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		UID    string `json:"uid"`
+		Title  string `json:"title"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				RefID string `json:"refId"`
+				Expr  string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", dashboardFile, err)
+	}
+	if d.UID == "" || d.Title == "" || len(d.Panels) == 0 {
+		t.Fatalf("%s: no uid, title or panels", dashboardFile)
+	}
+	out := map[string]string{}
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			if strings.TrimSpace(q.Expr) == "" {
+				t.Errorf("panel %q query %s is empty", p.Title, q.RefID)
+			}
+			out["panel "+p.Title+" "+q.RefID] = q.Expr
+		}
+	}
+	return out
+}
+
+// The dashboard's queries parse as PromQL: they are checked by promtool as recording rules,
+// with Grafana's $__rate_interval given a value.
+func TestDashboardQueriesParse(t *testing.T) {
+	pt := promtool(t)
+	exprs := dashboardExprs(t)
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range exprs {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var rf struct {
+		Groups []map[string]any `yaml:"groups"`
+	}
+	var rules []map[string]string
+	for i, k := range keys {
+		rules = append(rules, map[string]string{"record": "dashboard:query" + string(rune('a'+i/26)) + string(rune('a'+i%26)),
+			"expr": strings.ReplaceAll(exprs[k], "$__rate_interval", "5m")})
+	}
+	rf.Groups = append(rf.Groups, map[string]any{"name": "dashboard", "rules": rules})
+	b, err := yaml.Marshal(rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dashboard-queries.yml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ".", pt, "check", "rules", path)
+}
+
+var metricName = regexp.MustCompile(`\bmsgx_[a-z0-9_]+`)
+
+// Every msgx metric the rules and the dashboard query is one msgx serves (a histogram's
+// series by their _bucket, _sum and _count names), or one pending on a named issue; every
+// metric msgx serves is queried somewhere and listed in the README.
+func TestDeployNamesOnlyRegisteredMetrics(t *testing.T) {
+	names := registered(t)
+	known := map[string]bool{}
+	for _, n := range names {
+		known[n] = true
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			known[n+suffix] = true
+		}
+	}
+	used := map[string]bool{}
+	all := alertExprs(t)
+	for k, v := range dashboardExprs(t) {
+		all[k] = v
+	}
+	if len(all) < 10 {
+		t.Fatalf("only %d queries found", len(all))
+	}
+	for where, expr := range all {
+		for _, name := range metricName.FindAllString(expr, -1) {
+			used[strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")] = true
+			if !known[name] && pending[name] == "" {
+				t.Errorf("%s queries %s, which msgx does not serve", where, name)
+			}
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !used[n] && aliases[n] == "" {
+			t.Errorf("%s is in neither the alert rules nor the dashboard", n)
+		}
+		if !strings.Contains(string(readme), "`"+n+"`") && !strings.Contains(string(readme), "`"+n+"{") {
+			t.Errorf("README does not list %s", n)
+		}
+	}
+}

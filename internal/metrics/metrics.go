@@ -1,0 +1,377 @@
+// Package metrics holds msgx's Prometheus instruments. The pump, the dispatcher and the inbox
+// move counters and histograms where things happen (a message received or finished, events
+// sent or dead), and the state gauges (messages per state, each target's backlog and lag, the
+// head's age) are read from the last Snapshot that the instance running the pump takes every
+// few seconds with index-bounded queries. A scrape reads memory only: it runs no query over
+// the message or event tables, however large they grow.
+//
+// Every method works on a nil *Metrics (it does nothing), so code that records a metric needs
+// no check.
+package metrics
+
+import (
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"msgx/internal/pipeline"
+)
+
+// Metrics is the set of msgx's instruments with the registry that serves them.
+type Metrics struct {
+	// Registry holds every instrument below, the Go runtime's and the process's metrics.
+	Registry *prometheus.Registry
+
+	clock pipeline.Clock
+
+	received        *prometheus.CounterVec
+	finished        *prometheus.CounterVec
+	processing      prometheus.Histogram
+	acceptToFinish  prometheus.Histogram
+	eventsSent      *prometheus.CounterVec
+	eventsDead      *prometheus.CounterVec
+	deliveryLatency *prometheus.HistogramVec
+	pumpStep        prometheus.Gauge
+	dispatchStep    prometheus.Gauge
+	leaseHeld       prometheus.Gauge
+
+	lastPumpStep atomic.Int64 // unix nanoseconds of the pump's last step; 0: never
+
+	collectors []prometheus.Collector // msgx's own, for Names
+
+	mu   sync.Mutex
+	snap *Snapshot // the last state sample; nil when this instance takes none
+}
+
+// Snapshot is the queue's state as the pump's instance last read it (Metrics.SetSnapshot).
+type Snapshot struct {
+	At       time.Time                   // when it was read
+	Messages map[pipeline.ProcStatus]int // messages per processing state
+	// Head is the lowest unfinished message; nil when there is none.
+	Head    *HeadSample
+	Targets []TargetSample
+}
+
+// HeadSample is the head message as sampled.
+type HeadSample struct {
+	MsgID         int64
+	Attempts      int
+	ReceivedAt    time.Time // zero when unknown
+	FirstFailedAt time.Time // zero while it has not failed
+}
+
+// TargetSample is one delivery target as sampled.
+type TargetSample struct {
+	Target              string
+	Pending, Dead, Sent int64
+	OldestPendingAt     time.Time // zero when nothing is pending
+	BlockedSince        time.Time // the failing head's first failure; zero when not blocked
+}
+
+// Histogram buckets, in seconds: processing takes milliseconds (a batch shares its commit),
+// accept→finish and delivery add the queue's wait, up to minutes in a backlog or an outage.
+var (
+	processingBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	latencyBuckets    = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+)
+
+// New returns the instruments, registered with a new registry together with the Go runtime's
+// and the process's collectors and msgx_build_info{version,commit}. clock tells the ages of
+// the state gauges at a scrape; up, when set, says at each scrape whether the database
+// answers (msgx_database_up; it must be cheap: a ping).
+func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
+	if clock == nil {
+		clock = pipeline.SystemClock{}
+	}
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		clock:    clock,
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_messages_received_total",
+			Help: "Messages made durable: by the inbox (source=inbox) or adopted from rows the gateway inserted into CMINMSGS (source=gateway).",
+		}, []string{"source"}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_messages_finished_total",
+			Help: "Messages that reached a final state (SUCCEEDED, SKIPPED, DEAD), by state, error class (empty unless DEAD) and type tag (other: a tag no handler knows).",
+		}, []string{"state", "class", "type_tag"}),
+		processing: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "msgx_processing_duration_seconds",
+			Help:    "From the pump taking a message to its final outcome being committed (in a batch: including the batch's commit).",
+			Buckets: processingBuckets,
+		}),
+		acceptToFinish: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "msgx_accept_to_finish_seconds",
+			Help:    "From a message's receipt to its final outcome being committed.",
+			Buckets: latencyBuckets,
+		}),
+		eventsSent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_events_sent_total",
+			Help: "Events delivered and marked SENT, by target.",
+		}, []string{"target"}),
+		eventsDead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_events_dead_total",
+			Help: "Events that went DEAD (rejected, malformed, or past the delivery deadline), by target.",
+		}, []string{"target"}),
+		deliveryLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "msgx_delivery_latency_seconds",
+			Help:    "From an event's creation (its message's commit) to its SENT commit, by target.",
+			Buckets: latencyBuckets,
+		}, []string{"target"}),
+		pumpStep: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "msgx_pump_last_step_timestamp_seconds",
+			Help: "Unix time of the pump's last step in this instance (0 when the pump never ran here). An idle pump steps every poll interval.",
+		}),
+		dispatchStep: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "msgx_dispatcher_last_step_timestamp_seconds",
+			Help: "Unix time of the dispatcher's last step (any target) in this instance (0 when it never ran here).",
+		}),
+		leaseHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "msgx_lease_held",
+			Help: "1 while this instance holds the pump lease (runs the pump and the dispatcher), else 0.",
+		}),
+	}
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "msgx_build_info",
+		Help:        "Always 1; the labels say which msgx this is (commit: the VCS revision the binary was built from, unknown when not recorded).",
+		ConstLabels: prometheus.Labels{"version": version, "commit": Commit()},
+	})
+	build.Set(1)
+	m.Register(m.received, m.finished, m.processing, m.acceptToFinish, m.eventsSent, m.eventsDead,
+		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, build, &stateCollector{m: m})
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if up != nil {
+		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "msgx_database_up",
+			Help: "1 when the database answered a ping at this scrape, else 0.",
+		}, func() float64 {
+			if up() {
+				return 1
+			}
+			return 0
+		}))
+	}
+	return m
+}
+
+// Commit returns the VCS revision the binary was built from, "unknown" when not recorded.
+func Commit() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
+// Register adds more collectors (the pump's own gauges) to the registry.
+func (m *Metrics) Register(cs ...prometheus.Collector) {
+	if m == nil {
+		return
+	}
+	m.Registry.MustRegister(cs...)
+	m.collectors = append(m.collectors, cs...)
+}
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// Names returns, sorted, the name of every msgx metric m serves (those of New and Register;
+// not the Go runtime's and the process's), whether or not it has a value yet. A histogram's
+// series add _bucket, _sum and _count to its name. The deploy/ rules and dashboard are checked
+// against it.
+func (m *Metrics) Names() []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range m.collectors {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var out []string
+	for d := range ch {
+		if sm := fqName.FindStringSubmatch(d.String()); sm != nil {
+			out = append(out, sm[1])
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// Received counts n messages made durable from source ("inbox" or "gateway").
+func (m *Metrics) Received(source string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.received.WithLabelValues(source).Add(float64(n))
+}
+
+// Finished counts a message whose final outcome (state SUCCEEDED, SKIPPED or DEAD) was just
+// committed, and observes its processing time (since started, when the pump took it) and its
+// time since receivedAt (skipped when zero).
+func (m *Metrics) Finished(state pipeline.ProcStatus, class pipeline.ErrorClass, typeTag string, started, receivedAt time.Time) {
+	if m == nil {
+		return
+	}
+	now := m.clock.Now()
+	m.finished.WithLabelValues(string(state), string(class), typeTag).Inc()
+	if !started.IsZero() {
+		m.processing.Observe(max(0, now.Sub(started).Seconds()))
+	}
+	if !receivedAt.IsZero() {
+		m.acceptToFinish.Observe(max(0, now.Sub(receivedAt).Seconds()))
+	}
+}
+
+// Sent counts events of target just committed SENT at sentAt, observing each one's delivery
+// latency from its creation time.
+func (m *Metrics) Sent(target string, created []time.Time, sentAt time.Time) {
+	if m == nil || len(created) == 0 {
+		return
+	}
+	m.eventsSent.WithLabelValues(target).Add(float64(len(created)))
+	h := m.deliveryLatency.WithLabelValues(target)
+	for _, c := range created {
+		if !c.IsZero() {
+			h.Observe(max(0, sentAt.Sub(c).Seconds()))
+		}
+	}
+}
+
+// Dead counts n events of target just committed DEAD.
+func (m *Metrics) Dead(target string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.eventsDead.WithLabelValues(target).Add(float64(n))
+}
+
+// PumpStepped records that the pump finished a step now.
+func (m *Metrics) PumpStepped() {
+	if m == nil {
+		return
+	}
+	now := m.clock.Now()
+	m.lastPumpStep.Store(now.UnixNano())
+	m.pumpStep.Set(unix(now))
+}
+
+// DispatcherStepped records that a dispatcher loop finished a step now.
+func (m *Metrics) DispatcherStepped() {
+	if m == nil {
+		return
+	}
+	m.dispatchStep.Set(unix(m.clock.Now()))
+}
+
+// LastPumpStep returns when the pump last stepped in this instance; zero when never.
+func (m *Metrics) LastPumpStep() time.Time {
+	if m == nil {
+		return time.Time{}
+	}
+	ns := m.lastPumpStep.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// SetLeaseHeld says whether this instance holds the pump lease.
+func (m *Metrics) SetLeaseHeld(held bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if held {
+		v = 1
+	}
+	m.leaseHeld.Set(v)
+}
+
+// SetSnapshot replaces the state sample the gauges show; nil removes them.
+func (m *Metrics) SetSnapshot(s *Snapshot) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.snap = s
+	m.mu.Unlock()
+}
+
+func (m *Metrics) snapshot() *Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.snap
+}
+
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// stateCollector turns the last Snapshot into gauges at a scrape, ages taken at the scrape's
+// time. It reads memory only.
+type stateCollector struct{ m *Metrics }
+
+var (
+	descMessages    = prometheus.NewDesc("msgx_messages", "Inbound messages by processing state (sampled by the instance running the pump).", []string{"state"}, nil)
+	descEvents      = prometheus.NewDesc("msgx_events", "Outbox events by target and delivery state (SENT: every event ever sent; sampled by the instance running the pump).", []string{"target", "state"}, nil)
+	descOldest      = prometheus.NewDesc("msgx_target_oldest_pending_age_seconds", "Age of each target's oldest PENDING event (0 when none): the target's lag.", []string{"target"}, nil)
+	descOldestOld   = prometheus.NewDesc("msgx_oldest_pending_event_age_seconds", "Same as msgx_target_oldest_pending_age_seconds (the older name, kept for existing alerts).", []string{"target"}, nil)
+	descBlocked     = prometheus.NewDesc("msgx_target_blocked_since_seconds", "How long each target's head event has been failing, since its first failure (0 when not blocked).", []string{"target"}, nil)
+	descHeadAge     = prometheus.NewDesc("msgx_head_age_seconds", "Age of the head message (the lowest unfinished one) since its receipt (0 when there is none).", nil, nil)
+	descHeadBlocked = prometheus.NewDesc("msgx_head_blocked_seconds", "How long the head message has been failing, since its first failure (0 when it is not failing); everything behind it waits.", nil, nil)
+	descHeadAtt     = prometheus.NewDesc("msgx_head_message_attempts", "Failed attempts of the head message (0 when it has not failed or there is none).", nil, nil)
+	descSampled     = prometheus.NewDesc("msgx_state_sample_timestamp_seconds", "Unix time of the state sample the msgx_messages, msgx_events, head and target gauges come from.", nil, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descMessages, descEvents, descOldest, descOldestOld, descBlocked, descHeadAge, descHeadBlocked, descHeadAtt, descSampled} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.m.snapshot()
+	if s == nil {
+		return // this instance does not run the pump: it does not know the queue
+	}
+	now := c.m.clock.Now()
+	age := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return max(0, now.Sub(t).Seconds())
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(descSampled, unix(s.At))
+	states := make([]string, 0, len(s.Messages))
+	for st := range s.Messages {
+		states = append(states, string(st))
+	}
+	sort.Strings(states)
+	for _, st := range states {
+		gauge(descMessages, float64(s.Messages[pipeline.ProcStatus(st)]), st)
+	}
+	var headAge, headBlocked, attempts float64
+	if h := s.Head; h != nil {
+		headAge, headBlocked, attempts = age(h.ReceivedAt), age(h.FirstFailedAt), float64(h.Attempts)
+	}
+	gauge(descHeadAge, headAge)
+	gauge(descHeadBlocked, headBlocked)
+	gauge(descHeadAtt, attempts)
+	for _, t := range s.Targets {
+		gauge(descEvents, float64(t.Pending), t.Target, string(pipeline.EventPending))
+		gauge(descEvents, float64(t.Dead), t.Target, string(pipeline.EventDead))
+		gauge(descEvents, float64(t.Sent), t.Target, string(pipeline.EventSent))
+		gauge(descOldest, age(t.OldestPendingAt), t.Target)
+		gauge(descOldestOld, age(t.OldestPendingAt), t.Target)
+		gauge(descBlocked, age(t.BlockedSince), t.Target)
+	}
+}
