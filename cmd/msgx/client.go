@@ -43,6 +43,18 @@ func serverURL(flagValue string) string {
 
 var httpClient = &http.Client{Timeout: 60 * time.Second}
 
+// apiToken is the bearer token the client sends: --token, else MSGX_TOKEN. The flag's
+// default is empty so that usage never prints the secret.
+var apiToken = os.Getenv("MSGX_TOKEN")
+
+// tokenFlag adds --token to a command that talks to the server.
+func tokenFlag(fs *flag.FlagSet) {
+	fs.Func("token", "API token, sent as Authorization: Bearer (default $MSGX_TOKEN)", func(s string) error {
+		apiToken = s
+		return nil
+	})
+}
+
 func call(method, url string, body []byte, contentType string, out any) error {
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
@@ -52,6 +64,9 @@ func call(method, url string, body []byte, contentType string, out any) error {
 		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
+	if apiToken != "" {
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot reach msgx at %s: %w", url, err)
@@ -74,6 +89,7 @@ func call(method, url string, body []byte, contentType string, out any) error {
 func send(args []string) error {
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
 	server := fs.String("server", "", "msgx server URL")
+	tokenFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
 	}
@@ -107,6 +123,7 @@ func send(args []string) error {
 func status(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	server := fs.String("server", "", "msgx server URL")
+	tokenFlag(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
@@ -131,7 +148,13 @@ func status(args []string) error {
 			Why      string   `json:"why"`
 			Warnings []string `json:"warnings"`
 		} `json:"head"`
-		Extra map[string]json.RawMessage `json:"extra"`
+		Extra  map[string]json.RawMessage `json:"extra"`
+		Paused []struct {
+			Name   string    `json:"name"`
+			By     string    `json:"paused_by"`
+			Reason string    `json:"reason"`
+			At     time.Time `json:"paused_at"`
+		} `json:"paused"`
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return err
@@ -141,6 +164,13 @@ func status(args []string) error {
 		fmt.Printf(" (lease: %s)", st.LeaseHolder)
 	}
 	fmt.Println()
+	for _, p := range st.Paused {
+		fmt.Printf("PAUSED %s by %s since %s", p.Name, p.By, p.At.Format(time.RFC3339))
+		if p.Reason != "" {
+			fmt.Printf(": %s", p.Reason)
+		}
+		fmt.Printf(" (msgx resume%s)\n", map[bool]string{true: " --target " + strings.TrimPrefix(p.Name, "target:"), false: ""}[strings.HasPrefix(p.Name, "target:")])
+	}
 	for _, s := range []string{"PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD"} {
 		fmt.Printf("%-10s %d\n", s, st.Counts[s])
 	}
@@ -270,21 +300,37 @@ func (l *idList) Set(s string) error {
 func replay(args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	server := fs.String("server", "", "msgx server URL")
+	tokenFlag(fs)
 	classes := fs.String("class", "", "error classes to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
 	events := fs.Bool("events", false, "replay DEAD delivery events instead of messages")
 	tgt := fs.String("target", "", "with --events: only this target")
+	dryRun := fs.Bool("dry-run", false, "say what would move, moving nothing")
 	var ids idList
 	fs.Var(&ids, "id", "message (or, with --events, event) id to replay (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
 	}
 	if *events {
-		body, _ := json.Marshal(map[string]any{"target": *tgt, "ids": []int64(ids)})
-		var res struct{ Moved, Skipped int }
+		body, _ := json.Marshal(map[string]any{"target": *tgt, "ids": []int64(ids), "dry_run": *dryRun})
+		var res struct {
+			Moved, Skipped int
+			IDs            []int64
+			Note           string
+		}
 		if err := call("POST", serverURL(*server)+"/api/v1/events/replay", body, "application/json", &res); err != nil {
 			return err
 		}
-		fmt.Printf("moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
+		if *dryRun {
+			fmt.Printf("dry run: would move %d dead events to PENDING, skip %d\n", res.Moved, res.Skipped)
+			for _, id := range res.IDs {
+				fmt.Println(id)
+			}
+		} else {
+			fmt.Printf("moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
+		}
+		if res.Note != "" {
+			fmt.Println("note: " + res.Note)
+		}
 		return nil
 	}
 	req := map[string]any{"ids": []int64(ids)}
@@ -298,6 +344,7 @@ func replay(args []string) error {
 		return exitError{code: 2, msg: "usage: msgx replay --class C[,C…] [--id N…]"}
 	}
 	req["classes"] = cl
+	req["dry_run"] = *dryRun
 	body, _ := json.Marshal(req)
 	var res struct {
 		Moved   int     `json:"moved"`
@@ -307,7 +354,11 @@ func replay(args []string) error {
 	if err := call("POST", serverURL(*server)+"/api/v1/replay", body, "application/json", &res); err != nil {
 		return err
 	}
-	fmt.Printf("moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
+	if *dryRun {
+		fmt.Printf("dry run: would move %d to PENDING, skip %d\n", res.Moved, res.Skipped)
+	} else {
+		fmt.Printf("moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
+	}
 	for _, id := range res.IDs {
 		fmt.Println(id)
 	}

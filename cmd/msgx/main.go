@@ -28,6 +28,18 @@ Usage:
   msgx request [--server URL] schedule --from TIME --to TIME
                                             ask the AODB for a schedule window (RQFD)
   msgx requests [--server URL] [--state S]  the data requests with their state and answer
+  msgx messages [--flid N] [--tag T] [--from T] [--to T] [--q TEXT]   search messages (docs/api.md)
+  msgx message [--raw] [--history] ID      the raw text as received; each attempt, park and replay
+  msgx events  [--flid N] [--target T] [--state S] [--msg-id N]      outbox events (large payloads elided)
+  msgx flight  [--history] FLID             a flight's record; every change with old and new values
+  msgx park    --reason TEXT ID             set a message aside: DEAD, class PARKED, replayable
+  msgx pause   [--target T] [--reason TEXT] pause the pump (or one delivery target); survives restarts
+  msgx resume  [--target T]                 resume it
+  msgx replay  … --dry-run                  say what a replay would move, moving nothing
+  msgx jobs    [--start ARCHIVE]            pump jobs (admin)
+  msgx audit   [--after ID]                 the operators' actions (admin)
+  msgx token   hash SECRET | new            the auth.tokens hash of a secret (last line); a new secret
+  Commands that talk to the server send --token, else MSGX_TOKEN, as Authorization: Bearer.
   msgx decode  [--config FILE] FILE         print the decoded message as JSON (non-zero exit on error)
   msgx migrate [--config FILE]              apply the database migrations
   msgx bench   [--config FILE] [--json] …   the database's floor and msgx end to end, on a scratch database (msgx bench -h)
@@ -79,6 +91,20 @@ func main() {
 		err = request(args)
 	case "requests":
 		err = requestsList(args)
+	case "events":
+		err = events(args)
+	case "flight":
+		err = flightCmd(args)
+	case "park":
+		err = park(args)
+	case "pause", "resume":
+		err = pauseCmd(args, cmd == "pause")
+	case "jobs":
+		err = jobsCmd(args)
+	case "audit":
+		err = auditCmd(args)
+	case "token":
+		err = token(args)
 	case "decode":
 		err = decode(args)
 	case "migrate":

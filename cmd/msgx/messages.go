@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -43,10 +44,24 @@ func messages(args []string) error {
 	after := fs.Int64("after", 0, "only ids above this one")
 	limit := fs.Int("limit", 50, "at most this many (up to 1000)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
+	flid := fs.Int64("flid", 0, "only messages that changed this flight")
+	tag := fs.String("tag", "", "only this type tag (FLOP-CHOT) or TYPE (FLOP)")
+	from := fs.String("from", "", "only messages taken at or after this time (RFC 3339 or YYYY-MM-DD, UTC)")
+	to := fs.String("to", "", "only messages taken before this time")
+	text := fs.String("q", "", "only messages whose identity, last error or note contains this text")
+	tokenFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage, msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--after ID] [--limit N] [--json]"}
+		return exitError{code: exitUsage, msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--after ID] [--limit N] [--json]"}
 	}
 	q := url.Values{}
+	if *flid != 0 {
+		q.Set("flid", strconv.FormatInt(*flid, 10))
+	}
+	for k, v := range map[string]string{"tag": *tag, "from": *from, "to": *to, "q": *text} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
 	if *state != "" {
 		q.Set("state", *state)
 	}
@@ -64,11 +79,17 @@ func messages(args []string) error {
 		return nil
 	}
 	var out struct {
-		Messages []shownMessage `json:"messages"`
+		Messages  []shownMessage `json:"messages"`
+		NextAfter *int64         `json:"next_after"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return err
 	}
+	defer func() {
+		if out.NextAfter != nil {
+			fmt.Printf("more: --after %d\n", *out.NextAfter)
+		}
+	}()
 	fmt.Printf("%8s  %-9s  %-11s  %-10s  %s\n", "id", "state", "class", "type", "note / last error")
 	for _, m := range out.Messages {
 		text := m.Note
@@ -84,16 +105,34 @@ func messages(args []string) error {
 }
 
 // message shows one message in full: state, class, last error, note and every warning.
-func message(args []string) error {
+func message(args []string) (err error) {
 	fs := flag.NewFlagSet("message", flag.ContinueOnError)
 	server := fs.String("server", "", "msgx server URL")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		return exitError{code: exitUsage, msg: "usage: msgx message [--server URL] [--json] ID"}
+	rawBody := fs.Bool("raw", false, "print the raw text as received, nothing else")
+	history := fs.Bool("history", false, "also print the message's history (each attempt, park and replay)")
+	tokenFlag(fs)
+	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 {
+		return exitError{code: exitUsage, msg: "usage: msgx message [--server URL] [--json] [--raw] [--history] ID"}
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || id <= 0 {
 		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0))}
+	}
+	if *rawBody {
+		b, err := fetch(fmt.Sprintf("%s/api/v1/messages/%d/raw", serverURL(*server), id))
+		if err != nil {
+			return err
+		}
+		os.Stdout.Write(b)
+		return nil
+	}
+	if *history {
+		defer func() {
+			if err == nil {
+				err = printHistory(*server, id)
+			}
+		}()
 	}
 	var raw json.RawMessage
 	if err := call("GET", fmt.Sprintf("%s/api/v1/messages/%d", serverURL(*server), id), nil, "", &raw); err != nil {

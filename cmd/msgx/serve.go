@@ -34,6 +34,7 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/requests"
+	"msgx/internal/secret"
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/target"
@@ -63,7 +64,13 @@ func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error
 func newLogger(cfg config.Config) *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(cfg.Log.Level))
-	opts := &slog.HandlerOptions{Level: level}
+	// Every string a log line carries is redacted: a webhook URL's password, a DSN's.
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Value.Kind() == slog.KindString {
+			a.Value = slog.StringValue(secret.Redact(a.Value.String()))
+		}
+		return a
+	}}
 	var h slog.Handler = slog.NewJSONHandler(os.Stderr, opts)
 	if cfg.Log.Format == "text" {
 		h = slog.NewTextHandler(os.Stderr, opts)
@@ -139,6 +146,7 @@ func serve(args []string) error {
 		ViewIn:    func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
+		Paused:    pauseWatch(db, store.PumpPause, log),
 	})
 	// Data requests to the AODB: created through the API on any node, followed (SENT,
 	// re-sent, EXPIRED) by the instance that holds the pump lease.
@@ -165,6 +173,7 @@ func serve(args []string) error {
 			Clock:        clock,
 			Logger:       log,
 			Metrics:      m,
+			Paused:       targetPauses(db, log),
 		})
 		p.SetOnEvents(disp.Wake)
 		p.SetCopies(copiesOf(cfg.Targets))
@@ -212,16 +221,21 @@ func serve(args []string) error {
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	inbox.Metrics = m
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder, Counts: counts}
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder, Counts: counts,
+		Auth: api.NewAuth(cfg.Auth.Tokens, cfg.InboxRule(), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
+		ConfigView: cfg.Redacted}
 	if runPump {
 		srv.LastPumpStep = m.LastPumpStep
+	}
+	if srv.Auth.Open() {
+		log.Warn("no auth.tokens configured: the API and the console answer only to loopback clients (127.0.0.1, ::1); the inbox stays open (http.inbox-allow restricts it)")
 	}
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
 	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
 	registrar := newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(m), api.RequestRoutes(reqs, db))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.MetricsRoute(m), api.RequestRoutes(reqs, db))
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	if registrar != nil {
 		m.Register(registrar.Failures())
@@ -246,7 +260,22 @@ func serve(args []string) error {
 		}
 		return fmt.Errorf("listen on %s (http.addr): %w", cfg.HTTP.Addr, err)
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	apiHandler := srv.Handler()
+	httpSrv := &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
+	var adminSrv *http.Server
+	var adminLn net.Listener
+	if cfg.HTTP.AdminAddr != "" {
+		// http.addr serves the inbox, /healthz and /metrics; the admin listener everything.
+		if adminLn, err = net.Listen("tcp", cfg.HTTP.AdminAddr); err != nil {
+			ln.Close()
+			if keeper != nil {
+				keeper.shutdown()
+			}
+			return fmt.Errorf("listen on %s (http.admin-addr): %w", cfg.HTTP.AdminAddr, err)
+		}
+		adminSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
+		httpSrv.Handler = api.InboxOnly(apiHandler)
+	}
 
 	var wg sync.WaitGroup
 	inboxCtx, cancelInbox := context.WithCancel(context.Background())
@@ -257,8 +286,12 @@ func serve(args []string) error {
 	if keeper != nil {
 		wg.Go(func() { keeperErr <- keeper.run(keeperCtx, firstWait) })
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
+	if adminSrv != nil {
+		go func() { serveErr <- adminSrv.Serve(adminLn) }()
+		log.Info("msgx admin listener (API and console)", "addr", adminLn.Addr().String())
+	}
 	regCtx, stopRegistrar := context.WithCancel(ctx)
 	defer stopRegistrar()
 	regDone := make(chan struct{})
@@ -284,6 +317,9 @@ func serve(args []string) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable
+	if adminSrv != nil {
+		adminSrv.Shutdown(shutCtx)
+	}
 	cancelInbox()
 	cancelKeeper() // stops the pump and the dispatcher, then releases the lease
 	wg.Wait()
@@ -398,4 +434,56 @@ func migrate(args []string) error {
 	}
 	fmt.Printf("schema at version %d (%s)\n", v, cfg.Database.Driver)
 	return nil
+}
+
+// pauseWatch returns the pump's pause check: whether the operator's pause name is set in the
+// database (so a pause holds across restarts and on whichever instance runs the pump),
+// logging each change once.
+func pauseWatch(db *store.DB, name string, log *slog.Logger) func(ctx context.Context) bool {
+	var mu sync.Mutex
+	last := false
+	return func(ctx context.Context) bool {
+		p, err := db.Pause(ctx, name)
+		paused := err == nil && p != nil
+		mu.Lock()
+		defer mu.Unlock()
+		if paused != last {
+			if paused {
+				log.Warn("paused by an operator", "part", name, "actor", p.By, "reason", p.Reason, "since", p.At.Format(time.RFC3339))
+			} else if err == nil {
+				log.Info("resumed", "part", name)
+			}
+			last = paused
+		}
+		return paused
+	}
+}
+
+// targetPauses returns the dispatcher's pause check of each target.
+func targetPauses(db *store.DB, log *slog.Logger) func(ctx context.Context, target string) bool {
+	var mu sync.Mutex
+	watches := map[string]func(context.Context) bool{}
+	return func(ctx context.Context, target string) bool {
+		mu.Lock()
+		w := watches[target]
+		if w == nil {
+			w = pauseWatch(db, store.TargetPause(target), log)
+			watches[target] = w
+		}
+		mu.Unlock()
+		return w(ctx)
+	}
+}
+
+// targetNames returns the configured targets' names, or those the handlers emit to.
+func targetNames(cfg config.Config) []string {
+	if len(cfg.Targets) == 0 {
+		return slices.Clone(handler.Targets)
+	}
+	out := make([]string, 0, len(cfg.Targets))
+	for name := range cfg.Targets {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }

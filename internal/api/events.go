@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"msgx/internal/dispatch"
@@ -11,48 +12,146 @@ import (
 	"msgx/internal/store"
 )
 
-// EventRoutes adds the outbox routes: GET /api/v1/events?target=&state=&limit=&after= and
-// POST /api/v1/events/replay {"target":"…","ids":[…]}. wake (the dispatcher's) may be nil.
-func EventRoutes(db store.Events, wake func()) func(*http.ServeMux) {
-	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
-			q := r.URL.Query()
-			f := dispatch.Filter{Target: q.Get("target"), State: strings.ToUpper(q.Get("state"))}
-			switch pipeline.EventStatus(f.State) {
-			case "", pipeline.EventPending, pipeline.EventSent, pipeline.EventDead:
-			default:
-				writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SENT or DEAD", q.Get("state")))
-				return
+// ReplayOrderNote is what every event replay answers (and docs/api.md says): a replayed event
+// goes back into its target's queue by its EVENT_ID, behind nothing that is already sent, so
+// the receiver gets it after newer events of the target that were delivered meanwhile.
+const ReplayOrderNote = "replayed events are delivered again in EVENT_ID order among the target's PENDING events; newer events of the target already delivered were delivered before them, so a receiver sees these after newer ones (deduplicate and order by event_id)"
+
+// eventRoutes adds the outbox routes:
+//
+//	GET  /api/v1/events?target=&state=&flid=&msg_id=&limit=&after=  (large payloads elided)
+//	GET  /api/v1/events/{id}/payload                                 (the stored payload)
+//	POST /api/v1/events/replay {"target":"…","ids":[…],"dry_run":bool}
+func (s *Server) eventRoutes(mux *http.ServeMux, db store.Events) {
+	mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
+		if !allowParams(w, r, "target", "state", "flid", "msg_id", "limit", "after") {
+			return
+		}
+		q := r.URL.Query()
+		f := store.EventQuery{Target: q.Get("target"), State: pipeline.EventStatus(strings.ToUpper(q.Get("state")))}
+		switch f.State {
+		case "", pipeline.EventPending, pipeline.EventSent, pipeline.EventDead:
+		default:
+			writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SENT or DEAD", q.Get("state")))
+			return
+		}
+		for name, dst := range map[string]*int64{"flid": &f.FLID, "msg_id": &f.MsgID} {
+			if v := q.Get(name); v != "" {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n <= 0 {
+					writeError(w, http.StatusBadRequest, "bad_"+name, fmt.Sprintf("%s %q is not a positive integer", name, v))
+					return
+				}
+				*dst = n
 			}
-			var ok bool
-			if f.Limit, f.AfterID, ok = pageParams(w, q); !ok {
-				return
-			}
-			evs, err := dispatch.List(r.Context(), db, f)
+		}
+		var ok bool
+		if f.Limit, f.AfterID, ok = page(w, q); !ok {
+			return
+		}
+		if s.ops == nil {
+			evs, err := dispatch.List(r.Context(), db, dispatch.Filter{Target: f.Target, State: string(f.State), AfterID: f.AfterID, Limit: f.Limit})
 			if err != nil {
 				writeStoreError(w, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"events": evs})
-		})
-		mux.HandleFunc("POST /api/v1/events/replay", func(w http.ResponseWriter, r *http.Request) {
-			var req struct {
-				Target string  `json:"target"`
-				IDs    []int64 `json:"ids"`
-			}
-			if !readJSON(w, r, &req) {
-				return
-			}
-			moved, skipped, err := dispatch.Replay(r.Context(), db, req.Target, req.IDs)
+			writeList(w, "events", evs, f.Limit, func(e dispatch.Event) int64 { return e.EventID })
+			return
+		}
+		evs, err := s.ops.SearchEvents(r.Context(), f)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		writeList(w, "events", evs, f.Limit, func(e store.EventBrief) int64 { return e.EventID })
+	})
+	mux.HandleFunc("GET /api/v1/events/{id}/payload", func(w http.ResponseWriter, r *http.Request) {
+		if !allowParams(w, r) {
+			return
+		}
+		id, ok := pathID(w, r, "id")
+		if !ok || s.ops == nil {
+			return
+		}
+		b, found, err := s.ops.EventPayload(r.Context(), id)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		if !found {
+			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no event %d", id))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.Write(b)
+	})
+	mux.HandleFunc("POST /api/v1/events/replay", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Target string  `json:"target"`
+			IDs    []int64 `json:"ids"`
+			DryRun bool    `json:"dry_run"`
+		}
+		if !readJSON(w, r, &req) {
+			return
+		}
+		if req.Target != "" && !s.knownTarget(w, req.Target) {
+			return
+		}
+		if len(req.IDs) > MaxIDs {
+			writeError(w, http.StatusBadRequest, "too_many_ids", fmt.Sprintf("%d ids; one replay takes at most %d", len(req.IDs), MaxIDs))
+			return
+		}
+		if req.DryRun {
+			n, ids, err := s.deadEvents(r.Context(), req.Target, req.IDs)
 			if err != nil {
 				writeStoreError(w, err)
 				return
 			}
-			if moved > 0 && wake != nil {
-				wake()
+			writeJSON(w, http.StatusOK, map[string]any{"moved": n, "skipped": max(0, len(req.IDs)-n), "ids": ids, "dry_run": true, "note": ReplayOrderNote})
+			return
+		}
+		moved, skipped, err := dispatch.Replay(r.Context(), db, req.Target, req.IDs)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		s.audit(r, "events.replay", or(req.Target, "all targets"), fmt.Sprintf("ids %v: moved %d, skipped %d", req.IDs, moved, skipped))
+		if moved > 0 && s.DispatchWake != nil {
+			s.DispatchWake()
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"moved": moved, "skipped": skipped, "dry_run": false, "note": ReplayOrderNote})
+	})
+}
+
+// deadEvents counts the DEAD events an event replay of target and ids would move (not
+// MALFORMED ones), with the ids of up to MaxLimit of them.
+func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (int, []int64, error) {
+	want := map[int64]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	n, out := 0, []int64{}
+	var after int64
+	for {
+		evs, err := s.ops.SearchEvents(ctx, store.EventQuery{Target: target, State: pipeline.EventDead, AfterID: after, Limit: MaxLimit, InlineMax: 1})
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, e := range evs {
+			after = e.EventID
+			if e.ErrorClass != nil && *e.ErrorClass == string(pipeline.Malformed) || len(want) > 0 && !want[e.EventID] {
+				continue
 			}
-			writeJSON(w, http.StatusOK, map[string]int{"moved": moved, "skipped": skipped})
-		})
+			n++
+			if len(out) < MaxLimit {
+				out = append(out, e.EventID)
+			}
+		}
+		if len(evs) < MaxLimit {
+			return n, out, nil
+		}
 	}
 }
 

@@ -28,6 +28,9 @@ const seasonType = "SCHS"
 func FlightRoutes(flights FlightReader, db store.Reference) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/flights", func(w http.ResponseWriter, r *http.Request) {
+			if !allowParams(w, r, "day") {
+				return
+			}
 			day := r.URL.Query().Get("day")
 			if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
 				WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
+	"msgx/internal/secret"
 	"msgx/internal/sis"
 	"msgx/internal/store"
 )
@@ -60,6 +62,17 @@ type Server struct {
 	// Counts, when set, counts the messages per state for GET /api/v1/status (a
 	// store.StateCounter, which does not read every PROC_STATE row); nil: DB.CountByState.
 	Counts StateCounts
+	// Auth is the access control (auth.go); nil: no tokens, loopback clients only.
+	Auth *Auth
+	// Targets are the delivery targets' names (pause, resume and replay refuse others);
+	// empty: the targets the handlers emit to.
+	Targets []string
+	// DispatchWake ends the dispatcher's idle waits (after an event replay or a resume).
+	DispatchWake func()
+	// ConfigView, when set, is the configuration GET /api/v1/config shows admins (redacted).
+	ConfigView func() (map[string]any, error)
+
+	ops store.Operator // s.DB's operator side, when it has one
 }
 
 // DefaultPumpStepStale is Server.PumpStepStale's default: an idle pump steps every poll
@@ -78,7 +91,27 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /livez", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /api/v1/messages/{id}", s.getMessage)
-	mux.HandleFunc("GET /api/v1/messages", s.listMessages)
+	s.ops, _ = s.DB.(store.Operator)
+	s.authRoutes(mux)
+	if s.ops != nil {
+		mux.HandleFunc("GET /api/v1/messages", s.searchMessages)
+		s.operatorRoutes(mux)
+	} else {
+		mux.HandleFunc("GET /api/v1/messages", s.listMessages)
+	}
+	if ev, ok := s.DB.(store.Events); ok {
+		s.eventRoutes(mux, ev)
+	}
+	if s.ConfigView != nil {
+		mux.HandleFunc("GET /api/v1/config", func(w http.ResponseWriter, r *http.Request) {
+			v, err := s.ConfigView()
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, "internal", err.Error())
+				return
+			}
+			writeJSON(w, http.StatusOK, v)
+		})
+	}
 	mux.HandleFunc("POST /api/v1/replay", s.replay)
 	mux.HandleFunc("GET /api/v1/status", s.status)
 	mux.HandleFunc("GET /api/v1/ref/{type}", s.refList)
@@ -91,7 +124,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
 	})
-	return mux
+	return s.Auth.Wrap(mux)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -189,6 +222,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("message id %q is not a number", r.PathValue("id")))
@@ -267,6 +303,14 @@ func intParam(s string, def int) (int, error) {
 type ReplayRequest struct {
 	Classes []string `json:"classes"`
 	IDs     []int64  `json:"ids"`
+	// DryRun answers what would move, moving nothing.
+	DryRun bool `json:"dry_run"`
+}
+
+// ReplayAnswer is the answer of POST /api/v1/replay.
+type ReplayAnswer struct {
+	store.ReplayResult
+	DryRun bool `json:"dry_run"`
 }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
@@ -287,16 +331,36 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		}
 		classes = append(classes, cl)
 	}
+	if len(req.IDs) > MaxIDs {
+		writeError(w, http.StatusBadRequest, "too_many_ids", fmt.Sprintf("%d ids; one replay takes at most %d (send several, or replay by class)", len(req.IDs), MaxIDs))
+		return
+	}
+	if req.DryRun && s.ops != nil {
+		res, err := s.ops.ReplayPreview(r.Context(), classes, req.IDs)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res, DryRun: true})
+		return
+	}
 	res, err := s.DB.Replay(r.Context(), classes, req.IDs, s.Clock.Now())
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
 	s.Log.Info("replay", "classes", req.Classes, "ids", req.IDs, "moved", res.Moved, "skipped", res.Skipped)
+	if s.ops != nil && len(res.IDs) > 0 {
+		if err := s.ops.AddHistory(r.Context(), res.IDs, pipeline.Pending, "replayed", PrincipalOf(r).Name, s.Clock.Now()); err != nil {
+			s.Log.Error("history of a replay not written", "err", err.Error())
+		}
+	}
+	detail, _ := json.Marshal(map[string]any{"classes": req.Classes, "ids": req.IDs, "moved": res.Moved, "skipped": res.Skipped})
+	s.audit(r, "message.replay", fmt.Sprintf("%d message(s)", res.Moved), string(detail))
 	if res.Moved > 0 && s.Wake != nil {
 		s.Wake()
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res})
 }
 
 // Status is the answer of GET /api/v1/status.
@@ -306,7 +370,11 @@ type Status struct {
 	PumpRunning bool                        `json:"pump_running"`
 	PumpState   string                      `json:"pump_state,omitempty"`
 	LeaseHolder string                      `json:"lease_holder,omitempty"`
-	Extra       map[string]any              `json:"extra,omitempty"`
+	// PumpPaused is the operator's pause of the pump (who, why, since when); null when it
+	// runs. Paused lists every pause, the pump's and the targets' ("target:<NAME>").
+	PumpPaused *store.Pause   `json:"pump_paused"`
+	Paused     []store.Pause  `json:"paused"`
+	Extra      map[string]any `json:"extra,omitempty"`
 }
 
 // HeadInfo is the head message and why it waits.
@@ -316,6 +384,9 @@ type HeadInfo struct {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
 	ctx := r.Context()
 	count := s.Counts
 	if count == nil {
@@ -326,8 +397,18 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	st := Status{Counts: counts}
+	st := Status{Counts: counts, Paused: []store.Pause{}}
 	st.PumpRunning, st.PumpState = s.pumpState()
+	if s.ops != nil {
+		if ps, err := s.ops.Pauses(ctx); err == nil {
+			st.Paused = ps
+			for i := range ps {
+				if ps[i].Name == store.PumpPause {
+					st.PumpPaused = &ps[i]
+				}
+			}
+		}
+	}
 	if h, _, err := s.DB.LeaseHolder(ctx, "pump"); err == nil {
 		st.LeaseHolder = h
 	}
@@ -338,6 +419,10 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if head != nil {
 		st.Head = &HeadInfo{Message: head, Why: s.why(head)}
+		if p := st.PumpPaused; p != nil {
+			st.Head.Why = fmt.Sprintf("the pump is paused by %s since %s (%s); nothing is processed until POST /api/v1/pump/resume (msgx resume)",
+				p.By, p.At.Format(time.RFC3339), or(p.Reason, "no reason given"))
+		}
 	}
 	for name, fn := range s.StatusExtra {
 		v, err := fn(ctx)
@@ -430,6 +515,7 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
+	s.audit(r, "job.enqueue", fmt.Sprintf("job %d", j.ID), req.Kind+" "+req.Params)
 	if s.Wake != nil {
 		s.Wake()
 	}
@@ -437,6 +523,9 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
 	jobs, err := s.DB.ListJobs(r.Context(), 100)
 	if err != nil {
 		writeStoreError(w, err)
@@ -473,10 +562,24 @@ func WriteError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		status, buf = http.StatusInternalServerError, *bytes.NewBufferString(`{"error":"cannot encode the answer","code":"internal"}` + "\n")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.Encode(v)
+	w.Write(redactJSON(buf.Bytes()))
+}
+
+// redactJSON hides passwords and secret query values in an answer (secret.Redact): a last
+// error that quotes a webhook URL, a DSN in an error.
+func redactJSON(b []byte) []byte { return secret.Bytes(b) }
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {

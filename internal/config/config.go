@@ -43,7 +43,20 @@ type Config struct {
 		// MaxInflightBytes bounds the bytes of the bodies the inbox holds at once (read, not
 		// yet committed); beyond it a post is answered 503 with Retry-After.
 		MaxInflightBytes int64 `yaml:"max-inflight-bytes"`
+		// InboxAllow restricts the inbox (POST /cminmsgs/send) to these source networks
+		// (CIDR or single address) and/or tokens ("token:NAME" of auth.tokens); empty: open.
+		InboxAllow Strings `yaml:"inbox-allow"`
+		// AdminAddr, when set, is a second listener serving the API and the console; http.addr
+		// then serves only the inbox, /healthz and /metrics.
+		AdminAddr string `yaml:"admin-addr"`
 	} `yaml:"http"`
+
+	// Auth is the ops API's and console's access control (README "Access control").
+	Auth struct {
+		// Tokens are the API's bearer tokens, stored as hashes (msgx token hash SECRET). None:
+		// the API and the console answer only to loopback clients.
+		Tokens Tokens `yaml:"tokens"`
+	} `yaml:"auth"`
 
 	Database struct {
 		Driver string `yaml:"driver"` // sqlite | mysql
@@ -429,6 +442,9 @@ func (c *Config) Validate() error {
 	if c.Requests.MaxResends < 0 || c.Requests.MaxResends > 100 {
 		return bad("requests.max-resends", "must be between 0 and 100, got %d", c.Requests.MaxResends)
 	}
+	if err := c.validateAuth(); err != nil {
+		return err
+	}
 	if c.Eureka.Heartbeat <= 0 {
 		return bad("eureka.heartbeat", "must be positive, got %s", c.Eureka.Heartbeat)
 	}
@@ -773,6 +789,14 @@ func setValue(f reflect.Value, s string) error {
 		f.SetFloat(x)
 	case f.Type() == reflect.TypeOf(List{}):
 		f.Set(reflect.ValueOf(splitList(s)))
+	case f.Type() == reflect.TypeOf(Strings{}):
+		f.Set(reflect.ValueOf(splitStrings(s)))
+	case f.Type() == reflect.TypeOf(Tokens{}):
+		ts, err := parseTokens(s)
+		if err != nil {
+			return err
+		}
+		f.Set(reflect.ValueOf(ts))
 	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int:
 		parts := strings.Split(s, ",")
 		out := reflect.MakeSlice(f.Type(), len(parts), len(parts))

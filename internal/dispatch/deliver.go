@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/secret"
 	"msgx/internal/store"
 	"msgx/internal/target"
 )
@@ -241,7 +242,7 @@ func (d *Dispatcher) fail(tx store.EventTx, e *Event, serr error, now time.Time)
 		first = now
 	}
 	v := d.opt.Policy.OnFailure(class, attempts, first, now)
-	msg := serr.Error()
+	msg := secret.Redact(serr.Error()) // a webhook URL's password never reaches the row or the log
 	state := pipeline.EventPending
 	if v.Dead {
 		state = pipeline.EventDead

@@ -100,6 +100,9 @@ type Options struct {
 	// Metrics receives the dispatcher's counters and histograms (events sent and dead, the
 	// delivery latency, the last step's time); nil records none.
 	Metrics *metrics.Metrics
+	// Paused, when set, is asked before each step of a target: while it answers true the
+	// target's events wait (an operator paused it; POST /api/v1/targets/{name}/pause).
+	Paused func(ctx context.Context, target string) bool
 }
 
 func (o Options) normalized() Options {
@@ -259,6 +262,12 @@ type stepResult struct {
 func (d *Dispatcher) loop(ctx context.Context, name string, step func(context.Context) (stepResult, error)) {
 	failures := 0
 	for ctx.Err() == nil {
+		if d.opt.Paused != nil && d.opt.Paused(ctx, name) {
+			if !d.sleep(ctx, name, d.opt.PollInterval, false) {
+				return
+			}
+			continue
+		}
 		res, err := step(ctx)
 		d.opt.Metrics.DispatcherStepped()
 		if ctx.Err() != nil {

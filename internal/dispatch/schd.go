@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/secret"
 	"msgx/internal/store"
 	"msgx/internal/target"
 )
@@ -232,7 +233,7 @@ func (d *Dispatcher) failBatch(tx store.EventTx, evs []*Event, serr error, now t
 		first = now
 	}
 	v := d.opt.Policy.OnFailure(deliveryClass(serr), attempts, first, now)
-	msg := serr.Error()
+	msg := secret.Redact(serr.Error())
 	state := pipeline.EventPending
 	if v.Dead {
 		state = pipeline.EventDead

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,7 +60,11 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Duration, error) {
 	}
 	now := s.Clock.Now().In(loc)
 	next := 24 * time.Hour
-	for _, e := range s.Entries {
+	// In the order of their times of day, so an instance catching up after a day down enqueues
+	// the day's jobs in the order they would have run (ARCHIVE before HISTORY_SWEEP …).
+	entries := slices.Clone(s.Entries)
+	slices.SortStableFunc(entries, func(a, b Entry) int { return (a.Hour*60 + a.Minute) - (b.Hour*60 + b.Minute) })
+	for _, e := range entries {
 		at := time.Date(now.Year(), now.Month(), now.Day(), e.Hour, e.Minute, 0, 0, loc)
 		if now.Before(at) {
 			next = min(next, at.Sub(now))

@@ -66,6 +66,9 @@ const (
 	Orphan ErrorClass = "ORPHAN"
 	// Rejected is a delivery the receiver refused for good (a 4xx other than 408/429).
 	Rejected ErrorClass = "REJECTED"
+	// Parked is a message an operator set aside (POST /api/v1/messages/{id}/park): DEAD,
+	// replayable.
+	Parked ErrorClass = "PARKED"
 )
 
 // ParseErrorClass returns the class named s, or false.
@@ -79,13 +82,13 @@ func ParseErrorClass(s string) (ErrorClass, bool) {
 }
 
 // Classes lists every error class.
-var Classes = []ErrorClass{Malformed, CodecError, Unsupported, Infra, Exhausted, Orphan, Rejected}
+var Classes = []ErrorClass{Malformed, CodecError, Unsupported, Infra, Exhausted, Orphan, Rejected, Parked}
 
 // Replayable reports whether replay may move a FAILED or DEAD row of class c back to PENDING.
 // Every class but MALFORMED is.
 func (c ErrorClass) Replayable() bool {
 	switch c {
-	case CodecError, Unsupported, Infra, Exhausted, Orphan, Rejected:
+	case CodecError, Unsupported, Infra, Exhausted, Orphan, Rejected, Parked:
 		return true
 	}
 	return false

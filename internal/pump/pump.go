@@ -60,6 +60,9 @@ type Options struct {
 	// Metrics receives the pump's counters and histograms (messages finished, adopted, the
 	// last step's time); nil records none.
 	Metrics *metrics.Metrics
+	// Paused, when set, is asked at each step: while it answers true the pump does nothing
+	// (an operator paused it; POST /api/v1/pump/pause) and looks again after PollInterval.
+	Paused func(ctx context.Context) bool
 }
 
 // DefaultBatchSize is the batch size of a pump whose Options leave it 0 (pipeline.batch-size's
@@ -242,6 +245,9 @@ func (p *Pump) Run(ctx context.Context) error {
 // Step does one unit of work: adopt legacy rows, then run the head job or process the head
 // message. It returns how long to wait before the next step (0: go on at once).
 func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
+	if p.opt.Paused != nil && p.opt.Paused(ctx) {
+		return p.opt.PollInterval, nil
+	}
 	now := p.opt.Clock.Now()
 	// Rows inserted straight into CMINMSGS (the gateway's) must join the order before the
 	// head is taken, or a later inbox message would overtake them: one cheap read per step

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/secret"
 )
 
 // The outbox: the MSG_EVENT table is the store's alone. The pump inserts a message's events in
@@ -266,7 +267,7 @@ func fenceOf(e *Event) fenceKey {
 
 func (x eventTx) Change(evs []*Event, c EventChange) (int, error) {
 	set := `STATE = ?, NEXT_ATTEMPT_AT = ?, ERROR_CLASS = ?, LAST_ERROR = ?`
-	setArgs := []any{string(c.State), T(c.NextAttemptAt), nullStr(string(c.Class)), Fit(c.LastError, maxEventError)}
+	setArgs := []any{string(c.State), T(c.NextAttemptAt), nullStr(string(c.Class)), Fit(secret.Redact(c.LastError), maxEventError)}
 	if c.AddAttempt {
 		set += `, ATTEMPTS = ATTEMPTS + 1`
 	}

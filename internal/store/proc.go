@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/secret"
 )
 
 // Message is one inbound message with its processing state, as the API shows it.
@@ -259,7 +260,7 @@ func (d *DB) recordTx(ctx context.Context, tx *sql.Tx, id int64, o Outcome, now 
 	if o.State.Terminal() {
 		processed = T(now)
 	}
-	last, tag, ident := Fit(o.LastError, LastErrorWidth), Fit(o.TypeTag, TypeTagWidth), Fit(o.Identity, IdentityWidth)
+	last, tag, ident := Fit(secret.Redact(o.LastError), LastErrorWidth), Fit(o.TypeTag, TypeTagWidth), Fit(o.Identity, IdentityWidth)
 	note, warnings := Fit(o.Note, NoteWidth), encodeWarnings(o.Warnings)
 	if minimal {
 		last, tag, ident, note, warnings = Fit(o.LastError, 500), "", "", "", ""
@@ -281,6 +282,10 @@ func (d *DB) recordTx(ctx context.Context, tx *sql.Tx, id int64, o Outcome, now 
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return ErrChanged
+	}
+	// Each outcome that is not a success is kept in the message's history (operator.go).
+	if err := insertHistory(ctx, tx, id, o.State, o.Class, o.Attempts, o.LastError, "", now); err != nil {
+		return Unavailable(fmt.Errorf("history of message %d: %w", id, err))
 	}
 	if o.Meta != nil && !minimal {
 		return d.backfill(ctx, tx, id, *o.Meta, now)
@@ -455,6 +460,15 @@ type ReplayResult struct {
 // messages of that class the request named count as skipped, as do named ids that are not
 // FAILED or DEAD.
 func (d *DB) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time) (ReplayResult, error) {
+	return d.replay(ctx, classes, ids, now, false)
+}
+
+// ReplayPreview answers what Replay would move (IDs, Moved) and skip, moving nothing.
+func (d *DB) ReplayPreview(ctx context.Context, classes []pipeline.ErrorClass, ids []int64) (ReplayResult, error) {
+	return d.replay(ctx, classes, ids, time.Time{}, true)
+}
+
+func (d *DB) replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time, dry bool) (ReplayResult, error) {
 	res := ReplayResult{IDs: []int64{}}
 	if len(classes) == 0 {
 		for _, c := range pipeline.Classes {
@@ -521,6 +535,10 @@ func (d *DB) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []in
 			if !found[id] {
 				res.Skipped++
 			}
+		}
+		if dry {
+			res.Moved = len(move)
+			return nil
 		}
 		if len(move) == 0 {
 			return nil

@@ -1,0 +1,444 @@
+package main
+
+// The operators' commands: events, flight, park, pause, resume, jobs, audit and token. They
+// talk to the ops API (docs/api.md) with the bearer token of --token or MSGX_TOKEN.
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"msgx/internal/api"
+)
+
+// reorder moves the flags of args before its operands, so `msgx park 12 --reason x` reads
+// like `msgx park --reason x 12` (the flag package stops at the first operand).
+func reorder(fs *flag.FlagSet, args []string) []string {
+	var flags, operands []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			operands = append(operands, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			operands = append(operands, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(flags, operands...)
+}
+
+// fetch GETs url and returns the body as it is (raw texts, payloads).
+func fetch(u string) ([]byte, error) {
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if apiToken != "" {
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach msgx at %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error, Code string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return nil, fmt.Errorf("%s (%d %s)", e.Error, resp.StatusCode, e.Code)
+		}
+		return nil, fmt.Errorf("%s", resp.Status)
+	}
+	return b, nil
+}
+
+func printHistory(server string, id int64) error {
+	var h struct {
+		History []struct {
+			At       time.Time `json:"at"`
+			State    string    `json:"state"`
+			Class    *string   `json:"error_class"`
+			Attempts int       `json:"attempts"`
+			Detail   string    `json:"detail"`
+			Actor    string    `json:"actor"`
+		} `json:"history"`
+	}
+	if err := call("GET", fmt.Sprintf("%s/api/v1/messages/%d/history", serverURL(server), id), nil, "", &h); err != nil {
+		return err
+	}
+	fmt.Println("history:")
+	if len(h.History) == 0 {
+		fmt.Println("  (nothing recorded)")
+	}
+	for _, e := range h.History {
+		who := ""
+		if e.Actor != "" {
+			who = " by " + e.Actor
+		}
+		fmt.Printf("  %s  %-9s %-11s attempts %d%s: %s\n", e.At.Format(time.RFC3339), e.State, or(e.Class, "-"), e.Attempts, who, oneLine(e.Detail, 160))
+	}
+	return nil
+}
+
+// clientFlags adds --server and --token and returns the server flag.
+func clientFlags(fs *flag.FlagSet) *string {
+	s := fs.String("server", "", "msgx server URL (default $MSGX_SERVER, else the local http.addr)")
+	tokenFlag(fs)
+	return s
+}
+
+// events lists outbox events.
+func events(args []string) error {
+	fs := flag.NewFlagSet("events", flag.ContinueOnError)
+	server := clientFlags(fs)
+	flid := fs.Int64("flid", 0, "only events of this flight")
+	tgt := fs.String("target", "", "only events of this target")
+	state := fs.String("state", "", "only events in this state (PENDING, SENT, DEAD)")
+	msgID := fs.Int64("msg-id", 0, "only events of this message")
+	after := fs.Int64("after", 0, "only event ids above this one")
+	limit := fs.Int("limit", 50, "at most this many (up to 1000)")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitError{code: exitUsage, msg: "usage: msgx events [--server URL] [--flid N] [--target T] [--state S] [--msg-id N] [--after ID] [--limit N] [--json]"}
+	}
+	q := url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}}
+	if *flid != 0 {
+		q.Set("flid", strconv.FormatInt(*flid, 10))
+	}
+	if *msgID != 0 {
+		q.Set("msg_id", strconv.FormatInt(*msgID, 10))
+	}
+	if *tgt != "" {
+		q.Set("target", *tgt)
+	}
+	if *state != "" {
+		q.Set("state", *state)
+	}
+	var raw json.RawMessage
+	if err := call("GET", serverURL(*server)+"/api/v1/events?"+q.Encode(), nil, "", &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		fmt.Printf("%s\n", raw)
+		return nil
+	}
+	var out struct {
+		Events []struct {
+			EventID       int64   `json:"event_id"`
+			MsgID         int64   `json:"msg_id"`
+			Target        string  `json:"target"`
+			Kind          string  `json:"kind"`
+			FlightKey     *string `json:"flight_key"`
+			State         string  `json:"state"`
+			Attempts      int     `json:"attempts"`
+			ErrorClass    *string `json:"error_class"`
+			LastError     *string `json:"last_error"`
+			PayloadBytes  int64   `json:"payload_bytes"`
+			PayloadElided bool    `json:"payload_elided"`
+		} `json:"events"`
+		NextAfter *int64 `json:"next_after"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	fmt.Printf("%8s  %-13s  %-7s  %8s  %8s  %8s  %s\n", "event", "target", "state", "attempts", "message", "flight", "payload / last error")
+	for _, e := range out.Events {
+		text := fmt.Sprintf("%d bytes", e.PayloadBytes)
+		if e.PayloadElided {
+			text += " (elided: msgx event payload via GET /api/v1/events/" + strconv.FormatInt(e.EventID, 10) + "/payload)"
+		}
+		if e.LastError != nil {
+			text = or(e.ErrorClass, "?") + ": " + *e.LastError
+		}
+		fmt.Printf("%8d  %-13s  %-7s  %8d  %8d  %8s  %s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, or(e.FlightKey, "-"), oneLine(text, 120))
+	}
+	if out.NextAfter != nil {
+		fmt.Printf("more: --after %d\n", *out.NextAfter)
+	}
+	return nil
+}
+
+// flightCmd shows a flight's record, or with --history every change of it.
+func flightCmd(args []string) error {
+	fs := flag.NewFlagSet("flight", flag.ContinueOnError)
+	server := clientFlags(fs)
+	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
+	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 {
+		return exitError{code: exitUsage, msg: "usage: msgx flight [--server URL] [--history] FLID"}
+	}
+	flid, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+	if err != nil || flid <= 0 {
+		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx flight: %q is not a FLID", fs.Arg(0))}
+	}
+	if !*history {
+		var rec json.RawMessage
+		if err := call("GET", fmt.Sprintf("%s/api/v1/flights/%d", serverURL(*server), flid), nil, "", &rec); err != nil {
+			return err
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rec)
+	}
+	after := int64(0)
+	n := 0
+	for {
+		var out struct {
+			Changes []struct {
+				EventID int64                                         `json:"event_id"`
+				MsgID   int64                                         `json:"msg_id"`
+				TypeTag string                                        `json:"type_tag"`
+				At      time.Time                                     `json:"at"`
+				Op      string                                        `json:"op"`
+				Changes map[string]struct{ Old, New json.RawMessage } `json:"changes"`
+			} `json:"changes"`
+			NextAfter *int64 `json:"next_after"`
+		}
+		if err := call("GET", fmt.Sprintf("%s/api/v1/flights/%d/history?limit=1000&after=%d", serverURL(*server), flid, after), nil, "", &out); err != nil {
+			return err
+		}
+		for _, c := range out.Changes {
+			n++
+			fmt.Printf("%s  message %d %s  %s (event %d)\n", c.At.Format(time.RFC3339), c.MsgID, c.TypeTag, c.Op, c.EventID)
+			fields := make([]string, 0, len(c.Changes))
+			for k := range c.Changes {
+				fields = append(fields, k)
+			}
+			sort.Strings(fields)
+			for _, k := range fields {
+				fmt.Printf("    %-6s %s → %s\n", k, oneLine(string(c.Changes[k].Old), 60), oneLine(string(c.Changes[k].New), 60))
+			}
+		}
+		if out.NextAfter == nil {
+			break
+		}
+		after = *out.NextAfter
+	}
+	if n == 0 {
+		fmt.Printf("flight %d: no recorded changes\n", flid)
+	}
+	return nil
+}
+
+// park sets a message aside: DEAD with class PARKED, replayable.
+func park(args []string) error {
+	fs := flag.NewFlagSet("park", flag.ContinueOnError)
+	server := clientFlags(fs)
+	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
+	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
+		return exitError{code: exitUsage, msg: "usage: msgx park [--server URL] --reason TEXT ID"}
+	}
+	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+	if err != nil || id <= 0 {
+		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx park: %q is not a message id", fs.Arg(0))}
+	}
+	body, _ := json.Marshal(map[string]string{"reason": *reason})
+	var res struct {
+		From  string `json:"from_state"`
+		State string `json:"state"`
+		Class string `json:"error_class"`
+	}
+	if err := call("POST", fmt.Sprintf("%s/api/v1/messages/%d/park", serverURL(*server), id), body, "application/json", &res); err != nil {
+		return err
+	}
+	fmt.Printf("message %d: %s → %s %s (replay with: msgx replay --id %d)\n", id, res.From, res.State, res.Class, id)
+	return nil
+}
+
+// pauseCmd pauses (pause true) or resumes the pump, or one target with --target.
+func pauseCmd(args []string, pause bool) error {
+	name := "resume"
+	if pause {
+		name = "pause"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	server := clientFlags(fs)
+	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
+	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitError{code: exitUsage, msg: "usage: msgx " + name + " [--server URL] [--target T] [--reason TEXT]"}
+	}
+	path := "/api/v1/pump/" + name
+	if *tgt != "" {
+		path = "/api/v1/targets/" + url.PathEscape(*tgt) + "/" + name
+	}
+	body, _ := json.Marshal(map[string]string{"reason": *reason})
+	var res api.PauseAnswer
+	if err := call("POST", serverURL(*server)+path, body, "application/json", &res); err != nil {
+		return err
+	}
+	what := "the pump"
+	if *tgt != "" {
+		what = "target " + *tgt
+	}
+	switch {
+	case res.Paused && res.Pause != nil:
+		fmt.Printf("%s paused by %s since %s", what, res.Pause.By, res.Pause.At.Format(time.RFC3339))
+		if res.Pause.Reason != "" {
+			fmt.Printf(": %s", res.Pause.Reason)
+		}
+		if !res.Changed {
+			fmt.Print(" (it already was)")
+		}
+		fmt.Println()
+	default:
+		fmt.Printf("%s running", what)
+		if !res.Changed {
+			fmt.Print(" (it was not paused)")
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+// jobs lists the pump jobs, or starts one with --start KIND (admin).
+func jobsCmd(args []string) error {
+	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
+	server := clientFlags(fs)
+	start := fs.String("start", "", "enqueue a job of this kind (ARCHIVE)")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitError{code: exitUsage, msg: "usage: msgx jobs [--server URL] [--start ARCHIVE] [--json]"}
+	}
+	if *start != "" {
+		body, _ := json.Marshal(map[string]string{"kind": strings.ToUpper(*start)})
+		var j struct {
+			ID         int64  `json:"id"`
+			Kind       string `json:"kind"`
+			AfterMsgID int64  `json:"after_msg_id"`
+		}
+		if err := call("POST", serverURL(*server)+"/api/v1/jobs", body, "application/json", &j); err != nil {
+			return err
+		}
+		fmt.Printf("job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
+		return nil
+	}
+	var raw json.RawMessage
+	if err := call("GET", serverURL(*server)+"/api/v1/jobs", nil, "", &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		fmt.Printf("%s\n", raw)
+		return nil
+	}
+	var out struct {
+		Jobs []struct {
+			ID         int64      `json:"id"`
+			Kind       string     `json:"kind"`
+			State      string     `json:"state"`
+			Attempts   int        `json:"attempts"`
+			AfterMsgID int64      `json:"after_msg_id"`
+			CreatedAt  time.Time  `json:"created_at"`
+			FinishedAt *time.Time `json:"finished_at"`
+			Result     *string    `json:"result"`
+			LastError  *string    `json:"last_error"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	if len(out.Jobs) == 0 {
+		fmt.Println("no jobs")
+		return nil
+	}
+	fmt.Printf("%6s  %-8s  %-9s  %8s  %-20s  %s\n", "job", "kind", "state", "after", "created", "result / last error")
+	for _, j := range out.Jobs {
+		text := or(j.Result, "")
+		if j.LastError != nil && *j.LastError != "" {
+			text = *j.LastError
+		}
+		fmt.Printf("%6d  %-8s  %-9s  %8d  %-20s  %s\n", j.ID, j.Kind, j.State, j.AfterMsgID, j.CreatedAt.Format(time.RFC3339), oneLine(text, 100))
+	}
+	return nil
+}
+
+// auditCmd lists the audit log (admin).
+func auditCmd(args []string) error {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	server := clientFlags(fs)
+	after := fs.Int64("after", 0, "only entries above this id")
+	limit := fs.Int("limit", 100, "at most this many (up to 1000)")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitError{code: exitUsage, msg: "usage: msgx audit [--server URL] [--after ID] [--limit N]"}
+	}
+	var out struct {
+		Audit []struct {
+			ID      int64     `json:"id"`
+			At      time.Time `json:"at"`
+			Actor   string    `json:"actor"`
+			Role    string    `json:"role"`
+			Action  string    `json:"action"`
+			Subject string    `json:"subject"`
+			Detail  string    `json:"detail"`
+		} `json:"audit"`
+		NextAfter *int64 `json:"next_after"`
+	}
+	if err := call("GET", fmt.Sprintf("%s/api/v1/audit?after=%d&limit=%d", serverURL(*server), *after, *limit), nil, "", &out); err != nil {
+		return err
+	}
+	for _, a := range out.Audit {
+		fmt.Printf("%6d  %s  %-12s %-8s  %-14s %s  %s\n", a.ID, a.At.Format(time.RFC3339), a.Actor, a.Role, a.Action, a.Subject, oneLine(a.Detail, 100))
+	}
+	if out.NextAfter != nil {
+		fmt.Printf("more: --after %d\n", *out.NextAfter)
+	}
+	return nil
+}
+
+// token prints the configured form of a token secret (hash) or makes a new secret (new).
+func token(args []string) error {
+	const usage = "usage: msgx token hash SECRET | msgx token new"
+	if len(args) == 0 {
+		return exitError{code: exitUsage, msg: usage}
+	}
+	switch args[0] {
+	case "hash":
+		if len(args) != 2 {
+			return exitError{code: exitUsage, msg: usage}
+		}
+		if len(args[1]) < 16 {
+			return exitError{code: exitUsage, msg: "msgx token hash: a token must be a random secret of at least 16 characters (msgx token new makes one); SHA-256 protects only high-entropy secrets"}
+		}
+		fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
+		fmt.Println(api.HashToken(args[1]))
+		return nil
+	case "new":
+		if len(args) != 1 {
+			return exitError{code: exitUsage, msg: usage}
+		}
+		s := api.NewTokenSecret()
+		fmt.Printf("secret (give it to its holder; msgx keeps only the hash): %s\n", s)
+		fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
+		fmt.Println(api.HashToken(s))
+		return nil
+	}
+	return exitError{code: exitUsage, msg: usage}
+}

@@ -1,0 +1,464 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"msgx/internal/handler"
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+)
+
+// The operators' routes (docs/api.md has every shape): searches by flight, a message's raw
+// text and history, a flight's history, parking, pausing the pump and targets, the audit log.
+
+// Bounds of every listing: at most MaxLimit items and about MaxListBytes of JSON; a page cut
+// by the byte bound says so (truncated) and gives the cursor of the next (next_after).
+const (
+	MaxLimit     = store.MaxPageLimit
+	MaxListBytes = 4 << 20
+	// MaxIDs bounds the ids of one replay (POST /api/v1/replay, /api/v1/events/replay).
+	MaxIDs = 1000
+)
+
+// allowParams answers 400 naming the query parameters of r that are not in allowed.
+func allowParams(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
+	var unknown []string
+	for k := range r.URL.Query() {
+		if !slices.Contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return true
+	}
+	sort.Strings(unknown)
+	writeError(w, http.StatusBadRequest, "unknown_parameter", fmt.Sprintf("unknown query parameter(s) %s; this route takes %s",
+		strings.Join(unknown, ", "), strings.Join(allowed, ", ")))
+	return false
+}
+
+// page is a listing's paging: limit clamped to MaxLimit, after a cursor.
+func page(w http.ResponseWriter, q url.Values) (limit int, after int64, ok bool) {
+	l, err := intParam(q.Get("limit"), 100)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_limit", "limit: "+err.Error())
+		return 0, 0, false
+	}
+	a, err := strconv.ParseInt(q.Get("after"), 10, 64)
+	if q.Get("after") == "" {
+		a, err = 0, nil
+	}
+	if err != nil || a < 0 {
+		writeError(w, http.StatusBadRequest, "bad_after", fmt.Sprintf("after: %q is not a non-negative integer", q.Get("after")))
+		return 0, 0, false
+	}
+	return min(max(l, 1), MaxLimit), a, true
+}
+
+// writeList answers {key: items…, "limit", "truncated", "next_after"} with as many items as
+// fit in MaxListBytes (at least one); next_after is the id of the last item given when more
+// may follow (a full page or a truncated one), else null.
+func writeList[T any](w http.ResponseWriter, key string, items []T, limit int, id func(T) int64) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"` + key + `":[`)
+	n := 0
+	truncated := false
+	for i, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal", err.Error())
+			return
+		}
+		if n > 0 && buf.Len()+len(b) > MaxListBytes {
+			truncated = true
+			break
+		}
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(b)
+		n++
+	}
+	var next *int64
+	if n > 0 && (truncated || len(items) >= limit) {
+		v := id(items[n-1])
+		next = &v
+	}
+	tail, _ := json.Marshal(struct {
+		Count     int    `json:"count"`
+		Limit     int    `json:"limit"`
+		Truncated bool   `json:"truncated"`
+		NextAfter *int64 `json:"next_after"`
+	}{n, limit, truncated, next})
+	buf.WriteString("],")
+	buf.Write(tail[1:])
+	buf.WriteByte('\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(redactJSON(buf.Bytes()))
+}
+
+func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue(name), 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("%s %q is not a positive integer", name, r.PathValue(name)))
+		return 0, false
+	}
+	return id, true
+}
+
+// timeParam reads an RFC 3339 time or a date (UTC midnight).
+func timeParam(w http.ResponseWriter, q url.Values, name string) (time.Time, bool) {
+	s := q.Get(name)
+	if s == "" {
+		return time.Time{}, true
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	writeError(w, http.StatusBadRequest, "bad_time", fmt.Sprintf("%s: %q is not an RFC 3339 time (2026-12-01T08:00:00Z) or a date (2026-12-01)", name, s))
+	return time.Time{}, false
+}
+
+func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r, "state", "class", "flid", "tag", "from", "to", "q", "limit", "after") {
+		return
+	}
+	q := r.URL.Query()
+	var f store.MessageQuery
+	if st := q.Get("state"); st != "" {
+		f.State = pipeline.ProcStatus(strings.ToUpper(st))
+		if !f.State.Valid() {
+			writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SUCCEEDED, SKIPPED, FAILED or DEAD", st))
+			return
+		}
+	}
+	if c := q.Get("class"); c != "" {
+		cl, ok := pipeline.ParseErrorClass(strings.ToUpper(c))
+		if !ok {
+			writeError(w, http.StatusBadRequest, "bad_class", fmt.Sprintf("class %q is not an error class (%s)", c, classNames()))
+			return
+		}
+		f.Class = cl
+	}
+	if v := q.Get("flid"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, "bad_flid", fmt.Sprintf("flid %q is not a positive integer", v))
+			return
+		}
+		f.FLID = n
+	}
+	f.Tag, f.Text = strings.ToUpper(q.Get("tag")), q.Get("q")
+	var ok bool
+	if f.From, ok = timeParam(w, q, "from"); !ok {
+		return
+	}
+	if f.To, ok = timeParam(w, q, "to"); !ok {
+		return
+	}
+	if f.Limit, f.AfterID, ok = page(w, q); !ok {
+		return
+	}
+	ms, err := s.ops.SearchMessages(r.Context(), f)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeList(w, "messages", ms, f.Limit, func(m *store.Message) int64 { return m.ID })
+}
+
+func classNames() string {
+	var out []string
+	for _, c := range pipeline.Classes {
+		out = append(out, string(c))
+	}
+	return strings.Join(out, ", ")
+}
+
+// rawReader is the store's raw text of a message, live or archived.
+type rawReader interface {
+	Raw(ctx context.Context, id int64) (string, bool, error)
+}
+
+func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	rr, ok := s.DB.(rawReader)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "not_available", "this store cannot read raw texts")
+		return
+	}
+	raw, found, err := rr.Raw(r.Context(), id)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if !found {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
+		return
+	}
+	// Plain text, never rendered: an XML body could hold markup a browser would run.
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "sandbox")
+	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
+	io.WriteString(w, raw)
+}
+
+// MessageHistory is the answer of GET /api/v1/messages/{id}/history.
+type MessageHistory struct {
+	ID      int64                `json:"id"`
+	Message *store.Message       `json:"message"`
+	History []store.HistoryEntry `json:"history"`
+}
+
+func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	m, err := s.DB.GetMessage(r.Context(), id)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if m == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
+		return
+	}
+	h, err := s.ops.MessageHistory(r.Context(), id)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	// A success is the row itself (the history keeps what did not succeed and what operators did).
+	if m.State == pipeline.Succeeded && m.ProcessedAt != nil {
+		h = append(h, store.HistoryEntry{At: *m.ProcessedAt, State: string(m.State), Attempts: m.Attempts, Detail: m.Note})
+	}
+	writeJSON(w, http.StatusOK, MessageHistory{ID: id, Message: m, History: h})
+}
+
+// readOptionalJSON reads a JSON body into v; an empty body leaves v as it is.
+func readOptionalJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "the body is over 1 MiB")
+		return false
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_json", "the body is not the expected JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func (s *Server) park(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if strings.TrimSpace(req.Reason) == "" {
+		writeError(w, http.StatusBadRequest, "bad_request", `say why: {"reason":"…"}`)
+		return
+	}
+	res, err := s.ops.Park(r.Context(), id, req.Reason, PrincipalOf(r).Name, s.Clock.Now())
+	var refused store.ParkRefused
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
+		return
+	case errors.As(err, &refused):
+		writeError(w, http.StatusConflict, "finished", fmt.Sprintf("message %d: %s", id, refused.Error()))
+		return
+	case errors.Is(err, store.ErrChanged):
+		writeError(w, http.StatusConflict, "changed", fmt.Sprintf("message %d changed while it was being parked; look again", id))
+		return
+	case err != nil:
+		writeStoreError(w, err)
+		return
+	}
+	s.audit(r, "message.park", "message "+strconv.FormatInt(id, 10), req.Reason)
+	if s.Wake != nil {
+		s.Wake()
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// PauseAnswer is the answer of the pause and resume routes.
+type PauseAnswer struct {
+	Name   string       `json:"name"`
+	Paused bool         `json:"paused"`
+	Pause  *store.Pause `json:"pause"`
+	// Changed is false when it already was as asked.
+	Changed bool `json:"changed"`
+}
+
+func (s *Server) setPause(w http.ResponseWriter, r *http.Request, name string, pause bool, wake func()) {
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if !readOptionalJSON(w, r, &req) {
+		return
+	}
+	ctx := r.Context()
+	before, err := s.ops.Pause(ctx, name)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if pause {
+		err = s.ops.SetPause(ctx, name, PrincipalOf(r).Name, req.Reason, s.Clock.Now())
+	} else {
+		_, err = s.ops.ClearPause(ctx, name)
+	}
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	after, err := s.ops.Pause(ctx, name)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	action := "resume"
+	if pause {
+		action = "pause"
+	}
+	changed := (before == nil) == pause
+	if changed {
+		s.audit(r, strings.SplitN(name, ":", 2)[0]+"."+action, name, req.Reason)
+	}
+	if !pause && wake != nil {
+		wake()
+	}
+	writeJSON(w, http.StatusOK, PauseAnswer{Name: name, Paused: after != nil, Pause: after, Changed: changed})
+}
+
+func (s *Server) knownTarget(w http.ResponseWriter, name string) bool {
+	known := s.targetNames()
+	if slices.Contains(known, name) {
+		return true
+	}
+	writeError(w, http.StatusBadRequest, "unknown_target", fmt.Sprintf("target %q is not known; the targets are %s", name, strings.Join(known, ", ")))
+	return false
+}
+
+func (s *Server) targetNames() []string {
+	if len(s.Targets) > 0 {
+		return s.Targets
+	}
+	return handler.Targets
+}
+
+// flightHistory answers GET /api/v1/flights/{flid}/history: every change of the flight with
+// the message that made it and each field's old and new value.
+func (s *Server) flightHistory(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r, "limit", "after") {
+		return
+	}
+	flid, ok := pathID(w, r, "flid")
+	if !ok {
+		return
+	}
+	limit, after, ok := page(w, r.URL.Query())
+	if !ok {
+		return
+	}
+	cs, err := s.ops.FlightHistory(r.Context(), flid, handler.TargetFlop, after, limit)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeList(w, "changes", cs, limit, func(c store.FlightChange) int64 { return c.EventID })
+}
+
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r, "limit", "after") {
+		return
+	}
+	limit, after, ok := page(w, r.URL.Query())
+	if !ok {
+		return
+	}
+	as, err := s.ops.ListAudit(r.Context(), after, limit)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeList(w, "audit", as, limit, func(a store.AuditEntry) int64 { return a.ID })
+}
+
+// operatorRoutes adds the routes of this file (the store must implement store.Operator).
+func (s *Server) operatorRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/messages/{id}/raw", s.messageRaw)
+	mux.HandleFunc("GET /api/v1/messages/{id}/history", s.messageHistory)
+	mux.HandleFunc("POST /api/v1/messages/{id}/park", s.park)
+	mux.HandleFunc("GET /api/v1/flights/{flid}/history", s.flightHistory)
+	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
+	mux.HandleFunc("POST /api/v1/pump/pause", func(w http.ResponseWriter, r *http.Request) {
+		s.setPause(w, r, store.PumpPause, true, nil)
+	})
+	mux.HandleFunc("POST /api/v1/pump/resume", func(w http.ResponseWriter, r *http.Request) {
+		s.setPause(w, r, store.PumpPause, false, s.Wake)
+	})
+	mux.HandleFunc("POST /api/v1/targets/{name}/pause", func(w http.ResponseWriter, r *http.Request) {
+		if s.knownTarget(w, r.PathValue("name")) {
+			s.setPause(w, r, store.TargetPause(r.PathValue("name")), true, nil)
+		}
+	})
+	mux.HandleFunc("POST /api/v1/targets/{name}/resume", func(w http.ResponseWriter, r *http.Request) {
+		if s.knownTarget(w, r.PathValue("name")) {
+			s.setPause(w, r, store.TargetPause(r.PathValue("name")), false, s.DispatchWake)
+		}
+	})
+	mux.HandleFunc("GET /api/v1/pauses", func(w http.ResponseWriter, r *http.Request) {
+		if !allowParams(w, r) {
+			return
+		}
+		ps, err := s.ops.Pauses(r.Context())
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"pauses": ps})
+	})
+}
+
+// auditEntry builds the audit row of an action.
+func auditEntry(now time.Time, p Principal, action, subject, detail, remote string) store.AuditEntry {
+	return store.AuditEntry{At: now, Actor: p.Name, Role: p.Role, Action: action, Subject: subject, Detail: detail, Remote: remote}
+}

@@ -1,0 +1,528 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/secret"
+)
+
+// What operators read and do beside the queue itself (migration 00010): a message's history
+// (MSG_HISTORY), the audit log of their actions (AUDIT_LOG), the pause switches of the pump and
+// of each target (PAUSE_STATE), parking a message, and the searches by flight (through the
+// FLIGHT_KEY of the events a message emitted, index IDX_EVT_FLIGHT).
+
+// Operator is the contract of this file; *DB implements it on every dialect.
+type Operator interface {
+	MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, error)
+	AddHistory(ctx context.Context, ids []int64, state pipeline.ProcStatus, detail, actor string, now time.Time) error
+	Park(ctx context.Context, id int64, reason, actor string, now time.Time) (ParkResult, error)
+	AddAudit(ctx context.Context, a AuditEntry) error
+	ListAudit(ctx context.Context, afterID int64, limit int) ([]AuditEntry, error)
+	SetPause(ctx context.Context, name, by, reason string, now time.Time) error
+	ClearPause(ctx context.Context, name string) (bool, error)
+	Pause(ctx context.Context, name string) (*Pause, error)
+	Pauses(ctx context.Context) ([]Pause, error)
+	SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error)
+	SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, error)
+	EventPayload(ctx context.Context, id int64) ([]byte, bool, error)
+	FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error)
+	ReplayPreview(ctx context.Context, classes []pipeline.ErrorClass, ids []int64) (ReplayResult, error)
+}
+
+var _ Operator = (*DB)(nil)
+
+// Widths of the operator tables' text columns.
+const (
+	ActorWidth   = 64   // MSG_HISTORY.ACTOR, AUDIT_LOG.ACTOR, PAUSE_STATE.PAUSED_BY
+	SubjectWidth = 128  // AUDIT_LOG.SUBJECT
+	DetailWidth  = 4000 // MSG_HISTORY.DETAIL, AUDIT_LOG.DETAIL, PAUSE_STATE.REASON
+	PauseWidth   = 80   // PAUSE_STATE.NAME
+)
+
+// MaxPageLimit bounds every operator listing.
+const MaxPageLimit = 1000
+
+func clampLimit(n int) int {
+	if n <= 0 {
+		return 100
+	}
+	return min(n, MaxPageLimit)
+}
+
+// HistoryEntry is one step of a message's history: an outcome the pump recorded (a failed
+// attempt, DEAD, SKIPPED; Actor empty) or an operator's action (park, replay; Actor names the
+// token).
+type HistoryEntry struct {
+	At       time.Time `json:"at"`
+	State    string    `json:"state"`
+	Class    *string   `json:"error_class"`
+	Attempts int       `json:"attempts"`
+	Detail   string    `json:"detail"`
+	Actor    string    `json:"actor,omitempty"`
+}
+
+// insertHistory adds one history row inside tx.
+func insertHistory(ctx context.Context, tx *sql.Tx, id int64, state pipeline.ProcStatus, class pipeline.ErrorClass, attempts int, detail, actor string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO MSG_HISTORY (CMINMSGS_ID, HAPPENED_AT, STATE, ERROR_CLASS, ATTEMPTS, DETAIL, ACTOR) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		id, T(now), string(state), nullStr(string(class)), attempts, nullStr(Fit(secret.Redact(detail), DetailWidth)), nullStr(Fit(actor, ActorWidth)))
+	return err
+}
+
+// MessageHistory returns the recorded steps of message id, oldest first.
+func (d *DB) MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, error) {
+	rows, err := d.SQL.QueryContext(ctx, `SELECT HAPPENED_AT, STATE, ERROR_CLASS, ATTEMPTS, DETAIL, ACTOR FROM MSG_HISTORY
+WHERE CMINMSGS_ID = ? ORDER BY HIST_ID LIMIT 1000`, id)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("history of message %d: %w", id, err))
+	}
+	defer rows.Close()
+	out := []HistoryEntry{}
+	for rows.Next() {
+		var h HistoryEntry
+		var at NullTime
+		var class, detail, actor sql.NullString
+		if err := rows.Scan(&at, &h.State, &class, &h.Attempts, &detail, &actor); err != nil {
+			return nil, Unavailable(fmt.Errorf("history of message %d: %w", id, err))
+		}
+		h.At, h.Class, h.Detail, h.Actor = at.Time, strPtr(class), detail.String, actor.String
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Unavailable(fmt.Errorf("history of message %d: %w", id, err))
+	}
+	return out, nil
+}
+
+// AddHistory records an operator's action on messages ids (a replay), one row each.
+func (d *DB) AddHistory(ctx context.Context, ids []int64, state pipeline.ProcStatus, detail, actor string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		for _, id := range ids {
+			if err := insertHistory(ctx, tx, id, state, "", 0, detail, actor, now); err != nil {
+				return Unavailable(fmt.Errorf("history of message %d: %w", id, err))
+			}
+		}
+		return nil
+	})
+}
+
+// ErrNotFound is returned when the row an action names does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ParkRefused is Park's error for a message that is finished (SUCCEEDED or SKIPPED).
+type ParkRefused struct{ State pipeline.ProcStatus }
+
+func (e ParkRefused) Error() string {
+	return fmt.Sprintf("the message is %s: only PENDING, FAILED or DEAD messages can be parked", e.State)
+}
+
+// ParkResult says what Park did.
+type ParkResult struct {
+	ID    int64               `json:"id"`
+	From  pipeline.ProcStatus `json:"from_state"`
+	State pipeline.ProcStatus `json:"state"`
+	Class pipeline.ErrorClass `json:"error_class"`
+}
+
+// Park sets message id aside: DEAD with class PARKED (replayable), its last error saying who
+// parked it and why (the previous last error kept after it). Only a PENDING, FAILED or DEAD
+// message moves; a finished one is refused with ParkRefused, an unknown id with ErrNotFound.
+// The UPDATE is conditional on the state it read, so a pump that worked on the message at the
+// same time finds its row changed and leaves it parked.
+func (d *DB) Park(ctx context.Context, id int64, reason, actor string, now time.Time) (ParkResult, error) {
+	res := ParkResult{ID: id, State: pipeline.Dead, Class: pipeline.Parked}
+	err := d.Tx(ctx, func(tx *sql.Tx) error {
+		var st string
+		var last sql.NullString
+		var attempts int
+		err := tx.QueryRowContext(ctx, `SELECT STATE, LAST_ERROR, ATTEMPTS FROM PROC_STATE WHERE CMINMSGS_ID = ?`, id).Scan(&st, &last, &attempts)
+		if err == sql.ErrNoRows {
+			return ErrNotFound
+		}
+		if err != nil {
+			return Unavailable(fmt.Errorf("read message %d: %w", id, err))
+		}
+		res.From = pipeline.ProcStatus(st)
+		switch res.From {
+		case pipeline.Pending, pipeline.Failed, pipeline.Dead:
+		default:
+			return ParkRefused{State: res.From}
+		}
+		text := fmt.Sprintf("parked by %s: %s", actor, reason)
+		if last.String != "" {
+			text += "; before: " + last.String
+		}
+		r, err := tx.ExecContext(ctx, `UPDATE PROC_STATE SET STATE = ?, ERROR_CLASS = ?, LAST_ERROR = ?, NEXT_ATTEMPT_AT = NULL,
+UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ? AND STATE = ?`,
+			pipeline.Dead, pipeline.Parked, Fit(secret.Redact(text), LastErrorWidth), T(now), T(now), id, st)
+		if err != nil {
+			return Unavailable(fmt.Errorf("park message %d: %w", id, err))
+		}
+		if n, _ := r.RowsAffected(); n != 1 {
+			return ErrChanged
+		}
+		if err := insertHistory(ctx, tx, id, pipeline.Dead, pipeline.Parked, attempts, "parked: "+reason, actor, now); err != nil {
+			return Unavailable(fmt.Errorf("history of message %d: %w", id, err))
+		}
+		return nil
+	})
+	return res, err
+}
+
+// AuditEntry is one operator action.
+type AuditEntry struct {
+	ID      int64     `json:"id"`
+	At      time.Time `json:"at"`
+	Actor   string    `json:"actor"`
+	Role    string    `json:"role"`
+	Action  string    `json:"action"`
+	Subject string    `json:"subject"`
+	Detail  string    `json:"detail"`
+	Remote  string    `json:"remote"`
+}
+
+// AddAudit writes a to the audit log; texts are fitted to their columns and redacted.
+func (d *DB) AddAudit(ctx context.Context, a AuditEntry) error {
+	_, err := d.SQL.ExecContext(ctx, `INSERT INTO AUDIT_LOG (HAPPENED_AT, ACTOR, ACTOR_ROLE, ACTION_KIND, SUBJECT, DETAIL, REMOTE) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		T(a.At), Fit(a.Actor, ActorWidth), Fit(a.Role, 16), Fit(a.Action, 32), nullStr(Fit(a.Subject, SubjectWidth)),
+		nullStr(Fit(secret.Redact(a.Detail), DetailWidth)), nullStr(Fit(a.Remote, 64)))
+	if err != nil {
+		return Unavailable(fmt.Errorf("audit log: %w", err))
+	}
+	return nil
+}
+
+// ListAudit returns the audit entries with ids above afterID, in id order.
+func (d *DB) ListAudit(ctx context.Context, afterID int64, limit int) ([]AuditEntry, error) {
+	rows, err := d.SQL.QueryContext(ctx, `SELECT AUDIT_ID, HAPPENED_AT, ACTOR, ACTOR_ROLE, ACTION_KIND, SUBJECT, DETAIL, REMOTE
+FROM AUDIT_LOG WHERE AUDIT_ID > ? ORDER BY AUDIT_ID LIMIT ?`, afterID, clampLimit(limit))
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("audit log: %w", err))
+	}
+	defer rows.Close()
+	out := []AuditEntry{}
+	for rows.Next() {
+		var a AuditEntry
+		var at NullTime
+		var subj, detail, remote sql.NullString
+		if err := rows.Scan(&a.ID, &at, &a.Actor, &a.Role, &a.Action, &subj, &detail, &remote); err != nil {
+			return nil, Unavailable(fmt.Errorf("audit log: %w", err))
+		}
+		a.At, a.Subject, a.Detail, a.Remote = at.Time, subj.String, detail.String, remote.String
+		out = append(out, a)
+	}
+	return out, Unavailable(rows.Err())
+}
+
+// Pause is one paused part: "pump" or "target:<NAME>".
+type Pause struct {
+	Name   string    `json:"name"`
+	By     string    `json:"paused_by"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"paused_at"`
+}
+
+// PumpPause is the pause name of the pump; TargetPause that of a delivery target.
+const PumpPause = "pump"
+
+// TargetPause returns the pause name of target.
+func TargetPause(target string) string { return "target:" + target }
+
+// SetPause pauses name (idempotent: a second pause keeps the first one's who and when).
+func (d *DB) SetPause(ctx context.Context, name, by, reason string, now time.Time) error {
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM PAUSE_STATE WHERE NAME = ?`, name).Scan(&n); err != nil {
+			return Unavailable(fmt.Errorf("pause %s: %w", name, err))
+		}
+		if n > 0 {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO PAUSE_STATE (NAME, PAUSED_BY, REASON, PAUSED_AT) VALUES (?, ?, ?, ?)`,
+			Fit(name, PauseWidth), Fit(by, ActorWidth), nullStr(Fit(reason, DetailWidth)), T(now))
+		if err != nil {
+			return Unavailable(fmt.Errorf("pause %s: %w", name, err))
+		}
+		return nil
+	})
+}
+
+// ClearPause resumes name and reports whether it was paused.
+func (d *DB) ClearPause(ctx context.Context, name string) (bool, error) {
+	r, err := d.SQL.ExecContext(ctx, `DELETE FROM PAUSE_STATE WHERE NAME = ?`, name)
+	if err != nil {
+		return false, Unavailable(fmt.Errorf("resume %s: %w", name, err))
+	}
+	n, _ := r.RowsAffected()
+	return n > 0, nil
+}
+
+// Pause returns the pause of name, nil when it runs.
+func (d *DB) Pause(ctx context.Context, name string) (*Pause, error) {
+	var p Pause
+	var reason sql.NullString
+	var at NullTime
+	err := d.SQL.QueryRowContext(ctx, `SELECT NAME, PAUSED_BY, REASON, PAUSED_AT FROM PAUSE_STATE WHERE NAME = ?`, name).Scan(&p.Name, &p.By, &reason, &at)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("pause state of %s: %w", name, err))
+	}
+	p.Reason, p.At = reason.String, at.Time
+	return &p, nil
+}
+
+// Pauses returns every paused part, by name.
+func (d *DB) Pauses(ctx context.Context) ([]Pause, error) {
+	rows, err := d.SQL.QueryContext(ctx, `SELECT NAME, PAUSED_BY, REASON, PAUSED_AT FROM PAUSE_STATE ORDER BY NAME`)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("pause states: %w", err))
+	}
+	defer rows.Close()
+	out := []Pause{}
+	for rows.Next() {
+		var p Pause
+		var reason sql.NullString
+		var at NullTime
+		if err := rows.Scan(&p.Name, &p.By, &reason, &at); err != nil {
+			return nil, Unavailable(fmt.Errorf("pause states: %w", err))
+		}
+		p.Reason, p.At = reason.String, at.Time
+		out = append(out, p)
+	}
+	return out, Unavailable(rows.Err())
+}
+
+// MessageQuery selects messages for SearchMessages; zero fields match all.
+type MessageQuery struct {
+	State pipeline.ProcStatus
+	Class pipeline.ErrorClass
+	// FLID: messages that changed this flight (found through the events they emitted; a
+	// message that changed nothing of it, or failed, emitted none and is not found).
+	FLID int64
+	// Tag: a type tag (FLOP-CHOT), or a TYPE alone (FLOP) for every STYP of it.
+	Tag string
+	// From, To: when msgx took the message (PROC_STATE's creation, UTC), To excluded.
+	From, To time.Time
+	// Text: a substring of the identity, the last error or the note.
+	Text    string
+	AfterID int64
+	Limit   int // default 100, at most MaxPageLimit
+}
+
+// likeEscape escapes s for a LIKE pattern with ESCAPE '!'.
+func likeEscape(s string) string {
+	return strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(s)
+}
+
+// SearchMessages returns the messages q selects, in id order.
+func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error) {
+	from := messageFrom
+	var args []any
+	if q.FLID != 0 {
+		// The flight's messages come from its events first (an index range on
+		// IDX_EVT_FLIGHT, materialized: DISTINCT keeps it from being merged into a scan of
+		// PROC_STATE), then their rows by primary key.
+		from += ` JOIN (SELECT DISTINCT e.CMINMSGS_ID FROM MSG_EVENT e WHERE e.FLIGHT_KEY = ?) f ON f.CMINMSGS_ID = p.CMINMSGS_ID`
+		args = append(args, strconv.FormatInt(q.FLID, 10))
+	}
+	sqlq := `SELECT ` + messageCols + from + ` WHERE p.CMINMSGS_ID > ?`
+	args = append(args, q.AfterID)
+	if q.State != "" {
+		sqlq += ` AND p.STATE = ?`
+		args = append(args, string(q.State))
+	}
+	if q.Class != "" {
+		sqlq += ` AND p.ERROR_CLASS = ?`
+		args = append(args, string(q.Class))
+	}
+	if q.Tag != "" {
+		if strings.Contains(q.Tag, "-") {
+			sqlq += ` AND p.TYPE_TAG = ?`
+			args = append(args, q.Tag)
+		} else {
+			sqlq += ` AND p.TYPE_TAG LIKE ? ESCAPE '!'`
+			args = append(args, likeEscape(q.Tag)+"-%")
+		}
+	}
+	if !q.From.IsZero() {
+		sqlq += ` AND p.CREATED_AT >= ?`
+		args = append(args, T(q.From))
+	}
+	if !q.To.IsZero() {
+		sqlq += ` AND p.CREATED_AT < ?`
+		args = append(args, T(q.To))
+	}
+	if q.Text != "" {
+		pat := "%" + likeEscape(q.Text) + "%"
+		sqlq += ` AND (p.IDENTITY LIKE ? ESCAPE '!' OR p.LAST_ERROR LIKE ? ESCAPE '!' OR p.NOTE LIKE ? ESCAPE '!')`
+		args = append(args, pat, pat, pat)
+	}
+	sqlq += fmt.Sprintf(` ORDER BY p.CMINMSGS_ID LIMIT %d`, clampLimit(q.Limit))
+	rows, err := d.SQL.QueryContext(ctx, sqlq, args...)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("search messages: %w", err))
+	}
+	defer rows.Close()
+	out := []*Message{}
+	for rows.Next() {
+		m, err := d.scanMessage(rows)
+		if err != nil {
+			return nil, Unavailable(fmt.Errorf("search messages: %w", err))
+		}
+		out = append(out, m)
+	}
+	return out, Unavailable(rows.Err())
+}
+
+// EventQuery selects events for SearchEvents; zero fields match all.
+type EventQuery struct {
+	Target  string
+	State   pipeline.EventStatus
+	FLID    int64
+	MsgID   int64
+	AfterID int64
+	Limit   int // default 100, at most MaxPageLimit
+	// InlineMax is the largest payload (bytes) returned in the listing; a larger one is left
+	// out (PayloadElided) and read with EventPayload. 0: DefaultInlinePayload.
+	InlineMax int
+}
+
+// DefaultInlinePayload is the largest payload a listing carries by default (16 KiB).
+const DefaultInlinePayload = 16 << 10
+
+// EventBrief is an event as a listing shows it: its payload only when it is small.
+type EventBrief struct {
+	Event
+	PayloadBytes  int64 `json:"payload_bytes"`
+	PayloadElided bool  `json:"payload_elided"`
+}
+
+// SearchEvents returns the events q selects in EVENT_ID order, never reading a payload larger
+// than q.InlineMax from the database.
+func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, error) {
+	inline := q.InlineMax
+	if inline <= 0 {
+		inline = DefaultInlinePayload
+	}
+	length := `LENGTH(PAYLOAD)` // bytes on MySQL
+	if d.Dialect == SQLite {
+		length = `LENGTH(CAST(PAYLOAD AS BLOB))`
+	}
+	where := []string{"EVENT_ID > ?"}
+	args := []any{q.AfterID}
+	if q.Target != "" {
+		where, args = append(where, "TARGET = ?"), append(args, q.Target)
+	}
+	if q.State != "" {
+		where, args = append(where, "STATE = ?"), append(args, string(q.State))
+	}
+	if q.FLID != 0 {
+		where, args = append(where, "FLIGHT_KEY = ?"), append(args, strconv.FormatInt(q.FLID, 10))
+	}
+	if q.MsgID != 0 {
+		where, args = append(where, "CMINMSGS_ID = ?"), append(args, q.MsgID)
+	}
+	sqlq := `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, STATE, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
+CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END
+FROM MSG_EVENT WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(` ORDER BY EVENT_ID LIMIT %d`, clampLimit(q.Limit))
+	rows, err := d.SQL.QueryContext(ctx, sqlq, append([]any{inline}, args...)...)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("search events: %w", err))
+	}
+	defer rows.Close()
+	out := []EventBrief{}
+	for rows.Next() {
+		var (
+			e                            EventBrief
+			key, class, lastErr, payload sql.NullString
+			state                        string
+			created, sent, next, firstAt NullTime
+		)
+		if err := rows.Scan(&e.EventID, &e.MsgID, &e.TypeTag, &e.Target, &e.Kind, &key, &state, &e.Attempts,
+			&class, &lastErr, &created, &sent, &next, &firstAt, &e.PayloadBytes, &payload); err != nil {
+			return nil, Unavailable(fmt.Errorf("search events: %w", err))
+		}
+		e.State = pipeline.EventStatus(state)
+		e.FlightKey, e.ErrorClass, e.LastError = strPtr(key), strPtr(class), strPtr(lastErr)
+		e.CreatedAt = created.Time
+		e.SentAt, e.NextAttemptAt, e.FirstFailedAt = sent.Ptr(), next.Ptr(), firstAt.Ptr()
+		if !payload.Valid {
+			e.PayloadElided = true
+		} else if json.Valid([]byte(payload.String)) {
+			e.Payload = json.RawMessage(payload.String)
+		} else {
+			e.Payload, _ = json.Marshal(payload.String)
+		}
+		out = append(out, e)
+	}
+	return out, Unavailable(rows.Err())
+}
+
+// EventPayload returns the stored payload of event id exactly as stored.
+func (d *DB) EventPayload(ctx context.Context, id int64) ([]byte, bool, error) {
+	var b []byte
+	err := d.SQL.QueryRowContext(ctx, `SELECT PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&b)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, Unavailable(fmt.Errorf("payload of event %d: %w", id, err))
+	}
+	return b, true, nil
+}
+
+// FlightChange is one change of a flight: the event that carried it (of the changed-fields
+// target, KAFKA_FLOP), the message that made it, and each changed field's old and new value.
+type FlightChange struct {
+	EventID int64           `json:"event_id"`
+	MsgID   int64           `json:"msg_id"`
+	TypeTag string          `json:"type_tag"`
+	At      time.Time       `json:"at"`
+	Op      string          `json:"op"`
+	Changes json.RawMessage `json:"changes"`
+}
+
+// FlightHistory returns the changes of flight flid in order, read from the events of target
+// (the changed-fields target) that carry its FLID: each holds {"op":…,"changes":{field:{old,new}}}.
+func (d *DB) FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error) {
+	rows, err := d.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, PAYLOAD FROM MSG_EVENT
+WHERE FLIGHT_KEY = ? AND TARGET = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
+	}
+	defer rows.Close()
+	out := []FlightChange{}
+	for rows.Next() {
+		var c FlightChange
+		var at NullTime
+		var payload []byte
+		if err := rows.Scan(&c.EventID, &c.MsgID, &c.TypeTag, &at, &payload); err != nil {
+			return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
+		}
+		c.At = at.Time
+		var p struct {
+			Op      string          `json:"op"`
+			Changes json.RawMessage `json:"changes"`
+		}
+		if json.Unmarshal(payload, &p) == nil {
+			c.Op, c.Changes = p.Op, p.Changes
+		}
+		if len(c.Changes) == 0 {
+			c.Changes = json.RawMessage("{}")
+		}
+		out = append(out, c)
+	}
+	return out, Unavailable(rows.Err())
+}
