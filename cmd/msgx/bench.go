@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,10 +15,7 @@ import (
 	"msgx/internal/store"
 )
 
-const benchHelp = `Usage: msgx bench [--config FILE] [--messages N] [--rate R] [--clients C] [--json]
-                  [--dsn FILE | --database NAME] [--floor-time D] [--history H]
-
-Measures, in one run, the machine's floor (durable commits per second on one connection,
+const benchHelp = `Measures, in one run, the machine's floor (durable commits per second on one connection,
 ~2 KB rows, one and 100 per commit) and msgx end to end, in-process, with its real parts
 wired as 'msgx serve' wires them (inbox over a loopback HTTP listener, pump, dispatcher
 delivering to file sinks in a temporary directory), and prints msgx's figures beside the
@@ -37,28 +33,30 @@ touches the configured database's tables:
 Exit codes: 0 done; 1 failed; 2 bad command line; 4 bad configuration; 5 the database
 could not be reached.
 
-Flags:
+Examples:
+  msgx bench
+  msgx bench --messages 20000 --json > bench.json
+  MSGX_DATABASE_DRIVER=mysql MSGX_DATABASE_DSN='root@tcp(127.0.0.1:3306)/test' msgx bench --database msgx_bench2
 `
 
 // benchCmd runs `msgx bench`.
 func benchCmd(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), benchHelp); fs.PrintDefaults() }
-	messages := fs.Int("messages", bench.DefaultMessages, "N: messages in the accept, process and latency phases")
-	rate := fs.Float64("rate", bench.DefaultRate, "R: messages per second in the latency phase")
-	clients := fs.Int("clients", bench.DefaultClients, "C: concurrent clients in the accept phase")
+	fs := newFlags("bench")
+	messages := fs.Int("messages", bench.DefaultMessages, "`N`: messages in the accept, process and latency phases")
+	rate := fs.Float64("rate", bench.DefaultRate, "`R`: messages per second in the latency phase")
+	clients := fs.Int("clients", bench.DefaultClients, "`C`: concurrent clients in the accept phase")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
-	dsn := fs.String("dsn", "", "sqlite: run on this new file instead of a temporary one")
-	database := fs.String("database", "", "mysql: the scratch database to create and drop (default "+bench.DefaultDatabase+")")
-	floorTime := fs.Duration("floor-time", bench.DefaultFloorTime, "how long each floor measurement runs")
-	history := fs.Int("history", 0, "H: finished messages put in the bench database first (processing cost must not grow with it)")
+	dsn := fs.String("dsn", "", "sqlite: run on this new `FILE` instead of a temporary one")
+	database := fs.String("database", "", "mysql: the scratch database `NAME` to create and drop (default "+bench.DefaultDatabase+")")
+	floorTime := fs.Duration("floor-time", bench.DefaultFloorTime, "how long (`D`) each floor measurement runs")
+	history := fs.Int("history", 0, "`H`: finished messages put in the bench database first (processing cost must not grow with it)")
 	cfg, rest, err := loadConfig(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 {
 		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, and no arguments follow the flags\n\n")
-		fs.Usage()
+		fmt.Fprintf(os.Stderr, "Run 'msgx help bench' for the flags and examples.\n")
 		return exitError{code: exitUsage}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

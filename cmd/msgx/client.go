@@ -9,23 +9,29 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"msgx/internal/config"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
+	"msgx/internal/suggest"
 )
 
-// serverURL returns the --server value, MSGX_SERVER, or the local address of http.addr.
+// serverURL returns the --server value, MSGX_SERVER, or the local address of http.addr. A
+// value may be a URL (http://host:8080, https://msgx.example) or, like the go tool's flags
+// that take an address, just host:port or :port (http is then assumed; :port is this host).
 func serverURL(flagValue string) string {
 	if flagValue != "" {
-		return strings.TrimSuffix(flagValue, "/")
+		return normalizeServer(flagValue)
 	}
 	if s := os.Getenv("MSGX_SERVER"); s != "" {
-		return strings.TrimSuffix(s, "/")
+		return normalizeServer(s)
 	}
 	addr := os.Getenv(config.EnvName("http.addr"))
 	if addr == "" {
@@ -39,6 +45,18 @@ func serverURL(flagValue string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// normalizeServer turns host:port or :port into a URL and drops a trailing slash.
+func normalizeServer(s string) string {
+	s = strings.TrimSuffix(strings.TrimSpace(s), "/")
+	if !strings.Contains(s, "://") {
+		if strings.HasPrefix(s, ":") {
+			s = "127.0.0.1" + s
+		}
+		s = "http://" + s
+	}
+	return s
 }
 
 var httpClient = &http.Client{Timeout: 60 * time.Second}
@@ -87,8 +105,8 @@ func call(method, url string, body []byte, contentType string, out any) error {
 }
 
 func send(args []string) error {
-	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
+	fs := newFlags("send")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	tokenFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
@@ -97,7 +115,16 @@ func send(args []string) error {
 		return exitError{code: 2, msg: "usage: msgx send [--server URL] FILE…"}
 	}
 	failed := 0
-	for _, path := range fs.Args() {
+	// Many files on a terminal: a progress bar on stderr, kept below the id lines.
+	var bar *progress
+	if fs.NArg() > 1 && term.IsTerminal(int(os.Stderr.Fd())) {
+		bar = newProgress("send", fs.NArg())
+		defer bar.finish()
+	}
+	for i, path := range fs.Args() {
+		if bar != nil {
+			bar.clear()
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
@@ -113,6 +140,9 @@ func send(args []string) error {
 			continue
 		}
 		fmt.Printf("%d\t%s\n", res.ID, path)
+		if bar != nil {
+			bar.update(i+1, filepath.Base(path))
+		}
 	}
 	if failed > 0 {
 		return exitError{code: 1, msg: fmt.Sprintf("%d of %d files not accepted", failed, fs.NArg())}
@@ -121,8 +151,8 @@ func send(args []string) error {
 }
 
 func status(args []string) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
+	fs := newFlags("status")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	tokenFlag(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil {
@@ -298,19 +328,22 @@ func (l *idList) Set(s string) error {
 }
 
 func replay(args []string) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
-	tokenFlag(fs)
-	classes := fs.String("class", "", "error classes to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
+	fs := newFlags("replay")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	classes := fs.String("class", "", "error classes (`C[,C…]`) to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
 	events := fs.Bool("events", false, "replay DEAD delivery events instead of messages")
-	tgt := fs.String("target", "", "with --events: only this target")
+	tgt := fs.String("target", "", "with --events: only this target `T`")
+	tokenFlag(fs)
 	dryRun := fs.Bool("dry-run", false, "say what would move, moving nothing")
 	var ids idList
-	fs.Var(&ids, "id", "message (or, with --events, event) id to replay (repeatable)")
+	fs.Var(&ids, "id", "message (or, with --events, event) id `N` to replay (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
 	}
 	if *events {
+		if err := checkTarget(serverURL(*server), *tgt); err != nil {
+			return err
+		}
 		body, _ := json.Marshal(map[string]any{"target": *tgt, "ids": []int64(ids), "dry_run": *dryRun})
 		var res struct {
 			Moved, Skipped int
@@ -337,6 +370,10 @@ func replay(args []string) error {
 	var cl []string
 	for _, c := range strings.Split(*classes, ",") {
 		if c = strings.TrimSpace(c); c != "" {
+			if _, ok := pipeline.ParseErrorClass(strings.ToUpper(c)); !ok {
+				return exitError{code: exitUsage, msg: fmt.Sprintf("msgx replay: unknown class %q%s; the classes are %s",
+					c, suggest.DidYouMean(c, classNames()), strings.Join(classNames(), ", "))}
+			}
 			cl = append(cl, strings.ToUpper(c))
 		}
 	}
@@ -365,8 +402,45 @@ func replay(args []string) error {
 	return nil
 }
 
+// classNames lists the error classes by name.
+func classNames() []string {
+	out := make([]string, len(pipeline.Classes))
+	for i, c := range pipeline.Classes {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// checkTarget answers a --target the server does not know with the target it probably meant,
+// learning the targets from the server's status; when the status cannot be read, or lists no
+// targets yet, the server itself judges the name.
+func checkTarget(server, name string) error {
+	if name == "" {
+		return nil
+	}
+	var st struct {
+		Extra struct {
+			Targets []struct {
+				Target string `json:"target"`
+			} `json:"targets"`
+		} `json:"extra"`
+	}
+	if call("GET", server+"/api/v1/status", nil, "", &st) != nil || len(st.Extra.Targets) == 0 {
+		return nil
+	}
+	var names []string
+	for _, t := range st.Extra.Targets {
+		if t.Target == name {
+			return nil
+		}
+		names = append(names, t.Target)
+	}
+	return exitError{code: exitUsage, msg: fmt.Sprintf("msgx replay: unknown target %q%s; the server's targets are %s",
+		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))}
+}
+
 func decode(args []string) error {
-	cfg, rest, err := loadConfig(flag.NewFlagSet("decode", flag.ContinueOnError), args)
+	cfg, rest, err := loadConfig(newFlags("decode"), args)
 	if err != nil {
 		return err
 	}

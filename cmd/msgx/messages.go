@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -37,12 +36,12 @@ func or(s *string, def string) string {
 
 // messages lists messages with their state, class, note and warnings.
 func messages(args []string) error {
-	fs := flag.NewFlagSet("messages", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
-	state := fs.String("state", "", "only this state (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
-	class := fs.String("class", "", "only this error class")
-	after := fs.Int64("after", 0, "only ids above this one")
-	limit := fs.Int("limit", 50, "at most this many (up to 1000)")
+	fs := newFlags("messages")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	state := fs.String("state", "", "only this state `S` (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
+	class := fs.String("class", "", "only this error class `C`")
+	after := fs.Int64("after", 0, "only ids above this `ID`")
+	limit := fs.Int("limit", 50, "at most `N` messages (up to 1000)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	flid := fs.Int64("flid", 0, "only messages that changed this flight")
 	tag := fs.String("tag", "", "only this type tag (FLOP-CHOT) or TYPE (FLOP)")
@@ -106,8 +105,8 @@ func messages(args []string) error {
 
 // message shows one message in full: state, class, last error, note and every warning.
 func message(args []string) (err error) {
-	fs := flag.NewFlagSet("message", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
+	fs := newFlags("message")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	rawBody := fs.Bool("raw", false, "print the raw text as received, nothing else")
 	history := fs.Bool("history", false, "also print the message's history (each attempt, park and replay)")

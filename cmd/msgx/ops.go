@@ -118,7 +118,7 @@ func clientFlags(fs *flag.FlagSet) *string {
 
 // events lists outbox events.
 func events(args []string) error {
-	fs := flag.NewFlagSet("events", flag.ContinueOnError)
+	fs := newFlags("events")
 	server := clientFlags(fs)
 	flid := fs.Int64("flid", 0, "only events of this flight")
 	tgt := fs.String("target", "", "only events of this target")
@@ -189,7 +189,7 @@ func events(args []string) error {
 
 // flightCmd shows a flight's record, or with --history every change of it.
 func flightCmd(args []string) error {
-	fs := flag.NewFlagSet("flight", flag.ContinueOnError)
+	fs := newFlags("flight")
 	server := clientFlags(fs)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
 	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 {
@@ -250,7 +250,7 @@ func flightCmd(args []string) error {
 
 // park sets a message aside: DEAD with class PARKED, replayable.
 func park(args []string) error {
-	fs := flag.NewFlagSet("park", flag.ContinueOnError)
+	fs := newFlags("park")
 	server := clientFlags(fs)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
 	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
@@ -279,7 +279,7 @@ func pauseCmd(args []string, pause bool) error {
 	if pause {
 		name = "pause"
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := newFlags(name)
 	server := clientFlags(fs)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
 	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
@@ -321,7 +321,7 @@ func pauseCmd(args []string, pause bool) error {
 
 // jobs lists the pump jobs, or starts one with --start KIND (admin).
 func jobsCmd(args []string) error {
-	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
+	fs := newFlags("jobs")
 	server := clientFlags(fs)
 	start := fs.String("start", "", "enqueue a job of this kind (ARCHIVE)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -382,7 +382,7 @@ func jobsCmd(args []string) error {
 
 // auditCmd lists the audit log (admin).
 func auditCmd(args []string) error {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs := newFlags("audit")
 	server := clientFlags(fs)
 	after := fs.Int64("after", 0, "only entries above this id")
 	limit := fs.Int("limit", 100, "at most this many (up to 1000)")

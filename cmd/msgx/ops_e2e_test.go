@@ -153,7 +153,7 @@ func TestTargetPauseHoldsItsEvents(t *testing.T) {
 		s.mustCLI([]string{`"FLID": 92001`}, "flight", "92001")
 		s.mustCLI([]string{fmt.Sprint(snap), fmt.Sprint(stnd)}, "messages", "--flid", "92001")
 		s.mustCLI([]string{"dry run: would move 0 dead events", "note: replayed events are delivered again"}, "replay", "--events", "--target", "KAFKA_FLOP", "--dry-run")
-		if out, err := s.cli(nil, "replay", "--events", "--target", "KAFKA_FLOPP"); err == nil || !strings.Contains(out, `target "KAFKA_FLOPP" is not known`) {
+		if out, err := s.cli(nil, "replay", "--events", "--target", "KAFKA_FLOPP"); err == nil || !strings.Contains(out, `unknown target "KAFKA_FLOPP" (did you mean KAFKA_FLOP?)`) {
 			t.Errorf("event replay of an unknown target: %v %s", err, out)
 		}
 		s.mustCLI([]string{"no jobs"}, "jobs")

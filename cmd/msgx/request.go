@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -35,10 +34,10 @@ type shownRequest struct {
 
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
 func request(args []string) error {
-	fs := flag.NewFlagSet("request", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
-	from := fs.String("from", "", "schedule: start of the window (STDB)")
-	to := fs.String("to", "", "schedule: end of the window (STDE)")
+	fs := newFlags("request")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
+	to := fs.String("to", "", "schedule: end of the window (STDE), a `TIME`")
 	// Flags may come before or after the kind and the TYPE.
 	var pos []string
 	for rest := args; ; {
@@ -78,11 +77,11 @@ func request(args []string) error {
 
 // requestsList prints the data requests with their state.
 func requestsList(args []string) error {
-	fs := flag.NewFlagSet("requests", flag.ContinueOnError)
-	server := fs.String("server", "", "msgx server URL")
-	state := fs.String("state", "", "only this state (REGISTERED, SENT, DONE, EXPIRED)")
-	after := fs.Int64("after", 0, "only ids above this one")
-	limit := fs.Int("limit", 50, "at most this many (up to 1000)")
+	fs := newFlags("requests")
+	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")
+	after := fs.Int64("after", 0, "only ids above this `ID`")
+	limit := fs.Int("limit", 50, "at most `N` requests (up to 1000)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return exitError{code: exitUsage, msg: "usage: msgx requests [--server URL] [--state S] [--after ID] [--limit N] [--json]"}

@@ -25,6 +25,7 @@ import (
 
 	"msgx/internal/api"
 	"msgx/internal/config"
+	"msgx/internal/console"
 	"msgx/internal/dispatch"
 	"msgx/internal/flight"
 	"msgx/internal/handler"
@@ -50,13 +51,16 @@ const (
 )
 
 func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error) {
-	path := fs.String("config", os.Getenv("MSGX_CONFIG"), "YAML config file")
+	path := fs.String("config", os.Getenv("MSGX_CONFIG"), "YAML config `FILE` (default MSGX_CONFIG)")
 	if err := fs.Parse(args); err != nil {
 		return config.Config{}, nil, exitError{code: exitUsage}
 	}
 	cfg, err := config.Load(*path, os.Environ())
 	if err != nil {
 		return cfg, nil, exitError{code: exitConfig, msg: "msgx " + fs.Name() + ": " + err.Error()}
+	}
+	for _, w := range config.UnknownEnv(os.Environ()) {
+		fmt.Fprintf(os.Stderr, "msgx %s: warning: %s\n", fs.Name(), w)
 	}
 	return cfg, fs.Args(), nil
 }
@@ -83,7 +87,7 @@ func newLogger(cfg config.Config) *slog.Logger {
 // database outage the inbox and the API stay up and answer 503 with Retry-After, while the
 // pump and the dispatcher pause and resume when the database answers again.
 func serve(args []string) error {
-	cfg, _, err := loadConfig(flag.NewFlagSet("serve", flag.ContinueOnError), args)
+	cfg, _, err := loadConfig(newFlags("serve"), args)
 	if err != nil {
 		return err
 	}
@@ -240,6 +244,8 @@ func serve(args []string) error {
 	if registrar != nil {
 		m.Register(registrar.Failures())
 	}
+	// The web console at / (embedded assets) and its two read-only routes.
+	srv.Extra = append(srv.Extra, console.Routes(db, clock, sis.Options{Location: cfg.Location()}))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
@@ -300,7 +306,7 @@ func serve(args []string) error {
 	} else {
 		close(regDone)
 	}
-	log.Info("msgx serving", "addr", ln.Addr().String(), "version", version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
+	log.Info("msgx serving", "addr", ln.Addr().String(), "version", readBuildVersion().Version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
 
 	var exit error
 	select {
@@ -418,7 +424,7 @@ func instanceName() string {
 }
 
 func migrate(args []string) error {
-	cfg, _, err := loadConfig(flag.NewFlagSet("migrate", flag.ContinueOnError), args)
+	cfg, _, err := loadConfig(newFlags("migrate"), args)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -18,29 +17,31 @@ import (
 	"msgx/internal/shadow"
 )
 
-const shadowUsage = `msgx shadow diff — compare msgx's legacy-format notifications with the legacy's
+// shadowHelp is `msgx help shadow`.
+const shadowHelp = `Compares, per flight, the notifications msgx publishes in the legacy's shape (a redis
+target with format: legacy) with the legacy's own: the final value of each field each side
+changed, deletes and schedules. Each side is a capture (JSON lines, one notification a line)
+or a Redis channel subscribed for --for (the legacy's is FLOP; msgx's is its format-legacy
+target's channel, e.g. FLOP-msgx in shadow mode). --legacy-ids reads "rowid FLID" lines (the
+legacy flight table's id and aodb id) for the notifications whose flightId is the legacy's
+row id. Times without an offset are taken in legacy.timezone. Prints the fields both sides
+set alike, every mismatch, what only one side produced and the legacy-bug rules it applied;
+exits 1 when there is a difference.
 
-  msgx shadow diff [--config FILE] (--legacy FILE | --legacy-channel CH) (--msgx FILE | --msgx-channel CH)
-                   [--for DURATION] [--redis ADDR] [--redis-password P] [--legacy-ids FILE]
-                   [--save-legacy FILE] [--save-msgx FILE]
-
-Each side is a capture (JSON lines, one notification a line) or a Redis channel subscribed
-for --for (the legacy's is FLOP; msgx's is its format-legacy target's channel, e.g. FLOP-msgx
-in shadow mode). --legacy-ids reads "rowid FLID" lines (the legacy flight table's id and
-aodb id) for the notifications whose flightId is the legacy's row id. Times without an offset
-are taken in legacy.timezone.
-Prints, per flight, the fields both sides set alike, every mismatch and what only one side
-produced, and the rules it applied; exits 1 when there is a difference.
-`
+Examples:
+  msgx shadow diff --legacy legacy.jsonl --msgx msgx.jsonl
+  msgx shadow diff --legacy-channel FLOP --msgx-channel FLOP-msgx --for 1h --redis redis:6379 \
+      --save-legacy legacy.jsonl --save-msgx msgx.jsonl`
 
 // shadowCmd runs `msgx shadow SUBCOMMAND`.
 func shadowCmd(args []string) error {
 	if len(args) == 0 || args[0] != "diff" {
-		fmt.Fprint(os.Stderr, shadowUsage)
-		return exitError{code: exitUsage}
+		if helpWanted {
+			return nil // run prints the help
+		}
+		return exitError{code: exitUsage, msg: "usage: msgx shadow diff …; run 'msgx help shadow'"}
 	}
-	fs := flag.NewFlagSet("shadow diff", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, shadowUsage) }
+	fs := newFlags("shadow")
 	legacyFile := fs.String("legacy", "", "the legacy's notifications: a capture of JSON lines")
 	legacyChannel := fs.String("legacy-channel", "", "the legacy's notifications: a Redis channel (FLOP)")
 	msgxFile := fs.String("msgx", "", "msgx's notifications: a capture of JSON lines")

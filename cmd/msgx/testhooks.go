@@ -13,17 +13,22 @@ import (
 
 // This file is compiled only into the end-to-end tests' binary (go build -tags
 // msgxtesthooks). MSGX_TEST_PANIC_TAG names a type tag whose handler then panics, as a handler
-// with a bug would, so the tests can watch the pump survive it.
+// with a bug would, so the tests can watch the pump survive it. MSGX_TEST_INFRA_TAG names a
+// type tag whose handler fails with INFRA every time, as when a dependency is down, so the
+// tests can watch a FAILED head hold the queue.
 func init() {
 	testRegistryHook = func(reg *handler.Registry) {
-		tag := os.Getenv("MSGX_TEST_PANIC_TAG")
-		if tag == "" {
-			return
+		if tag := os.Getenv("MSGX_TEST_PANIC_TAG"); tag != "" {
+			reg.Replace(tag, handler.Func(func(context.Context, handler.View, *sis.Message) (pipeline.Decision, error) {
+				var counts map[string]int
+				counts[tag]++ // a nil-map write: a bug, as a real handler might have
+				return pipeline.Decision{}, nil
+			}))
 		}
-		reg.Replace(tag, handler.Func(func(context.Context, handler.View, *sis.Message) (pipeline.Decision, error) {
-			var counts map[string]int
-			counts[tag]++ // a nil-map write: a bug, as a real handler might have
-			return pipeline.Decision{}, nil
-		}))
+		if tag := os.Getenv("MSGX_TEST_INFRA_TAG"); tag != "" {
+			reg.Replace(tag, handler.Func(func(context.Context, handler.View, *sis.Message) (pipeline.Decision, error) {
+				return pipeline.Decision{}, pipeline.Errorf(pipeline.Infra, "the %s service does not answer (test hook)", tag)
+			}))
+		}
 	}
 }

@@ -272,6 +272,13 @@ func Load(path string, environ []string) (Config, error) {
 		if err != nil {
 			return c, fmt.Errorf("config: %w", err)
 		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return c, fmt.Errorf("config %s: %v", path, err)
+		}
+		if problems := checkYAML(&doc); len(problems) > 0 {
+			return c, fmt.Errorf("config %s: %s", path, strings.Join(problems, "; "))
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {

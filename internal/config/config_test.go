@@ -178,6 +178,61 @@ func TestPolicies(t *testing.T) {
 	}
 }
 
+// A misspelt YAML key gets the key it probably meant; a value of the wrong kind names its key
+// and says what it must be, in words, not in Go types.
+func TestYAMLProblemsInTheKeysWords(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"pipline:\n  batch-size: 10\n", "line 1: unknown key pipline (did you mean pipeline?)"},
+		{"pipeline:\n  batch-siz: 10\n", "line 2: unknown key pipeline.batch-siz (did you mean pipeline.batch-size?)"},
+		{"pipeline:\n  max-attempts: abc\n", `line 2: pipeline.max-attempts: "abc" is not an integer`},
+		{"pipeline:\n  head-deadline: soon\n", `line 2: pipeline.head-deadline: "soon" is not a duration (like 1s, 500ms, 10m)`},
+		{"pipeline:\n  autostart: maybe\n", `line 2: pipeline.autostart: "maybe" is not true or false`},
+		{"pipeline:\n  backoff-ms: [1, x]\n", `line 2: pipeline.backoff-ms: a list is not a list of integers`},
+		{"http: 8080\n", `line 1: http: "8080" is not a mapping of keys`},
+		{"batch-size: 10\n", "line 1: unknown key batch-size (did you mean pipeline.batch-size?)"},
+		{"targets:\n  KAFKA_FLOP: {sink: kafka, topik: x}\n", "unknown key targets.KAFKA_FLOP.topik (did you mean targets.KAFKA_FLOP.topic?)"},
+		{"identity:\n  include-day-boundary: 3\n", `identity.include-day-boundary: "3" is not true or false`},
+	} {
+		path := filepath.Join(t.TempDir(), "msgx.yaml")
+		os.WriteFile(path, []byte(c.doc), 0o644)
+		_, err := Load(path, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want it to say %q", c.doc, err, c.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "!!") || strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "config.Config") {
+			t.Errorf("%q: error %q speaks Go", c.doc, err)
+		}
+	}
+	// Two problems are both named.
+	path := filepath.Join(t.TempDir(), "two.yaml")
+	os.WriteFile(path, []byte("pipeline:\n  max-atempts: 3\n  poll-interval: x\n"), 0o644)
+	if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "pipeline.max-attempts?") || !strings.Contains(err.Error(), "pipeline.poll-interval") {
+		t.Errorf("two problems: %v", err)
+	}
+	// A correct file still loads.
+	os.WriteFile(path, []byte("pipeline:\n  max-attempts: 3\n  autostart: true\n  park-classes: [ORPHAN]\nhttp:\ntargets:\n  KAFKA_FLOP: {sink: file}\n"), 0o644)
+	if c, err := Load(path, nil); err != nil || c.Pipeline.MaxAttempts != 3 || !c.Autostart() {
+		t.Errorf("a valid file: %v", err)
+	}
+}
+
+// An MSGX_* variable msgx does not read is reported with the one it probably meant.
+func TestUnknownEnv(t *testing.T) {
+	got := UnknownEnv([]string{
+		"MSGX_PIPELINE_BATCH_SIZ=10", "MSGX_PIPELINE_BATCH_SIZE=10", "MSGX_SERVER=x", "MSGX_CONFIG=y",
+		"MSGX_TEST_REQUIRE_SERVICES=1", "HOME=/root", "MSGX_TARGETS_KAFKA_FLOP_TOPIC=x", "MSGX_FROBNICATE=1",
+	})
+	want := []string{
+		"environment variable MSGX_TARGETS_KAFKA_FLOP_TOPIC is ignored: targets are set in the YAML file only",
+		"unknown environment variable MSGX_FROBNICATE",
+		"unknown environment variable MSGX_PIPELINE_BATCH_SIZ (did you mean MSGX_PIPELINE_BATCH_SIZE?)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("UnknownEnv =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestShadowModeAndRequestKeys(t *testing.T) {
 	c, err := Load("", nil)
 	if err != nil {

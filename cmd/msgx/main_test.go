@@ -1,0 +1,52 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every entry of the command table (including commands added later) has what `msgx help`
+// and `msgx help CMD` show: a summary, a function, and help ending with examples of itself.
+func TestCommandTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range commands {
+		if seen[c.name] {
+			t.Errorf("command %s is in the table twice", c.name)
+		}
+		seen[c.name] = true
+		if c.run == nil || c.summary == "" || !strings.Contains(c.help, "Examples:\n  msgx "+c.name) {
+			t.Errorf("command %s lacks a function, a summary or examples of itself in its help", c.name)
+		}
+	}
+}
+
+// A mistyped flag is put in the README's spelling with the flag probably meant.
+func TestFlagProblem(t *testing.T) {
+	fs := newFlags("send")
+	fs.String("server", "", "")
+	for in, want := range map[string]string{
+		"flag provided but not defined: -sever":  "unknown flag --sever (did you mean --server?)",
+		"flag provided but not defined: -zzz":    "unknown flag --zzz",
+		"flag needs an argument: -server":        "flag --server needs a value",
+		`invalid value "x" for flag -limit: bad`: `invalid value "x" for flag --limit: bad`,
+	} {
+		if got := flagProblem(fs, in); got != want {
+			t.Errorf("flagProblem(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// --server takes a URL, host:port or :port.
+func TestNormalizeServer(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://aodb:8080/":    "http://aodb:8080",
+		"https://msgx.example": "https://msgx.example",
+		"aodb:8080":            "http://aodb:8080",
+		":9090":                "http://127.0.0.1:9090",
+		" 10.0.0.5:8080 ":      "http://10.0.0.5:8080",
+	} {
+		if got := normalizeServer(in); got != want {
+			t.Errorf("normalizeServer(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,1044 @@
+// msgx console: one page, hash routes, plain DOM. Every piece of server data is written with
+// textContent or setAttribute through h() below, never as markup.
+'use strict';
+
+// ---- API routes the console uses (the server's own JSON API) -------------------------------
+const API = {
+  login: '/api/v1/login',
+  logout: '/api/v1/logout',
+  me: '/api/v1/me',
+  status: '/api/v1/status',
+  throughput: '/api/v1/console/throughput',
+  messages: '/api/v1/messages',
+  message: id => `/api/v1/messages/${encodeURIComponent(id)}`,
+  raw: id => `/api/v1/messages/${encodeURIComponent(id)}/raw`,
+  history: id => `/api/v1/messages/${encodeURIComponent(id)}/history`,
+  decoded: id => `/api/v1/console/messages/${encodeURIComponent(id)}/decoded`,
+  park: id => `/api/v1/messages/${encodeURIComponent(id)}/park`,
+  replay: '/api/v1/replay',
+  events: '/api/v1/events',
+  eventsReplay: '/api/v1/events/replay',
+  flights: '/api/v1/flights',
+  flight: flid => `/api/v1/flights/${encodeURIComponent(flid)}`,
+  flightHistory: flid => `/api/v1/flights/${encodeURIComponent(flid)}/history`,
+  requests: '/api/v1/requests',
+  jobs: '/api/v1/jobs',
+  audit: '/api/v1/audit',
+  pump: verb => `/api/v1/pump/${verb}`,
+  target: (name, verb) => `/api/v1/targets/${encodeURIComponent(name)}/${verb}`,
+};
+const CSRF_HEADER = 'X-CSRF-Token';
+const REFRESH_MS = 3000;
+const STATES = ['PENDING', 'FAILED', 'DEAD', 'SUCCEEDED', 'SKIPPED'];
+const CLASSES = ['MALFORMED', 'CODEC_ERROR', 'UNSUPPORTED', 'ORPHAN', 'INFRA', 'EXHAUSTED', 'PARKED', 'REJECTED'];
+const RAW_SHOW_BYTES = 1 << 20;
+
+// ---- DOM helpers ---------------------------------------------------------------------------
+
+// h builds an element. props: class, text, on<event>, anything else as an attribute; children
+// are nodes or values shown as text.
+function h(tag, props, ...kids) {
+  const el = document.createElement(tag);
+  setProps(el, props);
+  for (const kid of kids.flat(Infinity)) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+
+function setProps(el, props) {
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') el.setAttribute('class', v);
+    else if (k === 'text') el.textContent = String(v);
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+}
+
+// fill replaces el's children with kids (nodes or text; null, undefined and false are left out).
+function fill(el, ...kids) {
+  el.replaceChildren();
+  for (const kid of kids.flat(Infinity)) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+
+function svg(tag, attrs, ...kids) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+  for (const kid of kids.flat()) if (kid) el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  return el;
+}
+
+// link returns an in-console link; path is built from numbers and encoded parts only.
+function link(path, text) { return h('a', { href: '#' + path }, text); }
+function msgLink(id) { return link('/message/' + encodeURIComponent(id), String(id)); }
+function flightLink(flid) { return link('/flight/' + encodeURIComponent(flid), String(flid)); }
+function stateSpan(st) { return h('span', { class: 'state-' + String(st || '').replace(/[^A-Z_]/g, '') }, st || ''); }
+
+function fmtTime(s) {
+  if (!s) return '';
+  const d = new Date(s);
+  if (isNaN(d)) return String(s);
+  const p = n => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+function fmtAge(seconds) {
+  if (seconds === null || seconds === undefined || isNaN(seconds)) return '';
+  seconds = Math.max(0, Math.round(seconds));
+  if (seconds < 60) return seconds + 's';
+  if (seconds < 3600) return Math.floor(seconds / 60) + 'm ' + (seconds % 60) + 's';
+  if (seconds < 86400) return Math.floor(seconds / 3600) + 'h ' + Math.floor(seconds % 3600 / 60) + 'm';
+  return Math.floor(seconds / 86400) + 'd ' + Math.floor(seconds % 86400 / 3600) + 'h';
+}
+
+function ago(s) {
+  if (!s) return '';
+  const d = new Date(s);
+  return isNaN(d) ? '' : fmtAge((Date.now() - d.getTime()) / 1000) + ' ago';
+}
+
+function flash(text, isError) {
+  const box = document.getElementById('flash');
+  const m = h('div', { class: 'msg' + (isError ? ' error' : ''), role: isError ? 'alert' : 'status' }, text);
+  box.append(m);
+  setTimeout(() => m.remove(), isError ? 12000 : 6000);
+}
+
+// table renders rows (objects) with columns [{head, cell(row) → node|text, class}].
+function table(cols, rows, opts) {
+  opts = opts || {};
+  if (!rows || rows.length === 0) return h('p', { class: 'muted' }, opts.empty || 'Nothing here.');
+  return h('table', { id: opts.id },
+    h('thead', {}, h('tr', {}, cols.map(c => h('th', { class: c.class }, c.head)))),
+    h('tbody', {}, rows.map(r => h('tr', { 'data-id': opts.rowId ? opts.rowId(r) : null },
+      cols.map(c => h('td', { class: c.class }, c.cell(r)))))));
+}
+
+// anyValue shows a value of a shape the console does not know in advance: an array of
+// objects as a table, an object as key/value pairs, anything else as text.
+function anyValue(v) {
+  if (v === null || v === undefined) return h('span', { class: 'muted' }, '—');
+  if (Array.isArray(v)) {
+    if (v.length === 0) return h('span', { class: 'muted' }, 'none');
+    if (v.every(x => x && typeof x === 'object' && !Array.isArray(x))) {
+      const keys = [...new Set(v.flatMap(Object.keys))];
+      return table(keys.map(k => ({ head: k, cell: r => cellValue(k, r[k]) })), v);
+    }
+    return h('span', {}, v.map(x => typeof x === 'object' ? JSON.stringify(x) : String(x)).join(', '));
+  }
+  if (typeof v === 'object') {
+    return h('dl', { class: 'kv' }, Object.entries(v).flatMap(([k, x]) => [h('dt', {}, k), h('dd', {}, cellValue(k, x))]));
+  }
+  return String(v);
+}
+
+function cellValue(key, v) {
+  if (v === null || v === undefined) return '';
+  if (/msg_id$/.test(key) && typeof v === 'number') return msgLink(v);
+  if (key === 'state' && typeof v === 'string') return stateSpan(v);
+  if (/(_at|^at|since|time)$/.test(key) && typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v)) return fmtTime(v);
+  if (typeof v === 'object') return h('code', {}, JSON.stringify(v));
+  return String(v);
+}
+
+// ---- API ------------------------------------------------------------------------------------
+
+class APIError extends Error {
+  constructor(status, message, code) { super(message); this.status = status; this.code = code; }
+}
+
+// api calls the JSON API. State-changing calls carry the CSRF token that the login (or
+// GET /api/v1/me after a reload) gave; the session cookie itself is HttpOnly. A 401 sends the
+// user to the login page.
+async function api(method, path, body, opts) {
+  opts = opts || {};
+  const init = { method, credentials: 'same-origin', headers: { Accept: opts.text ? '*/*' : 'application/json' } };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  if (method !== 'GET' && method !== 'HEAD') {
+    if (session.csrf) init.headers[CSRF_HEADER] = session.csrf;
+  }
+  let r;
+  try {
+    r = await fetch(path, init);
+  } catch (e) {
+    throw new APIError(0, 'the server does not answer (' + e.message + ')', 'network');
+  }
+  const text = await r.text();
+  let data = text;
+  if (!opts.text || !r.ok) { try { data = JSON.parse(text); } catch (e) { data = text; } }
+  if (r.status === 401 && !opts.noRedirect) {
+    session.user = null;
+    renderWho();
+    if (!location.hash.startsWith('#/login')) {
+      location.hash = '#/login?next=' + encodeURIComponent(location.hash.slice(1) || '/');
+    }
+  }
+  if (!r.ok) {
+    const msg = data && typeof data === 'object' && data.error ? data.error : (String(text).slice(0, 300) || r.statusText);
+    throw new APIError(r.status, msg, data && data.code);
+  }
+  return data;
+}
+
+// ---- session --------------------------------------------------------------------------------
+
+// session.user is {name, role} once known; role decides which actions are shown (the server
+// decides what is allowed). auth is false when the server has no tokens and answers loopback
+// clients only (no login, no logout).
+const session = { user: null, csrf: '', auth: true, checked: false };
+const ROLE_RANK = { viewer: 1, operator: 2, admin: 3 };
+
+function can(role) {
+  if (!session.user) return false;
+  return (ROLE_RANK[session.user.role] || 0) >= ROLE_RANK[role];
+}
+
+async function loadSession() {
+  try {
+    const me = await api('GET', API.me, undefined, { noRedirect: true });
+    session.user = { name: me.name || 'unknown', role: me.role || 'viewer' };
+    if (me.csrf_token) session.csrf = me.csrf_token;
+    session.auth = me.via !== 'loopback';
+  } catch (e) {
+    session.user = null;
+    if (e.status !== 401) flash('Who you are is unknown: ' + describe(e), true);
+  }
+  session.checked = true;
+  renderWho();
+}
+
+function renderWho() {
+  const el = document.getElementById('who');
+  fill(el);
+  for (const a of document.querySelectorAll('#nav a[data-role]')) a.hidden = !can(a.dataset.role);
+  if (!session.user) {
+    el.append(link('/login', 'Log in'));
+    return;
+  }
+  el.append(h('span', { id: 'who-name' }, session.user.name), ' ',
+    h('span', { id: 'who-role', class: 'muted' }, '(' + session.user.role + ')'));
+  if (session.auth) el.append(h('button', { id: 'logout', type: 'button', onclick: logout }, 'Log out'));
+}
+
+async function logout() {
+  try { await api('POST', API.logout, {}, { noRedirect: true }); } catch (e) { /* already out */ }
+  session.user = null;
+  session.csrf = '';
+  renderWho();
+  location.hash = '#/login';
+}
+
+// ---- confirmation modal -----------------------------------------------------------------------
+
+// confirmAction shows the modal with body (nodes); on Confirm it runs act(reason) and closes
+// when it succeeds, or shows its error and stays open. It resolves to act's result or null.
+function confirmAction({ title, body, reason, confirmText, act }) {
+  const modal = document.getElementById('modal');
+  const reasonLabel = document.getElementById('modal-reason-label');
+  const reasonInput = document.getElementById('modal-reason');
+  const err = document.getElementById('modal-error');
+  const ok = document.getElementById('modal-confirm');
+  const cancel = document.getElementById('modal-cancel');
+  document.getElementById('modal-title').textContent = title;
+  document.getElementById('modal-body').replaceChildren(...[].concat(body || []).map(b => b instanceof Node ? b : h('p', {}, b)));
+  reasonLabel.hidden = !reason;
+  reasonInput.value = '';
+  err.hidden = true;
+  ok.textContent = confirmText || 'Confirm';
+  ok.disabled = false;
+  modal.hidden = false;
+  (reason ? reasonInput : ok).focus();
+  return new Promise(resolve => {
+    const close = v => {
+      modal.hidden = true;
+      ok.onclick = cancel.onclick = null;
+      resolve(v);
+    };
+    cancel.onclick = () => close(null);
+    ok.onclick = async () => {
+      const why = reasonInput.value.trim();
+      if (reason && !why) {
+        err.textContent = 'Give a reason: it is kept with the message and in the audit log.';
+        err.hidden = false;
+        return;
+      }
+      ok.disabled = true;
+      try {
+        const res = await act(why);
+        close(res === undefined ? true : res);
+      } catch (e) {
+        err.textContent = describe(e);
+        err.hidden = false;
+        ok.disabled = false;
+      }
+    };
+  });
+}
+
+function describe(e) {
+  if (e instanceof APIError) {
+    if (e.status === 403 && e.code === 'csrf') return 'Refused as a possible cross-site request (' + e.message + '); reload the page and try again.';
+    if (e.status === 403) return 'Not allowed: ' + e.message;
+    if (e.status === 404 && e.code === 'not_found' && /no route/.test(e.message)) return 'This server does not offer that yet (' + e.message + ')';
+    return e.message + (e.status ? ` (HTTP ${e.status})` : '');
+  }
+  return String(e && e.message || e);
+}
+
+// ---- routing ----------------------------------------------------------------------------------
+
+const views = {};
+let generation = 0; // bumped on every navigation; a view's timers stop when it changes
+
+function route() {
+  const hash = location.hash.replace(/^#/, '') || '/';
+  const [path, query] = hash.split('?');
+  const params = new URLSearchParams(query || '');
+  const parts = path.split('/').filter(Boolean);
+  let name = parts[0] || 'overview';
+  const arg = parts[1] ? decodeURIComponent(parts[1]) : '';
+  if (!views[name]) name = 'notfound';
+  generation++;
+  const gen = generation;
+  for (const a of document.querySelectorAll('#nav a')) {
+    a.classList.toggle('active', a.dataset.view === name || (name === 'message' && a.dataset.view === 'messages') || (name === 'flight' && a.dataset.view === 'flights'));
+  }
+  const view = document.getElementById('view');
+  fill(view, h('p', { class: 'muted' }, 'Loading…'));
+  if (name !== 'login' && session.checked && !session.user) {
+    location.hash = '#/login?next=' + encodeURIComponent(hash);
+    return;
+  }
+  Promise.resolve(views[name]({ arg, params, gen, view })).catch(e => {
+    if (gen !== generation) return;
+    fill(view, h('p', { class: 'error', id: 'view-error' }, describe(e)));
+  });
+}
+
+function alive(gen) { return gen === generation; }
+
+// setQuery changes the current route's query without adding a history entry per keystroke.
+function go(path, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) if (v !== '' && v !== null && v !== undefined) q.set(k, v);
+  const s = q.toString();
+  location.hash = '#' + path + (s ? '?' + s : '');
+}
+
+// ---- login --------------------------------------------------------------------------------------
+
+views.login = ({ params, view }) => {
+  const input = h('input', { id: 'login-token', type: 'password', autocomplete: 'current-password', required: true });
+  const err = h('p', { class: 'error', id: 'login-error', hidden: true });
+  const form = h('form', { class: 'login card', id: 'login-form' },
+    h('h1', {}, 'Log in to msgx'),
+    h('label', {}, 'Access token', input),
+    err,
+    h('button', { type: 'submit', class: 'primary', id: 'login-submit' }, 'Log in'),
+    h('p', { class: 'muted' }, 'The token is one of auth.tokens (ask whoever runs msgx). It is exchanged for a session cookie; the console never stores it.'));
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    err.hidden = true;
+    try {
+      const res = await api('POST', API.login, { token: input.value }, { noRedirect: true });
+      input.value = '';
+      session.user = { name: res.name, role: res.role || 'viewer' };
+      session.csrf = res.csrf_token || '';
+      session.auth = res.via !== 'loopback';
+      renderWho();
+      location.hash = '#' + (params.get('next') || '/');
+    } catch (e) {
+      err.textContent = e.status === 401 ? 'That token is not known.' : describe(e);
+      err.hidden = false;
+      input.value = '';
+      input.focus();
+    }
+  });
+  fill(view, form);
+  input.focus();
+};
+
+views.notfound = ({ view }) => fill(view, h('p', {}, 'No such page. ', link('/', 'Back to the overview')));
+
+// ---- overview ---------------------------------------------------------------------------------
+
+views.overview = async ({ gen, view }) => {
+  const counts = h('div', { class: 'cards', id: 'counts' });
+  const pump = h('section', { class: 'card', id: 'pump' });
+  const head = h('section', { class: 'card', id: 'head' });
+  const chart = h('section', { class: 'card', id: 'throughput' });
+  const targets = h('section', { class: 'card', id: 'targets' });
+  const recent = h('section', { class: 'card', id: 'recent' });
+  const updated = h('p', { class: 'muted', id: 'updated' });
+  fill(view, h('h1', {}, 'Overview'), counts, head, pump, chart, targets, recent, updated);
+  let tick = 0;
+  const refresh = async () => {
+    if (!alive(gen)) return;
+    try {
+      const st = await api('GET', API.status);
+      if (!alive(gen)) return;
+      renderCounts(counts, st);
+      renderHead(head, st);
+      renderPump(pump, st);
+      renderTargets(targets, st);
+      renderRecent(recent, st);
+      if (tick % 5 === 0) {
+        api('GET', API.throughput).then(tp => alive(gen) && renderThroughput(chart, tp))
+          .catch(e => alive(gen) && fill(chart, h('h2', {}, 'Throughput'), h('p', { class: 'muted' }, describe(e))));
+      }
+      tick++;
+      updated.textContent = 'Updated ' + fmtTime(new Date().toISOString()) + '; refreshes every ' + REFRESH_MS / 1000 + ' s.';
+      updated.classList.remove('error');
+    } catch (e) {
+      if (!alive(gen)) return;
+      updated.textContent = 'Could not refresh: ' + describe(e);
+      updated.classList.add('error');
+    }
+    setTimeout(refresh, REFRESH_MS);
+  };
+  await refresh();
+};
+
+function renderCounts(el, st) {
+  const c = st.counts || {};
+  fill(el, ...STATES.map(s => h('a', { class: 'count', href: '#/messages?state=' + s, id: 'count-' + s },
+    h('b', { class: 'state-' + s }, String(c[s] || 0)), s)));
+}
+
+function renderHead(el, st) {
+  const hd = st.head;
+  const kids = [h('h2', {}, 'Head of the queue')];
+  if (!hd) {
+    kids.push(h('p', { class: 'why idle', id: 'head-why' }, 'Nothing waits: every message is finished.'));
+  } else {
+    kids.push(h('p', { class: 'why', id: 'head-why' }, hd.why || ''));
+    kids.push(h('dl', { class: 'kv' },
+      h('dt', {}, 'Message'), h('dd', { id: 'head-id' }, msgLink(hd.id), ' ', hd.type_tag || '', ' ', h('span', { class: 'muted' }, hd.identity || '')),
+      h('dt', {}, 'State'), h('dd', {}, stateSpan(hd.state), hd.error_class ? ' ' + hd.error_class : '', ` after ${hd.attempts} attempt(s)`),
+      hd.last_error ? [h('dt', {}, 'Last error'), h('dd', { class: 'error' }, hd.last_error)] : null,
+      h('dt', {}, 'Received'), h('dd', {}, fmtTime(hd.received_at), ' ', h('span', { class: 'muted' }, ago(hd.received_at)))));
+    if (can('operator')) kids.push(h('div', { class: 'actions' }, parkButton(hd.id, 'head-park')));
+  }
+  const trouble = st.extra && st.extra.pump_trouble;
+  if (trouble) {
+    kids.push(h('p', { class: 'error', id: 'pump-trouble' },
+      `The pump cannot record the outcome of message ${trouble.msg_id}: ${trouble.failures} failure(s) since ${fmtTime(trouble.since)}, next try ${fmtTime(trouble.next_attempt_at)}: ${trouble.last_error}`));
+  }
+  fill(el, ...kids);
+}
+
+function renderPump(el, st) {
+  const ex = st.extra || {};
+  const pumpPause = st.pump_paused || null;
+  const pausedTargets = (st.paused || []).filter(p => p.name.startsWith('target:')).map(p => p.name.slice(7));
+  const dispatcher = !st.pump_running ? 'runs with the pump, not here'
+    : pausedTargets.length ? 'running; paused for ' + pausedTargets.join(', ') : 'running';
+  const kids = [h('h2', {}, 'Pump and dispatcher')];
+  const state = pumpPause ? `paused by ${pumpPause.paused_by} since ${fmtTime(pumpPause.paused_at)}` + (pumpPause.reason ? ': ' + pumpPause.reason : '')
+    : st.pump_running ? 'running' : 'not running here';
+  kids.push(h('dl', { class: 'kv' },
+    h('dt', {}, 'Pump'), h('dd', { id: 'pump-state', class: pumpPause ? 'warn' : st.pump_running ? 'ok' : 'warn' }, state),
+    st.pump_state && !pumpPause ? [h('dt', {}, 'Detail'), h('dd', {}, st.pump_state)] : null,
+    h('dt', {}, 'Dispatcher'), h('dd', { id: 'dispatcher-state', class: pausedTargets.length ? 'warn' : null }, dispatcher),
+    h('dt', {}, 'Lease holder'), h('dd', { id: 'lease-holder' }, st.lease_holder || 'nobody'),
+    ex.job ? [h('dt', {}, 'Job in hand'), h('dd', { id: 'job-in-hand' }, `${ex.job.kind} (job ${ex.job.job_id}) for ${ex.job.running_for}: ${ex.job.doing || ''}`)] : null,
+    ex.shadow && ex.shadow.mode === 'shadow' ? [h('dt', {}, 'Mode'), h('dd', { class: 'warn' }, `shadow: adopting above message ${ex.shadow.after_id}, writing no legacy table`)] : null));
+  if (can('operator')) {
+    kids.push(h('div', { class: 'actions' }, pumpPause
+      ? h('button', { id: 'pump-resume', type: 'button', onclick: () => pumpAction('resume') }, 'Resume the pump')
+      : h('button', { id: 'pump-pause', type: 'button', onclick: () => pumpAction('pause') }, 'Pause the pump')));
+  }
+  fill(el, ...kids);
+}
+
+// targetPaused returns the target's pause (who, why, since) from the status, or null.
+function targetPaused(st, name) {
+  return (st.paused || []).find(p => p.name === 'target:' + name) || null;
+}
+
+function renderTargets(el, st) {
+  const ts = (st.extra && Array.isArray(st.extra.targets)) ? st.extra.targets : [];
+  const cols = [
+    { head: 'Target', cell: t => link('/events?state=PENDING&target=' + encodeURIComponent(t.target), t.target) },
+    { head: 'State', cell: t => { const p = targetPaused(st, t.target); return p ? h('span', { class: 'warn' }, `paused by ${p.paused_by}` + (p.reason ? ': ' + p.reason : '')) : t.blocked_since ? h('span', { class: 'bad' }, 'blocked') : h('span', { class: 'ok' }, 'delivering'); } },
+    { head: 'Pending', class: 'num', cell: t => String(t.pending) },
+    { head: 'Dead', class: 'num', cell: t => t.dead ? link('/events?state=DEAD&target=' + encodeURIComponent(t.target), String(t.dead)) : '0' },
+    { head: 'Sent', class: 'num', cell: t => String(t.sent) },
+    { head: 'Oldest pending', cell: t => t.oldest_pending_at ? fmtAge(t.oldest_pending_age_s) : '' },
+    { head: 'Blocked since', cell: t => t.blocked_since ? [fmtTime(t.blocked_since), h('div', { class: 'error' }, (t.error_class || '') + ' ' + (t.last_error || ''))] : '' },
+  ];
+  if (can('operator')) {
+    cols.push({ head: 'Actions', cell: t => h('span', { class: 'actions' },
+      targetPaused(st, t.target)
+        ? h('button', { type: 'button', id: 'target-resume-' + t.target, onclick: () => targetAction(t.target, 'resume') }, 'Resume')
+        : h('button', { type: 'button', id: 'target-pause-' + t.target, onclick: () => targetAction(t.target, 'pause') }, 'Pause'),
+      t.dead ? h('button', { type: 'button', id: 'target-replay-' + t.target, onclick: () => replayDeadEvents(t.target, t.dead) }, 'Replay dead') : null) });
+  }
+  fill(el, h('h2', {}, 'Delivery targets'), table(cols, ts, { id: 'targets-table', rowId: t => t.target, empty: 'No targets reported.' }));
+}
+
+function renderRecent(el, st) {
+  const rec = (st.extra && Array.isArray(st.extra.recent)) ? st.extra.recent : [];
+  fill(el, h('h2', {}, 'Recently parked, dead or warned'), table([
+    { head: 'Message', cell: r => msgLink(r.msg_id) },
+    { head: 'At', cell: r => fmtTime(r.at) },
+    { head: 'Type', cell: r => r.type_tag },
+    { head: 'State', cell: r => [stateSpan(r.state), r.error_class ? ' ' + r.error_class : ''] },
+    { head: 'Note / warnings', cell: r => [r.note || '', (r.warnings || []).map(w => h('div', { class: 'warn' }, w))] },
+  ], rec, { empty: 'Nothing notable since this server started.' }));
+}
+
+function renderThroughput(el, tp) {
+  const per = tp.per_minute || [];
+  const W = 600, H = 80, bw = W / Math.max(per.length, 1);
+  const top = Math.max(1, ...per);
+  const bars = per.map((n, i) => {
+    const bh = n ? Math.max(2, Math.round(n / top * (H - 4))) : 0;
+    return svg('rect', { x: (i * bw).toFixed(1), y: H - bh, width: Math.max(1, bw - 1).toFixed(1), height: bh }, svg('title', {}, `${60 - i} min ago: ${n}`));
+  });
+  const chart = svg('svg', { class: 'spark', id: 'throughput-chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': 'messages finished per minute, last hour' },
+    svg('line', { x1: 0, y1: H - 0.5, x2: W, y2: H - 0.5, stroke: '#9aa5b1' }), bars);
+  fill(el, h('h2', {}, 'Throughput, last hour'), chart,
+    h('p', { class: 'muted', id: 'throughput-total' },
+      `${tp.partial ? 'at least ' : ''}${tp.total} message(s) finished in the last hour; busiest minute ${top === 1 && !per.some(Boolean) ? 0 : top}.`,
+      tp.partial ? ' (Counted over the newest messages only.)' : ''));
+}
+
+// ---- actions ------------------------------------------------------------------------------------
+
+function parkButton(id, elid) {
+  return h('button', { type: 'button', id: elid || 'park', class: 'danger', onclick: () => parkMessage(id) }, 'Park…');
+}
+
+async function parkMessage(id) {
+  const done = await confirmAction({
+    title: `Park message ${id}`,
+    body: ['It goes DEAD with class PARKED and the queue moves on behind it. It stays replayable.'],
+    reason: true, confirmText: 'Park',
+    act: reason => api('POST', API.park(id), { reason }),
+  });
+  if (done) { flash(`Message ${id} parked.`); route(); }
+}
+
+async function pumpAction(verb) {
+  const pause = verb === 'pause';
+  const done = await confirmAction({
+    title: pause ? 'Pause the pump' : 'Resume the pump',
+    body: [pause ? 'No message is processed until it is resumed; the inbox keeps accepting.' : 'Processing goes on from the head of the queue.'],
+    reason: pause, confirmText: pause ? 'Pause' : 'Resume',
+    act: reason => api('POST', API.pump(verb), pause ? { reason } : {}),
+  });
+  if (done) { flash(pause ? 'Pump paused.' : 'Pump resumed.'); route(); }
+}
+
+async function targetAction(name, verb) {
+  const pause = verb === 'pause';
+  const done = await confirmAction({
+    title: `${pause ? 'Pause' : 'Resume'} target ${name}`,
+    body: [pause ? `Events for ${name} wait (PENDING) until it is resumed; other targets go on.` : `${name} delivers its waiting events in order.`],
+    reason: pause, confirmText: pause ? 'Pause' : 'Resume',
+    act: reason => api('POST', API.target(name, verb), pause ? { reason } : {}),
+  });
+  if (done) { flash(`Target ${name} ${pause ? 'paused' : 'resumed'}.`); route(); }
+}
+
+async function replayDeadEvents(target, count, ids) {
+  const req = ids && ids.length ? { target, ids } : { target };
+  let preview;
+  try {
+    preview = await api('POST', API.eventsReplay, Object.assign({ dry_run: true }, req));
+  } catch (e) {
+    preview = { error: describe(e) };
+  }
+  const body = [preview.error
+    ? h('p', { class: 'warn' }, 'No preview: ' + preview.error)
+    : h('p', { id: 'events-replay-preview' }, `${preview.moved} DEAD event(s) of ${target} would go back to PENDING` + (preview.skipped ? `, ${preview.skipped} would be left as they are` : '') + '.')];
+  body.push(h('p', {}, preview.note || 'Replayed events are delivered after the newer events of this target that were delivered meanwhile: receivers order and deduplicate by event_id.'));
+  const done = await confirmAction({
+    title: `Replay dead events of ${target}`, body, confirmText: 'Replay',
+    act: () => api('POST', API.eventsReplay, req),
+  });
+  if (done) { flash(`Replayed: ${done.moved} moved, ${done.skipped} skipped.`); route(); }
+}
+
+// replayMessages previews (dry_run) what would move, then replays on confirmation.
+async function replayMessages(req) {
+  let preview;
+  try {
+    preview = await api('POST', API.replay, Object.assign({ dry_run: true }, req));
+  } catch (e) {
+    preview = { error: describe(e) };
+  }
+  const body = [];
+  if (preview.error) {
+    body.push(h('p', { class: 'warn' }, 'No preview: ' + preview.error));
+  } else {
+    const ids = preview.ids || [];
+    body.push(h('p', { id: 'replay-preview' }, `${preview.moved ?? ids.length} message(s) would move back to PENDING` +
+      (preview.skipped ? `, ${preview.skipped} would be left as they are` : '') + '.'));
+    if (ids.length) body.push(h('p', { class: 'muted' }, 'Ids: ', ids.slice(0, 50).map((id, i) => [i ? ', ' : '', msgLink(id)]), ids.length > 50 ? ` … ${ids.length - 50} more` : ''));
+  }
+  body.push(h('p', { class: 'muted' }, 'MALFORMED messages are never replayed.'));
+  const what = req.ids ? `message(s) ${req.ids.join(', ')}` : `class(es) ${req.classes.join(', ')}`;
+  const done = await confirmAction({
+    title: 'Replay ' + what, body, confirmText: 'Replay',
+    act: () => api('POST', API.replay, req),
+  });
+  if (done) { flash(`Replayed: ${done.moved} moved, ${done.skipped} skipped.`); route(); }
+}
+
+// ---- messages ---------------------------------------------------------------------------------
+
+const MSG_FILTERS = ['state', 'class', 'tag', 'flid', 'from', 'to', 'q'];
+
+views.messages = async ({ params, gen, view }) => {
+  const f = {};
+  for (const k of MSG_FILTERS) f[k] = params.get(k) || '';
+  const inp = (name, label, attrs) => h('label', {}, label, h('input', Object.assign({ name, id: 'filter-' + name, value: f[name] }, attrs || {})));
+  const sel = (name, label, opts) => h('label', {}, label, h('select', { name, id: 'filter-' + name },
+    h('option', { value: '' }, 'any'), opts.map(o => h('option', { value: o, selected: f[name] === o }, o))));
+  const form = h('form', { class: 'filters', id: 'message-filters' },
+    sel('state', 'State', STATES), sel('class', 'Class', CLASSES),
+    inp('tag', 'Type tag', { placeholder: 'FLOP-CHOT', size: 12 }),
+    inp('flid', 'Flight (FLID)', { inputmode: 'numeric', size: 10 }),
+    inp('from', 'Received from', { type: 'datetime-local' }), inp('to', 'to', { type: 'datetime-local' }),
+    inp('q', 'Text', { placeholder: 'in the body', size: 16 }),
+    h('button', { type: 'submit', class: 'primary', id: 'filter-apply' }, 'Filter'),
+    h('a', { href: '#/messages' }, 'clear'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    const q = {};
+    for (const k of MSG_FILTERS) q[k] = form.elements[k].value.trim();
+    go('/messages', q);
+  });
+  const list = h('div', { id: 'message-list' }, h('p', { class: 'muted' }, 'Loading…'));
+  fill(view, h('h1', {}, 'Messages'), form, list);
+
+  const q = new URLSearchParams();
+  for (const k of MSG_FILTERS) {
+    if (!f[k]) continue;
+    q.set(k, (k === 'from' || k === 'to') ? new Date(f[k]).toISOString() : f[k]);
+  }
+  q.set('limit', '100');
+  if (params.get('after')) q.set('after', params.get('after'));
+  const res = await api('GET', API.messages + '?' + q.toString());
+  if (!alive(gen)) return;
+  const ms = res.messages || [];
+  const selected = new Set();
+  const cols = [
+    { head: 'Id', cell: m => msgLink(m.id) },
+    { head: 'Received', cell: m => fmtTime(m.received_at) },
+    { head: 'State', cell: m => [stateSpan(m.state), m.error_class ? ' ' + m.error_class : ''] },
+    { head: 'Type', cell: m => m.type_tag || '' },
+    { head: 'Identity', cell: m => m.identity || '' },
+    { head: 'Tries', class: 'num', cell: m => String(m.attempts) },
+    { head: 'Note / last error', cell: m => [m.note || '', m.last_error ? h('div', { class: 'error' }, m.last_error) : null, (m.warnings || []).length ? h('div', { class: 'warn' }, `${m.warnings.length} warning(s)`) : null] },
+  ];
+  const replayable = m => (m.state === 'DEAD' || m.state === 'FAILED') && m.error_class !== 'MALFORMED';
+  if (can('operator')) {
+    cols.unshift({ head: '', cell: m => replayable(m) ? h('input', { type: 'checkbox', 'aria-label': 'select ' + m.id, onchange: ev => ev.target.checked ? selected.add(m.id) : selected.delete(m.id) }) : '' });
+  }
+  const kids = [table(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' })];
+  if (f.flid) {
+    // flid finds the messages that changed the flight (through their events); one that failed
+    // emitted none, but its last error names the flight.
+    kids.push(h('p', { class: 'muted', id: 'flid-hint' }, 'These are the messages that changed flight ', f.flid,
+      '. A message that failed for it changed nothing and is not listed: ',
+      link('/messages?state=DEAD&q=' + encodeURIComponent(f.flid), 'DEAD'), ' or ',
+      link('/messages?state=FAILED&q=' + encodeURIComponent(f.flid), 'FAILED'), ' messages whose error names ', f.flid, '.'));
+  }
+  if (can('operator') && ms.some(replayable)) {
+    kids.unshift(h('div', { class: 'actions' }, h('button', { type: 'button', id: 'replay-selected', onclick: () => {
+      if (selected.size === 0) { flash('Select the messages to replay first.', true); return; }
+      replayMessages({ ids: [...selected] });
+    } }, 'Replay selected…')));
+  }
+  if (res.next_after) {
+    const next = Object.fromEntries(params);
+    next.after = res.next_after;
+    kids.push(h('p', {}, h('a', { href: '#/messages?' + new URLSearchParams(next).toString(), id: 'next-page' }, 'Next page →')));
+  }
+  fill(list, ...kids);
+};
+
+// prettyXML indents XML text for reading; anything it cannot follow is left as it is.
+function prettyXML(src) {
+  const tokens = src.replace(/>\s+</g, '><').split(/(<[^>]*>)/).filter(t => t.trim() !== '');
+  const out = [];
+  let depth = 0;
+  const pad = () => '  '.repeat(depth);
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i];
+    const isTag = t.startsWith('<');
+    if (isTag && t.startsWith('</')) {
+      depth = Math.max(0, depth - 1);
+      out.push(pad() + t);
+    } else if (isTag && !/^<[?!]/.test(t) && !t.endsWith('/>')) {
+      const next = tokens[i + 1] || '', after = tokens[i + 2] || '';
+      if (!next.startsWith('<') && after.startsWith('</')) { out.push(pad() + t + next.trim() + after); i += 2; }
+      else if (next.startsWith('</')) { out.push(pad() + t + next); i += 1; }
+      else { out.push(pad() + t); depth++; }
+    } else {
+      out.push(pad() + t.trim());
+    }
+  }
+  return out.join('\n');
+}
+
+views.message = async ({ arg, gen, view }) => {
+  const id = arg;
+  const m = await api('GET', API.message(id));
+  if (!alive(gen)) return;
+  const actions = h('div', { class: 'actions' });
+  if (can('operator')) {
+    if (m.state === 'PENDING' || m.state === 'FAILED') actions.append(parkButton(m.id));
+    if ((m.state === 'DEAD' || m.state === 'FAILED') && m.error_class !== 'MALFORMED') {
+      actions.append(h('button', { type: 'button', id: 'replay', onclick: () => replayMessages({ ids: [m.id] }) }, 'Replay…'));
+    }
+  }
+  const rawBox = h('section', { class: 'card', id: 'raw' }, h('h2', {}, 'Raw body'), h('p', { class: 'muted' }, 'Loading…'));
+  const decodedBox = h('section', { class: 'card', id: 'decoded' }, h('h2', {}, 'Decoded'), h('p', { class: 'muted' }, 'Loading…'));
+  const historyBox = h('section', { class: 'card', id: 'history' }, h('h2', {}, 'History'), h('p', { class: 'muted' }, 'Loading…'));
+  const eventsBox = h('section', { class: 'card', id: 'message-events' }, h('h2', {}, 'Events'), h('p', { class: 'muted' }, 'Loading…'));
+  const extra = [];
+  if (/-RESP$/.test(m.type_tag || '')) {
+    // A RESP answers a data request of msgx's: find the request whose answer it is.
+    const box = h('section', { class: 'card', id: 'request' }, h('h2', {}, 'Request it answered'), h('p', { class: 'muted' }, 'Looking…'));
+    extra.push(box);
+    api('GET', API.requests + '?limit=1000').then(res => {
+      if (!alive(gen)) return;
+      const req = (res.requests || []).find(r => String(r.answer_msg_id) === String(m.id));
+      fill(box, h('h2', {}, 'Request it answered'), req ? anyValue(req) : h('p', { class: 'muted' }, 'None of the last 1,000 requests names this message as its answer (an unrequested RESP, or the AODB sent it on its own).'));
+    }).catch(e => alive(gen) && fill(box, h('h2', {}, 'Request it answered'), h('p', { class: 'muted' }, describe(e))));
+  }
+  fill(view, 
+    h('h1', {}, `Message ${m.id} `, stateSpan(m.state)),
+    actions,
+    h('section', { class: 'card', id: 'summary' }, h('dl', { class: 'kv' },
+      h('dt', {}, 'State'), h('dd', { id: 'msg-state' }, stateSpan(m.state), m.error_class ? ' ' + m.error_class : ''),
+      h('dt', {}, 'Type tag'), h('dd', {}, m.type_tag || ''),
+      h('dt', {}, 'Identity'), h('dd', {}, m.identity || ''),
+      h('dt', {}, 'Attempts'), h('dd', {}, String(m.attempts)),
+      h('dt', {}, 'Received'), h('dd', {}, fmtTime(m.received_at)),
+      h('dt', {}, 'Processed'), h('dd', {}, fmtTime(m.processed_at)),
+      m.next_attempt_at ? [h('dt', {}, 'Next attempt'), h('dd', {}, fmtTime(m.next_attempt_at))] : null,
+      m.first_failed_at ? [h('dt', {}, 'First failed'), h('dd', {}, fmtTime(m.first_failed_at))] : null,
+      h('dt', {}, 'Note'), h('dd', { id: 'msg-note' }, m.note || ''),
+      h('dt', {}, 'Last error'), h('dd', { class: 'error', id: 'msg-error' }, m.last_error || ''),
+      h('dt', {}, 'Warnings'), h('dd', { id: 'msg-warnings' }, (m.warnings || []).length ? h('ul', {}, m.warnings.map(w => h('li', { class: 'warn' }, w))) : 'none'),
+      m.flid || m.flids ? [h('dt', {}, 'Flights'), h('dd', {}, [].concat(m.flids || m.flid).map((f, i) => [i ? ', ' : '', flightLink(f)]))] : null)),
+    historyBox, rawBox, decodedBox, eventsBox, extra);
+
+  // Each part loads on its own: one that the server lacks says so and the rest still show.
+  api('GET', API.raw(id), undefined, { text: true }).then(raw => alive(gen) && renderRaw(rawBox, raw))
+    .catch(e => alive(gen) && fill(rawBox, h('h2', {}, 'Raw body'), h('p', { class: 'muted' }, describe(e))));
+  api('GET', API.decoded(id)).then(d => {
+    if (!alive(gen)) return;
+    fill(decodedBox, h('h2', {}, 'Decoded'),
+      d.error ? h('p', { class: 'error', id: 'decode-error' }, `${d.class}: ${d.error}`) : null,
+      d.decoded ? h('pre', { id: 'decoded-json' }, JSON.stringify(d.decoded, null, 2)) : null);
+  }).catch(e => alive(gen) && fill(decodedBox, h('h2', {}, 'Decoded'), h('p', { class: 'muted' }, describe(e))));
+  api('GET', API.history(id)).then(res => alive(gen) && renderHistory(historyBox, res))
+    .catch(e => alive(gen) && fill(historyBox, h('h2', {}, 'History'), h('p', { class: 'muted' }, describe(e))));
+  api('GET', API.events + '?msg_id=' + encodeURIComponent(id) + '&limit=200').then(res => {
+    if (!alive(gen)) return;
+    // A server that ignores msg_id would list every event: keep only this message's.
+    const evs = (res.events || []).filter(e => String(e.msg_id) === String(id));
+    fill(eventsBox, h('h2', {}, 'Events'), eventsTable(evs, false));
+  }).catch(e => alive(gen) && fill(eventsBox, h('h2', {}, 'Events'), h('p', { class: 'muted' }, describe(e))));
+};
+
+function renderRaw(box, raw) {
+  const text = String(raw);
+  const shown = text.length > RAW_SHOW_BYTES ? text.slice(0, RAW_SHOW_BYTES) : text;
+  const pre = h('pre', { id: 'raw-body' }, prettyXML(shown));
+  const asSent = h('button', { type: 'button', id: 'raw-as-sent' }, 'As received');
+  const pretty = h('button', { type: 'button', id: 'raw-pretty', class: 'active' }, 'Indented');
+  asSent.onclick = () => { pre.textContent = shown; asSent.classList.add('active'); pretty.classList.remove('active'); };
+  pretty.onclick = () => { pre.textContent = prettyXML(shown); pretty.classList.add('active'); asSent.classList.remove('active'); };
+  fill(box, h('h2', {}, 'Raw body'), h('div', { class: 'actions tabs' }, pretty, asSent),
+    text.length > shown.length ? h('p', { class: 'warn' }, `Showing the first ${shown.length} of ${text.length} characters.`) : null, pre);
+}
+
+// renderHistory shows a message's attempts and state changes, whatever the list is called.
+function renderHistory(box, res) {
+  const list = Array.isArray(res) ? res : (res.history || []);
+  fill(box, h('h2', {}, 'History'), h('div', { id: 'history-list' }, table([
+    { head: 'At', cell: e => fmtTime(e.at) },
+    { head: 'State', cell: e => [stateSpan(e.state), e.error_class ? ' ' + e.error_class : ''] },
+    { head: 'Attempts', class: 'num', cell: e => String(e.attempts ?? '') },
+    { head: 'Detail', cell: e => e.detail || '' },
+    { head: 'By', cell: e => e.actor || h('span', { class: 'muted' }, 'pump') },
+  ], list, { empty: 'Nothing recorded yet (messages processed before msgx kept a history have only their state).' })));
+}
+
+// ---- events ---------------------------------------------------------------------------------------
+
+function eventsTable(evs, selectable, selected) {
+  const cols = [
+    { head: 'Event', cell: e => String(e.event_id) },
+    { head: 'Target', cell: e => e.target },
+    { head: 'Kind', cell: e => e.kind },
+    { head: 'Flight', cell: e => e.flight_key ? flightLink(e.flight_key) : '' },
+    { head: 'Message', cell: e => msgLink(e.msg_id) },
+    { head: 'State', cell: e => [stateSpan(e.state), e.error_class ? ' ' + e.error_class : ''] },
+    { head: 'Tries', class: 'num', cell: e => String(e.attempts) },
+    { head: 'Created', cell: e => fmtTime(e.created_at) },
+    { head: 'Sent', cell: e => fmtTime(e.sent_at) },
+    { head: 'Last error', cell: e => e.last_error ? h('span', { class: 'error' }, e.last_error) : '' },
+    { head: 'Payload', cell: e => e.payload_elided ? h('span', { class: 'muted' }, `${e.payload_bytes} bytes, not listed`)
+      : e.payload !== undefined && e.payload !== null ? h('details', {}, h('summary', {}, 'show'), h('pre', {}, JSON.stringify(e.payload, null, 2))) : '' },
+  ];
+  if (selectable) {
+    cols.unshift({ head: '', cell: e => e.state === 'DEAD' ? h('input', { type: 'checkbox', 'aria-label': 'select event ' + e.event_id, onchange: ev => ev.target.checked ? selected.add(e.event_id) : selected.delete(e.event_id) }) : '' });
+  }
+  return table(cols, evs, { id: 'events-table', rowId: e => e.event_id, empty: 'No event.' });
+}
+
+views.events = async ({ params, gen, view }) => {
+  const target = params.get('target') || '', state = params.get('state') || '', flid = params.get('flid') || '';
+  const st = await api('GET', API.status).catch(() => ({}));
+  const names = (st.extra && Array.isArray(st.extra.targets) ? st.extra.targets : []).map(t => t.target);
+  const form = h('form', { class: 'filters', id: 'event-filters' },
+    h('label', {}, 'Target', h('select', { name: 'target', id: 'filter-target' }, h('option', { value: '' }, 'any'), names.map(n => h('option', { value: n, selected: n === target }, n)))),
+    h('label', {}, 'State', h('select', { name: 'state', id: 'filter-event-state' }, h('option', { value: '' }, 'any'), ['PENDING', 'SENT', 'DEAD'].map(s => h('option', { value: s, selected: s === state }, s)))),
+    h('label', {}, 'Flight (FLID)', h('input', { name: 'flid', value: flid, size: 10 })),
+    h('button', { type: 'submit', class: 'primary' }, 'Filter'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    go('/events', { target: form.elements.target.value, state: form.elements.state.value, flid: form.elements.flid.value.trim() });
+  });
+  const q = new URLSearchParams({ limit: '200' });
+  if (target) q.set('target', target);
+  if (state) q.set('state', state);
+  if (flid) q.set('flid', flid);
+  if (params.get('after')) q.set('after', params.get('after'));
+  const res = await api('GET', API.events + '?' + q.toString());
+  if (!alive(gen)) return;
+  const evs = res.events || [];
+  const selected = new Set();
+  const actions = h('div', { class: 'actions' });
+  if (can('operator') && target && evs.some(e => e.state === 'DEAD')) {
+    actions.append(h('button', { type: 'button', id: 'events-replay-selected', onclick: () => {
+      if (!selected.size) { flash('Select DEAD events first.', true); return; }
+      replayDeadEvents(target, selected.size, [...selected]);
+    } }, 'Replay selected…'));
+  }
+  const kids = [h('h1', {}, 'Events', target ? ' of ' + target : ''), form, actions, eventsTable(evs, can('operator') && !!target, selected)];
+  if (res.next_after) {
+    const next = Object.fromEntries(params);
+    next.after = res.next_after;
+    kids.push(h('p', {}, h('a', { href: '#/events?' + new URLSearchParams(next).toString() }, 'Next page →')));
+  }
+  fill(view, ...kids);
+};
+
+// ---- dead letters -----------------------------------------------------------------------------
+
+views.dead = async ({ gen, view }) => {
+  const [msgs, st] = await Promise.all([
+    api('GET', API.messages + '?state=DEAD&limit=200'),
+    api('GET', API.status).catch(() => ({})),
+  ]);
+  if (!alive(gen)) return;
+  const ms = msgs.messages || [];
+  const byClass = {};
+  for (const m of ms) byClass[m.error_class || '?'] = (byClass[m.error_class || '?'] || 0) + 1;
+  const kids = [h('h1', {}, 'Dead letters'), h('h2', {}, 'Messages')];
+  if (can('operator')) {
+    const replayable = CLASSES.filter(c => c !== 'MALFORMED');
+    const first = replayable.find(c => byClass[c]) || 'PARKED';
+    const classSel = h('select', { id: 'replay-class' }, replayable.map(c => h('option', { value: c, selected: c === first }, c + (byClass[c] ? ` (${byClass[c]})` : ''))));
+    kids.push(h('div', { class: 'actions' }, h('label', {}, 'Replay class ', classSel),
+      h('button', { type: 'button', id: 'replay-class-go', onclick: () => replayMessages({ classes: [classSel.value] }) }, 'Preview and replay…')));
+  }
+  kids.push(table([
+    { head: 'Id', cell: m => msgLink(m.id) },
+    { head: 'Received', cell: m => fmtTime(m.received_at) },
+    { head: 'Class', cell: m => m.error_class || '' },
+    { head: 'Type', cell: m => m.type_tag || '' },
+    { head: 'Last error / note', cell: m => [m.last_error ? h('span', { class: 'error' }, m.last_error) : '', m.note ? h('div', {}, m.note) : null] },
+  ], ms, { id: 'dead-messages', empty: 'No DEAD message.' }));
+  if (msgs.next_after) kids.push(h('p', {}, link('/messages?state=DEAD&after=' + encodeURIComponent(msgs.next_after), 'More…')));
+  const ts = (st.extra && Array.isArray(st.extra.targets) ? st.extra.targets : []).filter(t => t.dead > 0);
+  kids.push(h('h2', {}, 'Events'), table([
+    { head: 'Target', cell: t => link('/events?state=DEAD&target=' + encodeURIComponent(t.target), t.target) },
+    { head: 'Dead', class: 'num', cell: t => String(t.dead) },
+    { head: '', cell: t => can('operator') ? h('button', { type: 'button', onclick: () => replayDeadEvents(t.target, t.dead) }, 'Replay all…') : '' },
+  ], ts, { empty: 'No DEAD event.' }));
+  fill(view, ...kids);
+};
+
+// ---- flights --------------------------------------------------------------------------------------
+
+function localDay(d) {
+  const p = n => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+}
+
+views.flights = async ({ params, gen, view }) => {
+  const day = params.get('day') || localDay(new Date());
+  const input = h('input', { type: 'date', name: 'day', id: 'flights-day', value: day });
+  const form = h('form', { class: 'filters' }, h('label', {}, 'Day (airport time)', input), h('button', { type: 'submit', class: 'primary' }, 'Show'));
+  form.addEventListener('submit', ev => { ev.preventDefault(); go('/flights', { day: input.value }); });
+  fill(view, h('h1', {}, 'Flights'), form, h('p', { class: 'muted' }, 'Loading…'));
+  const res = await api('GET', API.flights + '?day=' + encodeURIComponent(day));
+  if (!alive(gen)) return;
+  const fl = res.flights || [];
+  const g = (r, k) => r[k] === undefined || r[k] === null ? '' : (typeof r[k] === 'object' ? JSON.stringify(r[k]) : String(r[k]));
+  fill(view, h('h1', {}, `Flights of ${day} `, h('span', { class: 'muted' }, `(${res.count ?? fl.length})`)), form, table([
+    { head: 'FLID', cell: r => flightLink(r.FLID) },
+    { head: 'Flight', cell: r => g(r, 'FLNO') },
+    { head: 'A/D', cell: r => g(r, 'MVIN') },
+    { head: 'Scheduled', cell: r => fmtTime(r.SODT) },
+    { head: 'Estimated', cell: r => fmtTime(r.ESTT) },
+    { head: 'Actual', cell: r => fmtTime(r.ACTT) },
+    { head: 'Stand', cell: r => Array.isArray(r.PSDT) ? r.PSDT.map(p => p.STND || p.PSST || '').filter(Boolean).join(' ') : g(r, 'STND') },
+    { head: 'Gate', cell: r => Array.isArray(r.GTDT) ? r.GTDT.map(x => x.GATE).filter(Boolean).join(' ') : '' },
+    { head: 'Aircraft', cell: r => [g(r, 'ACFT'), ' ', g(r, 'RENO')] },
+    { head: 'Status', cell: r => r.CNCL ? h('span', { class: 'bad' }, 'cancelled') : r.FDIV ? h('span', { class: 'warn' }, 'diverted') : '' },
+  ], fl, { id: 'flights-table', rowId: r => r.FLID, empty: 'No flight stored for this day.' }));
+};
+
+views.flight = async ({ arg, gen, view }) => {
+  const flid = arg;
+  const histBox = h('section', { class: 'card', id: 'flight-history' }, h('h2', {}, 'History'), h('p', { class: 'muted' }, 'Loading…'));
+  const msgsBox = h('section', { class: 'card', id: 'flight-messages' }, h('h2', {}, 'Messages'), h('p', { class: 'muted' }, 'Loading…'));
+  const evBox = h('section', { class: 'card', id: 'flight-events' }, h('h2', {}, 'Events'), h('p', { class: 'muted' }, 'Loading…'));
+  let rec;
+  try {
+    rec = await api('GET', API.flight(flid));
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    rec = null;
+  }
+  if (!alive(gen)) return;
+  const record = rec ? (rec.record || rec) : null;
+  fill(view, h('h1', {}, `Flight ${flid} `, record ? h('span', { class: 'muted' }, `${record.FLNO || ''} ${record.MVIN === 'A' ? 'arrival' : record.MVIN === 'D' ? 'departure' : ''}`) : ''),
+    h('section', { class: 'card', id: 'flight-record' }, h('h2', {}, 'Record'),
+      rec ? [h('p', { class: 'muted' }, `local day ${rec.day || ''}, version ${rec.version ?? ''}, last changed by message `, rec.msg_id ? msgLink(rec.msg_id) : '—'), anyValue(record)]
+        : h('p', { class: 'muted' }, 'No stored record (deleted, never scheduled, or swept).')),
+    histBox, msgsBox, evBox);
+  api('GET', API.flightHistory(flid)).then(res => {
+    if (!alive(gen)) return;
+    const list = Array.isArray(res) ? res : (res.history || res.changes || []);
+    fill(histBox, h('h2', {}, 'History'), h('div', { id: 'flight-history-list' }, flightHistory(list)));
+  }).catch(e => alive(gen) && fill(histBox, h('h2', {}, 'History'), h('p', { class: 'muted' }, describe(e))));
+  api('GET', API.messages + '?flid=' + encodeURIComponent(flid) + '&limit=100').then(res => {
+    if (!alive(gen)) return;
+    fill(msgsBox, h('h2', {}, 'Messages'), table([
+      { head: 'Id', cell: m => msgLink(m.id) }, { head: 'Received', cell: m => fmtTime(m.received_at) },
+      { head: 'State', cell: m => [stateSpan(m.state), m.error_class ? ' ' + m.error_class : ''] },
+      { head: 'Type', cell: m => m.type_tag || '' }, { head: 'Note', cell: m => m.note || '' },
+    ], res.messages || [], { empty: 'No message names this flight.' }));
+  }).catch(e => alive(gen) && fill(msgsBox, h('h2', {}, 'Messages'), h('p', { class: 'muted' }, describe(e))));
+  api('GET', API.events + '?flid=' + encodeURIComponent(flid) + '&limit=200').then(res => {
+    if (!alive(gen)) return;
+    const evs = (res.events || []).filter(e => String(e.flight_key) === String(flid));
+    fill(evBox, h('h2', {}, 'Events'), eventsTable(evs, false));
+  }).catch(e => alive(gen) && fill(evBox, h('h2', {}, 'Events'), h('p', { class: 'muted' }, describe(e))));
+};
+
+// flightHistory lists each message that changed the flight with its field changes (old → new),
+// falling back to a plain table for shapes it does not know.
+function flightHistory(list) {
+  if (!Array.isArray(list) || list.length === 0) return h('p', { class: 'muted' }, 'No change recorded.');
+  return h('ol', { class: 'history' }, list.map(e => {
+    const changes = e.changes || e.fields || e.diff;
+    return h('li', {},
+      e.msg_id ? ['message ', msgLink(e.msg_id), ' '] : '',
+      e.type_tag ? e.type_tag + ' ' : '', e.at || e.changed_at ? h('span', { class: 'muted' }, fmtTime(e.at || e.changed_at)) : '',
+      e.op ? ' ' + e.op : '',
+      Array.isArray(changes) ? table([
+        { head: 'Field', cell: c => c.field || c.name || '' },
+        { head: 'Old', cell: c => cellValue('old', c.old) },
+        { head: 'New', cell: c => cellValue('new', c.new) },
+      ], changes) : changes && typeof changes === 'object' ? table([
+        { head: 'Field', cell: c => c[0] },
+        { head: 'Old', cell: c => cellValue('old', c[1] && c[1].old) },
+        { head: 'New', cell: c => cellValue('new', c[1] && c[1].new) },
+      ], Object.entries(changes)) : anyValue(Object.fromEntries(Object.entries(e).filter(([k]) => !['msg_id', 'type_tag', 'at', 'op'].includes(k)))));
+  }));
+}
+
+// ---- requests and jobs ------------------------------------------------------------------------------
+
+views.requests = async ({ gen, view }) => {
+  let res;
+  try {
+    res = await api('GET', API.requests + '?limit=200');
+  } catch (e) {
+    if (!alive(gen)) return;
+    fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, describe(e)));
+    return;
+  }
+  if (!alive(gen)) return;
+  const list = Array.isArray(res) ? res : (res.requests || []);
+  fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, 'The data requests msgx sent to the AODB (RQRD, RQFD) and the messages that answered them.'), table([
+    { head: 'Id', cell: r => String(r.id) }, { head: 'Type', cell: r => `${r.type || ''} ${r.styp || ''}` },
+    { head: 'Window', cell: r => r.stdb ? `${r.stdb} – ${r.stde || ''}` : '' },
+    { head: 'State', cell: r => stateSpan(r.state) }, { head: 'Re-sent', class: 'num', cell: r => String(r.resends ?? '') },
+    { head: 'Created', cell: r => fmtTime(r.created_at) }, { head: 'Sent', cell: r => fmtTime(r.sent_at) },
+    { head: 'Deadline', cell: r => fmtTime(r.deadline_at) }, { head: 'Finished', cell: r => fmtTime(r.finished_at) },
+    { head: 'Answer', cell: r => r.answer_msg_id ? msgLink(r.answer_msg_id) : '' },
+  ], list, { id: 'requests-table', empty: 'No request yet.' }));
+};
+
+// JOB_KINDS are the jobs an admin may start, with what each does (README "Retention and
+// scheduled jobs").
+const JOB_KINDS = {
+  ARCHIVE: 'ARCHIVE moves SUCCEEDED and SKIPPED messages processed more than a day ago to CMINMSGS_HST.',
+  HISTORY_SWEEP: 'HISTORY_SWEEP writes the flights of days older than history.keep-days to the history store and deletes from the flight store only those written.',
+  RETENTION: 'RETENTION deletes SENT events and archived finished messages older than retention.events and retention.archive.',
+};
+
+views.jobs = async ({ gen, view }) => {
+  const res = await api('GET', API.jobs);
+  if (!alive(gen)) return;
+  const kids = [h('h1', {}, 'Jobs')];
+  if (can('admin')) {
+    const kind = h('select', { id: 'job-kind' }, Object.keys(JOB_KINDS).map(k => h('option', { value: k }, k)));
+    kids.push(h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('button', { type: 'button', id: 'job-start', onclick: async () => {
+      const done = await confirmAction({
+        title: 'Start a ' + kind.value + ' job',
+        body: [JOB_KINDS[kind.value], 'It runs in the message order, after every message accepted so far.'],
+        confirmText: 'Start', act: () => api('POST', API.jobs, { kind: kind.value }),
+      });
+      if (done) { flash(`Job ${done.id} queued.`); route(); }
+    } }, 'Start…')));
+  }
+  kids.push(table([
+    { head: 'Id', cell: j => String(j.id) }, { head: 'Kind', cell: j => j.kind },
+    { head: 'State', cell: j => stateSpan(j.state) }, { head: 'After message', cell: j => j.after_msg_id ? msgLink(j.after_msg_id) : '' },
+    { head: 'Created', cell: j => fmtTime(j.created_at) }, { head: 'Finished', cell: j => fmtTime(j.finished_at) },
+    { head: 'Result / error', cell: j => [j.result || '', j.last_error ? h('div', { class: 'error' }, j.last_error) : null] },
+  ], res.jobs || [], { id: 'jobs-table', empty: 'No job yet.' }));
+  fill(view, ...kids);
+};
+
+views.audit = async ({ params, gen, view }) => {
+  const q = new URLSearchParams({ limit: '200' });
+  if (params.get('after')) q.set('after', params.get('after'));
+  const res = await api('GET', API.audit + '?' + q.toString());
+  if (!alive(gen)) return;
+  const list = Array.isArray(res) ? res : (res.audit || res.entries || []);
+  fill(view, h('h1', {}, 'Audit log'), h('p', { class: 'muted' }, 'Every action taken through the API or this console, with the token that took it.'),
+    h('div', { id: 'audit-list' }, anyValue(list)));
+};
+
+// ---- start ------------------------------------------------------------------------------------------
+
+window.addEventListener('hashchange', route);
+window.addEventListener('keydown', ev => {
+  if (ev.key === 'Escape' && !document.getElementById('modal').hidden) document.getElementById('modal-cancel').click();
+});
+loadSession().then(route);

@@ -1,0 +1,204 @@
+// Package console serves the operator's web console: one HTML page with its script and style
+// sheet, embedded in the binary, that reads and acts through the JSON API of the same server.
+// There is no build step and nothing is loaded from elsewhere; the page refuses inline script
+// and any other origin (Content-Security-Policy), and its script writes server data as text,
+// never as markup.
+//
+// Beside the assets it adds two small read-only routes the console needs and the API lacks:
+// the throughput of the last hour and a message decoded to JSON.
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"time"
+
+	"msgx/internal/api"
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+	"msgx/internal/store"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Store is what the console's own routes read: the newest messages (throughput) and a
+// message's raw text (decoded view). *store.DB implements it.
+type Store interface {
+	Heads(ctx context.Context) (msgs, states int64, err error)
+	ListMessages(ctx context.Context, f store.MessageFilter) ([]*store.Message, error)
+	Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
+}
+
+// securityHeaders are sent with every console asset: only this origin's script, style and
+// API, no framing, no MIME sniffing.
+var securityHeaders = map[string]string{
+	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+	"X-Content-Type-Options":  "nosniff",
+	"X-Frame-Options":         "DENY",
+	"Referrer-Policy":         "no-referrer",
+	"Cache-Control":           "no-cache",
+}
+
+// Routes adds the console to an API mux (api.Server's Extra):
+//
+//	GET /                                        the console page
+//	GET /console/{file}                          its script and style sheet
+//	GET /api/v1/console/throughput               messages finished per minute, last hour
+//	GET /api/v1/console/messages/{id}/decoded    a message decoded as `msgx decode` does
+func Routes(db Store, clock pipeline.Clock, opt sis.Options) func(*http.ServeMux) {
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // the embedded directory is part of the binary
+	}
+	files := http.FileServerFS(static)
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+			setHeaders(w)
+			http.ServeFileFS(w, r, static, "index.html")
+		})
+		mux.Handle("GET /console/", http.StripPrefix("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "" || r.URL.Path == "index.html" {
+				http.Redirect(w, r, "/", http.StatusFound)
+				return
+			}
+			setHeaders(w)
+			files.ServeHTTP(w, r)
+		})))
+		mux.HandleFunc("GET /api/v1/console/throughput", func(w http.ResponseWriter, r *http.Request) {
+			tp, err := Throughput(r.Context(), db, clock.Now())
+			if err != nil {
+				writeStoreError(w, err)
+				return
+			}
+			api.WriteJSON(w, http.StatusOK, tp)
+		})
+		mux.HandleFunc("GET /api/v1/console/messages/{id}/decoded", func(w http.ResponseWriter, r *http.Request) {
+			id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+			if err != nil {
+				api.WriteError(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("message id %q is not a number", r.PathValue("id")))
+				return
+			}
+			raw, ok, err := db.Raw(r.Context(), id)
+			if err != nil {
+				writeStoreError(w, err)
+				return
+			}
+			if !ok {
+				api.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
+				return
+			}
+			api.WriteJSON(w, http.StatusOK, decode(id, raw, opt))
+		})
+	}
+}
+
+func setHeaders(w http.ResponseWriter) {
+	for k, v := range securityHeaders {
+		w.Header().Set(k, v)
+	}
+}
+
+// Decoded is the answer of the decoded-message route: the message as the pump's decoder
+// reads it, or why it cannot (Error and Class, as processing would record them).
+type Decoded struct {
+	ID      int64  `json:"id"`
+	Decoded any    `json:"decoded,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Class   string `json:"class,omitempty"`
+}
+
+func decode(id int64, raw string, opt sis.Options) (out Decoded) {
+	out.ID = id
+	defer func() {
+		// The pump survives a decoder panic by parking the message; the console must too.
+		if p := recover(); p != nil {
+			out.Decoded, out.Error, out.Class = nil, fmt.Sprintf("panic while decoding: %v", p), string(pipeline.CodecError)
+		}
+	}()
+	m, err := sis.Decode([]byte(raw), opt)
+	if err != nil {
+		out.Error, out.Class = err.Error(), string(pipeline.ClassOf(err))
+		return out
+	}
+	// Round-trip through JSON here, so an unencodable value is an error in the answer rather
+	// than a half-written body.
+	b, err := json.Marshal(m)
+	if err != nil {
+		out.Error, out.Class = "encode the decoded message: "+err.Error(), string(pipeline.CodecError)
+		return out
+	}
+	out.Decoded = json.RawMessage(b)
+	return out
+}
+
+// ThroughputWindow is how many of the newest messages the throughput reads at most: the
+// processing time has no index, so the route reads the newest ids (the pump works in id
+// order) instead of searching the whole table by time.
+const ThroughputWindow = 5000
+
+// ThroughputStats is the answer of GET /api/v1/console/throughput.
+type ThroughputStats struct {
+	// Until is the end of the last minute bucket (now); PerMinute[59] is the minute up to it.
+	Until     time.Time `json:"until"`
+	PerMinute []int     `json:"per_minute"`
+	Total     int       `json:"total"`
+	// Partial is true when the newest ThroughputWindow messages were all finished within the
+	// hour: older ones may have been too, so the figures are a lower bound.
+	Partial bool `json:"partial"`
+}
+
+// Throughput counts the messages finished (SUCCEEDED, SKIPPED or DEAD) in each minute of the
+// hour before now, among the newest ThroughputWindow messages.
+func Throughput(ctx context.Context, db Store, now time.Time) (ThroughputStats, error) {
+	out := ThroughputStats{Until: now.UTC(), PerMinute: make([]int, 60)}
+	_, top, err := db.Heads(ctx)
+	if err != nil {
+		return out, err
+	}
+	from := now.Add(-time.Hour)
+	after := max(top-ThroughputWindow, 0)
+	read, oldestInHour := 0, true
+	for read < ThroughputWindow {
+		page, err := db.ListMessages(ctx, store.MessageFilter{AfterID: after, Limit: 1000})
+		if err != nil {
+			return out, err
+		}
+		for i, m := range page {
+			if i == 0 && read == 0 && after > 0 {
+				oldestInHour = m.ProcessedAt != nil && !m.ProcessedAt.Before(from)
+			}
+			if m.ProcessedAt == nil || m.State == pipeline.Pending || m.State == pipeline.Failed {
+				continue
+			}
+			if m.ProcessedAt.Before(from) || m.ProcessedAt.After(now) {
+				continue
+			}
+			b := 59 - int(now.Sub(*m.ProcessedAt)/time.Minute)
+			out.PerMinute[max(b, 0)]++
+			out.Total++
+		}
+		read += len(page)
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	out.Partial = top > ThroughputWindow && oldestInHour
+	return out, nil
+}
+
+func writeStoreError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrUnavailable) {
+		w.Header().Set("Retry-After", "5")
+		api.WriteError(w, http.StatusServiceUnavailable, "database_unavailable", err.Error())
+		return
+	}
+	api.WriteError(w, http.StatusInternalServerError, "internal", err.Error())
+}
