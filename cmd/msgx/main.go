@@ -179,6 +179,9 @@ Examples:
 		{name: "simulate", run: simulateCmd, synopsis: "[--flights N] [--speed X] [--faults LIST] [--seed S] [--server URL | --out DIR] [--json]",
 			summary: "generate an airport day of SIS traffic and post it (or write it to files)",
 			help:    simulateHelp},
+		{name: "shadow", run: shadowCmd, synopsis: "diff (--legacy FILE | --legacy-channel CH) (--msgx FILE | --msgx-channel CH) [--for D] [--redis ADDR] [--legacy-ids FILE] [--save-legacy FILE] [--save-msgx FILE]",
+			summary: "compare msgx's legacy-format notifications with the legacy's (exit 1 on a difference)",
+			help:    shadowHelp},
 		{name: "decode", run: decode, synopsis: "[--config FILE] FILE",
 			summary: "print the decoded message as JSON (offline; non-zero exit on error)",
 			help: `Decodes one SIS file as the pump would and prints its type tag, identity, META and

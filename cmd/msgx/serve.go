@@ -237,8 +237,13 @@ func serve(args []string) error {
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
+	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
+	registrar := newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
 	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.MetricsRoute(m), api.RequestRoutes(reqs, db))
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
+	if registrar != nil {
+		m.Register(registrar.Failures())
+	}
 	// The web console at / (embedded assets) and its two read-only routes.
 	srv.Extra = append(srv.Extra, console.Routes(db, clock, sis.Options{Location: cfg.Location()}))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
@@ -295,6 +300,14 @@ func serve(args []string) error {
 		go func() { serveErr <- adminSrv.Serve(adminLn) }()
 		log.Info("msgx admin listener (API and console)", "addr", adminLn.Addr().String())
 	}
+	regCtx, stopRegistrar := context.WithCancel(ctx)
+	defer stopRegistrar()
+	regDone := make(chan struct{})
+	if registrar != nil {
+		go func() { defer close(regDone); registrar.Run(regCtx) }()
+	} else {
+		close(regDone)
+	}
 	log.Info("msgx serving", "addr", ln.Addr().String(), "version", readBuildVersion().Version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
 
 	var exit error
@@ -307,6 +320,8 @@ func serve(args []string) error {
 		log.Error("pump lease lost to another instance; stopping, since this one may not stand by", "err", err.Error())
 		exit = err
 	}
+	stopRegistrar() // deregister from Eureka first (bounded by its 5s call timeout), so callers stop coming here
+	<-regDone
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable

@@ -26,6 +26,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"msgx/internal/jobs"
+	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
 	"msgx/internal/target"
 )
@@ -158,6 +159,23 @@ type Config struct {
 		MaxResends int `yaml:"max-resends"`
 	} `yaml:"requests"`
 
+	// Eureka registration (README "Service registration (Eureka)"): the instance registers
+	// under RegistryName, heartbeats, and is UP or OUT_OF_SERVICE as the pump's health says.
+	Eureka struct {
+		Enabled bool `yaml:"enabled"`
+		// ServiceURL is the Eureka servers, comma-separated, tried in order:
+		// http://eureka1:8761/eureka,http://eureka2:8761/eureka.
+		ServiceURL string        `yaml:"service-url"`
+		Heartbeat  time.Duration `yaml:"heartbeat"` // lease renewal interval (default 30s)
+		// The instance as registered; empty or 0 means derived from http.addr (its host, or
+		// this machine's name and first non-loopback IPv4 when it listens on all addresses,
+		// and the port it listens on).
+		HostName   string `yaml:"hostname"`
+		IPAddr     string `yaml:"ip-addr"`
+		Port       int    `yaml:"port"`
+		InstanceID string `yaml:"instance-id"` // default hostname:name:port
+	} `yaml:"eureka"`
+
 	Log struct {
 		Level  string `yaml:"level"`  // debug | info | warn | error
 		Format string `yaml:"format"` // json | text
@@ -229,6 +247,7 @@ func Default() Config {
 	c.SIS.Timezone = "Asia/Shanghai"
 	c.Log.Level = "info"
 	c.Log.Format = "json"
+	c.Eureka.Heartbeat = 30 * time.Second
 	c.Log.Logstash.QueueSize = 4096
 	c.Jobs.ArchiveAt = "03:00"
 	c.Jobs.HistorySweepAt = "03:30"
@@ -433,6 +452,20 @@ func (c *Config) Validate() error {
 	if err := c.validateAuth(); err != nil {
 		return err
 	}
+	if c.Eureka.Heartbeat <= 0 {
+		return bad("eureka.heartbeat", "must be positive, got %s", c.Eureka.Heartbeat)
+	}
+	if c.Eureka.Port < 0 || c.Eureka.Port > 65535 {
+		return bad("eureka.port", "must be between 0 (the port of http.addr) and 65535, got %d", c.Eureka.Port)
+	}
+	if c.Eureka.Enabled && len(c.EurekaURLs()) == 0 {
+		return bad("eureka.service-url", "required with eureka.enabled (http://eureka:8761/eureka, comma-separated for several)")
+	}
+	for _, u := range c.EurekaURLs() {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return bad("eureka.service-url", "%q is not an http or https URL", u)
+		}
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -454,7 +487,35 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: %w", err)
 		}
 	}
+	for _, n := range names {
+		// A shadow runs beside the legacy: its legacy-format notifications must not reach the
+		// legacy's browsers through the legacy's own channel.
+		if t := c.Targets[n]; c.Shadow() && t.Sink == target.SinkRedis && t.Format == target.FormatLegacy &&
+			(t.Channel == "" || t.Channel == legacyflop.DefaultChannel) {
+			return bad("targets."+n+".channel", "in shadow mode a format legacy target needs a channel of msgx's own (FLOP-msgx, say), not the legacy's %s", legacyflop.DefaultChannel)
+		}
+	}
 	return nil
+}
+
+// EurekaURLs returns eureka.service-url split at commas, blanks dropped.
+func (c *Config) EurekaURLs() []string {
+	var out []string
+	for _, u := range strings.Split(c.Eureka.ServiceURL, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// RegistryName is the name msgx registers under in Eureka: service-name, or
+// <service-name>-shadow in shadow mode, so a shadow never takes the legacy's name.
+func (c *Config) RegistryName() string {
+	if c.Shadow() {
+		return c.ServiceName + "-shadow"
+	}
+	return c.ServiceName
 }
 
 // validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"msgx/internal/legacyflop"
 )
 
 // The sink kinds a target can use (Config.Sink).
@@ -22,6 +24,12 @@ const (
 	SinkWebhook       = "webhook"
 	SinkFile          = "file"
 )
+
+// FormatLegacy is the redis format that publishes the legacy's FLOP notification.
+const FormatLegacy = "legacy"
+
+// notifyTarget is the target whose events the legacy format converts (handler.TargetNotify).
+const notifyTarget = "REDIS_NOTIFY"
 
 // Defaults applied by Open to settings left empty.
 const (
@@ -74,7 +82,11 @@ type Config struct {
 	Addr     string `yaml:"addr"`     // default 127.0.0.1:6379
 	Password string `yaml:"password"` // redis AUTH password; elasticsearch basic-auth password
 	DB       int    `yaml:"db"`
-	Channel  string `yaml:"channel"` // required
+	Channel  string `yaml:"channel"` // required, except with format legacy (default FLOP)
+	// Format is what a redis target publishes: empty for the delivery envelope, "legacy" for
+	// the legacy web-socket service's FLOP notification (internal/legacyflop), built from
+	// REDIS_NOTIFY events (the target REDIS_NOTIFY itself, or one with copy-of: REDIS_NOTIFY).
+	Format string `yaml:"format"`
 
 	// Elasticsearch.
 	Addresses []string `yaml:"addresses"` // default http://127.0.0.1:9200
@@ -155,8 +167,17 @@ func (c Config) Validate(name string) error {
 				SASLPlain, SASLScramSHA256, SASLScramSHA512)
 		}
 	case SinkRedis:
-		if c.Channel == "" {
-			return fmt.Errorf("%s: required for sink redis", key("channel"))
+		switch c.Format {
+		case "":
+			if c.Channel == "" {
+				return fmt.Errorf("%s: required for sink redis", key("channel"))
+			}
+		case FormatLegacy:
+			if name != notifyTarget && c.CopyOf != notifyTarget {
+				return fmt.Errorf("%s: legacy is built from %s events: use it on target %s or on a target with copy-of: %s", key("format"), notifyTarget, notifyTarget, notifyTarget)
+			}
+		default:
+			return fmt.Errorf("%s: %q is not empty (the delivery envelope) or legacy", key("format"), c.Format)
 		}
 		if c.DB < 0 {
 			return fmt.Errorf("%s: must not be negative, got %d", key("db"), c.DB)
@@ -191,6 +212,9 @@ func (c Config) Validate(name string) error {
 		return fmt.Errorf("%s: required (one of kafka, redis, elasticsearch, webhook, file)", key("sink"))
 	default:
 		return fmt.Errorf("%s: %q is not one of kafka, redis, elasticsearch, webhook, file", key("sink"), c.Sink)
+	}
+	if c.Format != "" && c.Sink != SinkRedis {
+		return fmt.Errorf("%s: only a redis target has a format", key("format"))
 	}
 	if t := c.TLS; !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
 		return fmt.Errorf("%s: tls settings are given but tls.enabled is false", key("tls.enabled"))
@@ -231,6 +255,9 @@ func (c Config) withDefaults(name, dataDir string) Config {
 	case SinkRedis:
 		if c.Addr == "" {
 			c.Addr = DefaultRedisAddr
+		}
+		if c.Format == FormatLegacy && c.Channel == "" {
+			c.Channel = legacyflop.DefaultChannel
 		}
 	case SinkElasticsearch:
 		if len(c.Addresses) == 0 {

@@ -1,0 +1,186 @@
+package shadow
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var shanghai = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
+// read reads a capture under testdata/shadow, with lines changed by edit (old → new) first.
+func read(t *testing.T, name string, edit ...string) []Note {
+	t.Helper()
+	b, err := os.ReadFile("../../testdata/shadow/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(edit); i += 2 {
+		if !bytes.Contains(b, []byte(edit[i])) {
+			t.Fatalf("%s has no %q", name, edit[i])
+		}
+		b = bytes.Replace(b, []byte(edit[i]), []byte(edit[i+1]), 1)
+	}
+	notes, err := ReadLines(bytes.NewReader(b), shanghai)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return notes
+}
+
+func report(r Report) string {
+	var b strings.Builder
+	r.Write(&b)
+	return b.String()
+}
+
+// TestLegacyCaptureEqualsMsgx: testdata/shadow/legacy.jsonl is what the legacy publishes for
+// a snapshot and a few FLOPs (written from FORMAT.md §3.8, with Jackson's class names, row
+// ids and its bugs), msgx.jsonl what msgx's legacy format publishes for the same messages.
+// They are equal, and every rule was needed to say so.
+func TestLegacyCaptureEqualsMsgx(t *testing.T) {
+	rep := Compare(read(t, "legacy.jsonl"), read(t, "msgx.jsonl"), Options{})
+	out := report(rep)
+	if !rep.Equal() {
+		t.Fatalf("not equal:\n%s", out)
+	}
+	for _, r := range rep.Rules {
+		if r.Applied == 0 {
+			t.Errorf("rule %s was never needed: the capture does not exercise it\n%s", r.ID, out)
+		}
+	}
+	if !strings.Contains(out, "result: EQUAL") || !strings.Contains(out, "flight 7001: match (approvedTime, ctotCode, fieldAgent, passengerAgent, portOpenTime, schedule)") {
+		t.Errorf("report:\n%s", out)
+	}
+	if rep.RowIDsMapped != 2 {
+		t.Errorf("row ids mapped %d, want 2", rep.RowIDsMapped)
+	}
+}
+
+// TestOneChangedFieldIsReported: msgx sending another CTOT is the one difference.
+func TestOneChangedFieldIsReported(t *testing.T) {
+	msgx := read(t, "msgx.jsonl", `"ctotCode":1773636000000`, `"ctotCode":1773636300000`)
+	rep := Compare(read(t, "legacy.jsonl"), msgx, Options{})
+	out := report(rep)
+	if rep.Equal() || rep.Differences() != 1 {
+		t.Fatalf("want one difference:\n%s", out)
+	}
+	if !strings.Contains(out, "MISMATCH ctotCode: legacy \"2026-03-16T04:40:00Z\", msgx \"2026-03-16T04:45:00Z\"") {
+		t.Errorf("report:\n%s", out)
+	}
+}
+
+func TestWhatOnlyOneSideProduced(t *testing.T) {
+	// msgx did not publish the gates of 7002, and published a remark the legacy did not.
+	msgx := read(t, "msgx.jsonl",
+		`{"gates":[{"GATE":"B14","GTNO":1,"PGCT":1773634500000,"PGOT":1773632400000}]}`, `{"remarksCode":"x"}`)
+	rep := Compare(read(t, "legacy.jsonl"), msgx, Options{})
+	out := report(rep)
+	if rep.Differences() != 2 || !strings.Contains(out, "ONLY LEGACY gates") || !strings.Contains(out, "ONLY MSGX remarksCode \"x\"") {
+		t.Errorf("report:\n%s", out)
+	}
+	// A delete msgx published without a snapshot beside it is a difference.
+	rep = Compare(nil, []Note{{Type: "delete", FlightID: ptr(7003)}}, Options{})
+	if rep.Differences() != 1 {
+		t.Errorf("a lone msgx delete: %s", report(rep))
+	}
+}
+
+func TestRowIDThatMatchesSeveralFlights(t *testing.T) {
+	legacy := []Note{{Line: 1, Type: "update", FlightID: ptr(501), Fields: map[string]any{"approvedTime": time.Unix(100, 0).UTC()}}}
+	msgx := []Note{
+		{Type: "update", FlightID: ptr(7001), Fields: map[string]any{"approvedTime": time.Unix(100, 0).UTC()}},
+		{Type: "update", FlightID: ptr(7002), Fields: map[string]any{"approvedTime": time.Unix(100, 0).UTC()}},
+	}
+	rep := Compare(legacy, msgx, Options{})
+	if len(rep.Unresolved) != 1 || !strings.Contains(rep.Unresolved[0], "row id 501") {
+		t.Fatalf("report:\n%s", report(rep))
+	}
+	// With the legacy database's mapping, 501 is 7001, and only 7002 differs.
+	rep = Compare(legacy, msgx, Options{RowIDs: map[int64]int64{501: 7001}})
+	if len(rep.Unresolved) != 0 || rep.Differences() != 1 || !strings.Contains(report(rep), "flight 7002: 1 difference") {
+		t.Errorf("report:\n%s", report(rep))
+	}
+}
+
+func TestParseUnwrapsJacksonAndReadsTimes(t *testing.T) {
+	n, err := Parse([]byte(`{"@class":"a.b.C","type":"update","flightId":["java.lang.Long",7001],"updatedFields":{"@class":"java.util.HashMap","boardingTime":"2026-03-16 09:50:00","stands":["java.util.ArrayList",[{"@class":"a.b.Stand","STST":"2026-03-16T01:05:00Z"}]]}}`), shanghai)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *n.FlightID != 7001 {
+		t.Errorf("flightId %v", n.FlightID)
+	}
+	if bt, ok := n.Fields["boardingTime"].(time.Time); !ok || !bt.Equal(time.Date(2026, 3, 16, 1, 50, 0, 0, time.UTC)) {
+		t.Errorf("boardingTime %v", n.Fields["boardingTime"])
+	}
+	st := n.Fields["stands"].([]any)[0].(map[string]any)
+	if _, class := st["@class"]; class || !st["STST"].(time.Time).Equal(time.Date(2026, 3, 16, 1, 5, 0, 0, time.UTC)) {
+		t.Errorf("stand %v", st)
+	}
+	if n, err := Parse([]byte("null"), shanghai); err != nil || !n.Null {
+		t.Errorf("null: %+v %v", n, err)
+	}
+	for _, bad := range []string{`{"type":"insert"}`, `[1,2,3]`, `{`} {
+		if _, err := Parse([]byte(bad), shanghai); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestSubscribeReadsTheChannel(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DialTimeout: time.Second})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
+			t.Fatalf("Redis is not reachable (%v) (MSGX_TEST_REQUIRE_SERVICES=1)", err)
+		}
+		t.Skipf("Redis is not reachable (%v); start redis-server to run this test", err)
+	}
+	channel := fmt.Sprintf("msgx:test:%s:%d:FLOP", t.Name(), time.Now().UnixNano())
+	lines, _ := os.ReadFile("../../testdata/shadow/legacy.jsonl")
+	want := strings.Split(strings.TrimSpace(string(lines)), "\n")
+	sctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	got := make(chan []Note, 1)
+	errs := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		notes, err := Subscribe(sctx, rdb, channel, shanghai, len(want), func() { close(ready) })
+		got <- notes
+		errs <- err
+	}()
+	<-ready
+	for _, l := range want {
+		if err := rdb.Publish(context.Background(), channel, l).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes := <-got
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != len(want) {
+		t.Fatalf("read %d notifications, want %d", len(notes), len(want))
+	}
+	file := read(t, "legacy.jsonl")
+	if a, b := Compare(notes, read(t, "msgx.jsonl"), Options{}), Compare(file, read(t, "msgx.jsonl"), Options{}); a.Equal() != b.Equal() || a.Differences() != b.Differences() {
+		t.Errorf("the channel and the file compare differently:\n%s\n%s", report(a), report(b))
+	}
+}
+
+func ptr(n int64) *int64 { return &n }
