@@ -39,7 +39,10 @@ func testObservability(t *testing.T, db dbEnv) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		body = a.metrics()
+		// A sample taken before the last messages finished can already show SUCCEEDED 2 (with
+		// the malformed one still the head): wait for the sample of the final state.
 		if len(a.events("state=PENDING")) == 0 && strings.Contains(body, "\n"+`msgx_messages{state="SUCCEEDED"} 2`+"\n") &&
+			strings.Contains(body, "\n"+`msgx_messages{state="DEAD"} 2`+"\n") && strings.Contains(body, "\nmsgx_head_age_seconds 0\n") &&
 			!hasPendingEvents(body) {
 			break
 		}
