@@ -140,20 +140,9 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	var f store.MessageQuery
-	if st := q.Get("state"); st != "" {
-		f.State = pipeline.ProcStatus(strings.ToUpper(st))
-		if !f.State.Valid() {
-			writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SUCCEEDED, SKIPPED, FAILED or DEAD", st))
-			return
-		}
-	}
-	if c := q.Get("class"); c != "" {
-		cl, ok := pipeline.ParseErrorClass(strings.ToUpper(c))
-		if !ok {
-			writeError(w, http.StatusBadRequest, "bad_class", fmt.Sprintf("class %q is not an error class (%s)", c, classNames()))
-			return
-		}
-		f.Class = cl
+	var ok bool
+	if f.State, f.Class, ok = stateAndClass(w, q); !ok {
+		return
 	}
 	if v := q.Get("flid"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -164,7 +153,6 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 		f.FLID = n
 	}
 	f.Tag, f.Text = strings.ToUpper(q.Get("tag")), q.Get("q")
-	var ok bool
 	if f.From, ok = timeParam(w, q, "from"); !ok {
 		return
 	}

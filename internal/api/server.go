@@ -245,22 +245,10 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var f store.MessageFilter
-	if st := q.Get("state"); st != "" {
-		f.State = pipeline.ProcStatus(strings.ToUpper(st))
-		if !f.State.Valid() {
-			writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SUCCEEDED, SKIPPED, FAILED or DEAD", st))
-			return
-		}
-	}
-	if c := q.Get("class"); c != "" {
-		cl, ok := pipeline.ParseErrorClass(strings.ToUpper(c))
-		if !ok {
-			writeError(w, http.StatusBadRequest, "bad_class", fmt.Sprintf("class %q is not an error class", c))
-			return
-		}
-		f.Class = cl
-	}
 	var ok bool
+	if f.State, f.Class, ok = stateAndClass(w, q); !ok {
+		return
+	}
 	if f.Limit, f.AfterID, ok = pageParams(w, q); !ok {
 		return
 	}
@@ -270,6 +258,27 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": ms})
+}
+
+// stateAndClass reads the state and class filters of a message listing (either may be
+// absent), answering 400 and returning ok=false when one is not a state or class.
+func stateAndClass(w http.ResponseWriter, q url.Values) (state pipeline.ProcStatus, class pipeline.ErrorClass, ok bool) {
+	if st := q.Get("state"); st != "" {
+		state = pipeline.ProcStatus(strings.ToUpper(st))
+		if !state.Valid() {
+			writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SUCCEEDED, SKIPPED, FAILED or DEAD", st))
+			return "", "", false
+		}
+	}
+	if c := q.Get("class"); c != "" {
+		cl, known := pipeline.ParseErrorClass(strings.ToUpper(c))
+		if !known {
+			writeError(w, http.StatusBadRequest, "bad_class", fmt.Sprintf("class %q is not an error class (%s)", c, classNames()))
+			return "", "", false
+		}
+		class = cl
+	}
+	return state, class, true
 }
 
 // pageParams reads limit (default 100) and after (default 0) of a listing, answering 400 and

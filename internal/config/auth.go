@@ -17,30 +17,12 @@ type Strings []string
 
 // UnmarshalYAML reads a YAML list or a comma-separated string.
 func (l *Strings) UnmarshalYAML(n *yaml.Node) error {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		*l = splitStrings(n.Value)
-		return nil
-	case yaml.SequenceNode:
-		var items []string
-		if err := n.Decode(&items); err != nil {
-			return err
-		}
-		*l = splitStrings(strings.Join(items, ","))
-		return nil
-	}
-	return fmt.Errorf("line %d: want a list or a comma-separated string", n.Line)
+	items, err := listItems(n, strings.TrimSpace)
+	*l = items
+	return err
 }
 
-func splitStrings(s string) Strings {
-	out := Strings{}
-	for _, w := range strings.Split(s, ",") {
-		if w = strings.TrimSpace(w); w != "" {
-			out = append(out, w)
-		}
-	}
-	return out
-}
+func splitStrings(s string) Strings { return splitWords(s, strings.TrimSpace) }
 
 // Token is one API token of auth.tokens: a name (logged and audited with every action), a
 // role and the hash of the secret (never the secret itself).

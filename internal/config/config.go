@@ -620,25 +620,36 @@ type List []string
 
 // UnmarshalYAML accepts a sequence or a comma-separated scalar.
 func (l *List) UnmarshalYAML(n *yaml.Node) error {
+	items, err := listItems(n, upperWord)
+	*l = items
+	return err
+}
+
+func upperWord(w string) string { return strings.ToUpper(strings.TrimSpace(w)) }
+
+func splitList(s string) List { return splitWords(s, upperWord) }
+
+// listItems reads a YAML list or a comma-separated string into its non-empty words, each
+// passed through norm (List: upper case; Strings: as written).
+func listItems(n *yaml.Node, norm func(string) string) ([]string, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		*l = splitList(n.Value)
-		return nil
+		return splitWords(n.Value, norm), nil
 	case yaml.SequenceNode:
 		var items []string
 		if err := n.Decode(&items); err != nil {
-			return err
+			return nil, err
 		}
-		*l = splitList(strings.Join(items, ","))
-		return nil
+		return splitWords(strings.Join(items, ","), norm), nil
 	}
-	return fmt.Errorf("line %d: want a list or a comma-separated string", n.Line)
+	return nil, fmt.Errorf("line %d: want a list or a comma-separated string", n.Line)
 }
 
-func splitList(s string) List {
-	out := List{}
+// splitWords splits s at commas and keeps the non-empty words, each passed through norm.
+func splitWords(s string, norm func(string) string) []string {
+	out := []string{}
 	for _, w := range strings.Split(s, ",") {
-		if w = strings.ToUpper(strings.TrimSpace(w)); w != "" {
+		if w = norm(w); w != "" {
 			out = append(out, w)
 		}
 	}

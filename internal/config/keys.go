@@ -187,7 +187,7 @@ func kindOf(t reflect.Type) string {
 	switch {
 	case t == reflect.TypeOf(time.Duration(0)):
 		return "a duration (like 1s, 500ms, 10m)"
-	case t == reflect.TypeOf(List{}):
+	case t == reflect.TypeOf(List{}), t == reflect.TypeOf(Strings{}):
 		return "a list or a comma-separated string"
 	}
 	switch t.Kind() {
