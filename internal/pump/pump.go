@@ -56,6 +56,13 @@ type Options struct {
 	// effects of the messages before it in the batch. Nil: a message whose handler reads the
 	// view after the batch changed state is decided again at the head of the next batch.
 	ViewIn func(tx *sql.Tx) handler.View
+	// Authority is phase A's authoritative flight store (Redis), written before the SQL
+	// transaction with a per-message marker (phasea.go); nil in phase B. With it the pump
+	// processes one message per transaction, and Flights is the FLIGHT_STATE mirror.
+	Authority Authority
+	// AfterAuthority, when set, runs right after a message's flights are applied to the
+	// authority and before its SQL transaction (the crash tests' failpoint).
+	AfterAuthority func(msgID int64)
 }
 
 // DefaultBatchSize is the batch size of a pump whose Options leave it 0 (pipeline.batch-size's
@@ -244,7 +251,7 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	if err := p.adopt(ctx, now); err != nil {
 		return 0, err
 	}
-	if p.opt.BatchSize > 1 && !p.solo {
+	if p.opt.BatchSize > 1 && !p.solo && p.opt.Authority == nil {
 		return p.stepBatch(ctx, now)
 	}
 	wait, err := p.stepOne(ctx, now)
@@ -501,7 +508,12 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		_, err := p.fail(ctx, out, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
 		return err
 	}
-	dec, err := p.decide(ctx, m.ID, h, msg, p.opt.View)
+	var dec pipeline.Decision
+	if p.opt.Authority != nil {
+		dec, err = p.decideAuthoritative(ctx, m.ID, h, msg, now)
+	} else {
+		dec, err = p.decide(ctx, m.ID, h, msg, p.opt.View)
+	}
 	if err != nil {
 		if s, ok := handler.AsSkip(err); ok {
 			return p.skip(ctx, out, m, msg, identity, s.Reason, now)
