@@ -18,7 +18,9 @@ type view struct {
 	refs RefKeyer
 }
 
-func (v view) RefKeys(ctx context.Context, typ string) ([]string, error) { return v.refs.RefKeys(ctx, typ) }
+func (v view) RefKeys(ctx context.Context, typ string) ([]string, error) {
+	return v.refs.RefKeys(ctx, typ)
+}
 
 // WithRefs returns the handlers' view of phase A: the flights of s (with its batched reads,
 // handler.FlightBatch and handler.CodeShareLookup) and the reference keys of refs.
