@@ -114,26 +114,29 @@ func serve(args []string) error {
 		testRegistryHook(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
-	runner, err := jobRunner(cfg, db, flights, clock, log)
-	if err != nil {
-		return err
-	}
-	defer runner.History.Close()
-	p := pump.New(db, reg, pump.Options{
+	popt := pump.Options{
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
 		IncludeDay:   cfg.Identity.IncludeDayBoundary,
 		SIS:          sis.Options{Location: cfg.Location()},
 		Clock:        clock,
 		Logger:       log,
-		Jobs:         runner,
 		Flights:      flights,
 		View:         flights,
 		// Handlers in a batch read through its transaction, so each sees the batch's writes.
 		ViewIn:    func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
-	})
+	}
+	fstores := phaseStores(cfg, flights, clock, log, &popt)
+	defer fstores.close()
+	runner, err := jobRunner(cfg, db, fstores.history, clock, log)
+	if err != nil {
+		return err
+	}
+	defer runner.History.Close()
+	popt.Jobs = runner
+	p := pump.New(db, reg, popt)
 	// Data requests to the AODB: created through the API on any node, followed (SENT,
 	// re-sent, EXPIRED) by the instance that holds the pump lease.
 	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
@@ -207,7 +210,7 @@ func serve(args []string) error {
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(fstores.reader, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...))
 	srv.Extra = append(srv.Extra, api.RequestRoutes(reqs, db))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),

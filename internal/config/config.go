@@ -181,6 +181,17 @@ type Config struct {
 
 	// Targets are the delivery targets by name (KAFKA_SCHD, KAFKA_FLOP, …).
 	Targets map[string]target.Config `yaml:"targets"`
+
+	// Redis is the flight store of phase A (docs/redis-flights.md).
+	Redis struct {
+		Addr      string `yaml:"addr"`
+		DB        int    `yaml:"db"`
+		Password  string `yaml:"password"`
+		KeyPrefix string `yaml:"key-prefix"`
+		// MarkerTTL is how long the marker of a message applied to Redis is kept: well past
+		// any retry of the message (pipeline.head-deadline).
+		MarkerTTL time.Duration `yaml:"marker-ttl"`
+	} `yaml:"redis"`
 }
 
 // Default returns the configuration msgx runs with when nothing is set.
@@ -221,6 +232,9 @@ func Default() Config {
 	c.Mode = "normal"
 	c.ShadowOptions.StartAfterID = -1
 	c.Requests.Timeout = 10 * time.Minute
+	c.Redis.Addr = "127.0.0.1:6379"
+	c.Redis.KeyPrefix = "msgx:"
+	c.Redis.MarkerTTL = 7 * 24 * time.Hour
 	c.Requests.MaxResends = 2
 	return c
 }
@@ -294,7 +308,21 @@ func (c *Config) Validate() error {
 	switch c.Phase {
 	case "B":
 	case "A":
-		return bad("phase", "A (Redis flight store) is not available in this version; use B (SQL FLIGHT_STATE)")
+		if c.Redis.Addr == "" {
+			return bad("redis.addr", "must not be empty in phase A")
+		}
+		if c.Redis.DB < 0 {
+			return bad("redis.db", "must not be negative, got %d", c.Redis.DB)
+		}
+		if c.Redis.KeyPrefix == "" {
+			return bad("redis.key-prefix", "must not be empty in phase A")
+		}
+		if c.Redis.MarkerTTL < time.Hour {
+			return bad("redis.marker-ttl", "must be at least 1h (well past any retry), got %s", c.Redis.MarkerTTL)
+		}
+		if c.Pipeline.HeadDeadline > 0 && c.Redis.MarkerTTL <= c.Pipeline.HeadDeadline {
+			return bad("redis.marker-ttl", "must be longer than pipeline.head-deadline (%s), got %s", c.Pipeline.HeadDeadline, c.Redis.MarkerTTL)
+		}
 	default:
 		return bad("phase", "%q is not A or B", c.Phase)
 	}

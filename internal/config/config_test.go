@@ -194,3 +194,22 @@ func TestShadowModeAndRequestKeys(t *testing.T) {
 		t.Fatalf("from the environment: mode %q start-after-id %d requests %+v", c.Mode, c.ShadowOptions.StartAfterID, c.Requests)
 	}
 }
+
+// Phase A is accepted with the redis.* keys' defaults; its keys are validated by name.
+func TestPhaseA(t *testing.T) {
+	c, err := Load("", []string{"MSGX_PHASE=A"})
+	if err != nil || c.Phase != "A" || c.Redis.Addr != "127.0.0.1:6379" || c.Redis.KeyPrefix != "msgx:" || c.Redis.DB != 0 || c.Redis.MarkerTTL != 7*24*time.Hour {
+		t.Fatalf("phase A defaults: %+v %v", c.Redis, err)
+	}
+	for env, key := range map[string]string{
+		"MSGX_REDIS_ADDR=":                  "redis.addr",
+		"MSGX_REDIS_DB=-1":                  "redis.db",
+		"MSGX_REDIS_KEY_PREFIX=":            "redis.key-prefix",
+		"MSGX_REDIS_MARKER_TTL=10m":         "redis.marker-ttl",
+		"MSGX_PIPELINE_HEAD_DEADLINE=8760h": "redis.marker-ttl",
+	} {
+		if _, err := Load("", []string{"MSGX_PHASE=A", env}); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: error %v does not name %s", env, err, key)
+		}
+	}
+}

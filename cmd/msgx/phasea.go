@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"msgx/internal/api"
+	"msgx/internal/config"
+	"msgx/internal/flight"
+	"msgx/internal/flight/redisflight"
+	"msgx/internal/jobs"
+	"msgx/internal/pipeline"
+	"msgx/internal/pump"
+)
+
+// testPumpHook changes the pump's options in the end-to-end tests' binary only (the phase A
+// crash failpoint, testhooks.go).
+var testPumpHook func(*pump.Options)
+
+// flightStores is the flight side of a serve as the phase sets it up: what the API reads,
+// what the history sweep sweeps, and what to close.
+type flightStores struct {
+	reader  api.FlightReader
+	history jobs.FlightHistory
+	close   func()
+}
+
+// phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store. In
+// phase A Redis is authoritative (docs/redis-flights.md): the pump writes it first
+// (Options.Authority) and the handlers, the API and the history sweep read it, while the SQL
+// store becomes FLIGHT_STATE's mirror, written in the success transaction; the pump then
+// processes one message per transaction.
+func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clock, log *slog.Logger, opt *pump.Options) flightStores {
+	if cfg.Phase != "A" {
+		return flightStores{reader: sqlFlights, history: sqlFlights, close: func() {}}
+	}
+	rs := redisflight.New(redisflight.Options{Addr: cfg.Redis.Addr, DB: cfg.Redis.DB, Password: cfg.Redis.Password,
+		Prefix: cfg.Redis.KeyPrefix, MarkerTTL: cfg.Redis.MarkerTTL, Clock: clock, Location: cfg.Location()})
+	if err := rs.Ping(context.Background()); err != nil {
+		// Not fatal: the messages that write flights wait (INFRA) until Redis answers.
+		log.Warn("phase A: Redis does not answer; flight messages will fail with INFRA and wait until it does", "addr", cfg.Redis.Addr, "err", err.Error())
+	}
+	log.Info("phase A: flights in Redis, FLIGHT_STATE mirrors them; one message per transaction", "addr", cfg.Redis.Addr, "db", cfg.Redis.DB, "key_prefix", cfg.Redis.KeyPrefix)
+	opt.Authority = rs
+	opt.View = redisflight.WithRefs(rs, sqlFlights)
+	opt.ViewIn = nil
+	if testPumpHook != nil {
+		testPumpHook(opt)
+	}
+	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }}
+}
+
+// sweepBoth is the history sweep of phase A: it reads Redis and deletes what it swept from
+// Redis and from the FLIGHT_STATE mirror.
+type sweepBoth struct {
+	*redisflight.Store
+	mirror *flight.Store
+}
+
+func (s sweepBoth) DeleteHistory(ctx context.Context, fs []flight.HistoryFlight) (int, error) {
+	n, err := s.Store.DeleteHistory(ctx, fs)
+	if err != nil {
+		return n, err
+	}
+	_, err = s.mirror.DeleteHistory(ctx, fs)
+	return n, err
+}
