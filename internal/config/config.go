@@ -32,7 +32,7 @@ import (
 
 // Config is the whole configuration.
 type Config struct {
-	Phase       string `yaml:"phase"`        // A: Redis flight store; B: SQL FLIGHT_STATE (the one msgx has)
+	Phase       string `yaml:"phase"`        // A: Redis flight store, FLIGHT_STATE its mirror; B: SQL FLIGHT_STATE
 	ServiceName string `yaml:"service-name"` // the name msgx reports itself by
 	DataDir     string `yaml:"data-dir"`     // where the SQLite file and the file outboxes live
 
