@@ -2,11 +2,10 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,25 +57,49 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 		loader.stop()
 
 		crashes := 0
-		for round := 0; ; round++ {
+		sqlDB := db.open(t)
+		succeeded := func() int {
+			var n int
+			sqlDB.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE = 'SUCCEEDED'`).Scan(&n)
+			return n
+		}
+		for round := 0; succeeded() < len(ids); round++ {
 			if round > 40 {
 				t.Fatalf("still not done after %d crashes", crashes)
 			}
-			s := db.start(t, append(env, fmt.Sprintf("MSGX_TEST_CRASH_AFTER_REDIS=%d", 1+rand.IntN(12)), "MSGX_PIPELINE_POLL_INTERVAL=50ms")...)
-			select {
-			case err := <-s.done:
-				s.done <- err
-				if err == nil || !strings.Contains(err.Error(), "killed") {
-					t.Fatalf("server ended with %v\n%s", err, s.logs)
-				}
-				crashes++
-				continue
-			case <-time.After(20 * time.Second):
-				t.Fatalf("the server neither crashed nor finished\n%s", s.logs)
-			case <-doneAll(s, ids):
+			// Started by hand, not by db.start: it may die before it answers /healthz.
+			cmd := db.command(t, "serve")
+			cmd.Env = append(cmd.Env, env...)
+			cmd.Env = append(cmd.Env, fmt.Sprintf("MSGX_TEST_CRASH_AFTER_REDIS=%d", 1+rand.IntN(12)), "MSGX_PIPELINE_POLL_INTERVAL=50ms",
+				"MSGX_JOBS_ARCHIVE_AT=off", "MSGX_JOBS_HISTORY_SWEEP_AT=off", "MSGX_JOBS_RETENTION_AT=off")
+			var logs syncBuffer
+			cmd.Stdout, cmd.Stderr = &logs, &logs
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-			s.stop()
-			break
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			deadline := time.Now().Add(20 * time.Second)
+		wait:
+			for {
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), "killed") {
+						t.Fatalf("server ended with %v\n%s", err, logs.String())
+					}
+					crashes++
+					break wait
+				case <-time.After(50 * time.Millisecond):
+				}
+				if succeeded() >= len(ids) {
+					cmd.Process.Signal(syscall.SIGTERM)
+					<-done
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the server neither crashed nor finished\n%s", logs.String())
+				}
+			}
 		}
 		if crashes == 0 {
 			t.Fatal("the failpoint never fired")
@@ -126,36 +149,4 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 		}
 		t.Logf("%s: %d crashes between the Redis script and the SQL commit; nothing lost or doubled", db.Name, crashes)
 	})
-}
-
-// doneAll is closed once every message of ids is SUCCEEDED, polled through s's API; it gives
-// up quietly when s goes away.
-func doneAll(s *server, ids []int64) <-chan struct{} {
-	ch := make(chan struct{})
-	go func() {
-		for {
-			var st struct {
-				Counts map[string]int `json:"counts"`
-			}
-			if !s.tryGetJSON("/api/v1/status", &st) {
-				return
-			}
-			if st.Counts["SUCCEEDED"] >= len(ids) {
-				close(ch)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	return ch
-}
-
-// tryGetJSON is getJSON for a server that may be gone: false when it does not answer 200.
-func (s *server) tryGetJSON(path string, v any) bool {
-	resp, err := http.Get(s.url + path)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(v) == nil
 }
