@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -94,6 +95,20 @@ func flightsEndToEnd(t *testing.T, db dbEnv, env ...string) {
 		defer rs.Close()
 		if es, err := rs.Day(context.Background(), day.Format(time.DateOnly)); err != nil || len(es) != len(want) || !strings.Contains(s.logs.String(), "phase A: flights in Redis") {
 			t.Fatalf("phase A: Redis holds %d flights of the day (%v)\n%s", len(es), err, s.logs)
+		}
+		// The sentinel finds FLIGHT_STATE the mirror of Redis.
+		resp, err := http.Post(s.url+"/api/v1/consistency", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Checked    int   `json:"checked"`
+			Mismatches []any `json:"mismatches"`
+		}
+		json.NewDecoder(resp.Body).Decode(&rep)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || rep.Checked != len(want) || len(rep.Mismatches) != 0 {
+			t.Fatalf("consistency: %d %+v", resp.StatusCode, rep)
 		}
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 
 	"msgx/internal/api"
 	"msgx/internal/config"
@@ -23,6 +24,10 @@ type flightStores struct {
 	reader  api.FlightReader
 	history jobs.FlightHistory
 	close   func()
+	// routes are phase A's (GET/POST /api/v1/consistency); start runs what it starts with
+	// the server (the consistency check on start-up).
+	routes func(*http.ServeMux)
+	start  func(ctx context.Context)
 }
 
 // phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store. In
@@ -32,7 +37,7 @@ type flightStores struct {
 // processes one message per transaction.
 func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clock, log *slog.Logger, opt *pump.Options) flightStores {
 	if cfg.Phase != "A" {
-		return flightStores{reader: sqlFlights, history: sqlFlights, close: func() {}}
+		return flightStores{reader: sqlFlights, history: sqlFlights, close: func() {}, routes: func(*http.ServeMux) {}, start: func(context.Context) {}}
 	}
 	rs := redisflight.New(redisflight.Options{Addr: cfg.Redis.Addr, DB: cfg.Redis.DB, Password: cfg.Redis.Password,
 		Prefix: cfg.Redis.KeyPrefix, MarkerTTL: cfg.Redis.MarkerTTL, Clock: clock, Location: cfg.Location()})
@@ -47,7 +52,46 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 	if testPumpHook != nil {
 		testPumpHook(opt)
 	}
-	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }}
+	sen := &flight.Sentinel{Auth: rs, Mirror: sqlFlights, Clock: clock, Location: cfg.Location(), Logger: log}
+	start := func(ctx context.Context) {
+		if !cfg.ConsistencyCheck.OnStartup {
+			return
+		}
+		go func() {
+			if _, err := sen.Check(ctx); err != nil {
+				log.Error("consistency check on start-up failed", "err", err.Error())
+			}
+		}()
+	}
+	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }, routes: consistencyRoutes(sen), start: start}
+}
+
+// consistencyRoutes adds the sentinel's routes:
+//
+//	GET  /api/v1/consistency  the last comparison of Redis and FLIGHT_STATE (one is run first
+//	                          when none has been): {"checked_at", "days", "checked", "mismatches"}
+//	POST /api/v1/consistency  compare now and answer the report
+//
+// A mismatch is repaired only by an explicit rebuild, never by the check.
+func consistencyRoutes(sen *flight.Sentinel) func(*http.ServeMux) {
+	check := func(w http.ResponseWriter, r *http.Request) {
+		rep, err := sen.Check(r.Context())
+		if err != nil {
+			api.WriteError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+			return
+		}
+		api.WriteJSON(w, http.StatusOK, rep)
+	}
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /api/v1/consistency", func(w http.ResponseWriter, r *http.Request) {
+			if last := sen.Last(); last != nil {
+				api.WriteJSON(w, http.StatusOK, last)
+				return
+			}
+			check(w, r)
+		})
+		mux.HandleFunc("POST /api/v1/consistency", check)
+	}
 }
 
 // sweepBoth is the history sweep of phase A: it reads Redis and deletes what it swept from

@@ -210,8 +210,9 @@ func serve(args []string) error {
 	if keeper != nil {
 		srv.PumpState = keeper.State
 	}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(fstores.reader, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(fstores.reader, db), api.EventRoutes(db, dispWake), api.MetricsRoute(db, clock, append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...))
 	srv.Extra = append(srv.Extra, api.RequestRoutes(reqs, db))
+	srv.Extra = append(srv.Extra, fstores.routes)
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
@@ -246,6 +247,7 @@ func serve(args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	log.Info("msgx serving", "addr", ln.Addr().String(), "version", version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
+	fstores.start(ctx) // phase A: the consistency check on start-up
 
 	var exit error
 	select {

@@ -541,3 +541,6 @@ func (s *Store) Wipe(ctx context.Context) error {
 	}
 	return nil
 }
+
+// KeyPrefix returns the prefix of the store's keys.
+func (s *Store) KeyPrefix() string { return s.p }
