@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -28,6 +29,8 @@ type flightStores struct {
 	// the server (the consistency check on start-up).
 	routes func(*http.ServeMux)
 	start  func(ctx context.Context)
+	// rebuild is PROJECTION_REBUILD (jobs.Runner.Rebuild); nil in phase B.
+	rebuild func(ctx context.Context, doing func(format string, args ...any)) (string, map[string]int, error)
 }
 
 // phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store. In
@@ -63,7 +66,19 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 			}
 		}()
 	}
-	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }, routes: consistencyRoutes(sen), start: start}
+	// PROJECTION_REBUILD: FLIGHT_STATE rebuilt from Redis for the active days, a day at a time.
+	rebuild := func(ctx context.Context, doing func(string, ...any)) (string, map[string]int, error) {
+		now := clock.Now()
+		days := flight.ActiveDays(now, cfg.Location())
+		done := 0
+		written, deleted, err := sqlFlights.RebuildFrom(ctx, rs, days, now, func(day string, n int) {
+			done++
+			doing("rebuilding FLIGHT_STATE from Redis: day %s done (%d flights), %d/%d days", day, n, done, len(days))
+		})
+		rows := map[string]int{"FLIGHT_STATE": written - deleted}
+		return fmt.Sprintf("rebuilt FLIGHT_STATE from Redis for %s … %s: %d flights written, %d rows replaced", days[0], days[len(days)-1], written, deleted), rows, err
+	}
+	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }, routes: consistencyRoutes(sen), start: start, rebuild: rebuild}
 }
 
 // consistencyRoutes adds the sentinel's routes:

@@ -78,3 +78,8 @@ func SODTOf(rec json.RawMessage) time.Time {
 
 // ValidDay reports whether s is a day YYYY-MM-DD.
 func ValidDay(s string) bool { return validDay(s) }
+
+// writeOf is the upsert that would store e.
+func writeOf(e Entry) pipeline.FlightWrite {
+	return pipeline.FlightWrite{Day: e.Day, FLID: e.FLID, Record: e.Record}
+}

@@ -32,10 +32,13 @@ const (
 	Archive      = "ARCHIVE"
 	HistorySweep = "HISTORY_SWEEP"
 	Retention    = "RETENTION"
+	// ProjectionRebuild rebuilds the non-authoritative flight store from the authoritative
+	// one for the active days (phase A: FLIGHT_STATE from Redis; Runner.Rebuild).
+	ProjectionRebuild = "PROJECTION_REBUILD"
 )
 
 // Kinds lists the job kinds an operator may enqueue (POST /api/v1/jobs).
-var Kinds = []string{Archive, HistorySweep, Retention}
+var Kinds = []string{Archive, HistorySweep, Retention, ProjectionRebuild}
 
 // FlightHistory is what HISTORY_SWEEP needs of the flight store: the old days, their flights
 // in chunks, and the delete of the flights written to history (flight.Store implements it).
@@ -66,6 +69,10 @@ type Runner struct {
 	KeepDays int
 	// Chunk is how many flights one history write carries; default 500.
 	Chunk int
+
+	// Rebuild runs PROJECTION_REBUILD, telling its progress through doing; it returns its
+	// summary and rows per table. Nil: the job fails UNSUPPORTED.
+	Rebuild func(ctx context.Context, doing func(format string, args ...any)) (summary string, rows map[string]int, err error)
 
 	Logger *slog.Logger
 
@@ -175,6 +182,15 @@ func (r *Runner) RunJob(ctx context.Context, j *store.Job) (string, error) {
 		err = r.historySweep(ctx, &rep)
 	case Retention:
 		err = r.retention(ctx, &rep)
+	case ProjectionRebuild:
+		if r.Rebuild == nil {
+			return "", pipeline.Errorf(pipeline.Unsupported, "PROJECTION_REBUILD runs in phase A only in this version")
+		}
+		var rows map[string]int
+		rep.summary, rows, err = r.Rebuild(ctx, r.doing)
+		for t, n := range rows {
+			rep.add(t, n)
+		}
 	default:
 		return "", pipeline.Errorf(pipeline.Unsupported, "no runner for job kind %q", j.Kind)
 	}

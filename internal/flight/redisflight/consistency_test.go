@@ -53,4 +53,27 @@ func TestSentinelFindsAlteredAndMissingFlights(t *testing.T) {
 	if sen.Last() == nil || len(sen.Last().Mismatches) != 2 {
 		t.Fatalf("last report: %+v", sen.Last())
 	}
+	// A flight only in Redis, one moved to another day, and one changed twice there: the
+	// rebuild of FLIGHT_STATE from Redis repairs all of it, with Redis's versions.
+	if err := rs.Apply(ctx, 10, []pipeline.FlightWrite{
+		{Day: "2026-03-17", FLID: 6, Record: flighttest.Rec(6, now.Add(48*time.Hour), "")},
+		{Day: "2026-03-17", FLID: 5, Record: flighttest.Rec(5, now.Add(48*time.Hour), "")},
+		{Day: "2026-03-16", FLID: 3, Record: flighttest.Rec(3, now.Add(24*time.Hour), `"STND":"7"`)},
+		{Day: "2026-03-16", FLID: 3, Record: flighttest.Rec(3, now.Add(24*time.Hour), `"STND":"8"`)},
+	}, now); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := sen.Check(ctx); len(r.Mismatches) != 6 { // flight 5 counts on both of its days
+		t.Fatalf("before the rebuild: %v", r.Mismatches)
+	}
+	written, _, err := mirror.RebuildFrom(ctx, rs, flight.ActiveDays(now, flighttest.Shanghai), now, nil)
+	if err != nil || written != 5 {
+		t.Fatalf("rebuild: %d written, %v", written, err)
+	}
+	if r, err := sen.Check(ctx); err != nil || r.Checked != 5 || len(r.Mismatches) != 0 {
+		t.Fatalf("after the rebuild: %+v %v", r, err)
+	}
+	if e, _ := mirror.Get(ctx, 3); e == nil || e.Version != 3 || e.MsgID == nil || *e.MsgID != 10 {
+		t.Fatalf("flight 3 in FLIGHT_STATE after the rebuild: %+v", e)
+	}
 }
