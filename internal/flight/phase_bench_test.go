@@ -2,6 +2,7 @@ package flight_test
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"log/slog"
 	"testing"
@@ -49,10 +50,12 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 						Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},
 						Flights: fs, View: fs, Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
 					}
+					// Phase B as serve runs it: batches whose handlers read through the batch.
+					opt.ViewIn = func(tx *sql.Tx) handler.View { return fs.InTx(tx) }
 					var reader flight.Reader = fs
 					if phase == "A" {
 						rs := flighttest.Redis(b, shanghai, clock)
-						opt.Authority, opt.View, reader = rs, redisflight.WithRefs(rs, fs), rs
+						opt.Authority, opt.View, opt.ViewIn, reader = rs, redisflight.WithRefs(rs, fs), nil, rs
 					}
 					p := pump.New(db, handler.Default(handler.Options{}), opt)
 					drain := func() {
