@@ -31,6 +31,8 @@ type flightStores struct {
 	start  func(ctx context.Context)
 	// rebuild is PROJECTION_REBUILD (jobs.Runner.Rebuild); nil in phase B.
 	rebuild func(ctx context.Context, doing func(format string, args ...any)) (string, map[string]int, error)
+	// consistency is CONSISTENCY_CHECK, the sentinel's daily sample (jobs.Runner.Consistency).
+	consistency func(ctx context.Context) (string, error)
 }
 
 // phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store. In
@@ -78,7 +80,16 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 		rows := map[string]int{"FLIGHT_STATE": written - deleted}
 		return fmt.Sprintf("rebuilt FLIGHT_STATE from Redis for %s … %s: %d flights written, %d rows replaced", days[0], days[len(days)-1], written, deleted), rows, err
 	}
-	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }, routes: consistencyRoutes(sen), start: start, rebuild: rebuild}
+	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }, routes: consistencyRoutes(sen), start: start, rebuild: rebuild,
+		consistency: func(ctx context.Context) (string, error) {
+			ratio := cfg.ConsistencyCheck.DailySampleRatio
+			rep, err := sen.CheckSample(ctx, ratio)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("compared %d flights of %s … %s (sample %g), %d mismatches (GET /api/v1/consistency lists them)",
+				rep.Checked, rep.Days[0], rep.Days[len(rep.Days)-1], ratio, len(rep.Mismatches)), nil
+		}}
 }
 
 // consistencyRoutes adds the sentinel's routes:

@@ -21,7 +21,8 @@ import (
 // phaseAEnv is the environment of a server in phase A on the test Redis, under a key prefix
 // of t's own (deleted when t ends).
 func phaseAEnv(t *testing.T) []string {
-	return []string{"MSGX_PHASE=A", "MSGX_REDIS_ADDR=" + flighttest.RedisAddr(), "MSGX_REDIS_KEY_PREFIX=" + flighttest.RedisPrefix(t)}
+	return []string{"MSGX_PHASE=A", "MSGX_REDIS_ADDR=" + flighttest.RedisAddr(), "MSGX_REDIS_KEY_PREFIX=" + flighttest.RedisPrefix(t),
+		"MSGX_CONSISTENCY_CHECK_DAILY_AT=off"} // as the harness switches the daily jobs off
 }
 
 func redisPrefixOf(env []string) string {

@@ -136,7 +136,7 @@ func serve(args []string) error {
 	}
 	defer runner.History.Close()
 	popt.Jobs = runner
-	runner.Rebuild = fstores.rebuild
+	runner.Rebuild, runner.Consistency = fstores.rebuild, fstores.consistency
 	p := pump.New(db, reg, popt)
 	// Data requests to the AODB: created through the API on any node, followed (SENT,
 	// re-sent, EXPIRED) by the instance that holds the pump lease.

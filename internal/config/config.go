@@ -95,6 +95,9 @@ type Config struct {
 	ConsistencyCheck struct {
 		OnStartup        bool    `yaml:"on-startup"`
 		DailySampleRatio float64 `yaml:"daily-sample-ratio"`
+		// DailyAt is the local time of the daily sample (phase A: CONSISTENCY_CHECK); "" or
+		// "off" switches it off.
+		DailyAt string `yaml:"daily-at"`
 	} `yaml:"consistency-check"`
 
 	SIS struct {
@@ -217,6 +220,7 @@ func Default() Config {
 	c.Schd.FlushLimit = 500
 	c.ConsistencyCheck.OnStartup = true
 	c.ConsistencyCheck.DailySampleRatio = 0.01
+	c.ConsistencyCheck.DailyAt = "05:00"
 	c.SIS.Timezone = "Asia/Shanghai"
 	c.Log.Level = "info"
 	c.Log.Format = "json"
@@ -454,7 +458,8 @@ func (c *Config) Validate() error {
 
 // validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
 func (c *Config) validateJobs(bad func(key, format string, args ...any) error) error {
-	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt} {
+	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt,
+		"consistency-check.daily-at": c.ConsistencyCheck.DailyAt} {
 		if _, _, _, err := jobs.ParseAt(v); err != nil {
 			return bad(key, "%v", err)
 		}
@@ -501,6 +506,10 @@ func (c *Config) Schedule() []jobs.Entry {
 		if h, m, on, err := jobs.ParseAt(e.at); err == nil && on {
 			out = append(out, jobs.Entry{Kind: e.kind, Hour: h, Minute: m})
 		}
+	}
+	// Phase A's daily sample of the consistency sentinel.
+	if h, m, on, err := jobs.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.Phase == "A" && c.ConsistencyCheck.DailySampleRatio > 0 {
+		out = append(out, jobs.Entry{Kind: jobs.ConsistencyCheck, Hour: h, Minute: m})
 	}
 	return out
 }

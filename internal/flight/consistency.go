@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -37,6 +38,11 @@ type Report struct {
 
 // Compare compares the flights of days in auth and mirror.
 func Compare(ctx context.Context, auth, mirror Reader, days []string, now time.Time) (Report, error) {
+	return compare(ctx, auth, mirror, days, now, nil)
+}
+
+// compare compares the flights of days for which keep says true (nil: all).
+func compare(ctx context.Context, auth, mirror Reader, days []string, now time.Time, keep func(flid int64) bool) (Report, error) {
 	r := Report{CheckedAt: now, Days: days, Mismatches: []Mismatch{}}
 	for _, day := range days {
 		a, err := auth.Day(ctx, day)
@@ -49,9 +55,14 @@ func Compare(ctx context.Context, auth, mirror Reader, days []string, now time.T
 		}
 		byID := make(map[int64]Entry, len(m))
 		for _, e := range m {
-			byID[e.FLID] = e
+			if keep == nil || keep(e.FLID) {
+				byID[e.FLID] = e
+			}
 		}
 		for _, e := range a {
+			if keep != nil && !keep(e.FLID) {
+				continue
+			}
 			r.Checked++
 			o, ok := byID[e.FLID]
 			if !ok {
@@ -141,9 +152,28 @@ func MismatchMetric() prometheus.Collector { return mismatches }
 
 // Check compares the active days now, logs every mismatch and counts them, and keeps the
 // report as the last one.
-func (s *Sentinel) Check(ctx context.Context) (Report, error) {
+func (s *Sentinel) Check(ctx context.Context) (Report, error) { return s.check(ctx, nil) }
+
+// CheckSample is Check on a share ratio (0…1) of the flights, drawn at random: the daily
+// sample (consistency-check.daily-sample-ratio).
+func (s *Sentinel) CheckSample(ctx context.Context, ratio float64) (Report, error) {
+	if ratio >= 1 {
+		return s.check(ctx, nil)
+	}
+	seen := map[int64]bool{}
+	return s.check(ctx, func(flid int64) bool {
+		in, ok := seen[flid]
+		if !ok {
+			in = rand.Float64() < ratio
+			seen[flid] = in
+		}
+		return in
+	})
+}
+
+func (s *Sentinel) check(ctx context.Context, keep func(int64) bool) (Report, error) {
 	now := s.Clock.Now()
-	r, err := Compare(ctx, s.Auth, s.Mirror, ActiveDays(now, s.Location), now)
+	r, err := compare(ctx, s.Auth, s.Mirror, ActiveDays(now, s.Location), now, keep)
 	if err != nil {
 		return r, err
 	}

@@ -76,4 +76,12 @@ func TestSentinelFindsAlteredAndMissingFlights(t *testing.T) {
 	if e, _ := mirror.Get(ctx, 3); e == nil || e.Version != 3 || e.MsgID == nil || *e.MsgID != 10 {
 		t.Fatalf("flight 3 in FLIGHT_STATE after the rebuild: %+v", e)
 	}
+	// The daily sample: a share of the flights, none at 0, all at 1.
+	c.HSet(ctx, key+"flight:1", "ver", 42)
+	if r, err := sen.CheckSample(ctx, 0); err != nil || r.Checked != 0 || len(r.Mismatches) != 0 {
+		t.Fatalf("sample 0: %+v %v", r, err)
+	}
+	if r, err := sen.CheckSample(ctx, 1); err != nil || r.Checked != 5 || len(r.Mismatches) != 1 {
+		t.Fatalf("sample 1: %+v %v", r, err)
+	}
 }
