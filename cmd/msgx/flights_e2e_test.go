@@ -1,11 +1,16 @@
 package main_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"msgx/internal/flight/flighttest"
+	"msgx/internal/flight/redisflight"
 )
 
 // sisTime formats a local time as ddMMMyyHHmm (24-hour clock: Go's "15", not "03").
@@ -33,11 +38,20 @@ func e2eFlop(seqn int, styp string, flid int64, payload string) string {
 // board the API shows and every event the messages committed.
 func TestFlightsEndToEnd(t *testing.T) { eachDB(t, testFlightsEndToEnd) }
 
-func testFlightsEndToEnd(t *testing.T, db dbEnv) {
+func testFlightsEndToEnd(t *testing.T, db dbEnv) { flightsEndToEnd(t, db) }
+
+// TestFlightsEndToEndPhaseA is TestFlightsEndToEnd in phase A (flights in Redis, under a
+// key prefix of the test's own), with the same expectations: the same board through the API,
+// the same events in the same order.
+func TestFlightsEndToEndPhaseA(t *testing.T) {
+	eachDB(t, func(t *testing.T, db dbEnv) { flightsEndToEnd(t, db, phaseAEnv(t)...) })
+}
+
+func flightsEndToEnd(t *testing.T, db dbEnv, env ...string) {
 	day := tomorrow(t)
 	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
 
-	s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
+	s := db.start(t, append([]string{"MSGX_PIPELINE_POLL_INTERVAL=50ms"}, env...)...)
 
 	master := e2eFltr(91001, "CA1201", "D", at(10, 0), "")
 	arrival := e2eFltr(91002, "CA1202", "A", at(11, 0), "")
@@ -74,6 +88,28 @@ func testFlightsEndToEnd(t *testing.T, db dbEnv) {
 	want := []string{
 		"91001 CA1201 STND=201 CTOT=" + ctot + " CSFL=<nil>", // CTOT kept by the snapshot; code-share dropped
 		"91002 CA1202 STND=202 CTOT=<nil> CSFL=<nil>",        // the snapshot's stand wins over the FLOP
+	}
+	if prefix := redisPrefixOf(env); prefix != "" {
+		// Phase A: the board the API showed is Redis's.
+		rs := redisflight.New(redisflight.Options{Addr: flighttest.RedisAddr(), Prefix: prefix})
+		defer rs.Close()
+		if es, err := rs.Day(context.Background(), day.Format(time.DateOnly)); err != nil || len(es) != len(want) || !strings.Contains(s.logs.String(), "phase A: flights in Redis") {
+			t.Fatalf("phase A: Redis holds %d flights of the day (%v)\n%s", len(es), err, s.logs)
+		}
+		// The sentinel finds FLIGHT_STATE the mirror of Redis.
+		resp, err := http.Post(s.url+"/api/v1/consistency", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Checked    int   `json:"checked"`
+			Mismatches []any `json:"mismatches"`
+		}
+		json.NewDecoder(resp.Body).Decode(&rep)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || rep.Checked != len(want) || len(rep.Mismatches) != 0 {
+			t.Fatalf("consistency: %d %+v", resp.StatusCode, rep)
+		}
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("board of %s:\n%s\nwant:\n%s", day.Format(time.DateOnly), strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"msgx/internal/config"
-	"msgx/internal/flight"
 	"msgx/internal/jobs"
 	"msgx/internal/logship"
 	"msgx/internal/pipeline"
@@ -57,7 +56,7 @@ func serveLogger(cfg config.Config) (log *slog.Logger, traces *logship.Traces, s
 // jobRunner is the pump's job runner as config sets it up: ARCHIVE, HISTORY_SWEEP to
 // Elasticsearch (history.elasticsearch.url) or to JSON lines under <data-dir>/history, and
 // RETENTION.
-func jobRunner(cfg config.Config, db *store.DB, flights *flight.Store, clock pipeline.Clock, log *slog.Logger) (*jobs.Runner, error) {
+func jobRunner(cfg config.Config, db *store.DB, flights jobs.FlightHistory, clock pipeline.Clock, log *slog.Logger) (*jobs.Runner, error) {
 	var sink jobs.HistorySink = &jobs.FileHistory{Dir: filepath.Join(cfg.DataDir, "history")}
 	if es := cfg.History.Elasticsearch; es.URL != "" {
 		h, err := jobs.NewESHistory(jobs.ESHistoryConfig{URL: es.URL, Index: es.Index, Username: es.Username, Password: es.Password, Timeout: es.Timeout})

@@ -126,16 +126,11 @@ func serve(args []string) error {
 		testRegistryHook(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
-	runner, err := jobRunner(cfg, db, flights, clock, log)
-	if err != nil {
-		return err
-	}
-	defer runner.History.Close()
 	// The instruments: moved where things happen, state gauges from the pump instance's
 	// sampler; a scrape runs no query but a ping.
 	m := metrics.New(clock, version, api.DatabaseUp(db))
 	counts := api.CounterCounts(db.NewStateCounter(), clock) // status and the sampler
-	p := pump.New(db, reg, pump.Options{
+	popt := pump.Options{
 		Metrics:      m,
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
@@ -143,7 +138,6 @@ func serve(args []string) error {
 		SIS:          sis.Options{Location: cfg.Location()},
 		Clock:        clock,
 		Logger:       log,
-		Jobs:         runner,
 		Flights:      flights,
 		View:         flights,
 		// Handlers in a batch read through its transaction, so each sees the batch's writes.
@@ -151,7 +145,17 @@ func serve(args []string) error {
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
 		Paused:    pauseWatch(db, store.PumpPause, log),
-	})
+	}
+	fstores := phaseStores(cfg, flights, clock, log, &popt)
+	defer fstores.close()
+	runner, err := jobRunner(cfg, db, fstores.history, clock, log)
+	if err != nil {
+		return err
+	}
+	defer runner.History.Close()
+	popt.Jobs = runner
+	runner.Rebuild, runner.Consistency = fstores.rebuild, fstores.consistency
+	p := pump.New(db, reg, popt)
 	// Data requests to the AODB: created through the API on any node, followed (SENT,
 	// re-sent, EXPIRED) by the instance that holds the pump lease.
 	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
@@ -239,8 +243,8 @@ func serve(args []string) error {
 	}
 	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
 	registrar := newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
-	srv.Extra = append(srv.Extra, api.FlightRoutes(flights, db), api.MetricsRoute(m), api.RequestRoutes(reqs, db))
-	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
+	srv.Extra = append(srv.Extra, api.FlightRoutes(fstores.reader, db), api.MetricsRoute(m), api.RequestRoutes(reqs, db), fstores.routes)
+	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	if registrar != nil {
 		m.Register(registrar.Failures())
 	}
@@ -309,6 +313,7 @@ func serve(args []string) error {
 		close(regDone)
 	}
 	log.Info("msgx serving", "addr", ln.Addr().String(), "version", readBuildVersion().Version, "pump", runPump, "driver", cfg.Database.Driver, "data_dir", cfg.DataDir)
+	fstores.start(ctx) // phase A: the consistency check on start-up
 
 	var exit error
 	select {

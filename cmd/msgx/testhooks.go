@@ -5,9 +5,13 @@ package main
 import (
 	"context"
 	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
 
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
+	"msgx/internal/pump"
 	"msgx/internal/sis"
 )
 
@@ -29,6 +33,25 @@ func init() {
 			reg.Replace(tag, handler.Func(func(context.Context, handler.View, *sis.Message) (pipeline.Decision, error) {
 				return pipeline.Decision{}, pipeline.Errorf(pipeline.Infra, "the %s service does not answer (test hook)", tag)
 			}))
+		}
+	}
+}
+
+// MSGX_TEST_CRASH_AFTER_REDIS=N makes the process kill itself (SIGKILL, no clean shutdown)
+// right after the Nth message whose flights it applied to Redis in phase A, before that
+// message's SQL transaction: the crash the marker must repair.
+func init() {
+	n, _ := strconv.Atoi(os.Getenv("MSGX_TEST_CRASH_AFTER_REDIS"))
+	if n <= 0 {
+		return
+	}
+	var applied atomic.Int64
+	testPumpHook = func(o *pump.Options) {
+		o.AfterAuthority = func(int64) {
+			if applied.Add(1) >= int64(n) {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
 		}
 	}
 }

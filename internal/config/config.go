@@ -33,7 +33,7 @@ import (
 
 // Config is the whole configuration.
 type Config struct {
-	Phase       string `yaml:"phase"`        // A: Redis flight store; B: SQL FLIGHT_STATE (the one msgx has)
+	Phase       string `yaml:"phase"`        // A: Redis flight store, FLIGHT_STATE its mirror; B: SQL FLIGHT_STATE
 	ServiceName string `yaml:"service-name"` // the name msgx reports itself by
 	DataDir     string `yaml:"data-dir"`     // where the SQLite file and the file outboxes live
 
@@ -115,6 +115,9 @@ type Config struct {
 	ConsistencyCheck struct {
 		OnStartup        bool    `yaml:"on-startup"`
 		DailySampleRatio float64 `yaml:"daily-sample-ratio"`
+		// DailyAt is the local time of the daily sample (phase A: CONSISTENCY_CHECK); "" or
+		// "off" switches it off.
+		DailyAt string `yaml:"daily-at"`
 	} `yaml:"consistency-check"`
 
 	SIS struct {
@@ -218,6 +221,17 @@ type Config struct {
 
 	// Targets are the delivery targets by name (KAFKA_SCHD, KAFKA_FLOP, …).
 	Targets map[string]target.Config `yaml:"targets"`
+
+	// Redis is the flight store of phase A (docs/redis-flights.md).
+	Redis struct {
+		Addr      string `yaml:"addr"`
+		DB        int    `yaml:"db"`
+		Password  string `yaml:"password"`
+		KeyPrefix string `yaml:"key-prefix"`
+		// MarkerTTL is how long the marker of a message applied to Redis is kept: well past
+		// any retry of the message (pipeline.head-deadline).
+		MarkerTTL time.Duration `yaml:"marker-ttl"`
+	} `yaml:"redis"`
 }
 
 // Default returns the configuration msgx runs with when nothing is set.
@@ -244,6 +258,7 @@ func Default() Config {
 	c.Metrics.SampleInterval = 5 * time.Second
 	c.ConsistencyCheck.OnStartup = true
 	c.ConsistencyCheck.DailySampleRatio = 0.01
+	c.ConsistencyCheck.DailyAt = "05:00"
 	c.SIS.Timezone = "Asia/Shanghai"
 	c.Log.Level = "info"
 	c.Log.Format = "json"
@@ -260,6 +275,9 @@ func Default() Config {
 	c.Mode = "normal"
 	c.ShadowOptions.StartAfterID = -1
 	c.Requests.Timeout = 10 * time.Minute
+	c.Redis.Addr = "127.0.0.1:6379"
+	c.Redis.KeyPrefix = "msgx:"
+	c.Redis.MarkerTTL = 7 * 24 * time.Hour
 	c.Requests.MaxResends = 2
 	return c
 }
@@ -340,7 +358,21 @@ func (c *Config) Validate() error {
 	switch c.Phase {
 	case "B":
 	case "A":
-		return bad("phase", "A (Redis flight store) is not available in this version; use B (SQL FLIGHT_STATE)")
+		if c.Redis.Addr == "" {
+			return bad("redis.addr", "must not be empty in phase A")
+		}
+		if c.Redis.DB < 0 {
+			return bad("redis.db", "must not be negative, got %d", c.Redis.DB)
+		}
+		if c.Redis.KeyPrefix == "" {
+			return bad("redis.key-prefix", "must not be empty in phase A")
+		}
+		if c.Redis.MarkerTTL < time.Hour {
+			return bad("redis.marker-ttl", "must be at least 1h (well past any retry), got %s", c.Redis.MarkerTTL)
+		}
+		if c.Pipeline.HeadDeadline > 0 && c.Redis.MarkerTTL <= c.Pipeline.HeadDeadline {
+			return bad("redis.marker-ttl", "must be longer than pipeline.head-deadline (%s), got %s", c.Pipeline.HeadDeadline, c.Redis.MarkerTTL)
+		}
 	default:
 		return bad("phase", "%q is not A or B", c.Phase)
 	}
@@ -520,7 +552,8 @@ func (c *Config) RegistryName() string {
 
 // validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
 func (c *Config) validateJobs(bad func(key, format string, args ...any) error) error {
-	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt} {
+	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt,
+		"consistency-check.daily-at": c.ConsistencyCheck.DailyAt} {
 		if _, _, _, err := jobs.ParseAt(v); err != nil {
 			return bad(key, "%v", err)
 		}
@@ -567,6 +600,10 @@ func (c *Config) Schedule() []jobs.Entry {
 		if h, m, on, err := jobs.ParseAt(e.at); err == nil && on {
 			out = append(out, jobs.Entry{Kind: e.kind, Hour: h, Minute: m})
 		}
+	}
+	// Phase A's daily sample of the consistency sentinel.
+	if h, m, on, err := jobs.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.Phase == "A" && c.ConsistencyCheck.DailySampleRatio > 0 {
+		out = append(out, jobs.Entry{Kind: jobs.ConsistencyCheck, Hour: h, Minute: m})
 	}
 	return out
 }

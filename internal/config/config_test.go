@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"msgx/internal/jobs"
 )
 
 func TestDefaultsMatchTheSeed(t *testing.T) {
@@ -247,5 +249,44 @@ func TestShadowModeAndRequestKeys(t *testing.T) {
 	}
 	if !c.Shadow() || c.ShadowOptions.StartAfterID != 42 || c.Requests.Timeout != 2*time.Second || c.Requests.MaxResends != 0 {
 		t.Fatalf("from the environment: mode %q start-after-id %d requests %+v", c.Mode, c.ShadowOptions.StartAfterID, c.Requests)
+	}
+}
+
+// Phase A is accepted with the redis.* keys' defaults; its keys are validated by name.
+func TestPhaseA(t *testing.T) {
+	c, err := Load("", []string{"MSGX_PHASE=A"})
+	if err != nil || c.Phase != "A" || c.Redis.Addr != "127.0.0.1:6379" || c.Redis.KeyPrefix != "msgx:" || c.Redis.DB != 0 || c.Redis.MarkerTTL != 7*24*time.Hour {
+		t.Fatalf("phase A defaults: %+v %v", c.Redis, err)
+	}
+	for env, key := range map[string]string{
+		"MSGX_REDIS_ADDR=":                      "redis.addr",
+		"MSGX_REDIS_DB=-1":                      "redis.db",
+		"MSGX_REDIS_KEY_PREFIX=":                "redis.key-prefix",
+		"MSGX_REDIS_MARKER_TTL=10m":             "redis.marker-ttl",
+		"MSGX_PIPELINE_HEAD_DEADLINE=8760h":     "redis.marker-ttl",
+		"MSGX_CONSISTENCY_CHECK_DAILY_AT=25:00": "consistency-check.daily-at",
+	} {
+		if _, err := Load("", []string{"MSGX_PHASE=A", env}); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: error %v does not name %s", env, err, key)
+		}
+	}
+}
+
+// The sentinel's daily sample is scheduled in phase A only, at consistency-check.daily-at.
+func TestConsistencyCheckIsScheduledInPhaseA(t *testing.T) {
+	has := func(env ...string) bool {
+		c, err := Load("", env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range c.Schedule() {
+			if e.Kind == jobs.ConsistencyCheck {
+				return e.Hour == 5 && e.Minute == 0
+			}
+		}
+		return false
+	}
+	if !has("MSGX_PHASE=A") || has() || has("MSGX_PHASE=A", "MSGX_CONSISTENCY_CHECK_DAILY_AT=off") || has("MSGX_PHASE=A", "MSGX_CONSISTENCY_CHECK_DAILY_SAMPLE_RATIO=0") {
+		t.Fatal("CONSISTENCY_CHECK scheduled wrongly")
 	}
 }

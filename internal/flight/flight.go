@@ -1,4 +1,6 @@
-// Package flight is the SQL flight store of phase B: it owns the table FLIGHT_STATE, one row
+// Package flight defines the flight-store contract (Contract, contract.go) that the SQL store
+// here and the Redis store of phase A (package redisflight) both implement, and is the SQL
+// flight store: the store of phase B, and FLIGHT_STATE's mirror in phase A. It owns the table FLIGHT_STATE, one row
 // per flight keyed by (FDAY, FLID) with FLID unique, holding the flight's whole record as JSON
 // (the handlers' record type, keyed by SIS element names). It writes the flight changes of a
 // Decision inside the pump's success transaction (store.FlightWriter), serves the handlers'

@@ -32,10 +32,16 @@ const (
 	Archive      = "ARCHIVE"
 	HistorySweep = "HISTORY_SWEEP"
 	Retention    = "RETENTION"
+	// ProjectionRebuild rebuilds the non-authoritative flight store from the authoritative
+	// one for the active days (phase A: FLIGHT_STATE from Redis; Runner.Rebuild).
+	ProjectionRebuild = "PROJECTION_REBUILD"
+	// ConsistencyCheck compares a sample of the flights of the two flight stores (phase A:
+	// Redis and FLIGHT_STATE; Runner.Consistency), scheduled daily.
+	ConsistencyCheck = "CONSISTENCY_CHECK"
 )
 
 // Kinds lists the job kinds an operator may enqueue (POST /api/v1/jobs).
-var Kinds = []string{Archive, HistorySweep, Retention}
+var Kinds = []string{Archive, HistorySweep, Retention, ProjectionRebuild, ConsistencyCheck}
 
 // FlightHistory is what HISTORY_SWEEP needs of the flight store: the old days, their flights
 // in chunks, and the delete of the flights written to history (flight.Store implements it).
@@ -66,6 +72,12 @@ type Runner struct {
 	KeepDays int
 	// Chunk is how many flights one history write carries; default 500.
 	Chunk int
+
+	// Rebuild runs PROJECTION_REBUILD, telling its progress through doing; it returns its
+	// summary and rows per table. Nil: the job fails UNSUPPORTED.
+	Rebuild func(ctx context.Context, doing func(format string, args ...any)) (summary string, rows map[string]int, err error)
+	// Consistency runs CONSISTENCY_CHECK and returns its summary. Nil: UNSUPPORTED.
+	Consistency func(ctx context.Context) (summary string, err error)
 
 	Logger *slog.Logger
 
@@ -175,6 +187,20 @@ func (r *Runner) RunJob(ctx context.Context, j *store.Job) (string, error) {
 		err = r.historySweep(ctx, &rep)
 	case Retention:
 		err = r.retention(ctx, &rep)
+	case ProjectionRebuild:
+		if r.Rebuild == nil {
+			return "", pipeline.Errorf(pipeline.Unsupported, "PROJECTION_REBUILD runs in phase A only in this version")
+		}
+		var rows map[string]int
+		rep.summary, rows, err = r.Rebuild(ctx, r.doing)
+		for t, n := range rows {
+			rep.add(t, n)
+		}
+	case ConsistencyCheck:
+		if r.Consistency == nil {
+			return "", pipeline.Errorf(pipeline.Unsupported, "CONSISTENCY_CHECK runs in phase A only in this version")
+		}
+		rep.summary, err = r.Consistency(ctx)
 	default:
 		return "", pipeline.Errorf(pipeline.Unsupported, "no runner for job kind %q", j.Kind)
 	}

@@ -63,6 +63,13 @@ type Options struct {
 	// Paused, when set, is asked at each step: while it answers true the pump does nothing
 	// (an operator paused it; POST /api/v1/pump/pause) and looks again after PollInterval.
 	Paused func(ctx context.Context) bool
+	// Authority is phase A's authoritative flight store (Redis), written before the SQL
+	// transaction with a per-message marker (phasea.go); nil in phase B. With it the pump
+	// processes one message per transaction, and Flights is the FLIGHT_STATE mirror.
+	Authority Authority
+	// AfterAuthority, when set, runs right after a message's flights are applied to the
+	// authority and before its SQL transaction (the crash tests' failpoint).
+	AfterAuthority func(msgID int64)
 }
 
 // DefaultBatchSize is the batch size of a pump whose Options leave it 0 (pipeline.batch-size's
@@ -257,7 +264,7 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	if err := p.adopt(ctx, now); err != nil {
 		return 0, err
 	}
-	if p.opt.BatchSize > 1 && !p.solo {
+	if p.opt.BatchSize > 1 && !p.solo && p.opt.Authority == nil {
 		return p.stepBatch(ctx, now)
 	}
 	wait, err := p.stepOne(ctx, now)
@@ -533,7 +540,12 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		_, err := p.fail(ctx, out, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
 		return err
 	}
-	dec, err := p.decide(ctx, m.ID, h, msg, p.opt.View)
+	var dec pipeline.Decision
+	if p.opt.Authority != nil {
+		dec, err = p.decideAuthoritative(ctx, m.ID, h, msg, now)
+	} else {
+		dec, err = p.decide(ctx, m.ID, h, msg, p.opt.View)
+	}
 	if err != nil {
 		if s, ok := handler.AsSkip(err); ok {
 			return p.skip(ctx, out, m, msg, identity, s.Reason, now)

@@ -1,0 +1,200 @@
+package flight
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"msgx/internal/pipeline"
+)
+
+// The consistency sentinel of phase A: it compares the authoritative flight store (Redis)
+// with FLIGHT_STATE, its mirror, for the active days, and reports every flight they disagree
+// on. It repairs nothing: a mismatch is logged, counted and listed for an operator.
+
+// Mismatch is one flight the two stores disagree on: the record's top-level fields whose
+// values differ, "version", "day", or "missing" (absent from one store: Where says which).
+type Mismatch struct {
+	FLID   int64    `json:"flid"`
+	Day    string   `json:"day"`
+	Where  string   `json:"where,omitempty"` // for "missing": "authoritative" or "mirror"
+	Fields []string `json:"fields"`
+}
+
+// Report is the result of one comparison.
+type Report struct {
+	CheckedAt  time.Time  `json:"checked_at"`
+	Days       []string   `json:"days"`
+	Checked    int        `json:"checked"`
+	Mismatches []Mismatch `json:"mismatches"`
+}
+
+// Compare compares the flights of days in auth and mirror.
+func Compare(ctx context.Context, auth, mirror Reader, days []string, now time.Time) (Report, error) {
+	return compare(ctx, auth, mirror, days, now, nil)
+}
+
+// compare compares the flights of days for which keep says true (nil: all).
+func compare(ctx context.Context, auth, mirror Reader, days []string, now time.Time, keep func(flid int64) bool) (Report, error) {
+	r := Report{CheckedAt: now, Days: days, Mismatches: []Mismatch{}}
+	for _, day := range days {
+		a, err := auth.Day(ctx, day)
+		if err != nil {
+			return r, err
+		}
+		m, err := mirror.Day(ctx, day)
+		if err != nil {
+			return r, err
+		}
+		byID := make(map[int64]Entry, len(m))
+		for _, e := range m {
+			if keep == nil || keep(e.FLID) {
+				byID[e.FLID] = e
+			}
+		}
+		for _, e := range a {
+			if keep != nil && !keep(e.FLID) {
+				continue
+			}
+			r.Checked++
+			o, ok := byID[e.FLID]
+			if !ok {
+				// Maybe on another day in the mirror: still a mismatch of this day.
+				r.Mismatches = append(r.Mismatches, Mismatch{FLID: e.FLID, Day: day, Where: "mirror", Fields: []string{"missing"}})
+				continue
+			}
+			delete(byID, e.FLID)
+			if f := differing(e, o); len(f) > 0 {
+				r.Mismatches = append(r.Mismatches, Mismatch{FLID: e.FLID, Day: day, Fields: f})
+			}
+		}
+		rest := make([]int64, 0, len(byID))
+		for id := range byID {
+			rest = append(rest, id)
+		}
+		sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
+		for _, id := range rest {
+			r.Checked++
+			r.Mismatches = append(r.Mismatches, Mismatch{FLID: id, Day: day, Where: "authoritative", Fields: []string{"missing"}})
+		}
+	}
+	return r, nil
+}
+
+// differing lists what differs between two entries of one flight.
+func differing(a, b Entry) []string {
+	var out []string
+	if a.Version != b.Version {
+		out = append(out, "version")
+	}
+	if a.Day != b.Day {
+		out = append(out, "day")
+	}
+	if bytes.Equal(a.Record, b.Record) {
+		return out
+	}
+	var ma, mb map[string]json.RawMessage
+	if json.Unmarshal(a.Record, &ma) != nil || json.Unmarshal(b.Record, &mb) != nil {
+		return append(out, "record")
+	}
+	var fields []string
+	for k, v := range ma {
+		if w, ok := mb[k]; !ok || !bytes.Equal(v, w) {
+			fields = append(fields, k)
+		}
+	}
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			fields = append(fields, k)
+		}
+	}
+	sort.Strings(fields)
+	return append(out, fields...)
+}
+
+// ActiveDays returns the local days from today-1 to today+7 in loc: the days the sentinel
+// compares.
+func ActiveDays(now time.Time, loc *time.Location) []string {
+	today := now.In(loc)
+	out := make([]string, 0, 9)
+	for d := -1; d <= 7; d++ {
+		out = append(out, today.AddDate(0, 0, d).Format(time.DateOnly))
+	}
+	return out
+}
+
+// Sentinel runs comparisons and keeps the last report.
+type Sentinel struct {
+	Auth, Mirror Reader
+	Clock        pipeline.Clock
+	Location     *time.Location
+	Logger       *slog.Logger
+
+	mu   sync.Mutex
+	last *Report
+}
+
+// mismatches is msgx_consistency_mismatches_total.
+var mismatches = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "msgx_consistency_mismatches_total",
+	Help: "Flights the consistency sentinel found different in Redis and FLIGHT_STATE (phase A), counted at every check that finds them.",
+})
+
+// MismatchMetric is the counter msgx_consistency_mismatches_total.
+func MismatchMetric() prometheus.Collector { return mismatches }
+
+// Check compares the active days now, logs every mismatch and counts them, and keeps the
+// report as the last one.
+func (s *Sentinel) Check(ctx context.Context) (Report, error) { return s.check(ctx, nil) }
+
+// CheckSample is Check on a share ratio (0…1) of the flights, drawn at random: the daily
+// sample (consistency-check.daily-sample-ratio).
+func (s *Sentinel) CheckSample(ctx context.Context, ratio float64) (Report, error) {
+	if ratio >= 1 {
+		return s.check(ctx, nil)
+	}
+	seen := map[int64]bool{}
+	return s.check(ctx, func(flid int64) bool {
+		in, ok := seen[flid]
+		if !ok {
+			in = rand.Float64() < ratio
+			seen[flid] = in
+		}
+		return in
+	})
+}
+
+func (s *Sentinel) check(ctx context.Context, keep func(int64) bool) (Report, error) {
+	now := s.Clock.Now()
+	r, err := compare(ctx, s.Auth, s.Mirror, ActiveDays(now, s.Location), now, keep)
+	if err != nil {
+		return r, err
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	for _, m := range r.Mismatches {
+		log.Warn("consistency: Redis and FLIGHT_STATE differ", "flid", m.FLID, "day", m.Day, "fields", m.Fields, "missing_in", m.Where)
+	}
+	mismatches.Add(float64(len(r.Mismatches)))
+	log.Info("consistency check done", "checked", r.Checked, "mismatches", len(r.Mismatches))
+	s.mu.Lock()
+	s.last = &r
+	s.mu.Unlock()
+	return r, nil
+}
+
+// Last returns the last report, or nil when none ran.
+func (s *Sentinel) Last() *Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}

@@ -1,0 +1,101 @@
+package flight_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"msgx/internal/flight"
+	"msgx/internal/flight/flighttest"
+	"msgx/internal/flight/redisflight"
+	"msgx/internal/handler"
+	"msgx/internal/pipeline"
+	"msgx/internal/pump"
+	"msgx/internal/sis"
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+)
+
+// BenchmarkPhaseAAgainstB runs the workload of BenchmarkSnapshotThenFlops (a 3,000-flight SCHD
+// DNLD, then 2,000 FLOPs) in phase B (FLIGHT_STATE, batches) and phase A (Redis first with a
+// marker per message, FLIGHT_STATE mirrored, one message per transaction), on SQLite and
+// MariaDB, in one run, reporting seconds per snapshot and FLOPs per second of each.
+//
+//	go test ./internal/flight -run '^$' -bench PhaseAAgainstB -benchtime 1x
+func BenchmarkPhaseAAgainstB(b *testing.B) {
+	snapshot := benchSnapshot(benchFlights)
+	flops := make([]string, benchFlops)
+	for i := range flops {
+		flops[i] = benchFlop(i)
+	}
+	for _, dialect := range []string{"sqlite", "mysql"} {
+		for _, phase := range []string{"B", "A"} {
+			b.Run(dialect+"/phase-"+phase, func(b *testing.B) {
+				var snapTotal, flopTotal time.Duration
+				for n := 0; n < b.N; n++ {
+					b.StopTimer()
+					var db *store.DB
+					if dialect == "sqlite" {
+						db = storetest.SQLite(b)
+					} else {
+						db = storetest.MySQL(b)
+					}
+					ctx := context.Background()
+					clock := &fakeClock{t: time.Date(2026, 3, 15, 1, 0, 0, 0, shanghai).UTC()}
+					fs := flight.New(db, clock, shanghai)
+					opt := pump.Options{
+						Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},
+						Flights: fs, View: fs, Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
+					}
+					// Phase B as serve runs it: batches whose handlers read through the batch.
+					opt.ViewIn = func(tx *sql.Tx) handler.View { return fs.InTx(tx) }
+					var reader flight.Reader = fs
+					if phase == "A" {
+						rs := flighttest.Redis(b, shanghai, clock)
+						opt.Authority, opt.View, opt.ViewIn, reader = rs, redisflight.WithRefs(rs, fs), nil, rs
+					}
+					p := pump.New(db, handler.Default(handler.Options{}), opt)
+					drain := func() {
+						for {
+							w, err := p.Step(ctx)
+							if err != nil {
+								b.Fatal(err)
+							}
+							if w > 0 {
+								return
+							}
+						}
+					}
+					if _, err := db.InsertMessages(ctx, []string{snapshot}, clock.Now()); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					t0 := time.Now()
+					drain()
+					snapTotal += time.Since(t0)
+					b.StopTimer()
+					if _, err := db.InsertMessages(ctx, flops, clock.Now()); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					t0 = time.Now()
+					drain()
+					flopTotal += time.Since(t0)
+					b.StopTimer()
+					counts, _ := db.CountByState(ctx)
+					if counts[pipeline.Succeeded] != 1+benchFlops {
+						b.Fatalf("states after the run: %v", counts)
+					}
+					if day, _ := reader.Day(ctx, "2026-03-15"); len(day) != benchFlights {
+						b.Fatalf("%d flights on the board, want %d", len(day), benchFlights)
+					}
+				}
+				b.ReportMetric(snapTotal.Seconds()/float64(b.N), "s/snapshot")
+				b.ReportMetric(float64(benchFlops*b.N)/flopTotal.Seconds(), "flops/s")
+			})
+		}
+	}
+}

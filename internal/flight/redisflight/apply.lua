@@ -1,0 +1,57 @@
+-- Applies one message's flight writes (package redisflight, docs/redis-flights.md).
+-- ARGV: prefix, msg id, marker ('' = none), marker ttl seconds, now, n,
+--       then n pairs (FLID, version read; '0' = absent),
+--       then per write: op ('U' upsert | 'D' delete), FLID, day, maid ('' = none), record.
+-- Returns {0} applied, {1, marker} already applied (nothing written), {2, FLID, version}
+-- a version moved since it was read (nothing written).
+local p, msg, marker, ttl, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local mk = p .. 'marker:' .. msg
+if marker ~= '' then
+  local prev = redis.call('GET', mk)
+  if prev then return {1, prev} end
+end
+local n = tonumber(ARGV[6])
+local i = 7
+for _ = 1, n do
+  local id, want = ARGV[i], ARGV[i + 1]
+  i = i + 2
+  local cur = redis.call('HGET', p .. 'flight:' .. id, 'ver') or '0'
+  if cur ~= want then return {2, id, cur} end
+end
+while i <= #ARGV do
+  local op, id, day, maid, rec = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  i = i + 5
+  local k = p .. 'flight:' .. id
+  local old = redis.call('HMGET', k, 'ver', 'day', 'maid')
+  if old[2] and (op == 'D' or old[2] ~= day) then
+    redis.call('SREM', p .. 'day:' .. old[2], id)
+    if redis.call('SCARD', p .. 'day:' .. old[2]) == 0 then redis.call('SREM', p .. 'days', old[2]) end
+  end
+  if old[3] and (op == 'D' or old[3] ~= maid) then
+    redis.call('SREM', p .. 'maid:' .. old[3], id)
+    redis.call('SREM', p .. 'codeshares', id)
+  end
+  if op == 'D' then
+    redis.call('DEL', k)
+  else
+    local ver = (tonumber(old[1]) or 0) + 1
+    redis.call('HSET', k, 'rec', rec, 'ver', ver, 'day', day, 'msg', msg, 'upd', now)
+    redis.call('SADD', p .. 'day:' .. day, id)
+    redis.call('SADD', p .. 'days', day)
+    if maid ~= '' then
+      redis.call('HSET', k, 'maid', maid)
+      redis.call('SADD', p .. 'maid:' .. maid, id)
+      redis.call('SADD', p .. 'codeshares', id)
+    elseif old[3] then
+      redis.call('HDEL', k, 'maid')
+    end
+  end
+end
+if marker ~= '' then
+  if ttl > 0 then
+    redis.call('SET', mk, marker, 'EX', ttl)
+  else
+    redis.call('SET', mk, marker)
+  end
+end
+return {0}
