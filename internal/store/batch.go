@@ -120,6 +120,7 @@ type Batch struct {
 type deferred struct {
 	events    []eventRow
 	backfills []backfillRow
+	flights   []flightRow // their MSG_FLIGHT rows
 }
 
 // backfillRow is the back-fill of one message.
@@ -129,7 +130,10 @@ type backfillRow struct {
 	at time.Time
 }
 
-func (l *deferred) add(id int64, tag string, evs []pipeline.Event, b Backfill, now time.Time) {
+func (l *deferred) add(id int64, tag string, evs []pipeline.Event, b Backfill, flids []int64, now time.Time) {
+	for _, f := range flids {
+		l.flights = append(l.flights, flightRow{flid: f, msgID: id})
+	}
 	for _, e := range evs {
 		l.events = append(l.events, eventRow{msgID: id, tag: tag, ev: e, at: now})
 	}
@@ -170,6 +174,9 @@ func (b *Batch) Flush(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrFlush, err)
 	}
 	if err := b.d.backfillRows(ctx, b.tx, l.backfills); err != nil {
+		return fmt.Errorf("%w: %w", ErrFlush, err)
+	}
+	if err := insertFlightRows(ctx, b.tx, b.d.Dialect, l.flights); err != nil {
 		return fmt.Errorf("%w: %w", ErrFlush, err)
 	}
 	return nil
@@ -426,7 +433,7 @@ func (b *Batch) succeedOneTrip(ctx context.Context, lead string, id int64, s Suc
 					}
 				}
 			}
-			b.later.add(id, s.TypeTag, dec.Events, s.Meta, now)
+			b.later.add(id, s.TypeTag, dec.Events, s.Meta, s.Flights, now)
 			return true, true, len(dec.Events), changes, nil
 		}
 	}
