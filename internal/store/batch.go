@@ -115,8 +115,8 @@ type Batch struct {
 	later *deferred
 }
 
-// deferred is what the messages of a batch leave for Flush: their events in order, and
-// their CMINMSGS back-fills.
+// deferred is what the messages of a batch leave for Flush: their events in order, their
+// CMINMSGS back-fills and the flights they named.
 type deferred struct {
 	events    []eventRow
 	backfills []backfillRow
@@ -162,7 +162,7 @@ var ErrFlush = errors.New("the batch's deferred writes failed")
 
 // Flush writes what the batch's messages deferred (DeferWrites): their events in message
 // order (EVENT_ID follows it, as one by one), eventChunk rows per statement, then their
-// back-fills. An error wraps ErrFlush (and ErrFenced or the database's error); the batch must
+// back-fills, then the flights they named (MSG_FLIGHT, flightChunk rows per statement). An error wraps ErrFlush (and ErrFenced or the database's error); the batch must
 // then be rolled back.
 func (b *Batch) Flush(ctx context.Context) error {
 	if b.later == nil {
