@@ -28,11 +28,10 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// Store is what the console's own routes read: the newest messages (throughput) and a
-// message's raw text (decoded view). *store.DB implements it.
+// Store is what the console's own routes read: when the messages of the last hour finished
+// (throughput) and a message's raw text (decoded view). *store.DB implements it.
 type Store interface {
-	Heads(ctx context.Context) (msgs, states int64, err error)
-	ListMessages(ctx context.Context, f store.MessageFilter) ([]*store.Message, error)
+	ProcessedBetween(ctx context.Context, from, to time.Time) ([]time.Time, error)
 	Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
 }
 
@@ -138,59 +137,35 @@ func decode(id int64, raw string, opt sis.Options) (out Decoded) {
 	return out
 }
 
-// ThroughputWindow is how many of the newest messages the throughput reads at most: the
-// processing time has no index, so the route reads the newest ids (the pump works in id
-// order) instead of searching the whole table by time.
-const ThroughputWindow = 5000
-
 // ThroughputStats is the answer of GET /api/v1/console/throughput.
 type ThroughputStats struct {
 	// Until is the end of the last minute bucket (now); PerMinute[59] is the minute up to it.
 	Until     time.Time `json:"until"`
 	PerMinute []int     `json:"per_minute"`
 	Total     int       `json:"total"`
-	// Partial is true when the newest ThroughputWindow messages were all finished within the
-	// hour: older ones may have been too, so the figures are a lower bound.
+	// Partial is always false: every message finished in the hour is counted (it was true
+	// when only the newest 5,000 messages were read; kept so clients that read it still work).
 	Partial bool `json:"partial"`
 }
 
 // Throughput counts the messages finished (SUCCEEDED, SKIPPED or DEAD) in each minute of the
-// hour before now, among the newest ThroughputWindow messages.
+// hour before now: all of them, read through the index on their processing time (the range
+// of the hour is all it reads).
 func Throughput(ctx context.Context, db Store, now time.Time) (ThroughputStats, error) {
 	out := ThroughputStats{Until: now.UTC(), PerMinute: make([]int, 60)}
-	_, top, err := db.Heads(ctx)
+	from := now.Add(-time.Hour)
+	times, err := db.ProcessedBetween(ctx, from, now)
 	if err != nil {
 		return out, err
 	}
-	from := now.Add(-time.Hour)
-	after := max(top-ThroughputWindow, 0)
-	read, oldestInHour := 0, true
-	for read < ThroughputWindow {
-		page, err := db.ListMessages(ctx, store.MessageFilter{AfterID: after, Limit: 1000})
-		if err != nil {
-			return out, err
+	for _, at := range times {
+		if at.Before(from) || at.After(now) {
+			continue
 		}
-		for i, m := range page {
-			if i == 0 && read == 0 && after > 0 {
-				oldestInHour = m.ProcessedAt != nil && !m.ProcessedAt.Before(from)
-			}
-			if m.ProcessedAt == nil || m.State == pipeline.Pending || m.State == pipeline.Failed {
-				continue
-			}
-			if m.ProcessedAt.Before(from) || m.ProcessedAt.After(now) {
-				continue
-			}
-			b := 59 - int(now.Sub(*m.ProcessedAt)/time.Minute)
-			out.PerMinute[max(b, 0)]++
-			out.Total++
-		}
-		read += len(page)
-		if len(page) < 1000 {
-			break
-		}
-		after = page[len(page)-1].ID
+		b := 59 - int(now.Sub(at)/time.Minute)
+		out.PerMinute[max(b, 0)]++
+		out.Total++
 	}
-	out.Partial = top > ThroughputWindow && oldestInHour
 	return out, nil
 }
 

@@ -19,23 +19,19 @@ import (
 
 // fakeStore holds messages by id; ListMessages pages them as the store does.
 type fakeStore struct {
-	msgs []*store.Message // in id order
-	raws map[int64]string
+	msgs   []*store.Message // in id order
+	raws   map[int64]string
+	ranges int // ProcessedBetween calls
 }
 
-func (f *fakeStore) Heads(context.Context) (int64, int64, error) {
-	if len(f.msgs) == 0 {
-		return 0, 0, nil
-	}
-	top := f.msgs[len(f.msgs)-1].ID
-	return top, top, nil
-}
-
-func (f *fakeStore) ListMessages(_ context.Context, q store.MessageFilter) ([]*store.Message, error) {
-	out := []*store.Message{}
+// ProcessedBetween returns the processing times in [from, to] as the store's index range
+// does: only finished messages have one.
+func (f *fakeStore) ProcessedBetween(_ context.Context, from, to time.Time) ([]time.Time, error) {
+	f.ranges++
+	out := []time.Time{}
 	for _, m := range f.msgs {
-		if m.ID > q.AfterID && len(out) < q.Limit {
-			out = append(out, m)
+		if m.ProcessedAt != nil && !m.ProcessedAt.Before(from) && !m.ProcessedAt.After(to) {
+			out = append(out, *m.ProcessedAt)
 		}
 	}
 	return out, nil
@@ -67,7 +63,7 @@ func TestThroughputCountsFinishedMessagesPerMinute(t *testing.T) {
 	msgs = append(msgs, finished(1, 3, pipeline.Succeeded, 2*time.Hour)...)              // too old
 	msgs = append(msgs, finished(4, 2, pipeline.Dead, 59*time.Minute+30*time.Second)...) // first minute
 	msgs = append(msgs, finished(6, 4, pipeline.Skipped, 10*time.Second)...)             // last minute
-	msgs = append(msgs, finished(10, 1, pipeline.Failed, 5*time.Minute)...)              // not finished
+	msgs = append(msgs, &store.Message{ID: 10, State: pipeline.Failed})                  // not finished: no processing time
 	msgs = append(msgs, &store.Message{ID: 11, State: pipeline.Pending})
 	tp, err := Throughput(context.Background(), &fakeStore{msgs: msgs}, now)
 	if err != nil {
@@ -78,24 +74,19 @@ func TestThroughputCountsFinishedMessagesPerMinute(t *testing.T) {
 	}
 }
 
-// Over the window, a complete hour of older messages is not read: the figure says it is a
-// lower bound only when the oldest message read was itself within the hour.
-func TestThroughputReadsABoundedWindow(t *testing.T) {
-	busy := finished(1, ThroughputWindow+500, pipeline.Succeeded, time.Minute)
-	tp, err := Throughput(context.Background(), &fakeStore{msgs: busy}, now)
+// Every message finished in the hour is counted, however many (it used to stop at the newest
+// 5,000), in one read of the processing-time range.
+func TestThroughputCountsTheWholeHour(t *testing.T) {
+	busy := append(finished(1, 100, pipeline.Succeeded, 2*time.Hour), finished(101, 7000, pipeline.Succeeded, time.Minute)...)
+	busy = append(busy, finished(7101, 300, pipeline.Dead, 30*time.Minute)...)
+	db := &fakeStore{msgs: busy}
+	tp, err := Throughput(context.Background(), db, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tp.Total != ThroughputWindow || !tp.Partial {
-		t.Fatalf("a busy hour: total %d partial %v, want %d and partial", tp.Total, tp.Partial, ThroughputWindow)
-	}
-	quiet := append(finished(1, ThroughputWindow, pipeline.Succeeded, 3*time.Hour), finished(ThroughputWindow+1, 10, pipeline.Succeeded, time.Minute)...)
-	tp, err = Throughput(context.Background(), &fakeStore{msgs: quiet}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tp.Total != 10 || tp.Partial {
-		t.Fatalf("an hour inside the window: total %d partial %v, want 10 and complete", tp.Total, tp.Partial)
+	if tp.Total != 7300 || tp.Partial || tp.PerMinute[58] != 7000 || tp.PerMinute[29] != 300 || db.ranges != 1 {
+		t.Fatalf("a busy hour: total %d partial %v minute 58 %d minute 29 %d reads %d; want 7300, complete, 7000, 300, 1 read",
+			tp.Total, tp.Partial, tp.PerMinute[58], tp.PerMinute[29], db.ranges)
 	}
 }
 

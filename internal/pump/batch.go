@@ -263,6 +263,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	}
 	p.working(m.ID, "", "decoding")
 	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
+	out = out.naming(msg)
 	if err != nil {
 		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
 	}
@@ -311,7 +312,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	warnings = append(warnings[:len(warnings):len(warnings)], dec.Warnings...)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
 	events, changed, err := r.b.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(msg0), TypeTag: tag, Identity: identity, Meta: meta,
-		Decision: dec, Note: dec.Note, Warnings: warnings}, flights, now)
+		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}, flights, now)
 	switch {
 	case errors.Is(err, store.ErrIdentityTaken):
 		// Bound by an earlier message, committed or earlier in this batch: the read goes

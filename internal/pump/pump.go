@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -321,6 +322,51 @@ type outlet struct {
 	later  func(func()) // runs a report (log line, metric, recent list) once the outcome is durable
 }
 
+// naming returns o recording every outcome with the flights msg names (store.Outcome.Flights),
+// so a search by flight finds the message whatever its outcome.
+func (o outlet) naming(msg *sis.Message) outlet {
+	flids := flightsOf(msg)
+	if len(flids) == 0 {
+		return o
+	}
+	record := o.record
+	o.record = func(ctx context.Context, id int64, oc store.Outcome, now time.Time) error {
+		oc.Flights = flids
+		return record(ctx, id, oc, now)
+	}
+	return o
+}
+
+// flightsOf returns the FLIDs msg names, read from its decoded body: a FLOP's record(s), each
+// FLTR of a SCHD (the valid ones, and the invalid ones whose FLID was readable). The body is
+// the one source every outcome has: a Decision's flight writes and events exist only for a
+// message that was applied, and a FLOP for a flight the store lacks (ORPHAN) has none. A
+// message that could not be decoded (nil msg, or no body) names no flight; reference data,
+// SCHS (seasons carry no FLID) and other types name none.
+func flightsOf(msg *sis.Message) []int64 {
+	if msg == nil {
+		return nil
+	}
+	var out []int64
+	switch b := msg.Body.(type) {
+	case *sis.FlopBody:
+		for _, r := range b.Records {
+			out = append(out, r.FLID)
+		}
+	case *sis.SchdBody:
+		for _, f := range b.Flights {
+			out = append(out, f.FLID)
+		}
+		for _, inv := range b.Invalid {
+			if f, err := strconv.ParseInt(inv.Key, 10, 64); err == nil && f > 0 {
+				out = append(out, f)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // direct is the one-by-one outlet.
 func (p *Pump) direct() outlet {
 	return outlet{record: p.db.Record, later: func(f func()) { f() }}
@@ -523,6 +569,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	out := p.direct()
 	p.working(m.ID, "", "decoding")
 	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
+	out = out.naming(msg)
 	if err != nil {
 		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
 		return err
@@ -558,7 +605,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	warnings = append(slices.Clip(warnings), dec.Warnings...)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
 	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity, Meta: meta,
-		Decision: dec, Note: dec.Note, Warnings: warnings}, p.opt.Flights, now)
+		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}, p.opt.Flights, now)
 	if errors.Is(err, store.ErrIdentityTaken) {
 		holder, _, berr := p.db.BoundTo(ctx, identity)
 		if berr != nil {

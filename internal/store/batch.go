@@ -115,11 +115,12 @@ type Batch struct {
 	later *deferred
 }
 
-// deferred is what the messages of a batch leave for Flush: their events in order, and
-// their CMINMSGS back-fills.
+// deferred is what the messages of a batch leave for Flush: their events in order, their
+// CMINMSGS back-fills and the flights they named.
 type deferred struct {
 	events    []eventRow
 	backfills []backfillRow
+	flights   []flightRow // their MSG_FLIGHT rows
 }
 
 // backfillRow is the back-fill of one message.
@@ -129,7 +130,10 @@ type backfillRow struct {
 	at time.Time
 }
 
-func (l *deferred) add(id int64, tag string, evs []pipeline.Event, b Backfill, now time.Time) {
+func (l *deferred) add(id int64, tag string, evs []pipeline.Event, b Backfill, flids []int64, now time.Time) {
+	for _, f := range flids {
+		l.flights = append(l.flights, flightRow{flid: f, msgID: id})
+	}
 	for _, e := range evs {
 		l.events = append(l.events, eventRow{msgID: id, tag: tag, ev: e, at: now})
 	}
@@ -158,7 +162,7 @@ var ErrFlush = errors.New("the batch's deferred writes failed")
 
 // Flush writes what the batch's messages deferred (DeferWrites): their events in message
 // order (EVENT_ID follows it, as one by one), eventChunk rows per statement, then their
-// back-fills. An error wraps ErrFlush (and ErrFenced or the database's error); the batch must
+// back-fills, then the flights they named (MSG_FLIGHT, flightChunk rows per statement). An error wraps ErrFlush (and ErrFenced or the database's error); the batch must
 // then be rolled back.
 func (b *Batch) Flush(ctx context.Context) error {
 	if b.later == nil {
@@ -170,6 +174,9 @@ func (b *Batch) Flush(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrFlush, err)
 	}
 	if err := b.d.backfillRows(ctx, b.tx, l.backfills); err != nil {
+		return fmt.Errorf("%w: %w", ErrFlush, err)
+	}
+	if err := insertFlightRows(ctx, b.tx, b.d.Dialect, l.flights); err != nil {
 		return fmt.Errorf("%w: %w", ErrFlush, err)
 	}
 	return nil
@@ -426,7 +433,7 @@ func (b *Batch) succeedOneTrip(ctx context.Context, lead string, id int64, s Suc
 					}
 				}
 			}
-			b.later.add(id, s.TypeTag, dec.Events, s.Meta, now)
+			b.later.add(id, s.TypeTag, dec.Events, s.Meta, s.Flights, now)
 			return true, true, len(dec.Events), changes, nil
 		}
 	}

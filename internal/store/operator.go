@@ -16,8 +16,8 @@ import (
 
 // What operators read and do beside the queue itself (migration 00010): a message's history
 // (MSG_HISTORY), the audit log of their actions (AUDIT_LOG), the pause switches of the pump and
-// of each target (PAUSE_STATE), parking a message, and the searches by flight (through the
-// FLIGHT_KEY of the events a message emitted, index IDX_EVT_FLIGHT).
+// of each target (PAUSE_STATE), parking a message, and the searches by flight (messages
+// through MSG_FLIGHT, migration 00012; events through their FLIGHT_KEY, index IDX_EVT_FLIGHT).
 
 // Operator is the contract of this file; *DB implements it on every dialect.
 type Operator interface {
@@ -308,8 +308,11 @@ func (d *DB) Pauses(ctx context.Context) ([]Pause, error) {
 type MessageQuery struct {
 	State pipeline.ProcStatus
 	Class pipeline.ErrorClass
-	// FLID: messages that changed this flight (found through the events they emitted; a
-	// message that changed nothing of it, or failed, emitted none and is not found).
+	// FLID: messages that name this flight (a FLOP for it, a SCHD listing it), whatever
+	// their outcome: SUCCEEDED, SKIPPED, FAILED, DEAD (a parked ORPHAN too), found through
+	// MSG_FLIGHT. A message that could not be decoded names no flight and is not found;
+	// messages processed before MSG_FLIGHT existed are found through the events they
+	// emitted (copied by the migration). 0 (no FLID is 0) means any flight.
 	FLID int64
 	// Tag: a type tag (FLOP-CHOT), or a TYPE alone (FLOP) for every STYP of it.
 	Tag string
@@ -330,15 +333,22 @@ func likeEscape(s string) string {
 func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error) {
 	from := messageFrom
 	var args []any
+	idCol := "p.CMINMSGS_ID"
 	if q.FLID != 0 {
-		// The flight's messages come from its events first (an index range on
-		// IDX_EVT_FLIGHT, materialized: DISTINCT keeps it from being merged into a scan of
-		// PROC_STATE), then their rows by primary key.
-		from += ` JOIN (SELECT DISTINCT e.CMINMSGS_ID FROM MSG_EVENT e WHERE e.FLIGHT_KEY = ?) f ON f.CMINMSGS_ID = p.CMINMSGS_ID`
-		args = append(args, strconv.FormatInt(q.FLID, 10))
+		// The flight's messages come from MSG_FLIGHT, which the pump writes with every
+		// outcome: a range of its primary key (FLID, CMINMSGS_ID), in id order, then their
+		// rows by primary key. Nothing else is searched.
+		from = ` FROM MSG_FLIGHT f JOIN PROC_STATE p ON p.CMINMSGS_ID = f.CMINMSGS_ID LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
+		idCol = "f.CMINMSGS_ID"
 	}
-	sqlq := `SELECT ` + messageCols + from + ` WHERE p.CMINMSGS_ID > ?`
+	sqlq := `SELECT ` + messageCols + from + ` WHERE ` + idCol + ` > ?`
+	if q.FLID != 0 {
+		sqlq += ` AND f.FLID = ?`
+	}
 	args = append(args, q.AfterID)
+	if q.FLID != 0 {
+		args = append(args, q.FLID)
+	}
 	if q.State != "" {
 		sqlq += ` AND p.STATE = ?`
 		args = append(args, string(q.State))
@@ -369,7 +379,7 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 		sqlq += ` AND (p.IDENTITY LIKE ? ESCAPE '!' OR p.LAST_ERROR LIKE ? ESCAPE '!' OR p.NOTE LIKE ? ESCAPE '!')`
 		args = append(args, pat, pat, pat)
 	}
-	sqlq += fmt.Sprintf(` ORDER BY p.CMINMSGS_ID LIMIT %d`, clampLimit(q.Limit))
+	sqlq += fmt.Sprintf(` ORDER BY %s LIMIT %d`, idCol, clampLimit(q.Limit))
 	rows, err := d.SQL.QueryContext(ctx, sqlq, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("search messages: %w", err))

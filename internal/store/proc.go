@@ -202,6 +202,9 @@ type Outcome struct {
 	Meta          *Backfill // SKIPPED: fill the CMINMSGS subsystem columns too
 	Note          string    // what was done, if anything
 	Warnings      []string  // what the decoder noticed (kept with a failure too)
+	// Flights are the FLIDs the decoded message names (none when it could not be decoded),
+	// written to MSG_FLIGHT with the outcome, whatever it is, so a search by flight finds it.
+	Flights []int64
 
 	// From is the state and attempts the pump read: the write happens only while the row is
 	// still so, else Record returns ErrChanged (an operator's replay is never overwritten).
@@ -287,6 +290,10 @@ func (d *DB) recordTx(ctx context.Context, tx *sql.Tx, id int64, o Outcome, now 
 	if err := insertHistory(ctx, tx, id, o.State, o.Class, o.Attempts, o.LastError, "", now); err != nil {
 		return Unavailable(fmt.Errorf("history of message %d: %w", id, err))
 	}
+	// The flights it names, kept with a minimal record too (FLIDs are never refused).
+	if err := insertFlightRows(ctx, tx, d.Dialect, flightRowsOf(id, o.Flights)); err != nil {
+		return err
+	}
 	if o.Meta != nil && !minimal {
 		return d.backfill(ctx, tx, id, *o.Meta, now)
 	}
@@ -331,6 +338,9 @@ type Success struct {
 	// the handler noticed and applied anyway.
 	Note     string
 	Warnings []string
+	// Flights are the FLIDs the decoded message names, written to MSG_FLIGHT with SUCCEEDED
+	// (see Outcome.Flights).
+	Flights []int64
 }
 
 // FlightWriter applies a Decision's flight writes inside the success transaction; the flight
@@ -415,11 +425,14 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 			}
 		}
 		if later != nil {
-			later.add(id, s.TypeTag, s.Decision.Events, s.Meta, now)
+			later.add(id, s.TypeTag, s.Decision.Events, s.Meta, s.Flights, now)
 			events = len(s.Decision.Events)
 		} else {
 			events, err = insertEvents(ctx, tx, id, s.TypeTag, s.Decision.Events, now)
 			if err != nil {
+				return err
+			}
+			if err := insertFlightRows(ctx, tx, d.Dialect, flightRowsOf(id, s.Flights)); err != nil {
 				return err
 			}
 			if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {

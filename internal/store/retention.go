@@ -195,8 +195,8 @@ type PurgeResult struct {
 }
 
 // PurgeArchived deletes the messages that finished for good (SUCCEEDED or SKIPPED) and were
-// archived (ARCHIVED_AT, see Archive) before `before`: their PROC_STATE row and their text in
-// CMINMSGS_HST, PurgeChunk messages per transaction. DEAD and unfinished messages, and
+// archived (ARCHIVED_AT, see Archive) before `before`: their PROC_STATE row, their text in
+// CMINMSGS_HST and the flights they named (MSG_FLIGHT), PurgeChunk messages per transaction. DEAD and unfinished messages, and
 // CMINMSGS_HST rows without a PROC_STATE row (the legacy's own history), are never touched.
 // Once purged, a message is unknown to the API, and its identity is free again: a message
 // with the same SNDR|TYPE|STYP|SEQN arriving later is processed, not SKIPPED. progress, when
@@ -246,6 +246,12 @@ func (d *DB) PurgeArchived(ctx context.Context, before time.Time, progress func(
 			}
 			n, _ := res.RowsAffected()
 			r.ProcState = int(n)
+			// The flights they named (MSG_FLIGHT), of the rows just deleted only: one that
+			// an operator replayed meanwhile keeps its state and its flights.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM MSG_FLIGHT WHERE CMINMSGS_ID IN `+in+
+				` AND CMINMSGS_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE WHERE CMINMSGS_ID IN `+in+`)`, append(ids, ids...)...); err != nil {
+				return Unavailable(fmt.Errorf("purge archived: delete the flights of %d messages: %w", len(ids), err))
+			}
 			return nil
 		})
 		if err != nil {

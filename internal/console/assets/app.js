@@ -510,8 +510,7 @@ function renderThroughput(el, tp) {
     svg('line', { x1: 0, y1: H - 0.5, x2: W, y2: H - 0.5, stroke: '#9aa5b1' }), bars);
   fill(el, h('h2', {}, 'Throughput, last hour'), chart,
     h('p', { class: 'muted', id: 'throughput-total' },
-      `${tp.partial ? 'at least ' : ''}${tp.total} message(s) finished in the last hour; busiest minute ${top === 1 && !per.some(Boolean) ? 0 : top}.`,
-      tp.partial ? ' (Counted over the newest messages only.)' : ''));
+      `${tp.total} message(s) finished in the last hour; busiest minute ${top === 1 && !per.some(Boolean) ? 0 : top}.`));
 }
 
 // ---- actions ------------------------------------------------------------------------------------
@@ -650,10 +649,10 @@ views.messages = async ({ params, gen, view }) => {
   }
   const kids = [table(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' })];
   if (f.flid) {
-    // flid finds the messages that changed the flight (through their events); one that failed
-    // emitted none, but its last error names the flight.
-    kids.push(h('p', { class: 'muted', id: 'flid-hint' }, 'These are the messages that changed flight ', f.flid,
-      '. A message that failed for it changed nothing and is not listed: ',
+    // flid finds every decoded message that names the flight (MSG_FLIGHT), whatever its
+    // outcome: failed and parked (ORPHAN) ones too.
+    kids.push(h('p', { class: 'muted', id: 'flid-hint' }, 'These are the messages that name flight ', f.flid,
+      ', whatever their outcome (applied, skipped, failed, parked). A message that could not be decoded names no flight: ',
       link('/messages?state=DEAD&q=' + encodeURIComponent(f.flid), 'DEAD'), ' or ',
       link('/messages?state=FAILED&q=' + encodeURIComponent(f.flid), 'FAILED'), ' messages whose error names ', f.flid, '.'));
   }

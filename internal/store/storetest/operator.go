@@ -24,6 +24,10 @@ var operatorCases = []struct {
 	{"PausesAreDurableAndIdempotent", pausesAreDurable},
 	{"AuditLogKeepsEdgeValues", auditKeepsEdgeValues},
 	{"SearchByFlightTagTimeAndText", searchByFlight},
+	{"SearchByFlightFindsEveryOutcome", searchByFlightFindsEveryOutcome},
+	{"SearchByFlightThroughBatches", searchByFlightThroughBatches},
+	{"SearchByFlightLargeSchedule", searchByFlightLargeSchedule},
+	{"ProcessedBetweenReadsTheRange", processedBetweenReadsTheRange},
 	{"EventListingsElideLargePayloads", eventListingsElideLargePayloads},
 	{"ReplayPreviewMovesNothing", replayPreviewMovesNothing},
 }
@@ -203,6 +207,15 @@ func succeedWithEvents(t *testing.T, db *store.DB, id int64, tag string, evs ...
 	}
 }
 
+// succeedNaming commits message id with events, naming flights.
+func succeedNaming(t *testing.T, db *store.DB, id int64, tag string, flids []int64, evs ...pipeline.Event) {
+	t.Helper()
+	if _, _, err := db.Succeed(context.Background(), id, store.Success{TypeTag: tag, Identity: tag + "|" + time.Duration(id).String(),
+		Decision: pipeline.Decision{Events: evs}, Flights: flids}, nil, opNow); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func flopEvent(flid, field, old, cur string) pipeline.Event {
 	return pipeline.Event{Target: "KAFKA_FLOP", Kind: "flop", Key: flid,
 		Payload: json.RawMessage(`{"FLID":` + flid + `,"op":"update","changes":{"` + field + `":{"old":` + old + `,"new":` + cur + `}}}`)}
@@ -214,11 +227,12 @@ func searchByFlight(t *testing.T, db *store.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	succeedWithEvents(t, db, ids[0], "SCHD-DNLD", flopEvent("7001", "STND", "null", `"A1"`), flopEvent("7002", "STND", "null", `"B2"`),
+	succeedNaming(t, db, ids[0], "SCHD-DNLD", []int64{7001, 7002}, flopEvent("7001", "STND", "null", `"A1"`), flopEvent("7002", "STND", "null", `"B2"`),
 		pipeline.Event{Target: "REDIS_NOTIFY", Kind: "notify", Key: "7001", Payload: json.RawMessage(`{"type":"schedule"}`)})
-	succeedWithEvents(t, db, ids[1], "FLOP-STND", flopEvent("7001", "STND", `"A1"`, `"登机口 🛫"`))
+	succeedNaming(t, db, ids[1], "FLOP-STND", []int64{7001}, flopEvent("7001", "STND", `"A1"`, `"登机口 🛫"`))
 	succeedWithEvents(t, db, ids[2], "STTS-ADD")
-	if err := db.Record(ctx, ids[3], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight 7001 stored", TypeTag: "FLOP-CHOT"}, opNow); err != nil {
+	if err := db.Record(ctx, ids[3], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight 7001 stored", TypeTag: "FLOP-CHOT",
+		Flights: []int64{7001}}, opNow); err != nil {
 		t.Fatal(err)
 	}
 	got := func(q store.MessageQuery) []int64 {
@@ -246,7 +260,9 @@ func searchByFlight(t *testing.T, db *store.DB) {
 			}
 		}
 	}
-	eq("flid 7001", got(store.MessageQuery{FLID: 7001}), ids[:2])
+	eq("flid 7001", got(store.MessageQuery{FLID: 7001}), []int64{ids[0], ids[1], ids[3]})
+	eq("flid 7001 DEAD", got(store.MessageQuery{FLID: 7001, State: pipeline.Dead}), ids[3:])
+	eq("flid 7001 paged", got(store.MessageQuery{FLID: 7001, AfterID: ids[0], Limit: 1}), ids[1:2])
 	eq("flid 7002", got(store.MessageQuery{FLID: 7002}), ids[:1])
 	eq("flid 9", got(store.MessageQuery{FLID: 9}), nil)
 	eq("tag FLOP", got(store.MessageQuery{Tag: "FLOP"}), []int64{ids[1], ids[3]})

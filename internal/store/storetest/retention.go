@@ -136,9 +136,9 @@ func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db *store.DB
 			t.Fatal(err)
 		}
 	}
-	record(ids[0], store.Outcome{State: pipeline.Succeeded, TypeTag: "FLOP-CHOT", Identity: "AODB|FLOP|CHOT|1"})
-	record(ids[1], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"})
-	record(ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, LastError: "no flight"})
+	record(ids[0], store.Outcome{State: pipeline.Succeeded, TypeTag: "FLOP-CHOT", Identity: "AODB|FLOP|CHOT|1", Flights: []int64{8801}})
+	record(ids[1], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1", Flights: []int64{8801, 8802}})
+	record(ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, LastError: "no flight", Flights: []int64{8801}})
 	record(ids[3], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "down"})
 	record(ids[4], store.Outcome{State: pipeline.Succeeded})
 	// ids[5] stays PENDING. ARCHIVE moves ids 0, 1 and 4 on day t0+2d.
@@ -168,6 +168,14 @@ func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db *store.DB
 	}
 	if _, ok, _ := db.Raw(ctx, ids[0]); ok {
 		t.Fatal("the text of a purged message is still in CMINMSGS_HST")
+	}
+	// The flights the purged messages named go with them; the kept DEAD one keeps its own.
+	var flightRows int
+	if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_FLIGHT`).Scan(&flightRows); err != nil || flightRows != 1 {
+		t.Fatalf("%d MSG_FLIGHT rows after the purge (%v), want the DEAD message's one", flightRows, err)
+	}
+	if ms, err := db.SearchMessages(ctx, store.MessageQuery{FLID: 8801}); err != nil || len(ms) != 1 || ms[0].ID != ids[2] {
+		t.Fatalf("flight 8801 after the purge: %v %v, want the DEAD message", ms, err)
 	}
 	if raw, ok, _ := db.Raw(ctx, ids[2]); !ok || raw != "<c/>" {
 		t.Fatal("the archived DEAD message lost its text")

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MSG_FLIGHT records the flights (FLIDs) each decoded message names, written with the
+// message's outcome (Outcome.Flights, Success.Flights) whatever that outcome is, so a
+// flight's messages — the failed, parked, skipped and unchanged ones too — are found by an
+// index seek (SearchMessages with FLID).
+
+// flightChunk is how many MSG_FLIGHT rows one INSERT carries at most (two placeholders a
+// row, far below either database's limit): a 3,000-flight schedule is six statements.
+const flightChunk = 500
+
+// flightRow is one MSG_FLIGHT row.
+type flightRow struct {
+	flid, msgID int64
+}
+
+// flightRowsOf returns the MSG_FLIGHT rows of message msgID naming flids.
+func flightRowsOf(msgID int64, flids []int64) []flightRow {
+	rows := make([]flightRow, 0, len(flids))
+	for _, f := range flids {
+		rows = append(rows, flightRow{flid: f, msgID: msgID})
+	}
+	return rows
+}
+
+// insertFlightRows writes rows, flightChunk per multi-row INSERT. A row already there (the
+// message recorded again: a retry, a replay, a batch done again) is left as it is.
+func insertFlightRows(ctx context.Context, tx *sql.Tx, dialect Dialect, rows []flightRow) error {
+	for len(rows) > 0 {
+		n := min(len(rows), flightChunk)
+		chunk := rows[:n]
+		rows = rows[n:]
+		args := make([]any, 0, 2*n)
+		for _, r := range chunk {
+			args = append(args, r.flid, r.msgID)
+		}
+		q := dialect.InsertIgnore() + ` INTO MSG_FLIGHT (FLID, CMINMSGS_ID) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?),", n), ",")
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return Unavailable(fmt.Errorf("flights of message %d: %w", chunk[0].msgID, err))
+		}
+	}
+	return nil
+}
+
+// MessageFlights returns the FLIDs recorded for message id, in order.
+func (d *DB) MessageFlights(ctx context.Context, id int64) ([]int64, error) {
+	rows, err := d.SQL.QueryContext(ctx, `SELECT FLID FROM MSG_FLIGHT WHERE CMINMSGS_ID = ? ORDER BY FLID`, id)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("flights of message %d: %w", id, err))
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var f int64
+		if err := rows.Scan(&f); err != nil {
+			return nil, Unavailable(fmt.Errorf("flights of message %d: %w", id, err))
+		}
+		out = append(out, f)
+	}
+	return out, Unavailable(rows.Err())
+}
+
+// ProcessedBetween returns when each message finished (SUCCEEDED, SKIPPED or DEAD: only
+// those have a processing time) in [from, to], oldest first, read through the index
+// IDX_PROC_PROCESSED: the range is all it reads.
+func (d *DB) ProcessedBetween(ctx context.Context, from, to time.Time) ([]time.Time, error) {
+	rows, err := d.SQL.QueryContext(ctx, `SELECT PROCESSED_AT FROM PROC_STATE WHERE PROCESSED_AT >= ? AND PROCESSED_AT <= ? ORDER BY PROCESSED_AT`, T(from), T(to))
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("messages processed since %s: %w", from.UTC().Format(time.RFC3339), err))
+	}
+	defer rows.Close()
+	out := []time.Time{}
+	for rows.Next() {
+		var t NullTime
+		if err := rows.Scan(&t); err != nil {
+			return nil, Unavailable(fmt.Errorf("messages processed since %s: %w", from.UTC().Format(time.RFC3339), err))
+		}
+		if t.Valid {
+			out = append(out, t.Time)
+		}
+	}
+	return out, Unavailable(rows.Err())
+}
