@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 	"testing"
 	"time"
 
@@ -33,81 +32,13 @@ func refSetOld(e *entry, b []byte) error {
 	return nil
 }
 
-// refFlightEvents is flightEvents as it was before the FLOP hot path was made cheaper
-// (fields split into maps, the notification written by json.Marshal), kept as the reference.
-func refFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
-	a, okA := topFields(old)
-	b, okB := topFields(cur)
-	fast := okA && okB
-	var changes map[string]fieldChange
-	var err error
-	if fast {
-		changes = fieldChanges(a, b)
-	} else if changes, err = diff(old, cur); err != nil {
-		return nil, fmt.Errorf("flight %d: %w", flid, err)
-	}
-	key := strconv.FormatInt(flid, 10)
-	op := "update"
-	switch {
-	case old == nil:
-		op = "insert"
-	case cur == nil:
-		op = "delete"
-	}
-	flop, err := flopPayload(flid, op, changes, fast)
-	if err != nil {
-		return nil, err
-	}
-	schd := cur
-	if cur == nil {
-		head := bytes.TrimSuffix(bytes.TrimSpace(old), []byte("}"))
-		schd = append(append(make([]byte, 0, len(head)+16), head...), `,"deleted":true}`...)
-	}
-	type notify struct {
-		Type          string                     `json:"type"`
-		FLID          int64                      `json:"FLID"`
-		UpdatedFields map[string]json.RawMessage `json:"updatedFields,omitempty"`
-		ScheduleStart *time.Time                 `json:"scheduleStart,omitempty"`
-		ScheduleEnd   *time.Time                 `json:"scheduleEnd,omitempty"`
-	}
-	n := notify{Type: "update", FLID: flid}
-	switch {
-	case cur == nil:
-		n.Type = "delete"
-	case schedule:
-		n.Type = "schedule"
-		if win != nil {
-			f, t := win.from.UTC(), win.to.UTC()
-			n.ScheduleStart, n.ScheduleEnd = &f, &t
-		}
-	default:
-		n.UpdatedFields = map[string]json.RawMessage{}
-		for k, c := range changes {
-			n.UpdatedFields[k] = c.New
-		}
-	}
-	note, err := json.Marshal(n)
-	if err != nil {
-		return nil, err
-	}
-	es := pipeline.Event{Target: TargetES, Kind: KindESUpsert, Key: key, Payload: cur}
-	if cur == nil {
-		es.Kind, es.Payload = KindESDelete, json.RawMessage(fmt.Sprintf(`{"FLID":%d}`, flid))
-	}
-	return []pipeline.Event{
-		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: flop},
-		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: schd},
-		{Target: TargetNotify, Kind: KindNotify, Key: key, Payload: note},
-		es,
-	}, nil
-}
-
-// withPaths runs f with the reference implementations when ref is set, else the fast ones.
+// withPaths runs f with the reference implementations when ref is set (refSetOld and
+// mapFlightEvents, the code the hot path had before), else the fast ones.
 func withPaths(ref bool, f func()) {
 	saved := paths
 	defer func() { paths = saved }()
 	if ref {
-		paths.setOld, paths.events = refSetOld, refFlightEvents
+		paths.setOld, paths.events = refSetOld, mapFlightEvents
 	}
 	f()
 }
@@ -307,5 +238,75 @@ func BenchmarkFlop(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestOrderedChanges checks the in-step comparison of two field lists: fields only on one
+// side, changed values, sorting by key, and the refusal when shared fields are out of step.
+func TestOrderedChanges(t *testing.T) {
+	split := func(s string) []field {
+		fs, ok := splitFields([]byte(s), nil)
+		if !ok {
+			t.Fatalf("splitFields refused %s", s)
+		}
+		return fs
+	}
+	got, ok := orderedChanges(split(`{"Z":1,"B":2,"C":[3],"D":4}`), split(`{"A":0,"Z":1,"C":[4],"E":5}`))
+	want := `A:null>0 B:2>null C:[3]>[4] D:4>null E:null>5 `
+	var s string
+	for _, c := range got {
+		s += fmt.Sprintf("%s:%s>%s ", c.key, c.old, c.new)
+	}
+	if !ok || s != want {
+		t.Errorf("orderedChanges = %q %v, want %q", s, ok, want)
+	}
+	if _, ok := orderedChanges(split(`{"A":1,"B":2}`), split(`{"B":2,"A":1}`)); ok {
+		t.Error("orderedChanges accepted fields out of step")
+	}
+}
+
+// TestFlightEventsMatchReference compares flightEvents with mapFlightEvents on pairs of
+// records far apart (many fields changed, fields only on one side), inserts and deletes,
+// with and without a schedule window: records of two simulated days and of the test view.
+func TestFlightEventsMatchReference(t *testing.T) {
+	var recs [][]byte
+	for _, seed := range []int64{1, 3} {
+		v := &memView{flights: map[int64][]byte{}, refs: map[string][]string{}, now: testNow}
+		for _, msg := range simDay(t, 40, seed) {
+			if d, err := decideErr(v, msg); err == nil {
+				v.apply(d)
+			}
+		}
+		for _, id := range v.ids() {
+			recs = append(recs, v.flights[id])
+		}
+	}
+	base := baseView(t)
+	for _, id := range base.ids() {
+		recs = append(recs, base.flights[id])
+	}
+	win := &window{from: testNow, to: testNow.Add(48 * time.Hour)}
+	pairs := 0
+	for i, cur := range recs {
+		for _, old := range [][]byte{nil, recs[(i+1)%len(recs)], recs[(i+7)%len(recs)]} {
+			for _, c := range [][]byte{cur, nil} {
+				if old == nil && c == nil {
+					continue
+				}
+				for _, sched := range []bool{false, true} {
+					for _, w := range []*window{nil, win} {
+						want, err1 := mapFlightEvents(42, old, c, sched, w)
+						got, err2 := flightEvents(42, old, c, sched, w)
+						if err1 != nil || err2 != nil || !reflect.DeepEqual(want, got) {
+							t.Fatalf("old %s\ncur %s\nschedule %v: events differ (%v, %v)\nreference %s\nfast      %s", old, c, sched, err1, err2, want, got)
+						}
+						pairs++
+					}
+				}
+			}
+		}
+	}
+	if pairs < 500 {
+		t.Fatalf("only %d pairs", pairs)
 	}
 }
