@@ -100,7 +100,7 @@ func (w *work) load(flid int64) (*entry, error) {
 		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read flight %d: %w", flid, err))
 	}
 	if ok {
-		if err := e.setOld(b); err != nil {
+		if err := paths.setOld(e, b); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +153,7 @@ func (w *work) prefetch(flids []int64) error {
 		}
 		e := &entry{flid: id}
 		if r, stored := byID[id]; stored {
-			if err := e.setOld(r); err != nil {
+			if err := paths.setOld(e, r); err != nil {
 				return err
 			}
 		}
@@ -175,7 +175,7 @@ func (w *work) preload(b []byte) error {
 		return nil
 	}
 	e := &entry{flid: k.FLID}
-	if err := e.setOld(b); err != nil {
+	if err := paths.setOld(e, b); err != nil {
 		return err
 	}
 	w.entries[k.FLID] = e
@@ -183,6 +183,19 @@ func (w *work) preload(b []byte) error {
 	return nil
 }
 
+// paths are the two steps of the hot path that were made cheaper; the differential test
+// (TestFastPathsMatchReference) swaps in the reference implementations they replaced and
+// checks that every Decision stays byte-identical.
+var paths = struct {
+	setOld func(e *entry, b []byte) error
+	events func(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error)
+}{(*entry).setOld, flightEvents}
+
+// setOld sets the entry's stored state from the stored bytes b: old is b's canonical
+// encoding, oldRec its decoding and cur an independent copy to change. cur is what decoding
+// old gives; when b is already canonical (as the records msgx writes are) that is oldRec
+// itself, so cur is a deep copy of it rather than a second JSON decode (the FLOP hot path
+// spent a third of its time decoding each stored record twice).
 func (e *entry) setOld(b []byte) error {
 	r, err := decodeRecord(b)
 	if err != nil {
@@ -193,6 +206,12 @@ func (e *entry) setOld(b []byte) error {
 		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight %d: %w", e.flid, err))
 	}
 	e.old, e.oldRec = c, r
+	if bytes.Equal(b, c) {
+		if cur, ok := cloneRecord(r); ok {
+			e.cur = cur
+			return nil
+		}
+	}
 	cur, _ := decodeRecord(c)
 	e.cur = cur
 	return nil
@@ -333,7 +352,7 @@ func (w *work) finish(d *pipeline.Decision, win *window) (changed int, err error
 		} else {
 			d.Flights = append(d.Flights, pipeline.FlightWrite{Day: localDay(e.cur.SODT, loc), FLID: id, Record: cur})
 		}
-		evs, err := flightEvents(id, e.old, cur, e.schedule, win)
+		evs, err := paths.events(id, e.old, cur, e.schedule, win)
 		if err != nil {
 			return 0, err
 		}
@@ -435,7 +454,24 @@ func fieldChanges[V ~[]byte](a, b map[string]V) map[string]fieldChange {
 // fields). ok is false when b is not such an object or a key needs escaping or is not one
 // the payload may copy as is (then the caller marshals).
 func topFields(b []byte) (map[string][]byte, bool) {
-	out := map[string][]byte{}
+	fs, ok := splitFields(b, nil)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string][]byte, len(fs))
+	for _, f := range fs {
+		out[string(f.key)] = f.val
+	}
+	return out, true
+}
+
+// field is one top-level field of a JSON object: its key (without quotes) and value bytes.
+type field struct{ key, val []byte }
+
+// splitFields is topFields keeping the fields in their order, in a slice (appended to buf),
+// with no allocation per field.
+func splitFields(b []byte, buf []field) ([]field, bool) {
+	out := buf[:0]
 	if b == nil {
 		return out, true
 	}
@@ -457,12 +493,11 @@ func topFields(b []byte) (map[string][]byte, bool) {
 		if j+1 >= len(b) || b[j+1] != ':' {
 			return nil, false
 		}
-		key := string(b[i+1 : j])
 		end, ok := skipValue(b, j+2)
 		if !ok {
 			return nil, false
 		}
-		out[key] = b[j+2 : end]
+		out = append(out, field{b[i+1 : j], b[j+2 : end]})
 		i = end
 		if b[i] == ',' {
 			i++
@@ -472,6 +507,48 @@ func topFields(b []byte) (map[string][]byte, bool) {
 		}
 	}
 	return out, i == len(b)-1
+}
+
+// change is one changed field of a flight: its key and old and new values (null for none).
+type change struct{ key, old, new []byte }
+
+// orderedChanges is fieldChanges for two records split by splitFields, sorted by key. It
+// walks both in step, which needs the fields they share in the same order, as encodeRecord
+// writes them (struct order, a field left out only when empty); ok is false when they are
+// not (then the caller compares them as maps).
+func orderedChanges(a, b []field) ([]change, bool) {
+	var out []change
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && bytes.Equal(a[i].key, b[j].key):
+			if !bytes.Equal(a[i].val, b[j].val) {
+				out = append(out, change{a[i].key, a[i].val, b[j].val})
+			}
+			i++
+			j++
+		case j < len(b) && indexField(a, b[j].key) < 0:
+			out = append(out, change{b[j].key, jsonNull, b[j].val}) // only in b
+			j++
+		case i < len(a) && indexField(b, a[i].key) < 0:
+			out = append(out, change{a[i].key, a[i].val, jsonNull}) // only in a
+			i++
+		default:
+			return nil, false // in both, out of step
+		}
+	}
+	slices.SortFunc(out, func(x, y change) int { return bytes.Compare(x.key, y.key) })
+	return out, true
+}
+
+// indexField returns the index of the field named key in fs, or -1.
+func indexField(fs []field, key []byte) int {
+	for i, f := range fs {
+		if bytes.Equal(f.key, key) {
+			return i
+		}
+	}
+	return -1
 }
 
 // skipValue returns the end of the compact JSON value starting at b[i], which must be
@@ -505,8 +582,92 @@ func skipValue(b []byte, i int) (int, bool) {
 }
 
 // flightEvents builds the four events of one changed flight: KAFKA_FLOP, KAFKA_SCHD,
-// REDIS_NOTIFY and ES_FLIGHT, each keyed by the FLID.
+// REDIS_NOTIFY and ES_FLIGHT, each keyed by the FLID. It writes the KAFKA_FLOP payload and an
+// update's or delete's notification straight from the two records' fields, in the bytes
+// mapFlightEvents writes (TestFastPathsMatchReference compares them), and leaves to
+// mapFlightEvents the records splitFields refuses and the schedule notification.
 func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
+	var buf [2][96]field
+	a, okA := splitFields(old, buf[0][:0])
+	b, okB := splitFields(cur, buf[1][:0])
+	if !okA || !okB || (schedule && cur != nil) {
+		return mapFlightEvents(flid, old, cur, schedule, win)
+	}
+	changes, ok := orderedChanges(a, b)
+	if !ok {
+		return mapFlightEvents(flid, old, cur, schedule, win)
+	}
+	key := strconv.FormatInt(flid, 10)
+	op := "update"
+	switch {
+	case old == nil:
+		op = "insert"
+	case cur == nil:
+		op = "delete"
+	}
+	size := 64
+	for _, c := range changes {
+		size += len(c.key) + len(c.old) + len(c.new) + 20
+	}
+	flop := make([]byte, 0, size)
+	flop = append(flop, `{"FLID":`...)
+	flop = append(flop, key...)
+	flop = append(flop, `,"op":"`...)
+	flop = append(flop, op...)
+	flop = append(flop, `","changes":{`...)
+	for i, c := range changes {
+		if i > 0 {
+			flop = append(flop, ',')
+		}
+		flop = append(flop, '"')
+		flop = append(flop, c.key...)
+		flop = append(flop, `":{"old":`...)
+		flop = append(flop, c.old...)
+		flop = append(flop, `,"new":`...)
+		flop = append(flop, c.new...)
+		flop = append(flop, '}')
+	}
+	flop = append(flop, "}}"...)
+	schd := cur
+	var note []byte
+	es := pipeline.Event{Target: TargetES, Kind: KindESUpsert, Key: key, Payload: cur}
+	if cur == nil {
+		head := bytes.TrimSuffix(bytes.TrimSpace(old), []byte("}"))
+		schd = append(append(make([]byte, 0, len(head)+16), head...), `,"deleted":true}`...)
+		note = append(append([]byte(`{"type":"delete","FLID":`), key...), '}')
+		es.Kind, es.Payload = KindESDelete, json.RawMessage(`{"FLID":`+key+`}`)
+	} else {
+		note = make([]byte, 0, size)
+		note = append(note, `{"type":"update","FLID":`...)
+		note = append(note, key...)
+		if len(changes) > 0 {
+			note = append(note, `,"updatedFields":{`...)
+			for i, c := range changes {
+				if i > 0 {
+					note = append(note, ',')
+				}
+				note = append(note, '"')
+				note = append(note, c.key...)
+				note = append(note, `":`...)
+				note = append(note, c.new...)
+			}
+			note = append(note, '}')
+		}
+		note = append(note, '}')
+	}
+	return []pipeline.Event{
+		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: flop},
+		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: schd},
+		{Target: TargetNotify, Kind: KindNotify, Key: key, Payload: note},
+		es,
+	}, nil
+}
+
+// mapFlightEvents is flightEvents for any records: the fields compared as maps (split by
+// topFields, or by json.Unmarshal when it refuses) and the notification written by
+// json.Marshal. It is the implementation flightEvents replaced on the hot path, and the
+// reference the differential test compares it with.
+func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
 	a, okA := topFields(old)
 	b, okB := topFields(cur)
 	fast := okA && okB
