@@ -224,19 +224,11 @@ func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r) {
 		return
 	}
-	id, ok := pathID(w, r, "id")
+	m, ok := s.messageOf(w, r)
 	if !ok {
 		return
 	}
-	m, err := s.DB.GetMessage(r.Context(), id)
-	if err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	if m == nil {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
-		return
-	}
+	id := m.ID
 	h, err := s.ops.MessageHistory(r.Context(), id)
 	if err != nil {
 		writeStoreError(w, err)

@@ -225,21 +225,30 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r) {
 		return
 	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("message id %q is not a number", r.PathValue("id")))
+	m, ok := s.messageOf(w, r)
+	if !ok {
 		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+// messageOf reads the message the path's {id} names, answering 400 for an id that is not a
+// positive integer and 404 for an unknown one (ok=false: the answer is written).
+func (s *Server) messageOf(w http.ResponseWriter, r *http.Request) (*store.Message, bool) {
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return nil, false
 	}
 	m, err := s.DB.GetMessage(r.Context(), id)
 	if err != nil {
 		writeStoreError(w, err)
-		return
+		return nil, false
 	}
 	if m == nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
-		return
+		return nil, false
 	}
-	writeJSON(w, http.StatusOK, m)
+	return m, true
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
