@@ -57,7 +57,9 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 	if testPumpHook != nil {
 		testPumpHook(opt)
 	}
-	sen := &flight.Sentinel{Auth: rs, Mirror: sqlFlights, Clock: clock, Location: cfg.Location(), Logger: log}
+	from, to := cfg.RebuildDays()
+	span := flight.DayRange{From: from, To: to} // jobs.rebuild-days
+	sen := &flight.Sentinel{Auth: rs, Mirror: sqlFlights, Clock: clock, Location: cfg.Location(), Logger: log, Days: &span}
 	start := func(ctx context.Context) {
 		if !cfg.ConsistencyCheck.OnStartup {
 			return
@@ -71,7 +73,7 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 	// PROJECTION_REBUILD: FLIGHT_STATE rebuilt from Redis for the active days, a day at a time.
 	rebuild := func(ctx context.Context, doing func(string, ...any)) (string, map[string]int, error) {
 		now := clock.Now()
-		days := flight.ActiveDays(now, cfg.Location())
+		days := span.Days(now, cfg.Location())
 		done := 0
 		written, deleted, err := sqlFlights.RebuildFrom(ctx, rs, days, now, func(day string, n int) {
 			done++

@@ -196,6 +196,9 @@ type Config struct {
 		ArchiveAt      string `yaml:"archive-at"`
 		HistorySweepAt string `yaml:"history-sweep-at"`
 		RetentionAt    string `yaml:"retention-at"`
+		// RebuildDays is the span of local days PROJECTION_REBUILD and the consistency
+		// sentinel cover, "FROM..TO" in days from today ("-1..7": yesterday … a week ahead).
+		RebuildDays string `yaml:"rebuild-days"`
 	} `yaml:"jobs"`
 
 	// History is HISTORY_SWEEP's: how many local days of flights the flight store keeps
@@ -267,6 +270,7 @@ func Default() Config {
 	c.Jobs.ArchiveAt = "03:00"
 	c.Jobs.HistorySweepAt = "03:30"
 	c.Jobs.RetentionAt = "04:00"
+	c.Jobs.RebuildDays = "-1..7"
 	c.History.KeepDays = 3
 	c.History.Elasticsearch.Index = "msgx-flight-history"
 	c.History.Elasticsearch.Timeout = 30 * time.Second
@@ -552,6 +556,9 @@ func (c *Config) RegistryName() string {
 
 // validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
 func (c *Config) validateJobs(bad func(key, format string, args ...any) error) error {
+	if _, _, err := ParseDayRange(c.Jobs.RebuildDays); err != nil {
+		return bad("jobs.rebuild-days", "%v", err)
+	}
 	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt,
 		"consistency-check.daily-at": c.ConsistencyCheck.DailyAt} {
 		if _, _, _, err := jobs.ParseAt(v); err != nil {
@@ -606,6 +613,35 @@ func (c *Config) Schedule() []jobs.Entry {
 		out = append(out, jobs.Entry{Kind: jobs.ConsistencyCheck, Hour: h, Minute: m})
 	}
 	return out
+}
+
+// ParseDayRange reads a span of days relative to today, "FROM..TO" ("-1..7"): both between
+// -366 and 366, FROM not after TO, at most 62 days.
+func ParseDayRange(s string) (from, to int, err error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), "..")
+	if ok {
+		from, err = strconv.Atoi(strings.TrimSpace(a))
+		if err == nil {
+			to, err = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(b), "+")))
+		}
+	}
+	switch {
+	case !ok || err != nil:
+		return 0, 0, fmt.Errorf("%q is not FROM..TO in days from today (like -1..7)", s)
+	case from < -366 || to > 366:
+		return 0, 0, fmt.Errorf("%q reaches more than a year from today", s)
+	case from > to:
+		return 0, 0, fmt.Errorf("%q starts after it ends", s)
+	case to-from >= 62:
+		return 0, 0, fmt.Errorf("%q spans %d days; at most 62", s, to-from+1)
+	}
+	return from, to, nil
+}
+
+// RebuildDays returns jobs.rebuild-days (validated by Validate).
+func (c Config) RebuildDays() (from, to int) {
+	from, to, _ = ParseDayRange(c.Jobs.RebuildDays)
+	return from, to
 }
 
 // Shadow reports whether msgx runs in shadow mode (mode: shadow).

@@ -52,3 +52,28 @@ func TestJobsRetentionAndLogShippingKeys(t *testing.T) {
 		t.Errorf("an ES URL without an index: %v", err)
 	}
 }
+
+// jobs.rebuild-days: the default span, an override from the environment, and refused spans
+// that name the key.
+func TestRebuildDays(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from, to := c.RebuildDays(); from != -1 || to != 7 {
+		t.Fatalf("default rebuild days %d..%d, want -1..7", from, to)
+	}
+	c, err = Load("", []string{"MSGX_JOBS_REBUILD_DAYS=-3..+1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from, to := c.RebuildDays(); from != -3 || to != 1 {
+		t.Fatalf("rebuild days %d..%d, want -3..1", from, to)
+	}
+	for _, bad := range []string{"7", "7..-1", "a..b", "-400..0", "0..62", ""} {
+		_, err := Load("", []string{"MSGX_JOBS_REBUILD_DAYS=" + bad})
+		if err == nil || !strings.Contains(err.Error(), "jobs.rebuild-days") {
+			t.Errorf("jobs.rebuild-days=%q: %v", bad, err)
+		}
+	}
+}

@@ -119,15 +119,32 @@ func differing(a, b Entry) []string {
 	return append(out, fields...)
 }
 
-// ActiveDays returns the local days from today-1 to today+7 in loc: the days the sentinel
-// compares.
-func ActiveDays(now time.Time, loc *time.Location) []string {
+// DayRange is a span of local days relative to today: From and To are offsets in days
+// (-1 and 7: yesterday through a week ahead), both included. Config jobs.rebuild-days.
+type DayRange struct{ From, To int }
+
+// DefaultDays is the active days' default span: today -1 … today +7.
+var DefaultDays = DayRange{From: -1, To: 7}
+
+// Days returns the local days (YYYY-MM-DD) of r around now's day in loc, in order.
+func (r DayRange) Days(now time.Time, loc *time.Location) []string {
 	today := now.In(loc)
-	out := make([]string, 0, 9)
-	for d := -1; d <= 7; d++ {
+	out := make([]string, 0, max(r.To-r.From+1, 0))
+	for d := r.From; d <= r.To; d++ {
 		out = append(out, today.AddDate(0, 0, d).Format(time.DateOnly))
 	}
 	return out
+}
+
+// ActiveDays returns the local days of DefaultDays (today-1 … today+7) in loc.
+func ActiveDays(now time.Time, loc *time.Location) []string { return DefaultDays.Days(now, loc) }
+
+// days returns the local days the sentinel compares.
+func (s *Sentinel) days(now time.Time) []string {
+	if s.Days != nil {
+		return s.Days.Days(now, s.Location)
+	}
+	return ActiveDays(now, s.Location)
 }
 
 // Sentinel runs comparisons and keeps the last report.
@@ -136,6 +153,8 @@ type Sentinel struct {
 	Clock        pipeline.Clock
 	Location     *time.Location
 	Logger       *slog.Logger
+	// Days is the span compared (jobs.rebuild-days); nil: DefaultDays.
+	Days *DayRange
 
 	mu   sync.Mutex
 	last *Report
@@ -173,7 +192,7 @@ func (s *Sentinel) CheckSample(ctx context.Context, ratio float64) (Report, erro
 
 func (s *Sentinel) check(ctx context.Context, keep func(int64) bool) (Report, error) {
 	now := s.Clock.Now()
-	r, err := compare(ctx, s.Auth, s.Mirror, ActiveDays(now, s.Location), now, keep)
+	r, err := compare(ctx, s.Auth, s.Mirror, s.days(now), now, keep)
 	if err != nil {
 		return r, err
 	}
