@@ -61,34 +61,40 @@ func (d *DB) Archive(ctx context.Context, maxID int64, before, now time.Time, pr
 	return total, ctx.Err()
 }
 
+// queryIDs runs a query whose rows are one id each and returns the ids as statement
+// arguments (for an IN list); a failure is Unavailable, named by what.
+func queryIDs(ctx context.Context, tx *sql.Tx, what, query string, args ...any) ([]any, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("%s: select: %w", what, err))
+	}
+	defer rows.Close()
+	var ids []any
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, Unavailable(fmt.Errorf("%s: %w", what, err))
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Unavailable(fmt.Errorf("%s: %w", what, err))
+	}
+	return ids, nil
+}
+
 // archiveChunk moves up to ArchiveChunk archivable rows with ids in (after, maxID] and returns
 // how many it moved and the highest id it looked at (0 when there was none).
 func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before, now time.Time) (moved int, last int64, err error) {
 	err = d.Tx(ctx, func(tx *sql.Tx) error {
 		moved, last = 0, 0
-		rows, err := tx.QueryContext(ctx, `SELECT c.CMINMSGS_ID FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
+		ids, err := queryIDs(ctx, tx, "archive", `SELECT c.CMINMSGS_ID FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
 			WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_ID <= ? AND p.STATE IN (?, ?) AND p.PROCESSED_AT < ?
 			ORDER BY c.CMINMSGS_ID LIMIT ?`, after, maxID, pipeline.Succeeded, pipeline.Skipped, T(before), ArchiveChunk)
-		if err != nil {
-			return Unavailable(fmt.Errorf("archive: select: %w", err))
+		if err != nil || len(ids) == 0 {
+			return err
 		}
-		var ids []any
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return Unavailable(err)
-			}
-			ids = append(ids, id)
-			last = id
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return Unavailable(err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
+		last = ids[len(ids)-1].(int64)
 		in := `(` + placeholders(len(ids)) + `)`
 		const cols = `CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_DATE_PROCESSED, CMINMSGS_SUBSYSTEM_NAME,
 			CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS`

@@ -208,23 +208,10 @@ func (d *DB) PurgeArchived(ctx context.Context, before time.Time, progress func(
 		found := 0
 		err := d.Tx(ctx, func(tx *sql.Tx) error {
 			r, found = PurgeResult{}, 0
-			rows, err := tx.QueryContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE ARCHIVED_AT < ? AND STATE IN (?, ?) LIMIT ?`,
+			ids, err := queryIDs(ctx, tx, "purge archived", `SELECT CMINMSGS_ID FROM PROC_STATE WHERE ARCHIVED_AT < ? AND STATE IN (?, ?) LIMIT ?`,
 				T(before), pipeline.Succeeded, pipeline.Skipped, PurgeChunk)
 			if err != nil {
-				return Unavailable(fmt.Errorf("purge archived: select: %w", err))
-			}
-			var ids []any
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return Unavailable(err)
-				}
-				ids = append(ids, id)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return Unavailable(err)
+				return err
 			}
 			if found = len(ids); found == 0 {
 				return nil
