@@ -444,6 +444,12 @@ func (s *Store) FlightsBetween(ctx context.Context, from, to time.Time) ([][]byt
 	if err != nil {
 		return nil, err
 	}
+	return RecordsBetween(es, from, to), nil
+}
+
+// RecordsBetween returns the records of the entries whose SODT lies in [from, to], in the
+// entries' order: the last step of FlightsBetween, whichever store read the entries.
+func RecordsBetween(es []Entry, from, to time.Time) [][]byte {
 	out := make([][]byte, 0, len(es))
 	for _, e := range es {
 		if e.SODT.Before(from) || e.SODT.After(to) {
@@ -451,7 +457,7 @@ func (s *Store) FlightsBetween(ctx context.Context, from, to time.Time) ([][]byt
 		}
 		out = append(out, e.Record)
 	}
-	return out, nil
+	return out
 }
 
 // FlightsOf returns the stored records of those of flids that are stored, in no particular

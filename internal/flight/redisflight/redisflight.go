@@ -412,14 +412,7 @@ func (s *Store) FlightsBetween(ctx context.Context, from, to time.Time) ([][]byt
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]byte, 0, len(es))
-	for _, e := range es {
-		if e.SODT.Before(from) || e.SODT.After(to) {
-			continue
-		}
-		out = append(out, e.Record)
-	}
-	return out, nil
+	return flight.RecordsBetween(es, from, to), nil
 }
 
 // CodeShareFlights returns the records of every flight that names a code-share master.
