@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"msgx/internal/config"
 	"msgx/internal/flight"
 	"msgx/internal/flight/redisflight"
+	"msgx/internal/handler"
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
@@ -38,8 +40,9 @@ type flightStores struct {
 // phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store. In
 // phase A Redis is authoritative (docs/redis-flights.md): the pump writes it first
 // (Options.Authority) and the handlers, the API and the history sweep read it, while the SQL
-// store becomes FLIGHT_STATE's mirror, written in the success transaction; the pump then
-// processes one message per transaction.
+// store becomes FLIGHT_STATE's mirror, written in the success transaction; the pump batches
+// as in phase B (pipeline.batch-size, a Redis script per message, one SQL transaction per
+// batch).
 func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clock, log *slog.Logger, opt *pump.Options) flightStores {
 	if cfg.Phase != "A" {
 		return flightStores{reader: sqlFlights, history: sqlFlights, close: func() {}, routes: func(*http.ServeMux) {}, start: func(context.Context) {}}
@@ -50,10 +53,13 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 		// Not fatal: the messages that write flights wait (INFRA) until Redis answers.
 		log.Warn("phase A: Redis does not answer; flight messages will fail with INFRA and wait until it does", "addr", cfg.Redis.Addr, "err", err.Error())
 	}
-	log.Info("phase A: flights in Redis, FLIGHT_STATE mirrors them; one message per transaction", "addr", cfg.Redis.Addr, "db", cfg.Redis.DB, "key_prefix", cfg.Redis.KeyPrefix)
+	log.Info("phase A: flights in Redis, FLIGHT_STATE mirrors them", "addr", cfg.Redis.Addr, "db", cfg.Redis.DB, "key_prefix", cfg.Redis.KeyPrefix,
+		"batch_size", cfg.Pipeline.BatchSize)
 	opt.Authority = rs
 	opt.View = redisflight.WithRefs(rs, sqlFlights)
-	opt.ViewIn = nil
+	// Batches: flights read from Redis (every message before in the batch applied there),
+	// reference data through the batch transaction.
+	opt.ViewIn = func(tx *sql.Tx) handler.View { return redisflight.WithRefs(rs, sqlFlights.InTx(tx)) }
 	if testPumpHook != nil {
 		testPumpHook(opt)
 	}

@@ -139,6 +139,7 @@ type batch struct {
 	events  int
 	reports []func() // log lines, metrics and the recent list, once the batch is durable
 	started time.Time
+	markers map[int64][]byte // phase A: the markers of the run's messages, read at its start
 }
 
 // runBatch processes run (PENDING messages in order, the head first) in one transaction.
@@ -169,6 +170,9 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, deferWrites b
 	}
 	r := &batch{b: b, started: start}
 	r.view, r.watched = p.batchView(b)
+	if p.opt.Authority != nil {
+		r.markers = p.markersOf(ctx, run)
+	}
 	var stopAt *store.Message // the message the batch ended before, with its error
 	var stop error
 	taken := 0 // messages the batch went through (the last may have stopped it)
@@ -248,6 +252,9 @@ func (p *Pump) batchView(b *store.Batch) (handler.View, *watchView) {
 // batchOne processes one message inside the batch. end says the batch ends after it (it was
 // left FAILED); an error says nothing of it is in the batch, which ends before it.
 func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Time) (end bool, err error) {
+	if p.opt.Authority != nil {
+		return p.batchOneAuthoritative(ctx, r, m, now) // phase A: phasea_batch.go
+	}
 	out := outlet{record: r.b.Record, later: func(f func()) { r.reports = append(r.reports, f) }}
 	msg0 := &m.Message
 	raw, ok := m.Raw, m.RawOK

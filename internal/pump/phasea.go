@@ -9,9 +9,9 @@ package pump
 // retry: it finds the marker before deciding, applies nothing again, and commits the very
 // Decision recorded (the same events, not those a handler would derive from the flights as
 // they are now). A Redis failure is INFRA for the message: it stays FAILED and the queue
-// waits; nothing is half-applied, since the script is atomic and the SQL transaction has not
-// begun. Phase A processes one message per transaction (no batches): the marker is what
-// makes the two writes one, and a batch would hold markers of messages its rollback undoes.
+// waits; nothing is half-applied, since the script is atomic and the message's SQL step has
+// not begun. With Options.ViewIn the pump does this in batches, a script per message and one
+// SQL transaction for the run (phasea_batch.go); without, one message per transaction.
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
+	"msgx/internal/store"
 )
 
 // Authority is the authoritative flight store of phase A.
@@ -34,25 +35,51 @@ type Authority interface {
 	ApplyMessage(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error)
 }
 
+// BatchAuthority is an Authority that serves the batching pump with fewer round trips: the
+// markers of a whole batch in one read, and the apply of a message whose marker that read
+// found absent without reading it again (the script still checks it).
+type BatchAuthority interface {
+	Authority
+	// Markers returns the markers of those of ids that have one; the map is never nil.
+	Markers(ctx context.Context, ids []int64) (map[int64][]byte, error)
+	// ApplyUnmarked is ApplyMessage without the read of the marker before the script.
+	ApplyUnmarked(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error)
+}
+
 // decideAuthoritative is decide for phase A: the Decision a marker recorded, or a new one
-// whose flight writes are applied to the authority before the SQL transaction.
-func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, now time.Time) (pipeline.Decision, error) {
+// (asked of h with view) whose flight writes are applied to the authority before the SQL
+// transaction. known holds the markers read for the batch the message is in (nil: not read,
+// the message's own is read here); a message's marker can only appear by its own processing
+// (one writer), so what the batch read stays true until the message's turn.
+func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, view handler.View, known map[int64][]byte, now time.Time) (pipeline.Decision, error) {
 	a := p.opt.Authority
-	if b, found, err := a.Marker(ctx, id); err != nil {
-		return pipeline.Decision{}, err
-	} else if found {
+	var b []byte
+	found := false
+	if known != nil {
+		b, found = known[id]
+	} else {
+		var err error
+		if b, found, err = a.Marker(ctx, id); err != nil {
+			return pipeline.Decision{}, err
+		}
+	}
+	if found {
 		p.log.Info("flights already applied to the authoritative store by an earlier attempt; committing the decision recorded", "msg_id", id)
 		return decodeMarker(id, b)
 	}
-	dec, err := p.decide(ctx, id, h, msg, p.opt.View)
+	dec, err := p.decide(ctx, id, h, msg, view)
 	if err != nil || len(dec.Flights) == 0 {
 		return dec, err
 	}
-	b, err := encodeMarker(dec)
+	b, err = encodeMarker(dec)
 	if err != nil {
 		return pipeline.Decision{}, pipeline.Wrap(pipeline.CodecError, fmt.Errorf("marker of message %d: %w", id, err))
 	}
-	prev, found, err := a.ApplyMessage(ctx, id, dec.Flights, b, now)
+	apply := a.ApplyMessage
+	if ba, ok := a.(BatchAuthority); ok && known != nil {
+		apply = ba.ApplyUnmarked
+	}
+	prev, found, err := apply(ctx, id, dec.Flights, b, now)
 	if err != nil {
 		return pipeline.Decision{}, err
 	}
@@ -63,6 +90,24 @@ func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Hand
 		p.opt.AfterAuthority(id)
 	}
 	return dec, nil
+}
+
+// markersOf reads the markers of the messages of run in one round trip, when the authority
+// can; nil (each message reads its own, and fails INFRA if Redis does not answer) otherwise.
+func (p *Pump) markersOf(ctx context.Context, run []*store.Due) map[int64][]byte {
+	ba, ok := p.opt.Authority.(BatchAuthority)
+	if !ok {
+		return nil
+	}
+	ids := make([]int64, len(run))
+	for i, m := range run {
+		ids[i] = m.ID
+	}
+	known, err := ba.Markers(ctx, ids)
+	if err != nil {
+		return nil
+	}
+	return known
 }
 
 func encodeMarker(dec pipeline.Decision) ([]byte, error) {

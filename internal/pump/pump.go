@@ -65,8 +65,10 @@ type Options struct {
 	// (an operator paused it; POST /api/v1/pump/pause) and looks again after PollInterval.
 	Paused func(ctx context.Context) bool
 	// Authority is phase A's authoritative flight store (Redis), written before the SQL
-	// transaction with a per-message marker (phasea.go); nil in phase B. With it the pump
-	// processes one message per transaction, and Flights is the FLIGHT_STATE mirror.
+	// transaction with a per-message marker (phasea.go); nil in phase B. Flights is then the
+	// FLIGHT_STATE mirror, View reads flights from the authority, and ViewIn, when set, must
+	// too (reading reference data through the batch transaction): the pump then batches
+	// (phasea_batch.go); without ViewIn it processes one message per transaction.
 	Authority Authority
 	// AfterAuthority, when set, runs right after a message's flights are applied to the
 	// authority and before its SQL transaction (the crash tests' failpoint).
@@ -265,7 +267,7 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	if err := p.adopt(ctx, now); err != nil {
 		return 0, err
 	}
-	if p.opt.BatchSize > 1 && !p.solo && p.opt.Authority == nil {
+	if p.opt.BatchSize > 1 && !p.solo && (p.opt.Authority == nil || p.opt.ViewIn != nil) {
 		return p.stepBatch(ctx, now)
 	}
 	wait, err := p.stepOne(ctx, now)
@@ -589,7 +591,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	}
 	var dec pipeline.Decision
 	if p.opt.Authority != nil {
-		dec, err = p.decideAuthoritative(ctx, m.ID, h, msg, now)
+		dec, err = p.decideAuthoritative(ctx, m.ID, h, msg, p.opt.View, nil, now)
 	} else {
 		dec, err = p.decide(ctx, m.ID, h, msg, p.opt.View)
 	}

@@ -126,18 +126,9 @@ func (s *Store) Apply(ctx context.Context, msgID int64, writes []pipeline.Flight
 // compared to the one read before the script (a mismatch: INFRA, nothing written). A nil
 // marker writes without checking or recording one.
 func (s *Store) ApplyMessage(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error) {
-	maids := make([]string, len(writes))
-	for i, w := range writes {
-		if w.Delete {
-			continue
-		}
-		m, ok, err := flight.CheckWrite(w)
-		if err != nil {
-			return nil, false, err
-		}
-		if ok {
-			maids[i] = strconv.FormatInt(m, 10)
-		}
+	maids, err := maidsOf(writes)
+	if err != nil {
+		return nil, false, err
 	}
 	if marker != nil {
 		// The marker is looked for first, so a retry reads no versions (they moved).
@@ -146,6 +137,42 @@ func (s *Store) ApplyMessage(ctx context.Context, msgID int64, writes []pipeline
 			return prev, ok, err
 		}
 	}
+	return s.apply(ctx, msgID, writes, maids, marker, now)
+}
+
+// ApplyUnmarked is ApplyMessage for a message whose marker the caller has just read as absent
+// (Markers, at the start of the pump's batch): the same script, which still checks the marker
+// atomically with the writes, without ApplyMessage's read of the marker before it (one round
+// trip fewer per message).
+func (s *Store) ApplyUnmarked(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error) {
+	maids, err := maidsOf(writes)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.apply(ctx, msgID, writes, maids, marker, now)
+}
+
+// maidsOf checks the upserts of writes and returns the code-share master each names ("" when
+// none).
+func maidsOf(writes []pipeline.FlightWrite) ([]string, error) {
+	maids := make([]string, len(writes))
+	for i, w := range writes {
+		if w.Delete {
+			continue
+		}
+		m, ok, err := flight.CheckWrite(w)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			maids[i] = strconv.FormatInt(m, 10)
+		}
+	}
+	return maids, nil
+}
+
+// apply reads the versions of the flights writes name and runs the script.
+func (s *Store) apply(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, maids []string, marker []byte, now time.Time) (stored []byte, found bool, err error) {
 	ids := distinct(writes)
 	vers, err := s.versions(ctx, ids)
 	if err != nil {
@@ -197,6 +224,30 @@ func (s *Store) Marker(ctx context.Context, msgID int64) ([]byte, bool, error) {
 		return nil, false, unavailable(fmt.Sprintf("marker of message %d", msgID), err)
 	}
 	return b, true, nil
+}
+
+// Markers returns the markers recorded for the messages of ids that have one, in one round
+// trip (MGET): the pump reads those of a whole batch before deciding its first message. The
+// map is never nil.
+func (s *Store) Markers(ctx context.Context, ids []int64) (map[int64][]byte, error) {
+	out := make(map[int64][]byte)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = s.markerKey(id)
+	}
+	vals, err := s.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, unavailable(fmt.Sprintf("markers of %d messages", len(ids)), err)
+	}
+	for i, v := range vals {
+		if str, ok := v.(string); ok {
+			out[ids[i]] = []byte(str)
+		}
+	}
+	return out, nil
 }
 
 // distinct returns the FLIDs writes name, each once, in first-seen order.
