@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,47 +36,110 @@ func redisPrefixOf(env []string) string {
 }
 
 // TestPhaseACrashBetweenRedisAndSQL kills the server (SIGKILL, by the test-only failpoint
-// MSGX_TEST_CRASH_AFTER_REDIS) right after a message's Redis script and before its SQL
-// commit, again and again while a backlog of FLOPs is processed, restarting it each time. Then
-// nothing is lost (every message SUCCEEDED), no event is doubled (four per changed flight
-// per message), and every flight's version in Redis, and in the FLIGHT_STATE mirror, equals
-// its number of effective changes. On both databases.
+// MSGX_TEST_CRASH_AFTER_REDIS) right after a message's Redis script and before the SQL commit,
+// again and again, restarting it each time, with batching on (pipeline.batch-size 200, the
+// default): a kill lands in the middle of a batch, after the scripts of several of its
+// messages and before its one SQL commit. The load: a backlog stored before the first start
+// (a snapshot, FLOPs, reference messages, two duplicates), and more FLOPs posted all along by a
+// pump-less API node on the same database. Then nothing is lost (every message SUCCEEDED but the
+// duplicates, SKIPPED), no event is doubled (four per changed flight per message), and every
+// flight's version in Redis, and in the FLIGHT_STATE mirror, equals its number of effective
+// changes. On both databases.
 func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		env := phaseAEnv(t)
 		day := tomorrow(t)
-		const flights, flops = 8, 60
+		const flights, backlog, later = 12, 100, 100
 		var fltrs []string
 		for i := range flights {
 			fltrs = append(fltrs, e2eFltr(int64(97001+i), fmt.Sprintf("CA17%02d", i), "D", day.Add(time.Duration(8+i)*time.Hour), ""))
 		}
-		// The backlog is stored first by a server that does not run the pump.
+		changes := map[int64]int{}  // FLID → effective changes after the snapshot's insert
+		events := map[int64]int{}   // message → the events it must have
+		skipped := map[int64]bool{} // the duplicates
+		flop := func(i int) string {
+			flid := int64(97001 + i%flights)
+			changes[flid]++
+			return e2eFlop(980001+i, "REMC", flid, fmt.Sprintf("<REMC>remark %d</REMC>", i))
+		}
+		// The backlog is stored first by a server that does not run the pump; it stays up and
+		// posts more while the pump crashes and restarts.
 		loader := db.start(t, append(env, "MSGX_PIPELINE_AUTOSTART=false")...)
 		snapshot := loader.post(e2eSchd(980000, fltrs...))
-		changes := map[int64]int{} // FLID → effective changes after the snapshot's insert
+		events[snapshot] = 4 * flights
 		ids := []int64{snapshot}
-		for i := range flops {
-			flid := int64(97001 + i%flights)
-			ids = append(ids, loader.post(e2eFlop(980001+i, "REMC", flid, fmt.Sprintf("<REMC>remark %d</REMC>", i))))
-			changes[flid]++
+		for i := range backlog {
+			id := loader.post(flop(i))
+			events[id] = 4
+			ids = append(ids, id)
+			switch i {
+			case 20, 60:
+				ref := loader.post(e2eRef(985000+i, fmt.Sprintf("C%d", i), "crash test"))
+				ids = append(ids, ref)
+				events[ref] = 0 // reference data: no events by default
+			case 40, 80:
+				// A second message with the identity of an earlier FLOP (another remark): SKIPPED.
+				dup := loader.post(e2eFlop(980001+i-5, "REMC", 97001, "<REMC>a duplicate</REMC>"))
+				ids = append(ids, dup)
+				skipped[dup] = true
+			}
 		}
-		loader.stop()
+		var posted sync.WaitGroup
+		posted.Add(1)
+		var laterIDs []int64
+		var postErr error
+		go func() {
+			defer posted.Done()
+			for i := backlog; i < backlog+later; i++ {
+				id, err := postNoFatal(loader.url, flop(i))
+				if err != nil {
+					postErr = err
+					return
+				}
+				laterIDs = append(laterIDs, id)
+				time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
+			}
+		}()
 
-		crashes := 0
 		sqlDB := db.open(t)
-		succeeded := func() int {
+		rs := redisflight.New(redisflight.Options{Addr: flighttest.RedisAddr(), Prefix: redisPrefixOf(env)})
+		defer rs.Close()
+		ctx := context.Background()
+		total := len(ids) + later
+		finished := func() int {
 			var n int
-			sqlDB.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE = 'SUCCEEDED'`).Scan(&n)
+			sqlDB.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE IN ('SUCCEEDED', 'SKIPPED')`).Scan(&n)
 			return n
 		}
-		for round := 0; succeeded() < len(ids); round++ {
-			if round > 40 {
-				t.Fatalf("still not done after %d crashes", crashes)
+		// ahead counts the messages whose Redis script ran and whose SQL side is not committed:
+		// after a kill in the middle of a batch, more than one.
+		ahead := func() int {
+			rows, err := sqlDB.SQL.Query(`SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE NOT IN ('SUCCEEDED', 'SKIPPED')`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var open []int64
+			for rows.Next() {
+				var id int64
+				rows.Scan(&id)
+				open = append(open, id)
+			}
+			rows.Close()
+			ms, err := rs.Markers(ctx, open)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(ms)
+		}
+		crashes, mostAhead := 0, 0
+		for round := 0; finished() < total; round++ {
+			if round > 80 {
+				t.Fatalf("still not done after %d crashes (%d of %d finished)", crashes, finished(), total)
 			}
 			// Started by hand, not by db.start: it may die before it answers /healthz.
 			cmd := db.command(t, "serve")
 			cmd.Env = append(cmd.Env, env...)
-			cmd.Env = append(cmd.Env, fmt.Sprintf("MSGX_TEST_CRASH_AFTER_REDIS=%d", 1+rand.IntN(12)), "MSGX_PIPELINE_POLL_INTERVAL=50ms",
+			cmd.Env = append(cmd.Env, fmt.Sprintf("MSGX_TEST_CRASH_AFTER_REDIS=%d", 1+rand.IntN(40)), "MSGX_PIPELINE_POLL_INTERVAL=50ms",
 				"MSGX_JOBS_ARCHIVE_AT=off", "MSGX_JOBS_HISTORY_SWEEP_AT=off", "MSGX_JOBS_RETENTION_AT=off")
 			var logs syncBuffer
 			cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -84,7 +148,7 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			deadline := time.Now().Add(20 * time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 		wait:
 			for {
 				select {
@@ -93,10 +157,11 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 						t.Fatalf("server ended with %v\n%s", err, logs.String())
 					}
 					crashes++
+					mostAhead = max(mostAhead, ahead())
 					break wait
 				case <-time.After(50 * time.Millisecond):
 				}
-				if succeeded() >= len(ids) {
+				if finished() >= total {
 					cmd.Process.Signal(syscall.SIGTERM)
 					<-done
 					break
@@ -106,15 +171,29 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 				}
 			}
 		}
-		if crashes == 0 {
-			t.Fatal("the failpoint never fired")
+		posted.Wait()
+		if postErr != nil {
+			t.Fatal(postErr)
+		}
+		if crashes < 3 {
+			t.Fatalf("the failpoint fired %d times, want several", crashes)
+		}
+		if mostAhead < 2 {
+			t.Fatalf("no kill left more than %d message(s) applied in Redis and not committed: the crashes were not in the middle of a batch", mostAhead)
+		}
+		for _, id := range laterIDs {
+			events[id] = 4
+			ids = append(ids, id)
 		}
 		s := db.start(t, env...)
 		for _, id := range ids {
-			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+			if skipped[id] {
+				s.await(id, "SKIPPED", state("SKIPPED", ""))
+			} else {
+				s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+			}
 		}
-		// Four events per changed flight, per message: the snapshot's flights, one per FLOP.
-		rows, err := db.open(t).SQL.Query(`SELECT CMINMSGS_ID, COUNT(*) FROM MSG_EVENT GROUP BY CMINMSGS_ID`)
+		rows, err := sqlDB.SQL.Query(`SELECT CMINMSGS_ID, COUNT(*) FROM MSG_EVENT GROUP BY CMINMSGS_ID`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,21 +206,11 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 		}
 		rows.Close()
 		for _, id := range ids {
-			want := 4
-			if id == snapshot {
-				want = 4 * flights
-			}
-			if perMsg[id] != want {
-				t.Fatalf("message %d has %d events, want %d (after %d crashes)", id, perMsg[id], want, crashes)
+			if perMsg[id] != events[id] {
+				t.Fatalf("message %d has %d events, want %d (after %d crashes)", id, perMsg[id], events[id], crashes)
 			}
 		}
-		if len(perMsg) != len(ids) {
-			t.Fatalf("events of %d messages, want %d", len(perMsg), len(ids))
-		}
-		rs := redisflight.New(redisflight.Options{Addr: flighttest.RedisAddr(), Prefix: redisPrefixOf(env)})
-		defer rs.Close()
-		mirror := flight.New(db.open(t), nil, nil)
-		ctx := context.Background()
+		mirror := flight.New(sqlDB, nil, nil)
 		for flid, n := range changes {
 			e, err := rs.Get(ctx, flid)
 			if err != nil || e == nil || e.Version != int64(1+n) {
@@ -152,7 +221,8 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 				t.Fatalf("flight %d in FLIGHT_STATE: %+v %v, Redis %+v", flid, m, err, e)
 			}
 		}
-		t.Logf("%s: %d crashes between the Redis script and the SQL commit; nothing lost or doubled", db.Name, crashes)
+		t.Logf("%s: %d crashes between the Redis scripts and the SQL commit, up to %d messages of a batch applied in Redis and not committed; nothing lost or doubled",
+			db.Name, crashes, mostAhead)
 	})
 }
 
@@ -203,4 +273,23 @@ func TestPhaseASentinelAndRebuild(t *testing.T) {
 			t.Fatalf("after the rebuild: %v", rep)
 		}
 	})
+}
+
+// postNoFatal posts body to the inbox at url and returns the id answered (for a goroutine other
+// than the test's, which must not call t.Fatal).
+func postNoFatal(url, body string) (int64, error) {
+	resp, err := http.Post(url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("POST /cminmsgs/send: %d %s", resp.StatusCode, b)
+	}
+	var id int64
+	if _, err := fmt.Sscanf(string(b), "%d", &id); err != nil {
+		return 0, fmt.Errorf("answer %q is not an id", b)
+	}
+	return id, nil
 }
