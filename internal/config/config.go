@@ -280,7 +280,7 @@ func Default() Config {
 	c.ShadowOptions.StartAfterID = -1
 	c.Requests.Timeout = 10 * time.Minute
 	c.Redis.Addr = "127.0.0.1:6379"
-	c.Redis.KeyPrefix = "msgx:"
+	c.Redis.KeyPrefix = DefaultRedisKeyPrefix
 	c.Redis.MarkerTTL = 7 * 24 * time.Hour
 	c.Requests.MaxResends = 2
 	return c
@@ -476,6 +476,13 @@ func (c *Config) Validate() error {
 	default:
 		return bad("mode", "%q is not normal or shadow", c.Mode)
 	}
+	if c.Shadow() && c.Phase == "A" && overlaps(c.Redis.KeyPrefix, DefaultRedisKeyPrefix) {
+		// The production msgx (and what reads its flights) uses the default key space: a
+		// shadow writing there would change the flights they read, or a wipe of its own
+		// prefix would delete them.
+		return bad("redis.key-prefix", "%q overlaps the production msgx's key space %q; a shadow in phase A writes its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say)",
+			c.Redis.KeyPrefix, DefaultRedisKeyPrefix)
+	}
 	if c.ShadowOptions.StartAfterID < -1 {
 		return bad("shadow.start-after-id", "must be -1 (the stored watermark) or an id, got %d", c.ShadowOptions.StartAfterID)
 	}
@@ -643,6 +650,14 @@ func (c Config) RebuildDays() (from, to int) {
 	from, to, _ = ParseDayRange(c.Jobs.RebuildDays)
 	return from, to
 }
+
+// DefaultRedisKeyPrefix is redis.key-prefix's default: the key space of a production msgx's
+// flights in Redis, which a shadow in phase A may not share (Validate).
+const DefaultRedisKeyPrefix = "msgx:"
+
+// overlaps reports whether one of the key prefixes a and b starts with the other: their key
+// spaces then share keys, or a scan of one finds the other's.
+func overlaps(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
 
 // Shadow reports whether msgx runs in shadow mode (mode: shadow).
 func (c Config) Shadow() bool { return c.Mode == "shadow" }

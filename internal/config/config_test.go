@@ -272,6 +272,37 @@ func TestPhaseA(t *testing.T) {
 	}
 }
 
+// A shadow in phase A must write its flights under a Redis key prefix of its own: the default
+// (the production msgx's), or one overlapping it, stops the start naming redis.key-prefix; a
+// prefix of its own is accepted, and so is the default in phase B or outside shadow mode.
+func TestShadowInPhaseANeedsItsOwnKeyPrefix(t *testing.T) {
+	for _, prefix := range []string{"", "msgx:", "msgx:shadow:", "msgx", "m"} {
+		env := []string{"MSGX_MODE=shadow", "MSGX_PHASE=A"}
+		if prefix != "" {
+			env = append(env, "MSGX_REDIS_KEY_PREFIX="+prefix)
+		}
+		_, err := Load("", env)
+		if err == nil || !strings.Contains(err.Error(), "redis.key-prefix") || !strings.Contains(err.Error(), "msgx-shadow:") {
+			t.Errorf("shadow in phase A with key prefix %q: %v, want a refusal naming redis.key-prefix", prefix, err)
+		}
+	}
+	for _, env := range [][]string{
+		{"MSGX_MODE=shadow", "MSGX_PHASE=A", "MSGX_REDIS_KEY_PREFIX=msgx-shadow:"},
+		{"MSGX_MODE=shadow", "MSGX_PHASE=A", "MSGX_REDIS_KEY_PREFIX=shadow:"},
+		{"MSGX_MODE=shadow"},
+		{"MSGX_PHASE=A"},
+	} {
+		c, err := Load("", env)
+		if err != nil {
+			t.Errorf("%v: %v", env, err)
+			continue
+		}
+		if env[len(env)-1] == "MSGX_REDIS_KEY_PREFIX=msgx-shadow:" && c.Redis.KeyPrefix != "msgx-shadow:" {
+			t.Errorf("key prefix %q", c.Redis.KeyPrefix)
+		}
+	}
+}
+
 // The sentinel's daily sample is scheduled in phase A only, at consistency-check.daily-at.
 func TestConsistencyCheckIsScheduledInPhaseA(t *testing.T) {
 	has := func(env ...string) bool {
