@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"msgx/internal/config"
 	"msgx/internal/flight"
 	"msgx/internal/flight/flighttest"
 	"msgx/internal/flight/redisflight"
@@ -292,4 +294,102 @@ func postNoFatal(url, body string) (int64, error) {
 		return 0, fmt.Errorf("answer %q is not an id", b)
 	}
 	return id, nil
+}
+
+// TestShadowModeInPhaseA: msgx in shadow mode and phase A beside a legacy whose gateway fills
+// CMINMSGS adopts the gateway's rows (those the legacy took and those it has not), applies
+// their flights to Redis under the shadow's own key prefix (FLIGHT_STATE mirroring them, the
+// API reading them), and writes no legacy table and no key of the production msgx's key space
+// (a flight there is left as it was). A shadow in phase A on the default prefix, the production
+// msgx's, does not start (exit code 4, naming redis.key-prefix).
+func TestShadowModeInPhaseA(t *testing.T) {
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		legacy := createLegacy(t, db)
+		rdb := redisForE2E(t)
+		ctx := context.Background()
+		base := int64(93001)
+		if db.Name == "mariadb" {
+			base = 94001 // the subtests run in parallel on one Redis
+		}
+
+		cmd := db.command(t, "serve")
+		cmd.Env = append(cmd.Env, "MSGX_MODE=shadow", "MSGX_PHASE=A", "MSGX_REDIS_ADDR="+flighttest.RedisAddr())
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 4 || !strings.Contains(string(out), "redis.key-prefix") {
+			t.Fatalf("a shadow in phase A on the production key prefix: %v (exit %v)\n%s", err, cmd.ProcessState, out)
+		}
+
+		// What the production msgx keeps in its key space: the shadow must leave it alone.
+		prod := fmt.Sprintf("%sflight:%d", config.DefaultRedisKeyPrefix, base)
+		if err := rdb.HSet(ctx, prod, "rec", fmt.Sprintf(`{"FLID":%d,"FLNO":"PROD"}`, base), "ver", "7").Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rdb.Del(context.Background(), prod) })
+
+		prefix := flighttest.RedisPrefix(t)
+		env := []string{"MSGX_MODE=shadow", "MSGX_PHASE=A", "MSGX_REDIS_ADDR=" + flighttest.RedisAddr(), "MSGX_REDIS_KEY_PREFIX=" + prefix,
+			"MSGX_CONSISTENCY_CHECK_DAILY_AT=off", "MSGX_PIPELINE_POLL_INTERVAL=50ms"}
+		s := db.start(t, env...)
+		day := tomorrow(t)
+		want := map[int64]legacyRow{}
+		var rows []int64
+		gateway := func(raw string, takenByLegacy bool) int64 {
+			now := legacyLocal(t, time.Now())
+			processed := ""
+			if takenByLegacy {
+				processed = now
+			}
+			id := legacy.gateway(t, raw, now, processed)
+			want[id] = legacyRow{Received: now, Processed: processed}
+			rows = append(rows, id)
+			return id
+		}
+		gateway(e2eSchd(930000, e2eFltr(base, "CA1931", "D", day.Add(9*time.Hour), ""), e2eFltr(base+1, "CA1932", "A", day.Add(10*time.Hour), "")), true)
+		for i := range 6 {
+			gateway(e2eFlop(930001+i, "REMC", base+int64(i%2), fmt.Sprintf("<REMC>shadow remark %d</REMC>", i)), i%3 != 2)
+		}
+		for _, id := range rows {
+			awaitSucceeded(t, s, id)
+		}
+		for _, id := range rows {
+			if got := legacy.row(t, id); got != want[id] {
+				t.Fatalf("the shadow in phase A changed CMINMSGS row %d: %+v, want %+v", id, got, want[id])
+			}
+		}
+		var n int
+		if err := legacy.db.QueryRow(`SELECT COUNT(*) FROM COUTMSGS`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d COUTMSGS rows (%v) in shadow", n, err)
+		}
+
+		// The flights are in Redis under the shadow's prefix, mirrored in FLIGHT_STATE and
+		// answered by the API.
+		rs := redisflight.New(redisflight.Options{Addr: flighttest.RedisAddr(), Prefix: prefix})
+		defer rs.Close()
+		mirror := flight.New(db.open(t), nil, nil)
+		for i, flid := range []int64{base, base + 1} {
+			e, err := rs.Get(ctx, flid)
+			if err != nil || e == nil || e.Version != 4 || !strings.Contains(string(e.Record), fmt.Sprintf("shadow remark %d", 4+i)) {
+				t.Fatalf("flight %d under the shadow's prefix: %+v %v, want version 4 with remark %d", flid, e, err, 4+i)
+			}
+			m, err := mirror.Get(ctx, flid)
+			if err != nil || m == nil || m.Version != e.Version || string(m.Record) != string(e.Record) {
+				t.Fatalf("flight %d in FLIGHT_STATE: %+v %v, Redis %+v", flid, m, err, e)
+			}
+			if rec := s.flight(flid); fmt.Sprint(rec["REMC"]) != fmt.Sprintf("shadow remark %d", 4+i) {
+				t.Fatalf("GET /api/v1/flights/%d: %v", flid, rec)
+			}
+		}
+		// Nothing in the production key space.
+		if got := rdb.HGetAll(ctx, prod).Val(); got["ver"] != "7" || got["rec"] != fmt.Sprintf(`{"FLID":%d,"FLNO":"PROD"}`, base) || len(got) != 2 {
+			t.Fatalf("the production msgx's flight %d changed: %v", base, got)
+		}
+		for _, k := range []string{fmt.Sprintf("%sflight:%d", config.DefaultRedisKeyPrefix, base+1), config.DefaultRedisKeyPrefix + "day:" + day.Format(time.DateOnly)} {
+			if members := rdb.SMembers(ctx, k).Val(); rdb.Type(ctx, k).Val() == "set" && slices.Contains(members, fmt.Sprint(base+1)) {
+				t.Fatalf("the shadow wrote %s: %v", k, members)
+			}
+			if rdb.Type(ctx, k).Val() == "hash" {
+				t.Fatalf("the shadow wrote %s", k)
+			}
+		}
+	})
 }
