@@ -20,9 +20,11 @@ import (
 )
 
 // BenchmarkPhaseAAgainstB runs the workload of BenchmarkSnapshotThenFlops (a 3,000-flight SCHD
-// DNLD, then 2,000 FLOPs) in phase B (FLIGHT_STATE, batches) and phase A (Redis first with a
-// marker per message, FLIGHT_STATE mirrored, one message per transaction), on SQLite and
-// MariaDB, in one run, reporting seconds per snapshot and FLOPs per second of each.
+// DNLD, then 2,000 FLOPs) in phase B (FLIGHT_STATE, batches), phase A as serve runs it (Redis
+// first with a marker per message, FLIGHT_STATE mirrored, batches: a script per message, one
+// SQL transaction per batch) and phase A one message per transaction (A-unbatched: the pump
+// without ViewIn, as phase A ran before it batched), on SQLite and MariaDB, in one run,
+// reporting seconds per snapshot and FLOPs per second of each.
 //
 //	go test ./internal/flight -run '^$' -bench PhaseAAgainstB -benchtime 1x
 func BenchmarkPhaseAAgainstB(b *testing.B) {
@@ -32,7 +34,7 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 		flops[i] = benchFlop(i)
 	}
 	for _, dialect := range []string{"sqlite", "mysql"} {
-		for _, phase := range []string{"B", "A"} {
+		for _, phase := range []string{"B", "A", "A-unbatched"} {
 			b.Run(dialect+"/phase-"+phase, func(b *testing.B) {
 				var snapTotal, flopTotal time.Duration
 				for n := 0; n < b.N; n++ {
@@ -53,9 +55,13 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 					// Phase B as serve runs it: batches whose handlers read through the batch.
 					opt.ViewIn = func(tx *sql.Tx) handler.View { return fs.InTx(tx) }
 					var reader flight.Reader = fs
-					if phase == "A" {
+					if phase != "B" {
 						rs := flighttest.Redis(b, shanghai, clock)
-						opt.Authority, opt.View, opt.ViewIn, reader = rs, redisflight.WithRefs(rs, fs), nil, rs
+						opt.Authority, opt.View, reader = rs, redisflight.WithRefs(rs, fs), rs
+						opt.ViewIn = func(tx *sql.Tx) handler.View { return redisflight.WithRefs(rs, fs.InTx(tx)) }
+						if phase == "A-unbatched" {
+							opt.ViewIn = nil
+						}
 					}
 					p := pump.New(db, handler.Default(handler.Options{}), opt)
 					drain := func() {
