@@ -60,6 +60,8 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 	// Batches: flights read from Redis (every message before in the batch applied there),
 	// reference data through the batch transaction.
 	opt.ViewIn = func(tx *sql.Tx) handler.View { return redisflight.WithRefs(rs, sqlFlights.InTx(tx)) }
+	// A batch remembers the flights it read and wrote: one round trip fewer per script.
+	opt.BatchFlights = func() pump.BatchFlights { return rs.Batch() }
 	if testPumpHook != nil {
 		testPumpHook(opt)
 	}

@@ -59,8 +59,9 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 						rs := flighttest.Redis(b, shanghai, clock)
 						opt.Authority, opt.View, reader = rs, redisflight.WithRefs(rs, fs), rs
 						opt.ViewIn = func(tx *sql.Tx) handler.View { return redisflight.WithRefs(rs, fs.InTx(tx)) }
+						opt.BatchFlights = func() pump.BatchFlights { return rs.Batch() }
 						if phase == "A-unbatched" {
-							opt.ViewIn = nil
+							opt.ViewIn, opt.BatchFlights = nil, nil
 						}
 					}
 					p := pump.New(db, handler.Default(handler.Options{}), opt)

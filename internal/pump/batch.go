@@ -140,6 +140,7 @@ type batch struct {
 	reports []func() // log lines, metrics and the recent list, once the batch is durable
 	started time.Time
 	markers map[int64][]byte // phase A: the markers of the run's messages, read at its start
+	flights BatchFlights     // phase A: the batch's flight store (Options.BatchFlights)
 }
 
 // runBatch processes run (PENDING messages in order, the head first) in one transaction.
@@ -171,7 +172,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, deferWrites b
 	r := &batch{b: b, started: start}
 	r.view, r.watched = p.batchView(b)
 	if p.opt.Authority != nil {
-		r.markers = p.markersOf(ctx, run)
+		r.markers, r.flights = p.beginAuthoritative(ctx, run)
 	}
 	var stopAt *store.Message // the message the batch ended before, with its error
 	var stop error

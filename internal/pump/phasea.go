@@ -46,12 +46,28 @@ type BatchAuthority interface {
 	ApplyUnmarked(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error)
 }
 
+// BatchFlights is phase A's flight store for one batch (redisflight.Batch): it remembers the
+// flights it read and wrote, so a later message of the batch reads them without a round trip
+// and its script's compare-and-set is against the versions its handler read. Its
+// ApplyUnmarked is used only for messages whose marker the batch read as absent.
+type BatchFlights interface {
+	// View returns the handlers' view: flights from the batch, reference data from base.
+	View(base handler.View) handler.View
+	// ApplyUnmarked is BatchAuthority.ApplyUnmarked, remembering what it wrote.
+	ApplyUnmarked(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error)
+}
+
+// applyFunc applies a message's flight writes with its marker (Authority.ApplyMessage's
+// shape).
+type applyFunc func(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) ([]byte, bool, error)
+
 // decideAuthoritative is decide for phase A: the Decision a marker recorded, or a new one
 // (asked of h with view) whose flight writes are applied to the authority before the SQL
 // transaction. known holds the markers read for the batch the message is in (nil: not read,
 // the message's own is read here); a message's marker can only appear by its own processing
-// (one writer), so what the batch read stays true until the message's turn.
-func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, view handler.View, known map[int64][]byte, now time.Time) (pipeline.Decision, error) {
+// (one writer), so what the batch read stays true until the message's turn. apply, when not
+// nil, applies the writes (the batch's BatchFlights).
+func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, view handler.View, known map[int64][]byte, apply applyFunc, now time.Time) (pipeline.Decision, error) {
 	a := p.opt.Authority
 	var b []byte
 	found := false
@@ -75,9 +91,11 @@ func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Hand
 	if err != nil {
 		return pipeline.Decision{}, pipeline.Wrap(pipeline.CodecError, fmt.Errorf("marker of message %d: %w", id, err))
 	}
-	apply := a.ApplyMessage
-	if ba, ok := a.(BatchAuthority); ok && known != nil {
-		apply = ba.ApplyUnmarked
+	if apply == nil {
+		apply = a.ApplyMessage
+		if ba, ok := a.(BatchAuthority); ok && known != nil {
+			apply = ba.ApplyUnmarked
+		}
 	}
 	prev, found, err := apply(ctx, id, dec.Flights, b, now)
 	if err != nil {
@@ -92,8 +110,19 @@ func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Hand
 	return dec, nil
 }
 
+// beginAuthoritative begins a phase A batch over run: the markers of its messages, read in one
+// round trip when the authority can (nil otherwise: each message reads its own, and fails
+// INFRA if Redis does not answer), and, when they were read, the batch's flight store.
+func (p *Pump) beginAuthoritative(ctx context.Context, run []*store.Due) (map[int64][]byte, BatchFlights) {
+	known := p.markersOf(ctx, run)
+	if known == nil || p.opt.BatchFlights == nil {
+		return known, nil
+	}
+	return known, p.opt.BatchFlights()
+}
+
 // markersOf reads the markers of the messages of run in one round trip, when the authority
-// can; nil (each message reads its own, and fails INFRA if Redis does not answer) otherwise.
+// can; nil otherwise.
 func (p *Pump) markersOf(ctx context.Context, run []*store.Due) map[int64][]byte {
 	ba, ok := p.opt.Authority.(BatchAuthority)
 	if !ok {

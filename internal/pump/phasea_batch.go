@@ -14,8 +14,10 @@ package pump
 //  3. its SQL effects (events, FLIGHT_STATE mirror, back-fill, SUCCEEDED) go into the batch
 //     under its savepoint.
 //
-// So each decision sees the previous ones' effects (read from Redis; reference data read
-// through the batch transaction), and Redis is always ahead of SQL by at most the batch. A
+// So each decision sees the previous ones' effects (read from Redis, or from the batch's
+// flight store, Options.BatchFlights, which remembers what the batch read and its scripts
+// wrote; reference data read through the batch transaction), and Redis is always ahead of
+// SQL by at most the batch. A
 // crash, a lost lease, a batch rolled back (deferred writes refused, the database gone) all
 // leave Redis with the markers of messages whose SQL side is not committed: their retry, one
 // by one or in the next batch, finds each marker, writes nothing to Redis again and commits the
@@ -68,7 +70,11 @@ func (p *Pump) batchOneAuthoritative(ctx context.Context, r *batch, m *store.Due
 	if !ok {
 		return p.fail(ctx, out, msg0, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
 	}
-	dec, err := p.decideAuthoritative(ctx, m.ID, h, msg, p.opt.ViewIn(r.b.Tx()), r.markers, now)
+	view, apply := p.opt.ViewIn(r.b.Tx()), applyFunc(nil)
+	if r.flights != nil {
+		view, apply = r.flights.View(view), r.flights.ApplyUnmarked
+	}
+	dec, err := p.decideAuthoritative(ctx, m.ID, h, msg, view, r.markers, apply, now)
 	if err != nil {
 		if s, ok := handler.AsSkip(err); ok {
 			return false, p.skip(ctx, out, msg0, msg, identity, s.Reason, now)

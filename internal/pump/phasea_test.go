@@ -39,6 +39,7 @@ type phaseAOptions struct {
 	store func(*store.DB) pump.Store
 	after func(msgID int64)
 	solo  bool // no ViewIn: one message per transaction
+	plain bool // no BatchFlights: every read and version from Redis
 	size  int  // pipeline.batch-size; 0: 50
 }
 
@@ -73,6 +74,14 @@ func (a *phaseA) newPump(policy pipeline.RetryPolicy, o phaseAOptions) *pump.Pum
 	}
 	if !o.solo {
 		opt.ViewIn = func(tx *sql.Tx) handler.View { return redisflight.WithRefs(a.rs, a.mirror.InTx(tx)) }
+		if !o.plain {
+			rs := a.rs
+			if fl, ok := auth.(*flaky); ok {
+				opt.BatchFlights = func() pump.BatchFlights { return &flakyBatch{Batch: rs.Batch(), f: fl} }
+			} else {
+				opt.BatchFlights = func() pump.BatchFlights { return rs.Batch() }
+			}
+		}
 	}
 	return pump.New(s, o.reg, opt)
 }
@@ -123,6 +132,16 @@ func eventsPerMessage(t *testing.T, db *store.DB) map[int64]int {
 	return out
 }
 
+// eachBatchFlights runs fn on both databases with the batch's flight store (as serve runs)
+// and without it (every read and version from Redis).
+func eachBatchFlights(t *testing.T, fn func(t *testing.T, db *store.DB, plain bool)) {
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batch-flights", true: "plain"}[plain], func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) { fn(t, db, plain) })
+		})
+	}
+}
+
 func fop(flid int64, seqn, styp, field string) string {
 	return flop(seqn, styp, fmt.Sprintf(`<FLOP><FLID>%d</FLID><FFID>X</FFID>%s</FLOP>`, flid, field))
 }
@@ -133,8 +152,8 @@ func fop(flid int64, seqn, styp, field string) string {
 // transaction), and a FLOP whose identity an earlier message of the same batch bound: SKIPPED
 // as a duplicate before it is decided, so its change never reaches Redis.
 func TestPhaseABatchDecisionsSeeTheBatchBeforeThem(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{})
+	eachBatchFlights(t, func(t *testing.T, db *store.DB, plain bool) {
+		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{plain: plain})
 		ids := a.post(
 			schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300"), flightRec(5002, "CA1502", "01DEC261400")),
 			fop(5001, "2", "CTOT", "<CTOT>01DEC261310</CTOT>"),
@@ -213,6 +232,19 @@ func (f *flaky) ApplyUnmarked(ctx context.Context, msgID int64, ws []pipeline.Fl
 		return nil, false, err
 	}
 	return f.Store.ApplyUnmarked(ctx, msgID, ws, marker, now)
+}
+
+// flakyBatch is a batch of flaky's store, failing the same scripts.
+type flakyBatch struct {
+	*redisflight.Batch
+	f *flaky
+}
+
+func (b *flakyBatch) ApplyUnmarked(ctx context.Context, msgID int64, ws []pipeline.FlightWrite, marker []byte, now time.Time) ([]byte, bool, error) {
+	if err := b.f.refuse(msgID); err != nil {
+		return nil, false, err
+	}
+	return b.Batch.ApplyUnmarked(ctx, msgID, ws, marker, now)
 }
 
 // A message that fails in the middle of a phase A batch fails as one by one: an ORPHAN FLOP
@@ -312,8 +344,8 @@ func (h *holding) BeginBatch(ctx context.Context) (*store.Batch, error) {
 // nothing: every message ends SUCCEEDED (or SKIPPED, the duplicate), with exactly its events,
 // and every flight's version in Redis and FLIGHT_STATE equals its number of effective changes.
 func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{})
+	eachBatchFlights(t, func(t *testing.T, db *store.DB, plain bool) {
+		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{plain: plain})
 		const flights = 4
 		var fltrs []string
 		for i := range flights {
@@ -334,6 +366,7 @@ func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
 			scripts := 0
 			crashAt := 1 + round%7
 			a.pump = a.newPump(defaultPolicy, phaseAOptions{
+				plain: plain,
 				size:  16,
 				store: func(db *store.DB) pump.Store { h.DB = db; return h },
 				after: func(int64) {

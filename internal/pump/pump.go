@@ -70,6 +70,10 @@ type Options struct {
 	// too (reading reference data through the batch transaction): the pump then batches
 	// (phasea_batch.go); without ViewIn it processes one message per transaction.
 	Authority Authority
+	// BatchFlights, when set with Authority and ViewIn, returns the flight store of one phase A
+	// batch (redisflight.Store.Batch): the batch's handlers read flights and its scripts write
+	// them through it, sparing a round trip per flight read again and per script.
+	BatchFlights func() BatchFlights
 	// AfterAuthority, when set, runs right after a message's flights are applied to the
 	// authority and before its SQL transaction (the crash tests' failpoint).
 	AfterAuthority func(msgID int64)
@@ -591,7 +595,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	}
 	var dec pipeline.Decision
 	if p.opt.Authority != nil {
-		dec, err = p.decideAuthoritative(ctx, m.ID, h, msg, p.opt.View, nil, now)
+		dec, err = p.decideAuthoritative(ctx, m.ID, h, msg, p.opt.View, nil, nil, now)
 	} else {
 		dec, err = p.decide(ctx, m.ID, h, msg, p.opt.View)
 	}

@@ -181,6 +181,11 @@ func (s *Store) apply(ctx context.Context, msgID int64, writes []pipeline.Flight
 	if afterRead != nil {
 		afterRead()
 	}
+	return s.script(ctx, msgID, writes, maids, ids, vers, marker, now)
+}
+
+// script runs apply.lua: the writes, each flight of ids compared to its version in vers.
+func (s *Store) script(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, maids []string, ids []int64, vers []string, marker []byte, now time.Time) (stored []byte, found bool, err error) {
 	args := make([]any, 0, 6+2*len(ids)+5*len(writes))
 	args = append(args, s.p, msgID, string(marker), int64(s.markerTTL/time.Second), now.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano), len(ids))
 	for i, id := range ids {
