@@ -14,7 +14,8 @@
 //	                   the same script as its changes, expiring after redis.marker-ttl
 //
 // The store answers the flight-store contract (flight.Contract) exactly as the SQL store
-// does; package flighttest runs the same suite on both.
+// does; package flighttest runs the same suite on both. Batch (batch.go) is the store as one
+// batch of the pump uses it: the flights the batch read and its scripts wrote, remembered.
 package redisflight
 
 import (
