@@ -219,3 +219,49 @@ func TestRebuildRedisFromFlightState(t *testing.T) {
 		})
 	}
 }
+
+// The phase-A rebuild (FLIGHT_STATE from Redis) works in chunks of flight.RebuildChunk
+// flights, telling its progress after each, and drops the rows Redis does not hold. On every
+// SQL dialect.
+func TestRebuildFlightStateInChunks(t *testing.T) {
+	for _, d := range storetest.Dialects() {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
+			clock := &fakeClock{t: now}
+			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
+			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
+			d16 := now.Add(24 * time.Hour)
+			n := 2*flight.RebuildChunk + 100
+			var ws []pipeline.FlightWrite
+			for i := int64(1); i <= int64(n); i++ {
+				ws = append(ws, pipeline.FlightWrite{Day: "2026-03-16", FLID: i, Record: flighttest.Rec(i, d16, "")})
+			}
+			if err := rs.Apply(ctx, 1, ws, now); err != nil {
+				t.Fatal(err)
+			}
+			// FLIGHT_STATE: a stale row of the day, and flight 5 on another day.
+			if err := sq.Apply(ctx, 1, []pipeline.FlightWrite{
+				{Day: "2026-03-16", FLID: 99999, Record: flighttest.Rec(99999, d16, "")},
+				{Day: "2026-03-17", FLID: 5, Record: flighttest.Rec(5, d16.Add(24*time.Hour), "")},
+			}, now); err != nil {
+				t.Fatal(err)
+			}
+			var steps []string
+			written, deleted, err := sq.RebuildFrom(ctx, rs, []string{"2026-03-16", "2026-03-17"}, now, func(day string, done int) {
+				steps = append(steps, fmt.Sprintf("%s:%d", day, done))
+			})
+			if err != nil || written != n || deleted != 2 {
+				t.Fatalf("rebuild: %d written, %d deleted, %v", written, deleted, err)
+			}
+			want := fmt.Sprintf("2026-03-16:%d 2026-03-16:%d 2026-03-16:%d 2026-03-16:%[3]d 2026-03-17:0", flight.RebuildChunk, 2*flight.RebuildChunk, n)
+			if got := strings.Join(steps, " "); got != want {
+				t.Fatalf("progress: %s, want %s", got, want)
+			}
+			r, err := flight.Compare(ctx, rs, sq, []string{"2026-03-16", "2026-03-17"}, now)
+			if err != nil || r.Checked != n || len(r.Mismatches) != 0 {
+				t.Fatalf("after the rebuild: %d checked, %v %v", r.Checked, r.Mismatches, err)
+			}
+		})
+	}
+}
