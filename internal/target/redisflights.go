@@ -1,6 +1,7 @@
 package target
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,7 +52,7 @@ func openRedisFlights(name string, c Config) Sink {
 }
 
 // Send projects recs in order in one script. A record that is not an ES_FLIGHT event, or
-// whose record cannot be projected, is REJECTED (a configuration mistake or a bug no retry
+// whose record is not a JSON object, is REJECTED (a configuration mistake or a bug no retry
 // mends) after the records before it are projected. A Redis failure (down, timeout, an error
 // reply) is INFRA: nothing of the script is written, and the records are sent again, in order.
 // A record whose event its flight already took, or older than the flight's newest, counts as
@@ -95,11 +96,11 @@ func (s *flightSink) change(r Record) (redisflight.Change, error) {
 	case kindESDelete:
 		c.Delete = true
 	case kindESUpsert:
-		sodt := flight.SODTOf(doc)
-		if sodt.IsZero() {
-			return c, fmt.Errorf("flight record of %d has no SODT", flid)
+		if t := bytes.TrimSpace(doc); len(t) == 0 || t[0] != '{' {
+			return c, fmt.Errorf("flight record of %d is not a JSON object", flid)
 		}
-		c.Day, c.Record = sodt.In(s.loc).Format(time.DateOnly), doc
+		// The local day of the record's SODT, as the handlers compute FLIGHT_STATE's FDAY.
+		c.Day, c.Record = flight.SODTOf(doc).In(s.loc).Format(time.DateOnly), doc
 		if _, _, err := flight.CheckWrite(pipeline.FlightWrite{Day: c.Day, FLID: flid, Record: doc}); err != nil {
 			return c, err
 		}

@@ -71,8 +71,8 @@ func TestRedisFlightsClassesItsFailures(t *testing.T) {
 	if n != 1 || pipeline.ClassOf(err) != pipeline.Rejected || !strings.Contains(err.Error(), `kind "flop"`) {
 		t.Fatalf("a flop record: %d %v", n, err)
 	}
-	if n, err := s.Send(ctx, []Record{flightRec(23, 3, `{"FLID":3}`, at)}); n != 0 || pipeline.ClassOf(err) != pipeline.Rejected {
-		t.Fatalf("a record without SODT: %d %v", n, err)
+	if n, err := s.Send(ctx, []Record{flightRec(23, 3, `[3]`, at)}); n != 0 || pipeline.ClassOf(err) != pipeline.Rejected {
+		t.Fatalf("a record that is not an object: %d %v", n, err)
 	}
 	down := mustOpen(t, FlightProjection, Config{Sink: SinkRedisFlights, Addr: closedAddr(t), KeyPrefix: prefix, Timeout: time.Second})
 	if n, err := down.Send(ctx, []Record{flightRec(24, 3, "", at)}); n != 0 || pipeline.ClassOf(err) != pipeline.Infra {
