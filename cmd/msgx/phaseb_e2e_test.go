@@ -184,3 +184,54 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		}
 	})
 }
+
+// TestPhaseBProjectionWaitsForRedis: with Redis down for REDIS_FLIGHT, messages still
+// succeed and the target's events wait, PENDING and retried; once Redis answers (here: the
+// server restarted pointing at it) every event is delivered in order and Redis equals the API.
+// On both databases.
+func TestPhaseBProjectionWaitsForRedis(t *testing.T) {
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		env, prefix := phaseBProjection(t)
+		cfgPath := strings.TrimPrefix(env[0], "MSGX_CONFIG=")
+		good, _ := os.ReadFile(cfgPath)
+		down := strings.Replace(string(good), `addr: "`+flighttest.RedisAddr()+`"`, `addr: "`+freeAddr(t)+`", timeout: 500ms`, 1)
+		os.WriteFile(cfgPath, []byte(down), 0o644)
+		env = append(env, "MSGX_PIPELINE_BACKOFF_MS=200")
+		day := tomorrow(t)
+		s := db.start(t, env...)
+		id := s.post(e2eSchd(996001, e2eFltr(99601, "CA2601", "D", day.Add(8*time.Hour), ""), e2eFltr(99602, "CA2602", "D", day.Add(9*time.Hour), "")))
+		flop := s.post(e2eFlop(996002, "STND", 99601, "<STND>330</STND>"))
+		s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+		s.await(flop, "SUCCEEDED", state("SUCCEEDED", ""))
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if strings.Contains(s.logs.String(), "REDIS_FLIGHT") && strings.Contains(s.logs.String(), "connection refused") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no failed REDIS_FLIGHT send logged\n%s", s.logs)
+			}
+		}
+		pending := 0
+		for _, e := range s.events("target=REDIS_FLIGHT&limit=100") {
+			if e.State != "PENDING" {
+				t.Fatalf("event %d is %s while Redis is down", e.EventID, e.State)
+			}
+			pending++
+		}
+		if pending != 3 {
+			t.Fatalf("%d REDIS_FLIGHT events pending, want 3", pending)
+		}
+		s.stop()
+		os.WriteFile(cfgPath, good, 0o644)
+		s = db.start(t, env...)
+		if n := s.awaitProjected(); n != 3 {
+			t.Fatalf("%d REDIS_FLIGHT events sent, want 3", n)
+		}
+		c := redis.NewClient(&redis.Options{Addr: flighttest.RedisAddr()})
+		defer c.Close()
+		sameAsAPI(t, s, c, prefix, 99601, 99602)
+		if v := c.HGet(context.Background(), prefix+"flight:99601", "ver").Val(); v != "2" {
+			t.Fatalf("99601 at version %s in Redis, want 2", v)
+		}
+	})
+}
