@@ -101,7 +101,7 @@ func projectionStores(cfg config.Config, tc target.Config, db *store.DB, sqlFlig
 		rows := map[string]int{"REDIS_FLIGHT": written + deleted}
 		return fmt.Sprintf("rebuilt Redis from FLIGHT_STATE for %s … %s: %d flights written, %d deleted; REDIS_FLIGHT events up to %d are in it", days[0], days[len(days)-1], written, deleted, mark), rows, err
 	}
-	return flightStores{reader: sqlFlights, history: sqlFlights, close: func() { rs.Close() }, routes: consistencyRoutes(sen),
+	return flightStores{reader: sqlFlights, history: sweepProjection{sqlFlights, rs}, close: func() { rs.Close() }, routes: consistencyRoutes(sen),
 		start: sentinelStart(cfg, sen, log), rebuild: rebuild, consistency: dailySample(cfg, sen)}
 }
 
@@ -191,4 +191,21 @@ func (s sweepBoth) DeleteHistory(ctx context.Context, fs []flight.HistoryFlight)
 	}
 	_, err = s.mirror.DeleteHistory(ctx, fs)
 	return n, err
+}
+
+// sweepProjection is the history sweep of phase B with REDIS_FLIGHT: it reads FLIGHT_STATE
+// and deletes what it swept from the Redis projection first (each flight only while Redis
+// holds it at the version swept), then from FLIGHT_STATE, so the projection does not keep
+// the swept days for ever. Redis down fails the sweep before FLIGHT_STATE loses anything; it
+// is retried.
+type sweepProjection struct {
+	*flight.Store
+	proj *redisflight.Store
+}
+
+func (s sweepProjection) DeleteHistory(ctx context.Context, fs []flight.HistoryFlight) (int, error) {
+	if _, err := s.proj.DeleteHistory(ctx, fs); err != nil {
+		return 0, err
+	}
+	return s.Store.DeleteHistory(ctx, fs)
 }
