@@ -235,3 +235,16 @@ func TestPhaseBProjectionWaitsForRedis(t *testing.T) {
 		}
 	})
 }
+
+// In phase A, where the pump writes Redis itself, serve refuses a redis-flights target (exit
+// code 4, naming the key).
+func TestPhaseARefusesTheProjectionTarget(t *testing.T) {
+	env, _ := phaseBProjection(t)
+	data := t.TempDir()
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+freeAddr(t), "MSGX_DATA_DIR="+data, env[0], "MSGX_PHASE=A")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 || !strings.Contains(string(out), "targets.REDIS_FLIGHT.sink") {
+		t.Fatalf("serve in phase A with REDIS_FLIGHT: %v\n%s", err, out)
+	}
+}
