@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -141,6 +142,32 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		if got := fmt.Sprint(rep["checked"], " ", rep["mismatches"]); got != want {
 			t.Fatalf("consistency: %s, want %s", got, want)
 		}
+		// Logged with FLID and fields, counted in the metric (the start-up check found none).
+		logged := func() bool {
+			for _, l := range strings.Split(s.logs.String(), "\n") {
+				if strings.Contains(l, "Redis and FLIGHT_STATE differ") && strings.Contains(l, `"flid":99502`) && strings.Contains(l, `"fields":["missing"]`) {
+					return true
+				}
+			}
+			return false
+		}
+		for deadline := time.Now().Add(5 * time.Second); !logged(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("mismatch not logged\n%s", s.logs)
+			}
+		}
+		if !strings.Contains(s.logs.String(), "consistency check done") {
+			t.Fatalf("no consistency check logged\n%s", s.logs)
+		}
+		resp, err := http.Get(s.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(metrics), "msgx_consistency_mismatches_total 2") {
+			t.Fatalf("metric:\n%s", metrics)
+		}
 
 		cmd := exec.Command(binary, "job", "run", "--server", s.url, "PROJECTION_REBUILD")
 		var stdout, stderr bytes.Buffer
@@ -155,6 +182,11 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 			t.Fatalf("consistency after the rebuild: %v", rep)
 		}
 		sameAsAPI(t, s, c, prefix, 99501, 99502, 99503)
+		// The daily sample, run by hand.
+		out, err := exec.Command(binary, "job", "run", "--server", s.url, "CONSISTENCY_CHECK").Output()
+		if err != nil || !strings.HasPrefix(string(out), "compared ") || !strings.Contains(string(out), " 0 mismatches") {
+			t.Fatalf("msgx job run CONSISTENCY_CHECK: %v %s", err, out)
+		}
 
 		// A change after the rebuild is newer than its mark: projected on top.
 		id := s.post(e2eFlop(995005, "STND", 99502, "<STND>319</STND>"))
