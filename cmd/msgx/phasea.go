@@ -38,7 +38,8 @@ type flightStores struct {
 	consistency func(ctx context.Context) (string, error)
 }
 
-// phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store. In
+// phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store
+// (with the REDIS_FLIGHT target, Redis beside it as its projection: projectionStores). In
 // phase A Redis is authoritative (docs/redis-flights.md): the pump writes it first
 // (Options.Authority) and the handlers, the API and the history sweep read it, while the SQL
 // store becomes FLIGHT_STATE's mirror, written in the success transaction; the pump then
@@ -85,6 +86,11 @@ func phaseStores(cfg config.Config, db *store.DB, sqlFlights *flight.Store, cloc
 // produced before the rebuild overwrites it when delivered after.
 func projectionStores(cfg config.Config, tc target.Config, db *store.DB, sqlFlights *flight.Store, clock pipeline.Clock, log *slog.Logger) flightStores {
 	rs := redisflight.New(redisflight.Options{Addr: tc.Addr, DB: tc.DB, Password: tc.Password, Prefix: tc.KeyPrefix, Clock: clock, Location: cfg.Location()})
+	if err := rs.Ping(context.Background()); err != nil {
+		// Not fatal: REDIS_FLIGHT's events wait until Redis answers; the sentinel and the
+		// rebuild fail until then.
+		log.Warn("phase B: the Redis of REDIS_FLIGHT does not answer; its events wait until it does", "addr", tc.Addr, "err", err.Error())
+	}
 	log.Info("phase B with REDIS_FLIGHT: FLIGHT_STATE is the flight store, Redis its projection", "addr", tc.Addr, "db", tc.DB, "key_prefix", tc.KeyPrefix)
 	sen := sentinel(cfg, sqlFlights, rs, clock, log)
 	span := *sen.Days
