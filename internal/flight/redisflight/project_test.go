@@ -61,6 +61,15 @@ func TestProjectIgnoresOlderEvents(t *testing.T) {
 	if e, _ := s.Get(ctx, 1); e == nil || e.Version != 1 || !strings.Contains(string(e.Record), `"STND":"4"`) {
 		t.Fatalf("reinserted: %+v", e)
 	}
+	// A FLID above 2^53 stays exact (Lua numbers are doubles: FLIDs are kept as strings).
+	big := int64(9_007_199_254_740_993)
+	project(t, s, 1, changeOf(20, 200, pipeline.FlightWrite{Day: "2026-03-15", FLID: big, Record: flighttest.Rec(big, t1, "")}))
+	if e, _ := s.Get(ctx, big); e == nil || e.FLID != big || e.Version != 1 {
+		t.Fatalf("FLID above 2^53: %+v", e)
+	}
+	if e, _ := s.Get(ctx, big-1); e != nil {
+		t.Fatalf("FLID above 2^53 stored as its neighbour: %+v", e)
+	}
 	// A bad upsert fails the call before anything is written.
 	bad := up(16, "")
 	bad.Day = "15.03.2026"
