@@ -303,6 +303,32 @@ func TestShadowInPhaseANeedsItsOwnKeyPrefix(t *testing.T) {
 	}
 }
 
+// A shadow in phase B with a REDIS_FLIGHT projection must project under a key prefix of its
+// own too: the default (from redis.key-prefix, or the target's own key-prefix) overlapping the
+// production msgx's stops the start naming targets.REDIS_FLIGHT.key-prefix.
+func TestShadowProjectionNeedsItsOwnKeyPrefix(t *testing.T) {
+	dir := t.TempDir()
+	for name, yaml := range map[string]string{
+		"default": "mode: shadow\ntargets:\n  REDIS_FLIGHT: {sink: redis-flights}\n",
+		"target":  "mode: shadow\ntargets:\n  REDIS_FLIGHT: {sink: redis-flights, key-prefix: \"msgx:\"}\nredis: {key-prefix: \"msgx-shadow:\"}\n",
+	} {
+		path := filepath.Join(dir, name+".yaml")
+		os.WriteFile(path, []byte(yaml), 0o644)
+		if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "targets.REDIS_FLIGHT.key-prefix") {
+			t.Errorf("%s: %v, want a refusal naming targets.REDIS_FLIGHT.key-prefix", name, err)
+		}
+	}
+	path := filepath.Join(dir, "own.yaml")
+	os.WriteFile(path, []byte("mode: shadow\nredis: {key-prefix: \"msgx-shadow:\"}\ntargets:\n  REDIS_FLIGHT: {sink: redis-flights}\n"), 0o644)
+	c, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc, _ := c.FlightProjection(); tc.KeyPrefix != "msgx-shadow:" {
+		t.Fatalf("the shadow's projection prefix: %q", tc.KeyPrefix)
+	}
+}
+
 // The sentinel's daily sample is scheduled in phase A only, at consistency-check.daily-at.
 func TestConsistencyCheckIsScheduledInPhaseA(t *testing.T) {
 	has := func(env ...string) bool {
@@ -319,5 +345,41 @@ func TestConsistencyCheckIsScheduledInPhaseA(t *testing.T) {
 	}
 	if !has("MSGX_PHASE=A") || has() || has("MSGX_PHASE=A", "MSGX_CONSISTENCY_CHECK_DAILY_AT=off") || has("MSGX_PHASE=A", "MSGX_CONSISTENCY_CHECK_DAILY_SAMPLE_RATIO=0") {
 		t.Fatal("CONSISTENCY_CHECK scheduled wrongly")
+	}
+}
+
+// A REDIS_FLIGHT target (sink redis-flights) takes the redis block's server and prefix when
+// it sets none, copies ES_FLIGHT's events, turns the daily consistency sample on in phase B,
+// and is refused in phase A, where Redis is the flight store itself.
+func TestFlightProjectionTarget(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "msgx.yaml")
+	os.WriteFile(path, []byte("targets:\n  REDIS_FLIGHT: {sink: redis-flights}\n  KAFKA_FLOP: {sink: file}\n"), 0o644)
+	c, err := Load(path, []string{"MSGX_REDIS_ADDR=10.0.0.9:6380", "MSGX_REDIS_KEY_PREFIX=aodb:", "MSGX_REDIS_DB=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, ok := c.FlightProjection()
+	if !ok || tc.Addr != "10.0.0.9:6380" || tc.KeyPrefix != "aodb:" || tc.DB != 3 || tc.CopyOf != "ES_FLIGHT" || tc.Location == nil {
+		t.Fatalf("projection target: %v %+v", ok, tc)
+	}
+	if c.Targets["REDIS_FLIGHT"].CopyOf != "ES_FLIGHT" {
+		t.Fatalf("the configured target does not copy ES_FLIGHT: %+v", c.Targets["REDIS_FLIGHT"])
+	}
+	kinds := ""
+	for _, e := range c.Schedule() {
+		kinds += e.Kind + " "
+	}
+	if !strings.Contains(kinds, "CONSISTENCY_CHECK") {
+		t.Fatalf("phase B with REDIS_FLIGHT schedules %s", kinds)
+	}
+	if _, err := Load(path, []string{"MSGX_PHASE=A"}); err == nil || !strings.Contains(err.Error(), "targets.REDIS_FLIGHT.sink") {
+		t.Fatalf("phase A with REDIS_FLIGHT: %v", err)
+	}
+	plain, _ := Load("", nil)
+	for _, e := range plain.Schedule() {
+		if e.Kind == "CONSISTENCY_CHECK" {
+			t.Fatal("phase B without REDIS_FLIGHT schedules the consistency check")
+		}
 	}
 }
