@@ -220,7 +220,17 @@ func (w *work) preload(b []byte) error {
 var paths = struct {
 	setOld func(e *entry, b []byte) error
 	events func(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error)
-}{(*entry).setOld, flightEvents}
+	encode func(e *entry) ([]byte, error)
+}{(*entry).setOld, flightEvents, (*entry).encode}
+
+// encode returns the canonical encoding of e.cur (encodeRecord), re-encoding only the fields
+// that differ from the stored record's when it can (encodeFrom).
+func (e *entry) encode() ([]byte, error) {
+	if b, ok := encodeFrom(e.old, e.oldRec, e.cur); ok {
+		return b, nil
+	}
+	return encodeRecord(e.cur)
+}
 
 // setOld sets the entry's stored state from the stored bytes b: old is b's canonical
 // encoding, oldRec its decoding and cur an independent copy to change. cur is what decoding
@@ -369,7 +379,7 @@ func (w *work) finish(d *pipeline.Decision, win *window) (changed int, err error
 		e := w.entries[id]
 		var cur []byte
 		if e.cur != nil {
-			if cur, err = encodeRecord(e.cur); err != nil {
+			if cur, err = paths.encode(e); err != nil {
 				return 0, fmt.Errorf("flight %d: %w", id, err)
 			}
 		}

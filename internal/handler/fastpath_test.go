@@ -32,13 +32,15 @@ func refSetOld(e *entry, b []byte) error {
 	return nil
 }
 
-// withPaths runs f with the reference implementations when ref is set (refSetOld and
-// mapFlightEvents, the code the hot path had before), else the fast ones.
+// withPaths runs f with the reference implementations when ref is set (refSetOld,
+// mapFlightEvents and encodeRecord of the whole record, the code the hot path had before),
+// else the fast ones.
 func withPaths(ref bool, f func()) {
 	saved := paths
 	defer func() { paths = saved }()
 	if ref {
 		paths.setOld, paths.events = refSetOld, mapFlightEvents
+		paths.encode = func(e *entry) ([]byte, error) { return encodeRecord(e.cur) }
 	}
 	f()
 }
