@@ -221,13 +221,18 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 	return stepResult{sent: marked, wait: v.NextAttemptAt.Sub(now), blocked: true}, nil
 }
 
-// send sends recs in order in Sink.Send calls of up to SendBatch records, stopping at the
+// send sends recs in order in Sink.Send calls of up to SendBatch records (up to the sink's
+// window for a target.Windowed sink, which keeps them all in flight at once), stopping at the
 // first failure, or before the next call once ctx ended. It returns how many leading records
 // were delivered and the failure.
 func (d *Dispatcher) send(ctx context.Context, sink target.Sink, name string, recs []target.Record) (int, error) {
+	size := d.opt.SendBatch
+	if w, ok := sink.(target.Windowed); ok {
+		size = max(size, w.Window())
+	}
 	done := 0
 	for done < len(recs) && (done == 0 || ctx.Err() == nil) {
-		chunk := recs[done:min(done+d.opt.SendBatch, len(recs))]
+		chunk := recs[done:min(done+size, len(recs))]
 		sctx, cancel := d.sendContext(ctx)
 		n, serr := sink.Send(sctx, chunk)
 		cancel()
