@@ -8,23 +8,24 @@ import (
 	"msgx/internal/store"
 )
 
-// DefaultCommitLinger is Options.CommitLinger's default.
-const DefaultCommitLinger = 5 * time.Millisecond
-
 // committer shares one transaction among the outcomes (SENT marks, a failure's record) of the
 // targets' steps that finish sending at about the same time: a message's events go to several
 // targets, the pump's commit wakes them all at once, and one durable commit for the round
 // costs one fsync where a commit per target cost one each (on SQLite they also queue on each
 // other and on the pump and the inbox for the single write lock).
 //
-// It is a group commit without a goroutine of its own. A step calls begin before it sends
-// and commit with its writes after; the first commit of a round leads: it waits while other
-// steps are still sending (at most the linger), then runs every write queued so far in one
-// transaction, in the order they came. Commits that arrive meanwhile queue for the next
-// group, which the first of them leads. Each step still waits for its own commit before its
-// next read, so a target's events are marked in order, and its writes keep their fences.
-// When the shared transaction fails, each write of the group runs again in a transaction
-// of its own, so one target's write that the database refuses never fails another's.
+// It is a group commit without a goroutine of its own. A step calls begin when it starts and
+// commit with its writes once it has sent. The first commit that finds no group forming leads
+// one: it may wait while other steps are still sending (Options.CommitLinger, none by
+// default), then begins the transaction, and takes into the group every write queued by the
+// time the transaction has begun. On SQLite beginning means waiting for the write lock behind
+// the pump and the inbox, so the writes that come while the leader waits for it ride along:
+// the wait the database imposes anyway is the group's window. A write that comes after the
+// group was taken leads the next group at once (its transaction queues for the lock right
+// behind). Each step still waits for its own commit before its next read, so a target's
+// events are marked in order, and its writes keep their fences. When the shared transaction
+// fails, each write of the group runs again in a transaction of its own, so one target's write
+// that the database refuses never fails another's.
 type committer struct {
 	db     store.Events
 	linger time.Duration
@@ -32,29 +33,29 @@ type committer struct {
 
 	mu      sync.Mutex
 	sending int           // steps between begin and commit
-	queue   []*commitReq  // writes waiting for the next group
-	leading bool          // a step leads a group now (lingering or committing)
-	changed chan struct{} // buffered 1: sending or queue changed (the leader lingers on it)
+	queue   []*commitReq  // writes of the group forming
+	forming bool          // a leader is forming a group (its transaction has not yet taken it)
+	changed chan struct{} // buffered 1: sending or queue changed (a lingering leader waits on it)
 }
 
 type commitReq struct {
 	fn   func(store.EventTx) error
-	done chan error    // buffered 1: the outcome of fn's commit
-	lead chan struct{} // buffered 1: the submitter is to lead the next group
+	done chan error // buffered 1: the outcome of fn's commit
 }
 
 func newCommitter(db store.Events, linger time.Duration) *committer {
 	return &committer{db: db, linger: linger, changed: make(chan struct{}, 1)}
 }
 
-// begin says a step is about to send and will call commit (or end) when done.
+// begin says a step has started and will call commit (or end) when done.
 func (c *committer) begin() {
 	c.mu.Lock()
 	c.sending++
 	c.mu.Unlock()
 }
 
-// end says a step that called begin will not commit (it failed before its writes).
+// end says a step that called begin will not commit (it had nothing to send, or failed
+// before its writes).
 func (c *committer) end() {
 	c.mu.Lock()
 	c.sending--
@@ -78,35 +79,19 @@ func (c *committer) commit(ctx context.Context, fn func(store.EventTx) error) er
 		defer cancel()
 		return c.db.EventTx(wctx, fn)
 	}
-	req := &commitReq{fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	req := &commitReq{fn: fn, done: make(chan error, 1)}
 	c.mu.Lock()
 	c.sending--
 	c.queue = append(c.queue, req)
-	if c.leading {
+	if c.forming {
 		c.mu.Unlock()
 		c.poke()
-		select {
-		case err := <-req.done:
-			return err
-		case <-req.lead:
-		}
-		c.mu.Lock()
+		return <-req.done
 	}
-	c.leading = true
+	c.forming = true
 	c.lingerLocked()
-	group := c.queue
-	c.queue = nil
 	c.mu.Unlock()
-
-	c.run(ctx, group)
-
-	c.mu.Lock()
-	if len(c.queue) > 0 {
-		c.queue[0].lead <- struct{}{} // the leading stays taken: handed to the next group's first
-	} else {
-		c.leading = false
-	}
-	c.mu.Unlock()
+	c.run(ctx)
 	return <-req.done
 }
 
@@ -130,11 +115,25 @@ func (c *committer) lingerLocked() {
 	}
 }
 
-// run commits group's writes in one transaction, or each alone when that one fails.
-func (c *committer) run(ctx context.Context, group []*commitReq) {
+// take returns the group formed so far and lets the next write lead a new one.
+func (c *committer) take() []*commitReq {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	group := c.queue
+	c.queue, c.forming = nil, false
+	return group
+}
+
+// run begins a transaction, takes the group queued by then, and commits its writes, or each
+// alone when the shared transaction fails. Every write of the group gets its outcome.
+func (c *committer) run(ctx context.Context) {
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
+	var group []*commitReq
 	err := c.db.EventTx(wctx, func(tx store.EventTx) error {
+		if group == nil {
+			group = c.take()
+		}
 		for _, r := range group {
 			if err := r.fn(tx); err != nil {
 				return err
@@ -142,6 +141,10 @@ func (c *committer) run(ctx context.Context, group []*commitReq) {
 		}
 		return nil
 	})
+	if group == nil {
+		// The transaction did not begin: the group is whatever was queued.
+		group = c.take()
+	}
 	if err == nil || len(group) == 1 {
 		for _, r := range group {
 			r.done <- err

@@ -94,10 +94,10 @@ type Options struct {
 	// few events and makes one Send, as before.
 	SendRuns int
 	// CommitLinger is how long the first target to finish sending in a round may wait for
-	// the others still sending, so that one transaction (one durable commit) records what
-	// they all delivered (default 5ms; negative: no wait, a target commits with whichever
-	// others are ready). Only a round in which another target is sending waits, and never
-	// longer than this.
+	// the others still sending before it begins the shared transaction that records their
+	// outcomes (committer). Zero (the default) waits for none: the writes that come while
+	// the transaction waits for the database (on SQLite, for the write lock behind the pump)
+	// share it anyway, and a wait here would only let the pump take the lock first.
 	CommitLinger time.Duration
 	// ShutdownGrace is how long a send in flight may go on after Run's context ends before
 	// its context is cancelled too (default 10s).
@@ -135,9 +135,6 @@ func (o Options) normalized() Options {
 	}
 	if o.SendRuns <= 0 {
 		o.SendRuns = DefaultSendRuns
-	}
-	if o.CommitLinger == 0 {
-		o.CommitLinger = DefaultCommitLinger
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = DefaultShutdownGrace
