@@ -146,3 +146,102 @@ func benchLatency(b *testing.B, tc target.Config) {
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(rate, "load-events/s")
 }
+
+// BenchmarkRound measures accept→SENT the way a message sees it: each commit of the "pump"
+// inserts one event for each of three file targets and wakes the dispatcher, at a steady
+// rate, and a message's latency is from its commit to the SENT commit of the last of its
+// three events. The targets' outcomes share one commit per round ("shared") or commit one
+// transaction each ("alone"); the two run alternately on fresh databases. sent-commits/msg is
+// the dispatcher's durable commits per message.
+//
+//	go test ./internal/dispatch -run XXX -bench Round -benchtime 2000x
+func BenchmarkRound(b *testing.B) {
+	for _, mode := range []string{"shared", "alone", "shared", "alone"} {
+		b.Run(mode, func(b *testing.B) { benchRound(b, mode == "alone") })
+	}
+}
+
+func benchRound(b *testing.B, alone bool) {
+	db := storetest.SQLite(b)
+	names := []string{"KAFKA_FLOP", "REDIS_NOTIFY", "ES_FLIGHT"}
+	sinks := map[string]target.Sink{}
+	for _, n := range names {
+		s, err := target.Open(context.Background(), n, target.Config{Sink: "file", Path: filepath.Join(b.TempDir(), n+".jsonl")}, b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		sinks[n] = s
+	}
+	var mu sync.Mutex
+	sentAt := map[int64]time.Time{} // event id → SENT committed
+	ce := &countingEvents{DB: db}
+	d := dispatch.New(ce, sinks, dispatch.Options{
+		Policy: pipeline.RetryPolicy{MaxAttempts: 5, Cap: time.Minute, HeadDeadline: 10 * time.Minute},
+		Clock:  pipeline.SystemClock{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PollInterval: time.Second,
+		OnSent: func(_ string, ids []int64) {
+			at := time.Now()
+			mu.Lock()
+			for _, id := range ids {
+				sentAt[id] = at
+			}
+			mu.Unlock()
+		},
+	})
+	if alone {
+		dispatch.CommitAlone(d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { d.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	const rate = 500
+	committed := make([]time.Time, b.N)
+	evIDs := make([][]int64, b.N)
+	b.ResetTimer()
+	tick := time.NewTicker(time.Second / rate)
+	for i := range b.N {
+		<-tick.C
+		err := db.Tx(context.Background(), func(tx *sql.Tx) error {
+			for _, n := range names {
+				res, err := tx.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+				VALUES (?, 'FLOP-CHOT', ?, 'flop', '1', '{"n":1}', 'PENDING', 0, ?)`, i+1, n, store.T(time.Now()))
+				if err != nil {
+					return err
+				}
+				id, _ := res.LastInsertId()
+				evIDs[i] = append(evIDs[i], id)
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		committed[i] = time.Now()
+		d.Wake()
+	}
+	tick.Stop()
+	waitSent(b, db, 3*b.N)
+	b.StopTimer()
+	time.Sleep(50 * time.Millisecond) // the last OnSent
+	mu.Lock()
+	defer mu.Unlock()
+	lat := make([]time.Duration, 0, b.N)
+	for i, ids := range evIDs {
+		var last time.Time
+		for _, id := range ids {
+			if at, ok := sentAt[id]; ok && at.After(last) {
+				last = at
+			}
+		}
+		if !last.IsZero() {
+			lat = append(lat, last.Sub(committed[i]))
+		}
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(ce.txs.Load())/float64(b.N), "sent-commits/msg")
+}

@@ -79,7 +79,8 @@ func record(e *Event) (target.Record, error) {
 // DeliverOnce sends what is due at the head of the per-event target name: the run of
 // consecutive due PENDING events from the head, up to SendBatch×SendRuns, in Sink.Send calls
 // of up to SendBatch each, in order, stopping at the first failure. The leading records the
-// sink delivered are marked SENT, in one transaction; a failure is recorded on the first
+// sink delivered are marked SENT, in one transaction (shared with the other targets' steps
+// that finish at the same time); a failure is recorded on the first
 // undelivered event only (backoff, or DEAD), and nothing behind it is sent while it waits.
 // A head that is waiting but has failed for longer than the head deadline goes DEAD.
 //
@@ -105,6 +106,15 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 	lock := d.locks[name]
 	lock.Lock()
 	defer lock.Unlock()
+	// From its read on, the step counts as one of the round's: a commit of another target
+	// may wait for its outcome (committer), until it commits or ends without one.
+	d.commits.begin()
+	committing := false
+	defer func() {
+		if !committing {
+			d.commits.end()
+		}
+	}()
 
 	now := d.opt.Clock.Now()
 	evs, err := d.db.PendingEvents(ctx, name, d.opt.SendBatch*d.opt.SendRuns)
@@ -155,9 +165,10 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 		marked int
 		stale  bool // the failed event's row changed under us: its failure is not recorded
 	)
-	wctx, wcancel := writeContext(ctx)
-	defer wcancel()
-	err = d.db.EventTx(wctx, func(tx store.EventTx) error {
+	// The outcome shares its transaction with those of the other targets that sent at the
+	// same time (committer): one durable commit per round, not one per target.
+	committing = true
+	err = d.commits.commit(ctx, func(tx store.EventTx) error {
 		var err error
 		if marked, err = tx.MarkSent(ids, now); err != nil {
 			return err
@@ -210,13 +221,18 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 	return stepResult{sent: marked, wait: v.NextAttemptAt.Sub(now), blocked: true}, nil
 }
 
-// send sends recs in order in Sink.Send calls of up to SendBatch records, stopping at the
+// send sends recs in order in Sink.Send calls of up to SendBatch records (up to the sink's
+// window for a target.Windowed sink, which keeps them all in flight at once), stopping at the
 // first failure, or before the next call once ctx ended. It returns how many leading records
 // were delivered and the failure.
 func (d *Dispatcher) send(ctx context.Context, sink target.Sink, name string, recs []target.Record) (int, error) {
+	size := d.opt.SendBatch
+	if w, ok := sink.(target.Windowed); ok {
+		size = max(size, w.Window())
+	}
 	done := 0
 	for done < len(recs) && (done == 0 || ctx.Err() == nil) {
-		chunk := recs[done:min(done+d.opt.SendBatch, len(recs))]
+		chunk := recs[done:min(done+size, len(recs))]
 		sctx, cancel := d.sendContext(ctx)
 		n, serr := sink.Send(sctx, chunk)
 		cancel()

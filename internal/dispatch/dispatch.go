@@ -17,6 +17,12 @@
 // a 4xx other than 408/429, a record too large, an event the sink cannot encode) goes DEAD at
 // once. Dead events come back with Replay.
 //
+// The targets' loops run on their own, but what their steps of one round delivered (a
+// message's events go to several targets, and the pump's commit wakes them all at once) is
+// recorded in one shared transaction: one durable commit for the round instead of one per
+// target (commit.go). Each target still waits for its own outcome's commit before it reads
+// again, so its order, its fences and its backoff are exactly those of a target alone.
+//
 // The schedule target (KAFKA_SCHD, D3) is never sent event by event: FlushSchd sends the
 // pending schedule events as one batch, keeping only the newest event per flight, split into
 // as many records as the sink's record size limit needs.
@@ -87,6 +93,12 @@ type Options struct {
 	// one a durable write that the pump waits for on SQLite. An idle target's step has a
 	// few events and makes one Send, as before.
 	SendRuns int
+	// CommitLinger is how long the first target to finish sending in a round may wait for
+	// the others still sending before it begins the shared transaction that records their
+	// outcomes (committer). Zero (the default) waits for none: the writes that come while
+	// the transaction waits for the database (on SQLite, for the write lock behind the pump)
+	// share it anyway, and a wait here would only let the pump take the lock first.
+	CommitLinger time.Duration
 	// ShutdownGrace is how long a send in flight may go on after Run's context ends before
 	// its context is cancelled too (default 10s).
 	ShutdownGrace time.Duration
@@ -149,6 +161,8 @@ type Dispatcher struct {
 	// timer makes the loops' timers; tests replace it to drive the waits by hand.
 	timer func(name string, wait time.Duration) (<-chan time.Time, func())
 	locks map[string]*sync.Mutex // serialises the steps of one target
+	// commits shares one transaction among the outcomes of the targets' steps of a round.
+	commits *committer
 
 	mu        sync.Mutex // guards lastFlush and running
 	lastFlush time.Time  // last successful schedule flush; zero before the first
@@ -170,6 +184,7 @@ func New(db store.Events, sinks map[string]target.Sink, opt Options) *Dispatcher
 		timer: realTimer,
 		locks: make(map[string]*sync.Mutex, len(sinks)),
 	}
+	d.commits = newCommitter(db, opt.CommitLinger)
 	for name, s := range sinks {
 		d.sinks[name] = s
 		d.names = append(d.names, name)

@@ -10,3 +10,7 @@ func SetTimer(d *Dispatcher, f func(name string, wait time.Duration) (<-chan tim
 
 // DeliveryClass exposes deliveryClass to the table test.
 var DeliveryClass = deliveryClass
+
+// CommitAlone makes every step of d commit its outcome in a transaction of its own, as before
+// the steps of a round shared one (the benchmark compares the two).
+func CommitAlone(d *Dispatcher) { d.commits.alone = true }

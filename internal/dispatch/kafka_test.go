@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -272,4 +273,161 @@ func headerID(t *testing.T, r *kgo.Record) int64 {
 	}
 	t.Fatalf("record at offset %d has no event_id header", r.Offset)
 	return 0
+}
+
+// countingSink counts the Send calls of a windowed sink and the records of each.
+type countingSink struct {
+	target.Sink
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (c *countingSink) Send(ctx context.Context, recs []target.Record) (int, error) {
+	c.mu.Lock()
+	c.sizes = append(c.sizes, len(recs))
+	c.mu.Unlock()
+	return c.Sink.Send(ctx, recs)
+}
+
+func (c *countingSink) Window() int { return c.Sink.(target.Windowed).Window() }
+
+func (c *countingSink) calls() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.sizes)
+}
+
+// TestKafkaWindowThroughTheDispatcher runs the real dispatcher on the real Kafka sink with a
+// whole run of events in flight in one Send (the sink's window, where the send batch is 10),
+// against a kfake cluster that takes the first produce request and refuses the next ones for
+// a while: exactly the leading events the broker acknowledged are SENT, the head's failure is
+// recorded on the first one it did not, and after the outage every event arrives, each
+// flight's in EVENT_ID order, and an event marked SENT arrives once (a repeat is only ever of
+// one that was not acknowledged: at least once).
+func TestKafkaWindowThroughTheDispatcher(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const topic = "msgx.flop"
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var failing atomic.Bool
+		var passed, refused atomic.Int64
+		c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			if !failing.Load() || passed.Add(1) == 1 {
+				return nil, nil, false // the first request of the outage round goes through
+			}
+			refused.Add(1)
+			preq := req.(*kmsg.ProduceRequest)
+			resp := preq.ResponseKind().(*kmsg.ProduceResponse)
+			for _, rt := range preq.Topics {
+				st := kmsg.NewProduceResponseTopic()
+				st.Topic, st.TopicID = rt.Topic, rt.TopicID
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewProduceResponseTopicPartition()
+					sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil, true
+		})
+		// Records of ~2.5 KB under a 4 KB batch limit: one record per produce batch, so the
+		// window travels in many requests, several in flight, and the outage cuts it.
+		real, err := target.Open(context.Background(), "KAFKA_FLOP", target.Config{Sink: "kafka", Brokers: c.ListenAddrs(), Topic: topic,
+			Timeout: time.Second, MaxRecordBytes: 4096}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer real.Close()
+		sink := &countingSink{Sink: real}
+		clock := newClock()
+		d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": sink}, dispatch.Options{
+			Policy:    pipeline.RetryPolicy{MaxAttempts: 100, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
+			Clock:     clock,
+			SendBatch: 10,
+			SendRuns:  30,
+			Logger:    quiet(),
+		})
+		keys := []string{"101", "102", "103", "104"}
+		var want []int64
+		for i := range 300 {
+			want = append(want, insert(t, db, ev{target: "KAFKA_FLOP", key: keys[i%4], payload: fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", 2000))}))
+		}
+		ctx := context.Background()
+
+		failing.Store(true)
+		sent, wait, err := d.DeliverOnce(ctx, "KAFKA_FLOP")
+		if err != nil || wait <= 0 || sent >= len(want) {
+			t.Fatalf("during the outage: sent %d, wait %s, err %v", sent, wait, err)
+		}
+		if got := sink.calls(); !slices.Equal(got, []int{300}) {
+			t.Fatalf("Send calls carried %v records, want one Send with the whole run of 300 in flight", got)
+		}
+		if refused.Load() == 0 {
+			t.Fatal("no produce request was refused: the outage did not happen")
+		}
+		t.Logf("outage round: %d of %d acknowledged, %d produce requests refused", sent, len(want), refused.Load())
+		// SENT is exactly the acknowledged prefix; the failure sits on the first event after it.
+		wantState(t, db, "SENT", want[:sent]...)
+		wantState(t, db, "PENDING", want[sent:]...)
+		if head := get(t, db, want[sent]); head.Attempts != 1 || head.Class.String != "INFRA" {
+			t.Fatalf("head after the failed window: %+v", head)
+		}
+		if r := get(t, db, want[len(want)-1]); r.Attempts != 0 {
+			t.Fatalf("an event behind the head was charged: %+v", r)
+		}
+		ackedFirst := map[int64]bool{}
+		for _, id := range want[:sent] {
+			ackedFirst[id] = true
+		}
+
+		failing.Store(false)
+		deadline := time.Now().Add(60 * time.Second)
+		for total := sent; total < len(want); {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d delivered after the outage", total, len(want))
+			}
+			clock.Add(16 * time.Second)
+			n, _, err := d.DeliverOnce(ctx, "KAFKA_FLOP")
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += n
+		}
+		wantState(t, db, "SENT", want...)
+
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		seen := map[int64]int{}
+		lastByKey := map[string]int64{}
+		fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		for len(seen) < len(want) && fctx.Err() == nil {
+			cl.PollFetches(fctx).EachRecord(func(r *kgo.Record) {
+				id := headerID(t, r)
+				seen[id]++
+				if seen[id] > 1 {
+					if ackedFirst[id] {
+						t.Errorf("event %d was marked SENT on its first delivery and arrived again", id)
+					}
+					return
+				}
+				if id < lastByKey[string(r.Key)] {
+					t.Errorf("flight %s: event %d after %d", r.Key, id, lastByKey[string(r.Key)])
+				}
+				lastByKey[string(r.Key)] = id
+			})
+		}
+		for _, id := range want {
+			if seen[id] == 0 {
+				t.Fatalf("event %d never reached Kafka", id)
+			}
+		}
+	})
 }

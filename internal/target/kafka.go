@@ -97,6 +97,15 @@ func (k *kafkaSink) MaxValueBytes() int {
 	return k.maxBytes - recordOverhead - max(len(k.key), maxFlightKeyBytes)
 }
 
+// kafkaWindow is how many records one Send of the Kafka sink may carry (Windowed): all are
+// produced before any is waited for, so they travel in as many produce requests as the
+// client needs (up to five in flight per broker with idempotence, franz-go's rule), where
+// Sends of a hundred waited a round trip each.
+const kafkaWindow = 1000
+
+// Window implements Windowed.
+func (k *kafkaSink) Window() int { return kafkaWindow }
+
 // acks collects the promises of one Send. A promise may arrive after Send gave up waiting;
 // it then only updates this struct, which nobody reads any more.
 type acks struct {

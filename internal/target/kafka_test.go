@@ -389,3 +389,34 @@ func TestKafkaMaxRecordBytes(t *testing.T) {
 		t.Errorf("default MaxValueBytes = %d, want just under %d", got, DefaultKafkaMaxRecordBytes)
 	}
 }
+
+// TestKafkaWindowInOneSend: the Kafka sink takes a whole window in one Send, with one record
+// per produce batch (a small batch limit), so the records travel in many produce requests,
+// several in flight at a time; every one arrives, each flight's in order, and Send counts
+// them all delivered.
+func TestKafkaWindowInOneSend(t *testing.T) {
+	c := newKfake(t)
+	var requests atomic.Int64
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		requests.Add(1)
+		return nil, nil, false
+	})
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, MaxRecordBytes: MinKafkaMaxRecordBytes})
+	w, ok := s.(Windowed)
+	if !ok || w.Window() < 500 {
+		t.Fatalf("the Kafka sink's window: %v %v, want at least a dispatcher step's run (500)", ok, w)
+	}
+	recs := records("KAFKA_FLOP", 1, 300, flightKeys...)
+	for i := range recs {
+		recs[i].Value = append(recs[i].Value, strings.Repeat(" ", 2500)...) // one record per 4 KB batch
+	}
+	n, err := s.Send(context.Background(), recs)
+	if err != nil || n != len(recs) {
+		t.Fatalf("Send(%d records) = %d, %v", len(recs), n, err)
+	}
+	if r := requests.Load(); r < 50 {
+		t.Errorf("%d produce requests for %d records of one batch each; the window did not travel in many", r, len(recs))
+	}
+	checkPerKeyOrder(t, consumeAll(t, c.ListenAddrs(), len(recs)), recs)
+}

@@ -40,3 +40,13 @@ type ValueLimiter interface {
 	// less room for the record's key, headers and framing.
 	MaxValueBytes() int
 }
+
+// Windowed is implemented by a sink that keeps many records in flight at once and still
+// knows which leading ones were delivered: Kafka, whose idempotent producer pipelines several
+// produce requests per broker without reordering or duplicating a partition. The dispatcher
+// gives one Send of such a sink up to Window records (the whole run of a step) rather than
+// Send calls of its send batch one after the other, each waiting for the last.
+type Windowed interface {
+	// Window is how many records one Send may carry.
+	Window() int
+}
