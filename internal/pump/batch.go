@@ -233,7 +233,8 @@ func (p *Pump) runBatch(ctx context.Context, run []*store.Due) (time.Duration, e
 	decs := p.decodeRun(run)
 	wait, again, err := p.runBatchOnce(ctx, run, decs, true)
 	if again {
-		wait, _, err = p.runBatchOnce(ctx, run, decs, false)
+		// Decoded again: the first try's handlers had the decoded messages in hand.
+		wait, _, err = p.runBatchOnce(ctx, run, p.decodeRun(run), false)
 	}
 	return wait, err
 }
