@@ -5,16 +5,18 @@ package store
 // A message whose success is a few statements that need nothing read back (the identity bind
 // with SUCCEEDED, reference upserts, the guarded write of a flight its handler read) is queued
 // (Queue) instead of being written at once; SendQueued writes the queue in message order as
-// one multi-statement query per part (queueBytes), each message's statements led by its own
-// SAVEPOINT, after reading in one query every reference record the queue upserts that the
-// batch does not know yet. MySQL runs the statements of a multi-statement query in order and
-// stops at the first that fails, and returns the rows each one changed: when every statement
-// changed the rows it must, the part is done. Otherwise the part goes back to its first
-// message's savepoint and is done again message by message, each exactly as Succeed does it
-// (its own reads, each statement checked), which names the message that fails and why
-// (duplicate identity, changed row, refused value): the messages before it stay, it is rolled
-// back to its savepoint, and the ones after it are not written (their decisions saw its
-// effects; the caller decides them again).
+// one multi-statement query per part (queueBytes), led by a SAVEPOINT, after reading in one
+// query every reference record the queue upserts that the batch does not know yet. MySQL runs
+// the statements of a multi-statement query in order and stops at the first that fails, and
+// returns the rows each one changed: when every statement changed the rows it must, the part
+// is done. Otherwise the part goes back to that savepoint and is done again message by
+// message, each under a savepoint of its own exactly as Succeed does it (its own reads, each
+// statement checked), which names the message that fails and why (duplicate identity, changed
+// row, refused value): the messages before it stay, it is rolled back to its savepoint, and
+// the ones after it are not written (their decisions saw its effects; the caller decides them
+// again). The driver does not say which statement of a multi-statement query failed, so a
+// savepoint per message in the part would never be gone back to: the part has one, which is
+// a third fewer statements for the server to run per FLOP.
 
 import (
 	"context"
@@ -51,7 +53,7 @@ type queued struct {
 	flight  *qstmt // the guarded write of its flight, made when it was queued; nil: none
 	now     time.Time
 	size    int
-	sp      string  // its savepoint's name
+	sp      string  // the name of the savepoint its part leads with, if it is the first
 	stmts   []qstmt // its statements, made by SendQueued
 	changes int     // reference records its statements change
 	// deferred says it was done again alone (sendPart), which left its events and back-fill
@@ -164,7 +166,7 @@ func (b *Batch) SendQueued(ctx context.Context) ([]QueuedResult, error) {
 	return out, nil
 }
 
-// build makes q's statements: its savepoint, the identity bind with SUCCEEDED, the writes of
+// build makes q's statements: a savepoint (sent for the first of a part only), the identity bind with SUCCEEDED, the writes of
 // its reference records over what the batch knows of them (which each write advances), its
 // flight's statement, and the note of a reference message that changed nothing.
 func (b *Batch) build(q *queued) {
@@ -203,8 +205,11 @@ func (b *Batch) sendPart(ctx context.Context, part []*queued) (int, error) {
 	var sb strings.Builder
 	var args []any
 	var want []int64
-	for _, q := range part {
+	for j, q := range part {
 		for i, st := range q.stmts {
+			if i == 0 && j > 0 {
+				continue // only the part's first savepoint is gone back to (below)
+			}
 			if sb.Len() > 0 {
 				sb.WriteString("; ")
 			}
