@@ -442,3 +442,95 @@ func token(args []string) error {
 	}
 	return exitError{code: exitUsage, msg: usage}
 }
+
+// jobCmd is `msgx job run KIND`: it enqueues a pump job, follows it (what it is doing, from
+// the status's job section, on stderr) and ends when it is DONE (its result on stdout, exit
+// 0) or DEAD (its last error, exit 1). A failed attempt that will be retried is told and
+// waited for. --no-wait only enqueues.
+func jobCmd(args []string) error {
+	fs := newFlags("job")
+	server := clientFlags(fs)
+	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
+	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
+	usage := exitError{code: exitUsage, msg: "usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND"}
+	// The flags may come before or after "run KIND".
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return usage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(rest) != 2 || rest[0] != "run" {
+		return usage
+	}
+	kind := strings.ToUpper(rest[1])
+	base := serverURL(*server)
+	body, _ := json.Marshal(map[string]string{"kind": kind})
+	var j struct {
+		ID         int64  `json:"id"`
+		Kind       string `json:"kind"`
+		AfterMsgID int64  `json:"after_msg_id"`
+	}
+	if err := call("POST", base+"/api/v1/jobs", body, "application/json", &j); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
+	if *noWait {
+		fmt.Println(j.ID)
+		return nil
+	}
+	deadline := time.Now().Add(*timeout)
+	lastDoing, lastErr := "", ""
+	for {
+		var list struct {
+			Jobs []struct {
+				ID        int64   `json:"id"`
+				State     string  `json:"state"`
+				Attempts  int     `json:"attempts"`
+				Result    *string `json:"result"`
+				LastError *string `json:"last_error"`
+			} `json:"jobs"`
+		}
+		if err := call("GET", base+"/api/v1/jobs", nil, "", &list); err != nil {
+			return err
+		}
+		for _, x := range list.Jobs {
+			if x.ID != j.ID {
+				continue
+			}
+			switch x.State {
+			case "DONE":
+				fmt.Println(or(x.Result, ""))
+				return nil
+			case "DEAD":
+				return exitError{code: exitFailure, msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, or(x.LastError, ""))}
+			case "FAILED":
+				if e := or(x.LastError, ""); e != lastErr {
+					fmt.Fprintf(os.Stderr, "job %d: attempt %d failed, to be retried: %s\n", j.ID, x.Attempts, e)
+					lastErr = e
+				}
+			}
+		}
+		var st struct {
+			Extra struct {
+				Job *struct {
+					JobID int64  `json:"job_id"`
+					Doing string `json:"doing"`
+				} `json:"job"`
+			} `json:"extra"`
+		}
+		if call("GET", base+"/api/v1/status", nil, "", &st) == nil && st.Extra.Job != nil && st.Extra.Job.JobID == j.ID && st.Extra.Job.Doing != lastDoing {
+			lastDoing = st.Extra.Job.Doing
+			fmt.Fprintf(os.Stderr, "job %d: %s\n", j.ID, lastDoing)
+		}
+		if time.Now().After(deadline) {
+			return exitError{code: exitFailure, msg: fmt.Sprintf("msgx job: job %d %s not finished after %s; it goes on ('msgx jobs' shows it)", j.ID, j.Kind, *timeout)}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"msgx/internal/api"
 	"msgx/internal/config"
@@ -13,6 +14,8 @@ import (
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
+	"msgx/internal/store"
+	"msgx/internal/target"
 )
 
 // testPumpHook changes the pump's options in the end-to-end tests' binary only (the phase A
@@ -25,23 +28,27 @@ type flightStores struct {
 	reader  api.FlightReader
 	history jobs.FlightHistory
 	close   func()
-	// routes are phase A's (GET/POST /api/v1/consistency); start runs what it starts with
-	// the server (the consistency check on start-up).
+	// routes are the sentinel's (GET/POST /api/v1/consistency; phase A, or phase B with
+	// REDIS_FLIGHT); start runs what it starts with the server (the check on start-up).
 	routes func(*http.ServeMux)
 	start  func(ctx context.Context)
-	// rebuild is PROJECTION_REBUILD (jobs.Runner.Rebuild); nil in phase B.
+	// rebuild is PROJECTION_REBUILD (jobs.Runner.Rebuild); nil in phase B without REDIS_FLIGHT.
 	rebuild func(ctx context.Context, doing func(format string, args ...any)) (string, map[string]int, error)
 	// consistency is CONSISTENCY_CHECK, the sentinel's daily sample (jobs.Runner.Consistency).
 	consistency func(ctx context.Context) (string, error)
 }
 
-// phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store. In
+// phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store
+// (with the REDIS_FLIGHT target, Redis beside it as its projection: projectionStores). In
 // phase A Redis is authoritative (docs/redis-flights.md): the pump writes it first
 // (Options.Authority) and the handlers, the API and the history sweep read it, while the SQL
 // store becomes FLIGHT_STATE's mirror, written in the success transaction; the pump then
 // processes one message per transaction.
-func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clock, log *slog.Logger, opt *pump.Options) flightStores {
+func phaseStores(cfg config.Config, db *store.DB, sqlFlights *flight.Store, clock pipeline.Clock, log *slog.Logger, opt *pump.Options) flightStores {
 	if cfg.Phase != "A" {
+		if tc, ok := cfg.FlightProjection(); ok {
+			return projectionStores(cfg, tc, db, sqlFlights, clock, log)
+		}
 		return flightStores{reader: sqlFlights, history: sqlFlights, close: func() {}, routes: func(*http.ServeMux) {}, start: func(context.Context) {}}
 	}
 	rs := redisflight.New(redisflight.Options{Addr: cfg.Redis.Addr, DB: cfg.Redis.DB, Password: cfg.Redis.Password,
@@ -57,10 +64,63 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 	if testPumpHook != nil {
 		testPumpHook(opt)
 	}
+	sen := sentinel(cfg, rs, sqlFlights, clock, log)
+	span := *sen.Days
+	// PROJECTION_REBUILD: FLIGHT_STATE rebuilt from Redis for the active days, in chunks.
+	rebuild := func(ctx context.Context, doing func(string, ...any)) (string, map[string]int, error) {
+		now := clock.Now()
+		days := span.Days(now, cfg.Location())
+		written, deleted, err := sqlFlights.RebuildFrom(ctx, rs, days, now, rebuildProgress("FLIGHT_STATE from Redis", days, doing))
+		rows := map[string]int{"FLIGHT_STATE": written - deleted}
+		return fmt.Sprintf("rebuilt FLIGHT_STATE from Redis for %s … %s: %d flights written, %d rows replaced", days[0], days[len(days)-1], written, deleted), rows, err
+	}
+	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }, routes: consistencyRoutes(sen),
+		start: sentinelStart(cfg, sen, log), rebuild: rebuild, consistency: dailySample(cfg, sen)}
+}
+
+// projectionStores are the flight stores of phase B with the REDIS_FLIGHT target (sink
+// redis-flights): FLIGHT_STATE is the flight store, which the handlers, the API and the
+// history sweep read, and Redis its projection, kept by the target's events. The sentinel
+// compares the two (FLIGHT_STATE authoritative) and PROJECTION_REBUILD rewrites Redis's active
+// days from FLIGHT_STATE, in chunks, marked with the newest event id so that no event
+// produced before the rebuild overwrites it when delivered after.
+func projectionStores(cfg config.Config, tc target.Config, db *store.DB, sqlFlights *flight.Store, clock pipeline.Clock, log *slog.Logger) flightStores {
+	rs := redisflight.New(redisflight.Options{Addr: tc.Addr, DB: tc.DB, Password: tc.Password, Prefix: tc.KeyPrefix, Clock: clock, Location: cfg.Location()})
+	if err := rs.Ping(context.Background()); err != nil {
+		// Not fatal: REDIS_FLIGHT's events wait until Redis answers; the sentinel and the
+		// rebuild fail until then.
+		log.Warn("phase B: the Redis of REDIS_FLIGHT does not answer; its events wait until it does", "addr", tc.Addr, "err", err.Error())
+	}
+	log.Info("phase B with REDIS_FLIGHT: FLIGHT_STATE is the flight store, Redis its projection", "addr", tc.Addr, "db", tc.DB, "key_prefix", tc.KeyPrefix)
+	sen := sentinel(cfg, sqlFlights, rs, clock, log)
+	span := *sen.Days
+	rebuild := func(ctx context.Context, doing func(string, ...any)) (string, map[string]int, error) {
+		now := clock.Now()
+		days := span.Days(now, cfg.Location())
+		// The pump runs the job in the message order: no event is produced while it runs,
+		// so every event not yet delivered is at or below the mark.
+		mark, err := db.LastEventID(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		written, deleted, err := rs.RebuildFrom(ctx, sqlFlights, days, mark, redisflight.DefaultRebuildChunk, rebuildProgress("Redis from FLIGHT_STATE", days, doing))
+		rows := map[string]int{"REDIS_FLIGHT": written + deleted}
+		return fmt.Sprintf("rebuilt Redis from FLIGHT_STATE for %s … %s: %d flights written, %d deleted; REDIS_FLIGHT events up to %d are in it", days[0], days[len(days)-1], written, deleted, mark), rows, err
+	}
+	return flightStores{reader: sqlFlights, history: sweepProjection{sqlFlights, rs}, close: func() { rs.Close() }, routes: consistencyRoutes(sen),
+		start: sentinelStart(cfg, sen, log), rebuild: rebuild, consistency: dailySample(cfg, sen)}
+}
+
+// sentinel returns the consistency sentinel comparing auth and mirror over jobs.rebuild-days.
+func sentinel(cfg config.Config, auth, mirror flight.Reader, clock pipeline.Clock, log *slog.Logger) *flight.Sentinel {
 	from, to := cfg.RebuildDays()
 	span := flight.DayRange{From: from, To: to} // jobs.rebuild-days
-	sen := &flight.Sentinel{Auth: rs, Mirror: sqlFlights, Clock: clock, Location: cfg.Location(), Logger: log, Days: &span}
-	start := func(ctx context.Context) {
+	return &flight.Sentinel{Auth: auth, Mirror: mirror, Clock: clock, Location: cfg.Location(), Logger: log, Days: &span}
+}
+
+// sentinelStart runs the consistency check on start-up (consistency-check.on-startup).
+func sentinelStart(cfg config.Config, sen *flight.Sentinel, log *slog.Logger) func(ctx context.Context) {
+	return func(ctx context.Context) {
 		if !cfg.ConsistencyCheck.OnStartup {
 			return
 		}
@@ -70,28 +130,29 @@ func phaseStores(cfg config.Config, sqlFlights *flight.Store, clock pipeline.Clo
 			}
 		}()
 	}
-	// PROJECTION_REBUILD: FLIGHT_STATE rebuilt from Redis for the active days, a day at a time.
-	rebuild := func(ctx context.Context, doing func(string, ...any)) (string, map[string]int, error) {
-		now := clock.Now()
-		days := span.Days(now, cfg.Location())
-		done := 0
-		written, deleted, err := sqlFlights.RebuildFrom(ctx, rs, days, now, func(day string, n int) {
-			done++
-			doing("rebuilding FLIGHT_STATE from Redis: day %s done (%d flights), %d/%d days", day, n, done, len(days))
-		})
-		rows := map[string]int{"FLIGHT_STATE": written - deleted}
-		return fmt.Sprintf("rebuilt FLIGHT_STATE from Redis for %s … %s: %d flights written, %d rows replaced", days[0], days[len(days)-1], written, deleted), rows, err
+}
+
+// dailySample is CONSISTENCY_CHECK: the sentinel on consistency-check.daily-sample-ratio of
+// the flights.
+func dailySample(cfg config.Config, sen *flight.Sentinel) func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		ratio := cfg.ConsistencyCheck.DailySampleRatio
+		rep, err := sen.CheckSample(ctx, ratio)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("compared %d flights of %s … %s (sample %g), %d mismatches (GET /api/v1/consistency lists them)",
+			rep.Checked, rep.Days[0], rep.Days[len(rep.Days)-1], ratio, len(rep.Mismatches)), nil
 	}
-	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }, routes: consistencyRoutes(sen), start: start, rebuild: rebuild,
-		consistency: func(ctx context.Context) (string, error) {
-			ratio := cfg.ConsistencyCheck.DailySampleRatio
-			rep, err := sen.CheckSample(ctx, ratio)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("compared %d flights of %s … %s (sample %g), %d mismatches (GET /api/v1/consistency lists them)",
-				rep.Checked, rep.Days[0], rep.Days[len(rep.Days)-1], ratio, len(rep.Mismatches)), nil
-		}}
+}
+
+// rebuildProgress tells the job's status (doing) where a rebuild is: after every chunk, the
+// day in hand, its flights done so far, and how many days are done.
+func rebuildProgress(what string, days []string, doing func(string, ...any)) func(day string, n int) {
+	return func(day string, n int) {
+		i := slices.Index(days, day)
+		doing("rebuilding %s: day %s (%d/%d), %d flights of it done", what, day, i+1, len(days), n)
+	}
 }
 
 // consistencyRoutes adds the sentinel's routes:
@@ -136,4 +197,21 @@ func (s sweepBoth) DeleteHistory(ctx context.Context, fs []flight.HistoryFlight)
 	}
 	_, err = s.mirror.DeleteHistory(ctx, fs)
 	return n, err
+}
+
+// sweepProjection is the history sweep of phase B with REDIS_FLIGHT: it reads FLIGHT_STATE
+// and deletes what it swept from the Redis projection first (each flight only while Redis
+// holds it at the version swept), then from FLIGHT_STATE, so the projection does not keep
+// the swept days for ever. Redis down fails the sweep before FLIGHT_STATE loses anything; it
+// is retried.
+type sweepProjection struct {
+	*flight.Store
+	proj *redisflight.Store
+}
+
+func (s sweepProjection) DeleteHistory(ctx context.Context, fs []flight.HistoryFlight) (int, error) {
+	if _, err := s.proj.DeleteHistory(ctx, fs); err != nil {
+		return 0, err
+	}
+	return s.Store.DeleteHistory(ctx, fs)
 }

@@ -146,7 +146,7 @@ func serve(args []string) error {
 		BatchWait: cfg.Pipeline.BatchWait,
 		Paused:    pauseWatch(db, store.PumpPause, log),
 	}
-	fstores := phaseStores(cfg, flights, clock, log, &popt)
+	fstores := phaseStores(cfg, db, flights, clock, log, &popt)
 	defer fstores.close()
 	runner, err := jobRunner(cfg, db, fstores.history, clock, log)
 	if err != nil {

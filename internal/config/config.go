@@ -523,6 +523,12 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: %w", err)
 		}
 	}
+	if t, ok := c.Targets[target.FlightProjection]; ok && t.Sink == target.SinkRedisFlights {
+		if c.Phase == "A" {
+			return bad("targets."+target.FlightProjection+".sink", "redis-flights keeps Redis as a projection of FLIGHT_STATE in phase B; in phase A Redis is the flight store itself (remove the target, docs/redis-flights.md)")
+		}
+		c.Targets[target.FlightProjection] = c.flightProjection(t)
+	}
 	for _, n := range names {
 		// A shadow runs beside the legacy: its legacy-format notifications must not reach the
 		// legacy's browsers through the legacy's own channel.
@@ -532,6 +538,39 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// flightProjection fills the settings a redis-flights target leaves unset from the redis
+// block (the same server and layout as phase A): addr, db, password, key-prefix; its copy-of
+// (ES_FLIGHT events) and the airport's zone.
+func (c *Config) flightProjection(t target.Config) target.Config {
+	if t.Addr == "" {
+		t.Addr = c.Redis.Addr
+	}
+	if t.DB == 0 {
+		t.DB = c.Redis.DB
+	}
+	if t.Password == "" {
+		t.Password = c.Redis.Password
+	}
+	if t.KeyPrefix == "" {
+		t.KeyPrefix = c.Redis.KeyPrefix
+	}
+	if t.CopyOf == "" {
+		t.CopyOf = target.FlightProjectionSource
+	}
+	t.Location = c.Location()
+	return t
+}
+
+// FlightProjection returns the REDIS_FLIGHT target of phase B (sink redis-flights) with its
+// settings filled, or ok=false when none is configured.
+func (c *Config) FlightProjection() (t target.Config, ok bool) {
+	t, ok = c.Targets[target.FlightProjection]
+	if !ok || t.Sink != target.SinkRedisFlights || c.Phase == "A" {
+		return target.Config{}, false
+	}
+	return c.flightProjection(t), true
 }
 
 // EurekaURLs returns eureka.service-url split at commas, blanks dropped.
@@ -608,11 +647,18 @@ func (c *Config) Schedule() []jobs.Entry {
 			out = append(out, jobs.Entry{Kind: e.kind, Hour: h, Minute: m})
 		}
 	}
-	// Phase A's daily sample of the consistency sentinel.
-	if h, m, on, err := jobs.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.Phase == "A" && c.ConsistencyCheck.DailySampleRatio > 0 {
+	// The consistency sentinel's daily sample (phase A, or phase B with REDIS_FLIGHT).
+	if h, m, on, err := jobs.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.ConsistencyCheck.DailySampleRatio > 0 && c.hasFlightMirror() {
 		out = append(out, jobs.Entry{Kind: jobs.ConsistencyCheck, Hour: h, Minute: m})
 	}
 	return out
+}
+
+// hasFlightMirror reports whether two flight stores are kept, for the sentinel to compare:
+// phase A (Redis, FLIGHT_STATE its mirror), or phase B with the REDIS_FLIGHT projection.
+func (c *Config) hasFlightMirror() bool {
+	_, proj := c.FlightProjection()
+	return c.Phase == "A" || proj
 }
 
 // ParseDayRange reads a span of days relative to today, "FROM..TO" ("-1..7"): both between

@@ -290,3 +290,39 @@ func TestConsistencyCheckIsScheduledInPhaseA(t *testing.T) {
 		t.Fatal("CONSISTENCY_CHECK scheduled wrongly")
 	}
 }
+
+// A REDIS_FLIGHT target (sink redis-flights) takes the redis block's server and prefix when
+// it sets none, copies ES_FLIGHT's events, turns the daily consistency sample on in phase B,
+// and is refused in phase A, where Redis is the flight store itself.
+func TestFlightProjectionTarget(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "msgx.yaml")
+	os.WriteFile(path, []byte("targets:\n  REDIS_FLIGHT: {sink: redis-flights}\n  KAFKA_FLOP: {sink: file}\n"), 0o644)
+	c, err := Load(path, []string{"MSGX_REDIS_ADDR=10.0.0.9:6380", "MSGX_REDIS_KEY_PREFIX=aodb:", "MSGX_REDIS_DB=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, ok := c.FlightProjection()
+	if !ok || tc.Addr != "10.0.0.9:6380" || tc.KeyPrefix != "aodb:" || tc.DB != 3 || tc.CopyOf != "ES_FLIGHT" || tc.Location == nil {
+		t.Fatalf("projection target: %v %+v", ok, tc)
+	}
+	if c.Targets["REDIS_FLIGHT"].CopyOf != "ES_FLIGHT" {
+		t.Fatalf("the configured target does not copy ES_FLIGHT: %+v", c.Targets["REDIS_FLIGHT"])
+	}
+	kinds := ""
+	for _, e := range c.Schedule() {
+		kinds += e.Kind + " "
+	}
+	if !strings.Contains(kinds, "CONSISTENCY_CHECK") {
+		t.Fatalf("phase B with REDIS_FLIGHT schedules %s", kinds)
+	}
+	if _, err := Load(path, []string{"MSGX_PHASE=A"}); err == nil || !strings.Contains(err.Error(), "targets.REDIS_FLIGHT.sink") {
+		t.Fatalf("phase A with REDIS_FLIGHT: %v", err)
+	}
+	plain, _ := Load("", nil)
+	for _, e := range plain.Schedule() {
+		if e.Kind == "CONSISTENCY_CHECK" {
+			t.Fatal("phase B without REDIS_FLIGHT schedules the consistency check")
+		}
+	}
+}

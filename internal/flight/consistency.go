@@ -15,16 +15,18 @@ import (
 	"msgx/internal/pipeline"
 )
 
-// The consistency sentinel of phase A: it compares the authoritative flight store (Redis)
-// with FLIGHT_STATE, its mirror, for the active days, and reports every flight they disagree
-// on. It repairs nothing: a mismatch is logged, counted and listed for an operator.
+// The consistency sentinel: it compares the authoritative flight store with the other one,
+// for the active days, and reports every flight they disagree on: in phase A Redis
+// (authoritative) with FLIGHT_STATE, its mirror; in phase B with the REDIS_FLIGHT target
+// FLIGHT_STATE (authoritative) with Redis, its projection. It repairs nothing: a mismatch is
+// logged, counted and listed for an operator, and only PROJECTION_REBUILD repairs it.
 
 // Mismatch is one flight the two stores disagree on: the record's top-level fields whose
 // values differ, "version", "day", or "missing" (absent from one store: Where says which).
 type Mismatch struct {
 	FLID   int64    `json:"flid"`
 	Day    string   `json:"day"`
-	Where  string   `json:"where,omitempty"` // for "missing": "authoritative" or "mirror"
+	Where  string   `json:"where,omitempty"` // for "missing": "authoritative" or "mirror" (the store it is missing from)
 	Fields []string `json:"fields"`
 }
 
@@ -147,7 +149,8 @@ func (s *Sentinel) days(now time.Time) []string {
 	return ActiveDays(now, s.Location)
 }
 
-// Sentinel runs comparisons and keeps the last report.
+// Sentinel runs comparisons and keeps the last report. Auth is the authoritative store
+// (Redis in phase A, FLIGHT_STATE in phase B), Mirror the other.
 type Sentinel struct {
 	Auth, Mirror Reader
 	Clock        pipeline.Clock
@@ -163,7 +166,7 @@ type Sentinel struct {
 // mismatches is msgx_consistency_mismatches_total.
 var mismatches = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "msgx_consistency_mismatches_total",
-	Help: "Flights the consistency sentinel found different in Redis and FLIGHT_STATE (phase A), counted at every check that finds them.",
+	Help: "Flights the consistency sentinel found different in Redis and FLIGHT_STATE (phase A, or phase B with REDIS_FLIGHT), counted at every check that finds them.",
 })
 
 // MismatchMetric is the counter msgx_consistency_mismatches_total.

@@ -49,59 +49,6 @@ func write(t *testing.T, db *store.DB, s *flight.Store, ws ...pipeline.FlightWri
 	}
 }
 
-func TestStoreContract(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		s := flight.New(db, nil, shanghai)
-		t1 := time.Date(2026, 3, 15, 9, 0, 0, 0, shanghai)
-		t2 := time.Date(2026, 3, 16, 1, 0, 0, 0, shanghai)
-		write(t, db, s,
-			pipeline.FlightWrite{Day: "2026-03-15", FLID: 1, Record: rec(1, t1, "")},
-			pipeline.FlightWrite{Day: "2026-03-15", FLID: 2, Record: rec(2, t1.Add(time.Hour), `"MAID":1`)},
-		)
-		if b, ok, err := s.Flight(ctx, 2); err != nil || !ok || !strings.Contains(string(b), `"MAID":1`) {
-			t.Fatalf("Flight(2): %s %v %v", b, ok, err)
-		}
-		if _, ok, err := s.Flight(ctx, 3); err != nil || ok {
-			t.Fatalf("Flight(3) absent: %v %v", ok, err)
-		}
-		// Update on the same day: VERSION 2. Move to another day: the old row goes, VERSION 3.
-		write(t, db, s, pipeline.FlightWrite{Day: "2026-03-15", FLID: 1, Record: rec(1, t1, `"STND":"213"`)})
-		write(t, db, s, pipeline.FlightWrite{Day: "2026-03-16", FLID: 1, Record: rec(1, t2, "")})
-		e, err := s.Get(ctx, 1)
-		if err != nil || e == nil || e.Version != 3 || e.Day != "2026-03-16" {
-			t.Fatalf("after a day move: %+v %v", e, err)
-		}
-		day15, _ := s.Day(ctx, "2026-03-15")
-		day16, _ := s.Day(ctx, "2026-03-16")
-		if len(day15) != 1 || day15[0].FLID != 2 || len(day16) != 1 || day16[0].FLID != 1 {
-			t.Fatalf("days: 15 %+v, 16 %+v", day15, day16)
-		}
-		in, err := s.FlightsBetween(ctx, t1, t2)
-		if err != nil || len(in) != 2 {
-			t.Fatalf("FlightsBetween both: %d %v", len(in), err)
-		}
-		in, _ = s.FlightsBetween(ctx, t1.Add(30*time.Minute), t2.Add(-time.Minute))
-		if len(in) != 1 || !strings.Contains(string(in[0]), `"FLID":2`) {
-			t.Fatalf("FlightsBetween narrow: %s", in)
-		}
-		cs, _ := s.CodeShareFlights(ctx)
-		if len(cs) != 1 {
-			t.Fatalf("CodeShareFlights: %s", cs)
-		}
-		write(t, db, s, pipeline.FlightWrite{FLID: 2, Delete: true}, pipeline.FlightWrite{FLID: 99, Delete: true})
-		if e, _ := s.Get(ctx, 2); e != nil {
-			t.Fatalf("deleted flight still there: %+v", e)
-		}
-		err = db.Tx(ctx, func(tx *sql.Tx) error {
-			return s.WriteFlights(ctx, tx, 1, []pipeline.FlightWrite{{Day: "15/03/2026", FLID: 5, Record: rec(5, t1, "")}}, time.Now())
-		})
-		if err == nil {
-			t.Fatal("a bad day was accepted")
-		}
-	})
-}
-
 func countEvents(t *testing.T, db *store.DB) int {
 	t.Helper()
 	var n int
@@ -206,64 +153,10 @@ func flidsOf(t *testing.T, recs [][]byte) []int64 {
 	return out
 }
 
-// TestCodeShareLookupFollowsWrites checks, on both databases, that the indexed MAID column
-// follows every write: inserting a flight that names a master, changing its master, dropping
-// it, moving the flight to another day and deleting it; through the batched path (each
-// flight once) and the one-by-one path (a flight written twice in one call).
-func TestCodeShareLookupFollowsWrites(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		s := flight.New(db, nil, shanghai)
-		t1 := time.Date(2026, 3, 15, 9, 0, 0, 0, shanghai)
-		check := func(step string, all []int64, of map[int64][]int64) {
-			t.Helper()
-			cs, err := s.CodeShareFlights(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := flidsOf(t, cs); !slices.Equal(got, all) {
-				t.Fatalf("%s: CodeShareFlights %v, want %v", step, got, all)
-			}
-			for m, want := range of {
-				recs, err := s.CodeSharesOf(ctx, []int64{m})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := flidsOf(t, recs); !slices.Equal(got, want) {
-					t.Fatalf("%s: CodeSharesOf(%d) %v, want %v", step, m, got, want)
-				}
-			}
-		}
-		up := func(flid int64, day string, extra string) pipeline.FlightWrite {
-			sodt := t1
-			if day == "2026-03-16" {
-				sodt = t1.Add(24 * time.Hour)
-			}
-			return pipeline.FlightWrite{Day: day, FLID: flid, Record: rec(flid, sodt, extra)}
-		}
-		write(t, db, s, up(1, "2026-03-15", ""), up(2, "2026-03-15", `"MAID":1`), up(3, "2026-03-15", `"MAID":1`),
-			up(4, "2026-03-15", `"MAID":null`))
-		check("insert", []int64{2, 3}, map[int64][]int64{1: {2, 3}, 2: nil})
-		write(t, db, s, up(3, "2026-03-15", `"MAID":2`), up(2, "2026-03-15", ""), up(4, "2026-03-15", `"MAID":1`))
-		check("change", []int64{3, 4}, map[int64][]int64{1: {4}, 2: {3}})
-		write(t, db, s, up(4, "2026-03-16", `"MAID":1`))
-		check("day move", []int64{3, 4}, map[int64][]int64{1: {4}})
-		write(t, db, s, pipeline.FlightWrite{FLID: 3, Delete: true})
-		check("delete", []int64{4}, map[int64][]int64{2: nil})
-		// One by one: flight 5 written twice, its master changing in between.
-		write(t, db, s, up(5, "2026-03-15", `"MAID":1`), up(5, "2026-03-15", `"MAID":4`), up(4, "2026-03-16", ""))
-		check("one by one", []int64{5}, map[int64][]int64{1: nil, 4: {5}})
-		if recs, err := s.CodeSharesOf(ctx, []int64{1, 2, 4}); err != nil || !slices.Equal(flidsOf(t, recs), []int64{5}) {
-			t.Fatalf("CodeSharesOf(1, 2, 4): %s %v", recs, err)
-		}
-		if recs, err := s.CodeSharesOf(ctx, nil); err != nil || len(recs) != 0 {
-			t.Fatalf("CodeSharesOf(): %s %v", recs, err)
-		}
-	})
-}
-
 // TestBatchedReplaceAdvancesVersions checks that a batched replace advances each row's
-// version from the version it finds, moving a row whose day changed.
+// version from the version it finds in the pump's transaction (a change made earlier in the
+// same transaction counts), moving a row whose day changed. What every flight store does is
+// in the contract suite (TestFlightStoreContract); this is the SQL store inside a transaction.
 func TestBatchedReplaceAdvancesVersions(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -299,34 +192,6 @@ func TestBatchedReplaceAdvancesVersions(t *testing.T) {
 		}
 		if e, _ := s.Get(ctx, 2); e == nil || e.Version != 8 || e.Day != "2026-03-16" {
 			t.Fatalf("flight 2: %+v", e)
-		}
-	})
-}
-
-// TestFlightsOf checks the batched read returns the stored flights among those asked for.
-func TestFlightsOf(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		s := flight.New(db, nil, shanghai)
-		t1 := time.Date(2026, 3, 15, 9, 0, 0, 0, shanghai)
-		var ws []pipeline.FlightWrite
-		var ask []int64
-		for i := int64(1); i <= 1200; i++ {
-			if i%3 != 0 {
-				ws = append(ws, pipeline.FlightWrite{Day: "2026-03-15", FLID: i, Record: rec(i, t1, "")})
-			}
-			ask = append(ask, i)
-		}
-		write(t, db, s, ws...)
-		recs, err := s.FlightsOf(ctx, ask)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := flidsOf(t, recs); len(got) != 800 || got[0] != 1 || got[799] != 1199 {
-			t.Fatalf("FlightsOf: %d records (%v…)", len(got), got[:min(len(got), 3)])
-		}
-		if recs, err := s.FlightsOf(ctx, nil); err != nil || len(recs) != 0 {
-			t.Fatalf("FlightsOf(): %d %v", len(recs), err)
 		}
 	})
 }

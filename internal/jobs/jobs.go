@@ -33,10 +33,11 @@ const (
 	HistorySweep = "HISTORY_SWEEP"
 	Retention    = "RETENTION"
 	// ProjectionRebuild rebuilds the non-authoritative flight store from the authoritative
-	// one for the active days (phase A: FLIGHT_STATE from Redis; Runner.Rebuild).
+	// one for the active days (phase A: FLIGHT_STATE from Redis; phase B with the
+	// REDIS_FLIGHT target: Redis from FLIGHT_STATE; Runner.Rebuild).
 	ProjectionRebuild = "PROJECTION_REBUILD"
-	// ConsistencyCheck compares a sample of the flights of the two flight stores (phase A:
-	// Redis and FLIGHT_STATE; Runner.Consistency), scheduled daily.
+	// ConsistencyCheck compares a sample of the flights of the two flight stores (Redis and
+	// FLIGHT_STATE: phase A, or phase B with REDIS_FLIGHT; Runner.Consistency), scheduled daily.
 	ConsistencyCheck = "CONSISTENCY_CHECK"
 )
 
@@ -189,7 +190,7 @@ func (r *Runner) RunJob(ctx context.Context, j *store.Job) (string, error) {
 		err = r.retention(ctx, &rep)
 	case ProjectionRebuild:
 		if r.Rebuild == nil {
-			return "", pipeline.Errorf(pipeline.Unsupported, "PROJECTION_REBUILD runs in phase A only in this version")
+			return "", pipeline.Errorf(pipeline.Unsupported, "PROJECTION_REBUILD runs in phase A, or in phase B with the REDIS_FLIGHT target (sink redis-flights)")
 		}
 		var rows map[string]int
 		rep.summary, rows, err = r.Rebuild(ctx, r.doing)
@@ -198,7 +199,7 @@ func (r *Runner) RunJob(ctx context.Context, j *store.Job) (string, error) {
 		}
 	case ConsistencyCheck:
 		if r.Consistency == nil {
-			return "", pipeline.Errorf(pipeline.Unsupported, "CONSISTENCY_CHECK runs in phase A only in this version")
+			return "", pipeline.Errorf(pipeline.Unsupported, "CONSISTENCY_CHECK runs in phase A, or in phase B with the REDIS_FLIGHT target (sink redis-flights)")
 		}
 		rep.summary, err = r.Consistency(ctx)
 	default:

@@ -480,3 +480,14 @@ SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0`)
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }
+
+// LastEventID returns the highest EVENT_ID in MSG_EVENT, 0 when it holds none: every event
+// still to be delivered is at or below it. PROJECTION_REBUILD marks what it rebuilds with it,
+// so that no event produced before the rebuild overwrites the rebuilt flights.
+func (d *DB) LastEventID(ctx context.Context) (int64, error) {
+	var id sql.NullInt64
+	if err := d.SQL.QueryRowContext(ctx, `SELECT MAX(EVENT_ID) FROM MSG_EVENT`).Scan(&id); err != nil {
+		return 0, Unavailable(fmt.Errorf("last event id: %w", err))
+	}
+	return id.Int64, nil
+}

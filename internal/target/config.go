@@ -23,6 +23,9 @@ const (
 	SinkElasticsearch = "elasticsearch"
 	SinkWebhook       = "webhook"
 	SinkFile          = "file"
+	// SinkRedisFlights keeps the Redis flight layout as a projection of FLIGHT_STATE (phase
+	// B, target REDIS_FLIGHT only; redisflights.go).
+	SinkRedisFlights = "redis-flights"
 )
 
 // FormatLegacy is the redis format that publishes the legacy's FLOP notification.
@@ -87,6 +90,12 @@ type Config struct {
 	// the legacy web-socket service's FLOP notification (internal/legacyflop), built from
 	// REDIS_NOTIFY events (the target REDIS_NOTIFY itself, or one with copy-of: REDIS_NOTIFY).
 	Format string `yaml:"format"`
+
+	// Redis-flights (also addr, password, db, tls: unset, they default to the redis block's).
+	KeyPrefix string `yaml:"key-prefix"` // the flight layout's prefix; default redis.key-prefix
+	// Location is the airport's zone, which a flight's local day is taken in (sis.timezone).
+	// Not read from YAML; nil means UTC.
+	Location *time.Location `yaml:"-"`
 
 	// Elasticsearch.
 	Addresses []string `yaml:"addresses"` // default http://127.0.0.1:9200
@@ -182,6 +191,19 @@ func (c Config) Validate(name string) error {
 		if c.DB < 0 {
 			return fmt.Errorf("%s: must not be negative, got %d", key("db"), c.DB)
 		}
+	case SinkRedisFlights:
+		if name != FlightProjection {
+			return fmt.Errorf("%s: redis-flights serves the target %s only (the Redis flight projection of phase B)", key("sink"), FlightProjection)
+		}
+		if c.CopyOf != "" && c.CopyOf != FlightProjectionSource {
+			return fmt.Errorf("%s: a redis-flights target takes copies of %s events (the whole record after each change), not %q", key("copy-of"), FlightProjectionSource, c.CopyOf)
+		}
+		if c.DB < 0 {
+			return fmt.Errorf("%s: must not be negative, got %d", key("db"), c.DB)
+		}
+		if c.TLS.Enabled || c.Username != "" {
+			return fmt.Errorf("%s: a redis-flights target has no tls or username in this version (addr, db, password, key-prefix)", key("tls.enabled"))
+		}
 	case SinkElasticsearch:
 		if c.Index == "" {
 			return fmt.Errorf("%s: required for sink elasticsearch", key("index"))
@@ -209,9 +231,9 @@ func (c Config) Validate(name string) error {
 			return fmt.Errorf("%s: required, the target name %q cannot be a file name", key("path"), name)
 		}
 	case "":
-		return fmt.Errorf("%s: required (one of kafka, redis, elasticsearch, webhook, file)", key("sink"))
+		return fmt.Errorf("%s: required (one of kafka, redis, elasticsearch, webhook, file, redis-flights)", key("sink"))
 	default:
-		return fmt.Errorf("%s: %q is not one of kafka, redis, elasticsearch, webhook, file", key("sink"), c.Sink)
+		return fmt.Errorf("%s: %q is not one of kafka, redis, elasticsearch, webhook, file, redis-flights", key("sink"), c.Sink)
 	}
 	if c.Format != "" && c.Sink != SinkRedis {
 		return fmt.Errorf("%s: only a redis target has a format", key("format"))
@@ -259,6 +281,16 @@ func (c Config) withDefaults(name, dataDir string) Config {
 		if c.Format == FormatLegacy && c.Channel == "" {
 			c.Channel = legacyflop.DefaultChannel
 		}
+	case SinkRedisFlights:
+		if c.Addr == "" {
+			c.Addr = DefaultRedisAddr
+		}
+		if c.KeyPrefix == "" {
+			c.KeyPrefix = DefaultKeyPrefix
+		}
+		if c.CopyOf == "" {
+			c.CopyOf = FlightProjectionSource
+		}
 	case SinkElasticsearch:
 		if len(c.Addresses) == 0 {
 			c.Addresses = []string{DefaultElasticsearchAddress}
@@ -293,6 +325,8 @@ func Open(ctx context.Context, name string, c Config, dataDir string) (Sink, err
 		return openElasticsearch(name, c, tlsCfg)
 	case SinkWebhook:
 		return openWebhook(name, c, tlsCfg), nil
+	case SinkRedisFlights:
+		return openRedisFlights(name, c), nil
 	default: // SinkFile; Validate rejected anything else
 		return openFile(ctx, name, c)
 	}

@@ -55,10 +55,14 @@ var contractCases = []struct {
 // then event order (EVENT_ID follows it, as one by one), however many and however large:
 // here 510 events of 42 KB each, 4-byte and CJK text included, over 20 MB (more than one
 // statement may carry: MariaDB's max_allowed_packet is 16 MB by default), and a message
-// rolled back to its savepoint leaves none.
+// rolled back to its savepoint leaves none. LastEventID (the mark of PROJECTION_REBUILD) is 0
+// before and the newest EVENT_ID after.
 func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	if last, err := db.LastEventID(ctx); err != nil || last != 0 {
+		t.Fatalf("LastEventID of an empty outbox: %d %v", last, err)
+	}
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +130,13 @@ func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db *store.DB) {
 	}
 	if len(seen) != 510 || seen[0] != "0/0" || seen[449] != "0/449" || seen[450] != "2/0" || seen[509] != "2/59" {
 		t.Fatalf("%d events, want 510 in message then event order: %v … %v", len(seen), seen[:min(3, len(seen))], seen[max(len(seen)-3, 0):])
+	}
+	var newest int64
+	if err := db.SQL.QueryRow(`SELECT EVENT_ID FROM MSG_EVENT ORDER BY EVENT_ID DESC LIMIT 1`).Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := db.LastEventID(ctx); err != nil || last != newest || newest < 510 {
+		t.Fatalf("LastEventID: %d %v, want %d", last, err, newest)
 	}
 	for i := 1; i < len(seen); i++ {
 		var m0, i0, m1, i1 int
