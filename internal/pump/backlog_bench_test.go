@@ -81,7 +81,7 @@ func benchBacklog(b *testing.B, db *store.DB) {
 	el := time.Since(start)
 	b.StopTimer()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-	cpu := time.Duration(r1.Utime.Nano()-r0.Utime.Nano()+r1.Stime.Nano()-r0.Stime.Nano())
+	cpu := time.Duration(r1.Utime.Nano() - r0.Utime.Nano() + r1.Stime.Nano() - r0.Stime.Nano())
 	var bad int
 	if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE <> 'SUCCEEDED'`).Scan(&bad); err != nil || bad != 0 {
 		b.Fatalf("%d messages not SUCCEEDED (%v)", bad, err)
