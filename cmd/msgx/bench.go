@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -49,6 +50,7 @@ func benchCmd(args []string) error {
 	dsn := fs.String("dsn", "", "sqlite: run on this new `FILE` instead of a temporary one")
 	database := fs.String("database", "", "mysql: the scratch database `NAME` to create and drop (default "+bench.DefaultDatabase+")")
 	floorTime := fs.Duration("floor-time", bench.DefaultFloorTime, "how long (`D`) each floor measurement runs")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the processed phase to `FILE`")
 	history := fs.Int("history", 0, "`H`: finished messages put in the bench database first (processing cost must not grow with it)")
 	cfg, rest, err := loadConfig(fs, args)
 	if err != nil {
@@ -71,8 +73,18 @@ func benchCmd(args []string) error {
 	if err != nil {
 		return benchError(ctx, err)
 	}
+	var profile io.Writer
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("create the CPU profile: %w", err)
+		}
+		defer f.Close()
+		profile = f
+	}
 	res, err := bench.Run(ctx, bench.Options{
-		Config: cfg, DB: scratch.DB, WorkDir: work,
+		CPUProfile: profile,
+		Config:     cfg, DB: scratch.DB, WorkDir: work,
 		Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),

@@ -23,11 +23,13 @@ var benchKeys = []string{
 	"processed_vs_commit_floor", "processed_vs_batched_floor",
 }
 
-// TestBench runs `msgx bench --json` with small numbers on each database, checks every figure,
-// and checks that the configured database was never touched and the scratch one is gone.
+// TestBench runs `msgx bench --json --cpuprofile FILE` with small numbers on each database,
+// checks every figure and the profile (a gzipped pprof file), and checks that the configured
+// database was never touched and the scratch one is gone.
 func TestBench(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) {
-		args := []string{"bench", "--json", "--messages", "200", "--rate", "100", "--floor-time", "500ms"}
+		profile := filepath.Join(t.TempDir(), "cpu.prof")
+		args := []string{"bench", "--json", "--messages", "200", "--rate", "100", "--floor-time", "500ms", "--cpuprofile", profile}
 		scratch := fmt.Sprintf("msgx_bench_e2e_%d", time.Now().UnixNano()%1e9)
 		if db.Driver == "mysql" {
 			args = append(args, "--database", scratch)
@@ -48,6 +50,9 @@ func TestBench(t *testing.T) {
 		}
 		if res["driver"] != db.Driver {
 			t.Errorf("driver %v, want %s", res["driver"], db.Driver)
+		}
+		if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("--cpuprofile %s: not a gzipped profile (%d bytes, %v)", profile, len(b), err)
 		}
 		t.Logf("%s", out)
 		switch db.Driver {

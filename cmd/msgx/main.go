@@ -214,7 +214,7 @@ prints the schema version.
 Examples:
   msgx migrate
   MSGX_DATABASE_DRIVER=mysql MSGX_DATABASE_DSN='msgx:secret@tcp(db:3306)/aodb' msgx migrate`},
-		{name: "bench", run: benchCmd, synopsis: "[--config FILE] [--json] [--messages N] [--rate R] [--clients C] [--dsn FILE | --database NAME] [--floor-time D] [--history H]",
+		{name: "bench", run: benchCmd, synopsis: "[--config FILE] [--json] [--messages N] [--rate R] [--clients C] [--dsn FILE | --database NAME] [--floor-time D] [--history H] [--cpuprofile FILE]",
 			summary: "the database's floor and msgx end to end, on a scratch database",
 			help:    benchHelp},
 		{name: "version", run: versionCmd, synopsis: "",

@@ -81,12 +81,43 @@ type entry struct {
 type work struct {
 	ctx     context.Context
 	view    View
+	cache   *recordCache // the Registry's decoded records; nil for none
 	entries map[int64]*entry
 	order   []int64
 }
 
-func newWork(ctx context.Context, view View) *work {
-	return &work{ctx: ctx, view: view, entries: map[int64]*entry{}}
+func newWork(ctx context.Context, view View, cache *recordCache) *work {
+	return &work{ctx: ctx, view: view, cache: cache, entries: map[int64]*entry{}}
+}
+
+// setOld sets the entry's stored state from the stored bytes b (entry.setOld), taking the
+// decoded record from the cache when it holds one for exactly these bytes, and keeping it
+// there when b is canonical.
+func (w *work) setOld(e *entry, b []byte) error {
+	if r, ok := w.cache.get(e.flid, b); ok {
+		if cur, ok := cloneRecord(r); ok {
+			e.old, e.oldRec, e.cur = b, r, cur
+			return nil
+		}
+	}
+	if err := paths.setOld(e, b); err != nil {
+		return err
+	}
+	if bytes.Equal(b, e.old) {
+		w.cache.put(e.flid, e.old, e.oldRec)
+	}
+	return nil
+}
+
+// keep puts the record finish wrote for e into the cache, for the next message on the
+// flight: e.cur is what decoding e.enc gives, except for a string that is not valid UTF-8
+// (encodeRecord wrote it as \ufffd, which decodes to another string), which is left out.
+// Nothing changes e.cur after finish.
+func (w *work) keep(e *entry) {
+	if w.cache == nil || e.cur == nil || e.enc == nil || bytes.Contains(e.enc, []byte(`\ufffd`)) {
+		return
+	}
+	w.cache.put(e.flid, e.enc, e.cur)
 }
 
 // load returns the entry of flid, reading the stored flight the first time.
@@ -100,7 +131,7 @@ func (w *work) load(flid int64) (*entry, error) {
 		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read flight %d: %w", flid, err))
 	}
 	if ok {
-		if err := paths.setOld(e, b); err != nil {
+		if err := w.setOld(e, b); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +184,7 @@ func (w *work) prefetch(flids []int64) error {
 		}
 		e := &entry{flid: id}
 		if r, stored := byID[id]; stored {
-			if err := paths.setOld(e, r); err != nil {
+			if err := w.setOld(e, r); err != nil {
 				return err
 			}
 		}
@@ -175,7 +206,7 @@ func (w *work) preload(b []byte) error {
 		return nil
 	}
 	e := &entry{flid: k.FLID}
-	if err := paths.setOld(e, b); err != nil {
+	if err := w.setOld(e, b); err != nil {
 		return err
 	}
 	w.entries[k.FLID] = e
@@ -189,7 +220,17 @@ func (w *work) preload(b []byte) error {
 var paths = struct {
 	setOld func(e *entry, b []byte) error
 	events func(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error)
-}{(*entry).setOld, flightEvents}
+	encode func(e *entry) ([]byte, error)
+}{(*entry).setOld, flightEvents, (*entry).encode}
+
+// encode returns the canonical encoding of e.cur (encodeRecord), re-encoding only the fields
+// that differ from the stored record's when it can (encodeFrom).
+func (e *entry) encode() ([]byte, error) {
+	if b, ok := encodeFrom(e.old, e.oldRec, e.cur); ok {
+		return b, nil
+	}
+	return encodeRecord(e.cur)
+}
 
 // setOld sets the entry's stored state from the stored bytes b: old is b's canonical
 // encoding, oldRec its decoding and cur an independent copy to change. cur is what decoding
@@ -338,7 +379,7 @@ func (w *work) finish(d *pipeline.Decision, win *window) (changed int, err error
 		e := w.entries[id]
 		var cur []byte
 		if e.cur != nil {
-			if cur, err = encodeRecord(e.cur); err != nil {
+			if cur, err = paths.encode(e); err != nil {
 				return 0, fmt.Errorf("flight %d: %w", id, err)
 			}
 		}
@@ -357,6 +398,7 @@ func (w *work) finish(d *pipeline.Decision, win *window) (changed int, err error
 			return 0, err
 		}
 		d.Events = append(d.Events, evs...)
+		w.keep(e)
 	}
 	return changed, nil
 }

@@ -32,13 +32,15 @@ func refSetOld(e *entry, b []byte) error {
 	return nil
 }
 
-// withPaths runs f with the reference implementations when ref is set (refSetOld and
-// mapFlightEvents, the code the hot path had before), else the fast ones.
+// withPaths runs f with the reference implementations when ref is set (refSetOld,
+// mapFlightEvents and encodeRecord of the whole record, the code the hot path had before),
+// else the fast ones.
 func withPaths(ref bool, f func()) {
 	saved := paths
 	defer func() { paths = saved }()
 	if ref {
 		paths.setOld, paths.events = refSetOld, mapFlightEvents
+		paths.encode = func(e *entry) ([]byte, error) { return encodeRecord(e.cur) }
 	}
 	f()
 }
@@ -81,13 +83,17 @@ func indentRecord(v *memView, flid int64) {
 
 // TestFastPathsMatchReference plays simulated days (schedule, FLOPs of every kind, faults,
 // code shares, deletions) through two views, one with the reference implementations of the
-// hot path and one with the fast ones, and checks that every message gets the same Decision
-// (flight records, events and their payload bytes, order, notes) or the same error. Every
-// seventh message first finds its flight stored in a non-canonical form.
+// hot path (and a new Registry, so no record cache, for every message) and one with the fast
+// ones and one Registry for the day (its record cache warm, as a pump's is), and checks that
+// every message gets the same Decision (flight records, events and their payload bytes,
+// order, notes) or the same error. Every seventh message first finds its flight stored in a
+// non-canonical form; every eleventh Decision of the fast side is dropped unapplied on both
+// sides, as a rollback would (its records stay in the cache, never in the view).
 func TestFastPathsMatchReference(t *testing.T) {
-	flops, changed := 0, 0
+	flops, changed, hits, dropped := 0, 0, 0, 0
 	for _, seed := range []int64{1, 2} {
 		msgs := simDay(t, 60, seed)
+		fast := Default(Options{})
 		refV := &memView{flights: map[int64][]byte{}, refs: map[string][]string{}, now: testNow}
 		newV := &memView{flights: map[int64][]byte{}, refs: map[string][]string{}, now: testNow}
 		for i, msg := range msgs {
@@ -100,7 +106,7 @@ func TestFastPathsMatchReference(t *testing.T) {
 			var refD, newD pipeline.Decision
 			var refErr, newErr error
 			withPaths(true, func() { refD, refErr = decideErr(refV, msg) })
-			withPaths(false, func() { newD, newErr = decideErr(newV, msg) })
+			withPaths(false, func() { newD, newErr = decideWith(fast, newV, msg) })
 			if fmt.Sprint(refErr) != fmt.Sprint(newErr) || pipeline.ClassOf(refErr) != pipeline.ClassOf(newErr) {
 				t.Fatalf("seed %d message %d (%s): error %v, reference %v", seed, i, msg.Tag(), newErr, refErr)
 			}
@@ -115,15 +121,20 @@ func TestFastPathsMatchReference(t *testing.T) {
 					changed++
 				}
 			}
+			if i%11 == 5 && len(newD.Flights) > 0 {
+				dropped++
+				continue
+			}
 			if refErr == nil {
 				refV.apply(refD)
 				newV.apply(newD)
 			}
 		}
+		hits += fast.records.hits
 	}
-	t.Logf("%d FLOP messages, %d changed a flight", flops, changed)
-	if flops < 100 || changed < 50 {
-		t.Fatalf("the corpus is too thin: %d FLOPs, %d changed a flight", flops, changed)
+	t.Logf("%d FLOP messages, %d changed a flight, %d records from the cache, %d Decisions dropped", flops, changed, hits, dropped)
+	if flops < 100 || changed < 50 || hits < 100 || dropped < 10 {
+		t.Fatalf("the corpus is too thin: %d FLOPs, %d changed a flight, %d cache hits, %d dropped", flops, changed, hits, dropped)
 	}
 }
 
@@ -221,12 +232,15 @@ func flopCorpus(tb testing.TB, n int) []flopCase {
 // (run with -count to interleave them).
 func BenchmarkFlop(b *testing.B) {
 	cases := flopCorpus(b, 150)
-	h := Func(decideFlop)
-	for _, ref := range []bool{true, false} {
-		name := "fast"
-		if ref {
-			name = "reference"
+	for _, name := range []string{"reference", "fast", "cached"} {
+		ref := name == "reference"
+		// cached: the Registry's record cache, as a pump has it, holding each flight's record
+		// as the previous message on it wrote it (the cases run in their order of the day).
+		var cache *recordCache
+		if name == "cached" {
+			cache = newRecordCache(recordCacheSize)
 		}
+		h := withRecords(cache, decideFlop)
 		b.Run(name, func(b *testing.B) {
 			withPaths(ref, func() {
 				ctx := context.Background()

@@ -15,7 +15,7 @@ import (
 // (sis.FlopSTYPs: FLOP-APPT … FLOP-FDEL, 48 tags).
 func RegisterFlop(r *Registry) {
 	for _, styp := range sis.FlopSTYPs() {
-		r.Register("FLOP-"+styp, Func(decideFlop))
+		r.Register("FLOP-"+styp, withRecords(r.records, decideFlop))
 	}
 }
 
@@ -23,7 +23,7 @@ func RegisterFlop(r *Registry) {
 // (found by FLID); the records apply together or not at all. A record for a flight the store
 // does not have (or that an earlier record of the message deleted) fails the whole message
 // with class ORPHAN. A record that changes nothing emits nothing.
-func decideFlop(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
+func decideFlop(ctx context.Context, view View, msg *sis.Message, cache *recordCache) (pipeline.Decision, error) {
 	var d pipeline.Decision
 	body, ok := msg.Body.(*sis.FlopBody)
 	if !ok {
@@ -32,7 +32,7 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 	if err := needView(view); err != nil {
 		return d, err
 	}
-	w := newWork(ctx, view)
+	w := newWork(ctx, view, cache)
 	for i, f := range body.Records {
 		if f.STYP != msg.Meta.STYP {
 			return d, pipeline.Errorf(pipeline.CodecError, "FLOP[%d] FLID %d: STYP %s in a %s message", i+1, f.FLID, f.STYP, msg.Meta.STYP)

@@ -51,13 +51,26 @@ func (f Func) Decide(ctx context.Context, view View, msg *sis.Message) (pipeline
 // Registry maps type tags (TYPE-STYP) to handlers. Besides the exact tags it may hold one
 // fallback handler per TYPE, for the STYPs of that TYPE that have no handler of their own
 // (SCHD: every STYP other than DNLD, RESP and DEL upserts, as ADFT does).
+//
+// The flight handlers a Registry holds share a cache of decoded flight records (see
+// recordCache): one Registry per pump keeps the records of the flights it works on decoded.
 type Registry struct {
-	m     map[string]Handler
-	byTyp map[string]Handler
+	m       map[string]Handler
+	byTyp   map[string]Handler
+	records *recordCache
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{m: map[string]Handler{}, byTyp: map[string]Handler{}} }
+func NewRegistry() *Registry {
+	return &Registry{m: map[string]Handler{}, byTyp: map[string]Handler{}, records: newRecordCache(recordCacheSize)}
+}
+
+// withRecords adapts a decision that takes the Registry's record cache to a Handler.
+func withRecords(c *recordCache, f func(context.Context, View, *sis.Message, *recordCache) (pipeline.Decision, error)) Func {
+	return func(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
+		return f(ctx, view, msg, c)
+	}
+}
 
 // Register adds the handler of tag; registering a tag twice is a programming error.
 func (r *Registry) Register(tag string, h Handler) {

@@ -147,7 +147,12 @@ func decide(t *testing.T, v View, msg *sis.Message) pipeline.Decision {
 }
 
 func decideErr(v View, msg *sis.Message) (pipeline.Decision, error) {
-	h, ok := Default(Options{}).Lookup(msg.Tag())
+	return decideWith(Default(Options{}), v, msg)
+}
+
+// decideWith decides msg with the handler of r.
+func decideWith(r *Registry, v View, msg *sis.Message) (pipeline.Decision, error) {
+	h, ok := r.Lookup(msg.Tag())
 	if !ok {
 		return pipeline.Decision{}, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", msg.Tag())
 	}

@@ -31,9 +31,9 @@ var SchdSTYPs = []string{"DNLD", "RESP", "DEL", "ADFT"}
 // fallback for any other STYP.
 func RegisterSchd(r *Registry) {
 	for _, styp := range SchdSTYPs {
-		r.Register("SCHD-"+styp, Func(decideSchd))
+		r.Register("SCHD-"+styp, withRecords(r.records, decideSchd))
 	}
-	r.RegisterType("SCHD", Func(decideSchd))
+	r.RegisterType("SCHD", withRecords(r.records, decideSchd))
 }
 
 // decideSchd applies a daily schedule. The codec puts the FLTRs it could not accept into
@@ -43,7 +43,7 @@ func RegisterSchd(r *Registry) {
 // whose SODT is before today's local midnight are ignored: they are not applied, and their
 // flights are never deleted by the window replace either (FORMAT.md §3.5 step 6 lists that as
 // a legacy bug).
-func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
+func decideSchd(ctx context.Context, view View, msg *sis.Message, cache *recordCache) (pipeline.Decision, error) {
 	var d pipeline.Decision
 	body, ok := msg.Body.(*sis.SchdBody)
 	if !ok {
@@ -72,7 +72,7 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message) (pipeline.Deci
 		d.Note = c.nothingApplied()
 		return d, nil
 	}
-	w := newWork(ctx, view)
+	w := newWork(ctx, view, cache)
 	var win *window
 	switch {
 	case replace:

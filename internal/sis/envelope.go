@@ -218,7 +218,9 @@ func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 	// accepts too; anything it does not vouch for is read again with encoding/xml, which
 	// then gives the verdict. The warnings of the first try are kept only if it stands.
 	var fast Warnings
-	meta, err := envelopeOf(newScanner(raw, true), opt, &fast)
+	s := getScanner(raw, true)
+	meta, err := envelopeOf(s, opt, &fast)
+	s.release()
 	if !errors.Is(err, errUnsure) {
 		if w != nil {
 			*w = fast

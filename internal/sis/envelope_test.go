@@ -1,6 +1,8 @@
 package sis
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"msgx/internal/pipeline"
@@ -42,5 +44,24 @@ func TestEnvelopeRejections(t *testing.T) {
 	m, err := DecodeEnvelope([]byte(meta(good)), Options{})
 	if err != nil || m.DTTM.Format("2006-01-02T15:04:05Z07:00") != "2026-12-01T02:15:00Z" || m.Day != "20261201" {
 		t.Errorf("DTTM is local time in Asia/Shanghai: %+v %v", m, err)
+	}
+}
+
+// BenchmarkDecodeSmall decodes the small messages the pump sees most: a one-record FLOP and
+// a one-record reference add.
+func BenchmarkDecodeSmall(b *testing.B) {
+	for _, name := range []string{"flop/chot.xml", "ref/airl_add.xml"} {
+		raw, err := os.ReadFile(filepath.Join(flightTestdata, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(filepath.Base(filepath.Dir(name)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Decode(raw, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

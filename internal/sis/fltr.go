@@ -381,7 +381,8 @@ func skipElement(d *scanner) error {
 // consume the element (readRecord, readText or skipElement). The envelope has already checked
 // the document is well-formed, so a syntax error here is MALFORMED only in theory.
 func forBody(raw []byte, fn func(d *scanner, start *xml.StartElement) error) error {
-	d := newScanner(raw, false)
+	d := getScanner(raw, false)
+	defer d.release()
 	for {
 		kind, err := d.next()
 		if err != nil {

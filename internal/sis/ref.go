@@ -1,6 +1,7 @@
 package sis
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -214,19 +215,22 @@ func decodeRef(raw []byte, meta Meta, _ Options, w *Warnings) (any, error) {
 // refRead reads the direct children of MSG: RECS (its text) and the records of the TYPE;
 // others are reported in w and skipped.
 func refRead(raw []byte, typ string, spec refSpec, w *Warnings) (recs string, sawRecs bool, raws []*refRaw, err error) {
-	d := NewDecoder(raw)
+	// The codec's scanner, trusting: the envelope has checked the document is well-formed.
+	d := getScanner(raw, false)
+	defer d.release()
 	depth := 0
 	msgFound := false
 	for {
-		tok, err := d.Token()
+		kind, err := d.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return "", false, nil, refSyntax(err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch kind {
+		case tokStart:
+			t := d.startElem()
 			depth++
 			if depth == 1 {
 				msgFound = true
@@ -258,7 +262,7 @@ func refRead(raw []byte, typ string, spec refSpec, w *Warnings) (recs string, sa
 					return "", false, nil, err
 				}
 			}
-		case xml.EndElement:
+		case tokEnd:
 			depth--
 		}
 	}
@@ -313,14 +317,15 @@ func refWrap(typ string, index int, err error) error {
 // refReadRecord reads the children of one record element up to and including its end element.
 // Elements the TYPE does not know are reported in w and skipped. A value that cannot be read
 // makes the record invalid (r.err) and reading goes on; only an XML error stops it.
-func refReadRecord(d *xml.Decoder, spec refSpec, r *refRaw, what string, w *Warnings) error {
+func refReadRecord(d *scanner, spec refSpec, r *refRaw, what string, w *Warnings) error {
 	for {
-		tok, err := d.Token()
+		kind, err := d.next()
 		if err != nil {
 			return refSyntax(err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch kind {
+		case tokStart:
+			t := d.startElem()
 			name := t.Name.Local
 			f, known := spec.fields[name]
 			if !known {
@@ -351,7 +356,7 @@ func refReadRecord(d *xml.Decoder, spec refSpec, r *refRaw, what string, w *Warn
 				r.err = err
 			}
 			r.occ[name] = append(r.occ[name], o)
-		case xml.EndElement:
+		case tokEnd:
 			return nil
 		}
 	}
@@ -368,17 +373,17 @@ func sortedFields(spec refSpec) []string {
 }
 
 // refReadSubc reads the children of one SUBC up to and including its end element.
-func refReadSubc(d *xml.Decoder, what string, w *Warnings) (map[string][]string, error) {
+func refReadSubc(d *scanner, what string, w *Warnings) (map[string][]string, error) {
 	sub := map[string][]string{}
 	var first error
 	for {
-		tok, err := d.Token()
+		kind, err := d.next()
 		if err != nil {
 			return nil, refSyntax(err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			name := t.Name.Local
+		switch kind {
+		case tokStart:
+			name := d.startElem().Name.Local
 			if name != "CODE" && name != "NAME" && name != "NAMC" {
 				w.Addf("unknown element %s in %s SUBC ignored", short(name), what)
 				if err := refSkip(d); err != nil {
@@ -394,14 +399,14 @@ func refReadSubc(d *xml.Decoder, what string, w *Warnings) (map[string][]string,
 				first = err
 			}
 			sub[name] = append(sub[name], v)
-		case xml.EndElement:
+		case tokEnd:
 			return sub, first
 		}
 	}
 }
 
 // refAttrs returns the attributes of start that TRML and ABBR read, trimmed.
-func refAttrs(start xml.StartElement, name string) (map[string]string, error) {
+func refAttrs(start *xml.StartElement, name string) (map[string]string, error) {
 	attrs := map[string]string{}
 	for _, a := range start.Attr {
 		k := a.Name.Local
@@ -420,44 +425,59 @@ func refAttrs(start xml.StartElement, name string) (map[string]string, error) {
 // refReadText reads the text of a simple element up to and including its end element and
 // returns it trimmed. An element inside a simple element is a structure the format does not
 // describe: CODEC_ERROR (the element is still read to its end).
-func refReadText(d *xml.Decoder, name string) (string, error) {
-	var b strings.Builder
+func refReadText(d *scanner, name string) (string, error) {
+	// Usually one piece of text, trimmed and copied once; pieces (split by a comment, a
+	// CDATA section or a nested element) are gathered in d.join.
+	// A piece in the scanner's buffer is copied at once: the next token overwrites it.
+	var text []byte
+	pieces, joined := 0, false
 	var nested error
 	for {
-		tok, err := d.Token()
+		kind, err := d.next()
 		if err != nil {
 			return "", refSyntax(err)
 		}
-		switch t := tok.(type) {
-		case xml.CharData:
-			b.Write(t)
-		case xml.StartElement:
+		switch kind {
+		case tokText:
+			c := d.charData()
+			switch {
+			case pieces == 0 && !d.inBuf():
+				text = c
+			case joined:
+				d.join = append(d.join, c...)
+				text = d.join
+			default:
+				d.join = append(append(d.join[:0], text...), c...)
+				text, joined = d.join, true
+			}
+			pieces++
+		case tokStart:
 			if nested == nil {
-				nested = pipeline.Errorf(pipeline.CodecError, "%s contains an element <%s>; want text", name, short(t.Name.Local))
+				nested = pipeline.Errorf(pipeline.CodecError, "%s contains an element <%s>; want text", name, short(d.startElem().Name.Local))
 			}
 			if err := refSkip(d); err != nil {
 				return "", err
 			}
-		case xml.EndElement:
+		case tokEnd:
 			if nested != nil {
 				return "", nested
 			}
-			return strings.TrimSpace(b.String()), nil
+			return string(bytes.TrimSpace(text)), nil
 		}
 	}
 }
 
 // refSkip skips the element whose start was just read, without recursion.
-func refSkip(d *xml.Decoder) error {
+func refSkip(d *scanner) error {
 	for depth := 1; depth > 0; {
-		tok, err := d.Token()
+		kind, err := d.next()
 		if err != nil {
 			return refSyntax(err)
 		}
-		switch tok.(type) {
-		case xml.StartElement:
+		switch kind {
+		case tokStart:
 			depth++
-		case xml.EndElement:
+		case tokEnd:
 			depth--
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -70,6 +71,42 @@ type scanner struct {
 
 func newScanner(raw []byte, validate bool) *scanner {
 	return &scanner{raw: raw, validate: validate}
+}
+
+// scanners keeps released scanners for the next document: a scanner's name table alone is
+// 16 KB, which each of a small message's two scans (the envelope, the body) allocated and
+// zeroed. Names and short values interned by earlier documents stay valid (they are
+// compared by content), so a reused scanner tokenizes as a new one does.
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// maxKeptValues bounds the value table a released scanner keeps for the next document; a
+// larger one (a snapshot's) is dropped.
+const maxKeptValues = 256
+
+// getScanner is newScanner with a released scanner when there is one. The caller calls
+// release when it no longer reads the scanner or anything it returned but strings.
+func getScanner(raw []byte, validate bool) *scanner {
+	s := scanners.Get().(*scanner)
+	s.raw, s.pos, s.validate = raw, 0, validate
+	return s
+}
+
+// release resets s and keeps it for getScanner.
+func (s *scanner) release() {
+	s.reset()
+	scanners.Put(s)
+}
+
+// reset makes s a scanner of no document, as new but for its tables and buffers.
+func (s *scanner) reset() {
+	if len(s.values) > maxKeptValues {
+		s.values = nil
+	}
+	// Every field but the tables (names, values) and the buffers' capacity, as new.
+	s.raw, s.pos, s.validate = nil, 0, false
+	s.start, s.attrs, s.end, s.endRaw = xml.StartElement{}, s.attrs[:0], xml.Name{}, nil
+	s.text, s.buf, s.needClose = nil, s.buf[:0], false
+	s.join, s.readPast = s.join[:0], 0
 }
 
 func (s *scanner) startElem() *xml.StartElement { return &s.start }

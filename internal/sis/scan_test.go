@@ -121,3 +121,32 @@ func FuzzScanner(f *testing.F) {
 		_ = xml.Name{}
 	})
 }
+
+// TestResetScannerIsNew checks that a scanner reset after any part of one document (ended,
+// failed, or left in the middle, an element still open) tokenizes the next document exactly
+// as a new scanner does, in both modes: released scanners are reused (getScanner).
+func TestResetScannerIsNew(t *testing.T) {
+	docs := append([]string{string(benchSCHD(1))}, scannerCases...)
+	for _, validate := range []bool{false, true} {
+		for _, a := range docs {
+			for stop := 1; stop <= 7; stop += 3 {
+				s := newScanner([]byte(a), validate)
+				for range stop {
+					if _, err := s.next(); err != nil {
+						break
+					}
+				}
+				s.reset()
+				for _, b := range docs {
+					want, wantErr := tokensOf(newScanner([]byte(b), validate))
+					s.raw, s.validate = []byte(b), validate
+					got, err := tokensOf(s)
+					if fmt.Sprint(err) != fmt.Sprint(wantErr) || !equalTokens(got, want) {
+						t.Fatalf("after %d tokens of %q, %q: got %v (%v), want %v (%v)", stop, a, b, got, err, want, wantErr)
+					}
+					s.reset()
+				}
+			}
+		}
+	}
+}
