@@ -32,31 +32,78 @@ type Store struct {
 	clock pipeline.Clock
 	loc   *time.Location
 	tx    *sql.Tx // set by InTx: the view reads through the pump's batch transaction
-	// seen holds the day and version of each flight the view read through tx (InTx): a write
-	// of one of them in the same transaction uses it instead of reading it again.
+	// seen is what the view knows of flights through tx (InTx): for each flight read or
+	// written through it, where it is stored and at which version (and its record, when
+	// known), or that it is not stored. A handler's read of a flight it holds is answered from
+	// it, and a write of one of them in the same transaction takes its version from it instead
+	// of reading it again.
 	seen map[int64]seenRow
+	// barrier runs before a read that seen cannot answer and that must see every write made
+	// before it (SetBarrier).
+	barrier func(ctx context.Context) error
 }
 
-// seenRow is what the view read of a flight: where it is stored, or that it is not.
+// seenRow is what the view knows of a flight: where it is stored, or that it is not.
 type seenRow struct {
 	row
 	found bool
+	rec   []byte // its record; nil when only where it is stored is known
 }
 
 // InTx returns the store whose view reads through tx, the pump's open batch transaction, so a
 // handler sees the writes of the messages before it in the batch (a transaction sees its own
 // uncommitted writes on SQLite and MySQL alike).
 //
-// Its WriteFlights, given the same tx, takes the version and day of a flight the view read
-// from that read (a FLOP reads its flight, then writes it: one statement fewer). The pump
-// takes a store of its own for each message of a batch, so what it remembers never
-// outlives the message's savepoint: a message rolled back to its savepoint leaves nothing
-// the next one could trust.
+// It is the batch's view of the flights: it remembers each flight it read or wrote through
+// tx (its record, day and version), answers a handler's read of it from there (Prefetch
+// reads the flights a batch names in a few queries, ahead of the decisions), and its
+// WriteFlights and FlightStatement, given the same tx, take the version the write is
+// guarded by from there and note the flight as written. What it remembers is as true as
+// the writes it saw: when one of them is rolled back (a message failing under its
+// savepoint), the caller calls Forget.
 func (s *Store) InTx(tx *sql.Tx) *Store {
 	c := *s
 	c.tx = tx
 	c.seen = map[int64]seenRow{}
+	c.barrier = nil
 	return &c
+}
+
+// Prefetch reads, through the transaction of InTx, the flights of flids it does not know
+// yet, a few hundred per query, so the handlers' reads of them that follow read nothing.
+// Without a transaction it does nothing.
+func (s *Store) Prefetch(ctx context.Context, flids []int64) error {
+	if s.seen == nil {
+		return nil
+	}
+	var want []int64
+	for _, id := range flids {
+		if c, ok := s.seen[id]; !ok || (c.found && c.rec == nil) {
+			want = append(want, id)
+		}
+	}
+	_, err := s.readFlights(ctx, want)
+	return err
+}
+
+// SetBarrier sets fn to run before every read through the transaction that what the view
+// knows cannot answer (flights by day or by code-share master, reference keys): the
+// pump's batch sends the writes it holds back (store.Batch.Queue) before such a read.
+func (s *Store) SetBarrier(fn func(ctx context.Context) error) { s.barrier = fn }
+
+// Forget drops what the view knows of flights: after a write it saw was rolled back.
+func (s *Store) Forget() {
+	if s.seen != nil {
+		clear(s.seen)
+	}
+}
+
+// before runs the barrier, if any, before a read that must see every write made so far.
+func (s *Store) before(ctx context.Context) error {
+	if s.barrier == nil {
+		return nil
+	}
+	return s.barrier(ctx)
 }
 
 // reader is what the view reads through: the batch transaction when there is one.
@@ -99,19 +146,26 @@ func (s *Store) Location() *time.Location { return s.loc }
 // replace (all or nothing: one that changed under us fails the batch), then the inserts of the
 // new rows and of the replacing ones. Otherwise, and for a single write, they are applied one
 // by one.
-func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) error {
+func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, writes []pipeline.FlightWrite, now time.Time) (err error) {
 	var seen map[int64]seenRow
 	if s.tx != nil && s.tx == tx {
 		seen = s.seen
-		defer func() {
-			for _, w := range writes {
-				delete(seen, w.FLID) // written (or failed): no longer as read
-			}
-		}()
 	}
 	stored, err := storedRows(ctx, tx, writes, seen)
 	if err != nil {
 		return err
+	}
+	if seen != nil {
+		after := afterWrites(writes, stored)
+		defer func() {
+			for _, w := range writes {
+				if err != nil {
+					delete(seen, w.FLID) // failed: not known any more
+				} else {
+					seen[w.FLID] = after[w.FLID]
+				}
+			}
+		}()
 	}
 	maids := make([]sql.NullInt64, len(writes))
 	for i, w := range writes {
@@ -135,23 +189,55 @@ func (s *Store) WriteFlights(ctx context.Context, tx *sql.Tx, msgID int64, write
 	return writeBatch(ctx, tx, msgID, writes, maids, stored, now)
 }
 
-// FlightStatement is store.FlightStatementer's: the guarded UPDATE that replaces the record
-// of a flight the view read through tx (InTx, the same tx), on the same day; ok is false for
-// any other write (WriteFlights does those).
+// afterWrites returns what the flights of writes are once they are applied in order over
+// stored: deleted, or stored with the written record at the next version.
+func afterWrites(writes []pipeline.FlightWrite, stored map[int64]row) map[int64]seenRow {
+	out := make(map[int64]seenRow, len(writes))
+	for id, r := range stored {
+		out[id] = seenRow{row: r, found: true}
+	}
+	for _, w := range writes {
+		cur := out[w.FLID]
+		switch {
+		case w.Delete:
+			out[w.FLID] = seenRow{}
+		case cur.found:
+			out[w.FLID] = seenRow{row: row{day: w.Day, version: cur.version + 1}, found: true, rec: w.Record}
+		default:
+			out[w.FLID] = seenRow{row: row{day: w.Day, version: 1}, found: true, rec: w.Record}
+		}
+	}
+	return out
+}
+
+// FlightStatement is store.FlightStatementer's: for a flight the view knows through tx (InTx,
+// the same tx), the guarded UPDATE that replaces its record on the same day at the version
+// known, or the INSERT of a flight known not to be stored; ok is false for any other write
+// (WriteFlights does those). From then on the view counts the write made: the flight is
+// known with the written record at the next version.
 func (s *Store) FlightStatement(tx *sql.Tx, msgID int64, w pipeline.FlightWrite, now time.Time) (string, []any, bool) {
 	if s.tx == nil || s.tx != tx || w.Delete {
 		return "", nil, false
 	}
 	cur, ok := s.seen[w.FLID]
-	if !ok || !cur.found || cur.day != w.Day {
+	if !ok || (cur.found && cur.day != w.Day) {
 		return "", nil, false
 	}
 	maid, err := checkWrite(w)
 	if err != nil {
 		return "", nil, false
 	}
-	delete(s.seen, w.FLID) // written: no longer as read
-	q, args := replaceInPlace(msgID, w, maid, cur.version, now)
+	var q string
+	var args []any
+	version := int64(1)
+	if cur.found {
+		q, args = replaceInPlace(msgID, w, maid, cur.version, now)
+		version = cur.version + 1
+	} else {
+		q = `INSERT INTO FLIGHT_STATE (FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT, MAID) VALUES (?, ?, ?, 1, ?, ?, ?)`
+		args = []any{w.Day, w.FLID, string(w.Record), msgID, store.T(now), maid}
+	}
+	s.seen[w.FLID] = seenRow{row: row{day: w.Day, version: version}, found: true, rec: w.Record}
 	return q, args, true
 }
 
@@ -406,6 +492,9 @@ func validDay(s string) bool {
 
 // Flight returns the stored record of flight flid, or ok=false when there is none.
 func (s *Store) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
+	if c, ok := s.seen[flid]; ok && (!c.found || c.rec != nil) {
+		return c.rec, c.found, nil
+	}
 	var rec, day string
 	var version int64
 	err := s.reader().QueryRowContext(ctx, `SELECT RECORD, FDAY, VERSION FROM FLIGHT_STATE WHERE FLID = ?`, flid).Scan(&rec, &day, &version)
@@ -419,7 +508,7 @@ func (s *Store) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
 		return nil, false, store.Unavailable(fmt.Errorf("read flight %d: %w", flid, err))
 	}
 	if s.seen != nil {
-		s.seen[flid] = seenRow{row: row{day: strings.TrimSpace(day), version: version}, found: true}
+		s.seen[flid] = seenRow{row: row{day: strings.TrimSpace(day), version: version}, found: true, rec: []byte(rec)}
 	}
 	return []byte(rec), true, nil
 }
@@ -465,6 +554,30 @@ func RecordsBetween(es []Entry, from, to time.Time) [][]byte {
 // instead of one per flight. Through a transaction (InTx) it remembers where each of flids is
 // stored, or that it is not, for WriteFlights.
 func (s *Store) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) {
+	if s.seen == nil {
+		return s.readFlights(ctx, flids)
+	}
+	out := make([][]byte, 0, len(flids))
+	var want []int64
+	for _, id := range flids {
+		c, ok := s.seen[id]
+		switch {
+		case !ok || (c.found && c.rec == nil):
+			want = append(want, id)
+		case c.found:
+			out = append(out, c.rec)
+		}
+	}
+	read, err := s.readFlights(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, read...), nil
+}
+
+// readFlights reads the records of those of flids that are stored, a few hundred per query,
+// noting each one (stored or not) in seen when the view reads through a transaction.
+func (s *Store) readFlights(ctx context.Context, flids []int64) ([][]byte, error) {
 	const chunk = 500
 	out := make([][]byte, 0, len(flids))
 	for start := 0; start < len(flids); start += chunk {
@@ -490,7 +603,7 @@ func (s *Store) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) 
 				return nil, store.Unavailable(err)
 			}
 			if s.seen != nil {
-				s.seen[id] = seenRow{row: row{day: strings.TrimSpace(day), version: version}, found: true}
+				s.seen[id] = seenRow{row: row{day: strings.TrimSpace(day), version: version}, found: true, rec: []byte(rec)}
 			}
 			out = append(out, []byte(rec))
 		}
@@ -544,6 +657,9 @@ func records(es []Entry) [][]byte {
 // RefKeys returns the keys of the REF_DATA records of one type, sorted.
 func (s *Store) RefKeys(ctx context.Context, typ string) ([]string, error) {
 	if s.tx != nil {
+		if err := s.before(ctx); err != nil {
+			return nil, err
+		}
 		return store.RefKeysTx(ctx, s.tx, typ)
 	}
 	es, err := s.db.RefList(ctx, typ)
@@ -576,6 +692,9 @@ func (s *Store) Get(ctx context.Context, flid int64) (*Entry, error) {
 }
 
 func (s *Store) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
+	if err := s.before(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.reader().QueryContext(ctx, `SELECT FDAY, FLID, RECORD, VERSION, CMINMSGS_ID FROM FLIGHT_STATE `+where, args...)
 	if err != nil {
 		return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
@@ -592,7 +711,7 @@ func (s *Store) query(ctx context.Context, where string, args ...any) ([]Entry, 
 		e.Day = strings.TrimSpace(e.Day)
 		e.Record = json.RawMessage(rec)
 		if s.seen != nil {
-			s.seen[e.FLID] = seenRow{row: row{day: e.Day, version: e.Version}, found: true}
+			s.seen[e.FLID] = seenRow{row: row{day: e.Day, version: e.Version}, found: true, rec: e.Record}
 		}
 		if msg.Valid {
 			v := msg.Int64

@@ -135,12 +135,98 @@ type batch struct {
 	b       *store.Batch
 	view    handler.View
 	watched *watchView // the view when it cannot read through the transaction
-	changed bool       // a message of the batch changed reference or flight state
+	// cache is the view's memory of the flights it read and wrote through the transaction,
+	// when it has one: the view then serves the whole batch (see flightCache).
+	cache   flightCache
+	changed bool // a message of the batch changed reference or flight state
 	events  int
 	reports []func() // log lines, metrics and the recent list, once the batch is durable
 	started time.Time
 	markers map[int64][]byte // phase A: the markers of the run's messages, read at its start
 	flights BatchFlights     // phase A: the batch's flight store (Options.BatchFlights)
+	// pending are the messages whose successes wait in the batch's queue (store.Batch.Queue),
+	// in order; sendQueued writes them.
+	pending []*pendingMsg
+	// halt says a queued message failed when the queue was sent: its outcome is recorded
+	// (or stopAt and stop say why it could not be) and the batch ends after it. fatal is a
+	// lost lease or a broken transaction met while sending.
+	halt   bool
+	fatal  error
+	stopAt *store.Message
+	stop   error
+	// bound maps the identity keys held when the batch began, and those its messages bind,
+	// to their holders, when the batch queues (read ahead: a duplicate is then skipped before
+	// its decision, as one by one, instead of failing its queue's round trip).
+	bound map[string]int64
+}
+
+// flightCache is what a batch view may offer besides handler.View (the SQL flight store's
+// InTx does): it remembers the flights it read and wrote through the batch transaction, so
+// one view serves the whole batch, each message seeing the ones before it; Prefetch reads
+// the flights the batch names ahead of the decisions; the barrier runs before a read it
+// cannot answer from memory (flights by day, code-shares, reference keys), which must see
+// every write made before it; Forget drops what it remembers after a write it saw was rolled
+// back.
+type flightCache interface {
+	Prefetch(ctx context.Context, flids []int64) error
+	SetBarrier(fn func(ctx context.Context) error)
+	Forget()
+}
+
+// pendingMsg is a message whose success waits in the batch's queue: what reporting it, or
+// recording its failure, takes.
+type pendingMsg struct {
+	m             *store.Message
+	msg           *sis.Message
+	out           outlet // records straight into the batch (the queue is sent by then)
+	tag, identity string
+	note          string
+	warnings      []string
+	now           time.Time
+}
+
+// errHalted ends a batch whose queue failed to be sent: the message that failed is recorded,
+// and the message that was being worked on when it was sent is decided again next batch.
+var errHalted = errors.New("the batch ends after a message whose queued writes failed")
+
+// decoded is a message of the run decoded ahead of the decisions (to learn which flights the
+// batch reads); nil for one whose raw text is read when its turn comes.
+type decoded struct {
+	msg           *sis.Message
+	tag, identity string
+	warnings      []string
+	err           error
+}
+
+// decodeRun decodes the messages of run whose raw text came with the batch read.
+func (p *Pump) decodeRun(run []*store.Due) []*decoded {
+	out := make([]*decoded, len(run))
+	if p.opt.Authority != nil {
+		return out // phase A decodes each message at its turn (phasea_batch.go)
+	}
+	for i, m := range run {
+		if m.RawLater || !m.RawOK {
+			continue
+		}
+		d := &decoded{}
+		d.msg, d.tag, d.identity, d.warnings, d.err = p.decodeOne(m.ID, m.Raw)
+		out[i] = d
+	}
+	return out
+}
+
+// flopFlights returns the flights the FLOPs of decs name: what their handlers read.
+func flopFlights(decs []*decoded) []int64 {
+	var out []int64
+	for _, d := range decs {
+		if d == nil || d.msg == nil {
+			continue
+		}
+		if _, ok := d.msg.Body.(*sis.FlopBody); ok {
+			out = append(out, flightsOf(d.msg)...)
+		}
+	}
+	return out
 }
 
 // runBatch processes run (PENDING messages in order, the head first) in one transaction.
@@ -149,16 +235,18 @@ type batch struct {
 // writing its own under its savepoint, so a message whose value the database refuses fails
 // alone, exactly as one by one.
 func (p *Pump) runBatch(ctx context.Context, run []*store.Due) (time.Duration, error) {
-	wait, again, err := p.runBatchOnce(ctx, run, true)
+	decs := p.decodeRun(run)
+	wait, again, err := p.runBatchOnce(ctx, run, decs, true)
 	if again {
-		wait, _, err = p.runBatchOnce(ctx, run, false)
+		// Decoded again: the first try's handlers had the decoded messages in hand.
+		wait, _, err = p.runBatchOnce(ctx, run, p.decodeRun(run), false)
 	}
 	return wait, err
 }
 
 // runBatchOnce is runBatch's one try; again says the deferred writes failed and nothing was
 // committed: try again without deferring.
-func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, deferWrites bool) (wait time.Duration, again bool, err error) {
+func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decoded, deferWrites bool) (wait time.Duration, again bool, err error) {
 	head := &run[0].Message
 	start := p.opt.Clock.Now()
 	b, err := p.db.BeginBatch(ctx)
@@ -173,18 +261,51 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, deferWrites b
 	r.view, r.watched = p.batchView(b)
 	if p.opt.Authority != nil {
 		r.markers, r.flights = p.beginAuthoritative(ctx, run)
+	} else {
+		if c, ok := r.view.(flightCache); ok {
+			r.cache = c
+			c.SetBarrier(func(ctx context.Context) error { return p.sendQueued(ctx, r) })
+			if err := c.Prefetch(ctx, flopFlights(decs)); err != nil {
+				b.Rollback()
+				wait, err = p.abandon(head, err, start)
+				return wait, false, err
+			}
+		}
+		if b.Queues() {
+			var ids []string
+			for _, d := range decs {
+				if d != nil && d.msg != nil && d.err == nil {
+					ids = append(ids, d.identity)
+				}
+			}
+			if r.bound, err = b.BoundAmong(ctx, ids); err != nil {
+				b.Rollback()
+				wait, err = p.abandon(head, err, start)
+				return wait, false, err
+			}
+		}
 	}
 	var stopAt *store.Message // the message the batch ended before, with its error
 	var stop error
 	taken := 0 // messages the batch went through (the last may have stopped it)
-	for _, m := range run {
+	fatal := func(err error) bool { return errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrBatchBroken) }
+	for i, m := range run {
 		now := p.opt.Clock.Now()
 		taken++
-		end, err := p.batchOne(ctx, r, m, now)
-		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrBatchBroken) {
+		end, err := p.batchOne(ctx, r, m, decs[i], now)
+		if r.fatal != nil {
+			err = r.fatal
+		}
+		if err == nil && !end && r.b.QueueFull() {
+			err = p.sendQueued(ctx, r)
+		}
+		if fatal(err) {
 			b.Rollback()
 			wait, err = p.abandon(head, err, now)
 			return wait, false, err
+		}
+		if r.halt || errors.Is(err, errHalted) {
+			break
 		}
 		if err != nil {
 			stopAt, stop = &m.Message, err
@@ -193,6 +314,14 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, deferWrites b
 		if end || r.events >= batchMaxEvents || now.Sub(r.started) >= batchMaxTime {
 			break
 		}
+	}
+	if err := p.sendQueued(ctx, r); fatal(err) {
+		b.Rollback()
+		wait, err = p.abandon(head, err, p.opt.Clock.Now())
+		return wait, false, err
+	}
+	if r.halt && stopAt == nil {
+		stopAt, stop = r.stopAt, r.stop
 	}
 	now := p.opt.Clock.Now()
 	p.committing(head.ID, taken)
@@ -252,26 +381,41 @@ func (p *Pump) batchView(b *store.Batch) (handler.View, *watchView) {
 
 // batchOne processes one message inside the batch. end says the batch ends after it (it was
 // left FAILED); an error says nothing of it is in the batch, which ends before it.
-func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Time) (end bool, err error) {
+func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded, now time.Time) (end bool, err error) {
 	if p.opt.Authority != nil {
 		return p.batchOneAuthoritative(ctx, r, m, now) // phase A: phasea_batch.go
 	}
-	out := outlet{record: r.b.Record, later: func(f func()) { r.reports = append(r.reports, f) }}
-	msg0 := &m.Message
-	raw, ok := m.Raw, m.RawOK
-	if m.RawLater {
-		// Too long for the batch read: read alone (it cannot have changed: only the gateway
-		// and the inbox write raw text, once).
-		if raw, ok, err = p.db.Raw(ctx, m.ID); err != nil {
-			return false, err
+	later := func(f func()) { r.reports = append(r.reports, f) }
+	// An outcome recorded in the batch goes after the queued successes before it.
+	out := outlet{record: func(ctx context.Context, id int64, o store.Outcome, now time.Time) error {
+		if err := p.sendQueued(ctx, r); err != nil {
+			return err
 		}
+		return r.b.Record(ctx, id, o, now)
+	}, later: later}
+	msg0 := &m.Message
+	var msg *sis.Message
+	var tag, identity string
+	var warnings []string
+	if d != nil {
+		msg, tag, identity, warnings, err = d.msg, d.tag, d.identity, d.warnings, d.err
+	} else {
+		raw, ok := m.Raw, m.RawOK
+		if m.RawLater {
+			// Too long for the batch read: read alone (it cannot have changed: only the gateway
+			// and the inbox write raw text, once).
+			if raw, ok, err = p.db.Raw(ctx, m.ID); err != nil {
+				return false, err
+			}
+		}
+		if !ok {
+			return false, p.recordDeadIn(ctx, out, msg0, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
+		}
+		p.working(m.ID, "", "decoding")
+		msg, tag, identity, warnings, err = p.decodeOne(m.ID, raw)
 	}
-	if !ok {
-		return false, p.recordDeadIn(ctx, out, msg0, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
-	}
-	p.working(m.ID, "", "decoding")
-	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
 	out = out.naming(msg)
+	direct := outlet{record: r.b.Record, later: later}.naming(msg)
 	if err != nil {
 		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
 	}
@@ -281,9 +425,12 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	if m.BoundKey != "" && m.BoundKey == store.IdentityKey(identity) {
 		return false, p.alreadyApplied(ctx, out, msg0, tag, identity, warnings, now)
 	}
+	if holder, dup := r.bound[store.IdentityKey(identity)]; dup && holder != m.ID {
+		return false, p.duplicate(ctx, out, msg0, msg, identity, holder, nil, now)
+	}
 	h, ok := p.reg.Lookup(tag)
 	if !ok {
-		if holder, dup, err := r.b.BoundTo(ctx, identity); err != nil || dup {
+		if holder, dup, err := p.boundTo(ctx, r, identity); err != nil || dup {
 			return false, p.duplicate(ctx, out, msg0, msg, identity, holder, err, now)
 		}
 		return p.fail(ctx, out, msg0, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
@@ -292,7 +439,13 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 		r.watched.read = false
 	}
 	view, flights := r.view, p.opt.Flights
-	if p.opt.ViewIn != nil {
+	switch {
+	case r.cache != nil:
+		// One view for the batch: it remembers the flights the batch read and wrote.
+		if fw, ok := view.(store.FlightWriter); ok && flights != nil {
+			flights = fw
+		}
+	case p.opt.ViewIn != nil:
 		// A view of its own per message: what it remembers of its reads (the versions of the
 		// flights it read, which the flight writes then use) ends with the message's step.
 		view = p.opt.ViewIn(r.b.Tx())
@@ -301,13 +454,19 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 		}
 	}
 	dec, err := p.decide(ctx, m.ID, h, msg, view)
+	if r.fatal != nil {
+		return false, r.fatal
+	}
+	if r.halt {
+		return false, errHalted // a read sent the queue, which failed: decided again next batch
+	}
 	if r.watched != nil && r.watched.read && r.changed {
 		return false, errDecideAgain
 	}
 	if err != nil {
 		// One by one, a duplicate is SKIPPED before its handler runs; here the unique index
 		// finds it when the decision is applied, so a decision that is not applied asks.
-		if holder, dup, berr := r.b.BoundTo(ctx, identity); berr != nil || dup {
+		if holder, dup, berr := p.boundTo(ctx, r, identity); berr != nil || dup {
 			return false, p.duplicate(ctx, out, msg0, msg, identity, holder, berr, now)
 		}
 		if s, ok := handler.AsSkip(err); ok {
@@ -319,25 +478,106 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, now time.Ti
 	p.working(m.ID, tag, "writing")
 	warnings = append(warnings[:len(warnings):len(warnings)], dec.Warnings...)
 	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	events, changed, err := r.b.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(msg0), TypeTag: tag, Identity: identity, Meta: meta,
-		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}, flights, now)
-	switch {
-	case errors.Is(err, store.ErrIdentityTaken):
-		// Bound by an earlier message, committed or earlier in this batch: the read goes
-		// through the batch, so it finds either.
-		holder, _, berr := r.b.BoundTo(ctx, identity)
-		return false, p.duplicate(ctx, out, msg0, msg, identity, holder, berr, now)
-	case errors.Is(err, store.ErrChanged), errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrBatchBroken):
+	s := store.Success{From: store.VersionOf(msg0), TypeTag: tag, Identity: identity, Meta: meta,
+		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}
+	if r.b.Queue(m.ID, s, flights, now) {
+		// Written with the messages around it (sendQueued); reported once it is.
+		r.pending = append(r.pending, &pendingMsg{m: msg0, msg: msg, out: direct, tag: tag, identity: identity,
+			note: dec.Note, warnings: warnings, now: now})
+		if len(dec.Ref) > 0 || len(dec.Flights) > 0 {
+			r.changed = true
+		}
+		r.events += len(dec.Events)
+		if r.bound != nil {
+			r.bound[store.IdentityKey(identity)] = m.ID
+		}
+		return false, nil
+	}
+	if err := p.sendQueued(ctx, r); err != nil {
 		return false, err
-	case err != nil:
-		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
+	}
+	events, changed, err := r.b.Succeed(ctx, m.ID, s, flights, now)
+	if err != nil {
+		if r.cache != nil {
+			r.cache.Forget() // its flight writes, if any, were rolled back
+		}
+		return p.notApplied(ctx, r, out, msg0, msg, tag, identity, warnings, err, now)
 	}
 	if len(dec.Ref) > 0 || len(dec.Flights) > 0 {
 		r.changed = true
 	}
 	r.events += events
+	if r.bound != nil {
+		r.bound[store.IdentityKey(identity)] = m.ID
+	}
 	out.later(func() { p.succeeded(msg0, tag, identity, events, changed, dec.Note, warnings, now) })
 	return false, nil
+}
+
+// notApplied records the outcome of a message whose success could not be written (err, as
+// store.Batch.Succeed returns it): a duplicate is SKIPPED, a changed row or a lost
+// transaction ends the batch before it, any other failure is recorded by the retry rules.
+func (p *Pump) notApplied(ctx context.Context, r *batch, out outlet, msg0 *store.Message, msg *sis.Message, tag, identity string, warnings []string, err error, now time.Time) (end bool, _ error) {
+	switch {
+	case errors.Is(err, store.ErrIdentityTaken):
+		// Bound by an earlier message, committed or earlier in this batch: the read goes
+		// through the batch, so it finds either.
+		holder, _, berr := p.boundTo(ctx, r, identity)
+		return false, p.duplicate(ctx, out, msg0, msg, identity, holder, berr, now)
+	case errors.Is(err, store.ErrChanged), errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrBatchBroken):
+		return false, err
+	}
+	return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
+}
+
+// boundTo is Batch.BoundTo after the queue is sent (the identities it binds count).
+func (p *Pump) boundTo(ctx context.Context, r *batch, identity string) (int64, bool, error) {
+	if err := p.sendQueued(ctx, r); err != nil {
+		return 0, false, err
+	}
+	return r.b.BoundTo(ctx, identity)
+}
+
+// sendQueued writes the successes waiting in the batch's queue (store.Batch.SendQueued) and
+// reports them once the batch commits. When one of them fails, its outcome is recorded as
+// notApplied records it (or stopAt and stop say why it could not be), the ones after it are
+// dropped (their decisions saw its effects: they are decided again in the next batch), and
+// the batch halts: errHalted, and every later call answers errHalted too. A lost lease or a
+// broken transaction is returned (and kept in fatal).
+func (p *Pump) sendQueued(ctx context.Context, r *batch) error {
+	switch {
+	case r.fatal != nil:
+		return r.fatal
+	case r.halt:
+		return errHalted
+	case len(r.pending) == 0:
+		return nil
+	}
+	pend := r.pending
+	r.pending = nil
+	res, err := r.b.SendQueued(ctx)
+	for i, q := range pend[:len(res)] {
+		ev, ch := res[i].Events, res[i].RefChanged
+		r.reports = append(r.reports, func() { p.succeeded(q.m, q.tag, q.identity, ev, ch, q.note, q.warnings, q.now) })
+	}
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrBatchBroken) {
+		r.fatal = err
+		return err
+	}
+	q := pend[len(res)]
+	_, oerr := p.notApplied(ctx, r, q.out, q.m, q.msg, q.tag, q.identity, q.warnings, err, q.now)
+	r.halt = true // after notApplied, whose read of a duplicate's holder goes through here
+	if oerr != nil {
+		if errors.Is(oerr, store.ErrFenced) || errors.Is(oerr, store.ErrBatchBroken) {
+			r.fatal = oerr
+			return oerr
+		}
+		r.stopAt, r.stop = q.m, oerr
+	}
+	return errHalted
 }
 
 // duplicate records m SKIPPED as a duplicate of holder, unless reading the holder failed.

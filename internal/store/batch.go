@@ -113,6 +113,11 @@ type Batch struct {
 	// later holds the MSG_EVENT rows and back-fills of the messages that succeeded, written
 	// by Flush; nil: each message writes its own under its savepoint (DeferWrites).
 	later *deferred
+	// queue holds the successes waiting to be sent several per round trip (Queue,
+	// SendQueued); refs is what the batch knows of REF_DATA records (batchqueue.go).
+	queue      []*queued
+	queueBytes int
+	refs       map[refID]refState
 }
 
 // deferred is what the messages of a batch leave for Flush: their events in order, their
@@ -331,22 +336,13 @@ func (b *Batch) step(ctx context.Context, fn func(lead string) error) error {
 }
 
 // Succeed is Processing.Succeed inside the batch: the message's effects and SUCCEEDED under a
-// savepoint of their own; on any error none of them is left in the batch.
+// savepoint of their own; on any error none of them is left in the batch. The messages queued
+// before it (Queue) must have been sent (SendQueued) first: statements go in message order.
+//
+// It reads and writes REF_DATA past the batch's reference cache, so it forgets that cache.
 func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
+	b.refs = nil
 	err = b.step(ctx, func(lead string) error {
-		if lead != "" && b.later != nil {
-			done, sent, ev, rc, err := b.succeedOneTrip(ctx, lead, id, s, flights, now)
-			if err != nil {
-				return err
-			}
-			if done {
-				events, refChanged = ev, rc
-				return nil
-			}
-			if sent {
-				lead = "" // the savepoint is made; what was sent is rolled back to it
-			}
-		}
 		var err error
 		events, refChanged, err = b.d.succeedTx(ctx, b.tx, lead, id, s, flights, b.later, now)
 		return err
@@ -358,114 +354,6 @@ func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights Flight
 		return 0, 0, effectsError(id, err)
 	}
 	return events, refChanged, nil
-}
-
-// succeedOneTrip is Succeed's step in one round trip, on MySQL where each statement is one:
-// for a message (not a RESP, which may answer a data request) whose effects are one statement that needs no read of what the step writes
-// (a reference record added, changed or deleted, a flight the view read replaced in place)
-// or none, the step's savepoint, the identity bind with SUCCEEDED and that statement go
-// together as one multi-statement query (the reads it needs, of the stored record, come
-// before; its events and back-fill are deferred to Flush). done says it was done. When it was
-// not, either nothing was sent (another kind of message), or sent says that something was
-// (one of the statements failed or did not find its row) and it was rolled back to the step's
-// savepoint, which exists; either way the caller does the step statement by statement, which
-// tells exactly which one failed and why: the outcome is always that of succeedTx.
-func (b *Batch) succeedOneTrip(ctx context.Context, lead string, id int64, s Success, flights FlightWriter, now time.Time) (done, sent bool, events, refChanged int, err error) {
-	if strings.EqualFold(s.Meta.STYP, "RESP") {
-		return false, false, 0, 0, nil // it may answer a data request: succeedTx matches it
-	}
-	name := strings.TrimSuffix(strings.TrimPrefix(lead, "SAVEPOINT "), "; ")
-	dec := s.Decision
-	bind, args := bindSucceeded(id, s, now)
-	q := lead + bind
-	want := []int64{0, 1} // rows each statement must find: the savepoint's none, the bind's one
-	var changes int
-	switch {
-	case len(dec.Ref) == 1 && len(dec.Flights) == 0:
-		w, wargs, n, done, err := b.refOneTrip(ctx, id, dec.Ref[0], now)
-		if err != nil || !done {
-			return false, false, 0, 0, err
-		}
-		if w != "" {
-			q += "; " + w
-			args = append(args, wargs...)
-			want = append(want, n)
-			changes = 1
-		}
-		if changes == 0 && len(dec.Events) == 0 {
-			note, nargs := noteUnchanged(id, s)
-			q += "; " + note
-			args = append(args, nargs...)
-			want = append(want, 1)
-		}
-	case len(dec.Ref) == 0 && len(dec.Flights) == 1:
-		fs, isFS := flights.(FlightStatementer)
-		if !isFS {
-			return false, false, 0, 0, nil
-		}
-		w, wargs, one := fs.FlightStatement(b.tx, id, dec.Flights[0], now)
-		if !one {
-			return false, false, 0, 0, nil
-		}
-		q += "; " + w
-		args = append(args, wargs...)
-		want = append(want, 1)
-	case len(dec.Ref) == 0 && len(dec.Flights) == 0:
-	default:
-		return false, false, 0, 0, nil
-	}
-	rows, err := b.execAll(ctx, q, args)
-	if err == nil && len(rows) == len(want) {
-		for i, n := range rows {
-			if n != want[i] && want[i] >= 0 {
-				err = errNotFound
-				break
-			}
-		}
-		if err == nil {
-			if len(want) > 2 && want[2] < 0 {
-				changes = int(rows[2]) // a delete: the rows it removed
-				if changes == 0 && len(dec.Events) == 0 {
-					// Not there: the message changed nothing, which only now is known.
-					note, nargs := noteUnchanged(id, s)
-					if _, err := b.tx.ExecContext(ctx, note, nargs...); err != nil {
-						return false, true, 0, 0, classifyWrite(fmt.Sprintf("note of %d", id), err)
-					}
-				}
-			}
-			b.later.add(id, s.TypeTag, dec.Events, s.Meta, s.Flights, now)
-			return true, true, len(dec.Events), changes, nil
-		}
-	}
-	if _, rerr := b.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+name); rerr != nil {
-		return false, true, 0, 0, fmt.Errorf("%w: rollback to savepoint after %v: %w", ErrBatchBroken, err, Unavailable(rerr))
-	}
-	return false, true, 0, 0, nil
-}
-
-// errNotFound says a statement of a one-trip step did not find the row it was to change.
-var errNotFound = errors.New("a statement found no row")
-
-// refOneTrip returns the one statement that applies ch (an upsert or a delete of one record),
-// with the rows it must find (-1: any, a delete), after reading the stored record it needs;
-// done is false for a change that is more than that (a TYPE replaced, a record without a
-// key: applyRef does those). The statement is "" when the record is already as sent.
-func (b *Batch) refOneTrip(ctx context.Context, id int64, ch pipeline.RefChange, now time.Time) (q string, args []any, rows int64, done bool, err error) {
-	if ch.Record.Key == "" {
-		return "", nil, 0, false, nil
-	}
-	switch ch.Op {
-	case pipeline.RefUpsert:
-		cur, found, err := refStoredOne(ctx, b.tx, ch.Type, ch.Record.Key)
-		if err != nil {
-			return "", nil, 0, false, err
-		}
-		q, args := refWrite(id, ch.Type, ch.Record, cur, found, now)
-		return q, args, 1, true, nil
-	case pipeline.RefDelete:
-		return `DELETE FROM REF_DATA WHERE REF_TYPE = ? AND REF_KEY = ?`, []any{ch.Type, ch.Record.Key}, -1, true, nil
-	}
-	return "", nil, 0, false, nil
 }
 
 // execAll runs q, several statements, in the batch's transaction in one round trip and
