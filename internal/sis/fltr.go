@@ -328,17 +328,7 @@ func readText(d *scanner, x *xtext) error {
 			if depth > 0 {
 				continue
 			}
-			c := d.charData()
-			switch {
-			case pieces == 0 && !d.inBuf():
-				text = c
-			case joined:
-				d.join = append(d.join, c...)
-				text = d.join
-			default:
-				d.join = append(append(d.join[:0], text...), c...)
-				text, joined = d.join, true
-			}
+			text, joined = d.gatherText(text, pieces, joined)
 			pieces++
 		case tokStart:
 			if depth == 0 && x.sub == "" {
@@ -1287,4 +1277,22 @@ func (c *conv) flight(x *xrec) Flight {
 		f.FFID = f.ALCD + "-" + f.FLNO + "-" + f.MVIN + "-" + FormatDateTime(f.SODT, c.loc) + "-" + f.FLIN
 	}
 	return f
+}
+
+// gatherText adds the text piece just read to text, the element's text so far (pieces read
+// before it, joined saying text is already d.join). The first piece is taken as is when it
+// points into the input; a piece the scanner decoded into its buffer (the next token
+// overwrites it), or any later piece, is copied into d.join.
+func (d *scanner) gatherText(text []byte, pieces int, joined bool) ([]byte, bool) {
+	c := d.charData()
+	switch {
+	case pieces == 0 && !d.inBuf():
+		return c, joined
+	case joined:
+		d.join = append(d.join, c...)
+		return d.join, true
+	default:
+		d.join = append(append(d.join[:0], text...), c...)
+		return d.join, true
+	}
 }

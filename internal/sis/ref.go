@@ -439,17 +439,7 @@ func refReadText(d *scanner, name string) (string, error) {
 		}
 		switch kind {
 		case tokText:
-			c := d.charData()
-			switch {
-			case pieces == 0 && !d.inBuf():
-				text = c
-			case joined:
-				d.join = append(d.join, c...)
-				text = d.join
-			default:
-				d.join = append(append(d.join[:0], text...), c...)
-				text, joined = d.join, true
-			}
+			text, joined = d.gatherText(text, pieces, joined)
 			pieces++
 		case tokStart:
 			if nested == nil {
