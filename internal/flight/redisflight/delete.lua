@@ -10,12 +10,7 @@ while i <= #ARGV do
   local cur = redis.call('HMGET', k, 'ver', 'day', 'maid')
   if cur[1] == ver and cur[2] == day then
     redis.call('DEL', k)
-    redis.call('SREM', p .. 'day:' .. day, id)
-    if redis.call('SCARD', p .. 'day:' .. day) == 0 then redis.call('SREM', p .. 'days', day) end
-    if cur[3] then
-      redis.call('SREM', p .. 'maid:' .. cur[3], id)
-      redis.call('SREM', p .. 'codeshares', id)
-    end
+    unindex(p, id, 'D', day, '', cur[2], cur[3])
     n = n + 1
   end
 end

@@ -46,7 +46,7 @@ type Change struct {
 //go:embed project.lua
 var projectSrc string
 
-var projectScript = redis.NewScript(projectSrc)
+var projectScript = redis.NewScript(indexSrc + projectSrc)
 
 // Project applies changes in order in one script, all or none: each upsert writes the record,
 // its day and code-share sets and the version the flight had plus one; each delete removes
@@ -103,7 +103,7 @@ type RebuildSource interface {
 //go:embed rebuild.lua
 var rebuildSrc string
 
-var rebuildScript = redis.NewScript(rebuildSrc)
+var rebuildScript = redis.NewScript(indexSrc + rebuildSrc)
 
 // RebuildFrom makes Redis's flights of days exactly those of src (FLIGHT_STATE, authoritative
 // in phase B), chunk flights per script (0: DefaultRebuildChunk): per day, src's flights in

@@ -19,14 +19,7 @@ while i <= #ARGV do
   if gone > last then last = gone end
   if tonumber(eid) > last then
     applied = applied + 1
-    if old[2] and (op == 'D' or old[2] ~= day) then
-      redis.call('SREM', p .. 'day:' .. old[2], id)
-      if redis.call('SCARD', p .. 'day:' .. old[2]) == 0 then redis.call('SREM', p .. 'days', old[2]) end
-    end
-    if old[3] and (op == 'D' or old[3] ~= maid) then
-      redis.call('SREM', p .. 'maid:' .. old[3], id)
-      redis.call('SREM', p .. 'codeshares', id)
-    end
+    unindex(p, id, op, day, maid, old[2], old[3])
     if op == 'D' then
       redis.call('DEL', k)
       redis.call('SET', gk, eid, 'EX', ttl)
@@ -34,15 +27,7 @@ while i <= #ARGV do
       local ver = (tonumber(old[1]) or 0) + 1
       redis.call('HSET', k, 'rec', rec, 'ver', ver, 'day', day, 'msg', msg, 'upd', upd, 'eid', eid)
       redis.call('DEL', gk)
-      redis.call('SADD', p .. 'day:' .. day, id)
-      redis.call('SADD', p .. 'days', day)
-      if maid ~= '' then
-        redis.call('HSET', k, 'maid', maid)
-        redis.call('SADD', p .. 'maid:' .. maid, id)
-        redis.call('SADD', p .. 'codeshares', id)
-      elseif old[3] then
-        redis.call('HDEL', k, 'maid')
-      end
+      index(p, k, id, day, maid, old[3])
     end
   end
 end

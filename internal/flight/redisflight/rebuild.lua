@@ -14,14 +14,7 @@ while i <= #ARGV do
   i = i + 8
   local k, gk = p .. 'flight:' .. id, p .. 'gone:' .. id
   local old = redis.call('HMGET', k, 'day', 'maid')
-  if old[1] and (op == 'D' or old[1] ~= day) then
-    redis.call('SREM', p .. 'day:' .. old[1], id)
-    if redis.call('SCARD', p .. 'day:' .. old[1]) == 0 then redis.call('SREM', p .. 'days', old[1]) end
-  end
-  if old[2] and (op == 'D' or old[2] ~= maid) then
-    redis.call('SREM', p .. 'maid:' .. old[2], id)
-    redis.call('SREM', p .. 'codeshares', id)
-  end
+  unindex(p, id, op, day, maid, old[1], old[2])
   redis.call('DEL', k)
   if op == 'D' then
     redis.call('SET', gk, wm, 'EX', ttl)
@@ -29,13 +22,7 @@ while i <= #ARGV do
   else
     redis.call('DEL', gk)
     redis.call('HSET', k, 'rec', rec, 'ver', ver, 'day', day, 'msg', msg, 'upd', upd, 'eid', wm)
-    redis.call('SADD', p .. 'day:' .. day, id)
-    redis.call('SADD', p .. 'days', day)
-    if maid ~= '' then
-      redis.call('HSET', k, 'maid', maid)
-      redis.call('SADD', p .. 'maid:' .. maid, id)
-      redis.call('SADD', p .. 'codeshares', id)
-    end
+    index(p, k, id, day, maid, false)
     written = written + 1
   end
 end

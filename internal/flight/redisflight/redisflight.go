@@ -105,10 +105,15 @@ func (s *Store) markerKey(msgID int64) string {
 	return s.p + "marker:" + strconv.FormatInt(msgID, 10)
 }
 
+// indexSrc is index.lua, the layout's index functions, put in front of every script.
+//
+//go:embed index.lua
+var indexSrc string
+
 //go:embed apply.lua
 var applySrc string
 
-var applyScript = redis.NewScript(applySrc)
+var applyScript = redis.NewScript(indexSrc + applySrc)
 
 // ErrChangedUnderUs is wrapped by an Apply whose compare-and-set found a flight at another
 // version than the one read (another writer): INFRA, the message is retried.
@@ -545,7 +550,7 @@ func (s *Store) HistoryChunk(ctx context.Context, day string, afterFLID int64, l
 //go:embed delete.lua
 var deleteSrc string
 
-var deleteScript = redis.NewScript(deleteSrc)
+var deleteScript = redis.NewScript(indexSrc + deleteSrc)
 
 // DeleteHistory deletes the given flights, each only if it is still on the day and at the
 // version the sweep read, and returns how many it deleted.
