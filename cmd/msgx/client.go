@@ -73,6 +73,20 @@ func tokenFlag(fs *flag.FlagSet) {
 	})
 }
 
+// show GETs url and, with asJSON, prints the answer as it came (printed is then true);
+// otherwise it decodes the answer into out for the command to print its way.
+func show(url string, asJSON bool, out any) (printed bool, err error) {
+	var raw json.RawMessage
+	if err := call("GET", url, nil, "", &raw); err != nil {
+		return false, err
+	}
+	if asJSON {
+		os.Stdout.Write(append(raw, '\n'))
+		return true, nil
+	}
+	return false, json.Unmarshal(raw, out)
+}
+
 func call(method, url string, body []byte, contentType string, out any) error {
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
@@ -158,14 +172,6 @@ func status(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 2}
 	}
-	var raw json.RawMessage
-	if err := call("GET", serverURL(*server)+"/api/v1/status", nil, "", &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		os.Stdout.Write(append(raw, '\n'))
-		return nil
-	}
 	var st struct {
 		Counts      map[string]int `json:"counts"`
 		PumpRunning bool           `json:"pump_running"`
@@ -186,7 +192,7 @@ func status(args []string) error {
 			At     time.Time `json:"paused_at"`
 		} `json:"paused"`
 	}
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if printed, err := show(serverURL(*server)+"/api/v1/status", *asJSON, &st); printed || err != nil {
 		return err
 	}
 	fmt.Printf("pump running: %v", st.PumpRunning)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -69,19 +68,11 @@ func messages(args []string) error {
 	}
 	q.Set("after", strconv.FormatInt(*after, 10))
 	q.Set("limit", strconv.Itoa(*limit))
-	var raw json.RawMessage
-	if err := call("GET", serverURL(*server)+"/api/v1/messages?"+q.Encode(), nil, "", &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		fmt.Printf("%s\n", raw)
-		return nil
-	}
 	var out struct {
 		Messages  []shownMessage `json:"messages"`
 		NextAfter *int64         `json:"next_after"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if printed, err := show(serverURL(*server)+"/api/v1/messages?"+q.Encode(), *asJSON, &out); printed || err != nil {
 		return err
 	}
 	defer func() {
@@ -133,16 +124,8 @@ func message(args []string) (err error) {
 			}
 		}()
 	}
-	var raw json.RawMessage
-	if err := call("GET", fmt.Sprintf("%s/api/v1/messages/%d", serverURL(*server), id), nil, "", &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		fmt.Printf("%s\n", raw)
-		return nil
-	}
 	var m shownMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if printed, err := show(fmt.Sprintf("%s/api/v1/messages/%d", serverURL(*server), id), *asJSON, &m); printed || err != nil {
 		return err
 	}
 	fmt.Printf("message %d: %s %s, attempts %d\n", m.ID, or(m.TypeTag, "?"), m.State, m.Attempts)

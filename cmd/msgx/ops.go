@@ -143,14 +143,6 @@ func events(args []string) error {
 	if *state != "" {
 		q.Set("state", *state)
 	}
-	var raw json.RawMessage
-	if err := call("GET", serverURL(*server)+"/api/v1/events?"+q.Encode(), nil, "", &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		fmt.Printf("%s\n", raw)
-		return nil
-	}
 	var out struct {
 		Events []struct {
 			EventID       int64   `json:"event_id"`
@@ -167,7 +159,7 @@ func events(args []string) error {
 		} `json:"events"`
 		NextAfter *int64 `json:"next_after"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if printed, err := show(serverURL(*server)+"/api/v1/events?"+q.Encode(), *asJSON, &out); printed || err != nil {
 		return err
 	}
 	fmt.Printf("%8s  %-13s  %-7s  %8s  %8s  %8s  %s\n", "event", "target", "state", "attempts", "message", "flight", "payload / last error")
@@ -341,14 +333,6 @@ func jobsCmd(args []string) error {
 		fmt.Printf("job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
 		return nil
 	}
-	var raw json.RawMessage
-	if err := call("GET", serverURL(*server)+"/api/v1/jobs", nil, "", &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		fmt.Printf("%s\n", raw)
-		return nil
-	}
 	var out struct {
 		Jobs []struct {
 			ID         int64      `json:"id"`
@@ -362,7 +346,7 @@ func jobsCmd(args []string) error {
 			LastError  *string    `json:"last_error"`
 		} `json:"jobs"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if printed, err := show(serverURL(*server)+"/api/v1/jobs", *asJSON, &out); printed || err != nil {
 		return err
 	}
 	if len(out.Jobs) == 0 {

@@ -92,18 +92,10 @@ func requestsList(args []string) error {
 	}
 	q.Set("after", strconv.FormatInt(*after, 10))
 	q.Set("limit", strconv.Itoa(*limit))
-	var raw json.RawMessage
-	if err := call("GET", serverURL(*server)+"/api/v1/requests?"+q.Encode(), nil, "", &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		fmt.Printf("%s\n", raw)
-		return nil
-	}
 	var out struct {
 		Requests []shownRequest `json:"requests"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if printed, err := show(serverURL(*server)+"/api/v1/requests?"+q.Encode(), *asJSON, &out); printed || err != nil {
 		return err
 	}
 	at := func(t *time.Time) string {
