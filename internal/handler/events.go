@@ -640,13 +640,7 @@ func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pi
 		return mapFlightEvents(flid, old, cur, schedule, win)
 	}
 	key := strconv.FormatInt(flid, 10)
-	op := "update"
-	switch {
-	case old == nil:
-		op = "insert"
-	case cur == nil:
-		op = "delete"
-	}
+	op := flightOp(old, cur)
 	size := 64
 	for _, c := range changes {
 		size += len(c.key) + len(c.old) + len(c.new) + 20
@@ -705,6 +699,18 @@ func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pi
 	}, nil
 }
 
+// flightOp names the change from the stored record old to cur (nil: absent): insert, delete
+// or update.
+func flightOp(old, cur []byte) string {
+	switch {
+	case old == nil:
+		return "insert"
+	case cur == nil:
+		return "delete"
+	}
+	return "update"
+}
+
 // mapFlightEvents is flightEvents for any records: the fields compared as maps (split by
 // topFields, or by json.Unmarshal when it refuses) and the notification written by
 // json.Marshal. It is the implementation flightEvents replaced on the hot path, and the
@@ -721,13 +727,7 @@ func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([
 		return nil, fmt.Errorf("flight %d: %w", flid, err)
 	}
 	key := strconv.FormatInt(flid, 10)
-	op := "update"
-	switch {
-	case old == nil:
-		op = "insert"
-	case cur == nil:
-		op = "delete"
-	}
+	op := flightOp(old, cur)
 	flop, err := flopPayload(flid, op, changes, fast)
 	if err != nil {
 		return nil, err
