@@ -215,6 +215,28 @@ func (p *Pump) decodeRun(run []*store.Due) []*decoded {
 	return out
 }
 
+// decodeDue decodes m at its turn in the batch, reading its raw text first when it did not
+// come with the batch read (too long: it cannot have changed, only the gateway and the inbox
+// write raw text, once). A nil result says m is done with: err is the raw read's failure (the
+// batch ends before m), or what recording m DEAD MALFORMED through out returned when its raw
+// text is missing.
+func (p *Pump) decodeDue(ctx context.Context, out outlet, m *store.Due, now time.Time) (*decoded, error) {
+	raw, ok := m.Raw, m.RawOK
+	if m.RawLater {
+		var err error
+		if raw, ok, err = p.db.Raw(ctx, m.ID); err != nil {
+			return nil, err
+		}
+	}
+	if !ok {
+		return nil, p.recordDeadIn(ctx, out, &m.Message, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
+	}
+	p.working(m.ID, "", "decoding")
+	d := &decoded{}
+	d.msg, d.tag, d.identity, d.warnings, d.err = p.decodeOne(m.ID, raw)
+	return d, nil
+}
+
 // flopFlights returns the flights the FLOPs of decs name: what their handlers read.
 func flopFlights(decs []*decoded) []int64 {
 	var out []int64
@@ -397,23 +419,12 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 	var msg *sis.Message
 	var tag, identity string
 	var warnings []string
-	if d != nil {
-		msg, tag, identity, warnings, err = d.msg, d.tag, d.identity, d.warnings, d.err
-	} else {
-		raw, ok := m.Raw, m.RawOK
-		if m.RawLater {
-			// Too long for the batch read: read alone (it cannot have changed: only the gateway
-			// and the inbox write raw text, once).
-			if raw, ok, err = p.db.Raw(ctx, m.ID); err != nil {
-				return false, err
-			}
+	if d == nil {
+		if d, err = p.decodeDue(ctx, out, m, now); d == nil {
+			return false, err
 		}
-		if !ok {
-			return false, p.recordDeadIn(ctx, out, msg0, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
-		}
-		p.working(m.ID, "", "decoding")
-		msg, tag, identity, warnings, err = p.decodeOne(m.ID, raw)
 	}
+	msg, tag, identity, warnings, err = d.msg, d.tag, d.identity, d.warnings, d.err
 	out = out.naming(msg)
 	direct := outlet{record: r.b.Record, later: later}.naming(msg)
 	if err != nil {
@@ -477,9 +488,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 	dec.Events = p.withCopies(dec.Events)
 	p.working(m.ID, tag, "writing")
 	warnings = append(warnings[:len(warnings):len(warnings)], dec.Warnings...)
-	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	s := store.Success{From: store.VersionOf(msg0), TypeTag: tag, Identity: identity, Meta: meta,
-		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}
+	s := success(msg0, msg, tag, identity, warnings, dec)
 	if r.b.Queue(m.ID, s, flights, now) {
 		// Written with the messages around it (sendQueued); reported once it is.
 		r.pending = append(r.pending, &pendingMsg{m: msg0, msg: msg, out: direct, tag: tag, identity: identity,

@@ -42,17 +42,11 @@ import (
 func (p *Pump) batchOneAuthoritative(ctx context.Context, r *batch, m *store.Due, now time.Time) (end bool, err error) {
 	out := outlet{record: r.b.Record, later: func(f func()) { r.reports = append(r.reports, f) }}
 	msg0 := &m.Message
-	raw, ok := m.Raw, m.RawOK
-	if m.RawLater {
-		if raw, ok, err = p.db.Raw(ctx, m.ID); err != nil {
-			return false, err
-		}
+	d, err := p.decodeDue(ctx, out, m, now)
+	if d == nil {
+		return false, err
 	}
-	if !ok {
-		return false, p.recordDeadIn(ctx, out, msg0, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
-	}
-	p.working(m.ID, "", "decoding")
-	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
+	msg, tag, identity, warnings, err := d.msg, d.tag, d.identity, d.warnings, d.err
 	out = out.naming(msg)
 	if err != nil {
 		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
@@ -84,9 +78,7 @@ func (p *Pump) batchOneAuthoritative(ctx context.Context, r *batch, m *store.Due
 	dec.Events = p.withCopies(dec.Events)
 	p.working(m.ID, tag, "writing")
 	warnings = append(warnings[:len(warnings):len(warnings)], dec.Warnings...)
-	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	events, changed, err := r.b.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(msg0), TypeTag: tag, Identity: identity, Meta: meta,
-		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}, p.opt.Flights, now)
+	events, changed, err := r.b.Succeed(ctx, m.ID, success(msg0, msg, tag, identity, warnings, dec), p.opt.Flights, now)
 	switch {
 	case errors.Is(err, store.ErrIdentityTaken):
 		holder, _, berr := r.b.BoundTo(ctx, identity)

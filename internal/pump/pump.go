@@ -343,6 +343,14 @@ func (o outlet) naming(msg *sis.Message) outlet {
 	return o
 }
 
+// success is what the success transaction of decided message m writes: its decision, note
+// and warnings, its envelope's back-fill and the flights it names.
+func success(m *store.Message, msg *sis.Message, tag, identity string, warnings []string, dec pipeline.Decision) store.Success {
+	return store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity,
+		Meta:     store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM},
+		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}
+}
+
 // flightsOf returns the FLIDs msg names, read from its decoded body: a FLOP's record(s), each
 // FLTR of a SCHD (the valid ones, and the invalid ones whose FLID was readable). The body is
 // the one source every outcome has: a Decision's flight writes and events exist only for a
@@ -609,9 +617,7 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	dec.Events = p.withCopies(dec.Events)
 	p.working(m.ID, tag, "writing")
 	warnings = append(slices.Clip(warnings), dec.Warnings...)
-	meta := store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	events, changed, err := p.db.Succeed(ctx, m.ID, store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity, Meta: meta,
-		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}, p.opt.Flights, now)
+	events, changed, err := p.db.Succeed(ctx, m.ID, success(m, msg, tag, identity, warnings, dec), p.opt.Flights, now)
 	if errors.Is(err, store.ErrIdentityTaken) {
 		holder, _, berr := p.db.BoundTo(ctx, identity)
 		if berr != nil {
