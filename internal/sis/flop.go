@@ -6,6 +6,9 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -329,13 +332,13 @@ func decodeFLOP(raw []byte, meta Meta, opt Options, w *Warnings) (any, error) {
 }
 
 // flop converts a FLOP element into a Flop of the STYP, reading only that STYP's payload
-// (elements of other STYPs are ignored, as the legacy did; unknown ones see flopUnknown).
+// (what else it holds: see flopExtra).
 func (c *conv) flop(styp string, x *xrec) Flop {
 	f := Flop{FLID: c.flidOf(x.FLID), FFID: c.text("FFID", x.FFID), STYP: styp}
 	if c.err != nil {
 		return f
 	}
-	c.flopUnknown(styp, x)
+	c.flopExtra(styp, x)
 	if c.err != nil {
 		return f
 	}
@@ -463,39 +466,144 @@ func (c *conv) flop(styp string, x *xrec) Flop {
 	return f
 }
 
-// flopUnknown applies the rule against silent clears (FORMAT.md §2.3 and §5.15): an absent
-// payload element means "clear", so a record that lacks one of its STYP's elements while
-// holding an element SIS does not define for FLOP (a misspelt or wrong-case tag, most likely
-// the missing one) is MALFORMED, naming the element it probably meant. Otherwise unknown
-// elements are read past and reported as warnings.
-func (c *conv) flopUnknown(styp string, x *xrec) {
-	unknown := x.unknown(flopKnown)
-	if len(unknown) == 0 {
-		x.warnUnknown(flopKnown, flopOwn(styp), "FLOP "+styp, c.n, c.warn)
-		return
+// flopCommon are the elements any FLOP record may hold beside its STYP's own: FLID and FFID
+// (FORMAT.md §2.3) and the flight's schedule identity the legacy bound inside FLOP (§2.3 I).
+// Every other element of flopKnown is the payload of another operation (ESTT, ACTT, LBNO,
+// LBWT, PAXC among them: operations msgx does not decode).
+var flopCommon = setOf("FLID FFID ALCD ALSC FLNO MVIN SODT CSOP CSFT MAID")
+
+// flopCommonSlots are the fields of flopCommon in xrec, to count them without a map lookup.
+var flopCommonSlots = func() []xslot {
+	var out []xslot
+	for _, n := range sortedNames(flopCommon) {
+		out = append(out, xrecPlan.elems[n])
+	}
+	return out
+}()
+
+// flopAllowed maps each STYP to the elements its record may hold without a remark: the
+// common ones and its own.
+var flopAllowed = func() map[string]map[string]bool {
+	m := map[string]map[string]bool{}
+	for styp := range flopSpecs {
+		set := maps.Clone(flopCommon)
+		for _, e := range flopOwn(styp) {
+			set[e] = true
+		}
+		m[styp] = set
+	}
+	return m
+}()
+
+// flopGroupRequired are, per group, the children an entry cannot do without (its key or what
+// it allocates): an entry that lacks one and holds an unknown child is MALFORMED.
+var flopGroupRequired = map[string][]string{
+	"PORT": {"POID"}, "ABTM": {"ABDG"}, "CHDT": {"CHUT"}, "CHOT": {"CHTM"}, "CKDT": {"CHKC"},
+	"CLDT": {"BELT"}, "GTDT": {"GATE"}, "PSDT": {"PSST"}, "ERUT": {"APCD"}, "SRVT": {"SRTC", "SRQT"},
+	"VIPF": {"VPCD"}, "VIPT": {"VSCD"}, "PSHT": {"PUST"}, "TIPT": {"TRST"},
+}
+
+// flopExtra applies the rules against silent clears (FORMAT.md §2.3: an absent payload
+// element, or a child absent from a group entry, means "clear"):
+//
+//   - a record that lacks one of its STYP's elements and holds anything beyond the common
+//     ones (an element of another STYP, or one SIS does not define for FLOP) is MALFORMED,
+//     naming what it holds and what it lacks (for a misspelt tag: the element probably meant);
+//   - an unknown child of one of the STYP's group entries is MALFORMED when it is one edit
+//     from a child the entry lacks (a misspelling: that value would be cleared) or when the
+//     entry lacks a required child (flopGroupRequired);
+//
+// and reports everything else it reads past as a warning.
+func (c *conv) flopExtra(styp string, x *xrec) {
+	own := flopOwn(styp)
+	expected := 0
+	v := reflect.ValueOf(x).Elem()
+	for _, slot := range flopCommonSlots {
+		expected += countIn(v, slot)
 	}
 	var missing []string
-	for _, e := range flopOwn(styp) {
-		if !x.present(e) {
+	for _, e := range own {
+		n := x.count(e)
+		expected += n
+		if n == 0 {
 			missing = append(missing, e)
 		}
 	}
-	if len(missing) == 0 {
-		x.warnUnknown(flopKnown, flopOwn(styp), "FLOP "+styp, c.n, c.warn)
-		return
-	}
-	name, hint := unknown[0], ""
-	for _, u := range unknown {
-		if s := suggest(u, missing); s != "" {
-			name, hint = u, " (did you mean "+s+"?)"
-			break
+	var unknown, other []string
+	if x.children != expected {
+		for _, e := range x.unknown(flopAllowed[styp]) {
+			if flopKnown[e] {
+				other = append(other, e)
+			} else {
+				unknown = append(unknown, e)
+			}
 		}
 	}
-	if hint == "" {
-		hint = didYouMean(name, append(missing, sortedNames(flopKnown)...))
-		hint += fmt.Sprintf("; the record has no %s, which would clear it", strings.Join(missing, ", "))
+	if len(missing) > 0 && len(unknown)+len(other) > 0 {
+		c.failSilentClear(styp, missing, unknown, other)
+		return
 	}
-	if c.err == nil {
-		c.err = pipeline.Errorf(pipeline.Malformed, "%s: unknown element %s in FLOP %s%s", c.where(), short(name), styp, hint)
+	label := "FLOP " + styp
+	x.warnTop(unknown, flopKnown, own, label, c.n, c.warn)
+	for _, e := range other {
+		c.warn.Addf("element %s in %s record %d ignored: not an element of FLOP %s", e, label, c.n, styp)
 	}
+	x.nestedUnknown(flopKnown, func(u nested) {
+		if c.err == nil && u.group() != "" && slices.Contains(own, u.path[0].name) && c.groupClear(u) {
+			return
+		}
+		u.warn(label, c.n, c.warn)
+	})
+}
+
+// failSilentClear refuses a record that lacks its STYP's elements missing and holds the
+// unexpected elements unknown (not SIS's) and other (another STYP's).
+func (c *conv) failSilentClear(styp string, missing, unknown, other []string) {
+	for _, u := range unknown {
+		if s := suggest(u, missing); s != "" {
+			c.err = pipeline.Errorf(pipeline.Malformed, "%s: unknown element %s in FLOP %s (did you mean %s?)", c.where(), short(u), styp, s)
+			return
+		}
+	}
+	if len(other) == 0 {
+		name := unknown[0]
+		hint := didYouMean(name, append(missing, sortedNames(flopKnown)...))
+		c.err = pipeline.Errorf(pipeline.Malformed, "%s: unknown element %s in FLOP %s%s; the record has no %s, which would clear it",
+			c.where(), short(name), styp, hint, strings.Join(missing, ", "))
+		return
+	}
+	c.err = pipeline.Errorf(pipeline.Malformed, "%s: FLOP %s record has %s but no %s, which would clear it",
+		c.where(), styp, tags(append(other, unknown...)), tags(missing))
+}
+
+// groupClear refuses (MALFORMED, true) an unknown child of a group entry that lacks the child
+// it probably stands for, or a required one; false leaves it a warning.
+func (c *conv) groupClear(u nested) bool {
+	missing := u.missing()
+	if s := suggest(u.name, missing); s != "" && (strings.EqualFold(s, u.name) || editDistance(strings.ToUpper(u.name), s) <= 1) {
+		c.err = pipeline.Errorf(pipeline.Malformed, "%s %s: unknown element %s (did you mean %s?); the entry has no %s, which would clear it",
+			c.where(), u.where(), short(u.name), s, s)
+		return true
+	}
+	var lacks []string
+	for _, r := range flopGroupRequired[u.group()] {
+		if slices.Contains(missing, r) {
+			lacks = append(lacks, r)
+		}
+	}
+	if len(lacks) == 0 {
+		return false
+	}
+	c.err = pipeline.Errorf(pipeline.Malformed, "%s %s: unknown element %s%s, and the entry has no %s (required)",
+		c.where(), u.where(), short(u.name), u.hint(), tags(lacks))
+	return true
+}
+
+// tags formats names as <A>, <B>.
+func tags(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "<" + short(n) + ">"
+	}
+	return strings.Join(out, ", ")
 }

@@ -271,9 +271,10 @@ func TestFlopJSONRoundTrip(t *testing.T) {
 	}
 }
 
-// No silent clears: a FLOP record that lacks its STYP's element(s) and holds an element SIS
-// does not define for FLOP is MALFORMED, naming the element probably meant; beside a present
-// STYP element an unknown one is read past with a warning.
+// No silent clears: a FLOP record that lacks its STYP's element(s) and holds anything beyond
+// the common elements (one SIS does not define for FLOP, or another STYP's) is MALFORMED,
+// naming what it holds and lacks (a misspelt tag: the element probably meant); beside a
+// present STYP element an unexpected one is read past with a warning.
 func TestFlopUnknownElements(t *testing.T) {
 	rejects := []struct {
 		name, styp, payload string
@@ -289,6 +290,12 @@ func TestFlopUnknownElements(t *testing.T) {
 		{"PORT", "PORT", "<PROT><POID>O</POID></PROT>", "did you mean PORT?"},
 		{"FDEL", "FDEL", "<FDELL/>", "did you mean FDEL?"},
 		{"second record", "STND", "<STND>1</STND></FLOP><FLOP><FLID>7002</FLID><Stnd>2</Stnd>", "FLOP[2] FLID 7002: unknown element Stnd in FLOP STND (did you mean STND?)"},
+		{"other STYP's element", "STND", "<TRML>T2</TRML>", "FLOP[1] FLID 7001: FLOP STND record has <TRML> but no <STND>, which would clear it"},
+		{"other STYP's time", "APPT", "<BOTM>15MAR261000</BOTM>", "FLOP APPT record has <BOTM> but no <APPT>"},
+		{"an operation msgx does not decode", "STND", "<ESTT>15MAR261000</ESTT>", "FLOP STND record has <ESTT> but no <STND>"},
+		{"other and unknown", "HNAG", "<FHAG>1</FHAG><TRML>T2</TRML><ZZZZ/>", "FLOP HNAG record has <TRML>, <ZZZZ> but no <PHAG>, <MHAG>, which would clear it"},
+		{"other STYP's group", "PSDT", `<GTDT GTNO="1"><GATE>B1</GATE></GTDT>`, "FLOP PSDT record has <GTDT> but no <PSDT>"},
+		{"FDEL beside another STYP's element", "FDEL", "<STND>1</STND>", "FLOP FDEL record has <STND> but no <FDEL>"},
 	}
 	for _, tt := range rejects {
 		t.Run(tt.name, func(t *testing.T) {
@@ -303,11 +310,62 @@ func TestFlopUnknownElements(t *testing.T) {
 			"unknown element STDN in FLOP STND record 1 ignored (did you mean STND?)",
 			"unknown element ZZZZ in FLOP STND record 1 ignored"}},
 		{"absent, nothing unknown: clear", "TOBT", "", nil},
-		{"other STYP's element: not unknown", "APPT", "<BOTM>15MAR261000</BOTM>", nil},
+		{"absent, only the flight's identity: clear", "TOBT", "<ALCD>3U</ALCD><FLNO>3U8881</FLNO><MVIN>D</MVIN><SODT>15MAR261030</SODT>", nil},
+		{"other STYP's element beside the element", "APPT", "<APPT/><BOTM>15MAR261000</BOTM>", []string{
+			"element BOTM in FLOP APPT record 1 ignored: not an element of FLOP APPT"}},
 		{"inside a group", "CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHTX/></CHOT>`, []string{
-			"unknown element CHTX in FLOP CHOT record 1 CHOT[1] ignored"}},
+			"unknown element CHTX in FLOP CHOT record 1 CHOT[1] ignored (did you mean CHTM?)"}},
 		{"around the record", "APPT", "<APPT/></FLOP><NOTE/><FLOP><FLID>7002</FLID><APPT/>", []string{
 			"unknown element NOTE in MSG ignored"}},
+	}
+	for _, tt := range accepts {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, err := Decode(flopMsg(tt.styp, flop7001(tt.payload)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(msg.Warnings, tt.warnings) {
+				t.Errorf("warnings\n got %q\nwant %q", msg.Warnings, tt.warnings)
+			}
+		})
+	}
+}
+
+// A misspelt or unknown child of a group entry: the entry would be stored without the child
+// it lacks (a clear), so it is MALFORMED when the unknown child is one edit from a child the
+// entry lacks, or when the entry lacks a required child; otherwise a warning with the
+// did-you-mean.
+func TestFlopGroupUnknownChildren(t *testing.T) {
+	rejects := []struct {
+		name, styp, payload string
+		part                string
+	}{
+		{"chocks time misspelt", "CHOT", `<CHOT CSNO="1"><CHTN>15MAR261000</CHTN><CHID>ON</CHID><CHST>213</CHST></CHOT>`,
+			"FLOP[1] FLID 7001 CHOT[1]: unknown element CHTN (did you mean CHTM?); the entry has no CHTM, which would clear it"},
+		{"stand start misspelt", "PSDT", `<PSDT PSNO="1"><PSST>213</PSST><STTS>15MAR261000</STTS><STET>15MAR261100</STET></PSDT>`,
+			"FLOP[1] FLID 7001 PSDT[1]: unknown element STTS (did you mean STST?)"},
+		{"wrong case", "GTDT", `<GTDT GTNO="1"><GATE>B1</GATE><gotm>15MAR261000</gotm></GTDT>`, "GTDT[1]: unknown element gotm (did you mean GOTM?)"},
+		{"second entry", "CKDT", `<CKDT CKNO="1"><CHKC>A1</CHKC></CKDT><CKDT CKNO="2"><CHCK>A2</CHCK></CKDT>`,
+			"CKDT[2]: unknown element CHCK (did you mean CHKC?)"},
+		{"required child missing", "CHOT", `<CHOT CSNO="1"><CHID>ON</CHID><NOTE>x</NOTE></CHOT>`,
+			"CHOT[1]: unknown element NOTE, and the entry has no <CHTM> (required)"},
+		{"an entry of only a misspelt child", "ERUT", `<ERUT><APDC>PEK</APDC></ERUT>`, "ERUT[1]: unknown element APDC (did you mean APCD?)"},
+		{"PORT time", "PORT", `<PORT><POTN>15MAR261000</POTN><POID>O</POID></PORT>`, "PORT[1]: unknown element POTN (did you mean POTM?)"},
+		{"nested entry", "VIPF", `<VIPF><VPCD>V1</VPCD><VIPT><VSDC>S1</VSDC></VIPT></VIPF>`, "VIPF[1]/VIPT[1]: unknown element VSDC (did you mean VSCD?)"},
+	}
+	for _, tt := range rejects {
+		t.Run(tt.name, func(t *testing.T) {
+			wantReject(t, flopMsg(tt.styp, flop7001(tt.payload)), pipeline.Malformed, tt.part)
+		})
+	}
+	accepts := []struct {
+		name, styp, payload string
+		warnings            []string
+	}{
+		{"beside every child", "CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHID>ON</CHID><CHST>213</CHST><CHDI/></CHOT>`, []string{
+			"unknown element CHDI in FLOP CHOT record 1 CHOT[1] ignored (did you mean CHID?)"}},
+		{"nothing close, required present", "GTDT", `<GTDT GTNO="1"><GATE>B1</GATE><REMARK>x</REMARK></GTDT>`, []string{
+			"unknown element REMARK in FLOP GTDT record 1 GTDT[1] ignored"}},
 	}
 	for _, tt := range accepts {
 		t.Run(tt.name, func(t *testing.T) {

@@ -67,6 +67,9 @@ type xrec struct {
 	// readPast: the reader met an element inside a known one (nestedUnknown has something
 	// to report); false spares the walk over every field of every record.
 	readPast bool `xml:"-"`
+	// children counts the record's child elements, known or not: with the counts of the
+	// expected ones it tells a FLOP record holds nothing else without a walk over every field.
+	children int `xml:"-"`
 }
 
 type xfdiv struct {
@@ -247,9 +250,10 @@ func planOf(t reflect.Type) *xplan {
 
 // readRecord reads the FLTR or FLOP element whose start was just read into x.
 func readRecord(d *scanner, start *xml.StartElement, x *xrec) error {
-	before := d.readPast
+	before, kids := d.readPast, d.recChildren
 	err := readInto(d, start, reflect.ValueOf(x).Elem(), xrecPlan)
 	x.readPast = d.readPast != before
+	x.children = d.recChildren - kids
 	return err
 }
 
@@ -271,6 +275,9 @@ func readInto(d *scanner, start *xml.StartElement, v reflect.Value, p *xplan) er
 		}
 		switch kind {
 		case tokStart:
+			if p == xrecPlan {
+				d.recChildren++
+			}
 			t := d.startElem()
 			slot, ok := p.elems[t.Name.Local]
 			switch {
@@ -514,16 +521,35 @@ var (
 )
 
 // present reports whether the record holds the element name (even empty).
-func (x *xrec) present(name string) bool {
+func (x *xrec) present(name string) bool { return x.count(name) > 0 }
+
+// count returns how many times the record holds the element name (even empty).
+func (x *xrec) count(name string) int {
 	slot, ok := xrecPlan.elems[name]
 	if !ok {
-		return slices.Contains(x.Other, name)
+		n := 0
+		for _, o := range x.Other {
+			if o == name {
+				n++
+			}
+		}
+		return n
 	}
-	f := reflect.ValueOf(x).Elem().Field(slot.index)
+	return countIn(reflect.ValueOf(x).Elem(), slot)
+}
+
+// presentIn reports whether v, read by plan p, holds the child element name (even empty).
+func presentIn(v reflect.Value, p *xplan, name string) bool {
+	slot, ok := p.elems[name]
+	return ok && countIn(v, slot) > 0
+}
+
+func countIn(v reflect.Value, slot xslot) int {
+	f := v.Field(slot.index)
 	if slot.plan == nil {
-		return f.Addr().Interface().(*xtext).n > 0 // through a pointer: no copy, no allocation
+		return f.Addr().Interface().(*xtext).n // through a pointer: no copy, no allocation
 	}
-	return f.Len() > 0
+	return f.Len()
 }
 
 // unknown returns the record's child elements that known does not hold, each once: first
@@ -563,10 +589,57 @@ func formatPath(steps []pathStep) string {
 	return b.String()
 }
 
+// nested is an element read past inside one of a record's known elements: inside a simple
+// element, or a child of a group entry that the group does not define.
+type nested struct {
+	path  []pathStep // to the element or entry holding it (valid during the call only)
+	name  string
+	entry reflect.Value // the group entry holding it; invalid inside a simple element
+	plan  *xplan        // the entry's plan
+}
+
+// where formats the path: GTDT[2], VIPF[1]/VIPT[3], REMC.
+func (u nested) where() string { return formatPath(u.path) }
+
+// group is the group of the entry holding the element ("" inside a simple element).
+func (u nested) group() string {
+	if !u.entry.IsValid() {
+		return ""
+	}
+	return u.path[len(u.path)-1].name
+}
+
+// children are the children SIS defines for the entry, in order; missing those it lacks.
+func (u nested) children() []string {
+	if u.plan == nil {
+		return nil
+	}
+	return u.plan.order
+}
+
+func (u nested) missing() []string {
+	var out []string
+	for _, name := range u.children() {
+		if !presentIn(u.entry, u.plan, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// hint is " (did you mean X?)" for the child of the entry the element probably stands for,
+// those the entry lacks first, or "".
+func (u nested) hint() string {
+	if u.plan == nil {
+		return ""
+	}
+	return didYouMean(u.name, append(u.missing(), u.children()...))
+}
+
 // nestedUnknown calls fn for every element read past inside the record's known elements: an
 // element inside a simple element, an unknown child of a group entry. FDEL's content has its
 // own rule (it must be empty). The path is only formatted for what is reported.
-func (x *xrec) nestedUnknown(known map[string]bool, fn func(path, name string)) {
+func (x *xrec) nestedUnknown(known map[string]bool, fn func(nested)) {
 	if !x.readPast {
 		return
 	}
@@ -574,10 +647,10 @@ func (x *xrec) nestedUnknown(known map[string]bool, fn func(path, name string)) 
 	walkUnknown(reflect.ValueOf(x).Elem(), xrecPlan, steps[:0], known, fn)
 }
 
-func walkUnknown(v reflect.Value, p *xplan, path []pathStep, known map[string]bool, fn func(path, name string)) {
+func walkUnknown(v reflect.Value, p *xplan, path []pathStep, known map[string]bool, fn func(nested)) {
 	if p.anyElem >= 0 && known == nil {
 		for _, n := range *v.Field(p.anyElem).Addr().Interface().(*[]string) {
-			fn(formatPath(path), n)
+			fn(nested{path: path, name: n, entry: v, plan: p})
 		}
 	}
 	for _, name := range p.order {
@@ -588,7 +661,7 @@ func walkUnknown(v reflect.Value, p *xplan, path []pathStep, known map[string]bo
 		f := v.Field(slot.index)
 		if slot.plan == nil {
 			if sub := f.Addr().Interface().(*xtext).sub; sub != "" {
-				fn(formatPath(append(path, pathStep{name: name})), sub)
+				fn(nested{path: append(path, pathStep{name: name}), name: sub})
 			}
 			continue
 		}
@@ -603,7 +676,12 @@ func walkUnknown(v reflect.Value, p *xplan, path []pathStep, known map[string]bo
 // 1-based position n ("SCHD FLTR record 3"). A name close to one SIS defines gets a "did you
 // mean"; prefer are the names to suggest first (a FLOP record's own elements).
 func (x *xrec) warnUnknown(known map[string]bool, prefer []string, label string, n int, w *Warnings) {
-	unknown := x.unknown(known)
+	x.warnTop(x.unknown(known), known, prefer, label, n, w)
+	x.nestedUnknown(known, func(u nested) { u.warn(label, n, w) })
+}
+
+// warnTop reports the record's children in unknown, elements SIS does not define for it.
+func (x *xrec) warnTop(unknown []string, known map[string]bool, prefer []string, label string, n int, w *Warnings) {
 	var candidates []string
 	if len(unknown) > 0 {
 		candidates = append(append(candidates, prefer...), sortedNames(known)...)
@@ -611,9 +689,11 @@ func (x *xrec) warnUnknown(known map[string]bool, prefer []string, label string,
 	for _, u := range unknown {
 		w.Addf("unknown element %s in %s record %d ignored%s", short(u), label, n, didYouMean(u, candidates))
 	}
-	x.nestedUnknown(known, func(path, u string) {
-		w.Addf("unknown element %s in %s record %d %s ignored", short(u), label, n, path)
-	})
+}
+
+// warn reports the element read past in w.
+func (u nested) warn(label string, n int, w *Warnings) {
+	w.Addf("unknown element %s in %s record %d %s ignored%s", short(u.name), label, n, u.where(), u.hint())
 }
 
 // short returns name cut to a length fit for a message (an element name is not bounded).

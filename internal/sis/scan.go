@@ -66,7 +66,8 @@ type scanner struct {
 	values map[string]string // interned short element texts (codes repeated in every record)
 	join   []byte            // readText's buffer for a text in several pieces
 
-	readPast int // elements read past inside known ones (readText, readInto), for warnUnknown
+	readPast    int // elements read past inside known ones (readText, readInto), for warnUnknown
+	recChildren int // child elements of FLTR/FLOP records read (readRecord), for xrec.children
 }
 
 func newScanner(raw []byte, validate bool) *scanner {
@@ -106,7 +107,7 @@ func (s *scanner) reset() {
 	s.raw, s.pos, s.validate = nil, 0, false
 	s.start, s.attrs, s.end, s.endRaw = xml.StartElement{}, s.attrs[:0], xml.Name{}, nil
 	s.text, s.buf, s.needClose = nil, s.buf[:0], false
-	s.join, s.readPast = s.join[:0], 0
+	s.join, s.readPast, s.recChildren = s.join[:0], 0, 0
 }
 
 func (s *scanner) startElem() *xml.StartElement { return &s.start }

@@ -200,7 +200,7 @@ func TestSchdWarnings(t *testing.T) {
 		"unknown element NOTE in SCHD ignored",
 		"unknown element acft in SCHD FLTR record 1 ignored (did you mean ACFT?)",
 		"unknown element DYOP in SCHD FLTR record 1 ignored (did you mean CSOP?)", // edit distance 2
-		"unknown element GATX in SCHD FLTR record 1 GTDT[1] ignored",
+		"unknown element GATX in SCHD FLTR record 1 GTDT[1] ignored (did you mean GATE?)",
 	}
 	if strings.Join(msg.Warnings, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings\n got %q\nwant %q", msg.Warnings, want)
