@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -21,8 +22,10 @@ func RegisterFlop(r *Registry) {
 
 // decideFlop applies every FLOP record of the message, in order, to the flights they name
 // (found by FLID); the records apply together or not at all. A record for a flight the store
-// does not have (or that an earlier record of the message deleted) fails the whole message
-// with class ORPHAN. A record that changes nothing emits nothing.
+// does not have (or that an earlier record of the message deleted) is left out and named in
+// the Decision's warnings; only a message whose every record is such an orphan fails, with
+// class ORPHAN (the legacy applied the records before an unknown flight and dropped the rest).
+// A record that changes nothing emits nothing.
 func decideFlop(ctx context.Context, view View, msg *sis.Message, cache *recordCache) (pipeline.Decision, error) {
 	var d pipeline.Decision
 	body, ok := msg.Body.(*sis.FlopBody)
@@ -33,6 +36,7 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message, cache *recordC
 		return d, err
 	}
 	w := newWork(ctx, view, cache)
+	var orphans []string
 	for i, f := range body.Records {
 		if f.STYP != msg.Meta.STYP {
 			return d, pipeline.Errorf(pipeline.CodecError, "FLOP[%d] FLID %d: STYP %s in a %s message", i+1, f.FLID, f.STYP, msg.Meta.STYP)
@@ -42,7 +46,12 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message, cache *recordC
 			return d, err
 		}
 		if e.cur == nil {
-			return d, pipeline.Errorf(pipeline.Orphan, "FLOP[%d] %s: flight FLID %d is not in the store (FFID %s)", i+1, f.STYP, f.FLID, f.FFID)
+			why := "is not in the store"
+			if e.old != nil {
+				why = "was deleted by an earlier record of the message"
+			}
+			orphans = append(orphans, fmt.Sprintf("FLOP[%d] %s: flight FLID %d %s (FFID %s)", i+1, f.STYP, f.FLID, why, f.FFID))
+			continue
 		}
 		if f.Kind() == sis.FlopDelete {
 			e.cur = nil
@@ -52,16 +61,23 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message, cache *recordC
 			return d, pipeline.Wrap(pipeline.CodecError, fmt.Errorf("FLOP[%d] FLID %d: %w", i+1, f.FLID, err))
 		}
 	}
+	if len(orphans) == len(body.Records) {
+		return d, pipeline.Errorf(pipeline.Orphan, "%s", strings.Join(orphans, "; "))
+	}
 	if _, err := w.finish(&d, nil); err != nil {
 		return pipeline.Decision{}, err
 	}
-	d.Note = flopNote(msg.Meta.STYP, len(body.Records), d.Flights)
+	for _, o := range orphans {
+		d.Warnings = append(d.Warnings, o+"; record not applied")
+	}
+	d.Note = flopNote(msg.Meta.STYP, len(body.Records), len(orphans), d.Flights)
 	return d, nil
 }
 
 // flopNote says what a FLOP message did: how many flights it wrote (code-share masters whose
-// list changed included) and deleted, or that it changed nothing.
-func flopNote(styp string, records int, writes []pipeline.FlightWrite) string {
+// list changed included) and deleted, or that it changed nothing, and how many of its records
+// named a flight the store does not have.
+func flopNote(styp string, records, orphans int, writes []pipeline.FlightWrite) string {
 	written, deleted := 0, 0
 	for _, w := range writes {
 		if w.Delete {
@@ -71,13 +87,17 @@ func flopNote(styp string, records int, writes []pipeline.FlightWrite) string {
 		}
 	}
 	head := fmt.Sprintf("FLOP %s: %s; ", styp, nof(records, "record"))
+	tail := ""
+	if orphans > 0 {
+		tail = fmt.Sprintf("; %s for a flight not stored, not applied", nof(orphans, "record"))
+	}
 	switch {
 	case written == 0 && deleted == 0:
-		return head + "nothing changed"
+		return head + "nothing changed" + tail
 	case deleted == 0:
-		return head + nof(written, "flight") + " written"
+		return head + nof(written, "flight") + " written" + tail
 	default:
-		return head + fmt.Sprintf("%s written, %d deleted", nof(written, "flight"), deleted)
+		return head + fmt.Sprintf("%s written, %d deleted", nof(written, "flight"), deleted) + tail
 	}
 }
 

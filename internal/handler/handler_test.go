@@ -256,21 +256,63 @@ func TestFlopOrphan(t *testing.T) {
 	}
 }
 
-func TestFlopAllOrNothing(t *testing.T) {
+// A FLOP message applies the records whose flights are stored and names each other record in
+// its warnings, emitting events for the applied ones only; it is ORPHAN only when every record
+// names a flight the store does not have.
+func TestFlopPartialOrphan(t *testing.T) {
 	v := baseView(t)
 	delete(v.flights, 7005)
 	d, err := decideErr(v, decodeFile(t, "../../testdata/flop/multi_chot.xml"))
-	if pipeline.ClassOf(err) != pipeline.Orphan || !d.Empty() {
-		t.Fatalf("multi-FLOP with one orphan: class %q, decision %+v", pipeline.ClassOf(err), d)
+	if err != nil {
+		t.Fatalf("multi-FLOP with one orphan: %v", err)
 	}
+	var flids []int64
+	for _, w := range d.Flights {
+		flids = append(flids, w.FLID)
+	}
+	if !slices.Equal(flids, []int64{7002, 7004}) {
+		t.Errorf("flights written %v, want the stored 7002 and 7004", flids)
+	}
+	for _, target := range []string{"KAFKA_FLOP", "REDIS_NOTIFY", "ES_FLIGHT"} {
+		if keys := eventKeys(d, target); len(keys) != 2 || slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, "7005") }) {
+			t.Errorf("%s events keyed %q, want one for each of 7002 and 7004", target, keys)
+		}
+	}
+	want := []string{"FLOP[3] CHOT: flight FLID 7005 is not in the store (FFID CA-CA4106-A-15MAR260940-D); record not applied"}
+	if !slices.Equal(d.Warnings, want) {
+		t.Errorf("warnings %q, want %q", d.Warnings, want)
+	}
+	if want := "FLOP CHOT: 3 records; 2 flights written; 1 record for a flight not stored, not applied"; d.Note != want {
+		t.Errorf("note %q, want %q", d.Note, want)
+	}
+
+	// Every record an orphan: the message is ORPHAN, naming each, and changes nothing.
+	v = baseView(t)
+	for _, id := range []int64{7002, 7004, 7005} {
+		delete(v.flights, id)
+	}
+	d, err = decideErr(v, decodeFile(t, "../../testdata/flop/multi_chot.xml"))
+	if pipeline.ClassOf(err) != pipeline.Orphan || !d.Empty() {
+		t.Fatalf("multi-FLOP of orphans: class %q, err %v, decision %+v", pipeline.ClassOf(err), err, d)
+	}
+	for _, id := range []string{"FLID 7002", "FLID 7004", "FLID 7005"} {
+		if !strings.Contains(err.Error(), id) {
+			t.Errorf("ORPHAN error %q does not name %s", err, id)
+		}
+	}
+
+	// A record for a flight an earlier record deleted is an orphan too.
+	v = baseView(t)
+	d = decide(t, v, decodeRaw(t, flopMsg("FDEL", `<FLOP><FLID>7004</FLID><FFID>X</FFID><FDEL/></FLOP><FLOP><FLID>7004</FLID><FFID>X</FFID><FDEL/></FLOP>`)))
+	if len(d.Flights) != 1 || !d.Flights[0].Delete || len(d.Warnings) != 1 || !strings.Contains(d.Warnings[0], "FLOP[2] FDEL: flight FLID 7004 was deleted by an earlier record") {
+		t.Errorf("FDEL twice: writes %+v, warnings %q", d.Flights, d.Warnings)
+	}
+
+	// Nothing orphaned: every record applies, no warning.
 	v = baseView(t)
 	d = decide(t, v, decodeFile(t, "../../testdata/flop/multi_chot.xml"))
-	flids := map[int64]bool{}
-	for _, w := range d.Flights {
-		flids[w.FLID] = true
-	}
-	if len(d.Flights) == 0 || len(d.Events) != 4*len(d.Flights) {
-		t.Fatalf("multi-FLOP: %d writes, %d events", len(d.Flights), len(d.Events))
+	if len(d.Flights) != 2 || len(d.Events) != 4*len(d.Flights) || d.Warnings != nil { // 7005 has no chocks to clear
+		t.Fatalf("multi-FLOP: %d writes, %d events, warnings %q", len(d.Flights), len(d.Events), d.Warnings)
 	}
 }
 
