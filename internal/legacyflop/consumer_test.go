@@ -4,18 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
 )
 
 // This file reads a payload the way the legacy's web-socket service does: its RedisTemplate's
-// value serializer turns the bytes into Java objects with Jackson's default typing (NON_FINAL,
-// type id as an "@class" property, or ["class", value] where a property cannot hold it), failing
-// on an unknown property, an unknown class, a class that is not of the declared type, and a
-// non-final value without its class. The Java model below is written out from the legacy's
-// classes (docs/sis-format.md), apart from the converter's tables.
+// value serializer turns the bytes into Java objects with Jackson's default typing (NON_FINAL).
+// Whether that serializer takes the type id as an "@class" property or as a wrapper array is
+// not known (docs/sis-format.md), so the model takes only what both readers take: a value of a
+// non-final declared type as ["class", value]; a string, boolean or number where Object is
+// declared as it is. It fails on an unknown property, an unknown class, a class that is not of
+// the declared type, and a non-final value without its class. The Java model below is written
+// out from the legacy's classes, apart from the converter's tables.
 
 // kind is the declared type of a Java property.
 type kind int
@@ -121,11 +122,8 @@ func read(v any, k kind, path string) (any, error) {
 		switch x := v.(type) {
 		case string, bool:
 			return v, nil
-		case json.Number: // Jackson reads an untyped number into an Integer or a Double
-			if n, err := x.Int64(); err == nil && (n > math.MaxInt32 || n < math.MinInt32) {
-				return nil, fmt.Errorf("%s: %v does not fit an Integer and has no java.lang.Long", path, v)
-			}
-			return v, nil
+		case json.Number: // Jackson reads an untyped number into an Integer, a Long or a Double
+			return x, nil
 		}
 	}
 	var class string
@@ -141,11 +139,7 @@ func read(v any, k kind, path string) (any, error) {
 		}
 		class, body = s, x[1]
 	case map[string]any:
-		s, ok := x["@class"].(string)
-		if !ok {
-			return nil, fmt.Errorf("%s: an object without \"@class\"", path)
-		}
-		class, body = s, x
+		return nil, fmt.Errorf("%s: an object that is not [\"class\", {…}] (an \"@class\" property is read by one of Jackson's readers only)", path)
 	default:
 		return nil, fmt.Errorf("%s: %v has no type id", path, v)
 	}
@@ -186,9 +180,6 @@ func read(v any, k kind, path string) (any, error) {
 		}
 		out := map[string]any{"@class": class}
 		for key, e := range m {
-			if key == "@class" {
-				continue
-			}
 			x, err := read(e, kObject, path+"."+key)
 			if err != nil {
 				return nil, err
@@ -212,9 +203,6 @@ func readBean(class string, body any, path string) (any, error) {
 	}
 	out := map[string]any{"@class": class}
 	for key, e := range m {
-		if key == "@class" {
-			continue
-		}
 		pk, ok := props[key]
 		if !ok {
 			return nil, fmt.Errorf("%s: unrecognized property %q of %s", path, key, class)
@@ -261,14 +249,16 @@ func TestConsumerReadsEveryPayload(t *testing.T) {
 
 // TestConsumerRefusesWhatJacksonRefuses: the model above is not a rubber stamp.
 func TestConsumerRefusesWhatJacksonRefuses(t *testing.T) {
-	n := `{"@class":"` + ClassNotification + `","type":"UPDATE","updatedFields":{"@class":"java.util.HashMap",%s},"flightId":7001,"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":["java.util.Date",1]}`
+	n := `["` + ClassNotification + `",{"type":"UPDATE","updatedFields":["java.util.HashMap",{%s}],"flightId":7001,"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":["java.util.Date",1]}]`
+	chock := `"chocks":["java.util.ArrayList",[["` + EntityPackage + `FmsChock",{%s}]]]`
 	for _, c := range []struct{ name, fields, want string }{
-		{"a time as a bare long", `"ctotCode":1773549600000`, "does not fit an Integer"},
 		{"a bare list", `"chocks":[]`, "not [\"class\", value]"},
-		{"an entity without its class", `"chocks":["java.util.ArrayList",[{"standCode":"213"}]]`, "without \"@class\""},
-		{"a SIS part name", `"chocks":["java.util.ArrayList",[{"@class":"` + EntityPackage + `FmsChock","CHST":"213"}]]`, "unrecognized property"},
-		{"a Date property as a number", `"chocks":["java.util.ArrayList",[{"@class":"` + EntityPackage + `FmsChock","chockTime":1773549600000}]]`, "has no type id"},
-		{"an unknown class", `"x":{"@class":"com.example.Nothing"}`, "not on the consumer's classpath"},
+		{"an entity with an @class property", `"chocks":["java.util.ArrayList",[{"@class":"` + EntityPackage + `FmsChock","standCode":"213"}]]`, "not [\"class\", {…}]"},
+		{"a SIS part name", fmt.Sprintf(chock, `"CHST":"213"`), "unrecognized property"},
+		{"a Date property as a number", fmt.Sprintf(chock, `"chockTime":1773549600000`), "has no type id"},
+		{"a Date property as a string", fmt.Sprintf(chock, `"chockTime":"2026-03-15T02:05:00Z"`), "has no type id"},
+		{"an unknown class", `"x":["com.example.Nothing",{}]`, "not on the consumer's classpath"},
+		{"a FlightDTO where a Date is declared", fmt.Sprintf(chock, `"chockTime":["`+ClassFlightDTO+`",{}]`), "not of the declared type"},
 	} {
 		_, err := consume(fmt.Appendf(nil, n, c.fields))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

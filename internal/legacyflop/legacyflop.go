@@ -6,10 +6,10 @@
 //
 // The legacy's consumer turns each payload back into its Java notification object with its
 // RedisTemplate's value serializer (Jackson with default typing: docs/sis-format.md, "The
-// legacy FLOP notification"), so Marshal writes what that deserialiser accepts: the Java class
-// name of every object ("@class"), every Date, List and long as ["class", value], the groups as
-// the legacy's entity objects with their property names, and a schedule's flights as FlightDTO
-// objects naming the flight. What msgx writes where the legacy's code is not followed:
+// legacy FLOP notification"), so Marshal writes what that deserialiser accepts: every object,
+// map, list, Date and long as ["class", value] (the form both of Jackson's type-id readers
+// accept), the groups as the legacy's entity objects with their property names, and a
+// schedule's flights as FlightDTO objects naming the flight. What msgx writes where the legacy's code is not followed:
 //   - flightId is always the FLID (the legacy sends its database row id for some STYPs: a bug
 //     msgx fixes); null on a schedule notification, which names its flights in flights.
 //   - a delay's duration is minutes (the legacy computes hours×24+minutes: a bug msgx fixes).
@@ -62,35 +62,38 @@ type Notification struct {
 	CreateTime    int64
 }
 
-// Marshal writes n as the legacy's consumer deserialises it: a FlightNotificationDTO with its
-// properties in the class's order, every one present (null when empty), type as the Java enum
-// constant (UPDATE, DELETE, SCHEDULE), updatedFields as a HashMap, flights as an ArrayList of
-// FlightDTO and the times as Dates. No HTML escaping, no newline.
+// Marshal writes n as the legacy's consumer deserialises it: a FlightNotificationDTO (every
+// object as ["class", {…}]) with its properties in the class's order, every one present (null
+// when empty), type as the Java enum constant (UPDATE, DELETE, SCHEDULE), updatedFields as a
+// HashMap, flights as an ArrayList of FlightDTO and the times as Dates. No HTML escaping, no
+// newline.
 func (n Notification) Marshal() ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString(`{"@class":"` + ClassNotification + `","type":`)
+	b.WriteString(`["` + ClassNotification + `",{"type":`)
 	b.Write(encode(strings.ToUpper(n.Type)))
 	b.WriteString(`,"updatedFields":`)
 	if n.UpdatedFields == nil {
 		b.WriteString("null")
 	} else {
-		b.WriteString(`{"@class":"` + ClassHashMap + `"`)
+		b.WriteString(`["` + ClassHashMap + `",{`)
 		keys := make([]string, 0, len(n.UpdatedFields))
 		for k := range n.UpdatedFields {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		for _, k := range keys {
+		for i, k := range keys {
 			v := n.UpdatedFields[k]
 			if !json.Valid(v) {
 				return nil, fmt.Errorf("updatedFields %s: not JSON: %.40q", k, v)
 			}
-			b.WriteByte(',')
+			if i > 0 {
+				b.WriteByte(',')
+			}
 			b.Write(encode(k))
 			b.WriteByte(':')
 			b.Write(v)
 		}
-		b.WriteByte('}')
+		b.WriteString("}]")
 	}
 	b.WriteString(`,"flightId":`)
 	if n.FlightID == nil {
@@ -107,7 +110,7 @@ func (n Notification) Marshal() ([]byte, error) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, `{"@class":"%s","flight":{"@class":"%s","aodbId":%d}}`, ClassFlightDTO, ClassFmsFlight, id)
+			fmt.Fprintf(&b, `["%s",{"flight":["%s",{"aodbId":%d}]}]`, ClassFlightDTO, ClassFmsFlight, id)
 		}
 		b.WriteString("]]")
 	}
@@ -117,7 +120,7 @@ func (n Notification) Marshal() ([]byte, error) {
 	writeDate(&b, n.ScheduleEnd)
 	b.WriteString(`,"createTime":`)
 	writeDate(&b, &n.CreateTime)
-	b.WriteByte('}')
+	b.WriteString("}]")
 	return b.Bytes(), nil
 }
 
@@ -445,7 +448,7 @@ func UpdatedFields(flid int64, styp string, changed map[string]json.RawMessage) 
 // javaDate is a java.util.Date: epoch milliseconds.
 type javaDate int64
 
-// javaObject is an object of a Java class: "@class" first, then its properties in order.
+// javaObject is an object of a Java class, written ["class", {properties in order}].
 type javaObject struct {
 	class string
 	props []any // name, value, name, value, …
@@ -545,17 +548,7 @@ func writeTyped(b *bytes.Buffer, v any, object bool) error {
 		}
 		b.WriteString("]]")
 	case javaObject:
-		b.WriteString(`{"@class":`)
-		b.Write(encode(x.class))
-		for i := 0; i < len(x.props); i += 2 {
-			b.WriteByte(',')
-			b.Write(encode(x.props[i]))
-			b.WriteByte(':')
-			if err := writeTyped(b, x.props[i+1], false); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
+		return writeObject(b, x, false)
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -566,20 +559,30 @@ func writeTyped(b *bytes.Buffer, v any, object bool) error {
 		for _, k := range keys {
 			o.props = append(o.props, k, x[k])
 		}
-		b.WriteString(`{"@class":`)
-		b.Write(encode(o.class))
-		for i := 0; i < len(o.props); i += 2 {
-			b.WriteByte(',')
-			b.Write(encode(o.props[i]))
-			b.WriteByte(':')
-			if err := writeTyped(b, o.props[i+1], true); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
+		return writeObject(b, o, true)
 	default:
 		return fmt.Errorf("no Java shape for %T", v)
 	}
+	return nil
+}
+
+// writeObject writes o as ["class", {…}]; object says whether its properties are declared
+// Object (a map's values) or have their own declared types (an entity's).
+func writeObject(b *bytes.Buffer, o javaObject, object bool) error {
+	b.WriteByte('[')
+	b.Write(encode(o.class))
+	b.WriteString(",{")
+	for i := 0; i < len(o.props); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(encode(o.props[i]))
+		b.WriteByte(':')
+		if err := writeTyped(b, o.props[i+1], object); err != nil {
+			return err
+		}
+	}
+	b.WriteString("}]")
 	return nil
 }
 
