@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -270,5 +271,47 @@ func TestConsumerRefusesWhatJacksonRefuses(t *testing.T) {
 	}
 	if _, err := consume(fmt.Appendf(nil, n, `"a":"b"`)); err != nil {
 		t.Errorf("a well-formed notification: %v", err)
+	}
+}
+
+// TestDocumentedPayloadsAreReadable: the example payloads in docs/sinks.md ("format: legacy")
+// and docs/sis-format.md (3.9) deserialise as the consumer deserialises them.
+func TestDocumentedPayloadsAreReadable(t *testing.T) {
+	for _, doc := range []struct{ path, from, to string }{
+		{"../../docs/sinks.md", "### format: legacy", "\n## "},
+		{"../../docs/sis-format.md", "### 3.9 ", "\n## "},
+	} {
+		b, err := os.ReadFile(doc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		i := strings.Index(s, doc.from)
+		if i < 0 {
+			t.Fatalf("%s: no %q", doc.path, doc.from)
+		}
+		s = s[i:]
+		if j := strings.Index(s, doc.to); j > 0 {
+			s = s[:j]
+		}
+		n := 0
+		for _, block := range strings.Split(s, "```json\n")[1:] {
+			block, _, _ = strings.Cut(block, "```")
+			var payloads []string
+			if strings.Count(block, "\n[") > 0 && strings.HasPrefix(block, `["`) && !strings.Contains(block, "\n ") {
+				payloads = strings.Split(strings.TrimSpace(block), "\n") // one a line
+			} else {
+				payloads = []string{block}
+			}
+			for _, p := range payloads {
+				n++
+				if _, err := consume([]byte(p)); err != nil {
+					t.Errorf("%s: %v\n%s", doc.path, err, p)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no example payload", doc.path)
+		}
 	}
 }
