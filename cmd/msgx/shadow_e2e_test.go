@@ -113,16 +113,18 @@ func TestShadowDiffAgainstTheLegacyShape(t *testing.T) {
 		os.WriteFile(msgxFile, []byte(strings.Join(msgxLines, "\n")+"\n"), 0o644)
 
 		ms := func(tm time.Time) string { return fmt.Sprintf(`["java.util.Date",%d]`, tm.UnixMilli()) }
-		const cls = `"@class":"com.example.aodb.view.notify.FlightNotification"`
+		// The legacy's own payloads, in its typed JSON (docs/sis-format.md, "The legacy FLOP
+		// notification"); flightId is its database row id where FORMAT.md §3.8 says so.
+		const cls = `"@class":"com.unisys.aos.view.viewentity.dto.FlightNotificationDTO"`
 		update := func(flightID int64, fields string) string {
-			return fmt.Sprintf(`{%s,"type":"update","flightId":%d,"updatedFields":{"@class":"java.util.HashMap",%s},"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":%s}`,
-				cls, flightID, fields, ms(at(0, 0)))
+			return fmt.Sprintf(`{%s,"type":"UPDATE","updatedFields":{"@class":"java.util.HashMap",%s},"flightId":%d,"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":%s}`,
+				cls, fields, flightID, ms(at(0, 0)))
 		}
 		flight := func(row, flid int64) string {
-			return fmt.Sprintf(`{"@class":"com.example.aodb.view.domain.Flight","id":%d,"aodbId":%d}`, row, flid)
+			return fmt.Sprintf(`{"@class":"com.unisys.aos.view.viewentity.dto.FlightDTO","flight":{"@class":"com.unisys.aos.view.viewentity.entity.flight.FmsFlight","id":%d,"aodbId":%d}}`, row, flid)
 		}
 		schedule := func(flights ...string) string {
-			return fmt.Sprintf(`{%s,"type":"schedule","flightId":null,"updatedFields":null,"flights":["java.util.ArrayList",[%s]],"scheduleStart":%s,"scheduleEnd":%s,"createTime":%s}`,
+			return fmt.Sprintf(`{%s,"type":"SCHEDULE","updatedFields":null,"flightId":null,"flights":["java.util.ArrayList",[%s]],"scheduleStart":%s,"scheduleEnd":%s,"createTime":%s}`,
 				cls, strings.Join(flights, ","), ms(at(10, 0)), ms(at(12, 0)), ms(at(0, 0)))
 		}
 		legacy := []string{
@@ -130,7 +132,7 @@ func TestShadowDiffAgainstTheLegacyShape(t *testing.T) {
 			update(601, `"approvedTime":`+ms(at(9, 40))),
 			update(92001, `"ctotCode":`+ms(at(10, 12))),
 			update(602, `"fieldAgent":1001,"maintenanceAgent":null,"passengerAgent":1002`),
-			update(92002, `"delays":["java.util.ArrayList",[{"@class":"com.example.aodb.view.domain.Delay","CODE":"WX","STRT":`+ms(at(10, 30))+`,"DURA":54,"TEXT":"thunder"}]]`),
+			update(92002, `"delays":["java.util.ArrayList",[{"@class":"com.unisys.aos.view.viewentity.entity.flight.FmsDelay","flightId":92002,"delayCode":"WX","duration":54,"startTime":`+ms(at(10, 30))+`,"comments":"thunder"}]]`),
 			update(92002, `"currentStandCode":"231"`),
 			schedule(flight(601, 92001), flight(602, 92002)),
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -145,17 +146,19 @@ func TestKeysOfEverySTYP(t *testing.T) {
 			t.Errorf("Keys[%s] = %v, FORMAT.md §3.8 says %v", styp, got, want)
 		}
 		for _, raw := range convertAll(t, tag, in[tag]) {
-			var n Notification
-			if err := json.Unmarshal(raw, &n); err != nil {
+			n, err := consume(raw)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if n.Type != TypeUpdate {
+			if n["type"] != "UPDATE" {
 				continue
 			}
-			if _, cs := n.UpdatedFields[CodeShareKey]; cs && len(n.UpdatedFields) == 1 {
+			fields := n["updatedFields"].(map[string]any)
+			delete(fields, "@class")
+			if _, cs := fields[CodeShareKey]; cs && len(fields) == 1 {
 				continue // a code-share master's list, whatever the STYP
 			}
-			for k := range n.UpdatedFields {
+			for k := range fields {
 				if !slices.Contains(want, k) {
 					t.Errorf("%s: key %s is not one of §3.8's %v", tag, k, want)
 				}
@@ -177,20 +180,20 @@ func sameSet(a, b []string) bool {
 // TestEveryKeyOfAGroupAppears: an attribute-and-text element (FDIV) is one field in msgx's
 // record, so all its legacy keys appear, cleared ones as null.
 func TestEveryKeyOfAGroupAppears(t *testing.T) {
-	got, err := UpdatedFields("FDIV", map[string]json.RawMessage{"FDIV": json.RawMessage("null")})
+	got, err := UpdatedFields(7001, "FDIV", map[string]json.RawMessage{"FDIV": json.RawMessage("null")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || string(got["divAirport"]) != "null" || string(got["divReason"]) != "null" {
 		t.Errorf("FDIV cleared = %s", got)
 	}
-	got, _ = UpdatedFields("PORT", map[string]json.RawMessage{"PORT": json.RawMessage(`[{"POID":"C","POTM":"2026-03-15T01:40:00Z"}]`)})
-	if string(got["portCloseTime"]) != "1773538800000" || string(got["portOpenTime"]) != "null" {
+	got, _ = UpdatedFields(7001, "PORT", map[string]json.RawMessage{"PORT": json.RawMessage(`[{"POID":"C","POTM":"2026-03-15T01:40:00Z"}]`)})
+	if string(got["portCloseTime"]) != `["java.util.Date",1773538800000]` || string(got["portOpenTime"]) != "null" {
 		t.Errorf("PORT close = %s", got)
 	}
 }
 
-func TestFlightIDIsTheFLIDAndTimesAreMillis(t *testing.T) {
+func TestFlightIDIsTheFLIDAndTimesAreDates(t *testing.T) {
 	e, err := ParseEvent(envelope("FLOP-APPT", 5, json.RawMessage(`{"type":"update","FLID":7001,"updatedFields":{"APPT":"2026-03-15T02:12:00Z"}}`)))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +203,7 @@ func TestFlightIDIsTheFLIDAndTimesAreMillis(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	want := time.Date(2026, 3, 15, 2, 12, 0, 0, time.UTC).UnixMilli()
-	if *n.FlightID != 7001 || string(n.UpdatedFields["approvedTime"]) != fmt.Sprint(want) {
+	if *n.FlightID != 7001 || string(n.UpdatedFields["approvedTime"]) != fmt.Sprintf(`["java.util.Date",%d]`, want) {
 		t.Errorf("got %+v %s", n, n.UpdatedFields)
 	}
 	if n.CreateTime != time.Date(2026, 3, 15, 1, 0, 0, 123456000, time.UTC).UnixMilli() {
@@ -243,6 +246,105 @@ func TestIsTimeKey(t *testing.T) {
 	for _, k := range []string{"maxPaxCode", "aircraftTypeCode", "PSST", "gates", "acftCode"} {
 		if IsTimeKey(k) {
 			t.Errorf("IsTimeKey(%s) = true", k)
+		}
+	}
+}
+
+// TestTypedShapeFieldByField checks, through the consumer's deserialisation, each part of the
+// three notification types: the class names, the enum constant, the Dates, the FLID, a group
+// as entity objects, a list of strings as an ArrayList and a number beyond an int as a Long.
+func TestTypedShapeFieldByField(t *testing.T) {
+	conv := func(tag, payload string) map[string]any {
+		t.Helper()
+		e, err := ParseEvent(envelope(tag, 5, json.RawMessage(payload)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok, err := Convert(e)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		b, err := n.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := consume(b)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, b)
+		}
+		return got
+	}
+	created := javaDate(time.Date(2026, 3, 15, 1, 0, 0, 123456000, time.UTC).UnixMilli())
+	ms := func(s string) javaDate {
+		tm, _ := time.Parse(time.RFC3339, s)
+		return javaDate(tm.UnixMilli())
+	}
+
+	u := conv("FLOP-CHOT", `{"type":"update","FLID":7001,"updatedFields":{"CHOT":[{"CSNO":1,"CHTM":"2026-03-15T02:05:00Z","CHID":"ON","CHST":"213"}]}}`)
+	if u["@class"] != ClassNotification || u["type"] != "UPDATE" || u["flightId"] != json.Number("7001") ||
+		u["flights"] != nil || u["scheduleStart"] != nil || u["createTime"] != created {
+		t.Errorf("update: %v", u)
+	}
+	f := u["updatedFields"].(map[string]any)
+	chock := f["chocks"].([]any)[0].(map[string]any)
+	if f["@class"] != ClassHashMap || len(f) != 2 || chock["@class"] != EntityPackage+"FmsChock" ||
+		chock["flightId"] != json.Number("7001") || chock["sequenceNumber"] != json.Number("1") ||
+		chock["chockTime"] != ms("2026-03-15T02:05:00Z") || chock["chockIndicator"] != "ON" || chock["standCode"] != "213" || len(chock) != 6 {
+		t.Errorf("update fields: %v", f)
+	}
+
+	c := conv("FLOP-CTOT", `{"type":"update","FLID":7001,"updatedFields":{"CTOT":"2026-03-15T04:40:00Z","CSFL":["CA101","MU202"],"TAID":3000000000}}`)
+	f = c["updatedFields"].(map[string]any)
+	if f["ctotCode"] != ms("2026-03-15T04:40:00Z") || !slices.Equal(f[CodeShareKey].([]any), []any{"CA101", "MU202"}) ||
+		f["turnaroundFlightId"] != json.Number("3000000000") {
+		t.Errorf("time, list and long: %v", f)
+	}
+	if got := c["updatedFields"]; got == nil {
+		t.Error("no updatedFields")
+	}
+
+	d := conv("FLOP-FDEL", `{"type":"delete","FLID":7003}`)
+	if d["type"] != "DELETE" || d["flightId"] != json.Number("7003") || d["updatedFields"] != nil || d["createTime"] != created {
+		t.Errorf("delete: %v", d)
+	}
+
+	s := conv("SCHD-DNLD", `{"type":"schedule","FLID":7101,"scheduleStart":"2026-03-15T23:30:00Z","scheduleEnd":"2026-03-16T15:55:00Z"}`)
+	fl := s["flights"].([]any)
+	dto := fl[0].(map[string]any)
+	ff := dto["flight"].(map[string]any)
+	if s["type"] != "SCHEDULE" || s["flightId"] != nil || len(fl) != 1 || dto["@class"] != ClassFlightDTO ||
+		ff["@class"] != ClassFmsFlight || ff["aodbId"] != json.Number("7101") ||
+		s["scheduleStart"] != ms("2026-03-15T23:30:00Z") || s["scheduleEnd"] != ms("2026-03-16T15:55:00Z") {
+		t.Errorf("schedule: %v", s)
+	}
+}
+
+// TestEveryGroupPartHasALegacyProperty: each part msgx keeps in a group entry has the legacy
+// entity property it goes to, so no part is left out of the consumer's objects.
+func TestEveryGroupPartHasALegacyProperty(t *testing.T) {
+	for field, typ := range map[string]any{"ABTM": sis.AirbridgeOp{}, "CHDT": sis.ChuteAlloc{}, "CHOT": sis.Chocks{},
+		"CKDT": sis.CounterAlloc{}, "CLDT": sis.BeltAlloc{}, "GTDT": sis.GateAlloc{}, "PSDT": sis.StandAlloc{},
+		"DELY": sis.Delay{}, "ERUT": sis.RouteStop{}, "SRVT": sis.Service{}} {
+		rt := reflect.TypeOf(typ)
+		for i := range rt.NumField() {
+			part, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if !slices.ContainsFunc(entities[field].props, func(p prop) bool { return p.part == part }) {
+				t.Errorf("%s: part %s has no property of %s", field, part, entities[field].class)
+			}
+		}
+	}
+}
+
+func TestUpdatedFieldsRefusesWhatItCannotShape(t *testing.T) {
+	for _, c := range []struct{ field, value, want string }{
+		{"CHOT", `[{"CSNO":1,"XXXX":"1"}]`, "part XXXX has no property"},
+		{"CHOT", `[{"CSNO":1,"CHTM":"15MAR260205"}]`, "not RFC 3339"},
+		{"CTOT", `"soon"`, "not RFC 3339"},
+		{"GTDT", `{"GTNO":1}`, "a group"},
+	} {
+		_, err := UpdatedFields(7001, c.field, map[string]json.RawMessage{c.field: json.RawMessage(c.value)})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s %s: err = %v, want %q", c.field, c.value, err, c.want)
 		}
 	}
 }

@@ -455,7 +455,7 @@ func equal(key string, a, b any) (bool, []string) {
 			y, ok := b.(time.Time)
 			return ok && x.Equal(y)
 		case int64:
-			if k == "DURA" && key == "delays" {
+			if (k == "DURA" || k == "duration") && key == "delays" {
 				if y, ok := b.(int64); ok && x != y && x == y/60*24+y%60 {
 					applied = append(applied, "dely-duration")
 					return true

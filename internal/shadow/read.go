@@ -15,6 +15,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,6 +81,7 @@ func Parse(b []byte, loc *time.Location) (Note, error) {
 	}
 	n := Note{}
 	n.Type, _ = m["type"].(string)
+	n.Type = strings.ToLower(n.Type) // Jackson writes the NotificationType constant (UPDATE)
 	switch n.Type {
 	case "update", "delete", "schedule":
 	case "add":
@@ -137,7 +139,8 @@ func unwrap(v any) any {
 	return v
 }
 
-// flightOf reads an entry of a schedule's flights: a FLID, or a flight object carrying it.
+// flightOf reads an entry of a schedule's flights: a FLID, or a flight object carrying it
+// (the legacy's FlightDTO holds it in its flight, an FmsFlight, as aodbId).
 func flightOf(e any) (int64, bool) {
 	if id, ok := toInt(e); ok {
 		return id, true
@@ -145,6 +148,9 @@ func flightOf(e any) (int64, bool) {
 	m, ok := e.(map[string]any)
 	if !ok {
 		return 0, false
+	}
+	if f, ok := m["flight"].(map[string]any); ok {
+		return flightOf(f)
 	}
 	for _, k := range []string{"FLID", "aodbId", "flid", "flightId"} {
 		if id, ok := toInt(m[k]); ok {

@@ -122,12 +122,18 @@ func TestRedisLegacyFormatEverySTYP(t *testing.T) {
 			}
 		}
 		for _, g := range got {
+			var wrapped [2]json.RawMessage // ["class", {…}]
 			var n struct {
 				Type     string `json:"type"`
 				FlightID *int64 `json:"flightId"`
 			}
-			json.Unmarshal([]byte(g), &n)
-			if n.Type != "schedule" && n.FlightID == nil {
+			if err := json.Unmarshal([]byte(g), &wrapped); err != nil {
+				t.Fatalf("%s: %v: %s", tag, err, g)
+			}
+			if err := json.Unmarshal(wrapped[1], &n); err != nil || n.Type == "" {
+				t.Fatalf("%s: %v: %s", tag, err, g)
+			}
+			if n.Type != "SCHEDULE" && n.FlightID == nil {
 				t.Errorf("%s: %s has no flightId", tag, g)
 			}
 		}
@@ -154,11 +160,16 @@ func TestRedisLegacyScheduleIsOneNotification(t *testing.T) {
 		t.Fatalf("Send = %d, %v", n, err)
 	}
 	got := receive(t, msgs, 3)
-	const win = `"scheduleStart":1773617400000,"scheduleEnd":1773676500000,"createTime":1773536400000}`
+	const (
+		cls     = `["com.unisys.aos.view.viewentity.dto.FlightNotificationDTO",{`
+		win     = `"scheduleStart":["java.util.Date",1773617400000],"scheduleEnd":["java.util.Date",1773676500000],"createTime":["java.util.Date",1773536400000]}]`
+		flight  = `["com.unisys.aos.view.viewentity.dto.FlightDTO",{"flight":["com.unisys.aos.view.viewentity.entity.flight.FmsFlight",{"aodbId":%d}]}]`
+		flights = `"flights":["java.util.ArrayList",[%s]],`
+	)
 	want := []string{
-		`{"type":"schedule","flightId":null,"updatedFields":null,"flights":[7101,7102],` + win,
-		`{"type":"delete","flightId":7004,"updatedFields":null,"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":1773536400000}`,
-		`{"type":"schedule","flightId":null,"updatedFields":null,"flights":[7103],` + win,
+		cls + `"type":"SCHEDULE","updatedFields":null,"flightId":null,` + fmt.Sprintf(flights, fmt.Sprintf(flight, 7101)+","+fmt.Sprintf(flight, 7102)) + win,
+		cls + `"type":"DELETE","updatedFields":null,"flightId":7004,"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":["java.util.Date",1773536400000]}]`,
+		cls + `"type":"SCHEDULE","updatedFields":null,"flightId":null,` + fmt.Sprintf(flights, fmt.Sprintf(flight, 7103)) + win,
 	}
 	for i := range want {
 		if got[i] != want[i] {
