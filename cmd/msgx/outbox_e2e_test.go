@@ -30,12 +30,11 @@ func testOutboxFilesOnTheEmbeddedDefault(t *testing.T, db dbEnv) {
 	at := func(h int) time.Time { return day.Add(time.Duration(h) * time.Hour) }
 	s := db.start(t, "MSGX_SCHD_FLUSH_PERIOD=300ms")
 
-	var last int64
-	last = s.post(e2eSchd(920001, e2eFltr(93001, "CA1301", "D", at(9), ""), e2eFltr(93002, "CA1302", "A", at(12), "")))
+	s.post(e2eSchd(920001, e2eFltr(93001, "CA1301", "D", at(9), ""), e2eFltr(93002, "CA1302", "A", at(12), "")))
 	for i, stand := range []string{"201", "202", "203"} {
-		last = s.post(e2eFlop(920002+i, "STND", 93001, "<STND>"+stand+"</STND>"))
+		s.post(e2eFlop(920002+i, "STND", 93001, "<STND>"+stand+"</STND>"))
 	}
-	last = s.post(e2eFlop(920010, "STND", 93002, "<STND>301</STND>"))
+	last := s.post(e2eFlop(920010, "STND", 93002, "<STND>301</STND>"))
 	s.await(last, "SUCCEEDED", state("SUCCEEDED", ""))
 
 	deadline := time.Now().Add(20 * time.Second)

@@ -400,7 +400,7 @@ func archiveWorksInChunks(t *testing.T, db *store.DB) {
 		t.Fatal(err)
 	}
 	// Every tenth message is DEAD and stays; the others SUCCEEDED.
-	Exec(t, db, fmt.Sprintf(`UPDATE PROC_STATE SET STATE = 'SUCCEEDED', PROCESSED_AT = '2026-11-01 09:00:00.000000' WHERE MOD(CMINMSGS_ID, 10) <> 0`),
+	Exec(t, db, `UPDATE PROC_STATE SET STATE = 'SUCCEEDED', PROCESSED_AT = '2026-11-01 09:00:00.000000' WHERE MOD(CMINMSGS_ID, 10) <> 0`,
 		`UPDATE PROC_STATE SET STATE = 'DEAD', ERROR_CLASS = 'ORPHAN', PROCESSED_AT = '2026-11-01 09:00:00.000000' WHERE MOD(CMINMSGS_ID, 10) = 0`)
 	want := 0
 	for _, id := range ids {
