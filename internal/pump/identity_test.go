@@ -157,3 +157,28 @@ func TestAnIdentityBoundBeforeTheUpgradeStillHoldsItsResends(t *testing.T) {
 		}
 	})
 }
+
+// A message whose row already holds its content identity (its commit went through, the answer
+// was lost) is recorded SUCCEEDED, not applied again, on every path.
+func TestAnAppliedReusedSEQNIsNotAppliedAgain(t *testing.T) {
+	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
+		ids := e.post(schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")), stnd("118", false))
+		e.drain()
+		raw := stnd("119", false)
+		d, err := sis.ContentDigest([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied := e.post(raw)
+		key := store.IdentityKey(pipeline.ContentIdentity("AODB|FLOP|STND|3", d))
+		storetest.Exec(t, e.db, fmt.Sprintf(`UPDATE PROC_STATE SET IDENTITY_KEY = '%s' WHERE CMINMSGS_ID = %d`, key, applied[0]))
+		e.drain()
+		e.want(ids[1], pipeline.Succeeded, "")
+		if m := e.want(applied[0], pipeline.Succeeded, ""); !strings.Contains(m.Note, "already applied") {
+			t.Fatalf("note %q", m.Note)
+		}
+		if s := stand(); s != "118" {
+			t.Fatalf("stand %s: an applied message was applied again", s)
+		}
+	})
+}
