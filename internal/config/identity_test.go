@@ -10,9 +10,9 @@ import (
 // the key.
 func TestIdentityMode(t *testing.T) {
 	for env, want := range map[string]string{
-		"":                                        "content",
-		"MSGX_IDENTITY_MODE=seqn":                 "seqn",
-		"MSGX_IDENTITY_MODE=seqn-day":             "seqn-day",
+		"":                            "content",
+		"MSGX_IDENTITY_MODE=seqn":     "seqn",
+		"MSGX_IDENTITY_MODE=seqn-day": "seqn-day",
 		"MSGX_IDENTITY_INCLUDE_DAY_BOUNDARY=true": "seqn-day",
 	} {
 		c, err := Load("", strings.Fields(env))
