@@ -461,7 +461,10 @@ func decode(args []string) error {
 	out := map[string]any{}
 	if msg != nil {
 		out["type_tag"] = msg.Tag()
-		out["identity"] = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, cfg.Identity.IncludeDayBoundary)
+		out["identity"] = pipeline.IdentityMode(cfg.Identity.Mode).Key(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day)
+		if d, derr := sis.ContentDigest(raw); derr == nil {
+			out["content_digest"] = d // what tells it from another message with its SEQN (identity.mode content)
+		}
 		out["meta"] = msg.Meta
 		if len(msg.Warnings) > 0 {
 			out["warnings"] = msg.Warnings

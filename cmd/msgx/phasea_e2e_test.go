@@ -80,8 +80,10 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 				ids = append(ids, ref)
 				events[ref] = 0 // reference data: no events by default
 			case 40, 80:
-				// A second message with the identity of an earlier FLOP (another remark): SKIPPED.
-				dup := loader.post(e2eFlop(980001+i-5, "REMC", 97001, "<REMC>a duplicate</REMC>"))
+				// An earlier FLOP sent again (the same content, built again with another META
+				// DTTM): SKIPPED as its duplicate.
+				again := e2eFlop(980001+i-5, "REMC", int64(97001+(i-5)%flights), fmt.Sprintf("<REMC>remark %d</REMC>", i-5))
+				dup := loader.post(strings.Replace(again, "<DTTM>20260101000000</DTTM>", "<DTTM>20260101000500</DTTM>", 1))
 				ids = append(ids, dup)
 				skipped[dup] = true
 			}

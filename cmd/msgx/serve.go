@@ -134,7 +134,7 @@ func serve(args []string) error {
 		Metrics:      m,
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
-		IncludeDay:   cfg.Identity.IncludeDayBoundary,
+		Identity:     pipeline.IdentityMode(cfg.Identity.Mode),
 		SIS:          sis.Options{Location: cfg.Location()},
 		Clock:        clock,
 		Logger:       log,

@@ -62,7 +62,7 @@ func startSystem(cfg config.Config, db *store.DB, clock pipeline.Clock, log *slo
 	s.pump = pump.New(db, handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace}), pump.Options{
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
-		IncludeDay:   cfg.Identity.IncludeDayBoundary,
+		Identity:     pipeline.IdentityMode(cfg.Identity.Mode),
 		SIS:          sis.Options{Location: cfg.Location()},
 		Clock:        clock,
 		Logger:       log,

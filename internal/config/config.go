@@ -102,8 +102,12 @@ type Config struct {
 		FlushLimit  int           `yaml:"flush-limit"`
 	} `yaml:"schd"`
 
+	// Identity: how the pump tells a duplicate (SKIPPED duplicate-of) from a new message.
+	// Validate leaves Mode one of pipeline's identity modes: content when unset, seqn-day when
+	// only IncludeDayBoundary (the older spelling of seqn-day) is set.
 	Identity struct {
-		IncludeDayBoundary bool `yaml:"include-day-boundary"`
+		Mode               string `yaml:"mode"`
+		IncludeDayBoundary bool   `yaml:"include-day-boundary"`
 	} `yaml:"identity"`
 
 	// Metrics: how often the instance running the pump reads the queue's state (messages
@@ -447,6 +451,9 @@ func (c *Config) Validate() error {
 	if c.Schd.FlushPeriod <= 0 {
 		return bad("schd.flush-period", "must be positive, got %s", c.Schd.FlushPeriod)
 	}
+	if err := c.validateIdentity(bad); err != nil {
+		return err
+	}
 	if c.Metrics.SampleInterval < 100*time.Millisecond {
 		return bad("metrics.sample-interval", "must be at least 100ms, got %s", c.Metrics.SampleInterval)
 	}
@@ -608,6 +615,25 @@ func (c *Config) RegistryName() string {
 }
 
 // validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
+// validateIdentity resolves identity.mode: unset is content, or seqn-day when the older
+// identity.include-day-boundary is true; that key set beside another mode is a contradiction.
+func (c *Config) validateIdentity(bad func(key, format string, args ...any) error) error {
+	if c.Identity.Mode == "" {
+		c.Identity.Mode = string(pipeline.IdentityContent)
+		if c.Identity.IncludeDayBoundary {
+			c.Identity.Mode = string(pipeline.IdentitySeqnDay)
+		}
+	}
+	m, ok := pipeline.ParseIdentityMode(c.Identity.Mode)
+	if !ok {
+		return bad("identity.mode", "%q is not content, seqn or seqn-day", c.Identity.Mode)
+	}
+	if c.Identity.IncludeDayBoundary && m != pipeline.IdentitySeqnDay {
+		return bad("identity.include-day-boundary", "true is the older spelling of identity.mode seqn-day, but identity.mode is %s: drop one of the two", m)
+	}
+	return nil
+}
+
 func (c *Config) validateJobs(bad func(key, format string, args ...any) error) error {
 	if _, _, err := ParseDayRange(c.Jobs.RebuildDays); err != nil {
 		return bad("jobs.rebuild-days", "%v", err)

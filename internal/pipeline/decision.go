@@ -8,7 +8,8 @@ import (
 // Identity is the idempotency key of a message: SNDR|TYPE|STYP|SEQN, and the sender's day
 // (the date part of META/DTTM, yyyyMMdd) appended when includeDay is set. It is bound once,
 // in the same transaction as the message's effects; a later message with the same identity is
-// SKIPPED.
+// SKIPPED. In IdentityContent mode a message whose key is held by a message with other
+// content binds ContentIdentity instead.
 func Identity(sndr, typ, styp, seqn, day string, includeDay bool) string {
 	parts := []string{sndr, typ, styp, seqn}
 	if includeDay {
@@ -16,6 +17,47 @@ func Identity(sndr, typ, styp, seqn, day string, includeDay bool) string {
 	}
 	return strings.Join(parts, "|")
 }
+
+// IdentityMode is how the pump tells a duplicate from a new message (config identity.mode).
+type IdentityMode string
+
+// The identity modes.
+const (
+	// IdentityContent (the default): a duplicate is the same message sent again. The identity
+	// is SNDR|TYPE|STYP|SEQN while no other message holds it; a message with the SEQN of an
+	// earlier one is a duplicate only when its canonical content (sis.ContentDigest: META
+	// DTTM, layout and attribute order left out) is the same, and otherwise binds
+	// ContentIdentity. Real AODBs reuse SEQN, so this never skips a different message.
+	IdentityContent IdentityMode = "content"
+	// IdentitySeqn: SNDR|TYPE|STYP|SEQN alone; any later message with it is a duplicate. Only
+	// for an AODB that guarantees unique SEQNs.
+	IdentitySeqn IdentityMode = "seqn"
+	// IdentitySeqnDay: SNDR|TYPE|STYP|SEQN|yyyyMMdd (the sender's day of META DTTM): for an
+	// AODB that guarantees unique SEQNs within a day.
+	IdentitySeqnDay IdentityMode = "seqn-day"
+)
+
+// ParseIdentityMode returns the mode named s, and whether s names one.
+func ParseIdentityMode(s string) (IdentityMode, bool) {
+	switch m := IdentityMode(s); m {
+	case IdentityContent, IdentitySeqn, IdentitySeqnDay:
+		return m, true
+	}
+	return "", false
+}
+
+// ByContent reports whether m tells duplicates by content (IdentityContent, the zero mode).
+func (m IdentityMode) ByContent() bool { return m == IdentityContent || m == "" }
+
+// Key is the identity a message binds first in mode m: SNDR|TYPE|STYP|SEQN, with the sender's
+// day in IdentitySeqnDay. The zero mode is IdentityContent.
+func (m IdentityMode) Key(sndr, typ, styp, seqn, day string) string {
+	return Identity(sndr, typ, styp, seqn, day, m == IdentitySeqnDay)
+}
+
+// ContentIdentity is the identity of a message whose key is held by a message with other
+// content (IdentityContent): the key and the digest of its own canonical content.
+func ContentIdentity(key, digest string) string { return key + "|#" + digest }
 
 // Decision is what a handler decides for one message; the pump applies it in one transaction
 // together with the identity bind and the SUCCEEDED state. An empty Decision is a success that

@@ -31,7 +31,6 @@ package pump
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"msgx/internal/handler"
@@ -154,9 +153,9 @@ type batch struct {
 	fatal  error
 	stopAt *store.Message
 	stop   error
-	// bound maps the identity keys held when the batch began, and those its messages bind,
-	// to their holders, when the batch queues (read ahead: a duplicate is then skipped before
-	// its decision, as one by one, instead of failing its queue's round trip).
+	// bound maps identity keys to their holders (0: none): those of the run's messages read
+	// ahead when the batch began, those looked up since and those its messages bind (phase B;
+	// nil in phase A, which reads each through the transaction). See boundIn.
 	bound map[string]int64
 }
 
@@ -178,6 +177,7 @@ type flightCache interface {
 type pendingMsg struct {
 	m             *store.Message
 	msg           *sis.Message
+	raw           string
 	out           outlet // records straight into the batch (the queue is sent by then)
 	tag, identity string
 	note          string
@@ -192,6 +192,7 @@ var errHalted = errors.New("the batch ends after a message whose queued writes f
 // decoded is a message of the run decoded ahead of the decisions (to learn which flights the
 // batch reads); nil for one whose raw text is read when its turn comes.
 type decoded struct {
+	raw           string // the text decoded (the identity's content digest reads it)
 	msg           *sis.Message
 	tag, identity string
 	warnings      []string
@@ -208,7 +209,7 @@ func (p *Pump) decodeRun(run []*store.Due) []*decoded {
 		if m.RawLater || !m.RawOK {
 			continue
 		}
-		d := &decoded{}
+		d := &decoded{raw: m.Raw}
 		d.msg, d.tag, d.identity, d.warnings, d.err = p.decodeOne(m.ID, m.Raw)
 		out[i] = d
 	}
@@ -232,7 +233,7 @@ func (p *Pump) decodeDue(ctx context.Context, out outlet, m *store.Due, now time
 		return nil, p.recordDeadIn(ctx, out, &m.Message, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
 	p.working(m.ID, "", "decoding")
-	d := &decoded{}
+	d := &decoded{raw: raw}
 	d.msg, d.tag, d.identity, d.warnings, d.err = p.decodeOne(m.ID, raw)
 	return d, nil
 }
@@ -293,18 +294,10 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 				return wait, false, err
 			}
 		}
-		if b.Queues() {
-			var ids []string
-			for _, d := range decs {
-				if d != nil && d.msg != nil && d.err == nil {
-					ids = append(ids, d.identity)
-				}
-			}
-			if r.bound, err = b.BoundAmong(ctx, ids); err != nil {
-				b.Rollback()
-				wait, err = p.abandon(head, err, start)
-				return wait, false, err
-			}
+		if r.bound, err = p.readBound(ctx, b, run, decs); err != nil {
+			b.Rollback()
+			wait, err = p.abandon(head, err, start)
+			return wait, false, err
 		}
 	}
 	var stopAt *store.Message // the message the batch ended before, with its error
@@ -431,19 +424,18 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
 	}
 	p.working(m.ID, tag, "deciding")
-	// The identity's unique index finds a duplicate (below); only a row that holds its own
-	// identity already needs telling apart: it was applied and its commit's answer was lost.
-	if m.BoundKey != "" && m.BoundKey == store.IdentityKey(identity) {
+	v, err := p.identify(ctx, p.boundIn(r), m.ID, d.raw, msg)
+	identity = v.identity
+	switch {
+	case err != nil:
+		return false, err
+	case v.holder != 0:
+		return false, p.skip(ctx, out, msg0, msg, identity, duplicateOf(v.holder), now)
+	case v.applied:
 		return false, p.alreadyApplied(ctx, out, msg0, tag, identity, warnings, now)
-	}
-	if holder, dup := r.bound[store.IdentityKey(identity)]; dup && holder != m.ID {
-		return false, p.duplicate(ctx, out, msg0, msg, identity, holder, nil, now)
 	}
 	h, ok := p.reg.Lookup(tag)
 	if !ok {
-		if holder, dup, err := p.boundTo(ctx, r, identity); err != nil || dup {
-			return false, p.duplicate(ctx, out, msg0, msg, identity, holder, err, now)
-		}
 		return p.fail(ctx, out, msg0, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
 	}
 	if r.watched != nil {
@@ -475,11 +467,6 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 		return false, errDecideAgain
 	}
 	if err != nil {
-		// One by one, a duplicate is SKIPPED before its handler runs; here the unique index
-		// finds it when the decision is applied, so a decision that is not applied asks.
-		if holder, dup, berr := p.boundTo(ctx, r, identity); berr != nil || dup {
-			return false, p.duplicate(ctx, out, msg0, msg, identity, holder, berr, now)
-		}
 		if s, ok := handler.AsSkip(err); ok {
 			return false, p.skip(ctx, out, msg0, msg, identity, s.Reason, now)
 		}
@@ -491,7 +478,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 	s := success(msg0, msg, tag, identity, warnings, dec)
 	if r.b.Queue(m.ID, s, flights, now) {
 		// Written with the messages around it (sendQueued); reported once it is.
-		r.pending = append(r.pending, &pendingMsg{m: msg0, msg: msg, out: direct, tag: tag, identity: identity,
+		r.pending = append(r.pending, &pendingMsg{m: msg0, msg: msg, raw: d.raw, out: direct, tag: tag, identity: identity,
 			note: dec.Note, warnings: warnings, now: now})
 		if len(dec.Ref) > 0 || len(dec.Flights) > 0 {
 			r.changed = true
@@ -510,7 +497,7 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 		if r.cache != nil {
 			r.cache.Forget() // its flight writes, if any, were rolled back
 		}
-		return p.notApplied(ctx, r, out, msg0, msg, tag, identity, warnings, err, now)
+		return p.notApplied(ctx, r, out, msg0, msg, d.raw, tag, identity, warnings, err, now)
 	}
 	if len(dec.Ref) > 0 || len(dec.Flights) > 0 {
 		r.changed = true
@@ -526,25 +513,98 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 // notApplied records the outcome of a message whose success could not be written (err, as
 // store.Batch.Succeed returns it): a duplicate is SKIPPED, a changed row or a lost
 // transaction ends the batch before it, any other failure is recorded by the retry rules.
-func (p *Pump) notApplied(ctx context.Context, r *batch, out outlet, msg0 *store.Message, msg *sis.Message, tag, identity string, warnings []string, err error, now time.Time) (end bool, _ error) {
+func (p *Pump) notApplied(ctx context.Context, r *batch, out outlet, msg0 *store.Message, msg *sis.Message, raw, tag, identity string, warnings []string, err error, now time.Time) (end bool, _ error) {
 	switch {
 	case errors.Is(err, store.ErrIdentityTaken):
-		// Bound by an earlier message, committed or earlier in this batch: the read goes
-		// through the batch, so it finds either.
-		holder, _, berr := p.boundTo(ctx, r, identity)
-		return false, p.duplicate(ctx, out, msg0, msg, identity, holder, berr, now)
+		// Bound by an earlier message, committed or earlier in this batch: the reads go
+		// through the batch, so they find either.
+		return p.taken(ctx, out, p.freshIn(r), msg0, msg, raw, warnings, now)
 	case errors.Is(err, store.ErrChanged), errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrBatchBroken):
 		return false, err
 	}
 	return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
 }
 
-// boundTo is Batch.BoundTo after the queue is sent (the identities it binds count).
-func (p *Pump) boundTo(ctx context.Context, r *batch, identity string) (int64, bool, error) {
-	if err := p.sendQueued(ctx, r); err != nil {
-		return 0, false, err
+// freshIn looks identities up through batch r's transaction after its queue is sent (the
+// identities it binds count), past what r remembers: the look-up after the unique index
+// refused a bind.
+func (p *Pump) freshIn(r *batch) holderOf {
+	return func(ctx context.Context, identity string) (int64, bool, error) {
+		if err := p.sendQueued(ctx, r); err != nil {
+			return 0, false, err
+		}
+		return r.b.BoundTo(ctx, identity)
 	}
-	return r.b.BoundTo(ctx, identity)
+}
+
+// boundIn looks identities up in batch r: what r.bound knows, else a read through the batch's
+// transaction, remembered. Every identity a queued message binds is in r.bound, so no read
+// needs the queue sent first.
+func (p *Pump) boundIn(r *batch) holderOf {
+	return func(ctx context.Context, identity string) (int64, bool, error) {
+		k := store.IdentityKey(identity)
+		if h, ok := r.bound[k]; ok {
+			return h, h != 0, nil
+		}
+		h, ok, err := r.b.BoundTo(ctx, identity)
+		if err == nil && r.bound != nil {
+			r.bound[k] = h
+		}
+		return h, ok, err
+	}
+}
+
+// readBound reads ahead, in one query (two in content mode), the holders of the identities
+// the run's decoded messages look up (identify), so a duplicate is SKIPPED before its decision,
+// as one by one, without a round trip per message: their keys, and in identity.mode content
+// the content identities of the messages whose key is held by another message or shared
+// with an earlier one of the run. The result holds 0 for a key no message holds.
+func (p *Pump) readBound(ctx context.Context, b *store.Batch, run []*store.Due, decs []*decoded) (map[string]int64, error) {
+	read := func(out map[string]int64, ids []string) error {
+		got, err := b.BoundAmong(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			k := store.IdentityKey(id)
+			out[k] = got[k]
+		}
+		return nil
+	}
+	out := map[string]int64{}
+	var ids []string
+	for _, d := range decs {
+		if d != nil && d.msg != nil && d.err == nil {
+			ids = append(ids, d.identity)
+		}
+	}
+	err := read(out, ids)
+	for _, m := range run {
+		if m.BoundKey != "" {
+			out[m.BoundKey] = m.ID // applied, its commit's answer lost (store.Due)
+		}
+	}
+	if err != nil || !p.opt.Identity.ByContent() {
+		return out, err
+	}
+	first := map[string]int64{} // each key's first message in the run
+	ids = ids[:0]
+	for i, d := range decs {
+		if d == nil || d.msg == nil || d.err != nil {
+			continue
+		}
+		k, id := store.IdentityKey(d.identity), run[i].ID
+		f, seen := first[k]
+		if !seen {
+			first[k] = id
+		}
+		if h := out[k]; (h != 0 && h != id) || (seen && f != id) {
+			if dg, err := p.digest(id, d.raw); err == nil {
+				ids = append(ids, pipeline.ContentIdentity(d.identity, dg))
+			}
+		}
+	}
+	return out, read(out, ids)
 }
 
 // sendQueued writes the successes waiting in the batch's queue (store.Batch.SendQueued) and
@@ -577,7 +637,7 @@ func (p *Pump) sendQueued(ctx context.Context, r *batch) error {
 		return err
 	}
 	q := pend[len(res)]
-	_, oerr := p.notApplied(ctx, r, q.out, q.m, q.msg, q.tag, q.identity, q.warnings, err, q.now)
+	_, oerr := p.notApplied(ctx, r, q.out, q.m, q.msg, q.raw, q.tag, q.identity, q.warnings, err, q.now)
 	r.halt = true // after notApplied, whose read of a duplicate's holder goes through here
 	if oerr != nil {
 		if errors.Is(oerr, store.ErrFenced) || errors.Is(oerr, store.ErrBatchBroken) {
@@ -587,14 +647,6 @@ func (p *Pump) sendQueued(ctx context.Context, r *batch) error {
 		r.stopAt, r.stop = q.m, oerr
 	}
 	return errHalted
-}
-
-// duplicate records m SKIPPED as a duplicate of holder, unless reading the holder failed.
-func (p *Pump) duplicate(ctx context.Context, out outlet, m *store.Message, msg *sis.Message, identity string, holder int64, readErr error, now time.Time) error {
-	if readErr != nil {
-		return readErr
-	}
-	return p.skip(ctx, out, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
 }
 
 // watchView is a View that notes whether a handler read stored state through it.

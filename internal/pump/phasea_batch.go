@@ -52,12 +52,14 @@ func (p *Pump) batchOneAuthoritative(ctx context.Context, r *batch, m *store.Due
 		return p.fail(ctx, out, msg0, err, tag, identity, warnings, now)
 	}
 	p.working(m.ID, tag, "deciding")
-	if m.BoundKey != "" && m.BoundKey == store.IdentityKey(identity) {
-		return false, p.alreadyApplied(ctx, out, msg0, tag, identity, warnings, now)
-	}
-	if holder, bound, err := r.b.BoundTo(ctx, identity); err != nil || (bound && holder != m.ID) {
-		return false, p.duplicate(ctx, out, msg0, msg, identity, holder, err, now)
-	} else if bound {
+	v, err := p.identify(ctx, p.boundIn(r), m.ID, d.raw, msg)
+	identity = v.identity
+	switch {
+	case err != nil:
+		return false, err
+	case v.holder != 0:
+		return false, p.skip(ctx, out, msg0, msg, identity, duplicateOf(v.holder), now)
+	case v.applied:
 		return false, p.alreadyApplied(ctx, out, msg0, tag, identity, warnings, now)
 	}
 	h, ok := p.reg.Lookup(tag)
@@ -81,8 +83,7 @@ func (p *Pump) batchOneAuthoritative(ctx context.Context, r *batch, m *store.Due
 	events, changed, err := r.b.Succeed(ctx, m.ID, success(msg0, msg, tag, identity, warnings, dec), p.opt.Flights, now)
 	switch {
 	case errors.Is(err, store.ErrIdentityTaken):
-		holder, _, berr := r.b.BoundTo(ctx, identity)
-		return false, p.duplicate(ctx, out, msg0, msg, identity, holder, berr, now)
+		return p.taken(ctx, out, p.freshIn(r), msg0, msg, d.raw, warnings, now)
 	case errors.Is(err, store.ErrChanged), errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrBatchBroken):
 		return false, err
 	case err != nil:

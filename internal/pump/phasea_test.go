@@ -41,6 +41,8 @@ type phaseAOptions struct {
 	solo  bool // no ViewIn: one message per transaction
 	plain bool // no BatchFlights: every read and version from Redis
 	size  int  // pipeline.batch-size; 0: 50
+	// identity is identity.mode; "" is content.
+	identity pipeline.IdentityMode
 }
 
 func newPhaseA(t *testing.T, db *store.DB, policy pipeline.RetryPolicy, o phaseAOptions) *phaseA {
@@ -71,6 +73,7 @@ func (a *phaseA) newPump(policy pipeline.RetryPolicy, o phaseAOptions) *pump.Pum
 	opt := pump.Options{
 		Policy: policy, Clock: a.clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC},
 		Flights: a.mirror, View: redisflight.WithRefs(a.rs, a.mirror), Authority: auth, AfterAuthority: o.after, BatchSize: o.size,
+		Identity: o.identity,
 	}
 	if !o.solo {
 		opt.ViewIn = func(tx *sql.Tx) handler.View { return redisflight.WithRefs(a.rs, a.mirror.InTx(tx)) }
@@ -150,10 +153,12 @@ func fop(flid int64, seqn, styp, field string) string {
 // flight, the second keeping the first's change: each decision reads Redis after the
 // previous script), a reference ADD then a DNLD of its TYPE (read through the batch
 // transaction), and a FLOP whose identity an earlier message of the same batch bound: SKIPPED
-// as a duplicate before it is decided, so its change never reaches Redis.
+// as a duplicate before it is decided, so its change never reaches Redis. The duplicate reuses
+// the SEQN with other content, a duplicate under identity.mode seqn only (content mode:
+// TestPhaseABatchTellsAResendFromAReusedSEQN).
 func TestPhaseABatchDecisionsSeeTheBatchBeforeThem(t *testing.T) {
 	eachBatchFlights(t, func(t *testing.T, db *store.DB, plain bool) {
-		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{plain: plain})
+		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{plain: plain, identity: pipeline.IdentitySeqn})
 		ids := a.post(
 			schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300"), flightRec(5002, "CA1502", "01DEC261400")),
 			fop(5001, "2", "CTOT", "<CTOT>01DEC261310</CTOT>"),
@@ -343,9 +348,10 @@ func (h *holding) BeginBatch(ctx context.Context) (*store.Batch, error) {
 // commit), again and again at a different script each time, loses nothing and doubles
 // nothing: every message ends SUCCEEDED (or SKIPPED, the duplicate), with exactly its events,
 // and every flight's version in Redis and FLIGHT_STATE equals its number of effective changes.
+// The duplicate reuses a SEQN with other content (identity.mode seqn).
 func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
 	eachBatchFlights(t, func(t *testing.T, db *store.DB, plain bool) {
-		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{plain: plain})
+		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{plain: plain, identity: pipeline.IdentitySeqn})
 		const flights = 4
 		var fltrs []string
 		for i := range flights {
@@ -366,9 +372,10 @@ func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
 			scripts := 0
 			crashAt := 1 + round%7
 			a.pump = a.newPump(defaultPolicy, phaseAOptions{
-				plain: plain,
-				size:  16,
-				store: func(db *store.DB) pump.Store { h.DB = db; return h },
+				plain:    plain,
+				size:     16,
+				identity: pipeline.IdentitySeqn,
+				store:    func(db *store.DB) pump.Store { h.DB = db; return h },
 				after: func(int64) {
 					if scripts++; scripts == crashAt {
 						panic(crashed{})

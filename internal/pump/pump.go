@@ -34,8 +34,8 @@ import (
 // Options configure a Pump.
 type Options struct {
 	Policy       pipeline.RetryPolicy
-	PollInterval time.Duration // how often to look when idle; default 1s
-	IncludeDay   bool          // identity.include-day-boundary
+	PollInterval time.Duration         // how often to look when idle; default 1s
+	Identity     pipeline.IdentityMode // identity.mode; "" is content
 	SIS          sis.Options
 	Clock        pipeline.Clock
 	Logger       *slog.Logger
@@ -122,9 +122,10 @@ type Pump struct {
 	mu      sync.Mutex
 	trouble *Trouble // the head whose outcome the pump cannot write; nil when none
 
-	parked *prometheus.CounterVec // msgx_messages_parked_total{class}
-	recent []Notable              // the last notable outcomes, newest last (under mu)
-	hand   *InHand                // what the pump works on (InHand); guarded by mu
+	parked  *prometheus.CounterVec // msgx_messages_parked_total{class}
+	digests map[int64]string       // content digests of messages met (identity.go)
+	recent  []Notable              // the last notable outcomes, newest last (under mu)
+	hand    *InHand                // what the pump works on (InHand); guarded by mu
 }
 
 // Notable is an outcome an operator should see without reading the log: a message parked,
@@ -589,11 +590,14 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 		return err
 	}
 	p.working(m.ID, tag, "deciding")
-	if holder, bound, err := p.db.BoundTo(ctx, identity); err != nil {
+	v, err := p.identify(ctx, p.db.BoundTo, m.ID, raw, msg)
+	identity = v.identity
+	switch {
+	case err != nil:
 		return err
-	} else if bound && holder != m.ID {
-		return p.skip(ctx, out, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
-	} else if bound {
+	case v.holder != 0:
+		return p.skip(ctx, out, m, msg, identity, duplicateOf(v.holder), now)
+	case v.applied:
 		return p.alreadyApplied(ctx, out, m, tag, identity, warnings, now)
 	}
 	h, ok := p.reg.Lookup(tag)
@@ -619,11 +623,8 @@ func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) err
 	warnings = append(slices.Clip(warnings), dec.Warnings...)
 	events, changed, err := p.db.Succeed(ctx, m.ID, success(m, msg, tag, identity, warnings, dec), p.opt.Flights, now)
 	if errors.Is(err, store.ErrIdentityTaken) {
-		holder, _, berr := p.db.BoundTo(ctx, identity)
-		if berr != nil {
-			return berr
-		}
-		return p.skip(ctx, out, m, msg, identity, fmt.Sprintf("duplicate-of:%d", holder), now)
+		_, err := p.taken(ctx, out, p.db.BoundTo, m, msg, raw, warnings, now)
+		return err
 	}
 	if err != nil {
 		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
@@ -807,7 +808,7 @@ func (p *Pump) decodeOne(id int64, raw string) (msg *sis.Message, tag, identity 
 	msg, err = p.decode(id, raw)
 	if msg != nil {
 		tag = msg.Tag()
-		identity = pipeline.Identity(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day, p.opt.IncludeDay)
+		identity = p.opt.Identity.Key(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day)
 		warnings = msg.Warnings
 	}
 	return msg, tag, identity, warnings, err

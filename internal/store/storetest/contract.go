@@ -38,6 +38,7 @@ var contractCases = []struct {
 	{"FenceStopsAReplacedPump", fenceStopsAReplacedPump},
 	{"AWriteFromAStaleReadIsRefused", aWriteFromAStaleReadIsRefused},
 	{"TextsAtAndOverTheirColumnWidths", textsAtAndOverTheirColumnWidths},
+	{"IdentityKeysCompareExactly", identityKeysCompareExactly},
 	{"OutboxWritesAreFenced", outboxWritesAreFenced},
 	{"NotesAndWarningsAreKeptWithinTheirColumns", notesAndWarningsAreKeptWithinTheirColumns},
 	{"ReferenceReplaceKeepsWhatItIsToldTo", referenceReplaceKeepsWhatItIsToldTo},
@@ -582,6 +583,69 @@ func textsAtAndOverTheirColumnWidths(t *testing.T, db *store.DB) {
 	m, _ := db.GetMessage(ctx, more[0])
 	if n := len([]rune(*m.LastError)); n != store.LastErrorWidth || !strings.HasSuffix(*m.LastError, "…") {
 		t.Fatalf("last error of %d characters", n)
+	}
+}
+
+// Identity keys that differ only by letter case, by trailing spaces or by an accent are
+// different identities on every dialect (MariaDB's default collation would merge them): each
+// binds, each is found as its own holder, by one key and in a batch's read-ahead, and binding
+// one of them again is refused.
+func identityKeysCompareExactly(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	idents := []string{
+		"AODB|AIRL|UPD|7",
+		"aodb|AIRL|UPD|7",
+		"AODB|AIRL|UPD|7 ",
+		"AODB|AIRL|UPD|7  ",
+		"ÅODB|AIRL|UPD|7",
+		"机场|AIRL|UPD|7",
+		"🛫|AIRL|UPD|7",
+	}
+	raws := make([]string, len(idents)+1)
+	for i := range raws {
+		raws[i] = "<x/>"
+	}
+	ids, err := db.InsertMessages(ctx, raws, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ident := range idents {
+		if _, _, err := db.Succeed(ctx, ids[i], store.Success{TypeTag: "AIRL-UPD", Identity: ident}, nil, now); err != nil {
+			t.Fatalf("identity %q after the ones before it: %v", ident, err)
+		}
+	}
+	for i, ident := range idents {
+		if holder, ok, err := db.BoundTo(ctx, ident); err != nil || !ok || holder != ids[i] {
+			t.Errorf("identity %q bound to %d %v %v, want %d", ident, holder, ok, err, ids[i])
+		}
+	}
+	if _, ok, err := db.BoundTo(ctx, "AODB|AIRL|UPD|8"); err != nil || ok {
+		t.Fatalf("an identity never bound: %v %v", ok, err)
+	}
+	b, err := db.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	among, err := b.BoundAmong(ctx, append(idents, "Aodb|AIRL|UPD|7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ident := range idents {
+		if among[store.IdentityKey(ident)] != ids[i] {
+			t.Errorf("read ahead in a batch: %q held by %d, want %d", ident, among[store.IdentityKey(ident)], ids[i])
+		}
+	}
+	if len(among) != len(idents) {
+		t.Errorf("read ahead in a batch found %d holders for %d bound identities and one never bound: %v", len(among), len(idents), among)
+	}
+	if holder, ok, err := b.BoundTo(ctx, "aodb|AIRL|UPD|7"); err != nil || !ok || holder != ids[1] {
+		t.Errorf("in a batch: %d %v %v", holder, ok, err)
+	}
+	b.Rollback()
+	if _, _, err := db.Succeed(ctx, ids[len(idents)], store.Success{TypeTag: "AIRL-UPD", Identity: "aodb|AIRL|UPD|7"}, nil, now); !errors.Is(err, store.ErrIdentityTaken) {
+		t.Fatalf("the same identity bound twice: %v", err)
 	}
 }
 

@@ -1,0 +1,121 @@
+package main_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// abdgUpd is an ABDG UPD of one airbridge with SEQN 1243, the SEQN real AODBs put on most of
+// their messages (docs/sis-format.md §5.1). pretty lays it out indented, as a sender building
+// the same message again might; otherwise it is on one line.
+func abdgUpd(code, desc string, pretty bool) string {
+	m := fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
+<MSG xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="unisysaodbsis.xsd">
+  <META>
+    <SNDR>AODB</SNDR>
+    <SEQN>1243</SEQN>
+    <DTTM>20261201090311</DTTM>
+    <TYPE>ABDG</TYPE>
+    <STYP>UPD</STYP>
+  </META>
+  <RECS>1</RECS>
+  <ABDG>
+    <ABCD>%s</ABCD>
+    <DESC>%s</DESC>
+    <CDSC>廊桥 %s</CDSC>
+    <ATML>T2</ATML>
+    <ATHE>N</ATHE>
+    <STND>%s1</STND>
+    <STND>%s2</STND>
+  </ABDG>
+</MSG>
+`, code, desc, code, code, code)
+	if pretty {
+		return strings.ReplaceAll(m, "  ", "\t ")
+	}
+	return strings.NewReplacer("\n", "", "  ", "").Replace(m)
+}
+
+// airlUpd is an AIRL UPD from sender sndr with SEQN 77.
+func airlUpd(sndr, itop, name string) string {
+	return fmt.Sprintf(`<MSG><META><SNDR>%s</SNDR><SEQN>77</SEQN><DTTM>20261201090500</DTTM><TYPE>AIRL</TYPE><STYP>UPD</STYP></META>`+
+		`<RECS>1</RECS><AIRL><ITOP>%s</ITOP><ICOP>%sA</ICOP><ONAM>%s</ONAM><DORI>D</DORI></AIRL></MSG>`, sndr, itop, itop, name)
+}
+
+// duplicateOf waits for message id to be SKIPPED as the duplicate of holder.
+func (s *server) duplicateOf(id, holder int64) {
+	s.t.Helper()
+	m := s.await(id, "SKIPPED", state("SKIPPED", ""))
+	if want := fmt.Sprintf("duplicate-of:%d", holder); m.LastError == nil || *m.LastError != want {
+		s.t.Fatalf("message %d: last error %v, want %s", id, m.LastError, want)
+	}
+}
+
+// haveRef checks the reference record typ/key is stored (getJSON fails the test on a 404).
+func (s *server) haveRef(typ, key string) {
+	s.t.Helper()
+	var rec map[string]any
+	s.getJSON("/api/v1/ref/"+typ+"/"+key, &rec)
+}
+
+// By default (identity.mode content) a duplicate is the same message sent again: two ABDG
+// UPDs with the same SNDR, TYPE, STYP and SEQN but different airbridges are both applied, a
+// byte-identical re-send of the first and a re-send of the second laid out again are SKIPPED
+// as their duplicates, and two AIRL UPDs with one SEQN from senders `AODB` and `aodb` are
+// both applied.
+func TestIdentityE2EAReusedSEQNIsNotADuplicate(t *testing.T) {
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=100ms")
+		first := s.post(abdgUpd("A214", "Bridge 214", false))
+		second := s.post(abdgUpd("A215", "Bridge 215", false))
+		again := s.post(abdgUpd("A214", "Bridge 214", false))
+		relaid := s.post(abdgUpd("A215", "Bridge 215", true))
+		upper := s.post(airlUpd("AODB", "3U", "Sichuan Airlines"))
+		lower := s.post(airlUpd("aodb", "TV", "Tibet Airlines"))
+		for _, id := range []int64{first, second, upper, lower} {
+			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+		}
+		s.duplicateOf(again, first)
+		s.duplicateOf(relaid, second)
+		s.haveRef("ABDG", "A214")
+		s.haveRef("ABDG", "A215")
+		s.haveRef("AIRL", "3U")
+		s.haveRef("AIRL", "TV")
+		if m := s.message(second); m.Identity == nil || !strings.HasPrefix(*m.Identity, "AODB|ABDG|UPD|1243|#") {
+			t.Fatalf("identity of the reused SEQN: %v", m.Identity)
+		}
+	})
+}
+
+// identity.mode seqn keeps the old rule: the second ABDG UPD with SEQN 1243 is SKIPPED as the
+// first's duplicate, though its content differs (the AIRL from `aodb` is still applied beside
+// the one from `AODB`: identities compare exactly on MariaDB too). Upgraded to the default
+// content mode on the same database, a re-send of the message bound under the old rule is
+// still its duplicate, and the message the old rule skipped, sent again, is applied.
+func TestIdentityE2EModeSeqnAndTheUpgradeToContent(t *testing.T) {
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=100ms", "MSGX_IDENTITY_MODE=seqn")
+		first := s.post(abdgUpd("A214", "Bridge 214", false))
+		second := s.post(abdgUpd("A215", "Bridge 215", false))
+		upper := s.post(airlUpd("AODB", "3U", "Sichuan Airlines"))
+		lower := s.post(airlUpd("aodb", "TV", "Tibet Airlines"))
+		s.await(first, "SUCCEEDED", state("SUCCEEDED", ""))
+		s.duplicateOf(second, first)
+		s.await(upper, "SUCCEEDED", state("SUCCEEDED", ""))
+		s.await(lower, "SUCCEEDED", state("SUCCEEDED", ""))
+		s.haveRef("AIRL", "TV")
+		if m := s.message(first); m.Identity == nil || *m.Identity != "AODB|ABDG|UPD|1243" {
+			t.Fatalf("identity under mode seqn: %v", m.Identity)
+		}
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		s = db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=100ms")
+		again := s.post(abdgUpd("A214", "Bridge 214", true))
+		resent := s.post(abdgUpd("A215", "Bridge 215", false))
+		s.duplicateOf(again, first)
+		s.await(resent, "SUCCEEDED", state("SUCCEEDED", ""))
+		s.haveRef("ABDG", "A215")
+	})
+}

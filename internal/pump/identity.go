@@ -1,0 +1,139 @@
+package pump
+
+// The identity rule, in one place for every path of the pump (one by one, the batch, phase A's
+// batch, and a write refused by the identity's unique index in any of them).
+//
+// A duplicate is the same message sent again, never a different message that reuses a number:
+// real AODBs reuse SEQN (docs/sis-format.md §5.1). In identity.mode content (the default) a
+// message binds SNDR|TYPE|STYP|SEQN while no other message holds it; when another does, the
+// holder's stored raw text is compared with this message's by their canonical digests
+// (sis.ContentDigest): the same content is SKIPPED duplicate-of the holder, other content binds
+// SNDR|TYPE|STYP|SEQN|#<digest>, whose holder in turn is a duplicate's. Identities bound under
+// the plain key before content mode existed keep working: a re-send still finds its holder by
+// the plain key and the same content. In modes seqn and seqn-day the key alone decides.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+	"msgx/internal/store"
+)
+
+// holderOf answers which message holds an identity: read from the database, or through a
+// batch (which sees what the batch bound).
+type holderOf func(ctx context.Context, identity string) (holder int64, bound bool, err error)
+
+// verdict is what identify found for a message.
+type verdict struct {
+	identity string // the identity the message binds (or is recorded with)
+	holder   int64  // the message it duplicates; 0 when it is not a duplicate
+	applied  bool   // the message holds its identity itself: applied, its commit's answer lost
+}
+
+// maxDigests bounds the pump's memory of messages' content digests.
+const maxDigests = 4096
+
+// identify applies the identity rule (see above) to message id, whose raw text is raw and
+// which decoded to msg, looking holders up with bound.
+func (p *Pump) identify(ctx context.Context, bound holderOf, id int64, raw string, msg *sis.Message) (verdict, error) {
+	key := p.opt.Identity.Key(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day)
+	v, err := held(ctx, bound, id, key)
+	if err != nil || v.holder == 0 || !p.opt.Identity.ByContent() {
+		return v, err
+	}
+	mine, err := p.digest(id, raw)
+	if err != nil {
+		return v, fmt.Errorf("content of message %d: %w", id, err)
+	}
+	theirs, ok, err := p.holderDigest(ctx, v.holder)
+	if err != nil {
+		return v, err
+	}
+	if ok && theirs == mine {
+		return v, nil // the same message sent again
+	}
+	return held(ctx, bound, id, pipeline.ContentIdentity(key, mine))
+}
+
+// held is the verdict of one identity from its holder.
+func held(ctx context.Context, bound holderOf, id int64, identity string) (verdict, error) {
+	holder, ok, err := bound(ctx, identity)
+	switch {
+	case err != nil:
+		return verdict{identity: identity}, err
+	case !ok:
+		return verdict{identity: identity}, nil
+	case holder == id:
+		return verdict{identity: identity, applied: true}, nil
+	}
+	return verdict{identity: identity, holder: holder}, nil
+}
+
+// digest returns the canonical content digest of message id from its raw text, remembered.
+func (p *Pump) digest(id int64, raw string) (string, error) {
+	if d, ok := p.digests[id]; ok {
+		return d, nil
+	}
+	d, err := sis.ContentDigest([]byte(raw))
+	if err != nil {
+		return "", err
+	}
+	p.remember(id, d)
+	return d, nil
+}
+
+// holderDigest returns the content digest of the message holding an identity, from its stored
+// raw text (CMINMSGS, or CMINMSGS_HST once archived). ok is false when that text is gone or
+// is not XML any more: the holder then counts as another message (a message is never skipped
+// as the duplicate of one whose content cannot be compared).
+func (p *Pump) holderDigest(ctx context.Context, holder int64) (string, bool, error) {
+	if d, ok := p.digests[holder]; ok {
+		return d, true, nil
+	}
+	raw, ok, err := p.db.Raw(ctx, holder)
+	if err != nil {
+		return "", false, err
+	}
+	if !ok {
+		p.log.Warn("the raw text of an identity's holder is missing; the message with its SEQN counts as another message", "holder_msg_id", holder)
+		return "", false, nil
+	}
+	d, err := sis.ContentDigest([]byte(raw))
+	if err != nil {
+		p.log.Warn("the raw text of an identity's holder has no content digest; the message with its SEQN counts as another message",
+			"holder_msg_id", holder, "err", err.Error())
+		return "", false, nil
+	}
+	p.remember(holder, d)
+	return d, true, nil
+}
+
+func (p *Pump) remember(id int64, digest string) {
+	if p.digests == nil || len(p.digests) >= maxDigests {
+		p.digests = make(map[int64]string)
+	}
+	p.digests[id] = digest
+}
+
+// taken records m after binding its identity was refused by the unique index (ErrIdentityTaken):
+// the rule is applied again with bound reading what is committed and bound now. A duplicate is
+// SKIPPED; anything else (another message bound the identity between the look-up and the write,
+// which the single writer should make impossible) fails with INFRA and is tried again, so a
+// message is never skipped as the duplicate of a message with other content.
+func (p *Pump) taken(ctx context.Context, out outlet, bound holderOf, m *store.Message, msg *sis.Message, raw string, warnings []string, now time.Time) (end bool, err error) {
+	v, err := p.identify(ctx, bound, m.ID, raw, msg)
+	if err != nil {
+		return false, err
+	}
+	if v.holder != 0 {
+		return false, p.skip(ctx, out, m, msg, v.identity, duplicateOf(v.holder), now)
+	}
+	return p.fail(ctx, out, m, pipeline.Errorf(pipeline.Infra, "identity %s was bound by another message while message %d was applied", v.identity, m.ID),
+		msg.Tag(), v.identity, warnings, now)
+}
+
+// duplicateOf is the reason a duplicate is SKIPPED with.
+func duplicateOf(holder int64) string { return fmt.Sprintf("duplicate-of:%d", holder) }

@@ -1,0 +1,184 @@
+package pump_test
+
+import (
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"msgx/internal/flight"
+	"msgx/internal/handler"
+	"msgx/internal/pipeline"
+	"msgx/internal/pump"
+	"msgx/internal/sis"
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+)
+
+// stnd is a FLOP STND of flight 5001 with SEQN 3 (every one of them reuses it), laid out
+// compactly, with MSG's two schema attributes in the order given.
+func stnd(stand string, attrsSwapped bool) string {
+	attrs := `xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="unisysaodbsis.xsd"`
+	if attrsSwapped {
+		attrs = `xsi:noNamespaceSchemaLocation='unisysaodbsis.xsd'   xmlns:xsi='http://www.w3.org/2001/XMLSchema-instance'`
+	}
+	return `<MSG ` + attrs + `><META><SNDR>AODB</SNDR><SEQN>3</SEQN><DTTM>20261201080000</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>` +
+		`<FLOP><FLID>5001</FLID><FFID>X</FFID><STND>` + stand + `</STND></FLOP></MSG>`
+}
+
+// stndIndented is stnd(stand, false) sent again later: indented with tabs and spaces, an XML
+// declaration, and a later META DTTM.
+func stndIndented(stand string) string {
+	return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<MSG xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:noNamespaceSchemaLocation=\"unisysaodbsis.xsd\">\n" +
+		"  <META>\n\t<SNDR>AODB</SNDR>\n\t<SEQN>3</SEQN>\n\t<DTTM>20261202093000</DTTM>\n\t<TYPE>FLOP</TYPE>\n\t<STYP>STND</STYP>\n  </META>\n" +
+		"  <FLOP>\n    <FLID>5001</FLID>\n    <FFID>X</FFID>\n    <STND>" + stand + "</STND>\n  </FLOP>\n</MSG>\n"
+}
+
+// identityPaths runs fn for each way the pump processes a message, on both databases: one by
+// one, batched (on MariaDB the batch queues its writes), and in phase A batched and one by one.
+func identityPaths(t *testing.T, mode pipeline.IdentityMode, fn func(t *testing.T, e *env, stand func() string)) {
+	phaseB := func(size int) func(t *testing.T, db *store.DB) {
+		return func(t *testing.T, db *store.DB) {
+			clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+			flights := flight.New(db, clock, time.UTC)
+			p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+				Policy: defaultPolicy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Flights: flights, View: flights, ViewIn: func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
+				BatchSize: size, SIS: sis.Options{Location: time.UTC}, Identity: mode,
+			})
+			fn(t, &env{db: db, clock: clock, pump: p, t: t}, func() string { return fmt.Sprint(record(t, flights, 5001)["STND"]) })
+		}
+	}
+	phaseA := func(solo bool) func(t *testing.T, db *store.DB) {
+		return func(t *testing.T, db *store.DB) {
+			a := newPhaseA(t, db, defaultPolicy, phaseAOptions{solo: solo, identity: mode})
+			fn(t, a.env, func() string { a.version(5001); return fmt.Sprint(redisRecord(t, a.rs, 5001)["STND"]) })
+		}
+	}
+	t.Run("one-by-one", func(t *testing.T) { storetest.Each(t, phaseB(1)) })
+	t.Run("batch", func(t *testing.T) { storetest.Each(t, phaseB(50)) })
+	t.Run("phase-a-batch", func(t *testing.T) { storetest.Each(t, phaseA(false)) })
+	t.Run("phase-a-one-by-one", func(t *testing.T) { storetest.Each(t, phaseA(true)) })
+}
+
+// wantDuplicate checks message id is SKIPPED as the duplicate of holder.
+func (e *env) wantDuplicate(id, holder int64) {
+	e.t.Helper()
+	if m := e.want(id, pipeline.Skipped, ""); *m.LastError != fmt.Sprintf("duplicate-of:%d", holder) {
+		e.t.Fatalf("message %d: %q, want duplicate-of:%d", id, *m.LastError, holder)
+	}
+}
+
+// In identity.mode content (the default) a duplicate is the same message sent again: a
+// message reusing an earlier one's SEQN with other content is applied, and a re-send (the very
+// bytes, or laid out again with another META DTTM, or with MSG's attributes in another order)
+// of either is SKIPPED as the duplicate of the one it repeats, inside one batch and across
+// batches, on every path of the pump.
+func TestAReusedSEQNIsAppliedAndAResendIsADuplicate(t *testing.T) {
+	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
+		ids := e.post(
+			schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")),
+			stnd("118", false),
+			stnd("119", false), // the SEQN of the one before, other content
+			stndIndented("118"),
+			stnd("119", false),
+		)
+		e.drain()
+		e.want(ids[0], pipeline.Succeeded, "")
+		e.want(ids[1], pipeline.Succeeded, "")
+		m := e.want(ids[2], pipeline.Succeeded, "")
+		if !strings.HasPrefix(*m.Identity, "AODB|FLOP|STND|3|#") {
+			t.Fatalf("identity of a reused SEQN: %q", *m.Identity)
+		}
+		e.wantDuplicate(ids[3], ids[1])
+		e.wantDuplicate(ids[4], ids[2])
+		if s := stand(); s != "119" {
+			t.Fatalf("stand after 118, 119 and two re-sends: %s", s)
+		}
+		// Later, against committed holders (their raw text read back from CMINMSGS).
+		more := e.post(stnd("118", false), stnd("119", true), stnd("120", false), stndIndented("120"))
+		e.drain()
+		e.wantDuplicate(more[0], ids[1])
+		e.wantDuplicate(more[1], ids[2])
+		e.want(more[2], pipeline.Succeeded, "")
+		e.wantDuplicate(more[3], more[2])
+		if s := stand(); s != "120" {
+			t.Fatalf("stand after a third content: %s", s)
+		}
+	})
+}
+
+// identity.mode seqn keeps the old rule exactly: SNDR|TYPE|STYP|SEQN alone, so every message
+// after the first with SEQN 3 is SKIPPED, whatever its content.
+func TestIdentityModeSeqnSkipsEveryReuse(t *testing.T) {
+	identityPaths(t, pipeline.IdentitySeqn, func(t *testing.T, e *env, stand func() string) {
+		ids := e.post(
+			schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")),
+			stnd("118", false),
+			stnd("119", false),
+			stndIndented("118"),
+		)
+		e.drain()
+		e.want(ids[1], pipeline.Succeeded, "")
+		if m := e.msg(ids[1]); *m.Identity != "AODB|FLOP|STND|3" {
+			t.Fatalf("identity %q", *m.Identity)
+		}
+		e.wantDuplicate(ids[2], ids[1])
+		e.wantDuplicate(ids[3], ids[1])
+		more := e.post(stnd("120", true))
+		e.drain()
+		e.wantDuplicate(more[0], ids[1])
+		if s := stand(); s != "118" {
+			t.Fatalf("stand: %s, want 118 (every reuse skipped)", s)
+		}
+	})
+}
+
+// A message bound under SNDR|TYPE|STYP|SEQN by an older msgx (whose only rule that was) is
+// still the holder after the upgrade: sent again it is SKIPPED as its duplicate, and a message
+// with its SEQN and other content is applied.
+func TestAnIdentityBoundBeforeTheUpgradeStillHoldsItsResends(t *testing.T) {
+	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
+		ids := e.post(schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")))
+		e.drain()
+		// As the old build left it: applied, SUCCEEDED, holding the plain key.
+		old := e.post(stnd("118", false))
+		storetest.Exec(t, e.db, fmt.Sprintf(`UPDATE PROC_STATE SET STATE = 'SUCCEEDED', IDENTITY = 'AODB|FLOP|STND|3', IDENTITY_KEY = 'AODB|FLOP|STND|3' WHERE CMINMSGS_ID = %d`, old[0]))
+		more := e.post(stndIndented("118"), stnd("119", false))
+		e.drain()
+		e.want(ids[0], pipeline.Succeeded, "")
+		e.wantDuplicate(more[0], old[0])
+		e.want(more[1], pipeline.Succeeded, "")
+		if s := stand(); s != "119" {
+			t.Fatalf("stand: %s", s)
+		}
+	})
+}
+
+// A message whose row already holds its content identity (its commit went through, the answer
+// was lost) is recorded SUCCEEDED, not applied again, on every path.
+func TestAnAppliedReusedSEQNIsNotAppliedAgain(t *testing.T) {
+	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
+		ids := e.post(schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")), stnd("118", false))
+		e.drain()
+		raw := stnd("119", false)
+		d, err := sis.ContentDigest([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied := e.post(raw)
+		key := store.IdentityKey(pipeline.ContentIdentity("AODB|FLOP|STND|3", d))
+		storetest.Exec(t, e.db, fmt.Sprintf(`UPDATE PROC_STATE SET IDENTITY_KEY = '%s' WHERE CMINMSGS_ID = %d`, key, applied[0]))
+		e.drain()
+		e.want(ids[1], pipeline.Succeeded, "")
+		if m := e.want(applied[0], pipeline.Succeeded, ""); !strings.Contains(m.Note, "already applied") {
+			t.Fatalf("note %q", m.Note)
+		}
+		if s := stand(); s != "118" {
+			t.Fatalf("stand %s: an applied message was applied again", s)
+		}
+	})
+}
