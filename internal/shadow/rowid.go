@@ -48,10 +48,12 @@ func candidateFlights(idx []int, msgx []Note) []int64 {
 //
 //   - the msgx updates carrying the same values are its candidates; the legacy notes with
 //     exactly the same candidates are one class, and when a class has as many notes as
-//     candidates they pair in order (both sides publish in message order);
+//     candidates they pair in order (both sides publish in message order); a class whose
+//     candidates are all on one flight goes there, but only where no pairing says otherwise;
 //   - a row id is one flight: the notes of a row that were placed must agree, and then every
 //     note of the row goes there, even one whose values msgx did not publish (a difference);
-//   - two row ids are two flights: a flight two rows were placed on places neither.
+//   - two row ids are two flights: of two rows placed on one flight, one placed by pairing
+//     keeps it and one placed only by a value gives way; otherwise neither is placed.
 //
 // It returns the flight of each placed note (by index in legacy), the notes no msgx flight
 // carries (differences), and the notes it cannot place (Ambiguity).
@@ -127,20 +129,20 @@ func resolveRowIDs(legacy, msgx []Note, opt Options) (map[int]int64, []string, [
 				weak = append(weak, rn.flid)
 			}
 		}
-		placed := strong
-		if len(placed) == 0 {
-			placed = weak
+		flights := strong
+		if len(flights) == 0 {
+			flights = weak
 		}
-		switch len(placed) {
+		switch len(flights) {
 		case 0:
 			continue
 		case 1:
 			strongRow[row] = len(strong) == 1
 			for _, rn := range byRow[row] {
-				rn.flid, rn.done = placed[0], true
+				rn.flid, rn.done = flights[0], true
 			}
 		default:
-			conflict[row] = fmt.Sprintf("its notifications match different msgx flights %v", placed)
+			conflict[row] = fmt.Sprintf("its notifications match different msgx flights %v", flights)
 		}
 	}
 	// Two row ids are two flights: a row placed only by values gives way to one paired in
