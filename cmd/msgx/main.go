@@ -238,7 +238,7 @@ see the README for every key.
 
 Exit codes: 0 done; 1 failed; 2 bad command line; 3 another instance holds the pump lease
 and this one cannot stand by (SQLite); 4 bad configuration; 5 gave up waiting for the
-database (database.wait-timeout).
+database (database.wait-timeout); 6 shadow diff cannot tell (UNDECIDED).
 
 Run 'msgx help COMMAND' for a command's flags and examples.
 `
@@ -262,6 +262,7 @@ const (
 	exitLeaseHeld  = 3 // serve: another live instance holds the pump lease and standby is impossible (SQLite)
 	exitConfig     = 4 // the configuration is invalid, or the database refused it (credentials, unknown database)
 	exitNoDatabase = 5 // serve: the database did not answer within database.wait-timeout
+	exitUndecided  = 6 // shadow diff: no difference found, but a legacy row id could be several flights
 )
 
 func main() {

@@ -30,6 +30,9 @@ type shownRequest struct {
 	DeadlineAt *time.Time `json:"deadline_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 	AnswerID   *int64     `json:"answer_msg_id"`
+	// WaitingForGateway is, while REGISTERED, how long it has waited for the gateway to send
+	// it (seconds).
+	WaitingForGateway *float64 `json:"waiting_for_gateway_s"`
 }
 
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
@@ -104,7 +107,7 @@ func requestsList(args []string) error {
 		}
 		return t.UTC().Format(time.RFC3339)
 	}
-	fmt.Printf("%6s  %-4s  %-27s  %-10s  %-6s  %7s  %-20s  %-20s  %s\n", "id", "type", "what", "state", "seqn", "resends", "sent_at", "finished_at", "answer")
+	fmt.Printf("%6s  %-4s  %-27s  %-10s  %-6s  %7s  %-28s  %-20s  %s\n", "id", "type", "what", "state", "seqn", "resends", "sent_at", "finished_at", "answer")
 	for _, r := range out.Requests {
 		what := r.STYP
 		if r.Type == "RQFD" {
@@ -114,8 +117,13 @@ func requestsList(args []string) error {
 		if r.AnswerID != nil {
 			answer = "message " + strconv.FormatInt(*r.AnswerID, 10)
 		}
-		fmt.Printf("%6d  %-4s  %-27s  %-10s  %-6s  %7d  %-20s  %-20s  %s\n", r.ID, r.Type, strings.TrimSpace(what), r.State, r.SEQN, r.Resends,
-			at(r.SentAt), at(r.FinishedAt), answer)
+		sent := at(r.SentAt)
+		if r.WaitingForGateway != nil {
+			// Not sent by the gateway yet: never re-sent while so.
+			sent = "waiting for gateway " + (time.Duration(*r.WaitingForGateway) * time.Second).String()
+		}
+		fmt.Printf("%6d  %-4s  %-27s  %-10s  %-6s  %7d  %-28s  %-20s  %s\n", r.ID, r.Type, strings.TrimSpace(what), r.State, r.SEQN, r.Resends,
+			sent, at(r.FinishedAt), answer)
 	}
 	return nil
 }

@@ -91,7 +91,8 @@ func schdResp(seqn int, fltrs ...string) string {
 
 // TestDataRequestsEndToEnd: a reference request through the API and a schedule request
 // through the legacy admin route are written into COUTMSGS; the gateway sends them; the RESPs
-// posted to the inbox turn them DONE. A request nobody answers is sent again and EXPIRES.
+// posted to the inbox turn them DONE. A request the gateway has not sent waits for it, however
+// long, shown with its age; once sent and not answered it is sent again and EXPIRES.
 func TestDataRequestsEndToEnd(t *testing.T) { eachDB(t, testDataRequests) }
 
 func testDataRequests(t *testing.T, db dbEnv) {
@@ -180,8 +181,9 @@ func testDataRequests(t *testing.T, db dbEnv) {
 		t.Fatalf("the unanswered CITY request: %+v", r)
 	}
 
-	// A short timeout: a request nobody answers is sent again once, then EXPIRES. The SEQN
-	// counter survived the restart.
+	// A short timeout: a request the gateway does not send is not sent again, however long it
+	// waits, and is shown waiting; once the gateway sends it and nobody answers, it is sent
+	// again once, then EXPIRES. The SEQN counter survived the restart.
 	s.stop()
 	s = db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_REQUESTS_TIMEOUT=300ms", "MSGX_REQUESTS_MAX_RESENDS=1")
 	code, body = s.postRaw("/api/v1/requests", `{"type":"RQRD","ref_type":"ABDG"}`)
@@ -189,12 +191,33 @@ func testDataRequests(t *testing.T, db dbEnv) {
 	if code != http.StatusCreated || json.Unmarshal(body, &lost) != nil || lost.SEQN != "000004" {
 		t.Fatalf("request after the restart: %d %s, want SEQN 000004", code, body)
 	}
+	time.Sleep(2 * time.Second) // over six timeouts
+	if r := s.dataRequest(lost.ID); r.State != "REGISTERED" || r.Resends != 0 || r.CoutmsgsID != lost.CoutmsgsID {
+		t.Fatalf("a request the gateway has not sent, after 2 s: %+v, want REGISTERED and never re-sent", r)
+	}
+	if n := count(t, sqlDB, `SELECT COUNT(*) FROM COUTMSGS`); n != 4 {
+		t.Fatalf("%d COUTMSGS rows, want 4: nothing queued behind the unsent one", n)
+	}
+	out, err := exec.Command(binary, "requests", "--server", s.url, "--state", "REGISTERED").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ABDG") || !strings.Contains(string(out), "waiting for gateway ") {
+		t.Fatalf("msgx requests --state REGISTERED: %v\n%s", err, out)
+	}
+	m := s.metrics()
+	if n, age := metricValue(m, "msgx_requests_waiting_for_gateway"), metricValue(m, "msgx_requests_waiting_for_gateway_oldest_age_seconds"); n != 1 || age < 2 {
+		t.Fatalf("/metrics: %v waiting for the gateway, the oldest for %v s; want 1 for 2 s or more:\n%s", n, age, grepLines(m, "msgx_requests_"))
+	}
+	if _, err := sqlDB.SQL.Exec(`UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = ? WHERE COUTMSGS_ID = ?`, legacyLocal(t, time.Now()), lost.CoutmsgsID); err != nil {
+		t.Fatal(err)
+	}
 	resent := s.awaitRequest(lost.ID, "re-sent", func(r dataRequest) bool { return r.Resends == 1 })
 	if resent.CoutmsgsID == lost.CoutmsgsID || resent.SEQN == lost.SEQN {
 		t.Fatalf("the re-send reused COUTMSGS row %d / SEQN %s", lost.CoutmsgsID, lost.SEQN)
 	}
 	if o := outbound(t, sqlDB, resent.CoutmsgsID); o.Routing != "VIEWRQRD" || !strings.Contains(o.XML, "<RTYP>ABDG</RTYP>") {
 		t.Fatalf("the re-send's COUTMSGS row: %+v", o)
+	}
+	if _, err := sqlDB.SQL.Exec(`UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = ? WHERE COUTMSGS_ID = ?`, legacyLocal(t, time.Now()), resent.CoutmsgsID); err != nil {
+		t.Fatal(err)
 	}
 	s.awaitRequest(lost.ID, "EXPIRED", func(r dataRequest) bool { return r.State == "EXPIRED" && r.Resends == 1 })
 
@@ -211,7 +234,7 @@ func testDataRequests(t *testing.T, db dbEnv) {
 	}
 
 	// The command line.
-	out, err := exec.Command(binary, "request", "--server", s.url, "ref", "DLYL").CombinedOutput()
+	out, err = exec.Command(binary, "request", "--server", s.url, "ref", "DLYL").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "RQRD DLYL queued in COUTMSGS row") || !strings.Contains(string(out), "SEQN 000006") {
 		t.Fatalf("msgx request ref DLYL: %v\n%s", err, out)
 	}
@@ -371,4 +394,25 @@ func testShadowMode(t *testing.T, db dbEnv) {
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 4 || !strings.Contains(string(out), "targets.LEGACY_FLOP.channel") {
 		t.Fatalf("shadow with a target on channel FLOP: %v (exit %v)\n%s", err, cmd.ProcessState, out)
 	}
+}
+
+// count runs a COUNT query on db.
+func count(t *testing.T, db *store.DB, q string) int {
+	t.Helper()
+	var n int
+	if err := db.SQL.QueryRow(q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -245,6 +245,7 @@ func serve(args []string) error {
 	registrar := newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
 	srv.Extra = append(srv.Extra, api.FlightRoutes(fstores.reader, db), api.MetricsRoute(m), api.RequestRoutes(reqs, db), fstores.routes)
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
+	m.Register(reqs.Collectors()...)
 	if registrar != nil {
 		m.Register(registrar.Failures())
 	}

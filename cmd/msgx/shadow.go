@@ -24,9 +24,15 @@ changed, deletes and schedules. Each side is a capture (JSON lines, one notifica
 or a Redis channel subscribed for --for (the legacy's is FLOP; msgx's is its format-legacy
 target's channel, e.g. FLOP-msgx in shadow mode). --legacy-ids reads "rowid FLID" lines (the
 legacy flight table's id and aodb id) for the notifications whose flightId is the legacy's
-row id. Times without an offset are taken in legacy.timezone. Prints the fields both sides
-set alike, every mismatch, what only one side produced and the legacy-bug rules it applied;
-exits 1 when there is a difference.
+row id; without it a row id is placed by the order of changes (the legacy notifications with
+the same values as msgx's pair with them in order, and a row id is one flight), never by a
+value two flights share. Times without an offset are taken in legacy.timezone. Prints the
+fields both sides set alike, every mismatch, what only one side produced and the legacy-bug
+rules it applied, then the result:
+  EQUAL      exit 0
+  DIFFERENT  exit 1: at least one difference
+  UNDECIDED  exit 6: no difference found, but a legacy notification with a row id could
+             belong to several msgx flights (AMBIGUOUS lines); give --legacy-ids to tell
 
 Examples:
   msgx shadow diff --legacy legacy.jsonl --msgx msgx.jsonl
@@ -134,8 +140,11 @@ func shadowCmd(args []string) error {
 	}
 	rep := shadow.Compare(legacy, msgx, opt)
 	rep.Write(os.Stdout)
-	if !rep.Equal() {
+	switch rep.Verdict() {
+	case "DIFFERENT":
 		return exitError{code: exitFailure}
+	case "UNDECIDED":
+		return exitError{code: exitUndecided}
 	}
 	return nil
 }

@@ -219,3 +219,58 @@ func TestShadowDiffListensToChannels(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowDiffWithoutLegacyIDs: two flights given the same APPT and BOTM (STYPs whose legacy
+// flightId is a row id), compared without --legacy-ids through the binary. Two identical
+// captures are EQUAL with exit code 0; the legacy's row ids 501 and 502 are placed by the order
+// of changes and a real difference is still the one difference (exit 1); a legacy APPT that
+// either flight could have sent, with nothing else telling which, makes the result UNDECIDED,
+// exit code 6.
+func TestShadowDiffWithoutLegacyIDs(t *testing.T) {
+	dir := t.TempDir()
+	note := func(flightID int64, key string, ms int64) string {
+		return fmt.Sprintf(`{"type":"update","flightId":%d,"updatedFields":{%q:%d},"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":1773536400000}`,
+			flightID, key, ms)
+	}
+	write := func(name string, lines ...string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const appt, botm = 1773627120000, 1773627720000
+	msgx := write("msgx.jsonl", note(7001, "approvedTime", appt), note(7002, "approvedTime", appt),
+		note(7001, "boardingTime", botm), note(7002, "boardingTime", botm))
+	diff := func(legacy, msgx string, wantCode int, want ...string) {
+		t.Helper()
+		out, err := exec.Command(binary, "shadow", "diff", "--legacy", legacy, "--msgx", msgx).CombinedOutput()
+		code := 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != wantCode {
+			t.Errorf("exit code %d, want %d\n%s", code, wantCode, out)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("output lacks %q:\n%s", w, out)
+			}
+		}
+	}
+	diff(msgx, msgx, 0, "flight 7001: match (approvedTime, boardingTime)", "flight 7002: match (approvedTime, boardingTime)",
+		"result: EQUAL: 2 flights match, 0 differ, 0 undecided, 0 differences, 0 unresolved, 0 ambiguous")
+
+	legacy := write("legacy.jsonl", note(501, "approvedTime", appt), note(502, "approvedTime", appt),
+		note(501, "boardingTime", botm), note(502, "boardingTime", botm+60000))
+	diff(legacy, msgx, 1, "4 row ids mapped", "flight 7001: match (approvedTime, boardingTime); explained by row-id",
+		`MISMATCH boardingTime: legacy "2026-03-16T02:23:00Z", msgx "2026-03-16T02:22:00Z"`, "result: DIFFERENT", "1 differences")
+
+	// The legacy row 501's BOTM would tell which flight it is; without it, it cannot be told.
+	legacy = write("legacy.jsonl", note(501, "approvedTime", appt))
+	msgx = write("msgx-appt.jsonl", note(7001, "approvedTime", appt), note(7002, "approvedTime", appt))
+	diff(legacy, msgx, 6, "AMBIGUOUS legacy line 1: APPT approvedTime with row id 501 as flightId could be msgx flight [7001 7002]",
+		"give --legacy-ids", "UNDECIDED ONLY MSGX approvedTime", "result: UNDECIDED")
+}

@@ -16,7 +16,8 @@ import (
 //
 //   - POST /api/v1/requests {"type":"RQRD","ref_type":"AIRL"} or
 //     {"type":"RQFD","from":"2026-12-03","to":"2026-12-04"} → 201 with the request;
-//   - GET /api/v1/requests?state=&limit=&after= and GET /api/v1/requests/{id};
+//   - GET /api/v1/requests?state=&limit=&after= and GET /api/v1/requests/{id}; a REGISTERED
+//     request carries waiting_for_gateway_since and waiting_for_gateway_s (its age);
 //   - POST /view/admin/data-request, the legacy admin contract: {"RQRD":"AIRL"} or
 //     {"RQFD":"","STDB":"…","STDE":"…"} → 200 {"success":true,"request_id":N}.
 //
@@ -33,7 +34,7 @@ func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux
 				writeRequestError(w, err)
 				return
 			}
-			writeJSON(w, http.StatusCreated, req)
+			writeJSON(w, http.StatusCreated, svc.Show(req))
 		})
 		mux.HandleFunc("GET /api/v1/requests", func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
@@ -53,7 +54,11 @@ func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux
 				writeStoreError(w, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"requests": list})
+			shown := make([]requests.Shown, len(list))
+			for i, req := range list {
+				shown[i] = svc.Show(req)
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"requests": shown})
 		})
 		mux.HandleFunc("GET /api/v1/requests/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -70,7 +75,7 @@ func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux
 				writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no request %d", id))
 				return
 			}
-			writeJSON(w, http.StatusOK, req)
+			writeJSON(w, http.StatusOK, svc.Show(req))
 		})
 		mux.HandleFunc("POST /view/admin/data-request", func(w http.ResponseWriter, r *http.Request) {
 			spec, err := legacySpec(w, r)

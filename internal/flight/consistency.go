@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"math/big"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -90,7 +92,10 @@ func compare(ctx context.Context, auth, mirror Reader, days []string, now time.T
 	return r, nil
 }
 
-// differing lists what differs between two entries of one flight.
+// differing lists what differs between two entries of one flight. Records are compared as
+// decoded JSON, field by field: a database that re-spaces or reorders a record (MariaDB's
+// JSON_SET writes ", " and ": ") or writes a number another way (1.50, 1.5, 15e-1) changes
+// no field.
 func differing(a, b Entry) []string {
 	var out []string
 	if a.Version != b.Version {
@@ -102,13 +107,14 @@ func differing(a, b Entry) []string {
 	if bytes.Equal(a.Record, b.Record) {
 		return out
 	}
-	var ma, mb map[string]json.RawMessage
-	if json.Unmarshal(a.Record, &ma) != nil || json.Unmarshal(b.Record, &mb) != nil {
+	ma, errA := decodeRecord(a.Record)
+	mb, errB := decodeRecord(b.Record)
+	if errA != nil || errB != nil {
 		return append(out, "record")
 	}
 	var fields []string
 	for k, v := range ma {
-		if w, ok := mb[k]; !ok || !bytes.Equal(v, w) {
+		if w, ok := mb[k]; !ok || !sameValue(v, w) {
 			fields = append(fields, k)
 		}
 	}
@@ -119,6 +125,61 @@ func differing(a, b Entry) []string {
 	}
 	sort.Strings(fields)
 	return append(out, fields...)
+}
+
+// decodeRecord decodes a record's top-level object, keeping numbers as written.
+func decodeRecord(rec []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(rec))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return m, nil
+}
+
+// sameValue reports whether two decoded JSON values are equal: objects key by key (in any
+// order), arrays element by element, numbers by value.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		rx, okx := new(big.Rat).SetString(string(x))
+		ry, oky := new(big.Rat).SetString(string(y))
+		return okx && oky && rx.Cmp(ry) == 0
+	}
+	return a == b // string, bool, nil
 }
 
 // DayRange is a span of local days relative to today: From and To are offsets in days

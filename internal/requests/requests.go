@@ -3,8 +3,10 @@
 // NONE, STDB/STDE). It validates what an operator asks for, writes the request's XML (SNDR
 // VIEW, the next SEQN of the durable counter, DTTM local now) for the legacy gateway to send
 // (COUTMSGS, through the store), and runs the loop that follows each request in REQ_TRACK:
-// SENT once the gateway sent it, re-sent when no answer came within the timeout, EXPIRED once
-// the re-sends are used up. The answer itself (a RESP of the requested TYPE, or SCHD) is
+// SENT once the gateway sent it, re-sent when no answer came within the timeout of the
+// gateway's send (COUTMSGS_DATE_SENT), EXPIRED once the re-sends are used up. A request the
+// gateway has not sent yet waits for it, however long: it is never re-sent, and the wait is
+// shown (Show, the metrics of Collectors). The answer itself (a RESP of the requested TYPE, or SCHD) is
 // matched by the store in the RESP's success transaction (store/requests.go).
 package requests
 
@@ -15,7 +17,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -145,8 +150,8 @@ type Options struct {
 	// Location is the zone of the request's DTTM and of a window given without one: the
 	// airport's (sis.timezone).
 	Location *time.Location
-	// Timeout is how long a request may wait for its answer before it is re-sent or expires
-	// (requests.timeout); default 10 minutes.
+	// Timeout is how long a request may wait for its answer, from the gateway's send, before
+	// it is re-sent or expires (requests.timeout); default 10 minutes.
 	Timeout time.Duration
 	// MaxResends is how many times a request without an answer is sent again
 	// (requests.max-resends).
@@ -160,6 +165,11 @@ type Options struct {
 type Service struct {
 	db  store.Requests
 	opt Options
+
+	mu      sync.Mutex
+	waiting int        // REGISTERED requests at the last Step
+	oldest  *time.Time // when the longest-waiting of them was queued
+	warned  bool       // the oldest wait past the timeout was logged
 }
 
 // New returns a Service over db.
@@ -190,7 +200,7 @@ func (s *Service) Create(ctx context.Context, spec Spec) (*store.Request, error)
 		return nil, err
 	}
 	now := s.opt.Clock.Now()
-	r, err := s.db.CreateRequest(ctx, v.NewRequest, s.build(v.NewRequest, now), now.Add(s.opt.Timeout), now)
+	r, err := s.db.CreateRequest(ctx, v.NewRequest, s.build(v.NewRequest, now), now)
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +229,13 @@ func (s *Service) Run(ctx context.Context) {
 	}
 }
 
-// Step moves the requests the gateway sent to SENT, then re-sends each open request whose
-// deadline passed (a new COUTMSGS row with the next SEQN) while it has re-sends left, and
-// expires it otherwise.
+// Step moves the requests the gateway sent to SENT (deadline: the gateway's send plus the
+// timeout), then re-sends each SENT request whose deadline passed (a new COUTMSGS row with
+// the next SEQN) while it has re-sends left, and expires it otherwise. A REGISTERED request
+// is left to the gateway; Step counts them and how long the oldest has waited.
 func (s *Service) Step(ctx context.Context) error {
 	now := s.opt.Clock.Now()
-	if n, err := s.db.MarkSent(ctx, now); err != nil {
+	if n, err := s.db.MarkSent(ctx, s.opt.Timeout, now); err != nil {
 		return err
 	} else if n > 0 {
 		s.opt.Logger.Info("data requests SENT by the gateway", "count", n)
@@ -236,7 +247,7 @@ func (s *Service) Step(ctx context.Context) error {
 	for _, r := range due {
 		if r.Resends < s.opt.MaxResends {
 			nr := store.NewRequest{Type: r.Type, STYP: r.STYP, STDB: r.STDB, STDE: r.STDE}
-			got, err := s.db.Resend(ctx, r, s.build(nr, now), now.Add(s.opt.Timeout), now)
+			got, err := s.db.Resend(ctx, r, s.build(nr, now), now)
 			if errors.Is(err, store.ErrChanged) {
 				continue // answered or re-sent meanwhile
 			}
@@ -255,5 +266,69 @@ func (s *Service) Step(ctx context.Context) error {
 		s.opt.Logger.Warn("data request EXPIRED: no answer after its re-sends", "req_id", r.ID, "type", r.Type, "styp", r.STYP,
 			"resends", r.Resends, "seqn", r.SEQN)
 	}
+	return s.sampleWaiting(ctx, now)
+}
+
+// sampleWaiting records the requests waiting for the gateway, and logs once when the oldest
+// has waited longer than the timeout (the gateway may be down).
+func (s *Service) sampleWaiting(ctx context.Context, now time.Time) error {
+	n, oldest, err := s.db.WaitingForGateway(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting, s.oldest = n, oldest
+	late := oldest != nil && now.Sub(*oldest) > s.opt.Timeout
+	if late && !s.warned {
+		s.opt.Logger.Warn("data requests waiting for the gateway: it has not sent them (COUTMSGS_DATE_SENT unset); they are not re-sent",
+			"count", n, "oldest_queued_at", oldest.UTC().Format(time.RFC3339), "waited", now.Sub(*oldest).Round(time.Second).String())
+	}
+	s.warned = late
 	return nil
+}
+
+// Shown is a request as the API answers it: while the gateway has not sent it (REGISTERED),
+// with how long it has waited for the gateway, in seconds.
+type Shown struct {
+	*store.Request
+	WaitingForGateway *float64 `json:"waiting_for_gateway_s,omitempty"`
+}
+
+// Show returns r as the API answers it, its wait taken at the service's clock.
+func (s *Service) Show(r *store.Request) Shown {
+	out := Shown{Request: r}
+	if r.State == store.ReqRegistered && r.QueuedAt != nil {
+		w := max(0, s.opt.Clock.Now().Sub(*r.QueuedAt).Round(time.Millisecond).Seconds())
+		out.WaitingForGateway = &w
+	}
+	return out
+}
+
+// Collectors returns the gauges of the requests waiting for the gateway, as the last Step
+// saw them (0 on an instance that does not follow the requests):
+// msgx_requests_waiting_for_gateway and msgx_requests_waiting_for_gateway_oldest_age_seconds
+// (taken at the scrape).
+func (s *Service) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "msgx_requests_waiting_for_gateway",
+			Help: "Data requests written into COUTMSGS that the gateway has not sent yet (REGISTERED; never re-sent while so), as the request loop last saw them.",
+		}, func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return float64(s.waiting)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "msgx_requests_waiting_for_gateway_oldest_age_seconds",
+			Help: "How long the data request that has waited longest for the gateway to send it has waited (0 when none waits).",
+		}, func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.oldest == nil {
+				return 0
+			}
+			return max(0, s.opt.Clock.Now().Sub(*s.oldest).Seconds())
+		}),
+	}
 }

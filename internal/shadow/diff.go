@@ -23,7 +23,7 @@ type Rule struct {
 // rules returns the rules, in the order the report lists them.
 func rules() []*Rule {
 	return []*Rule{
-		{ID: "row-id", Text: "the legacy's flightId is its database row id, not the FLID, for APPT BOTM CNCL EGSR EGST FINT LACL ERUT FDIV FLAB FRET HNAG SRVT TAOP VIPP (FORMAT.md §3.8, bug); msgx sends the FLID. Such a row id is matched to the msgx flight whose notification carries the same values (or mapped by --legacy-ids)"},
+		{ID: "row-id", Text: "the legacy's flightId is its database row id, not the FLID, for APPT BOTM CNCL EGSR EGST FINT LACL ERUT FDIV FLAB FRET HNAG SRVT TAOP VIPP (FORMAT.md §3.8, bug); msgx sends the FLID. Such a row id is mapped by --legacy-ids, or placed by the order of changes: the legacy notifications carrying the same values as msgx notifications pair with them in order, and a row id is one flight (never by a value two flights share)"},
 		{ID: "group-keys", Text: "the legacy names every key of a several-key STYP (PORT EXSS FDIV FRET FLAB HNAG TAOP VIPP), msgx the ones whose value changed (for PORT both times); a key only one side names is not a difference when the other side named another key of the same STYP for that flight"},
 		{ID: "snapshot-drop", Text: "a SCHD DNLD/RESP deletes the stored flights of its window that it does not carry without any notification in the legacy (§3.5 step 6); msgx publishes a delete. A delete only msgx published, with the createTime of one of its schedule notifications with a window (the same snapshot), is not a difference"},
 		{ID: "null-schedule", Text: "for SCHD DEL and ADFT the legacy publishes null instead of a schedule notification (§3.5); msgx publishes a schedule notification without a window. The legacy's null lines are skipped, and msgx's windowless schedules are not reported when the legacy published nulls"},
@@ -53,6 +53,7 @@ type FlightResult struct {
 	Equal     []string // keys both sides changed to the same final value (and delete, schedule)
 	Explained []string // the rules that explained a difference on this flight
 	Diffs     []Diff
+	Undecided []Diff // differences an ambiguous legacy notification could explain
 }
 
 // Report is the result of Compare.
@@ -60,7 +61,8 @@ type Report struct {
 	LegacyNotes, MsgxNotes int
 	LegacyNull             int // legacy null payloads (skipped)
 	RowIDsMapped           int
-	Unresolved             []string // legacy notifications whose flight cannot be told
+	Unresolved             []string    // legacy notifications no msgx flight carries (differences)
+	Ambiguous              []Ambiguity // legacy notifications that could belong to several flights
 	Flights                []FlightResult
 	Rules                  []*Rule
 }
@@ -75,7 +77,33 @@ func (r Report) Differences() int {
 }
 
 // Equal reports whether the two sides gave the same picture.
-func (r Report) Equal() bool { return r.Differences() == 0 }
+func (r Report) Equal() bool { return r.Differences() == 0 && len(r.Ambiguous) == 0 }
+
+// Undecided reports whether no difference was found but some legacy notifications could not
+// be placed on one flight, so the comparison cannot say the two sides are equal.
+func (r Report) Undecided() bool { return r.Differences() == 0 && len(r.Ambiguous) > 0 }
+
+// Verdict is EQUAL, DIFFERENT or UNDECIDED.
+func (r Report) Verdict() string {
+	switch {
+	case r.Differences() > 0:
+		return "DIFFERENT"
+	case r.Undecided():
+		return "UNDECIDED"
+	}
+	return "EQUAL"
+}
+
+// undecided reports whether an ambiguous legacy notification could explain a difference
+// on flight id about what.
+func (r Report) undecided(id int64, what string) bool {
+	for _, a := range r.Ambiguous {
+		if slices.Contains(a.FLIDs, id) && slices.Contains(a.Keys, what) {
+			return true
+		}
+	}
+	return false
+}
 
 // side is what one side said about each flight.
 type side struct {
@@ -175,9 +203,10 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 		}
 	}
 	l := newSide()
-	learned := map[int64]int64{}
+	placed, unresolved, ambiguous := resolveRowIDs(legacy, msgx, opt)
+	rep.Unresolved, rep.Ambiguous = unresolved, ambiguous
 	rowMapped := map[int64]bool{} // flights a legacy row id was mapped to
-	for _, n := range legacy {
+	for i, n := range legacy {
 		rep.LegacyNotes++
 		if n.Null {
 			rep.LegacyNull++
@@ -192,25 +221,17 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 			continue
 		}
 		id := *n.FlightID
-		if styp, ok := rowIDNote(n); ok {
-			flid, found := opt.RowIDs[id]
+		if _, ok := rowIDNote(n); ok {
+			flid, found := placed[i]
 			if !found {
-				flid, found = learned[id]
+				continue // unresolved or ambiguous
 			}
-			if !found {
-				var cands []int64
-				cands, flid = candidates(n, msgx)
-				if len(cands) != 1 {
-					rep.Unresolved = append(rep.Unresolved, fmt.Sprintf("legacy line %d: %s %s with row id %d as flightId: %d msgx flights carry the same values %v, cannot tell which",
-						n.Line, styp, keysOf(n.Fields), id, len(cands), cands))
-					continue
-				}
-				learned[id] = flid
+			if flid != id { // a capture that already carries the FLID needs no mapping
+				rep.RowIDsMapped++
+				rule("row-id")
+				rowMapped[flid] = true
 			}
-			rep.RowIDsMapped++
-			rule("row-id")
 			id = flid
-			rowMapped[id] = true
 		}
 		l.add(id, n)
 	}
@@ -299,17 +320,27 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 		case mf.scheduled:
 			res.Diffs = append(res.Diffs, Diff{Kind: "only-msgx", What: "schedule"})
 		}
+		diffs := res.Diffs[:0:0]
+		for _, d := range res.Diffs {
+			if rep.undecided(id, d.What) {
+				res.Undecided = append(res.Undecided, d)
+			} else {
+				diffs = append(diffs, d)
+			}
+		}
+		res.Diffs = diffs
 		cur = nil
 		rep.Flights = append(rep.Flights, res)
 	}
 	return rep
 }
 
-// candidates returns the distinct FLIDs of msgx updates that carry at least one key of the
-// legacy update n, each with the same value; flid is the first.
-func candidates(n Note, msgx []Note) (ids []int64, flid int64) {
-	for _, m := range msgx {
-		if m.Type != "update" || m.FlightID == nil {
+// candidates returns the indices of the msgx updates that carry at least one key of the
+// legacy update n, each with the same value.
+func candidates(n Note, msgx []Note) []int {
+	var out []int
+	for i, m := range msgx {
+		if m.Null || m.Type != "update" || m.FlightID == nil {
 			continue
 		}
 		shared, same := 0, true
@@ -321,14 +352,11 @@ func candidates(n Note, msgx []Note) (ids []int64, flid int64) {
 				}
 			}
 		}
-		if shared > 0 && same && !slices.Contains(ids, *m.FlightID) {
-			ids = append(ids, *m.FlightID)
+		if shared > 0 && same {
+			out = append(out, i)
 		}
 	}
-	if len(ids) > 0 {
-		flid = ids[0]
-	}
-	return ids, flid
+	return out
 }
 
 func keysOf(m map[string]any) string {
@@ -511,36 +539,47 @@ func (r Report) Write(w io.Writer) {
 	for _, ru := range r.Rules {
 		fmt.Fprintf(w, "  [%s] applied %d×: %s\n", ru.ID, ru.Applied, ru.Text)
 	}
-	equalFlights := 0
+	equalFlights, undecidedFlights := 0, 0
+	line := func(prefix string, d Diff) {
+		switch d.Kind {
+		case "mismatch":
+			fmt.Fprintf(w, "  %sMISMATCH %s: legacy %s, msgx %s\n", prefix, d.What, d.Legacy, d.Msgx)
+		case "only-legacy":
+			fmt.Fprintf(w, "  %sONLY LEGACY %s %s\n", prefix, d.What, d.Legacy)
+		default:
+			fmt.Fprintf(w, "  %sONLY MSGX %s %s\n", prefix, d.What, d.Msgx)
+		}
+	}
 	for _, f := range r.Flights {
 		explained := ""
 		if len(f.Explained) > 0 {
 			explained = "; explained by " + strings.Join(f.Explained, ", ")
 		}
-		if len(f.Diffs) == 0 {
+		switch {
+		case len(f.Diffs) == 0 && len(f.Undecided) == 0:
 			equalFlights++
 			fmt.Fprintf(w, "flight %d: match (%s)%s\n", f.FLID, strings.Join(f.Equal, ", "), explained)
 			continue
+		case len(f.Diffs) == 0:
+			undecidedFlights++
+			fmt.Fprintf(w, "flight %d: undecided; match (%s)%s\n", f.FLID, strings.Join(f.Equal, ", "), explained)
+		default:
+			fmt.Fprintf(w, "flight %d: %d difference(s); match (%s)%s\n", f.FLID, len(f.Diffs), strings.Join(f.Equal, ", "), explained)
 		}
-		fmt.Fprintf(w, "flight %d: %d difference(s); match (%s)%s\n", f.FLID, len(f.Diffs), strings.Join(f.Equal, ", "), explained)
 		for _, d := range f.Diffs {
-			switch d.Kind {
-			case "mismatch":
-				fmt.Fprintf(w, "  MISMATCH %s: legacy %s, msgx %s\n", d.What, d.Legacy, d.Msgx)
-			case "only-legacy":
-				fmt.Fprintf(w, "  ONLY LEGACY %s %s\n", d.What, d.Legacy)
-			default:
-				fmt.Fprintf(w, "  ONLY MSGX %s %s\n", d.What, d.Msgx)
-			}
+			line("", d)
+		}
+		for _, d := range f.Undecided {
+			line("UNDECIDED ", d) // an ambiguous legacy notification below could explain it
 		}
 	}
 	for _, u := range r.Unresolved {
 		fmt.Fprintf(w, "UNRESOLVED %s\n", u)
 	}
-	verdict := "EQUAL"
-	if !r.Equal() {
-		verdict = "DIFFERENT"
+	for _, a := range r.Ambiguous {
+		fmt.Fprintf(w, "AMBIGUOUS legacy line %d: %s %s with row id %d as flightId could be msgx flight %v: %s; give --legacy-ids to tell\n",
+			a.Line, a.STYP, strings.Join(a.Keys, ","), a.Row, a.FLIDs, a.Why)
 	}
-	fmt.Fprintf(w, "result: %s: %d flights match, %d differ, %d differences, %d unresolved\n",
-		verdict, equalFlights, len(r.Flights)-equalFlights, r.Differences(), len(r.Unresolved))
+	fmt.Fprintf(w, "result: %s: %d flights match, %d differ, %d undecided, %d differences, %d unresolved, %d ambiguous\n",
+		r.Verdict(), equalFlights, len(r.Flights)-equalFlights-undecidedFlights, undecidedFlights, r.Differences(), len(r.Unresolved), len(r.Ambiguous))
 }

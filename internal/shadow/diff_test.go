@@ -104,14 +104,69 @@ func TestRowIDThatMatchesSeveralFlights(t *testing.T) {
 		{Type: "update", FlightID: ptr(7001), Fields: map[string]any{"approvedTime": time.Unix(100, 0).UTC()}},
 		{Type: "update", FlightID: ptr(7002), Fields: map[string]any{"approvedTime": time.Unix(100, 0).UTC()}},
 	}
+	// One legacy APPT, two msgx APPTs with its value: which flight it was cannot be told, so
+	// the result is undecided, not a difference and not equal.
 	rep := Compare(legacy, msgx, Options{})
-	if len(rep.Unresolved) != 1 || !strings.Contains(rep.Unresolved[0], "row id 501") {
-		t.Fatalf("report:\n%s", report(rep))
+	out := report(rep)
+	if len(rep.Ambiguous) != 1 || rep.Ambiguous[0].Row != 501 || rep.Verdict() != "UNDECIDED" || rep.Equal() || rep.Differences() != 0 ||
+		!strings.Contains(out, "AMBIGUOUS legacy line 1: APPT approvedTime with row id 501 as flightId could be msgx flight [7001 7002]") ||
+		!strings.Contains(out, "result: UNDECIDED") {
+		t.Fatalf("report:\n%s", out)
 	}
 	// With the legacy database's mapping, 501 is 7001, and only 7002 differs.
 	rep = Compare(legacy, msgx, Options{RowIDs: map[int64]int64{501: 7001}})
 	if len(rep.Unresolved) != 0 || rep.Differences() != 1 || !strings.Contains(report(rep), "flight 7002: 1 difference") {
 		t.Errorf("report:\n%s", report(rep))
+	}
+}
+
+func appt(line int, flightID int64, at int64) Note {
+	return Note{Line: line, Type: "update", FlightID: ptr(flightID), Fields: map[string]any{"approvedTime": time.Unix(at, 0).UTC()}}
+}
+
+func botm(line int, flightID int64, at int64) Note {
+	return Note{Line: line, Type: "update", FlightID: ptr(flightID), Fields: map[string]any{"boardingTime": time.Unix(at, 0).UTC()}}
+}
+
+// TestIdenticalCapturesWhereFlightsShareAValue: two flights given the same APPT and the same
+// BOTM (both STYPs whose legacy flightId is a row id). A capture compared with itself is
+// equal: the order of changes places each notification, not the value the flights share.
+func TestIdenticalCapturesWhereFlightsShareAValue(t *testing.T) {
+	capture := []Note{appt(1, 7001, 100), appt(2, 7002, 100), botm(3, 7001, 200), botm(4, 7002, 200)}
+	rep := Compare(capture, capture, Options{})
+	if out := report(rep); !rep.Equal() || rep.Verdict() != "EQUAL" || rep.RowIDsMapped != 0 ||
+		!strings.Contains(out, "flight 7001: match (approvedTime, boardingTime)") || !strings.Contains(out, "result: EQUAL: 2 flights match") {
+		t.Fatalf("report:\n%s", out)
+	}
+	// msgx giving 7002 another BOTM is the one difference, on 7002.
+	msgx := []Note{appt(1, 7001, 100), appt(2, 7002, 100), botm(3, 7001, 200), botm(4, 7002, 260)}
+	rep = Compare(capture, msgx, Options{})
+	if out := report(rep); rep.Differences() != 1 || len(rep.Ambiguous) != 0 ||
+		!strings.Contains(out, "flight 7002: 1 difference(s); match (approvedTime)") || !strings.Contains(out, `MISMATCH boardingTime: legacy "1970-01-01T00:03:20Z", msgx "1970-01-01T00:04:20Z"`) {
+		t.Fatalf("report:\n%s", out)
+	}
+}
+
+// TestRowIDsPlacedByTheOrderOfChanges: the legacy's row ids 501 and 502 are flights 7001 and
+// 7002 in the order both sides published them; a later BOTM of row 502 that only 7002 has
+// tells the same, and the legacy's other BOTM value is reported on 7002.
+func TestRowIDsPlacedByTheOrderOfChanges(t *testing.T) {
+	legacy := []Note{appt(1, 501, 100), appt(2, 502, 100), botm(3, 502, 300)}
+	msgx := []Note{appt(1, 7001, 100), appt(2, 7002, 100), botm(3, 7002, 300)}
+	rep := Compare(legacy, msgx, Options{})
+	if out := report(rep); !rep.Equal() || rep.RowIDsMapped != 3 || !strings.Contains(out, "flight 7002: match (approvedTime, boardingTime); explained by row-id") {
+		t.Fatalf("report:\n%s", out)
+	}
+	legacy[2] = botm(3, 502, 360)
+	rep = Compare(legacy, msgx, Options{})
+	if out := report(rep); rep.Differences() != 1 || !strings.Contains(out, `MISMATCH boardingTime: legacy "1970-01-01T00:06:00Z", msgx "1970-01-01T00:05:00Z"`) {
+		t.Fatalf("report:\n%s", out)
+	}
+	// A row whose notifications point at two flights cannot be placed.
+	legacy = []Note{appt(1, 501, 100), appt(2, 502, 100), botm(3, 501, 300)}
+	rep = Compare(legacy, msgx, Options{})
+	if out := report(rep); rep.Verdict() != "UNDECIDED" || !strings.Contains(out, "its notifications match different msgx flights [7001 7002]") {
+		t.Fatalf("report:\n%s", out)
 	}
 }
 

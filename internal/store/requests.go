@@ -7,7 +7,10 @@ package store
 // A request moves REGISTERED (its COUTMSGS row is written) → SENT (the gateway set
 // COUTMSGS_DATE_SENT) → DONE (the answering RESP was processed) or, without an answer by its
 // deadline, is re-sent as a new COUTMSGS row (back to REGISTERED, RESENDS + 1) or, once the
-// re-sends are used up, EXPIRED.
+// re-sends are used up, EXPIRED. The deadline runs from the gateway's COUTMSGS_DATE_SENT, not
+// from msgx's insert: a REGISTERED request has none, waits for the gateway however long it
+// takes, and is never re-sent or expired (a second row queued behind an unsent one would only
+// make the AODB answer twice).
 //
 // The answer is matched in the success transaction of the RESP itself (succeedTx calls
 // matchAnswer): the match commits with the message's SUCCEEDED or not at all, so a crash can
@@ -75,7 +78,10 @@ type Request struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
 	SentAt     *time.Time `json:"sent_at"`     // when the gateway sent the latest send (its COUTMSGS_DATE_SENT)
-	DeadlineAt *time.Time `json:"deadline_at"` // when an open request without an answer is re-sent or expires
+	DeadlineAt *time.Time `json:"deadline_at"` // SENT: SentAt + the timeout, when it is re-sent or expires without an answer
+	// QueuedAt is, while the request is REGISTERED, when its latest COUTMSGS row was written:
+	// since then it waits for the gateway.
+	QueuedAt   *time.Time `json:"waiting_for_gateway_since,omitempty"`
 	FinishedAt *time.Time `json:"finished_at"` // DONE or EXPIRED
 	AnswerID   *int64     `json:"answer_msg_id"`
 }
@@ -100,17 +106,21 @@ type BuildXML func(seqn string) (string, error)
 type Requests interface {
 	// CreateRequest takes the next SEQN, writes the request's XML into COUTMSGS and its
 	// REGISTERED REQ_TRACK row, in one transaction.
-	CreateRequest(ctx context.Context, r NewRequest, build BuildXML, deadline, now time.Time) (*Request, error)
+	CreateRequest(ctx context.Context, r NewRequest, build BuildXML, now time.Time) (*Request, error)
 	GetRequest(ctx context.Context, id int64) (*Request, error)
 	ListRequests(ctx context.Context, f RequestFilter) ([]*Request, error)
-	// MarkSent moves the REGISTERED requests whose COUTMSGS row the gateway sent to SENT.
-	MarkSent(ctx context.Context, now time.Time) (int, error)
-	// Overdue returns the open requests whose deadline has passed.
+	// MarkSent moves the REGISTERED requests whose COUTMSGS row the gateway sent to SENT,
+	// with the deadline timeout after the gateway's send.
+	MarkSent(ctx context.Context, timeout time.Duration, now time.Time) (int, error)
+	// Overdue returns the SENT requests whose deadline has passed.
 	Overdue(ctx context.Context, now time.Time) ([]*Request, error)
-	// Resend writes a new COUTMSGS row for an open request; ErrChanged when it is no longer
+	// WaitingForGateway counts the REGISTERED requests (queued, not sent by the gateway yet)
+	// and returns when the longest-waiting one was queued.
+	WaitingForGateway(ctx context.Context) (n int, oldest *time.Time, err error)
+	// Resend writes a new COUTMSGS row for a SENT request; ErrChanged when it is no longer
 	// as read.
-	Resend(ctx context.Context, r *Request, build BuildXML, deadline, now time.Time) (*Request, error)
-	// Expire ends an open request without an answer; ErrChanged when it is no longer as read.
+	Resend(ctx context.Context, r *Request, build BuildXML, now time.Time) (*Request, error)
+	// Expire ends a SENT request without an answer; ErrChanged when it is no longer as read.
 	Expire(ctx context.Context, r *Request, now time.Time) error
 	// AnsweredBy returns the request that message id answered, if any.
 	AnsweredBy(ctx context.Context, msgID int64) (int64, bool, error)
@@ -140,6 +150,10 @@ func scanRequest(row interface{ Scan(...any) error }) (*Request, error) {
 	r.STDB, r.STDE, r.AnswerType, r.SEQN, r.CoutmsgsID = stdb.String, stde.String, answerType.String, seqn.String, cout.Int64
 	r.CreatedAt, r.UpdatedAt = created.Time, updated.Time
 	r.SentAt, r.DeadlineAt, r.FinishedAt = sent.Ptr(), deadline.Ptr(), finished.Ptr()
+	if r.State == ReqRegistered {
+		// Every write that leaves a request REGISTERED is one that queues a COUTMSGS row.
+		r.QueuedAt = updated.Ptr()
+	}
 	if answer.Valid {
 		v := answer.Int64
 		r.AnswerID = &v
@@ -212,10 +226,11 @@ func (d *DB) send(ctx context.Context, tx *sql.Tx, routing string, build BuildXM
 
 // CreateRequest takes the next SEQN, has build write the XML, inserts it into COUTMSGS with
 // r.Routing and the legacy flags, and inserts the REGISTERED REQ_TRACK row, in one
-// transaction: a request is either queued for the gateway and tracked, or not at all.
+// transaction: a request is either queued for the gateway and tracked, or not at all. It has
+// no deadline until the gateway sends it (MarkSent).
 // Values REQ_TRACK cannot hold whole are refused with ErrBadRequest before anything is
 // written. It refuses in shadow mode (ErrShadow): COUTMSGS is the legacy's.
-func (d *DB) CreateRequest(ctx context.Context, r NewRequest, build BuildXML, deadline, now time.Time) (*Request, error) {
+func (d *DB) CreateRequest(ctx context.Context, r NewRequest, build BuildXML, now time.Time) (*Request, error) {
 	if d.Shadow() {
 		return nil, fmt.Errorf("%w: data requests write the legacy COUTMSGS", ErrShadow)
 	}
@@ -232,8 +247,8 @@ func (d *DB) CreateRequest(ctx context.Context, r NewRequest, build BuildXML, de
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `INSERT INTO REQ_TRACK (COUTMSGS_ID, REQ_TYPE, REQ_STYP, STDB, STDE, ANSWER_TYPE, SEQN, STATE, RESENDS,
-			CREATED_AT, UPDATED_AT, DEADLINE_AT) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING REQ_ID`,
-			coutID, r.Type, r.STYP, nullStr(r.STDB), nullStr(r.STDE), r.AnswerType, seqn, ReqRegistered, T(now), T(now), T(deadline))
+			CREATED_AT, UPDATED_AT, DEADLINE_AT) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL) RETURNING REQ_ID`,
+			coutID, r.Type, r.STYP, nullStr(r.STDB), nullStr(r.STDE), r.AnswerType, seqn, ReqRegistered, T(now), T(now))
 		if err != nil {
 			return classifyWrite("insert REQ_TRACK", err)
 		}
@@ -298,8 +313,8 @@ func (d *DB) queryRequests(ctx context.Context, q string, args ...any) ([]*Reque
 
 // MarkSent moves each REGISTERED request whose latest COUTMSGS row has COUTMSGS_DATE_SENT set
 // (the gateway transmitted it) to SENT, with SENT_AT the gateway's time (legacy local time,
-// read in legacy.timezone). It returns how many it moved.
-func (d *DB) MarkSent(ctx context.Context, now time.Time) (int, error) {
+// read in legacy.timezone) and the deadline timeout after it. It returns how many it moved.
+func (d *DB) MarkSent(ctx context.Context, timeout time.Duration, now time.Time) (int, error) {
 	rows, err := d.SQL.QueryContext(ctx, `SELECT r.REQ_ID, c.COUTMSGS_DATE_SENT FROM REQ_TRACK r
 		JOIN COUTMSGS c ON c.COUTMSGS_ID = r.COUTMSGS_ID
 		WHERE r.STATE = ? AND c.COUTMSGS_DATE_SENT IS NOT NULL ORDER BY r.REQ_ID`, ReqRegistered)
@@ -330,8 +345,8 @@ func (d *DB) MarkSent(ctx context.Context, now time.Time) (int, error) {
 	}
 	n := 0
 	for _, s := range list {
-		res, err := d.SQL.ExecContext(ctx, `UPDATE REQ_TRACK SET STATE = ?, SENT_AT = ?, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ?`,
-			ReqSent, T(s.at), T(now), s.id, ReqRegistered)
+		res, err := d.SQL.ExecContext(ctx, `UPDATE REQ_TRACK SET STATE = ?, SENT_AT = ?, DEADLINE_AT = ?, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ?`,
+			ReqSent, T(s.at), T(s.at.Add(timeout)), T(now), s.id, ReqRegistered)
 		if err != nil {
 			return n, Unavailable(fmt.Errorf("mark request %d sent: %w", s.id, err))
 		}
@@ -342,18 +357,31 @@ func (d *DB) MarkSent(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
-// Overdue returns the open requests (REGISTERED or SENT) whose deadline is at or before now,
-// in id order.
+// Overdue returns the SENT requests whose deadline is at or before now, in id order. A
+// REGISTERED one is never overdue: the gateway has not sent it yet.
 func (d *DB) Overdue(ctx context.Context, now time.Time) ([]*Request, error) {
-	return d.queryRequests(ctx, `SELECT `+requestCols+` FROM REQ_TRACK WHERE STATE IN (?, ?) AND DEADLINE_AT <= ? ORDER BY REQ_ID`,
-		ReqRegistered, ReqSent, T(now))
+	return d.queryRequests(ctx, `SELECT `+requestCols+` FROM REQ_TRACK WHERE STATE = ? AND DEADLINE_AT <= ? ORDER BY REQ_ID`,
+		ReqSent, T(now))
 }
 
-// Resend sends open request r again: the next SEQN, a new COUTMSGS row, and r back to
-// REGISTERED with RESENDS + 1 and the new deadline, in one transaction conditional on r's state and
-// re-send count as read (ErrChanged, nothing written, when they changed: answered meanwhile, or
-// re-sent by another instance). It refuses in shadow mode.
-func (d *DB) Resend(ctx context.Context, r *Request, build BuildXML, deadline, now time.Time) (*Request, error) {
+// WaitingForGateway counts the REGISTERED requests and returns when the longest-waiting one
+// was queued (nil when there is none).
+func (d *DB) WaitingForGateway(ctx context.Context) (int, *time.Time, error) {
+	var n int
+	var oldest NullTime
+	if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*), MIN(UPDATED_AT) FROM REQ_TRACK WHERE STATE = ?`, ReqRegistered).Scan(&n, &oldest); err != nil {
+		return 0, nil, Unavailable(fmt.Errorf("count requests waiting for the gateway: %w", err))
+	}
+	return n, oldest.Ptr(), nil
+}
+
+// Resend sends SENT request r again: the next SEQN, a new COUTMSGS row that replaces the sent
+// one as the request's, and r back to REGISTERED with RESENDS + 1 and no deadline until the
+// gateway sends it, in one transaction conditional on r being SENT with the re-send count as
+// read (ErrChanged, nothing written, otherwise: answered meanwhile, re-sent by another
+// instance, or its latest row not sent yet, which a second row would only queue behind). It
+// refuses in shadow mode.
+func (d *DB) Resend(ctx context.Context, r *Request, build BuildXML, now time.Time) (*Request, error) {
 	if d.Shadow() {
 		return nil, fmt.Errorf("%w: data requests write the legacy COUTMSGS", ErrShadow)
 	}
@@ -370,8 +398,8 @@ func (d *DB) Resend(ctx context.Context, r *Request, build BuildXML, deadline, n
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE REQ_TRACK SET STATE = ?, SEQN = ?, COUTMSGS_ID = ?, RESENDS = RESENDS + 1, SENT_AT = NULL,
-			DEADLINE_AT = ?, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ? AND RESENDS = ?`,
-			ReqRegistered, seqn, coutID, T(deadline), T(now), r.ID, r.State, r.Resends)
+			DEADLINE_AT = NULL, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ? AND RESENDS = ?`,
+			ReqRegistered, seqn, coutID, T(now), r.ID, ReqSent, r.Resends)
 		if err != nil {
 			return classifyWrite(fmt.Sprintf("re-send request %d", r.ID), err)
 		}
@@ -386,11 +414,11 @@ func (d *DB) Resend(ctx context.Context, r *Request, build BuildXML, deadline, n
 	return d.GetRequest(ctx, r.ID)
 }
 
-// Expire ends open request r as EXPIRED, conditional on its state and re-send count as read
-// (ErrChanged when they changed).
+// Expire ends SENT request r as EXPIRED, conditional on it being SENT with the re-send count
+// as read (ErrChanged otherwise: a request the gateway has not sent never expires).
 func (d *DB) Expire(ctx context.Context, r *Request, now time.Time) error {
 	res, err := d.SQL.ExecContext(ctx, `UPDATE REQ_TRACK SET STATE = ?, FINISHED_AT = ?, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ? AND RESENDS = ?`,
-		ReqExpired, T(now), T(now), r.ID, r.State, r.Resends)
+		ReqExpired, T(now), T(now), r.ID, ReqSent, r.Resends)
 	if err != nil {
 		return Unavailable(fmt.Errorf("expire request %d: %w", r.ID, err))
 	}

@@ -987,7 +987,7 @@ views.requests = async ({ gen, view }) => {
     { head: 'Id', cell: r => String(r.id) }, { head: 'Type', cell: r => `${r.type || ''} ${r.styp || ''}` },
     { head: 'Window', cell: r => r.stdb ? `${r.stdb} – ${r.stde || ''}` : '' },
     { head: 'State', cell: r => stateSpan(r.state) }, { head: 'Re-sent', class: 'num', cell: r => String(r.resends ?? '') },
-    { head: 'Created', cell: r => fmtTime(r.created_at) }, { head: 'Sent', cell: r => fmtTime(r.sent_at) },
+    { head: 'Created', cell: r => fmtTime(r.created_at) }, { head: 'Sent', cell: r => r.waiting_for_gateway_s != null ? `waiting for gateway ${fmtAge(r.waiting_for_gateway_s)}` : fmtTime(r.sent_at) },
     { head: 'Deadline', cell: r => fmtTime(r.deadline_at) }, { head: 'Finished', cell: r => fmtTime(r.finished_at) },
     { head: 'Answer', cell: r => r.answer_msg_id ? msgLink(r.answer_msg_id) : '' },
   ], list, { id: 'requests-table', empty: 'No request yet.' }));

@@ -1,7 +1,9 @@
 package redisflight_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"msgx/internal/flight"
 	"msgx/internal/flight/flighttest"
 	"msgx/internal/pipeline"
+	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 )
 
@@ -84,4 +87,50 @@ func TestSentinelFindsAlteredAndMissingFlights(t *testing.T) {
 	if r, err := sen.CheckSample(ctx, 1); err != nil || r.Checked != 5 || len(r.Mismatches) != 1 {
 		t.Fatalf("sample 1: %+v %v", r, err)
 	}
+}
+
+// The sentinel compares records as decoded JSON: a mirror row that the database re-wrote
+// with JSON_SET (MariaDB writes ", " and ": " throughout, groups included) to change one field
+// names that field alone, and a row re-indented by hand (1.50 for 1.5) names none. On SQLite
+// and MariaDB.
+func TestSentinelNamesOnlyTheFieldThatChanged(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
+		clock := &fakeClock{t: now}
+		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
+		mirror := flight.New(db, clock, flighttest.Shanghai)
+		const groups = `"STND":"201","PAXC":1.5,` +
+			`"CHOT":[{"CSNO":1,"CHTM":"2026-03-16T01:07:00Z","CHID":"ON","CHST":"213"}],` +
+			`"CLDT":[{"CLNO":1,"BELT":"7","PCOT":"2026-03-16T01:20:00Z","PCCT":"2026-03-16T01:50:00Z"}],` +
+			`"PSDT":[{"PSNO":1,"STND":"213","PSST":"2026-03-16T01:05:00Z"},{"PSNO":2,"STND":"215","PSST":"2026-03-16T02:05:00Z"}]`
+		var ws []pipeline.FlightWrite
+		for i := int64(1); i <= 3; i++ {
+			ws = append(ws, pipeline.FlightWrite{Day: "2026-03-16", FLID: i, Record: flighttest.Rec(i, now.Add(24*time.Hour), groups)})
+		}
+		for _, s := range []flight.Contract{rs, mirror} {
+			if err := s.Apply(ctx, 1, ws, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, bytes.Replace(flighttest.Rec(3, now.Add(24*time.Hour), groups), []byte(`"PAXC":1.5`), []byte(`"PAXC":1.50`), 1), "", "   "); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Exec(t, db,
+			`UPDATE FLIGHT_STATE SET RECORD = JSON_SET(RECORD, '$.STND', '999') WHERE FLID = 2`,
+			`UPDATE FLIGHT_STATE SET RECORD = '`+indented.String()+`' WHERE FLID = 3`)
+		var rewritten string
+		if err := db.SQL.QueryRow(`SELECT RECORD FROM FLIGHT_STATE WHERE FLID = 2`).Scan(&rewritten); err != nil {
+			t.Fatal(err)
+		}
+		sen := &flight.Sentinel{Auth: rs, Mirror: mirror, Clock: clock, Location: flighttest.Shanghai}
+		r, err := sen.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(r.Mismatches); r.Checked != 3 || got != "[{2 2026-03-16  [STND]}]" {
+			t.Fatalf("checked %d, mismatches %s; flight 2's mirror row:\n%s", r.Checked, got, rewritten)
+		}
+	})
 }

@@ -41,7 +41,7 @@ func concurrentRequestsGetDistinctSEQNs(t *testing.T, db *store.DB) {
 	seqns := make(chan string, n)
 	for range n {
 		go func() {
-			r, err := db.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now, now)
+			r, err := db.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now)
 			if err != nil {
 				errs <- err
 				return
@@ -113,7 +113,7 @@ func xmlOf(r store.NewRequest) store.BuildXML {
 
 func create(t *testing.T, db *store.DB, r store.NewRequest, now time.Time) *store.Request {
 	t.Helper()
-	got, err := db.CreateRequest(context.Background(), r, xmlOf(r), now.Add(10*time.Minute), now)
+	got, err := db.CreateRequest(context.Background(), r, xmlOf(r), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,8 @@ func count(t *testing.T, db *store.DB, q string) int {
 }
 
 // A request is one COUTMSGS row (the XML, its ROUTINGID, the insert time in the legacy zone,
-// every flag 0, not sent) and one REGISTERED REQ_TRACK row with its SEQN and deadline.
+// every flag 0, not sent) and one REGISTERED REQ_TRACK row with its SEQN, waiting for the
+// gateway since now and with no deadline until the gateway sends it.
 func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	db.SetLegacy(store.LegacyOptions{Location: shanghai})
@@ -138,7 +139,7 @@ func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db *store.DB) {
 	a := create(t, db, refRequest("AIRL"), now)
 	b := create(t, db, schedRequest("03DEC26", "05DEC262359"), now.Add(time.Second))
 	if a.State != store.ReqRegistered || a.SEQN != "000001" || a.Type != "RQRD" || a.STYP != "AIRL" || a.AnswerType != "AIRL" ||
-		a.Resends != 0 || a.SentAt != nil || a.FinishedAt != nil || a.AnswerID != nil || a.DeadlineAt == nil || !a.DeadlineAt.Equal(now.Add(10*time.Minute)) ||
+		a.Resends != 0 || a.SentAt != nil || a.FinishedAt != nil || a.AnswerID != nil || a.DeadlineAt != nil || a.QueuedAt == nil || !a.QueuedAt.Equal(now) ||
 		!a.CreatedAt.Equal(now) {
 		t.Fatalf("reference request: %+v", a)
 	}
@@ -205,16 +206,16 @@ func requestTooLongOrUnbuildableWritesNothing(t *testing.T, db *store.DB) {
 	create(t, db, refRequest("ABCDEFGH"), now) // 8: the most the column holds
 	for _, typ := range []string{"ABCDEFGHI", "机场机场机场机场机"} {
 		r := refRequest(typ)
-		if _, err := db.CreateRequest(ctx, r, xmlOf(r), now, now); !errors.Is(err, store.ErrBadRequest) {
+		if _, err := db.CreateRequest(ctx, r, xmlOf(r), now); !errors.Is(err, store.ErrBadRequest) {
 			t.Fatalf("TYPE %q: %v, want ErrBadRequest", typ, err)
 		}
 	}
 	long := schedRequest(strings.Repeat("1", 33), "05DEC26")
-	if _, err := db.CreateRequest(ctx, long, xmlOf(long), now, now); !errors.Is(err, store.ErrBadRequest) {
+	if _, err := db.CreateRequest(ctx, long, xmlOf(long), now); !errors.Is(err, store.ErrBadRequest) {
 		t.Fatalf("a 33-character STDB: %v, want ErrBadRequest", err)
 	}
 	boom := errors.New("cannot build")
-	if _, err := db.CreateRequest(ctx, refRequest("CITY"), func(string) (string, error) { return "", boom }, now, now); !errors.Is(err, boom) {
+	if _, err := db.CreateRequest(ctx, refRequest("CITY"), func(string) (string, error) { return "", boom }, now); !errors.Is(err, boom) {
 		t.Fatalf("a failing build: %v", err)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`); n != 1 {
@@ -229,47 +230,72 @@ func requestTooLongOrUnbuildableWritesNothing(t *testing.T, db *store.DB) {
 }
 
 // REGISTERED → SENT once the gateway set COUTMSGS_DATE_SENT (its local time read back in
-// UTC); overdue → re-sent as a new COUTMSGS row with the next SEQN; a write from a stale read
-// is refused and leaves no COUTMSGS row; EXPIRED.
+// UTC), with the deadline the timeout after the gateway's send, not after msgx's insert; a
+// request the gateway has not sent is never overdue, re-sent or expired, and counts as waiting
+// for the gateway; overdue → re-sent as a new COUTMSGS row with the next SEQN, waiting again;
+// a write from a stale read is refused and leaves no COUTMSGS row; EXPIRED.
 func requestSentResentAndExpired(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	db.SetLegacy(store.LegacyOptions{Location: shanghai})
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
+	const timeout = 15 * time.Second
 	r := create(t, db, refRequest("AIRL"), now)
-	other := create(t, db, refRequest("CITY"), now)
-	if n, err := db.MarkSent(ctx, now); err != nil || n != 0 {
+	other := create(t, db, refRequest("CITY"), now.Add(time.Second))
+	if n, err := db.MarkSent(ctx, timeout, now); err != nil || n != 0 {
 		t.Fatalf("nothing sent yet: %d %v", n, err)
 	}
+	if n, oldest, err := db.WaitingForGateway(ctx); err != nil || n != 2 || oldest == nil || !oldest.Equal(now) {
+		t.Fatalf("waiting for the gateway: %d since %v (%v), want 2 since %v", n, oldest, err, now)
+	}
 	Exec(t, db, fmt.Sprintf(`UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '2026-12-03 09:00:07' WHERE COUTMSGS_ID = %d`, r.CoutmsgsID))
-	if n, err := db.MarkSent(ctx, now.Add(10*time.Second)); err != nil || n != 1 {
+	if n, err := db.MarkSent(ctx, timeout, now.Add(10*time.Second)); err != nil || n != 1 {
 		t.Fatalf("mark sent: %d %v", n, err)
 	}
+	sentAt := now.Add(7 * time.Second)
 	got, _ := db.GetRequest(ctx, r.ID)
-	if got.State != store.ReqSent || got.SentAt == nil || !got.SentAt.Equal(now.Add(7*time.Second)) {
-		t.Fatalf("sent request: %+v (sent_at %v, want %v)", got, got.SentAt, now.Add(7*time.Second))
+	if got.State != store.ReqSent || got.SentAt == nil || !got.SentAt.Equal(sentAt) || got.DeadlineAt == nil || !got.DeadlineAt.Equal(sentAt.Add(timeout)) || got.QueuedAt != nil {
+		t.Fatalf("sent request: %+v (sent_at %v, deadline %v, want %v and %v)", got, got.SentAt, got.DeadlineAt, sentAt, sentAt.Add(timeout))
 	}
-	if due, err := db.Overdue(ctx, now.Add(10*time.Minute-time.Second)); err != nil || len(due) != 0 {
+	if n, oldest, err := db.WaitingForGateway(ctx); err != nil || n != 1 || oldest == nil || !oldest.Equal(now.Add(time.Second)) {
+		t.Fatalf("waiting for the gateway: %d since %v (%v), want CITY's", n, oldest, err)
+	}
+	if due, err := db.Overdue(ctx, sentAt.Add(timeout-time.Millisecond)); err != nil || len(due) != 0 {
 		t.Fatalf("overdue before the deadline: %v %v", due, err)
 	}
-	due, err := db.Overdue(ctx, now.Add(10*time.Minute))
-	if err != nil || len(due) != 2 || due[0].ID != r.ID || due[1].ID != other.ID {
-		t.Fatalf("overdue at the deadline: %v %v", due, err)
+	due, err := db.Overdue(ctx, sentAt.Add(timeout))
+	if err != nil || len(due) != 1 || due[0].ID != r.ID {
+		t.Fatalf("overdue at the deadline: %v %v, want only the sent request", due, err)
 	}
-	later := now.Add(10 * time.Minute)
-	again, err := db.Resend(ctx, due[0], xmlOf(refRequest("AIRL")), later.Add(10*time.Minute), later)
+	if due, err := db.Overdue(ctx, now.Add(24*time.Hour)); err != nil || len(due) != 1 {
+		t.Fatalf("a day later the unsent request is still not overdue: %v %v", due, err)
+	}
+	// The unsent request, as read, cannot be re-sent or expired.
+	unsent, _ := db.GetRequest(ctx, other.ID)
+	rows := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`)
+	if _, err := db.Resend(ctx, unsent, xmlOf(refRequest("CITY")), now.Add(time.Hour)); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("re-sending a request the gateway has not sent: %v, want ErrChanged", err)
+	}
+	if err := db.Expire(ctx, unsent, now.Add(time.Hour)); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("expiring a request the gateway has not sent: %v, want ErrChanged", err)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`); n != rows {
+		t.Fatalf("a refused re-send left a COUTMSGS row: %d, want %d", n, rows)
+	}
+	later := sentAt.Add(timeout)
+	again, err := db.Resend(ctx, due[0], xmlOf(refRequest("AIRL")), later)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.State != store.ReqRegistered || again.Resends != 1 || again.SEQN != "000003" || again.CoutmsgsID == r.CoutmsgsID ||
-		again.SentAt != nil || !again.DeadlineAt.Equal(later.Add(10*time.Minute)) {
+		again.SentAt != nil || again.DeadlineAt != nil || again.QueuedAt == nil || !again.QueuedAt.Equal(later) {
 		t.Fatalf("re-sent: %+v", again)
 	}
-	if o, err := db.GetOutbound(ctx, again.CoutmsgsID); err != nil || o == nil || o.Routing != "VIEWRQRD" || !strings.Contains(o.XML, "000003") {
+	if o, err := db.GetOutbound(ctx, again.CoutmsgsID); err != nil || o == nil || o.Routing != "VIEWRQRD" || !strings.Contains(o.XML, "000003") || o.Sent != nil {
 		t.Fatalf("the re-send's COUTMSGS row: %+v %v", o, err)
 	}
 	// The same re-send again, from the same (now stale) read: refused, no COUTMSGS row left.
-	rows := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`)
-	if _, err := db.Resend(ctx, due[0], xmlOf(refRequest("AIRL")), later, later); !errors.Is(err, store.ErrChanged) {
+	rows = count(t, db, `SELECT COUNT(*) FROM COUTMSGS`)
+	if _, err := db.Resend(ctx, due[0], xmlOf(refRequest("AIRL")), later); !errors.Is(err, store.ErrChanged) {
 		t.Fatalf("a stale re-send: %v, want ErrChanged", err)
 	}
 	if err := db.Expire(ctx, due[0], later); !errors.Is(err, store.ErrChanged) {
@@ -278,14 +304,27 @@ func requestSentResentAndExpired(t *testing.T, db *store.DB) {
 	if n := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`); n != rows {
 		t.Fatalf("a refused re-send left a COUTMSGS row: %d, want %d", n, rows)
 	}
-	if err := db.Expire(ctx, due[1], later); err != nil {
+	// The gateway sends the re-send and CITY; CITY's deadline passes and it expires.
+	Exec(t, db, `UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '2026-12-03 09:01:00' WHERE COUTMSGS_DATE_SENT IS NULL`)
+	if n, err := db.MarkSent(ctx, timeout, later); err != nil || n != 2 {
+		t.Fatalf("mark the re-send and CITY sent: %d %v", n, err)
+	}
+	end := now.Add(time.Minute + timeout)
+	due, err = db.Overdue(ctx, end)
+	if err != nil || len(due) != 2 || due[0].ID != r.ID || due[1].ID != other.ID {
+		t.Fatalf("overdue after both were sent: %v %v", due, err)
+	}
+	if err := db.Expire(ctx, due[1], end); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.GetRequest(ctx, other.ID); got.State != store.ReqExpired || got.FinishedAt == nil || !got.FinishedAt.Equal(later) {
+	if got, _ := db.GetRequest(ctx, other.ID); got.State != store.ReqExpired || got.FinishedAt == nil || !got.FinishedAt.Equal(end) {
 		t.Fatalf("expired: %+v", got)
 	}
-	if due, _ := db.Overdue(ctx, later.Add(time.Hour)); len(due) != 1 || due[0].ID != r.ID {
+	if due, _ := db.Overdue(ctx, end.Add(time.Hour)); len(due) != 1 || due[0].ID != r.ID {
 		t.Fatalf("an expired request is not overdue any more: %v", due)
+	}
+	if n, oldest, err := db.WaitingForGateway(ctx); err != nil || n != 0 || oldest != nil {
+		t.Fatalf("waiting for the gateway at the end: %d since %v (%v), want none", n, oldest, err)
 	}
 }
 
@@ -489,7 +528,7 @@ func shadowWritesNoLegacyTable(t *testing.T, db *store.DB) {
 	if _, err := db.InsertMessages(ctx, []string{"<inbox/>"}, now); !errors.Is(err, store.ErrShadow) {
 		t.Fatalf("the inbox in shadow: %v, want ErrShadow", err)
 	}
-	if _, err := db.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now, now); !errors.Is(err, store.ErrShadow) {
+	if _, err := db.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now); !errors.Is(err, store.ErrShadow) {
 		t.Fatalf("a data request in shadow: %v, want ErrShadow", err)
 	}
 	if n, err := db.Archive(ctx, msgs, now.Add(72*time.Hour), now, nil); err != nil || n != 0 {
