@@ -14,6 +14,7 @@ import (
 	"msgx/internal/jobs"
 	"msgx/internal/logship"
 	"msgx/internal/pipeline"
+	"msgx/internal/secret"
 	"msgx/internal/store"
 )
 
@@ -43,7 +44,7 @@ func serveLogger(cfg config.Config) (log *slog.Logger, traces *logship.Traces, s
 			}
 			down = !connected
 		}
-		shipped := slog.NewJSONHandler(ship, &slog.HandlerOptions{Level: level}).WithAttrs([]slog.Attr{slog.String("service", cfg.ServiceName)})
+		shipped := slog.NewJSONHandler(ship, &slog.HandlerOptions{Level: level, ReplaceAttr: secret.ReplaceAttr}).WithAttrs([]slog.Attr{slog.String("service", cfg.ServiceName)})
 		h = logship.Tee(h, shipped)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})

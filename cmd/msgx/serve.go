@@ -68,13 +68,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error
 func newLogger(cfg config.Config) *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(cfg.Log.Level))
-	// Every string a log line carries is redacted: a webhook URL's password, a DSN's.
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-		if a.Value.Kind() == slog.KindString {
-			a.Value = slog.StringValue(secret.Redact(a.Value.String()))
-		}
-		return a
-	}}
+	// Every string a log line carries is redacted as a value, before the line is encoded: a
+	// webhook URL's password, a DSN's.
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: secret.ReplaceAttr}
 	var h slog.Handler = slog.NewJSONHandler(os.Stderr, opts)
 	if cfg.Log.Format == "text" {
 		h = slog.NewTextHandler(os.Stderr, opts)

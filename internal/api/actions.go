@@ -107,7 +107,7 @@ func writeList[T any](w http.ResponseWriter, key string, items []T, limit int, i
 	buf.WriteByte('\n')
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	w.Write(redactJSON(buf.Bytes()))
+	w.Write(buf.Bytes())
 }
 
 func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {

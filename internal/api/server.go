@@ -173,7 +173,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	rd := Readiness{Database: "up"}
 	notReady := func(reason string) {
-		rd.Reason = reason
+		rd.Reason = secret.Redact(reason)
 		writeJSON(w, http.StatusServiceUnavailable, rd)
 	}
 	if err := s.DB.Ping(ctx); err != nil {
@@ -445,7 +445,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	for name, fn := range s.StatusExtra {
 		v, err := fn(ctx)
 		if err != nil {
-			v = map[string]string{"error": err.Error()}
+			v = map[string]string{"error": secret.Redact(err.Error())}
 		}
 		if st.Extra == nil {
 			st.Extra = map[string]any{}
@@ -558,8 +558,10 @@ type ErrorBody struct {
 	Code  string `json:"code"`
 }
 
+// writeError writes the error answer; msg is redacted (secret.Redact), as it often quotes an
+// error from the database or a sink.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorBody{Error: msg, Code: code})
+	writeJSON(w, status, ErrorBody{Error: secret.Redact(msg), Code: code})
 }
 
 func writeStoreError(w http.ResponseWriter, err error) {
@@ -586,12 +588,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(redactJSON(buf.Bytes()))
+	w.Write(buf.Bytes())
 }
-
-// redactJSON hides passwords and secret query values in an answer (secret.Redact): a last
-// error that quotes a webhook URL, a DSN in an error.
-func redactJSON(b []byte) []byte { return secret.Bytes(b) }
 
 func or(s, def string) string {
 	if s == "" {

@@ -140,6 +140,10 @@ func (c Config) Redacted() (map[string]any, error) {
 			*s = secret.Mask
 		}
 	}
+	mask(&c.Redis.Password)
+	mask(&c.History.Elasticsearch.Password)
+	c.History.Elasticsearch.URL = secret.Redact(c.History.Elasticsearch.URL)
+	c.Eureka.ServiceURL = secret.Redact(c.Eureka.ServiceURL)
 	targets := make(map[string]target.Config, len(c.Targets))
 	for name, t := range c.Targets {
 		mask(&t.Password)

@@ -58,6 +58,9 @@ targets:
   REDIS_NOTIFY: {sink: redis, channel: c, password: RedisPass3}
   ES_FLIGHT: {sink: elasticsearch, index: i, addresses: ["https://es:EsPass4@es:9200"]}
   WEBHOOK_OPS: {sink: webhook, url: "https://u:HookPass5@h/x?token=HookTok6", secret: HmacKey7, copy-of: REDIS_NOTIFY}
+redis: {password: RedisPass8}
+history: {elasticsearch: {url: "https://es:EsUrlPass9@es:9200", index: h, password: EsPass10}}
+eureka: {service-url: "http://eu:EurekaPass11@eureka:8761/eureka"}
 `), 0o644)
 	c, err := Load(path, nil)
 	if err != nil {
@@ -68,7 +71,7 @@ targets:
 		t.Fatal(err)
 	}
 	b, _ := yaml.Marshal(v)
-	for _, s := range []string{"DbPass1", "SaslPass2", "RedisPass3", "EsPass4", "HookPass5", "HookTok6", "HmacKey7", goodHash} {
+	for _, s := range []string{"DbPass1", "SaslPass2", "RedisPass3", "EsPass4", "HookPass5", "HookTok6", "HmacKey7", "RedisPass8", "EsUrlPass9", "EsPass10", "EurekaPass11", goodHash} {
 		if strings.Contains(string(b), s) {
 			t.Errorf("the config view shows %q:\n%s", s, b)
 		}

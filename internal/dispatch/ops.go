@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/secret"
 	"msgx/internal/store"
 )
 
@@ -156,6 +157,11 @@ func Stats(ctx context.Context, db store.Events, now time.Time) ([]TargetStats, 
 			}
 			if len(head) == 1 {
 				s.Head = &head[0]
+				if h := s.Head.LastError; h != nil {
+					// An older msgx stored the error as the sink formed it.
+					r := secret.Redact(*h)
+					s.Head.LastError = &r
+				}
 				s.blocked(now)
 			}
 		}

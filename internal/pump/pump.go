@@ -27,6 +27,7 @@ import (
 	"msgx/internal/handler"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
+	"msgx/internal/secret"
 	"msgx/internal/sis"
 	"msgx/internal/store"
 )
@@ -154,6 +155,7 @@ func (p *Pump) Recent() []Notable {
 }
 
 func (p *Pump) notable(n Notable) {
+	n.Note = secret.Redact(n.Note) // status shows it: a cause may quote a URL
 	if len(n.Warnings) > 3 {
 		n.Warnings = append(slices.Clip(n.Warnings[:3]), fmt.Sprintf("… %d more (see the message)", len(n.Warnings)-3))
 	}
@@ -409,7 +411,7 @@ func (p *Pump) afterHead(head *store.Message, err error, now time.Time) (time.Du
 		p.trouble = t
 	}
 	t.Failures++
-	t.LastError = err.Error()
+	t.LastError = secret.Redact(err.Error()) // status shows it as a value
 	wait := p.opt.Policy.Delay(t.Failures)
 	t.NextAttempt = now.Add(wait)
 	failures := t.Failures

@@ -1,11 +1,18 @@
 // Package secret hides credentials in text that is shown or stored: the password of a URL's
 // userinfo (https://user:pass@host), secret query parameters (?token=…, &password=…) and the
-// password of a MySQL DSN (user:pass@tcp(host)/db). It is applied where an error is recorded
-// (an event's last error, a message's last error), to every log line and to every answer of
-// the ops API, so a webhook URL's password never reaches an operator's screen.
+// password of a MySQL DSN (user:pass@tcp(host)/db).
+//
+// It masks values, never encoded text: a text is redacted where it is formed or recorded (a
+// delivery error as the dispatcher records it, a message's or job's last error, a pause
+// reason, an error an API answer carries, the configuration view) and read back redacted from
+// rows an older msgx wrote, before any of it is encoded as JSON; log lines are redacted
+// attribute by attribute (ReplaceAttr) before the handler encodes them. A pattern run over
+// finished JSON would also match the escapes JSON adds (the backslash of \" ends up inside a
+// query value) and break the answer, so nothing here takes encoded text.
 package secret
 
 import (
+	"log/slog"
 	"regexp"
 	"strings"
 )
@@ -37,12 +44,26 @@ func Redact(s string) string {
 	return s
 }
 
-// Bytes is Redact over a byte slice (a JSON answer); it returns b itself when nothing changes.
-func Bytes(b []byte) []byte {
-	s := string(b)
-	r := Redact(s)
-	if r == s {
-		return b
+// ReplaceAttr is a slog.HandlerOptions.ReplaceAttr that redacts each string an attribute
+// carries (a string, an error, a list of strings) before the handler encodes the line, so a
+// log line never shows a secret and stays valid JSON.
+func ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
+	switch v := a.Value; v.Kind() {
+	case slog.KindString:
+		if r := Redact(v.String()); r != v.String() {
+			a.Value = slog.StringValue(r)
+		}
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			a.Value = slog.StringValue(Redact(x.Error()))
+		case []string:
+			out := make([]string, len(x))
+			for i, s := range x {
+				out[i] = Redact(s)
+			}
+			a.Value = slog.AnyValue(out)
+		}
 	}
-	return []byte(r)
+	return a
 }

@@ -1,6 +1,12 @@
 package secret
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+)
 
 func TestRedact(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
@@ -17,5 +23,27 @@ func TestRedact(t *testing.T) {
 		if got := Redact(c.in); got != c.want {
 			t.Errorf("Redact(%q)\n got %q\nwant %q", c.in, got, c.want)
 		}
+	}
+}
+
+// A log line carrying a secret in a string, an error and a list is redacted value by value:
+// the secret is gone and the line is still one JSON object.
+func TestReplaceAttrKeepsLogLinesValidJSON(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: ReplaceAttr}))
+	text := `Post "http://127.0.0.1:1/hook?key=s3cr3t": dial tcp "quoted" \ back\slash` + "\n" + `https://u:s3cr3t@h/x`
+	log.Error("delivery failed "+text, "err", text, "cause", errors.New(text), "warnings", []string{"ok", text},
+		slog.Group("sink", "url", "http://h/x?token=s3cr3t"))
+	line := buf.Bytes()
+	if !json.Valid(line) || bytes.Count(line, []byte("\n")) != 1 {
+		t.Fatalf("not one JSON line: %s", line)
+	}
+	if bytes.Contains(line, []byte("s3cr3t")) {
+		t.Errorf("the line shows the secret: %s", line)
+	}
+	var m map[string]any
+	json.Unmarshal(line, &m)
+	if want := `Post "http://127.0.0.1:1/hook?key=xxxxx": dial tcp "quoted" \ back\slash` + "\n" + `https://u:xxxxx@h/x`; m["err"] != want || m["cause"] != want {
+		t.Errorf("err %q, cause %q, want %q", m["err"], m["cause"], want)
 	}
 }

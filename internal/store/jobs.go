@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"msgx/internal/secret"
 )
 
 // Job states.
@@ -67,7 +69,7 @@ func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 	j.ScheduleKey = key.String
 	j.Params = params.String
 	j.FirstFailedAt = first.Ptr()
-	j.NextAttemptAt, j.LastError, j.Result, j.CreatedAt, j.FinishedAt = next.Ptr(), strPtr(lastErr), strPtr(result), created.Time, fin.Ptr()
+	j.NextAttemptAt, j.LastError, j.Result, j.CreatedAt, j.FinishedAt = next.Ptr(), redactedPtr(lastErr), redactedPtr(result), created.Time, fin.Ptr()
 	return &j, nil
 }
 
@@ -112,7 +114,7 @@ func (d *DB) FinishJob(ctx context.Context, id int64, state string, attempts int
 		fin = T(now)
 	}
 	_, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_JOB SET STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, FIRST_FAILED_AT = ?, RESULT = ?, LAST_ERROR = ?, FINISHED_AT = ? WHERE JOB_ID = ?`,
-		state, attempts, T(next), T(firstFailed), nullStr(result), nullStr(lastErr), fin, id)
+		state, attempts, T(next), T(firstFailed), nullStr(secret.Redact(result)), nullStr(secret.Redact(lastErr)), fin, id)
 	if err != nil {
 		return Unavailable(err)
 	}

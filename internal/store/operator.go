@@ -249,7 +249,7 @@ func (d *DB) SetPause(ctx context.Context, name, by, reason string, now time.Tim
 			return nil
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO PAUSE_STATE (NAME, PAUSED_BY, REASON, PAUSED_AT) VALUES (?, ?, ?, ?)`,
-			Fit(name, PauseWidth), Fit(by, ActorWidth), nullStr(Fit(reason, DetailWidth)), T(now))
+			Fit(name, PauseWidth), Fit(by, ActorWidth), nullStr(Fit(secret.Redact(reason), DetailWidth)), T(now))
 		if err != nil {
 			return Unavailable(fmt.Errorf("pause %s: %w", name, err))
 		}
@@ -279,7 +279,7 @@ func (d *DB) Pause(ctx context.Context, name string) (*Pause, error) {
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("pause state of %s: %w", name, err))
 	}
-	p.Reason, p.At = reason.String, at.Time
+	p.Reason, p.At = secret.Redact(reason.String), at.Time
 	return &p, nil
 }
 
@@ -298,7 +298,7 @@ func (d *DB) Pauses(ctx context.Context) ([]Pause, error) {
 		if err := rows.Scan(&p.Name, &p.By, &reason, &at); err != nil {
 			return nil, Unavailable(fmt.Errorf("pause states: %w", err))
 		}
-		p.Reason, p.At = reason.String, at.Time
+		p.Reason, p.At = secret.Redact(reason.String), at.Time
 		out = append(out, p)
 	}
 	return out, Unavailable(rows.Err())
@@ -465,7 +465,7 @@ FROM MSG_EVENT WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(` ORDER BY E
 			return nil, Unavailable(fmt.Errorf("search events: %w", err))
 		}
 		e.State = pipeline.EventStatus(state)
-		e.FlightKey, e.ErrorClass, e.LastError = strPtr(key), strPtr(class), strPtr(lastErr)
+		e.FlightKey, e.ErrorClass, e.LastError = strPtr(key), strPtr(class), redactedPtr(lastErr)
 		e.CreatedAt = created.Time
 		e.SentAt, e.NextAttemptAt, e.FirstFailedAt = sent.Ptr(), next.Ptr(), firstAt.Ptr()
 		if !payload.Valid {

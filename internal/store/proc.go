@@ -61,7 +61,7 @@ func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) 
 		d.traced(m.ID, m.TraceID)
 	}
 	m.Note, m.Warnings = note.String, decodeWarnings(warnings.String)
-	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), strPtr(lastErr), strPtr(tag), strPtr(ident)
+	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), redactedPtr(lastErr), strPtr(tag), strPtr(ident)
 	m.ReceivedAt, m.ProcessedAt, m.NextAttemptAt, m.FirstFailedAt = d.LegacyTime(recv), proc.Ptr(), next.Ptr(), first.Ptr()
 	return &m, nil
 }
@@ -72,6 +72,13 @@ func strPtr(s sql.NullString) *string {
 	}
 	v := s.String
 	return &v
+}
+
+// redactedPtr is strPtr of a text that may quote a URL or a DSN (a last error), redacted as it
+// is read: this msgx redacts such texts as it writes them, an older one did not.
+func redactedPtr(s sql.NullString) *string {
+	s.String = secret.Redact(s.String)
+	return strPtr(s)
 }
 
 // Head returns the lowest unfinished message (PENDING or FAILED), or nil when none: the only
@@ -266,7 +273,7 @@ func (d *DB) recordTx(ctx context.Context, tx *sql.Tx, id int64, o Outcome, now 
 	last, tag, ident := Fit(secret.Redact(o.LastError), LastErrorWidth), Fit(o.TypeTag, TypeTagWidth), Fit(o.Identity, IdentityWidth)
 	note, warnings := Fit(o.Note, NoteWidth), encodeWarnings(o.Warnings)
 	if minimal {
-		last, tag, ident, note, warnings = Fit(o.LastError, 500), "", "", "", ""
+		last, tag, ident, note, warnings = Fit(secret.Redact(o.LastError), 500), "", "", "", ""
 		if last != "" {
 			last = "[recorded without its type tag and identity: the database refused them] " + last
 		}

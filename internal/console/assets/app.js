@@ -149,13 +149,15 @@ function cellValue(key, v) {
 
 // ---- API ------------------------------------------------------------------------------------
 
+// APIError is a failed call: status is the HTTP status (0: no answer), path the route called.
 class APIError extends Error {
-  constructor(status, message, code) { super(message); this.status = status; this.code = code; }
+  constructor(status, message, code, path) { super(message); this.status = status; this.code = code; this.path = path; }
 }
 
 // api calls the JSON API. State-changing calls carry the CSRF token that the login (or
 // GET /api/v1/me after a reload) gave; the session cookie itself is HttpOnly. A 401 sends the
-// user to the login page.
+// user to the login page. An answer that is not JSON (a 200 as much as an error) fails the call
+// with the route named: it is never shown as if it were an empty answer.
 async function api(method, path, body, opts) {
   opts = opts || {};
   const init = { method, credentials: 'same-origin', headers: { Accept: opts.text ? '*/*' : 'application/json' } };
@@ -170,11 +172,16 @@ async function api(method, path, body, opts) {
   try {
     r = await fetch(path, init);
   } catch (e) {
-    throw new APIError(0, 'the server does not answer (' + e.message + ')', 'network');
+    throw new APIError(0, 'the server does not answer (' + e.message + ')', 'network', path);
   }
-  const text = await r.text();
-  let data = text;
-  if (!opts.text || !r.ok) { try { data = JSON.parse(text); } catch (e) { data = text; } }
+  let text;
+  try {
+    text = await r.text();
+  } catch (e) {
+    throw new APIError(r.status, `${path}: the answer broke off (${e.message})`, 'network', path);
+  }
+  let data = text, invalid = null;
+  if (!opts.text || !r.ok) { try { data = JSON.parse(text); } catch (e) { data = text; invalid = e; } }
   if (r.status === 401 && !opts.noRedirect) {
     session.user = null;
     renderWho();
@@ -184,7 +191,10 @@ async function api(method, path, body, opts) {
   }
   if (!r.ok) {
     const msg = data && typeof data === 'object' && data.error ? data.error : (String(text).slice(0, 300) || r.statusText);
-    throw new APIError(r.status, msg, data && data.code);
+    throw new APIError(r.status, msg, data && data.code, path);
+  }
+  if (invalid) {
+    throw new APIError(r.status, `${path}: invalid answer (${invalid.message}): ${String(text).slice(0, 120)}`, 'invalid_answer', path);
   }
   return data;
 }
@@ -294,6 +304,12 @@ function describe(e) {
   return String(e && e.message || e);
 }
 
+// failedRoute says what failed, naming the route: "/api/v1/status: invalid answer (…)".
+function failedRoute(path, e) {
+  const d = describe(e);
+  return d.startsWith(path) ? d : path + ': ' + d;
+}
+
 // ---- routing ----------------------------------------------------------------------------------
 
 const views = {};
@@ -379,13 +395,21 @@ views.overview = async ({ gen, view }) => {
   const targets = h('section', { class: 'card', id: 'targets' });
   const recent = h('section', { class: 'card', id: 'recent' });
   const updated = h('p', { class: 'muted', id: 'updated' });
-  fill(view, h('h1', {}, 'Overview'), counts, head, pump, chart, targets, recent, updated);
-  let tick = 0;
+  // A failed refresh shows the banner, naming the route, and keeps the last good figures,
+  // marked stale: never zero counts or "nothing waits" from an answer that did not come.
+  const banner = h('div', { class: 'banner', id: 'status-error', role: 'alert', hidden: true });
+  const figures = [counts, head, pump, targets, recent];
+  fill(view, h('h1', {}, 'Overview'), banner, counts, head, pump, chart, targets, recent, updated);
+  for (const el of [...figures, chart]) el.hidden = true; // until the first good answer
+  let tick = 0, goodAt = null;
   const refresh = async () => {
     if (!alive(gen)) return;
     try {
       const st = await api('GET', API.status);
       if (!alive(gen)) return;
+      if (!st || typeof st !== 'object' || !st.counts || typeof st.counts !== 'object') {
+        throw new APIError(200, `${API.status}: invalid answer (no counts): ${JSON.stringify(st).slice(0, 120)}`, 'invalid_answer', API.status);
+      }
       renderCounts(counts, st);
       renderHead(head, st);
       renderPump(pump, st);
@@ -396,11 +420,19 @@ views.overview = async ({ gen, view }) => {
           .catch(e => alive(gen) && fill(chart, h('h2', {}, 'Throughput'), h('p', { class: 'muted' }, describe(e))));
       }
       tick++;
-      updated.textContent = 'Updated ' + fmtTime(new Date().toISOString()) + '; refreshes every ' + REFRESH_MS / 1000 + ' s.';
+      goodAt = new Date().toISOString();
+      updated.textContent = 'Updated ' + fmtTime(goodAt) + '; refreshes every ' + REFRESH_MS / 1000 + ' s.';
       updated.classList.remove('error');
+      banner.hidden = true;
+      for (const el of [...figures, chart]) { el.classList.remove('stale'); el.hidden = false; }
     } catch (e) {
       if (!alive(gen)) return;
-      updated.textContent = 'Could not refresh: ' + describe(e);
+      const what = failedRoute(API.status, e);
+      fill(banner, h('b', {}, 'Status unknown: '), what,
+        h('div', { id: 'stale-note' }, goodAt ? `The figures below are stale: the last good answer was at ${fmtTime(goodAt)}.` : 'No figures yet: no good answer so far.'));
+      banner.hidden = false;
+      if (goodAt) for (const el of figures) el.classList.add('stale');
+      updated.textContent = 'Could not refresh: ' + what;
       updated.classList.add('error');
     }
     setTimeout(refresh, REFRESH_MS);
@@ -847,7 +879,7 @@ views.events = async ({ params, gen, view }) => {
 views.dead = async ({ gen, view }) => {
   const [msgs, st] = await Promise.all([
     api('GET', API.messages + '?state=DEAD&limit=200'),
-    api('GET', API.status).catch(() => ({})),
+    api('GET', API.status).catch(e => ({ failed: e })),
   ]);
   if (!alive(gen)) return;
   const ms = msgs.messages || [];
@@ -869,6 +901,12 @@ views.dead = async ({ gen, view }) => {
     { head: 'Last error / note', cell: m => [m.last_error ? h('span', { class: 'error' }, m.last_error) : '', m.note ? h('div', {}, m.note) : null] },
   ], ms, { id: 'dead-messages', empty: 'No DEAD message.' }));
   if (msgs.next_after) kids.push(h('p', {}, link('/messages?state=DEAD&after=' + encodeURIComponent(msgs.next_after), 'More…')));
+  if (st.failed) {
+    kids.push(h('h2', {}, 'Events'), h('p', { class: 'banner', id: 'dead-events-error', role: 'alert' },
+      'Dead events unknown: ', failedRoute(API.status, st.failed)));
+    fill(view, ...kids);
+    return;
+  }
   const ts = (st.extra && Array.isArray(st.extra.targets) ? st.extra.targets : []).filter(t => t.dead > 0);
   kids.push(h('h2', {}, 'Events'), table([
     { head: 'Target', cell: t => link('/events?state=DEAD&target=' + encodeURIComponent(t.target), t.target) },
