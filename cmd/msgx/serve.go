@@ -36,7 +36,6 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/requests"
 	"msgx/internal/secret"
-	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/target"
 )
@@ -135,7 +134,7 @@ func serve(args []string) error {
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
 		IncludeDay:   cfg.Identity.IncludeDayBoundary,
-		SIS:          sis.Options{Location: cfg.Location()},
+		SIS:          cfg.Decoding(),
 		Clock:        clock,
 		Logger:       log,
 		Flights:      flights,
@@ -249,7 +248,7 @@ func serve(args []string) error {
 		m.Register(registrar.Failures())
 	}
 	// The web console at / (embedded assets) and its two read-only routes.
-	srv.Extra = append(srv.Extra, console.Routes(db, clock, sis.Options{Location: cfg.Location()}))
+	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
