@@ -154,8 +154,9 @@ func TestInboxRefusesACharsetItCannotTell(t *testing.T) {
 }
 
 // sis.max-records: a message with as many records as the limit is processed; one with more
-// is DEAD/MALFORMED with a reason naming the limit and its key.
-func TestMessageOverMaxRecordsIsMalformed(t *testing.T) {
+// is parked DEAD/CODEC_ERROR with a reason naming the limit and its key, and is processed when
+// replayed after the limit is raised.
+func TestMessageOverMaxRecordsIsParked(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_SIS_MAX_RECORDS=3")
 		regls := func(seqn, n int) string {
@@ -173,11 +174,17 @@ func TestMessageOverMaxRecordsIsMalformed(t *testing.T) {
 		s.await(atLimit, "SUCCEEDED", state("SUCCEEDED", ""))
 		const want = "more than 3 records in one message (the limit sis.max-records sets)"
 		for _, id := range []int64{over, flops} {
-			m := s.await(id, "DEAD/MALFORMED", state("DEAD", "MALFORMED"))
-			if m.LastError == nil || !strings.Contains(*m.LastError, want) {
+			m := s.await(id, "DEAD/CODEC_ERROR", state("DEAD", "CODEC_ERROR"))
+			if !strings.Contains(lastErrorOf(m), want) {
 				t.Fatalf("message %d: last_error %q, want it to say %q", id, lastErrorOf(m), want)
 			}
 		}
+
+		// With the limit raised, a replay processes the message.
+		s.stop()
+		s = db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_SIS_MAX_RECORDS=4")
+		s.postJSON("/api/v1/replay", fmt.Sprintf(`{"ids":[%d]}`, over))
+		s.await(over, "SUCCEEDED", state("SUCCEEDED", ""))
 	})
 }
 

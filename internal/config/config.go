@@ -124,8 +124,9 @@ type Config struct {
 	SIS struct {
 		Timezone string `yaml:"timezone"` // the airport's zone; every SIS body time is local time in it
 		// MaxRecords bounds the records one message may carry (FLOP and reference records,
-		// the FLTRs of a SCHD or SCHS); a message with more is DEAD/MALFORMED, decoded no
-		// further, so one huge message cannot take the server's memory.
+		// the FLTRs of a SCHD or SCHS); a message with more is a CODEC_ERROR (parked,
+		// replayable once the limit is raised), decoded no further, so one huge message
+		// cannot take the server's memory.
 		MaxRecords int `yaml:"max-records"`
 	} `yaml:"sis"`
 

@@ -23,8 +23,9 @@
 //     would otherwise read as "clear").
 //   - CODEC_ERROR: well-formed SIS this decoder cannot read yet: an element or structure
 //     that docs/sis-format.md does not describe, where the decoder needs to understand it to
-//     take the value (an element inside a reference record's simple element). Replaying it
-//     after msgx learns the structure can succeed.
+//     take the value (an element inside a reference record's simple element), or more
+//     records than Options.MaxRecords (sis.max-records) allows. Replaying it after msgx
+//     learns the structure, or after the limit is raised, can succeed.
 //   - UNSUPPORTED: a TYPE, or a FLOP STYP, that has no decoder.
 //
 // Every body decoder classifies its errors explicitly; Decode's wrapping of an unclassified
@@ -88,8 +89,8 @@ type Options struct {
 	Location *time.Location
 	// MaxRecords bounds the records one message may carry (config sis.max-records): the
 	// FLOP, reference-data and other children of MSG, and the FLTRs of a SCHD or SCHS. A
-	// message with more is MALFORMED before its body is decoded, so one huge message cannot
-	// take the memory of the server. 0 means DefaultMaxRecords.
+	// message with more is a CODEC_ERROR before its body is decoded, so one huge message
+	// cannot take the memory of the server. 0 means DefaultMaxRecords.
 	MaxRecords int
 }
 
@@ -280,7 +281,9 @@ func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
 			}
 			if isRecord(stack, t.Name.Local) {
 				if records++; records > maxRecords {
-					return meta, pipeline.Errorf(pipeline.Malformed, "more than %d records in one message (the limit sis.max-records sets); record %d is a <%s>", maxRecords, records, t.Name.Local)
+					// Not MALFORMED: the message may be valid SIS, which msgx reads once the
+					// limit is raised; CODEC_ERROR is parked and stays replayable.
+					return meta, pipeline.Errorf(pipeline.CodecError, "more than %d records in one message (the limit sis.max-records sets); record %d is a <%s>", maxRecords, records, t.Name.Local)
 				}
 			}
 			switch depth := len(stack); {

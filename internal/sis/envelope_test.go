@@ -91,9 +91,9 @@ func TestEnvelopeNamesMisspeltMeta(t *testing.T) {
 	}
 }
 
-// sis.max-records: a message with as many records as the limit decodes; one more is
-// MALFORMED before its body is read, naming the limit and its key. FLOP records, reference
-// records and the FLTRs of a SCHD all count.
+// sis.max-records: a message with as many records as the limit decodes; one more is a
+// CODEC_ERROR (replayable once the limit is raised) before its body is read, naming the limit
+// and its key. FLOP records, reference records and the FLTRs of a SCHD all count.
 func TestEnvelopeBoundsTheRecords(t *testing.T) {
 	head := func(typ, styp string) string {
 		return `<MSG><META><SNDR>AODB</SNDR><SEQN>9</SEQN><DTTM>20261201101500</DTTM><TYPE>` + typ + `</TYPE><STYP>` + styp + `</STYP></META>`
@@ -121,11 +121,11 @@ func TestEnvelopeBoundsTheRecords(t *testing.T) {
 			t.Errorf("%s with 3 records, limit 3: %v", name, err)
 		}
 		_, err := Decode([]byte(build(4)), opt)
-		if pipeline.ClassOf(err) != pipeline.Malformed || !strings.Contains(fmt.Sprint(err), "more than 3 records in one message (the limit sis.max-records sets)") {
-			t.Errorf("%s with 4 records, limit 3: %v (class %s), want MALFORMED naming the limit", name, err, pipeline.ClassOf(err))
+		if pipeline.ClassOf(err) != pipeline.CodecError || !strings.Contains(fmt.Sprint(err), "more than 3 records in one message (the limit sis.max-records sets)") {
+			t.Errorf("%s with 4 records, limit 3: %v (class %s), want CODEC_ERROR naming the limit", name, err, pipeline.ClassOf(err))
 		}
 	}
-	if _, err := Decode([]byte(flops(DefaultMaxRecords+1)), Options{}); pipeline.ClassOf(err) != pipeline.Malformed {
-		t.Errorf("%d FLOP records under the default limit: %v, want MALFORMED", DefaultMaxRecords+1, err)
+	if _, err := Decode([]byte(flops(DefaultMaxRecords+1)), Options{}); pipeline.ClassOf(err) != pipeline.CodecError {
+		t.Errorf("%d FLOP records under the default limit: %v, want CODEC_ERROR", DefaultMaxRecords+1, err)
 	}
 }
