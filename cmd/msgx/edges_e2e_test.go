@@ -72,8 +72,8 @@ func TestArchivedMessageKeepsItsReceivedTime(t *testing.T) {
 	})
 }
 
-// A port in use ends `msgx serve` at once with an error naming the address and its key, and
-// before anything is written: no pump lease, no shadow watermark.
+// A port in use (http.addr or http.admin-addr) ends `msgx serve` at once with an error naming
+// the address and its key, and before anything is written: no pump lease, no shadow watermark.
 func TestServeOnAPortInUseWritesNothing(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		if out, err := db.command(t, "migrate").CombinedOutput(); err != nil {
@@ -85,25 +85,32 @@ func TestServeOnAPortInUseWritesNothing(t *testing.T) {
 		}
 		defer busy.Close()
 		addr := busy.Addr().String()
-		cmd := db.command(t, "serve")
-		cmd.Env = append(cmd.Env, "MSGX_HTTP_ADDR="+addr, "MSGX_MODE=shadow", "MSGX_PIPELINE_AUTOSTART=true")
-		out, _ := cmd.CombinedOutput()
-		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 {
-			t.Fatalf("serve on a port in use: exit %v, want 1\n%s", cmd.ProcessState, out)
-		}
-		if want := "listen on " + addr + " (http.addr)"; !strings.Contains(string(out), want) || !strings.Contains(string(out), "address already in use") {
-			t.Fatalf("serve on a port in use says:\n%s\nwant %q and the reason", out, want)
-		}
-		sqlDB := db.open(t).SQL
-		var leases, watermarks int
-		if err := sqlDB.QueryRow(`SELECT COUNT(*) FROM PUMP_LEASE`).Scan(&leases); err != nil {
-			t.Fatal(err)
-		}
-		if err := sqlDB.QueryRow(`SELECT COUNT(*) FROM MSGX_COUNTER WHERE NAME = ?`, store.ShadowWatermarkCounter).Scan(&watermarks); err != nil {
-			t.Fatal(err)
-		}
-		if leases != 0 || watermarks != 0 {
-			t.Fatalf("serve on a port in use wrote %d lease row(s) and %d shadow watermark(s)\n%s", leases, watermarks, out)
+		for _, key := range []string{"http.addr", "http.admin-addr"} {
+			cmd := db.command(t, "serve")
+			cmd.Env = append(cmd.Env, "MSGX_MODE=shadow", "MSGX_PIPELINE_AUTOSTART=true")
+			if key == "http.addr" {
+				cmd.Env = append(cmd.Env, "MSGX_HTTP_ADDR="+addr)
+			} else {
+				cmd.Env = append(cmd.Env, "MSGX_HTTP_ADMIN_ADDR="+addr)
+			}
+			out, _ := cmd.CombinedOutput()
+			if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 {
+				t.Fatalf("serve with %s in use: exit %v, want 1\n%s", key, cmd.ProcessState, out)
+			}
+			if want := "listen on " + addr + " (" + key + ")"; !strings.Contains(string(out), want) || !strings.Contains(string(out), "address already in use") {
+				t.Fatalf("serve with %s in use says:\n%s\nwant %q and the reason", key, out, want)
+			}
+			sqlDB := db.open(t).SQL
+			var leases, watermarks int
+			if err := sqlDB.QueryRow(`SELECT COUNT(*) FROM PUMP_LEASE`).Scan(&leases); err != nil {
+				t.Fatal(err)
+			}
+			if err := sqlDB.QueryRow(`SELECT COUNT(*) FROM MSGX_COUNTER WHERE NAME = ?`, store.ShadowWatermarkCounter).Scan(&watermarks); err != nil {
+				t.Fatal(err)
+			}
+			if leases != 0 || watermarks != 0 {
+				t.Fatalf("serve with %s in use wrote %d lease row(s) and %d shadow watermark(s)\n%s", key, leases, watermarks, out)
+			}
 		}
 	})
 }
