@@ -457,7 +457,7 @@ func decode(args []string) error {
 	if err != nil {
 		return err
 	}
-	msg, err := sis.Decode(raw, sis.Options{Location: cfg.Location()})
+	msg, err := sis.Decode(raw, cfg.Decoding())
 	out := map[string]any{}
 	if msg != nil {
 		out["type_tag"] = msg.Tag()

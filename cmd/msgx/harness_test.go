@@ -213,6 +213,7 @@ func start(t *testing.T, dataDir string, env ...string) *server {
 		if resp, err := http.Get(s.url + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
+				s.awaitStartLogs()
 				return s
 			}
 		}
@@ -220,6 +221,17 @@ func start(t *testing.T, dataDir string, env ...string) *server {
 	}
 	t.Fatalf("msgx serve did not answer /healthz\n%s", logs)
 	return nil
+}
+
+// awaitStartLogs waits (a few seconds at most) until the start-up lines are in s.logs: the
+// listener is bound before the start is done and may answer /healthz as soon as it is served,
+// before the pipe has carried the lines logged just before, which a test may look for.
+func (s *server) awaitStartLogs() {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(s.logs.String(), "msgx serving") {
+			return
+		}
+	}
 }
 
 // stop sends SIGTERM and waits; it returns the exit error.

@@ -36,7 +36,6 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/requests"
 	"msgx/internal/secret"
-	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/target"
 )
@@ -78,10 +77,12 @@ func newLogger(cfg config.Config) *slog.Logger {
 	return slog.New(h).With("service", cfg.ServiceName)
 }
 
-// serve runs the server. The order of a start: wait for the database (database.wait-timeout),
-// open the sinks, take the pump lease or stand by (see leaseKeeper), then listen. During a
-// database outage the inbox and the API stay up and answer 503 with Retry-After, while the
-// pump and the dispatcher pause and resume when the database answers again.
+// serve runs the server. The order of a start: bind the listen addresses (a port in use ends
+// the start before anything touches the database), wait for the database
+// (database.wait-timeout), open the sinks, take the pump lease or stand by (see leaseKeeper),
+// then serve. During a database outage the inbox and the API stay up and answer 503 with
+// Retry-After, while the pump and the dispatcher pause and resume when the database answers
+// again.
 func serve(args []string) error {
 	cfg, _, err := loadConfig(newFlags("serve"), args)
 	if err != nil {
@@ -90,6 +91,16 @@ func serve(args []string) error {
 	log, traces, stopShipping := serveLogger(cfg)
 	defer stopShipping()
 	mysqldrv.SetLogger(driverLog{log})
+	// Bound first, served once the start is done: until then a connection waits in the
+	// backlog. A port in use writes no lease, no shadow watermark, no migration.
+	ln, adminLn, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // Serve and Shutdown close them too; on an early return nothing else does
+	if adminLn != nil {
+		defer adminLn.Close()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	clock := pipeline.SystemClock{}
@@ -131,7 +142,7 @@ func serve(args []string) error {
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
 		Identity:     pipeline.IdentityMode(cfg.Identity.Mode),
-		SIS:          sis.Options{Location: cfg.Location()},
+		SIS:          cfg.Decoding(),
 		Clock:        clock,
 		Logger:       log,
 		Flights:      flights,
@@ -209,8 +220,8 @@ func serve(args []string) error {
 			},
 		}
 	}
-	// The first move of the lease keeper happens before the listener opens, so an instance
-	// that may not stand by exits before it answers anything.
+	// The first move of the lease keeper happens before the listener is served, so an
+	// instance that may not stand by exits before it answers anything.
 	var firstWait time.Duration
 	if keeper != nil {
 		if firstWait, err = keeper.step(ctx); err != nil {
@@ -246,7 +257,7 @@ func serve(args []string) error {
 		m.Register(registrar.Failures())
 	}
 	// The web console at / (embedded assets) and its two read-only routes.
-	srv.Extra = append(srv.Extra, console.Routes(db, clock, sis.Options{Location: cfg.Location()}))
+	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
 	srv.StatusExtra = map[string]func(context.Context) (any, error){
 		"targets": api.TargetStatus(db, clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
@@ -262,26 +273,11 @@ func serve(args []string) error {
 		srv.StatusExtra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
 	}
 
-	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
-	if err != nil {
-		if keeper != nil {
-			keeper.shutdown()
-		}
-		return fmt.Errorf("listen on %s (http.addr): %w", cfg.HTTP.Addr, err)
-	}
 	apiHandler := srv.Handler()
 	httpSrv := &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
 	var adminSrv *http.Server
-	var adminLn net.Listener
-	if cfg.HTTP.AdminAddr != "" {
+	if adminLn != nil {
 		// http.addr serves the inbox, /healthz and /metrics; the admin listener everything.
-		if adminLn, err = net.Listen("tcp", cfg.HTTP.AdminAddr); err != nil {
-			ln.Close()
-			if keeper != nil {
-				keeper.shutdown()
-			}
-			return fmt.Errorf("listen on %s (http.admin-addr): %w", cfg.HTTP.AdminAddr, err)
-		}
 		adminSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
 		httpSrv.Handler = api.InboxOnly(apiHandler)
 	}
@@ -335,6 +331,21 @@ func serve(args []string) error {
 	wg.Wait()
 	log.Info("msgx stopped")
 	return exit
+}
+
+// listen binds http.addr and, when set, http.admin-addr (adminLn nil otherwise). An address
+// that cannot be bound (in use, not this host's) is an error naming it and its key.
+func listen(cfg config.Config) (ln, adminLn net.Listener, err error) {
+	if ln, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
+		return nil, nil, fmt.Errorf("listen on %s (http.addr): %w; nothing was started or written", cfg.HTTP.Addr, err)
+	}
+	if cfg.HTTP.AdminAddr != "" {
+		if adminLn, err = net.Listen("tcp", cfg.HTTP.AdminAddr); err != nil {
+			ln.Close()
+			return nil, nil, fmt.Errorf("listen on %s (http.admin-addr): %w; nothing was started or written", cfg.HTTP.AdminAddr, err)
+		}
+	}
+	return ln, adminLn, nil
 }
 
 // leaseDB is the store as the lease keeper sees it.

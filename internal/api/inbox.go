@@ -235,7 +235,11 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	text, err := toUTF8(body, params["charset"])
 	if err != nil {
-		writeError(w, http.StatusUnsupportedMediaType, "bad_charset", err.Error())
+		code := "bad_charset"
+		if errors.Is(err, errAmbiguousCharset) {
+			code = "ambiguous_charset"
+		}
+		writeError(w, http.StatusUnsupportedMediaType, code, err.Error())
 		return
 	}
 	trace, _ := logship.TraceID(r.Header.Get("traceparent"))
@@ -299,10 +303,17 @@ func toUTF8(body []byte, charset string) (string, error) {
 
 var xmlEncoding = regexp.MustCompile(`^\s*<\?xml[^>]*?\sencoding\s*=\s*["']([^"']*)["']`)
 
+// errAmbiguousCharset marks a body declared GBK or GB18030 that is just as valid UTF-8, with
+// nothing in the body to say which it is (answered 415 ambiguous_charset).
+var errAmbiguousCharset = errors.New("ambiguous charset")
+
 // checkDecoded refuses a body that the declared Chinese charset would store garbled: bytes
-// that are not valid in it (the decoder put replacement characters in their place), or a body
-// that is valid UTF-8 and says so in its own XML declaration (UTF-8 Chinese text is often also
-// valid GBK, and would be stored as other characters).
+// that are not valid in it (the decoder put replacement characters in their place), a body
+// that is valid UTF-8 and says so in its own XML declaration, or one that is valid UTF-8 with
+// non-ASCII text and declares no encoding of its own. UTF-8 Chinese text is often also valid
+// GBK and would be stored as other characters; the inbox cannot tell the two apart, so it
+// converts from the declared charset only when the bytes are not UTF-8 or the body's XML
+// declaration names the same charset family.
 func checkDecoded(body, out []byte, charset string) error {
 	utf8Hint := ""
 	if utf8.Valid(body) && !isASCII(body) {
@@ -311,12 +322,26 @@ func checkDecoded(body, out []byte, charset string) error {
 	if n := bytes.Count(out, []byte(string(utf8.RuneError))) - bytes.Count(body, []byte(string(utf8.RuneError))); n > 0 {
 		return fmt.Errorf("the body is not valid %s: %d byte sequence(s) do not decode in it; refusing to store it garbled.%s", charset, n, utf8Hint)
 	}
-	if m := xmlEncoding.FindSubmatch(body); m != nil && utf8Hint != "" {
-		if e := strings.ToLower(string(m[1])); e == "utf-8" || e == "utf8" {
-			return fmt.Errorf("the Content-Type says charset=%s but the body declares encoding=%q and is valid UTF-8; refusing to store it garbled.%s", charset, m[1], utf8Hint)
-		}
+	if utf8Hint == "" {
+		return nil // not UTF-8, or plain ASCII: the declared charset is the only reading
 	}
-	return nil
+	declared := ""
+	if m := xmlEncoding.FindSubmatch(body); m != nil {
+		declared = string(m[1])
+	}
+	switch strings.ToLower(declared) {
+	case "gbk", "cp936", "gb2312", "gb18030":
+		return nil // the body names a Chinese charset itself: the sender means it
+	case "utf-8", "utf8":
+		return fmt.Errorf("the Content-Type says charset=%s but the body declares encoding=%q and is valid UTF-8; refusing to store it garbled.%s", charset, declared, utf8Hint)
+	case "":
+		return fmt.Errorf("%w: the Content-Type says charset=%s and the body has no XML declaration naming its encoding, but it is valid both as %s and as UTF-8, "+
+			"which read as different text; refusing to guess. If it is %s, begin it with <?xml version=\"1.0\" encoding=\"%s\"?>.%s",
+			errAmbiguousCharset, charset, charset, charset, charset, utf8Hint)
+	default:
+		return fmt.Errorf("%w: the Content-Type says charset=%s, the body declares encoding=%q, and it is valid both as %s and as UTF-8; refusing to guess. "+
+			"Make the two agree.%s", errAmbiguousCharset, charset, declared, charset, utf8Hint)
+	}
 }
 
 func isASCII(b []byte) bool {

@@ -21,7 +21,6 @@ import (
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
-	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/target"
 )
@@ -63,7 +62,7 @@ func startSystem(cfg config.Config, db *store.DB, clock pipeline.Clock, log *slo
 		Policy:       policy,
 		PollInterval: cfg.Pipeline.PollInterval,
 		Identity:     pipeline.IdentityMode(cfg.Identity.Mode),
-		SIS:          sis.Options{Location: cfg.Location()},
+		SIS:          cfg.Decoding(),
 		Clock:        clock,
 		Logger:       log,
 		Jobs:         &jobs.Runner{DB: db, Clock: clock},

@@ -28,6 +28,7 @@ import (
 	"msgx/internal/jobs"
 	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
+	"msgx/internal/sis"
 	"msgx/internal/target"
 )
 
@@ -126,6 +127,11 @@ type Config struct {
 
 	SIS struct {
 		Timezone string `yaml:"timezone"` // the airport's zone; every SIS body time is local time in it
+		// MaxRecords bounds the records one message may carry (FLOP and reference records,
+		// the FLTRs of a SCHD or SCHS); a message with more is a CODEC_ERROR (parked,
+		// replayable once the limit is raised), decoded no further, so one huge message
+		// cannot take the server's memory.
+		MaxRecords int `yaml:"max-records"`
 	} `yaml:"sis"`
 
 	Ref struct {
@@ -267,6 +273,7 @@ func Default() Config {
 	c.ConsistencyCheck.DailySampleRatio = 0.01
 	c.ConsistencyCheck.DailyAt = "05:00"
 	c.SIS.Timezone = "Asia/Shanghai"
+	c.SIS.MaxRecords = sis.DefaultMaxRecords
 	c.Log.Level = "info"
 	c.Log.Format = "json"
 	c.Eureka.Heartbeat = 30 * time.Second
@@ -465,6 +472,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := time.LoadLocation(c.SIS.Timezone); err != nil || c.SIS.Timezone == "" {
 		return bad("sis.timezone", "%q is not a known time zone", c.SIS.Timezone)
+	}
+	if c.SIS.MaxRecords < 1 {
+		return bad("sis.max-records", "must be at least 1, got %d", c.SIS.MaxRecords)
 	}
 	if c.Legacy.Timezone == "" {
 		c.Legacy.Timezone = c.SIS.Timezone
@@ -839,6 +849,12 @@ func (c *Config) Location() *time.Location {
 		return time.UTC
 	}
 	return loc
+}
+
+// Decoding returns how SIS messages are decoded: in the airport's zone, with at most
+// sis.max-records records each.
+func (c *Config) Decoding() sis.Options {
+	return sis.Options{Location: c.Location(), MaxRecords: c.SIS.MaxRecords}
 }
 
 // LegacyLocation returns the zone of the legacy CMINMSGS datetime columns (legacy.timezone,

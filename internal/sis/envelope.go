@@ -23,8 +23,9 @@
 //     would otherwise read as "clear").
 //   - CODEC_ERROR: well-formed SIS this decoder cannot read yet: an element or structure
 //     that docs/sis-format.md does not describe, where the decoder needs to understand it to
-//     take the value (an element inside a reference record's simple element). Replaying it
-//     after msgx learns the structure can succeed.
+//     take the value (an element inside a reference record's simple element), or more
+//     records than Options.MaxRecords (sis.max-records) allows. Replaying it after msgx
+//     learns the structure, or after the limit is raised, can succeed.
 //   - UNSUPPORTED: a TYPE, or a FLOP STYP, that has no decoder.
 //
 // Every body decoder classifies its errors explicitly; Decode's wrapping of an unclassified
@@ -47,6 +48,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -85,6 +87,22 @@ func (m *Message) Tag() string { return m.Meta.Tag() }
 type Options struct {
 	// Location is the airport's zone; every body time is local time in it. Nil means Asia/Shanghai.
 	Location *time.Location
+	// MaxRecords bounds the records one message may carry (config sis.max-records): the
+	// FLOP, reference-data and other children of MSG, and the FLTRs of a SCHD or SCHS. A
+	// message with more is a CODEC_ERROR before its body is decoded, so one huge message
+	// cannot take the memory of the server. 0 means DefaultMaxRecords.
+	MaxRecords int
+}
+
+// DefaultMaxRecords is the records a message may carry when Options.MaxRecords is 0: well
+// above a large airport's daily schedule (a few thousand FLTRs) or a full reference list.
+const DefaultMaxRecords = 20000
+
+func (o Options) maxRecords() int {
+	if o.MaxRecords > 0 {
+		return o.MaxRecords
+	}
+	return DefaultMaxRecords
 }
 
 func (o Options) location() *time.Location {
@@ -239,6 +257,8 @@ func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
 	var stack []xml.Name
 	rootDone := false
 	sawMeta := false
+	metaLike := "" // a child of MSG named META but for letter case (<Meta>)
+	records, maxRecords := 0, opt.maxRecords()
 	var fields map[string]string
 	var field string      // the META child being read
 	var text bytes.Buffer // its text
@@ -259,6 +279,13 @@ func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
 			if rootDone {
 				return meta, pipeline.Errorf(pipeline.Malformed, "element <%s> after the end of <MSG>", t.Name.Local)
 			}
+			if isRecord(stack, t.Name.Local) {
+				if records++; records > maxRecords {
+					// Not MALFORMED: the message may be valid SIS, which msgx reads once the
+					// limit is raised; CODEC_ERROR is parked and stays replayable.
+					return meta, pipeline.Errorf(pipeline.CodecError, "more than %d records in one message (the limit sis.max-records sets); record %d is a <%s>", maxRecords, records, t.Name.Local)
+				}
+			}
 			switch depth := len(stack); {
 			case depth == 0 && (t.Name.Local != "MSG" || t.Name.Space != ""):
 				return meta, pipeline.Errorf(pipeline.Malformed, "root element is <%s>, want <MSG>", qname(t.Name))
@@ -268,6 +295,8 @@ func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
 				}
 				sawMeta = true
 				fields = map[string]string{}
+			case depth == 1 && metaLike == "" && strings.EqualFold(t.Name.Local, "META"):
+				metaLike = t.Name.Local
 			case depth == 2 && inMeta(stack):
 				field = t.Name.Local
 				text.Reset()
@@ -310,9 +339,25 @@ func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
 		return meta, pipeline.Errorf(pipeline.Malformed, "no <MSG> element")
 	}
 	if !sawMeta {
+		if metaLike != "" {
+			return meta, pipeline.Errorf(pipeline.Malformed, "MSG has <%s> where <META> is expected (tags are case-sensitive)", metaLike)
+		}
 		return meta, pipeline.Errorf(pipeline.Malformed, "no <META> in <MSG>")
 	}
 	return metaOf(fields, opt)
+}
+
+// isRecord reports whether an element name opened under the open elements stack is a record
+// that sis.max-records counts: a child of MSG other than META, RECS and the SCHD/SCHS wrapper
+// (a FLOP, a reference record), or a FLTR of the wrapper.
+func isRecord(stack []xml.Name, name string) bool {
+	switch len(stack) {
+	case 1:
+		return name != "META" && name != "RECS" && name != "SCHD" && name != "SCHS"
+	case 2:
+		return name == "FLTR" && (stack[1].Local == "SCHD" || stack[1].Local == "SCHS")
+	}
+	return false
 }
 
 // inMeta reports whether the open elements are exactly MSG, META.
@@ -327,8 +372,16 @@ func qname(n xml.Name) string {
 	return n.Local
 }
 
+// metaOrder is the order in which metaOf checks the META elements.
+var metaOrder = []string{"SNDR", "TYPE", "STYP", "SEQN", "DTTM"}
+
 func metaOf(f map[string]string, opt Options) (Meta, error) {
 	m := Meta{SNDR: f["SNDR"], SEQN: f["SEQN"], TYPE: f["TYPE"], STYP: f["STYP"]}
+	for _, name := range metaOrder {
+		if reason := misspeltMeta(f, name); reason != "" {
+			return m, pipeline.Errorf(pipeline.Malformed, "%s", reason)
+		}
+	}
 	if m.SNDR == "" {
 		return m, pipeline.Errorf(pipeline.Malformed, "META/SNDR is missing or empty")
 	}
@@ -352,6 +405,34 @@ func metaOf(f map[string]string, opt Options) (Meta, error) {
 	m.DTTM = t.UTC()
 	m.Day = dttm[:8]
 	return m, nil
+}
+
+// misspeltMeta says what META holds in place of its element name when name itself is absent:
+// an element spelt the same but for letter case (<Type> for <TYPE>), or one a typo away
+// (<TPYE>). It returns "" when name is present or nothing stands in for it, and the caller's
+// "missing" or "not 4 upper-case letters" reason applies.
+func misspeltMeta(f map[string]string, name string) string {
+	if _, ok := f[name]; ok {
+		return ""
+	}
+	var others []string
+	for k := range f {
+		if !metaFields[k] {
+			others = append(others, k)
+		}
+	}
+	sort.Strings(others)
+	for _, k := range others {
+		if strings.EqualFold(k, name) {
+			return fmt.Sprintf("META has <%s> where <%s> is expected (tags are case-sensitive)", k, name)
+		}
+	}
+	for _, k := range others {
+		if suggest(k, []string{name}) != "" {
+			return fmt.Sprintf("META has <%s> where <%s> is expected (misspelt?)", k, name)
+		}
+	}
+	return ""
 }
 
 // parseStrict parses value with layout in loc and rejects anything that would not format back

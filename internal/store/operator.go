@@ -338,7 +338,7 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 		// The flight's messages come from MSG_FLIGHT, which the pump writes with every
 		// outcome: a range of its primary key (FLID, CMINMSGS_ID), in id order, then their
 		// rows by primary key. Nothing else is searched.
-		from = ` FROM MSG_FLIGHT f JOIN PROC_STATE p ON p.CMINMSGS_ID = f.CMINMSGS_ID LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
+		from = ` FROM MSG_FLIGHT f JOIN PROC_STATE p ON p.CMINMSGS_ID = f.CMINMSGS_ID` + messageJoins
 		idCol = "f.CMINMSGS_ID"
 	}
 	sqlq := `SELECT ` + messageCols + from + ` WHERE ` + idCol + ` > ?`

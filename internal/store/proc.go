@@ -45,10 +45,18 @@ func (m *Message) Class() pipeline.ErrorClass {
 	return pipeline.ErrorClass(*m.ErrorClass)
 }
 
+// messageCols are the columns scanMessage reads. The received time comes from CMINMSGS, or
+// from CMINMSGS_HST (h) once ARCHIVE has moved the message there; every query that selects
+// them joins both (messageJoins).
 const messageCols = `p.CMINMSGS_ID, p.STATE, p.ERROR_CLASS, p.ATTEMPTS, p.LAST_ERROR, p.TYPE_TAG, p.IDENTITY,
-	c.CMINMSGS_DATE_RECEIVED, p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS, p.TRACE_ID`
+	COALESCE(c.CMINMSGS_DATE_RECEIVED, h.CMINMSGS_DATE_RECEIVED), p.PROCESSED_AT, p.NEXT_ATTEMPT_AT, p.FIRST_FAILED_AT, p.NOTE, p.WARNINGS, p.TRACE_ID`
 
-const messageFrom = ` FROM PROC_STATE p LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID`
+// messageJoins joins a message's row in CMINMSGS (c) and, only when it has none there, in
+// CMINMSGS_HST (h) to PROC_STATE p: one primary-key lookup each.
+const messageJoins = ` LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID
+	LEFT JOIN CMINMSGS_HST h ON c.CMINMSGS_ID IS NULL AND h.CMINMSGS_ID = p.CMINMSGS_ID`
+
+const messageFrom = ` FROM PROC_STATE p` + messageJoins
 
 func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
 	var m Message

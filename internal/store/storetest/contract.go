@@ -383,6 +383,20 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 	if m, _ := db.GetMessage(ctx, ids[3]); m == nil || m.State != pipeline.Succeeded {
 		t.Fatalf("the state of an archived message must stay readable: %+v", m)
 	}
+	// So must its received time, in every way the API reads messages.
+	receivedOld := func(what string, m *store.Message) {
+		t.Helper()
+		if m == nil || m.ReceivedAt == nil || !m.ReceivedAt.Equal(old) {
+			t.Fatalf("%s: the received time of archived message %d: %+v, want %v", what, ids[3], m, old)
+		}
+	}
+	m, _ := db.GetMessage(ctx, ids[3])
+	receivedOld("GetMessage", m)
+	listed, err := db.SearchMessages(ctx, store.MessageQuery{State: pipeline.Succeeded})
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("search the SUCCEEDED messages: %+v %v", listed, err)
+	}
+	receivedOld("SearchMessages", listed[0])
 	// Nothing younger than the retention moves.
 	if n, err := db.Archive(ctx, ids[4], old, old, nil); err != nil || n != 0 {
 		t.Fatalf("archived %d (%v) messages processed after the bound", n, err)
