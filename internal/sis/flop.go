@@ -18,7 +18,7 @@ type FlopBody struct {
 	Records []Flop `json:"FLOP"`
 }
 
-// FlopKind is the group of FORMAT.md §2.3 an operation STYP belongs to; it says how the
+// FlopKind is the group of docs/sis-format.md §2.3 an operation STYP belongs to; it says how the
 // payload applies to the flight.
 type FlopKind byte
 
@@ -53,7 +53,7 @@ type flopSpec struct {
 	fields []string
 }
 
-// flopOrder is FORMAT.md §2.3 groups A–H, in its order.
+// flopOrder is docs/sis-format.md §2.3 groups A–H, in its order.
 var flopOrder = []string{
 	// A
 	"APPT", "BOTM", "CNCL", "EGSR", "EGST", "FINT", "LACL", "COBT", "CTOT", "EOBT", "TOBT", "IEST",
@@ -120,7 +120,7 @@ var flopLists = map[string]bool{
 	"PSDT": true, "DELY": true, "ERUT": true, "SRVT": true, "VIPF": true, "PSHT": true, "TIPT": true,
 }
 
-// flopKnown are the children SIS defines for a FLOP record (FORMAT.md §2.3): FLID, FFID, the
+// flopKnown are the children SIS defines for a FLOP record (docs/sis-format.md §2.3): FLID, FFID, the
 // elements of every STYP's payload, and those of §2.3 I bound inside FLOP without an STYP.
 var flopKnown = func() map[string]bool {
 	m := setOf("FLID FFID FDEL ALCD ALSC FLNO MVIN SODT CSOP CSFT MAID ESTT ACTT LBNO LBWT PAXC")
@@ -141,7 +141,7 @@ func flopOwn(styp string) []string {
 	return flopSpecs[styp].fields
 }
 
-// FlopSTYPs returns the 48 FLOP operation STYPs the codec decodes (FORMAT.md §2.3 A–H), in
+// FlopSTYPs returns the 48 FLOP operation STYPs the codec decodes (docs/sis-format.md §2.3 A–H), in
 // that order. Any other FLOP STYP is UNSUPPORTED.
 func FlopSTYPs() []string { return append([]string(nil), flopOrder...) }
 
@@ -463,7 +463,7 @@ func (c *conv) flop(styp string, x *xrec) Flop {
 	return f
 }
 
-// flopUnknown applies the rule against silent clears (FORMAT.md §2.3 and §5.15): an absent
+// flopUnknown applies the rule against silent clears (docs/sis-format.md §2.3 and §5.15): an absent
 // payload element means "clear", so a record that lacks one of its STYP's elements while
 // holding an element SIS does not define for FLOP (a misspelt or wrong-case tag, most likely
 // the missing one) is MALFORMED, naming the element it probably meant. Otherwise unknown
