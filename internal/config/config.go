@@ -51,7 +51,7 @@ type Config struct {
 		AdminAddr string `yaml:"admin-addr"`
 	} `yaml:"http"`
 
-	// Auth is the ops API's and console's access control (README "Access control").
+	// Auth is the ops API's and console's access control (docs/operations.md, "Access control").
 	Auth struct {
 		// Tokens are the API's bearer tokens, stored as hashes (msgx token hash SECRET). None:
 		// the API and the console answer only to loopback clients.
@@ -128,7 +128,7 @@ type Config struct {
 		AllowEmptyReplace bool `yaml:"allow-empty-replace"` // a DNLD/RESP with zero records may wipe its TYPE
 	} `yaml:"ref"`
 
-	// Cut-over onto a legacy database (README "Cut-over onto a legacy database"): which rows
+	// Cut-over onto a legacy database (docs/cut-over.md): which rows
 	// the legacy gateway inserted into CMINMSGS msgx adopts, and the zone of the legacy's
 	// datetime columns.
 	Inbox struct {
@@ -145,7 +145,7 @@ type Config struct {
 	} `yaml:"legacy"`
 
 	// Mode is normal (default) or shadow: beside a running legacy, msgx reads the live
-	// CMINMSGS and writes nothing into the legacy tables (README "Shadow mode").
+	// CMINMSGS and writes nothing into the legacy tables (docs/cut-over.md, "Shadow mode").
 	Mode          string `yaml:"mode"`
 	ShadowOptions struct {
 		// StartAfterID: the shadow adopts the VALID CMINMSGS rows with higher ids. -1 (the
@@ -153,7 +153,7 @@ type Config struct {
 		StartAfterID int64 `yaml:"start-after-id"`
 	} `yaml:"shadow"`
 
-	// Requests are the data requests to the AODB (README "Data requests to the AODB").
+	// Requests are the data requests to the AODB (docs/operations.md, "Data requests to the AODB").
 	Requests struct {
 		// Timeout is how long a request waits for its answer before it is sent again or
 		// expires.
@@ -162,7 +162,7 @@ type Config struct {
 		MaxResends int `yaml:"max-resends"`
 	} `yaml:"requests"`
 
-	// Eureka registration (README "Service registration (Eureka)"): the instance registers
+	// Eureka registration (docs/operations.md, "Service registration (Eureka)"): the instance registers
 	// under RegistryName, heartbeats, and is UP or OUT_OF_SERVICE as the pump's health says.
 	Eureka struct {
 		Enabled bool `yaml:"enabled"`
