@@ -2,7 +2,7 @@
 // (promtool check rules, and promtool test rules on their unit tests), the Grafana dashboard
 // (valid JSON whose every query parses as PromQL), and that every msgx metric the rules and
 // the dashboard name exists in msgx's registry, and every metric in the registry is listed in
-// the README.
+// docs/operations.md.
 package deploy_test
 
 import (
@@ -191,7 +191,7 @@ var metricName = regexp.MustCompile(`\bmsgx_[a-z0-9_]+`)
 
 // Every msgx metric the rules and the dashboard query is one msgx serves (a histogram's
 // series by their _bucket, _sum and _count names), or one pending on a named issue; every
-// metric msgx serves is queried somewhere and listed in the README.
+// metric msgx serves is queried somewhere and listed in docs/operations.md.
 func TestDeployNamesOnlyRegisteredMetrics(t *testing.T) {
 	names := registered(t)
 	known := map[string]bool{}
@@ -217,7 +217,7 @@ func TestDeployNamesOnlyRegisteredMetrics(t *testing.T) {
 			}
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestDeployNamesOnlyRegisteredMetrics(t *testing.T) {
 			t.Errorf("%s is in neither the alert rules nor the dashboard", n)
 		}
 		if !strings.Contains(string(readme), "`"+n+"`") && !strings.Contains(string(readme), "`"+n+"{") {
-			t.Errorf("README does not list %s", n)
+			t.Errorf("docs/operations.md does not list %s", n)
 		}
 	}
 }

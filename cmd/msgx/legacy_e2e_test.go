@@ -1,6 +1,6 @@
 package main_test
 
-// End-to-end tests of msgx on a legacy-shaped CMINMSGS (FORMAT.md §4.1) that exists before
+// End-to-end tests of msgx on a legacy-shaped CMINMSGS (docs/sis-format.md §4.1) that exists before
 // msgx first migrates the database: the real binary over HTTP, on the shared harness
 // (harness_test.go), so on SQLite and on MariaDB.
 

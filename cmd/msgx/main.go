@@ -234,7 +234,7 @@ Examples:
 const usageFooter = `The server address (--server) is a URL or host:port; it defaults to MSGX_SERVER, else
 http://127.0.0.1:<port of http.addr>.
 Configuration: a YAML file (--config or MSGX_CONFIG) and MSGX_* environment variables;
-see the README for every key.
+docs/configuration.md lists every key.
 
 Exit codes: 0 done; 1 failed; 2 bad command line; 3 another instance holds the pump lease
 and this one cannot stand by (SQLite); 4 bad configuration; 5 gave up waiting for the
@@ -255,7 +255,7 @@ func usage() string {
 }
 
 // Exit codes, one per reason an operator or a supervisor (systemd, Kubernetes) acts on
-// differently. The README lists them too.
+// differently. docs/operations.md lists them too.
 const (
 	exitFailure    = 1 // any other error
 	exitUsage      = 2 // bad command line

@@ -1,6 +1,6 @@
 package main_test
 
-// End-to-end tests of the data requests to the AODB (FORMAT.md §4.3) and of shadow mode: the
+// End-to-end tests of the data requests to the AODB (docs/sis-format.md §4.3) and of shadow mode: the
 // real binary over HTTP, on SQLite and on MariaDB. The test plays the legacy gateway: it reads
 // COUTMSGS, sets COUTMSGS_DATE_SENT, and inserts CMINMSGS rows.
 

@@ -37,7 +37,7 @@ func redisForE2E(t *testing.T) *redis.Client {
 // TestShadowDiffAgainstTheLegacyShape runs msgx with a format-legacy Redis target (a copy of
 // REDIS_NOTIFY) over two snapshots and five FLOPs, captures what it publishes, and compares it
 // with `msgx shadow diff` to a capture of what the legacy publishes for the same messages,
-// written here from FORMAT.md §3.8: Jackson class names, row ids as flightId for APPT and HNAG,
+// written here from docs/sis-format.md §3.8: Jackson class names, row ids as flightId for APPT and HNAG,
 // all three HNAG keys, the DELY duration as HH×24+MM, one schedule per message and no delete
 // for the flight the second snapshot drops. They are equal; changing one field in the legacy
 // capture is reported as the one mismatch, with exit code 1.
@@ -114,7 +114,7 @@ func TestShadowDiffAgainstTheLegacyShape(t *testing.T) {
 
 		ms := func(tm time.Time) string { return fmt.Sprintf(`["java.util.Date",%d]`, tm.UnixMilli()) }
 		// The legacy's own payloads, in its typed JSON (docs/sis-format.md, "The legacy FLOP
-		// notification"); flightId is its database row id where FORMAT.md §3.8 says so.
+		// notification"); flightId is its database row id where docs/sis-format.md §3.8 says so.
 		const cls = `"@class":"com.unisys.aos.view.viewentity.dto.FlightNotificationDTO"`
 		update := func(flightID int64, fields string) string {
 			return fmt.Sprintf(`{%s,"type":"UPDATE","updatedFields":{"@class":"java.util.HashMap",%s},"flightId":%d,"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":%s}`,

@@ -13,7 +13,7 @@ import (
 )
 
 // legacyChannels are the names the legacy delivers under, which a shadow must never use: its
-// notifications would reach the legacy's consumers twice (FORMAT.md §3.8: Redis channel FLOP).
+// notifications would reach the legacy's consumers twice (docs/sis-format.md §3.8: Redis channel FLOP).
 var legacyChannels = []string{"FLOP"}
 
 // enterShadow puts db in shadow mode (mode: shadow): msgx adopts every VALID CMINMSGS row above

@@ -21,7 +21,7 @@ import (
 	"msgx/internal/pipeline"
 )
 
-// Access control of the ops API and the console (README "Access control").
+// Access control of the ops API and the console (docs/operations.md, "Access control"; docs/api.md).
 //
 // Tokens are random secrets that operators hold; the configuration keeps only
 // "sha256:<hex>" of each (HashToken). A plain SHA-256 is sound here because the secrets are

@@ -12,7 +12,7 @@ import (
 	"msgx/internal/store"
 )
 
-// RequestRoutes adds the data-request routes (FORMAT.md §4.3):
+// RequestRoutes adds the data-request routes (docs/sis-format.md §4.3):
 //
 //   - POST /api/v1/requests {"type":"RQRD","ref_type":"AIRL"} or
 //     {"type":"RQFD","from":"2026-12-03","to":"2026-12-04"} → 201 with the request;

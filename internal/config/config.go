@@ -52,7 +52,7 @@ type Config struct {
 		AdminAddr string `yaml:"admin-addr"`
 	} `yaml:"http"`
 
-	// Auth is the ops API's and console's access control (README "Access control").
+	// Auth is the ops API's and console's access control (docs/operations.md, "Access control").
 	Auth struct {
 		// Tokens are the API's bearer tokens, stored as hashes (msgx token hash SECRET). None:
 		// the API and the console answer only to loopback clients.
@@ -138,7 +138,7 @@ type Config struct {
 		AllowEmptyReplace bool `yaml:"allow-empty-replace"` // a DNLD/RESP with zero records may wipe its TYPE
 	} `yaml:"ref"`
 
-	// Cut-over onto a legacy database (README "Cut-over onto a legacy database"): which rows
+	// Cut-over onto a legacy database (docs/cut-over.md): which rows
 	// the legacy gateway inserted into CMINMSGS msgx adopts, and the zone of the legacy's
 	// datetime columns.
 	Inbox struct {
@@ -155,7 +155,7 @@ type Config struct {
 	} `yaml:"legacy"`
 
 	// Mode is normal (default) or shadow: beside a running legacy, msgx reads the live
-	// CMINMSGS and writes nothing into the legacy tables (README "Shadow mode").
+	// CMINMSGS and writes nothing into the legacy tables (docs/cut-over.md, "Shadow mode").
 	Mode          string `yaml:"mode"`
 	ShadowOptions struct {
 		// StartAfterID: the shadow adopts the VALID CMINMSGS rows with higher ids. -1 (the
@@ -163,7 +163,7 @@ type Config struct {
 		StartAfterID int64 `yaml:"start-after-id"`
 	} `yaml:"shadow"`
 
-	// Requests are the data requests to the AODB (README "Data requests to the AODB").
+	// Requests are the data requests to the AODB (docs/operations.md, "Data requests to the AODB").
 	Requests struct {
 		// Timeout is how long a request waits for its answer before it is sent again or
 		// expires.
@@ -172,7 +172,7 @@ type Config struct {
 		MaxResends int `yaml:"max-resends"`
 	} `yaml:"requests"`
 
-	// Eureka registration (README "Service registration (Eureka)"): the instance registers
+	// Eureka registration (docs/operations.md, "Service registration (Eureka)"): the instance registers
 	// under RegistryName, heartbeats, and is UP or OUT_OF_SERVICE as the pump's health says.
 	Eureka struct {
 		Enabled bool `yaml:"enabled"`
@@ -624,7 +624,6 @@ func (c *Config) RegistryName() string {
 	return c.ServiceName
 }
 
-// validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
 // validateIdentity resolves identity.mode: unset is content, or seqn-day when the older
 // identity.include-day-boundary is true; that key set beside another mode is a contradiction.
 func (c *Config) validateIdentity(bad func(key, format string, args ...any) error) error {
@@ -644,6 +643,7 @@ func (c *Config) validateIdentity(bad func(key, format string, args ...any) erro
 	return nil
 }
 
+// validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
 func (c *Config) validateJobs(bad func(key, format string, args ...any) error) error {
 	if _, _, err := ParseDayRange(c.Jobs.RebuildDays); err != nil {
 		return bad("jobs.rebuild-days", "%v", err)

@@ -101,7 +101,7 @@ func flopNote(styp string, records, orphans int, writes []pipeline.FlightWrite) 
 	}
 }
 
-// applyFlop changes r as FLOP record f says (FORMAT.md §2.3, with msgx's fixes): A–D set
+// applyFlop changes r as FLOP record f says (docs/sis-format.md §2.3, with msgx's fixes): A–D set
 // each of the STYP's fields, no value clearing it; E replaces the whole numbered list (the
 // codec guarantees distinct numbers; the empty list clears it), kept sorted by number, PSDT
 // keeping the push and tractor data (PSTM, PSID, TRTM) of a row that names the same PSNO and

@@ -187,7 +187,7 @@ func TestSnapshotWithOnlyInvalidFltrs(t *testing.T) {
 
 const erutStop = `<ERUT RTNO="1"><APCD>PEK</APCD><SCDT>15MAR260700</SCDT></ERUT>`
 
-// TestScheduleKeepsTheRouteWhenTheFltrHasNone: FORMAT.md §3.5 step 4, the legacy keeps the
+// TestScheduleKeepsTheRouteWhenTheFltrHasNone: docs/sis-format.md §3.5 step 4, the legacy keeps the
 // stored ERUT of an existing flight when the FLTR has none; a FLTR with ERUT replaces it.
 func TestScheduleKeepsTheRouteWhenTheFltrHasNone(t *testing.T) {
 	for _, styp := range []string{"ADFT", "UPD", "DNLD", "RESP"} {

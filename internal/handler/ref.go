@@ -15,7 +15,7 @@ var refSTYPs = []string{"ADD", "UPD", "DEL", "DNLD", "RESP"}
 
 // RegisterRef registers the reference-data handlers: every TYPE of sis.RefTypes with every
 // STYP of ADD, UPD, DEL, DNLD and RESP, and the same handler as the fallback of each TYPE,
-// since the legacy treats any other STYP of a reference TYPE as ADD/UPD (FORMAT.md §2.1).
+// since the legacy treats any other STYP of a reference TYPE as ADD/UPD (docs/sis-format.md §2.1).
 func RegisterRef(r *Registry, opt Options) {
 	h := Func(func(ctx context.Context, _ View, msg *sis.Message) (pipeline.Decision, error) {
 		return decideRef(msg, opt)

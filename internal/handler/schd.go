@@ -23,7 +23,7 @@ const SchdGenType = "SCHD_GEN"
 
 // SchdSTYPs are the SCHD STYPs registered by name: DNLD and RESP replace the message's window,
 // DEL deletes the listed flights and ADFT inserts or updates without deleting. Every other
-// SCHD STYP (ADD, UPD, UPDT, …: the legacy's "anything else", FORMAT.md §2.1) reaches the same
+// SCHD STYP (ADD, UPD, UPDT, …: the legacy's "anything else", docs/sis-format.md §2.1) reaches the same
 // handler through the SCHD type fallback and, like ADFT, upserts without deleting.
 var SchdSTYPs = []string{"DNLD", "RESP", "DEL", "ADFT"}
 
@@ -41,7 +41,7 @@ func RegisterSchd(r *Registry) {
 // transaction, each invalid one is listed in the Decision's warnings and its stored flight is
 // left as it is: never written from the message, never deleted by a window replace. FLTRs
 // whose SODT is before today's local midnight are ignored: they are not applied, and their
-// flights are never deleted by the window replace either (FORMAT.md §3.5 step 6 lists that as
+// flights are never deleted by the window replace either (docs/sis-format.md §3.5 step 6 lists that as
 // a legacy bug).
 func decideSchd(ctx context.Context, view View, msg *sis.Message, cache *recordCache) (pipeline.Decision, error) {
 	var d pipeline.Decision
@@ -342,7 +342,7 @@ func upsertAll(w *work, flights []sis.Flight) error {
 }
 
 // keepAsLegacy keeps on an existing flight what the legacy keeps when a schedule overwrites
-// it. FORMAT.md §3.5 step 4: every column and group is replaced by the FLTR's (absent → none)
+// it. docs/sis-format.md §3.5 step 4: every column and group is replaced by the FLTR's (absent → none)
 // "except ERUT (kept when absent)", so a FLTR without ERUT (or with an empty one) leaves the
 // stored route. The other exception §3.5 step 4 names, CHOT and CKDT never being updated on
 // an existing flight, is marked there as a legacy bug and is not copied: a FLTR's CHOT and

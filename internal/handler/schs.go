@@ -21,14 +21,14 @@ func RegisterSchs(r *Registry) {
 	for _, styp := range []string{"DNLD", "RESP"} {
 		r.Register("SCHS-"+styp, Func(decideSchs))
 	}
-	// The STYP of a seasonal schedule does not change what it means (FORMAT.md §2.1).
+	// The STYP of a seasonal schedule does not change what it means (docs/sis-format.md §2.1).
 	r.RegisterType("SCHS", Func(decideSchs))
 }
 
-// decideSchs stores a season as FORMAT.md §3.7 says: the season (SDAT, EDAT) is replaced by
+// decideSchs stores a season as docs/sis-format.md §3.7 says: the season (SDAT, EDAT) is replaced by
 // the message's flights whose EDDT is today or later; a season that already ended (EDAT before
 // today) only removes its stored copy. Of the other stored seasons only the previous one is
-// kept: the latest-starting season whose SDAT is before this season's SDAT (FORMAT.md §3.7
+// kept: the latest-starting season whose SDAT is before this season's SDAT (docs/sis-format.md §3.7
 // "the most recent previous one (by season start)"); every other stored season, older or
 // starting later, is deleted in the same Decision.
 func decideSchs(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {

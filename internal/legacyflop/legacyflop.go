@@ -1,5 +1,5 @@
 // Package legacyflop is the notification the legacy web-socket service reads from the Redis
-// channel FLOP (FORMAT.md §3.8): its shape, the legacy's updatedFields keys per FLOP STYP, and
+// channel FLOP (docs/sis-format.md §3.8): its shape, the legacy's updatedFields keys per FLOP STYP, and
 // the conversion from msgx's own notify events (handler.TargetNotify) into that shape. The
 // Redis sink publishes it for a target with `format: legacy`; `msgx shadow diff`
 // (internal/shadow) reads it back from both sides.
@@ -132,7 +132,7 @@ func writeDate(b *bytes.Buffer, ms *int64) {
 	fmt.Fprintf(b, `["%s",%d]`, ClassDate, *ms)
 }
 
-// Keys are the legacy's updatedFields keys per FLOP STYP (FORMAT.md §3.8). A STYP with no
+// Keys are the legacy's updatedFields keys per FLOP STYP (docs/sis-format.md §3.8). A STYP with no
 // entry (VIPF) has no notification in the legacy, and none in msgx's legacy format.
 var Keys = map[string][]string{
 	"ACFT": {"aircraftTypeCode"},
@@ -184,11 +184,11 @@ var Keys = map[string][]string{
 }
 
 // CodeShareKey is the key of a code-share master's flight-number list, which the legacy
-// publishes when a code-share flight changes (FORMAT.md §3.6).
+// publishes when a code-share flight changes (docs/sis-format.md §3.6).
 const CodeShareKey = "codeShareFlightList"
 
 // RowIDSTYPs are the STYPs whose notifications carry the legacy's internal database row id as
-// flightId instead of the FLID (FORMAT.md §3.8, a bug). msgx always sends the FLID.
+// flightId instead of the FLID (docs/sis-format.md §3.8, a bug). msgx always sends the FLID.
 var RowIDSTYPs = []string{"APPT", "BOTM", "CNCL", "EGSR", "EGST", "FINT", "LACL", "ERUT", "FDIV", "FLAB", "FRET", "HNAG", "SRVT", "TAOP", "VIPP"}
 
 // STYPOf returns the FLOP STYP whose notification carries key ("" for none, e.g.

@@ -113,7 +113,7 @@ func TestGoldenLegacyNotifications(t *testing.T) {
 	}
 }
 
-// section38 is FORMAT.md §3.8's key list, written out here apart from the converter's tables:
+// section38 is docs/sis-format.md §3.8's key list, written out here apart from the converter's tables:
 // every update notification of a FLOP STYP must carry exactly these keys (a group STYP's
 // keys all at once where msgx changed them all; see TestEveryKeyOfAGroupAppears).
 var section38 = map[string]string{
@@ -143,7 +143,7 @@ func TestKeysOfEverySTYP(t *testing.T) {
 			t.Errorf("%s: not in §3.8's list", styp)
 		}
 		if got := Keys[styp]; !sameSet(got, want) {
-			t.Errorf("Keys[%s] = %v, FORMAT.md §3.8 says %v", styp, got, want)
+			t.Errorf("Keys[%s] = %v, docs/sis-format.md §3.8 says %v", styp, got, want)
 		}
 		for _, raw := range convertAll(t, tag, in[tag]) {
 			n, err := consume(raw)

@@ -1,4 +1,4 @@
-// Package requests asks the AODB for data (FORMAT.md §2.6, §4.3; seed U19): a reference
+// Package requests asks the AODB for data (docs/sis-format.md §2.6, §4.3; seed U19): a reference
 // re-download (RQRD, STYP one of the 23 reference TYPEs) or a schedule window (RQFD, STYP
 // NONE, STDB/STDE). It validates what an operator asks for, writes the request's XML (SNDR
 // VIEW, the next SEQN of the durable counter, DTTM local now) for the legacy gateway to send

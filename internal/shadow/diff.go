@@ -13,7 +13,7 @@ import (
 )
 
 // Rule is one legacy behaviour the comparison does not report as a difference, because msgx
-// differs from it on purpose (FORMAT.md marks each as a bug or a behaviour to fix).
+// differs from it on purpose (docs/sis-format.md marks each as a bug or a behaviour to fix).
 type Rule struct {
 	ID      string
 	Text    string
@@ -23,7 +23,7 @@ type Rule struct {
 // rules returns the rules, in the order the report lists them.
 func rules() []*Rule {
 	return []*Rule{
-		{ID: "row-id", Text: "the legacy's flightId is its database row id, not the FLID, for APPT BOTM CNCL EGSR EGST FINT LACL ERUT FDIV FLAB FRET HNAG SRVT TAOP VIPP (FORMAT.md §3.8, bug); msgx sends the FLID. Such a row id is mapped by --legacy-ids, or placed by the order of changes: the legacy notifications carrying the same values as msgx notifications pair with them in order, and a row id is one flight (never by a value two flights share)"},
+		{ID: "row-id", Text: "the legacy's flightId is its database row id, not the FLID, for APPT BOTM CNCL EGSR EGST FINT LACL ERUT FDIV FLAB FRET HNAG SRVT TAOP VIPP (docs/sis-format.md §3.8, bug); msgx sends the FLID. Such a row id is mapped by --legacy-ids, or placed by the order of changes: the legacy notifications carrying the same values as msgx notifications pair with them in order, and a row id is one flight (never by a value two flights share)"},
 		{ID: "group-keys", Text: "the legacy names every key of a several-key STYP (PORT EXSS FDIV FRET FLAB HNAG TAOP VIPP), msgx the ones whose value changed (for PORT both times); a key only one side names is not a difference when the other side named another key of the same STYP for that flight"},
 		{ID: "snapshot-drop", Text: "a SCHD DNLD/RESP deletes the stored flights of its window that it does not carry without any notification in the legacy (§3.5 step 6); msgx publishes a delete. A delete only msgx published, with the createTime of one of its schedule notifications with a window (the same snapshot), is not a difference"},
 		{ID: "null-schedule", Text: "for SCHD DEL and ADFT the legacy publishes null instead of a schedule notification (§3.5); msgx publishes a schedule notification without a window. The legacy's null lines are skipped, and msgx's windowless schedules are not reported when the legacy published nulls"},

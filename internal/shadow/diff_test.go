@@ -47,7 +47,7 @@ func report(r Report) string {
 }
 
 // TestLegacyCaptureEqualsMsgx: testdata/shadow/legacy.jsonl is what the legacy publishes for
-// a snapshot and a few FLOPs (written from FORMAT.md §3.8, with Jackson's class names, row
+// a snapshot and a few FLOPs (written from docs/sis-format.md §3.8, with Jackson's class names, row
 // ids and its bugs), msgx.jsonl what msgx's legacy format publishes for the same messages.
 // They are equal, and every rule was needed to say so.
 func TestLegacyCaptureEqualsMsgx(t *testing.T) {

@@ -2,7 +2,7 @@
 // (internal/legacyflop) with the ones the legacy itself publishes on its Redis channel FLOP,
 // for `msgx shadow diff`: per flight, the fields each side changed and their final values,
 // whether it deleted or scheduled the flight, and what only one side produced. It knows the
-// legacy's bugs that FORMAT.md marks and msgx fixes on purpose (Rules), and does not report
+// legacy's bugs that docs/sis-format.md marks and msgx fixes on purpose (Rules), and does not report
 // what they explain.
 package shadow
 

@@ -41,7 +41,7 @@ func candidateFlights(idx []int, msgx []Note) []int64 {
 	return out
 }
 
-// resolveRowIDs finds, for every legacy update that carries a row id as flightId (FORMAT.md
+// resolveRowIDs finds, for every legacy update that carries a row id as flightId (docs/sis-format.md
 // §3.8), the msgx flight it belongs to. A value alone does not tell: two flights can be
 // given the same time. So a row id is placed by --legacy-ids first, and otherwise by flight
 // and the order of changes:

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Flight is the record of one flight: every field and group a FLTR carries (FORMAT.md §2.4)
+// Flight is the record of one flight: every field and group a FLTR carries (docs/sis-format.md §2.4)
 // plus everything a FLOP can set (§2.3), under the SIS element names. It is the body of the
 // flight store and of the schedule events, so its JSON is part of the interface: each key is
 // the SIS element name, optional fields are omitted when they have no value, times are UTC
@@ -201,7 +201,7 @@ type BeltAlloc struct {
 type Chocks struct {
 	CSNO int8       `json:"CSNO"`
 	CHTM *time.Time `json:"CHTM,omitempty"` // chocks time
-	CHID string     `json:"CHID,omitempty"` // ON/OFF (free short text, FORMAT.md §5.14)
+	CHID string     `json:"CHID,omitempty"` // ON/OFF (free short text, docs/sis-format.md §5.14)
 	CHST string     `json:"CHST,omitempty"` // stand where chocked
 }
 

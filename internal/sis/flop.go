@@ -21,7 +21,7 @@ type FlopBody struct {
 	Records []Flop `json:"FLOP"`
 }
 
-// FlopKind is the group of FORMAT.md §2.3 an operation STYP belongs to; it says how the
+// FlopKind is the group of docs/sis-format.md §2.3 an operation STYP belongs to; it says how the
 // payload applies to the flight.
 type FlopKind byte
 
@@ -56,7 +56,7 @@ type flopSpec struct {
 	fields []string
 }
 
-// flopOrder is FORMAT.md §2.3 groups A–H, in its order.
+// flopOrder is docs/sis-format.md §2.3 groups A–H, in its order.
 var flopOrder = []string{
 	// A
 	"APPT", "BOTM", "CNCL", "EGSR", "EGST", "FINT", "LACL", "COBT", "CTOT", "EOBT", "TOBT", "IEST",
@@ -123,7 +123,7 @@ var flopLists = map[string]bool{
 	"PSDT": true, "DELY": true, "ERUT": true, "SRVT": true, "VIPF": true, "PSHT": true, "TIPT": true,
 }
 
-// flopKnown are the children SIS defines for a FLOP record (FORMAT.md §2.3): FLID, FFID, the
+// flopKnown are the children SIS defines for a FLOP record (docs/sis-format.md §2.3): FLID, FFID, the
 // elements of every STYP's payload, and those of §2.3 I bound inside FLOP without an STYP.
 var flopKnown = func() map[string]bool {
 	m := setOf("FLID FFID FDEL ALCD ALSC FLNO MVIN SODT CSOP CSFT MAID ESTT ACTT LBNO LBWT PAXC")
@@ -144,7 +144,7 @@ func flopOwn(styp string) []string {
 	return flopSpecs[styp].fields
 }
 
-// FlopSTYPs returns the 48 FLOP operation STYPs the codec decodes (FORMAT.md §2.3 A–H), in
+// FlopSTYPs returns the 48 FLOP operation STYPs the codec decodes (docs/sis-format.md §2.3 A–H), in
 // that order. Any other FLOP STYP is UNSUPPORTED.
 func FlopSTYPs() []string { return append([]string(nil), flopOrder...) }
 
@@ -467,7 +467,7 @@ func (c *conv) flop(styp string, x *xrec) Flop {
 }
 
 // flopCommon are the elements any FLOP record may hold beside its STYP's own: FLID and FFID
-// (FORMAT.md §2.3) and the flight's schedule identity the legacy bound inside FLOP (§2.3 I).
+// (docs/sis-format.md §2.3) and the flight's schedule identity the legacy bound inside FLOP (§2.3 I).
 // Every other element of flopKnown is the payload of another operation (ESTT, ACTT, LBNO,
 // LBWT, PAXC among them: operations msgx does not decode).
 var flopCommon = setOf("FLID FFID ALCD ALSC FLNO MVIN SODT CSOP CSFT MAID")
@@ -503,7 +503,7 @@ var flopGroupRequired = map[string][]string{
 	"VIPF": {"VPCD"}, "VIPT": {"VSCD"}, "PSHT": {"PUST"}, "TIPT": {"TRST"},
 }
 
-// flopExtra applies the rules against silent clears (FORMAT.md §2.3: an absent payload
+// flopExtra applies the rules against silent clears (docs/sis-format.md §2.3: an absent payload
 // element, or a child absent from a group entry, means "clear"):
 //
 //   - a record that lacks one of its STYP's elements and holds anything beyond the common

@@ -42,7 +42,7 @@ func decodeFlops(t *testing.T, raw []byte) []Flop {
 func TestFlopSTYPs(t *testing.T) {
 	styps := FlopSTYPs()
 	if len(styps) != 48 {
-		t.Fatalf("%d FLOP STYPs, want the 48 of FORMAT.md §2.3", len(styps))
+		t.Fatalf("%d FLOP STYPs, want the 48 of docs/sis-format.md §2.3", len(styps))
 	}
 	perKind := map[FlopKind]int{}
 	seen := map[string]bool{}

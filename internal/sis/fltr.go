@@ -509,7 +509,7 @@ func setOf(names string) map[string]bool {
 	return m
 }
 
-// fltrKnown are the children of a SCHD FLTR (FORMAT.md §2.4), FFID included (the decoder
+// fltrKnown are the children of a SCHD FLTR (docs/sis-format.md §2.4), FFID included (the decoder
 // reads it when sent); schsKnown those of a SCHS FLTR (§2.5).
 var (
 	fltrKnown = setOf(`FLID FFID ALCD ALSC FLNO MVIN SODT FLTY FLIN ROUT ACFT RENO TAOP TAFL TAID
@@ -886,7 +886,7 @@ func (c *conv) timeValue(elem, s string) *time.Time {
 	return &t
 }
 
-// integer parses s as a signed integer of the given bit size (FORMAT.md §1.5 widths).
+// integer parses s as a signed integer of the given bit size (docs/sis-format.md §1.5 widths).
 func (c *conv) integer(elem, s string, bits int) (int64, bool) {
 	if s == "" {
 		return 0, false

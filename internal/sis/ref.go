@@ -100,7 +100,7 @@ var (
 	refSL  = refField{kind: refEnum, enum: []string{"S", "L"}}
 )
 
-// refSpecs is FORMAT.md §2.2 and §1.5: per TYPE, its key element and the elements it reads.
+// refSpecs is docs/sis-format.md §2.2 and §1.5: per TYPE, its key element and the elements it reads.
 var refSpecs = map[string]refSpec{
 	"ABDG": {"ABCD", map[string]refField{"ABCD": refT, "DESC": refT, "CDSC": refT, "AHGT": refD,
 		"ATML": refT, "ATHE": refF, "STND": refL, "GATE": refL, "AMNO": refI8}},

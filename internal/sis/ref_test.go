@@ -360,7 +360,7 @@ func TestRefInvalidRecords(t *testing.T) {
 	}
 }
 
-// RECS (FORMAT.md §2.1): fewer records than RECS in a replace (DNLD, RESP) is MALFORMED; any
+// RECS (docs/sis-format.md §2.1): fewer records than RECS in a replace (DNLD, RESP) is MALFORMED; any
 // other mismatch is accepted with a warning. Invalid records count as records.
 func TestRefRecs(t *testing.T) {
 	rec := `<ABNR><ANRC>X</ANRC></ABNR>`

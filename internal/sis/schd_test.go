@@ -10,7 +10,7 @@ import (
 	"msgx/internal/pipeline"
 )
 
-// baseFLTR is a complete FLTR with only the required elements (FORMAT.md §2.4 R).
+// baseFLTR is a complete FLTR with only the required elements (docs/sis-format.md §2.4 R).
 func baseFLTR(flid int) string {
 	return fmt.Sprintf(`<FLTR><FLID>%d</FLID><ALCD>CA</ALCD><FLNO>CA%d</FLNO><MVIN>D</MVIN><SODT>15MAR261230</SODT>`+
 		`<FLTY>W</FLTY><FLIN>I</FLIN><ACFT>333</ACFT></FLTR>`, flid, flid)

@@ -57,7 +57,7 @@ func (s SeasonFlight) Operates(wd time.Weekday) bool {
 
 // SeasonStop is one SCHS ERUT entry: a station of the route with local clock times and day
 // offsets relative to the flight's day. SCAT/SCDT are read from HHmm, or from ddMMMyyHHmm
-// (which some senders put there, FORMAT.md §5.8), keeping its clock time.
+// (which some senders put there, docs/sis-format.md §5.8), keeping its clock time.
 type SeasonStop struct {
 	RTNO int8       `json:"RTNO"`           // position
 	APCD string     `json:"APCD"`           // airport

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The body time formats of FORMAT.md §1.4. Every value is airport-local time without a zone;
+// The body time formats of docs/sis-format.md §1.4. Every value is airport-local time without a zone;
 // the parsers read it in the given location and return UTC. They are strict where the legacy
 // was lenient: the length must be exact, every digit must be a digit, and a part out of range
 // (day 32, 30 FEB, hour 25, minute 75) is an error instead of rolling over. Month names are

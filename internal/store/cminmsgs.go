@@ -1,6 +1,6 @@
 package store
 
-// This file owns what msgx reads and writes in the legacy columns of CMINMSGS (FORMAT.md
+// This file owns what msgx reads and writes in the legacy columns of CMINMSGS (docs/sis-format.md
 // §4.1): the back-fill of the META values once a message is processed, the adoption of rows
 // the legacy gateway inserted straight into the table, and the legacy's local-time datetime
 // columns.

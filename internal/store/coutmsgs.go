@@ -1,6 +1,6 @@
 package store
 
-// This file owns what msgx writes into the legacy outbound table COUTMSGS (FORMAT.md §4.2):
+// This file owns what msgx writes into the legacy outbound table COUTMSGS (docs/sis-format.md §4.2):
 // one row per data request sent, which the legacy gateway reads, transmits to the AODB and
 // marks with COUTMSGS_DATE_SENT. The table is the legacy's where it exists (the migration
 // creates it only where it does not), so msgx writes only the columns the legacy writes: the

@@ -1,7 +1,7 @@
 package store_test
 
 // Contract tests of the legacy side of CMINMSGS, on SQLite and MariaDB: the legacy table is
-// created first with the exact column types of FORMAT.md §4.1, then msgx migrates it.
+// created first with the exact column types of docs/sis-format.md §4.1, then msgx migrates it.
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 package store
 
-// This file owns REQ_TRACK, the data requests msgx sends to the AODB (FORMAT.md §4.3; seed §2
+// This file owns REQ_TRACK, the data requests msgx sends to the AODB (docs/sis-format.md §4.3; seed §2
 // REQ_TRACK, U19), and the durable SEQN counter in MSGX_COUNTER. The request's XML goes into
 // the legacy COUTMSGS (coutmsgs.go) in the same transaction as its REQ_TRACK row.
 //
@@ -40,7 +40,7 @@ const (
 )
 
 // Request kinds (REQ_TRACK.REQ_TYPE, the META TYPE of the request) and their COUTMSGS
-// ROUTINGIDs (FORMAT.md §2.6).
+// ROUTINGIDs (docs/sis-format.md §2.6).
 const (
 	ReqReference = "RQRD"
 	ReqSchedule  = "RQFD"
@@ -181,7 +181,7 @@ func checkNewRequest(r NewRequest) error {
 }
 
 // nextSeqn advances the request SEQN counter in tx and returns the new SEQN: six digits,
-// 000001 … 999999, then 000000 and on (FORMAT.md §4.3: the legacy's counter, zero-padded,
+// 000001 … 999999, then 000000 and on (docs/sis-format.md §4.3: the legacy's counter, zero-padded,
 // cycling). The counter row is locked until tx ends, so two requests never share a SEQN.
 func (d *DB) nextSeqn(ctx context.Context, tx *sql.Tx, now time.Time) (string, error) {
 	// The UPDATE takes the row's write lock at once: reading the row first (or an INSERT
@@ -442,7 +442,7 @@ func (d *DB) AnsweredBy(ctx context.Context, msgID int64) (int64, bool, error) {
 }
 
 // matchAnswer marks the request that processed message msgID answers as DONE, in the
-// message's success transaction tx. Only a RESP answers (FORMAT.md §4.3): TYPE the requested
+// message's success transaction tx. Only a RESP answers (docs/sis-format.md §4.3): TYPE the requested
 // reference TYPE, or SCHD for a schedule request. Of the open requests (REGISTERED or SENT)
 // waiting for that TYPE and registered before the message reached msgx, the one whose SEQN the
 // RESP echoes is taken when there is one; otherwise the oldest (the AODB answers in order, so

@@ -68,7 +68,7 @@ func concurrentRequestsGetDistinctSEQNs(t *testing.T, db *store.DB) {
 	}
 }
 
-// LegacyCOUTMSGS is the legacy outbound table as FORMAT.md §4.2 gives it, the way a legacy
+// LegacyCOUTMSGS is the legacy outbound table as docs/sis-format.md §4.2 gives it, the way a legacy
 // database has it before msgx first migrates: no defaults on the flags (the legacy writes
 // them), utf8mb3 text. A MySQL CREATE TABLE.
 const LegacyCOUTMSGS = `CREATE TABLE COUTMSGS (

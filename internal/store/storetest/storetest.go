@@ -126,7 +126,7 @@ const (
 	legacyOptionsMySQL = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 )
 
-// LegacyCMINMSGS is the legacy inbound table exactly as FORMAT.md §4.1 gives its column types
+// LegacyCMINMSGS is the legacy inbound table exactly as docs/sis-format.md §4.1 gives its column types
 // (MEDIUMTEXT message, DATETIME without fraction, MEDIUMINT sequence, VARCHAR(4) subsystem
 // columns), as the legacy database has it before msgx first migrates: a MySQL CREATE TABLE
 // with %s for the table's name. LegacyCMINMSGSFor gives it for either dialect.

@@ -1,5 +1,5 @@
 -- +goose Up
--- Data requests to the AODB (FORMAT.md §2.6, §4.2, §4.3).
+-- Data requests to the AODB (docs/sis-format.md §2.6, §4.2, §4.3).
 --
 -- COUTMSGS is the legacy outbound table the gateway reads and sends. Like CMINMSGS it is
 -- created only where it does not exist: on a legacy database msgx writes into the table the

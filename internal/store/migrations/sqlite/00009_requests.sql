@@ -1,5 +1,5 @@
 -- +goose Up
--- Data requests to the AODB (FORMAT.md §2.6, §4.2, §4.3); see the MySQL migration. COUTMSGS
+-- Data requests to the AODB (docs/sis-format.md §2.6, §4.2, §4.3); see the MySQL migration. COUTMSGS
 -- is created only where it does not exist.
 CREATE TABLE IF NOT EXISTS COUTMSGS (
   COUTMSGS_ID INTEGER PRIMARY KEY AUTOINCREMENT,
