@@ -38,9 +38,9 @@ type phase int
 
 const (
 	phaseStarting phase = iota // nothing tried yet
-	phaseActive                    // this instance holds the lease; the pump and dispatcher run
-	phaseStandby                   // another live instance holds the lease; nothing runs here
-	phasePaused                    // the database does not answer; nothing runs until it does
+	phaseActive                // this instance holds the lease; the pump and dispatcher run
+	phaseStandby               // another live instance holds the lease; nothing runs here
+	phasePaused                // the database does not answer; nothing runs until it does
 )
 
 // Keeper runs the pump and the dispatcher only while this instance holds the pump lease.
