@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/client"
 )
 
 // reorder moves the flags of args before its operands, so `msgx park 12 --reason x` reads
@@ -291,31 +292,14 @@ func jobsCmd(args []string) error {
 		return exitError{code: exitUsage, msg: "usage: msgx jobs [--server URL] [--start ARCHIVE] [--json]"}
 	}
 	if *start != "" {
-		body, _ := json.Marshal(map[string]string{"kind": strings.ToUpper(*start)})
-		var j struct {
-			ID         int64  `json:"id"`
-			Kind       string `json:"kind"`
-			AfterMsgID int64  `json:"after_msg_id"`
-		}
-		if err := srv(*server).Do("POST", "/api/v1/jobs", body, "application/json", &j); err != nil {
+		j, err := srv(*server).StartJob(strings.ToUpper(*start))
+		if err != nil {
 			return err
 		}
 		fmt.Printf("job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
 		return nil
 	}
-	var out struct {
-		Jobs []struct {
-			ID         int64      `json:"id"`
-			Kind       string     `json:"kind"`
-			State      string     `json:"state"`
-			Attempts   int        `json:"attempts"`
-			AfterMsgID int64      `json:"after_msg_id"`
-			CreatedAt  time.Time  `json:"created_at"`
-			FinishedAt *time.Time `json:"finished_at"`
-			Result     *string    `json:"result"`
-			LastError  *string    `json:"last_error"`
-		} `json:"jobs"`
-	}
+	var out client.JobList
 	if printed, err := show(srv(*server), "/api/v1/jobs", *asJSON, &out); printed || err != nil {
 		return err
 	}
@@ -423,14 +407,9 @@ func jobCmd(args []string) error {
 		return usage
 	}
 	kind := strings.ToUpper(rest[1])
-	base := srv(*server)
-	body, _ := json.Marshal(map[string]string{"kind": kind})
-	var j struct {
-		ID         int64  `json:"id"`
-		Kind       string `json:"kind"`
-		AfterMsgID int64  `json:"after_msg_id"`
-	}
-	if err := base.Do("POST", "/api/v1/jobs", body, "application/json", &j); err != nil {
+	c := srv(*server)
+	j, err := c.StartJob(kind)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
@@ -441,19 +420,11 @@ func jobCmd(args []string) error {
 	deadline := time.Now().Add(*timeout)
 	lastDoing, lastErr := "", ""
 	for {
-		var list struct {
-			Jobs []struct {
-				ID        int64   `json:"id"`
-				State     string  `json:"state"`
-				Attempts  int     `json:"attempts"`
-				Result    *string `json:"result"`
-				LastError *string `json:"last_error"`
-			} `json:"jobs"`
-		}
-		if err := base.Do("GET", "/api/v1/jobs", nil, "", &list); err != nil {
+		list, err := c.Jobs()
+		if err != nil {
 			return err
 		}
-		for _, x := range list.Jobs {
+		for _, x := range list {
 			if x.ID != j.ID {
 				continue
 			}
@@ -470,16 +441,8 @@ func jobCmd(args []string) error {
 				}
 			}
 		}
-		var st struct {
-			Extra struct {
-				Job *struct {
-					JobID int64  `json:"job_id"`
-					Doing string `json:"doing"`
-				} `json:"job"`
-			} `json:"extra"`
-		}
-		if base.Do("GET", "/api/v1/status", nil, "", &st) == nil && st.Extra.Job != nil && st.Extra.Job.JobID == j.ID && st.Extra.Job.Doing != lastDoing {
-			lastDoing = st.Extra.Job.Doing
+		if doing := c.JobDoing(j.ID); doing != "" && doing != lastDoing {
+			lastDoing = doing
 			fmt.Fprintf(os.Stderr, "job %d: %s\n", j.ID, lastDoing)
 		}
 		if time.Now().After(deadline) {

@@ -259,3 +259,52 @@ func (c *Client) Events(query string) ([]Event, error) {
 	err := c.Get("/api/v1/events?limit=1000&"+query, &out)
 	return out.Events, err
 }
+
+// Job is a pump job as GET /api/v1/jobs lists it.
+type Job struct {
+	ID         int64      `json:"id"`
+	Kind       string     `json:"kind"`
+	State      string     `json:"state"`
+	Attempts   int        `json:"attempts"`
+	AfterMsgID int64      `json:"after_msg_id"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Result     *string    `json:"result"`
+	LastError  *string    `json:"last_error"`
+}
+
+// JobList is GET /api/v1/jobs's answer.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// StartJob enqueues a pump job of kind (admin); it runs in the message order.
+func (c *Client) StartJob(kind string) (Job, error) {
+	var j Job
+	err := c.PostJSON("/api/v1/jobs", map[string]string{"kind": kind}, &j)
+	return j, err
+}
+
+// Jobs lists the pump jobs, newest first.
+func (c *Client) Jobs() ([]Job, error) {
+	var out JobList
+	err := c.Get("/api/v1/jobs", &out)
+	return out.Jobs, err
+}
+
+// JobDoing says what job id is doing, from the status's job section ("" when it is not the
+// job in hand, or the status cannot be read).
+func (c *Client) JobDoing(id int64) string {
+	var st struct {
+		Extra struct {
+			Job *struct {
+				JobID int64  `json:"job_id"`
+				Doing string `json:"doing"`
+			} `json:"job"`
+		} `json:"extra"`
+	}
+	if c.Get("/api/v1/status", &st) != nil || st.Extra.Job == nil || st.Extra.Job.JobID != id {
+		return ""
+	}
+	return st.Extra.Job.Doing
+}
