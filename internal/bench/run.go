@@ -1,7 +1,7 @@
 // Package bench is `msgx bench`: it measures, in one run and on the configured kind of
 // database, what the machine does without msgx (the floor: durable commits per second on one
-// connection) and what msgx does end to end with its real parts wired as `msgx serve` wires
-// them, and sets the two side by side as ratios.
+// connection) and what msgx does end to end, built by app.New exactly as `msgx serve` builds
+// it (lease keeper, pause checks, fence and all), and sets the two side by side as ratios.
 //
 // It never runs on the configured production tables: SQLite runs on a file of its own, MySQL
 // on a scratch database it creates on the configured server and drops at the end
@@ -11,8 +11,8 @@
 //
 //   - floor: ~2 KB rows into a scratch table on one connection, one row per commit, then 100
 //     rows per commit (floor.go);
-//   - snapshot: one SCHD DNLD of 3,000 flights, posted while the pump is stopped, then the
-//     pump started; the time from the start to the message SUCCEEDED (decode, diff against
+//   - snapshot: one SCHD DNLD of 3,000 flights, posted while the pump is paused (the
+//     operator's pause, store.PumpPause), then the pump resumed; the time from the start to the message SUCCEEDED (decode, diff against
 //     the empty board, apply, events committed);
 //   - accept: N messages (reference adds and FLOPs on the snapshot's flights, half each)
 //     posted by C concurrent clients while the pump is stopped; N over the time from the
