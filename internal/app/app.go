@@ -104,10 +104,10 @@ type App struct {
 func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *App, err error) {
 	log, clock := o.Log, o.Clock
 	a = &App{Cfg: cfg, DB: db, o: o, log: log, URL: "http://" + o.Listener.Addr().String()}
+	built := a // a is nil once a failing return has set it
 	defer func() {
 		if err != nil {
-			a.Close()
-			a = nil
+			built.Close()
 		}
 	}()
 	if o.Traces != nil {
