@@ -17,8 +17,8 @@ import (
 )
 
 const benchHelp = `Measures, in one run, the machine's floor (durable commits per second on one connection,
-~2 KB rows, one and 100 per commit) and msgx end to end, in-process, with its real parts
-wired as 'msgx serve' wires them (inbox over a loopback HTTP listener, pump, dispatcher
+~2 KB rows, one and 100 per commit) and msgx end to end, in-process, built exactly as
+'msgx serve' builds it (inbox over a loopback HTTP listener, pump under the lease, dispatcher
 delivering to file sinks in a temporary directory), and prints msgx's figures beside the
 floor as ratios: accepted/s, processed/s, accept→SENT p50/p99 at a steady rate, the time
 of one 3,000-flight SCHD DNLD, and the peak heap in use.

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,47 +14,11 @@ import (
 
 	"golang.org/x/term"
 
-	"msgx/internal/config"
+	"msgx/internal/client"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/suggest"
 )
-
-// serverURL returns the --server value, MSGX_SERVER, or the local address of http.addr. A
-// value may be a URL (http://host:8080, https://msgx.example) or, like the go tool's flags
-// that take an address, just host:port or :port (http is then assumed; :port is this host).
-func serverURL(flagValue string) string {
-	if flagValue != "" {
-		return normalizeServer(flagValue)
-	}
-	if s := os.Getenv("MSGX_SERVER"); s != "" {
-		return normalizeServer(s)
-	}
-	addr := os.Getenv(config.EnvName("http.addr"))
-	if addr == "" {
-		addr = config.Default().HTTP.Addr
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "http://127.0.0.1:8080"
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port)
-}
-
-// normalizeServer turns host:port or :port into a URL and drops a trailing slash.
-func normalizeServer(s string) string {
-	s = strings.TrimSuffix(strings.TrimSpace(s), "/")
-	if !strings.Contains(s, "://") {
-		if strings.HasPrefix(s, ":") {
-			s = "127.0.0.1" + s
-		}
-		s = "http://" + s
-	}
-	return s
-}
 
 var httpClient = &http.Client{Timeout: 60 * time.Second}
 
@@ -73,11 +34,16 @@ func tokenFlag(fs *flag.FlagSet) {
 	})
 }
 
-// show GETs url and, with asJSON, prints the answer as it came (printed is then true);
+// srv is the client of the server of --server (flagValue; client.ServerURL) with the token.
+func srv(flagValue string) *client.Client {
+	return &client.Client{URL: client.ServerURL(flagValue), Token: apiToken, HTTP: httpClient}
+}
+
+// show GETs path and, with asJSON, prints the answer as it came (printed is then true);
 // otherwise it decodes the answer into out for the command to print its way.
-func show(url string, asJSON bool, out any) (printed bool, err error) {
+func show(c *client.Client, path string, asJSON bool, out any) (printed bool, err error) {
 	var raw json.RawMessage
-	if err := call("GET", url, nil, "", &raw); err != nil {
+	if err := c.Get(path, &raw); err != nil {
 		return false, err
 	}
 	if asJSON {
@@ -85,37 +51,6 @@ func show(url string, asJSON bool, out any) (printed bool, err error) {
 		return true, nil
 	}
 	return false, json.Unmarshal(raw, out)
-}
-
-func call(method, url string, body []byte, contentType string, out any) error {
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	req.Header.Set("Accept", "application/json")
-	if apiToken != "" {
-		req.Header.Set("Authorization", "Bearer "+apiToken)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach msgx at %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		var e struct{ Error, Code string }
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s (%d %s)", e.Error, resp.StatusCode, e.Code)
-		}
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
 }
 
 func send(args []string) error {
@@ -145,15 +80,13 @@ func send(args []string) error {
 			failed++
 			continue
 		}
-		var res struct {
-			ID int64 `json:"id"`
-		}
-		if err := call("POST", serverURL(*server)+"/cminmsgs/send", b, "application/xml; charset=utf-8", &res); err != nil {
+		id, err := srv(*server).Send(b)
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
 			failed++
 			continue
 		}
-		fmt.Printf("%d\t%s\n", res.ID, path)
+		fmt.Printf("%d\t%s\n", id, path)
 		if bar != nil {
 			bar.update(i+1, filepath.Base(path))
 		}
@@ -192,7 +125,7 @@ func status(args []string) error {
 			At     time.Time `json:"paused_at"`
 		} `json:"paused"`
 	}
-	if printed, err := show(serverURL(*server)+"/api/v1/status", *asJSON, &st); printed || err != nil {
+	if printed, err := show(srv(*server), "/api/v1/status", *asJSON, &st); printed || err != nil {
 		return err
 	}
 	fmt.Printf("pump running: %v", st.PumpRunning)
@@ -347,7 +280,7 @@ func replay(args []string) error {
 		return exitError{code: 2}
 	}
 	if *events {
-		if err := checkTarget(serverURL(*server), *tgt); err != nil {
+		if err := checkTarget(srv(*server), *tgt); err != nil {
 			return err
 		}
 		body, _ := json.Marshal(map[string]any{"target": *tgt, "ids": []int64(ids), "dry_run": *dryRun})
@@ -356,7 +289,7 @@ func replay(args []string) error {
 			IDs            []int64
 			Note           string
 		}
-		if err := call("POST", serverURL(*server)+"/api/v1/events/replay", body, "application/json", &res); err != nil {
+		if err := srv(*server).Do("POST", "/api/v1/events/replay", body, "application/json", &res); err != nil {
 			return err
 		}
 		if *dryRun {
@@ -394,7 +327,7 @@ func replay(args []string) error {
 		Skipped int     `json:"skipped"`
 		IDs     []int64 `json:"ids"`
 	}
-	if err := call("POST", serverURL(*server)+"/api/v1/replay", body, "application/json", &res); err != nil {
+	if err := srv(*server).Do("POST", "/api/v1/replay", body, "application/json", &res); err != nil {
 		return err
 	}
 	if *dryRun {
@@ -420,7 +353,7 @@ func classNames() []string {
 // checkTarget answers a --target the server does not know with the target it probably meant,
 // learning the targets from the server's status; when the status cannot be read, or lists no
 // targets yet, the server itself judges the name.
-func checkTarget(server, name string) error {
+func checkTarget(server *client.Client, name string) error {
 	if name == "" {
 		return nil
 	}
@@ -431,7 +364,7 @@ func checkTarget(server, name string) error {
 			} `json:"targets"`
 		} `json:"extra"`
 	}
-	if call("GET", server+"/api/v1/status", nil, "", &st) != nil || len(st.Extra.Targets) == 0 {
+	if server.Get("/api/v1/status", &st) != nil || len(st.Extra.Targets) == 0 {
 		return nil
 	}
 	var names []string

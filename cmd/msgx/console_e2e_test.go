@@ -270,8 +270,8 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.shot("replay-preview")
 	b.run("cancel the replay", chromedp.Click(chromedp.CSS("#modal-cancel")))
 	b.waitJS("the dialog closed", `document.getElementById('modal').hidden`)
-	if m := a.message(head); m.State != "DEAD" || m.class() != "PARKED" {
-		t.Fatalf("after a cancelled replay the parked message is %s/%s", m.State, m.class())
+	if m := a.message(head); m.State != "DEAD" || m.Class() != "PARKED" {
+		t.Fatalf("after a cancelled replay the parked message is %s/%s", m.State, m.Class())
 	}
 	a.await(behind, "SUCCEEDED (the queue moved on)", state("SUCCEEDED", ""))
 	b.visit(s.url, "#/")

@@ -101,10 +101,10 @@ func testEndToEndOverHTTP(t *testing.T, db dbEnv) {
 		t.Fatalf("replay answer %+v, want 1 moved, 1 skipped", rr)
 	}
 	m = b.message(unknown)
-	if m.State != "PENDING" || m.Attempts != 0 || m.class() != "EXHAUSTED" {
+	if m.State != "PENDING" || m.Attempts != 0 || m.Class() != "EXHAUSTED" {
 		t.Fatalf("replayed message: %+v", m)
 	}
-	if m := b.message(bad); m.State != "DEAD" || m.class() != "MALFORMED" {
+	if m := b.message(bad); m.State != "DEAD" || m.Class() != "MALFORMED" {
 		t.Fatalf("MALFORMED must stay DEAD: %+v", m)
 	}
 }

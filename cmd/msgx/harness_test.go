@@ -31,7 +31,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -45,6 +44,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/internal/client"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 )
@@ -268,45 +268,25 @@ func (s *server) post(body string) int64 {
 	return id
 }
 
-type message struct {
-	ID         int64    `json:"id"`
-	State      string   `json:"state"`
-	ErrorClass *string  `json:"error_class"`
-	Attempts   int      `json:"attempts"`
-	LastError  *string  `json:"last_error"`
-	TypeTag    *string  `json:"type_tag"`
-	Identity   *string  `json:"identity"`
-	Note       string   `json:"note"`
-	Warnings   []string `json:"warnings"`
-}
+// message is a message as the API shows it (the typed client's).
+type message = client.Message
 
-func (m message) class() string {
-	if m.ErrorClass == nil {
-		return ""
-	}
-	return *m.ErrorClass
-}
+// api is the typed client of s (internal/client), as the msgx command's.
+func (s *server) api() *client.Client { return client.New(s.url, "") }
 
 func (s *server) message(id int64) message {
 	s.t.Helper()
-	var m message
-	s.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &m)
+	m, err := s.api().Message(id)
+	if err != nil {
+		s.t.Fatalf("GET message %d: %v", id, err)
+	}
 	return m
 }
 
 func (s *server) getJSON(path string, v any) {
 	s.t.Helper()
-	resp, err := http.Get(s.url + path)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		s.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		s.t.Fatalf("GET %s: %v in %s", path, err, b)
+	if err := s.api().Get(path, v); err != nil {
+		s.t.Fatalf("GET %s: %v", path, err)
 	}
 }
 
@@ -326,24 +306,18 @@ func (s *server) await(id int64, what string, cond func(message) bool) message {
 }
 
 func state(st, class string) func(message) bool {
-	return func(m message) bool { return m.State == st && m.class() == class }
+	return func(m message) bool { return m.State == st && m.Class() == class }
 }
 
-type listedEvent struct {
-	EventID   int64   `json:"event_id"`
-	Target    string  `json:"target"`
-	Kind      string  `json:"kind"`
-	FlightKey *string `json:"flight_key"`
-	State     string  `json:"state"`
-}
+type listedEvent = client.Event
 
 func (s *server) events(query string) []listedEvent {
 	s.t.Helper()
-	var out struct {
-		Events []listedEvent `json:"events"`
+	evs, err := s.api().Events(query)
+	if err != nil {
+		s.t.Fatalf("GET events %s: %v", query, err)
 	}
-	s.getJSON("/api/v1/events?limit=1000&"+query, &out)
-	return out.Events
+	return evs
 }
 
 func readLines(t *testing.T, path string) [][]byte {

@@ -109,7 +109,7 @@ func awaitSucceeded(t *testing.T, s *server, id int64) {
 		if m.LastError != nil {
 			lastError = *m.LastError
 		}
-		t.Fatalf("message %d ended %s (%s): %s", id, m.State, m.class(), lastError)
+		t.Fatalf("message %d ended %s (%s): %s", id, m.State, m.Class(), lastError)
 	}
 }
 

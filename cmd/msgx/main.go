@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"msgx/internal/app"
 	"msgx/internal/suggest"
 )
 
@@ -257,12 +258,12 @@ func usage() string {
 // Exit codes, one per reason an operator or a supervisor (systemd, Kubernetes) acts on
 // differently. docs/operations.md lists them too.
 const (
-	exitFailure    = 1 // any other error
-	exitUsage      = 2 // bad command line
-	exitLeaseHeld  = 3 // serve: another live instance holds the pump lease and standby is impossible (SQLite)
-	exitConfig     = 4 // the configuration is invalid, or the database refused it (credentials, unknown database)
-	exitNoDatabase = 5 // serve: the database did not answer within database.wait-timeout
-	exitUndecided  = 6 // shadow diff: no difference found, but a legacy row id could be several flights
+	exitFailure    = 1                  // any other error
+	exitUsage      = 2                  // bad command line
+	exitLeaseHeld  = app.ExitLeaseHeld  // serve: another live instance holds the pump lease and standby is impossible (SQLite)
+	exitConfig     = app.ExitConfig     // the configuration is invalid, or the database refused it (credentials, unknown database)
+	exitNoDatabase = app.ExitNoDatabase // serve: the database did not answer within database.wait-timeout
+	exitUndecided  = 6                  // shadow diff: no difference found, but a legacy row id could be several flights
 )
 
 func main() {
@@ -294,6 +295,9 @@ func run(argv []string) int {
 			fmt.Print(commandHelp(cmd, nil))
 		}
 		return 0
+	}
+	if e, ok := err.(app.ExitError); ok {
+		err = exitError{code: e.Code, msg: e.Msg}
 	}
 	if err != nil {
 		if e, ok := err.(exitError); ok {

@@ -72,7 +72,7 @@ func messages(args []string) error {
 		Messages  []shownMessage `json:"messages"`
 		NextAfter *int64         `json:"next_after"`
 	}
-	if printed, err := show(serverURL(*server)+"/api/v1/messages?"+q.Encode(), *asJSON, &out); printed || err != nil {
+	if printed, err := show(srv(*server), "/api/v1/messages?"+q.Encode(), *asJSON, &out); printed || err != nil {
 		return err
 	}
 	defer func() {
@@ -110,7 +110,7 @@ func message(args []string) (err error) {
 		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0))}
 	}
 	if *rawBody {
-		b, err := fetch(fmt.Sprintf("%s/api/v1/messages/%d/raw", serverURL(*server), id))
+		b, err := srv(*server).Raw(fmt.Sprintf("/api/v1/messages/%d/raw", id))
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func message(args []string) (err error) {
 		}()
 	}
 	var m shownMessage
-	if printed, err := show(fmt.Sprintf("%s/api/v1/messages/%d", serverURL(*server), id), *asJSON, &m); printed || err != nil {
+	if printed, err := show(srv(*server), fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
 		return err
 	}
 	fmt.Printf("message %d: %s %s, attempts %d\n", m.ID, or(m.TypeTag, "?"), m.State, m.Attempts)

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"sort"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/client"
 )
 
 // reorder moves the flags of args before its operands, so `msgx park 12 --reason x` reads
@@ -53,34 +52,6 @@ func reorder(fs *flag.FlagSet, args []string) []string {
 	return append(flags, operands...)
 }
 
-// fetch GETs url and returns the body as it is (raw texts, payloads).
-func fetch(u string) ([]byte, error) {
-	req, err := http.NewRequest("GET", u, nil)
-	if err != nil {
-		return nil, err
-	}
-	if apiToken != "" {
-		req.Header.Set("Authorization", "Bearer "+apiToken)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach msgx at %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct{ Error, Code string }
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("%s (%d %s)", e.Error, resp.StatusCode, e.Code)
-		}
-		return nil, fmt.Errorf("%s", resp.Status)
-	}
-	return b, nil
-}
-
 func printHistory(server string, id int64) error {
 	var h struct {
 		History []struct {
@@ -92,7 +63,7 @@ func printHistory(server string, id int64) error {
 			Actor    string    `json:"actor"`
 		} `json:"history"`
 	}
-	if err := call("GET", fmt.Sprintf("%s/api/v1/messages/%d/history", serverURL(server), id), nil, "", &h); err != nil {
+	if err := srv(server).Get(fmt.Sprintf("/api/v1/messages/%d/history", id), &h); err != nil {
 		return err
 	}
 	fmt.Println("history:")
@@ -159,7 +130,7 @@ func events(args []string) error {
 		} `json:"events"`
 		NextAfter *int64 `json:"next_after"`
 	}
-	if printed, err := show(serverURL(*server)+"/api/v1/events?"+q.Encode(), *asJSON, &out); printed || err != nil {
+	if printed, err := show(srv(*server), "/api/v1/events?"+q.Encode(), *asJSON, &out); printed || err != nil {
 		return err
 	}
 	fmt.Printf("%8s  %-13s  %-7s  %8s  %8s  %8s  %s\n", "event", "target", "state", "attempts", "message", "flight", "payload / last error")
@@ -193,7 +164,7 @@ func flightCmd(args []string) error {
 	}
 	if !*history {
 		var rec json.RawMessage
-		if err := call("GET", fmt.Sprintf("%s/api/v1/flights/%d", serverURL(*server), flid), nil, "", &rec); err != nil {
+		if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/flights/%d", flid), nil, "", &rec); err != nil {
 			return err
 		}
 		enc := json.NewEncoder(os.Stdout)
@@ -214,7 +185,7 @@ func flightCmd(args []string) error {
 			} `json:"changes"`
 			NextAfter *int64 `json:"next_after"`
 		}
-		if err := call("GET", fmt.Sprintf("%s/api/v1/flights/%d/history?limit=1000&after=%d", serverURL(*server), flid, after), nil, "", &out); err != nil {
+		if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/flights/%d/history?limit=1000&after=%d", flid, after), nil, "", &out); err != nil {
 			return err
 		}
 		for _, c := range out.Changes {
@@ -258,7 +229,7 @@ func park(args []string) error {
 		State string `json:"state"`
 		Class string `json:"error_class"`
 	}
-	if err := call("POST", fmt.Sprintf("%s/api/v1/messages/%d/park", serverURL(*server), id), body, "application/json", &res); err != nil {
+	if err := srv(*server).Do("POST", fmt.Sprintf("/api/v1/messages/%d/park", id), body, "application/json", &res); err != nil {
 		return err
 	}
 	fmt.Printf("message %d: %s → %s %s (replay with: msgx replay --id %d)\n", id, res.From, res.State, res.Class, id)
@@ -284,7 +255,7 @@ func pauseCmd(args []string, pause bool) error {
 	}
 	body, _ := json.Marshal(map[string]string{"reason": *reason})
 	var res api.PauseAnswer
-	if err := call("POST", serverURL(*server)+path, body, "application/json", &res); err != nil {
+	if err := srv(*server).Do("POST", path, body, "application/json", &res); err != nil {
 		return err
 	}
 	what := "the pump"
@@ -321,32 +292,15 @@ func jobsCmd(args []string) error {
 		return exitError{code: exitUsage, msg: "usage: msgx jobs [--server URL] [--start ARCHIVE] [--json]"}
 	}
 	if *start != "" {
-		body, _ := json.Marshal(map[string]string{"kind": strings.ToUpper(*start)})
-		var j struct {
-			ID         int64  `json:"id"`
-			Kind       string `json:"kind"`
-			AfterMsgID int64  `json:"after_msg_id"`
-		}
-		if err := call("POST", serverURL(*server)+"/api/v1/jobs", body, "application/json", &j); err != nil {
+		j, err := srv(*server).StartJob(strings.ToUpper(*start))
+		if err != nil {
 			return err
 		}
 		fmt.Printf("job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
 		return nil
 	}
-	var out struct {
-		Jobs []struct {
-			ID         int64      `json:"id"`
-			Kind       string     `json:"kind"`
-			State      string     `json:"state"`
-			Attempts   int        `json:"attempts"`
-			AfterMsgID int64      `json:"after_msg_id"`
-			CreatedAt  time.Time  `json:"created_at"`
-			FinishedAt *time.Time `json:"finished_at"`
-			Result     *string    `json:"result"`
-			LastError  *string    `json:"last_error"`
-		} `json:"jobs"`
-	}
-	if printed, err := show(serverURL(*server)+"/api/v1/jobs", *asJSON, &out); printed || err != nil {
+	var out client.JobList
+	if printed, err := show(srv(*server), "/api/v1/jobs", *asJSON, &out); printed || err != nil {
 		return err
 	}
 	if len(out.Jobs) == 0 {
@@ -385,7 +339,7 @@ func auditCmd(args []string) error {
 		} `json:"audit"`
 		NextAfter *int64 `json:"next_after"`
 	}
-	if err := call("GET", fmt.Sprintf("%s/api/v1/audit?after=%d&limit=%d", serverURL(*server), *after, *limit), nil, "", &out); err != nil {
+	if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/audit?after=%d&limit=%d", *after, *limit), nil, "", &out); err != nil {
 		return err
 	}
 	for _, a := range out.Audit {
@@ -453,14 +407,9 @@ func jobCmd(args []string) error {
 		return usage
 	}
 	kind := strings.ToUpper(rest[1])
-	base := serverURL(*server)
-	body, _ := json.Marshal(map[string]string{"kind": kind})
-	var j struct {
-		ID         int64  `json:"id"`
-		Kind       string `json:"kind"`
-		AfterMsgID int64  `json:"after_msg_id"`
-	}
-	if err := call("POST", base+"/api/v1/jobs", body, "application/json", &j); err != nil {
+	c := srv(*server)
+	j, err := c.StartJob(kind)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
@@ -471,19 +420,11 @@ func jobCmd(args []string) error {
 	deadline := time.Now().Add(*timeout)
 	lastDoing, lastErr := "", ""
 	for {
-		var list struct {
-			Jobs []struct {
-				ID        int64   `json:"id"`
-				State     string  `json:"state"`
-				Attempts  int     `json:"attempts"`
-				Result    *string `json:"result"`
-				LastError *string `json:"last_error"`
-			} `json:"jobs"`
-		}
-		if err := call("GET", base+"/api/v1/jobs", nil, "", &list); err != nil {
+		list, err := c.Jobs()
+		if err != nil {
 			return err
 		}
-		for _, x := range list.Jobs {
+		for _, x := range list {
 			if x.ID != j.ID {
 				continue
 			}
@@ -500,16 +441,8 @@ func jobCmd(args []string) error {
 				}
 			}
 		}
-		var st struct {
-			Extra struct {
-				Job *struct {
-					JobID int64  `json:"job_id"`
-					Doing string `json:"doing"`
-				} `json:"job"`
-			} `json:"extra"`
-		}
-		if call("GET", base+"/api/v1/status", nil, "", &st) == nil && st.Extra.Job != nil && st.Extra.Job.JobID == j.ID && st.Extra.Job.Doing != lastDoing {
-			lastDoing = st.Extra.Job.Doing
+		if doing := c.JobDoing(j.ID); doing != "" && doing != lastDoing {
+			lastDoing = doing
 			fmt.Fprintf(os.Stderr, "job %d: %s\n", j.ID, lastDoing)
 		}
 		if time.Now().After(deadline) {

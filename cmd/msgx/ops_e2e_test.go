@@ -67,7 +67,7 @@ func TestParkMovesTheQueueOn(t *testing.T) {
 		s.mustCLI([]string{fmt.Sprintf("message %d: FAILED → DEAD PARKED", poison)}, "park", fmt.Sprint(poison), "--reason", "poison: 毒 🛑")
 		s.await(next, "SUCCEEDED", state("SUCCEEDED", ""))
 		m := s.message(poison)
-		if m.State != "DEAD" || m.class() != "PARKED" || m.LastError == nil || !strings.HasPrefix(*m.LastError, "parked by loopback: poison: 毒 🛑") {
+		if m.State != "DEAD" || m.Class() != "PARKED" || m.LastError == nil || !strings.HasPrefix(*m.LastError, "parked by loopback: poison: 毒 🛑") {
 			t.Fatalf("parked message: %+v", m)
 		}
 		s.mustCLI([]string{"FAILED", "CODEC_ERROR", "DEAD      PARKED", "by loopback: parked: poison"}, "message", fmt.Sprint(poison), "--history")

@@ -67,7 +67,7 @@ func request(args []string) error {
 	}
 	b, _ := json.Marshal(body)
 	var r shownRequest
-	if err := call("POST", serverURL(*server)+"/api/v1/requests", b, "application/json", &r); err != nil {
+	if err := srv(*server).Do("POST", "/api/v1/requests", b, "application/json", &r); err != nil {
 		return err
 	}
 	what := r.STYP
@@ -98,7 +98,7 @@ func requestsList(args []string) error {
 	var out struct {
 		Requests []shownRequest `json:"requests"`
 	}
-	if printed, err := show(serverURL(*server)+"/api/v1/requests?"+q.Encode(), *asJSON, &out); printed || err != nil {
+	if printed, err := show(srv(*server), "/api/v1/requests?"+q.Encode(), *asJSON, &out); printed || err != nil {
 		return err
 	}
 	at := func(t *time.Time) string {

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,7 +76,7 @@ func shadowCmd(args []string) error {
 	loc := cfg.LegacyLocation()
 	opt := shadow.Options{}
 	if *rowIDs != "" {
-		if opt.RowIDs, err = readRowIDs(*rowIDs); err != nil {
+		if opt.RowIDs, err = shadow.ReadRowIDs(*rowIDs); err != nil {
 			return err
 		}
 	}
@@ -91,50 +87,33 @@ func shadowCmd(args []string) error {
 		defer rdb.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), *period)
 		defer cancel()
-		var wg sync.WaitGroup
-		var legacyErr, msgxErr error
 		var channels []string
-		if *legacyChannel != "" {
-			channels = append(channels, *legacyChannel)
+		for _, ch := range []string{*legacyChannel, *msgxChannel} {
+			if ch != "" {
+				channels = append(channels, ch)
+			}
 		}
-		if *msgxChannel != "" {
-			channels = append(channels, *msgxChannel)
-		}
-		var ready sync.WaitGroup
-		ready.Add(len(channels))
-		listen := func(channel string, out *[]shadow.Note, errp *error) {
-			var once sync.Once
-			wg.Go(func() {
-				defer once.Do(ready.Done)
-				*out, *errp = shadow.Subscribe(ctx, rdb, channel, loc, 0, func() { once.Do(ready.Done) })
-			})
-		}
-		if *legacyChannel != "" {
-			listen(*legacyChannel, &legacy, &legacyErr)
-		}
-		if *msgxChannel != "" {
-			listen(*msgxChannel, &msgx, &msgxErr)
-		}
-		ready.Wait()
-		fmt.Fprintf(os.Stderr, "listening on %s (%s) for %s\n", strings.Join(channels, ", "), *addr, *period)
-		wg.Wait()
-		if err := errors.Join(legacyErr, msgxErr); err != nil {
+		got, err := shadow.Listen(ctx, rdb, []string{*legacyChannel, *msgxChannel}, loc, func() {
+			fmt.Fprintf(os.Stderr, "listening on %s (%s) for %s\n", strings.Join(channels, ", "), *addr, *period)
+		})
+		if err != nil {
 			return err
 		}
-		if err := save(*saveLegacy, legacy); err != nil {
+		legacy, msgx = got[0], got[1]
+		if err := shadow.SaveCapture(*saveLegacy, legacy); err != nil {
 			return err
 		}
-		if err := save(*saveMsgx, msgx); err != nil {
+		if err := shadow.SaveCapture(*saveMsgx, msgx); err != nil {
 			return err
 		}
 	}
 	if *legacyFile != "" {
-		if legacy, err = readCapture(*legacyFile, loc); err != nil {
+		if legacy, err = shadow.ReadCapture(*legacyFile, loc); err != nil {
 			return err
 		}
 	}
 	if *msgxFile != "" {
-		if msgx, err = readCapture(*msgxFile, loc); err != nil {
+		if msgx, err = shadow.ReadCapture(*msgxFile, loc); err != nil {
 			return err
 		}
 	}
@@ -147,60 +126,4 @@ func shadowCmd(args []string) error {
 		return exitError{code: exitUndecided}
 	}
 	return nil
-}
-
-func readCapture(path string, loc *time.Location) ([]shadow.Note, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	notes, err := shadow.ReadLines(f, loc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return notes, nil
-}
-
-// save writes the payloads read from a channel as a capture (nothing when path is empty).
-func save(path string, notes []shadow.Note) error {
-	if path == "" {
-		return nil
-	}
-	var b strings.Builder
-	for _, n := range notes {
-		b.Write(n.Raw)
-		b.WriteByte('\n')
-	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-// readRowIDs reads "rowid FLID" lines (spaces, tabs or a comma between; # comments).
-func readRowIDs(path string) (map[int64]int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[int64]int64{}
-	sc := bufio.NewScanner(f)
-	line := 0
-	for sc.Scan() {
-		line++
-		s := strings.TrimSpace(sc.Text())
-		if s == "" || strings.HasPrefix(s, "#") {
-			continue
-		}
-		parts := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
-		if len(parts) != 2 {
-			return nil, fmt.Errorf("%s:%d: want \"rowid FLID\", got %q", path, line, s)
-		}
-		row, err1 := strconv.ParseInt(parts[0], 10, 64)
-		flid, err2 := strconv.ParseInt(parts[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s:%d: %q is not two integers", path, line, s)
-		}
-		out[row] = flid
-	}
-	return out, sc.Err()
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -151,15 +149,15 @@ func simulateCmd(args []string) error {
 			return 0, os.WriteFile(name, m.Body, 0o644)
 		}
 	} else {
-		sum.Server = serverURL(*server)
+		c := srv(*server)
+		sum.Server = c.URL
 		// A server that does not answer at all is said at once, not after a minute of retries.
 		resp, err := httpClient.Get(sum.Server + "/healthz")
 		if err != nil {
 			return fmt.Errorf("cannot reach msgx at %s: %w", sum.Server, err)
 		}
 		resp.Body.Close()
-		inbox := sum.Server + "/cminmsgs/send"
-		send = func(ctx context.Context, _ int, m sim.Message) (int64, error) { return postInbox(ctx, inbox, m.Body) }
+		send = func(ctx context.Context, _ int, m sim.Message) (int64, error) { return c.SendRetrying(ctx, m.Body) }
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -246,60 +244,4 @@ func countsText(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-// postInbox posts one message to the inbox and returns its id. A 503 (busy, database down)
-// or a connection error is tried again, after Retry-After or a second, for up to a minute, as
-// the AODB gateway would.
-func postInbox(ctx context.Context, url string, body []byte) (int64, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		id, retry, err := postOnce(ctx, url, body)
-		if err == nil || retry == 0 || time.Now().Add(retry).After(deadline) {
-			return id, err
-		}
-		t := time.NewTimer(retry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// postOnce posts body once; retry is how long to wait before trying again (0: do not).
-func postOnce(ctx context.Context, url string, body []byte) (id int64, retry time.Duration, err error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
-	if err != nil {
-		return 0, 0, err
-	}
-	req.Header.Set("Content-Type", "application/xml; charset=utf-8")
-	req.Header.Set("Accept", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, 0, ctx.Err()
-		}
-		return 0, time.Second, fmt.Errorf("cannot reach msgx at %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusServiceUnavailable {
-		retry = time.Second
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			retry = time.Duration(s) * time.Second
-		}
-		return 0, retry, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	var res struct {
-		ID int64 `json:"id"`
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		return 0, 0, fmt.Errorf("the inbox answered %q, not an id", b)
-	}
-	return res.ID, 0, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"msgx/internal/app"
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
@@ -20,8 +21,8 @@ import (
 // with a bug would, so the tests can watch the pump survive it. MSGX_TEST_INFRA_TAG names a
 // type tag whose handler fails with INFRA every time, as when a dependency is down, so the
 // tests can watch a FAILED head hold the queue.
-func init() {
-	testRegistryHook = func(reg *handler.Registry) {
+func testHooks(o *app.Options) {
+	o.Registry = func(reg *handler.Registry) {
 		if tag := os.Getenv("MSGX_TEST_PANIC_TAG"); tag != "" {
 			reg.Replace(tag, handler.Func(func(context.Context, handler.View, *sis.Message) (pipeline.Decision, error) {
 				var counts map[string]int
@@ -35,18 +36,15 @@ func init() {
 			}))
 		}
 	}
-}
-
-// MSGX_TEST_CRASH_AFTER_REDIS=N makes the process kill itself (SIGKILL, no clean shutdown)
-// right after the Nth message whose flights it applied to Redis in phase A, before that
-// message's SQL transaction: the crash the marker must repair.
-func init() {
+	// MSGX_TEST_CRASH_AFTER_REDIS=N makes the process kill itself (SIGKILL, no clean shutdown)
+	// right after the Nth message whose flights it applied to Redis in phase A, before that
+	// message's SQL transaction: the crash the marker must repair.
 	n, _ := strconv.Atoi(os.Getenv("MSGX_TEST_CRASH_AFTER_REDIS"))
 	if n <= 0 {
 		return
 	}
 	var applied atomic.Int64
-	testPumpHook = func(o *pump.Options) {
+	o.PumpOptions = func(o *pump.Options) {
 		o.AfterAuthority = func(int64) {
 			if applied.Add(1) >= int64(n) {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -61,7 +61,7 @@ func testUnknownFLOPIsParked(t *testing.T, db dbEnv) {
 	if resp.StatusCode != 200 || res.Moved != 1 {
 		t.Fatalf("replay of the parked message: %d %+v", resp.StatusCode, res)
 	}
-	s.await(unknown, "parked again", func(m message) bool { return m.State == "DEAD" && m.class() == "UNSUPPORTED" && m.Attempts == 1 })
+	s.await(unknown, "parked again", func(m message) bool { return m.State == "DEAD" && m.Class() == "UNSUPPORTED" && m.Attempts == 1 })
 	var st struct {
 		Extra struct {
 			Recent []struct {

@@ -81,7 +81,7 @@ type Server struct {
 const DefaultPumpStepStale = 2 * time.Minute
 
 // LeaseName is the name of the pump lease (the PUMP_LEASE row) that /readyz reads.
-const LeaseName = "pump"
+const LeaseName = store.PumpLease
 
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler {
@@ -427,7 +427,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if h, _, err := s.DB.LeaseHolder(ctx, "pump"); err == nil {
+	if h, _, err := s.DB.LeaseHolder(ctx, LeaseName); err == nil {
 		st.LeaseHolder = h
 	}
 	head, err := s.DB.Head(ctx)

@@ -1,7 +1,7 @@
 // Package bench is `msgx bench`: it measures, in one run and on the configured kind of
 // database, what the machine does without msgx (the floor: durable commits per second on one
-// connection) and what msgx does end to end with its real parts wired as `msgx serve` wires
-// them, and sets the two side by side as ratios.
+// connection) and what msgx does end to end, built by app.New exactly as `msgx serve` builds
+// it (lease keeper, pause checks, fence and all), and sets the two side by side as ratios.
 //
 // It never runs on the configured production tables: SQLite runs on a file of its own, MySQL
 // on a scratch database it creates on the configured server and drops at the end
@@ -11,8 +11,8 @@
 //
 //   - floor: ~2 KB rows into a scratch table on one connection, one row per commit, then 100
 //     rows per commit (floor.go);
-//   - snapshot: one SCHD DNLD of 3,000 flights, posted while the pump is stopped, then the
-//     pump started; the time from the start to the message SUCCEEDED (decode, diff against
+//   - snapshot: one SCHD DNLD of 3,000 flights, posted while the pump is paused (the
+//     operator's pause, store.PumpPause), then the pump resumed; the time from the start to the message SUCCEEDED (decode, diff against
 //     the empty board, apply, events committed);
 //   - accept: N messages (reference adds and FLOPs on the snapshot's flights, half each)
 //     posted by C concurrent clients while the pump is stopped; N over the time from the
@@ -177,24 +177,17 @@ type bench struct {
 
 func runMsgx(ctx context.Context, o Options, r *Result) error {
 	rec := NewDeliveries(o.Clock)
-	sys, err := startSystem(o.Config, o.DB, o.Clock, o.Log, o.WorkDir, rec)
+	sys, first, err := startSystem(ctx, o.Config, o.DB, o.Clock, o.Log, o.WorkDir, rec)
 	if err != nil {
 		return err
 	}
 	defer sys.close()
+	r.PumpStartS = first.Seconds()
 	loc := o.Config.Location()
 	now := o.Clock.Now().In(loc)
 	b := &bench{o: o, sys: sys, rec: rec, cl: newClient(sys.url, max(o.Clients, 4)*4),
 		// Tomorrow: no flight of the snapshot is in the past, even if the day turns mid-run.
 		sched: Schedule{Day: time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, loc), Flights: SnapshotFlights, Loc: loc}}
-	// The pump's first step adopts the gateway rows of CMINMSGS and logs the backlog: a scan
-	// whose cost follows the table, paid once per start. It is measured on its own so that it
-	// does not count as part of the snapshot.
-	start := o.Clock.Now()
-	if _, err := sys.pump.Step(ctx); err != nil {
-		return fmt.Errorf("the pump's first step: %w", err)
-	}
-	r.PumpStartS = o.Clock.Now().Sub(start).Seconds()
 	steps := []struct {
 		name string
 		fn   func(context.Context, *Result) error
@@ -228,8 +221,10 @@ func (b *bench) drained(ctx context.Context) error {
 // PENDING; the pump is stopped again.
 func (b *bench) processAll(ctx context.Context) (time.Duration, error) {
 	start := b.o.Clock.Now()
-	b.sys.startPump()
-	defer b.sys.stopPump()
+	if err := b.sys.startPump(ctx); err != nil {
+		return 0, err
+	}
+	defer b.sys.stopPump(ctx)
 	err := waitFor(ctx, 10*time.Millisecond, "the pump", func() (bool, error) {
 		n, err := b.sys.pendingMessages(ctx)
 		return n == 0, err
@@ -304,8 +299,10 @@ func (b *bench) latency(ctx context.Context, r *Result) error {
 	for i := range msgs {
 		msgs[i] = b.sched.Flop(b.o.Messages/2 + 1 + i) // after the backlog's FLOPs: new values
 	}
-	b.sys.startPump()
-	defer b.sys.stopPump()
+	if err := b.sys.startPump(ctx); err != nil {
+		return err
+	}
+	defer b.sys.stopPump(ctx)
 	accepted, took, err := b.postAtRate(ctx, msgs)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -10,156 +9,116 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
-	"msgx/internal/api"
+	"msgx/internal/app"
 	"msgx/internal/config"
-	"msgx/internal/dispatch"
-	"msgx/internal/flight"
 	"msgx/internal/handler"
-	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
-	"msgx/internal/pump"
 	"msgx/internal/store"
-	"msgx/internal/target"
 )
 
-// system is msgx in-process, its parts wired the way `msgx serve` wires them: the inbox behind
-// a real HTTP listener on the loopback, the pump, and the dispatcher delivering to file sinks
-// in the bench's work directory. The pump can be stopped and started again, so that a backlog
-// can be built and then processed; the inbox and the dispatcher run throughout.
+// system is msgx in-process, built by app.New as `msgx serve` builds it (the lease keeper, the
+// pause checks, the fence, the sampler and every other part), on the bench database, with the
+// inbox behind a real HTTP listener on the loopback and the dispatcher delivering to file
+// sinks in the bench's work directory. The pump is stopped and started with the operator's
+// pause (store.PumpPause), so that a backlog can be built and then processed; the inbox and
+// the dispatcher run throughout.
 type system struct {
 	db    *store.DB
 	clock pipeline.Clock
-	pump  *pump.Pump
-	disp  *dispatch.Dispatcher
-	sinks map[string]target.Sink
+	app   *app.App
 	url   string
-	http  *http.Server
 
-	stopAll context.CancelFunc
-	wg      sync.WaitGroup
-
-	pumpMu   sync.Mutex
-	pumpStop func() // non-nil while the pump runs
+	stop context.CancelFunc
+	done chan error
 }
 
-// startSystem wires and starts msgx on db (migrated) with the settings of cfg, delivering to
+// pauser is who the bench's pauses of the pump are written by.
+const pauser = "msgx bench"
+
+// benchConfig is cfg as the bench runs it: its settings (pipeline, delivery, schd, sis,
+// identity, http limits) with the parts that would reach outside the bench's database and
+// work directory off: phase B without a Redis projection, the embedded default file sinks
+// under workDir, normal mode, no Eureka, history files under workDir, no admin listener, and
+// no daily job (a fresh database would run the day's jobs among the bench's messages).
+func benchConfig(cfg config.Config, workDir string) config.Config {
+	cfg.DataDir = workDir
+	cfg.Targets = nil
+	cfg.Phase = "B"
+	cfg.Mode = "normal"
+	cfg.Eureka.Enabled = false
+	on := true
+	cfg.Pipeline.Autostart = &on
+	cfg.HTTP.Addr, cfg.HTTP.AdminAddr = "127.0.0.1:0", ""
+	cfg.History.Elasticsearch.URL = ""
+	cfg.Jobs.ArchiveAt, cfg.Jobs.HistorySweepAt, cfg.Jobs.RetentionAt = "off", "off", "off"
+	cfg.ConsistencyCheck.DailyAt = "off"
+	return cfg
+}
+
+// startSystem builds msgx (app.New) on db (migrated) with the settings of cfg, delivering to
 // file sinks under workDir; deliveries are recorded in rec. log receives what the parts log.
-func startSystem(cfg config.Config, db *store.DB, clock pipeline.Clock, log *slog.Logger, workDir string, rec *Deliveries) (*system, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &system{db: db, clock: clock, stopAll: cancel}
-	sinks, err := openFileSinks(ctx, workDir, rec, log)
+// It measures the pump's first step (the start-up adoption) before the pump runs, then pauses
+// the pump and starts msgx: startPump resumes it.
+func startSystem(ctx context.Context, cfg config.Config, db *store.DB, clock pipeline.Clock, log *slog.Logger, workDir string, rec *Deliveries) (s *system, firstStep time.Duration, err error) {
+	cfg = benchConfig(cfg, workDir)
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
-		cancel()
-		return nil, err
+		return nil, 0, fmt.Errorf("listen on the loopback: %w", err)
 	}
-	s.sinks = sinks
-	policy, delivery := cfg.RetryPolicy(), cfg.DeliveryPolicy()
-	flights := flight.New(db, clock, cfg.Location())
-	s.pump = pump.New(db, handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace}), pump.Options{
-		Policy:       policy,
-		PollInterval: cfg.Pipeline.PollInterval,
-		Identity:     pipeline.IdentityMode(cfg.Identity.Mode),
-		SIS:          cfg.Decoding(),
-		Clock:        clock,
-		Logger:       log,
-		Jobs:         &jobs.Runner{DB: db, Clock: clock},
-		Flights:      flights,
-		View:         flights,
-		ViewIn:       func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
-		BatchSize:    cfg.Pipeline.BatchSize,
-		BatchWait:    cfg.Pipeline.BatchWait,
-	})
-	s.disp = dispatch.New(db, sinks, dispatch.Options{
-		Policy:       delivery,
-		PollInterval: cfg.Pipeline.PollInterval,
-		SchdTarget:   handler.TargetSchd,
-		FlushPeriod:  cfg.Schd.FlushPeriod,
-		FlushLimit:   cfg.Schd.FlushLimit,
-		Clock:        clock,
-		Logger:       log,
-		OnSent:       rec.Sent,
-	})
-	s.pump.SetOnEvents(s.disp.Wake)
-	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, s.pump.Wake)
-	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: true, Wake: s.pump.Wake}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := app.New(ctx, cfg, db, app.Options{Listener: ln, Log: log, Clock: clock, Version: "bench", Release: "bench",
+		WrapSink: rec.Sink, OnSent: rec.Sent})
 	if err != nil {
-		s.closeSinks()
-		cancel()
-		return nil, fmt.Errorf("listen on the loopback: %w", err)
+		ln.Close()
+		return nil, 0, err
 	}
-	s.url = "http://" + ln.Addr().String()
-	s.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	s.wg.Go(func() { inbox.Run(ctx) })
-	s.wg.Go(func() {
-		if err := s.disp.Run(ctx); err != nil {
-			log.Error("dispatcher stopped", "err", err.Error())
-		}
-	})
-	s.wg.Go(func() { s.http.Serve(ln) })
-	return s, nil
+	s = &system{db: db, clock: clock, app: a, url: a.URL, done: make(chan error, 1)}
+	// The pump's first step adopts the gateway rows of CMINMSGS and logs the backlog: a scan
+	// whose cost follows the table, paid once per start. It is measured on its own so that it
+	// does not count as part of the snapshot. (The queue is empty: nothing it writes is fenced.)
+	start := clock.Now()
+	if _, err := a.Pump.Step(ctx); err != nil {
+		a.Close()
+		ln.Close()
+		return nil, 0, fmt.Errorf("the pump's first step: %w", err)
+	}
+	firstStep = clock.Now().Sub(start)
+	if err := db.SetPause(ctx, store.PumpPause, pauser, "building a backlog", clock.Now()); err != nil {
+		a.Close()
+		ln.Close()
+		return nil, 0, err
+	}
+	if err := a.Start(ctx); err != nil {
+		a.Close()
+		ln.Close()
+		return nil, 0, err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go func() { s.done <- a.Run(runCtx) }()
+	return s, firstStep, nil
 }
 
-// openFileSinks opens a file sink for every target the handlers emit to, under workDir, each
-// wrapped to record its deliveries.
-func openFileSinks(ctx context.Context, workDir string, rec *Deliveries, log *slog.Logger) (map[string]target.Sink, error) {
-	sinks := map[string]target.Sink{}
-	for _, name := range handler.Targets {
-		s, err := target.Open(ctx, name, target.Config{Sink: target.SinkFile, Logger: log.With("target", name)}, workDir)
-		if err != nil {
-			for _, o := range sinks {
-				o.Close()
-			}
-			return nil, fmt.Errorf("file sink for %s: %w", name, err)
-		}
-		sinks[name] = rec.Sink(s)
+// startPump resumes the pump (it runs under the lease keeper throughout).
+func (s *system) startPump(ctx context.Context) error {
+	if _, err := s.db.ClearPause(ctx, store.PumpPause); err != nil {
+		return err
 	}
-	return sinks, nil
+	s.app.Pump.Wake()
+	return nil
 }
 
-// startPump runs the pump until stopPump.
-func (s *system) startPump() {
-	s.pumpMu.Lock()
-	defer s.pumpMu.Unlock()
-	if s.pumpStop != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { s.pump.Run(ctx) })
-	s.pumpStop = func() { cancel(); wg.Wait() }
-	s.pump.Wake()
+// stopPump pauses the pump: it stops after the step in hand.
+func (s *system) stopPump(ctx context.Context) error {
+	return s.db.SetPause(context.WithoutCancel(ctx), store.PumpPause, pauser, "between the bench's phases", s.clock.Now())
 }
 
-// stopPump stops the pump after the message in hand.
-func (s *system) stopPump() {
-	s.pumpMu.Lock()
-	defer s.pumpMu.Unlock()
-	if s.pumpStop != nil {
-		s.pumpStop()
-		s.pumpStop = nil
-	}
-}
-
-// close stops everything and closes the sinks.
+// close stops msgx (as a SIGTERM stops serve) and closes its sinks.
 func (s *system) close() {
-	s.stopPump()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	s.http.Shutdown(sctx)
-	cancel()
-	s.stopAll()
-	s.wg.Wait()
-	s.closeSinks()
-}
-
-func (s *system) closeSinks() {
-	for _, sk := range s.sinks {
-		sk.Close()
-	}
+	s.stop()
+	<-s.done
+	s.app.Close()
 }
 
 // client posts messages to the inbox the way a sender does.
@@ -209,10 +168,8 @@ func waitFor(ctx context.Context, interval time.Duration, what string, cond func
 		if ok {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !pipeline.Sleep(ctx, interval) {
 			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
-		case <-time.After(interval):
 		}
 	}
 }

@@ -561,11 +561,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, n := range names {
-		// A shadow runs beside the legacy: its legacy-format notifications must not reach the
-		// legacy's browsers through the legacy's own channel.
-		if t := c.Targets[n]; c.Shadow() && t.Sink == target.SinkRedis && t.Format == target.FormatLegacy &&
-			(t.Channel == "" || t.Channel == legacyflop.DefaultChannel) {
-			return bad("targets."+n+".channel", "in shadow mode a format legacy target needs a channel of msgx's own (FLOP-msgx, say), not the legacy's %s", legacyflop.DefaultChannel)
+		// A shadow runs beside the legacy: nothing it publishes may reach the legacy's
+		// consumers through the legacy's own channel (a format legacy target defaults to it).
+		if t := c.Targets[n]; c.Shadow() && t.Sink == target.SinkRedis &&
+			(strings.TrimSpace(t.Channel) == legacyflop.DefaultChannel || t.Format == target.FormatLegacy && t.Channel == "") {
+			return bad("targets."+n+".channel", "in shadow mode a redis target needs a channel of msgx's own (FLOP-msgx, say), not the legacy's %s", legacyflop.DefaultChannel)
 		}
 	}
 	return nil

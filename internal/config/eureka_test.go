@@ -55,4 +55,12 @@ func TestShadowKeepsOffTheLegacyChannel(t *testing.T) {
 	if _, err := Load(write(", channel: FLOP-msgx"), nil); err != nil {
 		t.Error(err)
 	}
+	// Whatever its format, a redis target of a shadow stays off the legacy's channel.
+	p := dir + "/other.yaml"
+	if err := os.WriteFile(p, []byte("mode: shadow\ntargets:\n  NOTIFY2: {sink: redis, channel: ' FLOP', copy-of: REDIS_NOTIFY}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p, nil); err == nil || !strings.Contains(err.Error(), "targets.NOTIFY2.channel") {
+		t.Errorf("a json target on channel FLOP: %v, want an error naming targets.NOTIFY2.channel", err)
+	}
 }

@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"msgx/internal/pipeline"
 )
 
 // Instance statuses msgx reports.
@@ -129,31 +131,26 @@ func (r *Registrar) Registered() (bool, string) {
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !pipeline.Sleep(ctx, d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
 
 // Run registers, then heartbeats and follows Health until ctx ends, then deregisters (with a
 // context of its own, bounded by Timeout). Failures are retried: registration with backoff
 // from 1s doubling up to Heartbeat, heartbeats and status changes at the next tick.
 func (r *Registrar) Run(ctx context.Context) {
-	backoff := time.Second
-	for !r.isRegistered() {
+	for failures := 1; !r.isRegistered(); failures++ {
 		if err := r.Register(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
+			backoff := pipeline.Backoff(failures, time.Second, max(r.cfg.Heartbeat, time.Second))
 			r.log.Warn("eureka: cannot register; retrying", "err", err.Error(), "retry_in", backoff.String())
 			if r.cfg.Sleep(ctx, backoff) != nil {
 				return
 			}
-			backoff = min(backoff*2, max(r.cfg.Heartbeat, time.Second))
 			continue
 		}
 	}

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"msgx/internal/pipeline"
 )
 
 var dropped = prometheus.NewCounter(prometheus.CounterOpts{
@@ -82,7 +84,7 @@ func (s *Shipper) Dropped() uint64 { return s.dropped.Load() }
 // to two seconds more, then closes.
 func (s *Shipper) Run(ctx context.Context) {
 	var conn net.Conn
-	backoff := 500 * time.Millisecond
+	failures := 0 // consecutive failed dials
 	defer func() {
 		if conn != nil {
 			conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
@@ -107,17 +109,13 @@ func (s *Shipper) Run(ctx context.Context) {
 				if s.OnState != nil {
 					s.OnState(false, err)
 				}
-				t := time.NewTimer(backoff)
-				select {
-				case <-ctx.Done():
-					t.Stop()
+				failures++
+				if !pipeline.Sleep(ctx, pipeline.Backoff(failures, 500*time.Millisecond, 10*time.Second)) {
 					return
-				case <-t.C:
 				}
-				backoff = min(backoff*2, 10*time.Second)
 				continue
 			}
-			conn, backoff = c, 500*time.Millisecond
+			conn, failures = c, 0
 			if s.OnState != nil {
 				s.OnState(true, nil)
 			}

@@ -5,6 +5,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -225,4 +226,27 @@ func (p RetryPolicy) OnFailure(c ErrorClass, attempts int, firstFailure, now tim
 // fire: the anchor is the first failure, not the last update.
 func (p RetryPolicy) Overdue(firstFailure, now time.Time) bool {
 	return p.HeadDeadline > 0 && !firstFailure.IsZero() && now.Sub(firstFailure) > p.HeadDeadline
+}
+
+// Backoff is the wait after the n-th consecutive failure (1-based; n ≤ 1 is the first) of a
+// retry that doubles: first, 2×first, 4×first … never more than limit. The lease keeper, the
+// database wait, the log shipper and the Eureka registrar retry with it.
+func Backoff(n int, first, limit time.Duration) time.Duration {
+	d := first
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// Sleep waits d, or until ctx ends: it reports whether the whole of d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

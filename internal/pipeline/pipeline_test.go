@@ -77,3 +77,18 @@ func TestIdentity(t *testing.T) {
 		t.Errorf("with day: got %q", got)
 	}
 }
+
+func TestBackoffDoublesToItsLimit(t *testing.T) {
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+	for i, w := range want {
+		if got := Backoff(i+1, time.Second, 5*time.Second); got != w {
+			t.Errorf("Backoff(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+	if got := Backoff(0, time.Second, 5*time.Second); got != time.Second {
+		t.Errorf("Backoff(0) = %s, want the first wait", got)
+	}
+	if got := Backoff(1000, time.Second, 5*time.Second); got != 5*time.Second {
+		t.Errorf("Backoff(1000) = %s, want it capped", got)
+	}
+}

@@ -36,7 +36,27 @@ const (
 	myIncorrectFnValue  = 1411 // ER_WRONG_VALUE_FOR_TYPE
 	myInvalidJSON       = 3140 // ER_INVALID_JSON_TEXT
 	myCheckFailed       = 4025 // ER_CONSTRAINT_FAILED (MariaDB CHECK)
+
+	myDBAccessDenied       = 1044 // ER_DBACCESS_DENIED_ERROR: the user may not use that database
+	myAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR: wrong user or password
+	myBadDB                = 1049 // ER_BAD_DB_ERROR: unknown database
+	myAccessDeniedNoPasswd = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
 )
+
+// IsConfigRefusal reports whether err is a MySQL server's refusal of the configured
+// credentials or database: the configuration is wrong, the server is not down, so waiting for
+// it would not help.
+func IsConfigRefusal(err error) bool {
+	var me *mysqldrv.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case myDBAccessDenied, myAccessDenied, myBadDB, myAccessDeniedNoPasswd:
+		return true
+	}
+	return false
+}
 
 // IsUniqueViolation reports whether err is a unique or primary-key violation.
 func IsUniqueViolation(err error) bool {

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// PumpLease is the name of the pump lease (the PUMP_LEASE row): the instance that holds it
+// runs the pump and the dispatcher; /readyz and the status read who does.
+const PumpLease = "pump"
+
 // LeaseHeldError says another instance holds the pump lease.
 type LeaseHeldError struct {
 	Holder string

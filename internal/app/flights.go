@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -19,10 +19,6 @@ import (
 	"msgx/internal/store"
 	"msgx/internal/target"
 )
-
-// testPumpHook changes the pump's options in the end-to-end tests' binary only (the phase A
-// crash failpoint, testhooks.go).
-var testPumpHook func(*pump.Options)
 
 // flightStores is the flight side of a serve as the phase sets it up: what the API reads,
 // what the history sweep sweeps, and what to close.
@@ -69,9 +65,6 @@ func phaseStores(cfg config.Config, db *store.DB, sqlFlights *flight.Store, cloc
 	opt.ViewIn = func(tx *sql.Tx) handler.View { return redisflight.WithRefs(rs, sqlFlights.InTx(tx)) }
 	// A batch remembers the flights it read and wrote: one round trip fewer per script.
 	opt.BatchFlights = func() pump.BatchFlights { return rs.Batch() }
-	if testPumpHook != nil {
-		testPumpHook(opt)
-	}
 	sen := sentinel(cfg, rs, sqlFlights, clock, log)
 	span := *sen.Days
 	// PROJECTION_REBUILD: FLIGHT_STATE rebuilt from Redis for the active days, in chunks.

@@ -1,11 +1,21 @@
-package main
+// Package lease is the pump lease keeper: an instance runs the pump and the dispatcher only
+// while it holds the PUMP_LEASE row (store.PumpLease), renews it, pauses them when the
+// database does not answer, stands by while another live instance holds it, and takes over
+// when that one's lease expires or its process is gone.
+package lease
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"msgx/internal/metrics"
@@ -13,8 +23,8 @@ import (
 	"msgx/internal/store"
 )
 
-// leaseStore is what the lease keeper needs of the database: the PUMP_LEASE row.
-type leaseStore interface {
+// Store is what the lease keeper needs of the database: the PUMP_LEASE row.
+type Store interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
 	TakeOverLease(ctx context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error
 	RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
@@ -23,17 +33,17 @@ type leaseStore interface {
 	Ping(ctx context.Context) error
 }
 
-// pumpPhase is where the lease keeper stands.
-type pumpPhase int
+// phase is where the lease keeper stands.
+type phase int
 
 const (
-	phaseStarting pumpPhase = iota // nothing tried yet
-	phaseActive                    // this instance holds the lease; the pump and dispatcher run
-	phaseStandby                   // another live instance holds the lease; nothing runs here
-	phasePaused                    // the database does not answer; nothing runs until it does
+	phaseStarting phase = iota // nothing tried yet
+	phaseActive                // this instance holds the lease; the pump and dispatcher run
+	phaseStandby               // another live instance holds the lease; nothing runs here
+	phasePaused                // the database does not answer; nothing runs until it does
 )
 
-// leaseKeeper runs the pump and the dispatcher only while this instance holds the pump lease.
+// Keeper runs the pump and the dispatcher only while this instance holds the pump lease.
 //
 //   - starting or paused or standby: it tries to take the lease. Taken: it starts the workers
 //     (active). Held by a process of this host that is gone: it takes the lease over at once.
@@ -50,65 +60,63 @@ const (
 // at the first failed renewal, at least two renewal periods before the lease can expire, and
 // the pump's writes are fenced by the lease besides (store.SetFence).
 //
-// step does one move and says how long to wait before the next; Run loops over it. Tests
-// drive step with a hand-set clock.
-type leaseKeeper struct {
-	db      leaseStore
-	name    string
-	holder  string
-	ttl     time.Duration
-	standby bool // wait for a lease another instance holds, rather than end Run
-	clock   pipeline.Clock
-	log     *slog.Logger
-	// isDead reports whether a lease holder is a process of this host that no longer runs.
-	isDead func(holder string) bool
-	// start starts the pump and the dispatcher; the function it returns stops them and
+// Step does one move and says how long to wait before the next; Run loops over it. Tests
+// drive Step with a hand-set clock.
+type Keeper struct {
+	DB      Store
+	Name    string // store.PumpLease
+	Holder  string // this instance (InstanceName)
+	TTL     time.Duration
+	Standby bool // wait for a lease another instance holds, rather than end Run
+	Clock   pipeline.Clock
+	Log     *slog.Logger
+	// IsDead reports whether a lease holder is a process of this host that no longer runs
+	// (DeadOnThisHost).
+	IsDead func(holder string) bool
+	// Start starts the pump and the dispatcher; the function it returns stops them and
 	// waits until they have.
-	start func() (stop func())
-	// metrics shows whether this instance holds the lease (msgx_lease_held); nil: not shown.
-	metrics *metrics.Metrics
+	Start func() (stop func())
+	// Metrics shows whether this instance holds the lease (msgx_lease_held); nil: not shown.
+	Metrics *metrics.Metrics
 
 	stop     func() // non-nil while the workers run
 	renewed  time.Time
 	failures int // consecutive tries the database did not answer
 
 	mu    sync.Mutex // guards what State reads
-	phase pumpPhase
+	phase phase
 	other string    // standby: who holds the lease
 	until time.Time // standby: until when
 	err   string    // paused: the last error
 }
 
-// retryDelay is the wait after the n-th consecutive try the database did not answer: 0.5 s
+// TTL is the pump lease's time to live; the keeper renews it every TTL/3.
+const TTL = 15 * time.Second
+
+// RetryDelay is the wait after the n-th consecutive try the database did not answer: 0.5 s
 // doubling, capped at 5 s, so an outage costs a few log lines a minute, not a hot loop, and
 // the return is noticed within seconds.
-func retryDelay(n int) time.Duration {
-	d := 500 * time.Millisecond
-	for i := 1; i < n && d < 5*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 5*time.Second)
-}
+func RetryDelay(n int) time.Duration { return pipeline.Backoff(n, 500*time.Millisecond, 5*time.Second) }
 
-func (k *leaseKeeper) renewEvery() time.Duration { return k.ttl / 3 }
+func (k *Keeper) renewEvery() time.Duration { return k.TTL / 3 }
 
 // checkEvery is how often an active keeper checks that the database answers, so that the
 // pump and the dispatcher pause within about a second of an outage rather than fail their
 // steps until the next renewal.
 const checkEvery = time.Second
 
-// step does one move of the keeper (see leaseKeeper) and returns how long to wait before the
+// Step does one move of the keeper (see Keeper) and returns how long to wait before the
 // next. A non-nil error ends Run: the lease is held by another instance and standby is
-// impossible.
-func (k *leaseKeeper) step(ctx context.Context) (time.Duration, error) {
-	now := k.clock.Now()
+// impossible (StandbyImpossibleError).
+func (k *Keeper) Step(ctx context.Context) (time.Duration, error) {
+	now := k.Clock.Now()
 	if k.stop != nil {
 		cctx, cancel := context.WithTimeout(ctx, k.renewEvery())
 		var err error
 		renew := now.Sub(k.renewed) >= k.renewEvery()-checkEvery/2
 		if renew {
-			err = k.db.RenewLease(cctx, k.name, k.holder, k.ttl, now)
-		} else if err = k.db.Ping(cctx); err != nil {
+			err = k.DB.RenewLease(cctx, k.Name, k.Holder, k.TTL, now)
+		} else if err = k.DB.Ping(cctx); err != nil {
 			err = store.Unavailable(fmt.Errorf("ping: %w", err))
 		}
 		cancel()
@@ -125,53 +133,52 @@ func (k *leaseKeeper) step(ctx context.Context) (time.Duration, error) {
 		if errors.Is(err, store.ErrUnavailable) {
 			k.failures = 1
 			k.setPhase(phasePaused, "", time.Time{}, err.Error())
-			k.log.Warn("cannot renew the pump lease: the database does not answer; pump and dispatcher paused until it does",
-				"err", err.Error(), "renewed_at", k.renewed.Format(time.RFC3339Nano), "retry_in", retryDelay(1).String())
-			return retryDelay(1), nil
+			k.Log.Warn("cannot renew the pump lease: the database does not answer; pump and dispatcher paused until it does",
+				"err", err.Error(), "renewed_at", k.renewed.Format(time.RFC3339Nano), "retry_in", RetryDelay(1).String())
+			return RetryDelay(1), nil
 		}
-		k.log.Warn("pump lease lost; pump and dispatcher stopped", "err", err.Error())
+		k.Log.Warn("pump lease lost; pump and dispatcher stopped", "err", err.Error())
 		// Look at once who holds it now.
 	}
 	return k.acquire(ctx, now)
 }
 
 // acquire tries to take the lease and starts the workers when it does.
-func (k *leaseKeeper) acquire(ctx context.Context, now time.Time) (time.Duration, error) {
+func (k *Keeper) acquire(ctx context.Context, now time.Time) (time.Duration, error) {
 	cctx, cancel := context.WithTimeout(ctx, k.renewEvery())
 	defer cancel()
-	err := k.db.AcquireLease(cctx, k.name, k.holder, k.ttl, now)
+	err := k.DB.AcquireLease(cctx, k.Name, k.Holder, k.TTL, now)
 	var held *store.LeaseHeldError
-	if errors.As(err, &held) && k.isDead(held.Holder) {
+	if errors.As(err, &held) && k.IsDead(held.Holder) {
 		// The holder was a process of this host that is gone (killed, crashed): its lease
 		// cannot be renewed any more, so take it now rather than wait for it to expire.
-		terr := k.db.TakeOverLease(cctx, k.name, k.holder, held.Holder, k.ttl, now)
+		terr := k.DB.TakeOverLease(cctx, k.Name, k.Holder, held.Holder, k.TTL, now)
 		switch {
 		case terr == nil:
-			k.log.Warn("took over the pump lease of a dead instance", "dead_holder", held.Holder)
+			k.Log.Warn("took over the pump lease of a dead instance", "dead_holder", held.Holder)
 			err = nil
 		case errors.Is(terr, store.ErrUnavailable):
 			err = terr
 		default:
 			// Another instance was quicker: look again shortly to see who holds it now.
-			k.log.Info("the lease of a dead instance was taken by another first", "dead_holder", held.Holder, "err", terr.Error())
-			return retryDelay(1), nil
+			k.Log.Info("the lease of a dead instance was taken by another first", "dead_holder", held.Holder, "err", terr.Error())
+			return RetryDelay(1), nil
 		}
 	}
 	switch {
 	case err == nil:
 		k.renewed, k.failures = now, 0
-		k.log.Info("pump lease acquired", "holder", k.holder, "ttl", k.ttl.String())
+		k.Log.Info("pump lease acquired", "holder", k.Holder, "ttl", k.TTL.String())
 		k.setPhase(phaseActive, "", time.Time{}, "")
-		k.stop = k.start()
+		k.stop = k.Start()
 		return checkEvery, nil
 	case errors.As(err, &held):
-		if !k.standby {
-			return 0, exitError{code: exitLeaseHeld, msg: "msgx serve: " + held.Error() +
-				". Stop it first, or wait for its lease to expire if it died (a SQLite database has one host, so no instance stands by)."}
+		if !k.Standby {
+			return 0, &StandbyImpossibleError{Held: held}
 		}
 		k.failures = 0
 		if k.current() != phaseStandby || k.otherHolder() != held.Holder {
-			k.log.Warn("standing by: another instance holds the pump lease; this one serves the inbox and the API and takes over when that lease expires",
+			k.Log.Warn("standing by: another instance holds the pump lease; this one serves the inbox and the API and takes over when that lease expires",
 				"holder", held.Holder, "until", held.Until.UTC().Format(time.RFC3339Nano))
 		}
 		k.setPhase(phaseStandby, held.Holder, held.Until, "")
@@ -183,15 +190,15 @@ func (k *leaseKeeper) acquire(ctx context.Context, now time.Time) (time.Duration
 		return 0, nil
 	default:
 		k.failures++
-		wait := retryDelay(k.failures)
+		wait := RetryDelay(k.failures)
 		k.setPhase(phasePaused, "", time.Time{}, err.Error())
-		k.log.Warn("cannot take the pump lease (the database does not answer, or refused); pump and dispatcher wait, trying again",
+		k.Log.Warn("cannot take the pump lease (the database does not answer, or refused); pump and dispatcher wait, trying again",
 			"attempt", k.failures, "retry_in", wait.String(), "err", err.Error())
 		return wait, nil
 	}
 }
 
-func (k *leaseKeeper) stopWorkers() {
+func (k *Keeper) stopWorkers() {
 	if k.stop != nil {
 		k.stop()
 		k.stop = nil
@@ -199,23 +206,23 @@ func (k *leaseKeeper) stopWorkers() {
 }
 
 // shutdown stops the workers and gives the lease up so another instance may take it at once.
-func (k *leaseKeeper) shutdown() {
+func (k *Keeper) shutdown() {
 	k.stopWorkers()
 	if k.current() == phaseStandby || k.current() == phaseStarting {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := k.db.ReleaseLease(ctx, k.name, k.holder); err != nil {
-		k.log.Warn("could not release the pump lease", "err", err.Error())
+	if err := k.DB.ReleaseLease(ctx, k.Name, k.Holder); err != nil {
+		k.Log.Warn("could not release the pump lease", "err", err.Error())
 		return
 	}
-	k.log.Info("pump lease released", "holder", k.holder)
+	k.Log.Info("pump lease released", "holder", k.Holder)
 }
 
-// run calls step until ctx ends or step fails, waiting first and between steps as step says;
+// Run calls Step until ctx ends or Step fails, waiting first and between steps as Step says;
 // on the way out it stops the workers and releases the lease.
-func (k *leaseKeeper) run(ctx context.Context, first time.Duration) error {
+func (k *Keeper) Run(ctx context.Context, first time.Duration) error {
 	defer k.shutdown()
 	t := time.NewTimer(first)
 	defer t.Stop()
@@ -225,7 +232,7 @@ func (k *leaseKeeper) run(ctx context.Context, first time.Duration) error {
 			return nil
 		case <-t.C:
 		}
-		wait, err := k.step(ctx)
+		wait, err := k.Step(ctx)
 		if err != nil {
 			return err
 		}
@@ -233,20 +240,20 @@ func (k *leaseKeeper) run(ctx context.Context, first time.Duration) error {
 	}
 }
 
-func (k *leaseKeeper) setPhase(p pumpPhase, other string, until time.Time, err string) {
+func (k *Keeper) setPhase(p phase, other string, until time.Time, err string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.phase, k.other, k.until, k.err = p, other, until, err
-	k.metrics.SetLeaseHeld(p == phaseActive)
+	k.Metrics.SetLeaseHeld(p == phaseActive)
 }
 
-func (k *leaseKeeper) current() pumpPhase {
+func (k *Keeper) current() phase {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.phase
 }
 
-func (k *leaseKeeper) otherHolder() string {
+func (k *Keeper) otherHolder() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.other
@@ -254,7 +261,7 @@ func (k *leaseKeeper) otherHolder() string {
 
 // State says whether the pump runs in this process and, when it does not, why. It is safe
 // to call from any goroutine (the API's status and health).
-func (k *leaseKeeper) State() (running bool, note string) {
+func (k *Keeper) State() (running bool, note string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	switch k.phase {
@@ -268,3 +275,44 @@ func (k *leaseKeeper) State() (running bool, note string) {
 	}
 	return false, "starting: taking the pump lease"
 }
+
+// StandbyImpossibleError ends Run: another live instance holds the lease and this one may not
+// stand by (a SQLite database has one host).
+type StandbyImpossibleError struct{ Held *store.LeaseHeldError }
+
+func (e *StandbyImpossibleError) Error() string {
+	return e.Held.Error() + ". Stop it first, or wait for its lease to expire if it died (a SQLite database has one host, so no instance stands by)."
+}
+
+func (e *StandbyImpossibleError) Unwrap() error { return e.Held }
+
+// DeadOnThisHost reports whether a lease holder name (see InstanceName) is a process of this
+// host that no longer runs.
+func DeadOnThisHost(holder string) bool {
+	host, _ := os.Hostname()
+	parts := strings.Split(holder, "/")
+	if len(parts) != 3 || parts[0] != host || !strings.HasPrefix(parts[1], "pid-") {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(parts[1], "pid-"))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
+// InstanceName is this process's lease holder name: host/pid-N/random.
+func InstanceName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s/pid-%d/%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// ForDB is the store as the keeper sees it.
+func ForDB(db *store.DB) Store { return dbStore{db} }
+
+type dbStore struct{ *store.DB }
+
+// Ping checks that the database answers.
+func (d dbStore) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }

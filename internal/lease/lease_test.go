@@ -1,18 +1,15 @@
-package main
+package lease
 
 import (
 	"context"
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"msgx/internal/config"
 	"msgx/internal/store"
-	"msgx/internal/store/storetest"
 )
 
 // handClock is a clock the test sets.
@@ -105,7 +102,7 @@ func (c *leaseConn) ReleaseLease(_ context.Context, name, holder string) error {
 
 // node is one simulated `msgx serve`: its keeper, when it moves next, and when its pump ran.
 type node struct {
-	k       *leaseKeeper
+	k       *Keeper
 	conn    *leaseConn
 	next    time.Time
 	dieAt   time.Time // zero: lives on; else killed -9 then (no shutdown, lease left behind)
@@ -122,10 +119,10 @@ func newNode(f *fakeLeases, holder string, standby bool, isDead func(string) boo
 	if isDead == nil {
 		isDead = func(string) bool { return false }
 	}
-	n.k = &leaseKeeper{
-		db: n.conn, name: "pump", holder: holder, ttl: 15 * time.Second, standby: standby,
-		clock: f.clock, log: slog.New(slog.NewTextHandler(io.Discard, nil)), isDead: isDead,
-		start: func() func() {
+	n.k = &Keeper{
+		DB: n.conn, Name: store.PumpLease, Holder: holder, TTL: 15 * time.Second, Standby: standby,
+		Clock: f.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IsDead: isDead,
+		Start: func() func() {
 			if n.running {
 				panic("workers started twice")
 			}
@@ -166,13 +163,13 @@ func simulate(t *testing.T, clock *handClock, end time.Time, nodes ...*node) {
 			break
 		}
 		clock.t = n.next
-		wait, err := n.k.step(context.Background())
+		wait, err := n.k.Step(context.Background())
 		if err != nil {
 			n.err = err
 			continue
 		}
 		if wait <= 0 {
-			t.Fatalf("%s: step asked for no wait at %s: a hot loop", n.k.holder, clock.t.Sub(t0))
+			t.Fatalf("%s: step asked for no wait at %s: a hot loop", n.k.Holder, clock.t.Sub(t0))
 		}
 		n.next = clock.t.Add(wait)
 	}
@@ -192,8 +189,8 @@ func noOverlap(t *testing.T, nodes ...*node) {
 			for _, ra := range a.runs {
 				for _, rb := range b.runs {
 					if ra[0].Before(rb[1]) && rb[0].Before(ra[1]) {
-						t.Fatalf("two pumps at once: %s ran %v–%v and %s ran %v–%v", a.k.holder, ra[0].Sub(t0), ra[1].Sub(t0),
-							b.k.holder, rb[0].Sub(t0), rb[1].Sub(t0))
+						t.Fatalf("two pumps at once: %s ran %v–%v and %s ran %v–%v", a.k.Holder, ra[0].Sub(t0), ra[1].Sub(t0),
+							b.k.Holder, rb[0].Sub(t0), rb[1].Sub(t0))
 					}
 				}
 			}
@@ -257,7 +254,7 @@ func TestTakeOverByStandbyWithinTheLeaseTime(t *testing.T) {
 	b.next = at(2 * time.Second)   // out of step with a's renewals
 	a.dieAt = at(31 * time.Second) // kill -9 on another host: its lease must expire
 	simulate(t, clock, at(20*time.Second), a, b)
-	if running, note := b.k.State(); running || !strings.Contains(note, "standby") || !strings.Contains(note, a.k.holder) {
+	if running, note := b.k.State(); running || !strings.Contains(note, "standby") || !strings.Contains(note, a.k.Holder) {
 		t.Fatalf("second instance while the first holds the lease: running %v, %q", running, note)
 	}
 	if len(b.runs) != 0 || b.err != nil {
@@ -322,7 +319,7 @@ func TestTakeOverOfADeadProcessOfThisHostIsImmediate(t *testing.T) {
 	f := &fakeLeases{clock: clock, holder: "here/pid-7/dead", until: at(14 * time.Second)}
 	a := newNode(f, "here/pid-8/live", true, func(h string) bool { return h == "here/pid-7/dead" })
 	simulate(t, clock, at(time.Second), a)
-	if len(a.runs) != 1 || a.runs[0][0] != t0 || f.holder != a.k.holder {
+	if len(a.runs) != 1 || a.runs[0][0] != t0 || f.holder != a.k.Holder {
 		t.Fatalf("runs %v, holder %q: the lease of a dead local process is taken at once", a.runs, f.holder)
 	}
 }
@@ -331,10 +328,10 @@ func TestTakeOverImpossibleWithoutStandbyExitsWithCode3(t *testing.T) {
 	clock := &handClock{t: t0}
 	f := &fakeLeases{clock: clock, holder: "live", until: at(10 * time.Second)}
 	a := newNode(f, "a", false, nil)
-	_, err := a.k.step(context.Background())
-	var e exitError
-	if !errors.As(err, &e) || e.code != exitLeaseHeld || !strings.Contains(e.msg, "holds the pump lease") {
-		t.Fatalf("step: %v, want exit code %d", err, exitLeaseHeld)
+	_, err := a.k.Step(context.Background())
+	var e *StandbyImpossibleError
+	if !errors.As(err, &e) || !strings.Contains(e.Error(), "holds the pump lease") {
+		t.Fatalf("step: %v, want StandbyImpossibleError (exit code 3)", err)
 	}
 	if len(a.runs) != 0 {
 		t.Fatal("the pump ran without the lease")
@@ -344,67 +341,12 @@ func TestTakeOverImpossibleWithoutStandbyExitsWithCode3(t *testing.T) {
 func TestOutageRetryDelayIsCapped(t *testing.T) {
 	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
 	for i, w := range want {
-		if got := retryDelay(i + 1); got != w {
-			t.Errorf("retryDelay(%d) = %s, want %s", i+1, got, w)
+		if got := RetryDelay(i + 1); got != w {
+			t.Errorf("RetryDelay(%d) = %s, want %s", i+1, got, w)
 		}
 	}
-	if retryDelay(1000) != 5*time.Second {
+	if RetryDelay(1000) != 5*time.Second {
 		t.Error("retryDelay must stay capped")
-	}
-}
-
-// waitForDatabase against a port nobody listens on: it tries with backoff on the injected
-// clock, logging each try, and gives up at database.wait-timeout with exit code 5.
-func TestOutageAtStartGivesUpWithCode5(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cfg := config.Default()
-	cfg.Database.Driver, cfg.Database.DSN, cfg.Database.WaitTimeout = "mysql", "root@tcp("+addr+")/msgx?timeout=1s", 20*time.Second
-	clock := &handClock{t: t0}
-	var slept []time.Duration
-	sleep := func(_ context.Context, d time.Duration) bool {
-		slept = append(slept, d)
-		clock.t = clock.t.Add(d)
-		return true
-	}
-	var logs strings.Builder
-	_, err = waitForDatabase(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), clock, sleep)
-	var e exitError
-	if !errors.As(err, &e) || e.code != exitNoDatabase {
-		t.Fatalf("waitForDatabase: %v, want exit code %d", err, exitNoDatabase)
-	}
-	var total time.Duration
-	for _, d := range slept {
-		total += d
-	}
-	if total != 20*time.Second || len(slept) < 5 || len(slept) > 10 {
-		t.Fatalf("waited %v (%s in all), want backoff up to the 20 s bound", slept, total)
-	}
-	if n := strings.Count(logs.String(), "database not reachable; waiting for it"); n != len(slept) {
-		t.Fatalf("%d tries logged for %d waits:\n%s", n, len(slept), logs.String())
-	}
-}
-
-// A server that answers but refuses the credentials is a configuration error (code 4) at
-// once, not an outage to wait out.
-func TestOutageAtStartRefusedCredentialsAreCode4(t *testing.T) {
-	dsn := storetest.MySQLDSN(t) // skips or fails, as the services rule says, without MariaDB
-	i := strings.Index(dsn, "@")
-	cfg := config.Default()
-	cfg.Database.Driver, cfg.Database.DSN = "mysql", "msgx_no_such_user:wrong"+dsn[i:]
-	clock := &handClock{t: t0}
-	sleep := func(context.Context, time.Duration) bool {
-		t.Fatal("waited for a database that refused the credentials")
-		return false
-	}
-	_, err := waitForDatabase(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock, sleep)
-	var e exitError
-	if !errors.As(err, &e) || e.code != exitConfig {
-		t.Fatalf("waitForDatabase: %v, want exit code %d", err, exitConfig)
 	}
 }
 
@@ -417,11 +359,11 @@ func TestTakeOverOfADeadProcessByTwoStandbys(t *testing.T) {
 	a := newNode(f, "here/pid-8/a", true, dead)
 	b := newNode(f, "here/pid-9/b", true, dead)
 	// b read the row while the dead holder still had it, but a's take-over commits first.
-	b.conn.beforeTakeOver = func() { a.k.step(context.Background()) }
-	if _, err := b.k.step(context.Background()); err != nil {
+	b.conn.beforeTakeOver = func() { a.k.Step(context.Background()) }
+	if _, err := b.k.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(a.runs) != 1 || len(b.runs) != 0 || f.holder != a.k.holder {
+	if len(a.runs) != 1 || len(b.runs) != 0 || f.holder != a.k.Holder {
 		t.Fatalf("runs a %v b %v, holder %q", a.runs, b.runs, f.holder)
 	}
 	if _, note := b.k.State(); strings.HasPrefix(note, "paused") {
@@ -430,7 +372,7 @@ func TestTakeOverOfADeadProcessByTwoStandbys(t *testing.T) {
 	a.next, b.next = at(time.Second), at(600*time.Millisecond)
 	simulate(t, clock, at(10*time.Second), a, b)
 	noOverlap(t, a, b)
-	if running, note := b.k.State(); running || !strings.Contains(note, "standby: instance "+a.k.holder) {
+	if running, note := b.k.State(); running || !strings.Contains(note, "standby: instance "+a.k.Holder) {
 		t.Fatalf("the slower one: running %v, %q", running, note)
 	}
 }

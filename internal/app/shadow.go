@@ -1,20 +1,14 @@
-package main
+package app
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 
 	"msgx/internal/config"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
-
-// legacyChannels are the names the legacy delivers under, which a shadow must never use: its
-// notifications would reach the legacy's consumers twice (docs/sis-format.md §3.8: Redis channel FLOP).
-var legacyChannels = []string{"FLOP"}
 
 // enterShadow puts db in shadow mode (mode: shadow): msgx adopts every VALID CMINMSGS row above
 // the watermark whatever the legacy marked, and writes nothing into the legacy tables. The
@@ -22,11 +16,6 @@ var legacyChannels = []string{"FLOP"}
 // (the highest CMINMSGS id then). A target that would deliver under one of the legacy's names
 // stops the start (exit code 4).
 func enterShadow(ctx context.Context, db *store.DB, cfg config.Config, clock pipeline.Clock, log *slog.Logger) error {
-	for name, tc := range cfg.Targets {
-		if tc.Sink == "redis" && slices.Contains(legacyChannels, strings.TrimSpace(tc.Channel)) {
-			return exitError{code: exitConfig, msg: fmt.Sprintf("msgx serve: config: targets.%s.channel: %q is the legacy's channel; in shadow mode msgx delivers only to its own targets", name, tc.Channel)}
-		}
-	}
 	wm := cfg.ShadowOptions.StartAfterID
 	from := "shadow.start-after-id"
 	if wm < 0 {

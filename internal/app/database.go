@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -11,19 +11,26 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"msgx/internal/config"
+	"msgx/internal/lease"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
-// errStopped says serve was asked to stop (SIGTERM) before it got going.
-var errStopped = errors.New("stopped while waiting for the database")
+// ErrStopped says serve was asked to stop (SIGTERM) before it got going.
+var ErrStopped = errors.New("stopped while waiting for the database")
 
-// waitForDatabase opens and migrates the database. While a MySQL server does not answer it
+// OpenDatabase opens and migrates the database. While a MySQL server does not answer it
 // tries again with capped backoff, logging each try, for up to database.wait-timeout (0: no
 // limit); then it gives up with exit code 5. A server that answers but refuses the
 // configuration (credentials, unknown database) is exit code 4 at once, and so is a DSN that
 // does not parse. A SQLite file is not waited for: if it cannot be opened, that is code 5 too.
-// sleep waits d or until ctx ends (false then).
+// It sends the MySQL driver's own complaints to log.
+func OpenDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, clock pipeline.Clock) (*store.DB, error) {
+	mysqldrv.SetLogger(driverLog{log})
+	return waitForDatabase(ctx, cfg, log, clock, pipeline.Sleep)
+}
+
+// waitForDatabase is OpenDatabase; sleep waits d or until ctx ends (false then).
 func waitForDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, clock pipeline.Clock,
 	sleep func(context.Context, time.Duration) bool) (*store.DB, error) {
 	limit := cfg.Database.WaitTimeout
@@ -38,30 +45,30 @@ func waitForDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, c
 		} else if !errors.Is(err, store.ErrUnavailable) {
 			// Open fails without contacting the server only on what config says: a DSN
 			// that does not parse, a SQLite directory that cannot be created.
-			return nil, exitError{code: exitConfig, msg: "msgx serve: database.dsn: " + err.Error()}
+			return nil, ExitError{Code: ExitConfig, Msg: "msgx serve: database.dsn: " + err.Error()}
 		}
 		switch {
-		case refusedConfig(err):
-			return nil, exitError{code: exitConfig, msg: "msgx serve: the database refused the configuration (database.dsn): " + err.Error()}
+		case store.IsConfigRefusal(err):
+			return nil, ExitError{Code: ExitConfig, Msg: "msgx serve: the database refused the configuration (database.dsn): " + err.Error()}
 		case !errors.Is(err, store.ErrUnavailable):
 			return nil, err // a migration the database refused
 		case cfg.Database.Driver != "mysql":
-			return nil, exitError{code: exitNoDatabase, msg: "msgx serve: cannot open the database: " + err.Error()}
+			return nil, ExitError{Code: ExitNoDatabase, Msg: "msgx serve: cannot open the database: " + err.Error()}
 		}
 		waited := clock.Now().Sub(began)
 		if limit > 0 && waited >= limit {
 			log.Error("gave up waiting for the database", "attempts", attempt, "waited", waited.Round(time.Millisecond).String(), "err", err.Error())
-			return nil, exitError{code: exitNoDatabase, msg: fmt.Sprintf("msgx serve: gave up waiting for the database after %d tries over %s (database.wait-timeout %s): %v",
+			return nil, ExitError{Code: ExitNoDatabase, Msg: fmt.Sprintf("msgx serve: gave up waiting for the database after %d tries over %s (database.wait-timeout %s): %v",
 				attempt, waited.Round(time.Second), limit, err)}
 		}
-		wait := retryDelay(attempt)
+		wait := lease.RetryDelay(attempt)
 		if limit > 0 {
 			wait = min(wait, limit-waited) // one last try at the bound
 		}
 		log.Warn("database not reachable; waiting for it", "attempt", attempt, "retry_in", wait.String(),
 			"waited", waited.Round(time.Millisecond).String(), "wait_timeout", limit.String(), "err", err.Error())
 		if !sleep(ctx, wait) {
-			return nil, errStopped
+			return nil, ErrStopped
 		}
 	}
 }
@@ -81,34 +88,6 @@ func migrated(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Lo
 	}
 	log.Info("database ready", "driver", cfg.Database.Driver, "schema_version", v)
 	return db, nil
-}
-
-// MySQL server errors that mean the configuration is wrong, not that the server is down:
-// waiting would not help.
-var configRefusals = map[uint16]bool{
-	1044: true, // ER_DBACCESS_DENIED_ERROR: the user may not use that database
-	1045: true, // ER_ACCESS_DENIED_ERROR: wrong user or password
-	1049: true, // ER_BAD_DB_ERROR: unknown database
-	1698: true, // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
-}
-
-// refusedConfig reports whether err is a MySQL server's refusal of the configured
-// credentials or database.
-func refusedConfig(err error) bool {
-	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && configRefusals[me.Number]
-}
-
-// sleepCtx waits d, or until ctx ends (then false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // driverLog sends the MySQL driver's own complaints ("closing bad idle connection") to the

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"msgx/internal/config"
 	"msgx/internal/eureka"
+	"msgx/internal/lease"
 )
 
 // newRegistrar returns the Eureka registrar of this instance (nil when eureka.enabled is off):
@@ -67,7 +68,7 @@ func instanceAddr(listen string) (host, ip string, port int) {
 // pumpHealth is what Eureka's UP means for this instance: the database answers and, where
 // this instance runs the pump, it holds the lease and can record outcomes. A standby, a pump
 // paused by an outage or one that cannot write its outcomes is OUT_OF_SERVICE.
-func pumpHealth(ping func(context.Context) error, keeper *leaseKeeper, trouble func() bool) func(context.Context) (bool, string) {
+func pumpHealth(ping func(context.Context) error, keeper *lease.Keeper, trouble func() bool) func(context.Context) (bool, string) {
 	return func(ctx context.Context) (bool, string) {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

@@ -1,0 +1,437 @@
+// Package app is the wiring root of msgx: from a config and an opened database it builds the
+// whole server (stores, the phase's flight stores, the pump, the dispatcher and its sinks, the
+// job runner, the API and the console, the pump lease keeper, shadow mode, Eureka) and runs
+// it. `msgx serve` and `msgx bench` both build it with New, so the benchmark measures what
+// production runs.
+//
+// The order of a start: the caller binds the listeners (a port in use ends the start before
+// anything touches the database) and opens the database (OpenDatabase waits for it,
+// database.wait-timeout); New wires the parts and opens the sinks; Start takes the pump lease
+// or stands by (lease.Keeper); Run serves until its context ends. During a database outage
+// the inbox and the API stay up and answer 503 with Retry-After, while the pump and the
+// dispatcher pause and resume when the database answers again.
+package app
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"msgx/internal/api"
+	"msgx/internal/config"
+	"msgx/internal/console"
+	"msgx/internal/dispatch"
+	"msgx/internal/eureka"
+	"msgx/internal/flight"
+	"msgx/internal/handler"
+	"msgx/internal/jobs"
+	"msgx/internal/lease"
+	"msgx/internal/logship"
+	"msgx/internal/metrics"
+	"msgx/internal/pipeline"
+	"msgx/internal/pump"
+	"msgx/internal/requests"
+	"msgx/internal/store"
+	"msgx/internal/target"
+)
+
+// Exit codes of `msgx serve` that the wiring decides (the others are the command line's).
+const (
+	ExitLeaseHeld  = 3 // another live instance holds the pump lease and standby is impossible (SQLite)
+	ExitConfig     = 4 // the configuration is invalid, or the database refused it
+	ExitNoDatabase = 5 // the database did not answer within database.wait-timeout
+)
+
+// ExitError ends `msgx serve` with Code after printing Msg.
+type ExitError struct {
+	Code int
+	Msg  string
+}
+
+func (e ExitError) Error() string { return e.Msg }
+
+// Options are what New takes besides the config and the database.
+type Options struct {
+	Listener      net.Listener // http.addr, bound (Listen)
+	AdminListener net.Listener // http.admin-addr, bound; nil when not set
+	Log           *slog.Logger
+	Clock         pipeline.Clock
+	Traces        *logship.Traces // the log correlation's trace ids (Logger); nil: none
+	Version       string          // the metrics' version label (build -ldflags)
+	Release       string          // the version logged at the start
+
+	// Registry and PumpOptions change the handler registry and the pump's options before the
+	// pump is built: the end-to-end tests' failpoints (cmd/msgx/testhooks.go, built with
+	// -tags msgxtesthooks only) and the bench's observation.
+	Registry    func(*handler.Registry)
+	PumpOptions func(*pump.Options)
+	// WrapSink wraps each delivery target's sink, and OnSent is told the events each
+	// dispatcher commit has just SENT: the bench's observation of deliveries.
+	WrapSink func(target.Sink) target.Sink
+	OnSent   func(target string, ids []int64)
+}
+
+// App is msgx wired (New), its parts exported for the bench.
+type App struct {
+	Cfg        config.Config
+	DB         *store.DB
+	Pump       *pump.Pump
+	Dispatcher *dispatch.Dispatcher // nil when pipeline.autostart is false
+	Keeper     *lease.Keeper        // nil when pipeline.autostart is false
+	URL        string               // http://<http.addr as bound>
+
+	o         Options
+	log       *slog.Logger
+	inbox     *api.Inbox
+	registrar *eureka.Registrar
+	fstores   flightStores
+	httpSrv   *http.Server
+	adminSrv  *http.Server
+	firstWait time.Duration
+	closers   []func()
+}
+
+// New wires msgx on db (opened and migrated, OpenDatabase) as cfg says, without starting
+// anything: Start takes the lease, Run serves. Close releases what New opened.
+func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *App, err error) {
+	log, clock := o.Log, o.Clock
+	a = &App{Cfg: cfg, DB: db, o: o, log: log, URL: "http://" + o.Listener.Addr().String()}
+	built := a // a is nil once a failing return has set it
+	defer func() {
+		if err != nil {
+			built.Close()
+		}
+	}()
+	if o.Traces != nil {
+		db.SetTraceHook(o.Traces.Remember)
+	}
+	if cfg.Shadow() {
+		if err := enterShadow(ctx, db, cfg, clock, log); err != nil {
+			return nil, err
+		}
+	}
+	runPump := cfg.Autostart()
+	holder := lease.InstanceName()
+	if !runPump {
+		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")
+	}
+
+	reg := handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace})
+	if o.Registry != nil {
+		o.Registry(reg)
+	}
+	flights := flight.New(db, clock, cfg.Location())
+	// The instruments: moved where things happen, state gauges from the pump instance's
+	// sampler; a scrape runs no query but a ping.
+	m := metrics.New(clock, o.Version, api.DatabaseUp(db))
+	counts := api.CounterCounts(db.NewStateCounter(), clock) // status and the sampler
+	popt := pump.Options{
+		Metrics:      m,
+		Policy:       cfg.RetryPolicy(),
+		PollInterval: cfg.Pipeline.PollInterval,
+		Identity:     pipeline.IdentityMode(cfg.Identity.Mode),
+		SIS:          cfg.Decoding(),
+		Clock:        clock,
+		Logger:       log,
+		Flights:      flights,
+		View:         flights,
+		// Handlers in a batch read through its transaction, so each sees the batch's writes.
+		ViewIn:    func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
+		BatchSize: cfg.Pipeline.BatchSize,
+		BatchWait: cfg.Pipeline.BatchWait,
+		Paused:    pauseWatch(db, store.PumpPause, log),
+	}
+	a.fstores = phaseStores(cfg, db, flights, clock, log, &popt)
+	a.closers = append(a.closers, a.fstores.close)
+	if o.PumpOptions != nil {
+		o.PumpOptions(&popt)
+	}
+	runner, err := jobRunner(cfg, db, a.fstores.history, clock, log)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { runner.History.Close() })
+	popt.Jobs = runner
+	runner.Rebuild, runner.Consistency = a.fstores.rebuild, a.fstores.consistency
+	p := pump.New(db, reg, popt)
+	a.Pump = p
+	// Data requests to the AODB: created through the API on any node, followed (SENT,
+	// re-sent, EXPIRED) by the instance that holds the pump lease.
+	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
+		MaxResends: cfg.Requests.MaxResends, PollInterval: cfg.Pipeline.PollInterval, Logger: log})
+	var disp *dispatch.Dispatcher
+	var keeper *lease.Keeper
+	if runPump {
+		sinks, err := openSinks(ctx, db, cfg, clock, log)
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() {
+			for _, s := range sinks {
+				s.Close()
+			}
+		})
+		if o.WrapSink != nil {
+			for name, s := range sinks {
+				sinks[name] = o.WrapSink(s)
+			}
+		}
+		disp = dispatch.New(db, sinks, dispatch.Options{
+			Policy:       cfg.DeliveryPolicy(),
+			PollInterval: cfg.Pipeline.PollInterval,
+			SchdTarget:   handler.TargetSchd,
+			FlushPeriod:  cfg.Schd.FlushPeriod,
+			FlushLimit:   cfg.Schd.FlushLimit,
+			Clock:        clock,
+			Logger:       log,
+			Metrics:      m,
+			Paused:       targetPauses(db, log),
+			OnSent:       o.OnSent,
+		})
+		p.SetOnEvents(disp.Wake)
+		p.SetCopies(copiesOf(cfg.Targets))
+		// Every processing write of the pump checks, in its transaction, that this instance
+		// still holds the lease: a pump that outlived its lease cannot commit.
+		db.SetFence(store.PumpLease, holder)
+		keeper = &lease.Keeper{
+			DB: lease.ForDB(db), Name: store.PumpLease, Holder: holder, TTL: lease.TTL,
+			// A SQLite file has one host: a second instance on it is a mistake, not a standby.
+			Standby: cfg.Database.Driver == "mysql",
+			Clock:   clock, Log: log, IsDead: lease.DeadOnThisHost, Metrics: m,
+			Start: func() func() {
+				wctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				wg.Go(func() { p.Run(wctx) })
+				// The daily jobs are enqueued by the instance that runs the pump.
+				sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
+				wg.Go(func() { sched.Run(wctx) })
+				wg.Go(func() { api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval) })
+				wg.Go(func() {
+					if err := disp.Run(wctx); err != nil {
+						log.Error("dispatcher stopped", "err", err.Error())
+					}
+				})
+				if !cfg.Shadow() {
+					wg.Go(func() { reqs.Run(wctx) })
+				}
+				return func() { cancel(); wg.Wait() }
+			},
+		}
+	}
+	a.Dispatcher, a.Keeper = disp, keeper
+	wake := func() {}
+	dispWake := func() {}
+	if runPump {
+		wake, dispWake = p.Wake, disp.Kick
+	}
+	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
+	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
+	inbox.Metrics = m
+	a.inbox = inbox
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder, Counts: counts,
+		Auth: api.NewAuth(cfg.Auth.Tokens, cfg.InboxRule(), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
+		ConfigView: cfg.Redacted}
+	if runPump {
+		srv.LastPumpStep = m.LastPumpStep
+	}
+	if srv.Auth.Open() {
+		log.Warn("no auth.tokens configured: the API and the console answer only to loopback clients (127.0.0.1, ::1); the inbox stays open (http.inbox-allow restricts it)")
+	}
+	if keeper != nil {
+		srv.PumpState = keeper.State
+	}
+	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
+	a.registrar = newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
+	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db), api.MetricsRoute(m), api.RequestRoutes(reqs, db), a.fstores.routes)
+	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
+	m.Register(reqs.Collectors()...)
+	if a.registrar != nil {
+		m.Register(a.registrar.Failures())
+	}
+	// The web console at / (embedded assets) and its two read-only routes.
+	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
+	srv.StatusExtra = map[string]func(context.Context) (any, error){
+		"targets": api.TargetStatus(db, clock),
+		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
+		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
+		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
+		// The job in hand (null when none): its kind, what it is doing, for how long.
+		"job": func(context.Context) (any, error) { return runner.Current(), nil },
+		// The message in hand (null between steps): a long snapshot shows what it is at.
+		"in_hand":   func(context.Context) (any, error) { return p.InHand(), nil },
+		"last_jobs": lastJobs(db),
+	}
+	if cfg.Shadow() {
+		srv.StatusExtra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
+	}
+
+	apiHandler := srv.Handler()
+	a.httpSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
+	if o.AdminListener != nil {
+		// http.addr serves the inbox, /healthz and /metrics; the admin listener everything.
+		a.adminSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
+		a.httpSrv.Handler = api.InboxOnly(apiHandler)
+	}
+	return a, nil
+}
+
+// Start makes the lease keeper's first move, before the listener is served, so that an
+// instance that may not stand by exits (ExitLeaseHeld) before it answers anything.
+func (a *App) Start(ctx context.Context) error {
+	if a.Keeper == nil {
+		return nil
+	}
+	var err error
+	if a.firstWait, err = a.Keeper.Step(ctx); err != nil {
+		return leaseError(err)
+	}
+	return nil
+}
+
+// leaseError gives the keeper's end its exit code.
+func leaseError(err error) error {
+	if _, ok := err.(*lease.StandbyImpossibleError); ok {
+		return ExitError{Code: ExitLeaseHeld, Msg: "msgx serve: " + err.Error()}
+	}
+	return err
+}
+
+// Run serves until ctx ends (then nil), a listener fails, or the pump lease is lost to
+// another instance while this one may not stand by; then it shuts down in order: deregister
+// from Eureka, stop taking messages, stop the pump and the dispatcher, release the lease.
+func (a *App) Run(ctx context.Context) error {
+	log := a.log
+	var wg sync.WaitGroup
+	inboxCtx, cancelInbox := context.WithCancel(context.Background())
+	wg.Go(func() { a.inbox.Run(inboxCtx) })
+	keeperCtx, cancelKeeper := context.WithCancel(context.Background())
+	defer cancelKeeper()
+	keeperErr := make(chan error, 1)
+	if a.Keeper != nil {
+		wg.Go(func() { keeperErr <- a.Keeper.Run(keeperCtx, a.firstWait) })
+	}
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- a.httpSrv.Serve(a.o.Listener) }()
+	if a.adminSrv != nil {
+		go func() { serveErr <- a.adminSrv.Serve(a.o.AdminListener) }()
+		log.Info("msgx admin listener (API and console)", "addr", a.o.AdminListener.Addr().String())
+	}
+	regCtx, stopRegistrar := context.WithCancel(ctx)
+	defer stopRegistrar()
+	regDone := make(chan struct{})
+	if a.registrar != nil {
+		go func() { defer close(regDone); a.registrar.Run(regCtx) }()
+	} else {
+		close(regDone)
+	}
+	log.Info("msgx serving", "addr", a.o.Listener.Addr().String(), "version", a.o.Release, "pump", a.Keeper != nil, "driver", a.Cfg.Database.Driver, "data_dir", a.Cfg.DataDir)
+	a.fstores.start(ctx) // phase A: the consistency check on start-up
+
+	var exit error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing the message in hand")
+	case err := <-serveErr:
+		exit = fmt.Errorf("http server: %w", err)
+	case err := <-keeperErr:
+		log.Error("pump lease lost to another instance; stopping, since this one may not stand by", "err", err.Error())
+		exit = leaseError(err)
+	}
+	stopRegistrar() // deregister from Eureka first (bounded by its 5s call timeout), so callers stop coming here
+	<-regDone
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a.httpSrv.Shutdown(shutCtx) // stop taking messages; answered requests were already durable
+	if a.adminSrv != nil {
+		a.adminSrv.Shutdown(shutCtx)
+	}
+	cancelInbox()
+	cancelKeeper() // stops the pump and the dispatcher, then releases the lease
+	wg.Wait()
+	log.Info("msgx stopped")
+	return exit
+}
+
+// Close closes what New opened (the sinks, the flight stores, the history sink), last opened
+// first. The database and the listeners are the caller's.
+func (a *App) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}
+
+// Listen binds http.addr and, when set, http.admin-addr (adminLn nil otherwise). An address
+// that cannot be bound (in use, not this host's) is an error naming it and its key.
+func Listen(cfg config.Config) (ln, adminLn net.Listener, err error) {
+	if ln, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
+		return nil, nil, fmt.Errorf("listen on %s (http.addr): %w; nothing was started or written", cfg.HTTP.Addr, err)
+	}
+	if cfg.HTTP.AdminAddr != "" {
+		if adminLn, err = net.Listen("tcp", cfg.HTTP.AdminAddr); err != nil {
+			ln.Close()
+			return nil, nil, fmt.Errorf("listen on %s (http.admin-addr): %w; nothing was started or written", cfg.HTTP.AdminAddr, err)
+		}
+	}
+	return ln, adminLn, nil
+}
+
+// pauseWatch returns the pump's pause check: whether the operator's pause name is set in the
+// database (so a pause holds across restarts and on whichever instance runs the pump),
+// logging each change once.
+func pauseWatch(db *store.DB, name string, log *slog.Logger) func(ctx context.Context) bool {
+	var mu sync.Mutex
+	last := false
+	return func(ctx context.Context) bool {
+		p, err := db.Pause(ctx, name)
+		paused := err == nil && p != nil
+		mu.Lock()
+		defer mu.Unlock()
+		if paused != last {
+			if paused {
+				log.Warn("paused by an operator", "part", name, "actor", p.By, "reason", p.Reason, "since", p.At.Format(time.RFC3339))
+			} else if err == nil {
+				log.Info("resumed", "part", name)
+			}
+			last = paused
+		}
+		return paused
+	}
+}
+
+// targetPauses returns the dispatcher's pause check of each target.
+func targetPauses(db *store.DB, log *slog.Logger) func(ctx context.Context, target string) bool {
+	var mu sync.Mutex
+	watches := map[string]func(context.Context) bool{}
+	return func(ctx context.Context, target string) bool {
+		mu.Lock()
+		w := watches[target]
+		if w == nil {
+			w = pauseWatch(db, store.TargetPause(target), log)
+			watches[target] = w
+		}
+		mu.Unlock()
+		return w(ctx)
+	}
+}
+
+// targetNames returns the configured targets' names, or those the handlers emit to.
+func targetNames(cfg config.Config) []string {
+	if len(cfg.Targets) == 0 {
+		return slices.Clone(handler.Targets)
+	}
+	out := make([]string, 0, len(cfg.Targets))
+	for name := range cfg.Targets {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"msgx/internal/config"
+	"msgx/internal/store/storetest"
+)
+
+// handClock is a clock the test sets.
+type handClock struct{ t time.Time }
+
+func (c *handClock) Now() time.Time { return c.t }
+
+var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+
+// waitForDatabase against a port nobody listens on: it tries with backoff on the injected
+// clock, logging each try, and gives up at database.wait-timeout with exit code 5.
+func TestOutageAtStartGivesUpWithCode5(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := config.Default()
+	cfg.Database.Driver, cfg.Database.DSN, cfg.Database.WaitTimeout = "mysql", "root@tcp("+addr+")/msgx?timeout=1s", 20*time.Second
+	clock := &handClock{t: t0}
+	var slept []time.Duration
+	sleep := func(_ context.Context, d time.Duration) bool {
+		slept = append(slept, d)
+		clock.t = clock.t.Add(d)
+		return true
+	}
+	var logs strings.Builder
+	_, err = waitForDatabase(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), clock, sleep)
+	var e ExitError
+	if !errors.As(err, &e) || e.Code != ExitNoDatabase {
+		t.Fatalf("waitForDatabase: %v, want exit code %d", err, ExitNoDatabase)
+	}
+	var total time.Duration
+	for _, d := range slept {
+		total += d
+	}
+	if total != 20*time.Second || len(slept) < 5 || len(slept) > 10 {
+		t.Fatalf("waited %v (%s in all), want backoff up to the 20 s bound", slept, total)
+	}
+	if n := strings.Count(logs.String(), "database not reachable; waiting for it"); n != len(slept) {
+		t.Fatalf("%d tries logged for %d waits:\n%s", n, len(slept), logs.String())
+	}
+}
+
+// A server that answers but refuses the credentials is a configuration error (code 4) at
+// once, not an outage to wait out.
+func TestOutageAtStartRefusedCredentialsAreCode4(t *testing.T) {
+	dsn := storetest.MySQLDSN(t) // skips or fails, as the services rule says, without MariaDB
+	i := strings.Index(dsn, "@")
+	cfg := config.Default()
+	cfg.Database.Driver, cfg.Database.DSN = "mysql", "msgx_no_such_user:wrong"+dsn[i:]
+	clock := &handClock{t: t0}
+	sleep := func(context.Context, time.Duration) bool {
+		t.Fatal("waited for a database that refused the credentials")
+		return false
+	}
+	_, err := waitForDatabase(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock, sleep)
+	var e ExitError
+	if !errors.As(err, &e) || e.Code != ExitConfig {
+		t.Fatalf("waitForDatabase: %v, want exit code %d", err, ExitConfig)
+	}
+}

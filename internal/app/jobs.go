@@ -1,0 +1,51 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+
+	"msgx/internal/config"
+	"msgx/internal/jobs"
+	"msgx/internal/pipeline"
+	"msgx/internal/store"
+)
+
+// jobRunner is the pump's job runner as config sets it up: ARCHIVE, HISTORY_SWEEP to
+// Elasticsearch (history.elasticsearch.url) or to JSON lines under <data-dir>/history, and
+// RETENTION.
+func jobRunner(cfg config.Config, db *store.DB, flights jobs.FlightHistory, clock pipeline.Clock, log *slog.Logger) (*jobs.Runner, error) {
+	var sink jobs.HistorySink = &jobs.FileHistory{Dir: filepath.Join(cfg.DataDir, "history")}
+	if es := cfg.History.Elasticsearch; es.URL != "" {
+		h, err := jobs.NewESHistory(jobs.ESHistoryConfig{URL: es.URL, Index: es.Index, Username: es.Username, Password: es.Password, Timeout: es.Timeout})
+		if err != nil {
+			return nil, ExitError{Code: ExitConfig, Msg: "msgx serve: config: " + err.Error()}
+		}
+		sink = h
+	}
+	return &jobs.Runner{
+		DB: db, Clock: clock,
+		Purge: db, EventsAge: cfg.Retention.Events, ArchivedAge: cfg.Retention.Archive,
+		Flights: flights, History: sink, Location: cfg.Location(), KeepDays: cfg.History.KeepDays,
+		Logger: log,
+	}, nil
+}
+
+// lastJobs is the status section "last_jobs": the newest job of each kind, with its result.
+func lastJobs(db store.Jobs) func(ctx context.Context) (any, error) {
+	return func(ctx context.Context) (any, error) {
+		list, err := db.ListJobs(ctx, 50)
+		if err != nil {
+			return nil, err
+		}
+		out := []*store.Job{}
+		seen := map[string]bool{}
+		for _, j := range list {
+			if !seen[j.Kind] {
+				seen[j.Kind] = true
+				out = append(out, j)
+			}
+		}
+		return out, nil
+	}
+}

@@ -1,0 +1,310 @@
+// Package client is msgx's HTTP API (docs/api.md) as Go calls: the msgx command's client
+// subcommands and the end-to-end tests talk to a running server through it.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"msgx/internal/config"
+	"msgx/internal/pipeline"
+)
+
+// Client talks to one msgx server.
+type Client struct {
+	URL   string // http://host:port, no trailing slash (ServerURL)
+	Token string // the bearer token sent with every call but the inbox's; "" sends none
+	HTTP  *http.Client
+}
+
+// New returns a client of the server at url (a URL, host:port or :port) with token.
+func New(url, token string) *Client {
+	return &Client{URL: NormalizeServer(url), Token: token, HTTP: &http.Client{Timeout: 60 * time.Second}}
+}
+
+// ServerURL returns flagValue, else MSGX_SERVER, else the local address of http.addr. A value
+// may be a URL (http://host:8080, https://msgx.example) or, like the go tool's flags that take
+// an address, just host:port or :port (http is then assumed; :port is this host).
+func ServerURL(flagValue string) string {
+	if flagValue != "" {
+		return NormalizeServer(flagValue)
+	}
+	if s := os.Getenv("MSGX_SERVER"); s != "" {
+		return NormalizeServer(s)
+	}
+	addr := os.Getenv(config.EnvName("http.addr"))
+	if addr == "" {
+		addr = config.Default().HTTP.Addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://127.0.0.1:8080"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// NormalizeServer turns host:port or :port into a URL and drops a trailing slash.
+func NormalizeServer(s string) string {
+	s = strings.TrimSuffix(strings.TrimSpace(s), "/")
+	if !strings.Contains(s, "://") {
+		if strings.HasPrefix(s, ":") {
+			s = "127.0.0.1" + s
+		}
+		s = "http://" + s
+	}
+	return s
+}
+
+// Error is an answer other than 2xx: the API's {"error", "code"} when it sent one.
+type Error struct {
+	Status  int    // the HTTP status code
+	Text    string // the status line ("404 Not Found")
+	Message string // the API's error, "" when the body was not one
+	Code    string // the API's error code
+	Body    string // the body, trimmed
+}
+
+func (e *Error) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Code)
+	}
+	return fmt.Sprintf("%s: %s", e.Text, e.Body)
+}
+
+// Do sends one request to path (with its query) and decodes a JSON answer into out (nil: the
+// answer is dropped).
+func (c *Client) Do(method, path string, body []byte, contentType string, out any) error {
+	b, err := c.send(context.Background(), method, path, body, contentType, true)
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}
+
+// Get GETs path and decodes the JSON answer into out.
+func (c *Client) Get(path string, out any) error { return c.Do("GET", path, nil, "", out) }
+
+// PostJSON POSTs in as JSON to path and decodes the JSON answer into out.
+func (c *Client) PostJSON(path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return c.Do("POST", path, body, "application/json", out)
+}
+
+// Raw GETs path and returns the body as it is (raw texts, payloads). An error answer without
+// an API error says only its status.
+func (c *Client) Raw(path string) ([]byte, error) {
+	b, err := c.send(context.Background(), "GET", path, nil, "", false)
+	if e, ok := err.(*Error); ok && e.Message == "" {
+		return nil, fmt.Errorf("%s", e.Text)
+	}
+	return b, err
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body []byte, contentType string, asJSON bool) ([]byte, error) {
+	u := c.URL + path
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if asJSON {
+		req.Header.Set("Accept", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach msgx at %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Status: resp.StatusCode, Text: resp.Status, Body: strings.TrimSpace(string(b))}
+		var api struct{ Error, Code string }
+		if json.Unmarshal(b, &api) == nil && api.Error != "" {
+			e.Message, e.Code = api.Error, api.Code
+		}
+		return nil, e
+	}
+	return b, nil
+}
+
+// Send posts one SIS message to the inbox and returns the id it is stored under (the inbox
+// answered that it is durable).
+func (c *Client) Send(body []byte) (int64, error) {
+	var res struct {
+		ID int64 `json:"id"`
+	}
+	err := c.Do("POST", "/cminmsgs/send", body, "application/xml; charset=utf-8", &res)
+	return res.ID, err
+}
+
+// SendRetrying is Send as the AODB gateway sends: a 503 (busy, database down) or a connection
+// error is tried again, after Retry-After or a second, for up to a minute.
+func (c *Client) SendRetrying(ctx context.Context, body []byte) (int64, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		id, retry, err := c.sendOnce(ctx, body)
+		if err == nil || retry == 0 || time.Now().Add(retry).After(deadline) {
+			return id, err
+		}
+		if !pipeline.Sleep(ctx, retry) {
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// sendOnce posts body once; retry is how long to wait before trying again (0: do not).
+func (c *Client) sendOnce(ctx context.Context, body []byte) (id int64, retry time.Duration, err error) {
+	u := c.URL + "/cminmsgs/send"
+	req, err := http.NewRequestWithContext(ctx, "POST", u, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/xml; charset=utf-8")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, 0, ctx.Err()
+		}
+		return 0, time.Second, fmt.Errorf("cannot reach msgx at %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		retry = time.Second
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			retry = time.Duration(s) * time.Second
+		}
+		return 0, retry, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var res struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return 0, 0, fmt.Errorf("the inbox answered %q, not an id", b)
+	}
+	return res.ID, 0, nil
+}
+
+// Message is one message as GET /api/v1/messages/{id} answers it (the fields the client
+// reads).
+type Message struct {
+	ID         int64    `json:"id"`
+	State      string   `json:"state"`
+	ErrorClass *string  `json:"error_class"`
+	Attempts   int      `json:"attempts"`
+	LastError  *string  `json:"last_error"`
+	TypeTag    *string  `json:"type_tag"`
+	Identity   *string  `json:"identity"`
+	Note       string   `json:"note"`
+	Warnings   []string `json:"warnings"`
+}
+
+// Class is the message's error class, "" when it has none.
+func (m Message) Class() string {
+	if m.ErrorClass == nil {
+		return ""
+	}
+	return *m.ErrorClass
+}
+
+// Message returns message id.
+func (c *Client) Message(id int64) (Message, error) {
+	var m Message
+	err := c.Get(fmt.Sprintf("/api/v1/messages/%d", id), &m)
+	return m, err
+}
+
+// Event is one outbox event as GET /api/v1/events lists it (the fields the client reads).
+type Event struct {
+	EventID   int64   `json:"event_id"`
+	Target    string  `json:"target"`
+	Kind      string  `json:"kind"`
+	FlightKey *string `json:"flight_key"`
+	State     string  `json:"state"`
+}
+
+// Events lists the outbox events that query (url-encoded filters: target=…&state=…) selects,
+// up to 1000.
+func (c *Client) Events(query string) ([]Event, error) {
+	var out struct {
+		Events []Event `json:"events"`
+	}
+	err := c.Get("/api/v1/events?limit=1000&"+query, &out)
+	return out.Events, err
+}
+
+// Job is a pump job as GET /api/v1/jobs lists it.
+type Job struct {
+	ID         int64      `json:"id"`
+	Kind       string     `json:"kind"`
+	State      string     `json:"state"`
+	Attempts   int        `json:"attempts"`
+	AfterMsgID int64      `json:"after_msg_id"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Result     *string    `json:"result"`
+	LastError  *string    `json:"last_error"`
+}
+
+// JobList is GET /api/v1/jobs's answer.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// StartJob enqueues a pump job of kind (admin); it runs in the message order.
+func (c *Client) StartJob(kind string) (Job, error) {
+	var j Job
+	err := c.PostJSON("/api/v1/jobs", map[string]string{"kind": kind}, &j)
+	return j, err
+}
+
+// Jobs lists the pump jobs, newest first.
+func (c *Client) Jobs() ([]Job, error) {
+	var out JobList
+	err := c.Get("/api/v1/jobs", &out)
+	return out.Jobs, err
+}
+
+// JobDoing says what job id is doing, from the status's job section ("" when it is not the
+// job in hand, or the status cannot be read).
+func (c *Client) JobDoing(id int64) string {
+	var st struct {
+		Extra struct {
+			Job *struct {
+				JobID int64  `json:"job_id"`
+				Doing string `json:"doing"`
+			} `json:"job"`
+		} `json:"extra"`
+	}
+	if c.Get("/api/v1/status", &st) != nil || st.Extra.Job == nil || st.Extra.Job.JobID != id {
+		return ""
+	}
+	return st.Extra.Job.Doing
+}
