@@ -274,54 +274,12 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	if err := p.adopt(ctx, now); err != nil {
 		return 0, err
 	}
-	if p.opt.BatchSize > 1 && !p.solo && (p.opt.Authority == nil || p.opt.ViewIn != nil) {
-		return p.stepBatch(ctx, now)
-	}
-	wait, err := p.stepOne(ctx, now)
-	if err == nil && p.Trouble() == nil {
+	solo := p.solo
+	wait, err := p.stepBatch(ctx, now)
+	if solo && err == nil && p.Trouble() == nil {
 		p.solo = false
 	}
 	return wait, err
-}
-
-// stepOne is a step of the one-by-one pump: the head job or the head message, alone.
-func (p *Pump) stepOne(ctx context.Context, now time.Time) (time.Duration, error) {
-	head, err := p.db.Head(ctx)
-	if err != nil {
-		return 0, err
-	}
-	job, err := p.db.HeadJob(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if job != nil && (head == nil || head.ID > job.AfterMsgID) {
-		return p.runJob(ctx, job, now)
-	}
-	if head == nil {
-		p.setTrouble(nil)
-		return p.opt.PollInterval, nil
-	}
-	if t := p.Trouble(); t != nil && t.MsgID == head.ID && t.NextAttempt.After(now) {
-		return min(t.NextAttempt.Sub(now), p.opt.PollInterval), nil
-	}
-	return p.stepHead(ctx, head, now)
-}
-
-// stepHead works on head alone: a FAILED head dies past its deadline, waits for its next
-// attempt, or is tried again; a PENDING one is processed.
-func (p *Pump) stepHead(ctx context.Context, head *store.Message, now time.Time) (time.Duration, error) {
-	if head.State == pipeline.Failed {
-		first := timeOr(head.FirstFailedAt, now)
-		if p.opt.Policy.Overdue(first, now) {
-			reason := fmt.Sprintf("head deadline %s passed: failing since %s", p.opt.Policy.HeadDeadline, first.Format(time.RFC3339))
-			err := p.recordDead(ctx, head, pipeline.Exhausted, lastErrOr(head)+"; "+reason, head.Attempts, first, now)
-			return p.afterHead(head, err, now)
-		}
-		if head.NextAttemptAt != nil && head.NextAttemptAt.After(now) {
-			return min(head.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
-		}
-	}
-	return p.afterHead(head, p.process(ctx, head, now), now)
 }
 
 // outlet is where the outcome of a message goes: written in its own transaction and reported
@@ -382,11 +340,6 @@ func flightsOf(msg *sis.Message) []int64 {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// direct is the one-by-one outlet.
-func (p *Pump) direct() outlet {
-	return outlet{record: p.db.Record, later: func(f func()) { f() }}
 }
 
 // afterHead judges the outcome of working on head. A row that changed under the pump (an
@@ -574,71 +527,6 @@ func (p *Pump) adoptGaps(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// process handles one message that is due.
-func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) error {
-	raw, ok, err := p.db.Raw(ctx, m.ID)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return p.recordDead(ctx, m, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
-	}
-	out := p.direct()
-	p.working(m.ID, "", "decoding")
-	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
-	out = out.naming(msg)
-	if err != nil {
-		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
-		return err
-	}
-	p.working(m.ID, tag, "deciding")
-	v, err := p.identify(ctx, p.db.BoundTo, m.ID, raw, msg)
-	identity = v.identity
-	switch {
-	case err != nil:
-		return err
-	case v.holder != 0:
-		return p.skip(ctx, out, m, msg, identity, duplicateOf(v.holder), now)
-	case v.applied:
-		return p.alreadyApplied(ctx, out, m, tag, identity, warnings, now)
-	}
-	h, ok := p.reg.Lookup(tag)
-	if !ok {
-		_, err := p.fail(ctx, out, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
-		return err
-	}
-	var dec pipeline.Decision
-	if p.opt.Authority != nil {
-		dec, err = p.decideAuthoritative(ctx, m.ID, h, msg, p.opt.View, nil, nil, now)
-	} else {
-		dec, err = p.decide(ctx, m.ID, h, msg, p.opt.View)
-	}
-	if err != nil {
-		if s, ok := handler.AsSkip(err); ok {
-			return p.skip(ctx, out, m, msg, identity, s.Reason, now)
-		}
-		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
-		return err
-	}
-	dec.Events = p.withCopies(dec.Events)
-	p.working(m.ID, tag, "writing")
-	warnings = append(slices.Clip(warnings), dec.Warnings...)
-	events, changed, err := p.db.Succeed(ctx, m.ID, success(m, msg, tag, identity, warnings, dec), p.opt.Flights, now)
-	if errors.Is(err, store.ErrIdentityTaken) {
-		_, err := p.taken(ctx, out, p.db.BoundTo, m, msg, raw, warnings, now)
-		return err
-	}
-	if err != nil {
-		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
-		return err
-	}
-	p.succeeded(m, tag, identity, events, changed, dec.Note, warnings, now)
-	if events > 0 && p.opt.OnEvents != nil {
-		p.opt.OnEvents()
-	}
-	return nil
-}
-
 // succeeded reports a message applied: its log line, and the recent list when it has
 // warnings.
 func (p *Pump) succeeded(m *store.Message, tag, identity string, events, changed int, note string, warnings []string, now time.Time) {
@@ -742,10 +630,6 @@ func (p *Pump) fail(ctx context.Context, out outlet, m *store.Message, cause err
 			"next_attempt_at", v.NextAttemptAt.Format(time.RFC3339Nano), "err", cause.Error())
 	})
 	return true, nil
-}
-
-func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) error {
-	return p.recordDeadIn(ctx, p.direct(), m, class, last, attempts, first, now)
 }
 
 func (p *Pump) recordDeadIn(ctx context.Context, out outlet, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) error {
