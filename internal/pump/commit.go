@@ -31,10 +31,12 @@ type committer interface {
 // direct writes each success at once.
 type direct struct{}
 
-func (direct) queue(*batch, *work, store.Success, pipeline.Decision, store.FlightWriter) bool { return false }
-func (direct) flush(context.Context, *Pump, *batch) error                                      { return nil }
-func (direct) full(*batch) bool                                                                { return false }
-func (direct) halted(*batch) error                                                             { return nil }
+func (direct) queue(*batch, *work, store.Success, pipeline.Decision, store.FlightWriter) bool {
+	return false
+}
+func (direct) flush(context.Context, *Pump, *batch) error { return nil }
+func (direct) full(*batch) bool                           { return false }
+func (direct) halted(*batch) error                        { return nil }
 
 // queued queues the successes store.Batch.Queue can take. When one of them fails as the queue
 // is sent, its outcome is recorded as notApplied records it, the ones after it are dropped
