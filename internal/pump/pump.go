@@ -7,7 +7,10 @@
 //
 // The pump batches (pipeline.batch-size): it reads the next due messages in one query and
 // commits a run of them in one transaction, a savepoint per message, with outcomes exactly
-// those of one-by-one processing; batch.go says how failures and state reads are handled.
+// those of batches of one. The call path of a message: Run → Step → stepBatch (batch.go) →
+// runBatch → takeRun → batchOne (message.go: decode, admit, decideIn, succeed) → the outcome
+// (fail, skip, succeeded... here) through an outlet into the batch, whose committer (commit.go)
+// writes the successes; batch.go says how failures and state reads are handled.
 package pump
 
 import (
@@ -69,7 +72,7 @@ type Options struct {
 	// transaction with a per-message marker (phasea.go); nil in phase B. Flights is then the
 	// FLIGHT_STATE mirror, View reads flights from the authority, and ViewIn, when set, must
 	// too (reading reference data through the batch transaction): the pump then batches
-	// (phasea_batch.go); without ViewIn it processes one message per transaction.
+	// in batches; without ViewIn it processes one message per transaction (a batch of one).
 	Authority Authority
 	// BatchFlights, when set with Authority and ViewIn, returns the flight store of one phase A
 	// batch (redisflight.Store.Batch): the batch's handlers read flights and its scripts write
@@ -282,8 +285,8 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	return wait, err
 }
 
-// outlet is where the outcome of a message goes: written in its own transaction and reported
-// at once (one by one), or written in the batch and reported once the batch commits.
+// outlet is where the outcome of a message goes: written in the batch and reported once the
+// batch commits, or (a FAILED head past its deadline) written at once in its own transaction.
 type outlet struct {
 	record func(ctx context.Context, id int64, o store.Outcome, now time.Time) error
 	later  func(func()) // runs a report (log line, metric, recent list) once the outcome is durable
@@ -440,32 +443,15 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 		return err
 	}
 	if !p.started {
-		n, oldest, err := p.db.Backlog(ctx)
-		if err != nil {
+		if err := p.adoptAtStart(ctx, msgs, now); err != nil {
 			return err
 		}
-		args := []any{"count", n}
-		if oldest != nil {
-			args = append(args, "oldest_received_at", oldest.Format(time.RFC3339))
-		}
-		p.log.Info("CMINMSGS rows to adopt at start (VALID, not taken by the legacy, within inbox.adopt-from-id/-since)", args...)
-		if n, err := p.db.AdoptLegacy(ctx, 0, msgs, now); err != nil {
-			return err
-		} else if n > 0 {
-			p.opt.Metrics.Received("gateway", n)
-			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
-		}
-		p.started, p.lastSweep, p.hw = true, now, max(msgs-gapWindow, 0)
-		p.gaps = map[int64]time.Time{}
 	}
 	if msgs > p.hw {
 		lo := p.hw
 		if msgs-lo > gapWindow {
-			if n, err := p.db.AdoptLegacy(ctx, lo, msgs-gapWindow, now); err != nil {
+			if err := p.adoptLegacy(ctx, lo, msgs-gapWindow, now); err != nil {
 				return err
-			} else if n > 0 {
-				p.opt.Metrics.Received("gateway", n)
-				p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
 			}
 			lo = msgs - gapWindow
 		}
@@ -487,13 +473,41 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 	}
 	if now.Sub(p.lastSweep) >= sweepEvery || now.Before(p.lastSweep) {
 		p.lastSweep = now
-		if n, err := p.db.AdoptLegacy(ctx, max(states-sweepDepth, 0), msgs, now); err != nil {
+		if err := p.adoptLegacy(ctx, max(states-sweepDepth, 0), msgs, now, "by", "sweep"); err != nil {
 			return err
-		} else if n > 0 {
-			p.opt.Metrics.Received("gateway", n)
-			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n, "by", "sweep")
 		}
 	}
+	return nil
+}
+
+// adoptAtStart logs the backlog and adopts it, once, when the pump starts.
+func (p *Pump) adoptAtStart(ctx context.Context, msgs int64, now time.Time) error {
+	n, oldest, err := p.db.Backlog(ctx)
+	if err != nil {
+		return err
+	}
+	args := []any{"count", n}
+	if oldest != nil {
+		args = append(args, "oldest_received_at", oldest.Format(time.RFC3339))
+	}
+	p.log.Info("CMINMSGS rows to adopt at start (VALID, not taken by the legacy, within inbox.adopt-from-id/-since)", args...)
+	if err := p.adoptLegacy(ctx, 0, msgs, now); err != nil {
+		return err
+	}
+	p.started, p.lastSweep, p.hw = true, now, max(msgs-gapWindow, 0)
+	p.gaps = map[int64]time.Time{}
+	return nil
+}
+
+// adoptLegacy adopts the adoptable rows with ids in (from, to] (store.DB.AdoptLegacy) and
+// logs how many, with args.
+func (p *Pump) adoptLegacy(ctx context.Context, from, to int64, now time.Time, args ...any) error {
+	n, err := p.db.AdoptLegacy(ctx, from, to, now)
+	if err != nil || n == 0 {
+		return err
+	}
+	p.opt.Metrics.Received("gateway", n)
+	p.log.Info("adopted rows inserted directly into CMINMSGS", append([]any{"count", n}, args...)...)
 	return nil
 }
 
