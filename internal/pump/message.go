@@ -6,6 +6,8 @@ package pump
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -43,9 +45,7 @@ func (p *Pump) decodeRun(run []*store.Due) []*decoded {
 		if m.RawLater || !m.RawOK {
 			continue
 		}
-		d := &decoded{raw: m.Raw}
-		d.msg, d.tag, d.identity, d.warnings, d.err = p.decodeOne(m.ID, m.Raw)
-		out[i] = d
+		out[i] = p.decodeText(m.ID, m.Raw)
 	}
 	return out
 }
@@ -67,9 +67,19 @@ func (p *Pump) decodeDue(ctx context.Context, out outlet, m *store.Due, now time
 		return nil, p.recordDeadIn(ctx, out, &m.Message, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
 	}
 	p.working(m.ID, "", "decoding")
+	return p.decodeText(m.ID, raw), nil
+}
+
+// decodeText decodes raw, the text of message id, with, when the envelope was usable, its
+// type tag, identity and the decoder's warnings, which a failure is recorded with too.
+func (p *Pump) decodeText(id int64, raw string) *decoded {
 	d := &decoded{raw: raw}
-	d.msg, d.tag, d.identity, d.warnings, d.err = p.decodeOne(m.ID, raw)
-	return d, nil
+	d.msg, d.err = p.decode(id, raw)
+	if msg := d.msg; msg != nil {
+		d.tag, d.warnings = msg.Tag(), msg.Warnings
+		d.identity = p.opt.Identity.Key(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day)
+	}
+	return d
 }
 
 // batchOne takes one message into batch r: decoded (d, or now when d is nil), its identity
@@ -169,4 +179,31 @@ func (r *batch) applied(w *work, dec pipeline.Decision, events int) {
 	if r.reads.bound != nil {
 		r.reads.bound[store.IdentityKey(w.d.identity)] = w.m.ID
 	}
+}
+
+// decode decodes raw; a panic in the decoder is the message's CODEC_ERROR, not the process's
+// end (the stack goes to the log), so it follows the retry and poison path and can be
+// replayed once the decoder is fixed.
+func (p *Pump) decode(id int64, raw string) (msg *sis.Message, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, err = nil, p.panicked(id, "decoding", r)
+		}
+	}()
+	return sis.Decode([]byte(raw), p.opt.SIS)
+}
+
+// decide asks h for its Decision; a panic in the handler is a CODEC_ERROR like one in decode.
+func (p *Pump) decide(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, view handler.View) (dec pipeline.Decision, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			dec, err = pipeline.Decision{}, p.panicked(id, "deciding "+msg.Tag(), r)
+		}
+	}()
+	return h.Decide(ctx, view, msg)
+}
+
+func (p *Pump) panicked(id int64, what string, r any) error {
+	p.log.Error("panic while "+what+"; the message fails with CODEC_ERROR", "msg_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return pipeline.Errorf(pipeline.CodecError, "panic while %s: %v", what, r)
 }

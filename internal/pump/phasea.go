@@ -139,29 +139,22 @@ func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Hand
 // round trip when the authority can (nil otherwise: each message reads its own, and fails
 // INFRA if Redis does not answer), and, when they were read, the batch's flight store.
 func (p *Pump) beginAuthoritative(ctx context.Context, run []*store.Due) (map[int64][]byte, BatchFlights) {
-	known := p.markersOf(ctx, run)
-	if known == nil || p.opt.BatchFlights == nil {
-		return known, nil
-	}
-	return known, p.opt.BatchFlights()
-}
-
-// markersOf reads the markers of the messages of run in one round trip, when the authority
-// can; nil otherwise.
-func (p *Pump) markersOf(ctx context.Context, run []*store.Due) map[int64][]byte {
 	ba, ok := p.opt.Authority.(BatchAuthority)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	ids := make([]int64, len(run))
 	for i, m := range run {
 		ids[i] = m.ID
 	}
 	known, err := ba.Markers(ctx, ids)
-	if err != nil {
-		return nil
+	switch {
+	case err != nil:
+		return nil, nil
+	case p.opt.BatchFlights == nil || p.opt.ViewIn == nil:
+		return known, nil
 	}
-	return known
+	return known, p.opt.BatchFlights()
 }
 
 func encodeMarker(dec pipeline.Decision) ([]byte, error) {
