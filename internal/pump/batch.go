@@ -67,7 +67,9 @@ const (
 	abandoned               // a lost lease or a broken transaction: nothing of the batch commits
 )
 
-// stop is how a batch ended; the first reason counts, except that abandoning wins over all.
+// stop is how a batch ended. A later reason replaces an earlier one of lower rank: ending
+// before or again (a message's error, a failed queue) replaces ending after, and abandoning
+// replaces any; between two of the same rank the first counts.
 type stop struct {
 	kind ending
 	at   *store.Message
@@ -89,9 +91,19 @@ type batch struct {
 
 // end records why the batch ends (see stop).
 func (r *batch) end(s stop) {
-	if r.stop.kind == goingOn || (s.kind == abandoned && r.stop.kind != abandoned) {
+	if s.kind.rank() > r.stop.kind.rank() {
 		r.stop = s
 	}
+}
+
+func (e ending) rank() int {
+	switch e {
+	case goingOn, endAfter:
+		return int(e)
+	case abandoned:
+		return 3
+	}
+	return 2
 }
 
 // endAt records how message m's step ended the batch: end after it, or err.

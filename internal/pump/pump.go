@@ -9,7 +9,7 @@
 // commits a run of them in one transaction, a savepoint per message, with outcomes exactly
 // those of batches of one. The call path of a message: Run → Step → stepBatch (batch.go) →
 // runBatch → takeRun → batchOne (message.go: decode, admit, decideIn, succeed) → the outcome
-// (fail, skip, succeeded... here) through an outlet into the batch, whose committer (commit.go)
+// (outcome.go: fail, skip, succeeded...) through an outlet into the batch, whose committer (commit.go)
 // writes the successes; batch.go says how failures and state reads are handled.
 package pump
 
