@@ -81,7 +81,7 @@ type batch struct {
 	b       *store.Batch
 	reads   reads     // how its handlers read state and its identities are looked up
 	commit  committer // how its successes are written
-	single  bool      // a batch of one: not committing it is the head's Trouble
+	single  bool      // a batch of one: not committing it is the head's Trouble; no queue
 	reports []func()  // log lines, metrics and the recent list, once the batch is durable
 	changed bool      // a message of the batch changed reference or flight state
 	events  int
@@ -253,7 +253,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 	head := &run[0].Message
 	r, err := p.beginBatch(ctx, run, decs, single, deferWrites)
 	if err != nil {
-		wait, err = p.abandon(head, err, p.opt.Clock.Now(), single)
+		wait, err = p.abandon(ctx, head, err, p.opt.Clock.Now(), single)
 		return wait, false, err
 	}
 	taken := p.takeRun(ctx, r, run, decs)
@@ -262,7 +262,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 	}
 	if r.stop.kind == abandoned {
 		r.b.Rollback()
-		wait, err = p.abandon(head, r.stop.err, p.opt.Clock.Now(), single)
+		wait, err = p.abandon(ctx, head, r.stop.err, p.opt.Clock.Now(), single)
 		return wait, false, err
 	}
 	now := p.opt.Clock.Now()
@@ -274,7 +274,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 		return 0, true, nil
 	}
 	if err := r.b.Commit(); err != nil {
-		wait, err = p.abandon(head, err, now, single)
+		wait, err = p.abandon(ctx, head, err, now, single)
 		return wait, false, err
 	}
 	return p.committed(r, now)
@@ -319,11 +319,12 @@ func (p *Pump) committed(r *batch, now time.Time) (time.Duration, bool, error) {
 
 // abandon ends a batch of which nothing was committed. A lost lease stops the step. Any
 // other failure (the database gave the transaction up, or its commit failed) is the head's
-// Trouble in a batch of one (afterHead), and makes the pump go one by one at once after a
-// batch of several, so a commit whose answer was lost is found applied.
-func (p *Pump) abandon(head *store.Message, err error, now time.Time, single bool) (time.Duration, error) {
+// Trouble in a batch of one (afterHead; a success write that broke it is the head's failure,
+// failOutside), and makes the pump go one by one at once after a batch of several, so a
+// commit whose answer was lost is found applied.
+func (p *Pump) abandon(ctx context.Context, head *store.Message, err error, now time.Time, single bool) (time.Duration, error) {
 	if single || errors.Is(err, store.ErrFenced) {
-		return p.afterHead(head, err, now)
+		return p.afterHead(head, p.failOutside(ctx, err), now)
 	}
 	p.solo = true
 	p.log.Warn("batch not committed; processing one message at a time until the head is recorded", "head_msg_id", head.ID, "err", err.Error())

@@ -122,6 +122,8 @@ func (p *Pump) notApplied(ctx context.Context, r *batch, w *work, err error) (en
 		// Bound by an earlier message, committed or earlier in this batch: the reads go
 		// through the batch, so they find either.
 		return p.taken(ctx, w.out, p.freshIn(r), w.m, d.msg, d.raw, d.warnings, w.now)
+	case r.single && errors.Is(err, store.ErrBatchBroken) && !errors.Is(err, store.ErrFenced):
+		return false, &brokenWrite{w: w, err: err}
 	case errors.Is(err, store.ErrChanged), isFatal(err):
 		return false, err
 	}
@@ -138,4 +140,30 @@ func (p *Pump) freshIn(r *batch) holderOf {
 		}
 		return r.b.BoundTo(ctx, identity)
 	}
+}
+
+// brokenWrite is the success write of w that broke a batch of one's transaction (err wraps
+// store.ErrBatchBroken): after the rollback its failure is recorded in a transaction of its
+// own (failOutside), so a message whose write breaks the transaction each time (a statement
+// the server drops the connection for) fails, retries and goes DEAD by the retry rules
+// instead of holding the queue as the head's Trouble.
+type brokenWrite struct {
+	w   *work
+	err error
+}
+
+func (b *brokenWrite) Error() string { return b.err.Error() }
+func (b *brokenWrite) Unwrap() error { return b.err }
+
+// failOutside records the failure of a batch of one whose transaction err broke, when its
+// success write broke it (brokenWrite); else it returns err.
+func (p *Pump) failOutside(ctx context.Context, err error) error {
+	var b *brokenWrite
+	if !errors.As(err, &b) {
+		return err
+	}
+	w, d := b.w, b.w.d
+	out := outlet{record: p.db.Record, later: func(f func()) { f() }}.naming(d.msg)
+	_, err = p.fail(ctx, out, w.m, b.err, d.tag, d.identity, d.warnings, w.now)
+	return err
 }

@@ -57,7 +57,7 @@ func (p *Pump) prepareReads(ctx context.Context, r *batch, run []*store.Due, dec
 		rd.markers, rd.flights = p.beginAuthoritative(ctx, run)
 		return nil
 	}
-	if r.b.Queues() {
+	if r.b.Queues() && !r.single {
 		r.commit = &queued{}
 	}
 	switch {
