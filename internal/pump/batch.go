@@ -122,6 +122,15 @@ func (r *batch) endAt(m *store.Message, end bool, err error) {
 
 func (r *batch) later(f func()) { r.reports = append(r.reports, f) }
 
+// rollbackOnPanic abandons the batch when a panic goes through it (the crash tests' failpoint
+// in a process that goes on), so its transaction does not keep holding its locks.
+func (r *batch) rollbackOnPanic() {
+	if rec := recover(); rec != nil {
+		r.b.Rollback()
+		panic(rec)
+	}
+}
+
 // isFatal says err leaves nothing of the batch to commit.
 func isFatal(err error) bool {
 	return errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrBatchBroken)
@@ -256,6 +265,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 		wait, err = p.abandon(ctx, head, err, p.opt.Clock.Now(), single)
 		return wait, false, err
 	}
+	defer r.rollbackOnPanic()
 	taken := p.takeRun(ctx, r, run, decs)
 	if err := r.commit.flush(ctx, p, r); isFatal(err) {
 		r.end(stop{kind: abandoned, err: err})
