@@ -1,7 +1,7 @@
 package pump
 
-// The identity rule, in one place for every path of the pump (one by one, the batch, phase A's
-// batch, and a write refused by the identity's unique index in any of them).
+// The identity rule, in one place for the pump's one path (message.go, phase A and B, and a
+// write refused by the identity's unique index).
 //
 // A duplicate is the same message sent again, never a different message that reuses a number:
 // real AODBs reuse SEQN (docs/sis-format.md §5.1). In identity.mode content (the default) a

@@ -11,7 +11,32 @@ package pump
 // they are now). A Redis failure is INFRA for the message: it stays FAILED and the queue
 // waits; nothing is half-applied, since the script is atomic and the message's SQL step has
 // not begun. With Options.ViewIn the pump does this in batches, a script per message and one
-// SQL transaction for the run (phasea_batch.go); without, one message per transaction.
+// SQL transaction for the run; without, one message per transaction (a batch of one).
+//
+// In a batch, each message's step (message.go) differs from phase B only in its decision
+// (decideIn → decideAuthoritative) and in writing its success at once (no queue):
+//
+//  1. a duplicate identity (bound by a committed message, or by one earlier in this batch:
+//     the read goes through the batch transaction) is SKIPPED before anything is decided, so
+//     a duplicate's changes never reach Redis;
+//  2. the message's marker, read for the whole batch in one round trip when the batch began,
+//     gives the Decision of an earlier attempt; else the handler decides on Redis as it is
+//     now (every message before it in the batch already applied there), and the Decision's
+//     flight writes go to Redis with the marker in the message's one script;
+//  3. its SQL effects (events, FLIGHT_STATE mirror, back-fill, SUCCEEDED) go into the batch
+//     under its savepoint.
+//
+// So each decision sees the previous ones' effects (read from Redis, or from the batch's
+// flight store, Options.BatchFlights, which remembers what the batch read and its scripts
+// wrote; reference data read through the batch transaction), and Redis is always ahead of
+// SQL by at most the batch. A crash, a lost lease, a batch rolled back (deferred writes
+// refused, the database gone) all leave Redis with the markers of messages whose SQL side is
+// not committed: their retry, in a batch of one or the next batch, finds each marker, writes
+// nothing to Redis again and commits the recorded Decision (the same events). A message that
+// fails (INFRA when Redis does not answer, a decision's error) is recorded by the retry rules
+// (class, retry or park); a FAILED one ends the batch after its record, and the messages
+// before it commit. The scripts of several messages are not pipelined: the next message's
+// decision must read the previous one's effects.
 
 import (
 	"bytes"
@@ -114,29 +139,22 @@ func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Hand
 // round trip when the authority can (nil otherwise: each message reads its own, and fails
 // INFRA if Redis does not answer), and, when they were read, the batch's flight store.
 func (p *Pump) beginAuthoritative(ctx context.Context, run []*store.Due) (map[int64][]byte, BatchFlights) {
-	known := p.markersOf(ctx, run)
-	if known == nil || p.opt.BatchFlights == nil {
-		return known, nil
-	}
-	return known, p.opt.BatchFlights()
-}
-
-// markersOf reads the markers of the messages of run in one round trip, when the authority
-// can; nil otherwise.
-func (p *Pump) markersOf(ctx context.Context, run []*store.Due) map[int64][]byte {
 	ba, ok := p.opt.Authority.(BatchAuthority)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	ids := make([]int64, len(run))
 	for i, m := range run {
 		ids[i] = m.ID
 	}
 	known, err := ba.Markers(ctx, ids)
-	if err != nil {
-		return nil
+	switch {
+	case err != nil:
+		return nil, nil
+	case p.opt.BatchFlights == nil || p.opt.ViewIn == nil:
+		return known, nil
 	}
-	return known
+	return known, p.opt.BatchFlights()
 }
 
 func encodeMarker(dec pipeline.Decision) ([]byte, error) {

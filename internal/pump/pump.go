@@ -7,7 +7,10 @@
 //
 // The pump batches (pipeline.batch-size): it reads the next due messages in one query and
 // commits a run of them in one transaction, a savepoint per message, with outcomes exactly
-// those of one-by-one processing; batch.go says how failures and state reads are handled.
+// those of batches of one. The call path of a message: Run → Step → stepBatch (batch.go) →
+// runBatch → takeRun → batchOne (message.go: decode, admit, decideIn, succeed) → the outcome
+// (outcome.go: fail, skip, succeeded...) through an outlet into the batch, whose committer (commit.go)
+// writes the successes; batch.go says how failures and state reads are handled.
 package pump
 
 import (
@@ -16,9 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -69,7 +70,7 @@ type Options struct {
 	// transaction with a per-message marker (phasea.go); nil in phase B. Flights is then the
 	// FLIGHT_STATE mirror, View reads flights from the authority, and ViewIn, when set, must
 	// too (reading reference data through the batch transaction): the pump then batches
-	// (phasea_batch.go); without ViewIn it processes one message per transaction.
+	// in batches; without ViewIn it processes one message per transaction (a batch of one).
 	Authority Authority
 	// BatchFlights, when set with Authority and ViewIn, returns the flight store of one phase A
 	// batch (redisflight.Store.Batch): the batch's handlers read flights and its scripts write
@@ -274,119 +275,12 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	if err := p.adopt(ctx, now); err != nil {
 		return 0, err
 	}
-	if p.opt.BatchSize > 1 && !p.solo && (p.opt.Authority == nil || p.opt.ViewIn != nil) {
-		return p.stepBatch(ctx, now)
-	}
-	wait, err := p.stepOne(ctx, now)
-	if err == nil && p.Trouble() == nil {
+	solo := p.solo
+	wait, err := p.stepBatch(ctx, now)
+	if solo && err == nil && p.Trouble() == nil {
 		p.solo = false
 	}
 	return wait, err
-}
-
-// stepOne is a step of the one-by-one pump: the head job or the head message, alone.
-func (p *Pump) stepOne(ctx context.Context, now time.Time) (time.Duration, error) {
-	head, err := p.db.Head(ctx)
-	if err != nil {
-		return 0, err
-	}
-	job, err := p.db.HeadJob(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if job != nil && (head == nil || head.ID > job.AfterMsgID) {
-		return p.runJob(ctx, job, now)
-	}
-	if head == nil {
-		p.setTrouble(nil)
-		return p.opt.PollInterval, nil
-	}
-	if t := p.Trouble(); t != nil && t.MsgID == head.ID && t.NextAttempt.After(now) {
-		return min(t.NextAttempt.Sub(now), p.opt.PollInterval), nil
-	}
-	return p.stepHead(ctx, head, now)
-}
-
-// stepHead works on head alone: a FAILED head dies past its deadline, waits for its next
-// attempt, or is tried again; a PENDING one is processed.
-func (p *Pump) stepHead(ctx context.Context, head *store.Message, now time.Time) (time.Duration, error) {
-	if head.State == pipeline.Failed {
-		first := timeOr(head.FirstFailedAt, now)
-		if p.opt.Policy.Overdue(first, now) {
-			reason := fmt.Sprintf("head deadline %s passed: failing since %s", p.opt.Policy.HeadDeadline, first.Format(time.RFC3339))
-			err := p.recordDead(ctx, head, pipeline.Exhausted, lastErrOr(head)+"; "+reason, head.Attempts, first, now)
-			return p.afterHead(head, err, now)
-		}
-		if head.NextAttemptAt != nil && head.NextAttemptAt.After(now) {
-			return min(head.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
-		}
-	}
-	return p.afterHead(head, p.process(ctx, head, now), now)
-}
-
-// outlet is where the outcome of a message goes: written in its own transaction and reported
-// at once (one by one), or written in the batch and reported once the batch commits.
-type outlet struct {
-	record func(ctx context.Context, id int64, o store.Outcome, now time.Time) error
-	later  func(func()) // runs a report (log line, metric, recent list) once the outcome is durable
-}
-
-// naming returns o recording every outcome with the flights msg names (store.Outcome.Flights),
-// so a search by flight finds the message whatever its outcome.
-func (o outlet) naming(msg *sis.Message) outlet {
-	flids := flightsOf(msg)
-	if len(flids) == 0 {
-		return o
-	}
-	record := o.record
-	o.record = func(ctx context.Context, id int64, oc store.Outcome, now time.Time) error {
-		oc.Flights = flids
-		return record(ctx, id, oc, now)
-	}
-	return o
-}
-
-// success is what the success transaction of decided message m writes: its decision, note
-// and warnings, its envelope's back-fill and the flights it names.
-func success(m *store.Message, msg *sis.Message, tag, identity string, warnings []string, dec pipeline.Decision) store.Success {
-	return store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity,
-		Meta:     store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM},
-		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}
-}
-
-// flightsOf returns the FLIDs msg names, read from its decoded body: a FLOP's record(s), each
-// FLTR of a SCHD (the valid ones, and the invalid ones whose FLID was readable). The body is
-// the one source every outcome has: a Decision's flight writes and events exist only for a
-// message that was applied, and a FLOP for a flight the store lacks (ORPHAN) has none. A
-// message that could not be decoded (nil msg, or no body) names no flight; reference data,
-// SCHS (seasons carry no FLID) and other types name none.
-func flightsOf(msg *sis.Message) []int64 {
-	if msg == nil {
-		return nil
-	}
-	var out []int64
-	switch b := msg.Body.(type) {
-	case *sis.FlopBody:
-		for _, r := range b.Records {
-			out = append(out, r.FLID)
-		}
-	case *sis.SchdBody:
-		for _, f := range b.Flights {
-			out = append(out, f.FLID)
-		}
-		for _, inv := range b.Invalid {
-			if f, err := strconv.ParseInt(inv.Key, 10, 64); err == nil && f > 0 {
-				out = append(out, f)
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// direct is the one-by-one outlet.
-func (p *Pump) direct() outlet {
-	return outlet{record: p.db.Record, later: func(f func()) { f() }}
 }
 
 // afterHead judges the outcome of working on head. A row that changed under the pump (an
@@ -435,19 +329,6 @@ func (p *Pump) TroubleMetric() prometheus.Collector {
 	})
 }
 
-// finished reports a final outcome, once it is durable, to the metrics: started is when the
-// pump took the message. A type tag no handler knows is counted as "other", so what a message
-// claims to be cannot grow the metric's series without bound.
-func (p *Pump) finished(m *store.Message, state pipeline.ProcStatus, class pipeline.ErrorClass, tag string, started time.Time) {
-	if p.opt.Metrics == nil {
-		return
-	}
-	if _, ok := p.reg.Lookup(tag); !ok {
-		tag = "other"
-	}
-	p.opt.Metrics.Finished(state, class, tag, started, timeOr(m.ReceivedAt, time.Time{}))
-}
-
 func (p *Pump) setTrouble(t *Trouble) {
 	p.mu.Lock()
 	p.trouble = t
@@ -487,32 +368,15 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 		return err
 	}
 	if !p.started {
-		n, oldest, err := p.db.Backlog(ctx)
-		if err != nil {
+		if err := p.adoptAtStart(ctx, msgs, now); err != nil {
 			return err
 		}
-		args := []any{"count", n}
-		if oldest != nil {
-			args = append(args, "oldest_received_at", oldest.Format(time.RFC3339))
-		}
-		p.log.Info("CMINMSGS rows to adopt at start (VALID, not taken by the legacy, within inbox.adopt-from-id/-since)", args...)
-		if n, err := p.db.AdoptLegacy(ctx, 0, msgs, now); err != nil {
-			return err
-		} else if n > 0 {
-			p.opt.Metrics.Received("gateway", n)
-			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
-		}
-		p.started, p.lastSweep, p.hw = true, now, max(msgs-gapWindow, 0)
-		p.gaps = map[int64]time.Time{}
 	}
 	if msgs > p.hw {
 		lo := p.hw
 		if msgs-lo > gapWindow {
-			if n, err := p.db.AdoptLegacy(ctx, lo, msgs-gapWindow, now); err != nil {
+			if err := p.adoptLegacy(ctx, lo, msgs-gapWindow, now); err != nil {
 				return err
-			} else if n > 0 {
-				p.opt.Metrics.Received("gateway", n)
-				p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n)
 			}
 			lo = msgs - gapWindow
 		}
@@ -534,13 +398,41 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 	}
 	if now.Sub(p.lastSweep) >= sweepEvery || now.Before(p.lastSweep) {
 		p.lastSweep = now
-		if n, err := p.db.AdoptLegacy(ctx, max(states-sweepDepth, 0), msgs, now); err != nil {
+		if err := p.adoptLegacy(ctx, max(states-sweepDepth, 0), msgs, now, "by", "sweep"); err != nil {
 			return err
-		} else if n > 0 {
-			p.opt.Metrics.Received("gateway", n)
-			p.log.Info("adopted rows inserted directly into CMINMSGS", "count", n, "by", "sweep")
 		}
 	}
+	return nil
+}
+
+// adoptAtStart logs the backlog and adopts it, once, when the pump starts.
+func (p *Pump) adoptAtStart(ctx context.Context, msgs int64, now time.Time) error {
+	n, oldest, err := p.db.Backlog(ctx)
+	if err != nil {
+		return err
+	}
+	args := []any{"count", n}
+	if oldest != nil {
+		args = append(args, "oldest_received_at", oldest.Format(time.RFC3339))
+	}
+	p.log.Info("CMINMSGS rows to adopt at start (VALID, not taken by the legacy, within inbox.adopt-from-id/-since)", args...)
+	if err := p.adoptLegacy(ctx, 0, msgs, now); err != nil {
+		return err
+	}
+	p.started, p.lastSweep, p.hw = true, now, max(msgs-gapWindow, 0)
+	p.gaps = map[int64]time.Time{}
+	return nil
+}
+
+// adoptLegacy adopts the adoptable rows with ids in (from, to] (store.DB.AdoptLegacy) and
+// logs how many, with args.
+func (p *Pump) adoptLegacy(ctx context.Context, from, to int64, now time.Time, args ...any) error {
+	n, err := p.db.AdoptLegacy(ctx, from, to, now)
+	if err != nil || n == 0 {
+		return err
+	}
+	p.opt.Metrics.Received("gateway", n)
+	p.log.Info("adopted rows inserted directly into CMINMSGS", append([]any{"count", n}, args...)...)
 	return nil
 }
 
@@ -574,205 +466,6 @@ func (p *Pump) adoptGaps(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// process handles one message that is due.
-func (p *Pump) process(ctx context.Context, m *store.Message, now time.Time) error {
-	raw, ok, err := p.db.Raw(ctx, m.ID)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return p.recordDead(ctx, m, pipeline.Malformed, "raw message missing from CMINMSGS and CMINMSGS_HST", m.Attempts, time.Time{}, now)
-	}
-	out := p.direct()
-	p.working(m.ID, "", "decoding")
-	msg, tag, identity, warnings, err := p.decodeOne(m.ID, raw)
-	out = out.naming(msg)
-	if err != nil {
-		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
-		return err
-	}
-	p.working(m.ID, tag, "deciding")
-	v, err := p.identify(ctx, p.db.BoundTo, m.ID, raw, msg)
-	identity = v.identity
-	switch {
-	case err != nil:
-		return err
-	case v.holder != 0:
-		return p.skip(ctx, out, m, msg, identity, duplicateOf(v.holder), now)
-	case v.applied:
-		return p.alreadyApplied(ctx, out, m, tag, identity, warnings, now)
-	}
-	h, ok := p.reg.Lookup(tag)
-	if !ok {
-		_, err := p.fail(ctx, out, m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", tag), tag, identity, warnings, now)
-		return err
-	}
-	var dec pipeline.Decision
-	if p.opt.Authority != nil {
-		dec, err = p.decideAuthoritative(ctx, m.ID, h, msg, p.opt.View, nil, nil, now)
-	} else {
-		dec, err = p.decide(ctx, m.ID, h, msg, p.opt.View)
-	}
-	if err != nil {
-		if s, ok := handler.AsSkip(err); ok {
-			return p.skip(ctx, out, m, msg, identity, s.Reason, now)
-		}
-		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
-		return err
-	}
-	dec.Events = p.withCopies(dec.Events)
-	p.working(m.ID, tag, "writing")
-	warnings = append(slices.Clip(warnings), dec.Warnings...)
-	events, changed, err := p.db.Succeed(ctx, m.ID, success(m, msg, tag, identity, warnings, dec), p.opt.Flights, now)
-	if errors.Is(err, store.ErrIdentityTaken) {
-		_, err := p.taken(ctx, out, p.db.BoundTo, m, msg, raw, warnings, now)
-		return err
-	}
-	if err != nil {
-		_, err := p.fail(ctx, out, m, err, tag, identity, warnings, now)
-		return err
-	}
-	p.succeeded(m, tag, identity, events, changed, dec.Note, warnings, now)
-	if events > 0 && p.opt.OnEvents != nil {
-		p.opt.OnEvents()
-	}
-	return nil
-}
-
-// succeeded reports a message applied: its log line, and the recent list when it has
-// warnings.
-func (p *Pump) succeeded(m *store.Message, tag, identity string, events, changed int, note string, warnings []string, now time.Time) {
-	args := []any{"msg_id", m.ID, "type_tag", tag, "identity", identity, "attempts", m.Attempts + 1,
-		"events", events, "ref_changed", changed, "note", note}
-	if len(warnings) > 0 {
-		args = append(args, "warnings", warnings)
-		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Succeeded), At: now, Note: note, Warnings: warnings})
-	}
-	p.finished(m, pipeline.Succeeded, "", tag, now)
-	p.log.Info("message SUCCEEDED", args...)
-}
-
-// alreadyApplied records SUCCEEDED for a message whose row holds its own identity: the
-// identity is bound only by the success transaction, so this message's effects are
-// committed: the commit went through although its answer was lost. Applying it again would
-// double its events.
-func (p *Pump) alreadyApplied(ctx context.Context, out outlet, m *store.Message, tag, identity string, warnings []string, now time.Time) error {
-	const note = "already applied; its commit's answer was lost"
-	if err := out.record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity,
-		From: store.VersionOf(m), Note: note, Warnings: warnings}, now); err != nil {
-		return err
-	}
-	out.later(func() {
-		p.finished(m, pipeline.Succeeded, "", tag, now)
-		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", note)
-	})
-	return nil
-}
-
-// withCopies returns evs with, after each event, its copies for the targets that copy its
-// target.
-func (p *Pump) withCopies(evs []pipeline.Event) []pipeline.Event {
-	if len(p.opt.Copies) == 0 {
-		return evs
-	}
-	out := make([]pipeline.Event, 0, len(evs))
-	for _, e := range evs {
-		out = append(out, e)
-		for _, t := range p.opt.Copies[e.Target] {
-			c := e
-			c.Target = t
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func (p *Pump) skip(ctx context.Context, out outlet, m *store.Message, msg *sis.Message, identity, reason string, now time.Time) error {
-	meta := &store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	o := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: identity, Meta: meta,
-		From: store.VersionOf(m), Note: "not applied: " + reason, Warnings: msg.Warnings}
-	if err := out.record(ctx, m.ID, o, now); err != nil {
-		return err
-	}
-	out.later(func() {
-		p.finished(m, pipeline.Skipped, "", msg.Tag(), now)
-		p.log.Info("message SKIPPED", "msg_id", m.ID, "type_tag", msg.Tag(), "identity", identity, "reason", reason)
-	})
-	return nil
-}
-
-// fail records a failure of m under the retry policy: FAILED with its next attempt, or DEAD.
-// A failure of a class in pipeline.park-classes is parked: DEAD at once under its own class,
-// so the queue moves on (retrying cannot change what the same bytes give), replayable once
-// msgx can handle it. It reports whether m was left FAILED (it then blocks the queue).
-func (p *Pump) fail(ctx context.Context, out outlet, m *store.Message, cause error, tag, identity string, warnings []string, now time.Time) (failed bool, err error) {
-	class := pipeline.ClassOf(cause)
-	attempts := m.Attempts + 1
-	first := timeOr(m.FirstFailedAt, now)
-	v := p.opt.Policy.OnFailure(class, attempts, first, now)
-	if v.Parked {
-		o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: cause.Error(),
-			TypeTag: tag, Identity: identity, From: store.VersionOf(m), Note: v.Reason, Warnings: warnings}
-		if err := out.record(ctx, m.ID, o, now); err != nil {
-			return false, err
-		}
-		out.later(func() {
-			p.parked.WithLabelValues(string(class)).Inc()
-			p.finished(m, pipeline.Dead, class, tag, now)
-			p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: "PARKED", Class: string(class), At: now, Note: cause.Error(), Warnings: warnings})
-			p.log.Warn("message PARKED: DEAD at once, replayable; the queue moves on", "msg_id", m.ID, "type_tag", tag,
-				"error_class", string(class), "err", cause.Error())
-		})
-		return false, nil
-	}
-	if v.Dead {
-		last := cause.Error()
-		if v.Reason != "" {
-			last += "; " + v.Reason
-		}
-		return false, p.recordDeadTagged(ctx, out, m, v.Class, last, attempts, first, tag, identity, warnings, now)
-	}
-	o := store.Outcome{State: pipeline.Failed, Class: class, Attempts: attempts, NextAttemptAt: v.NextAttemptAt,
-		FirstFailedAt: first, LastError: cause.Error(), TypeTag: tag, Identity: identity, From: store.VersionOf(m), Warnings: warnings}
-	if err := out.record(ctx, m.ID, o, now); err != nil {
-		return false, err
-	}
-	out.later(func() {
-		p.log.Warn("message FAILED", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts,
-			"next_attempt_at", v.NextAttemptAt.Format(time.RFC3339Nano), "err", cause.Error())
-	})
-	return true, nil
-}
-
-func (p *Pump) recordDead(ctx context.Context, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) error {
-	return p.recordDeadIn(ctx, p.direct(), m, class, last, attempts, first, now)
-}
-
-func (p *Pump) recordDeadIn(ctx context.Context, out outlet, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) error {
-	tag, ident := "", ""
-	if m.TypeTag != nil {
-		tag = *m.TypeTag
-	}
-	if m.Identity != nil {
-		ident = *m.Identity
-	}
-	return p.recordDeadTagged(ctx, out, m, class, last, attempts, first, tag, ident, m.Warnings, now)
-}
-
-func (p *Pump) recordDeadTagged(ctx context.Context, out outlet, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first time.Time, tag, identity string, warnings []string, now time.Time) error {
-	o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: last, TypeTag: tag,
-		Identity: identity, From: store.VersionOf(m), Warnings: warnings}
-	if err := out.record(ctx, m.ID, o, now); err != nil {
-		return err
-	}
-	out.later(func() {
-		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Dead), Class: string(class), At: now, Note: last, Warnings: warnings})
-		p.finished(m, pipeline.Dead, class, tag, now)
-		p.log.Error("message DEAD", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts, "err", last)
-	})
-	return nil
-}
-
 func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Duration, error) {
 	first := timeOr(j.FirstFailedAt, now)
 	if j.FirstFailedAt != nil && p.opt.Policy.Overdue(first, now) {
@@ -802,45 +495,6 @@ func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Du
 	}
 	p.log.Warn("job "+state, "job_id", j.ID, "kind", j.Kind, "attempts", attempts, "err", err.Error())
 	return 0, p.db.FinishJob(ctx, j.ID, state, attempts, v.NextAttemptAt, first, "", err.Error(), now)
-}
-
-// decodeOne decodes raw and returns, when the envelope was usable, the message's type tag,
-// identity and the decoder's warnings, which a failure is recorded with too.
-func (p *Pump) decodeOne(id int64, raw string) (msg *sis.Message, tag, identity string, warnings []string, err error) {
-	msg, err = p.decode(id, raw)
-	if msg != nil {
-		tag = msg.Tag()
-		identity = p.opt.Identity.Key(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day)
-		warnings = msg.Warnings
-	}
-	return msg, tag, identity, warnings, err
-}
-
-// decode decodes raw; a panic in the decoder is the message's CODEC_ERROR, not the process's
-// end (the stack goes to the log), so it follows the retry and poison path and can be
-// replayed once the decoder is fixed.
-func (p *Pump) decode(id int64, raw string) (msg *sis.Message, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg, err = nil, p.panicked(id, "decoding", r)
-		}
-	}()
-	return sis.Decode([]byte(raw), p.opt.SIS)
-}
-
-// decide asks h for its Decision; a panic in the handler is a CODEC_ERROR like one in decode.
-func (p *Pump) decide(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, view handler.View) (dec pipeline.Decision, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			dec, err = pipeline.Decision{}, p.panicked(id, "deciding "+msg.Tag(), r)
-		}
-	}()
-	return h.Decide(ctx, view, msg)
-}
-
-func (p *Pump) panicked(id int64, what string, r any) error {
-	p.log.Error("panic while "+what+"; the message fails with CODEC_ERROR", "msg_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-	return pipeline.Errorf(pipeline.CodecError, "panic while %s: %v", what, r)
 }
 
 func timeOr(t *time.Time, def time.Time) time.Time {
