@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -122,4 +123,13 @@ func retryableStatus(code int) bool {
 func (w *webhookSink) Close() error {
 	w.tr.CloseIdleConnections()
 	return nil
+}
+
+// snippet is the start of an error body, for a message.
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 512 {
+		s = s[:512] + "…"
+	}
+	return s
 }
