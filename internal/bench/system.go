@@ -23,6 +23,7 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/target"
+	"msgx/internal/targetconf"
 )
 
 // system is msgx in-process, its parts wired the way `msgx serve` wires them: the inbox behind
@@ -109,7 +110,7 @@ func startSystem(cfg config.Config, db *store.DB, clock pipeline.Clock, log *slo
 func openFileSinks(ctx context.Context, workDir string, rec *Deliveries, log *slog.Logger) (map[string]target.Sink, error) {
 	sinks := map[string]target.Sink{}
 	for _, name := range handler.Targets {
-		s, err := target.Open(ctx, name, target.Config{Sink: target.SinkFile, Logger: log.With("target", name)}, workDir)
+		s, err := target.Open(ctx, name, target.Config{Sink: targetconf.SinkFile, Logger: log.With("target", name)}, workDir)
 		if err != nil {
 			for _, o := range sinks {
 				o.Close()

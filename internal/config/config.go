@@ -29,7 +29,7 @@ import (
 	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
-	"msgx/internal/target"
+	"msgx/internal/targetconf"
 )
 
 // Config is the whole configuration.
@@ -233,7 +233,7 @@ type Config struct {
 	} `yaml:"retention"`
 
 	// Targets are the delivery targets by name (KAFKA_SCHD, KAFKA_FLOP, …).
-	Targets map[string]target.Config `yaml:"targets"`
+	Targets map[string]targetconf.Config `yaml:"targets"`
 
 	// Redis is the flight store of phase A (docs/redis-flights.md).
 	Redis struct {
@@ -547,23 +547,23 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: %w", err)
 		}
 	}
-	if t, ok := c.Targets[target.FlightProjection]; ok && t.Sink == target.SinkRedisFlights {
+	if t, ok := c.Targets[targetconf.FlightProjection]; ok && t.Sink == targetconf.SinkRedisFlights {
 		if c.Phase == "A" {
-			return bad("targets."+target.FlightProjection+".sink", "redis-flights keeps Redis as a projection of FLIGHT_STATE in phase B; in phase A Redis is the flight store itself (remove the target, docs/redis-flights.md)")
+			return bad("targets."+targetconf.FlightProjection+".sink", "redis-flights keeps Redis as a projection of FLIGHT_STATE in phase B; in phase A Redis is the flight store itself (remove the target, docs/redis-flights.md)")
 		}
 		t = c.flightProjection(t)
-		c.Targets[target.FlightProjection] = t
+		c.Targets[targetconf.FlightProjection] = t
 		if c.Shadow() && overlaps(t.KeyPrefix, DefaultRedisKeyPrefix) {
 			// The projection is the same layout as phase A's flight store: a shadow's must not
 			// write the production msgx's keys either.
-			return bad("targets."+target.FlightProjection+".key-prefix", "%q overlaps the production msgx's key space %q; a shadow projects its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say; redis.key-prefix sets it too)",
+			return bad("targets."+targetconf.FlightProjection+".key-prefix", "%q overlaps the production msgx's key space %q; a shadow projects its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say; redis.key-prefix sets it too)",
 				t.KeyPrefix, DefaultRedisKeyPrefix)
 		}
 	}
 	for _, n := range names {
 		// A shadow runs beside the legacy: its legacy-format notifications must not reach the
 		// legacy's browsers through the legacy's own channel.
-		if t := c.Targets[n]; c.Shadow() && t.Sink == target.SinkRedis && t.Format == target.FormatLegacy &&
+		if t := c.Targets[n]; c.Shadow() && t.Sink == targetconf.SinkRedis && t.Format == targetconf.FormatLegacy &&
 			(t.Channel == "" || t.Channel == legacyflop.DefaultChannel) {
 			return bad("targets."+n+".channel", "in shadow mode a format legacy target needs a channel of msgx's own (FLOP-msgx, say), not the legacy's %s", legacyflop.DefaultChannel)
 		}
@@ -574,7 +574,7 @@ func (c *Config) Validate() error {
 // flightProjection fills the settings a redis-flights target leaves unset from the redis
 // block (the same server and layout as phase A): addr, db, password, key-prefix; its copy-of
 // (ES_FLIGHT events) and the airport's zone.
-func (c *Config) flightProjection(t target.Config) target.Config {
+func (c *Config) flightProjection(t targetconf.Config) targetconf.Config {
 	if t.Addr == "" {
 		t.Addr = c.Redis.Addr
 	}
@@ -588,7 +588,7 @@ func (c *Config) flightProjection(t target.Config) target.Config {
 		t.KeyPrefix = c.Redis.KeyPrefix
 	}
 	if t.CopyOf == "" {
-		t.CopyOf = target.FlightProjectionSource
+		t.CopyOf = targetconf.FlightProjectionSource
 	}
 	t.Location = c.Location()
 	return t
@@ -596,10 +596,10 @@ func (c *Config) flightProjection(t target.Config) target.Config {
 
 // FlightProjection returns the REDIS_FLIGHT target of phase B (sink redis-flights) with its
 // settings filled, or ok=false when none is configured.
-func (c *Config) FlightProjection() (t target.Config, ok bool) {
-	t, ok = c.Targets[target.FlightProjection]
-	if !ok || t.Sink != target.SinkRedisFlights || c.Phase == "A" {
-		return target.Config{}, false
+func (c *Config) FlightProjection() (t targetconf.Config, ok bool) {
+	t, ok = c.Targets[targetconf.FlightProjection]
+	if !ok || t.Sink != targetconf.SinkRedisFlights || c.Phase == "A" {
+		return targetconf.Config{}, false
 	}
 	return c.flightProjection(t), true
 }

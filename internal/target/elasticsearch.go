@@ -11,6 +11,7 @@ import (
 
 	"msgx/internal/esbulk"
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 // esSink writes records to one index with one _bulk request per Send, versioned externally
@@ -59,7 +60,7 @@ func (s *esSink) Send(ctx context.Context, recs []Record) (int, error) {
 	for _, r := range recs {
 		var b bytes.Buffer
 		if err := s.appendAction(&b, r); err != nil {
-			bad = pipeline.Wrap(pipeline.Rejected, eventErr(SinkElasticsearch, s.name, r, err))
+			bad = pipeline.Wrap(pipeline.Rejected, eventErr(targetconf.SinkElasticsearch, s.name, r, err))
 			break
 		}
 		lines = append(lines, b.Bytes())
@@ -93,7 +94,7 @@ func (s *esSink) bulk(ctx context.Context, recs []Record, lines [][]byte) (int, 
 	body := bytes.Join(lines, nil)
 	items, err := s.es.Bulk(ctx, body, len(recs))
 	if se := (*esbulk.StatusError)(nil); errors.As(err, &se) && se.Code == http.StatusRequestEntityTooLarge {
-		err := eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s of %d records, %d bytes: HTTP %d: %w: %s",
+		err := eventErr(targetconf.SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s of %d records, %d bytes: HTTP %d: %w: %s",
 			s.index, len(recs), len(body), se.Code, errRequestTooLarge, se.Body))
 		if len(recs) == 1 {
 			return 0, pipeline.Wrap(pipeline.Rejected, err) // one record alone is too large for the node
@@ -101,7 +102,7 @@ func (s *esSink) bulk(ctx context.Context, recs []Record, lines [][]byte) (int, 
 		return 0, err
 	}
 	if err != nil {
-		return 0, eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s: %w", s.index, err))
+		return 0, eventErr(targetconf.SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s: %w", s.index, err))
 	}
 	for i, item := range items {
 		if err := s.judge(i, recs[i], item); err != nil {
@@ -120,7 +121,7 @@ func (s *esSink) judge(i int, r Record, item map[string]esbulk.Item) error {
 	}
 	it, ok := item[action]
 	if !ok {
-		return eventErr(SinkElasticsearch, s.name, r, fmt.Errorf("bulk item %d: no %q result in the answer", i, action))
+		return eventErr(targetconf.SinkElasticsearch, s.name, r, fmt.Errorf("bulk item %d: no %q result in the answer", i, action))
 	}
 	switch {
 	case it.Status >= 200 && it.Status <= 299:
@@ -130,7 +131,7 @@ func (s *esSink) judge(i int, r Record, item map[string]esbulk.Item) error {
 	case r.Delete && it.Status == http.StatusNotFound && it.Error == nil: // already absent
 		return nil
 	}
-	err := eventErr(SinkElasticsearch, s.name, r, fmt.Errorf("%s %s/%s version %d: HTTP %d %s",
+	err := eventErr(targetconf.SinkElasticsearch, s.name, r, fmt.Errorf("%s %s/%s version %d: HTTP %d %s",
 		action, s.index, r.Key, r.EventID, it.Status, it.Describe()))
 	if it.Status == http.StatusBadRequest {
 		return pipeline.Wrap(pipeline.Rejected, err) // the index refuses this document
