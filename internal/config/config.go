@@ -25,7 +25,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"msgx/internal/jobs"
+	"msgx/internal/jobs/jobkind"
 	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -650,7 +650,7 @@ func (c *Config) validateJobs(bad func(key, format string, args ...any) error) e
 	}
 	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt,
 		"consistency-check.daily-at": c.ConsistencyCheck.DailyAt} {
-		if _, _, _, err := jobs.ParseAt(v); err != nil {
+		if _, _, _, err := jobkind.ParseAt(v); err != nil {
 			return bad(key, "%v", err)
 		}
 	}
@@ -690,16 +690,16 @@ func (c *Config) validateJobs(bad func(key, format string, args ...any) error) e
 }
 
 // Schedule returns the daily jobs that are switched on (validated by Validate).
-func (c *Config) Schedule() []jobs.Entry {
-	var out []jobs.Entry
-	for _, e := range []struct{ kind, at string }{{jobs.Archive, c.Jobs.ArchiveAt}, {jobs.HistorySweep, c.Jobs.HistorySweepAt}, {jobs.Retention, c.Jobs.RetentionAt}} {
-		if h, m, on, err := jobs.ParseAt(e.at); err == nil && on {
-			out = append(out, jobs.Entry{Kind: e.kind, Hour: h, Minute: m})
+func (c *Config) Schedule() []jobkind.Entry {
+	var out []jobkind.Entry
+	for _, e := range []struct{ kind, at string }{{jobkind.Archive, c.Jobs.ArchiveAt}, {jobkind.HistorySweep, c.Jobs.HistorySweepAt}, {jobkind.Retention, c.Jobs.RetentionAt}} {
+		if h, m, on, err := jobkind.ParseAt(e.at); err == nil && on {
+			out = append(out, jobkind.Entry{Kind: e.kind, Hour: h, Minute: m})
 		}
 	}
 	// The consistency sentinel's daily sample (phase A, or phase B with REDIS_FLIGHT).
-	if h, m, on, err := jobs.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.ConsistencyCheck.DailySampleRatio > 0 && c.hasFlightMirror() {
-		out = append(out, jobs.Entry{Kind: jobs.ConsistencyCheck, Hour: h, Minute: m})
+	if h, m, on, err := jobkind.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.ConsistencyCheck.DailySampleRatio > 0 && c.hasFlightMirror() {
+		out = append(out, jobkind.Entry{Kind: jobkind.ConsistencyCheck, Hour: h, Minute: m})
 	}
 	return out
 }
