@@ -5,6 +5,11 @@
 //
 // An environment variable's name is the key path upper-cased, dots and dashes turned into
 // underscores, prefixed MSGX_: pipeline.max-attempts → MSGX_PIPELINE_MAX_ATTEMPTS.
+//
+// The configuration is plain data: it imports only leaf packages (the targets' settings from
+// internal/targetconf, the job kinds and times from internal/jobs/jobkind, and the shared
+// vocabulary of pipeline, sis, legacyflop, secret and suggest), never the sinks, stores or
+// jobs that use it, so that what depends on it compiles without their client libraries.
 package config
 
 import (
