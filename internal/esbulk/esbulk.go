@@ -72,13 +72,13 @@ func New(c Config) (*Client, error) {
 	if c.TLS != nil {
 		tr.TLSClientConfig = c.TLS
 	}
-	cfg := elastictransport.Config{URLs: urls, Transport: tr}
+	opts := []elastictransport.Option{elastictransport.WithURLs(urls...), elastictransport.WithTransport(tr)}
 	if c.APIKey != "" {
-		cfg.APIKey = c.APIKey
+		opts = append(opts, elastictransport.WithAPIKey(c.APIKey))
 	} else {
-		cfg.Username, cfg.Password = c.Username, c.Password
+		opts = append(opts, elastictransport.WithBasicAuth(c.Username, c.Password))
 	}
-	et, err := elastictransport.New(cfg)
+	et, err := elastictransport.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
