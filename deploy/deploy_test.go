@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"msgx/internal/handler"
 	"msgx/internal/metrics"

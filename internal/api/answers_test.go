@@ -42,7 +42,7 @@ func (failing) CountByState(context.Context) (map[pipeline.ProcStatus]int, error
 func TestEveryAnswerIsValidJSONWithoutSecrets(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, now := context.Background(), time.Now()
-		f := newFixture(t, db, nil, config.InboxRule{})
+		f := newFixture(t, db, nil, api.InboxRule{})
 		// This msgx records the errors (masked as values on the way to the row).
 		ids, err := db.InsertMessages(ctx, []string{"<failed/>", "<old/>"}, now)
 		if err != nil {

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"msgx/internal/config"
 	"msgx/internal/pipeline"
 )
 
@@ -117,11 +116,26 @@ type session struct {
 	expires time.Time
 }
 
+// Token is one configured API token (auth.tokens): a name, logged and audited with every
+// action, a role (viewer, operator or admin) and the hash of its secret (HashToken).
+type Token struct {
+	Name string
+	Role string
+	Hash string
+}
+
+// InboxRule is who may post to the inbox (http.inbox-allow): clients from Networks and
+// holders of the tokens named in Tokens. The zero rule leaves the inbox open.
+type InboxRule struct {
+	Networks []netip.Prefix
+	Tokens   []string
+}
+
 // Auth is the access control. The zero value (and nil) has no tokens: loopback clients only,
 // the inbox open.
 type Auth struct {
-	tokens map[string]config.Token // by hash
-	inbox  config.InboxRule
+	tokens map[string]Token // by hash
+	inbox  InboxRule
 	clock  pipeline.Clock
 
 	mu       sync.Mutex
@@ -129,8 +143,8 @@ type Auth struct {
 }
 
 // NewAuth returns the access control of tokens and the inbox rule.
-func NewAuth(tokens []config.Token, inbox config.InboxRule, clock pipeline.Clock) *Auth {
-	a := &Auth{tokens: map[string]config.Token{}, inbox: inbox, clock: clock, sessions: map[string]*session{}}
+func NewAuth(tokens []Token, inbox InboxRule, clock pipeline.Clock) *Auth {
+	a := &Auth{tokens: map[string]Token{}, inbox: inbox, clock: clock, sessions: map[string]*session{}}
 	for _, t := range tokens {
 		a.tokens[t.Hash] = t
 	}
@@ -148,9 +162,9 @@ func (a *Auth) now() time.Time {
 }
 
 // token returns the configured token whose secret is secret.
-func (a *Auth) token(secret string) (config.Token, bool) {
+func (a *Auth) token(secret string) (Token, bool) {
 	if a == nil || secret == "" {
-		return config.Token{}, false
+		return Token{}, false
 	}
 	h := HashToken(secret)
 	for hash, t := range a.tokens {
@@ -158,10 +172,10 @@ func (a *Auth) token(secret string) (config.Token, bool) {
 			return t, true
 		}
 	}
-	return config.Token{}, false
+	return Token{}, false
 }
 
-func principalOf(t config.Token, via string) Principal {
+func principalOf(t Token, via string) Principal {
 	r, _ := ParseRole(t.Role)
 	return Principal{Name: t.Name, Role: r.String(), Via: via, role: r}
 }

@@ -26,7 +26,7 @@ const (
 	adminSecret    = "admin-secret-0123456789abcdef"
 )
 
-var testTokens = []config.Token{
+var testTokens = []api.Token{
 	{Name: "watcher", Role: "viewer", Hash: api.HashToken(viewerSecret)},
 	{Name: "ops", Role: "operator", Hash: api.HashToken(operatorSecret)},
 	{Name: "root", Role: "admin", Hash: api.HashToken(adminSecret)},
@@ -41,7 +41,7 @@ type fixture struct {
 	ev   int64 // an event id
 }
 
-func newFixture(t *testing.T, db *store.DB, tokens []config.Token, inbox config.InboxRule) *fixture {
+func newFixture(t *testing.T, db *store.DB, tokens []api.Token, inbox api.InboxRule) *fixture {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
@@ -114,7 +114,7 @@ func bearer(secret string) map[string]string {
 // role and above → its answer.
 func TestEveryRouteForEveryRole(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		f := newFixture(t, db, testTokens, config.InboxRule{})
+		f := newFixture(t, db, testTokens, api.InboxRule{})
 		routes := []struct {
 			method, path, body string
 			need               api.Role
@@ -186,7 +186,7 @@ func TestEveryRouteForEveryRole(t *testing.T) {
 }
 
 func TestWithoutTokensOnlyLoopbackIsAnswered(t *testing.T) {
-	f := newFixture(t, storetest.SQLite(t), nil, config.InboxRule{})
+	f := newFixture(t, storetest.SQLite(t), nil, api.InboxRule{})
 	w := f.do(t, call{method: "GET", path: "/api/v1/status", remote: "10.1.2.3:5555"})
 	if w.Code != 403 || !strings.Contains(w.Body.String(), "only to loopback clients") || !strings.Contains(w.Body.String(), "10.1.2.3") {
 		t.Errorf("remote without tokens: %d %s", w.Code, w.Body)
@@ -226,7 +226,7 @@ func TestWithoutTokensOnlyLoopbackIsAnswered(t *testing.T) {
 }
 
 func TestInboxAllowByNetworkOrToken(t *testing.T) {
-	rule := config.InboxRule{Tokens: []string{"watcher"}}
+	rule := api.InboxRule{Tokens: []string{"watcher"}}
 	cfg := config.Default()
 	cfg.HTTP.InboxAllow = config.Strings{"10.5.0.0/16"}
 	rule.Networks = cfg.InboxRule().Networks
@@ -253,7 +253,7 @@ func TestInboxAllowByNetworkOrToken(t *testing.T) {
 }
 
 func TestCookieLoginAndCSRF(t *testing.T) {
-	f := newFixture(t, storetest.SQLite(t), testTokens, config.InboxRule{})
+	f := newFixture(t, storetest.SQLite(t), testTokens, api.InboxRule{})
 	if w := f.do(t, call{method: "POST", path: "/api/v1/login", body: `{"token":"wrong"}`}); w.Code != 401 {
 		t.Errorf("login with a wrong token: %d", w.Code)
 	}
@@ -308,7 +308,7 @@ func TestCookieLoginAndCSRF(t *testing.T) {
 
 func TestRedactionOfAWebhookPassword(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		f := newFixture(t, db, nil, config.InboxRule{})
+		f := newFixture(t, db, nil, api.InboxRule{})
 		// A row an older msgx wrote with the password in clear.
 		storetest.Exec(t, db, fmt.Sprintf(`UPDATE MSG_EVENT SET ERROR_CLASS = 'INFRA', ATTEMPTS = 1, FIRST_FAILED_AT = '2026-12-01 00:00:00.000000',
 LAST_ERROR = 'POST https://hookuser:Hunter2pw@hooks.example/x?token=T0psecret: HTTP 503' WHERE EVENT_ID = %d`, f.ev))
@@ -332,7 +332,7 @@ LAST_ERROR = 'POST https://hookuser:Hunter2pw@hooks.example/x?token=T0psecret: H
 
 func TestListingsAreBoundedAndParametersChecked(t *testing.T) {
 	db := storetest.SQLite(t)
-	f := newFixture(t, db, nil, config.InboxRule{})
+	f := newFixture(t, db, nil, api.InboxRule{})
 	ctx := context.Background()
 	ids, _ := db.InsertMessages(ctx, []string{"<big/>"}, time.Now())
 	var evs []pipeline.Event
@@ -409,7 +409,7 @@ func (c *stepClock) Now() time.Time { return c.t }
 func TestSessionsExpire(t *testing.T) {
 	clock := &stepClock{t: time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)}
 	db := storetest.SQLite(t)
-	srv := &api.Server{DB: db, Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, config.InboxRule{}, clock)}
+	srv := &api.Server{DB: db, Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)}
 	f := &fixture{db: db, h: srv.Handler()}
 	w := f.do(t, call{method: "POST", path: "/api/v1/login", body: `{"token":"` + viewerSecret + `"}`})
 	if w.Code != 200 {
@@ -430,7 +430,7 @@ func TestSessionsExpire(t *testing.T) {
 func TestLegacyAdminRouteNeedsOperator(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /view/admin/data-request", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
-	f := &fixture{h: api.NewAuth(testTokens, config.InboxRule{}, pipeline.SystemClock{}).Wrap(mux)}
+	f := &fixture{h: api.NewAuth(testTokens, api.InboxRule{}, pipeline.SystemClock{}).Wrap(mux)}
 	for secret, want := range map[string]int{"": 401, viewerSecret: 403, operatorSecret: 200, adminSecret: 200} {
 		if w := f.do(t, call{method: "POST", path: "/view/admin/data-request", body: `{"RQRD":"AIRL"}`, header: bearer(secret)}); w.Code != want {
 			t.Errorf("as %q: %d, want %d: %s", secret, w.Code, want, w.Body)

@@ -236,8 +236,12 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	inbox.Metrics = m
 	a.inbox = inbox
+	tokens := make([]api.Token, len(cfg.Auth.Tokens))
+	for i, t := range cfg.Auth.Tokens {
+		tokens[i] = api.Token(t)
+	}
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder, Counts: counts,
-		Auth: api.NewAuth(cfg.Auth.Tokens, cfg.InboxRule(), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
+		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
 		ConfigView: cfg.Redacted}
 	if runPump {
 		srv.LastPumpStep = m.LastPumpStep

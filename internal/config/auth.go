@@ -6,10 +6,10 @@ import (
 	"regexp"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"msgx/internal/secret"
-	"msgx/internal/target"
+	"msgx/internal/targetconf"
 )
 
 // Strings is a list of strings kept as written: a YAML list or a comma-separated string.
@@ -144,7 +144,7 @@ func (c Config) Redacted() (map[string]any, error) {
 	mask(&c.History.Elasticsearch.Password)
 	c.History.Elasticsearch.URL = secret.Redact(c.History.Elasticsearch.URL)
 	c.Eureka.ServiceURL = secret.Redact(c.Eureka.ServiceURL)
-	targets := make(map[string]target.Config, len(c.Targets))
+	targets := make(map[string]targetconf.Config, len(c.Targets))
 	for name, t := range c.Targets {
 		mask(&t.Password)
 		mask(&t.Secret)

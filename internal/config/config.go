@@ -5,6 +5,11 @@
 //
 // An environment variable's name is the key path upper-cased, dots and dashes turned into
 // underscores, prefixed MSGX_: pipeline.max-attempts → MSGX_PIPELINE_MAX_ATTEMPTS.
+//
+// The configuration is plain data: it imports only leaf packages (the targets' settings from
+// internal/targetconf, the job kinds and times from internal/jobs/jobkind, and the shared
+// vocabulary of pipeline, sis, legacyflop, secret and suggest), never the sinks, stores or
+// jobs that use it, so that what depends on it compiles without their client libraries.
 package config
 
 import (
@@ -23,13 +28,13 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
-	"msgx/internal/jobs"
+	"msgx/internal/jobs/jobkind"
 	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
-	"msgx/internal/target"
+	"msgx/internal/targetconf"
 )
 
 // Config is the whole configuration.
@@ -233,7 +238,7 @@ type Config struct {
 	} `yaml:"retention"`
 
 	// Targets are the delivery targets by name (KAFKA_SCHD, KAFKA_FLOP, …).
-	Targets map[string]target.Config `yaml:"targets"`
+	Targets map[string]targetconf.Config `yaml:"targets"`
 
 	// Redis is the flight store of phase A (docs/redis-flights.md).
 	Redis struct {
@@ -547,24 +552,24 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: %w", err)
 		}
 	}
-	if t, ok := c.Targets[target.FlightProjection]; ok && t.Sink == target.SinkRedisFlights {
+	if t, ok := c.Targets[targetconf.FlightProjection]; ok && t.Sink == targetconf.SinkRedisFlights {
 		if c.Phase == "A" {
-			return bad("targets."+target.FlightProjection+".sink", "redis-flights keeps Redis as a projection of FLIGHT_STATE in phase B; in phase A Redis is the flight store itself (remove the target, docs/redis-flights.md)")
+			return bad("targets."+targetconf.FlightProjection+".sink", "redis-flights keeps Redis as a projection of FLIGHT_STATE in phase B; in phase A Redis is the flight store itself (remove the target, docs/redis-flights.md)")
 		}
 		t = c.flightProjection(t)
-		c.Targets[target.FlightProjection] = t
+		c.Targets[targetconf.FlightProjection] = t
 		if c.Shadow() && overlaps(t.KeyPrefix, DefaultRedisKeyPrefix) {
 			// The projection is the same layout as phase A's flight store: a shadow's must not
 			// write the production msgx's keys either.
-			return bad("targets."+target.FlightProjection+".key-prefix", "%q overlaps the production msgx's key space %q; a shadow projects its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say; redis.key-prefix sets it too)",
+			return bad("targets."+targetconf.FlightProjection+".key-prefix", "%q overlaps the production msgx's key space %q; a shadow projects its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say; redis.key-prefix sets it too)",
 				t.KeyPrefix, DefaultRedisKeyPrefix)
 		}
 	}
 	for _, n := range names {
 		// A shadow runs beside the legacy: nothing it publishes may reach the legacy's
 		// consumers through the legacy's own channel (a format legacy target defaults to it).
-		if t := c.Targets[n]; c.Shadow() && t.Sink == target.SinkRedis &&
-			(strings.TrimSpace(t.Channel) == legacyflop.DefaultChannel || t.Format == target.FormatLegacy && t.Channel == "") {
+		if t := c.Targets[n]; c.Shadow() && t.Sink == targetconf.SinkRedis &&
+			(strings.TrimSpace(t.Channel) == legacyflop.DefaultChannel || t.Format == targetconf.FormatLegacy && t.Channel == "") {
 			return bad("targets."+n+".channel", "in shadow mode a redis target needs a channel of msgx's own (FLOP-msgx, say), not the legacy's %s", legacyflop.DefaultChannel)
 		}
 	}
@@ -574,7 +579,7 @@ func (c *Config) Validate() error {
 // flightProjection fills the settings a redis-flights target leaves unset from the redis
 // block (the same server and layout as phase A): addr, db, password, key-prefix; its copy-of
 // (ES_FLIGHT events) and the airport's zone.
-func (c *Config) flightProjection(t target.Config) target.Config {
+func (c *Config) flightProjection(t targetconf.Config) targetconf.Config {
 	if t.Addr == "" {
 		t.Addr = c.Redis.Addr
 	}
@@ -588,7 +593,7 @@ func (c *Config) flightProjection(t target.Config) target.Config {
 		t.KeyPrefix = c.Redis.KeyPrefix
 	}
 	if t.CopyOf == "" {
-		t.CopyOf = target.FlightProjectionSource
+		t.CopyOf = targetconf.FlightProjectionSource
 	}
 	t.Location = c.Location()
 	return t
@@ -596,10 +601,10 @@ func (c *Config) flightProjection(t target.Config) target.Config {
 
 // FlightProjection returns the REDIS_FLIGHT target of phase B (sink redis-flights) with its
 // settings filled, or ok=false when none is configured.
-func (c *Config) FlightProjection() (t target.Config, ok bool) {
-	t, ok = c.Targets[target.FlightProjection]
-	if !ok || t.Sink != target.SinkRedisFlights || c.Phase == "A" {
-		return target.Config{}, false
+func (c *Config) FlightProjection() (t targetconf.Config, ok bool) {
+	t, ok = c.Targets[targetconf.FlightProjection]
+	if !ok || t.Sink != targetconf.SinkRedisFlights || c.Phase == "A" {
+		return targetconf.Config{}, false
 	}
 	return c.flightProjection(t), true
 }
@@ -650,7 +655,7 @@ func (c *Config) validateJobs(bad func(key, format string, args ...any) error) e
 	}
 	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt,
 		"consistency-check.daily-at": c.ConsistencyCheck.DailyAt} {
-		if _, _, _, err := jobs.ParseAt(v); err != nil {
+		if _, _, _, err := jobkind.ParseAt(v); err != nil {
 			return bad(key, "%v", err)
 		}
 	}
@@ -690,16 +695,16 @@ func (c *Config) validateJobs(bad func(key, format string, args ...any) error) e
 }
 
 // Schedule returns the daily jobs that are switched on (validated by Validate).
-func (c *Config) Schedule() []jobs.Entry {
-	var out []jobs.Entry
-	for _, e := range []struct{ kind, at string }{{jobs.Archive, c.Jobs.ArchiveAt}, {jobs.HistorySweep, c.Jobs.HistorySweepAt}, {jobs.Retention, c.Jobs.RetentionAt}} {
-		if h, m, on, err := jobs.ParseAt(e.at); err == nil && on {
-			out = append(out, jobs.Entry{Kind: e.kind, Hour: h, Minute: m})
+func (c *Config) Schedule() []jobkind.Entry {
+	var out []jobkind.Entry
+	for _, e := range []struct{ kind, at string }{{jobkind.Archive, c.Jobs.ArchiveAt}, {jobkind.HistorySweep, c.Jobs.HistorySweepAt}, {jobkind.Retention, c.Jobs.RetentionAt}} {
+		if h, m, on, err := jobkind.ParseAt(e.at); err == nil && on {
+			out = append(out, jobkind.Entry{Kind: e.kind, Hour: h, Minute: m})
 		}
 	}
 	// The consistency sentinel's daily sample (phase A, or phase B with REDIS_FLIGHT).
-	if h, m, on, err := jobs.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.ConsistencyCheck.DailySampleRatio > 0 && c.hasFlightMirror() {
-		out = append(out, jobs.Entry{Kind: jobs.ConsistencyCheck, Hour: h, Minute: m})
+	if h, m, on, err := jobkind.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.ConsistencyCheck.DailySampleRatio > 0 && c.hasFlightMirror() {
+		out = append(out, jobkind.Entry{Kind: jobkind.ConsistencyCheck, Hour: h, Minute: m})
 	}
 	return out
 }

@@ -11,29 +11,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 )
 
-// View is the read-only state a handler may consult. Implementations live with the stores
-// (internal/flight). Records are the JSON of FlightRecord.
-type View interface {
-	// Flight returns the stored record of flight flid as JSON, or ok=false when there is none.
-	Flight(ctx context.Context, flid int64) (record []byte, ok bool, err error)
-	// FlightsBetween returns the records of the stored flights whose SODT is in [from, to].
-	FlightsBetween(ctx context.Context, from, to time.Time) ([][]byte, error)
-	// CodeShareFlights returns the records of the stored flights that name a code-share
-	// master (MAID).
-	CodeShareFlights(ctx context.Context) ([][]byte, error)
-	// RefKeys returns the keys of the stored REF_DATA records of one type.
-	RefKeys(ctx context.Context, typ string) ([]string, error)
-	// Now is the current time of the injected clock.
-	Now() time.Time
-	// Location is the airport's zone (config sis.timezone): local days are taken in it.
-	Location() *time.Location
-}
+// View is the read-only state a handler may consult (pipeline.View). It is declared in
+// pipeline so that the flight stores that serve it (internal/flight/redisflight) need not
+// import the handlers.
+type View = pipeline.View
 
 // Handler decides what one message does.
 type Handler interface {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,8 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
+	"msgx/internal/esbulk"
 	"msgx/internal/flight"
 	"msgx/internal/pipeline"
 )
@@ -176,14 +174,13 @@ func (h *FileHistory) appendSync(path string, b []byte) error {
 // Close does nothing: every Write closes its files.
 func (h *FileHistory) Close() error { return nil }
 
-// ESHistory is the Elasticsearch history sink: one _bulk request per Write into Index, each
-// flight a document with id "<day>-<FLID>" and its VERSION as external version, so a flight
-// written again (its delete was lost) is a harmless 409.
+// ESHistory is the Elasticsearch history sink: one _bulk request per Write into Index
+// (internal/esbulk), each flight a document with id "<day>-<FLID>" and its VERSION as
+// external version, so a flight written again (its delete was lost) is a harmless 409.
 type ESHistory struct {
 	Index   string
 	Timeout time.Duration
-	es      *elasticsearch.Client
-	tr      *http.Transport
+	es      *esbulk.Client
 }
 
 // ESHistoryConfig is history.elasticsearch.*.
@@ -203,26 +200,14 @@ func NewESHistory(c ESHistoryConfig) (*ESHistory, error) {
 			addrs = append(addrs, a)
 		}
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: addrs, Username: c.Username, Password: c.Password, Transport: tr})
+	es, err := esbulk.New(esbulk.Config{Addresses: addrs, Username: c.Username, Password: c.Password})
 	if err != nil {
 		return nil, fmt.Errorf("history.elasticsearch: %w", err)
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
 	}
-	return &ESHistory{Index: c.Index, Timeout: c.Timeout, es: es, tr: tr}, nil
-}
-
-type esBulkAnswer struct {
-	Errors bool `json:"errors"`
-	Items  []map[string]struct {
-		Status int `json:"status"`
-		Error  *struct {
-			Type   string `json:"type"`
-			Reason string `json:"reason"`
-		} `json:"error"`
-	} `json:"items"`
+	return &ESHistory{Index: c.Index, Timeout: c.Timeout, es: es}, nil
 }
 
 // Write indexes the flights in one _bulk request and judges each item: 2xx and 409 (this or
@@ -234,46 +219,22 @@ func (h *ESHistory) Write(ctx context.Context, flights []flight.HistoryFlight) (
 	}
 	var body bytes.Buffer
 	for _, f := range flights {
-		meta, _ := json.Marshal(map[string]any{"index": map[string]any{
-			"_index": h.Index, "_id": f.Day + "-" + strconv.FormatInt(f.FLID, 10), "version": f.Version, "version_type": "external"}})
 		doc, err := json.Marshal(f)
+		if err == nil {
+			err = esbulk.Append(&body, esbulk.Action{Index: h.Index, ID: f.Day + "-" + strconv.FormatInt(f.FLID, 10), Version: f.Version, Doc: doc})
+		}
 		if err != nil {
 			return nil, fmt.Errorf("history document of flight %d: %w", f.FLID, err)
 		}
-		body.Write(meta)
-		body.WriteByte('\n')
-		body.Write(doc)
-		body.WriteByte('\n')
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
-	res, err := h.es.Bulk(bytes.NewReader(body.Bytes()), h.es.Bulk.WithContext(ctx),
-		h.es.Bulk.WithHeader(map[string]string{"Content-Type": "application/x-ndjson"}),
-		h.es.Bulk.WithFilterPath("errors", "items.*.status", "items.*.error"))
+	items, err := h.es.Bulk(ctx, body.Bytes(), len(flights))
 	if err != nil {
 		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("history bulk to %s: %w", h.Index, err))
 	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
-	if err != nil {
-		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("history bulk to %s: read answer: %w", h.Index, err))
-	}
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		s := strings.TrimSpace(string(raw))
-		if len(s) > 300 {
-			s = s[:300] + "…"
-		}
-		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("history bulk to %s: HTTP %d: %s", h.Index, res.StatusCode, s))
-	}
-	var ans esBulkAnswer
-	if err := json.Unmarshal(raw, &ans); err != nil {
-		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("history bulk to %s: decode answer: %w", h.Index, err))
-	}
-	if len(ans.Items) != len(flights) {
-		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("history bulk to %s: %d items in the answer for %d flights", h.Index, len(ans.Items), len(flights)))
-	}
 	errs := make([]error, len(flights))
-	for i, item := range ans.Items {
+	for i, item := range items {
 		it, ok := item["index"]
 		switch {
 		case !ok:
@@ -288,8 +249,5 @@ func (h *ESHistory) Write(ctx context.Context, flights []flight.HistoryFlight) (
 	return errs, nil
 }
 
-// Close closes the client's idle connections.
-func (h *ESHistory) Close() error {
-	h.tr.CloseIdleConnections()
-	return nil
-}
+// Close stops the client and closes its idle connections.
+func (h *ESHistory) Close() error { return h.es.Close() }

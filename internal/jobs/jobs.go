@@ -23,26 +23,23 @@ import (
 	"time"
 
 	"msgx/internal/flight"
+	"msgx/internal/jobs/jobkind"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
-// The job kinds.
+// The job kinds, as jobkind declares them (the configuration names the daily ones there
+// without importing the jobs).
 const (
-	Archive      = "ARCHIVE"
-	HistorySweep = "HISTORY_SWEEP"
-	Retention    = "RETENTION"
-	// ProjectionRebuild rebuilds the non-authoritative flight store from the authoritative
-	// one for the active days (phase A: FLIGHT_STATE from Redis; phase B with the
-	// REDIS_FLIGHT target: Redis from FLIGHT_STATE; Runner.Rebuild).
-	ProjectionRebuild = "PROJECTION_REBUILD"
-	// ConsistencyCheck compares a sample of the flights of the two flight stores (Redis and
-	// FLIGHT_STATE: phase A, or phase B with REDIS_FLIGHT; Runner.Consistency), scheduled daily.
-	ConsistencyCheck = "CONSISTENCY_CHECK"
+	Archive           = jobkind.Archive
+	HistorySweep      = jobkind.HistorySweep
+	Retention         = jobkind.Retention
+	ProjectionRebuild = jobkind.ProjectionRebuild
+	ConsistencyCheck  = jobkind.ConsistencyCheck
 )
 
 // Kinds lists the job kinds an operator may enqueue (POST /api/v1/jobs).
-var Kinds = []string{Archive, HistorySweep, Retention, ProjectionRebuild, ConsistencyCheck}
+var Kinds = jobkind.Kinds
 
 // FlightHistory is what HISTORY_SWEEP needs of the flight store: the old days, their flights
 // in chunks, and the delete of the flights written to history (flight.Store implements it).

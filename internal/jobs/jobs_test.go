@@ -19,6 +19,7 @@ import (
 
 	"msgx/internal/flight"
 	"msgx/internal/jobs"
+	"msgx/internal/jobs/jobkind"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -374,7 +375,7 @@ func TestSchedulerEnqueuesOncePerDay(t *testing.T) {
 		clock := &fakeClock{t: time.Date(2026, 11, 23, 2, 59, 0, 0, shanghai)}
 		entries := []jobs.Entry{}
 		for kind, at := range map[string]string{jobs.Archive: "03:00", jobs.HistorySweep: "03:30", jobs.Retention: "off"} {
-			h, m, on, err := jobs.ParseAt(at)
+			h, m, on, err := jobkind.ParseAt(at)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,13 +429,13 @@ func TestSchedulerEnqueuesOncePerDay(t *testing.T) {
 
 func TestParseAt(t *testing.T) {
 	for in, want := range map[string]string{"03:00": "3:0 true", "23:59": "23:59 true", "": "0:0 false", "off": "0:0 false", "OFF": "0:0 false"} {
-		h, m, on, err := jobs.ParseAt(in)
+		h, m, on, err := jobkind.ParseAt(in)
 		if got := fmt.Sprintf("%d:%d %v", h, m, on); err != nil || got != want {
 			t.Errorf("ParseAt(%q) = %s %v, want %s", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"3", "25:00", "03:60", "3am"} {
-		if _, _, _, err := jobs.ParseAt(in); err == nil {
+		if _, _, _, err := jobkind.ParseAt(in); err == nil {
 			t.Errorf("ParseAt(%q) accepted", in)
 		}
 	}

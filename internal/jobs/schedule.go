@@ -5,33 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
+	"msgx/internal/jobs/jobkind"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
-// Entry is one daily job of the schedule: its kind and its local time of day.
-type Entry struct {
-	Kind   string
-	Hour   int
-	Minute int
-}
-
-// ParseAt reads a local time of day "HH:MM" (jobs.archive-at and the like); "" or "off"
-// switch the job off (on is false).
-func ParseAt(s string) (hour, minute int, on bool, err error) {
-	s = strings.TrimSpace(s)
-	if s == "" || strings.EqualFold(s, "off") {
-		return 0, 0, false, nil
-	}
-	t, err := time.Parse("15:04", s)
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("%q is not a local time of day HH:MM (or off)", s)
-	}
-	return t.Hour(), t.Minute(), true, nil
-}
+// Entry is one daily job of the schedule: its kind and its local time of day (jobkind.Entry,
+// which the configuration builds).
+type Entry = jobkind.Entry
 
 // Scheduler enqueues the daily jobs in the message order: each entry once per local day, at
 // or after its time. The job's key is its kind and local day (ARCHIVE/2026-11-23), unique in

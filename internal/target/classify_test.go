@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 func TestWebhookClassification(t *testing.T) {
@@ -81,7 +82,7 @@ func TestElasticsearchClassification(t *testing.T) {
 		})
 	}
 	t.Run("unreachable", func(t *testing.T) {
-		cfg := Config{Sink: SinkElasticsearch, Addresses: []string{"http://" + closedAddr(t)}, Index: testIndex, Timeout: time.Second}
+		cfg := Config{Sink: targetconf.SinkElasticsearch, Addresses: []string{"http://" + closedAddr(t)}, Index: testIndex, Timeout: time.Second}
 		if _, err := mustOpen(t, "ES_FLIGHT", cfg).Send(context.Background(), records("ES_FLIGHT", 1, 1, "A")); pipeline.ClassOf(err) != pipeline.Infra {
 			t.Fatalf("unreachable: %v, want INFRA", err)
 		}
@@ -150,13 +151,13 @@ func TestKafkaClassification(t *testing.T) {
 
 func TestRedisClassification(t *testing.T) {
 	t.Run("connection refused", func(t *testing.T) {
-		s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: SinkRedis, Addr: closedAddr(t), Channel: "c", Timeout: time.Second})
+		s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Addr: closedAddr(t), Channel: "c", Timeout: time.Second})
 		if _, err := s.Send(context.Background(), records("REDIS_NOTIFY", 1, 2, "A")); err == nil || pipeline.ClassOf(err) != pipeline.Infra {
 			t.Fatalf("%v, want INFRA", err)
 		}
 	})
 	t.Run("closed", func(t *testing.T) {
-		s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: SinkRedis, Addr: closedAddr(t), Channel: "c"})
+		s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Addr: closedAddr(t), Channel: "c"})
 		s.Close()
 		if _, err := s.Send(context.Background(), records("REDIS_NOTIFY", 1, 1, "A")); err == nil || pipeline.ClassOf(err) != pipeline.Infra {
 			t.Fatalf("%v, want INFRA", err)
@@ -166,7 +167,7 @@ func TestRedisClassification(t *testing.T) {
 		redisOrSkip(t)
 		// Credentials the server refuses: an error reply, a fault of the configuration,
 		// never of the event.
-		s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: SinkRedis, Addr: testRedisAddr, Username: "msgx-no-such-user", Password: "wrong",
+		s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Addr: testRedisAddr, Username: "msgx-no-such-user", Password: "wrong",
 			Channel: "c", Timeout: time.Second})
 		// go-redis reports this on Exec alone; the sink once took the commands' missing
 		// errors for success and reported the events delivered.
@@ -179,7 +180,7 @@ func TestRedisClassification(t *testing.T) {
 
 func TestFileClassification(t *testing.T) {
 	t.Run("not one line", func(t *testing.T) {
-		s := mustOpen(t, "F", Config{Sink: SinkFile, Path: t.TempDir() + "/f.jsonl"})
+		s := mustOpen(t, "F", Config{Sink: targetconf.SinkFile, Path: t.TempDir() + "/f.jsonl"})
 		recs := records("F", 1, 1, "A")
 		recs[0].Value = []byte("{\n}")
 		if _, err := s.Send(context.Background(), recs); pipeline.ClassOf(err) != pipeline.Rejected {
@@ -190,7 +191,7 @@ func TestFileClassification(t *testing.T) {
 		if _, err := os.Stat("/dev/full"); err != nil {
 			t.Skip("no /dev/full")
 		}
-		s := mustOpen(t, "F", Config{Sink: SinkFile, Path: "/dev/full"})
+		s := mustOpen(t, "F", Config{Sink: targetconf.SinkFile, Path: "/dev/full"})
 		n, err := s.Send(context.Background(), records("F", 1, 1, "A"))
 		if n != 0 || err == nil || pipeline.ClassOf(err) != pipeline.Infra {
 			t.Fatalf("%d, %v; want 0 and INFRA", n, err)

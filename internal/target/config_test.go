@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"msgx/internal/targetconf"
 )
 
 func TestValidateNamesTheKey(t *testing.T) {
@@ -16,31 +18,31 @@ func TestValidateNamesTheKey(t *testing.T) {
 	}{
 		{"no sink", Config{}, "targets.T.sink"},
 		{"unknown sink", Config{Sink: "kafak"}, "targets.T.sink"},
-		{"kafka ok", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t"}, ""},
-		{"kafka no brokers", Config{Sink: SinkKafka, Topic: "t"}, "targets.T.brokers"},
-		{"kafka empty broker", Config{Sink: SinkKafka, Brokers: []string{" "}, Topic: "t"}, "targets.T.brokers[0]"},
-		{"kafka no topic", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}}, "targets.T.topic"},
-		{"kafka bad sasl", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", SASL: SASLConfig{Mechanism: "GSSAPI"}}, "targets.T.sasl.mechanism"},
-		{"kafka sasl no user", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", SASL: SASLConfig{Mechanism: SASLScramSHA512}}, "targets.T.sasl.username"},
-		{"tls files without enabled", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", TLS: TLSConfig{CAFile: "ca.pem"}}, "targets.T.tls.enabled"},
-		{"tls cert without key", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", TLS: TLSConfig{Enabled: true, CertFile: "c.pem"}}, "targets.T.tls.key-file"},
-		{"kafka max-record-bytes ok", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: MinKafkaMaxRecordBytes}, ""},
-		{"kafka max-record-bytes too small", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: MinKafkaMaxRecordBytes - 1}, "targets.T.max-record-bytes"},
-		{"kafka max-record-bytes too big", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: MaxKafkaMaxRecordBytes + 1}, "targets.T.max-record-bytes"},
-		{"kafka max-record-bytes negative", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: -1}, "targets.T.max-record-bytes"},
-		{"redis ok", Config{Sink: SinkRedis, Channel: "msgx:notify"}, ""},
-		{"redis no channel", Config{Sink: SinkRedis}, "targets.T.channel"},
-		{"redis negative db", Config{Sink: SinkRedis, Channel: "c", DB: -1}, "targets.T.db"},
-		{"es ok", Config{Sink: SinkElasticsearch, Index: "i"}, ""},
-		{"es no index", Config{Sink: SinkElasticsearch}, "targets.T.index"},
-		{"es bad address", Config{Sink: SinkElasticsearch, Index: "i", Addresses: []string{"127.0.0.1:9200"}}, "targets.T.addresses[0]"},
-		{"es two auths", Config{Sink: SinkElasticsearch, Index: "i", APIKey: "k", Username: "u"}, "targets.T.api-key"},
-		{"webhook ok", Config{Sink: SinkWebhook, URL: "https://h.example/x", Secret: "s"}, ""},
-		{"webhook no url", Config{Sink: SinkWebhook, Secret: "s"}, "targets.T.url"},
-		{"webhook ftp url", Config{Sink: SinkWebhook, URL: "ftp://h/x", Secret: "s"}, "targets.T.url"},
-		{"webhook no secret", Config{Sink: SinkWebhook, URL: "http://h/x"}, "targets.T.secret"},
-		{"file ok", Config{Sink: SinkFile}, ""},
-		{"negative timeout", Config{Sink: SinkFile, Timeout: -time.Second}, "targets.T.timeout"},
+		{"kafka ok", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t"}, ""},
+		{"kafka no brokers", Config{Sink: targetconf.SinkKafka, Topic: "t"}, "targets.T.brokers"},
+		{"kafka empty broker", Config{Sink: targetconf.SinkKafka, Brokers: []string{" "}, Topic: "t"}, "targets.T.brokers[0]"},
+		{"kafka no topic", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}}, "targets.T.topic"},
+		{"kafka bad sasl", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", SASL: targetconf.SASLConfig{Mechanism: "GSSAPI"}}, "targets.T.sasl.mechanism"},
+		{"kafka sasl no user", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", SASL: targetconf.SASLConfig{Mechanism: targetconf.SASLScramSHA512}}, "targets.T.sasl.username"},
+		{"tls files without enabled", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", TLS: TLSConfig{CAFile: "ca.pem"}}, "targets.T.tls.enabled"},
+		{"tls cert without key", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", TLS: TLSConfig{Enabled: true, CertFile: "c.pem"}}, "targets.T.tls.key-file"},
+		{"kafka max-record-bytes ok", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: targetconf.MinKafkaMaxRecordBytes}, ""},
+		{"kafka max-record-bytes too small", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: targetconf.MinKafkaMaxRecordBytes - 1}, "targets.T.max-record-bytes"},
+		{"kafka max-record-bytes too big", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: targetconf.MaxKafkaMaxRecordBytes + 1}, "targets.T.max-record-bytes"},
+		{"kafka max-record-bytes negative", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t", MaxRecordBytes: -1}, "targets.T.max-record-bytes"},
+		{"redis ok", Config{Sink: targetconf.SinkRedis, Channel: "msgx:notify"}, ""},
+		{"redis no channel", Config{Sink: targetconf.SinkRedis}, "targets.T.channel"},
+		{"redis negative db", Config{Sink: targetconf.SinkRedis, Channel: "c", DB: -1}, "targets.T.db"},
+		{"es ok", Config{Sink: targetconf.SinkElasticsearch, Index: "i"}, ""},
+		{"es no index", Config{Sink: targetconf.SinkElasticsearch}, "targets.T.index"},
+		{"es bad address", Config{Sink: targetconf.SinkElasticsearch, Index: "i", Addresses: []string{"127.0.0.1:9200"}}, "targets.T.addresses[0]"},
+		{"es two auths", Config{Sink: targetconf.SinkElasticsearch, Index: "i", APIKey: "k", Username: "u"}, "targets.T.api-key"},
+		{"webhook ok", Config{Sink: targetconf.SinkWebhook, URL: "https://h.example/x", Secret: "s"}, ""},
+		{"webhook no url", Config{Sink: targetconf.SinkWebhook, Secret: "s"}, "targets.T.url"},
+		{"webhook ftp url", Config{Sink: targetconf.SinkWebhook, URL: "ftp://h/x", Secret: "s"}, "targets.T.url"},
+		{"webhook no secret", Config{Sink: targetconf.SinkWebhook, URL: "http://h/x"}, "targets.T.secret"},
+		{"file ok", Config{Sink: targetconf.SinkFile}, ""},
+		{"negative timeout", Config{Sink: targetconf.SinkFile, Timeout: -time.Second}, "targets.T.timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.c.Validate("T")
@@ -55,39 +57,39 @@ func TestValidateNamesTheKey(t *testing.T) {
 			}
 		})
 	}
-	if err := (Config{Sink: SinkFile}).Validate("../x"); err == nil || !strings.Contains(err.Error(), "targets.../x.path") {
+	if err := (Config{Sink: targetconf.SinkFile}).Validate("../x"); err == nil || !strings.Contains(err.Error(), "targets.../x.path") {
 		t.Errorf("a file target whose name is a path must name its path key, got %v", err)
 	}
 }
 
 func TestDefaults(t *testing.T) {
-	c := Config{Sink: SinkRedis, Channel: "c"}.withDefaults("R", "/data")
+	c := withDefaults(Config{Sink: targetconf.SinkRedis, Channel: "c"}, "R", "/data")
 	if c.Addr != DefaultRedisAddr || c.Timeout != DefaultTimeout {
 		t.Errorf("redis defaults: addr %q timeout %s", c.Addr, c.Timeout)
 	}
-	c = Config{Sink: SinkElasticsearch, Index: "i"}.withDefaults("E", "/data")
+	c = withDefaults(Config{Sink: targetconf.SinkElasticsearch, Index: "i"}, "E", "/data")
 	if len(c.Addresses) != 1 || c.Addresses[0] != DefaultElasticsearchAddress {
 		t.Errorf("elasticsearch default addresses %v", c.Addresses)
 	}
-	c = Config{Sink: SinkFile}.withDefaults("KAFKA_SCHD", "/data")
+	c = withDefaults(Config{Sink: targetconf.SinkFile}, "KAFKA_SCHD", "/data")
 	if want := filepath.Join("/data", "outbox", "KAFKA_SCHD.jsonl"); c.Path != want {
 		t.Errorf("file default path %q, want %q", c.Path, want)
 	}
-	c = Config{Sink: SinkKafka, Timeout: 3 * time.Second}.withDefaults("K", "")
+	c = withDefaults(Config{Sink: targetconf.SinkKafka, Timeout: 3 * time.Second}, "K", "")
 	if c.Timeout != 3*time.Second {
 		t.Errorf("a set timeout became %s", c.Timeout)
 	}
 	if c.MaxRecordBytes != DefaultKafkaMaxRecordBytes || c.Key != "K" {
 		t.Errorf("kafka defaults: max-record-bytes %d, key %q", c.MaxRecordBytes, c.Key)
 	}
-	c = Config{Sink: SinkKafka, MaxRecordBytes: 5000, Key: "k"}.withDefaults("K", "")
+	c = withDefaults(Config{Sink: targetconf.SinkKafka, MaxRecordBytes: 5000, Key: "k"}, "K", "")
 	if c.MaxRecordBytes != 5000 || c.Key != "k" {
 		t.Errorf("set kafka keys became: max-record-bytes %d, key %q", c.MaxRecordBytes, c.Key)
 	}
 }
 
 func TestOpenFailsOnBadTLSFiles(t *testing.T) {
-	_, err := Open(context.Background(), "K", Config{Sink: SinkKafka, Brokers: []string{"k:9092"}, Topic: "t",
+	_, err := Open(context.Background(), "K", Config{Sink: targetconf.SinkKafka, Brokers: []string{"k:9092"}, Topic: "t",
 		TLS: TLSConfig{Enabled: true, CAFile: filepath.Join(t.TempDir(), "missing.pem")}}, "")
 	if err == nil || !strings.Contains(err.Error(), "targets.K.tls") {
 		t.Fatalf("Open with a missing ca-file = %v", err)

@@ -4,70 +4,37 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
+	"msgx/internal/esbulk"
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 // esSink writes records to one index with one _bulk request per Send, versioned externally
-// by EVENT_ID.
+// by EVENT_ID (internal/esbulk).
 type esSink struct {
-	name      string
-	index     string
-	timeout   time.Duration
-	es        *elasticsearch.Client
-	transport *http.Transport
-	closeOnce sync.Once
+	name    string
+	index   string
+	timeout time.Duration
+	es      *esbulk.Client
 }
 
 func openElasticsearch(name string, c Config, tlsCfg *tls.Config) (Sink, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if tlsCfg != nil {
-		tr.TLSClientConfig = tlsCfg
-	}
-	es, err := elasticsearch.NewClient(elasticsearch.Config{
+	es, err := esbulk.New(esbulk.Config{
 		Addresses: c.Addresses,
 		Username:  c.Username,
 		Password:  c.Password,
 		APIKey:    c.APIKey,
-		Transport: tr,
+		TLS:       tlsCfg,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("elasticsearch target %s: %w", name, err)
 	}
-	return &esSink{name: name, index: c.Index, timeout: c.Timeout, es: es, transport: tr}, nil
-}
-
-// esAction is the metadata line of one bulk action.
-type esAction struct {
-	Index       string `json:"_index"`
-	ID          string `json:"_id"`
-	Version     int64  `json:"version"`
-	VersionType string `json:"version_type"`
-}
-
-// esBulkResponse is the part of a _bulk answer Send reads.
-type esBulkResponse struct {
-	Errors bool                    `json:"errors"`
-	Items  []map[string]esBulkItem `json:"items"`
-}
-
-type esBulkItem struct {
-	Status int    `json:"status"`
-	Result string `json:"result"`
-	Error  *struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
-	} `json:"error"`
+	return &esSink{name: name, index: c.Index, timeout: c.Timeout, es: es}, nil
 }
 
 // errRequestTooLarge marks a _bulk request the node refused as too large (HTTP 413).
@@ -93,7 +60,7 @@ func (s *esSink) Send(ctx context.Context, recs []Record) (int, error) {
 	for _, r := range recs {
 		var b bytes.Buffer
 		if err := s.appendAction(&b, r); err != nil {
-			bad = pipeline.Wrap(pipeline.Rejected, eventErr(SinkElasticsearch, s.name, r, err))
+			bad = pipeline.Wrap(pipeline.Rejected, eventErr(targetconf.SinkElasticsearch, s.name, r, err))
 			break
 		}
 		lines = append(lines, b.Bytes())
@@ -125,39 +92,19 @@ func (s *esSink) Send(ctx context.Context, recs []Record) (int, error) {
 // (see Send). It returns how many leading records were delivered.
 func (s *esSink) bulk(ctx context.Context, recs []Record, lines [][]byte) (int, error) {
 	body := bytes.Join(lines, nil)
-	res, err := s.es.Bulk(bytes.NewReader(body),
-		s.es.Bulk.WithContext(ctx),
-		s.es.Bulk.WithHeader(map[string]string{"Content-Type": "application/x-ndjson"}),
-		s.es.Bulk.WithFilterPath("errors", "items.*.status", "items.*.result", "items.*.error"))
-	if err != nil {
-		return 0, eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s: %w", s.index, err))
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
-	if err != nil {
-		return 0, eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s: read answer: %w", s.index, err))
-	}
-	if res.StatusCode == http.StatusRequestEntityTooLarge {
-		err := eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s of %d records, %d bytes: HTTP %d: %w: %s",
-			s.index, len(recs), len(body), res.StatusCode, errRequestTooLarge, snippet(raw)))
+	items, err := s.es.Bulk(ctx, body, len(recs))
+	if se := (*esbulk.StatusError)(nil); errors.As(err, &se) && se.Code == http.StatusRequestEntityTooLarge {
+		err := eventErr(targetconf.SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s of %d records, %d bytes: HTTP %d: %w: %s",
+			s.index, len(recs), len(body), se.Code, errRequestTooLarge, se.Body))
 		if len(recs) == 1 {
 			return 0, pipeline.Wrap(pipeline.Rejected, err) // one record alone is too large for the node
 		}
 		return 0, err
 	}
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return 0, eventErr(SinkElasticsearch, s.name, recs[0],
-			fmt.Errorf("bulk request to index %s: HTTP %d: %s", s.index, res.StatusCode, snippet(raw)))
+	if err != nil {
+		return 0, eventErr(targetconf.SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s: %w", s.index, err))
 	}
-	var br esBulkResponse
-	if err := json.Unmarshal(raw, &br); err != nil {
-		return 0, eventErr(SinkElasticsearch, s.name, recs[0], fmt.Errorf("bulk request to index %s: decode answer: %w", s.index, err))
-	}
-	if len(br.Items) != len(recs) {
-		return 0, eventErr(SinkElasticsearch, s.name, recs[0],
-			fmt.Errorf("bulk request to index %s: %d items in the answer for %d actions", s.index, len(br.Items), len(recs)))
-	}
-	for i, item := range br.Items {
+	for i, item := range items {
 		if err := s.judge(i, recs[i], item); err != nil {
 			return i, err
 		}
@@ -167,14 +114,14 @@ func (s *esSink) bulk(ctx context.Context, recs []Record, lines [][]byte) (int, 
 
 // judge returns nil when the i-th item of a bulk answer, for record r, is a success, and
 // its error, REJECTED for a 400, otherwise.
-func (s *esSink) judge(i int, r Record, item map[string]esBulkItem) error {
+func (s *esSink) judge(i int, r Record, item map[string]esbulk.Item) error {
 	action := "index"
 	if r.Delete {
 		action = "delete"
 	}
 	it, ok := item[action]
 	if !ok {
-		return eventErr(SinkElasticsearch, s.name, r, fmt.Errorf("bulk item %d: no %q result in the answer", i, action))
+		return eventErr(targetconf.SinkElasticsearch, s.name, r, fmt.Errorf("bulk item %d: no %q result in the answer", i, action))
 	}
 	switch {
 	case it.Status >= 200 && it.Status <= 299:
@@ -184,8 +131,8 @@ func (s *esSink) judge(i int, r Record, item map[string]esBulkItem) error {
 	case r.Delete && it.Status == http.StatusNotFound && it.Error == nil: // already absent
 		return nil
 	}
-	err := eventErr(SinkElasticsearch, s.name, r, fmt.Errorf("%s %s/%s version %d: HTTP %d %s",
-		action, s.index, r.Key, r.EventID, it.Status, it.describe()))
+	err := eventErr(targetconf.SinkElasticsearch, s.name, r, fmt.Errorf("%s %s/%s version %d: HTTP %d %s",
+		action, s.index, r.Key, r.EventID, it.Status, it.Describe()))
 	if it.Status == http.StatusBadRequest {
 		return pipeline.Wrap(pipeline.Rejected, err) // the index refuses this document
 	}
@@ -197,59 +144,17 @@ func (s *esSink) appendAction(b *bytes.Buffer, r Record) error {
 	if r.Key == "" {
 		return fmt.Errorf("no key for the document id")
 	}
-	meta, err := json.Marshal(esAction{Index: s.index, ID: r.Key, Version: r.EventID, VersionType: "external"})
-	if err != nil {
-		return err
-	}
-	mark := b.Len()
-	if r.Delete {
-		b.WriteString(`{"delete":`)
-		b.Write(meta)
-		b.WriteString("}\n")
-		return nil
-	}
-	b.WriteString(`{"index":`)
-	b.Write(meta)
-	b.WriteString("}\n")
-	// NDJSON: the document must be one line. Compacting keeps its meaning and checks it.
 	doc := r.Document
 	if len(doc) == 0 {
 		doc = r.Value
 	}
-	if err := json.Compact(b, doc); err != nil {
-		b.Truncate(mark)
-		return fmt.Errorf("value is not JSON: %w", err)
-	}
-	b.WriteByte('\n')
-	return nil
-}
-
-func (it esBulkItem) describe() string {
-	if it.Error == nil {
-		return it.Result
-	}
-	return it.Error.Type + ": " + it.Error.Reason
-}
-
-// snippet is the start of an error body, for a message.
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 512 {
-		s = s[:512] + "…"
-	}
-	return s
+	return esbulk.Append(b, esbulk.Action{Delete: r.Delete, Index: s.index, ID: r.Key, Version: r.EventID, Doc: doc})
 }
 
 // Close stops the client and closes its idle connections.
 func (s *esSink) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if e := s.es.Close(ctx); e != nil {
-			err = fmt.Errorf("elasticsearch target %s: close: %w", s.name, e)
-		}
-		s.transport.CloseIdleConnections()
-	})
-	return err
+	if err := s.es.Close(); err != nil {
+		return fmt.Errorf("elasticsearch target %s: close: %w", s.name, err)
+	}
+	return nil
 }

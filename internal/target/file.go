@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 // fileSink appends one JSON line per record to a file and syncs it before Send returns.
@@ -42,7 +43,7 @@ func openFile(_ context.Context, name string, c Config) (Sink, error) {
 			return nil, fmt.Errorf("file target %s: %w", name, err)
 		}
 	}
-	if err := cutTornTail(f, c.Path, name, c.logger()); err != nil {
+	if err := cutTornTail(f, c.Path, name, loggerOf(c)); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("file target %s: %w", name, err)
 	}
@@ -123,16 +124,16 @@ func (s *fileSink) Send(ctx context.Context, recs []Record) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return 0, closedErr(SinkFile, s.name)
+		return 0, closedErr(targetconf.SinkFile, s.name)
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, eventErr(SinkFile, s.name, recs[0], err)
+		return 0, eventErr(targetconf.SinkFile, s.name, recs[0], err)
 	}
 	n, bad := len(recs), error(nil)
 	s.buf.Reset()
 	for i, r := range recs {
 		if len(r.Value) == 0 || bytes.ContainsAny(r.Value, "\r\n") {
-			n, bad = i, pipeline.Wrap(pipeline.Rejected, eventErr(SinkFile, s.name, r,
+			n, bad = i, pipeline.Wrap(pipeline.Rejected, eventErr(targetconf.SinkFile, s.name, r,
 				fmt.Errorf("value is not one line of JSON (%d bytes)", len(r.Value))))
 			break
 		}
@@ -143,7 +144,7 @@ func (s *fileSink) Send(ctx context.Context, recs []Record) (int, error) {
 		return 0, bad
 	}
 	if err := s.write(); err != nil {
-		return 0, eventErr(SinkFile, s.name, recs[0], err)
+		return 0, eventErr(targetconf.SinkFile, s.name, recs[0], err)
 	}
 	return n, bad
 }

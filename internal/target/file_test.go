@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 func TestFileAppendsLinesAcrossReopen(t *testing.T) {
@@ -20,7 +21,7 @@ func TestFileAppendsLinesAcrossReopen(t *testing.T) {
 	recs := records("KAFKA_SCHD", 1, 5, "A", "B")
 	recs[4].Value = []byte(`[{"flid":"A","é":"<&>"},{"flid":"B"}]`) // an array, bytes kept as they are
 
-	s, err := Open(ctx, "KAFKA_SCHD", Config{Sink: SinkFile}, dataDir)
+	s, err := Open(ctx, "KAFKA_SCHD", Config{Sink: targetconf.SinkFile}, dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestFileAppendsLinesAcrossReopen(t *testing.T) {
 		t.Fatalf("Send after Close = %d, nil", n)
 	}
 
-	s, err = Open(ctx, "KAFKA_SCHD", Config{Sink: SinkFile}, dataDir)
+	s, err = Open(ctx, "KAFKA_SCHD", Config{Sink: targetconf.SinkFile}, dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestFileAppendsLinesAcrossReopen(t *testing.T) {
 
 func TestFileRejectsValueThatIsNotOneLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "deep", "er", "out.jsonl")
-	s := mustOpen(t, "F", Config{Sink: SinkFile, Path: path})
+	s := mustOpen(t, "F", Config{Sink: targetconf.SinkFile, Path: path})
 	recs := records("F", 1, 3)
 	recs[1].Value = []byte("{\n}")
 	n, err := s.Send(context.Background(), recs)
@@ -91,7 +92,7 @@ func TestFileCutsTornTailAtOpen(t *testing.T) {
 			}
 			var logged bytes.Buffer
 			log := slog.New(slog.NewJSONHandler(&logged, nil))
-			s := mustOpen(t, "F", Config{Sink: SinkFile, Path: path, Logger: log})
+			s := mustOpen(t, "F", Config{Sink: targetconf.SinkFile, Path: path, Logger: log})
 			recs := records("F", 10, 2)
 			if n, err := s.Send(context.Background(), recs); err != nil || n != 2 {
 				t.Fatalf("Send = %d, %v", n, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 // kafkaSink produces to one topic with an idempotent, acks=all franz-go client.
@@ -61,13 +62,13 @@ func kafkaOpts(c Config, tlsCfg *tls.Config) []kgo.Opt {
 	return opts
 }
 
-func saslMechanism(s SASLConfig) sasl.Mechanism {
+func saslMechanism(s targetconf.SASLConfig) sasl.Mechanism {
 	switch s.Mechanism {
-	case SASLPlain:
+	case targetconf.SASLPlain:
 		return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()
-	case SASLScramSHA256:
+	case targetconf.SASLScramSHA256:
 		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()
-	case SASLScramSHA512:
+	case targetconf.SASLScramSHA512:
 		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()
 	}
 	return nil
@@ -142,7 +143,7 @@ func (k *kafkaSink) Send(ctx context.Context, recs []Record) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
-		return 0, closedErr(SinkKafka, k.name)
+		return 0, closedErr(targetconf.SinkKafka, k.name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
@@ -182,7 +183,7 @@ func (k *kafkaSink) Send(ctx context.Context, recs []Record) (int, error) {
 	if !a.done[n] {
 		err = fmt.Errorf("no acknowledgement within %s: %w", k.timeout, context.Cause(ctx))
 	}
-	err = eventErr(SinkKafka, k.name, recs[n], fmt.Errorf("produce to topic %s: %w", k.topic, err))
+	err = eventErr(targetconf.SinkKafka, k.name, recs[n], fmt.Errorf("produce to topic %s: %w", k.topic, err))
 	if kafkaRefused(err) {
 		err = pipeline.Wrap(pipeline.Rejected, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 const testTopic = "msgx.flop"
@@ -136,7 +137,7 @@ func equalIDs(a, b []int64) bool {
 
 func TestKafkaDeliversKeyHeadersValueInOrder(t *testing.T) {
 	c := newKfake(t)
-	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, ClientID: "msgx-test"})
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, ClientID: "msgx-test"})
 	recs := records("KAFKA_FLOP", 1, 60, flightKeys...)
 	ctx := context.Background()
 	// In several sends, as the dispatcher would.
@@ -188,7 +189,7 @@ func TestKafkaOutageThenRecoveryNoLossNoReorder(t *testing.T) {
 	var failing atomic.Bool
 	var failed atomic.Int64
 	failProduce(c, &failing, &failed)
-	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: time.Second})
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: time.Second})
 	ctx := context.Background()
 	recs := records("KAFKA_FLOP", 1, 30, flightKeys...)
 
@@ -240,7 +241,7 @@ func TestKafkaOutageThenRecoveryNoLossNoReorder(t *testing.T) {
 }
 
 func TestKafkaDownClusterFailsWithinTimeout(t *testing.T) {
-	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: []string{closedAddr(t)}, Topic: testTopic, Timeout: time.Second})
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: targetconf.SinkKafka, Brokers: []string{closedAddr(t)}, Topic: testTopic, Timeout: time.Second})
 	done := make(chan error, 1)
 	go func() {
 		n, err := s.Send(context.Background(), records("KAFKA_FLOP", 7, 3, "A"))
@@ -263,11 +264,11 @@ func TestKafkaDownClusterFailsWithinTimeout(t *testing.T) {
 }
 
 func TestKafkaSASL(t *testing.T) {
-	for _, mech := range []string{SASLPlain, SASLScramSHA256, SASLScramSHA512} {
+	for _, mech := range []string{targetconf.SASLPlain, targetconf.SASLScramSHA256, targetconf.SASLScramSHA512} {
 		t.Run(mech, func(t *testing.T) {
 			c := newKfake(t, kfake.EnableSASL(), kfake.Superuser(mech, "msgx", "s3cret"))
-			cfg := Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second,
-				SASL: SASLConfig{Mechanism: mech, Username: "msgx", Password: "s3cret"}}
+			cfg := Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second,
+				SASL: targetconf.SASLConfig{Mechanism: mech, Username: "msgx", Password: "s3cret"}}
 			s := mustOpen(t, "KAFKA_FLOP", cfg)
 			if n, err := s.Send(context.Background(), records("KAFKA_FLOP", 1, 2, "A")); err != nil || n != 2 {
 				t.Fatalf("Send with good credentials = %d, %v", n, err)
@@ -284,20 +285,20 @@ func TestKafkaSASL(t *testing.T) {
 func TestKafkaTLS(t *testing.T) {
 	cert := newTestCert(t)
 	c := newKfake(t, kfake.TLS(cert.Server))
-	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second,
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second,
 		TLS: TLSConfig{Enabled: true, CAFile: cert.CAFile}})
 	recs := records("KAFKA_FLOP", 1, 3, "A")
 	if n, err := s.Send(context.Background(), recs); err != nil || n != 3 {
 		t.Fatalf("Send over TLS = %d, %v", n, err)
 	}
-	tlsCfg, err := TLSConfig{Enabled: true, CAFile: cert.CAFile}.load()
+	tlsCfg, err := loadTLS(TLSConfig{Enabled: true, CAFile: cert.CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkPerKeyOrder(t, consumeAll(t, c.ListenAddrs(), 3, kgo.DialTLSConfig(tlsCfg)), recs)
 
 	// Without the CA the broker's certificate is not trusted.
-	plain := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: time.Second,
+	plain := mustOpen(t, "KAFKA_FLOP", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: time.Second,
 		TLS: TLSConfig{Enabled: true}})
 	if n, err := plain.Send(context.Background(), records("KAFKA_FLOP", 4, 1, "A")); err == nil {
 		t.Fatalf("Send to an untrusted broker = %d, nil", n)
@@ -306,7 +307,7 @@ func TestKafkaTLS(t *testing.T) {
 
 func TestKafkaOversizedRecordIsRejected(t *testing.T) {
 	c := newKfake(t)
-	s := mustOpen(t, "KAFKA_SCHD", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second})
+	s := mustOpen(t, "KAFKA_SCHD", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: 2 * time.Second})
 	recs := records("KAFKA_SCHD", 1, 2)
 	recs[1].Value = []byte(`["` + strings.Repeat("x", 2<<20) + `"]`) // over the 1 MB batch limit
 	n, err := s.Send(context.Background(), recs)
@@ -322,7 +323,7 @@ func TestKafkaRecordsWithoutKeyShareOneKey(t *testing.T) {
 	for _, tc := range []struct{ key, want string }{{"", "KAFKA_SCHD"}, {"schd", "schd"}} {
 		t.Run("key "+tc.want, func(t *testing.T) {
 			c := newKfake(t)
-			s := mustOpen(t, "KAFKA_SCHD", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Key: tc.key})
+			s := mustOpen(t, "KAFKA_SCHD", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Key: tc.key})
 			recs := records("KAFKA_SCHD", 1, 30)
 			recs[29].Key = "CA1234-D"
 			for i := 0; i < len(recs); i += 7 { // several sends, as successive batches
@@ -363,7 +364,7 @@ func TestKafkaRecordsWithoutKeyShareOneKey(t *testing.T) {
 func TestKafkaMaxRecordBytes(t *testing.T) {
 	c := newKfake(t)
 	const limit = 8 << 10
-	s := mustOpen(t, "KAFKA_SCHD", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, MaxRecordBytes: limit, Timeout: 5 * time.Second})
+	s := mustOpen(t, "KAFKA_SCHD", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, MaxRecordBytes: limit, Timeout: 5 * time.Second})
 	l, ok := s.(ValueLimiter)
 	if !ok {
 		t.Fatal("the kafka sink does not tell its record size limit")
@@ -384,7 +385,7 @@ func TestKafkaMaxRecordBytes(t *testing.T) {
 		t.Errorf("error %v is not MESSAGE_TOO_LARGE", err)
 	}
 	// The default is franz-go's own.
-	d := mustOpen(t, "K", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic})
+	d := mustOpen(t, "K", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic})
 	if got := d.(ValueLimiter).MaxValueBytes(); got <= DefaultKafkaMaxRecordBytes-1024 || got >= DefaultKafkaMaxRecordBytes {
 		t.Errorf("default MaxValueBytes = %d, want just under %d", got, DefaultKafkaMaxRecordBytes)
 	}
@@ -402,7 +403,7 @@ func TestKafkaWindowInOneSend(t *testing.T) {
 		requests.Add(1)
 		return nil, nil, false
 	})
-	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, MaxRecordBytes: MinKafkaMaxRecordBytes})
+	s := mustOpen(t, "KAFKA_FLOP", Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, MaxRecordBytes: targetconf.MinKafkaMaxRecordBytes})
 	w, ok := s.(Windowed)
 	if !ok || w.Window() < 500 {
 		t.Fatalf("the Kafka sink's window: %v %v, want at least a dispatcher step's run (500)", ok, w)

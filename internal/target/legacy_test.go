@@ -17,6 +17,7 @@ import (
 
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
+	"msgx/internal/targetconf"
 )
 
 // legacyInputs reads testdata/legacy/notify_in.json (msgx's notify payloads per type tag) and
@@ -108,7 +109,7 @@ func TestRedisLegacyFormatEverySTYP(t *testing.T) {
 		t.Fatal("no schedule sample")
 	}
 	channel, msgs := subscribe(t, rdb)
-	s := mustOpen(t, "LEGACY_FLOP", Config{Sink: SinkRedis, Format: FormatLegacy, CopyOf: "REDIS_NOTIFY", Addr: testRedisAddr, Channel: channel})
+	s := mustOpen(t, "LEGACY_FLOP", Config{Sink: targetconf.SinkRedis, Format: targetconf.FormatLegacy, CopyOf: "REDIS_NOTIFY", Addr: testRedisAddr, Channel: channel})
 	ctx := context.Background()
 	for _, tag := range tags {
 		n, err := s.Send(ctx, recs[tag])
@@ -145,7 +146,7 @@ func TestRedisLegacyFormatEverySTYP(t *testing.T) {
 func TestRedisLegacyScheduleIsOneNotification(t *testing.T) {
 	rdb := redisOrSkip(t)
 	channel, msgs := subscribe(t, rdb)
-	s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: SinkRedis, Format: FormatLegacy, Addr: testRedisAddr, Channel: channel})
+	s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Format: targetconf.FormatLegacy, Addr: testRedisAddr, Channel: channel})
 	var recs []Record
 	for i, p := range []string{
 		`{"type":"schedule","FLID":7101,"scheduleStart":"2026-03-15T23:30:00Z","scheduleEnd":"2026-03-16T15:55:00Z"}`,
@@ -183,7 +184,7 @@ func TestRedisLegacyScheduleIsOneNotification(t *testing.T) {
 func TestRedisLegacyRejectsOtherEvents(t *testing.T) {
 	rdb := redisOrSkip(t)
 	channel, msgs := subscribe(t, rdb)
-	s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: SinkRedis, Format: FormatLegacy, Addr: testRedisAddr, Channel: channel})
+	s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Format: targetconf.FormatLegacy, Addr: testRedisAddr, Channel: channel})
 	recs := []Record{
 		{EventID: 1, MsgID: 1, Value: []byte(`{"event_id":1,"msg_id":1,"type_tag":"FLOP-ACFT","kind":"notify","created_at":"2026-03-15T01:00:00Z","payload":{"type":"update","FLID":7001,"updatedFields":{"ACFT":"320"}}}`)},
 		{EventID: 2, MsgID: 1, Value: []byte(`{"event_id":2,"msg_id":1,"type_tag":"FLOP-ACFT","kind":"flop","created_at":"2026-03-15T01:00:00Z","payload":{}}`)},
@@ -204,19 +205,19 @@ func TestLegacyFormatConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"REDIS_NOTIFY", Config{Sink: SinkRedis, Format: FormatLegacy}, ""},
-		{"LEGACY", Config{Sink: SinkRedis, Format: FormatLegacy, CopyOf: "REDIS_NOTIFY"}, ""},
-		{"LEGACY", Config{Sink: SinkRedis, Format: FormatLegacy, CopyOf: "KAFKA_FLOP"}, "targets.LEGACY.format"},
-		{"REDIS_NOTIFY", Config{Sink: SinkRedis, Format: "jackson"}, "targets.REDIS_NOTIFY.format"},
-		{"REDIS_NOTIFY", Config{Sink: SinkRedis}, "targets.REDIS_NOTIFY.channel"},
-		{"W", Config{Sink: SinkWebhook, URL: "http://x", Secret: "s", Format: FormatLegacy}, "targets.W.format"},
+		{"REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Format: targetconf.FormatLegacy}, ""},
+		{"LEGACY", Config{Sink: targetconf.SinkRedis, Format: targetconf.FormatLegacy, CopyOf: "REDIS_NOTIFY"}, ""},
+		{"LEGACY", Config{Sink: targetconf.SinkRedis, Format: targetconf.FormatLegacy, CopyOf: "KAFKA_FLOP"}, "targets.LEGACY.format"},
+		{"REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Format: "jackson"}, "targets.REDIS_NOTIFY.format"},
+		{"REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis}, "targets.REDIS_NOTIFY.channel"},
+		{"W", Config{Sink: targetconf.SinkWebhook, URL: "http://x", Secret: "s", Format: targetconf.FormatLegacy}, "targets.W.format"},
 	} {
 		err := c.cfg.Validate(c.name)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s %+v: %v, want %q", c.name, c.cfg, err, c.want)
 		}
 	}
-	if got := (Config{Sink: SinkRedis, Format: FormatLegacy}).withDefaults("REDIS_NOTIFY", "").Channel; got != "FLOP" {
+	if got := withDefaults(Config{Sink: targetconf.SinkRedis, Format: targetconf.FormatLegacy}, "REDIS_NOTIFY", "").Channel; got != "FLOP" {
 		t.Errorf("default channel %q, want FLOP", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 // redisSink publishes each record's value to one pub/sub channel; with format legacy, the
@@ -33,7 +34,7 @@ func openRedis(name string, c Config, tlsCfg *tls.Config) Sink {
 		DialTimeout:           c.Timeout,
 		ContextTimeoutEnabled: true, // the per-send deadline bounds reads and writes too
 	})
-	return &redisSink{name: name, channel: c.Channel, legacy: c.Format == FormatLegacy, timeout: c.Timeout, rdb: rdb}
+	return &redisSink{name: name, channel: c.Channel, legacy: c.Format == targetconf.FormatLegacy, timeout: c.Timeout, rdb: rdb}
 }
 
 // Send publishes recs in order in one pipeline (one round trip on one connection, so Redis
@@ -73,16 +74,16 @@ func (s *redisSink) Send(ctx context.Context, recs []Record) (int, error) {
 		if err := cmd.Err(); err != nil {
 			first := pubs[i].first
 			if err == redis.ErrClosed {
-				return first, closedErr(SinkRedis, s.name)
+				return first, closedErr(targetconf.SinkRedis, s.name)
 			}
-			return first, eventErr(SinkRedis, s.name, recs[first], fmt.Errorf("publish to channel %s: %w", s.channel, err))
+			return first, eventErr(targetconf.SinkRedis, s.name, recs[first], fmt.Errorf("publish to channel %s: %w", s.channel, err))
 		}
 	}
 	if execErr != nil {
 		// The pipeline failed before any command ran: go-redis reports a failure to set up
 		// the connection (AUTH or SELECT refused) on Exec alone, leaving the commands
 		// without an error, as if published. Nothing was.
-		return 0, eventErr(SinkRedis, s.name, recs[0], fmt.Errorf("publish to channel %s: %w", s.channel, execErr))
+		return 0, eventErr(targetconf.SinkRedis, s.name, recs[0], fmt.Errorf("publish to channel %s: %w", s.channel, execErr))
 	}
 	return s.done(pubs, len(pubs)-1, recs, convErr)
 }
@@ -102,7 +103,7 @@ func (s *redisSink) done(pubs []publication, last int, recs []Record, convErr er
 		n = pubs[last].end
 	}
 	if convErr != nil {
-		return n, eventErr(SinkRedis, s.name, recs[n], convErr)
+		return n, eventErr(targetconf.SinkRedis, s.name, recs[n], convErr)
 	}
 	return n, nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"msgx/internal/targetconf"
 )
 
 const testRedisAddr = "127.0.0.1:6379"
@@ -42,7 +44,7 @@ func TestRedisPublishesInOrder(t *testing.T) {
 	}
 	msgs := sub.Channel()
 
-	s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: SinkRedis, Addr: testRedisAddr, Channel: channel})
+	s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Addr: testRedisAddr, Channel: channel})
 	recs := records("REDIS_NOTIFY", 1, 50, flightKeys...)
 	for _, batch := range [][]Record{recs[:1], recs[1:30], recs[30:]} {
 		if n, err := s.Send(ctx, batch); err != nil || n != len(batch) {
@@ -63,7 +65,7 @@ func TestRedisPublishesInOrder(t *testing.T) {
 }
 
 func TestRedisUnreachableIsRetryableError(t *testing.T) {
-	s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: SinkRedis, Addr: closedAddr(t), Channel: "msgx:notify", Timeout: time.Second})
+	s := mustOpen(t, "REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Addr: closedAddr(t), Channel: "msgx:notify", Timeout: time.Second})
 	n, err := s.Send(context.Background(), records("REDIS_NOTIFY", 5, 2, "A"))
 	if err == nil || n != 0 {
 		t.Fatalf("Send to a closed port = %d, %v; want 0 and an error", n, err)
@@ -74,7 +76,7 @@ func TestRedisUnreachableIsRetryableError(t *testing.T) {
 }
 
 func TestRedisSendAfterClose(t *testing.T) {
-	s, err := Open(context.Background(), "REDIS_NOTIFY", Config{Sink: SinkRedis, Channel: "c"}, "")
+	s, err := Open(context.Background(), "REDIS_NOTIFY", Config{Sink: targetconf.SinkRedis, Channel: "c"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

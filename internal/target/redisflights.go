@@ -11,17 +11,8 @@ import (
 	"msgx/internal/flight"
 	"msgx/internal/flight/redisflight"
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
-
-// FlightProjection is the only target a redis-flights sink may serve: REDIS_FLIGHT keeps the
-// Redis flight layout of phase A (docs/redis-flights.md) as a projection of FLIGHT_STATE in
-// phase B.
-const FlightProjection = "REDIS_FLIGHT"
-
-// FlightProjectionSource is the target whose events REDIS_FLIGHT receives a copy of: the
-// Elasticsearch flight document events carry the whole record after each change
-// (es-upsert) or the deleted FLID (es-delete), one event per flight change.
-const FlightProjectionSource = "ES_FLIGHT"
 
 // DefaultKeyPrefix is a redis-flights target's key-prefix when none is set (and redis.key-prefix
 // gave none): the phase A store's default.
@@ -66,7 +57,7 @@ func (s *flightSink) Send(ctx context.Context, recs []Record) (int, error) {
 	for _, r := range recs {
 		c, err := s.change(r)
 		if err != nil {
-			bad = eventErr(SinkRedisFlights, s.name, r, pipeline.Wrap(pipeline.Rejected, err))
+			bad = eventErr(targetconf.SinkRedisFlights, s.name, r, pipeline.Wrap(pipeline.Rejected, err))
 			break
 		}
 		changes = append(changes, c)
@@ -75,7 +66,7 @@ func (s *flightSink) Send(ctx context.Context, recs []Record) (int, error) {
 		ctx, cancel := context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 		if _, err := s.store.Project(ctx, changes); err != nil {
-			return 0, eventErr(SinkRedisFlights, s.name, recs[0], err)
+			return 0, eventErr(targetconf.SinkRedisFlights, s.name, recs[0], err)
 		}
 	}
 	return len(changes), bad
@@ -105,7 +96,7 @@ func (s *flightSink) change(r Record) (redisflight.Change, error) {
 			return c, err
 		}
 	default:
-		return c, fmt.Errorf("kind %q is not a flight change (%s takes copies of %s events: es-upsert, es-delete)", r.Kind, s.name, FlightProjectionSource)
+		return c, fmt.Errorf("kind %q is not a flight change (%s takes copies of %s events: es-upsert, es-delete)", r.Kind, s.name, targetconf.FlightProjectionSource)
 	}
 	return c, nil
 }

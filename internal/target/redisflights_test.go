@@ -10,6 +10,7 @@ import (
 	"msgx/internal/flight/flighttest"
 	"msgx/internal/flight/redisflight"
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 // flightRec is an ES_FLIGHT event copied to REDIS_FLIGHT: an upsert of the record, or
@@ -21,7 +22,7 @@ func flightRec(eid int64, flid int64, record string, created time.Time) Record {
 	}
 	env := fmt.Sprintf(`{"event_id":%d,"msg_id":%d,"type_tag":"FLOP-CHOT","target":"REDIS_FLIGHT","kind":%q,"flight_key":"%d","created_at":%q,"payload":%s}`,
 		eid, 100+eid, kind, flid, created.UTC().Format(time.RFC3339Nano), doc)
-	return Record{EventID: eid, MsgID: 100 + eid, TypeTag: "FLOP-CHOT", Target: FlightProjection, Kind: kind,
+	return Record{EventID: eid, MsgID: 100 + eid, TypeTag: "FLOP-CHOT", Target: targetconf.FlightProjection, Kind: kind,
 		Key: fmt.Sprint(flid), Value: []byte(env), Document: []byte(doc), Delete: record == ""}
 }
 
@@ -32,7 +33,7 @@ func flightRec(eid int64, flid int64, record string, created time.Time) Record {
 func TestRedisFlightsProjectsFlightEvents(t *testing.T) {
 	prefix := flighttest.RedisPrefix(t)
 	ctx := context.Background()
-	s := mustOpen(t, FlightProjection, Config{Sink: SinkRedisFlights, Addr: flighttest.RedisAddr(), KeyPrefix: prefix, Location: flighttest.Shanghai})
+	s := mustOpen(t, targetconf.FlightProjection, Config{Sink: targetconf.SinkRedisFlights, Addr: flighttest.RedisAddr(), KeyPrefix: prefix, Location: flighttest.Shanghai})
 	at := time.Date(2026, 3, 15, 8, 0, 0, 123456000, time.UTC)
 	rec1 := `{"FLID":1,"FLNO":"CA1","SODT":"2026-03-15T17:30:00Z","REMK":"经停 🛫"}`
 	rec1b := `{"FLID":1,"FLNO":"CA1","SODT":"2026-03-15T17:30:00Z","STND":"12"}`
@@ -64,9 +65,9 @@ func TestRedisFlightsProjectsFlightEvents(t *testing.T) {
 func TestRedisFlightsClassesItsFailures(t *testing.T) {
 	prefix := flighttest.RedisPrefix(t)
 	ctx := context.Background()
-	s := mustOpen(t, FlightProjection, Config{Sink: SinkRedisFlights, Addr: flighttest.RedisAddr(), KeyPrefix: prefix})
+	s := mustOpen(t, targetconf.FlightProjection, Config{Sink: targetconf.SinkRedisFlights, Addr: flighttest.RedisAddr(), KeyPrefix: prefix})
 	at := time.Now()
-	flop := records(FlightProjection, 21, 1, "3")[0]
+	flop := records(targetconf.FlightProjection, 21, 1, "3")[0]
 	n, err := s.Send(ctx, []Record{flightRec(20, 3, `{"FLID":3,"SODT":"2026-03-15T09:00:00Z"}`, at), flop, flightRec(22, 3, "", at)})
 	if n != 1 || pipeline.ClassOf(err) != pipeline.Rejected || !strings.Contains(err.Error(), `kind "flop"`) {
 		t.Fatalf("a flop record: %d %v", n, err)
@@ -74,7 +75,7 @@ func TestRedisFlightsClassesItsFailures(t *testing.T) {
 	if n, err := s.Send(ctx, []Record{flightRec(23, 3, `[3]`, at)}); n != 0 || pipeline.ClassOf(err) != pipeline.Rejected {
 		t.Fatalf("a record that is not an object: %d %v", n, err)
 	}
-	down := mustOpen(t, FlightProjection, Config{Sink: SinkRedisFlights, Addr: closedAddr(t), KeyPrefix: prefix, Timeout: time.Second})
+	down := mustOpen(t, targetconf.FlightProjection, Config{Sink: targetconf.SinkRedisFlights, Addr: closedAddr(t), KeyPrefix: prefix, Timeout: time.Second})
 	if n, err := down.Send(ctx, []Record{flightRec(24, 3, "", at)}); n != 0 || pipeline.ClassOf(err) != pipeline.Infra {
 		t.Fatalf("Redis down: %d %v (class %s)", n, err, pipeline.ClassOf(err))
 	}
@@ -86,18 +87,18 @@ func TestRedisFlightsConfig(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{"REDIS_FLIGHTS", Config{Sink: SinkRedisFlights}, "targets.REDIS_FLIGHTS.sink: redis-flights serves the target REDIS_FLIGHT only"},
-		{FlightProjection, Config{Sink: SinkRedisFlights, CopyOf: "KAFKA_SCHD"}, "targets.REDIS_FLIGHT.copy-of"},
-		{FlightProjection, Config{Sink: SinkRedisFlights, DB: -1}, "targets.REDIS_FLIGHT.db"},
-		{FlightProjection, Config{Sink: SinkRedisFlights, TLS: TLSConfig{Enabled: true}}, "targets.REDIS_FLIGHT.tls.enabled"},
-		{FlightProjection, Config{Sink: SinkRedisFlights, CopyOf: FlightProjectionSource}, ""},
+		{"REDIS_FLIGHTS", Config{Sink: targetconf.SinkRedisFlights}, "targets.REDIS_FLIGHTS.sink: redis-flights serves the target REDIS_FLIGHT only"},
+		{targetconf.FlightProjection, Config{Sink: targetconf.SinkRedisFlights, CopyOf: "KAFKA_SCHD"}, "targets.REDIS_FLIGHT.copy-of"},
+		{targetconf.FlightProjection, Config{Sink: targetconf.SinkRedisFlights, DB: -1}, "targets.REDIS_FLIGHT.db"},
+		{targetconf.FlightProjection, Config{Sink: targetconf.SinkRedisFlights, TLS: TLSConfig{Enabled: true}}, "targets.REDIS_FLIGHT.tls.enabled"},
+		{targetconf.FlightProjection, Config{Sink: targetconf.SinkRedisFlights, CopyOf: targetconf.FlightProjectionSource}, ""},
 	} {
 		err := tc.c.Validate(tc.name)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s %+v: %v, want %q", tc.name, tc.c, err, tc.want)
 		}
 	}
-	if c := (Config{Sink: SinkRedisFlights}).withDefaults(FlightProjection, ""); c.Addr != DefaultRedisAddr || c.KeyPrefix != "msgx:" || c.CopyOf != FlightProjectionSource {
+	if c := withDefaults(Config{Sink: targetconf.SinkRedisFlights}, targetconf.FlightProjection, ""); c.Addr != DefaultRedisAddr || c.KeyPrefix != "msgx:" || c.CopyOf != targetconf.FlightProjectionSource {
 		t.Errorf("defaults: %+v", c)
 	}
 }

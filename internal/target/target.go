@@ -1,5 +1,5 @@
 // Package target holds the delivery sinks: Kafka (franz-go), Redis pub/sub (go-redis),
-// Elasticsearch (go-elasticsearch bulk), webhook (HTTP POST with an HMAC signature) and file
+// Elasticsearch (_bulk, internal/esbulk), webhook (HTTP POST with an HMAC signature) and file
 // (JSON lines). A sink only sends; ordering, retries and dead letters are the dispatcher's
 // (internal/dispatch).
 package target

@@ -11,9 +11,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 // The headers of a webhook POST.
@@ -74,7 +76,7 @@ func (w *webhookSink) post(ctx context.Context, r Record) error {
 	if err != nil {
 		// The URL is the target's, checked at start: nothing of this event's. Retried
 		// (INFRA) like any failure that is not the receiver refusing the event.
-		return eventErr(SinkWebhook, w.name, r, fmt.Errorf("build the POST to %s: %w", w.url, err))
+		return eventErr(targetconf.SinkWebhook, w.name, r, fmt.Errorf("build the POST to %s: %w", w.url, err))
 	}
 	target := r.Target
 	if target == "" {
@@ -89,7 +91,7 @@ func (w *webhookSink) post(ctx context.Context, r Record) error {
 
 	res, err := w.client.Do(req)
 	if err != nil {
-		return eventErr(SinkWebhook, w.name, r, fmt.Errorf("POST %s: %w", w.url, err))
+		return eventErr(targetconf.SinkWebhook, w.name, r, fmt.Errorf("POST %s: %w", w.url, err))
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
@@ -98,7 +100,7 @@ func (w *webhookSink) post(ctx context.Context, r Record) error {
 	if code >= 200 && code <= 299 {
 		return nil
 	}
-	err = eventErr(SinkWebhook, w.name, r, fmt.Errorf("POST %s: HTTP %s: %s", w.url, res.Status, snippet(body)))
+	err = eventErr(targetconf.SinkWebhook, w.name, r, fmt.Errorf("POST %s: HTTP %s: %s", w.url, res.Status, snippet(body)))
 	if code >= 400 && code <= 499 && !retryableStatus(code) {
 		return pipeline.Wrap(pipeline.Rejected, err) // the receiver refused this event for good
 	}
@@ -122,4 +124,13 @@ func retryableStatus(code int) bool {
 func (w *webhookSink) Close() error {
 	w.tr.CloseIdleConnections()
 	return nil
+}
+
+// snippet is the start of an error body, for a message.
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 512 {
+		s = s[:512] + "…"
+	}
+	return s
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/targetconf"
 )
 
 const testSecret = "hook-secret"
@@ -70,7 +71,7 @@ func newHook(t *testing.T, status func(int64) int) (*hookServer, *httptest.Serve
 }
 
 func webhookConfig(url string) Config {
-	return Config{Sink: SinkWebhook, URL: url, Secret: testSecret, Timeout: 2 * time.Second}
+	return Config{Sink: targetconf.SinkWebhook, URL: url, Secret: testSecret, Timeout: 2 * time.Second}
 }
 
 func TestWebhookPostsSignedInOrder(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"msgx/internal/handler"
 	"msgx/internal/pipeline"
 )
 
@@ -39,7 +38,7 @@ func (s *Store) Batch() *Batch { return &Batch{s: s, seen: map[int64]seenFlight{
 // record returns rec so that a caller's append cannot reach what the batch keeps.
 func (f seenFlight) record() []byte { return f.rec[:len(f.rec):len(f.rec)] }
 
-// Flight returns flight flid's record (handler.View), from what the batch knows or read now.
+// Flight returns flight flid's record (pipeline.View), from what the batch knows or read now.
 func (b *Batch) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
 	if f, ok := b.seen[flid]; ok {
 		return f.record(), f.ok, nil
@@ -60,7 +59,7 @@ func (b *Batch) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
 }
 
 // FlightsOf returns the records of those of flids that are stored, in no order
-// (handler.FlightBatch): the ones the batch does not know are read in one round trip.
+// (handler.FlightBatch; see batch_handler_test.go): the ones the batch does not know are read in one round trip.
 func (b *Batch) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) {
 	var missing []int64
 	for _, id := range flids {
@@ -151,11 +150,11 @@ func (b *Batch) ApplyUnmarked(ctx context.Context, msgID int64, writes []pipelin
 // batch (Flight, FlightsOf), its other flight reads from Redis (all of the batch's scripts
 // are applied there), and reference data, now and the zone from base (the pump's view
 // through the batch transaction).
-func (b *Batch) View(base handler.View) handler.View { return batchView{b: b, base: base} }
+func (b *Batch) View(base pipeline.View) pipeline.View { return batchView{b: b, base: base} }
 
 type batchView struct {
 	b    *Batch
-	base handler.View
+	base pipeline.View
 }
 
 func (v batchView) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
@@ -185,6 +184,3 @@ func (v batchView) RefKeys(ctx context.Context, typ string) ([]string, error) {
 func (v batchView) Now() time.Time { return v.base.Now() }
 
 func (v batchView) Location() *time.Location { return v.base.Location() }
-
-var _ handler.FlightBatch = batchView{}
-var _ handler.CodeShareLookup = batchView{}

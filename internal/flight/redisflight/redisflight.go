@@ -89,10 +89,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Now returns the clock's current time (handler.View).
+// Now returns the clock's current time (pipeline.View).
 func (s *Store) Now() time.Time { return s.clock.Now() }
 
-// Location returns the airport's zone (handler.View).
+// Location returns the airport's zone (pipeline.View).
 func (s *Store) Location() *time.Location { return s.loc }
 
 // unavailable classifies a Redis failure: INFRA, so the message is retried and the queue waits.

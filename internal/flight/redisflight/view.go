@@ -3,7 +3,7 @@ package redisflight
 import (
 	"context"
 
-	"msgx/internal/handler"
+	"msgx/internal/pipeline"
 )
 
 // RefKeyer reads the keys of the reference records of one type (the SQL store's RefKeys):
@@ -24,4 +24,4 @@ func (v view) RefKeys(ctx context.Context, typ string) ([]string, error) {
 
 // WithRefs returns the handlers' view of phase A: the flights of s (with its batched reads,
 // handler.FlightBatch and handler.CodeShareLookup) and the reference keys of refs.
-func WithRefs(s *Store, refs RefKeyer) handler.View { return view{Store: s, refs: refs} }
+func WithRefs(s *Store, refs RefKeyer) pipeline.View { return view{Store: s, refs: refs} }
