@@ -78,6 +78,10 @@ type Registrar struct {
 
 	mu         sync.Mutex
 	registered bool
+	// unsure: a registration was cut off by the end of its context after it was sent, so the
+	// server may know the instance although registered is false; Deregister then still sends
+	// the DELETE.
+	unsure bool
 	status     string // last status Eureka accepted
 	server     int    // index of the server that answered last
 }
@@ -144,6 +148,7 @@ func (r *Registrar) Run(ctx context.Context) {
 	for failures := 1; !r.isRegistered(); failures++ {
 		if err := r.Register(ctx); err != nil {
 			if ctx.Err() != nil {
+				r.deregisterOnExit() // the registration may have reached the server
 				return
 			}
 			backoff := pipeline.Backoff(failures, time.Second, max(r.cfg.Heartbeat, time.Second))
@@ -236,10 +241,15 @@ func (r *Registrar) Register(ctx context.Context) error {
 		return err
 	}
 	if _, err := r.call(ctx, http.MethodPost, "/apps/"+url.PathEscape(App(r.cfg.Name)), body, http.StatusNoContent, http.StatusOK); err != nil {
+		if ctx.Err() != nil {
+			r.mu.Lock()
+			r.unsure = true
+			r.mu.Unlock()
+		}
 		return fmt.Errorf("register %s: %w", App(r.cfg.Name), err)
 	}
 	r.mu.Lock()
-	r.registered, r.status = true, status
+	r.registered, r.status, r.unsure = true, status, false
 	r.mu.Unlock()
 	r.log.Info("eureka: registered", "status", status, "why", why)
 	return nil
@@ -299,9 +309,13 @@ func (r *Registrar) SetStatus(ctx context.Context, status, why string) error {
 	return nil
 }
 
-// Deregister removes the instance (nothing to do when it is not registered).
+// Deregister removes the instance (nothing to do when it is not registered, unless a
+// registration was cut off after it was sent: the server may know the instance then).
 func (r *Registrar) Deregister(ctx context.Context) error {
-	if !r.isRegistered() {
+	r.mu.Lock()
+	known := r.registered || r.unsure
+	r.mu.Unlock()
+	if !known {
 		return nil
 	}
 	_, err := r.call(ctx, http.MethodDelete, r.instancePath(), nil, http.StatusOK)
@@ -309,7 +323,7 @@ func (r *Registrar) Deregister(ctx context.Context) error {
 		return fmt.Errorf("deregister: %w", err)
 	}
 	r.mu.Lock()
-	r.registered = false
+	r.registered, r.unsure = false, false
 	r.mu.Unlock()
 	r.log.Info("eureka: deregistered")
 	return nil

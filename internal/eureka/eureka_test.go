@@ -323,3 +323,35 @@ func failures(t *testing.T, r *Registrar) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestARegistrationCutOffByShutdownIsStillDeregistered: SIGTERM while a registration's answer
+// is on its way (the server took it, msgx never heard back) must still end in a DELETE, or the
+// server keeps an instance that is gone until its lease expires.
+func TestARegistrationCutOffByShutdownIsStillDeregistered(t *testing.T) {
+	f := newFake(t)
+	took := make(chan struct{})
+	var once sync.Once
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost {
+			f.serve(httptest.NewRecorder(), req) // the server registers the instance…
+			once.Do(func() { close(took) })
+			<-req.Context().Done() // …and its answer never reaches msgx
+			return
+		}
+		f.serve(w, req)
+	}))
+	t.Cleanup(slow.Close)
+	r := newRegistrar([]string{slow.URL + "/eureka/"}, &health{up: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	<-took
+	cancel()
+	<-done
+	if got := f.takeCalls(); !slices.Equal(got, []string{"POST /eureka/apps/MSGEXCHANGEAPI", "DELETE " + instancePath}) {
+		t.Errorf("calls %v, want the POST then a DELETE", got)
+	}
+	if len(f.instances) != 0 {
+		t.Errorf("still registered: %v", f.instances)
+	}
+}
