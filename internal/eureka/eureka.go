@@ -82,8 +82,8 @@ type Registrar struct {
 	// server may know the instance although registered is false; Deregister then still sends
 	// the DELETE.
 	unsure bool
-	status     string // last status Eureka accepted
-	server     int    // index of the server that answered last
+	status string // last status Eureka accepted
+	server int    // index of the server that answered last
 }
 
 // New returns a Registrar for cfg with its defaults applied.
