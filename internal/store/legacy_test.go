@@ -216,7 +216,11 @@ func TestLegacyBackfillFitsTheLegacyColumns(t *testing.T) {
 	}{
 		{"fits", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "740013", DTTM: dttm}, "AODB", "740013", "2026-12-01 08:00:00", ""},
 		{"largest MEDIUMINT", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "8388607", DTTM: dttm}, "AODB", "8388607", "2026-12-01 08:00:00", ""},
+		{"SEQN one over MEDIUMINT", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "8388608", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
 		{"SEQN over MEDIUMINT", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "9000000", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
+		{"SEQN at MEDIUMINT UNSIGNED's largest", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "16777215", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
+		{"SEQN one over MEDIUMINT UNSIGNED", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "16777216", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
+		{"negative SEQN", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "-1", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL: bad sequence"},
 		{"SEQN of 19 digits", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "1234567890123456789", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
 		{"CJK SNDR whole", store.Backfill{SNDR: "机场", TYPE: "FLOP", STYP: "CTOT", SEQN: "1", DTTM: dttm}, "机场", "1", "2026-12-01 08:00:00", ""},
 		{"CJK SNDR cut at a character", store.Backfill{SNDR: "双流机场调度", TYPE: "FLOP", STYP: "CTOT", SEQN: "2", DTTM: dttm}, "双流机场", "2", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_NAME cut"},
