@@ -355,13 +355,6 @@ func (d *DB) LegacyTime(n NullTime) *time.Time {
 	return &t
 }
 
-// ReceivedArg returns t as a query argument to compare with CMINMSGS_DATE_RECEIVED: local
-// time in legacy.timezone, at the column's precision (the ARCHIVE cut-off, for one).
-func (d *DB) ReceivedArg(t time.Time) any {
-	cols, _ := d.columns(context.Background(), d.SQL)
-	return legacyTime(t, d.legacyOpts().Location, cols[colReceived])
-}
-
 // LegacyNow returns now as the legacy datetime columns hold it (for tests and tools that write
 // CMINMSGS rows the way the gateway does).
 func (d *DB) LegacyNow(now time.Time) string {
