@@ -310,16 +310,6 @@ func (d *DB) columns(ctx context.Context, q interface {
 	return cols, nil
 }
 
-// ColumnType returns the declared type of a CMINMSGS column as msgx learnt it ("" when the
-// column is unknown).
-func (d *DB) ColumnType(ctx context.Context, column string) (string, error) {
-	cols, err := d.columns(ctx, d.SQL)
-	if err != nil {
-		return "", err
-	}
-	return cols[strings.ToUpper(column)].decl, nil
-}
-
 // legacyTime formats t for legacy datetime column c: wall-clock time in the legacy zone,
 // with as many fractional digits as the column keeps.
 func legacyTime(t time.Time, loc *time.Location, c colType) any {

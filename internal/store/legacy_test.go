@@ -159,9 +159,13 @@ func TestLegacyTableCreatedFirstKeepsItsTypesThroughMigrate(t *testing.T) {
 			t.Fatalf("second migrate: %v", err)
 		}
 		for col, want := range map[string]string{"CMINMSGS_SUBSYSTEM_SEQUENCE": "mediumint", "CMINMSGS_SUBSYSTEM_NAME": "varchar(4)", "CMINMSGS_DATE_RECEIVED": "datetime"} {
-			got, err := e.db.ColumnType(ctx, col)
-			if err != nil {
-				t.Fatal(err)
+			query := `SELECT type FROM pragma_table_info('CMINMSGS') WHERE name = ?`
+			if e.db.Dialect == store.MySQL {
+				query = `SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'CMINMSGS' AND COLUMN_NAME = ?`
+			}
+			var got string
+			if err := e.db.SQL.QueryRowContext(ctx, query, col).Scan(&got); err != nil {
+				t.Fatalf("declared type of %s: %v", col, err)
 			}
 			if !strings.HasPrefix(strings.ToLower(got), want) {
 				t.Errorf("%s is %q after migrate, want the legacy's %s", col, got, want)
