@@ -49,7 +49,9 @@ func allowParams(w http.ResponseWriter, r *http.Request, allowed ...string) bool
 	return false
 }
 
-// page is a listing's paging: limit clamped to MaxLimit, after a cursor.
+// page reads the paging of every listing: limit (default 100, clamped to 1..MaxLimit) and
+// after (a cursor, default 0), answering 400 and returning ok=false when either is not a
+// non-negative integer.
 func page(w http.ResponseWriter, q url.Values) (limit int, after int64, ok bool) {
 	l, err := intParam(q.Get("limit"), 100)
 	if err != nil {

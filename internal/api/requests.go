@@ -46,7 +46,7 @@ func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux
 				return
 			}
 			var ok bool
-			if f.Limit, f.AfterID, ok = pageParams(w, q); !ok {
+			if f.Limit, f.AfterID, ok = page(w, q); !ok {
 				return
 			}
 			list, err := db.ListRequests(r.Context(), f)

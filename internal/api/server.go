@@ -258,7 +258,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 	if f.State, f.Class, ok = stateAndClass(w, q); !ok {
 		return
 	}
-	if f.Limit, f.AfterID, ok = pageParams(w, q); !ok {
+	if f.Limit, f.AfterID, ok = page(w, q); !ok {
 		return
 	}
 	ms, err := s.DB.ListMessages(r.Context(), f)
@@ -290,22 +290,7 @@ func stateAndClass(w http.ResponseWriter, q url.Values) (state pipeline.ProcStat
 	return state, class, true
 }
 
-// pageParams reads limit (default 100) and after (default 0) of a listing, answering 400 and
-// returning ok=false when either is not a non-negative integer.
-func pageParams(w http.ResponseWriter, q url.Values) (limit int, after int64, ok bool) {
-	limit, err := intParam(q.Get("limit"), 100)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_limit", err.Error())
-		return 0, 0, false
-	}
-	a, err := intParam(q.Get("after"), 0)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_after", err.Error())
-		return 0, 0, false
-	}
-	return limit, int64(a), true
-}
-
+// intParam reads a non-negative integer query parameter, def when it is absent.
 func intParam(s string, def int) (int, error) {
 	if s == "" {
 		return def, nil

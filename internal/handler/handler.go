@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"msgx/internal/pipeline"
@@ -91,16 +90,6 @@ func (r *Registry) Lookup(tag string) (Handler, bool) {
 		}
 	}
 	return nil, false
-}
-
-// Tags lists the exactly registered tags, sorted (TYPE fallbacks are not tags).
-func (r *Registry) Tags() []string {
-	out := make([]string, 0, len(r.m))
-	for t := range r.m {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // SkipError is returned by a handler that deliberately does not apply a message; the pump

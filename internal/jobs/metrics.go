@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The jobs' metrics, registered in the default Prometheus registry (see Collectors).
+// The jobs' metrics; the app registers them in the registry /metrics serves (see Collectors).
 var (
 	jobRows = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "msgx_job_rows_total",
@@ -32,10 +32,6 @@ var (
 // msgx_history_sweep_failed_total.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{jobRows, jobDuration, jobLastSuccess, historyFailed}
-}
-
-func init() {
-	prometheus.MustRegister(Collectors()...)
 }
 
 // observe records one run of a job of kind: the rows per table (deletes counted as rows too),

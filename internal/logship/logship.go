@@ -33,8 +33,6 @@ var dropped = prometheus.NewCounter(prometheus.CounterOpts{
 // Collectors returns the log shipping's metrics: msgx_log_dropped_total.
 func Collectors() []prometheus.Collector { return []prometheus.Collector{dropped} }
 
-func init() { prometheus.MustRegister(dropped) }
-
 // Shipper queues log lines and writes them to a logstash TCP input.
 type Shipper struct {
 	addr    string

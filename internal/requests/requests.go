@@ -47,12 +47,6 @@ type Invalid struct {
 
 func (e *Invalid) Error() string { return e.Field + ": " + e.Msg }
 
-// IsInvalid reports whether err is an *Invalid.
-func IsInvalid(err error) bool {
-	var inv *Invalid
-	return errors.As(err, &inv)
-}
-
 // Validated is a Spec checked and put the way the request carries it.
 type Validated struct {
 	store.NewRequest

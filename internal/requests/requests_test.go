@@ -108,7 +108,7 @@ func TestStepResendsThenExpires(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.Create(ctx, requests.Spec{Type: "RQRD", RefType: "NOPE"}); !requests.IsInvalid(err) {
+		if _, err := svc.Create(ctx, requests.Spec{Type: "RQRD", RefType: "NOPE"}); !errors.As(err, new(*requests.Invalid)) {
 			t.Fatalf("a bad TYPE: %v", err)
 		}
 		step := func() *store.Request {

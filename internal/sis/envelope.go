@@ -177,9 +177,6 @@ var bodyDecoders = map[string]BodyDecoder{}
 // register adds the body decoder of a TYPE; each body file calls it from init.
 func register(typ string, d BodyDecoder) { bodyDecoders[typ] = d }
 
-// Known reports whether the codec has a body decoder for TYPE.
-func Known(typ string) bool { _, ok := bodyDecoders[typ]; return ok }
-
 // Decode decodes one message. On error the returned Message still carries the META when the
 // envelope was usable, so the caller can record the type tag. Warnings (what the decoder read
 // past) are on the Message, deduplicated and capped, success or not.
@@ -224,13 +221,11 @@ var (
 	stypPattern = regexp.MustCompile(`^[A-Z]{3,4}$`)
 )
 
-// DecodeEnvelope reads the META of raw and checks that the whole document is well-formed XML
-// with one MSG root. Any failure is MALFORMED.
-func DecodeEnvelope(raw []byte, opt Options) (Meta, error) { return decodeEnvelope(raw, opt, nil) }
-
 // metaFields are the META children SIS defines (§1.2); any other is reported and ignored.
 var metaFields = map[string]bool{"SNDR": true, "SEQN": true, "DTTM": true, "TYPE": true, "STYP": true}
 
+// decodeEnvelope reads the META of raw and checks that the whole document is well-formed XML
+// with one MSG root, adding what it read past to w (nil: nowhere). Any failure is MALFORMED.
 func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 	// First with the codec's own scanner, which vouches only for documents encoding/xml
 	// accepts too; anything it does not vouch for is read again with encoding/xml, which

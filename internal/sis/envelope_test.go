@@ -43,7 +43,7 @@ func TestEnvelopeRejections(t *testing.T) {
 	if pipeline.ClassOf(err) != pipeline.Unsupported || msg == nil || msg.Tag() != "QQQQ-ADD" {
 		t.Errorf("unknown TYPE: %v %v, want UNSUPPORTED with the tag kept", msg, err)
 	}
-	m, err := DecodeEnvelope([]byte(meta(good)), Options{})
+	m, err := decodeEnvelope([]byte(meta(good)), Options{}, nil)
 	if err != nil || m.DTTM.Format("2006-01-02T15:04:05Z07:00") != "2026-12-01T02:15:00Z" || m.Day != "20261201" {
 		t.Errorf("DTTM is local time in Asia/Shanghai: %+v %v", m, err)
 	}

@@ -148,12 +148,6 @@ func flopOwn(styp string) []string {
 // that order. Any other FLOP STYP is UNSUPPORTED.
 func FlopSTYPs() []string { return append([]string(nil), flopOrder...) }
 
-// FlopKindOf returns the kind of a FLOP STYP, or false when the codec does not know it.
-func FlopKindOf(styp string) (FlopKind, bool) {
-	s, ok := flopSpecs[styp]
-	return s.kind, ok
-}
-
 // FlopFields returns the payload fields a FLOP of the STYP carries, by SIS name: the fields of
 // Flop (and, except for G, of Flight) that the operation sets or clears. FDEL carries none.
 // For G (PSHT, TIPT) the rows update the flight's PSDT entries.

@@ -51,7 +51,8 @@ func TestFlopSTYPs(t *testing.T) {
 			t.Errorf("%s listed twice", s)
 		}
 		seen[s] = true
-		k, ok := FlopKindOf(s)
+		spec, ok := flopSpecs[s]
+		k := spec.kind
 		if !ok {
 			t.Errorf("%s has no kind", s)
 		}
@@ -67,7 +68,7 @@ func TestFlopSTYPs(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"ESTT", "ACTT", "LBNO", "PAXC", "ALCD", "MAID", "appt"} {
-		if _, ok := FlopKindOf(s); ok {
+		if _, ok := flopSpecs[s]; ok {
 			t.Errorf("%s is known, want unknown", s)
 		}
 	}

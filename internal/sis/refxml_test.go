@@ -207,7 +207,7 @@ func refSkipXML(d *xml.Decoder) error {
 // same error.
 func checkRefRead(t *testing.T, raw []byte) {
 	t.Helper()
-	meta, err := DecodeEnvelope(raw, Options{})
+	meta, err := decodeEnvelope(raw, Options{}, nil)
 	if err != nil {
 		return
 	}

@@ -49,12 +49,6 @@ type SeasonFlight struct {
 	ERUT []SeasonStop `json:"ERUT,omitempty"` // the route, keyed by RTNO
 }
 
-// Operates reports whether the flight operates on weekday wd according to DYOP.
-func (s SeasonFlight) Operates(wd time.Weekday) bool {
-	i := (int(wd) + 6) % 7 // Monday = 0
-	return len(s.DYOP) == 7 && s.DYOP[i] != '0'
-}
-
 // SeasonStop is one SCHS ERUT entry: a station of the route with local clock times and day
 // offsets relative to the flight's day. SCAT/SCDT are read from HHmm, or from ddMMMyyHHmm
 // (which some senders put there, docs/sis-format.md §5.8), keeping its clock time.

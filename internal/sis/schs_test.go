@@ -42,11 +42,6 @@ func TestSchsDecode(t *testing.T) {
 	if e := f.ERUT[1]; e.SCAT == nil || *e.SCAT != 9*60+15 || e.SADC != 1 {
 		t.Errorf("ERUT[1] = %+v", e)
 	}
-	for wd, want := range map[time.Weekday]bool{time.Monday: true, time.Tuesday: false, time.Wednesday: true, time.Sunday: true, time.Saturday: false} {
-		if f.Operates(wd) != want {
-			t.Errorf("Operates(%s) = %v", wd, !want)
-		}
-	}
 }
 
 func TestSchsRejects(t *testing.T) {

@@ -119,9 +119,6 @@ func (b *Batch) Queue(id int64, s Success, flights FlightWriter, now time.Time) 
 	return true
 }
 
-// Queued returns how many messages wait in the queue.
-func (b *Batch) Queued() int { return len(b.queue) }
-
 // QueueFull says the queue holds as much as one round trip should carry: send it.
 func (b *Batch) QueueFull() bool { return len(b.queue) >= queueMax || b.queueBytes >= queueBytes }
 
@@ -349,9 +346,6 @@ func (b *Batch) readRefs(ctx context.Context, queue []*queued) error {
 	}
 	return nil
 }
-
-// Queues says Queue can queue in this batch (MySQL, with DeferWrites).
-func (b *Batch) Queues() bool { return b.d.Dialect == MySQL && b.later != nil }
 
 // BoundAmong returns, for each of identities that a message holds, read through the batch,
 // that message's id, keyed by IdentityKey: a batch that queues its messages' writes finds

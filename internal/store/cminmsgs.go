@@ -310,16 +310,6 @@ func (d *DB) columns(ctx context.Context, q interface {
 	return cols, nil
 }
 
-// ColumnType returns the declared type of a CMINMSGS column as msgx learnt it ("" when the
-// column is unknown).
-func (d *DB) ColumnType(ctx context.Context, column string) (string, error) {
-	cols, err := d.columns(ctx, d.SQL)
-	if err != nil {
-		return "", err
-	}
-	return cols[strings.ToUpper(column)].decl, nil
-}
-
 // legacyTime formats t for legacy datetime column c: wall-clock time in the legacy zone,
 // with as many fractional digits as the column keeps.
 func legacyTime(t time.Time, loc *time.Location, c colType) any {
@@ -353,13 +343,6 @@ func (d *DB) LegacyTime(n NullTime) *time.Time {
 	w := n.Time
 	t := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc).UTC()
 	return &t
-}
-
-// ReceivedArg returns t as a query argument to compare with CMINMSGS_DATE_RECEIVED: local
-// time in legacy.timezone, at the column's precision (the ARCHIVE cut-off, for one).
-func (d *DB) ReceivedArg(t time.Time) any {
-	cols, _ := d.columns(context.Background(), d.SQL)
-	return legacyTime(t, d.legacyOpts().Location, cols[colReceived])
 }
 
 // LegacyNow returns now as the legacy datetime columns hold it (for tests and tools that write

@@ -377,11 +377,7 @@ func (d *DB) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	if f.AfterID > 0 {
 		where, args = append(where, "EVENT_ID > ?"), append(args, f.AfterID)
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 1000)
+	limit := clampLimit(f.Limit)
 	q := `SELECT ` + eventCols + ` FROM MSG_EVENT`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")

@@ -159,9 +159,13 @@ func TestLegacyTableCreatedFirstKeepsItsTypesThroughMigrate(t *testing.T) {
 			t.Fatalf("second migrate: %v", err)
 		}
 		for col, want := range map[string]string{"CMINMSGS_SUBSYSTEM_SEQUENCE": "mediumint", "CMINMSGS_SUBSYSTEM_NAME": "varchar(4)", "CMINMSGS_DATE_RECEIVED": "datetime"} {
-			got, err := e.db.ColumnType(ctx, col)
-			if err != nil {
-				t.Fatal(err)
+			query := `SELECT type FROM pragma_table_info('CMINMSGS') WHERE name = ?`
+			if e.db.Dialect == store.MySQL {
+				query = `SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'CMINMSGS' AND COLUMN_NAME = ?`
+			}
+			var got string
+			if err := e.db.SQL.QueryRowContext(ctx, query, col).Scan(&got); err != nil {
+				t.Fatalf("declared type of %s: %v", col, err)
 			}
 			if !strings.HasPrefix(strings.ToLower(got), want) {
 				t.Errorf("%s is %q after migrate, want the legacy's %s", col, got, want)
@@ -216,7 +220,11 @@ func TestLegacyBackfillFitsTheLegacyColumns(t *testing.T) {
 	}{
 		{"fits", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "740013", DTTM: dttm}, "AODB", "740013", "2026-12-01 08:00:00", ""},
 		{"largest MEDIUMINT", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "8388607", DTTM: dttm}, "AODB", "8388607", "2026-12-01 08:00:00", ""},
+		{"SEQN one over MEDIUMINT", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "8388608", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
 		{"SEQN over MEDIUMINT", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "9000000", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
+		{"SEQN at MEDIUMINT UNSIGNED's largest", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "16777215", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
+		{"SEQN one over MEDIUMINT UNSIGNED", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "16777216", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
+		{"negative SEQN", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "-1", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL: bad sequence"},
 		{"SEQN of 19 digits", store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: "1234567890123456789", DTTM: dttm}, "AODB", "", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_SEQUENCE left NULL"},
 		{"CJK SNDR whole", store.Backfill{SNDR: "机场", TYPE: "FLOP", STYP: "CTOT", SEQN: "1", DTTM: dttm}, "机场", "1", "2026-12-01 08:00:00", ""},
 		{"CJK SNDR cut at a character", store.Backfill{SNDR: "双流机场调度", TYPE: "FLOP", STYP: "CTOT", SEQN: "2", DTTM: dttm}, "双流机场", "2", "2026-12-01 08:00:00", "CMINMSGS_SUBSYSTEM_NAME cut"},

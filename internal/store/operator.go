@@ -50,6 +50,8 @@ const (
 // MaxPageLimit bounds every operator listing.
 const MaxPageLimit = 1000
 
+// clampLimit is the number of rows a listing asked for n rows reads: 100 for none (0 or
+// less), at most MaxPageLimit.
 func clampLimit(n int) int {
 	if n <= 0 {
 		return 100

@@ -146,13 +146,7 @@ func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, err
 		q += ` AND p.ERROR_CLASS = ?`
 		args = append(args, f.Class)
 	}
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	if f.Limit > 1000 {
-		f.Limit = 1000
-	}
-	q += fmt.Sprintf(` ORDER BY p.CMINMSGS_ID LIMIT %d`, f.Limit)
+	q += fmt.Sprintf(` ORDER BY p.CMINMSGS_ID LIMIT %d`, clampLimit(f.Limit))
 	rows, err := d.SQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, Unavailable(err)

@@ -284,10 +284,7 @@ func (d *DB) ListRequests(ctx context.Context, f RequestFilter) ([]*Request, err
 		q += ` AND STATE = ?`
 		args = append(args, f.State)
 	}
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	q += ` ORDER BY REQ_ID LIMIT ` + strconv.Itoa(min(f.Limit, 1000))
+	q += ` ORDER BY REQ_ID LIMIT ` + strconv.Itoa(clampLimit(f.Limit))
 	return d.queryRequests(ctx, q, args...)
 }
 

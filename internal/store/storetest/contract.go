@@ -20,7 +20,7 @@ import (
 // and MySQL/MariaDB on the legacy CMINMSGS table (see Dialects). It holds the edge values: texts
 // at and over each column's width, CJK and 4-byte text, the legacy column types.
 func Contract(t *testing.T, open func(t *testing.T) *store.DB) {
-	for _, c := range append(append(contractCases[:len(contractCases):len(contractCases)], requestCases...), operatorCases...) {
+	for _, c := range append(append(append(contractCases[:len(contractCases):len(contractCases)], requestCases...), operatorCases...), edgeCases...) {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
 }
