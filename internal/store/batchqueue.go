@@ -347,6 +347,9 @@ func (b *Batch) readRefs(ctx context.Context, queue []*queued) error {
 	return nil
 }
 
+// Queues says Queue can queue in this batch (MySQL, with DeferWrites).
+func (b *Batch) Queues() bool { return b.d.Dialect == MySQL && b.later != nil }
+
 // BoundAmong returns, for each of identities that a message holds, read through the batch,
 // that message's id, keyed by IdentityKey: a batch that queues its messages' writes finds
 // the duplicates among them ahead, instead of by the unique index in the middle of a queue.
