@@ -246,6 +246,9 @@ func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 // envelopeOf reads the META of the document d tokenizes and checks that the whole document is
 // well-formed with one MSG root. It passes errUnsure through unclassified.
 func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
+	// Raw tokens (no name-space work, no copies; SIS has no name spaces) leave matching end
+	// tags to us. The open elements stay here, where their first few need no allocation.
+	var stack []xml.Name
 	e := envelopeScan{maxRecords: opt.maxRecords()}
 	for {
 		kind, err := d.next()
@@ -260,26 +263,34 @@ func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
 		}
 		switch kind {
 		case tokStart:
-			err = e.start(d.startElem(), w)
+			t := d.startElem()
+			if err := e.start(stack, t, w); err != nil {
+				return Meta{}, err
+			}
+			stack = append(stack, t.Name)
 		case tokEnd:
-			err = e.end(d.endName())
+			name := d.endName()
+			if len(stack) == 0 || stack[len(stack)-1] != name {
+				return Meta{}, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: unexpected end element </%s>", qname(name))
+			}
+			stack = stack[:len(stack)-1]
+			if err := e.end(stack); err != nil {
+				return Meta{}, err
+			}
 		case tokText:
-			err = e.text(d.charData())
-		}
-		if err != nil {
-			return Meta{}, err
+			if err := e.text(stack, d.charData()); err != nil {
+				return Meta{}, err
+			}
 		}
 	}
-	if err := e.finished(); err != nil {
+	if err := e.finished(stack); err != nil {
 		return Meta{}, err
 	}
 	return metaOf(e.fields, opt)
 }
 
-// envelopeScan is what envelopeOf has read so far. Raw tokens (no name-space work, no copies;
-// SIS has no name spaces) leave matching end tags to it.
+// envelopeScan is what envelopeOf has read so far, besides the open elements.
 type envelopeScan struct {
-	stack               []xml.Name // the open elements
 	rootDone            bool
 	sawMeta             bool
 	metaLike            string // a child of MSG named META but for letter case (<Meta>)
@@ -289,19 +300,19 @@ type envelopeScan struct {
 	fieldText           bytes.Buffer // its text
 }
 
-// start takes the start tag t.
-func (e *envelopeScan) start(t *xml.StartElement, w *Warnings) error {
+// start takes the start tag t opened under the open elements stack.
+func (e *envelopeScan) start(stack []xml.Name, t *xml.StartElement, w *Warnings) error {
 	if e.rootDone {
 		return pipeline.Errorf(pipeline.Malformed, "element <%s> after the end of <MSG>", t.Name.Local)
 	}
-	if isRecord(e.stack, t.Name.Local) {
+	if isRecord(stack, t.Name.Local) {
 		if e.records++; e.records > e.maxRecords {
 			// Not MALFORMED: the message may be valid SIS, which msgx reads once the
 			// limit is raised; CODEC_ERROR is parked and stays replayable.
 			return pipeline.Errorf(pipeline.CodecError, "more than %d records in one message (the limit sis.max-records sets); record %d is a <%s>", e.maxRecords, e.records, t.Name.Local)
 		}
 	}
-	switch depth := len(e.stack); {
+	switch depth := len(stack); {
 	case depth == 0 && (t.Name.Local != "MSG" || t.Name.Space != ""):
 		return pipeline.Errorf(pipeline.Malformed, "root element is <%s>, want <MSG>", qname(t.Name))
 	case depth == 1 && t.Name.Local == "META":
@@ -312,52 +323,48 @@ func (e *envelopeScan) start(t *xml.StartElement, w *Warnings) error {
 		e.fields = map[string]string{}
 	case depth == 1 && e.metaLike == "" && strings.EqualFold(t.Name.Local, "META"):
 		e.metaLike = t.Name.Local
-	case depth == 2 && inMeta(e.stack):
+	case depth == 2 && inMeta(stack):
 		e.field = t.Name.Local
 		e.fieldText.Reset()
 		if !metaFields[e.field] {
 			w.Addf("unknown element %s in META ignored", short(e.field))
 		}
-	case depth == 3 && inMeta(e.stack[:2]):
-		return pipeline.Errorf(pipeline.Malformed, "META/%s holds an element <%s>", e.stack[2].Local, t.Name.Local)
+	case depth == 3 && inMeta(stack[:2]):
+		return pipeline.Errorf(pipeline.Malformed, "META/%s holds an element <%s>", stack[2].Local, t.Name.Local)
 	}
-	e.stack = append(e.stack, t.Name)
 	return nil
 }
 
-// end takes the end tag of name.
-func (e *envelopeScan) end(name xml.Name) error {
-	if len(e.stack) == 0 || e.stack[len(e.stack)-1] != name {
-		return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: unexpected end element </%s>", qname(name))
-	}
-	e.stack = e.stack[:len(e.stack)-1]
-	if len(e.stack) == 2 && inMeta(e.stack) {
+// end takes the end of an element, which left the open elements stack.
+func (e *envelopeScan) end(stack []xml.Name) error {
+	if len(stack) == 2 && inMeta(stack) {
 		if _, dup := e.fields[e.field]; dup && metaFields[e.field] {
 			return pipeline.Errorf(pipeline.Malformed, "META/%s appears twice", e.field)
 		}
 		e.fields[e.field] = strings.TrimSpace(e.fieldText.String())
 	}
-	if len(e.stack) == 0 {
+	if len(stack) == 0 {
 		e.rootDone = true
 	}
 	return nil
 }
 
-// text takes the character data t.
-func (e *envelopeScan) text(t []byte) error {
-	if len(e.stack) == 0 && len(bytes.TrimSpace(t)) > 0 {
+// text takes the character data t read inside the open elements stack.
+func (e *envelopeScan) text(stack []xml.Name, t []byte) error {
+	if len(stack) == 0 && len(bytes.TrimSpace(t)) > 0 {
 		return pipeline.Errorf(pipeline.Malformed, "text outside <MSG>")
 	}
-	if len(e.stack) == 3 && inMeta(e.stack[:2]) {
+	if len(stack) == 3 && inMeta(stack[:2]) {
 		e.fieldText.Write(t)
 	}
 	return nil
 }
 
-// finished checks, at the end of the document, that MSG was read whole and held a META.
-func (e *envelopeScan) finished() error {
-	if len(e.stack) > 0 {
-		return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: <%s> is not closed", qname(e.stack[len(e.stack)-1]))
+// finished checks, at the end of the document, with stack the elements still open, that MSG
+// was read whole and held a META.
+func (e *envelopeScan) finished(stack []xml.Name) error {
+	if len(stack) > 0 {
+		return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: <%s> is not closed", qname(stack[len(stack)-1]))
 	}
 	if !e.rootDone {
 		return pipeline.Errorf(pipeline.Malformed, "no <MSG> element")
