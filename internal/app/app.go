@@ -118,23 +118,58 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 			return nil, err
 		}
 	}
-	runPump := cfg.Autostart()
-	holder := lease.InstanceName()
-	if !runPump {
+	w := &wiring{runPump: cfg.Autostart(), holder: lease.InstanceName()}
+	if !w.runPump {
 		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")
 	}
+	if err := a.newPump(w); err != nil {
+		return nil, err
+	}
+	// Data requests to the AODB: created through the API on any node, followed (SENT,
+	// re-sent, EXPIRED) by the instance that holds the pump lease.
+	w.reqs = requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
+		MaxResends: cfg.Requests.MaxResends, PollInterval: cfg.Pipeline.PollInterval, Logger: log})
+	if w.runPump {
+		if err := a.newDispatcher(ctx, w); err != nil {
+			return nil, err
+		}
+		a.Keeper = a.newKeeper(w)
+	}
+	srv := a.newAPI(w)
+	apiHandler := srv.Handler()
+	a.httpSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
+	if o.AdminListener != nil {
+		// http.addr serves the inbox, /healthz and /metrics; the admin listener everything.
+		a.adminSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
+		a.httpSrv.Handler = api.InboxOnly(apiHandler)
+	}
+	return a, nil
+}
 
+// wiring is what New's steps hand on to the later ones besides the App's own parts.
+type wiring struct {
+	runPump bool   // pipeline.autostart: this instance may run the pump and the dispatcher
+	holder  string // this instance's name as the pump lease's holder
+	metrics *metrics.Metrics
+	counts  api.StateCounts // the status's and the sampler's message counts
+	runner  *jobs.Runner
+	reqs    *requests.Service
+}
+
+// newPump builds the pump with its handlers, the phase's flight stores and the job runner,
+// and the instruments (moved where things happen, state gauges from the pump instance's
+// sampler; a scrape runs no query but a ping).
+func (a *App) newPump(w *wiring) error {
+	cfg, db, o, log, clock := a.Cfg, a.DB, a.o, a.log, a.o.Clock
 	reg := handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace})
 	if o.Registry != nil {
 		o.Registry(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
-	// The instruments: moved where things happen, state gauges from the pump instance's
-	// sampler; a scrape runs no query but a ping.
-	m := metrics.New(clock, o.Version, api.DatabaseUp(db))
-	counts := api.CounterCounts(db.NewStateCounter(), clock) // status and the sampler
+	w.metrics = metrics.New(clock, o.Version, api.DatabaseUp(db))
+	w.counts = api.CounterCounts(db.NewStateCounter(), clock)
 	popt := pump.Options{
-		Metrics:      m,
+		Metrics:      w.metrics,
 		Policy:       cfg.RetryPolicy(),
 		PollInterval: cfg.Pipeline.PollInterval,
 		Identity:     pipeline.IdentityMode(cfg.Identity.Mode),
@@ -156,81 +191,95 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	}
 	runner, err := jobRunner(cfg, db, a.fstores.history, clock, log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.closers = append(a.closers, func() { runner.History.Close() })
 	popt.Jobs = runner
 	runner.Rebuild, runner.Consistency = a.fstores.rebuild, a.fstores.consistency
-	p := pump.New(db, reg, popt)
-	a.Pump = p
-	// Data requests to the AODB: created through the API on any node, followed (SENT,
-	// re-sent, EXPIRED) by the instance that holds the pump lease.
-	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
-		MaxResends: cfg.Requests.MaxResends, PollInterval: cfg.Pipeline.PollInterval, Logger: log})
-	var disp *dispatch.Dispatcher
-	var keeper *lease.Keeper
-	if runPump {
-		sinks, err := openSinks(ctx, db, cfg, clock, log)
-		if err != nil {
-			return nil, err
+	w.runner = runner
+	a.Pump = pump.New(db, reg, popt)
+	return nil
+}
+
+// newDispatcher opens the delivery targets' sinks and builds the dispatcher the pump wakes.
+func (a *App) newDispatcher(ctx context.Context, w *wiring) error {
+	cfg, db, o, log, clock := a.Cfg, a.DB, a.o, a.log, a.o.Clock
+	sinks, err := openSinks(ctx, db, cfg, clock, log)
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, func() {
+		for _, s := range sinks {
+			s.Close()
 		}
-		a.closers = append(a.closers, func() {
-			for _, s := range sinks {
-				s.Close()
-			}
-		})
-		if o.WrapSink != nil {
-			for name, s := range sinks {
-				sinks[name] = o.WrapSink(s)
-			}
-		}
-		disp = dispatch.New(db, sinks, dispatch.Options{
-			Policy:       cfg.DeliveryPolicy(),
-			PollInterval: cfg.Pipeline.PollInterval,
-			SchdTarget:   handler.TargetSchd,
-			FlushPeriod:  cfg.Schd.FlushPeriod,
-			FlushLimit:   cfg.Schd.FlushLimit,
-			Clock:        clock,
-			Logger:       log,
-			Metrics:      m,
-			Paused:       targetPauses(db, log),
-			OnSent:       o.OnSent,
-		})
-		p.SetOnEvents(disp.Wake)
-		p.SetCopies(copiesOf(cfg.Targets))
-		// Every processing write of the pump checks, in its transaction, that this instance
-		// still holds the lease: a pump that outlived its lease cannot commit.
-		db.SetFence(store.PumpLease, holder)
-		keeper = &lease.Keeper{
-			DB: lease.ForDB(db), Name: store.PumpLease, Holder: holder, TTL: lease.TTL,
-			// A SQLite file has one host: a second instance on it is a mistake, not a standby.
-			Standby: cfg.Database.Driver == "mysql",
-			Clock:   clock, Log: log, IsDead: lease.DeadOnThisHost, Metrics: m,
-			Start: func() func() {
-				wctx, cancel := context.WithCancel(context.Background())
-				var wg sync.WaitGroup
-				wg.Go(func() { p.Run(wctx) })
-				// The daily jobs are enqueued by the instance that runs the pump.
-				sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
-				wg.Go(func() { sched.Run(wctx) })
-				wg.Go(func() { api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval) })
-				wg.Go(func() {
-					if err := disp.Run(wctx); err != nil {
-						log.Error("dispatcher stopped", "err", err.Error())
-					}
-				})
-				if !cfg.Shadow() {
-					wg.Go(func() { reqs.Run(wctx) })
-				}
-				return func() { cancel(); wg.Wait() }
-			},
+	})
+	if o.WrapSink != nil {
+		for name, s := range sinks {
+			sinks[name] = o.WrapSink(s)
 		}
 	}
-	a.Dispatcher, a.Keeper = disp, keeper
+	disp := dispatch.New(db, sinks, dispatch.Options{
+		Policy:       cfg.DeliveryPolicy(),
+		PollInterval: cfg.Pipeline.PollInterval,
+		SchdTarget:   handler.TargetSchd,
+		FlushPeriod:  cfg.Schd.FlushPeriod,
+		FlushLimit:   cfg.Schd.FlushLimit,
+		Clock:        clock,
+		Logger:       log,
+		Metrics:      w.metrics,
+		Paused:       targetPauses(db, log),
+		OnSent:       o.OnSent,
+	})
+	a.Pump.SetOnEvents(disp.Wake)
+	a.Pump.SetCopies(copiesOf(cfg.Targets))
+	a.Dispatcher = disp
+	return nil
+}
+
+// newKeeper fences the pump's writes with the pump lease and returns its keeper, which runs
+// the pump, the daily jobs' scheduler, the sampler, the dispatcher and (but in shadow mode)
+// the data requests while this instance holds the lease.
+func (a *App) newKeeper(w *wiring) *lease.Keeper {
+	cfg, db, log, clock := a.Cfg, a.DB, a.log, a.o.Clock
+	p, disp, m, counts, reqs := a.Pump, a.Dispatcher, w.metrics, w.counts, w.reqs
+	// Every processing write of the pump checks, in its transaction, that this instance
+	// still holds the lease: a pump that outlived its lease cannot commit.
+	db.SetFence(store.PumpLease, w.holder)
+	return &lease.Keeper{
+		DB: lease.ForDB(db), Name: store.PumpLease, Holder: w.holder, TTL: lease.TTL,
+		// A SQLite file has one host: a second instance on it is a mistake, not a standby.
+		Standby: cfg.Database.Driver == "mysql",
+		Clock:   clock, Log: log, IsDead: lease.DeadOnThisHost, Metrics: m,
+		Start: func() func() {
+			wctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { p.Run(wctx) })
+			// The daily jobs are enqueued by the instance that runs the pump.
+			sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
+			wg.Go(func() { sched.Run(wctx) })
+			wg.Go(func() { api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval) })
+			wg.Go(func() {
+				if err := disp.Run(wctx); err != nil {
+					log.Error("dispatcher stopped", "err", err.Error())
+				}
+			})
+			if !cfg.Shadow() {
+				wg.Go(func() { reqs.Run(wctx) })
+			}
+			return func() { cancel(); wg.Wait() }
+		},
+	}
+}
+
+// newAPI builds the inbox and the API server with its routes, the console, the Eureka
+// registrar and the metrics they expose.
+func (a *App) newAPI(w *wiring) *api.Server {
+	cfg, db, log, clock := a.Cfg, a.DB, a.log, a.o.Clock
+	p, keeper, m := a.Pump, a.Keeper, w.metrics
 	wake := func() {}
 	dispWake := func() {}
-	if runPump {
-		wake, dispWake = p.Wake, disp.Kick
+	if w.runPump {
+		wake, dispWake = p.Wake, a.Dispatcher.Kick
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
@@ -240,10 +289,10 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	for i, t := range cfg.Auth.Tokens {
 		tokens[i] = api.Token(t)
 	}
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: runPump, Wake: wake, Instance: holder, Counts: counts,
+	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
 		ConfigView: cfg.Redacted}
-	if runPump {
+	if w.runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}
 	if srv.Auth.Open() {
@@ -254,16 +303,24 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	}
 	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
 	a.registrar = newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
-	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db), api.MetricsRoute(m), api.RequestRoutes(reqs, db), a.fstores.routes)
+	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db), api.MetricsRoute(m), api.RequestRoutes(w.reqs, db), a.fstores.routes)
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
-	m.Register(reqs.Collectors()...)
+	m.Register(w.reqs.Collectors()...)
 	if a.registrar != nil {
 		m.Register(a.registrar.Failures())
 	}
 	// The web console at / (embedded assets) and its two read-only routes.
 	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
-	srv.StatusExtra = map[string]func(context.Context) (any, error){
-		"targets": api.TargetStatus(db, clock),
+	srv.StatusExtra = a.statusExtra(w.runner)
+	return srv
+}
+
+// statusExtra is what the status adds to the API's own: the targets, the pump's trouble,
+// recent steps and message in hand, the job in hand and the last jobs, the shadow's state.
+func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) (any, error) {
+	db, p := a.DB, a.Pump
+	extra := map[string]func(context.Context) (any, error){
+		"targets": api.TargetStatus(db, a.o.Clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
@@ -273,18 +330,10 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 		"in_hand":   func(context.Context) (any, error) { return p.InHand(), nil },
 		"last_jobs": lastJobs(db),
 	}
-	if cfg.Shadow() {
-		srv.StatusExtra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
+	if a.Cfg.Shadow() {
+		extra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
 	}
-
-	apiHandler := srv.Handler()
-	a.httpSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
-	if o.AdminListener != nil {
-		// http.addr serves the inbox, /healthz and /metrics; the admin listener everything.
-		a.adminSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
-		a.httpSrv.Handler = api.InboxOnly(apiHandler)
-	}
-	return a, nil
+	return extra
 }
 
 // Start makes the lease keeper's first move, before the listener is served, so that an

@@ -90,9 +90,6 @@ func parsePrefix(s string) (netip.Prefix, error) {
 }
 
 func (c *Config) validateAuth() error {
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
-	}
 	names := map[string]bool{}
 	for i, t := range c.Auth.Tokens {
 		key := fmt.Sprintf("auth.tokens[%d]", i)

@@ -370,11 +370,28 @@ func describeYAMLError(doc []byte, err error) string {
 	})
 }
 
-// Validate checks every value and fills the derived defaults (the SQLite path).
+// Validate checks every value and fills the derived defaults (the SQLite path). The first
+// bad value ends it, the sections checked in the order below.
 func (c *Config) Validate() error {
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+	for _, validate := range []func() error{
+		c.validatePhase, c.validateHTTP, c.validateDatabase, c.validatePipeline, c.validateZones,
+		c.validateMode, c.validateRequests, c.validateAuth, c.validateEureka, c.validateLog,
+		c.validateJobs, c.validateTargets,
+	} {
+		if err := validate(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// bad is the error of an invalid value: it names the key.
+func bad(key, format string, args ...any) error {
+	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+}
+
+// validatePhase checks phase and, in phase A, the redis flight store's keys.
+func (c *Config) validatePhase() error {
 	switch c.Phase {
 	case "B":
 	case "A":
@@ -396,6 +413,11 @@ func (c *Config) Validate() error {
 	default:
 		return bad("phase", "%q is not A or B", c.Phase)
 	}
+	return nil
+}
+
+// validateHTTP checks the instance's name, data directory and listener.
+func (c *Config) validateHTTP() error {
 	if c.ServiceName == "" {
 		return bad("service-name", "must not be empty")
 	}
@@ -411,6 +433,11 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxInflightBytes < c.HTTP.MaxBodyBytes {
 		return bad("http.max-inflight-bytes", "must be at least http.max-body-bytes (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxInflightBytes)
 	}
+	return nil
+}
+
+// validateDatabase checks database.* and fills the SQLite file's default path.
+func (c *Config) validateDatabase() error {
 	switch c.Database.Driver {
 	case "sqlite":
 		if c.Database.DSN == "" {
@@ -426,6 +453,12 @@ func (c *Config) Validate() error {
 	if c.Database.WaitTimeout < 0 {
 		return bad("database.wait-timeout", "must not be negative (0 waits without limit), got %s", c.Database.WaitTimeout)
 	}
+	return nil
+}
+
+// validatePipeline checks the keys of the pump and the dispatcher: pipeline, delivery, schd,
+// identity, metrics and consistency-check.
+func (c *Config) validatePipeline() error {
 	if c.Pipeline.PollInterval < 50*time.Millisecond {
 		return bad("pipeline.poll-interval", "%s is under the 50ms minimum", c.Pipeline.PollInterval)
 	}
@@ -463,7 +496,7 @@ func (c *Config) Validate() error {
 	if c.Schd.FlushPeriod <= 0 {
 		return bad("schd.flush-period", "must be positive, got %s", c.Schd.FlushPeriod)
 	}
-	if err := c.validateIdentity(bad); err != nil {
+	if err := c.validateIdentity(); err != nil {
 		return err
 	}
 	if c.Metrics.SampleInterval < 100*time.Millisecond {
@@ -475,6 +508,12 @@ func (c *Config) Validate() error {
 	if r := c.ConsistencyCheck.DailySampleRatio; r < 0 || r > 1 {
 		return bad("consistency-check.daily-sample-ratio", "%v is not between 0 and 1", r)
 	}
+	return nil
+}
+
+// validateZones checks the airport's zone and records, and the cut-over's legacy zone and
+// adoption bounds, filling legacy.timezone from sis.timezone when unset.
+func (c *Config) validateZones() error {
 	if _, err := time.LoadLocation(c.SIS.Timezone); err != nil || c.SIS.Timezone == "" {
 		return bad("sis.timezone", "%q is not a known time zone", c.SIS.Timezone)
 	}
@@ -493,6 +532,12 @@ func (c *Config) Validate() error {
 	if _, err := c.AdoptSince(); err != nil {
 		return bad("inbox.adopt-since", "%v", err)
 	}
+	return nil
+}
+
+// validateMode checks mode and the shadow's settings: its own redis key space in phase A and
+// where it starts.
+func (c *Config) validateMode() error {
 	switch c.Mode {
 	case "normal", "shadow":
 	default:
@@ -508,15 +553,22 @@ func (c *Config) Validate() error {
 	if c.ShadowOptions.StartAfterID < -1 {
 		return bad("shadow.start-after-id", "must be -1 (the stored watermark) or an id, got %d", c.ShadowOptions.StartAfterID)
 	}
+	return nil
+}
+
+// validateRequests checks the data requests to the AODB.
+func (c *Config) validateRequests() error {
 	if c.Requests.Timeout <= 0 {
 		return bad("requests.timeout", "must be positive, got %s", c.Requests.Timeout)
 	}
 	if c.Requests.MaxResends < 0 || c.Requests.MaxResends > 100 {
 		return bad("requests.max-resends", "must be between 0 and 100, got %d", c.Requests.MaxResends)
 	}
-	if err := c.validateAuth(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateEureka checks the Eureka registration.
+func (c *Config) validateEureka() error {
 	if c.Eureka.Heartbeat <= 0 {
 		return bad("eureka.heartbeat", "must be positive, got %s", c.Eureka.Heartbeat)
 	}
@@ -531,6 +583,11 @@ func (c *Config) Validate() error {
 			return bad("eureka.service-url", "%q is not an http or https URL", u)
 		}
 	}
+	return nil
+}
+
+// validateLog checks the log's level and format (validateJobs its shipping).
+func (c *Config) validateLog() error {
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -539,9 +596,13 @@ func (c *Config) Validate() error {
 	if c.Log.Format != "json" && c.Log.Format != "text" {
 		return bad("log.format", "%q is not json or text", c.Log.Format)
 	}
-	if err := c.validateJobs(bad); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateTargets checks each delivery target, in the order of their names, fills a
+// redis-flights projection from the redis block, and keeps a shadow's targets off the
+// production msgx's keys and the legacy's channel.
+func (c *Config) validateTargets() error {
 	names := make([]string, 0, len(c.Targets))
 	for n := range c.Targets {
 		names = append(names, n)
@@ -631,7 +692,7 @@ func (c *Config) RegistryName() string {
 
 // validateIdentity resolves identity.mode: unset is content, or seqn-day when the older
 // identity.include-day-boundary is true; that key set beside another mode is a contradiction.
-func (c *Config) validateIdentity(bad func(key, format string, args ...any) error) error {
+func (c *Config) validateIdentity() error {
 	if c.Identity.Mode == "" {
 		c.Identity.Mode = string(pipeline.IdentityContent)
 		if c.Identity.IncludeDayBoundary {
@@ -649,7 +710,7 @@ func (c *Config) validateIdentity(bad func(key, format string, args ...any) erro
 }
 
 // validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
-func (c *Config) validateJobs(bad func(key, format string, args ...any) error) error {
+func (c *Config) validateJobs() error {
 	if _, _, err := ParseDayRange(c.Jobs.RebuildDays); err != nil {
 		return bad("jobs.rebuild-days", "%v", err)
 	}

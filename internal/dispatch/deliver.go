@@ -131,7 +131,27 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 		}
 		return stepResult{wait: head.NextAttempt().Sub(now), blocked: true}, nil
 	}
+	run, recs, err := d.dueRun(ctx, evs, now)
+	if len(run) == 0 {
+		return stepResult{}, err // the head's payload is not JSON: it went DEAD
+	}
 
+	s := delivery{name: name, run: run, now: now}
+	s.n, s.sendErr = d.send(ctx, sink, name, recs)
+	s.interrupted = s.sendErr != nil && ctx.Err() != nil // shutdown cut the send short: not the event's fault
+	// The outcome shares its transaction with those of the other targets that sent at the
+	// same time (committer): one durable commit per round, not one per target.
+	committing = true
+	if err := d.recordDelivery(ctx, &s); err != nil {
+		return stepResult{}, err
+	}
+	return d.reportDelivery(&s), nil
+}
+
+// dueRun returns the run of consecutive due events from the head of evs (which is due) and
+// their records, ending before the first event whose payload is not JSON. When that is the
+// head, it goes DEAD and the run is empty.
+func (d *Dispatcher) dueRun(ctx context.Context, evs []Event, now time.Time) ([]*Event, []target.Record, error) {
 	var (
 		run  []*Event
 		recs []target.Record
@@ -146,79 +166,97 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 			if i > 0 {
 				break // the run ends here; the bad event becomes the head next time
 			}
-			return stepResult{}, d.malformed(ctx, e, err, now)
+			return nil, nil, d.malformed(ctx, e, err, now)
 		}
 		run = append(run, e)
 		recs = append(recs, rec)
 	}
+	return run, recs, nil
+}
 
-	n, serr := d.send(ctx, sink, name, recs)
-	interrupted := serr != nil && ctx.Err() != nil // shutdown cut the send short: not the event's fault
+// delivery is one send of a target's due run and what recording it changed.
+type delivery struct {
+	name string
+	run  []*Event
+	now  time.Time
 
-	ids := make([]int64, n)
-	for i := range n {
-		ids[i] = run[i].EventID
+	n           int     // leading events of run delivered
+	sendErr     error   // the failure of run[n]; nil when all were delivered
+	interrupted bool    // shutdown cut the send short: not the event's fault
+	ids         []int64 // the delivered events' ids
+
+	marked  int              // events marked SENT
+	verdict pipeline.Verdict // run[n]'s failure (fail)
+	msg     string           // its error text
+	stale   bool             // run[n]'s row changed under us: its failure is not recorded
+}
+
+// recordDelivery marks the delivered events of s SENT and, unless the send was interrupted,
+// records the failure of the first undelivered one, in the round's transaction.
+func (d *Dispatcher) recordDelivery(ctx context.Context, s *delivery) error {
+	s.ids = make([]int64, s.n)
+	for i := range s.n {
+		s.ids[i] = s.run[i].EventID
 	}
-	var (
-		v      pipeline.Verdict
-		fmsg   string
-		marked int
-		stale  bool // the failed event's row changed under us: its failure is not recorded
-	)
-	// The outcome shares its transaction with those of the other targets that sent at the
-	// same time (committer): one durable commit per round, not one per target.
-	committing = true
-	err = d.commits.commit(ctx, func(tx store.EventTx) error {
+	err := d.commits.commit(ctx, func(tx store.EventTx) error {
 		var err error
-		if marked, err = tx.MarkSent(ids, now); err != nil {
+		if s.marked, err = tx.MarkSent(s.ids, s.now); err != nil {
 			return err
 		}
-		if serr == nil || interrupted {
+		if s.sendErr == nil || s.interrupted {
 			return nil
 		}
 		var recorded bool
-		v, fmsg, recorded, err = d.fail(tx, run[n], serr, now)
-		stale = !recorded
+		s.verdict, s.msg, recorded, err = d.fail(tx, s.run[s.n], s.sendErr, s.now)
+		s.stale = !recorded
 		return err
 	})
 	if err != nil {
-		return stepResult{}, store.Unavailable(fmt.Errorf("dispatch: record delivery to %s (events %d..%d): %w",
-			name, run[0].EventID, run[len(run)-1].EventID, err))
+		return store.Unavailable(fmt.Errorf("dispatch: record delivery to %s (events %d..%d): %w",
+			s.name, s.run[0].EventID, s.run[len(s.run)-1].EventID, err))
 	}
+	return nil
+}
+
+// reportDelivery tells OnSent, the metrics and the log what s delivered and how its failure
+// ended, and returns the step's result: the head waits for its next attempt unless it went
+// DEAD.
+func (d *Dispatcher) reportDelivery(s *delivery) stepResult {
+	n, ids := s.n, s.ids
 	if n > 0 && d.opt.OnSent != nil {
-		d.opt.OnSent(name, ids)
+		d.opt.OnSent(s.name, ids)
 	}
-	d.sentMetrics(name, run[:n], marked, now)
+	d.sentMetrics(s.name, s.run[:n], s.marked, s.now)
 	if n > 0 {
 		msgIDs := make([]int64, 0, n)
-		for _, e := range run[:n] {
+		for _, e := range s.run[:n] {
 			msgIDs = appendMsgID(msgIDs, e.MsgID)
 		}
-		d.log.Info("events sent", "target", name, "count", n,
+		d.log.Info("events sent", "target", s.name, "count", n,
 			"first_event_id", ids[0], "last_event_id", ids[n-1], "event_ids", ids, "msg_ids", msgIDs)
 	}
-	if marked < n {
+	if s.marked < n {
 		d.log.Info("delivered events were changed by another writer first; left as it left them",
-			"target", name, "delivered", n, "marked_sent", marked)
+			"target", s.name, "delivered", n, "marked_sent", s.marked)
 	}
 	switch {
-	case serr == nil:
-		return stepResult{sent: marked}, nil
-	case interrupted:
-		d.log.Info("send interrupted by shutdown", "target", name, "event_id", run[n].EventID, "error", serr.Error())
-		return stepResult{sent: marked}, nil
-	case stale:
+	case s.sendErr == nil:
+		return stepResult{sent: s.marked}
+	case s.interrupted:
+		d.log.Info("send interrupted by shutdown", "target", s.name, "event_id", s.run[n].EventID, "error", s.sendErr.Error())
+		return stepResult{sent: s.marked}
+	case s.stale:
 		// Someone else (a replay, another instance) changed the head since it was read; its
 		// state now is theirs. Read the head again rather than record a stale decision.
 		d.log.Info("event changed by another writer during its send; reading the head again",
-			"target", name, "event_id", run[n].EventID, "msg_id", run[n].MsgID, "error", serr.Error())
-		return stepResult{sent: marked}, nil
+			"target", s.name, "event_id", s.run[n].EventID, "msg_id", s.run[n].MsgID, "error", s.sendErr.Error())
+		return stepResult{sent: s.marked}
 	}
-	d.logFailure(run[n], run[n].Attempts+1, v, fmsg)
-	if v.Dead {
-		return stepResult{sent: marked}, nil
+	d.logFailure(s.run[n], s.run[n].Attempts+1, s.verdict, s.msg)
+	if s.verdict.Dead {
+		return stepResult{sent: s.marked}
 	}
-	return stepResult{sent: marked, wait: v.NextAttemptAt.Sub(now), blocked: true}, nil
+	return stepResult{sent: s.marked, wait: s.verdict.NextAttemptAt.Sub(s.now), blocked: true}
 }
 
 // send sends recs in order in Sink.Send calls of up to SendBatch records (up to the sink's

@@ -52,23 +52,17 @@ func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, err
 	defer lock.Unlock()
 
 	now := d.opt.Clock.Now()
-	limit := d.opt.FlushLimit
 	if !force {
-		d.mu.Lock()
-		last := d.lastFlush
-		d.mu.Unlock()
-		if !last.IsZero() && now.Sub(last) < d.opt.FlushPeriod {
-			full, err := d.db.PendingAtLeast(ctx, name, limit)
-			if err != nil {
-				return stepResult{}, err
-			}
-			if !full {
-				return stepResult{wait: last.Add(d.opt.FlushPeriod).Sub(now)}, nil
-			}
+		wait, due, err := d.schdDue(ctx, name, now)
+		if err != nil {
+			return stepResult{}, err
+		}
+		if !due {
+			return stepResult{wait: wait}, nil
 		}
 	}
 
-	evs, err := d.db.PendingEvents(ctx, name, limit)
+	evs, err := d.db.PendingEvents(ctx, name, d.opt.FlushLimit)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -82,142 +76,206 @@ func (d *Dispatcher) flushSchd(ctx context.Context, force bool) (stepResult, err
 		}
 		return stepResult{wait: head.NextAttempt().Sub(now), blocked: true}, nil
 	}
+	batch, err := d.dropMalformed(ctx, evs, now)
+	if err != nil || len(batch) == 0 {
+		return stepResult{}, err
+	}
+	plan, err := d.planSchd(ctx, sink, batch, now)
+	if err != nil || len(plan.recs) == 0 {
+		return stepResult{}, err
+	}
+	return d.sendSchd(ctx, sink, schdSend{name: name, batch: batch, plan: plan, now: now})
+}
 
-	// Events whose payload is not JSON could never be delivered and would sink every batch
-	// they are in: they go DEAD alone, the others are sent.
+// schdDue says whether an unforced flush is due: FlushPeriod has passed since the last
+// successful flush (or there was none yet), or FlushLimit events are pending. When it is not,
+// wait is the time until the period ends.
+func (d *Dispatcher) schdDue(ctx context.Context, name string, now time.Time) (wait time.Duration, due bool, err error) {
+	d.mu.Lock()
+	last := d.lastFlush
+	d.mu.Unlock()
+	if last.IsZero() || now.Sub(last) >= d.opt.FlushPeriod {
+		return 0, true, nil
+	}
+	full, err := d.db.PendingAtLeast(ctx, name, d.opt.FlushLimit)
+	if err != nil || full {
+		return 0, full, err
+	}
+	return last.Add(d.opt.FlushPeriod).Sub(now), false, nil
+}
+
+// dropMalformed returns the events of evs whose payload is JSON. The others could never be
+// delivered and would sink every batch they are in: they go DEAD alone.
+func (d *Dispatcher) dropMalformed(ctx context.Context, evs []Event, now time.Time) ([]Event, error) {
 	batch := evs[:0:0]
 	for i := range evs {
 		e := &evs[i]
 		if _, err := compactJSON(e.Raw); err != nil {
 			if err := d.malformed(ctx, e, fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, err), now); err != nil {
-				return stepResult{}, err
+				return nil, err
 			}
 			continue
 		}
 		batch = append(batch, *e)
 	}
-	if len(batch) == 0 {
-		return stepResult{}, nil
-	}
+	return batch, nil
+}
+
+// planSchd plans the records of batch within the record size of the schedule target's sink
+// (planBatch) and sends DEAD the events whose flight record cannot fit (rejectTooBig).
+func (d *Dispatcher) planSchd(ctx context.Context, sink target.Sink, batch []Event, now time.Time) (batchPlan, error) {
 	maxValue := 0
 	if l, ok := sink.(target.ValueLimiter); ok {
 		maxValue = l.MaxValueBytes()
 	}
-	plan := planBatch(name, batch, maxValue)
+	plan := planBatch(d.opt.SchdTarget, batch, maxValue)
 	if len(plan.tooBig) > 0 {
 		if err := d.rejectTooBig(ctx, batch, plan, maxValue, now); err != nil {
-			return stepResult{}, err
+			return plan, err
 		}
 	}
-	if len(plan.recs) == 0 {
-		return stepResult{}, nil
-	}
+	return plan, nil
+}
 
+// schdSend is one send of a schedule batch: what was sent, what the sink delivered, and what
+// recording that changed.
+type schdSend struct {
+	name  string
+	batch []Event
+	plan  batchPlan
+	now   time.Time
+
+	n           int      // records delivered
+	sendErr     error    // why the others were not; nil when all were
+	interrupted bool     // shutdown cut the send short: not the events' fault
+	sentIDs     []int64  // the events the delivered records carry
+	failed      []*Event // the others, failed with the first undelivered record
+
+	marked  int              // events marked SENT
+	verdict pipeline.Verdict // the failed events' (failBatch)
+	msg     string           // their error text
+	charged int              // failed events that counted the attempt
+	stale   bool             // the failed events' head changed meanwhile: nothing was charged
+}
+
+// sendSchd sends the planned records of s in one Send and records the outcome: the events
+// the delivered records carry (their own payload, or their flight's newer one) are SENT; the
+// others failed with the first undelivered record.
+func (d *Dispatcher) sendSchd(ctx context.Context, sink target.Sink, s schdSend) (stepResult, error) {
 	sctx, cancel := d.sendContext(ctx)
-	n, serr := sink.Send(sctx, plan.recs)
+	n, serr := sink.Send(sctx, s.plan.recs)
 	cancel()
-	if serr == nil && n < len(plan.recs) {
-		serr = fmt.Errorf("sink %s delivered %d of %d records and reported no error", name, n, len(plan.recs))
+	if serr == nil && n < len(s.plan.recs) {
+		serr = fmt.Errorf("sink %s delivered %d of %d records and reported no error", s.name, n, len(s.plan.recs))
 	}
-	n = delivered(n, len(plan.recs), serr)
-	interrupted := serr != nil && ctx.Err() != nil // shutdown cut the send short: not the events' fault
+	s.n, s.sendErr = delivered(n, len(s.plan.recs), serr), serr
+	s.interrupted = serr != nil && ctx.Err() != nil // shutdown cut the send short: not the events' fault
 
-	// The events carried by the delivered records (their own payload, or their flight's
-	// newer one) are SENT; the others failed with the first undelivered record.
-	var sentIDs []int64
-	var failed []*Event
-	for i := range batch {
-		switch c := plan.cover[i]; {
-		case c < 0: // refused above
-		case c < n:
-			sentIDs = append(sentIDs, batch[i].EventID)
+	for i := range s.batch {
+		switch c := s.plan.cover[i]; {
+		case c < 0: // refused by planSchd
+		case c < s.n:
+			s.sentIDs = append(s.sentIDs, s.batch[i].EventID)
 		default:
-			failed = append(failed, &batch[i])
+			s.failed = append(s.failed, &s.batch[i])
 		}
 	}
+	if err := d.recordSchd(ctx, &s); err != nil {
+		return stepResult{}, err
+	}
+	d.reportSchdSent(&s)
+	return d.schdOutcome(&s), nil
+}
 
+// recordSchd marks the delivered events of s SENT and, unless the send was interrupted,
+// records the failure of the others, in one transaction.
+func (d *Dispatcher) recordSchd(ctx context.Context, s *schdSend) error {
 	wctx, wcancel := writeContext(ctx)
 	defer wcancel()
-	var (
-		v       pipeline.Verdict
-		msg     string
-		marked  int
-		charged int
-		stale   bool
-	)
-	err = d.db.EventTx(wctx, func(tx store.EventTx) error {
+	err := d.db.EventTx(wctx, func(tx store.EventTx) error {
 		var err error
-		if marked, err = tx.MarkSent(sentIDs, now); err != nil {
+		if s.marked, err = tx.MarkSent(s.sentIDs, s.now); err != nil {
 			return err
 		}
-		if serr == nil || interrupted {
+		if s.sendErr == nil || s.interrupted {
 			return nil
 		}
-		v, msg, charged, err = d.failBatch(tx, failed, serr, now)
-		stale = charged == 0
+		s.verdict, s.msg, s.charged, err = d.failBatch(tx, s.failed, s.sendErr, s.now)
+		s.stale = s.charged == 0
 		return err
 	})
 	if err != nil {
-		return stepResult{}, store.Unavailable(fmt.Errorf("dispatch: record schedule batch %d..%d: %w",
-			batch[0].EventID, batch[len(batch)-1].EventID, err))
+		return store.Unavailable(fmt.Errorf("dispatch: record schedule batch %d..%d: %w",
+			s.batch[0].EventID, s.batch[len(s.batch)-1].EventID, err))
 	}
-	if len(sentIDs) > 0 && d.opt.OnSent != nil {
-		d.opt.OnSent(name, sentIDs)
+	return nil
+}
+
+// reportSchdSent tells OnSent, the metrics and the log of the events s marked SENT.
+func (d *Dispatcher) reportSchdSent(s *schdSend) {
+	if len(s.sentIDs) > 0 && d.opt.OnSent != nil {
+		d.opt.OnSent(s.name, s.sentIDs)
 	}
-	if marked > 0 && d.opt.Metrics != nil {
+	if s.marked > 0 && d.opt.Metrics != nil {
 		var sent []*Event
-		for i := range batch {
-			if c := plan.cover[i]; c >= 0 && c < n {
-				sent = append(sent, &batch[i])
+		for i := range s.batch {
+			if c := s.plan.cover[i]; c >= 0 && c < s.n {
+				sent = append(sent, &s.batch[i])
 			}
 		}
-		d.sentMetrics(name, sent, marked, now)
+		d.sentMetrics(s.name, sent, s.marked, s.now)
 	}
-	if len(sentIDs) > 0 {
+	if len(s.sentIDs) > 0 {
 		var msgIDs []int64
-		for i := range batch {
-			if c := plan.cover[i]; c >= 0 && c < n {
-				msgIDs = appendMsgID(msgIDs, batch[i].MsgID)
+		for i := range s.batch {
+			if c := s.plan.cover[i]; c >= 0 && c < s.n {
+				msgIDs = appendMsgID(msgIDs, s.batch[i].MsgID)
 			}
 		}
-		d.log.Info("schd batch sent", "target", name, "count", len(sentIDs), "records", plan.kept(n),
-			"parts", n, "first_event_id", sentIDs[0], "last_event_id", sentIDs[len(sentIDs)-1], "msg_ids", msgIDs)
+		d.log.Info("schd batch sent", "target", s.name, "count", len(s.sentIDs), "records", s.plan.kept(s.n),
+			"parts", s.n, "first_event_id", s.sentIDs[0], "last_event_id", s.sentIDs[len(s.sentIDs)-1], "msg_ids", msgIDs)
 	}
-	if marked < len(sentIDs) {
+	if s.marked < len(s.sentIDs) {
 		d.log.Info("delivered events were changed by another writer first; left as it left them",
-			"target", name, "delivered", len(sentIDs), "marked_sent", marked)
+			"target", s.name, "delivered", len(s.sentIDs), "marked_sent", s.marked)
 	}
+}
+
+// schdOutcome ends the flush of s: the last-flush time moves when all was delivered; a
+// failure is logged, and the batch waits for its next attempt unless it went DEAD.
+func (d *Dispatcher) schdOutcome(s *schdSend) stepResult {
 	switch {
-	case serr == nil:
+	case s.sendErr == nil:
 		d.mu.Lock()
-		d.lastFlush = now
+		d.lastFlush = s.now
 		d.mu.Unlock()
-		return stepResult{sent: marked}, nil
-	case interrupted:
-		d.log.Info("send interrupted by shutdown", "target", name, "event_id", plan.recs[n].EventID, "error", serr.Error())
-		return stepResult{sent: marked}, nil
-	case stale:
-		d.logChanged(failed[0], "record schedule batch failure")
-		return stepResult{sent: marked}, nil
+		return stepResult{sent: s.marked}
+	case s.interrupted:
+		d.log.Info("send interrupted by shutdown", "target", s.name, "event_id", s.plan.recs[s.n].EventID, "error", s.sendErr.Error())
+		return stepResult{sent: s.marked}
+	case s.stale:
+		d.logChanged(s.failed[0], "record schedule batch failure")
+		return stepResult{sent: s.marked}
 	}
-	ids := make([]int64, len(failed))
+	ids := make([]int64, len(s.failed))
 	var failedMsgs []int64
-	for i, e := range failed {
+	for i, e := range s.failed {
 		ids[i] = e.EventID
 		failedMsgs = appendMsgID(failedMsgs, e.MsgID)
 	}
-	attempts := failed[0].Attempts + 1
+	attempts := s.failed[0].Attempts + 1
+	v := s.verdict
 	if v.Dead {
-		d.opt.Metrics.Dead(name, charged)
-		d.log.Error("schd batch dead", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
+		d.opt.Metrics.Dead(s.name, s.charged)
+		d.log.Error("schd batch dead", "target", s.name, "count", s.charged, "event_id", s.plan.recs[s.n].EventID,
 			"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "error_class", string(v.Class),
-			"attempts", attempts, "error", msg, "msg_ids", failedMsgs)
-		return stepResult{sent: marked}, nil
+			"attempts", attempts, "error", s.msg, "msg_ids", failedMsgs)
+		return stepResult{sent: s.marked}
 	}
-	d.log.Warn("schd batch failed", "target", name, "count", charged, "event_id", plan.recs[n].EventID,
+	d.log.Warn("schd batch failed", "target", s.name, "count", s.charged, "event_id", s.plan.recs[s.n].EventID,
 		"first_event_id", ids[0], "last_event_id", ids[len(ids)-1], "attempts", attempts,
-		"error_class", string(v.Class), "next_attempt_at", v.NextAttemptAt.UTC().Format(time.RFC3339Nano), "error", msg, "msg_ids", failedMsgs)
-	return stepResult{sent: marked, wait: v.NextAttemptAt.Sub(now), blocked: true}, nil
+		"error_class", string(v.Class), "next_attempt_at", v.NextAttemptAt.UTC().Format(time.RFC3339Nano), "error", s.msg, "msg_ids", failedMsgs)
+	return stepResult{sent: s.marked, wait: v.NextAttemptAt.Sub(s.now), blocked: true}
 }
 
 // failBatch records the failure serr of the schedule events evs (EVENT_ID order), the ones

@@ -39,105 +39,131 @@ var timeType = reflect.TypeFor[time.Time]()
 func fixupOf(t reflect.Type) (fixup, bool) {
 	switch t.Kind() {
 	case reflect.Pointer:
-		ef, ok := fixupOf(t.Elem())
-		if !ok {
-			return nil, false
-		}
-		return func(d, s reflect.Value) {
-			if s.IsNil() {
-				return
-			}
-			p := reflect.New(t.Elem())
-			p.Elem().Set(s.Elem())
-			if ef != nil {
-				ef(p.Elem(), s.Elem())
-			}
-			d.Set(p)
-		}, true
+		return pointerFixup(t)
 	case reflect.Slice:
-		ef, ok := fixupOf(t.Elem())
-		if !ok {
-			return nil, false
-		}
-		return func(d, s reflect.Value) {
-			if s.IsNil() {
-				return
-			}
-			n := reflect.MakeSlice(t, s.Len(), s.Len())
-			reflect.Copy(n, s)
-			if ef != nil {
-				for i := range s.Len() {
-					ef(n.Index(i), s.Index(i))
-				}
-			}
-			d.Set(n)
-		}, true
+		return sliceFixup(t)
 	case reflect.Map:
-		kf, okK := fixupOf(t.Key())
-		ef, okE := fixupOf(t.Elem())
-		if !okK || !okE || kf != nil {
-			return nil, false
-		}
-		return func(d, s reflect.Value) {
-			if s.IsNil() {
-				return
-			}
-			m := reflect.MakeMapWithSize(t, s.Len())
-			it := s.MapRange()
-			for it.Next() {
-				v := reflect.New(t.Elem()).Elem()
-				v.Set(it.Value())
-				if ef != nil {
-					ef(v, it.Value())
-				}
-				m.SetMapIndex(it.Key(), v)
-			}
-			d.Set(m)
-		}, true
+		return mapFixup(t)
 	case reflect.Array:
-		ef, ok := fixupOf(t.Elem())
-		if !ok || ef == nil {
-			return nil, ok
-		}
-		return func(d, s reflect.Value) {
-			for i := range s.Len() {
-				ef(d.Index(i), s.Index(i))
-			}
-		}, true
+		return arrayFixup(t)
 	case reflect.Struct:
-		if t == timeType {
-			return nil, true
-		}
-		type field struct {
-			i int
-			f fixup
-		}
-		var fs []field
-		for i := range t.NumField() {
-			sf := t.Field(i)
-			f, ok := fixupOf(sf.Type)
-			if !ok {
-				return nil, false
-			}
-			if f == nil {
-				continue
-			}
-			if !sf.IsExported() {
-				return nil, false
-			}
-			fs = append(fs, field{i, f})
-		}
-		if len(fs) == 0 {
-			return nil, true
-		}
-		return func(d, s reflect.Value) {
-			for _, f := range fs {
-				f.f(d.Field(f.i), s.Field(f.i))
-			}
-		}, true
+		return structFixup(t)
 	case reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
 		return nil, false
 	default:
 		return nil, true
 	}
+}
+
+// pointerFixup is fixupOf a pointer type t: the copy points to a copy of the element.
+func pointerFixup(t reflect.Type) (fixup, bool) {
+	ef, ok := fixupOf(t.Elem())
+	if !ok {
+		return nil, false
+	}
+	return func(d, s reflect.Value) {
+		if s.IsNil() {
+			return
+		}
+		p := reflect.New(t.Elem())
+		p.Elem().Set(s.Elem())
+		if ef != nil {
+			ef(p.Elem(), s.Elem())
+		}
+		d.Set(p)
+	}, true
+}
+
+// sliceFixup is fixupOf a slice type t: the copy has its own backing array.
+func sliceFixup(t reflect.Type) (fixup, bool) {
+	ef, ok := fixupOf(t.Elem())
+	if !ok {
+		return nil, false
+	}
+	return func(d, s reflect.Value) {
+		if s.IsNil() {
+			return
+		}
+		n := reflect.MakeSlice(t, s.Len(), s.Len())
+		reflect.Copy(n, s)
+		if ef != nil {
+			for i := range s.Len() {
+				ef(n.Index(i), s.Index(i))
+			}
+		}
+		d.Set(n)
+	}, true
+}
+
+// mapFixup is fixupOf a map type t whose keys need no fixup: the copy is a map of its own.
+func mapFixup(t reflect.Type) (fixup, bool) {
+	kf, okK := fixupOf(t.Key())
+	ef, okE := fixupOf(t.Elem())
+	if !okK || !okE || kf != nil {
+		return nil, false
+	}
+	return func(d, s reflect.Value) {
+		if s.IsNil() {
+			return
+		}
+		m := reflect.MakeMapWithSize(t, s.Len())
+		it := s.MapRange()
+		for it.Next() {
+			v := reflect.New(t.Elem()).Elem()
+			v.Set(it.Value())
+			if ef != nil {
+				ef(v, it.Value())
+			}
+			m.SetMapIndex(it.Key(), v)
+		}
+		d.Set(m)
+	}, true
+}
+
+// arrayFixup is fixupOf an array type t: each element is fixed up in place.
+func arrayFixup(t reflect.Type) (fixup, bool) {
+	ef, ok := fixupOf(t.Elem())
+	if !ok || ef == nil {
+		return nil, ok
+	}
+	return func(d, s reflect.Value) {
+		for i := range s.Len() {
+			ef(d.Index(i), s.Index(i))
+		}
+	}, true
+}
+
+// structFixup is fixupOf a struct type t: each field that needs it is fixed up, which must
+// then be exported.
+func structFixup(t reflect.Type) (fixup, bool) {
+	if t == timeType {
+		return nil, true
+	}
+	type field struct {
+		i int
+		f fixup
+	}
+	var fs []field
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		f, ok := fixupOf(sf.Type)
+		if !ok {
+			return nil, false
+		}
+		if f == nil {
+			continue
+		}
+		if !sf.IsExported() {
+			return nil, false
+		}
+		fs = append(fs, field{i, f})
+	}
+	if len(fs) == 0 {
+		return nil, true
+	}
+	return func(d, s reflect.Value) {
+		for _, f := range fs {
+			f.f(d.Field(f.i), s.Field(f.i))
+		}
+	}, true
 }

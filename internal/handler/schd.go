@@ -362,20 +362,7 @@ func keepAsLegacy(rec, old *FlightRecord) {
 // twice, or two snapshots covering different parts of one day re-sent, yield the same fields,
 // which the store treats as unchanged (no version step).
 func generations(ctx context.Context, view View, w *work, loc *time.Location) ([]pipeline.RefChange, error) {
-	days := map[string]time.Time{} // key → local midnight
-	touch := func(t time.Time) { days[localDay(t, loc)] = midnight(t, loc) }
-	for _, id := range w.order {
-		e := w.entries[id]
-		if !e.schedule {
-			continue
-		}
-		if e.oldRec != nil {
-			touch(e.oldRec.SODT)
-		}
-		if e.cur != nil {
-			touch(e.cur.SODT)
-		}
-	}
+	days := scheduledDays(w, loc)
 	keys := make([]string, 0, len(days))
 	for k := range days {
 		keys = append(keys, k)
@@ -383,49 +370,9 @@ func generations(ctx context.Context, view View, w *work, loc *time.Location) ([
 	slices.Sort(keys)
 	out := make([]pipeline.RefChange, 0, len(keys))
 	for _, k := range keys {
-		start := days[k]
-		end := time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, loc).Add(-time.Nanosecond)
-		stored, err := view.FlightsBetween(ctx, start, end) // bounds inclusive
+		recs, err := dayBoard(ctx, view, w, loc, k, days[k])
 		if err != nil {
-			return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read the flights of %s: %w", k, err))
-		}
-		recs := map[int64][]byte{}
-		for _, b := range stored {
-			var key struct {
-				FLID int64 `json:"FLID"`
-			}
-			if err := json.Unmarshal(b, &key); err != nil {
-				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
-			}
-			if _, touched := w.entries[key.FLID]; touched {
-				continue // the work set's state wins (below); a snapshot touches most of the day
-			}
-			r, err := decodeRecord(b)
-			if err != nil {
-				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
-			}
-			if localDay(r.SODT, loc) != k {
-				continue
-			}
-			c, err := encodeRecord(r)
-			if err != nil {
-				return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight %d: %w", r.FLID, err))
-			}
-			recs[r.FLID] = c
-		}
-		for _, id := range w.order {
-			e := w.entries[id]
-			if e.cur == nil || localDay(e.cur.SODT, loc) != k {
-				continue
-			}
-			c := e.enc // finish encoded it already
-			if c == nil {
-				var err error
-				if c, err = encodeRecord(e.cur); err != nil {
-					return nil, fmt.Errorf("flight %d: %w", id, err)
-				}
-			}
-			recs[id] = c
+			return nil, err
 		}
 		ids := make([]int64, 0, len(recs))
 		for id := range recs {
@@ -444,6 +391,76 @@ func generations(ctx context.Context, view View, w *work, loc *time.Location) ([
 		out = append(out, pipeline.RefChange{Op: pipeline.RefUpsert, Type: SchdGenType, Record: pipeline.RefRecord{Key: k, Fields: fields}})
 	}
 	return out, nil
+}
+
+// scheduledDays returns the local days (key → local midnight) of the flights the snapshot
+// upserted or deleted, old and new.
+func scheduledDays(w *work, loc *time.Location) map[string]time.Time {
+	days := map[string]time.Time{} // key → local midnight
+	touch := func(t time.Time) { days[localDay(t, loc)] = midnight(t, loc) }
+	for _, id := range w.order {
+		e := w.entries[id]
+		if !e.schedule {
+			continue
+		}
+		if e.oldRec != nil {
+			touch(e.oldRec.SODT)
+		}
+		if e.cur != nil {
+			touch(e.cur.SODT)
+		}
+	}
+	return days
+}
+
+// dayBoard returns the canonical encoding of each flight of local day k (starting at start)
+// after the change: the day's stored flights read through the view, overlaid with the work
+// set.
+func dayBoard(ctx context.Context, view View, w *work, loc *time.Location, k string, start time.Time) (map[int64][]byte, error) {
+	end := time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, loc).Add(-time.Nanosecond)
+	stored, err := view.FlightsBetween(ctx, start, end) // bounds inclusive
+	if err != nil {
+		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read the flights of %s: %w", k, err))
+	}
+	recs := map[int64][]byte{}
+	for _, b := range stored {
+		var key struct {
+			FLID int64 `json:"FLID"`
+		}
+		if err := json.Unmarshal(b, &key); err != nil {
+			return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
+		}
+		if _, touched := w.entries[key.FLID]; touched {
+			continue // the work set's state wins (below); a snapshot touches most of the day
+		}
+		r, err := decodeRecord(b)
+		if err != nil {
+			return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight record of %s: %w", k, err))
+		}
+		if localDay(r.SODT, loc) != k {
+			continue
+		}
+		c, err := encodeRecord(r)
+		if err != nil {
+			return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("stored flight %d: %w", r.FLID, err))
+		}
+		recs[r.FLID] = c
+	}
+	for _, id := range w.order {
+		e := w.entries[id]
+		if e.cur == nil || localDay(e.cur.SODT, loc) != k {
+			continue
+		}
+		c := e.enc // finish encoded it already
+		if c == nil {
+			var err error
+			if c, err = encodeRecord(e.cur); err != nil {
+				return nil, fmt.Errorf("flight %d: %w", id, err)
+			}
+		}
+		recs[id] = c
+	}
+	return recs, nil
 }
 
 // midnight returns the start of t's local day in loc.

@@ -54,72 +54,93 @@ func (r *Runner) historySweep(ctx context.Context, rep *report) error {
 	if err != nil {
 		return err
 	}
-	written, deleted, failed := 0, 0, 0
+	var t sweepTally
 	for _, day := range days {
-		var after int64
-		done := 0
-		r.doing("sweep day %s: %d/%d flights", day.Day, done, day.Flights)
-		for ctx.Err() == nil {
-			part, err := r.Flights.HistoryChunk(ctx, day.Day, after, chunk)
-			if err != nil {
-				return err
-			}
-			if len(part) == 0 {
-				break
-			}
-			after = part[len(part)-1].FLID
-			errs, werr := r.History.Write(ctx, part)
-			ok := make([]flight.HistoryFlight, 0, len(part))
-			for i, f := range part {
-				var e error
-				switch {
-				case werr != nil:
-					e = werr
-				case i < len(errs):
-					e = errs[i]
-				default:
-					e = errors.New("no answer for this flight")
-				}
-				if e == nil {
-					ok = append(ok, f)
-					continue
-				}
-				failed++
-				if len(rep.notes) < maxNotes {
-					rep.notes = append(rep.notes, fmt.Sprintf("flight %d of %s not written: %v", f.FLID, f.Day, e))
-				}
-			}
-			if werr != nil {
-				r.log().Warn("history write failed; the flights stay for the next sweep", "day", day.Day, "flights", len(part), "err", werr.Error())
-			}
-			written += len(ok)
-			n, err := r.Flights.DeleteHistory(ctx, ok)
-			deleted += n
-			if err != nil {
-				rep.add("history", written)
-				rep.add("FLIGHT_STATE", -deleted)
-				return err
-			}
-			done += len(part)
-			r.doing("sweep day %s: %d/%d flights", day.Day, done, day.Flights)
+		if err := r.sweepDay(ctx, rep, day, chunk, &t); err != nil {
+			return err
 		}
 		r.log().Info("history sweep: day done", "day", day.Day, "flights", day.Flights)
 	}
-	if written > 0 {
-		rep.add("history", written)
+	if t.written > 0 {
+		rep.add("history", t.written)
 	}
-	if deleted > 0 {
-		rep.add("FLIGHT_STATE", -deleted)
+	if t.deleted > 0 {
+		rep.add("FLIGHT_STATE", -t.deleted)
 	}
-	if failed > 0 {
-		historyFailed.Add(float64(failed))
-		r.log().Warn("history sweep: some flights were not written and stay in the flight store", "failed", failed, "written", written)
+	if t.failed > 0 {
+		historyFailed.Add(float64(t.failed))
+		r.log().Warn("history sweep: some flights were not written and stay in the flight store", "failed", t.failed, "written", t.written)
 	}
-	rep.summary = fmt.Sprintf("swept %d flights of %d days before %s to history, %d deleted", written, len(days), bound, deleted)
-	if failed > 0 {
-		rep.summary += fmt.Sprintf(", %d not written (kept for the next sweep)", failed)
+	rep.summary = fmt.Sprintf("swept %d flights of %d days before %s to history, %d deleted", t.written, len(days), bound, t.deleted)
+	if t.failed > 0 {
+		rep.summary += fmt.Sprintf(", %d not written (kept for the next sweep)", t.failed)
 	}
 	return ctx.Err()
+}
+
+// sweepTally counts the flights of a sweep so far.
+type sweepTally struct {
+	written, deleted, failed int
+}
+
+// sweepDay sweeps the flights of day, a chunk at a time, until they are all read or ctx
+// ends, counting them in t. When a delete fails, the report gets what was done so far.
+func (r *Runner) sweepDay(ctx context.Context, rep *report, day flight.HistoryDay, chunk int, t *sweepTally) error {
+	var after int64
+	done := 0
+	r.doing("sweep day %s: %d/%d flights", day.Day, done, day.Flights)
+	for ctx.Err() == nil {
+		part, err := r.Flights.HistoryChunk(ctx, day.Day, after, chunk)
+		if err != nil {
+			return err
+		}
+		if len(part) == 0 {
+			break
+		}
+		after = part[len(part)-1].FLID
+		ok := r.writeHistory(ctx, rep, day, part, t)
+		t.written += len(ok)
+		n, err := r.Flights.DeleteHistory(ctx, ok)
+		t.deleted += n
+		if err != nil {
+			rep.add("history", t.written)
+			rep.add("FLIGHT_STATE", -t.deleted)
+			return err
+		}
+		done += len(part)
+		r.doing("sweep day %s: %d/%d flights", day.Day, done, day.Flights)
+	}
+	return nil
+}
+
+// writeHistory writes part, flights of day, to the history sink and returns those written;
+// the others count in t.failed, the first few with their reason in the report's notes.
+func (r *Runner) writeHistory(ctx context.Context, rep *report, day flight.HistoryDay, part []flight.HistoryFlight, t *sweepTally) []flight.HistoryFlight {
+	errs, werr := r.History.Write(ctx, part)
+	ok := make([]flight.HistoryFlight, 0, len(part))
+	for i, f := range part {
+		var e error
+		switch {
+		case werr != nil:
+			e = werr
+		case i < len(errs):
+			e = errs[i]
+		default:
+			e = errors.New("no answer for this flight")
+		}
+		if e == nil {
+			ok = append(ok, f)
+			continue
+		}
+		t.failed++
+		if len(rep.notes) < maxNotes {
+			rep.notes = append(rep.notes, fmt.Sprintf("flight %d of %s not written: %v", f.FLID, f.Day, e))
+		}
+	}
+	if werr != nil {
+		r.log().Warn("history write failed; the flights stay for the next sweep", "day", day.Day, "flights", len(part), "err", werr.Error())
+	}
+	return ok
 }
 
 // FileHistory is the history sink of the embedded default: JSON lines, one file per local day

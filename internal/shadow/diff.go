@@ -179,21 +179,10 @@ func rowIDNote(n Note) (string, bool) {
 
 // Compare compares the legacy's notifications with msgx's.
 func Compare(legacy, msgx []Note, opt Options) Report {
-	rep := Report{Rules: rules()}
-	var cur *FlightResult // the flight being compared, if any
-	rule := func(id string) {
-		for _, r := range rep.Rules {
-			if r.ID == id {
-				r.Applied++
-			}
-		}
-		if cur != nil && !slices.Contains(cur.Explained, id) {
-			cur.Explained = append(cur.Explained, id)
-		}
-	}
+	c := comparison{rep: Report{Rules: rules()}}
 	m := newSide()
 	for _, n := range msgx {
-		rep.MsgxNotes++
+		c.rep.MsgxNotes++
 		switch {
 		case n.Null:
 		case n.Type == "schedule":
@@ -202,14 +191,53 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 			m.add(*n.FlightID, n)
 		}
 	}
-	l := newSide()
 	placed, unresolved, ambiguous := resolveRowIDs(legacy, msgx, opt)
-	rep.Unresolved, rep.Ambiguous = unresolved, ambiguous
-	rowMapped := map[int64]bool{} // flights a legacy row id was mapped to
+	c.rep.Unresolved, c.rep.Ambiguous = unresolved, ambiguous
+	l, rowMapped := c.legacySide(legacy, placed)
+
+	empty := &flight{fields: map[string]any{}, windowless: true}
+	for _, id := range flightIDs(l, m) {
+		lf, mf := l.flights[id], m.flights[id]
+		if lf == nil {
+			lf = empty
+		}
+		if mf == nil {
+			mf = empty
+		}
+		c.rep.Flights = append(c.rep.Flights, c.flight(id, lf, mf, m, rowMapped[id]))
+	}
+	return c.rep
+}
+
+// comparison is a Compare under way: the report, and the flight being compared, if any.
+type comparison struct {
+	rep Report
+	cur *FlightResult
+}
+
+// rule counts one more application of the rule id, and notes it on the flight being
+// compared.
+func (c *comparison) rule(id string) {
+	for _, r := range c.rep.Rules {
+		if r.ID == id {
+			r.Applied++
+		}
+	}
+	if c.cur != nil && !slices.Contains(c.cur.Explained, id) {
+		c.cur.Explained = append(c.cur.Explained, id)
+	}
+}
+
+// legacySide reads the legacy's notes, those carrying a row id on the flight resolveRowIDs
+// placed them on (the unplaced ones are left out). It returns the side and the flights a
+// legacy row id was mapped to.
+func (c *comparison) legacySide(legacy []Note, placed map[int]int64) (*side, map[int64]bool) {
+	l := newSide()
+	rowMapped := map[int64]bool{}
 	for i, n := range legacy {
-		rep.LegacyNotes++
+		c.rep.LegacyNotes++
 		if n.Null {
-			rep.LegacyNull++
+			c.rep.LegacyNull++
 			continue
 		}
 		if n.Type == "schedule" {
@@ -217,7 +245,7 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 			continue
 		}
 		if n.FlightID == nil {
-			rep.Unresolved = append(rep.Unresolved, fmt.Sprintf("legacy line %d: %s without flightId", n.Line, n.Type))
+			c.rep.Unresolved = append(c.rep.Unresolved, fmt.Sprintf("legacy line %d: %s without flightId", n.Line, n.Type))
 			continue
 		}
 		id := *n.FlightID
@@ -227,15 +255,19 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 				continue // unresolved or ambiguous
 			}
 			if flid != id { // a capture that already carries the FLID needs no mapping
-				rep.RowIDsMapped++
-				rule("row-id")
+				c.rep.RowIDsMapped++
+				c.rule("row-id")
 				rowMapped[flid] = true
 			}
 			id = flid
 		}
 		l.add(id, n)
 	}
+	return l, rowMapped
+}
 
+// flightIDs returns the flights either side named, in order.
+func flightIDs(l, m *side) []int64 {
 	ids := map[int64]bool{}
 	for id := range l.flights {
 		ids[id] = true
@@ -248,91 +280,98 @@ func Compare(legacy, msgx []Note, opt Options) Report {
 		sorted = append(sorted, id)
 	}
 	slices.Sort(sorted)
-	empty := &flight{fields: map[string]any{}, windowless: true}
-	for _, id := range sorted {
-		lf, mf := l.flights[id], m.flights[id]
-		if lf == nil {
-			lf = empty
-		}
-		if mf == nil {
-			mf = empty
-		}
-		res := FlightResult{FLID: id}
-		cur = &res
-		if rowMapped[id] {
-			res.Explained = append(res.Explained, "row-id")
-		}
-		keys := map[string]bool{}
-		for k := range lf.fields {
-			keys[k] = true
-		}
-		for k := range mf.fields {
-			keys[k] = true
-		}
-		for _, k := range sortedKeys(keys) {
-			lv, inL := lf.fields[k]
-			mv, inM := mf.fields[k]
-			switch {
-			case inL && inM:
-				eq, applied := equal(k, lv, mv)
-				if eq {
-					res.Equal = append(res.Equal, k)
-					for _, r := range applied {
-						rule(r)
-					}
-				} else {
-					res.Diffs = append(res.Diffs, Diff{Kind: "mismatch", What: k, Legacy: show(lv), Msgx: show(mv)})
-				}
-			case inL:
-				switch {
-				case isGroupKey(k) && noList(lv):
-					rule("group-no-list")
-				case sameSTYPKey(k, mf.fields):
-					rule("group-keys")
-				default:
-					res.Diffs = append(res.Diffs, Diff{Kind: "only-legacy", What: k, Legacy: show(lv)})
-				}
-			default:
-				if sameSTYPKey(k, lf.fields) {
-					rule("group-keys")
-				} else {
-					res.Diffs = append(res.Diffs, Diff{Kind: "only-msgx", What: k, Msgx: show(mv)})
-				}
-			}
-		}
-		switch {
-		case lf.deleted && mf.deleted:
-			res.Equal = append(res.Equal, "delete")
-		case mf.deleted && mf.deletedAt != nil && m.snapshotAt[*mf.deletedAt]:
-			rule("snapshot-drop")
-		case lf.deleted:
-			res.Diffs = append(res.Diffs, Diff{Kind: "only-legacy", What: "delete"})
-		case mf.deleted:
-			res.Diffs = append(res.Diffs, Diff{Kind: "only-msgx", What: "delete"})
-		}
-		switch {
-		case lf.scheduled && mf.scheduled:
-			res.Equal = append(res.Equal, "schedule")
-		case mf.scheduled && mf.windowless && rep.LegacyNull > 0:
-			rule("null-schedule")
-		case lf.scheduled:
-			res.Diffs = append(res.Diffs, Diff{Kind: "only-legacy", What: "schedule"})
-		case mf.scheduled:
-			res.Diffs = append(res.Diffs, Diff{Kind: "only-msgx", What: "schedule"})
-		}
-		diffs := res.Diffs[:0:0]
-		for _, d := range res.Diffs {
-			if rep.undecided(id, d.What) {
-				res.Undecided = append(res.Undecided, d)
-			} else {
-				diffs = append(diffs, d)
-			}
-		}
-		res.Diffs = diffs
-		cur = nil
-		rep.Flights = append(rep.Flights, res)
+	return sorted
+}
+
+// flight compares what the legacy (lf) and msgx (mf, of side m) said of flight id; rowMapped
+// is whether a legacy row id was mapped to it. The differences an ambiguous legacy
+// notification could explain are undecided.
+func (c *comparison) flight(id int64, lf, mf *flight, m *side, rowMapped bool) FlightResult {
+	res := FlightResult{FLID: id}
+	c.cur = &res
+	if rowMapped {
+		res.Explained = append(res.Explained, "row-id")
 	}
-	return rep
+	c.fields(&res, lf, mf)
+	c.deleteAndSchedule(&res, lf, mf, m)
+	diffs := res.Diffs[:0:0]
+	for _, d := range res.Diffs {
+		if c.rep.undecided(id, d.What) {
+			res.Undecided = append(res.Undecided, d)
+		} else {
+			diffs = append(diffs, d)
+		}
+	}
+	res.Diffs = diffs
+	c.cur = nil
+	return res
+}
+
+// fields compares the final value of each key either side changed.
+func (c *comparison) fields(res *FlightResult, lf, mf *flight) {
+	keys := map[string]bool{}
+	for k := range lf.fields {
+		keys[k] = true
+	}
+	for k := range mf.fields {
+		keys[k] = true
+	}
+	for _, k := range sortedKeys(keys) {
+		lv, inL := lf.fields[k]
+		mv, inM := mf.fields[k]
+		switch {
+		case inL && inM:
+			eq, applied := equal(k, lv, mv)
+			if eq {
+				res.Equal = append(res.Equal, k)
+				for _, r := range applied {
+					c.rule(r)
+				}
+			} else {
+				res.Diffs = append(res.Diffs, Diff{Kind: "mismatch", What: k, Legacy: show(lv), Msgx: show(mv)})
+			}
+		case inL:
+			switch {
+			case isGroupKey(k) && noList(lv):
+				c.rule("group-no-list")
+			case sameSTYPKey(k, mf.fields):
+				c.rule("group-keys")
+			default:
+				res.Diffs = append(res.Diffs, Diff{Kind: "only-legacy", What: k, Legacy: show(lv)})
+			}
+		default:
+			if sameSTYPKey(k, lf.fields) {
+				c.rule("group-keys")
+			} else {
+				res.Diffs = append(res.Diffs, Diff{Kind: "only-msgx", What: k, Msgx: show(mv)})
+			}
+		}
+	}
+}
+
+// deleteAndSchedule compares whether each side deleted the flight, and whether each named it
+// in a schedule notification.
+func (c *comparison) deleteAndSchedule(res *FlightResult, lf, mf *flight, m *side) {
+	switch {
+	case lf.deleted && mf.deleted:
+		res.Equal = append(res.Equal, "delete")
+	case mf.deleted && mf.deletedAt != nil && m.snapshotAt[*mf.deletedAt]:
+		c.rule("snapshot-drop")
+	case lf.deleted:
+		res.Diffs = append(res.Diffs, Diff{Kind: "only-legacy", What: "delete"})
+	case mf.deleted:
+		res.Diffs = append(res.Diffs, Diff{Kind: "only-msgx", What: "delete"})
+	}
+	switch {
+	case lf.scheduled && mf.scheduled:
+		res.Equal = append(res.Equal, "schedule")
+	case mf.scheduled && mf.windowless && c.rep.LegacyNull > 0:
+		c.rule("null-schedule")
+	case lf.scheduled:
+		res.Diffs = append(res.Diffs, Diff{Kind: "only-legacy", What: "schedule"})
+	case mf.scheduled:
+		res.Diffs = append(res.Diffs, Diff{Kind: "only-msgx", What: "schedule"})
+	}
 }
 
 // candidates returns the indices of the msgx updates that carry at least one key of the

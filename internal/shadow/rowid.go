@@ -58,6 +58,16 @@ func candidateFlights(idx []int, msgx []Note) []int64 {
 // It returns the flight of each placed note (by index in legacy), the notes no msgx flight
 // carries (differences), and the notes it cannot place (Ambiguity).
 func resolveRowIDs(legacy, msgx []Note, opt Options) (map[int]int64, []string, []Ambiguity) {
+	notes := rowNotes(legacy, msgx, opt)
+	pairInOrder(notes, msgx)
+	byRow, conflict, strongRow := placeRows(notes)
+	separateRows(notes, byRow, conflict, strongRow)
+	return placements(legacy, msgx, notes, conflict)
+}
+
+// rowNotes returns the legacy updates that carry a row id as flightId: placed when
+// --legacy-ids maps the row, else with their candidates.
+func rowNotes(legacy, msgx []Note, opt Options) []*rowNote {
 	var notes []*rowNote
 	for i, n := range legacy {
 		if n.Null || n.FlightID == nil {
@@ -75,8 +85,12 @@ func resolveRowIDs(legacy, msgx []Note, opt Options) (map[int]int64, []string, [
 		}
 		notes = append(notes, rn)
 	}
+	return notes
+}
 
-	// Classes of notes with the same candidates pair in order.
+// pairInOrder places the notes of a class (the same candidates) in order when the class has
+// as many notes as candidates, and on the one flight when all its candidates are on one.
+func pairInOrder(notes []*rowNote, msgx []Note) {
 	classes := map[string][]*rowNote{}
 	var order []string
 	for _, rn := range notes {
@@ -102,9 +116,14 @@ func resolveRowIDs(legacy, msgx []Note, opt Options) (map[int]int64, []string, [
 			}
 		}
 	}
+}
 
-	// A row id is one flight.
-	byRow := map[int64][]*rowNote{}
+// placeRows makes a row id one flight: the notes paired in order place the row, or without
+// any, the notes whose values only one flight carries; then every note of the row goes
+// there. It returns the notes of each row not fixed by --legacy-ids, the rows whose notes
+// match different flights (with why), and whether a row was placed by pairing.
+func placeRows(notes []*rowNote) (byRow map[int64][]*rowNote, conflict map[int64]string, strongRow map[int64]bool) {
+	byRow = map[int64][]*rowNote{}
 	var rows []int64
 	for _, rn := range notes {
 		if rn.fixed {
@@ -115,11 +134,9 @@ func resolveRowIDs(legacy, msgx []Note, opt Options) (map[int]int64, []string, [
 		}
 		byRow[rn.row] = append(byRow[rn.row], rn)
 	}
-	conflict := map[int64]string{} // row → why it cannot be placed
-	strongRow := map[int64]bool{}
+	conflict = map[int64]string{} // row → why it cannot be placed
+	strongRow = map[int64]bool{}
 	for _, row := range rows {
-		// The notes paired in order place the row; without any, the notes whose values only
-		// one flight carries.
 		var strong, weak []int64
 		for _, rn := range byRow[row] {
 			switch {
@@ -145,8 +162,13 @@ func resolveRowIDs(legacy, msgx []Note, opt Options) (map[int]int64, []string, [
 			conflict[row] = fmt.Sprintf("its notifications match different msgx flights %v", flights)
 		}
 	}
-	// Two row ids are two flights: a row placed only by values gives way to one paired in
-	// order; otherwise neither is placed.
+	return byRow, conflict, strongRow
+}
+
+// separateRows keeps two row ids two flights: of the rows placed on one flight, a row placed
+// only by values gives way to one paired in order (or fixed); otherwise neither is placed.
+// The rows that give way join conflict.
+func separateRows(notes []*rowNote, byRow map[int64][]*rowNote, conflict map[int64]string, strongRow map[int64]bool) {
 	rowsOf := map[int64][]int64{}
 	for _, rn := range notes {
 		if rn.done && conflict[rn.row] == "" && !slices.Contains(rowsOf[rn.flid], rn.row) {
@@ -172,7 +194,11 @@ func resolveRowIDs(legacy, msgx []Note, opt Options) (map[int]int64, []string, [
 			}
 		}
 	}
+}
 
+// placements is resolveRowIDs' answer for the notes as placed: the flight of each placed
+// note, the notes no msgx flight carries, and the notes it cannot place.
+func placements(legacy, msgx []Note, notes []*rowNote, conflict map[int64]string) (map[int]int64, []string, []Ambiguity) {
 	placed := map[int]int64{}
 	var unresolved []string
 	var ambiguous []Ambiguity

@@ -246,100 +246,136 @@ func decodeEnvelope(raw []byte, opt Options, w *Warnings) (Meta, error) {
 // envelopeOf reads the META of the document d tokenizes and checks that the whole document is
 // well-formed with one MSG root. It passes errUnsure through unclassified.
 func envelopeOf(d tokenizer, opt Options, w *Warnings) (Meta, error) {
-	var meta Meta
 	// Raw tokens (no name-space work, no copies; SIS has no name spaces) leave matching end
-	// tags to us.
+	// tags to us. The open elements stay here, where their first few need no allocation.
 	var stack []xml.Name
-	rootDone := false
-	sawMeta := false
-	metaLike := "" // a child of MSG named META but for letter case (<Meta>)
-	records, maxRecords := 0, opt.maxRecords()
-	var fields map[string]string
-	var field string      // the META child being read
-	var text bytes.Buffer // its text
+	e := envelopeScan{maxRecords: opt.maxRecords()}
 	for {
 		kind, err := d.next()
 		if err == io.EOF {
 			break
 		}
 		if errors.Is(err, errUnsure) {
-			return meta, err
+			return Meta{}, err
 		}
 		if err != nil {
-			return meta, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
+			return Meta{}, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: %v", err)
 		}
 		switch kind {
 		case tokStart:
 			t := d.startElem()
-			if rootDone {
-				return meta, pipeline.Errorf(pipeline.Malformed, "element <%s> after the end of <MSG>", t.Name.Local)
-			}
-			if isRecord(stack, t.Name.Local) {
-				if records++; records > maxRecords {
-					// Not MALFORMED: the message may be valid SIS, which msgx reads once the
-					// limit is raised; CODEC_ERROR is parked and stays replayable.
-					return meta, pipeline.Errorf(pipeline.CodecError, "more than %d records in one message (the limit sis.max-records sets); record %d is a <%s>", maxRecords, records, t.Name.Local)
-				}
-			}
-			switch depth := len(stack); {
-			case depth == 0 && (t.Name.Local != "MSG" || t.Name.Space != ""):
-				return meta, pipeline.Errorf(pipeline.Malformed, "root element is <%s>, want <MSG>", qname(t.Name))
-			case depth == 1 && t.Name.Local == "META":
-				if sawMeta {
-					return meta, pipeline.Errorf(pipeline.Malformed, "more than one <META>")
-				}
-				sawMeta = true
-				fields = map[string]string{}
-			case depth == 1 && metaLike == "" && strings.EqualFold(t.Name.Local, "META"):
-				metaLike = t.Name.Local
-			case depth == 2 && inMeta(stack):
-				field = t.Name.Local
-				text.Reset()
-				if !metaFields[field] {
-					w.Addf("unknown element %s in META ignored", short(field))
-				}
-			case depth == 3 && inMeta(stack[:2]):
-				return meta, pipeline.Errorf(pipeline.Malformed, "META/%s holds an element <%s>", stack[2].Local, t.Name.Local)
+			if err := e.start(stack, t, w); err != nil {
+				return Meta{}, err
 			}
 			stack = append(stack, t.Name)
 		case tokEnd:
 			name := d.endName()
 			if len(stack) == 0 || stack[len(stack)-1] != name {
-				return meta, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: unexpected end element </%s>", qname(name))
+				return Meta{}, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: unexpected end element </%s>", qname(name))
 			}
 			stack = stack[:len(stack)-1]
-			if len(stack) == 2 && inMeta(stack) {
-				if _, dup := fields[field]; dup && metaFields[field] {
-					return meta, pipeline.Errorf(pipeline.Malformed, "META/%s appears twice", field)
-				}
-				fields[field] = strings.TrimSpace(text.String())
-			}
-			if len(stack) == 0 {
-				rootDone = true
+			if err := e.end(stack); err != nil {
+				return Meta{}, err
 			}
 		case tokText:
-			t := d.charData()
-			if len(stack) == 0 && len(bytes.TrimSpace(t)) > 0 {
-				return meta, pipeline.Errorf(pipeline.Malformed, "text outside <MSG>")
-			}
-			if len(stack) == 3 && inMeta(stack[:2]) {
-				text.Write(t)
+			if err := e.text(stack, d.charData()); err != nil {
+				return Meta{}, err
 			}
 		}
 	}
+	if err := e.finished(stack); err != nil {
+		return Meta{}, err
+	}
+	return metaOf(e.fields, opt)
+}
+
+// envelopeScan is what envelopeOf has read so far, besides the open elements.
+type envelopeScan struct {
+	rootDone            bool
+	sawMeta             bool
+	metaLike            string // a child of MSG named META but for letter case (<Meta>)
+	records, maxRecords int
+	fields              map[string]string
+	field               string       // the META child being read
+	fieldText           bytes.Buffer // its text
+}
+
+// start takes the start tag t opened under the open elements stack.
+func (e *envelopeScan) start(stack []xml.Name, t *xml.StartElement, w *Warnings) error {
+	if e.rootDone {
+		return pipeline.Errorf(pipeline.Malformed, "element <%s> after the end of <MSG>", t.Name.Local)
+	}
+	if isRecord(stack, t.Name.Local) {
+		if e.records++; e.records > e.maxRecords {
+			// Not MALFORMED: the message may be valid SIS, which msgx reads once the
+			// limit is raised; CODEC_ERROR is parked and stays replayable.
+			return pipeline.Errorf(pipeline.CodecError, "more than %d records in one message (the limit sis.max-records sets); record %d is a <%s>", e.maxRecords, e.records, t.Name.Local)
+		}
+	}
+	switch depth := len(stack); {
+	case depth == 0 && (t.Name.Local != "MSG" || t.Name.Space != ""):
+		return pipeline.Errorf(pipeline.Malformed, "root element is <%s>, want <MSG>", qname(t.Name))
+	case depth == 1 && t.Name.Local == "META":
+		if e.sawMeta {
+			return pipeline.Errorf(pipeline.Malformed, "more than one <META>")
+		}
+		e.sawMeta = true
+		e.fields = map[string]string{}
+	case depth == 1 && e.metaLike == "" && strings.EqualFold(t.Name.Local, "META"):
+		e.metaLike = t.Name.Local
+	case depth == 2 && inMeta(stack):
+		e.field = t.Name.Local
+		e.fieldText.Reset()
+		if !metaFields[e.field] {
+			w.Addf("unknown element %s in META ignored", short(e.field))
+		}
+	case depth == 3 && inMeta(stack[:2]):
+		return pipeline.Errorf(pipeline.Malformed, "META/%s holds an element <%s>", stack[2].Local, t.Name.Local)
+	}
+	return nil
+}
+
+// end takes the end of an element, which left the open elements stack.
+func (e *envelopeScan) end(stack []xml.Name) error {
+	if len(stack) == 2 && inMeta(stack) {
+		if _, dup := e.fields[e.field]; dup && metaFields[e.field] {
+			return pipeline.Errorf(pipeline.Malformed, "META/%s appears twice", e.field)
+		}
+		e.fields[e.field] = strings.TrimSpace(e.fieldText.String())
+	}
+	if len(stack) == 0 {
+		e.rootDone = true
+	}
+	return nil
+}
+
+// text takes the character data t read inside the open elements stack.
+func (e *envelopeScan) text(stack []xml.Name, t []byte) error {
+	if len(stack) == 0 && len(bytes.TrimSpace(t)) > 0 {
+		return pipeline.Errorf(pipeline.Malformed, "text outside <MSG>")
+	}
+	if len(stack) == 3 && inMeta(stack[:2]) {
+		e.fieldText.Write(t)
+	}
+	return nil
+}
+
+// finished checks, at the end of the document, with stack the elements still open, that MSG
+// was read whole and held a META.
+func (e *envelopeScan) finished(stack []xml.Name) error {
 	if len(stack) > 0 {
-		return meta, pipeline.Errorf(pipeline.Malformed, "not well-formed XML: <%s> is not closed", qname(stack[len(stack)-1]))
+		return pipeline.Errorf(pipeline.Malformed, "not well-formed XML: <%s> is not closed", qname(stack[len(stack)-1]))
 	}
-	if !rootDone {
-		return meta, pipeline.Errorf(pipeline.Malformed, "no <MSG> element")
+	if !e.rootDone {
+		return pipeline.Errorf(pipeline.Malformed, "no <MSG> element")
 	}
-	if !sawMeta {
-		if metaLike != "" {
-			return meta, pipeline.Errorf(pipeline.Malformed, "MSG has <%s> where <META> is expected (tags are case-sensitive)", metaLike)
+	if !e.sawMeta {
+		if e.metaLike != "" {
+			return pipeline.Errorf(pipeline.Malformed, "MSG has <%s> where <META> is expected (tags are case-sensitive)", e.metaLike)
 		}
-		return meta, pipeline.Errorf(pipeline.Malformed, "no <META> in <MSG>")
+		return pipeline.Errorf(pipeline.Malformed, "no <META> in <MSG>")
 	}
-	return metaOf(fields, opt)
+	return nil
 }
 
 // isRecord reports whether an element name opened under the open elements stack is a record

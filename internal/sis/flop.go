@@ -336,6 +336,15 @@ func (c *conv) flop(styp string, x *xrec) Flop {
 	if c.err != nil {
 		return f
 	}
+	if !c.flopValue(styp, x, &f) {
+		c.flopGroup(styp, x, &f)
+	}
+	return f
+}
+
+// flopValue reads the payload of a STYP of groups A and B (one time, or one value) into f,
+// and reports whether styp is one of them.
+func (c *conv) flopValue(styp string, x *xrec, f *Flop) bool {
 	switch styp {
 	// A
 	case "APPT":
@@ -391,6 +400,16 @@ func (c *conv) flop(styp string, x *xrec) Flop {
 		f.STND = c.text(styp, x.STND)
 	case "TRML":
 		f.TRML = c.text(styp, x.TRML)
+	default:
+		return false
+	}
+	return true
+}
+
+// flopGroup reads the payload of a STYP of groups C to H (elements with children, or a set
+// of values) into f.
+func (c *conv) flopGroup(styp string, x *xrec, f *Flop) {
+	switch styp {
 	// C
 	case "FDIV":
 		f.FDIV = c.fdiv(x.FDIV)
@@ -443,21 +462,25 @@ func (c *conv) flop(styp string, x *xrec) Flop {
 		f.TIPT = c.tipt(x.TIPT)
 	// H
 	case "FDEL":
-		if len(x.FDEL) > 1 {
-			c.failf("FDEL", ": appears %d times", len(x.FDEL))
-		}
-		for _, d := range x.FDEL {
-			switch text := strings.TrimSpace(d.Text); {
-			case text != "":
-				c.bad("FDEL", text, errors.New("must be empty"))
-			case len(d.Elems) > 0:
-				c.failf("FDEL", " has a child <%s>: must be empty", d.Elems[0])
-			case len(d.Attrs) > 0:
-				c.failf("FDEL", " has an attribute %s: must be empty", d.Attrs[0].Name.Local)
-			}
+		c.fdel(x.FDEL)
+	}
+}
+
+// fdel checks the FDEL elements of a FDEL operation: one, and empty.
+func (c *conv) fdel(fdel []xfdel) {
+	if len(fdel) > 1 {
+		c.failf("FDEL", ": appears %d times", len(fdel))
+	}
+	for _, d := range fdel {
+		switch text := strings.TrimSpace(d.Text); {
+		case text != "":
+			c.bad("FDEL", text, errors.New("must be empty"))
+		case len(d.Elems) > 0:
+			c.failf("FDEL", " has a child <%s>: must be empty", d.Elems[0])
+		case len(d.Attrs) > 0:
+			c.failf("FDEL", " has an attribute %s: must be empty", d.Attrs[0].Name.Local)
 		}
 	}
-	return f
 }
 
 // flopCommon are the elements any FLOP record may hold beside its STYP's own: FLID and FFID

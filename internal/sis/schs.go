@@ -115,28 +115,8 @@ func decodeSCHS(raw []byte, _ Meta, opt Options, w *Warnings) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	body.SNAM = head["SNAM"].s
-	body.APCD = head["APCD"].s
-	if body.SNAM == "" {
-		return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/SNAM: missing")
-	}
-	for _, name := range []string{"SDAT", "EDAT"} {
-		s := head[name].s
-		if s == "" {
-			return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/%s: missing", name)
-		}
-		t, err := parseDate(s, loc)
-		if err != nil {
-			return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/%s %q: %v", name, s, err)
-		}
-		if name == "SDAT" {
-			body.SDAT = t
-		} else {
-			body.EDAT = t
-		}
-	}
-	if body.EDAT.Before(body.SDAT) {
-		return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/EDAT %q: before SDAT %q", head["EDAT"].s, head["SDAT"].s)
+	if err := body.readHead(head, loc); err != nil {
+		return nil, err
 	}
 	if recs < 0 {
 		return nil, pipeline.Errorf(pipeline.Malformed, "SCHS/RECS: missing")
@@ -146,6 +126,36 @@ func decodeSCHS(raw []byte, _ Meta, opt Options, w *Warnings) (any, error) {
 	}
 	body.Recs = recs
 	return body, nil
+}
+
+// readHead sets the season's name, airport and dates from the head elements read (SNAM,
+// APCD, SDAT, EDAT); name and dates are mandatory, and the season may not end before it
+// starts.
+func (b *SchsBody) readHead(head map[string]xtext, loc *time.Location) error {
+	b.SNAM = head["SNAM"].s
+	b.APCD = head["APCD"].s
+	if b.SNAM == "" {
+		return pipeline.Errorf(pipeline.Malformed, "SCHS/SNAM: missing")
+	}
+	for _, name := range []string{"SDAT", "EDAT"} {
+		s := head[name].s
+		if s == "" {
+			return pipeline.Errorf(pipeline.Malformed, "SCHS/%s: missing", name)
+		}
+		t, err := parseDate(s, loc)
+		if err != nil {
+			return pipeline.Errorf(pipeline.Malformed, "SCHS/%s %q: %v", name, s, err)
+		}
+		if name == "SDAT" {
+			b.SDAT = t
+		} else {
+			b.EDAT = t
+		}
+	}
+	if b.EDAT.Before(b.SDAT) {
+		return pipeline.Errorf(pipeline.Malformed, "SCHS/EDAT %q: before SDAT %q", head["EDAT"].s, head["SDAT"].s)
+	}
+	return nil
 }
 
 // seasonFlight converts a SCHS FLTR.

@@ -146,84 +146,18 @@ func (c Config) Validate(name string) error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("%s: must not be negative, got %s", key("timeout"), c.Timeout)
 	}
+	var err error
 	switch c.Sink {
 	case SinkKafka:
-		if len(c.Brokers) == 0 {
-			return fmt.Errorf("%s: required for sink kafka (a list of host:port)", key("brokers"))
-		}
-		for i, b := range c.Brokers {
-			if strings.TrimSpace(b) == "" {
-				return fmt.Errorf("%s[%d]: empty broker address", key("brokers"), i)
-			}
-		}
-		if c.Topic == "" {
-			return fmt.Errorf("%s: required for sink kafka", key("topic"))
-		}
-		if c.MaxRecordBytes != 0 && (c.MaxRecordBytes < MinKafkaMaxRecordBytes || c.MaxRecordBytes > MaxKafkaMaxRecordBytes) {
-			return fmt.Errorf("%s: must be between %d and %d bytes, got %d", key("max-record-bytes"),
-				MinKafkaMaxRecordBytes, MaxKafkaMaxRecordBytes, c.MaxRecordBytes)
-		}
-		switch c.SASL.Mechanism {
-		case "":
-		case SASLPlain, SASLScramSHA256, SASLScramSHA512:
-			if c.SASL.Username == "" {
-				return fmt.Errorf("%s: required with sasl.mechanism %s", key("sasl.username"), c.SASL.Mechanism)
-			}
-		default:
-			return fmt.Errorf("%s: %q is not one of %s, %s, %s", key("sasl.mechanism"), c.SASL.Mechanism,
-				SASLPlain, SASLScramSHA256, SASLScramSHA512)
-		}
+		err = c.validateKafka(key)
 	case SinkRedis:
-		switch c.Format {
-		case "":
-			if c.Channel == "" {
-				return fmt.Errorf("%s: required for sink redis", key("channel"))
-			}
-		case FormatLegacy:
-			if name != notifyTarget && c.CopyOf != notifyTarget {
-				return fmt.Errorf("%s: legacy is built from %s events: use it on target %s or on a target with copy-of: %s", key("format"), notifyTarget, notifyTarget, notifyTarget)
-			}
-		default:
-			return fmt.Errorf("%s: %q is not empty (the delivery envelope) or legacy", key("format"), c.Format)
-		}
-		if c.DB < 0 {
-			return fmt.Errorf("%s: must not be negative, got %d", key("db"), c.DB)
-		}
+		err = c.validateRedis(name, key)
 	case SinkRedisFlights:
-		if name != FlightProjection {
-			return fmt.Errorf("%s: redis-flights serves the target %s only (the Redis flight projection of phase B)", key("sink"), FlightProjection)
-		}
-		if c.CopyOf != "" && c.CopyOf != FlightProjectionSource {
-			return fmt.Errorf("%s: a redis-flights target takes copies of %s events (the whole record after each change), not %q", key("copy-of"), FlightProjectionSource, c.CopyOf)
-		}
-		if c.DB < 0 {
-			return fmt.Errorf("%s: must not be negative, got %d", key("db"), c.DB)
-		}
-		if c.TLS.Enabled || c.Username != "" {
-			return fmt.Errorf("%s: a redis-flights target has no tls or username in this version (addr, db, password, key-prefix)", key("tls.enabled"))
-		}
+		err = c.validateRedisFlights(name, key)
 	case SinkElasticsearch:
-		if c.Index == "" {
-			return fmt.Errorf("%s: required for sink elasticsearch", key("index"))
-		}
-		for i, a := range c.Addresses {
-			if err := checkHTTPURL(a); err != nil {
-				return fmt.Errorf("%s[%d]: %w", key("addresses"), i, err)
-			}
-		}
-		if c.APIKey != "" && (c.Username != "" || c.Password != "") {
-			return fmt.Errorf("%s: set either api-key or username/password, not both", key("api-key"))
-		}
+		err = c.validateElasticsearch(key)
 	case SinkWebhook:
-		if c.URL == "" {
-			return fmt.Errorf("%s: required for sink webhook", key("url"))
-		}
-		if err := checkHTTPURL(c.URL); err != nil {
-			return fmt.Errorf("%s: %w", key("url"), err)
-		}
-		if c.Secret == "" {
-			return fmt.Errorf("%s: required for sink webhook (the HMAC-SHA256 signing key)", key("secret"))
-		}
+		err = c.validateWebhook(key)
 	case SinkFile:
 		if c.Path == "" && (filepath.Base(name) != name || name == "." || name == "..") {
 			return fmt.Errorf("%s: required, the target name %q cannot be a file name", key("path"), name)
@@ -233,6 +167,9 @@ func (c Config) Validate(name string) error {
 	default:
 		return fmt.Errorf("%s: %q is not one of kafka, redis, elasticsearch, webhook, file, redis-flights", key("sink"), c.Sink)
 	}
+	if err != nil {
+		return err
+	}
 	if c.Format != "" && c.Sink != SinkRedis {
 		return fmt.Errorf("%s: only a redis target has a format", key("format"))
 	}
@@ -241,6 +178,103 @@ func (c Config) Validate(name string) error {
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		return fmt.Errorf("%s: cert-file and key-file go together", key("tls.key-file"))
+	}
+	return nil
+}
+
+// validateKafka checks the settings of a kafka target; key names them.
+func (c Config) validateKafka(key func(string) string) error {
+	if len(c.Brokers) == 0 {
+		return fmt.Errorf("%s: required for sink kafka (a list of host:port)", key("brokers"))
+	}
+	for i, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			return fmt.Errorf("%s[%d]: empty broker address", key("brokers"), i)
+		}
+	}
+	if c.Topic == "" {
+		return fmt.Errorf("%s: required for sink kafka", key("topic"))
+	}
+	if c.MaxRecordBytes != 0 && (c.MaxRecordBytes < MinKafkaMaxRecordBytes || c.MaxRecordBytes > MaxKafkaMaxRecordBytes) {
+		return fmt.Errorf("%s: must be between %d and %d bytes, got %d", key("max-record-bytes"),
+			MinKafkaMaxRecordBytes, MaxKafkaMaxRecordBytes, c.MaxRecordBytes)
+	}
+	switch c.SASL.Mechanism {
+	case "":
+	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+		if c.SASL.Username == "" {
+			return fmt.Errorf("%s: required with sasl.mechanism %s", key("sasl.username"), c.SASL.Mechanism)
+		}
+	default:
+		return fmt.Errorf("%s: %q is not one of %s, %s, %s", key("sasl.mechanism"), c.SASL.Mechanism,
+			SASLPlain, SASLScramSHA256, SASLScramSHA512)
+	}
+	return nil
+}
+
+// validateRedis checks the settings of the redis target name; key names them.
+func (c Config) validateRedis(name string, key func(string) string) error {
+	switch c.Format {
+	case "":
+		if c.Channel == "" {
+			return fmt.Errorf("%s: required for sink redis", key("channel"))
+		}
+	case FormatLegacy:
+		if name != notifyTarget && c.CopyOf != notifyTarget {
+			return fmt.Errorf("%s: legacy is built from %s events: use it on target %s or on a target with copy-of: %s", key("format"), notifyTarget, notifyTarget, notifyTarget)
+		}
+	default:
+		return fmt.Errorf("%s: %q is not empty (the delivery envelope) or legacy", key("format"), c.Format)
+	}
+	if c.DB < 0 {
+		return fmt.Errorf("%s: must not be negative, got %d", key("db"), c.DB)
+	}
+	return nil
+}
+
+// validateRedisFlights checks the settings of the redis-flights target name; key names them.
+func (c Config) validateRedisFlights(name string, key func(string) string) error {
+	if name != FlightProjection {
+		return fmt.Errorf("%s: redis-flights serves the target %s only (the Redis flight projection of phase B)", key("sink"), FlightProjection)
+	}
+	if c.CopyOf != "" && c.CopyOf != FlightProjectionSource {
+		return fmt.Errorf("%s: a redis-flights target takes copies of %s events (the whole record after each change), not %q", key("copy-of"), FlightProjectionSource, c.CopyOf)
+	}
+	if c.DB < 0 {
+		return fmt.Errorf("%s: must not be negative, got %d", key("db"), c.DB)
+	}
+	if c.TLS.Enabled || c.Username != "" {
+		return fmt.Errorf("%s: a redis-flights target has no tls or username in this version (addr, db, password, key-prefix)", key("tls.enabled"))
+	}
+	return nil
+}
+
+// validateElasticsearch checks the settings of an elasticsearch target; key names them.
+func (c Config) validateElasticsearch(key func(string) string) error {
+	if c.Index == "" {
+		return fmt.Errorf("%s: required for sink elasticsearch", key("index"))
+	}
+	for i, a := range c.Addresses {
+		if err := checkHTTPURL(a); err != nil {
+			return fmt.Errorf("%s[%d]: %w", key("addresses"), i, err)
+		}
+	}
+	if c.APIKey != "" && (c.Username != "" || c.Password != "") {
+		return fmt.Errorf("%s: set either api-key or username/password, not both", key("api-key"))
+	}
+	return nil
+}
+
+// validateWebhook checks the settings of a webhook target; key names them.
+func (c Config) validateWebhook(key func(string) string) error {
+	if c.URL == "" {
+		return fmt.Errorf("%s: required for sink webhook", key("url"))
+	}
+	if err := checkHTTPURL(c.URL); err != nil {
+		return fmt.Errorf("%s: %w", key("url"), err)
+	}
+	if c.Secret == "" {
+		return fmt.Errorf("%s: required for sink webhook (the HMAC-SHA256 signing key)", key("secret"))
 	}
 	return nil
 }
