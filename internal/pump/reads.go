@@ -36,6 +36,7 @@ type reads struct {
 	view    handler.View // the handlers' view (phase B; in phase A each message gets its own)
 	watched *watchView   // the view when it cannot read through the transaction
 	tx      TxFlights    // the flight store through the transaction (Options.FlightsIn), if any
+	// flights is where the batch's flight writes go: tx, or Options.Flights (nil: none).
 	flights store.FlightWriter
 	// batchFlights is phase A's flight store of the batch (Options.BatchFlights), if any.
 	batchFlights BatchFlights
