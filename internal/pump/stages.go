@@ -94,20 +94,24 @@ func (p *Pump) traced(next handle) handle {
 // holding its own identity (applied, its commit's answer lost) is SUCCEEDED, and neither goes
 // on; the others go on with the identity they bind.
 func (p *Pump) deduplicated(next handle) handle {
-	return func(ctx context.Context, r *batch, w *work) (bool, error) {
-		d := w.d
-		v, err := p.identify(ctx, r.reads.boundIn(r), w.m.ID, d.raw, d.msg)
-		d.identity = v.identity
-		switch {
-		case err != nil:
-			return false, err
-		case v.holder != 0:
-			return false, p.skip(ctx, w.out, w.m, d.msg, d.identity, duplicateOf(v.holder), w.now)
-		case v.applied:
-			return false, p.alreadyApplied(ctx, w.out, w.m, d.tag, d.identity, d.warnings, w.now)
-		}
-		return next(ctx, r, w)
+	return func(ctx context.Context, r *batch, w *work) (bool, error) { return p.dedupe(ctx, r, w, next) }
+}
+
+// dedupe is deduplicated's work, a method of its own: in the closure, the look-up it hands
+// identify would be allocated per message.
+func (p *Pump) dedupe(ctx context.Context, r *batch, w *work, next handle) (bool, error) {
+	d := w.d
+	v, err := p.identify(ctx, r.reads.boundIn(r), w.m.ID, d.raw, d.msg)
+	d.identity = v.identity
+	switch {
+	case err != nil:
+		return false, err
+	case v.holder != 0:
+		return false, p.skip(ctx, w.out, w.m, d.msg, d.identity, duplicateOf(v.holder), w.now)
+	case v.applied:
+		return false, p.alreadyApplied(ctx, w.out, w.m, d.tag, d.identity, d.warnings, w.now)
 	}
+	return next(ctx, r, w)
 }
 
 // applying looks w's handler up, has w decided (next) unless the committer holds a Decision of
