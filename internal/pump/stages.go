@@ -16,8 +16,10 @@ package pump
 //	recovered     a panic in the handler is the message's CODEC_ERROR, never the process's end
 //	              nor a stall
 //
-// The path is built once (New); a message allocates nothing for it. The metrics and the log
-// lines of an outcome are reported once the batch that wrote it is durable (outcome.go).
+// The path is built once (New); a message that succeeds allocates nothing for it. The
+// metrics, the log lines and the recent list of an outcome are not a middleware: they are
+// reported once the batch that wrote the outcome is durable (outcome.go), which is after the
+// path returns, and a queued success can still fail when its queue is sent (commit.go).
 
 import (
 	"context"
