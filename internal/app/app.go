@@ -179,7 +179,7 @@ func (a *App) newPump(w *wiring) error {
 		Flights:      flights,
 		View:         flights,
 		// Handlers in a batch read through its transaction, so each sees the batch's writes.
-		ViewIn:    func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
+		FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
 		Paused:    pauseWatch(db, store.PumpPause, log),

@@ -53,7 +53,7 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 						Flights: fs, View: fs, Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
 					}
 					// Phase B as serve runs it: batches whose handlers read through the batch.
-					opt.ViewIn = func(tx *sql.Tx) handler.View { return fs.InTx(tx) }
+					opt.FlightsIn = func(tx *sql.Tx) pump.TxFlights { return fs.InTx(tx) }
 					var reader flight.Reader = fs
 					if phase != "B" {
 						rs := flighttest.Redis(b, shanghai, clock)

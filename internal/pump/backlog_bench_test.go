@@ -39,7 +39,7 @@ func benchBacklog(b *testing.B, db *store.DB) {
 	fs := flight.New(db, clock, loc)
 	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
 		Policy: defaultPolicy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Flights: fs, View: fs, ViewIn: func(tx *sql.Tx) handler.View { return fs.InTx(tx) },
+		Flights: fs, View: fs, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return fs.InTx(tx) },
 		SIS: sis.Options{Location: loc}, BatchSize: 200,
 	})
 	drain := func() {

@@ -23,10 +23,10 @@ package pump
 // message's decision must see the effects of the messages before it in the batch (two FLOPs of
 // one flight, a snapshot then a FLOP of one of its flights, a season list then a SCHS). The
 // pump gives the handlers a view that reads through the open batch transaction
-// (Options.ViewIn; the SQL flight store's InTx): SQLite and MySQL/MariaDB both show a
+// (Options.FlightsIn, the SQL flight store's InTx; in phase A, ViewIn): SQLite and MySQL/MariaDB both show a
 // transaction its own uncommitted writes, so the view is exactly what a batch of one would
 // read after committing the messages before. A View that cannot read through the transaction
-// (no ViewIn) is watched instead: a message whose handler read it after the batch changed
+// (no FlightsIn) is watched instead: a message whose handler read it after the batch changed
 // reference or flight state is not taken into the batch, and is decided again at the head of
 // the next one.
 

@@ -36,7 +36,7 @@ func batchEnv(t *testing.T, db *store.DB, policy pipeline.RetryPolicy, reg *hand
 		SIS: sis.Options{Location: time.UTC},
 	}
 	if txView {
-		opt.ViewIn = func(tx *sql.Tx) handler.View { return flights.InTx(tx) }
+		opt.FlightsIn = func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) }
 	}
 	var s pump.Store = db
 	if wrap != nil {
@@ -594,7 +594,7 @@ func TestABatchEndsAsOneByOne(t *testing.T) {
 			policy.Park = pipeline.DefaultPark
 			e, fs := batchEnv(t, tdb, policy, nil, true, nil)
 			e.pump = pump.New(tdb, handler.Default(handler.Options{}), pump.Options{Policy: policy, Clock: e.clock, BatchSize: size,
-				Flights: fs, View: fs, ViewIn: func(tx *sql.Tx) handler.View { return fs.InTx(tx) },
+				Flights: fs, View: fs, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return fs.InTx(tx) },
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC}})
 			ids := e.post(msgs...)
 			e.drain()

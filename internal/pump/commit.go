@@ -1,9 +1,11 @@
 package pump
 
-// How a batch's successes are made durable in its transaction (committer): at once, each
-// under its savepoint (SQLite, phase A, a batch that does not defer its writes), or queued
-// and sent several messages per round trip (MariaDB: store.Batch.Queue). Phase A's Redis
-// side is written before, when the message is decided (phasea.go). The batch commits once.
+// How a batch's messages are made durable (committer), one interface over the three ways:
+// each success at once under its savepoint (direct: SQLite, a batch that does not defer its
+// writes, a batch of one), queued and sent several messages per round trip (queued: MariaDB,
+// store.Batch.Queue), or in phase A the flight writes applied to the authority first, with
+// the message's marker, and the SQL side at once (authoritative, phasea.go). The batch
+// transaction commits once.
 
 import (
 	"context"
@@ -13,8 +15,14 @@ import (
 	"msgx/internal/store"
 )
 
-// committer is how a batch writes its messages' successes.
+// committer is how a batch makes its messages' Decisions durable.
 type committer interface {
+	// prior returns the Decision an earlier attempt at w made durable outside the batch
+	// transaction (phase A's marker); found false: w is decided now.
+	prior(ctx context.Context, p *Pump, w *work) (dec pipeline.Decision, found bool, err error)
+	// ahead makes durable what of w's new Decision must be before the batch transaction (phase
+	// A: its flight writes, on the authority); it returns the Decision to commit.
+	ahead(ctx context.Context, w *work, dec pipeline.Decision) (pipeline.Decision, error)
 	// queue queues w's success s to be written with the messages around it; false: write it
 	// at once (after flush).
 	queue(r *batch, w *work, s store.Success, dec pipeline.Decision, flights store.FlightWriter) bool
@@ -28,9 +36,15 @@ type committer interface {
 	halted(r *batch) error
 }
 
-// direct writes each success at once.
+// direct writes each success at once, in the batch transaction alone.
 type direct struct{}
 
+func (direct) prior(context.Context, *Pump, *work) (pipeline.Decision, bool, error) {
+	return pipeline.Decision{}, false, nil
+}
+func (direct) ahead(_ context.Context, _ *work, dec pipeline.Decision) (pipeline.Decision, error) {
+	return dec, nil
+}
 func (direct) queue(*batch, *work, store.Success, pipeline.Decision, store.FlightWriter) bool {
 	return false
 }
@@ -43,6 +57,7 @@ func (direct) halted(*batch) error                        { return nil }
 // (their decisions saw its effects: they are decided again in the next batch), and the batch
 // ends (broken: every later write answers errHalted).
 type queued struct {
+	direct               // nothing is durable outside the batch transaction
 	pending []pendingMsg // the messages whose successes wait in the queue, in order
 	broken  bool
 }

@@ -38,7 +38,7 @@ func TestEveryOutcomeIsFoundByItsFlight(t *testing.T) {
 				p := pump.New(db, reg, pump.Options{
 					Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 					Jobs: &jobs.Runner{DB: db, Clock: clock}, Flights: flights, View: flights, BatchSize: size,
-					ViewIn: func(tx *sql.Tx) handler.View { return flights.InTx(tx) }, SIS: sis.Options{Location: time.UTC},
+					FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) }, SIS: sis.Options{Location: time.UTC},
 				})
 				e := &env{db: db, clock: clock, pump: p, t: t}
 				ctot := flop("12", "CTOT", `<FLOP><FLID>5101</FLID><FFID>X</FFID><CTOT>01DEC261310</CTOT></FLOP>`)

@@ -46,7 +46,7 @@ func identityPaths(t *testing.T, mode pipeline.IdentityMode, fn func(t *testing.
 			flights := flight.New(db, clock, time.UTC)
 			p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
 				Policy: defaultPolicy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Flights: flights, View: flights, ViewIn: func(tx *sql.Tx) handler.View { return flights.InTx(tx) },
+				Flights: flights, View: flights, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
 				BatchSize: size, SIS: sis.Options{Location: time.UTC}, Identity: mode,
 			})
 			fn(t, &env{db: db, clock: clock, pump: p, t: t}, func() string { return fmt.Sprint(record(t, flights, 5001)["STND"]) })

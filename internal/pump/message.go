@@ -27,12 +27,16 @@ type decoded struct {
 	err           error
 }
 
-// work is a message in the batch: what recording its outcome takes.
+// work is a message in the batch: what its stages (stages.go) take and leave.
 type work struct {
 	m   *store.Message
 	d   *decoded
 	out outlet // records into the batch, after the successes queued before it
 	now time.Time
+
+	h    handler.Handler   // its handler, once looked up
+	view handler.View      // the view its handler reads
+	dec  pipeline.Decision // what its handler decided
 }
 
 // decodeRun decodes the messages of run whose raw text came with the batch read.
@@ -82,9 +86,10 @@ func (p *Pump) decodeText(id int64, raw string) *decoded {
 	return d
 }
 
-// batchOne takes one message into batch r: decoded (d, or now when d is nil), its identity
-// bound or found a duplicate, decided, and its outcome written. end says the batch ends after
-// it (it was left FAILED); an error says nothing of it is in the batch, which ends before it.
+// batchOne takes one message into batch r: decoded (d, or now when d is nil), then along the
+// message path (stages.go: its identity bound or found a duplicate, decided, its outcome
+// written). end says the batch ends after it (it was left FAILED); an error says nothing of
+// it is in the batch, which ends before it.
 func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded, now time.Time) (end bool, err error) {
 	// An outcome recorded in the batch goes after the queued successes before it.
 	out := outlet{record: func(ctx context.Context, id int64, o store.Outcome, now time.Time) error {
@@ -98,58 +103,13 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 			return false, err
 		}
 	}
-	w := &work{m: &m.Message, d: d, out: out.naming(d.msg), now: now}
-	if d.err != nil {
-		return p.fail(ctx, w.out, w.m, d.err, d.tag, d.identity, d.warnings, now)
-	}
-	p.working(m.ID, d.tag, "deciding")
-	h, end, err := p.admit(ctx, r, w)
-	if h == nil {
-		return end, err
-	}
-	dec, flights, err := p.decideIn(ctx, r, w, h)
-	if herr := r.commit.halted(r); herr != nil {
-		return false, herr // a read sent the queue, which failed: decided again next batch
-	}
-	if r.reads.watched != nil && r.reads.watched.read && r.changed {
-		return false, errDecideAgain
-	}
-	if err != nil {
-		if s, ok := handler.AsSkip(err); ok {
-			return false, p.skip(ctx, w.out, w.m, d.msg, d.identity, s.Reason, now)
-		}
-		return p.fail(ctx, w.out, w.m, err, d.tag, d.identity, d.warnings, now)
-	}
-	return p.succeed(ctx, r, w, dec, flights)
-}
-
-// admit applies the identity rule (identity.go) to w and finds its handler. A nil handler
-// says w's outcome is recorded (a duplicate, a message already applied, no handler), or err
-// says why it could not be.
-func (p *Pump) admit(ctx context.Context, r *batch, w *work) (h handler.Handler, end bool, err error) {
-	d := w.d
-	v, err := p.identify(ctx, r.reads.boundIn(r), w.m.ID, d.raw, d.msg)
-	d.identity = v.identity
-	switch {
-	case err != nil:
-		return nil, false, err
-	case v.holder != 0:
-		return nil, false, p.skip(ctx, w.out, w.m, d.msg, d.identity, duplicateOf(v.holder), w.now)
-	case v.applied:
-		return nil, false, p.alreadyApplied(ctx, w.out, w.m, d.tag, d.identity, d.warnings, w.now)
-	}
-	h, ok := p.reg.Lookup(d.tag)
-	if !ok {
-		end, err := p.fail(ctx, w.out, w.m, pipeline.Errorf(pipeline.Unsupported, "no handler for %s", d.tag), d.tag, d.identity, d.warnings, w.now)
-		return nil, end, err
-	}
-	return h, false, nil
+	return p.path(ctx, r, &work{m: &m.Message, d: d, out: out.naming(d.msg), now: now})
 }
 
 // succeed writes w's success (dec) into the batch: queued, or at once under its savepoint
 // after the queue is sent (committer).
-func (p *Pump) succeed(ctx context.Context, r *batch, w *work, dec pipeline.Decision, flights store.FlightWriter) (end bool, err error) {
-	d := w.d
+func (p *Pump) succeed(ctx context.Context, r *batch, w *work, dec pipeline.Decision) (end bool, err error) {
+	d, flights := w.d, r.reads.flights
 	dec.Events = p.withCopies(dec.Events)
 	p.working(w.m.ID, d.tag, "writing")
 	d.warnings = append(slices.Clip(d.warnings), dec.Warnings...)
@@ -191,16 +151,6 @@ func (p *Pump) decode(id int64, raw string) (msg *sis.Message, err error) {
 		}
 	}()
 	return sis.Decode([]byte(raw), p.opt.SIS)
-}
-
-// decide asks h for its Decision; a panic in the handler is a CODEC_ERROR like one in decode.
-func (p *Pump) decide(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, view handler.View) (dec pipeline.Decision, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			dec, err = pipeline.Decision{}, p.panicked(id, "deciding "+msg.Tag(), r)
-		}
-	}()
-	return h.Decide(ctx, view, msg)
 }
 
 func (p *Pump) panicked(id int64, what string, r any) error {

@@ -13,8 +13,8 @@ package pump
 // not begun. With Options.ViewIn the pump does this in batches, a script per message and one
 // SQL transaction for the run; without, one message per transaction (a batch of one).
 //
-// In a batch, each message's step (message.go) differs from phase B only in its decision
-// (decideIn → decideAuthoritative) and in writing its success at once (no queue):
+// In a batch, each message's step (message.go) differs from phase B only in its committer
+// (authoritative: the marker before deciding, the script after, the success written at once):
 //
 //  1. a duplicate identity (bound by a committed message, or by one earlier in this batch:
 //     the read goes through the batch transaction) is SKIPPED before anything is decided, so
@@ -47,27 +47,21 @@ import (
 
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
-	"msgx/internal/sis"
 	"msgx/internal/store"
 )
 
-// Authority is the authoritative flight store of phase A.
+// Authority is the authoritative flight store of phase A (redisflight.Store).
 type Authority interface {
 	// Marker returns the marker message msgID recorded, if any.
 	Marker(ctx context.Context, msgID int64) ([]byte, bool, error)
+	// Markers returns the markers of those of ids that have one (a batch's, in one round
+	// trip); the map is never nil.
+	Markers(ctx context.Context, ids []int64) (map[int64][]byte, error)
 	// ApplyMessage applies writes and records marker atomically, unless the message's marker
 	// is there, which it returns with found=true, writing nothing.
 	ApplyMessage(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error)
-}
-
-// BatchAuthority is an Authority that serves the batching pump with fewer round trips: the
-// markers of a whole batch in one read, and the apply of a message whose marker that read
-// found absent without reading it again (the script still checks it).
-type BatchAuthority interface {
-	Authority
-	// Markers returns the markers of those of ids that have one; the map is never nil.
-	Markers(ctx context.Context, ids []int64) (map[int64][]byte, error)
-	// ApplyUnmarked is ApplyMessage without the read of the marker before the script.
+	// ApplyUnmarked is ApplyMessage without the read of the marker before the script (the
+	// script still checks it): for a message whose marker Markers found absent.
 	ApplyUnmarked(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error)
 }
 
@@ -78,7 +72,7 @@ type BatchAuthority interface {
 type BatchFlights interface {
 	// View returns the handlers' view: flights from the batch, reference data from base.
 	View(base handler.View) handler.View
-	// ApplyUnmarked is BatchAuthority.ApplyUnmarked, remembering what it wrote.
+	// ApplyUnmarked is Authority.ApplyUnmarked, remembering what it wrote.
 	ApplyUnmarked(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) (stored []byte, found bool, err error)
 }
 
@@ -86,75 +80,80 @@ type BatchFlights interface {
 // shape).
 type applyFunc func(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, now time.Time) ([]byte, bool, error)
 
-// decideAuthoritative is decide for phase A: the Decision a marker recorded, or a new one
-// (asked of h with view) whose flight writes are applied to the authority before the SQL
-// transaction. known holds the markers read for the batch the message is in (nil: not read,
-// the message's own is read here); a message's marker can only appear by its own processing
-// (one writer), so what the batch read stays true until the message's turn. apply, when not
-// nil, applies the writes (the batch's BatchFlights).
-func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Handler, msg *sis.Message, view handler.View, known map[int64][]byte, apply applyFunc, now time.Time) (pipeline.Decision, error) {
+// authoritative is phase A's committer: a message's Decision is the one its marker recorded,
+// or a new one whose flight writes are applied to the authority (with the marker) before the
+// SQL transaction; its SQL side is written at once, under its savepoint (direct). known
+// holds the markers read for the batch (nil: not read, each message reads its own); a
+// message's marker can only appear by its own processing (one writer), so what the batch read
+// stays true until the message's turn. apply applies the writes: the batch's BatchFlights,
+// or the authority's.
+type authoritative struct {
+	direct
+	a     Authority
+	known map[int64][]byte
+	apply applyFunc
+	after func(msgID int64) // Options.AfterAuthority
+}
+
+// beginAuthoritative makes batch r over run a phase A batch: the markers of its messages, read
+// in one round trip (when that read fails each message reads its own, and fails INFRA if
+// Redis does not answer), and, when they were read, the batch's flight store.
+func (p *Pump) beginAuthoritative(ctx context.Context, r *batch, run []*store.Due) {
 	a := p.opt.Authority
-	var b []byte
-	found := false
-	if known != nil {
-		b, found = known[id]
-	} else {
+	c := &authoritative{a: a, apply: a.ApplyMessage, after: p.opt.AfterAuthority}
+	r.commit = c
+	ids := make([]int64, len(run))
+	for i, m := range run {
+		ids[i] = m.ID
+	}
+	known, err := a.Markers(ctx, ids)
+	if err != nil {
+		return
+	}
+	c.known, c.apply = known, a.ApplyUnmarked
+	if p.opt.BatchFlights != nil && p.opt.ViewIn != nil {
+		bf := p.opt.BatchFlights()
+		r.reads.batchFlights, c.apply = bf, bf.ApplyUnmarked
+	}
+}
+
+func (c *authoritative) prior(ctx context.Context, p *Pump, w *work) (pipeline.Decision, bool, error) {
+	id := w.m.ID
+	b, found := c.known[id]
+	if c.known == nil {
 		var err error
-		if b, found, err = a.Marker(ctx, id); err != nil {
-			return pipeline.Decision{}, err
+		if b, found, err = c.a.Marker(ctx, id); err != nil {
+			return pipeline.Decision{}, false, err
 		}
 	}
-	if found {
-		p.log.Info("flights already applied to the authoritative store by an earlier attempt; committing the decision recorded", "msg_id", id)
-		return decodeMarker(id, b)
+	if !found {
+		return pipeline.Decision{}, false, nil
 	}
-	dec, err := p.decide(ctx, id, h, msg, view)
-	if err != nil || len(dec.Flights) == 0 {
-		return dec, err
+	p.log.Info("flights already applied to the authoritative store by an earlier attempt; committing the decision recorded", "msg_id", id)
+	dec, err := decodeMarker(id, b)
+	return dec, true, err
+}
+
+func (c *authoritative) ahead(ctx context.Context, w *work, dec pipeline.Decision) (pipeline.Decision, error) {
+	if len(dec.Flights) == 0 {
+		return dec, nil
 	}
-	b, err = encodeMarker(dec)
+	id := w.m.ID
+	b, err := encodeMarker(dec)
 	if err != nil {
 		return pipeline.Decision{}, pipeline.Wrap(pipeline.CodecError, fmt.Errorf("marker of message %d: %w", id, err))
 	}
-	if apply == nil {
-		apply = a.ApplyMessage
-		if ba, ok := a.(BatchAuthority); ok && known != nil {
-			apply = ba.ApplyUnmarked
-		}
-	}
-	prev, found, err := apply(ctx, id, dec.Flights, b, now)
+	prev, found, err := c.apply(ctx, id, dec.Flights, b, w.now)
 	if err != nil {
 		return pipeline.Decision{}, err
 	}
 	if found {
 		return decodeMarker(id, prev)
 	}
-	if p.opt.AfterAuthority != nil {
-		p.opt.AfterAuthority(id)
+	if c.after != nil {
+		c.after(id)
 	}
 	return dec, nil
-}
-
-// beginAuthoritative begins a phase A batch over run: the markers of its messages, read in one
-// round trip when the authority can (nil otherwise: each message reads its own, and fails
-// INFRA if Redis does not answer), and, when they were read, the batch's flight store.
-func (p *Pump) beginAuthoritative(ctx context.Context, run []*store.Due) (map[int64][]byte, BatchFlights) {
-	ba, ok := p.opt.Authority.(BatchAuthority)
-	if !ok {
-		return nil, nil
-	}
-	ids := make([]int64, len(run))
-	for i, m := range run {
-		ids[i] = m.ID
-	}
-	known, err := ba.Markers(ctx, ids)
-	switch {
-	case err != nil:
-		return nil, nil
-	case p.opt.BatchFlights == nil || p.opt.ViewIn == nil:
-		return known, nil
-	}
-	return known, p.opt.BatchFlights()
 }
 
 func encodeMarker(dec pipeline.Decision) ([]byte, error) {

@@ -8,9 +8,11 @@
 // The pump batches (pipeline.batch-size): it reads the next due messages in one query and
 // commits a run of them in one transaction, a savepoint per message, with outcomes exactly
 // those of batches of one. The call path of a message: Run → Step → stepBatch (batch.go) →
-// runBatch → takeRun → batchOne (message.go: decode, admit, decideIn, succeed) → the outcome
-// (outcome.go: fail, skip, succeeded...) through an outlet into the batch, whose committer (commit.go)
-// writes the successes; batch.go says how failures and state reads are handled.
+// runBatch → takeRun → batchOne (message.go: decode) → the message path (stages.go: a handler
+// func wrapped by middlewares for classify and park, status, identity, the committer, recover)
+// → the outcome (outcome.go: fail, skip, succeeded...) through an outlet into the batch, whose
+// committer (commit.go) makes the successes durable; batch.go says how failures and state
+// reads are handled.
 package pump
 
 import (
@@ -56,9 +58,14 @@ type Options struct {
 	// BatchWait is how long a batch may wait for more messages when fewer than BatchSize are
 	// due (pipeline.batch-wait); 0 takes what is due now. A lone message never waits.
 	BatchWait time.Duration
-	// ViewIn returns View reading through the batch transaction, so each handler sees the
-	// effects of the messages before it in the batch. Nil: a message whose handler reads the
-	// view after the batch changed state is decided again at the head of the next batch.
+	// FlightsIn returns the flight store through the batch transaction (phase B: the SQL
+	// flight store's InTx), the handlers' view and the writer of the batch's flights, so each
+	// handler sees the effects of the messages before it in the batch. Nil: handlers read
+	// View, and a message whose handler reads it after the batch changed state is decided
+	// again at the head of the next batch.
+	FlightsIn func(tx *sql.Tx) TxFlights
+	// ViewIn, in phase A (see Authority), returns View reading reference data through the
+	// batch transaction.
 	ViewIn func(tx *sql.Tx) handler.View
 	// Metrics receives the pump's counters and histograms (messages finished, adopted, the
 	// last step's time); nil records none.
@@ -69,8 +76,9 @@ type Options struct {
 	// Authority is phase A's authoritative flight store (Redis), written before the SQL
 	// transaction with a per-message marker (phasea.go); nil in phase B. Flights is then the
 	// FLIGHT_STATE mirror, View reads flights from the authority, and ViewIn, when set, must
-	// too (reading reference data through the batch transaction): the pump then batches
-	// in batches; without ViewIn it processes one message per transaction (a batch of one).
+	// too (reading reference data through the batch transaction): the pump then batches;
+	// without ViewIn it processes one message per transaction (a batch of one). FlightsIn is
+	// not used.
 	Authority Authority
 	// BatchFlights, when set with Authority and ViewIn, returns the flight store of one phase A
 	// batch (redisflight.Store.Batch): the batch's handlers read flights and its scripts write
@@ -128,6 +136,8 @@ type Pump struct {
 	digests map[int64]string       // content digests of messages met (identity.go)
 	recent  []Notable              // the last notable outcomes, newest last (under mu)
 	hand    *InHand                // what the pump works on (InHand); guarded by mu
+
+	path handle // the message path (stages.go)
 }
 
 // Notable is an outcome an operator should see without reading the log: a message parked,
@@ -205,11 +215,13 @@ func New(db Store, reg *handler.Registry, opt Options) *Pump {
 	if opt.BatchSize <= 0 {
 		opt.BatchSize = DefaultBatchSize
 	}
-	return &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1),
+	p := &Pump{db: db, reg: reg, opt: opt, log: opt.Logger, wake: make(chan struct{}, 1),
 		parked: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_messages_parked_total",
 			Help: "Messages parked at once (DEAD under their own class, replayable) because retrying cannot change their outcome (pipeline.park-classes).",
 		}, []string{"class"})}
+	p.path = p.messagePath()
+	return p
 }
 
 // ParkedMetric is the counter msgx_messages_parked_total{class}: messages parked at once

@@ -1,12 +1,13 @@
 package pump
 
 // How a batch's handlers read state and its identities are looked up (see batch.go): through
-// the batch transaction (Options.ViewIn), from a view that remembers the batch's flights
-// (flightCache), from a watched view that cannot see the batch (watchView), or in phase A
-// from Redis (Options.Authority, BatchFlights).
+// the batch transaction with the SQL flight store's memory of the batch's flights
+// (Options.FlightsIn), from a watched view that cannot see the batch (watchView), or in phase
+// A from Redis (Options.Authority, ViewIn, BatchFlights).
 
 import (
 	"context"
+	"database/sql"
 
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
@@ -14,104 +15,95 @@ import (
 	"msgx/internal/store"
 )
 
+// TxFlights is the SQL flight store through a batch's transaction (flight.Store.InTx), in
+// phase B: the handlers' view of the whole batch and the writer of its flights. It remembers
+// the flights it read and wrote through the transaction, so one view serves the batch, each
+// message seeing the ones before it, and a flight write is guarded by the version its
+// handler read; Prefetch reads the flights the batch names ahead of the decisions; the
+// barrier runs before a read it cannot answer from memory (flights by day, code-shares,
+// reference keys), which must see every write made before it; Forget drops what it
+// remembers after a write it saw was rolled back.
+type TxFlights interface {
+	handler.View
+	store.FlightWriter
+	Prefetch(ctx context.Context, flids []int64) error
+	SetBarrier(fn func(ctx context.Context) error)
+	Forget()
+}
+
 // reads is what a batch reads through.
 type reads struct {
-	view    handler.View
-	watched *watchView // the view when it cannot read through the transaction
-	// cache is the view's memory of the flights it read and wrote through the transaction,
-	// when it has one: the view then serves the whole batch (see flightCache).
-	cache   flightCache
-	markers map[int64][]byte // phase A: the markers of the run's messages, read at its start
-	flights BatchFlights     // phase A: the batch's flight store (Options.BatchFlights)
+	view    handler.View // the handlers' view (phase B; in phase A each message gets its own)
+	watched *watchView   // the view when it cannot read through the transaction
+	tx      TxFlights    // the flight store through the transaction (Options.FlightsIn), if any
+	// flights is where the batch's flight writes go: tx, or Options.Flights (nil: none).
+	flights store.FlightWriter
+	// batchFlights is phase A's flight store of the batch (Options.BatchFlights), if any.
+	batchFlights BatchFlights
 	// bound maps identity keys to their holders (0: none): those of the run's messages read
 	// ahead when the batch began, those looked up since and those its messages bind (phase B;
 	// nil in phase A, which reads each through the transaction). See boundIn.
 	bound map[string]int64
 }
 
-// flightCache is what a batch view may offer besides handler.View (the SQL flight store's
-// InTx does): it remembers the flights it read and wrote through the batch transaction, so
-// one view serves the whole batch, each message seeing the ones before it; Prefetch reads
-// the flights the batch names ahead of the decisions; the barrier runs before a read it
-// cannot answer from memory (flights by day, code-shares, reference keys), which must see
-// every write made before it; Forget drops what it remembers after a write it saw was rolled
-// back.
-type flightCache interface {
-	Prefetch(ctx context.Context, flids []int64) error
-	SetBarrier(fn func(ctx context.Context) error)
-	Forget()
-}
-
 // forget drops what the batch's view remembers after a write was rolled back.
 func (rd *reads) forget() {
-	if rd.cache != nil {
-		rd.cache.Forget()
+	if rd.tx != nil {
+		rd.tx.Forget()
 	}
 }
 
-// prepareReads sets up batch r's reads for run: phase A's markers and flight store, or the
-// view, its flight read-ahead, the identity read-ahead and the queue of successes (phase B).
+// prepareReads sets up batch r's reads for run and its committer: phase A's (markers and
+// flight store), or the view, its flight read-ahead, the identity read-ahead and the queue
+// of successes (phase B).
 func (p *Pump) prepareReads(ctx context.Context, r *batch, run []*store.Due, decs []*decoded) error {
 	rd := &r.reads
+	rd.flights = p.opt.Flights
 	if p.opt.Authority != nil {
-		rd.markers, rd.flights = p.beginAuthoritative(ctx, run)
+		p.beginAuthoritative(ctx, r, run)
 		return nil
 	}
 	if r.b.Queues() && !r.single {
 		r.commit = &queued{}
 	}
 	switch {
-	case p.opt.ViewIn != nil:
-		rd.view = p.opt.ViewIn(r.b.Tx())
+	case p.opt.FlightsIn != nil:
+		rd.tx = p.opt.FlightsIn(r.b.Tx())
+		rd.view = rd.tx
+		if rd.flights != nil {
+			rd.flights = rd.tx
+		}
+		rd.tx.SetBarrier(func(ctx context.Context) error { return r.commit.flush(ctx, p, r) })
+		if err := rd.tx.Prefetch(ctx, flopFlights(decs)); err != nil {
+			return err
+		}
 	case p.opt.View != nil:
 		rd.watched = &watchView{View: p.opt.View}
 		rd.view = rd.watched
-	}
-	if c, ok := rd.view.(flightCache); ok {
-		rd.cache = c
-		c.SetBarrier(func(ctx context.Context) error { return r.commit.flush(ctx, p, r) })
-		if err := c.Prefetch(ctx, flopFlights(decs)); err != nil {
-			return err
-		}
 	}
 	var err error
 	rd.bound, err = p.readBound(ctx, r.b, run, decs)
 	return err
 }
 
-// decideIn asks h for w's Decision with the batch's view, and returns the flight store its
-// writes go through. In phase A the Decision is a marker's, or its flight writes are applied
-// to the authority first (decideAuthoritative).
-func (p *Pump) decideIn(ctx context.Context, r *batch, w *work, h handler.Handler) (pipeline.Decision, store.FlightWriter, error) {
-	rd, flights := &r.reads, p.opt.Flights
-	if p.opt.Authority != nil {
-		view, apply := p.opt.View, applyFunc(nil)
-		if p.opt.ViewIn != nil {
-			view = p.opt.ViewIn(r.b.Tx())
+// viewOf returns the view the handler of the message in hand reads: the batch's, or in phase
+// A one of its own, with flights from the authority (or the batch's flight store) and
+// reference data through the batch transaction (Options.ViewIn) or not.
+func (rd *reads) viewOf(opt *Options, tx *sql.Tx) handler.View {
+	if opt.Authority == nil {
+		if rd.watched != nil {
+			rd.watched.read = false
 		}
-		if rd.flights != nil {
-			view, apply = rd.flights.View(view), rd.flights.ApplyUnmarked
-		}
-		dec, err := p.decideAuthoritative(ctx, w.m.ID, h, w.d.msg, view, rd.markers, apply, w.now)
-		return dec, flights, err
+		return rd.view
 	}
-	if rd.watched != nil {
-		rd.watched.read = false
+	view := opt.View
+	if opt.ViewIn != nil {
+		view = opt.ViewIn(tx)
 	}
-	view := rd.view
-	switch {
-	case rd.cache != nil:
-		// One view for the batch: it remembers the flights the batch read and wrote.
-	case p.opt.ViewIn != nil:
-		// A view of its own per message: what it remembers of its reads (the versions of the
-		// flights it read, which the flight writes then use) ends with the message's step.
-		view = p.opt.ViewIn(r.b.Tx())
+	if rd.batchFlights != nil {
+		view = rd.batchFlights.View(view)
 	}
-	if fw, ok := view.(store.FlightWriter); ok && flights != nil && p.opt.ViewIn != nil {
-		flights = fw
-	}
-	dec, err := p.decide(ctx, w.m.ID, h, w.d.msg, view)
-	return dec, flights, err
+	return view
 }
 
 // flopFlights returns the flights the FLOPs of decs name: what their handlers read.
