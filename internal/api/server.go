@@ -354,7 +354,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Log.Info("replay", "classes", req.Classes, "ids", req.IDs, "moved", res.Moved, "skipped", res.Skipped)
 	if s.ops != nil && len(res.IDs) > 0 {
-		if err := s.ops.AddHistory(r.Context(), res.IDs, pipeline.Pending, "replayed", PrincipalOf(r).Name, s.Clock.Now()); err != nil {
+		if err := s.ops.AddHistory(r.Context(), res.IDs, store.Action{State: pipeline.Pending, Detail: "replayed", Actor: PrincipalOf(r).Name}, s.Clock.Now()); err != nil {
 			s.Log.Error("history of a replay not written", "err", err.Error())
 		}
 	}

@@ -73,7 +73,7 @@ type Jobs interface {
 	EnqueueJob(ctx context.Context, kind, params string, now time.Time) (*Job, error)
 	HeadJob(ctx context.Context) (*Job, error)
 	ListJobs(ctx context.Context, limit int) ([]*Job, error)
-	FinishJob(ctx context.Context, id int64, state string, attempts int, next, firstFailed time.Time, result, lastErr string, now time.Time) error
+	FinishJob(ctx context.Context, id int64, o JobOutcome, now time.Time) error
 }
 
 // Archive moves finished messages to CMINMSGS_HST.
@@ -84,7 +84,7 @@ type Archive interface {
 // Lease is the one-pump-per-database lease (PUMP_LEASE).
 type Lease interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
-	TakeOverLease(ctx context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error
+	TakeOverLease(ctx context.Context, c LeaseClaim, dead string, now time.Time) error
 	RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
 	ReleaseLease(ctx context.Context, name, holder string) error
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)

@@ -148,7 +148,7 @@ func widthLimitedTextsAtAndOneOver(t *testing.T, db *store.DB) {
 
 			// ACTOR and DETAIL of the message's history.
 			actor, detail := at(k, store.ActorWidth, extra), at(k, store.DetailWidth, extra)
-			if err := db.AddHistory(ctx, []int64{ids[1]}, pipeline.Dead, detail, actor, now); err != nil {
+			if err := db.AddHistory(ctx, []int64{ids[1]}, store.Action{State: pipeline.Dead, Detail: detail, Actor: actor}, now); err != nil {
 				t.Fatalf("history of actor %d, detail %d %q: %v", store.ActorWidth+extra, store.DetailWidth+extra, k, err)
 			}
 			h, err := db.MessageHistory(ctx, ids[1])

@@ -106,7 +106,7 @@ func historyKeepsEveryOutcome(t *testing.T, db *store.DB) {
 	if _, err := db.Park(ctx, id, "poison", "alice", opNow.Add(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AddHistory(ctx, []int64{id}, pipeline.Pending, "replayed", "bob", opNow.Add(4*time.Second)); err != nil {
+	if err := db.AddHistory(ctx, []int64{id}, store.Action{State: pipeline.Pending, Detail: "replayed", Actor: "bob"}, opNow.Add(4*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	h, err := db.MessageHistory(ctx, id)
