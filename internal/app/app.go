@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 		// still holds the lease: a pump that outlived its lease cannot commit.
 		db.SetFence(store.PumpLease, holder)
 		keeper = &lease.Keeper{
-			DB: lease.ForDB(db), Name: store.PumpLease, Holder: holder, TTL: lease.TTL,
+			DB: db, Name: store.PumpLease, Holder: holder, TTL: lease.TTL,
 			// A SQLite file has one host: a second instance on it is a mistake, not a standby.
 			Standby: cfg.Database.Driver == "mysql",
 			Clock:   clock, Log: log, IsDead: lease.DeadOnThisHost, Metrics: m,

@@ -23,7 +23,8 @@ import (
 	"msgx/internal/store"
 )
 
-// Store is what the lease keeper needs of the database: the PUMP_LEASE row.
+// Store is what the lease keeper needs of the database: the PUMP_LEASE row (store.Lease; the
+// msgx database implements it).
 type Store interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
 	TakeOverLease(ctx context.Context, c store.LeaseClaim, dead string, now time.Time) error
@@ -308,11 +309,3 @@ func InstanceName() string {
 	rand.Read(b)
 	return fmt.Sprintf("%s/pid-%d/%s", host, os.Getpid(), hex.EncodeToString(b))
 }
-
-// ForDB is the store as the keeper sees it.
-func ForDB(db *store.DB) Store { return dbStore{db} }
-
-type dbStore struct{ *store.DB }
-
-// Ping checks that the database answers.
-func (d dbStore) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }
