@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -90,6 +91,19 @@ type Lease interface {
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
 }
 
+// SQLHandle is the database's own SQL handle, for the packages that own tables in it and run
+// their statements on them themselves (the SQL flight store's FLIGHT_STATE) and for the
+// bench's scratch tables.
+type SQLHandle interface {
+	// SQLDB returns the database's handle.
+	SQLDB() *sql.DB
+	// Tx runs fn in one transaction, committed when fn returns nil and rolled back otherwise.
+	Tx(ctx context.Context, fn func(*sql.Tx) error) error
+}
+
+// SQLDB returns the database's handle (SQLHandle).
+func (d *DB) SQLDB() *sql.DB { return d.SQL }
+
 // Health tells whether the database answers.
 type Health interface {
 	Ping(ctx context.Context) error
@@ -113,4 +127,5 @@ var (
 	_ Archive    = (*DB)(nil)
 	_ Lease      = (*DB)(nil)
 	_ Health     = (*DB)(nil)
+	_ SQLHandle  = (*DB)(nil)
 )
