@@ -22,7 +22,7 @@ const ReplayOrderNote = "replayed events are delivered again in EVENT_ID order a
 //	GET  /api/v1/events?target=&state=&flid=&msg_id=&limit=&after=  (large payloads elided)
 //	GET  /api/v1/events/{id}/payload                                 (the stored payload)
 //	POST /api/v1/events/replay {"target":"…","ids":[…],"dry_run":bool}
-func (s *Server) eventRoutes(mux *http.ServeMux, db store.Events) {
+func (s *Server) eventRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
 		if !allowParams(w, r, "target", "state", "flid", "msg_id", "limit", "after") {
 			return
@@ -49,16 +49,7 @@ func (s *Server) eventRoutes(mux *http.ServeMux, db store.Events) {
 		if f.Limit, f.AfterID, ok = page(w, q); !ok {
 			return
 		}
-		if s.ops == nil {
-			evs, err := dispatch.List(r.Context(), db, dispatch.Filter{Target: f.Target, State: string(f.State), AfterID: f.AfterID, Limit: f.Limit})
-			if err != nil {
-				writeStoreError(w, err)
-				return
-			}
-			writeList(w, "events", evs, f.Limit, func(e dispatch.Event) int64 { return e.EventID })
-			return
-		}
-		evs, err := s.ops.SearchEvents(r.Context(), f)
+		evs, err := s.DB.SearchEvents(r.Context(), f)
 		if err != nil {
 			writeStoreError(w, err)
 			return
@@ -70,10 +61,10 @@ func (s *Server) eventRoutes(mux *http.ServeMux, db store.Events) {
 			return
 		}
 		id, ok := pathID(w, r, "id")
-		if !ok || s.ops == nil {
+		if !ok {
 			return
 		}
-		b, found, err := s.ops.EventPayload(r.Context(), id)
+		b, found, err := s.DB.EventPayload(r.Context(), id)
 		if err != nil {
 			writeStoreError(w, err)
 			return
@@ -112,7 +103,7 @@ func (s *Server) eventRoutes(mux *http.ServeMux, db store.Events) {
 			writeJSON(w, http.StatusOK, map[string]any{"moved": n, "skipped": max(0, len(req.IDs)-n), "ids": ids, "dry_run": true, "note": ReplayOrderNote})
 			return
 		}
-		moved, skipped, err := dispatch.Replay(r.Context(), db, req.Target, req.IDs)
+		moved, skipped, err := dispatch.Replay(r.Context(), s.DB, req.Target, req.IDs)
 		if err != nil {
 			writeStoreError(w, err)
 			return
@@ -135,7 +126,7 @@ func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (in
 	n, out := 0, []int64{}
 	var after int64
 	for {
-		evs, err := s.ops.SearchEvents(ctx, store.EventQuery{Target: target, State: pipeline.EventDead, AfterID: after, Limit: MaxLimit, InlineMax: 1})
+		evs, err := s.DB.SearchEvents(ctx, store.EventQuery{Target: target, State: pipeline.EventDead, AfterID: after, Limit: MaxLimit, InlineMax: 1})
 		if err != nil {
 			return 0, nil, err
 		}

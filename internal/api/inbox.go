@@ -43,7 +43,7 @@ type Inbox struct {
 	flightMu sync.Mutex
 	inflight int64
 
-	db      store.Inbox
+	db      InboxStore
 	clock   pipeline.Clock
 	log     *slog.Logger
 	maxBody int64
@@ -57,9 +57,11 @@ type inboxReq struct {
 	done  chan inboxRes
 }
 
-// TracedInbox is an inbox store that also keeps each message's trace id (store.DB); with
-// one, the trace id of a request's traceparent header is stored with its message.
-type TracedInbox interface {
+// InboxStore is what the inbox needs of the database: storing raw messages durably, with the
+// trace id of each request's traceparent header when a request of the commit carries one.
+type InboxStore interface {
+	store.Inbox
+	// InsertMessagesTraced is InsertMessages that also keeps traces[i] with raws[i] ("": none).
 	InsertMessagesTraced(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error)
 }
 
@@ -72,7 +74,7 @@ type inboxRes struct {
 const maxBatch = 256
 
 // NewInbox returns an inbox over db; wake is called after each commit (the pump's Wake).
-func NewInbox(db store.Inbox, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
+func NewInbox(db InboxStore, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
 	if wake == nil {
 		wake = func() {}
 	}
@@ -128,8 +130,8 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 	}
 	var ids []int64
 	var err error
-	if ti, ok := in.db.(TracedInbox); ok && traces != nil {
-		ids, err = ti.InsertMessagesTraced(ctx, raws, traces, in.clock.Now())
+	if traces != nil {
+		ids, err = in.db.InsertMessagesTraced(ctx, raws, traces, in.clock.Now())
 	} else {
 		ids, err = in.db.InsertMessages(ctx, raws, in.clock.Now())
 	}
