@@ -104,6 +104,9 @@ type SQLHandle interface {
 // SQLDB returns the database's handle (SQLHandle).
 func (d *DB) SQLDB() *sql.DB { return d.SQL }
 
+// SQLDialect returns the database's dialect, for code that runs its own statements on it.
+func (d *DB) SQLDialect() Dialect { return d.Dialect }
+
 // Health tells whether the database answers.
 type Health interface {
 	Ping(ctx context.Context) error
