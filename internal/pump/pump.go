@@ -355,7 +355,7 @@ const (
 // adopt gives gateway rows (inserted straight into CMINMSGS) their PENDING state before the
 // head is taken, so a later message cannot overtake them, and marks them taken
 // (CMINMSGS_DATE_PROCESSED). Only VALID rows the legacy has not taken, within
-// inbox.adopt-from-id and inbox.adopt-since, are adopted (store.DB.SetLegacy).
+// inbox.adopt-from-id and inbox.adopt-since, are adopted (store.LegacyOptions).
 //
 // At start it logs the backlog and adopts it. Then each step: two index lookups tell whether
 // CMINMSGS grew; the new ids that have no PROC_STATE row are adopted when they are visible,
@@ -424,7 +424,7 @@ func (p *Pump) adoptAtStart(ctx context.Context, msgs int64, now time.Time) erro
 	return nil
 }
 
-// adoptLegacy adopts the adoptable rows with ids in (from, to] (store.DB.AdoptLegacy) and
+// adoptLegacy adopts the adoptable rows with ids in (from, to] (store.Adoption.AdoptLegacy) and
 // logs how many, with args.
 func (p *Pump) adoptLegacy(ctx context.Context, from, to int64, now time.Time, args ...any) error {
 	n, err := p.db.AdoptLegacy(ctx, from, to, now)
