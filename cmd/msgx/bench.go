@@ -84,7 +84,7 @@ func benchCmd(args []string) error {
 	}
 	res, err := bench.Run(ctx, bench.Options{
 		CPUProfile: profile,
-		Config:     cfg, DB: scratch.DB, WorkDir: work,
+		Config:     cfg, DB: scratch.DB, Build: scratch.Build, WorkDir: work,
 		Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -164,7 +163,7 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 	if f.Limit, f.AfterID, ok = page(w, q); !ok {
 		return
 	}
-	ms, err := s.ops.SearchMessages(r.Context(), f)
+	ms, err := s.DB.SearchMessages(r.Context(), f)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -180,11 +179,6 @@ func classNames() string {
 	return strings.Join(out, ", ")
 }
 
-// rawReader is the store's raw text of a message, live or archived.
-type rawReader interface {
-	Raw(ctx context.Context, id int64) (string, bool, error)
-}
-
 func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r) {
 		return
@@ -193,12 +187,7 @@ func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rr, ok := s.DB.(rawReader)
-	if !ok {
-		writeError(w, http.StatusNotImplemented, "not_available", "this store cannot read raw texts")
-		return
-	}
-	raw, found, err := rr.Raw(r.Context(), id)
+	raw, found, err := s.DB.Raw(r.Context(), id)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -231,7 +220,7 @@ func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := m.ID
-	h, err := s.ops.MessageHistory(r.Context(), id)
+	h, err := s.DB.MessageHistory(r.Context(), id)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -277,7 +266,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `say why: {"reason":"…"}`)
 		return
 	}
-	res, err := s.ops.Park(r.Context(), id, req.Reason, PrincipalOf(r).Name, s.Clock.Now())
+	res, err := s.DB.Park(r.Context(), id, req.Reason, PrincipalOf(r).Name, s.Clock.Now())
 	var refused store.ParkRefused
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -317,21 +306,21 @@ func (s *Server) setPause(w http.ResponseWriter, r *http.Request, name string, p
 		return
 	}
 	ctx := r.Context()
-	before, err := s.ops.Pause(ctx, name)
+	before, err := s.DB.Pause(ctx, name)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
 	if pause {
-		err = s.ops.SetPause(ctx, name, PrincipalOf(r).Name, req.Reason, s.Clock.Now())
+		err = s.DB.SetPause(ctx, name, PrincipalOf(r).Name, req.Reason, s.Clock.Now())
 	} else {
-		_, err = s.ops.ClearPause(ctx, name)
+		_, err = s.DB.ClearPause(ctx, name)
 	}
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	after, err := s.ops.Pause(ctx, name)
+	after, err := s.DB.Pause(ctx, name)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -380,7 +369,7 @@ func (s *Server) flightHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cs, err := s.ops.FlightHistory(r.Context(), flid, handler.TargetFlop, after, limit)
+	cs, err := s.DB.FlightHistory(r.Context(), flid, handler.TargetFlop, after, limit)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -396,7 +385,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	as, err := s.ops.ListAudit(r.Context(), after, limit)
+	as, err := s.DB.ListAudit(r.Context(), after, limit)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -431,7 +420,7 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 		if !allowParams(w, r) {
 			return
 		}
-		ps, err := s.ops.Pauses(r.Context())
+		ps, err := s.DB.Pauses(r.Context())
 		if err != nil {
 			writeStoreError(w, err)
 			return

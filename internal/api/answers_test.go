@@ -52,7 +52,7 @@ func TestEveryAnswerIsValidJSONWithoutSecrets(t *testing.T) {
 			NextAttemptAt: now.Add(time.Hour), FirstFailedAt: now}, now); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.AddHistory(ctx, []int64{ids[0]}, pipeline.Failed, nasty, "ops", now); err != nil {
+		if err := db.AddHistory(ctx, []int64{ids[0]}, store.Action{State: pipeline.Failed, Detail: nasty, Actor: "ops"}, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.AddAudit(ctx, store.AuditEntry{At: now, Actor: "ops", Role: "operator", Action: "x", Subject: "y", Detail: nasty}); err != nil {
@@ -65,7 +65,7 @@ func TestEveryAnswerIsValidJSONWithoutSecrets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.FinishJob(ctx, job.ID, store.JobFailed, 1, now.Add(time.Hour), now, nasty, nasty, now); err != nil {
+		if err := db.FinishJob(ctx, job.ID, store.JobOutcome{State: store.JobFailed, Attempts: 1, Next: now.Add(time.Hour), FirstFailed: now, Result: nasty, LastErr: nasty}, now); err != nil {
 			t.Fatal(err)
 		}
 		// An older msgx wrote these rows with the secrets in clear.

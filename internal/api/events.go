@@ -22,107 +22,107 @@ const ReplayOrderNote = "replayed events are delivered again in EVENT_ID order a
 //	GET  /api/v1/events?target=&state=&flid=&msg_id=&limit=&after=  (large payloads elided)
 //	GET  /api/v1/events/{id}/payload                                 (the stored payload)
 //	POST /api/v1/events/replay {"target":"…","ids":[…],"dry_run":bool}
-func (s *Server) eventRoutes(mux *http.ServeMux, db store.Events) {
-	mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
-		if !allowParams(w, r, "target", "state", "flid", "msg_id", "limit", "after") {
-			return
-		}
-		q := r.URL.Query()
-		f := store.EventQuery{Target: q.Get("target"), State: pipeline.EventStatus(strings.ToUpper(q.Get("state")))}
-		switch f.State {
-		case "", pipeline.EventPending, pipeline.EventSent, pipeline.EventDead:
-		default:
-			writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SENT or DEAD", q.Get("state")))
-			return
-		}
-		for name, dst := range map[string]*int64{"flid": &f.FLID, "msg_id": &f.MsgID} {
-			if v := q.Get(name); v != "" {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || n <= 0 {
-					writeError(w, http.StatusBadRequest, "bad_"+name, fmt.Sprintf("%s %q is not a positive integer", name, v))
-					return
-				}
-				*dst = n
-			}
-		}
-		var ok bool
-		if f.Limit, f.AfterID, ok = page(w, q); !ok {
-			return
-		}
-		if s.ops == nil {
-			evs, err := dispatch.List(r.Context(), db, dispatch.Filter{Target: f.Target, State: string(f.State), AfterID: f.AfterID, Limit: f.Limit})
-			if err != nil {
-				writeStoreError(w, err)
+func (s *Server) eventRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/events", s.listEvents)
+	mux.HandleFunc("GET /api/v1/events/{id}/payload", s.eventPayload)
+	mux.HandleFunc("POST /api/v1/events/replay", s.replayEvents)
+}
+
+// listEvents is GET /api/v1/events.
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r, "target", "state", "flid", "msg_id", "limit", "after") {
+		return
+	}
+	q := r.URL.Query()
+	f := store.EventQuery{Target: q.Get("target"), State: pipeline.EventStatus(strings.ToUpper(q.Get("state")))}
+	switch f.State {
+	case "", pipeline.EventPending, pipeline.EventSent, pipeline.EventDead:
+	default:
+		writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SENT or DEAD", q.Get("state")))
+		return
+	}
+	for name, dst := range map[string]*int64{"flid": &f.FLID, "msg_id": &f.MsgID} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				writeError(w, http.StatusBadRequest, "bad_"+name, fmt.Sprintf("%s %q is not a positive integer", name, v))
 				return
 			}
-			writeList(w, "events", evs, f.Limit, func(e dispatch.Event) int64 { return e.EventID })
-			return
+			*dst = n
 		}
-		evs, err := s.ops.SearchEvents(r.Context(), f)
+	}
+	var ok bool
+	if f.Limit, f.AfterID, ok = page(w, q); !ok {
+		return
+	}
+	evs, err := s.DB.SearchEvents(r.Context(), f)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeList(w, "events", evs, f.Limit, func(e store.EventBrief) int64 { return e.EventID })
+}
+
+// eventPayload is GET /api/v1/events/{id}/payload.
+func (s *Server) eventPayload(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	b, found, err := s.DB.EventPayload(r.Context(), id)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if !found {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no event %d", id))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Write(b)
+}
+
+// replayEvents is POST /api/v1/events/replay.
+func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Target string  `json:"target"`
+		IDs    []int64 `json:"ids"`
+		DryRun bool    `json:"dry_run"`
+	}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.Target != "" && !s.knownTarget(w, req.Target) {
+		return
+	}
+	if len(req.IDs) > MaxIDs {
+		writeError(w, http.StatusBadRequest, "too_many_ids", fmt.Sprintf("%d ids; one replay takes at most %d", len(req.IDs), MaxIDs))
+		return
+	}
+	if req.DryRun {
+		n, ids, err := s.deadEvents(r.Context(), req.Target, req.IDs)
 		if err != nil {
 			writeStoreError(w, err)
 			return
 		}
-		writeList(w, "events", evs, f.Limit, func(e store.EventBrief) int64 { return e.EventID })
-	})
-	mux.HandleFunc("GET /api/v1/events/{id}/payload", func(w http.ResponseWriter, r *http.Request) {
-		if !allowParams(w, r) {
-			return
-		}
-		id, ok := pathID(w, r, "id")
-		if !ok || s.ops == nil {
-			return
-		}
-		b, found, err := s.ops.EventPayload(r.Context(), id)
-		if err != nil {
-			writeStoreError(w, err)
-			return
-		}
-		if !found {
-			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no event %d", id))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		w.Write(b)
-	})
-	mux.HandleFunc("POST /api/v1/events/replay", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Target string  `json:"target"`
-			IDs    []int64 `json:"ids"`
-			DryRun bool    `json:"dry_run"`
-		}
-		if !readJSON(w, r, &req) {
-			return
-		}
-		if req.Target != "" && !s.knownTarget(w, req.Target) {
-			return
-		}
-		if len(req.IDs) > MaxIDs {
-			writeError(w, http.StatusBadRequest, "too_many_ids", fmt.Sprintf("%d ids; one replay takes at most %d", len(req.IDs), MaxIDs))
-			return
-		}
-		if req.DryRun {
-			n, ids, err := s.deadEvents(r.Context(), req.Target, req.IDs)
-			if err != nil {
-				writeStoreError(w, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, map[string]any{"moved": n, "skipped": max(0, len(req.IDs)-n), "ids": ids, "dry_run": true, "note": ReplayOrderNote})
-			return
-		}
-		moved, skipped, err := dispatch.Replay(r.Context(), db, req.Target, req.IDs)
-		if err != nil {
-			writeStoreError(w, err)
-			return
-		}
-		s.audit(r, "events.replay", or(req.Target, "all targets"), fmt.Sprintf("ids %v: moved %d, skipped %d", req.IDs, moved, skipped))
-		if moved > 0 && s.DispatchWake != nil {
-			s.DispatchWake()
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"moved": moved, "skipped": skipped, "dry_run": false, "note": ReplayOrderNote})
-	})
+		writeJSON(w, http.StatusOK, map[string]any{"moved": n, "skipped": max(0, len(req.IDs)-n), "ids": ids, "dry_run": true, "note": ReplayOrderNote})
+		return
+	}
+	moved, skipped, err := dispatch.Replay(r.Context(), s.DB, req.Target, req.IDs)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	s.audit(r, "events.replay", or(req.Target, "all targets"), fmt.Sprintf("ids %v: moved %d, skipped %d", req.IDs, moved, skipped))
+	if moved > 0 && s.DispatchWake != nil {
+		s.DispatchWake()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"moved": moved, "skipped": skipped, "dry_run": false, "note": ReplayOrderNote})
 }
 
 // deadEvents counts the DEAD events an event replay of target and ids would move (not
@@ -135,7 +135,7 @@ func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (in
 	n, out := 0, []int64{}
 	var after int64
 	for {
-		evs, err := s.ops.SearchEvents(ctx, store.EventQuery{Target: target, State: pipeline.EventDead, AfterID: after, Limit: MaxLimit, InlineMax: 1})
+		evs, err := s.DB.SearchEvents(ctx, store.EventQuery{Target: target, State: pipeline.EventDead, AfterID: after, Limit: MaxLimit, InlineMax: 1})
 		if err != nil {
 			return 0, nil, err
 		}

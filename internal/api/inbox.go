@@ -43,7 +43,7 @@ type Inbox struct {
 	flightMu sync.Mutex
 	inflight int64
 
-	db      store.Inbox
+	db      InboxStore
 	clock   pipeline.Clock
 	log     *slog.Logger
 	maxBody int64
@@ -57,9 +57,11 @@ type inboxReq struct {
 	done  chan inboxRes
 }
 
-// TracedInbox is an inbox store that also keeps each message's trace id (store.DB); with
-// one, the trace id of a request's traceparent header is stored with its message.
-type TracedInbox interface {
+// InboxStore is what the inbox needs of the database: storing raw messages durably, with the
+// trace id of each request's traceparent header when a request of the commit carries one.
+type InboxStore interface {
+	store.Inbox
+	// InsertMessagesTraced is InsertMessages that also keeps traces[i] with raws[i] ("": none).
 	InsertMessagesTraced(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error)
 }
 
@@ -72,7 +74,7 @@ type inboxRes struct {
 const maxBatch = 256
 
 // NewInbox returns an inbox over db; wake is called after each commit (the pump's Wake).
-func NewInbox(db store.Inbox, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
+func NewInbox(db InboxStore, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
 	if wake == nil {
 		wake = func() {}
 	}
@@ -128,8 +130,8 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 	}
 	var ids []int64
 	var err error
-	if ti, ok := in.db.(TracedInbox); ok && traces != nil {
-		ids, err = ti.InsertMessagesTraced(ctx, raws, traces, in.clock.Now())
+	if traces != nil {
+		ids, err = in.db.InsertMessagesTraced(ctx, raws, traces, in.clock.Now())
 	} else {
 		ids, err = in.db.InsertMessages(ctx, raws, in.clock.Now())
 	}
@@ -187,50 +189,14 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 		return
 	}
-	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil && r.Header.Get("Content-Type") != "" {
-		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "bad Content-Type: "+err.Error())
-		return
-	}
-	switch mt {
-	case "application/xml", "text/xml", "text/plain":
-	case "":
-		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type is required: application/xml, text/xml or text/plain")
-		return
-	default:
-		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("media type %q is not accepted: use application/xml, text/xml or text/plain", mt))
+	params, ok := acceptedType(w, r)
+	if !ok {
 		return
 	}
 	var held int64
 	defer func() { in.release(held) }()
-	if n := r.ContentLength; n > 0 && n <= in.maxBody {
-		// Reserve the declared length before reading a byte of it.
-		if !in.reserve(n) {
-			in.busy(w)
-			return
-		}
-		held = n
-	}
-	var rd io.Reader = http.MaxBytesReader(w, r.Body, in.maxBody)
-	if held == 0 {
-		rd = &reservingReader{in: in, r: rd, held: &held}
-	}
-	body, err := io.ReadAll(rd)
-	if errors.Is(err, errInflight) {
-		in.busy(w)
-		return
-	}
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("message is over the %d-byte limit", in.maxBody))
-			return
-		}
-		writeError(w, http.StatusBadRequest, "bad_body", "reading the body: "+err.Error())
-		return
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		writeError(w, http.StatusBadRequest, "empty_body", "the message is empty")
+	body, ok := in.readBody(w, r, &held)
+	if !ok {
 		return
 	}
 	text, err := toUTF8(body, params["charset"])
@@ -245,27 +211,7 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	trace, _ := logship.TraceID(r.Header.Get("traceparent"))
 	id, err := in.AcceptTraced(r.Context(), text, trace)
 	if err != nil {
-		if errors.Is(err, store.ErrUnavailable) {
-			w.Header().Set("Retry-After", "5")
-			writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the message was not stored: "+err.Error())
-			return
-		}
-		if errors.Is(err, store.ErrTooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
-			return
-		}
-		if errors.Is(err, store.ErrUnstorable) {
-			writeError(w, http.StatusUnprocessableEntity, "unstorable", err.Error())
-			return
-		}
-		if errors.Is(err, store.ErrShadow) {
-			writeError(w, http.StatusConflict, "shadow_mode", err.Error())
-			return
-		}
-		if r.Context().Err() != nil {
-			return // the client went away; nothing was promised
-		}
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		notAccepted(w, r, err)
 		return
 	}
 	if wantsJSON(r) {
@@ -274,6 +220,81 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintf(w, "%d", id)
+}
+
+// acceptedType returns the parameters of the request's media type, or answers 415 and
+// returns ok=false when it is absent or not XML or plain text.
+func acceptedType(w http.ResponseWriter, r *http.Request) (params map[string]string, ok bool) {
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil && r.Header.Get("Content-Type") != "" {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "bad Content-Type: "+err.Error())
+		return nil, false
+	}
+	switch mt {
+	case "application/xml", "text/xml", "text/plain":
+		return params, true
+	case "":
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type is required: application/xml, text/xml or text/plain")
+	default:
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("media type %q is not accepted: use application/xml, text/xml or text/plain", mt))
+	}
+	return nil, false
+}
+
+// readBody reads the request's body within the size and in-flight bounds, keeping in *held
+// the in-flight bytes it reserved (the caller releases them once the message is answered),
+// or answers why not and returns ok=false.
+func (in *Inbox) readBody(w http.ResponseWriter, r *http.Request, held *int64) (body []byte, ok bool) {
+	if n := r.ContentLength; n > 0 && n <= in.maxBody {
+		// Reserve the declared length before reading a byte of it.
+		if !in.reserve(n) {
+			in.busy(w)
+			return nil, false
+		}
+		*held = n
+	}
+	var rd io.Reader = http.MaxBytesReader(w, r.Body, in.maxBody)
+	if *held == 0 {
+		rd = &reservingReader{in: in, r: rd, held: held}
+	}
+	body, err := io.ReadAll(rd)
+	if errors.Is(err, errInflight) {
+		in.busy(w)
+		return nil, false
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("message is over the %d-byte limit", in.maxBody))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "bad_body", "reading the body: "+err.Error())
+		return nil, false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		writeError(w, http.StatusBadRequest, "empty_body", "the message is empty")
+		return nil, false
+	}
+	return body, true
+}
+
+// notAccepted answers a message the inbox could not store with err.
+func notAccepted(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the message was not stored: "+err.Error())
+	case errors.Is(err, store.ErrTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
+	case errors.Is(err, store.ErrUnstorable):
+		writeError(w, http.StatusUnprocessableEntity, "unstorable", err.Error())
+	case errors.Is(err, store.ErrShadow):
+		writeError(w, http.StatusConflict, "shadow_mode", err.Error())
+	case r.Context().Err() != nil:
+		// the client went away; nothing was promised
+	default:
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+	}
 }
 
 // toUTF8 converts body from its declared charset (UTF-8 when none) to UTF-8 text.

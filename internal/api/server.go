@@ -21,13 +21,19 @@ import (
 	"msgx/internal/store"
 )
 
-// Store is what the HTTP API reads and changes in the database: messages and their replay,
-// reference data, jobs, who holds the pump lease, and whether the database answers.
+// Store is what the HTTP API reads and changes in the database: messages, their raw text and
+// their replay, what operators do (store.Operator: history, audit, pauses, parking,
+// searches), the outbox (store.Events), reference data, jobs, who holds the pump lease, and
+// whether the database answers.
 type Store interface {
 	store.Messages
+	store.Operator
+	store.Events
 	store.Reference
 	store.Jobs
 	store.Health
+	// Raw returns the raw text of a message, live or archived.
+	Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
 }
 
@@ -71,8 +77,6 @@ type Server struct {
 	DispatchWake func()
 	// ConfigView, when set, is the configuration GET /api/v1/config shows admins (redacted).
 	ConfigView func() (map[string]any, error)
-
-	ops store.Operator // s.DB's operator side, when it has one
 }
 
 // DefaultPumpStepStale is Server.PumpStepStale's default: an idle pump steps every poll
@@ -91,17 +95,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /livez", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /api/v1/messages/{id}", s.getMessage)
-	s.ops, _ = s.DB.(store.Operator)
 	s.authRoutes(mux)
-	if s.ops != nil {
-		mux.HandleFunc("GET /api/v1/messages", s.searchMessages)
-		s.operatorRoutes(mux)
-	} else {
-		mux.HandleFunc("GET /api/v1/messages", s.listMessages)
-	}
-	if ev, ok := s.DB.(store.Events); ok {
-		s.eventRoutes(mux, ev)
-	}
+	mux.HandleFunc("GET /api/v1/messages", s.searchMessages)
+	s.operatorRoutes(mux)
+	s.eventRoutes(mux)
 	if s.ConfigView != nil {
 		mux.HandleFunc("GET /api/v1/config", func(w http.ResponseWriter, r *http.Request) {
 			v, err := s.ConfigView()
@@ -251,24 +248,6 @@ func (s *Server) messageOf(w http.ResponseWriter, r *http.Request) (*store.Messa
 	return m, true
 }
 
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var f store.MessageFilter
-	var ok bool
-	if f.State, f.Class, ok = stateAndClass(w, q); !ok {
-		return
-	}
-	if f.Limit, f.AfterID, ok = page(w, q); !ok {
-		return
-	}
-	ms, err := s.DB.ListMessages(r.Context(), f)
-	if err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": ms})
-}
-
 // stateAndClass reads the state and class filters of a message listing (either may be
 // absent), answering 400 and returning ok=false when one is not a state or class.
 func stateAndClass(w http.ResponseWriter, q url.Values) (state pipeline.ProcStatus, class pipeline.ErrorClass, ok bool) {
@@ -338,8 +317,8 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "too_many_ids", fmt.Sprintf("%d ids; one replay takes at most %d (send several, or replay by class)", len(req.IDs), MaxIDs))
 		return
 	}
-	if req.DryRun && s.ops != nil {
-		res, err := s.ops.ReplayPreview(r.Context(), classes, req.IDs)
+	if req.DryRun {
+		res, err := s.DB.ReplayPreview(r.Context(), classes, req.IDs)
 		if err != nil {
 			writeStoreError(w, err)
 			return
@@ -353,8 +332,8 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Log.Info("replay", "classes", req.Classes, "ids", req.IDs, "moved", res.Moved, "skipped", res.Skipped)
-	if s.ops != nil && len(res.IDs) > 0 {
-		if err := s.ops.AddHistory(r.Context(), res.IDs, pipeline.Pending, "replayed", PrincipalOf(r).Name, s.Clock.Now()); err != nil {
+	if len(res.IDs) > 0 {
+		if err := s.DB.AddHistory(r.Context(), res.IDs, store.Action{State: pipeline.Pending, Detail: "replayed", Actor: PrincipalOf(r).Name}, s.Clock.Now()); err != nil {
 			s.Log.Error("history of a replay not written", "err", err.Error())
 		}
 	}
@@ -402,13 +381,11 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	st := Status{Counts: counts, Paused: []store.Pause{}}
 	st.PumpRunning, st.PumpState = s.pumpState()
-	if s.ops != nil {
-		if ps, err := s.ops.Pauses(ctx); err == nil {
-			st.Paused = ps
-			for i := range ps {
-				if ps[i].Name == store.PumpPause {
-					st.PumpPaused = &ps[i]
-				}
+	if ps, err := s.DB.Pauses(ctx); err == nil {
+		st.Paused = ps
+		for i := range ps {
+			if ps[i].Name == store.PumpPause {
+				st.PumpPaused = &ps[i]
 			}
 		}
 	}

@@ -246,7 +246,7 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 	// still holds the lease: a pump that outlived its lease cannot commit.
 	db.SetFence(store.PumpLease, w.holder)
 	return &lease.Keeper{
-		DB: lease.ForDB(db), Name: store.PumpLease, Holder: w.holder, TTL: lease.TTL,
+		DB: db, Name: store.PumpLease, Holder: w.holder, TTL: lease.TTL,
 		// A SQLite file has one host: a second instance on it is a mistake, not a standby.
 		Standby: cfg.Database.Driver == "mysql",
 		Clock:   clock, Log: log, IsDead: lease.DeadOnThisHost, Metrics: m,

@@ -28,14 +28,14 @@ type Floor struct {
 
 // MeasureFloor inserts ~2 KB rows into a scratch table of db, on one connection, first one row
 // per commit and then 100 rows per commit, each for about d, and drops the table.
-func MeasureFloor(ctx context.Context, db *store.DB, clock pipeline.Clock, d time.Duration) (Floor, error) {
+func MeasureFloor(ctx context.Context, db DB, clock pipeline.Clock, d time.Duration) (Floor, error) {
 	var f Floor
-	conn, err := db.SQL.Conn(ctx)
+	conn, err := db.SQLDB().Conn(ctx)
 	if err != nil {
 		return f, store.Unavailable(fmt.Errorf("floor: connect: %w", err))
 	}
 	defer conn.Close()
-	if err := createFloorTable(ctx, conn, db.Dialect); err != nil {
+	if err := createFloorTable(ctx, conn, db.SQLDialect()); err != nil {
 		return f, err
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE "+floorTable)

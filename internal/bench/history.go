@@ -22,7 +22,7 @@ const (
 // phases after it run over that much history: issue 13 asks that processing cost per message
 // stays flat from 10,000 to 1,000,000 finished rows. Run the bench with --history 10000 and
 // --history 1000000 and compare processed_per_s.
-func FillHistory(ctx context.Context, db *store.DB, n int, now time.Time) error {
+func FillHistory(ctx context.Context, db store.SQLHandle, n int, now time.Time) error {
 	for start := 1; start <= n; start += historyRowsPerTx {
 		end := min(start+historyRowsPerTx, n+1)
 		err := db.Tx(ctx, func(tx *sql.Tx) error {

@@ -41,10 +41,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"msgx/internal/app"
 	"msgx/internal/config"
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
-	"msgx/internal/store"
 )
 
 // Defaults of Options.
@@ -59,7 +59,8 @@ const (
 // Options configure Run.
 type Options struct {
 	Config    config.Config // msgx's settings (pipeline, delivery, schd, sis.timezone, http limits)
-	DB        *store.DB     // the bench database (not migrated yet); never the production one
+	DB        DB            // the bench database (not migrated yet); never the production one
+	Build     app.Builder   // msgx on DB, as serve builds it (app.On(DB); Scratch.Build)
 	WorkDir   string        // a temporary directory for the file sinks
 	Messages  int           // N (DefaultMessages when 0)
 	Rate      float64       // R, messages per second in the latency phase (DefaultRate when 0)
@@ -137,7 +138,7 @@ type Result struct {
 // Run measures the floor and msgx end to end on o.DB, in the order the package doc gives.
 func Run(ctx context.Context, o Options) (Result, error) {
 	o.defaults()
-	r := Result{Driver: string(o.DB.Dialect), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate, History: o.History}
+	r := Result{Driver: string(o.DB.SQLDialect()), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate, History: o.History}
 	fmt.Fprintf(o.Progress, "bench: floor, %s per measurement\n", o.FloorTime)
 	floor, err := MeasureFloor(ctx, o.DB, o.Clock, o.FloorTime)
 	if err != nil {
@@ -177,7 +178,7 @@ type bench struct {
 
 func runMsgx(ctx context.Context, o Options, r *Result) error {
 	rec := NewDeliveries(o.Clock)
-	sys, first, err := startSystem(ctx, o.Config, o.DB, o.Clock, o.Log, o.WorkDir, rec)
+	sys, first, err := startSystem(ctx, o.Config, o.DB, o.Build, o.Clock, o.Log, o.WorkDir, rec)
 	if err != nil {
 		return err
 	}

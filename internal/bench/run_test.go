@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/internal/app"
 	"msgx/internal/config"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -32,7 +33,7 @@ func TestRunSmall(t *testing.T) {
 			}
 			cfg := config.Default()
 			cfg.Pipeline.PollInterval = 100 * time.Millisecond
-			r, err := Run(context.Background(), Options{Config: cfg, DB: db, WorkDir: t.TempDir(),
+			r, err := Run(context.Background(), Options{Config: cfg, DB: db, Build: app.On(db), WorkDir: t.TempDir(),
 				Messages: 60, Rate: 200, Clients: 4, FloorTime: 200 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 
+	"msgx/internal/app"
 	"msgx/internal/config"
 	"msgx/internal/store"
 )
@@ -39,9 +40,22 @@ type ScratchOptions struct {
 
 // Scratch is the open bench database; Close closes it and removes what the bench created.
 type Scratch struct {
-	DB    *store.DB
-	Where string // for the report: the SQLite file or the MySQL database
+	DB    DB
+	Build app.Builder // msgx on DB (app.On)
+	Where string      // for the report: the SQLite file or the MySQL database
 	close func() error
+}
+
+// DB is the bench database as the bench itself uses it: its SQL handle and dialect (the
+// floor's scratch table, the history it fills, its polls of the queue and the outbox), its
+// migrations, the pump's pause switch (store.PumpPause) and closing it.
+type DB interface {
+	store.SQLHandle
+	SQLDialect() store.Dialect
+	Migrate(ctx context.Context) (int64, error)
+	SetPause(ctx context.Context, name, by, reason string, now time.Time) error
+	ClearPause(ctx context.Context, name string) (bool, error)
+	Close() error
 }
 
 // Close closes the database, then drops it (MySQL) or leaves its removal to the work
@@ -99,7 +113,7 @@ func openSQLiteScratch(ctx context.Context, cfg config.Config, o ScratchOptions)
 	if err != nil {
 		return nil, err
 	}
-	return &Scratch{DB: db, Where: path, close: db.Close}, nil
+	return &Scratch{DB: db, Build: app.On(db), Where: path, close: db.Close}, nil
 }
 
 // same reports whether two SQLite paths name the same file.
@@ -159,7 +173,7 @@ func openMySQLScratch(ctx context.Context, cfg config.Config, o ScratchOptions) 
 	if err != nil {
 		return nil, errors.Join(err, drop())
 	}
-	return &Scratch{DB: db, Where: fmt.Sprintf("database %s on %s", name, mc.Addr), close: func() error {
+	return &Scratch{DB: db, Build: app.On(db), Where: fmt.Sprintf("database %s on %s", name, mc.Addr), close: func() error {
 		return errors.Join(db.Close(), drop())
 	}}, nil
 }

@@ -91,11 +91,11 @@ func TestMySQLScratchCreatedAndDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.DB.Dialect != store.MySQL || !schemaExists(t, admin, name) {
+	if s.DB.SQLDialect() != store.MySQL || !schemaExists(t, admin, name) {
 		t.Fatalf("scratch database %s not created", name)
 	}
 	// One left behind by an interrupted run is the bench's own: it is made afresh.
-	if _, err := s.DB.SQL.Exec(`CREATE TABLE LEFTOVER (X INT)`); err != nil {
+	if _, err := s.DB.SQLDB().Exec(`CREATE TABLE LEFTOVER (X INT)`); err != nil {
 		t.Fatal(err)
 	}
 	s.DB.Close()
@@ -104,7 +104,7 @@ func TestMySQLScratchCreatedAndDropped(t *testing.T) {
 		t.Fatalf("a leftover scratch database was refused: %v", err)
 	}
 	var left int
-	s2.DB.SQL.QueryRow(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'LEFTOVER'`).Scan(&left)
+	s2.DB.SQLDB().QueryRow(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'LEFTOVER'`).Scan(&left)
 	if left != 0 {
 		t.Error("the leftover scratch database was reused, not made afresh")
 	}

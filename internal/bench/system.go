@@ -25,7 +25,7 @@ import (
 // pause (store.PumpPause), so that a backlog can be built and then processed; the inbox and
 // the dispatcher run throughout.
 type system struct {
-	db    *store.DB
+	db    DB
 	clock pipeline.Clock
 	app   *app.App
 	url   string
@@ -57,17 +57,17 @@ func benchConfig(cfg config.Config, workDir string) config.Config {
 	return cfg
 }
 
-// startSystem builds msgx (app.New) on db (migrated) with the settings of cfg, delivering to
+// startSystem builds msgx (build: app.New) on db (migrated) with the settings of cfg, delivering to
 // file sinks under workDir; deliveries are recorded in rec. log receives what the parts log.
 // It measures the pump's first step (the start-up adoption) before the pump runs, then pauses
 // the pump and starts msgx: startPump resumes it.
-func startSystem(ctx context.Context, cfg config.Config, db *store.DB, clock pipeline.Clock, log *slog.Logger, workDir string, rec *Deliveries) (s *system, firstStep time.Duration, err error) {
+func startSystem(ctx context.Context, cfg config.Config, db DB, build app.Builder, clock pipeline.Clock, log *slog.Logger, workDir string, rec *Deliveries) (s *system, firstStep time.Duration, err error) {
 	cfg = benchConfig(cfg, workDir)
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
 		return nil, 0, fmt.Errorf("listen on the loopback: %w", err)
 	}
-	a, err := app.New(ctx, cfg, db, app.Options{Listener: ln, Log: log, Clock: clock, Version: "bench", Release: "bench",
+	a, err := build(ctx, cfg, app.Options{Listener: ln, Log: log, Clock: clock, Version: "bench", Release: "bench",
 		WrapSink: rec.Sink, OnSent: rec.Sent})
 	if err != nil {
 		ln.Close()
@@ -185,14 +185,14 @@ var errFailed = errors.New("a bench message did not succeed")
 // database's time from the pump it measures.
 func (s *system) pendingMessages(ctx context.Context) (int, error) {
 	var pending, bad int
-	if err := s.db.SQL.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM (SELECT 1 AS X FROM PROC_STATE WHERE STATE = 'PENDING' LIMIT 1) p),
+	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM (SELECT 1 AS X FROM PROC_STATE WHERE STATE = 'PENDING' LIMIT 1) p),
 		(SELECT COUNT(*) FROM PROC_STATE WHERE STATE IN ('FAILED', 'DEAD'))`).Scan(&pending, &bad); err != nil {
 		return 0, store.Unavailable(fmt.Errorf("look for pending messages: %w", err))
 	}
 	if bad > 0 {
 		var id int64
 		var state, last string
-		s.db.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_ID, STATE, COALESCE(LAST_ERROR, '') FROM PROC_STATE
+		s.db.SQLDB().QueryRowContext(ctx, `SELECT CMINMSGS_ID, STATE, COALESCE(LAST_ERROR, '') FROM PROC_STATE
 WHERE STATE IN ('FAILED', 'DEAD') ORDER BY CMINMSGS_ID LIMIT 1`).Scan(&id, &state, &last)
 		return 0, fmt.Errorf("%w: %d failed, the first is message %d, %s: %s", errFailed, bad, id, state, last)
 	}
@@ -212,10 +212,10 @@ func (s *system) pendingEvents(ctx context.Context) (int, error) {
 	}
 	in := func(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
 	var pending, dead int
-	if err := s.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(each))+`) AND STATE = 'PENDING'`, each...).Scan(&pending); err != nil {
+	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(each))+`) AND STATE = 'PENDING'`, each...).Scan(&pending); err != nil {
 		return 0, store.Unavailable(fmt.Errorf("count pending events: %w", err))
 	}
-	if err := s.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(all))+`) AND STATE = 'DEAD'`, all...).Scan(&dead); err != nil {
+	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(all))+`) AND STATE = 'DEAD'`, all...).Scan(&dead); err != nil {
 		return 0, store.Unavailable(fmt.Errorf("count dead events: %w", err))
 	}
 	if dead > 0 {

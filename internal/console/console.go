@@ -29,7 +29,7 @@ import (
 var assets embed.FS
 
 // Store is what the console's own routes read: when the messages of the last hour finished
-// (throughput) and a message's raw text (decoded view). *store.DB implements it.
+// (throughput) and a message's raw text (decoded view). The msgx database implements it.
 type Store interface {
 	ProcessedBetween(ctx context.Context, from, to time.Time) ([]time.Time, error)
 	Raw(ctx context.Context, id int64) (raw string, ok bool, err error)

@@ -26,9 +26,16 @@ import (
 	"msgx/internal/store"
 )
 
+// DB is what the SQL flight store needs of the msgx database: its SQL handle, for the table
+// FLIGHT_STATE it owns, and the reference data its view reads keys of.
+type DB interface {
+	store.SQLHandle
+	RefList(ctx context.Context, typ string) ([]store.RefEntry, error)
+}
+
 // Store is the SQL flight store over one msgx database.
 type Store struct {
-	db    *store.DB
+	db    DB
 	clock pipeline.Clock
 	loc   *time.Location
 	tx    *sql.Tx // set by InTx: the view reads through the pump's batch transaction
@@ -114,12 +121,12 @@ func (s *Store) reader() interface {
 	if s.tx != nil {
 		return s.tx
 	}
-	return s.db.SQL
+	return s.db.SQLDB()
 }
 
 // New returns the flight store over db. clock and loc are what the view reports as now and
 // as the airport zone (nil: the system clock, UTC).
-func New(db *store.DB, clock pipeline.Clock, loc *time.Location) *Store {
+func New(db DB, clock pipeline.Clock, loc *time.Location) *Store {
 	if clock == nil {
 		clock = pipeline.SystemClock{}
 	}

@@ -33,7 +33,7 @@ type HistoryFlight struct {
 // HistoryDays returns the local days before `before` (YYYY-MM-DD) that hold flights, oldest
 // first, with their counts: a range of the primary key (FDAY, FLID).
 func (s *Store) HistoryDays(ctx context.Context, before string) ([]HistoryDay, error) {
-	rows, err := s.db.SQL.QueryContext(ctx, `SELECT FDAY, COUNT(*) FROM FLIGHT_STATE WHERE FDAY < ? GROUP BY FDAY ORDER BY FDAY`, before)
+	rows, err := s.db.SQLDB().QueryContext(ctx, `SELECT FDAY, COUNT(*) FROM FLIGHT_STATE WHERE FDAY < ? GROUP BY FDAY ORDER BY FDAY`, before)
 	if err != nil {
 		return nil, store.Unavailable(fmt.Errorf("history days before %s: %w", before, err))
 	}
@@ -57,7 +57,7 @@ func (s *Store) HistoryChunk(ctx context.Context, day string, afterFLID int64, l
 	if limit <= 0 {
 		limit = 500
 	}
-	rows, err := s.db.SQL.QueryContext(ctx, `SELECT FDAY, FLID, VERSION, CMINMSGS_ID, UPDATED_AT, RECORD FROM FLIGHT_STATE
+	rows, err := s.db.SQLDB().QueryContext(ctx, `SELECT FDAY, FLID, VERSION, CMINMSGS_ID, UPDATED_AT, RECORD FROM FLIGHT_STATE
 		WHERE FDAY = ? AND FLID > ? ORDER BY FLID LIMIT ?`, day, afterFLID, limit)
 	if err != nil {
 		return nil, store.Unavailable(fmt.Errorf("history flights of %s: %w", day, err))

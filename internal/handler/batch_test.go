@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// batchView is a memView that also offers FlightBatch and CodeShareLookup, as the SQL flight
-// store does.
+// batchView is a memView that counts its FlightsOf calls and answers them in another order
+// than asked (no order is promised).
 type batchView struct {
 	*memView
 	batches int // FlightsOf calls
@@ -24,16 +24,6 @@ func (v *batchView) FlightsOf(_ context.Context, flids []int64) ([][]byte, error
 		}
 	}
 	slices.Reverse(out) // no order is promised
-	return out, nil
-}
-
-func (v *batchView) CodeSharesOf(_ context.Context, masters []int64) ([][]byte, error) {
-	var out [][]byte
-	for _, id := range v.ids() {
-		if r, _ := decodeRecord(v.flights[id]); r.MAID != nil && slices.Contains(masters, *r.MAID) {
-			out = append(out, v.flights[id])
-		}
-	}
 	return out, nil
 }
 

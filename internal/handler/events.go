@@ -140,21 +140,10 @@ func (w *work) load(flid int64) (*entry, error) {
 	return e, nil
 }
 
-// FlightBatch is what a View may offer besides Flight: the stored records of many flights
-// in one call (those not stored are left out), so that a snapshot of thousands of flights
-// does not read them one round trip at a time. The SQL flight store offers it.
-type FlightBatch interface {
-	FlightsOf(ctx context.Context, flids []int64) ([][]byte, error)
-}
-
 // prefetch loads into the set, in the order given, each of flids it does not hold yet, with
-// one FlightsOf call when the view offers it (else load reads them one by one later). The
-// entries and their order are those load would give.
+// one FlightsOf call, so that a snapshot of thousands of flights does not read them one round
+// trip at a time. The entries and their order are those load would give.
 func (w *work) prefetch(flids []int64) error {
-	b, ok := w.view.(FlightBatch)
-	if !ok {
-		return nil
-	}
 	var want []int64
 	for _, id := range flids {
 		if _, held := w.entries[id]; !held {
@@ -164,7 +153,7 @@ func (w *work) prefetch(flids []int64) error {
 	if len(want) == 0 {
 		return nil
 	}
-	recs, err := b.FlightsOf(w.ctx, want)
+	recs, err := w.view.FlightsOf(w.ctx, want)
 	if err != nil {
 		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("read %d flights: %w", len(want), err))
 	}
@@ -342,26 +331,14 @@ func (w *work) maintainCodeShares() error {
 	return nil
 }
 
-// CodeShareLookup is what a View may offer besides CodeShareFlights: the stored flights
-// naming one of the given masters only, so maintaining code-share lists costs what the
-// masters concerned hold, not what the whole history holds. The SQL flight store offers it.
-type CodeShareLookup interface {
-	CodeSharesOf(ctx context.Context, masters []int64) ([][]byte, error)
-}
-
-// codeSharesOf returns at least the stored flights naming one of masters (the caller keeps
-// only those): through CodeShareLookup when view offers it, else CodeShareFlights.
+// codeSharesOf returns the stored flights naming one of masters (View.CodeSharesOf).
 func codeSharesOf(ctx context.Context, view View, masters map[int64]bool) ([][]byte, error) {
-	l, ok := view.(CodeShareLookup)
-	if !ok {
-		return view.CodeShareFlights(ctx)
-	}
 	ids := make([]int64, 0, len(masters))
 	for m := range masters {
 		ids = append(ids, m)
 	}
 	slices.Sort(ids)
-	return l.CodeSharesOf(ctx, ids)
+	return view.CodeSharesOf(ctx, ids)
 }
 
 // window is the schedule window a snapshot notification names.

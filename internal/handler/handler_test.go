@@ -60,6 +60,26 @@ func (v *memView) CodeShareFlights(context.Context) ([][]byte, error) {
 	return out, nil
 }
 
+func (v *memView) FlightsOf(_ context.Context, flids []int64) ([][]byte, error) {
+	var out [][]byte
+	for _, id := range flids {
+		if b, ok := v.flights[id]; ok {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+func (v *memView) CodeSharesOf(_ context.Context, masters []int64) ([][]byte, error) {
+	var out [][]byte
+	for _, id := range v.ids() {
+		if r, _ := decodeRecord(v.flights[id]); r.MAID != nil && slices.Contains(masters, *r.MAID) {
+			out = append(out, v.flights[id])
+		}
+	}
+	return out, nil
+}
+
 func (v *memView) RefKeys(_ context.Context, typ string) ([]string, error) { return v.refs[typ], nil }
 func (v *memView) Now() time.Time                                          { return v.now }
 func (v *memView) Location() *time.Location                                { return shanghai }

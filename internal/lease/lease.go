@@ -23,10 +23,11 @@ import (
 	"msgx/internal/store"
 )
 
-// Store is what the lease keeper needs of the database: the PUMP_LEASE row.
+// Store is what the lease keeper needs of the database: the PUMP_LEASE row (store.Lease; the
+// msgx database implements it).
 type Store interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
-	TakeOverLease(ctx context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error
+	TakeOverLease(ctx context.Context, c store.LeaseClaim, dead string, now time.Time) error
 	RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
 	ReleaseLease(ctx context.Context, name, holder string) error
 	// Ping checks that the database answers (between renewals, to pause the workers soon).
@@ -152,7 +153,7 @@ func (k *Keeper) acquire(ctx context.Context, now time.Time) (time.Duration, err
 	if errors.As(err, &held) && k.IsDead(held.Holder) {
 		// The holder was a process of this host that is gone (killed, crashed): its lease
 		// cannot be renewed any more, so take it now rather than wait for it to expire.
-		terr := k.DB.TakeOverLease(cctx, k.Name, k.Holder, held.Holder, k.TTL, now)
+		terr := k.DB.TakeOverLease(cctx, store.LeaseClaim{Name: k.Name, Holder: k.Holder, TTL: k.TTL}, held.Holder, now)
 		switch {
 		case terr == nil:
 			k.Log.Warn("took over the pump lease of a dead instance", "dead_holder", held.Holder)
@@ -308,11 +309,3 @@ func InstanceName() string {
 	rand.Read(b)
 	return fmt.Sprintf("%s/pid-%d/%s", host, os.Getpid(), hex.EncodeToString(b))
 }
-
-// ForDB is the store as the keeper sees it.
-func ForDB(db *store.DB) Store { return dbStore{db} }
-
-type dbStore struct{ *store.DB }
-
-// Ping checks that the database answers.
-func (d dbStore) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }

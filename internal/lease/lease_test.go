@@ -56,7 +56,8 @@ func (c *leaseConn) AcquireLease(_ context.Context, name, holder string, ttl tim
 	return nil
 }
 
-func (c *leaseConn) TakeOverLease(_ context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error {
+func (c *leaseConn) TakeOverLease(_ context.Context, claim store.LeaseClaim, dead string, now time.Time) error {
+	holder, ttl := claim.Holder, claim.TTL
 	if fn := c.beforeTakeOver; fn != nil {
 		c.beforeTakeOver = nil
 		fn()

@@ -375,9 +375,19 @@ func (w *watchView) FlightsBetween(ctx context.Context, from, to time.Time) ([][
 	return w.View.FlightsBetween(ctx, from, to)
 }
 
+func (w *watchView) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) {
+	w.read = true
+	return w.View.FlightsOf(ctx, flids)
+}
+
 func (w *watchView) CodeShareFlights(ctx context.Context) ([][]byte, error) {
 	w.read = true
 	return w.View.CodeShareFlights(ctx)
+}
+
+func (w *watchView) CodeSharesOf(ctx context.Context, masters []int64) ([][]byte, error) {
+	w.read = true
+	return w.View.CodeSharesOf(ctx, masters)
 }
 
 func (w *watchView) RefKeys(ctx context.Context, typ string) ([]string, error) {

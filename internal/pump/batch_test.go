@@ -347,7 +347,7 @@ func TestABatchWithoutTheLeaseCommitsNothing(t *testing.T) {
 		}
 		db.SetFence("pump", "me")
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("B", "b"), 1))
-		if err := db.TakeOverLease(ctx, "pump", "other", "me", time.Minute, e.clock.Now()); err != nil {
+		if err := db.TakeOverLease(ctx, store.LeaseClaim{Name: "pump", Holder: "other", TTL: time.Minute}, "me", e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.pump.Step(ctx); err == nil || !strings.Contains(err.Error(), "lease") {

@@ -367,7 +367,7 @@ const (
 // adopt gives gateway rows (inserted straight into CMINMSGS) their PENDING state before the
 // head is taken, so a later message cannot overtake them, and marks them taken
 // (CMINMSGS_DATE_PROCESSED). Only VALID rows the legacy has not taken, within
-// inbox.adopt-from-id and inbox.adopt-since, are adopted (store.DB.SetLegacy).
+// inbox.adopt-from-id and inbox.adopt-since, are adopted (store.LegacyOptions).
 //
 // At start it logs the backlog and adopts it. Then each step: two index lookups tell whether
 // CMINMSGS grew; the new ids that have no PROC_STATE row are adopted when they are visible,
@@ -436,7 +436,7 @@ func (p *Pump) adoptAtStart(ctx context.Context, msgs int64, now time.Time) erro
 	return nil
 }
 
-// adoptLegacy adopts the adoptable rows with ids in (from, to] (store.DB.AdoptLegacy) and
+// adoptLegacy adopts the adoptable rows with ids in (from, to] (store.Adoption.AdoptLegacy) and
 // logs how many, with args.
 func (p *Pump) adoptLegacy(ctx context.Context, from, to int64, now time.Time, args ...any) error {
 	n, err := p.db.AdoptLegacy(ctx, from, to, now)
@@ -486,18 +486,18 @@ func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Du
 			last = *j.LastError
 		}
 		p.log.Error("job DEAD", "job_id", j.ID, "kind", j.Kind, "attempts", j.Attempts, "err", last+"; head deadline passed")
-		return 0, p.db.FinishJob(ctx, j.ID, store.JobDead, j.Attempts, time.Time{}, first, "", last+"; head deadline "+p.opt.Policy.HeadDeadline.String()+" passed", now)
+		return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: store.JobDead, Attempts: j.Attempts, FirstFailed: first, LastErr: last + "; head deadline " + p.opt.Policy.HeadDeadline.String() + " passed"}, now)
 	}
 	if j.NextAttemptAt != nil && j.NextAttemptAt.After(now) {
 		return min(j.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
 	}
 	if p.opt.Jobs == nil {
-		return 0, p.db.FinishJob(ctx, j.ID, store.JobDead, j.Attempts, time.Time{}, time.Time{}, "", "no job runner configured", now)
+		return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: store.JobDead, Attempts: j.Attempts, LastErr: "no job runner configured"}, now)
 	}
 	result, err := p.opt.Jobs.RunJob(ctx, j)
 	if err == nil {
 		p.log.Info("job DONE", "job_id", j.ID, "kind", j.Kind, "after_msg_id", j.AfterMsgID, "result", result)
-		return 0, p.db.FinishJob(ctx, j.ID, store.JobDone, j.Attempts+1, time.Time{}, time.Time{}, result, "", now)
+		return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: store.JobDone, Attempts: j.Attempts + 1, Result: result}, now)
 	}
 	attempts := j.Attempts + 1
 	v := p.opt.Policy.OnFailure(pipeline.ClassOf(err), attempts, first, now)
@@ -506,7 +506,7 @@ func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Du
 		state = store.JobDead
 	}
 	p.log.Warn("job "+state, "job_id", j.ID, "kind", j.Kind, "attempts", attempts, "err", err.Error())
-	return 0, p.db.FinishJob(ctx, j.ID, state, attempts, v.NextAttemptAt, first, "", err.Error(), now)
+	return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: state, Attempts: attempts, Next: v.NextAttemptAt, FirstFailed: first, LastErr: err.Error()}, now)
 }
 
 func timeOr(t *time.Time, def time.Time) time.Time {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -73,7 +74,7 @@ type Jobs interface {
 	EnqueueJob(ctx context.Context, kind, params string, now time.Time) (*Job, error)
 	HeadJob(ctx context.Context) (*Job, error)
 	ListJobs(ctx context.Context, limit int) ([]*Job, error)
-	FinishJob(ctx context.Context, id int64, state string, attempts int, next, firstFailed time.Time, result, lastErr string, now time.Time) error
+	FinishJob(ctx context.Context, id int64, o JobOutcome, now time.Time) error
 }
 
 // Archive moves finished messages to CMINMSGS_HST.
@@ -84,11 +85,27 @@ type Archive interface {
 // Lease is the one-pump-per-database lease (PUMP_LEASE).
 type Lease interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
-	TakeOverLease(ctx context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error
+	TakeOverLease(ctx context.Context, c LeaseClaim, dead string, now time.Time) error
 	RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error
 	ReleaseLease(ctx context.Context, name, holder string) error
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
 }
+
+// SQLHandle is the database's own SQL handle, for the packages that own tables in it and run
+// their statements on them themselves (the SQL flight store's FLIGHT_STATE) and for the
+// bench's scratch tables.
+type SQLHandle interface {
+	// SQLDB returns the database's handle.
+	SQLDB() *sql.DB
+	// Tx runs fn in one transaction, committed when fn returns nil and rolled back otherwise.
+	Tx(ctx context.Context, fn func(*sql.Tx) error) error
+}
+
+// SQLDB returns the database's handle (SQLHandle).
+func (d *DB) SQLDB() *sql.DB { return d.SQL }
+
+// SQLDialect returns the database's dialect, for code that runs its own statements on it.
+func (d *DB) SQLDialect() Dialect { return d.Dialect }
 
 // Health tells whether the database answers.
 type Health interface {
@@ -113,4 +130,5 @@ var (
 	_ Archive    = (*DB)(nil)
 	_ Lease      = (*DB)(nil)
 	_ Health     = (*DB)(nil)
+	_ SQLHandle  = (*DB)(nil)
 )

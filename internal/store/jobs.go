@@ -106,15 +106,25 @@ func (d *DB) ListJobs(ctx context.Context, limit int) ([]*Job, error) {
 	return out, rows.Err()
 }
 
+// JobOutcome is what FinishJob records of a job's run.
+type JobOutcome struct {
+	State       string    // JobDone, JobFailed or JobDead
+	Attempts    int       // the attempts made so far
+	Next        time.Time // when a FAILED job is tried again (zero: NULL)
+	FirstFailed time.Time // when it first failed (zero: NULL)
+	Result      string    // a DONE job's result ("": NULL)
+	LastErr     string    // the last failure's error ("": NULL)
+}
+
 // FinishJob records a job's outcome: DONE with its result, or FAILED/DEAD with the error and
 // the time of its first failure.
-func (d *DB) FinishJob(ctx context.Context, id int64, state string, attempts int, next, firstFailed time.Time, result, lastErr string, now time.Time) error {
+func (d *DB) FinishJob(ctx context.Context, id int64, o JobOutcome, now time.Time) error {
 	var fin any
-	if state == JobDone || state == JobDead {
+	if o.State == JobDone || o.State == JobDead {
 		fin = T(now)
 	}
 	_, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_JOB SET STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, FIRST_FAILED_AT = ?, RESULT = ?, LAST_ERROR = ?, FINISHED_AT = ? WHERE JOB_ID = ?`,
-		state, attempts, T(next), T(firstFailed), nullStr(secret.Redact(result)), nullStr(secret.Redact(lastErr)), fin, id)
+		o.State, o.Attempts, T(o.Next), T(o.FirstFailed), nullStr(secret.Redact(o.Result)), nullStr(secret.Redact(o.LastErr)), fin, id)
 	if err != nil {
 		return Unavailable(err)
 	}

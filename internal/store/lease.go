@@ -51,16 +51,24 @@ func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Dur
 	})
 }
 
-// TakeOverLease takes the lease from dead, a holder known to have died (its process is gone),
-// without waiting for it to expire. It fails when the lease is no longer dead's.
-func (d *DB) TakeOverLease(ctx context.Context, name, holder, dead string, ttl time.Duration, now time.Time) error {
+// LeaseClaim is a claim to a lease: its name, who claims it and for how long.
+type LeaseClaim struct {
+	Name   string
+	Holder string
+	TTL    time.Duration
+}
+
+// TakeOverLease gives lease c.Name to c.Holder for c.TTL, taking it from dead, a holder known
+// to have died (its process is gone), without waiting for it to expire. It fails when the
+// lease is no longer dead's.
+func (d *DB) TakeOverLease(ctx context.Context, c LeaseClaim, dead string, now time.Time) error {
 	res, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_LEASE SET HOLDER = ?, EXPIRES_AT = ?, ACQUIRED_AT = ? WHERE NAME = ? AND HOLDER = ?`,
-		holder, T(now.Add(ttl)), T(now), name, dead)
+		c.Holder, T(now.Add(c.TTL)), T(now), c.Name, dead)
 	if err != nil {
 		return Unavailable(err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("pump lease %q is no longer held by %s", name, dead)
+		return fmt.Errorf("pump lease %q is no longer held by %s", c.Name, dead)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 // Operator is the contract of this file; *DB implements it on every dialect.
 type Operator interface {
 	MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, error)
-	AddHistory(ctx context.Context, ids []int64, state pipeline.ProcStatus, detail, actor string, now time.Time) error
+	AddHistory(ctx context.Context, ids []int64, a Action, now time.Time) error
 	Park(ctx context.Context, id int64, reason, actor string, now time.Time) (ParkResult, error)
 	AddAudit(ctx context.Context, a AuditEntry) error
 	ListAudit(ctx context.Context, afterID int64, limit int) ([]AuditEntry, error)
@@ -103,14 +103,22 @@ WHERE CMINMSGS_ID = ? ORDER BY HIST_ID LIMIT 1000`, id)
 	return out, nil
 }
 
-// AddHistory records an operator's action on messages ids (a replay), one row each.
-func (d *DB) AddHistory(ctx context.Context, ids []int64, state pipeline.ProcStatus, detail, actor string, now time.Time) error {
+// Action is an operator's action on messages as their history keeps it: the state it left
+// them in, what was done and who did it.
+type Action struct {
+	State  pipeline.ProcStatus
+	Detail string
+	Actor  string
+}
+
+// AddHistory records an operator's action a on messages ids (a replay), one row each.
+func (d *DB) AddHistory(ctx context.Context, ids []int64, a Action, now time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	return d.Tx(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
-			if err := insertHistory(ctx, tx, id, state, "", 0, detail, actor, now); err != nil {
+			if err := insertHistory(ctx, tx, id, a.State, "", 0, a.Detail, a.Actor, now); err != nil {
 				return Unavailable(fmt.Errorf("history of message %d: %w", id, err))
 			}
 		}

@@ -567,56 +567,13 @@ func (d *DB) replay(ctx context.Context, classes []pipeline.ErrorClass, ids []in
 	}
 	err := d.Tx(ctx, func(tx *sql.Tx) error {
 		res = ReplayResult{IDs: []int64{}}
-		q := `SELECT CMINMSGS_ID, STATE, ERROR_CLASS FROM PROC_STATE WHERE `
-		var args []any
-		if len(ids) > 0 {
-			q += `CMINMSGS_ID IN (` + placeholders(len(ids)) + `)`
-			for _, id := range ids {
-				args = append(args, id)
-			}
-		} else {
-			named := make([]any, len(classes))
-			for i, c := range classes {
-				named[i] = string(c)
-			}
-			if len(named) == 0 {
-				return nil
-			}
-			q += `STATE IN (?, ?) AND ERROR_CLASS IN (` + placeholders(len(named)) + `)`
-			args = append(append(args, pipeline.Failed, pipeline.Dead), named...)
+		q, args, ok := d.replaySelect(classes, ids)
+		if !ok {
+			return nil
 		}
-		// Locked, so the pump's concurrent write waits and then finds the row changed.
-		q += ` ORDER BY CMINMSGS_ID` + d.Dialect.ForUpdate()
-		rows, err := tx.QueryContext(ctx, q, args...)
+		move, err := replayCandidates(ctx, tx, q, args, allowed, ids, &res)
 		if err != nil {
-			return Unavailable(err)
-		}
-		var move []any
-		found := map[int64]bool{}
-		for rows.Next() {
-			var id int64
-			var st pipeline.ProcStatus
-			var cl sql.NullString
-			if err := rows.Scan(&id, &st, &cl); err != nil {
-				rows.Close()
-				return err
-			}
-			found[id] = true
-			if (st == pipeline.Failed || st == pipeline.Dead) && contains(allowed, cl.String) {
-				move = append(move, id)
-				res.IDs = append(res.IDs, id)
-			} else {
-				res.Skipped++
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
-		}
-		for _, id := range ids {
-			if !found[id] {
-				res.Skipped++
-			}
 		}
 		if dry {
 			res.Moved = len(move)
@@ -636,6 +593,69 @@ func (d *DB) replay(ctx context.Context, classes []pipeline.ErrorClass, ids []in
 		return nil
 	})
 	return res, err
+}
+
+// replaySelect is the locking SELECT of the rows a replay of ids (or, with none, of the
+// FAILED and DEAD rows of classes) looks at; ok is false when it has none to look at.
+func (d *DB) replaySelect(classes []pipeline.ErrorClass, ids []int64) (q string, args []any, ok bool) {
+	q = `SELECT CMINMSGS_ID, STATE, ERROR_CLASS FROM PROC_STATE WHERE `
+	if len(ids) > 0 {
+		q += `CMINMSGS_ID IN (` + placeholders(len(ids)) + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	} else {
+		named := make([]any, len(classes))
+		for i, c := range classes {
+			named[i] = string(c)
+		}
+		if len(named) == 0 {
+			return "", nil, false
+		}
+		q += `STATE IN (?, ?) AND ERROR_CLASS IN (` + placeholders(len(named)) + `)`
+		args = append(append(args, pipeline.Failed, pipeline.Dead), named...)
+	}
+	// Locked, so the pump's concurrent write waits and then finds the row changed.
+	q += ` ORDER BY CMINMSGS_ID` + d.Dialect.ForUpdate()
+	return q, args, true
+}
+
+// replayCandidates runs the replay's SELECT q and returns the ids to move: FAILED or DEAD
+// rows of an allowed class. res gets them in IDs, and counts as skipped the other rows found
+// and the ids asked for that were not found.
+func replayCandidates(ctx context.Context, tx *sql.Tx, q string, args, allowed []any, ids []int64, res *ReplayResult) ([]any, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, Unavailable(err)
+	}
+	var move []any
+	found := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		var st pipeline.ProcStatus
+		var cl sql.NullString
+		if err := rows.Scan(&id, &st, &cl); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		found[id] = true
+		if (st == pipeline.Failed || st == pipeline.Dead) && contains(allowed, cl.String) {
+			move = append(move, id)
+			res.IDs = append(res.IDs, id)
+		} else {
+			res.Skipped++
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if !found[id] {
+			res.Skipped++
+		}
+	}
+	return move, nil
 }
 
 func contains(list []any, s string) bool {

@@ -128,90 +128,100 @@ const sqliteBusyTimeout = 10 * time.Second
 func Open(ctx context.Context, driver, dsn string) (*DB, error) {
 	switch Dialect(driver) {
 	case SQLite:
-		if dsn == "" {
-			return nil, errors.New("store: empty sqlite path")
-		}
-		path := dsn
-		if !strings.HasPrefix(dsn, "file:") && dsn != ":memory:" {
-			if dir := filepath.Dir(dsn); dir != "" {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return nil, fmt.Errorf("store: create %s: %w", dir, err)
-				}
-			}
-			path = "file:" + dsn
-		}
-		sep := "?"
-		if strings.Contains(path, "?") {
-			sep = "&"
-		}
-		path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout/time.Millisecond)) + ")&_pragma=foreign_keys(ON)&_txlock=immediate"
-		// The registered driver, its connections with a statement cache (stmtcache.go).
-		plain, err := sql.Open("sqlite", path)
-		if err != nil {
-			return nil, fmt.Errorf("store: open sqlite %s: %w", dsn, err)
-		}
-		db := sql.OpenDB(cachingConnector{drv: plain.Driver(), dsn: path, gate: newWriteGate(sqliteBusyTimeout)})
-		plain.Close()
-		db.SetMaxOpenConns(8)
-		d := &DB{SQL: db, Dialect: SQLite}
-		if err := db.PingContext(ctx); err != nil {
-			db.Close()
-			return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
-		}
-		if _, err := d.columns(ctx, db); err != nil {
-			db.Close()
-			return nil, err
-		}
-		return d, nil
+		return openSQLite(ctx, dsn)
 	case MySQL:
-		cfg, err := mysqldrv.ParseDSN(dsn)
-		if err != nil {
-			return nil, fmt.Errorf("store: mysql dsn: %w", err)
-		}
-		cfg.ParseTime = false
-		cfg.MultiStatements = true
-		// Without it every query with arguments is a prepare, an execute and a close: three
-		// round trips where one does. Safe with the utf8mb4 connection charset.
-		cfg.InterpolateParams = true
-		// RowsAffected counts the rows a conditional UPDATE matched, not only those whose values
-		// changed, so "0 rows" always means "the row was not in the state we read".
-		cfg.ClientFoundRows = true
-		if cfg.Params == nil {
-			cfg.Params = map[string]string{}
-		}
-		cfg.Params["time_zone"] = "'+00:00'"
-		cfg.Loc = time.UTC
-		// Every session runs at an explicit isolation level (READ COMMITTED unless the DSN
-		// names one with transaction_isolation=REPEATABLE-READ) and waits at most
-		// innodb_lock_wait_timeout (10 s unless the DSN says otherwise) for a row lock, so
-		// the inbox never hangs behind another program's open transaction.
-		session, err := sessionSetup(cfg)
-		if err != nil {
-			return nil, err
-		}
-		conn, err := mysqldrv.NewConnector(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("store: open mysql: %w", err)
-		}
-		db := sql.OpenDB(sessionConnector{Connector: conn, stmts: session})
-		db.SetMaxOpenConns(16)
-		db.SetConnMaxLifetime(5 * time.Minute)
-		if err := db.PingContext(ctx); err != nil {
-			db.Close()
-			return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, cfg.Addr, err))
-		}
-		d := &DB{SQL: db, Dialect: MySQL}
-		if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
-			db.Close()
-			return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
-		}
-		if _, err := d.columns(ctx, db); err != nil {
-			db.Close()
-			return nil, err
-		}
-		return d, nil
+		return openMySQL(ctx, dsn)
 	}
 	return nil, fmt.Errorf("store: unknown driver %q (want sqlite or mysql)", driver)
+}
+
+// openSQLite is Open of a SQLite file.
+func openSQLite(ctx context.Context, dsn string) (*DB, error) {
+	if dsn == "" {
+		return nil, errors.New("store: empty sqlite path")
+	}
+	path := dsn
+	if !strings.HasPrefix(dsn, "file:") && dsn != ":memory:" {
+		if dir := filepath.Dir(dsn); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("store: create %s: %w", dir, err)
+			}
+		}
+		path = "file:" + dsn
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout/time.Millisecond)) + ")&_pragma=foreign_keys(ON)&_txlock=immediate"
+	// The registered driver, its connections with a statement cache (stmtcache.go).
+	plain, err := sql.Open("sqlite", path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite %s: %w", dsn, err)
+	}
+	db := sql.OpenDB(cachingConnector{drv: plain.Driver(), dsn: path, gate: newWriteGate(sqliteBusyTimeout)})
+	plain.Close()
+	db.SetMaxOpenConns(8)
+	d := &DB{SQL: db, Dialect: SQLite}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
+	}
+	if _, err := d.columns(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openMySQL is Open of a MySQL/MariaDB database.
+func openMySQL(ctx context.Context, dsn string) (*DB, error) {
+	cfg, err := mysqldrv.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: mysql dsn: %w", err)
+	}
+	cfg.ParseTime = false
+	cfg.MultiStatements = true
+	// Without it every query with arguments is a prepare, an execute and a close: three
+	// round trips where one does. Safe with the utf8mb4 connection charset.
+	cfg.InterpolateParams = true
+	// RowsAffected counts the rows a conditional UPDATE matched, not only those whose values
+	// changed, so "0 rows" always means "the row was not in the state we read".
+	cfg.ClientFoundRows = true
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.Loc = time.UTC
+	// Every session runs at an explicit isolation level (READ COMMITTED unless the DSN
+	// names one with transaction_isolation=REPEATABLE-READ) and waits at most
+	// innodb_lock_wait_timeout (10 s unless the DSN says otherwise) for a row lock, so
+	// the inbox never hangs behind another program's open transaction.
+	session, err := sessionSetup(cfg)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysqldrv.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open mysql: %w", err)
+	}
+	db := sql.OpenDB(sessionConnector{Connector: conn, stmts: session})
+	db.SetMaxOpenConns(16)
+	db.SetConnMaxLifetime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, cfg.Addr, err))
+	}
+	d := &DB{SQL: db, Dialect: MySQL}
+	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
+		db.Close()
+		return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
+	}
+	if _, err := d.columns(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return d, nil
 }
 
 // Close closes the database.

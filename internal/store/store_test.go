@@ -9,6 +9,8 @@ import (
 // TestContract runs the shared store contract on every dialect.
 func TestContract(t *testing.T) {
 	for _, d := range storetest.Dialects() {
-		t.Run(d.Name, func(t *testing.T) { storetest.Contract(t, d.Open) })
+		t.Run(d.Name, func(t *testing.T) {
+			storetest.Contract(t, func(t *testing.T) storetest.Store { return d.Open(t) })
+		})
 	}
 }

@@ -59,7 +59,7 @@ func (b *Batch) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
 }
 
 // FlightsOf returns the records of those of flids that are stored, in no order
-// (handler.FlightBatch; see batch_handler_test.go): the ones the batch does not know are read in one round trip.
+// (pipeline.View; see batch_handler_test.go): the ones the batch does not know are read in one round trip.
 func (b *Batch) FlightsOf(ctx context.Context, flids []int64) ([][]byte, error) {
 	var missing []int64
 	for _, id := range flids {

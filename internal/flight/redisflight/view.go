@@ -23,5 +23,5 @@ func (v view) RefKeys(ctx context.Context, typ string) ([]string, error) {
 }
 
 // WithRefs returns the handlers' view of phase A: the flights of s (with its batched reads,
-// handler.FlightBatch and handler.CodeShareLookup) and the reference keys of refs.
+// FlightsOf and CodeSharesOf) and the reference keys of refs.
 func WithRefs(s *Store, refs RefKeyer) pipeline.View { return view{Store: s, refs: refs} }

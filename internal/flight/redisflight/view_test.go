@@ -1,12 +1,10 @@
 package redisflight
 
-import "msgx/internal/handler"
+import "msgx/internal/pipeline"
 
-// The views serve the handlers' batched reads; this package does not import the handlers, so
-// the compiler checks it here.
+// The views serve the handlers' reads, the batched ones (FlightsOf, CodeSharesOf) included;
+// nothing else in this package asks for a pipeline.View, so the compiler checks it here.
 var (
-	_ handler.FlightBatch     = batchView{}
-	_ handler.CodeShareLookup = batchView{}
-	_ handler.FlightBatch     = view{}
-	_ handler.CodeShareLookup = view{}
+	_ pipeline.View = batchView{}
+	_ pipeline.View = view{}
 )

@@ -15,11 +15,61 @@ import (
 	"msgx/internal/store"
 )
 
+// Store is what the contract runs against, as River's riverdrivertest runs against a driver:
+// the store's interfaces, one per concern, that the packages using the store take, and the
+// database's SQL handle and dialect, through which a case sets rows up the interfaces cannot
+// write (a legacy gateway's row, a NULL column) and reads back what they do not show. The
+// msgx database (*store.DB) implements it on every dialect.
+type Store interface {
+	store.Inbox
+	store.Adoption
+	store.Processing
+	store.Messages
+	store.Reference
+	store.Jobs
+	store.Archive
+	store.Lease
+	store.Health
+	store.Events
+	store.Operator
+	store.Requests
+	store.Retention
+	store.Scheduling
+	store.Batching
+	store.SQLHandle
+	SQLDialect() store.Dialect
+
+	// How the database is set up before the pump and the inbox use it.
+	Migrate(ctx context.Context) (int64, error)
+	SetFence(name, holder string)
+	SetLegacy(o store.LegacyOptions)
+	SetShadow(afterID int64)
+	SetTraceHook(fn func(msgID int64, traceID string))
+
+	// The reads and writes one consumer each declares where it uses them (the inbox's traced
+	// insert, the metrics' counts, the console's throughput, the shadow's watermark…).
+	InsertMessagesTraced(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error)
+	CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error)
+	NewStateCounter() *store.StateCounter
+	LastEventID(ctx context.Context) (int64, error)
+	MessageFlights(ctx context.Context, id int64) ([]int64, error)
+	ProcessedBetween(ctx context.Context, from, to time.Time) ([]time.Time, error)
+	GetOutbound(ctx context.Context, id int64) (*store.Outbound, error)
+	ShadowWatermark(ctx context.Context, now time.Time) (int64, error)
+}
+
+var _ Store = (*store.DB)(nil)
+
+// Open yields a fresh, migrated store of one dialect for one case of the contract.
+type Open func(t *testing.T) Store
+
 // Contract runs the store contract, every behaviour the packages using the store rely on, on
-// fresh databases from open (one per case). Every dialect must pass it: SQLite, MySQL/MariaDB,
+// fresh stores from open (one per case). Every dialect must pass it: SQLite, MySQL/MariaDB,
 // and MySQL/MariaDB on the legacy CMINMSGS table (see Dialects). It holds the edge values: texts
-// at and over each column's width, CJK and 4-byte text, the legacy column types.
-func Contract(t *testing.T, open func(t *testing.T) *store.DB) {
+// at and over each column's width, CJK and 4-byte text, NULL in each optional column, identity
+// keys that differ only by case or trailing spaces, the largest legacy MEDIUMINT, the legacy
+// column types.
+func Contract(t *testing.T, open Open) {
 	for _, c := range append(append(append(contractCases[:len(contractCases):len(contractCases)], requestCases...), operatorCases...), edgeCases...) {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
@@ -27,7 +77,7 @@ func Contract(t *testing.T, open func(t *testing.T) *store.DB) {
 
 var contractCases = []struct {
 	name string
-	fn   func(t *testing.T, db *store.DB)
+	fn   func(t *testing.T, db Store)
 }{
 	{"MigrateTwiceIsANoOp", migrateTwiceIsANoOp},
 	{"LeaseContract", leaseContract},
@@ -58,7 +108,7 @@ var contractCases = []struct {
 // statement may carry: MariaDB's max_allowed_packet is 16 MB by default), and a message
 // rolled back to its savepoint leaves none. LastEventID (the mark of PROJECTION_REBUILD) is 0
 // before and the newest EVENT_ID after.
-func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db *store.DB) {
+func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	if last, err := db.LastEventID(ctx); err != nil || last != 0 {
@@ -105,7 +155,33 @@ func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db *store.DB) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.SQL.Query(`SELECT CMINMSGS_ID, PAYLOAD FROM MSG_EVENT ORDER BY EVENT_ID`)
+	seen := storedEvents(t, db, ids, pad)
+	if len(seen) != 510 || seen[0] != "0/0" || seen[449] != "0/449" || seen[450] != "2/0" || seen[509] != "2/59" {
+		t.Fatalf("%d events, want 510 in message then event order: %v … %v", len(seen), seen[:min(3, len(seen))], seen[max(len(seen)-3, 0):])
+	}
+	var newest int64
+	if err := db.SQLDB().QueryRow(`SELECT EVENT_ID FROM MSG_EVENT ORDER BY EVENT_ID DESC LIMIT 1`).Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := db.LastEventID(ctx); err != nil || last != newest || newest < 510 {
+		t.Fatalf("LastEventID: %d %v, want %d", last, err, newest)
+	}
+	for i := 1; i < len(seen); i++ {
+		var m0, i0, m1, i1 int
+		fmt.Sscanf(seen[i-1], "%d/%d", &m0, &i0)
+		fmt.Sscanf(seen[i], "%d/%d", &m1, &i1)
+		if m1 < m0 || (m1 == m0 && i1 != i0+1) {
+			t.Fatalf("events out of order at %d: %s then %s", i, seen[i-1], seen[i])
+		}
+	}
+}
+
+// storedEvents reads every MSG_EVENT row in EVENT_ID order and returns each as "m/i" (the
+// index in ids of its message, and its own index), checking that its payload came back whole
+// (with pad) and belongs to its message.
+func storedEvents(t *testing.T, db Store, ids []int64, pad string) []string {
+	t.Helper()
+	rows, err := db.SQLDB().Query(`SELECT CMINMSGS_ID, PAYLOAD FROM MSG_EVENT ORDER BY EVENT_ID`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,29 +205,12 @@ func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db *store.DB) {
 		}
 		seen = append(seen, fmt.Sprintf("%d/%d", p.M, p.I))
 	}
-	if len(seen) != 510 || seen[0] != "0/0" || seen[449] != "0/449" || seen[450] != "2/0" || seen[509] != "2/59" {
-		t.Fatalf("%d events, want 510 in message then event order: %v … %v", len(seen), seen[:min(3, len(seen))], seen[max(len(seen)-3, 0):])
-	}
-	var newest int64
-	if err := db.SQL.QueryRow(`SELECT EVENT_ID FROM MSG_EVENT ORDER BY EVENT_ID DESC LIMIT 1`).Scan(&newest); err != nil {
-		t.Fatal(err)
-	}
-	if last, err := db.LastEventID(ctx); err != nil || last != newest || newest < 510 {
-		t.Fatalf("LastEventID: %d %v, want %d", last, err, newest)
-	}
-	for i := 1; i < len(seen); i++ {
-		var m0, i0, m1, i1 int
-		fmt.Sscanf(seen[i-1], "%d/%d", &m0, &i0)
-		fmt.Sscanf(seen[i], "%d/%d", &m1, &i1)
-		if m1 < m0 || (m1 == m0 && i1 != i0+1) {
-			t.Fatalf("events out of order at %d: %s then %s", i, seen[i-1], seen[i])
-		}
-	}
+	return seen
 }
 
 // Due reads the unfinished messages in id order with their raw text, live or archived, and
 // the identity key each holds; finished ones are not due, and limit holds.
-func dueReadsStateAndRawInOrder(t *testing.T, db *store.DB) {
+func dueReadsStateAndRawInOrder(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<archived/>", "<done/>", "<failed/>", "<pending/>", "<gone/>", "<last/>"}, now)
@@ -197,7 +256,7 @@ func dueReadsStateAndRawInOrder(t *testing.T, db *store.DB) {
 // In a batch each message's writes are under a savepoint: a duplicate identity (bound earlier
 // in the same batch) and a stale write are refused and leave nothing, the messages around
 // them commit, and reads through the batch see its own writes.
-func batchRollsBackOneMessageAlone(t *testing.T, db *store.DB) {
+func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
@@ -254,13 +313,13 @@ func batchRollsBackOneMessageAlone(t *testing.T, db *store.DB) {
 		t.Fatalf("records after the batch: %v, want A,D", keys)
 	}
 	var key sql.NullString
-	if err := db.SQL.QueryRow(`SELECT IDENTITY_KEY FROM PROC_STATE WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&key); err != nil || key.Valid {
+	if err := db.SQLDB().QueryRow(`SELECT IDENTITY_KEY FROM PROC_STATE WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&key); err != nil || key.Valid {
 		t.Fatalf("the refused message's identity stayed bound: %v %v", key, err)
 	}
 }
 
 // A batch checks the lease when it begins; a batch rolled back writes nothing.
-func batchIsFencedAndRollsBack(t *testing.T, db *store.DB) {
+func batchIsFencedAndRollsBack(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>"}, now)
@@ -291,7 +350,7 @@ func batchIsFencedAndRollsBack(t *testing.T, db *store.DB) {
 	}
 }
 
-func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
+func migrateTwiceIsANoOp(t *testing.T, db Store) {
 	v, err := db.Migrate(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -301,13 +360,13 @@ func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
 	}
 	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST", "PROC_STATE", "MSG_EVENT", "REF_DATA", "REQ_TRACK", "PUMP_JOB", "FLIGHT_STATE", "PUMP_LEASE", "COUTMSGS", "MSGX_COUNTER"} {
 		var n int
-		if err := db.SQL.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+		if err := db.SQLDB().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
 			t.Errorf("table %s: %v", table, err)
 		}
 	}
 }
 
-func leaseContract(t *testing.T, db *store.DB) {
+func leaseContract(t *testing.T, db Store) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	if err := db.AcquireLease(ctx, "pump", "a", 15*time.Second, t0); err != nil {
@@ -339,7 +398,7 @@ func leaseContract(t *testing.T, db *store.DB) {
 	}
 }
 
-func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
+func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db Store) {
 	ctx := context.Background()
 	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, old)
@@ -363,7 +422,7 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 	}
 	inLive := func(id int64) bool {
 		var k int
-		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_ID = ?`, id).Scan(&k); err != nil {
+		if err := db.SQLDB().QueryRow(`SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_ID = ?`, id).Scan(&k); err != nil {
 			t.Fatal(err)
 		}
 		return k == 1
@@ -374,7 +433,7 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 		}
 	}
 	var hst string
-	if err := db.SQL.QueryRow(`SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS_HST WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&hst); err != nil || hst != "<c/>" {
+	if err := db.SQLDB().QueryRow(`SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS_HST WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&hst); err != nil || hst != "<c/>" {
 		t.Fatalf("history row: %q %v", hst, err)
 	}
 	if raw, ok, err := db.Raw(ctx, ids[3]); err != nil || !ok || raw != "<d/>" {
@@ -403,7 +462,7 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 	}
 }
 
-func archiveWorksInChunks(t *testing.T, db *store.DB) {
+func archiveWorksInChunks(t *testing.T, db Store) {
 	ctx := context.Background()
 	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 	raws := make([]string, 2*store.ArchiveChunk+7)
@@ -432,14 +491,14 @@ func archiveWorksInChunks(t *testing.T, db *store.DB) {
 		t.Fatalf("progress per chunk: %v", reports)
 	}
 	var live, hst int
-	db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS`).Scan(&live)
-	db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
+	db.SQLDB().QueryRow(`SELECT COUNT(*) FROM CMINMSGS`).Scan(&live)
+	db.SQLDB().QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
 	if live != len(ids)-want || hst != want {
 		t.Fatalf("after archive: %d live, %d history; want %d and %d", live, hst, len(ids)-want, want)
 	}
 }
 
-func replayAfterArchiveReadsTheHistory(t *testing.T, db *store.DB) {
+func replayAfterArchiveReadsTheHistory(t *testing.T, db Store) {
 	ctx := context.Background()
 	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<orphan/>"}, old)
@@ -461,7 +520,7 @@ func replayAfterArchiveReadsTheHistory(t *testing.T, db *store.DB) {
 	}
 }
 
-func timesKeepMicrosecondsInUTC(t *testing.T, db *store.DB) {
+func timesKeepMicrosecondsInUTC(t *testing.T, db Store) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 23, 59, 59, 123456000, time.FixedZone("UTC+8", 8*3600))
 	ids, err := db.InsertMessages(ctx, []string{"<x/>"}, at)
@@ -478,7 +537,7 @@ func timesKeepMicrosecondsInUTC(t *testing.T, db *store.DB) {
 	}
 }
 
-func fenceStopsAReplacedPump(t *testing.T, db *store.DB) {
+func fenceStopsAReplacedPump(t *testing.T, db Store) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>"}, t0)
@@ -510,7 +569,7 @@ func fenceStopsAReplacedPump(t *testing.T, db *store.DB) {
 
 // The pump's writes are conditional on the row it read: an operator's replay in between is
 // never overwritten (no lost update).
-func aWriteFromAStaleReadIsRefused(t *testing.T, db *store.DB) {
+func aWriteFromAStaleReadIsRefused(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>"}, now)
@@ -545,7 +604,7 @@ func aWriteFromAStaleReadIsRefused(t *testing.T, db *store.DB) {
 
 // Texts at and over each column's width, in ASCII, CJK and 4-byte characters, are stored
 // fitted: the identity key stays unique and stable, the shown values are cut at a character.
-func textsAtAndOverTheirColumnWidths(t *testing.T, db *store.DB) {
+func textsAtAndOverTheirColumnWidths(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	idents := []string{
@@ -604,7 +663,7 @@ func textsAtAndOverTheirColumnWidths(t *testing.T, db *store.DB) {
 // different identities on every dialect (MariaDB's default collation would merge them): each
 // binds, each is found as its own holder, by one key and in a batch's read-ahead, and binding
 // one of them again is refused.
-func identityKeysCompareExactly(t *testing.T, db *store.DB) {
+func identityKeysCompareExactly(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	idents := []string{
@@ -665,12 +724,12 @@ func identityKeysCompareExactly(t *testing.T, db *store.DB) {
 
 // receivedInSeconds reports whether CMINMSGS_DATE_RECEIVED keeps whole seconds only (the
 // legacy table's DATETIME).
-func receivedInSeconds(t *testing.T, db *store.DB) bool {
-	if db.Dialect != store.MySQL {
+func receivedInSeconds(t *testing.T, db Store) bool {
+	if db.SQLDialect() != store.MySQL {
 		return false
 	}
 	var prec int
-	err := db.SQL.QueryRow(`SELECT DATETIME_PRECISION FROM information_schema.COLUMNS
+	err := db.SQLDB().QueryRow(`SELECT DATETIME_PRECISION FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'CMINMSGS' AND COLUMN_NAME = 'CMINMSGS_DATE_RECEIVED'`).Scan(&prec)
 	if err != nil {
 		t.Fatal(err)
@@ -681,7 +740,7 @@ func receivedInSeconds(t *testing.T, db *store.DB) bool {
 // The outbox: events of a message come back in EVENT_ID order per target; a fenced change
 // applies only to a row still as it was read; SENT only to a PENDING row; replay only moves
 // DEAD rows that are not MALFORMED; a long last error is fitted.
-func outboxWritesAreFenced(t *testing.T, db *store.DB) {
+func outboxWritesAreFenced(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<m/>"}, now)
@@ -744,9 +803,17 @@ func outboxWritesAreFenced(t *testing.T, db *store.DB) {
 	if err != nil || n != 0 {
 		t.Fatalf("a stale DEAD overwrote a replay: %d %v", n, err)
 	}
+	sentOnceAndMalformedNeverReplayed(t, db, head, now)
+}
+
+// sentOnceAndMalformedNeverReplayed goes on from outboxWritesAreFenced with the four T1
+// events of head and the one T2 event: MarkSent moves only PENDING rows, a MALFORMED dead
+// event is never replayed, and the counts and the listing show the outbox as left.
+func sentOnceAndMalformedNeverReplayed(t *testing.T, db Store, head []store.Event, now time.Time) {
+	ctx := context.Background()
 	// SENT only moves PENDING rows.
 	var marked int
-	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+	err := db.EventTx(ctx, func(tx store.EventTx) (err error) {
 		marked, err = tx.MarkSent([]int64{head[0].EventID, head[1].EventID, head[2].EventID, head[3].EventID}, now)
 		return err
 	})
@@ -786,7 +853,7 @@ func outboxWritesAreFenced(t *testing.T, db *store.DB) {
 	}
 }
 
-func notesAndWarningsAreKeptWithinTheirColumns(t *testing.T, db *store.DB) {
+func notesAndWarningsAreKeptWithinTheirColumns(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
@@ -830,7 +897,7 @@ func notesAndWarningsAreKeptWithinTheirColumns(t *testing.T, db *store.DB) {
 	}
 }
 
-func referenceReplaceKeepsWhatItIsToldTo(t *testing.T, db *store.DB) {
+func referenceReplaceKeepsWhatItIsToldTo(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	rec := func(k, v string) pipeline.RefRecord {
@@ -879,7 +946,7 @@ func referenceReplaceKeepsWhatItIsToldTo(t *testing.T, db *store.DB) {
 
 // The inbox writes a batch with a few multi-row statements; the ids still follow the order of
 // the messages, across chunks split by count and by size, and each id holds its own text.
-func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db *store.DB) {
+func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	raws := make([]string, 450)
@@ -915,7 +982,7 @@ func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db *store.DB) {
 // a transaction rolled back (not counted), and after SENT rows are deleted (still counted);
 // PENDING and DEAD counts and the oldest pending come from the rows. Target names at the
 // column's width work.
-func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db *store.DB) {
+func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	long := strings.Repeat("T", 64)
@@ -975,37 +1042,41 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db *store.DB) 
 		_, err := tx.Change([]*store.Event{&l[1]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})
 		return err
 	})
-	check := func(when string) {
-		t.Helper()
-		counts, err := db.EventCounts(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]int64{}
-		for _, c := range counts {
-			got[c.Target+"/"+string(c.State)] = c.Count
-			if c.State == pipeline.EventPending && c.Target == "A" && (!c.Oldest.Valid || !c.Oldest.Time.Equal(now)) {
-				t.Errorf("%s: oldest pending of A %+v, want %s", when, c.Oldest, now)
-			}
-			if c.State == pipeline.EventPending && c.Target == "B" && !c.Oldest.Time.Equal(later) {
-				t.Errorf("%s: oldest pending of B %+v, want %s", when, c.Oldest, later)
-			}
-		}
-		want := map[string]int64{"A/SENT": 1200, "A/PENDING": 3, "B/PENDING": 1, long + "/SENT": 1, long + "/DEAD": 1}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("%s: counts %v, want %v", when, got, want)
-		}
-	}
-	check("after the marks")
+	checkEventCounts(t, db, "after the marks", now, later, long)
 	// Retention deletes SENT rows: the totals count every event ever sent.
-	if _, err := db.SQL.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE STATE = 'SENT'`); err != nil {
+	if _, err := db.SQLDB().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE STATE = 'SENT'`); err != nil {
 		t.Fatal(err)
 	}
-	check("after the SENT rows are deleted")
+	checkEventCounts(t, db, "after the SENT rows are deleted", now, later, long)
+}
+
+// checkEventCounts checks the outbox's counts per target and state as
+// eventCountsKeepSentTotalsAcrossChunksAndPurges leaves them (when says at which point).
+func checkEventCounts(t *testing.T, db Store, when string, now, later time.Time, long string) {
+	t.Helper()
+	ctx := context.Background()
+	counts, err := db.EventCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, c := range counts {
+		got[c.Target+"/"+string(c.State)] = c.Count
+		if c.State == pipeline.EventPending && c.Target == "A" && (!c.Oldest.Valid || !c.Oldest.Time.Equal(now)) {
+			t.Errorf("%s: oldest pending of A %+v, want %s", when, c.Oldest, now)
+		}
+		if c.State == pipeline.EventPending && c.Target == "B" && !c.Oldest.Time.Equal(later) {
+			t.Errorf("%s: oldest pending of B %+v, want %s", when, c.Oldest, later)
+		}
+	}
+	want := map[string]int64{"A/SENT": 1200, "A/PENDING": 3, "B/PENDING": 1, long + "/SENT": 1, long + "/DEAD": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s: counts %v, want %v", when, got, want)
+	}
 }
 
 // CountStates counts exactly the states asked, 0 for one with no messages, as CountByState does.
-func countStatesCountsTheStatesAsked(t *testing.T, db *store.DB) {
+func countStatesCountsTheStatesAsked(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
@@ -1034,7 +1105,7 @@ func countStatesCountsTheStatesAsked(t *testing.T, db *store.DB) {
 // A StateCounter gives what CountByState gives as messages are processed below and above the
 // head its base was counted at, replayed, and received; its base, once refreshed, takes in a
 // finished row deleted (retention) that the old base still counted.
-func stateCounterMatchesCountByState(t *testing.T, db *store.DB) {
+func stateCounterMatchesCountByState(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	c := db.NewStateCounter()
@@ -1085,7 +1156,7 @@ func stateCounterMatchesCountByState(t *testing.T, db *store.DB) {
 		t.Fatal(err)
 	}
 	same("replayed below the head, and received")
-	if _, err := db.SQL.ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID = ?`, ids[0]); err != nil {
+	if _, err := db.SQLDB().ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID = ?`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Refresh(ctx, now); err != nil {

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,16 +18,80 @@ import (
 // each optional column, and each width-limited text at its width and one character over.
 var edgeCases = []struct {
 	name string
-	fn   func(t *testing.T, db *store.DB)
+	fn   func(t *testing.T, db Store)
 }{
 	{"NullColumnsReadBackAsAbsent", nullColumnsReadBackAsAbsent},
 	{"WidthLimitedTextsAtAndOneOverTheirWidth", widthLimitedTextsAtAndOneOver},
+	{"SequenceAtAndOverTheMEDIUMINTMaximum", sequenceAtAndOverTheMediumIntMaximum},
+	{"TraceIDsAtAndOverTheirWidth", traceIDsAtAndOverTheirWidth},
+}
+
+// A trace id at PROC_STATE.TRACE_ID's width reads back whole and one a character over it cut
+// to the width at a character boundary, 4-byte and CJK text included.
+func traceIDsAtAndOverTheirWidth(t *testing.T, db Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	at := strings.Repeat("航", store.TraceIDWidth-1) + "🛫"
+	over := at + "x"
+	ids, err := db.InsertMessagesTraced(ctx, []string{"<at/>", "<over/>"}, []string{at, over}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{at, at} {
+		m, err := db.GetMessage(ctx, ids[i])
+		if err != nil || m == nil || m.TraceID != want {
+			t.Fatalf("message %d: trace %+v (%v), want %q", i, m, err, want)
+		}
+	}
+}
+
+// The largest signed MEDIUMINT, the type of the legacy CMINMSGS_SUBSYSTEM_SEQUENCE.
+const mediumIntMax = 8388607
+
+// A SEQN at the legacy MEDIUMINT's largest value is back-filled into
+// CMINMSGS_SUBSYSTEM_SEQUENCE as it is on every table (msgx's own has a BIGINT), and one over
+// it is kept whole where the column holds it and left NULL where it does not, never cut to
+// another number (MySQL outside strict mode would store the largest value instead); both
+// messages succeed.
+func sequenceAtAndOverTheMediumIntMaximum(t *testing.T, db Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	seqns := []string{strconv.Itoa(mediumIntMax), strconv.Itoa(mediumIntMax + 1)}
+	ids, err := db.InsertMessages(ctx, []string{"<at/>", "<over/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, seqn := range seqns {
+		meta := store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: seqn, DTTM: now}
+		s := store.Success{TypeTag: "FLOP-CTOT", Identity: "AODB|FLOP|CTOT|" + seqn, Meta: meta}
+		if _, _, err := db.Succeed(ctx, ids[i], s, nil, now); err != nil {
+			t.Fatalf("SEQN %s: %v", seqn, err)
+		}
+	}
+	seq := func(id int64) sql.NullString {
+		var v sql.NullString
+		if err := db.SQLDB().QueryRow(`SELECT CAST(CMINMSGS_SUBSYSTEM_SEQUENCE AS CHAR) FROM CMINMSGS WHERE CMINMSGS_ID = ?`, id).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if got := seq(ids[0]); !got.Valid || got.String != seqns[0] {
+		t.Errorf("SEQN %s back-filled as %+v, want it whole", seqns[0], got)
+	}
+	if got := seq(ids[1]); got.Valid && got.String != seqns[1] {
+		t.Errorf("SEQN %s back-filled as %q, want it whole or NULL", seqns[1], got.String)
+	}
+	for _, id := range ids {
+		if m, err := db.GetMessage(ctx, id); err != nil || m == nil || m.State != pipeline.Succeeded {
+			t.Fatalf("message %d: %+v %v, want SUCCEEDED", id, m, err)
+		}
+	}
 }
 
 // A message, an event and a job whose optional columns are all NULL (as a legacy row, a row
 // written before a column existed, or a hand edit leaves them) read back with those fields
 // absent: nil pointers, "" and no warnings, never an error or a made-up value.
-func nullColumnsReadBackAsAbsent(t *testing.T, db *store.DB) {
+func nullColumnsReadBackAsAbsent(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
@@ -101,7 +167,7 @@ func nullColumnsReadBackAsAbsent(t *testing.T, db *store.DB) {
 // characters, and cuts one character more to the width with "…" last, leaving valid UTF-8 on
 // every dialect (MariaDB's utf8mb4 would refuse a cut 4-byte character; SQLite would keep it
 // broken).
-func widthLimitedTextsAtAndOneOver(t *testing.T, db *store.DB) {
+func widthLimitedTextsAtAndOneOver(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	kinds := []string{"a", "机", "\U0001F6EB"}
@@ -148,7 +214,7 @@ func widthLimitedTextsAtAndOneOver(t *testing.T, db *store.DB) {
 
 			// ACTOR and DETAIL of the message's history.
 			actor, detail := at(k, store.ActorWidth, extra), at(k, store.DetailWidth, extra)
-			if err := db.AddHistory(ctx, []int64{ids[1]}, pipeline.Dead, detail, actor, now); err != nil {
+			if err := db.AddHistory(ctx, []int64{ids[1]}, store.Action{State: pipeline.Dead, Detail: detail, Actor: actor}, now); err != nil {
 				t.Fatalf("history of actor %d, detail %d %q: %v", store.ActorWidth+extra, store.DetailWidth+extra, k, err)
 			}
 			h, err := db.MessageHistory(ctx, ids[1])

@@ -17,7 +17,7 @@ import (
 // flight finds them all.
 
 // flightIDs returns the ids of the messages SearchMessages finds for q.
-func flightIDs(t *testing.T, db *store.DB, q store.MessageQuery) []int64 {
+func flightIDs(t *testing.T, db Store, q store.MessageQuery) []int64 {
 	t.Helper()
 	ms, err := db.SearchMessages(context.Background(), q)
 	if err != nil {
@@ -41,7 +41,7 @@ func wantIDs(t *testing.T, what string, got, want []int64) {
 }
 
 // messageFlights returns the FLIDs stored for id, failing the test on an error.
-func messageFlights(t *testing.T, db *store.DB, id int64) []int64 {
+func messageFlights(t *testing.T, db Store, id int64) []int64 {
 	t.Helper()
 	fs, err := db.MessageFlights(context.Background(), id)
 	if err != nil {
@@ -50,7 +50,7 @@ func messageFlights(t *testing.T, db *store.DB, id int64) []int64 {
 	return fs
 }
 
-func searchByFlightFindsEveryOutcome(t *testing.T, db *store.DB) {
+func searchByFlightFindsEveryOutcome(t *testing.T, db Store) {
 	ctx := context.Background()
 	const flid = 61001
 	big := int64(math.MaxInt64)
@@ -123,7 +123,7 @@ func searchByFlightFindsEveryOutcome(t *testing.T, db *store.DB) {
 
 // searchByFlightThroughBatches: the batch path records the flights as one by one does, with
 // its writes deferred to Flush or not, and a batch rolled back leaves none.
-func searchByFlightThroughBatches(t *testing.T, db *store.DB) {
+func searchByFlightThroughBatches(t *testing.T, db Store) {
 	ctx := context.Background()
 	const flid = 62001
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>", "<f/>"}, opNow)
@@ -188,7 +188,7 @@ func searchByFlightThroughBatches(t *testing.T, db *store.DB) {
 
 // searchByFlightLargeSchedule: a 3,000-flight schedule names each flight, one by one and in
 // a batch with deferred writes (several multi-row statements).
-func searchByFlightLargeSchedule(t *testing.T, db *store.DB) {
+func searchByFlightLargeSchedule(t *testing.T, db Store) {
 	ctx := context.Background()
 	ids, err := db.InsertMessages(ctx, []string{"<schd1/>", "<schd2/>"}, opNow)
 	if err != nil {
@@ -231,7 +231,7 @@ func searchByFlightLargeSchedule(t *testing.T, db *store.DB) {
 	wantIDs(t, "the last flight", flightIDs(t, db, store.MessageQuery{FLID: 1_004_499}), ids[1:])
 }
 
-func processedBetweenReadsTheRange(t *testing.T, db *store.DB) {
+func processedBetweenReadsTheRange(t *testing.T, db Store) {
 	ctx := context.Background()
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, opNow)
 	if err != nil {

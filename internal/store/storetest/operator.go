@@ -17,7 +17,7 @@ import (
 // the searches by flight.
 var operatorCases = []struct {
 	name string
-	fn   func(t *testing.T, db *store.DB)
+	fn   func(t *testing.T, db Store)
 }{
 	{"ParkSetsAsideUnfinishedMessagesAndRefusesFinishedOnes", parkSetsAside},
 	{"HistoryKeepsEveryOutcomeAndAction", historyKeepsEveryOutcome},
@@ -34,7 +34,7 @@ var operatorCases = []struct {
 
 var opNow = time.Date(2026, 12, 2, 9, 30, 0, 0, time.UTC)
 
-func parkSetsAside(t *testing.T, db *store.DB) {
+func parkSetsAside(t *testing.T, db Store) {
 	ctx := context.Background()
 	ids, err := db.InsertMessages(ctx, []string{"<p/>", "<f/>", "<s/>", "<k/>", "<d/>"}, opNow)
 	if err != nil {
@@ -86,7 +86,7 @@ func parkSetsAside(t *testing.T, db *store.DB) {
 	}
 }
 
-func historyKeepsEveryOutcome(t *testing.T, db *store.DB) {
+func historyKeepsEveryOutcome(t *testing.T, db Store) {
 	ctx := context.Background()
 	ids, err := db.InsertMessages(ctx, []string{"<h/>"}, opNow)
 	if err != nil {
@@ -106,7 +106,7 @@ func historyKeepsEveryOutcome(t *testing.T, db *store.DB) {
 	if _, err := db.Park(ctx, id, "poison", "alice", opNow.Add(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AddHistory(ctx, []int64{id}, pipeline.Pending, "replayed", "bob", opNow.Add(4*time.Second)); err != nil {
+	if err := db.AddHistory(ctx, []int64{id}, store.Action{State: pipeline.Pending, Detail: "replayed", Actor: "bob"}, opNow.Add(4*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	h, err := db.MessageHistory(ctx, id)
@@ -133,7 +133,7 @@ func historyKeepsEveryOutcome(t *testing.T, db *store.DB) {
 	}
 }
 
-func pausesAreDurable(t *testing.T, db *store.DB) {
+func pausesAreDurable(t *testing.T, db Store) {
 	ctx := context.Background()
 	if p, err := db.Pause(ctx, store.PumpPause); err != nil || p != nil {
 		t.Fatalf("fresh pause: %v %v", p, err)
@@ -170,7 +170,7 @@ func pausesAreDurable(t *testing.T, db *store.DB) {
 	}
 }
 
-func auditKeepsEdgeValues(t *testing.T, db *store.DB) {
+func auditKeepsEdgeValues(t *testing.T, db Store) {
 	ctx := context.Background()
 	in := []store.AuditEntry{
 		{At: opNow, Actor: "ops", Role: "operator", Action: "park", Subject: "message 1", Detail: `{"reason":"x"}`, Remote: "10.0.0.1:5555"},
@@ -199,7 +199,7 @@ func auditKeepsEdgeValues(t *testing.T, db *store.DB) {
 }
 
 // succeedWithEvents commits message id with events.
-func succeedWithEvents(t *testing.T, db *store.DB, id int64, tag string, evs ...pipeline.Event) {
+func succeedWithEvents(t *testing.T, db Store, id int64, tag string, evs ...pipeline.Event) {
 	t.Helper()
 	if _, _, err := db.Succeed(context.Background(), id, store.Success{TypeTag: tag, Identity: tag + "|" + time.Duration(id).String(),
 		Decision: pipeline.Decision{Events: evs}}, nil, opNow); err != nil {
@@ -208,7 +208,7 @@ func succeedWithEvents(t *testing.T, db *store.DB, id int64, tag string, evs ...
 }
 
 // succeedNaming commits message id with events, naming flights.
-func succeedNaming(t *testing.T, db *store.DB, id int64, tag string, flids []int64, evs ...pipeline.Event) {
+func succeedNaming(t *testing.T, db Store, id int64, tag string, flids []int64, evs ...pipeline.Event) {
 	t.Helper()
 	if _, _, err := db.Succeed(context.Background(), id, store.Success{TypeTag: tag, Identity: tag + "|" + time.Duration(id).String(),
 		Decision: pipeline.Decision{Events: evs}, Flights: flids}, nil, opNow); err != nil {
@@ -221,7 +221,7 @@ func flopEvent(flid, field, old, cur string) pipeline.Event {
 		Payload: json.RawMessage(`{"FLID":` + flid + `,"op":"update","changes":{"` + field + `":{"old":` + old + `,"new":` + cur + `}}}`)}
 }
 
-func searchByFlight(t *testing.T, db *store.DB) {
+func searchByFlight(t *testing.T, db Store) {
 	ctx := context.Background()
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, opNow)
 	if err != nil {
@@ -291,7 +291,7 @@ func searchByFlight(t *testing.T, db *store.DB) {
 	}
 }
 
-func eventListingsElideLargePayloads(t *testing.T, db *store.DB) {
+func eventListingsElideLargePayloads(t *testing.T, db Store) {
 	ctx := context.Background()
 	ids, err := db.InsertMessages(ctx, []string{"<big/>"}, opNow)
 	if err != nil {
@@ -320,7 +320,7 @@ func eventListingsElideLargePayloads(t *testing.T, db *store.DB) {
 	}
 }
 
-func replayPreviewMovesNothing(t *testing.T, db *store.DB) {
+func replayPreviewMovesNothing(t *testing.T, db Store) {
 	ctx := context.Background()
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, opNow)
 	if err != nil {

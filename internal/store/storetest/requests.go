@@ -20,7 +20,7 @@ import (
 
 var requestCases = []struct {
 	name string
-	fn   func(t *testing.T, db *store.DB)
+	fn   func(t *testing.T, db Store)
 }{
 	{"RequestIsQueuedInCOUTMSGSAndTracked", requestIsQueuedInCOUTMSGSAndTracked},
 	{"RequestSEQNCyclesAfter999999", requestSEQNCyclesAfter999999},
@@ -33,7 +33,7 @@ var requestCases = []struct {
 
 // Requests made at the same time (two API nodes, two operators) each get a SEQN of their own,
 // and none fails for the counter.
-func concurrentRequestsGetDistinctSEQNs(t *testing.T, db *store.DB) {
+func concurrentRequestsGetDistinctSEQNs(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	const n = 12
@@ -111,7 +111,7 @@ func xmlOf(r store.NewRequest) store.BuildXML {
 	}
 }
 
-func create(t *testing.T, db *store.DB, r store.NewRequest, now time.Time) *store.Request {
+func create(t *testing.T, db Store, r store.NewRequest, now time.Time) *store.Request {
 	t.Helper()
 	got, err := db.CreateRequest(context.Background(), r, xmlOf(r), now)
 	if err != nil {
@@ -120,10 +120,10 @@ func create(t *testing.T, db *store.DB, r store.NewRequest, now time.Time) *stor
 	return got
 }
 
-func count(t *testing.T, db *store.DB, q string) int {
+func count(t *testing.T, db Store, q string) int {
 	t.Helper()
 	var n int
-	if err := db.SQL.QueryRow(q).Scan(&n); err != nil {
+	if err := db.SQLDB().QueryRow(q).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return n
@@ -132,7 +132,7 @@ func count(t *testing.T, db *store.DB, q string) int {
 // A request is one COUTMSGS row (the XML, its ROUTINGID, the insert time in the legacy zone,
 // every flag 0, not sent) and one REGISTERED REQ_TRACK row with its SEQN, waiting for the
 // gateway since now and with no deadline until the gateway sends it.
-func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db *store.DB) {
+func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db Store) {
 	ctx := context.Background()
 	db.SetLegacy(store.LegacyOptions{Location: shanghai})
 	now := time.Date(2026, 12, 3, 1, 30, 15, 0, time.UTC)
@@ -168,7 +168,7 @@ func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db *store.DB) {
 	}
 	// The legacy zone: the insert time is airport local time.
 	var raw string
-	if err := db.SQL.QueryRow(`SELECT CAST(COUTMSGS_DATE_INSERTED AS CHAR) FROM COUTMSGS WHERE COUTMSGS_ID = ?`, a.CoutmsgsID).Scan(&raw); err != nil || raw != "2026-12-03 09:30:15" {
+	if err := db.SQLDB().QueryRow(`SELECT CAST(COUTMSGS_DATE_INSERTED AS CHAR) FROM COUTMSGS WHERE COUTMSGS_ID = ?`, a.CoutmsgsID).Scan(&raw); err != nil || raw != "2026-12-03 09:30:15" {
 		t.Fatalf("COUTMSGS_DATE_INSERTED %q %v, want the local 2026-12-03 09:30:15", raw, err)
 	}
 	list, err := db.ListRequests(ctx, store.RequestFilter{})
@@ -184,7 +184,7 @@ func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db *store.DB) {
 }
 
 // The SEQN is six digits and cycles as the legacy's counter did: …, 999999, 000000, 000001.
-func requestSEQNCyclesAfter999999(t *testing.T, db *store.DB) {
+func requestSEQNCyclesAfter999999(t *testing.T, db Store) {
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	create(t, db, refRequest("AIRL"), now)
 	Exec(t, db, `UPDATE MSGX_COUNTER SET VALUE = 999998 WHERE NAME = 'request.seqn'`)
@@ -200,7 +200,7 @@ func requestSEQNCyclesAfter999999(t *testing.T, db *store.DB) {
 // A value REQ_TRACK cannot hold whole (a TYPE over its 8 characters, CJK or not) is refused
 // before anything is written; a request whose XML cannot be built leaves nothing either, not
 // even a used SEQN.
-func requestTooLongOrUnbuildableWritesNothing(t *testing.T, db *store.DB) {
+func requestTooLongOrUnbuildableWritesNothing(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	create(t, db, refRequest("ABCDEFGH"), now) // 8: the most the column holds
@@ -234,7 +234,7 @@ func requestTooLongOrUnbuildableWritesNothing(t *testing.T, db *store.DB) {
 // request the gateway has not sent is never overdue, re-sent or expired, and counts as waiting
 // for the gateway; overdue → re-sent as a new COUTMSGS row with the next SEQN, waiting again;
 // a write from a stale read is refused and leaves no COUTMSGS row; EXPIRED.
-func requestSentResentAndExpired(t *testing.T, db *store.DB) {
+func requestSentResentAndExpired(t *testing.T, db Store) {
 	ctx := context.Background()
 	db.SetLegacy(store.LegacyOptions{Location: shanghai})
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
@@ -271,16 +271,8 @@ func requestSentResentAndExpired(t *testing.T, db *store.DB) {
 	}
 	// The unsent request, as read, cannot be re-sent or expired.
 	unsent, _ := db.GetRequest(ctx, other.ID)
-	rows := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`)
-	if _, err := db.Resend(ctx, unsent, xmlOf(refRequest("CITY")), now.Add(time.Hour)); !errors.Is(err, store.ErrChanged) {
-		t.Fatalf("re-sending a request the gateway has not sent: %v, want ErrChanged", err)
-	}
-	if err := db.Expire(ctx, unsent, now.Add(time.Hour)); !errors.Is(err, store.ErrChanged) {
-		t.Fatalf("expiring a request the gateway has not sent: %v, want ErrChanged", err)
-	}
-	if n := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`); n != rows {
-		t.Fatalf("a refused re-send left a COUTMSGS row: %d, want %d", n, rows)
-	}
+	resendAndExpiryRefused(t, db, unsent, xmlOf(refRequest("CITY")), now.Add(time.Hour),
+		"re-sending a request the gateway has not sent", "expiring a request the gateway has not sent")
 	later := sentAt.Add(timeout)
 	again, err := db.Resend(ctx, due[0], xmlOf(refRequest("AIRL")), later)
 	if err != nil {
@@ -294,16 +286,7 @@ func requestSentResentAndExpired(t *testing.T, db *store.DB) {
 		t.Fatalf("the re-send's COUTMSGS row: %+v %v", o, err)
 	}
 	// The same re-send again, from the same (now stale) read: refused, no COUTMSGS row left.
-	rows = count(t, db, `SELECT COUNT(*) FROM COUTMSGS`)
-	if _, err := db.Resend(ctx, due[0], xmlOf(refRequest("AIRL")), later); !errors.Is(err, store.ErrChanged) {
-		t.Fatalf("a stale re-send: %v, want ErrChanged", err)
-	}
-	if err := db.Expire(ctx, due[0], later); !errors.Is(err, store.ErrChanged) {
-		t.Fatalf("a stale expiry: %v, want ErrChanged", err)
-	}
-	if n := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`); n != rows {
-		t.Fatalf("a refused re-send left a COUTMSGS row: %d, want %d", n, rows)
-	}
+	resendAndExpiryRefused(t, db, due[0], xmlOf(refRequest("AIRL")), later, "a stale re-send", "a stale expiry")
 	// The gateway sends the re-send and CITY; CITY's deadline passes and it expires.
 	Exec(t, db, `UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '2026-12-03 09:01:00' WHERE COUTMSGS_DATE_SENT IS NULL`)
 	if n, err := db.MarkSent(ctx, timeout, later); err != nil || n != 2 {
@@ -328,11 +311,29 @@ func requestSentResentAndExpired(t *testing.T, db *store.DB) {
 	}
 }
 
+// resendAndExpiryRefused checks that r, as read, can neither be re-sent (with xml) nor
+// expired at at (ErrChanged; resend and expire say which case failed), and that the refused
+// re-send left no COUTMSGS row.
+func resendAndExpiryRefused(t *testing.T, db Store, r *store.Request, xml store.BuildXML, at time.Time, resend, expire string) {
+	t.Helper()
+	ctx := context.Background()
+	rows := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`)
+	if _, err := db.Resend(ctx, r, xml, at); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("%s: %v, want ErrChanged", resend, err)
+	}
+	if err := db.Expire(ctx, r, at); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("%s: %v, want ErrChanged", expire, err)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`); n != rows {
+		t.Fatalf("a refused re-send left a COUTMSGS row: %d, want %d", n, rows)
+	}
+}
+
 // A RESP of the requested TYPE (SCHD for a schedule request) answers an open request in its
 // own success transaction: the one whose SEQN it echoes, else the oldest. A DNLD, another
 // TYPE, or a RESP that reached msgx before the request was made answers nothing; a rolled-back
 // batch leaves the request open.
-func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db *store.DB) {
+func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db Store) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	early, err := db.InsertMessages(ctx, []string{"<early/>"}, t0)
@@ -394,34 +395,7 @@ func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db *store.DB) {
 			t.Fatalf("message %d names request %d", id, *m.AnsweredRequest)
 		}
 	}
-	// In a batch: the match is under the message's savepoint; a batch rolled back (a crash
-	// before the commit) leaves the request open.
-	b, err := db.BeginBatch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := b.Succeed(ctx, ids[5], store.Success{From: store.Version{State: pipeline.Pending}, TypeTag: "CITY-RESP", Identity: "AODB|CITY|RESP|9",
-		Meta: store.Backfill{SNDR: "AODB", TYPE: "CITY", STYP: "RESP", SEQN: "9"}}, nil, t2); err != nil {
-		t.Fatal(err)
-	}
-	b.Rollback()
-	if got := state(c1); got.State != store.ReqRegistered {
-		t.Fatalf("a rolled-back RESP answered its request: %+v", got)
-	}
-	b, err = db.BeginBatch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := b.Succeed(ctx, ids[5], store.Success{From: store.Version{State: pipeline.Pending}, TypeTag: "CITY-RESP", Identity: "AODB|CITY|RESP|9",
-		Meta: store.Backfill{SNDR: "AODB", TYPE: "CITY", STYP: "RESP", SEQN: "9"}}, nil, t2); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if got := state(c1); got.State != store.ReqDone || got.AnswerID == nil || *got.AnswerID != ids[5] {
-		t.Fatalf("the batch's RESP did not answer: %+v", got)
-	}
+	respInABatch(t, db, ids[5], c1, t2, state)
 	if list, err := db.ListRequests(ctx, store.RequestFilter{AfterID: a1.ID, Limit: 2}); err != nil || len(list) != 2 || list[0].ID != a2.ID || list[1].ID != c1.ID {
 		t.Fatalf("a page of requests: %v %v", list, err)
 	}
@@ -436,11 +410,11 @@ func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db *store.DB) {
 
 // legacyChecksum is a digest of every legacy row and column: CMINMSGS, CMINMSGS_HST and
 // COUTMSGS, read as text.
-func legacyChecksum(t *testing.T, db *store.DB) string {
+func legacyChecksum(t *testing.T, db Store) string {
 	t.Helper()
 	h := sha256.New()
 	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST", "COUTMSGS"} {
-		rows, err := db.SQL.Query(`SELECT * FROM ` + table + ` ORDER BY 1`)
+		rows, err := db.SQLDB().Query(`SELECT * FROM ` + table + ` ORDER BY 1`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +440,7 @@ func legacyChecksum(t *testing.T, db *store.DB) string {
 // adopted whatever the legacy marked, without marking them; processing back-fills nothing;
 // the inbox, data requests and ARCHIVE refuse. The watermark is the highest id at the first
 // start, and stays.
-func shadowWritesNoLegacyTable(t *testing.T, db *store.DB) {
+func shadowWritesNoLegacyTable(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	gateway := func(raw, processed string) int64 {
@@ -475,7 +449,7 @@ func shadowWritesNoLegacyTable(t *testing.T, db *store.DB) {
 		if processed != "" {
 			p = processed
 		}
-		res, err := db.SQL.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_DATE_PROCESSED, CMINMSGS_STATUS) VALUES (?, ?, ?, 'VALID')`,
+		res, err := db.SQLDB().Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_DATE_PROCESSED, CMINMSGS_STATUS) VALUES (?, ?, ?, 'VALID')`,
 			raw, "2026-12-03 09:00:00", p)
 		if err != nil {
 			t.Fatal(err)
@@ -490,7 +464,7 @@ func shadowWritesNoLegacyTable(t *testing.T, db *store.DB) {
 	}
 	taken := gateway("<taken by the legacy/>", "2026-12-03 09:00:01")
 	fresh := gateway("<not yet taken/>", "")
-	if _, err := db.SQL.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES ('<invalid/>', 'INVALID')`); err != nil {
+	if _, err := db.SQLDB().Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES ('<invalid/>', 'INVALID')`); err != nil {
 		t.Fatal(err)
 	}
 	if again, err := db.ShadowWatermark(ctx, now); err != nil || again != wm {
@@ -536,7 +510,7 @@ func shadowWritesNoLegacyTable(t *testing.T, db *store.DB) {
 	}
 	// Retention forgets msgx's own states, never the legacy's history rows, even for rows an
 	// earlier non-shadow msgx archived.
-	if _, err := db.SQL.ExecContext(ctx, `UPDATE PROC_STATE SET ARCHIVED_AT = ?`, store.T(now.Add(-time.Hour))); err != nil {
+	if _, err := db.SQLDB().ExecContext(ctx, `UPDATE PROC_STATE SET ARCHIVED_AT = ?`, store.T(now.Add(-time.Hour))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.PurgeArchived(ctx, now, nil); err != nil {
@@ -544,5 +518,39 @@ func shadowWritesNoLegacyTable(t *testing.T, db *store.DB) {
 	}
 	if got := legacyChecksum(t, db); got != sum {
 		t.Fatal("shadow mode changed a legacy row or column")
+	}
+}
+
+// respInABatch checks that a RESP (message id, answering CITY request c1) matches its
+// request under the message's savepoint in a batch: a batch rolled back (a crash before the
+// commit) leaves the request open, a committed one answers it. state reads a request.
+func respInABatch(t *testing.T, db Store, id int64, c1 *store.Request, at time.Time, state func(*store.Request) *store.Request) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := db.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Succeed(ctx, id, store.Success{From: store.Version{State: pipeline.Pending}, TypeTag: "CITY-RESP", Identity: "AODB|CITY|RESP|9",
+		Meta: store.Backfill{SNDR: "AODB", TYPE: "CITY", STYP: "RESP", SEQN: "9"}}, nil, at); err != nil {
+		t.Fatal(err)
+	}
+	b.Rollback()
+	if got := state(c1); got.State != store.ReqRegistered {
+		t.Fatalf("a rolled-back RESP answered its request: %+v", got)
+	}
+	b, err = db.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Succeed(ctx, id, store.Success{From: store.Version{State: pipeline.Pending}, TypeTag: "CITY-RESP", Identity: "AODB|CITY|RESP|9",
+		Meta: store.Backfill{SNDR: "AODB", TYPE: "CITY", STYP: "RESP", SEQN: "9"}}, nil, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(c1); got.State != store.ReqDone || got.AnswerID == nil || *got.AnswerID != id {
+		t.Fatalf("the batch's RESP did not answer: %+v", got)
 	}
 }

@@ -16,7 +16,7 @@ import (
 func init() {
 	contractCases = append(contractCases, []struct {
 		name string
-		fn   func(t *testing.T, db *store.DB)
+		fn   func(t *testing.T, db Store)
 	}{
 		{"PurgeSentEventsDeletesOnlyOldSentEvents", purgeSentEventsDeletesOnlyOldSentEvents},
 		{"PurgeSentEventsWorksInChunks", purgeSentEventsWorksInChunks},
@@ -29,9 +29,9 @@ func init() {
 
 // insertEvent adds one MSG_EVENT row of message msgID in state st, delivered at sent (when
 // not zero), and returns its id.
-func insertEvent(t *testing.T, db *store.DB, msgID int64, target string, st pipeline.EventStatus, created, sent time.Time) int64 {
+func insertEvent(t *testing.T, db Store, msgID int64, target string, st pipeline.EventStatus, created, sent time.Time) int64 {
 	t.Helper()
-	res, err := db.SQL.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT, SENT_AT)
+	res, err := db.SQLDB().Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT, SENT_AT)
 		VALUES (?, 'FLOP-CHOT', ?, 'update', '航班1', '{"航":"✈🛫"}', ?, 0, ?, ?)`, msgID, target, st, store.T(created), store.T(sent))
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +40,9 @@ func insertEvent(t *testing.T, db *store.DB, msgID int64, target string, st pipe
 	return id
 }
 
-func eventIDs(t *testing.T, db *store.DB) map[int64]bool {
+func eventIDs(t *testing.T, db Store) map[int64]bool {
 	t.Helper()
-	rows, err := db.SQL.Query(`SELECT EVENT_ID FROM MSG_EVENT`)
+	rows, err := db.SQLDB().Query(`SELECT EVENT_ID FROM MSG_EVENT`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func eventIDs(t *testing.T, db *store.DB) map[int64]bool {
 	return out
 }
 
-func purgeSentEventsDeletesOnlyOldSentEvents(t *testing.T, db *store.DB) {
+func purgeSentEventsDeletesOnlyOldSentEvents(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
 	old, young := now.Add(-8*24*time.Hour), now.Add(-time.Hour)
@@ -91,7 +91,7 @@ func purgeSentEventsDeletesOnlyOldSentEvents(t *testing.T, db *store.DB) {
 	}
 }
 
-func purgeSentEventsWorksInChunks(t *testing.T, db *store.DB) {
+func purgeSentEventsWorksInChunks(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
 	old := now.Add(-30 * 24 * time.Hour)
@@ -117,13 +117,13 @@ func purgeSentEventsWorksInChunks(t *testing.T, db *store.DB) {
 		t.Fatalf("%d progress reports for %d chunks", calls, 3)
 	}
 	var left, dead int
-	db.SQL.QueryRow(`SELECT COUNT(*), SUM(CASE WHEN STATE = 'DEAD' THEN 1 ELSE 0 END) FROM MSG_EVENT`).Scan(&left, &dead)
+	db.SQLDB().QueryRow(`SELECT COUNT(*), SUM(CASE WHEN STATE = 'DEAD' THEN 1 ELSE 0 END) FROM MSG_EVENT`).Scan(&left, &dead)
 	if left != 2 || dead != 1 {
 		t.Fatalf("left %d events (%d DEAD), want the DEAD and the young one", left, dead)
 	}
 }
 
-func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db *store.DB) {
+func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db Store) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 8, 1, 8, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>", "<f/>"}, t0)
@@ -171,7 +171,7 @@ func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db *store.DB
 	}
 	// The flights the purged messages named go with them; the kept DEAD one keeps its own.
 	var flightRows int
-	if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_FLIGHT`).Scan(&flightRows); err != nil || flightRows != 1 {
+	if err := db.SQLDB().QueryRow(`SELECT COUNT(*) FROM MSG_FLIGHT`).Scan(&flightRows); err != nil || flightRows != 1 {
 		t.Fatalf("%d MSG_FLIGHT rows after the purge (%v), want the DEAD message's one", flightRows, err)
 	}
 	if ms, err := db.SearchMessages(ctx, store.MessageQuery{FLID: 8801}); err != nil || len(ms) != 1 || ms[0].ID != ids[2] {
@@ -192,7 +192,7 @@ func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db *store.DB
 	}
 }
 
-func purgeArchivedWorksInChunks(t *testing.T, db *store.DB) {
+func purgeArchivedWorksInChunks(t *testing.T, db Store) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 8, 1, 8, 0, 0, 0, time.UTC)
 	raws := make([]string, 2*store.PurgeChunk+5)
@@ -216,14 +216,14 @@ func purgeArchivedWorksInChunks(t *testing.T, db *store.DB) {
 		t.Fatalf("progress per chunk: %v", reports)
 	}
 	var states, hst int
-	db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE`).Scan(&states)
-	db.SQL.QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
+	db.SQLDB().QueryRow(`SELECT COUNT(*) FROM PROC_STATE`).Scan(&states)
+	db.SQLDB().QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
 	if states != 0 || hst != 0 {
 		t.Fatalf("left %d states and %d history rows", states, hst)
 	}
 }
 
-func scheduledJobIsEnqueuedOncePerKey(t *testing.T, db *store.DB) {
+func scheduledJobIsEnqueuedOncePerKey(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC)
 	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
@@ -262,7 +262,7 @@ func scheduledJobIsEnqueuedOncePerKey(t *testing.T, db *store.DB) {
 	}
 }
 
-func traceIDIsStoredWithTheMessage(t *testing.T, db *store.DB) {
+func traceIDIsStoredWithTheMessage(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC)
 	told := map[int64]string{}

@@ -171,10 +171,10 @@ func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 }
 
 // Exec runs statements on db, failing t on error; for test set-up.
-func Exec(t testing.TB, db *store.DB, stmts ...string) {
+func Exec(t testing.TB, db store.SQLHandle, stmts ...string) {
 	t.Helper()
 	for _, s := range stmts {
-		if _, err := db.SQL.Exec(s); err != nil {
+		if _, err := db.SQLDB().Exec(s); err != nil {
 			t.Fatalf("%s: %v", strings.TrimSpace(s), err)
 		}
 	}
