@@ -163,6 +163,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	runner.Rebuild, runner.Consistency = a.fstores.rebuild, a.fstores.consistency
 	p := pump.New(db, reg, popt)
 	a.Pump = p
+	a.fstores.redis.wirePump(p, runner)
 	// Data requests to the AODB: created through the API on any node, followed (SENT,
 	// re-sent, EXPIRED) by the instance that holds the pump lease.
 	reqs := requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
@@ -273,6 +274,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 		"in_hand":   func(context.Context) (any, error) { return p.InHand(), nil },
 		"last_jobs": lastJobs(db),
 	}
+	a.fstores.redis.wireServer(srv, p, m)
 	if cfg.Shadow() {
 		srv.StatusExtra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
 	}

@@ -109,8 +109,11 @@ func (p *Pump) decideAuthoritative(ctx context.Context, id int64, h handler.Hand
 		return decodeMarker(id, b)
 	}
 	dec, err := p.decide(ctx, id, h, msg, view)
-	if err != nil || len(dec.Flights) == 0 {
-		return dec, err
+	if err != nil {
+		return dec, p.failedOnRedis(ctx, err) // an ORPHAN may be a flight Redis lost (redismark.go)
+	}
+	if len(dec.Flights) == 0 {
+		return dec, nil
 	}
 	b, err = encodeMarker(dec)
 	if err != nil {
