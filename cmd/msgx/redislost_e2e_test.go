@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -121,7 +122,7 @@ func testPhaseARedisFlushedUnderLoad(t *testing.T, db dbEnv) {
 	defer rdb.Close()
 	ctx := context.Background()
 	s := db.start(t, "MSGX_PHASE=A", "MSGX_REDIS_ADDR="+addr, "MSGX_CONSISTENCY_CHECK_DAILY_AT=off",
-		"MSGX_PIPELINE_POLL_INTERVAL=50ms")
+		"MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_REDIS_ALLOW_VOLATILE=true")
 	day := tomorrow(t)
 	flights := []int64{99201, 99202, 99203, 99204}
 	var fltrs []string
@@ -244,6 +245,52 @@ func testPhaseARedisFlushedUnderLoad(t *testing.T, db dbEnv) {
 	}
 	t.Logf("%s: %d FLOPs, %d posted after the FLUSHDB; all applied exactly once after REDIS_RESTORE (%d failed once on the emptied Redis)",
 		db.Name, total, total/2, failed)
+}
+
+// TestPhaseARefusesAVolatileRedis: at start in phase A msgx reads Redis's persistence. A
+// private redis-server with appendonly no and no save point makes serve exit 4 naming the
+// settings; with redis.allow-volatile it starts, with a WARN and msgx_redis_volatile 1; a
+// Redis with appendonly yes starts without either.
+func TestPhaseARefusesAVolatileRedis(t *testing.T) {
+	if _, err := os.Stat(doRedisBin); err != nil {
+		if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
+			t.Fatalf("redis-server: %v", err)
+		}
+		t.Skipf("redis-server: %v", err)
+	}
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		port := ogFreePort(t)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		r := doStartRedis(t, port, t.TempDir(), "--user", "default", "on", "nopass", "~*", "&*", "+@all")
+		env := []string{"MSGX_PHASE=A", "MSGX_REDIS_ADDR=" + addr, "MSGX_CONSISTENCY_CHECK_DAILY_AT=off"}
+		cmd := db.command(t, "serve")
+		cmd.Env = append(cmd.Env, env...)
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 4 || !strings.Contains(string(out), `appendonly is "no" and save is ""`) ||
+			!strings.Contains(string(out), "redis.allow-volatile") {
+			t.Fatalf("serve on a volatile Redis: %v (exit %v)\n%s", err, cmd.ProcessState, out)
+		}
+		s := db.start(t, append(env, "MSGX_REDIS_ALLOW_VOLATILE=true")...)
+		if !strings.Contains(s.logs.String(), "Redis keeps nothing on disk (redis.allow-volatile: true)") {
+			t.Fatalf("no WARN:\n%s", s.logs)
+		}
+		if m := metricsText(t, s); !strings.Contains(m, "msgx_redis_volatile 1") {
+			t.Fatalf("msgx_redis_volatile not 1")
+		}
+		s.stop()
+		r.stop(syscall.SIGKILL)
+
+		port = ogFreePort(t)
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+		doStartRedis(t, port, t.TempDir(), "--user", "default", "on", "nopass", "~*", "&*", "+@all", "--appendonly", "yes")
+		s = db.start(t, "MSGX_PHASE=A", "MSGX_REDIS_ADDR="+addr, "MSGX_CONSISTENCY_CHECK_DAILY_AT=off")
+		if strings.Contains(s.logs.String(), "keeps nothing on disk") {
+			t.Fatalf("WARN with appendonly yes:\n%s", s.logs)
+		}
+		if m := metricsText(t, s); !strings.Contains(m, "msgx_redis_volatile 0") {
+			t.Fatalf("msgx_redis_volatile not 0")
+		}
+	})
 }
 
 // redisKeyPrefixDefault is redis.key-prefix's default, the private Redis's keys.

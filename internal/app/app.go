@@ -151,6 +151,9 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	}
 	a.fstores = phaseStores(cfg, db, flights, clock, log, &popt)
 	a.closers = append(a.closers, a.fstores.close)
+	if err := a.fstores.redis.checkPersistence(ctx, m); err != nil {
+		return nil, err
+	}
 	if o.PumpOptions != nil {
 		o.PumpOptions(&popt)
 	}

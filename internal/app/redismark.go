@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"msgx/internal/api"
 	"msgx/internal/config"
 	"msgx/internal/flight"
@@ -153,4 +154,43 @@ func rebuildFromRedis(ctx context.Context, rs *redisflight.Store, mirror *flight
 			res.Kept, strings.Join(ids, ", "), more)
 	}
 	return summary, rows, nil
+}
+
+// checkPersistence is phase A's check at start that Redis keeps what it is told: a Redis
+// that keeps nothing on disk (appendonly no, no save point) ends the start (exit 4, naming
+// the settings) unless redis.allow-volatile accepts it, which is then said at every start
+// (WARN) and by the gauge msgx_redis_volatile. A Redis that does not answer, or refuses
+// CONFIG, is logged and not checked.
+func (r *phaseARedis) checkPersistence(ctx context.Context, m *metrics.Metrics) error {
+	if r == nil {
+		return nil
+	}
+	volatile := 0.0
+	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "msgx_redis_volatile",
+		Help: "Phase A: 1 when msgx runs on a Redis that keeps nothing on disk (redis.allow-volatile), 0 otherwise.",
+	}, func() float64 { return volatile }))
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	p, err := r.rs.Persistence(cctx)
+	if err != nil {
+		r.log.Warn("phase A: cannot read Redis's persistence settings (appendonly, appendfsync, save); not checked", "addr", r.cfg.Redis.Addr, "err", err.Error())
+		return nil
+	}
+	what := fmt.Sprintf("appendonly is %q and save is %q", p.AppendOnly, p.Save)
+	switch {
+	case p.Volatile() && !r.cfg.Redis.AllowVolatile:
+		return ExitError{Code: ExitConfig, Msg: fmt.Sprintf("msgx serve: config: redis at %s keeps nothing on disk: %s, so a restart loses the phase-A flight picture; "+
+			"set appendonly yes (appendfsync everysec or always) in Redis (docs/deployment.md#redis), or redis.allow-volatile: true to accept it", r.cfg.Redis.Addr, what)}
+	case p.Volatile():
+		volatile = 1
+		r.log.Warn("phase A: Redis keeps nothing on disk (redis.allow-volatile: true): a restart of Redis loses the flight picture; the pump then stops until REDIS_RESTORE",
+			"addr", r.cfg.Redis.Addr, "appendonly", p.AppendOnly, "save", p.Save)
+	case strings.EqualFold(p.AppendOnly, "yes") && strings.EqualFold(p.AppendFsync, "no"):
+		r.log.Warn("phase A: Redis's appendfsync is no: the OS decides when its writes reach the disk, a crash of the host may lose many seconds of them",
+			"addr", r.cfg.Redis.Addr)
+	default:
+		r.log.Info("phase A: Redis persistence", "appendonly", p.AppendOnly, "appendfsync", p.AppendFsync, "save", p.Save)
+	}
+	return nil
 }
