@@ -47,7 +47,7 @@ func registered(t *testing.T) []string {
 	t.Helper()
 	m := metrics.New(pipeline.SystemClock{}, "test", func() bool { return true })
 	p := pump.New(nil, handler.NewRegistry(), pump.Options{})
-	m.Register(p.TroubleMetric(), p.ParkedMetric())
+	m.Register(p.TroubleMetric(), p.ParkedMetric(), p.HaltMetric())
 	return m.Names()
 }
 

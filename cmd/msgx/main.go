@@ -144,20 +144,25 @@ message order ('msgx job run KIND' also waits for it). Needs the admin role.
 Examples:
   msgx jobs
   msgx jobs --start ARCHIVE`},
-		{name: "job", run: jobCmd, synopsis: "[--server URL] [--no-wait] [--timeout D] run KIND",
+		{name: "job", run: jobCmd, synopsis: "[--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day D]",
 			summary: "run a pump job and wait for it, showing its progress (admin)",
 			help: `Enqueues a pump job of KIND (ARCHIVE, HISTORY_SWEEP, RETENTION, PROJECTION_REBUILD,
-CONSISTENCY_CHECK), which runs in the message order, and waits for it: what it is doing is
+CONSISTENCY_CHECK, REDIS_RESTORE), which runs in the message order, and waits for it: what it is doing is
 shown on stderr as it goes, its result is printed when it is DONE (exit 0), its last error
 when it is DEAD (exit 1). A failed attempt is retried by the server and waited for.
 --no-wait prints the job's id and returns. Needs the admin role.
 
 PROJECTION_REBUILD rebuilds the flight store that is not authoritative from the one that is,
 for the days of jobs.rebuild-days: FLIGHT_STATE from Redis in phase A, Redis from
-FLIGHT_STATE in phase B with the REDIS_FLIGHT target (docs/redis-flights.md).
+FLIGHT_STATE in phase B with the REDIS_FLIGHT target (docs/redis-flights.md). In phase A it
+keeps the FLIGHT_STATE rows Redis lacks and names them, unless --prune.
+
+REDIS_RESTORE (phase A) writes FLIGHT_STATE back into Redis: everything with new marks (a pump
+stopped because Redis lost its data runs it at once and resumes), or --flid N, or --day D.
 
 Examples:
   msgx job run PROJECTION_REBUILD
+  msgx job run REDIS_RESTORE --flid 7002
   msgx job run --server aodb-gw:8080 CONSISTENCY_CHECK
   msgx job run --no-wait ARCHIVE`},
 		{name: "audit", run: auditCmd, synopsis: "[--server URL] [--after ID]",

@@ -390,7 +390,8 @@ func jobCmd(args []string) error {
 	server := clientFlags(fs)
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
 	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
-	usage := exitError{code: exitUsage, msg: "usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND"}
+	params := jobParamFlags(fs)
+	usage := exitError{code: exitUsage, msg: "usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day YYYY-MM-DD] [--params S]"}
 	// The flags may come before or after "run KIND".
 	var rest []string
 	for len(args) > 0 {
@@ -408,7 +409,7 @@ func jobCmd(args []string) error {
 	}
 	kind := strings.ToUpper(rest[1])
 	c := srv(*server)
-	j, err := c.StartJob(kind)
+	j, err := c.StartJobWith(kind, params())
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,8 @@ import (
 // of t's own (deleted when t ends).
 func phaseAEnv(t *testing.T) []string {
 	return []string{"MSGX_PHASE=A", "MSGX_REDIS_ADDR=" + flighttest.RedisAddr(), "MSGX_REDIS_KEY_PREFIX=" + flighttest.RedisPrefix(t),
-		"MSGX_CONSISTENCY_CHECK_DAILY_AT=off"} // as the harness switches the daily jobs off
+		"MSGX_CONSISTENCY_CHECK_DAILY_AT=off", // as the harness switches the daily jobs off
+		"MSGX_REDIS_ALLOW_VOLATILE=true"}      // the test Redis keeps nothing on disk
 }
 
 func redisPrefixOf(env []string) string {
@@ -330,7 +331,7 @@ func TestShadowModeInPhaseA(t *testing.T) {
 
 		prefix := flighttest.RedisPrefix(t)
 		env := []string{"MSGX_MODE=shadow", "MSGX_PHASE=A", "MSGX_REDIS_ADDR=" + flighttest.RedisAddr(), "MSGX_REDIS_KEY_PREFIX=" + prefix,
-			"MSGX_CONSISTENCY_CHECK_DAILY_AT=off", "MSGX_PIPELINE_POLL_INTERVAL=50ms"}
+			"MSGX_CONSISTENCY_CHECK_DAILY_AT=off", "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_REDIS_ALLOW_VOLATILE=true"}
 		s := db.start(t, env...)
 		day := tomorrow(t)
 		want := map[int64]legacyRow{}

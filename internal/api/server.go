@@ -77,6 +77,9 @@ type Server struct {
 	DispatchWake func()
 	// ConfigView, when set, is the configuration GET /api/v1/config shows admins (redacted).
 	ConfigView func() (map[string]any, error)
+	// PumpHalted, when set, says why this process's pump applies nothing although it runs
+	// ("" when it applies): phase A with a Redis that lost data. /readyz answers 503 with it.
+	PumpHalted func() string
 }
 
 // DefaultPumpStepStale is Server.PumpStepStale's default: an idle pump steps every poll
@@ -211,6 +214,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		// A pump that has not stepped yet may just have started; one that stepped long ago is stuck.
 		if !last.IsZero() && now.Sub(last) > stale {
 			notReady(fmt.Sprintf("this instance holds the pump lease but its pump has not stepped since %s (more than %s)", last.UTC().Format(time.RFC3339), stale))
+			return
+		}
+	}
+	if s.PumpHalted != nil && rd.Pump.ThisInstance {
+		if why := s.PumpHalted(); why != "" {
+			notReady("the pump applies nothing: " + why)
 			return
 		}
 	}

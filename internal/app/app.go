@@ -122,7 +122,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	if !w.runPump {
 		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")
 	}
-	if err := a.newPump(w); err != nil {
+	if err := a.newPump(ctx, w); err != nil {
 		return nil, err
 	}
 	// Data requests to the AODB: created through the API on any node, followed (SENT,
@@ -159,7 +159,7 @@ type wiring struct {
 // newPump builds the pump with its handlers, the phase's flight stores and the job runner,
 // and the instruments (moved where things happen, state gauges from the pump instance's
 // sampler; a scrape runs no query but a ping).
-func (a *App) newPump(w *wiring) error {
+func (a *App) newPump(ctx context.Context, w *wiring) error {
 	cfg, db, o, log, clock := a.Cfg, a.DB, a.o, a.log, a.o.Clock
 	reg := handler.Default(handler.Options{AllowEmptyRefReplace: cfg.Ref.AllowEmptyReplace})
 	if o.Registry != nil {
@@ -186,6 +186,9 @@ func (a *App) newPump(w *wiring) error {
 	}
 	a.fstores = phaseStores(cfg, db, flights, clock, log, &popt)
 	a.closers = append(a.closers, a.fstores.close)
+	if err := a.fstores.redis.checkPersistence(ctx, w.metrics); err != nil {
+		return err
+	}
 	if o.PumpOptions != nil {
 		o.PumpOptions(&popt)
 	}
@@ -198,6 +201,7 @@ func (a *App) newPump(w *wiring) error {
 	runner.Rebuild, runner.Consistency = a.fstores.rebuild, a.fstores.consistency
 	w.runner = runner
 	a.Pump = pump.New(db, reg, popt)
+	a.fstores.redis.wirePump(a.Pump, runner)
 	return nil
 }
 
@@ -312,6 +316,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	// The web console at / (embedded assets) and its two read-only routes.
 	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
 	srv.StatusExtra = a.statusExtra(w.runner)
+	a.fstores.redis.wireServer(srv, p, m)
 	return srv
 }
 

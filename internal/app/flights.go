@@ -31,9 +31,12 @@ type flightStores struct {
 	routes func(*http.ServeMux)
 	start  func(ctx context.Context)
 	// rebuild is PROJECTION_REBUILD (jobs.Runner.Rebuild); nil in phase B without REDIS_FLIGHT.
-	rebuild func(ctx context.Context, doing func(format string, args ...any)) (string, map[string]int, error)
+	rebuild func(ctx context.Context, params string, doing func(format string, args ...any)) (string, map[string]int, error)
 	// consistency is CONSISTENCY_CHECK, the sentinel's daily sample (jobs.Runner.Consistency).
 	consistency func(ctx context.Context) (string, error)
+	// redis is phase A's Redis side: the guard against a Redis that lost data and
+	// REDIS_RESTORE (redismark.go); nil in phase B.
+	redis *phaseARedis
 }
 
 // phaseStores returns the flight stores of cfg's phase. In phase B they are the SQL store
@@ -67,16 +70,14 @@ func phaseStores(cfg config.Config, db *store.DB, sqlFlights *flight.Store, cloc
 	opt.BatchFlights = func() pump.BatchFlights { return rs.Batch() }
 	sen := sentinel(cfg, rs, sqlFlights, clock, log)
 	span := *sen.Days
-	// PROJECTION_REBUILD: FLIGHT_STATE rebuilt from Redis for the active days, in chunks.
-	rebuild := func(ctx context.Context, doing func(string, ...any)) (string, map[string]int, error) {
-		now := clock.Now()
-		days := span.Days(now, cfg.Location())
-		written, deleted, err := sqlFlights.RebuildFrom(ctx, rs, days, now, rebuildProgress("FLIGHT_STATE from Redis", days, doing))
-		rows := map[string]int{"FLIGHT_STATE": written - deleted}
-		return fmt.Sprintf("rebuilt FLIGHT_STATE from Redis for %s … %s: %d flights written, %d rows replaced", days[0], days[len(days)-1], written, deleted), rows, err
+	// PROJECTION_REBUILD: FLIGHT_STATE rebuilt from Redis for the active days, in chunks
+	// (redismark.go: rebuildFromRedis).
+	rebuild := func(ctx context.Context, params string, doing func(string, ...any)) (string, map[string]int, error) {
+		return rebuildFromRedis(ctx, rs, sqlFlights, span.Days(clock.Now(), cfg.Location()), clock.Now(), params, doing)
 	}
 	return flightStores{reader: rs, history: sweepBoth{rs, sqlFlights}, close: func() { rs.Close() }, routes: consistencyRoutes(sen),
-		start: sentinelStart(cfg, sen, log), rebuild: rebuild, consistency: dailySample(cfg, sen)}
+		start: sentinelStart(cfg, sen, log), rebuild: rebuild, consistency: dailySample(cfg, sen),
+		redis: newPhaseARedis(cfg, rs, sqlFlights, clock, log)}
 }
 
 // projectionStores are the flight stores of phase B with the REDIS_FLIGHT target (sink
@@ -95,7 +96,10 @@ func projectionStores(cfg config.Config, tc target.Config, db *store.DB, sqlFlig
 	log.Info("phase B with REDIS_FLIGHT: FLIGHT_STATE is the flight store, Redis its projection", "addr", tc.Addr, "db", tc.DB, "key_prefix", tc.KeyPrefix)
 	sen := sentinel(cfg, sqlFlights, rs, clock, log)
 	span := *sen.Days
-	rebuild := func(ctx context.Context, doing func(string, ...any)) (string, map[string]int, error) {
+	rebuild := func(ctx context.Context, params string, doing func(string, ...any)) (string, map[string]int, error) {
+		if err := jobs.CheckParams(params); err != nil {
+			return "", nil, err
+		}
 		now := clock.Now()
 		days := span.Days(now, cfg.Location())
 		// The pump runs the job in the message order: no event is produced while it runs,

@@ -285,6 +285,14 @@ func (c *Client) StartJob(kind string) (Job, error) {
 	return j, err
 }
 
+// StartJobWith enqueues a pump job of kind with its parameters (jobs.Params: "prune",
+// "flid=7002", "day=2026-03-15").
+func (c *Client) StartJobWith(kind, params string) (Job, error) {
+	var j Job
+	err := c.PostJSON("/api/v1/jobs", map[string]string{"kind": kind, "params": params}, &j)
+	return j, err
+}
+
 // Jobs lists the pump jobs, newest first.
 func (c *Client) Jobs() ([]Job, error) {
 	var out JobList

@@ -249,6 +249,8 @@ type Config struct {
 		// MarkerTTL is how long the marker of a message applied to Redis is kept: well past
 		// any retry of the message (pipeline.head-deadline).
 		MarkerTTL time.Duration `yaml:"marker-ttl"`
+		// AllowVolatile accepts, in phase A, a Redis that keeps nothing on disk (redis.go).
+		AllowVolatile bool `yaml:"allow-volatile"`
 	} `yaml:"redis"`
 }
 

@@ -36,6 +36,7 @@ const (
 	Retention         = jobkind.Retention
 	ProjectionRebuild = jobkind.ProjectionRebuild
 	ConsistencyCheck  = jobkind.ConsistencyCheck
+	RedisRestore      = jobkind.RedisRestore
 )
 
 // Kinds lists the job kinds an operator may enqueue (POST /api/v1/jobs).
@@ -71,9 +72,12 @@ type Runner struct {
 	// Chunk is how many flights one history write carries; default 500.
 	Chunk int
 
-	// Rebuild runs PROJECTION_REBUILD, telling its progress through doing; it returns its
-	// summary and rows per table. Nil: the job fails UNSUPPORTED.
-	Rebuild func(ctx context.Context, doing func(format string, args ...any)) (summary string, rows map[string]int, err error)
+	// Rebuild runs PROJECTION_REBUILD with the job's parameters (params.go), telling its
+	// progress through doing; it returns its summary and rows per table. Nil: the job fails
+	// UNSUPPORTED.
+	Rebuild func(ctx context.Context, params string, doing func(format string, args ...any)) (summary string, rows map[string]int, err error)
+	// Restore runs REDIS_RESTORE (phase A) as Rebuild runs PROJECTION_REBUILD. Nil: UNSUPPORTED.
+	Restore func(ctx context.Context, params string, doing func(format string, args ...any)) (summary string, rows map[string]int, err error)
 	// Consistency runs CONSISTENCY_CHECK and returns its summary. Nil: UNSUPPORTED.
 	Consistency func(ctx context.Context) (summary string, err error)
 
@@ -190,7 +194,16 @@ func (r *Runner) RunJob(ctx context.Context, j *store.Job) (string, error) {
 			return "", pipeline.Errorf(pipeline.Unsupported, "PROJECTION_REBUILD runs in phase A, or in phase B with the REDIS_FLIGHT target (sink redis-flights)")
 		}
 		var rows map[string]int
-		rep.summary, rows, err = r.Rebuild(ctx, r.doing)
+		rep.summary, rows, err = r.Rebuild(ctx, j.Params, r.doing)
+		for t, n := range rows {
+			rep.add(t, n)
+		}
+	case RedisRestore:
+		if r.Restore == nil {
+			return "", pipeline.Errorf(pipeline.Unsupported, "REDIS_RESTORE runs in phase A (Redis holds the flights)")
+		}
+		var rows map[string]int
+		rep.summary, rows, err = r.Restore(ctx, j.Params, r.doing)
 		for t, n := range rows {
 			rep.add(t, n)
 		}

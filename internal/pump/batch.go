@@ -270,6 +270,9 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 	if err := r.commit.flush(ctx, p, r); isFatal(err) {
 		r.end(stop{kind: abandoned, err: err})
 	}
+	if err := p.commitMarks(ctx, r); err != nil {
+		r.end(stop{kind: abandoned, err: err}) // phase A's mark (redismark.go)
+	}
 	if r.stop.kind == abandoned {
 		r.b.Rollback()
 		wait, err = p.abandon(ctx, head, r.stop.err, p.opt.Clock.Now(), single)

@@ -136,6 +136,7 @@ type Pump struct {
 	digests map[int64]string       // content digests of messages met (identity.go)
 	recent  []Notable              // the last notable outcomes, newest last (under mu)
 	hand    *InHand                // what the pump works on (InHand); guarded by mu
+	marks   *markState             // phase A's guard against a Redis that lost data (redismark.go)
 
 	path handle // the message path (stages.go)
 }
@@ -286,6 +287,9 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 	// tells whether there are any, and the adoption runs only then (and once at start).
 	if err := p.adopt(ctx, now); err != nil {
 		return 0, err
+	}
+	if wait, halted, err := p.guardStep(ctx, now); halted {
+		return wait, err // Redis lost data: nothing is applied (redismark.go)
 	}
 	solo := p.solo
 	wait, err := p.stepBatch(ctx, now)

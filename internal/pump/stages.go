@@ -131,6 +131,8 @@ func (p *Pump) applying(next handle) handle {
 			w.h, w.view = h, r.reads.viewOf(&p.opt, r.b.Tx())
 			if _, err = next(ctx, r, w); err == nil {
 				dec, err = r.commit.ahead(ctx, w, w.dec)
+			} else {
+				err = p.failedOnRedis(ctx, err) // an ORPHAN may be a flight Redis lost (redismark.go)
 			}
 		}
 		if herr := r.commit.halted(r); herr != nil {

@@ -460,6 +460,11 @@ function renderHead(el, st) {
       h('dt', {}, 'Received'), h('dd', {}, fmtTime(hd.received_at), ' ', h('span', { class: 'muted' }, ago(hd.received_at)))));
     if (can('operator')) kids.push(h('div', { class: 'actions' }, parkButton(hd.id, 'head-park')));
   }
+  const halted = st.extra && st.extra.pump_halted;
+  if (halted) {
+    kids.push(h('p', { class: 'error', id: 'pump-halted' },
+      `The pump applies nothing since ${fmtTime(halted.since)}: ${halted.reason}. Run REDIS_RESTORE (Jobs) to write FLIGHT_STATE back into Redis; the pump then resumes by itself.`));
+  }
   const trouble = st.extra && st.extra.pump_trouble;
   if (trouble) {
     kids.push(h('p', { class: 'error', id: 'pump-trouble' },
@@ -1037,6 +1042,9 @@ const JOB_KINDS = {
   ARCHIVE: 'ARCHIVE moves SUCCEEDED and SKIPPED messages processed more than a day ago to CMINMSGS_HST.',
   HISTORY_SWEEP: 'HISTORY_SWEEP writes the flights of days older than history.keep-days to the history store and deletes from the flight store only those written.',
   RETENTION: 'RETENTION deletes SENT events and archived finished messages older than retention.events and retention.archive.',
+  PROJECTION_REBUILD: 'PROJECTION_REBUILD rebuilds the store that is not authoritative from the one that is (phase A: FLIGHT_STATE from Redis; rows Redis lacks are kept unless the parameters say prune).',
+  CONSISTENCY_CHECK: 'CONSISTENCY_CHECK compares a sample of the flights of Redis and FLIGHT_STATE.',
+  REDIS_RESTORE: 'REDIS_RESTORE writes FLIGHT_STATE back into Redis (phase A): everything, with new marks, or one flight (flid=N) or day (day=YYYY-MM-DD). A pump stopped because Redis lost its data runs it at once and resumes.',
 };
 
 views.jobs = async ({ gen, view }) => {
@@ -1045,11 +1053,13 @@ views.jobs = async ({ gen, view }) => {
   const kids = [h('h1', {}, 'Jobs')];
   if (can('admin')) {
     const kind = h('select', { id: 'job-kind' }, Object.keys(JOB_KINDS).map(k => h('option', { value: k }, k)));
-    kids.push(h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('button', { type: 'button', id: 'job-start', onclick: async () => {
+    const params = h('input', { id: 'job-params', type: 'text', placeholder: 'prune, flid=N, day=YYYY-MM-DD', size: 28 });
+    kids.push(h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('label', {}, ' Parameters ', params), h('button', { type: 'button', id: 'job-start', onclick: async () => {
+      const p = params.value.trim();
       const done = await confirmAction({
-        title: 'Start a ' + kind.value + ' job',
+        title: 'Start a ' + kind.value + ' job' + (p ? ' (' + p + ')' : ''),
         body: [JOB_KINDS[kind.value], 'It runs in the message order, after every message accepted so far.'],
-        confirmText: 'Start', act: () => api('POST', API.jobs, { kind: kind.value }),
+        confirmText: 'Start', act: () => api('POST', API.jobs, p ? { kind: kind.value, params: p } : { kind: kind.value }),
       });
       if (done) { flash(`Job ${done.id} queued.`); route(); }
     } }, 'Start…')));

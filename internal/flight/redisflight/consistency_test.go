@@ -57,7 +57,8 @@ func TestSentinelFindsAlteredAndMissingFlights(t *testing.T) {
 		t.Fatalf("last report: %+v", sen.Last())
 	}
 	// A flight only in Redis, one moved to another day, and one changed twice there: the
-	// rebuild of FLIGHT_STATE from Redis repairs all of it, with Redis's versions.
+	// rebuild of FLIGHT_STATE from Redis repairs all of it, with Redis's versions (and, told
+	// to prune, deletes flight 4, which Redis no longer holds).
 	if err := rs.Apply(ctx, 10, []pipeline.FlightWrite{
 		{Day: "2026-03-17", FLID: 6, Record: flighttest.Rec(6, now.Add(48*time.Hour), "")},
 		{Day: "2026-03-17", FLID: 5, Record: flighttest.Rec(5, now.Add(48*time.Hour), "")},
@@ -69,9 +70,9 @@ func TestSentinelFindsAlteredAndMissingFlights(t *testing.T) {
 	if r, _ := sen.Check(ctx); len(r.Mismatches) != 6 { // flight 5 counts on both of its days
 		t.Fatalf("before the rebuild: %v", r.Mismatches)
 	}
-	written, _, err := mirror.RebuildFrom(ctx, rs, flight.ActiveDays(now, flighttest.Shanghai), now, nil)
-	if err != nil || written != 5 {
-		t.Fatalf("rebuild: %d written, %v", written, err)
+	res, err := mirror.RebuildFrom(ctx, flight.RebuildParams{Source: rs, Days: flight.ActiveDays(now, flighttest.Shanghai), Now: now, Prune: true})
+	if err != nil || res.Written != 5 {
+		t.Fatalf("rebuild: %+v, %v", res, err)
 	}
 	if r, err := sen.Check(ctx); err != nil || r.Checked != 5 || len(r.Mismatches) != 0 {
 		t.Fatalf("after the rebuild: %+v %v", r, err)

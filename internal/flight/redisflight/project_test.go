@@ -230,7 +230,7 @@ func TestRebuildRedisFromFlightState(t *testing.T) {
 }
 
 // The phase-A rebuild (FLIGHT_STATE from Redis) works in chunks of flight.RebuildChunk
-// flights, telling its progress after each, and drops the rows Redis does not hold. On every
+// flights, telling its progress after each, and drops the rows Redis does not hold (prune). On every
 // SQL dialect.
 func TestRebuildFlightStateInChunks(t *testing.T) {
 	for _, d := range storetest.Dialects() {
@@ -257,11 +257,10 @@ func TestRebuildFlightStateInChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			var steps []string
-			written, deleted, err := sq.RebuildFrom(ctx, rs, []string{"2026-03-16", "2026-03-17"}, now, func(day string, done int) {
-				steps = append(steps, fmt.Sprintf("%s:%d", day, done))
-			})
-			if err != nil || written != n || deleted != 2 {
-				t.Fatalf("rebuild: %d written, %d deleted, %v", written, deleted, err)
+			res, err := sq.RebuildFrom(ctx, flight.RebuildParams{Source: rs, Days: []string{"2026-03-16", "2026-03-17"}, Now: now, Prune: true,
+				Progress: func(day string, done int) { steps = append(steps, fmt.Sprintf("%s:%d", day, done)) }})
+			if err != nil || res.Written != n || res.Replaced != 1 || res.Deleted != 1 || res.Kept != 0 {
+				t.Fatalf("rebuild: %+v, %v", res, err)
 			}
 			want := fmt.Sprintf("2026-03-16:%d 2026-03-16:%d 2026-03-16:%d 2026-03-16:%[3]d 2026-03-17:0", flight.RebuildChunk, 2*flight.RebuildChunk, n)
 			if got := strings.Join(steps, " "); got != want {

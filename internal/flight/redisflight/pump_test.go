@@ -33,12 +33,16 @@ func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c
 type crash struct{}
 
 func phaseA(db *store.DB, rs *redisflight.Store, clock pipeline.Clock, after func(int64)) *pump.Pump {
+	return pump.New(db, handler.Default(handler.Options{}), phaseAOptions(db, rs, clock, after))
+}
+
+func phaseAOptions(db *store.DB, rs *redisflight.Store, clock pipeline.Clock, after func(int64)) pump.Options {
 	mirror := flight.New(db, clock, flighttest.Shanghai)
-	return pump.New(db, handler.Default(handler.Options{}), pump.Options{
+	return pump.Options{
 		Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: flighttest.Shanghai},
 		Flights: mirror, View: redisflight.WithRefs(rs, mirror), Authority: rs, AfterAuthority: after,
 		Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour, Park: pipeline.DefaultPark},
-	})
+	}
 }
 
 // TestPumpPhaseA runs the real pump in phase A on both databases: a snapshot, the same

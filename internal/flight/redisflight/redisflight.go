@@ -52,6 +52,7 @@ type Store struct {
 	markerTTL time.Duration
 	clock     pipeline.Clock
 	loc       *time.Location
+	guard     *guard // the marks its scripts keep and check (mark.go); nil: none
 }
 
 var _ flight.Contract = (*Store)(nil)
@@ -192,8 +193,13 @@ func (s *Store) apply(ctx context.Context, msgID int64, writes []pipeline.Flight
 
 // script runs apply.lua: the writes, each flight of ids compared to its version in vers.
 func (s *Store) script(ctx context.Context, msgID int64, writes []pipeline.FlightWrite, maids []string, ids []int64, vers []string, marker []byte, now time.Time) (stored []byte, found bool, err error) {
-	args := make([]any, 0, 6+2*len(ids)+5*len(writes))
-	args = append(args, s.p, msgID, string(marker), int64(s.markerTTL/time.Second), now.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano), len(ids))
+	epoch, want, err := s.guardArgs(msgID)
+	if err != nil {
+		return nil, false, err
+	}
+	args := make([]any, 0, 8+2*len(ids)+5*len(writes))
+	args = append(args, s.p, msgID, string(marker), int64(s.markerTTL/time.Second), now.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano),
+		epoch, want, len(ids))
 	for i, id := range ids {
 		args = append(args, id, vers[i])
 	}
@@ -206,6 +212,7 @@ func (s *Store) script(ctx context.Context, msgID int64, writes []pipeline.Fligh
 	}
 	res, err := applyScript.Run(ctx, s.rdb, nil, args...).Slice()
 	if err != nil {
+		s.markUnknown() // the script may have run: its answer is lost
 		return nil, false, unavailable(fmt.Sprintf("apply message %d (%d flights)", msgID, len(writes)), err)
 	}
 	if len(res) == 0 {
@@ -213,10 +220,13 @@ func (s *Store) script(ctx context.Context, msgID int64, writes []pipeline.Fligh
 	}
 	switch code, _ := res[0].(int64); code {
 	case 0:
+		s.applied(msgID)
 		return nil, false, nil
 	case 1:
 		str, _ := res[1].(string)
 		return []byte(str), true, nil
+	case 3:
+		return nil, false, s.lost(msgID, res)
 	default:
 		return nil, false, pipeline.Wrap(pipeline.Infra, fmt.Errorf("message %d: flight %v at version %v, not the one read: %w", msgID, res[1], res[2], ErrChangedUnderUs))
 	}

@@ -22,10 +22,14 @@ const (
 	// ConsistencyCheck compares a sample of the flights of the two flight stores (Redis and
 	// FLIGHT_STATE: phase A, or phase B with REDIS_FLIGHT; jobs.Runner.Consistency), scheduled daily.
 	ConsistencyCheck = "CONSISTENCY_CHECK"
+	// RedisRestore writes FLIGHT_STATE back into Redis (phase A), all the active days or one
+	// flight or day, with the marks (jobs.Runner.Restore). While the pump is stopped because
+	// Redis lost data it runs at once, ahead of the message order.
+	RedisRestore = "REDIS_RESTORE"
 )
 
 // Kinds lists the job kinds an operator may enqueue (POST /api/v1/jobs).
-var Kinds = []string{Archive, HistorySweep, Retention, ProjectionRebuild, ConsistencyCheck}
+var Kinds = []string{Archive, HistorySweep, Retention, ProjectionRebuild, ConsistencyCheck, RedisRestore}
 
 // Entry is one daily job of the schedule: its kind and its local time of day.
 type Entry struct {
