@@ -16,30 +16,6 @@ import (
 	"msgx/internal/store"
 )
 
-const benchHelp = `Measures, in one run, the machine's floor (durable commits per second on one connection,
-~2 KB rows, one and 100 per commit) and msgx end to end, in-process, built exactly as
-'msgx serve' builds it (inbox over a loopback HTTP listener, pump under the lease, dispatcher
-delivering to file sinks in a temporary directory), and prints msgx's figures beside the
-floor as ratios: accepted/s, processed/s, accept→SENT p50/p99 at a steady rate, the time
-of one 3,000-flight SCHD DNLD, and the peak heap in use.
-
-The database is the configured kind (--config, MSGX_* environment), but the bench never
-touches the configured database's tables:
-  sqlite  runs on a new temporary file beside the configured one (same disk), removed at
-          the end; --dsn FILE runs on that file instead (it must not exist; it is kept).
-  mysql   creates a scratch database (--database, default msgx_bench) on the configured
-          server, and drops it at the end; the user of database.dsn needs CREATE and DROP.
-          A database of that name the bench did not create is refused.
-
-Exit codes: 0 done; 1 failed; 2 bad command line; 4 bad configuration; 5 the database
-could not be reached.
-
-Examples:
-  msgx bench
-  msgx bench --messages 20000 --json > bench.json
-  MSGX_DATABASE_DRIVER=mysql MSGX_DATABASE_DSN='root@tcp(127.0.0.1:3306)/test' msgx bench --database msgx_bench2
-`
-
 // benchCmd runs `msgx bench`.
 func benchCmd(args []string) error {
 	fs := newFlags("bench")

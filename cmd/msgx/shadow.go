@@ -13,28 +13,6 @@ import (
 	"msgx/internal/shadow"
 )
 
-// shadowHelp is `msgx help shadow`.
-const shadowHelp = `Compares, per flight, the notifications msgx publishes in the legacy's shape (a redis
-target with format: legacy) with the legacy's own: the final value of each field each side
-changed, deletes and schedules. Each side is a capture (JSON lines, one notification a line)
-or a Redis channel subscribed for --for (the legacy's is FLOP; msgx's is its format-legacy
-target's channel, e.g. FLOP-msgx in shadow mode). --legacy-ids reads "rowid FLID" lines (the
-legacy flight table's id and aodb id) for the notifications whose flightId is the legacy's
-row id; without it a row id is placed by the order of changes (the legacy notifications with
-the same values as msgx's pair with them in order, and a row id is one flight), never by a
-value two flights share. Times without an offset are taken in legacy.timezone. Prints the
-fields both sides set alike, every mismatch, what only one side produced and the legacy-bug
-rules it applied, then the result:
-  EQUAL      exit 0
-  DIFFERENT  exit 1: at least one difference
-  UNDECIDED  exit 6: no difference found, but a legacy notification with a row id could
-             belong to several msgx flights (AMBIGUOUS lines); give --legacy-ids to tell
-
-Examples:
-  msgx shadow diff --legacy legacy.jsonl --msgx msgx.jsonl
-  msgx shadow diff --legacy-channel FLOP --msgx-channel FLOP-msgx --for 1h --redis redis:6379 \
-      --save-legacy legacy.jsonl --save-msgx msgx.jsonl`
-
 // shadowCmd runs `msgx shadow SUBCOMMAND`.
 func shadowCmd(args []string) error {
 	if len(args) == 0 || args[0] != "diff" {

@@ -21,39 +21,6 @@ import (
 	"msgx/internal/suggest"
 )
 
-const simulateHelp = `Simulates the AODB: generates the SIS traffic of one airport day and posts it to a running
-server's inbox (POST /cminmsgs/send, one message at a time, in order), or writes it to
-numbered files with --out. The day is: reference data (airlines, airports, aircraft types,
-stands, gates, belts, counters, delay codes, statuses), the day's schedule (one SCHD DNLD of
---flights flights, mostly turnarounds), then each flight's operations in the order they
-happen — check-in counters, gate and stand allocations and changes, delays (DELY, EOBT),
-TOBT/CTOT, boarding, last call, chocks off and on, finals, baggage belts, status changes —
-with a few cancellations and diversions. Each message's META DTTM is its simulated time.
-
---speed paces the stream: 60 sends an hour of the day in a minute; 0 sends as fast as the
-server accepts. The scheduled times spread over --hours from --first (06:00); the stream
-starts about two hours earlier and ends a couple of hours after the last scheduled time.
-
---faults mixes in bad messages, each at --fault-rate of the FLOPs (at least one of each):
-  malformed       cut-off XML, a misspelt payload element, FDIV DDIR="TOO"  → DEAD MALFORMED
-  orphan          a FLOP for a flight the schedule does not have          → DEAD ORPHAN (parked)
-  unknown-styp    a FLOP ESTT, which msgx has no decoder for              → DEAD UNSUPPORTED (parked)
-  duplicate-seqn  an earlier FLOP sent again with the same SEQN            → SKIPPED (duplicate)
-("all" is every one.) Everything else is expected SUCCEEDED. The summary counts the messages
-the server accepted by the final state msgx will give them (with the default
-pipeline.park-classes), so it can be compared with 'msgx status' once the queue is drained.
-
-The same --seed (and --day, --flights …) gives the same messages; without --seed one is
-drawn and printed. A second run with the same seed and day against the same server is
-SKIPPED as duplicates: use another seed. Different seeds use different SEQN and FLID ranges.
-A 503 from the inbox (busy, database down) is retried for up to a minute per message.
-
-Examples:
-  msgx simulate --flights 200 --speed 60                 # a live board to watch
-  msgx simulate --flights 300 --speed 0 --faults all --json
-  msgx simulate --flights 1000 --seed 7 --out /tmp/day   # files 000001-AIRL-DNLD.xml …
-  msgx send /tmp/day/*.xml`
-
 // simulateSummary is what simulate prints with --json.
 type simulateSummary struct {
 	Seed     int64  `json:"seed"`
