@@ -16,7 +16,7 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; otherwise `msgx version`
-// reports the module version and VCS commit the Go toolchain embedded (see buildinfo.go).
+// reports the module version and VCS commit the Go toolchain embedded (app.ReadBuild).
 var version = ""
 
 // A command is one `msgx NAME …` subcommand. Adding a command is an entry in commands.txt
