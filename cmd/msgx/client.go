@@ -65,14 +65,14 @@ func send(args []string) error {
 	}
 	failed := 0
 	// Many files on a terminal: a progress bar on stderr, kept below the id lines.
-	var bar *progress
+	var bar *client.Progress
 	if fs.NArg() > 1 && term.IsTerminal(int(os.Stderr.Fd())) {
-		bar = newProgress("send", fs.NArg())
-		defer bar.finish()
+		bar = client.NewProgress("send", fs.NArg())
+		defer bar.Finish()
 	}
 	for i, path := range fs.Args() {
 		if bar != nil {
-			bar.clear()
+			bar.Clear()
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -88,7 +88,7 @@ func send(args []string) error {
 		}
 		fmt.Printf("%d\t%s\n", id, path)
 		if bar != nil {
-			bar.update(i+1, filepath.Base(path))
+			bar.Update(i+1, filepath.Base(path))
 		}
 	}
 	if failed > 0 {

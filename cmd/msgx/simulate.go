@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"msgx/internal/client"
 	"msgx/internal/config"
 	sim "msgx/internal/simulate"
 	"msgx/internal/suggest"
@@ -128,12 +129,12 @@ func simulateCmd(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	bar := newProgress("simulate", len(stream.Messages))
+	bar := client.NewProgress("simulate", len(stream.Messages))
 	res, err := sim.Play(ctx, stream, sim.PlayOptions{Speed: *speed, Send: send, GiveUpAfter: 10,
 		Progress: func(done int, m sim.Message, _ error) {
-			bar.update(done, m.At.In(loc).Format("15:04")+" "+m.Tag)
+			bar.Update(done, m.At.In(loc).Format("15:04")+" "+m.Tag)
 		}})
-	bar.finish()
+	bar.Finish()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, sim.ErrGaveUp) {
 		return err
 	}
