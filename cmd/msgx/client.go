@@ -403,15 +403,13 @@ func decode(args []string) error {
 			out["warnings"] = msg.Warnings
 		}
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
 	if err != nil {
 		class := pipeline.ClassOf(err)
 		out["error_class"] = class
 		out["error"] = err.Error()
-		enc.Encode(out)
+		printJSON(out)
 		return exitError{code: 1, msg: fmt.Sprintf("%s: %s", class, err)}
 	}
 	out["body"] = msg.Body
-	return enc.Encode(out)
+	return printJSON(out)
 }

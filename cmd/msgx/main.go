@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -301,3 +302,10 @@ type exitError struct {
 }
 
 func (e exitError) Error() string { return e.msg }
+
+// printJSON prints v as indented JSON on stdout.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -167,9 +167,7 @@ func flightCmd(args []string) error {
 		if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/flights/%d", flid), nil, "", &rec); err != nil {
 			return err
 		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rec)
+		return printJSON(rec)
 	}
 	after := int64(0)
 	n := 0

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"strings"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"msgx/internal/legacyflop"
 	"msgx/internal/shadow"
@@ -51,51 +46,12 @@ func shadowCmd(args []string) error {
 	case *legacyChannel != "" && *legacyChannel == *msgxChannel:
 		return usage("--legacy-channel and --msgx-channel are the same channel")
 	}
-	loc := cfg.LegacyLocation()
-	opt := shadow.Options{}
-	if *rowIDs != "" {
-		if opt.RowIDs, err = shadow.ReadRowIDs(*rowIDs); err != nil {
-			return err
-		}
+	rep, err := shadow.Run(shadow.Sources{LegacyFile: *legacyFile, LegacyChannel: *legacyChannel,
+		MsgxFile: *msgxFile, MsgxChannel: *msgxChannel, For: *period, Redis: *addr, RedisPassword: *password,
+		SaveLegacy: *saveLegacy, SaveMsgx: *saveMsgx, RowIDs: *rowIDs, Loc: cfg.LegacyLocation(), Status: os.Stderr})
+	if err != nil {
+		return err
 	}
-
-	var legacy, msgx []shadow.Note
-	if *legacyChannel != "" || *msgxChannel != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: *addr, Password: *password, DialTimeout: 5 * time.Second})
-		defer rdb.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), *period)
-		defer cancel()
-		var channels []string
-		for _, ch := range []string{*legacyChannel, *msgxChannel} {
-			if ch != "" {
-				channels = append(channels, ch)
-			}
-		}
-		got, err := shadow.Listen(ctx, rdb, []string{*legacyChannel, *msgxChannel}, loc, func() {
-			fmt.Fprintf(os.Stderr, "listening on %s (%s) for %s\n", strings.Join(channels, ", "), *addr, *period)
-		})
-		if err != nil {
-			return err
-		}
-		legacy, msgx = got[0], got[1]
-		if err := shadow.SaveCapture(*saveLegacy, legacy); err != nil {
-			return err
-		}
-		if err := shadow.SaveCapture(*saveMsgx, msgx); err != nil {
-			return err
-		}
-	}
-	if *legacyFile != "" {
-		if legacy, err = shadow.ReadCapture(*legacyFile, loc); err != nil {
-			return err
-		}
-	}
-	if *msgxFile != "" {
-		if msgx, err = shadow.ReadCapture(*msgxFile, loc); err != nil {
-			return err
-		}
-	}
-	rep := shadow.Compare(legacy, msgx, opt)
 	rep.Write(os.Stdout)
 	switch rep.Verdict() {
 	case "DIFFERENT":
