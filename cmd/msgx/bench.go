@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"msgx/internal/app"
 	"os"
 	"os/signal"
 	"syscall"
@@ -34,41 +34,17 @@ func benchCmd(args []string) error {
 	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 {
 		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, and no arguments follow the flags\n\n")
 		fmt.Fprintf(os.Stderr, "Run 'msgx help bench' for the flags and examples.\n")
-		return exitError{code: exitUsage}
+		return app.ExitError{Code: exitUsage}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	work, err := os.MkdirTemp(bench.BaseDir(cfg), "msgx-bench-")
-	if err != nil {
-		return fmt.Errorf("create the bench's temporary directory: %w", err)
-	}
-	defer os.RemoveAll(work)
-	scratch, err := bench.OpenScratch(ctx, cfg, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, WorkDir: work})
-	if err != nil {
-		return benchError(ctx, err)
-	}
-	var profile io.Writer
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("create the CPU profile: %w", err)
-		}
-		defer f.Close()
-		profile = f
-	}
-	res, err := bench.Run(ctx, bench.Options{
-		CPUProfile: profile,
-		Config:     cfg, DB: scratch.DB, WorkDir: work,
-		Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
+	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database}, bench.Options{
+		Config: cfg, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Progress: os.Stderr,
-	})
-	res.Database = scratch.Where
-	if cerr := scratch.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
+	}, *cpuProfile)
 	if err != nil {
 		return benchError(ctx, err)
 	}
@@ -82,9 +58,9 @@ func benchCmd(args []string) error {
 func benchError(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
-		return exitError{code: exitFailure, msg: "msgx bench: interrupted; the scratch database and files were removed"}
+		return app.ExitError{Code: exitFailure, Msg: "msgx bench: interrupted; the scratch database and files were removed"}
 	case errors.Is(err, store.ErrUnavailable):
-		return exitError{code: exitNoDatabase, msg: "msgx bench: cannot reach the database: " + err.Error()}
+		return app.ExitError{Code: exitNoDatabase, Msg: "msgx bench: cannot reach the database: " + err.Error()}
 	}
 	return err
 }

@@ -39,19 +39,24 @@ var commandsText string
 var runs = map[string]func([]string) error{
 	"serve": serve, "send": send, "status": status, "messages": messages, "message": message,
 	"replay": replay, "events": events, "flight": flightCmd, "park": park,
-	"pause":  func(args []string) error { return pauseCmd(args, true) },
-	"resume": func(args []string) error { return pauseCmd(args, false) },
+	"pause":  func(args []string) error { return pauseCmd(args, "pause") },
+	"resume": func(args []string) error { return pauseCmd(args, "resume") },
 	"jobs":   jobsCmd, "job": jobCmd, "audit": auditCmd, "token": token, "request": request,
 	"requests": requestsList, "simulate": simulateCmd, "shadow": shadowCmd, "decode": decode,
 	"migrate": migrate, "bench": benchCmd, "version": versionCmd, "help": helpCmd,
 }
+
+// usageFooter ends `msgx help` (from commands.txt).
+var usageFooter string
 
 // commands are listed by `msgx help` in the order of commands.txt. (Filled in init: the
 // commands' functions refer back to the table through newFlags.)
 var commands []command
 
 func init() {
-	_, text, _ := strings.Cut(commandsText, "\n== ")
+	preamble, text, _ := strings.Cut(commandsText, "\n== ")
+	_, usageFooter, _ = strings.Cut(preamble, "\n\n")
+	usageFooter = strings.TrimSpace(usageFooter) + "\n"
 	for _, block := range strings.Split(text, "\n== ") {
 		head, rest, _ := strings.Cut(block, "\n")
 		summary, help, _ := strings.Cut(rest, "\n")
@@ -65,18 +70,6 @@ func init() {
 		panic("commands.txt does not name every command of runs")
 	}
 }
-
-const usageFooter = `The server address (--server) is a URL or host:port; it defaults to MSGX_SERVER, else
-http://127.0.0.1:<port of http.addr>.
-Configuration: a YAML file (--config or MSGX_CONFIG) and MSGX_* environment variables;
-docs/configuration.md lists every key.
-
-Exit codes: 0 done; 1 failed; 2 bad command line; 3 another instance holds the pump lease
-and this one cannot stand by (SQLite); 4 bad configuration; 5 gave up waiting for the
-database (database.wait-timeout); 6 shadow diff cannot tell (UNDECIDED).
-
-Run 'msgx help COMMAND' for a command's flags and examples.
-`
 
 // usage is the text `msgx help` prints.
 func usage() string {
@@ -131,14 +124,14 @@ func run(argv []string) int {
 		return 0
 	}
 	if e, ok := err.(app.ExitError); ok {
-		err = exitError{code: e.Code, msg: e.Msg}
+		err = app.ExitError{Code: e.Code, Msg: e.Msg}
 	}
 	if err != nil {
-		if e, ok := err.(exitError); ok {
-			if e.msg != "" {
-				fmt.Fprintln(os.Stderr, e.msg)
+		if e, ok := err.(app.ExitError); ok {
+			if e.Msg != "" {
+				fmt.Fprintln(os.Stderr, e.Msg)
 			}
-			return e.code
+			return e.Code
 		}
 		fmt.Fprintln(os.Stderr, "msgx "+name+": "+err.Error())
 		return exitFailure
@@ -185,7 +178,7 @@ func wantsHelp(args []string) bool {
 // newFlags returns the FlagSet of command name. Every command builds its flags with it so
 // that, like the go tool, `msgx CMD --help` prints the command's help with examples on stdout
 // and exits 0, a mistyped flag is answered with the flag it probably meant, and the flags are
-// listed with two dashes as the README spells them. The command returns exitError{code:
+// listed with two dashes as the README spells them. The command returns app.ExitError{Code:
 // exitUsage} when Parse fails, as before.
 func newFlags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -272,14 +265,14 @@ func helpCmd(args []string) error {
 		return nil
 	}
 	if len(args) > 1 {
-		return exitError{code: exitUsage, msg: "usage: msgx help [COMMAND]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx help [COMMAND]"}
 	}
 	if wantsHelp(args) {
 		args[0] = "help"
 	}
 	cmd, ok := lookup(args[0])
 	if !ok {
-		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx help %s: unknown command%s\nRun 'msgx help' for the list of commands.",
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx help %s: unknown command%s\nRun 'msgx help' for the list of commands.",
 			args[0], suggest.DidYouMean(args[0], commandNames()))}
 	}
 	if cmd.name == "help" {
@@ -294,14 +287,6 @@ func helpCmd(args []string) error {
 	}
 	return nil
 }
-
-// exitError ends the program with code after printing msg.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e exitError) Error() string { return e.msg }
 
 // printJSON prints v as indented JSON on stdout.
 func printJSON(v any) error {

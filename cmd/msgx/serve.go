@@ -13,11 +13,11 @@ import (
 func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error) {
 	path := fs.String("config", os.Getenv("MSGX_CONFIG"), "YAML config `FILE` (default MSGX_CONFIG)")
 	if err := fs.Parse(args); err != nil {
-		return config.Config{}, nil, exitError{code: exitUsage}
+		return config.Config{}, nil, app.ExitError{Code: exitUsage}
 	}
 	cfg, err := config.Load(*path, os.Environ())
 	if err != nil {
-		return cfg, nil, exitError{code: exitConfig, msg: "msgx " + fs.Name() + ": " + err.Error()}
+		return cfg, nil, app.ExitError{Code: exitConfig, Msg: "msgx " + fs.Name() + ": " + err.Error()}
 	}
 	for _, w := range config.UnknownEnv(os.Environ()) {
 		fmt.Fprintf(os.Stderr, "msgx %s: warning: %s\n", fs.Name(), w)
@@ -51,7 +51,7 @@ func migrate(args []string) error {
 func versionCmd(args []string) error {
 	fs := newFlags("version")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage}
+		return app.ExitError{Code: exitUsage}
 	}
 	fmt.Println(app.ReadBuild(version))
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"msgx/internal/app"
 	"os"
 	"strings"
 
@@ -14,7 +15,7 @@ func shadowCmd(args []string) error {
 		if helpWanted {
 			return nil // run prints the help
 		}
-		return exitError{code: exitUsage, msg: "usage: msgx shadow diff …; run 'msgx help shadow'"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx shadow diff …; run 'msgx help shadow'"}
 	}
 	fs := newFlags("shadow")
 	legacyFile := fs.String("legacy", "", "the legacy's notifications: a capture of JSON lines")
@@ -32,7 +33,7 @@ func shadowCmd(args []string) error {
 		return err
 	}
 	usage := func(msg string) error {
-		return exitError{code: exitUsage, msg: "msgx shadow diff: " + msg}
+		return app.ExitError{Code: exitUsage, Msg: "msgx shadow diff: " + msg}
 	}
 	switch {
 	case len(rest) > 0:
@@ -55,9 +56,9 @@ func shadowCmd(args []string) error {
 	rep.Write(os.Stdout)
 	switch rep.Verdict() {
 	case "DIFFERENT":
-		return exitError{code: exitFailure}
+		return app.ExitError{Code: exitFailure}
 	case "UNDECIDED":
-		return exitError{code: exitUndecided}
+		return app.ExitError{Code: exitUndecided}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"msgx/internal/app"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,10 +31,10 @@ func simulateCmd(args []string) error {
 	out := fs.String("out", "", "write the messages to numbered files in `DIR` instead of posting them")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	if err := fs.Parse(args); err != nil {
-		return exitError{code: exitUsage}
+		return app.ExitError{Code: exitUsage}
 	}
 	usageErr := func(format string, a ...any) error {
-		return exitError{code: exitUsage, msg: "msgx simulate: " + fmt.Sprintf(format, a...) + "\nRun 'msgx help simulate' for the flags and examples."}
+		return app.ExitError{Code: exitUsage, Msg: "msgx simulate: " + fmt.Sprintf(format, a...) + "\nRun 'msgx help simulate' for the flags and examples."}
 	}
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
@@ -80,7 +81,7 @@ func simulateCmd(args []string) error {
 		rep.Write(os.Stdout)
 	}
 	if p := rep.Problem(); p != "" {
-		return exitError{code: exitFailure, msg: "msgx simulate: " + p}
+		return app.ExitError{Code: exitFailure, Msg: "msgx simulate: " + p}
 	}
 	return nil
 }

@@ -43,7 +43,11 @@ func NewProgress(label string, total int) *Progress {
 
 // Update reports done of total steps, with a short note (what was sent last, the simulated
 // time); it draws at most every 100 ms on a terminal, and writes a line every 5 s otherwise.
+// A nil Progress shows nothing.
 func (p *Progress) Update(done int, note string) {
+	if p == nil {
+		return
+	}
 	now := p.now()
 	if done < p.total && now.Sub(p.last) < p.every {
 		return
@@ -76,7 +80,7 @@ func (p *Progress) Update(done int, note string) {
 // Clear removes the bar from the terminal (before a line goes to stdout on the same
 // terminal); the next update draws it again.
 func (p *Progress) Clear() {
-	if p.tty && p.drawn {
+	if p != nil && p.tty && p.drawn {
 		fmt.Fprint(p.w, "\r\x1b[K")
 		p.drawn = false
 		p.last = time.Time{}
@@ -85,7 +89,7 @@ func (p *Progress) Clear() {
 
 // Finish ends the bar's line, so what follows starts on a line of its own.
 func (p *Progress) Finish() {
-	if p.tty && p.drawn {
+	if p != nil && p.tty && p.drawn {
 		fmt.Fprintln(p.w)
 	}
 }
