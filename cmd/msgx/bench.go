@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"msgx/internal/app"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,30 +14,6 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
-
-const benchHelp = `Measures, in one run, the machine's floor (durable commits per second on one connection,
-~2 KB rows, one and 100 per commit) and msgx end to end, in-process, built exactly as
-'msgx serve' builds it (inbox over a loopback HTTP listener, pump under the lease, dispatcher
-delivering to file sinks in a temporary directory), and prints msgx's figures beside the
-floor as ratios: accepted/s, processed/s, accept→SENT p50/p99 at a steady rate, the time
-of one 3,000-flight SCHD DNLD, and the peak heap in use.
-
-The database is the configured kind (--config, MSGX_* environment), but the bench never
-touches the configured database's tables:
-  sqlite  runs on a new temporary file beside the configured one (same disk), removed at
-          the end; --dsn FILE runs on that file instead (it must not exist; it is kept).
-  mysql   creates a scratch database (--database, default msgx_bench) on the configured
-          server, and drops it at the end; the user of database.dsn needs CREATE and DROP.
-          A database of that name the bench did not create is refused.
-
-Exit codes: 0 done; 1 failed; 2 bad command line; 4 bad configuration; 5 the database
-could not be reached.
-
-Examples:
-  msgx bench
-  msgx bench --messages 20000 --json > bench.json
-  MSGX_DATABASE_DRIVER=mysql MSGX_DATABASE_DSN='root@tcp(127.0.0.1:3306)/test' msgx bench --database msgx_bench2
-`
 
 // benchCmd runs `msgx bench`.
 func benchCmd(args []string) error {
@@ -59,48 +34,22 @@ func benchCmd(args []string) error {
 	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 {
 		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, and no arguments follow the flags\n\n")
 		fmt.Fprintf(os.Stderr, "Run 'msgx help bench' for the flags and examples.\n")
-		return exitError{code: exitUsage}
+		return app.ExitError{Code: exitUsage}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	work, err := os.MkdirTemp(bench.BaseDir(cfg), "msgx-bench-")
-	if err != nil {
-		return fmt.Errorf("create the bench's temporary directory: %w", err)
-	}
-	defer os.RemoveAll(work)
-	scratch, err := bench.OpenScratch(ctx, cfg, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, WorkDir: work})
-	if err != nil {
-		return benchError(ctx, err)
-	}
-	var profile io.Writer
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("create the CPU profile: %w", err)
-		}
-		defer f.Close()
-		profile = f
-	}
-	res, err := bench.Run(ctx, bench.Options{
-		CPUProfile: profile,
-		Config:     cfg, DB: scratch.DB, Build: scratch.Build, WorkDir: work,
-		Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
+	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database}, bench.Options{
+		Config: cfg, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Progress: os.Stderr,
-	})
-	res.Database = scratch.Where
-	if cerr := scratch.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
+	}, *cpuProfile)
 	if err != nil {
 		return benchError(ctx, err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(res)
 	}
 	return bench.WriteTable(os.Stdout, res)
 }
@@ -109,9 +58,9 @@ func benchCmd(args []string) error {
 func benchError(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
-		return exitError{code: exitFailure, msg: "msgx bench: interrupted; the scratch database and files were removed"}
+		return app.ExitError{Code: exitFailure, Msg: "msgx bench: interrupted; the scratch database and files were removed"}
 	case errors.Is(err, store.ErrUnavailable):
-		return exitError{code: exitNoDatabase, msg: "msgx bench: cannot reach the database: " + err.Error()}
+		return app.ExitError{Code: exitNoDatabase, Msg: "msgx bench: cannot reach the database: " + err.Error()}
 	}
 	return err
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"msgx/internal/app"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +36,12 @@ func tokenFlag(fs *flag.FlagSet) {
 	})
 }
 
+// serverFlags adds --server and --token and returns the server flag.
+func serverFlags(fs *flag.FlagSet) *string {
+	tokenFlag(fs)
+	return fs.String("server", "", "the msgx server: a `URL` or host:port")
+}
+
 // srv is the client of the server of --server (flagValue; client.ServerURL) with the token.
 func srv(flagValue string) *client.Client {
 	return &client.Client{URL: client.ServerURL(flagValue), Token: apiToken, HTTP: httpClient}
@@ -55,76 +63,49 @@ func show(c *client.Client, path string, asJSON bool, out any) (printed bool, er
 
 func send(args []string) error {
 	fs := newFlags("send")
-	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
-	tokenFlag(fs)
+	server := serverFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return exitError{code: 2}
+		return app.ExitError{Code: 2}
 	}
 	if fs.NArg() == 0 {
-		return exitError{code: 2, msg: "usage: msgx send [--server URL] FILE…"}
+		return app.ExitError{Code: 2, Msg: "usage: msgx send [--server URL] FILE…"}
 	}
 	failed := 0
 	// Many files on a terminal: a progress bar on stderr, kept below the id lines.
-	var bar *progress
+	var bar *client.Progress
 	if fs.NArg() > 1 && term.IsTerminal(int(os.Stderr.Fd())) {
-		bar = newProgress("send", fs.NArg())
-		defer bar.finish()
+		bar = client.NewProgress("send", fs.NArg())
+		defer bar.Finish()
 	}
 	for i, path := range fs.Args() {
-		if bar != nil {
-			bar.clear()
-		}
+		bar.Clear()
+		var id int64
 		b, err := os.ReadFile(path)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
-			failed++
-			continue
+		if err == nil {
+			id, err = srv(*server).Send(b)
 		}
-		id, err := srv(*server).Send(b)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
 			failed++
 			continue
 		}
 		fmt.Printf("%d\t%s\n", id, path)
-		if bar != nil {
-			bar.update(i+1, filepath.Base(path))
-		}
+		bar.Update(i+1, filepath.Base(path))
 	}
 	if failed > 0 {
-		return exitError{code: 1, msg: fmt.Sprintf("%d of %d files not accepted", failed, fs.NArg())}
+		return app.ExitError{Code: 1, Msg: fmt.Sprintf("%d of %d files not accepted", failed, fs.NArg())}
 	}
 	return nil
 }
 
 func status(args []string) error {
 	fs := newFlags("status")
-	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
-	tokenFlag(fs)
+	server := serverFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil {
-		return exitError{code: 2}
+		return app.ExitError{Code: 2}
 	}
-	var st struct {
-		Counts      map[string]int `json:"counts"`
-		PumpRunning bool           `json:"pump_running"`
-		LeaseHolder string         `json:"lease_holder"`
-		Head        *struct {
-			ID       int64    `json:"id"`
-			State    string   `json:"state"`
-			TypeTag  *string  `json:"type_tag"`
-			Attempts int      `json:"attempts"`
-			Why      string   `json:"why"`
-			Warnings []string `json:"warnings"`
-		} `json:"head"`
-		Extra  map[string]json.RawMessage `json:"extra"`
-		Paused []struct {
-			Name   string    `json:"name"`
-			By     string    `json:"paused_by"`
-			Reason string    `json:"reason"`
-			At     time.Time `json:"paused_at"`
-		} `json:"paused"`
-	}
+	var st client.Status
 	if printed, err := show(srv(*server), "/api/v1/status", *asJSON, &st); printed || err != nil {
 		return err
 	}
@@ -143,101 +124,28 @@ func status(args []string) error {
 	for _, s := range []string{"PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD"} {
 		fmt.Printf("%-10s %d\n", s, st.Counts[s])
 	}
-	if st.Head == nil {
-		fmt.Println("head: none (nothing waiting)")
-	} else {
-		tag := "?"
-		if st.Head.TypeTag != nil {
-			tag = *st.Head.TypeTag
-		}
-		fmt.Printf("head: message %d %s %s, attempts %d\n  why: %s\n", st.Head.ID, tag, st.Head.State, st.Head.Attempts, st.Head.Why)
-		for _, w := range st.Head.Warnings {
-			fmt.Printf("  warning: %s\n", w)
-		}
-	}
-	if raw, ok := st.Extra["recent"]; ok {
-		var recent []struct {
-			MsgID    int64     `json:"msg_id"`
-			TypeTag  string    `json:"type_tag"`
-			State    string    `json:"state"`
-			Class    string    `json:"error_class"`
-			At       time.Time `json:"at"`
-			Note     string    `json:"note"`
-			Warnings []string  `json:"warnings"`
-		}
-		if err := json.Unmarshal(raw, &recent); err == nil && len(recent) > 0 {
-			fmt.Println("recently parked, dead or applied with warnings (newest first):")
-			for _, n := range recent {
-				fmt.Printf("  %s message %d %s %s %s\n", n.At.Format(time.RFC3339), n.MsgID, n.TypeTag, n.State, n.Class)
-				if n.Note != "" {
-					fmt.Printf("    %s\n", n.Note)
-				}
-				for _, w := range n.Warnings {
-					fmt.Printf("    warning: %s\n", w)
-				}
+	printHead(st)
+	var recent []client.RecentNote
+	if _, ok, err := takeSection(st.Extra, "recent", &recent); ok && err == nil && len(recent) > 0 {
+		fmt.Println("recently parked, dead or applied with warnings (newest first):")
+		for _, n := range recent {
+			fmt.Printf("  %s message %d %s %s %s\n", n.At.Format(time.RFC3339), n.MsgID, n.TypeTag, n.State, n.Class)
+			if n.Note != "" {
+				fmt.Printf("    %s\n", n.Note)
+			}
+			for _, w := range n.Warnings {
+				fmt.Printf("    warning: %s\n", w)
 			}
 		}
-		delete(st.Extra, "recent")
 	}
-	if raw, ok := st.Extra["targets"]; ok {
-		var targets []struct {
-			Target     string  `json:"target"`
-			Pending    int64   `json:"pending"`
-			Dead       int64   `json:"dead"`
-			Sent       int64   `json:"sent"`
-			AgeSeconds float64 `json:"oldest_pending_age_s"`
-			// While the head event fails: since when, and why.
-			BlockedSince *time.Time `json:"blocked_since"`
-			ErrorClass   *string    `json:"error_class"`
-			LastError    *string    `json:"last_error"`
-			NextAttempt  *time.Time `json:"next_attempt_at"`
-			Head         *struct {
-				EventID   int64   `json:"event_id"`
-				Attempts  int     `json:"attempts"`
-				LastError *string `json:"last_error"`
-			} `json:"head"`
-		}
-		if err := json.Unmarshal(raw, &targets); err != nil {
-			fmt.Printf("targets: %s\n", raw)
-		} else if len(targets) == 0 {
-			fmt.Println("targets: no events yet")
-		} else {
-			fmt.Printf("%-14s %8s %6s %8s %s\n", "target", "pending", "dead", "sent", "oldest pending")
-			for _, t := range targets {
-				age := "-"
-				if t.Pending > 0 {
-					age = (time.Duration(t.AgeSeconds * float64(time.Second))).Round(time.Millisecond).String()
-				}
-				fmt.Printf("%-14s %8d %6d %8d %s\n", t.Target, t.Pending, t.Dead, t.Sent, age)
-				switch {
-				case t.BlockedSince != nil && t.Head != nil:
-					next := "-"
-					if t.NextAttempt != nil {
-						next = t.NextAttempt.Format(time.RFC3339)
-					}
-					fmt.Printf("  BLOCKED since %s (%s), head event %d, %d attempt(s), next attempt %s, %s: %s\n",
-						t.BlockedSince.Format(time.RFC3339), time.Since(*t.BlockedSince).Round(time.Second), t.Head.EventID,
-						t.Head.Attempts, next, or(t.ErrorClass, "?"), or(t.LastError, ""))
-				case t.Head != nil && t.Head.LastError != nil:
-					fmt.Printf("  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
-				}
-			}
-		}
-		delete(st.Extra, "targets")
+	var targets []client.TargetStatus
+	if raw, ok, err := takeSection(st.Extra, "targets", &targets); ok {
+		printTargets(raw, targets, err)
 	}
-	if raw, ok := st.Extra["pump_trouble"]; ok {
-		var tr *struct {
-			MsgID     int64     `json:"msg_id"`
-			Failures  int       `json:"failures"`
-			LastError string    `json:"last_error"`
-			Since     time.Time `json:"since"`
-			Next      time.Time `json:"next_attempt_at"`
-		}
-		if err := json.Unmarshal(raw, &tr); err == nil && tr != nil {
-			fmt.Printf("pump: cannot record the outcome of message %d: %d failure(s) since %s, next try %s\n  error: %s\n",
-				tr.MsgID, tr.Failures, tr.Since.Format(time.RFC3339), tr.Next.Format(time.RFC3339), tr.LastError)
-		}
-		delete(st.Extra, "pump_trouble")
+	var tr *client.PumpTrouble
+	if _, ok, err := takeSection(st.Extra, "pump_trouble", &tr); ok && err == nil && tr != nil {
+		fmt.Printf("pump: cannot record the outcome of message %d: %d failure(s) since %s, next try %s\n  error: %s\n",
+			tr.MsgID, tr.Failures, tr.Since.Format(time.RFC3339), tr.Next.Format(time.RFC3339), tr.LastError)
 	}
 	printJobs(st.Extra)
 	keys := make([]string, 0, len(st.Extra))
@@ -249,6 +157,64 @@ func status(args []string) error {
 		fmt.Printf("%s: %s\n", k, st.Extra[k])
 	}
 	return nil
+}
+
+// takeSection takes the status section key out of extra and decodes it into v; ok is false
+// when the status has no such section.
+func takeSection(extra map[string]json.RawMessage, key string, v any) (raw json.RawMessage, ok bool, err error) {
+	if raw, ok = extra[key]; !ok {
+		return nil, false, nil
+	}
+	delete(extra, key)
+	return raw, true, json.Unmarshal(raw, v)
+}
+
+// printHead prints the status's head message and why it waits.
+func printHead(st client.Status) {
+	if st.Head == nil {
+		fmt.Println("head: none (nothing waiting)")
+		return
+	}
+	tag := "?"
+	if st.Head.TypeTag != nil {
+		tag = *st.Head.TypeTag
+	}
+	fmt.Printf("head: message %d %s %s, attempts %d\n  why: %s\n", st.Head.ID, tag, st.Head.State, st.Head.Attempts, st.Head.Why)
+	for _, w := range st.Head.Warnings {
+		fmt.Printf("  warning: %s\n", w)
+	}
+}
+
+// printTargets prints the status's delivery targets (raw when they could not be read: err).
+func printTargets(raw json.RawMessage, targets []client.TargetStatus, err error) {
+	if err != nil {
+		fmt.Printf("targets: %s\n", raw)
+		return
+	}
+	if len(targets) == 0 {
+		fmt.Println("targets: no events yet")
+		return
+	}
+	fmt.Printf("%-14s %8s %6s %8s %s\n", "target", "pending", "dead", "sent", "oldest pending")
+	for _, t := range targets {
+		age := "-"
+		if t.Pending > 0 {
+			age = (time.Duration(t.AgeSeconds * float64(time.Second))).Round(time.Millisecond).String()
+		}
+		fmt.Printf("%-14s %8d %6d %8d %s\n", t.Target, t.Pending, t.Dead, t.Sent, age)
+		switch {
+		case t.BlockedSince != nil && t.Head != nil:
+			next := "-"
+			if t.NextAttempt != nil {
+				next = t.NextAttempt.Format(time.RFC3339)
+			}
+			fmt.Printf("  BLOCKED since %s (%s), head event %d, %d attempt(s), next attempt %s, %s: %s\n",
+				t.BlockedSince.Format(time.RFC3339), time.Since(*t.BlockedSince).Round(time.Second), t.Head.EventID,
+				t.Head.Attempts, next, or(t.ErrorClass, "?"), or(t.LastError, ""))
+		case t.Head != nil && t.Head.LastError != nil:
+			fmt.Printf("  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
+		}
+	}
 }
 
 // idList collects repeated --id flags, each possibly comma-separated.
@@ -268,28 +234,22 @@ func (l *idList) Set(s string) error {
 
 func replay(args []string) error {
 	fs := newFlags("replay")
-	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	server := serverFlags(fs)
 	classes := fs.String("class", "", "error classes (`C[,C…]`) to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
 	events := fs.Bool("events", false, "replay DEAD delivery events instead of messages")
 	tgt := fs.String("target", "", "with --events: only this target `T`")
-	tokenFlag(fs)
 	dryRun := fs.Bool("dry-run", false, "say what would move, moving nothing")
 	var ids idList
 	fs.Var(&ids, "id", "message (or, with --events, event) id `N` to replay (repeatable)")
 	if err := fs.Parse(args); err != nil {
-		return exitError{code: 2}
+		return app.ExitError{Code: 2}
 	}
 	if *events {
 		if err := checkTarget(srv(*server), *tgt); err != nil {
 			return err
 		}
-		body, _ := json.Marshal(map[string]any{"target": *tgt, "ids": []int64(ids), "dry_run": *dryRun})
-		var res struct {
-			Moved, Skipped int
-			IDs            []int64
-			Note           string
-		}
-		if err := srv(*server).Do("POST", "/api/v1/events/replay", body, "application/json", &res); err != nil {
+		var res client.ReplayAnswer
+		if err := srv(*server).PostJSON("/api/v1/events/replay", map[string]any{"target": *tgt, "ids": []int64(ids), "dry_run": *dryRun}, &res); err != nil {
 			return err
 		}
 		if *dryRun {
@@ -310,24 +270,19 @@ func replay(args []string) error {
 	for _, c := range strings.Split(*classes, ",") {
 		if c = strings.TrimSpace(c); c != "" {
 			if _, ok := pipeline.ParseErrorClass(strings.ToUpper(c)); !ok {
-				return exitError{code: exitUsage, msg: fmt.Sprintf("msgx replay: unknown class %q%s; the classes are %s",
+				return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx replay: unknown class %q%s; the classes are %s",
 					c, suggest.DidYouMean(c, classNames()), strings.Join(classNames(), ", "))}
 			}
 			cl = append(cl, strings.ToUpper(c))
 		}
 	}
 	if len(cl) == 0 && len(ids) == 0 {
-		return exitError{code: 2, msg: "usage: msgx replay --class C[,C…] [--id N…]"}
+		return app.ExitError{Code: 2, Msg: "usage: msgx replay --class C[,C…] [--id N…]"}
 	}
 	req["classes"] = cl
 	req["dry_run"] = *dryRun
-	body, _ := json.Marshal(req)
-	var res struct {
-		Moved   int     `json:"moved"`
-		Skipped int     `json:"skipped"`
-		IDs     []int64 `json:"ids"`
-	}
-	if err := srv(*server).Do("POST", "/api/v1/replay", body, "application/json", &res); err != nil {
+	var res client.ReplayAnswer
+	if err := srv(*server).PostJSON("/api/v1/replay", req, &res); err != nil {
 		return err
 	}
 	if *dryRun {
@@ -357,24 +312,11 @@ func checkTarget(server *client.Client, name string) error {
 	if name == "" {
 		return nil
 	}
-	var st struct {
-		Extra struct {
-			Targets []struct {
-				Target string `json:"target"`
-			} `json:"targets"`
-		} `json:"extra"`
-	}
-	if server.Get("/api/v1/status", &st) != nil || len(st.Extra.Targets) == 0 {
+	names := server.TargetNames()
+	if len(names) == 0 || slices.Contains(names, name) {
 		return nil
 	}
-	var names []string
-	for _, t := range st.Extra.Targets {
-		if t.Target == name {
-			return nil
-		}
-		names = append(names, t.Target)
-	}
-	return exitError{code: exitUsage, msg: fmt.Sprintf("msgx replay: unknown target %q%s; the server's targets are %s",
+	return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx replay: unknown target %q%s; the server's targets are %s",
 		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))}
 }
 
@@ -384,34 +326,16 @@ func decode(args []string) error {
 		return err
 	}
 	if len(rest) != 1 {
-		return exitError{code: 2, msg: "usage: msgx decode [--config FILE] FILE"}
+		return app.ExitError{Code: 2, Msg: "usage: msgx decode [--config FILE] FILE"}
 	}
 	raw, err := os.ReadFile(rest[0])
 	if err != nil {
 		return err
 	}
-	msg, err := sis.Decode(raw, cfg.Decoding())
-	out := map[string]any{}
-	if msg != nil {
-		out["type_tag"] = msg.Tag()
-		out["identity"] = pipeline.IdentityMode(cfg.Identity.Mode).Key(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day)
-		if d, derr := sis.ContentDigest(raw); derr == nil {
-			out["content_digest"] = d // what tells it from another message with its SEQN (identity.mode content)
-		}
-		out["meta"] = msg.Meta
-		if len(msg.Warnings) > 0 {
-			out["warnings"] = msg.Warnings
-		}
-	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
+	out, err := sis.Explain(raw, cfg.Decoding(), pipeline.IdentityMode(cfg.Identity.Mode))
 	if err != nil {
-		class := pipeline.ClassOf(err)
-		out["error_class"] = class
-		out["error"] = err.Error()
-		enc.Encode(out)
-		return exitError{code: 1, msg: fmt.Sprintf("%s: %s", class, err)}
+		printJSON(out)
+		return app.ExitError{Code: 1, Msg: err.Error()}
 	}
-	out["body"] = msg.Body
-	return enc.Encode(out)
+	return printJSON(out)
 }

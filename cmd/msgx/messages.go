@@ -2,29 +2,14 @@ package main
 
 import (
 	"fmt"
+	"msgx/internal/app"
+	"msgx/internal/client"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// shownMessage is what the message commands print of GET /api/v1/messages[/{id}].
-type shownMessage struct {
-	ID          int64      `json:"id"`
-	State       string     `json:"state"`
-	ErrorClass  *string    `json:"error_class"`
-	Attempts    int        `json:"attempts"`
-	LastError   *string    `json:"last_error"`
-	TypeTag     *string    `json:"type_tag"`
-	Identity    *string    `json:"identity"`
-	ReceivedAt  *time.Time `json:"received_at"`
-	ProcessedAt *time.Time `json:"processed_at"`
-	Note        string     `json:"note"`
-	Warnings    []string   `json:"warnings"`
-	// AnsweredRequest is the data request this message (a RESP) answered.
-	AnsweredRequest *int64 `json:"answered_request"`
-}
 
 func or(s *string, def string) string {
 	if s == nil || *s == "" {
@@ -36,7 +21,7 @@ func or(s *string, def string) string {
 // messages lists messages with their state, class, note and warnings.
 func messages(args []string) error {
 	fs := newFlags("messages")
-	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	server := serverFlags(fs)
 	state := fs.String("state", "", "only this state `S` (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
 	class := fs.String("class", "", "only this error class `C`")
 	after := fs.Int64("after", 0, "only ids above this `ID`")
@@ -47,32 +32,13 @@ func messages(args []string) error {
 	from := fs.String("from", "", "only messages taken at or after this time (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only messages taken before this time")
 	text := fs.String("q", "", "only messages whose identity, last error or note contains this text")
-	tokenFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage, msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--after ID] [--limit N] [--json]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--after ID] [--limit N] [--json]"}
 	}
-	q := url.Values{}
-	if *flid != 0 {
-		q.Set("flid", strconv.FormatInt(*flid, 10))
-	}
-	for k, v := range map[string]string{"tag": *tag, "from": *from, "to": *to, "q": *text} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	if *state != "" {
-		q.Set("state", *state)
-	}
-	if *class != "" {
-		q.Set("class", *class)
-	}
-	q.Set("after", strconv.FormatInt(*after, 10))
-	q.Set("limit", strconv.Itoa(*limit))
-	var out struct {
-		Messages  []shownMessage `json:"messages"`
-		NextAfter *int64         `json:"next_after"`
-	}
-	if printed, err := show(srv(*server), "/api/v1/messages?"+q.Encode(), *asJSON, &out); printed || err != nil {
+	q := withFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
+		"flid", nonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
+	var out client.MessageList
+	if printed, err := show(srv(*server), "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
 	defer func() {
@@ -97,17 +63,16 @@ func messages(args []string) error {
 // message shows one message in full: state, class, last error, note and every warning.
 func message(args []string) (err error) {
 	fs := newFlags("message")
-	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	server := serverFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	rawBody := fs.Bool("raw", false, "print the raw text as received, nothing else")
 	history := fs.Bool("history", false, "also print the message's history (each attempt, park and replay)")
-	tokenFlag(fs)
 	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 {
-		return exitError{code: exitUsage, msg: "usage: msgx message [--server URL] [--json] [--raw] [--history] ID"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx message [--server URL] [--json] [--raw] [--history] ID"}
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || id <= 0 {
-		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0))}
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0))}
 	}
 	if *rawBody {
 		b, err := srv(*server).Raw(fmt.Sprintf("/api/v1/messages/%d/raw", id))
@@ -124,7 +89,7 @@ func message(args []string) (err error) {
 			}
 		}()
 	}
-	var m shownMessage
+	var m client.Message
 	if printed, err := show(srv(*server), fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
 		return err
 	}
@@ -154,6 +119,24 @@ func message(args []string) (err error) {
 		fmt.Printf("answered:   data request %d (msgx requests)\n", *m.AnsweredRequest)
 	}
 	return nil
+}
+
+// withFilters adds to q each name and value of kv whose value is not "", and encodes it.
+func withFilters(q url.Values, kv ...string) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q.Encode()
+}
+
+// nonZero is n in decimal, "" for 0.
+func nonZero(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // oneLine returns s on one line, cut to n characters.

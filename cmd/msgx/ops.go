@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"msgx/internal/app"
 	"net/url"
 	"os"
 	"sort"
@@ -53,24 +54,15 @@ func reorder(fs *flag.FlagSet, args []string) []string {
 }
 
 func printHistory(server string, id int64) error {
-	var h struct {
-		History []struct {
-			At       time.Time `json:"at"`
-			State    string    `json:"state"`
-			Class    *string   `json:"error_class"`
-			Attempts int       `json:"attempts"`
-			Detail   string    `json:"detail"`
-			Actor    string    `json:"actor"`
-		} `json:"history"`
-	}
-	if err := srv(server).Get(fmt.Sprintf("/api/v1/messages/%d/history", id), &h); err != nil {
+	history, err := srv(server).MessageHistory(id)
+	if err != nil {
 		return err
 	}
 	fmt.Println("history:")
-	if len(h.History) == 0 {
+	if len(history) == 0 {
 		fmt.Println("  (nothing recorded)")
 	}
-	for _, e := range h.History {
+	for _, e := range history {
 		who := ""
 		if e.Actor != "" {
 			who = " by " + e.Actor
@@ -99,38 +91,12 @@ func events(args []string) error {
 	limit := fs.Int("limit", 50, "at most this many (up to 1000)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage, msg: "usage: msgx events [--server URL] [--flid N] [--target T] [--state S] [--msg-id N] [--after ID] [--limit N] [--json]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx events [--server URL] [--flid N] [--target T] [--state S] [--msg-id N] [--after ID] [--limit N] [--json]"}
 	}
-	q := url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}}
-	if *flid != 0 {
-		q.Set("flid", strconv.FormatInt(*flid, 10))
-	}
-	if *msgID != 0 {
-		q.Set("msg_id", strconv.FormatInt(*msgID, 10))
-	}
-	if *tgt != "" {
-		q.Set("target", *tgt)
-	}
-	if *state != "" {
-		q.Set("state", *state)
-	}
-	var out struct {
-		Events []struct {
-			EventID       int64   `json:"event_id"`
-			MsgID         int64   `json:"msg_id"`
-			Target        string  `json:"target"`
-			Kind          string  `json:"kind"`
-			FlightKey     *string `json:"flight_key"`
-			State         string  `json:"state"`
-			Attempts      int     `json:"attempts"`
-			ErrorClass    *string `json:"error_class"`
-			LastError     *string `json:"last_error"`
-			PayloadBytes  int64   `json:"payload_bytes"`
-			PayloadElided bool    `json:"payload_elided"`
-		} `json:"events"`
-		NextAfter *int64 `json:"next_after"`
-	}
-	if printed, err := show(srv(*server), "/api/v1/events?"+q.Encode(), *asJSON, &out); printed || err != nil {
+	q := withFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
+		"flid", nonZero(*flid), "msg_id", nonZero(*msgID), "target", *tgt, "state", *state)
+	var out client.EventList
+	if printed, err := show(srv(*server), "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
 	fmt.Printf("%8s  %-13s  %-7s  %8s  %8s  %8s  %s\n", "event", "target", "state", "attempts", "message", "flight", "payload / last error")
@@ -156,54 +122,34 @@ func flightCmd(args []string) error {
 	server := clientFlags(fs)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
 	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 {
-		return exitError{code: exitUsage, msg: "usage: msgx flight [--server URL] [--history] FLID"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx flight [--server URL] [--history] FLID"}
 	}
 	flid, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || flid <= 0 {
-		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx flight: %q is not a FLID", fs.Arg(0))}
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx flight: %q is not a FLID", fs.Arg(0))}
 	}
 	if !*history {
 		var rec json.RawMessage
 		if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/flights/%d", flid), nil, "", &rec); err != nil {
 			return err
 		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rec)
+		return printJSON(rec)
 	}
-	after := int64(0)
 	n := 0
-	for {
-		var out struct {
-			Changes []struct {
-				EventID int64                                         `json:"event_id"`
-				MsgID   int64                                         `json:"msg_id"`
-				TypeTag string                                        `json:"type_tag"`
-				At      time.Time                                     `json:"at"`
-				Op      string                                        `json:"op"`
-				Changes map[string]struct{ Old, New json.RawMessage } `json:"changes"`
-			} `json:"changes"`
-			NextAfter *int64 `json:"next_after"`
+	err = srv(*server).FlightHistory(flid, func(c client.FlightChange) {
+		n++
+		fmt.Printf("%s  message %d %s  %s (event %d)\n", c.At.Format(time.RFC3339), c.MsgID, c.TypeTag, c.Op, c.EventID)
+		fields := make([]string, 0, len(c.Changes))
+		for k := range c.Changes {
+			fields = append(fields, k)
 		}
-		if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/flights/%d/history?limit=1000&after=%d", flid, after), nil, "", &out); err != nil {
-			return err
+		sort.Strings(fields)
+		for _, k := range fields {
+			fmt.Printf("    %-6s %s → %s\n", k, oneLine(string(c.Changes[k].Old), 60), oneLine(string(c.Changes[k].New), 60))
 		}
-		for _, c := range out.Changes {
-			n++
-			fmt.Printf("%s  message %d %s  %s (event %d)\n", c.At.Format(time.RFC3339), c.MsgID, c.TypeTag, c.Op, c.EventID)
-			fields := make([]string, 0, len(c.Changes))
-			for k := range c.Changes {
-				fields = append(fields, k)
-			}
-			sort.Strings(fields)
-			for _, k := range fields {
-				fmt.Printf("    %-6s %s → %s\n", k, oneLine(string(c.Changes[k].Old), 60), oneLine(string(c.Changes[k].New), 60))
-			}
-		}
-		if out.NextAfter == nil {
-			break
-		}
-		after = *out.NextAfter
+	})
+	if err != nil {
+		return err
 	}
 	if n == 0 {
 		fmt.Printf("flight %d: no recorded changes\n", flid)
@@ -217,45 +163,35 @@ func park(args []string) error {
 	server := clientFlags(fs)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
 	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
-		return exitError{code: exitUsage, msg: "usage: msgx park [--server URL] --reason TEXT ID"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx park [--server URL] --reason TEXT ID"}
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || id <= 0 {
-		return exitError{code: exitUsage, msg: fmt.Sprintf("msgx park: %q is not a message id", fs.Arg(0))}
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx park: %q is not a message id", fs.Arg(0))}
 	}
-	body, _ := json.Marshal(map[string]string{"reason": *reason})
-	var res struct {
-		From  string `json:"from_state"`
-		State string `json:"state"`
-		Class string `json:"error_class"`
-	}
-	if err := srv(*server).Do("POST", fmt.Sprintf("/api/v1/messages/%d/park", id), body, "application/json", &res); err != nil {
+	var res client.ParkAnswer
+	if err := srv(*server).PostJSON(fmt.Sprintf("/api/v1/messages/%d/park", id), map[string]string{"reason": *reason}, &res); err != nil {
 		return err
 	}
 	fmt.Printf("message %d: %s → %s %s (replay with: msgx replay --id %d)\n", id, res.From, res.State, res.Class, id)
 	return nil
 }
 
-// pauseCmd pauses (pause true) or resumes the pump, or one target with --target.
-func pauseCmd(args []string, pause bool) error {
-	name := "resume"
-	if pause {
-		name = "pause"
-	}
+// pauseCmd pauses (name "pause") or resumes ("resume") the pump, or one target with --target.
+func pauseCmd(args []string, name string) error {
 	fs := newFlags(name)
 	server := clientFlags(fs)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
 	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage, msg: "usage: msgx " + name + " [--server URL] [--target T] [--reason TEXT]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx " + name + " [--server URL] [--target T] [--reason TEXT]"}
 	}
 	path := "/api/v1/pump/" + name
 	if *tgt != "" {
 		path = "/api/v1/targets/" + url.PathEscape(*tgt) + "/" + name
 	}
-	body, _ := json.Marshal(map[string]string{"reason": *reason})
 	var res api.PauseAnswer
-	if err := srv(*server).Do("POST", path, body, "application/json", &res); err != nil {
+	if err := srv(*server).PostJSON(path, map[string]string{"reason": *reason}, &res); err != nil {
 		return err
 	}
 	what := "the pump"
@@ -289,7 +225,7 @@ func jobsCmd(args []string) error {
 	start := fs.String("start", "", "enqueue a job of this kind (ARCHIVE)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage, msg: "usage: msgx jobs [--server URL] [--start ARCHIVE] [--json]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx jobs [--server URL] [--start ARCHIVE] [--json]"}
 	}
 	if *start != "" {
 		j, err := srv(*server).StartJob(strings.ToUpper(*start))
@@ -325,20 +261,9 @@ func auditCmd(args []string) error {
 	after := fs.Int64("after", 0, "only entries above this id")
 	limit := fs.Int("limit", 100, "at most this many (up to 1000)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage, msg: "usage: msgx audit [--server URL] [--after ID] [--limit N]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx audit [--server URL] [--after ID] [--limit N]"}
 	}
-	var out struct {
-		Audit []struct {
-			ID      int64     `json:"id"`
-			At      time.Time `json:"at"`
-			Actor   string    `json:"actor"`
-			Role    string    `json:"role"`
-			Action  string    `json:"action"`
-			Subject string    `json:"subject"`
-			Detail  string    `json:"detail"`
-		} `json:"audit"`
-		NextAfter *int64 `json:"next_after"`
-	}
+	var out client.AuditPage
 	if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/audit?after=%d&limit=%d", *after, *limit), nil, "", &out); err != nil {
 		return err
 	}
@@ -355,22 +280,22 @@ func auditCmd(args []string) error {
 func token(args []string) error {
 	const usage = "usage: msgx token hash SECRET | msgx token new"
 	if len(args) == 0 {
-		return exitError{code: exitUsage, msg: usage}
+		return app.ExitError{Code: exitUsage, Msg: usage}
 	}
 	switch args[0] {
 	case "hash":
 		if len(args) != 2 {
-			return exitError{code: exitUsage, msg: usage}
+			return app.ExitError{Code: exitUsage, Msg: usage}
 		}
 		if len(args[1]) < 16 {
-			return exitError{code: exitUsage, msg: "msgx token hash: a token must be a random secret of at least 16 characters (msgx token new makes one); SHA-256 protects only high-entropy secrets"}
+			return app.ExitError{Code: exitUsage, Msg: "msgx token hash: a token must be a random secret of at least 16 characters (msgx token new makes one); SHA-256 protects only high-entropy secrets"}
 		}
 		fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
 		fmt.Println(api.HashToken(args[1]))
 		return nil
 	case "new":
 		if len(args) != 1 {
-			return exitError{code: exitUsage, msg: usage}
+			return app.ExitError{Code: exitUsage, Msg: usage}
 		}
 		s := api.NewTokenSecret()
 		fmt.Printf("secret (give it to its holder; msgx keeps only the hash): %s\n", s)
@@ -378,7 +303,7 @@ func token(args []string) error {
 		fmt.Println(api.HashToken(s))
 		return nil
 	}
-	return exitError{code: exitUsage, msg: usage}
+	return app.ExitError{Code: exitUsage, Msg: usage}
 }
 
 // jobCmd is `msgx job run KIND`: it enqueues a pump job, follows it (what it is doing, from
@@ -391,23 +316,12 @@ func jobCmd(args []string) error {
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
 	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
 	params := jobParamFlags(fs)
-	usage := exitError{code: exitUsage, msg: "usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day YYYY-MM-DD] [--params S]"}
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day YYYY-MM-DD] [--params S]"}
 	// The flags may come before or after "run KIND".
-	var rest []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return usage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if len(rest) != 2 || rest[0] != "run" {
+	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
 		return usage
 	}
-	kind := strings.ToUpper(rest[1])
+	kind := strings.ToUpper(fs.Arg(1))
 	c := srv(*server)
 	j, err := c.StartJobWith(kind, params())
 	if err != nil {
@@ -418,37 +332,19 @@ func jobCmd(args []string) error {
 		fmt.Println(j.ID)
 		return nil
 	}
-	deadline := time.Now().Add(*timeout)
-	lastDoing, lastErr := "", ""
-	for {
-		list, err := c.Jobs()
-		if err != nil {
-			return err
-		}
-		for _, x := range list {
-			if x.ID != j.ID {
-				continue
-			}
-			switch x.State {
-			case "DONE":
-				fmt.Println(or(x.Result, ""))
-				return nil
-			case "DEAD":
-				return exitError{code: exitFailure, msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, or(x.LastError, ""))}
-			case "FAILED":
-				if e := or(x.LastError, ""); e != lastErr {
-					fmt.Fprintf(os.Stderr, "job %d: attempt %d failed, to be retried: %s\n", j.ID, x.Attempts, e)
-					lastErr = e
-				}
-			}
-		}
-		if doing := c.JobDoing(j.ID); doing != "" && doing != lastDoing {
-			lastDoing = doing
-			fmt.Fprintf(os.Stderr, "job %d: %s\n", j.ID, lastDoing)
-		}
-		if time.Now().After(deadline) {
-			return exitError{code: exitFailure, msg: fmt.Sprintf("msgx job: job %d %s not finished after %s; it goes on ('msgx jobs' shows it)", j.ID, j.Kind, *timeout)}
-		}
-		time.Sleep(250 * time.Millisecond)
+	x, done, err := c.FollowJob(j.ID, *timeout,
+		func(doing string) { fmt.Fprintf(os.Stderr, "job %d: %s\n", j.ID, doing) },
+		func(attempt int, e string) {
+			fmt.Fprintf(os.Stderr, "job %d: attempt %d failed, to be retried: %s\n", j.ID, attempt, e)
+		})
+	switch {
+	case err != nil:
+		return err
+	case !done:
+		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s not finished after %s; it goes on ('msgx jobs' shows it)", j.ID, j.Kind, *timeout)}
+	case x.State == "DEAD":
+		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, or(x.LastError, ""))}
 	}
+	fmt.Println(or(x.Result, ""))
+	return nil
 }

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"msgx/internal/app"
+	"msgx/internal/client"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,27 +15,6 @@ const requestUsage = `usage:
   msgx request [--server URL] schedule --from TIME --to TIME    ask the AODB for a schedule window (RQFD)
 TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or RFC 3339`
 
-// shownRequest is a data request as the API answers it.
-type shownRequest struct {
-	ID         int64      `json:"id"`
-	Type       string     `json:"type"`
-	STYP       string     `json:"styp"`
-	STDB       string     `json:"stdb"`
-	STDE       string     `json:"stde"`
-	State      string     `json:"state"`
-	SEQN       string     `json:"seqn"`
-	CoutmsgsID int64      `json:"coutmsgs_id"`
-	Resends    int        `json:"resends"`
-	CreatedAt  time.Time  `json:"created_at"`
-	SentAt     *time.Time `json:"sent_at"`
-	DeadlineAt *time.Time `json:"deadline_at"`
-	FinishedAt *time.Time `json:"finished_at"`
-	AnswerID   *int64     `json:"answer_msg_id"`
-	// WaitingForGateway is, while REGISTERED, how long it has waited for the gateway to send
-	// it (seconds).
-	WaitingForGateway *float64 `json:"waiting_for_gateway_s"`
-}
-
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
 func request(args []string) error {
 	fs := newFlags("request")
@@ -42,32 +22,24 @@ func request(args []string) error {
 	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
 	to := fs.String("to", "", "schedule: end of the window (STDE), a `TIME`")
 	// Flags may come before or after the kind and the TYPE.
-	var pos []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return exitError{code: exitUsage, msg: requestUsage}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
+	if err := fs.Parse(reorder(fs, args)); err != nil {
+		return app.ExitError{Code: exitUsage, Msg: requestUsage}
 	}
+	pos := fs.Args()
 	var body map[string]string
 	switch {
 	case len(pos) == 2 && (pos[0] == "ref" || pos[0] == "reference"):
 		if *from != "" || *to != "" {
-			return exitError{code: exitUsage, msg: "msgx request ref: --from and --to are for a schedule request\n" + requestUsage}
+			return app.ExitError{Code: exitUsage, Msg: "msgx request ref: --from and --to are for a schedule request\n" + requestUsage}
 		}
 		body = map[string]string{"type": "RQRD", "ref_type": pos[1]}
 	case len(pos) == 1 && pos[0] == "schedule":
 		body = map[string]string{"type": "RQFD", "from": *from, "to": *to}
 	default:
-		return exitError{code: exitUsage, msg: requestUsage}
+		return app.ExitError{Code: exitUsage, Msg: requestUsage}
 	}
-	b, _ := json.Marshal(body)
-	var r shownRequest
-	if err := srv(*server).Do("POST", "/api/v1/requests", b, "application/json", &r); err != nil {
+	var r client.Request
+	if err := srv(*server).PostJSON("/api/v1/requests", body, &r); err != nil {
 		return err
 	}
 	what := r.STYP
@@ -87,18 +59,13 @@ func requestsList(args []string) error {
 	limit := fs.Int("limit", 50, "at most `N` requests (up to 1000)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage, msg: "usage: msgx requests [--server URL] [--state S] [--after ID] [--limit N] [--json]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx requests [--server URL] [--state S] [--after ID] [--limit N] [--json]"}
 	}
-	q := url.Values{}
-	if *state != "" {
-		q.Set("state", *state)
-	}
-	q.Set("after", strconv.FormatInt(*after, 10))
-	q.Set("limit", strconv.Itoa(*limit))
+	q := withFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}}, "state", *state)
 	var out struct {
-		Requests []shownRequest `json:"requests"`
+		Requests []client.Request `json:"requests"`
 	}
-	if printed, err := show(srv(*server), "/api/v1/requests?"+q.Encode(), *asJSON, &out); printed || err != nil {
+	if printed, err := show(srv(*server), "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
 	at := func(t *time.Time) string {

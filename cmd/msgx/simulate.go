@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"msgx/internal/app"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,56 +15,6 @@ import (
 	sim "msgx/internal/simulate"
 	"msgx/internal/suggest"
 )
-
-const simulateHelp = `Simulates the AODB: generates the SIS traffic of one airport day and posts it to a running
-server's inbox (POST /cminmsgs/send, one message at a time, in order), or writes it to
-numbered files with --out. The day is: reference data (airlines, airports, aircraft types,
-stands, gates, belts, counters, delay codes, statuses), the day's schedule (one SCHD DNLD of
---flights flights, mostly turnarounds), then each flight's operations in the order they
-happen — check-in counters, gate and stand allocations and changes, delays (DELY, EOBT),
-TOBT/CTOT, boarding, last call, chocks off and on, finals, baggage belts, status changes —
-with a few cancellations and diversions. Each message's META DTTM is its simulated time.
-
---speed paces the stream: 60 sends an hour of the day in a minute; 0 sends as fast as the
-server accepts. The scheduled times spread over --hours from --first (06:00); the stream
-starts about two hours earlier and ends a couple of hours after the last scheduled time.
-
---faults mixes in bad messages, each at --fault-rate of the FLOPs (at least one of each):
-  malformed       cut-off XML, a misspelt payload element, FDIV DDIR="TOO"  → DEAD MALFORMED
-  orphan          a FLOP for a flight the schedule does not have          → DEAD ORPHAN (parked)
-  unknown-styp    a FLOP ESTT, which msgx has no decoder for              → DEAD UNSUPPORTED (parked)
-  duplicate-seqn  an earlier FLOP sent again with the same SEQN            → SKIPPED (duplicate)
-("all" is every one.) Everything else is expected SUCCEEDED. The summary counts the messages
-the server accepted by the final state msgx will give them (with the default
-pipeline.park-classes), so it can be compared with 'msgx status' once the queue is drained.
-
-The same --seed (and --day, --flights …) gives the same messages; without --seed one is
-drawn and printed. A second run with the same seed and day against the same server is
-SKIPPED as duplicates: use another seed. Different seeds use different SEQN and FLID ranges.
-A 503 from the inbox (busy, database down) is retried for up to a minute per message.
-
-Examples:
-  msgx simulate --flights 200 --speed 60                 # a live board to watch
-  msgx simulate --flights 300 --speed 0 --faults all --json
-  msgx simulate --flights 1000 --seed 7 --out /tmp/day   # files 000001-AIRL-DNLD.xml …
-  msgx send /tmp/day/*.xml`
-
-// simulateSummary is what simulate prints with --json.
-type simulateSummary struct {
-	Seed     int64  `json:"seed"`
-	Day      string `json:"day"`
-	Timezone string `json:"timezone"`
-	Server   string `json:"server,omitempty"`
-	Out      string `json:"out,omitempty"`
-	sim.Summary
-	Generated int      `json:"generated"` // messages generated (Messages counts those accepted)
-	Failed    int      `json:"failed"`    // messages the server (or the disk) refused
-	Errors    []string `json:"errors,omitempty"`
-	FirstID   int64    `json:"first_id,omitempty"`
-	LastID    int64    `json:"last_id,omitempty"`
-	Seconds   float64  `json:"elapsed_s"`
-	Stopped   bool     `json:"interrupted,omitempty"`
-}
 
 func simulateCmd(args []string) error {
 	fs := newFlags("simulate")
@@ -86,10 +31,10 @@ func simulateCmd(args []string) error {
 	out := fs.String("out", "", "write the messages to numbered files in `DIR` instead of posting them")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	if err := fs.Parse(args); err != nil {
-		return exitError{code: exitUsage}
+		return app.ExitError{Code: exitUsage}
 	}
 	usageErr := func(format string, a ...any) error {
-		return exitError{code: exitUsage, msg: "msgx simulate: " + fmt.Sprintf(format, a...) + "\nRun 'msgx help simulate' for the flags and examples."}
+		return app.ExitError{Code: exitUsage, Msg: "msgx simulate: " + fmt.Sprintf(format, a...) + "\nRun 'msgx help simulate' for the flags and examples."}
 	}
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
@@ -105,21 +50,9 @@ func simulateCmd(args []string) error {
 		word := strings.TrimPrefix(strings.TrimSuffix(err.Error(), `"`), `unknown fault "`)
 		return usageErr("%v%s; faults are %s, or all", err, suggest.DidYouMean(word, sim.FaultNames()), strings.Join(sim.FaultNames(), ", "))
 	}
-	if *zone == "" {
-		*zone = os.Getenv(config.EnvName("sis.timezone"))
-	}
-	if *zone == "" {
-		*zone = config.Default().SIS.Timezone
-	}
-	loc, err := time.LoadLocation(*zone)
-	if err != nil {
-		return usageErr("--timezone %q is not a known time zone", *zone)
-	}
-	d := time.Now().In(loc)
-	if *day != "" {
-		if d, err = time.ParseInLocation(time.DateOnly, *day, loc); err != nil {
-			return usageErr("--day %q is not a date (YYYY-MM-DD)", *day)
-		}
+	d, loc, problem := simulateDay(*zone, *day)
+	if problem != "" {
+		return usageErr("%s", problem)
 	}
 	firstAt, err := time.Parse("15:04", *first)
 	if err != nil {
@@ -128,120 +61,55 @@ func simulateCmd(args []string) error {
 	if !isFlagSet(fs, "seed") {
 		*seed = time.Now().UnixNano() % 1_000_000
 	}
-	stream, err := sim.Generate(sim.Options{
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	o := sim.RunOptions{Speed: *speed, Out: *out, Options: sim.Options{
 		Flights: *flights, Day: d, Loc: loc, Seed: *seed, Faults: fl, FaultRate: *faultRate,
 		First: time.Duration(firstAt.Hour())*time.Hour + time.Duration(firstAt.Minute())*time.Minute,
 		Span:  time.Duration(*hours * float64(time.Hour)),
-	})
+	}}
+	if *out == "" {
+		o.Server = srv(*server)
+	}
+	rep, err := sim.Run(ctx, o)
 	if err != nil {
 		return err
 	}
-	sum := simulateSummary{Seed: *seed, Day: d.Format(time.DateOnly), Timezone: loc.String(), Generated: len(stream.Messages)}
-	var send func(ctx context.Context, i int, m sim.Message) (int64, error)
-	if *out != "" {
-		sum.Out = *out
-		if err := os.MkdirAll(*out, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", *out, err)
-		}
-		width := max(6, len(strconv.Itoa(len(stream.Messages))))
-		send = func(_ context.Context, i int, m sim.Message) (int64, error) {
-			name := filepath.Join(*out, fmt.Sprintf("%0*d-%s.xml", width, i+1, m.Tag))
-			return 0, os.WriteFile(name, m.Body, 0o644)
-		}
-	} else {
-		c := srv(*server)
-		sum.Server = c.URL
-		// A server that does not answer at all is said at once, not after a minute of retries.
-		resp, err := httpClient.Get(sum.Server + "/healthz")
-		if err != nil {
-			return fmt.Errorf("cannot reach msgx at %s: %w", sum.Server, err)
-		}
-		resp.Body.Close()
-		send = func(ctx context.Context, _ int, m sim.Message) (int64, error) { return c.SendRetrying(ctx, m.Body) }
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	bar := newProgress("simulate", len(stream.Messages))
-	res, err := sim.Play(ctx, stream, sim.PlayOptions{Speed: *speed, Send: send, GiveUpAfter: 10,
-		Progress: func(done int, m sim.Message, _ error) {
-			bar.update(done, m.At.In(loc).Format("15:04")+" "+m.Tag)
-		}})
-	bar.finish()
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, sim.ErrGaveUp) {
-		return err
-	}
-	gaveUp := errors.Is(err, sim.ErrGaveUp)
-	sum.Stopped = err != nil
-	sum.Summary = stream.Accepted(res).Summarize()
-	sum.Failed, sum.Errors, sum.FirstID, sum.LastID = res.Failed, res.Errors, res.FirstID, res.LastID
-	sum.Seconds = res.Elapsed.Seconds()
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(sum)
+		printJSON(rep)
 	} else {
-		printSimulateSummary(os.Stdout, sum)
+		rep.Write(os.Stdout)
 	}
-	switch {
-	case gaveUp:
-		return exitError{code: exitFailure, msg: "msgx simulate: " + err.Error()}
-	case sum.Stopped:
-		return exitError{code: exitFailure, msg: fmt.Sprintf("msgx simulate: interrupted after %d of %d messages", res.Sent+res.Failed, len(stream.Messages))}
-	case res.Failed > 0:
-		return exitError{code: exitFailure, msg: fmt.Sprintf("msgx simulate: %d of %d messages not accepted (first: %s)", res.Failed, len(stream.Messages), res.Errors[0])}
+	if p := rep.Problem(); p != "" {
+		return app.ExitError{Code: exitFailure, Msg: "msgx simulate: " + p}
 	}
 	return nil
+}
+
+// simulateDay reads --timezone (default sis.timezone) and --day (default today there).
+func simulateDay(zone, day string) (time.Time, *time.Location, string) {
+	if zone == "" {
+		zone = os.Getenv(config.EnvName("sis.timezone"))
+	}
+	if zone == "" {
+		zone = config.Default().SIS.Timezone
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return time.Time{}, nil, fmt.Sprintf("--timezone %q is not a known time zone", zone)
+	}
+	if day == "" {
+		return time.Now().In(loc), loc, ""
+	}
+	d, err := time.ParseInLocation(time.DateOnly, day, loc)
+	if err != nil {
+		return d, loc, fmt.Sprintf("--day %q is not a date (YYYY-MM-DD)", day)
+	}
+	return d, loc, ""
 }
 
 func isFlagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-func printSimulateSummary(w io.Writer, s simulateSummary) {
-	fmt.Fprintf(w, "simulated %s (%s), seed %d: %d flights (%d cancelled, %d diverted), %d messages\n",
-		s.Day, s.Timezone, s.Seed, s.Flights, s.Cancelled, s.Diverted, s.Generated)
-	switch {
-	case s.Out != "":
-		fmt.Fprintf(w, "wrote %d files to %s in %.1fs\n", s.Messages, s.Out, s.Seconds)
-	case s.FirstID > 0:
-		fmt.Fprintf(w, "posted %d to %s in %.1fs: ids %d to %d\n", s.Messages, s.Server, s.Seconds, s.FirstID, s.LastID)
-	default:
-		fmt.Fprintf(w, "posted %d to %s in %.1fs\n", s.Messages, s.Server, s.Seconds)
-	}
-	if s.Failed > 0 {
-		fmt.Fprintf(w, "not accepted: %d (first error: %s)\n", s.Failed, s.Errors[0])
-	}
-	fmt.Fprintln(w, "expected final states of the messages accepted:")
-	for _, st := range []string{"SUCCEEDED", "SKIPPED", "DEAD"} {
-		fmt.Fprintf(w, "  %-10s %6d", st, s.Expected[st])
-		if st == "DEAD" && len(s.DeadBy) > 0 {
-			fmt.Fprintf(w, "  (%s)", countsText(s.DeadBy))
-		}
-		fmt.Fprintln(w)
-	}
-	if len(s.Faults) > 0 {
-		fmt.Fprintf(w, "faults: %s\n", countsText(s.Faults))
-	}
-	fmt.Fprintf(w, "by type: %s\n", countsText(s.ByType))
-}
-
-// countsText writes counts as "A 3, B 2", largest first.
-func countsText(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }

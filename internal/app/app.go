@@ -69,7 +69,7 @@ type Options struct {
 	Release       string          // the version logged at the start
 
 	// Registry and PumpOptions change the handler registry and the pump's options before the
-	// pump is built: the end-to-end tests' failpoints (cmd/msgx/testhooks.go, built with
+	// pump is built: the end-to-end tests' failpoints (testhooks.go, built with
 	// -tags msgxtesthooks only) and the bench's observation.
 	Registry    func(*handler.Registry)
 	PumpOptions func(*pump.Options)

@@ -215,15 +215,19 @@ func (c *Client) sendOnce(ctx context.Context, body []byte) (id int64, retry tim
 // Message is one message as GET /api/v1/messages/{id} answers it (the fields the client
 // reads).
 type Message struct {
-	ID         int64    `json:"id"`
-	State      string   `json:"state"`
-	ErrorClass *string  `json:"error_class"`
-	Attempts   int      `json:"attempts"`
-	LastError  *string  `json:"last_error"`
-	TypeTag    *string  `json:"type_tag"`
-	Identity   *string  `json:"identity"`
-	Note       string   `json:"note"`
-	Warnings   []string `json:"warnings"`
+	ID          int64      `json:"id"`
+	State       string     `json:"state"`
+	ErrorClass  *string    `json:"error_class"`
+	Attempts    int        `json:"attempts"`
+	LastError   *string    `json:"last_error"`
+	TypeTag     *string    `json:"type_tag"`
+	Identity    *string    `json:"identity"`
+	ReceivedAt  *time.Time `json:"received_at"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	Note        string     `json:"note"`
+	Warnings    []string   `json:"warnings"`
+	// AnsweredRequest is the data request this message (a RESP) answered.
+	AnsweredRequest *int64 `json:"answered_request"`
 }
 
 // Class is the message's error class, "" when it has none.
@@ -243,11 +247,17 @@ func (c *Client) Message(id int64) (Message, error) {
 
 // Event is one outbox event as GET /api/v1/events lists it (the fields the client reads).
 type Event struct {
-	EventID   int64   `json:"event_id"`
-	Target    string  `json:"target"`
-	Kind      string  `json:"kind"`
-	FlightKey *string `json:"flight_key"`
-	State     string  `json:"state"`
+	EventID       int64   `json:"event_id"`
+	MsgID         int64   `json:"msg_id"`
+	Target        string  `json:"target"`
+	Kind          string  `json:"kind"`
+	FlightKey     *string `json:"flight_key"`
+	State         string  `json:"state"`
+	Attempts      int     `json:"attempts"`
+	ErrorClass    *string `json:"error_class"`
+	LastError     *string `json:"last_error"`
+	PayloadBytes  int64   `json:"payload_bytes"`
+	PayloadElided bool    `json:"payload_elided"`
 }
 
 // Events lists the outbox events that query (url-encoded filters: target=…&state=…) selects,

@@ -391,35 +391,54 @@ func (g *gen) operations(f *Flight) {
 		g.flop(f, at.Add(10*time.Second), "STND", "<STND>"+stand+"</STND>")
 	}
 	if f.Arrival {
-		fly := min(airportOf(f.Other).minutes)
-		if fly > min(90) {
-			fly = min(90) // the previous station's departure is reported at most 90 minutes ahead
-		}
-		offPrev := block.Add(-fly)
-		g.timeOp(f, offPrev.Add(2*time.Minute), "PADT", offPrev)
-		if d >= 15*time.Minute {
-			g.timeOp(f, offPrev.Add(5*time.Minute), "IEST", block)
-			g.status(f, offPrev.Add(5*time.Minute+10*time.Second), "DLY")
-		}
-		if f.Diverted != "" {
-			at := block.Add(-min(25))
-			g.flop(f, at, "FDIV", fmt.Sprintf(`<FDIV DDES="%s" DDIR="TO">天气低于标准 below minima</FDIV>`, f.Diverted))
-			g.status(f, at.Add(time.Minute), "DIV")
-			return
-		}
-		g.timeOp(f, block.Add(-min(8)), "FINT", block.Add(-min(8)))
-		g.flop(f, block, "CHOT", fmt.Sprintf(`<CHOT CSNO="1"><CHTM>%s</CHTM><CHID>ON</CHID><CHST>%s</CHST></CHOT>`, t(block), f.Stand))
-		g.status(f, block.Add(time.Minute), "ARR")
-		belt := g.pick(belts)
-		cldt := func(at time.Time, first, last string) {
-			g.flop(f, at, "CLDT", fmt.Sprintf(`<CLDT CLNO="1"><BELT>%s</BELT><BCLS>Y</BCLS><PCOT>%s</PCOT><PCCT>%s</PCCT><FBAG>%s</FBAG><LBAG>%s</LBAG><BTYP>%s</BTYP></CLDT>`,
-				belt, t(block.Add(min(10))), t(block.Add(min(40))), first, last, f.flin()))
-		}
-		cldt(block.Add(min(3)), "", "")
-		cldt(block.Add(min(33)), t(block.Add(min(12))), t(block.Add(min(33))))
+		g.arrival(f)
 		return
 	}
-	// Departure.
+	g.departure(f)
+}
+
+// arrival queues an arrival's operations: the previous station's departure, a delay, a
+// diversion or the approach, chocks on and the baggage belt.
+func (g *gen) arrival(f *Flight) {
+	t := func(x time.Time) string { return sisTime(x, g.loc) }
+	s, d := f.SODT, f.Delay
+	block := s.Add(d) // on or off block
+	min := func(m int) time.Duration { return time.Duration(m) * time.Minute }
+	fly := min(airportOf(f.Other).minutes)
+	if fly > min(90) {
+		fly = min(90) // the previous station's departure is reported at most 90 minutes ahead
+	}
+	offPrev := block.Add(-fly)
+	g.timeOp(f, offPrev.Add(2*time.Minute), "PADT", offPrev)
+	if d >= 15*time.Minute {
+		g.timeOp(f, offPrev.Add(5*time.Minute), "IEST", block)
+		g.status(f, offPrev.Add(5*time.Minute+10*time.Second), "DLY")
+	}
+	if f.Diverted != "" {
+		at := block.Add(-min(25))
+		g.flop(f, at, "FDIV", fmt.Sprintf(`<FDIV DDES="%s" DDIR="TO">天气低于标准 below minima</FDIV>`, f.Diverted))
+		g.status(f, at.Add(time.Minute), "DIV")
+		return
+	}
+	g.timeOp(f, block.Add(-min(8)), "FINT", block.Add(-min(8)))
+	g.flop(f, block, "CHOT", fmt.Sprintf(`<CHOT CSNO="1"><CHTM>%s</CHTM><CHID>ON</CHID><CHST>%s</CHST></CHOT>`, t(block), f.Stand))
+	g.status(f, block.Add(time.Minute), "ARR")
+	belt := g.pick(belts)
+	cldt := func(at time.Time, first, last string) {
+		g.flop(f, at, "CLDT", fmt.Sprintf(`<CLDT CLNO="1"><BELT>%s</BELT><BCLS>Y</BCLS><PCOT>%s</PCOT><PCCT>%s</PCCT><FBAG>%s</FBAG><LBAG>%s</LBAG><BTYP>%s</BTYP></CLDT>`,
+			belt, t(block.Add(min(10))), t(block.Add(min(40))), first, last, f.flin()))
+	}
+	cldt(block.Add(min(3)), "", "")
+	cldt(block.Add(min(33)), t(block.Add(min(12))), t(block.Add(min(33))))
+}
+
+// departure queues a departure's operations: check-in, the gate, a delay, TOBT/CTOT,
+// boarding, last call, chocks off and the next station's arrival estimate.
+func (g *gen) departure(f *Flight) {
+	t := func(x time.Time) string { return sisTime(x, g.loc) }
+	s, d := f.SODT, f.Delay
+	block := s.Add(d) // on or off block
+	min := func(m int) time.Duration { return time.Duration(m) * time.Minute }
 	k := g.rnd.IntN(len(counters) - 1)
 	g.flop(f, s.Add(-min(120)), "CKDT", fmt.Sprintf(`<CKDT CKNO="1"><CHKC>%s</CHKC><CCLS>Y</CCLS><PCOT>%s</PCOT><PCCT>%s</PCCT><CTYP>%s</CTYP></CKDT>`+
 		`<CKDT CKNO="2"><CHKC>%s</CHKC><CCLS>Y</CCLS><PCOT>%s</PCOT><PCCT>%s</PCCT><CTYP>%s</CTYP></CKDT>`,

@@ -1,15 +1,15 @@
-package main
+package app
 
 import (
-	"fmt"
 	"runtime"
 	"runtime/debug"
 )
 
-// buildVersion describes the running binary: the version (main.version when set at link time,
-// else the module version the toolchain recorded: "v1.2.3", or "(devel)" for a build from a
-// checkout), the VCS commit and its time, and whether the tree had uncommitted changes.
-type buildVersion struct {
+// Build describes the running binary: the version (the one given to ReadBuild, main.version
+// when set at link time, else the module version the toolchain recorded: "v1.2.3", or
+// "(devel)" for a build from a checkout), the VCS commit and its time, and whether the tree
+// had uncommitted changes.
+type Build struct {
 	Version  string
 	Commit   string // the full revision; "" when the build recorded none (no VCS, -buildvcs=false)
 	Time     string // the commit time, RFC 3339
@@ -17,9 +17,10 @@ type buildVersion struct {
 	Go       string
 }
 
-// readBuildVersion reads buildVersion from runtime/debug.ReadBuildInfo.
-func readBuildVersion() buildVersion {
-	v := buildVersion{Version: version, Go: runtime.Version()}
+// ReadBuild returns the Build of the running binary, of version when it is not "" and else of
+// what runtime/debug.ReadBuildInfo recorded.
+func ReadBuild(version string) Build {
+	v := Build{Version: version, Go: runtime.Version()}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		if v.Version == "" {
@@ -48,7 +49,7 @@ func readBuildVersion() buildVersion {
 
 // String is what `msgx version` prints: "msgx v1.2.3 commit 0c9b9f8… (2026-12-03T09:00:00Z,
 // modified) go1.26.8".
-func (v buildVersion) String() string {
+func (v Build) String() string {
 	s := "msgx " + v.Version
 	if v.Commit == "" {
 		s += " commit unknown"
@@ -64,14 +65,4 @@ func (v buildVersion) String() string {
 		}
 	}
 	return s + " " + v.Go
-}
-
-// versionCmd is `msgx version`.
-func versionCmd(args []string) error {
-	fs := newFlags("version")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitError{code: exitUsage}
-	}
-	fmt.Println(readBuildVersion())
-	return nil
 }

@@ -1,6 +1,6 @@
 //go:build msgxtesthooks
 
-package main
+package app
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"msgx/internal/app"
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
@@ -17,11 +16,11 @@ import (
 )
 
 // This file is compiled only into the end-to-end tests' binary (go build -tags
-// msgxtesthooks). MSGX_TEST_PANIC_TAG names a type tag whose handler then panics, as a handler
+// msgxtesthooks); Serve applies it. MSGX_TEST_PANIC_TAG names a type tag whose handler then panics, as a handler
 // with a bug would, so the tests can watch the pump survive it. MSGX_TEST_INFRA_TAG names a
 // type tag whose handler fails with INFRA every time, as when a dependency is down, so the
 // tests can watch a FAILED head hold the queue.
-func testHooks(o *app.Options) {
+func testHooks(o *Options) {
 	o.Registry = func(reg *handler.Registry) {
 		if tag := os.Getenv("MSGX_TEST_PANIC_TAG"); tag != "" {
 			reg.Replace(tag, handler.Func(func(context.Context, handler.View, *sis.Message) (pipeline.Decision, error) {

@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"golang.org/x/term"
 )
 
-// progress shows how far a long command (send of many files, simulate) has got on stderr: a
+// Progress shows how far a long command (send of many files, simulate) has got on stderr: a
 // bar redrawn in place on a terminal, plain lines every few seconds otherwise (a log file, CI).
-type progress struct {
+type Progress struct {
 	w      io.Writer
 	tty    bool
 	width  int // of the terminal
@@ -26,9 +26,9 @@ type progress struct {
 	lastPc int
 }
 
-// newProgress returns the progress of total steps on stderr.
-func newProgress(label string, total int) *progress {
-	p := &progress{w: os.Stderr, label: label, total: total, now: time.Now, every: 5 * time.Second}
+// NewProgress returns the progress of total steps on stderr.
+func NewProgress(label string, total int) *Progress {
+	p := &Progress{w: os.Stderr, label: label, total: total, now: time.Now, every: 5 * time.Second}
 	if fd := int(os.Stderr.Fd()); term.IsTerminal(fd) {
 		p.tty = true
 		p.every = 100 * time.Millisecond
@@ -41,9 +41,13 @@ func newProgress(label string, total int) *progress {
 	return p
 }
 
-// update reports done of total steps, with a short note (what was sent last, the simulated
+// Update reports done of total steps, with a short note (what was sent last, the simulated
 // time); it draws at most every 100 ms on a terminal, and writes a line every 5 s otherwise.
-func (p *progress) update(done int, note string) {
+// A nil Progress shows nothing.
+func (p *Progress) Update(done int, note string) {
+	if p == nil {
+		return
+	}
 	now := p.now()
 	if done < p.total && now.Sub(p.last) < p.every {
 		return
@@ -73,19 +77,19 @@ func (p *progress) update(done int, note string) {
 	p.drawn = true
 }
 
-// clear removes the bar from the terminal (before a line goes to stdout on the same
+// Clear removes the bar from the terminal (before a line goes to stdout on the same
 // terminal); the next update draws it again.
-func (p *progress) clear() {
-	if p.tty && p.drawn {
+func (p *Progress) Clear() {
+	if p != nil && p.tty && p.drawn {
 		fmt.Fprint(p.w, "\r\x1b[K")
 		p.drawn = false
 		p.last = time.Time{}
 	}
 }
 
-// finish ends the bar's line, so what follows starts on a line of its own.
-func (p *progress) finish() {
-	if p.tty && p.drawn {
+// Finish ends the bar's line, so what follows starts on a line of its own.
+func (p *Progress) Finish() {
+	if p != nil && p.tty && p.drawn {
 		fmt.Fprintln(p.w)
 	}
 }

@@ -1,8 +1,6 @@
 //go:build !msgxtesthooks
 
-package main
-
-import "msgx/internal/app"
+package app
 
 // testHooks sets the end-to-end tests' failpoints (testhooks.go); msgx itself has none.
-func testHooks(*app.Options) {}
+func testHooks(*Options) {}

@@ -1,0 +1,248 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The answers of the ops API (docs/api.md) as the msgx command reads them: each type has the
+// fields it prints.
+
+// Status is GET /api/v1/status's answer. Extra's sections are left raw: RecentNote,
+// TargetStatus and PumpTrouble read the ones the command prints in its own way.
+type Status struct {
+	Counts      map[string]int `json:"counts"`
+	PumpRunning bool           `json:"pump_running"`
+	LeaseHolder string         `json:"lease_holder"`
+	Head        *struct {
+		ID       int64    `json:"id"`
+		State    string   `json:"state"`
+		TypeTag  *string  `json:"type_tag"`
+		Attempts int      `json:"attempts"`
+		Why      string   `json:"why"`
+		Warnings []string `json:"warnings"`
+	} `json:"head"`
+	Extra  map[string]json.RawMessage `json:"extra"`
+	Paused []struct {
+		Name   string    `json:"name"`
+		By     string    `json:"paused_by"`
+		Reason string    `json:"reason"`
+		At     time.Time `json:"paused_at"`
+	} `json:"paused"`
+}
+
+// RecentNote is one entry of the status's "recent" section: a message recently parked, dead
+// or applied with warnings.
+type RecentNote struct {
+	MsgID    int64     `json:"msg_id"`
+	TypeTag  string    `json:"type_tag"`
+	State    string    `json:"state"`
+	Class    string    `json:"error_class"`
+	At       time.Time `json:"at"`
+	Note     string    `json:"note"`
+	Warnings []string  `json:"warnings"`
+}
+
+// TargetStatus is one entry of the status's "targets" section: a delivery target's events.
+type TargetStatus struct {
+	Target     string  `json:"target"`
+	Pending    int64   `json:"pending"`
+	Dead       int64   `json:"dead"`
+	Sent       int64   `json:"sent"`
+	AgeSeconds float64 `json:"oldest_pending_age_s"`
+	// While the head event fails: since when, and why.
+	BlockedSince *time.Time `json:"blocked_since"`
+	ErrorClass   *string    `json:"error_class"`
+	LastError    *string    `json:"last_error"`
+	NextAttempt  *time.Time `json:"next_attempt_at"`
+	Head         *struct {
+		EventID   int64   `json:"event_id"`
+		Attempts  int     `json:"attempts"`
+		LastError *string `json:"last_error"`
+	} `json:"head"`
+}
+
+// PumpTrouble is the status's "pump_trouble" section: the pump cannot record an outcome.
+type PumpTrouble struct {
+	MsgID     int64     `json:"msg_id"`
+	Failures  int       `json:"failures"`
+	LastError string    `json:"last_error"`
+	Since     time.Time `json:"since"`
+	Next      time.Time `json:"next_attempt_at"`
+}
+
+// TargetNames returns the delivery targets the server's status lists (nil when the status
+// cannot be read or lists none yet).
+func (c *Client) TargetNames() []string {
+	var st struct {
+		Extra struct {
+			Targets []struct {
+				Target string `json:"target"`
+			} `json:"targets"`
+		} `json:"extra"`
+	}
+	if c.Get("/api/v1/status", &st) != nil {
+		return nil
+	}
+	var names []string
+	for _, t := range st.Extra.Targets {
+		names = append(names, t.Target)
+	}
+	return names
+}
+
+// MessageList is GET /api/v1/messages's answer.
+type MessageList struct {
+	Messages  []Message `json:"messages"`
+	NextAfter *int64    `json:"next_after"`
+}
+
+// HistoryEntry is one attempt, park or replay of a message.
+type HistoryEntry struct {
+	At       time.Time `json:"at"`
+	State    string    `json:"state"`
+	Class    *string   `json:"error_class"`
+	Attempts int       `json:"attempts"`
+	Detail   string    `json:"detail"`
+	Actor    string    `json:"actor"`
+}
+
+// MessageHistory returns message id's history.
+func (c *Client) MessageHistory(id int64) ([]HistoryEntry, error) {
+	var h struct {
+		History []HistoryEntry `json:"history"`
+	}
+	err := c.Get(fmt.Sprintf("/api/v1/messages/%d/history", id), &h)
+	return h.History, err
+}
+
+// EventList is GET /api/v1/events's answer.
+type EventList struct {
+	Events    []Event `json:"events"`
+	NextAfter *int64  `json:"next_after"`
+}
+
+// FlightChange is one change of a flight: the message, and each field's old and new value.
+type FlightChange struct {
+	EventID int64                                         `json:"event_id"`
+	MsgID   int64                                         `json:"msg_id"`
+	TypeTag string                                        `json:"type_tag"`
+	At      time.Time                                     `json:"at"`
+	Op      string                                        `json:"op"`
+	Changes map[string]struct{ Old, New json.RawMessage } `json:"changes"`
+}
+
+// FlightHistory calls each with every change of flight flid, oldest first, a page at a time.
+func (c *Client) FlightHistory(flid int64, each func(FlightChange)) error {
+	after := int64(0)
+	for {
+		var out struct {
+			Changes   []FlightChange `json:"changes"`
+			NextAfter *int64         `json:"next_after"`
+		}
+		if err := c.Get(fmt.Sprintf("/api/v1/flights/%d/history?limit=1000&after=%d", flid, after), &out); err != nil {
+			return err
+		}
+		for _, ch := range out.Changes {
+			each(ch)
+		}
+		if out.NextAfter == nil {
+			return nil
+		}
+		after = *out.NextAfter
+	}
+}
+
+// ReplayAnswer is the answer of POST /api/v1/replay and /api/v1/events/replay.
+type ReplayAnswer struct {
+	Moved   int     `json:"moved"`
+	Skipped int     `json:"skipped"`
+	IDs     []int64 `json:"ids"`
+	Note    string  `json:"note"`
+}
+
+// ParkAnswer is the answer of POST /api/v1/messages/{id}/park.
+type ParkAnswer struct {
+	From  string `json:"from_state"`
+	State string `json:"state"`
+	Class string `json:"error_class"`
+}
+
+// AuditPage is GET /api/v1/audit's answer.
+type AuditPage struct {
+	Audit []struct {
+		ID      int64     `json:"id"`
+		At      time.Time `json:"at"`
+		Actor   string    `json:"actor"`
+		Role    string    `json:"role"`
+		Action  string    `json:"action"`
+		Subject string    `json:"subject"`
+		Detail  string    `json:"detail"`
+	} `json:"audit"`
+	NextAfter *int64 `json:"next_after"`
+}
+
+// Request is a data request (RQRD, RQFD) as the API answers it.
+type Request struct {
+	ID         int64      `json:"id"`
+	Type       string     `json:"type"`
+	STYP       string     `json:"styp"`
+	STDB       string     `json:"stdb"`
+	STDE       string     `json:"stde"`
+	State      string     `json:"state"`
+	SEQN       string     `json:"seqn"`
+	CoutmsgsID int64      `json:"coutmsgs_id"`
+	Resends    int        `json:"resends"`
+	CreatedAt  time.Time  `json:"created_at"`
+	SentAt     *time.Time `json:"sent_at"`
+	DeadlineAt *time.Time `json:"deadline_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	AnswerID   *int64     `json:"answer_msg_id"`
+	// WaitingForGateway is, while REGISTERED, how long it has waited for the gateway to send
+	// it (seconds).
+	WaitingForGateway *float64 `json:"waiting_for_gateway_s"`
+}
+
+// FollowJob polls job id every 250 ms until it is DONE or DEAD (done is then true) or until
+// timeout has passed, telling doing what the job says it is doing whenever that changes, and
+// failed each new error of an attempt that will be retried.
+func (c *Client) FollowJob(id int64, timeout time.Duration, doing func(string), failed func(attempt int, err string)) (j Job, done bool, err error) {
+	deadline := time.Now().Add(timeout)
+	lastDoing, lastErr := "", ""
+	for {
+		list, err := c.Jobs()
+		if err != nil {
+			return Job{}, false, err
+		}
+		for _, x := range list {
+			if x.ID != id {
+				continue
+			}
+			switch x.State {
+			case "DONE", "DEAD":
+				return x, true, nil
+			case "FAILED":
+				if e := deref(x.LastError); e != lastErr {
+					failed(x.Attempts, e)
+					lastErr = e
+				}
+			}
+		}
+		if d := c.JobDoing(id); d != "" && d != lastDoing {
+			lastDoing = d
+			doing(d)
+		}
+		if time.Now().After(deadline) {
+			return Job{}, false, nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
