@@ -101,6 +101,8 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 					return
 				}
 				laterIDs = append(laterIDs, id)
+				// Pacing, not waiting: the later posts are spread out so that they arrive
+				// while the pump crashes and restarts.
 				time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
 			}
 		}()

@@ -318,6 +318,8 @@ func TestLoopBacksOffADatabaseFailure(t *testing.T) {
 	for range 5 {
 		d.Wake()
 	}
+	// A negative check: nothing to wait for but the absence of a read, so the test gives the
+	// loop a real moment (several poll intervals' worth of wake-ups) to do the wrong thing.
 	time.Sleep(50 * time.Millisecond)
 	if n := flaky.calls.Load(); n != 1 {
 		t.Fatalf("Wake retried the failed step: %d reads", n)

@@ -38,8 +38,9 @@ func (s *blockSink) Send(ctx context.Context, recs []target.Record) (int, error)
 
 func (s *blockSink) Close() error { return nil }
 
-// eventually polls cond for up to 5s (the only real waiting in these tests).
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventually polls cond for up to 5s: the tests wait on it for what the dispatcher's
+// goroutines do, instead of sleeping a guessed time.
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
