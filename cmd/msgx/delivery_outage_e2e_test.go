@@ -51,6 +51,7 @@ const (
 )
 
 func TestDeliveryOutageLosesNothing(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(doRedisBin); err != nil {
 		if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
 			t.Fatalf("redis-server: %v", err)

@@ -418,6 +418,7 @@ func (m *privateMariaDB) dsn(db string) string {
 // its pump pauses without spinning; afterwards every message answered 200 is SUCCEEDED, once
 // (each FLOP with exactly one event).
 func TestOutageOfMariaDB(t *testing.T) {
+	t.Parallel()
 	m := newPrivateMariaDB(t)
 	bin := binary // built once by TestMain
 	env := []string{"MSGX_DATA_DIR=" + t.TempDir(), "MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + m.dsn("test"),
@@ -526,6 +527,7 @@ func TestOutageOfMariaDB(t *testing.T) {
 // TestOutageAtStartExitCodes checks the distinct exit codes of a start that cannot go on:
 // 5 after database.wait-timeout without a database, 4 for a bad configuration value.
 func TestOutageAtStartExitCodes(t *testing.T) {
+	t.Parallel()
 	bin := binary // built once by TestMain
 	closed := ogFreePort(t)
 	s := ogStart(t, bin, "no database", "MSGX_DATA_DIR="+t.TempDir(), "MSGX_DATABASE_DRIVER=mysql",
@@ -620,6 +622,7 @@ func ogOneEventPerFlop(t *testing.T, s *ogServer, accepted map[int64]string) {
 // clients post to both; the second takes the lease over within the lease time and every
 // message answered 200 is SUCCEEDED once, with exactly one event per FLOP.
 func TestTakeOverAfterKillNine(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.MySQLDSN(t) // skips or fails without MariaDB, as the services rule says
 	bin := binary                // built once by TestMain
 	env := []string{"MSGX_DATA_DIR=" + t.TempDir(), "MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn,
@@ -682,6 +685,7 @@ func TestTakeOverAfterKillNine(t *testing.T) {
 // pump on does not stand by: it exits with code 3, naming the holder. Once the holder is
 // killed, a new instance takes its lease over at once.
 func TestTakeOverImpossibleOnSQLite(t *testing.T) {
+	t.Parallel()
 	bin := binary // built once by TestMain
 	data := t.TempDir()
 	a := ogStart(t, bin, "first", "MSGX_DATA_DIR="+data)

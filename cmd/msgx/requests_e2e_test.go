@@ -93,7 +93,10 @@ func schdResp(seqn int, fltrs ...string) string {
 // through the legacy admin route are written into COUTMSGS; the gateway sends them; the RESPs
 // posted to the inbox turn them DONE. A request the gateway has not sent waits for it, however
 // long, shown with its age; once sent and not answered it is sent again and EXPIRES.
-func TestDataRequestsEndToEnd(t *testing.T) { eachDB(t, testDataRequests) }
+func TestDataRequestsEndToEnd(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testDataRequests)
+}
 
 func testDataRequests(t *testing.T, db dbEnv) {
 	s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
@@ -286,7 +289,10 @@ func legacyChecksum(t *testing.T, db *sql.DB, tables ...string) string {
 // whose poller marks every row processed at once processes every row after its watermark and
 // changes no legacy row or column; it refuses the inbox and data requests, keeps its watermark
 // over a restart, and will not start with a target on the legacy's channel.
-func TestShadowModeEndToEnd(t *testing.T) { eachDB(t, testShadowMode) }
+func TestShadowModeEndToEnd(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testShadowMode)
+}
 
 func testShadowMode(t *testing.T, db dbEnv) {
 	legacy := createLegacy(t, db)
