@@ -27,6 +27,7 @@ var benchKeys = []string{
 // checks every figure and the profile (a gzipped pprof file), and checks that the configured
 // database was never touched and the scratch one is gone.
 func TestBench(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		profile := filepath.Join(t.TempDir(), "cpu.prof")
 		args := []string{"bench", "--json", "--messages", "200", "--rate", "100", "--floor-time", "500ms", "--cpuprofile", profile}
@@ -85,6 +86,7 @@ func TestBench(t *testing.T) {
 
 // TestBenchUnreachable: a MySQL server that does not answer is exit code 5 with a plain message.
 func TestBenchUnreachable(t *testing.T) {
+	t.Parallel()
 	d := dbEnv{Name: "down", Driver: "mysql", DataDir: t.TempDir(), Env: []string{
 		"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=root@tcp(127.0.0.1:1)/msgx",
 	}}

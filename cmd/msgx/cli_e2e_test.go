@@ -48,6 +48,7 @@ var commandNames = []string{"serve", "send", "status", "messages", "message", "r
 // `msgx help`, `msgx help CMD` and `msgx CMD --help` print on stdout and exit 0; a command's
 // help has its usage line, examples, and its flags spelt with two dashes as in the README.
 func TestHelpExitsZeroWithExamples(t *testing.T) {
+	t.Parallel()
 	out, _, code := msgx(t, nil, "help")
 	if code != 0 {
 		t.Fatalf("msgx help: exit %d", code)
@@ -84,6 +85,7 @@ func TestHelpExitsZeroWithExamples(t *testing.T) {
 // A mistyped command, flag, class or help topic is answered with what was probably meant,
 // and exit code 2.
 func TestDidYouMean(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string
@@ -107,6 +109,7 @@ func TestDidYouMean(t *testing.T) {
 // --server takes host:port as well as a URL; a mistyped --target is answered with one of the
 // targets the server's status lists.
 func TestServerAddressAndTargetSuggestion(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 	hostPort := strings.TrimPrefix(s.url, "http://")
 	for _, server := range []string{hostPort, s.url, s.url + "/", ":" + strings.Split(hostPort, ":")[1]} {
@@ -130,6 +133,7 @@ func TestServerAddressAndTargetSuggestion(t *testing.T) {
 
 // `msgx version` shows the module version and the VCS commit the build recorded.
 func TestVersionShowsModuleAndCommit(t *testing.T) {
+	t.Parallel()
 	out, _, code := msgx(t, nil, "version")
 	info, err := buildinfo.ReadFile(binary)
 	if err != nil {
@@ -179,6 +183,7 @@ func revision(info *buildinfo.BuildInfo) string {
 // An unknown YAML key stops the start naming the key it probably meant (exit code 4); an
 // unknown MSGX_* variable is warned about with the one it probably meant.
 func TestConfigSuggestions(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "msgx.yaml")
 	os.WriteFile(cfg, []byte("pipline:\n  batch-size: 10\n"), 0o644)
 	_, errOut, code := msgx(t, nil, "migrate", "--config", cfg)

@@ -174,6 +174,7 @@ func (b *browser) visit(base, path string) {
 // others are delivered, resume it, read the day's board and a flight's history; then a
 // viewer, who is offered no action.
 func TestConsoleOperatorWalkThrough(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { consoleWalkThrough(t, db) })
 }
 

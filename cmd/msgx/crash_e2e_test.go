@@ -14,7 +14,10 @@ import (
 // SIGKILL in the middle, starts it again on the same database and data directory and checks
 // that every message that was answered is processed exactly once, its events are neither lost
 // nor doubled, and every event reaches the outbox. It runs on SQLite and on MariaDB.
-func TestKillNineLosesNothing(t *testing.T) { eachDB(t, testKillNineLosesNothing) }
+func TestKillNineLosesNothing(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testKillNineLosesNothing)
+}
 
 func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 	day := tomorrow(t)

@@ -51,6 +51,7 @@ const (
 )
 
 func TestDeliveryOutageLosesNothing(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(doRedisBin); err != nil {
 		if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
 			t.Fatalf("redis-server: %v", err)
@@ -90,7 +91,7 @@ func testDeliveryOutageLosesNothing(t *testing.T, db dbEnv) {
 	s.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
 
 	load := doStartLoad(t, s.url, flights)
-	time.Sleep(3 * time.Second)
+	waitFor(t, "notifications reaching the channel before the outage", func() bool { return len(sub1.ids()) >= 20 })
 
 	// The outage.
 	down := time.Now()
@@ -107,7 +108,10 @@ func testDeliveryOutageLosesNothing(t *testing.T, db dbEnv) {
 	sub2 := doSubscribe(t, addr)
 	doOpenGate(t, addr)
 	t.Logf("%s: Redis down for %s", db.Name, time.Since(down).Round(time.Millisecond))
-	time.Sleep(3 * time.Second)
+	back := load.posted()
+	waitFor(t, "posts going on after the return, and their notifications arriving", func() bool {
+		return load.posted() >= back+20 && len(sub2.ids()) > 0
+	})
 	ids := load.stop(t)
 	t.Logf("%s: posted %d FLOP messages", db.Name, len(ids))
 
@@ -134,8 +138,11 @@ func testDeliveryOutageLosesNothing(t *testing.T, db dbEnv) {
 	if len(want) < len(ids) {
 		t.Fatalf("%d REDIS_NOTIFY events for %d FLOP messages", len(want), len(ids))
 	}
-	// Everything sent must have reached the channel; give the subscriber a moment to read.
-	time.Sleep(500 * time.Millisecond)
+	// Everything sent must have reached the channel: give the subscriber until it has read as
+	// many notifications as were sent, or 10 s (which ones it read is checked below).
+	for deadline := time.Now().Add(10 * time.Second); len(sub1.ids())+len(sub2.ids()) < len(want) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	r2.stop(syscall.SIGTERM)
 	sub2.wait(t)
 	got := append(sub1.ids(), sub2.ids()...)
@@ -337,6 +344,13 @@ func doStartLoad(t *testing.T, url string, flights []int64) *doLoad {
 	return l
 }
 
+// posted is how many messages the load has posted so far and had stored.
+func (l *doLoad) posted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ids)
+}
+
 // stop ends the load and returns the ids of the messages posted; a refused post fails t.
 func (l *doLoad) stop(t *testing.T) []int64 {
 	t.Helper()
@@ -427,6 +441,8 @@ func doWatchBlocked(t *testing.T, s *server, until time.Time) (time.Time, int) {
 			since = st.BlockedSince
 			attempts = st.Head.Attempts
 		}
+		// Not a wait for an outcome: the outage lasts until until, and the status is sampled
+		// through all of it, twice a second.
 		time.Sleep(500 * time.Millisecond)
 	}
 	if since == nil {

@@ -25,7 +25,10 @@ const (
 </MSG>`
 )
 
-func TestEndToEndOverHTTP(t *testing.T) { eachDB(t, testEndToEndOverHTTP) }
+func TestEndToEndOverHTTP(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testEndToEndOverHTTP)
+}
 
 func testEndToEndOverHTTP(t *testing.T, db dbEnv) {
 	// Short backoff so exhaustion takes about a second of real time.
@@ -109,7 +112,10 @@ func testEndToEndOverHTTP(t *testing.T, db dbEnv) {
 	}
 }
 
-func TestInboxErrors(t *testing.T) { eachDB(t, testInboxErrors) }
+func TestInboxErrors(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testInboxErrors)
+}
 
 func testInboxErrors(t *testing.T, db dbEnv) {
 	s := db.start(t, "MSGX_HTTP_MAX_BODY_BYTES=1024")
@@ -168,6 +174,7 @@ func testInboxErrors(t *testing.T, db dbEnv) {
 }
 
 func TestDecodeCommand(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(binary, "decode", "../../testdata/flop/chot.xml").Output()
 	if err != nil {
 		t.Fatalf("decode a good message: %v\n%s", err, out)

@@ -19,6 +19,7 @@ import (
 // A META element in the wrong letter case is DEAD/MALFORMED with a reason that names what
 // was found, not one that calls the TYPE empty.
 func TestMetaTagInTheWrongCaseIsNamed(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		id := s.post(`<?xml version="1.0" encoding="UTF-8"?>
@@ -35,6 +36,7 @@ func TestMetaTagInTheWrongCaseIsNamed(t *testing.T) {
 // An archived message (its row moved to CMINMSGS_HST) keeps its received_at in the API, in
 // the message and in the listing.
 func TestArchivedMessageKeepsItsReceivedTime(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		id := s.post(airline)
@@ -75,6 +77,7 @@ func TestArchivedMessageKeepsItsReceivedTime(t *testing.T) {
 // A port in use (http.addr or http.admin-addr) ends `msgx serve` at once with an error naming
 // the address and its key, and before anything is written: no pump lease, no shadow watermark.
 func TestServeOnAPortInUseWritesNothing(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		if out, err := db.command(t, "migrate").CombinedOutput(); err != nil {
 			t.Fatalf("migrate: %v\n%s", err, out)
@@ -119,6 +122,7 @@ func TestServeOnAPortInUseWritesNothing(t *testing.T) {
 // as ambiguous (nothing stored) with a reason saying how to fix it; the same text sent as
 // UTF-8, or as real GBK bytes, is taken.
 func TestInboxRefusesACharsetItCannotTell(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		regl := func(name string) string {
@@ -164,6 +168,7 @@ func TestInboxRefusesACharsetItCannotTell(t *testing.T) {
 // is parked DEAD/CODEC_ERROR with a reason naming the limit and its key, and is processed when
 // replayed after the limit is raised.
 func TestMessageOverMaxRecordsIsParked(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_SIS_MAX_RECORDS=3")
 		regls := func(seqn, n int) string {

@@ -126,6 +126,7 @@ func (f *eurekaFake) waitFor(t *testing.T, what string, cond func() bool, logs f
 // mode msgexchangeapi-shadow) with status UP once it holds the pump lease, sends heartbeats at
 // eureka.heartbeat, and deregisters on SIGTERM.
 func TestEurekaRegistersHeartbeatsAndDeregisters(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		for _, mode := range []struct{ mode, app string }{{"normal", "MSGEXCHANGEAPI"}, {"shadow", "MSGEXCHANGEAPI-SHADOW"}} {
 			f := newEurekaFake(t)
@@ -173,6 +174,7 @@ func TestEurekaRegistersHeartbeatsAndDeregisters(t *testing.T) {
 // TestEurekaStandbyIsOutOfService: on MariaDB a second instance stands by for the pump lease;
 // it registers OUT_OF_SERVICE, and turns UP when it takes over after the first one stops.
 func TestEurekaStandbyIsOutOfService(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		if db.Driver != "mysql" {
 			return // SQLite has no standby (a second instance exits with code 3)
@@ -210,6 +212,7 @@ func TestEurekaStandbyIsOutOfService(t *testing.T) {
 // TestEurekaDownNeverStopsTheStart: with every Eureka server unreachable, serve starts, serves,
 // and counts the failed calls in msgx_eureka_failures_total.
 func TestEurekaDownNeverStopsTheStart(t *testing.T) {
+	t.Parallel()
 	dead := "http://" + freeAddr(t) + "/eureka"
 	s := start(t, t.TempDir(), "MSGX_EUREKA_ENABLED=true", "MSGX_EUREKA_SERVICE_URL="+dead, "MSGX_EUREKA_HEARTBEAT=200ms")
 	deadline := time.Now().Add(20 * time.Second)

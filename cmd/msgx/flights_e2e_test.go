@@ -36,7 +36,10 @@ func e2eFlop(seqn int, styp string, flid int64, payload string) string {
 // TestFlightsEndToEnd drives the flight picture over HTTP: a day's snapshot, FLOP changes, a
 // duplicate, an orphan, an FDEL and a second snapshot that drops a flight; then it checks the
 // board the API shows and every event the messages committed.
-func TestFlightsEndToEnd(t *testing.T) { eachDB(t, testFlightsEndToEnd) }
+func TestFlightsEndToEnd(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testFlightsEndToEnd)
+}
 
 func testFlightsEndToEnd(t *testing.T, db dbEnv) { flightsEndToEnd(t, db) }
 
@@ -44,6 +47,7 @@ func testFlightsEndToEnd(t *testing.T, db dbEnv) { flightsEndToEnd(t, db) }
 // key prefix of the test's own), with the same expectations: the same board through the API,
 // the same events in the same order.
 func TestFlightsEndToEndPhaseA(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { flightsEndToEnd(t, db, phaseAEnv(t)...) })
 }
 

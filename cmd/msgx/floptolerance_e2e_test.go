@@ -13,11 +13,13 @@ import (
 // record for an unknown flight applies the other and names the orphan in its warnings, with
 // events for the applied record only; one whose every record is an orphan is DEAD/ORPHAN.
 func TestFlopToleranceEndToEnd(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { flopTolerance(t, db) })
 }
 
 // TestFlopToleranceEndToEndPhaseA is the same with the flights in Redis (phase A).
 func TestFlopToleranceEndToEndPhaseA(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { flopTolerance(t, db, phaseAEnv(t)...) })
 }
 

@@ -26,6 +26,13 @@ package main_test
 // database's own, so it wins (MSGX_PIPELINE_AUTOSTART=false starts a pump-less API node on
 // either). start(t, dataDir, env...) still starts a server on SQLite alone, for the few tests
 // that are about something other than the database.
+//
+// Every top-level test calls t.Parallel() first: each has its own data directory, port,
+// database, Redis key prefix or channel and private servers, and none sets the environment
+// of the test process, so they share nothing and go test runs them -parallel at a time
+// (GOMAXPROCS by default). A test that cannot share the process must not call it, and say
+// why. Waiting is by polling for the outcome (await, waitFor, ogWaitFor) up to a deadline;
+// a fixed sleep is only for a negative check or a real timeout, and its comment says so.
 
 import (
 	"bufio"

@@ -65,6 +65,7 @@ func (s *server) haveRef(typ, key string) {
 // as their duplicates, and two AIRL UPDs with one SEQN from senders `AODB` and `aodb` are
 // both applied.
 func TestIdentityE2EAReusedSEQNIsNotADuplicate(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=100ms")
 		first := s.post(abdgUpd("A214", "Bridge 214", false))
@@ -94,6 +95,7 @@ func TestIdentityE2EAReusedSEQNIsNotADuplicate(t *testing.T) {
 // content mode on the same database, a re-send of the message bound under the old rule is
 // still its duplicate, and the message the old rule skipped, sent again, is applied.
 func TestIdentityE2EModeSeqnAndTheUpgradeToContent(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=100ms", "MSGX_IDENTITY_MODE=seqn")
 		first := s.post(abdgUpd("A214", "Bridge 214", false))

@@ -122,6 +122,7 @@ func notTaken(t *testing.T, s *server, id int64, what string) {
 }
 
 func TestLegacyE2EBackfillThatDoesNotFitStillSucceeds(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		legacy := createLegacy(t, db)
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=100ms")
@@ -150,6 +151,7 @@ func TestLegacyE2EBackfillThatDoesNotFitStillSucceeds(t *testing.T) {
 }
 
 func TestLegacyE2ECutOverTakesOnlyRowsTheLegacyLeft(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		legacy := createLegacy(t, db)
 		t0 := time.Now()
@@ -185,6 +187,7 @@ func TestLegacyE2ECutOverTakesOnlyRowsTheLegacyLeft(t *testing.T) {
 }
 
 func TestLegacyE2EAdoptionBoundsAndZoneFromConfig(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		legacy := createLegacy(t, db)
 		stale := legacy.gateway(t, legacyStatus("AODB", "751", "20261101090000", "LGS"), "2026-11-01 09:00:00", "")

@@ -8,6 +8,7 @@ import (
 // Every entry of the command table (including commands added later) has what `msgx help`
 // and `msgx help CMD` show: a summary, a function, and help ending with examples of itself.
 func TestCommandTable(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, c := range commands {
 		if seen[c.name] {
@@ -22,6 +23,7 @@ func TestCommandTable(t *testing.T) {
 
 // A mistyped flag is put in the README's spelling with the flag probably meant.
 func TestFlagProblem(t *testing.T) {
+	t.Parallel()
 	fs := newFlags("send")
 	fs.String("server", "", "")
 	for in, want := range map[string]string{

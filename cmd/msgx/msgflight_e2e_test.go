@@ -11,6 +11,7 @@ import (
 // parked as an ORPHAN (the store does not have the flight: it changed nothing and emitted no
 // event) beside the ones that were applied, and not the messages of other flights.
 func TestMessagesByFlightListAParkedOrphan(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		day := tomorrow(t)

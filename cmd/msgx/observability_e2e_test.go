@@ -16,7 +16,10 @@ import (
 // and histograms moved once per message and per delivered event, the state gauges match the
 // API, and an instance without the pump (and, on MariaDB, a standby) says it does not hold the
 // lease while /readyz names the holder; once the holder stops, /readyz on the other follows.
-func TestObservabilityEndToEnd(t *testing.T) { eachDB(t, testObservability) }
+func TestObservabilityEndToEnd(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testObservability)
+}
 
 func testObservability(t *testing.T, db dbEnv) {
 	day := tomorrow(t)

@@ -53,6 +53,7 @@ func (s *server) stays(id int64, st string) {
 // processed at once. Parked, it is DEAD/PARKED with the reason, its history shows the attempt
 // and the park, and it can be replayed (a dry run first).
 func TestParkMovesTheQueueOn(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_TEST_PANIC_TAG=STTS-ADD",
 			"MSGX_PIPELINE_PARK_CLASSES=", "MSGX_PIPELINE_BACKOFF_MS=600000", "MSGX_PIPELINE_BACKOFF_CAP_MS=600000")
@@ -87,6 +88,7 @@ func TestParkMovesTheQueueOn(t *testing.T) {
 // msgx pause stops the pump at its next step, durably: a restarted server is still paused
 // and says by whom; msgx resume lets the queue go on.
 func TestPumpPauseSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		s.mustCLI([]string{"the pump paused by loopback", "downstream maintenance"}, "pause", "--reason", "downstream maintenance")
@@ -117,6 +119,7 @@ func TestPumpPauseSurvivesARestart(t *testing.T) {
 // A paused target's events wait while the other targets deliver; resumed, they go, in order.
 // msgx events and msgx flight find the flight's events and its history.
 func TestTargetPauseHoldsItsEvents(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		if out, err := s.cli(nil, "pause", "--target", "KAFKA_FLOPX"); err == nil || !strings.Contains(out, "KAFKA_FLOP, KAFKA_SCHD") {
@@ -177,6 +180,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // With tokens configured the CLI needs one (--token or MSGX_TOKEN), a viewer cannot act and
 // only an admin sees jobs; msgx token hash prints the configured form on its last line.
 func TestCLITokens(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	probe := &server{t: t, url: "http://127.0.0.1:1"}
 	out, err := probe.cli(nil, "token", "hash", "operator-secret-0123456789")
@@ -228,6 +232,7 @@ func TestCLITokens(t *testing.T) {
 // A webhook URL's password and secret query value appear nowhere: not in the stored last
 // error, GET /api/v1/status, msgx status, msgx events, nor the log.
 func TestWebhookPasswordIsRedactedEverywhere(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		var hits atomic.Int32
 		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -277,6 +282,7 @@ func TestWebhookPasswordIsRedactedEverywhere(t *testing.T) {
 // With http.admin-addr the API and the console move there; http.addr keeps the inbox,
 // /healthz and /metrics.
 func TestAdminListenerSplitsTheAPIFromTheInbox(t *testing.T) {
+	t.Parallel()
 	admin := freeAddr(t)
 	s := start(t, t.TempDir(), "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_HTTP_ADMIN_ADDR="+admin)
 	id := s.post(airline)

@@ -418,6 +418,7 @@ func (m *privateMariaDB) dsn(db string) string {
 // its pump pauses without spinning; afterwards every message answered 200 is SUCCEEDED, once
 // (each FLOP with exactly one event).
 func TestOutageOfMariaDB(t *testing.T) {
+	t.Parallel()
 	m := newPrivateMariaDB(t)
 	bin := binary // built once by TestMain
 	env := []string{"MSGX_DATA_DIR=" + t.TempDir(), "MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + m.dsn("test"),
@@ -469,7 +470,7 @@ func TestOutageOfMariaDB(t *testing.T) {
 		return n
 	}
 	before := quiet()
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the window measured: a negative check has nothing to wait for
 	if n := quiet() - before; n > 10 {
 		t.Fatalf("%d log lines in 3 s of outage: a hot loop?\n%s", n, s.logs)
 	}
@@ -480,7 +481,8 @@ func TestOutageOfMariaDB(t *testing.T) {
 		t.Fatal("no client post was refused with 503 during the outage")
 	}
 
-	// Longer than the lease (15 s): the instance must re-take a lease that expired.
+	// Longer than the lease (15 s): the instance must re-take a lease that expired. The lease
+	// runs on the wall clock of another process (and of mariadbd), so the test waits it out.
 	time.Sleep(time.Until(stopped.Add(17 * time.Second)))
 	if s.exited() {
 		t.Fatalf("msgx exited during the outage: %v", s.err)
@@ -488,7 +490,8 @@ func TestOutageOfMariaDB(t *testing.T) {
 	m.start()
 	s.waitLog("pump lease acquired", 2, 20*time.Second)
 	s.healthy(10 * time.Second)
-	time.Sleep(time.Second) // posts go on after the return
+	back, _ := p.counts()
+	ogWaitFor(t, "posts going on after the return", 10*time.Second, func() bool { n, _ := p.counts(); return n >= back+10 })
 	accepted := p.finish(t)
 	ids := map[int64]bool{}
 	for id := range accepted {
@@ -524,6 +527,7 @@ func TestOutageOfMariaDB(t *testing.T) {
 // TestOutageAtStartExitCodes checks the distinct exit codes of a start that cannot go on:
 // 5 after database.wait-timeout without a database, 4 for a bad configuration value.
 func TestOutageAtStartExitCodes(t *testing.T) {
+	t.Parallel()
 	bin := binary // built once by TestMain
 	closed := ogFreePort(t)
 	s := ogStart(t, bin, "no database", "MSGX_DATA_DIR="+t.TempDir(), "MSGX_DATABASE_DRIVER=mysql",
@@ -618,6 +622,7 @@ func ogOneEventPerFlop(t *testing.T, s *ogServer, accepted map[int64]string) {
 // clients post to both; the second takes the lease over within the lease time and every
 // message answered 200 is SUCCEEDED once, with exactly one event per FLOP.
 func TestTakeOverAfterKillNine(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.MySQLDSN(t) // skips or fails without MariaDB, as the services rule says
 	bin := binary                // built once by TestMain
 	env := []string{"MSGX_DATA_DIR=" + t.TempDir(), "MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn,
@@ -651,7 +656,8 @@ func TestTakeOverAfterKillNine(t *testing.T) {
 	if took > 15*time.Second {
 		t.Fatalf("take-over %s after the kill, more than the lease time", took)
 	}
-	time.Sleep(500 * time.Millisecond) // the standby's inbox goes on taking posts
+	sofar, _ := p.counts()
+	ogWaitFor(t, "the standby's inbox going on taking posts", 10*time.Second, func() bool { n, _ := p.counts(); return n >= sofar+10 })
 	accepted := p.finish(t)
 	ids := map[int64]bool{}
 	flops := 0
@@ -679,6 +685,7 @@ func TestTakeOverAfterKillNine(t *testing.T) {
 // pump on does not stand by: it exits with code 3, naming the holder. Once the holder is
 // killed, a new instance takes its lease over at once.
 func TestTakeOverImpossibleOnSQLite(t *testing.T) {
+	t.Parallel()
 	bin := binary // built once by TestMain
 	data := t.TempDir()
 	a := ogStart(t, bin, "first", "MSGX_DATA_DIR="+data)

@@ -22,6 +22,7 @@ import (
 // changes, and reads the outboxes: every event exactly once, in EVENT_ID order per target,
 // KAFKA_SCHD as arrays with one record per flight.
 func TestOutboxFilesOnTheEmbeddedDefault(t *testing.T) {
+	t.Parallel()
 	eachDB(t, testOutboxFilesOnTheEmbeddedDefault)
 }
 
@@ -110,7 +111,10 @@ func testOutboxFilesOnTheEmbeddedDefault(t *testing.T, db dbEnv) {
 
 // TestSinkDownBlocksOnlyItsTarget points REDIS_NOTIFY at a port where nothing listens: the
 // pump and the other targets go on, and the Redis events wait, failing, in MSG_EVENT.
-func TestSinkDownBlocksOnlyItsTarget(t *testing.T) { eachDB(t, testSinkDownBlocksOnlyItsTarget) }
+func TestSinkDownBlocksOnlyItsTarget(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testSinkDownBlocksOnlyItsTarget)
+}
 
 func testSinkDownBlocksOnlyItsTarget(t *testing.T, db dbEnv) {
 	day := tomorrow(t)
@@ -175,6 +179,7 @@ func testSinkDownBlocksOnlyItsTarget(t *testing.T, db dbEnv) {
 }
 
 func TestUndefinedTargetStopsTheStart(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	cfg := filepath.Join(data, "msgx.yaml")
 	os.WriteFile(cfg, []byte("targets:\n  KAFKA_FLOP: {sink: file}\n"), 0o644)
@@ -189,6 +194,7 @@ func TestUndefinedTargetStopsTheStart(t *testing.T) {
 // TestWebhookGetsACopyOfNotifications configures a webhook as a copy of REDIS_NOTIFY and
 // checks that it receives every notification, signed, in event order.
 func TestWebhookGetsACopyOfNotifications(t *testing.T) {
+	t.Parallel()
 	eachDB(t, testWebhookGetsACopyOfNotifications)
 }
 

@@ -49,6 +49,7 @@ func redisPrefixOf(env []string) string {
 // flight's version in Redis, and in the FLIGHT_STATE mirror, equals its number of effective
 // changes. On both databases.
 func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		env := phaseAEnv(t)
 		day := tomorrow(t)
@@ -102,6 +103,8 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 					return
 				}
 				laterIDs = append(laterIDs, id)
+				// Pacing, not waiting: the later posts are spread out so that they arrive
+				// while the pump crashes and restarts.
 				time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
 			}
 		}()
@@ -235,6 +238,7 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 // missing from FLIGHT_STATE are found by the consistency sentinel (listed, counted in the
 // metric), and PROJECTION_REBUILD, started through the API, repairs both from Redis.
 func TestPhaseASentinelAndRebuild(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		env := phaseAEnv(t)
 		day := tomorrow(t)
@@ -306,6 +310,7 @@ func postNoFatal(url, body string) (int64, error) {
 // (a flight there is left as it was). A shadow in phase A on the default prefix, the production
 // msgx's, does not start (exit code 4, naming redis.key-prefix).
 func TestShadowModeInPhaseA(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		legacy := createLegacy(t, db)
 		rdb := redisForE2E(t)

@@ -102,6 +102,7 @@ func getStatus(t *testing.T, url string, v any) int {
 // PROJECTION_REBUILD` repairs both, the sentinel then finds nothing, and a FLOP after the
 // rebuild is projected on top of it. On both databases.
 func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		env, prefix := phaseBProjection(t)
 		day := tomorrow(t)
@@ -222,6 +223,7 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 // server restarted pointing at it) every event is delivered in order and Redis equals the API.
 // On both databases.
 func TestPhaseBProjectionWaitsForRedis(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		env, prefix := phaseBProjection(t)
 		cfgPath := strings.TrimPrefix(env[0], "MSGX_CONFIG=")
@@ -271,6 +273,7 @@ func TestPhaseBProjectionWaitsForRedis(t *testing.T) {
 // In phase A, where the pump writes Redis itself, serve refuses a redis-flights target (exit
 // code 4, naming the key).
 func TestPhaseARefusesTheProjectionTarget(t *testing.T) {
+	t.Parallel()
 	env, _ := phaseBProjection(t)
 	data := t.TempDir()
 	cmd := exec.Command(binary, "serve")

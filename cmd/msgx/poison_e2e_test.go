@@ -21,6 +21,7 @@ func refWithSender(sndr string, seqn int, code string) string {
 // A 200-character sender used to make the identity longer than its column: the outcome write
 // failed forever and every later message waited. Now both reach a final state at once.
 func TestALongSenderDoesNotStopThePump(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		long := s.post(refWithSender(strings.Repeat("L", 200), 1, "AAA"))
@@ -36,6 +37,7 @@ func TestALongSenderDoesNotStopThePump(t *testing.T) {
 // A handler that panics fails its message with CODEC_ERROR (the panic text in last_error),
 // parked at once; the server stays up, keeps taking messages and processes the next one.
 func TestAPanickingHandlerFailsItsMessageAndTheServerStaysUp(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { panickingHandler(t, db) })
 }
 
@@ -64,6 +66,7 @@ func panickingHandler(t *testing.T, db dbEnv) {
 // A DEAD message stays in CMINMSGS through ARCHIVE and replays; one that an older msgx archived
 // anyway is read back from CMINMSGS_HST, not turned into DEAD/MALFORMED.
 func TestReplayAfterArchive(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { replayAfterArchive(t, db) })
 }
 

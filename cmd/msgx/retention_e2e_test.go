@@ -55,6 +55,7 @@ func (s *server) awaitJob(id int64) string {
 // moves old flights to the history files and out of the flight store, status tells the last
 // jobs, and the lines of a message posted with a traceparent reach logstash with its trace id.
 func TestScheduledJobsHistoryAndLogShipping(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, dbe dbEnv) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

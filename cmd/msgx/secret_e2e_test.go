@@ -90,6 +90,7 @@ func webhookTarget(t *testing.T, s *server) *hookTarget {
 // work, and the secret appears nowhere (answers, CLI output, server log); each JSON log
 // line stays valid.
 func TestSecretBearingWebhookErrorsKeepEveryAnswerValid(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s, dead := blockedWebhook(t, db)
 		seen := map[string]string{}
@@ -188,6 +189,7 @@ func (p *statusBreaker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and says what failed, the last good figures stay, marked stale, and "No targets reported",
 // "Nothing waits" and "No DEAD event" are not shown; a good answer clears the banner.
 func TestConsoleKeepsTheLastFiguresWhenStatusFails(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumPath(t)
 	data := t.TempDir()
 	db := dbEnv{Name: "sqlite", Driver: "sqlite", DSN: filepath.Join(data, "msgx.db"), DataDir: data}

@@ -42,6 +42,7 @@ func redisForE2E(t *testing.T) *redis.Client {
 // for the flight the second snapshot drops. They are equal; changing one field in the legacy
 // capture is reported as the one mismatch, with exit code 1.
 func TestShadowDiffAgainstTheLegacyShape(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		rdb := redisForE2E(t)
 		channel := fmt.Sprintf("msgx:test:e2e:%s:%d:FLOP-msgx", db.Name, time.Now().UnixNano())
@@ -173,6 +174,7 @@ func TestShadowDiffAgainstTheLegacyShape(t *testing.T) {
 // msgx's for --for, keeps what they carried (--save-legacy, --save-msgx) and compares it. The
 // test publishes the captures of testdata/shadow once the command says it is listening.
 func TestShadowDiffListensToChannels(t *testing.T) {
+	t.Parallel()
 	rdb := redisForE2E(t)
 	prefix := fmt.Sprintf("msgx:test:e2e:%d:", time.Now().UnixNano())
 	dir := t.TempDir()
@@ -227,6 +229,7 @@ func TestShadowDiffListensToChannels(t *testing.T) {
 // either flight could have sent, with nothing else telling which, makes the result UNDECIDED,
 // exit code 6.
 func TestShadowDiffWithoutLegacyIDs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	note := func(flightID int64, key string, ms int64) string {
 		return fmt.Sprintf(`{"type":"update","flightId":%d,"updatedFields":{%q:%d},"flights":null,"scheduleStart":null,"scheduleEnd":null,"createTime":1773536400000}`,

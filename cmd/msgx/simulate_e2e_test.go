@@ -32,7 +32,10 @@ type simulateRun struct {
 // of the dead ones; the day's board has every flight. The scheduled times are spread over
 // half an hour (--hours 0.5) so that the stream, about four simulated hours, takes about
 // half a minute at 600 times real time.
-func TestSimulateAgainstAServer(t *testing.T) { eachDB(t, testSimulateAgainstAServer) }
+func TestSimulateAgainstAServer(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testSimulateAgainstAServer)
+}
 
 func testSimulateAgainstAServer(t *testing.T, db dbEnv) {
 	// The pump waits for a batch to fill a little instead of committing each message alone,

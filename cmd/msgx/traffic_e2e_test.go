@@ -34,7 +34,10 @@ func (s *server) flight(flid int64) map[string]any {
 	return e.Record
 }
 
-func TestUnknownFLOPIsParkedAndTheQueueMovesOn(t *testing.T) { eachDB(t, testUnknownFLOPIsParked) }
+func TestUnknownFLOPIsParkedAndTheQueueMovesOn(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testUnknownFLOPIsParked)
+}
 
 func testUnknownFLOPIsParked(t *testing.T, db dbEnv) {
 	s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
@@ -80,7 +83,10 @@ func testUnknownFLOPIsParked(t *testing.T, db dbEnv) {
 	}
 }
 
-func TestRealTrafficDefects(t *testing.T) { eachDB(t, testRealTrafficDefects) }
+func TestRealTrafficDefects(t *testing.T) {
+	t.Parallel()
+	eachDB(t, testRealTrafficDefects)
+}
 
 func testRealTrafficDefects(t *testing.T, db dbEnv) {
 	day := tomorrow(t)

@@ -40,6 +40,7 @@ func (failing) CountByState(context.Context) (map[pipeline.ProcStatus]int, error
 // reached it quotes a URL: written by this msgx (masked as it is recorded) or by an older one
 // (in clear in the row), a pump section that fails, a database that answers with one.
 func TestEveryAnswerIsValidJSONWithoutSecrets(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, now := context.Background(), time.Now()
 		f := newFixture(t, db, nil, api.InboxRule{})

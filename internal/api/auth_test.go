@@ -113,6 +113,7 @@ func bearer(secret string) map[string]string {
 // TestEveryRouteForEveryRole: anonymous → 401, a role below the route's → 403, the route's
 // role and above → its answer.
 func TestEveryRouteForEveryRole(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, testTokens, api.InboxRule{})
 		routes := []struct {
@@ -186,6 +187,7 @@ func TestEveryRouteForEveryRole(t *testing.T) {
 }
 
 func TestWithoutTokensOnlyLoopbackIsAnswered(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, storetest.SQLite(t), nil, api.InboxRule{})
 	w := f.do(t, call{method: "GET", path: "/api/v1/status", remote: "10.1.2.3:5555"})
 	if w.Code != 403 || !strings.Contains(w.Body.String(), "only to loopback clients") || !strings.Contains(w.Body.String(), "10.1.2.3") {
@@ -226,6 +228,7 @@ func TestWithoutTokensOnlyLoopbackIsAnswered(t *testing.T) {
 }
 
 func TestInboxAllowByNetworkOrToken(t *testing.T) {
+	t.Parallel()
 	rule := api.InboxRule{Tokens: []string{"watcher"}}
 	cfg := config.Default()
 	cfg.HTTP.InboxAllow = config.Strings{"10.5.0.0/16"}
@@ -253,6 +256,7 @@ func TestInboxAllowByNetworkOrToken(t *testing.T) {
 }
 
 func TestCookieLoginAndCSRF(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, storetest.SQLite(t), testTokens, api.InboxRule{})
 	if w := f.do(t, call{method: "POST", path: "/api/v1/login", body: `{"token":"wrong"}`}); w.Code != 401 {
 		t.Errorf("login with a wrong token: %d", w.Code)
@@ -307,6 +311,7 @@ func TestCookieLoginAndCSRF(t *testing.T) {
 }
 
 func TestRedactionOfAWebhookPassword(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, nil, api.InboxRule{})
 		// A row an older msgx wrote with the password in clear.
@@ -331,6 +336,7 @@ LAST_ERROR = 'POST https://hookuser:Hunter2pw@hooks.example/x?token=T0psecret: H
 }
 
 func TestListingsAreBoundedAndParametersChecked(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	f := newFixture(t, db, nil, api.InboxRule{})
 	ctx := context.Background()
@@ -407,6 +413,7 @@ func (c *stepClock) Now() time.Time { return c.t }
 
 // A session ends SessionTTL after its login (by the injected clock).
 func TestSessionsExpire(t *testing.T) {
+	t.Parallel()
 	clock := &stepClock{t: time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)}
 	db := storetest.SQLite(t)
 	srv := &api.Server{DB: db, Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)}
@@ -428,6 +435,7 @@ func TestSessionsExpire(t *testing.T) {
 
 // The legacy admin contract (POST /view/admin/data-request) is an operator action.
 func TestLegacyAdminRouteNeedsOperator(t *testing.T) {
+	t.Parallel()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /view/admin/data-request", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
 	f := &fixture{h: api.NewAuth(testTokens, api.InboxRule{}, pipeline.SystemClock{}).Wrap(mux)}

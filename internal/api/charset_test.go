@@ -11,6 +11,7 @@ import (
 // just as valid UTF-8 with nothing in it to say which is refused as ambiguous, never stored
 // as other characters.
 func TestToUTF8RefusesWhatItCannotTellApart(t *testing.T) {
+	t.Parallel()
 	const utf8East = "<MSG><A>东亚 机场</A></MSG>" // UTF-8 bytes, also valid GBK
 	for _, tc := range []struct {
 		name, body, charset string

@@ -33,6 +33,7 @@ func newServer(t *testing.T, db *store.DB) (*httptest.Server, *atomic.Int32) {
 }
 
 func TestInboxStoresRawAndPendingTogether(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ts, woken := newServer(t, db)
 		body := "anything at all: the inbox never parses"
@@ -60,6 +61,7 @@ func TestInboxStoresRawAndPendingTogether(t *testing.T) {
 }
 
 func TestInboxAnswers503WhenTheDatabaseIsGone(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	ts, _ := newServer(t, db)
 	db.Close()
@@ -76,6 +78,7 @@ func TestInboxAnswers503WhenTheDatabaseIsGone(t *testing.T) {
 }
 
 func TestReadAPIErrors(t *testing.T) {
+	t.Parallel()
 	ts, _ := newServer(t, storetest.SQLite(t))
 	for path, want := range map[string]int{
 		"/api/v1/messages/abc":        400,
@@ -100,6 +103,7 @@ func TestReadAPIErrors(t *testing.T) {
 }
 
 func TestInboxMessageTheDatabaseRefusesIs413AndSparesItsBatch(t *testing.T) {
+	t.Parallel()
 	db := storetest.MySQL(t)
 	var packet int
 	if err := db.SQL.QueryRow(`SELECT @@max_allowed_packet`).Scan(&packet); err != nil {
@@ -147,6 +151,7 @@ func TestInboxMessageTheDatabaseRefusesIs413AndSparesItsBatch(t *testing.T) {
 // Bodies being read count against http.max-inflight-bytes: a post that would go over it is
 // answered 503 with Retry-After and stores nothing; once the first is stored, posts go through.
 func TestInboxBoundsTheBytesInFlight(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	inbox := api.NewInbox(db, pipeline.SystemClock{}, log, 1000, nil)
@@ -209,6 +214,7 @@ func TestInboxBoundsTheBytesInFlight(t *testing.T) {
 // message for good: 422, not the 503 that would make the sender retry forever; the messages
 // that shared its commit are stored.
 func TestInboxMessageTheColumnCannotHoldIs422(t *testing.T) {
+	t.Parallel()
 	db := storetest.MySQL(t)
 	storetest.Exec(t, db, `ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT CHARACTER SET utf8mb3 NOT NULL`)
 	ts, _ := newServer(t, db)

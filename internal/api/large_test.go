@@ -180,6 +180,7 @@ func largeEvents() int {
 // ranges and the SENT totals instead of every row. How long they took is logged (speed is
 // the benchmark's to measure, not asserted).
 func TestStatusAndMetricsOverALargeOutbox(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	n := largeEvents()
 	created := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)

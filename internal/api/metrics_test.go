@@ -128,6 +128,7 @@ func wantLines(t testing.TB, body string, want ...string) {
 // the database but the ping of msgx_database_up. An instance with no sample (a standby)
 // shows no queue gauges, and says it does not hold the lease.
 func TestMetricsScrapeReadsNoTable(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	cs := &countingStore{DB: db}
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
@@ -229,6 +230,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 // must have stepped recently, or another's: a standby sees where the pump runs); /healthz
 // keeps its answer.
 func TestHealthRoutes(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	clock := &clockAt{t: t0}

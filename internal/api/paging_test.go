@@ -19,6 +19,7 @@ import (
 // The data-request listing pages as every listing does (docs/api.md): limit clamped to
 // 1..1000, after a cursor, a bad value answered 400 naming the parameter.
 func TestRequestListingPagesAsEveryListing(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	svc := requests.New(db, requests.Options{Clock: pipeline.SystemClock{}, Location: time.UTC, Timeout: time.Minute, MaxResends: 1})
 	var ids []int64

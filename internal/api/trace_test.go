@@ -14,6 +14,7 @@ import (
 // A traceparent header's trace id is stored with the message (and shown by the API); a
 // missing or invalid header stores none.
 func TestInboxStoresTheTraceIDOfTraceparent(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ts, _ := newServer(t, db)
 		for i, h := range []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "", "00-zzz-b7ad6b7169203331-01"} {

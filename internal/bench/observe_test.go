@@ -57,7 +57,15 @@ func TestHeapSamplerSeesTheHeap(t *testing.T) {
 	for i := range buf {
 		buf[i] = byte(i)
 	}
-	time.Sleep(5 * time.Millisecond)
+	// Wait for the sampling goroutine (not Stop's last sample) to have seen buf.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		h.mu.Lock()
+		seen := h.peak >= 8<<20
+		h.mu.Unlock()
+		if seen || time.Now().After(deadline) {
+			break
+		}
+	}
 	peak := h.Stop()
 	if peak < 8<<20 {
 		t.Errorf("peak %d bytes, below the 8 MB held", peak)

@@ -10,6 +10,7 @@ import (
 // Off a terminal, progress writes a plain line at most every five seconds and always the last
 // one; on a terminal, it redraws one bar in place at most every 100 ms and ends its line.
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var b bytes.Buffer
 	p := &Progress{w: &b, label: "send", total: 100, start: now, every: 5 * time.Second, now: func() time.Time { return now }, lastPc: -1}

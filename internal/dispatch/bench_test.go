@@ -224,7 +224,12 @@ func benchRound(b *testing.B, alone bool) {
 	tick.Stop()
 	waitSent(b, db, 3*b.N)
 	b.StopTimer()
-	time.Sleep(50 * time.Millisecond) // the last OnSent
+	// SENT is committed before OnSent runs: wait for the last OnSent to record its events.
+	eventually(b, "OnSent for every SENT event", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(sentAt) >= 3*b.N
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	lat := make([]time.Duration, 0, b.N)

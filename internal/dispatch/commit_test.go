@@ -96,6 +96,7 @@ func deliverTogether(d *dispatch.Dispatcher, names ...string) []error {
 // (backoff, the event behind it untouched), and the failing target's order kept once its
 // sink is back.
 func TestRoundSharesOneCommit(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		// A linger far longer than the test, so that the commit waits for the other target
 		// however slowly the machine schedules it.
@@ -142,6 +143,7 @@ func TestRoundSharesOneCommit(t *testing.T) {
 // transaction, the others' outcomes are committed on their own; the refused target's events
 // stay PENDING as they were, and its step reports the database failure.
 func TestRoundWriteRefusedFailsOnlyItsTarget(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		d, ce, sinks, _ := roundHarness(t, db, dispatch.Options{CommitLinger: time.Minute}, "KAFKA_FLOP", "REDIS_NOTIFY")
 		a1 := insert(t, db, ev{target: "KAFKA_FLOP", key: "101"})
@@ -171,6 +173,7 @@ func TestRoundWriteRefusedFailsOnlyItsTarget(t *testing.T) {
 // TestCommitLingerIsBounded: a target whose Send hangs holds the others' commit for the
 // linger at most.
 func TestCommitLingerIsBounded(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		hung := newBlockSink()
 		var wg sync.WaitGroup

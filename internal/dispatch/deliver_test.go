@@ -17,6 +17,7 @@ import (
 )
 
 func TestHeadFailureBlocksOnlyItsTarget(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy}, "KAFKA_FLOP", "REDIS_NOTIFY")
 		a1 := insert(t, db, ev{target: "KAFKA_FLOP", key: "101"})
@@ -94,6 +95,7 @@ func TestHeadFailureBlocksOnlyItsTarget(t *testing.T) {
 }
 
 func TestBackoffSteps(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		cap  time.Duration
@@ -132,6 +134,7 @@ func TestBackoffSteps(t *testing.T) {
 }
 
 func TestDeadAfterMaxAttemptsThenTargetMovesOn(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		p := policy
 		p.MaxAttempts = 3
@@ -170,6 +173,7 @@ func TestDeadAfterMaxAttemptsThenTargetMovesOn(t *testing.T) {
 }
 
 func TestHeadDeadline(t *testing.T) {
+	t.Parallel()
 	t.Run("waiting head escalates", func(t *testing.T) {
 		storetest.Each(t, func(t *testing.T, db *store.DB) {
 			// One long backoff step: the head is still waiting when the deadline passes.
@@ -232,6 +236,7 @@ func TestHeadDeadline(t *testing.T) {
 }
 
 func TestRejectedGoesDeadAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy}, "WEBHOOK_OPS")
 		bad := insert(t, db, ev{target: "WEBHOOK_OPS", kind: "notify"})
@@ -258,6 +263,7 @@ func TestRejectedGoesDeadAtOnce(t *testing.T) {
 }
 
 func TestPartialSendMarksExactlyTheDelivered(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy}, "KAFKA_FLOP")
 		var evs []int64
@@ -291,6 +297,7 @@ func TestPartialSendMarksExactlyTheDelivered(t *testing.T) {
 
 // A sink that claims everything it failed on gets the last record again (at least once).
 func TestSinkReportingAllDeliveredWithAnErrorIsDistrusted(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy}, "KAFKA_FLOP")
 		a := insert(t, db, ev{target: "KAFKA_FLOP"})
@@ -307,6 +314,7 @@ func TestSinkReportingAllDeliveredWithAnErrorIsDistrusted(t *testing.T) {
 }
 
 func TestSendBatchLimitsOneSend(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy, SendBatch: 3, SendRuns: 1}, "KAFKA_FLOP")
 		for i := 0; i < 7; i++ {
@@ -332,6 +340,7 @@ func TestSendBatchLimitsOneSend(t *testing.T) {
 // One step sends up to SendRuns Sends of SendBatch and commits them once; the records stay
 // in order and a failure stops the step at the first undelivered record.
 func TestSendRunsInOneStep(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy, SendBatch: 3, SendRuns: 2}, "KAFKA_FLOP")
 		var ids []int64
@@ -373,6 +382,7 @@ func TestSendRunsInOneStep(t *testing.T) {
 }
 
 func TestEnvelope(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy}, "ES_FLIGHT", "REDIS_NOTIFY")
 		up := insert(t, db, ev{target: "ES_FLIGHT", kind: "es-upsert", key: "4711", payload: `{ "FLID": 4711, "note": "<a & b>" }`, msgID: 42})
@@ -415,6 +425,7 @@ func TestEnvelope(t *testing.T) {
 // A stored payload that is not JSON can never be delivered: DEAD as MALFORMED, and the
 // target moves on.
 func TestPayloadNotJSONGoesDead(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy}, "KAFKA_FLOP")
 		good1 := insert(t, db, ev{target: "KAFKA_FLOP"})
@@ -439,6 +450,7 @@ func TestPayloadNotJSONGoesDead(t *testing.T) {
 }
 
 func TestDeliverOnceRefusesTheScheduleTarget(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy, SchdTarget: "KAFKA_SCHD"}, "KAFKA_SCHD")
 		insert(t, db, ev{target: "KAFKA_SCHD", kind: "schd", key: "1"})
@@ -455,6 +467,7 @@ func TestDeliverOnceRefusesTheScheduleTarget(t *testing.T) {
 }
 
 func TestPollIntervalIsClamped(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{PollInterval: time.Millisecond}, "KAFKA_FLOP")
 		if _, wait := h.deliver(t, "KAFKA_FLOP"); wait != dispatch.MinPollInterval {

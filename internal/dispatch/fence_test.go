@@ -51,6 +51,7 @@ FIRST_FAILED_AT = ?, NEXT_ATTEMPT_AT = ? WHERE EVENT_ID = ?`, n, store.T(t0), st
 // fails. The failure — a backoff, or DEAD on the last attempt — must not land on the changed
 // row: the replay's reset (attempts 0) or the SENT state stays, and the head is read again.
 func TestFailureDoesNotOverwriteAConcurrentChange(t *testing.T) {
+	t.Parallel()
 	for name, other := range otherWriters {
 		for _, read := range []int{0, 4} { // 4: this failure would be the fifth and last attempt
 			t.Run(fmt.Sprintf("%s/attempts %d", name, read), func(t *testing.T) {
@@ -104,6 +105,7 @@ func TestFailureDoesNotOverwriteAConcurrentChange(t *testing.T) {
 
 // TestSchdFailureDoesNotOverwriteAConcurrentReplay: the same race on the schedule batch.
 func TestSchdFailureDoesNotOverwriteAConcurrentReplay(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := schdHarness(t, db, dispatch.Options{})
 		head := flightRec(t, db, "1", 1)

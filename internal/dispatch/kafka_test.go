@@ -30,6 +30,7 @@ import (
 // blocks the target, nothing is lost, and once the cluster recovers every event arrives,
 // each flight's events in EVENT_ID order.
 func TestKafkaOutageThroughTheDispatcher(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const topic = "msgx.flop"
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
@@ -143,6 +144,7 @@ func TestKafkaOutageThroughTheDispatcher(t *testing.T) {
 // sink: it arrives whole, split into several records each within the limit, all with the
 // configured key in one partition, in order, newest record per flight.
 func TestKafkaSchdBatchSplitsUnderTheRecordLimit(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const topic = "msgx.schd"
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
@@ -305,6 +307,7 @@ func (c *countingSink) calls() []int {
 // flight's in EVENT_ID order, and an event marked SENT arrives once (a repeat is only ever of
 // one that was not acknowledged: at least once).
 func TestKafkaWindowThroughTheDispatcher(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const topic = "msgx.flop"
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))

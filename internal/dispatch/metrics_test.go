@@ -41,6 +41,7 @@ func sample(t *testing.T, m *metrics.Metrics, name, tgt string) (value float64, 
 // The dispatcher counts what it marks SENT and DEAD, per target, with each SENT event's
 // latency from its creation, one by one and in a schedule batch, and stamps its last step.
 func TestDeliveryMovesTheMetrics(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := newClock()
 		m := metrics.New(clock, "test", nil)

@@ -11,6 +11,7 @@ import (
 // The "events sent" and "schd batch sent" lines name the messages whose events they sent, so
 // one message's journey can be followed to its delivery (and its trace id added).
 func TestSentLinesCarryMsgIDs(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	h := newHarness(t, db, dispatch.Options{Policy: policy, SchdTarget: "KAFKA_SCHD"}, "KAFKA_FLOP", "KAFKA_SCHD")
 	for _, m := range []int64{5, 5, 9} {

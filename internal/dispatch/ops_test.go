@@ -24,6 +24,7 @@ FIRST_FAILED_AT = ? WHERE EVENT_ID = ?`, string(class), store.T(t0), id); err !=
 }
 
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: policy}, "KAFKA_FLOP", "ES_FLIGHT")
 		ctx := context.Background()
@@ -80,6 +81,7 @@ func TestReplay(t *testing.T) {
 }
 
 func TestListAndStats(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		h := newHarness(t, db, dispatch.Options{Policy: policy}, "KAFKA_FLOP", "REDIS_NOTIFY")

@@ -27,6 +27,7 @@ import (
 var deliveryPolicy = pipeline.RetryPolicy{Steps: pipeline.DefaultBackoff, Cap: 60 * time.Second, HeadDeadline: 24 * time.Hour}
 
 func TestDeliveryClass(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -53,6 +54,7 @@ func TestDeliveryClass(t *testing.T) {
 // head PENDING as INFRA, its first failure kept; once the sink is back every event goes out,
 // in order, and the target is no longer blocked.
 func TestOutageKeepsTheHeadPending(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: deliveryPolicy}, "REDIS_NOTIFY")
 		sink := h.sinks["REDIS_NOTIFY"]
@@ -94,6 +96,7 @@ func TestOutageKeepsTheHeadPending(t *testing.T) {
 
 // The schedule batch rides out an outage the same way.
 func TestSchdOutageKeepsTheBatchPending(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, dispatch.Options{Policy: deliveryPolicy, SchdTarget: "KAFKA_SCHD"}, "KAFKA_SCHD")
 		a := insert(t, db, ev{target: "KAFKA_SCHD", kind: "schd", key: "1"})
@@ -117,6 +120,7 @@ func TestSchdOutageKeepsTheBatchPending(t *testing.T) {
 
 // Only a refusal of the event itself kills it at once, whatever class the sink used for it.
 func TestRefusalsDieAtOnceUnderTheDeliveryPolicy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -162,6 +166,7 @@ func targetStats(t *testing.T, db *store.DB, now time.Time, name string) dispatc
 
 // The status JSON names the blocked state.
 func TestStatsJSONShowsBlockedSince(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	h := newHarness(t, db, dispatch.Options{Policy: deliveryPolicy}, "REDIS_NOTIFY")
 	insert(t, db, ev{target: "REDIS_NOTIFY", kind: "notify"})
@@ -223,6 +228,7 @@ func (tm *timers) asked(name string) []time.Duration {
 // Wake (new events, for it and for others) does not make it try early; another target's loop
 // delivers on Wake meanwhile.
 func TestLoopSleepsTheWholeBackoff(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pol := deliveryPolicy
 		pol.Steps = []time.Duration{10 * time.Second}
@@ -296,6 +302,7 @@ func (f *flakyEvents) PendingEvents(ctx context.Context, target string, limit in
 // A database failure of a step is retried after the policy's delay, not at the next poll or
 // Wake.
 func TestLoopBacksOffADatabaseFailure(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	flaky := &flakyEvents{Events: db}
 	flaky.down.Store(true)
@@ -318,6 +325,8 @@ func TestLoopBacksOffADatabaseFailure(t *testing.T) {
 	for range 5 {
 		d.Wake()
 	}
+	// A negative check: nothing to wait for but the absence of a read, so the test gives the
+	// loop a real moment (several poll intervals' worth of wake-ups) to do the wrong thing.
 	time.Sleep(50 * time.Millisecond)
 	if n := flaky.calls.Load(); n != 1 {
 		t.Fatalf("Wake retried the failed step: %d reads", n)
@@ -330,6 +339,7 @@ func TestLoopBacksOffADatabaseFailure(t *testing.T) {
 // A replay through the dispatcher kicks even a loop whose head is backing off: the replayed
 // event comes before that head and is due at once.
 func TestReplayKicksABackingOffLoop(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	pol := deliveryPolicy
 	pol.Steps = []time.Duration{10 * time.Second}

@@ -38,8 +38,9 @@ func (s *blockSink) Send(ctx context.Context, recs []target.Record) (int, error)
 
 func (s *blockSink) Close() error { return nil }
 
-// eventually polls cond for up to 5s (the only real waiting in these tests).
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventually polls cond for up to 5s: the tests wait on it for what the dispatcher's
+// goroutines do, instead of sleeping a guessed time.
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
@@ -55,6 +56,7 @@ func state(t *testing.T, db *store.DB, id int64) string { return get(t, db, id).
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestRunWakeDeliversAndCancelStops(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		flop, sched := &fakeSink{}, &fakeSink{}
 		hung := newBlockSink()
@@ -107,6 +109,7 @@ func TestRunWakeDeliversAndCancelStops(t *testing.T) {
 // A send still hanging when the grace ends is cut short, and the event is not charged with
 // a failure: it waits, PENDING, for the next start.
 func TestRunShutdownGraceCutsAHungSend(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		hung := newBlockSink()
 		d := dispatch.New(db, map[string]target.Sink{"WEBHOOK_DOWN": hung}, dispatch.Options{
@@ -130,6 +133,7 @@ func TestRunShutdownGraceCutsAHungSend(t *testing.T) {
 }
 
 func TestRunRefusesANilSink(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": nil}, dispatch.Options{Logger: quiet()})
 	if err := d.Run(context.Background()); err == nil {

@@ -35,6 +35,7 @@ func flightRec(t *testing.T, db *store.DB, key string, v int) int64 {
 }
 
 func TestSchdBatchKeepsNewestPerFlight(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := schdHarness(t, db, dispatch.Options{})
 		all := []int64{
@@ -76,6 +77,7 @@ func TestSchdBatchKeepsNewestPerFlight(t *testing.T) {
 }
 
 func TestSchdPeriodAndLimit(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := schdHarness(t, db, dispatch.Options{FlushPeriod: 3 * time.Second, FlushLimit: 3})
 		flightRec(t, db, "1", 1)
@@ -120,6 +122,7 @@ func TestSchdPeriodAndLimit(t *testing.T) {
 }
 
 func TestSchdFailureBacksOffTheWholeBatch(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := schdHarness(t, db, dispatch.Options{FlushPeriod: 3 * time.Second, FlushLimit: 10})
 		sink := h.sinks[schd]
@@ -177,6 +180,7 @@ func TestSchdFailureBacksOffTheWholeBatch(t *testing.T) {
 }
 
 func TestSchdLastFlushMovesOnlyOnSuccess(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := schdHarness(t, db, dispatch.Options{FlushPeriod: 3 * time.Second, FlushLimit: 100})
 		sink := h.sinks[schd]
@@ -209,6 +213,7 @@ func TestSchdLastFlushMovesOnlyOnSuccess(t *testing.T) {
 }
 
 func TestSchdWholeBatchDead(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		p := policy
 		p.MaxAttempts = 2
@@ -252,6 +257,7 @@ func TestSchdWholeBatchDead(t *testing.T) {
 }
 
 func TestSchdRejectedBatchDeadAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := schdHarness(t, db, dispatch.Options{})
 		a := flightRec(t, db, "1", 1)
@@ -264,6 +270,7 @@ func TestSchdRejectedBatchDeadAtOnce(t *testing.T) {
 }
 
 func TestSchdHeadDeadline(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		p := pipeline.RetryPolicy{MaxAttempts: 100, Steps: []time.Duration{time.Hour}, HeadDeadline: 10 * time.Minute}
 		h := schdHarness(t, db, dispatch.Options{Policy: p})
@@ -291,6 +298,7 @@ func TestSchdHeadDeadline(t *testing.T) {
 
 // The flush claims at most FlushLimit events, in EVENT_ID order.
 func TestSchdClaimsUpToTheLimitInOrder(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := schdHarness(t, db, dispatch.Options{FlushLimit: 4})
 		var all []int64

@@ -76,6 +76,7 @@ func storedPayloads(t *testing.T, db *store.DB, ids []int64) []string {
 }
 
 func TestSchdBatchSplitsByBytes(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const limit = 300
 		h, sink := limitHarness(t, db, limit)
@@ -128,6 +129,7 @@ func TestSchdBatchSplitsByBytes(t *testing.T) {
 // TestSchdPartialDeliveryOfSplitBatch: the sink delivers the first record of three: the
 // events it carries are SENT, the rest back off and go next time, in order.
 func TestSchdPartialDeliveryOfSplitBatch(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h, sink := limitHarness(t, db, 250)
 		var ids []int64
@@ -162,6 +164,7 @@ func TestSchdPartialDeliveryOfSplitBatch(t *testing.T) {
 // carry goes DEAD as REJECTED with a last error that says so, with the older event of its
 // flight; the rest of the batch is delivered and the target does not stall.
 func TestSchdOversizedFlightRecordIsRejectedAlone(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const limit = 200
 		h, sink := limitHarness(t, db, limit)

@@ -90,6 +90,7 @@ func record(t *testing.T, fs *flight.Store, flid int64) map[string]any {
 // Reading through the transaction, all of it is one batch; with a view that cannot see the
 // batch, the outcome is the same, only in more batches.
 func TestDecisionsSeeTheBatchBeforeThem(t *testing.T) {
+	t.Parallel()
 	for _, txView := range []bool{true, false} {
 		t.Run(fmt.Sprintf("txView=%v", txView), func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -165,6 +166,7 @@ func infraOn() *handler.Registry {
 // a parked or MALFORMED one the batch goes on; after an INFRA failure (FAILED, with backoff)
 // the batch ends and what is behind it waits, as one by one.
 func TestAFailureInTheMiddleOfABatchFailsAlone(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		policy := defaultPolicy
 		policy.Park = pipeline.DefaultPark
@@ -205,6 +207,7 @@ func TestAFailureInTheMiddleOfABatchFailsAlone(t *testing.T) {
 // before it commit, the one behind it waits behind the FAILED one, and all go through once
 // the database takes them.
 func TestAMessageFailingHalfWayLeavesNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		if db.Dialect == store.MySQL {
@@ -245,6 +248,7 @@ func TestAMessageFailingHalfWayLeavesNothing(t *testing.T) {
 // Two messages of one identity in one batch: the second is SKIPPED as the first's duplicate,
 // found by the identity's unique index on the batch's own uncommitted bind.
 func TestADuplicateInsideOneBatch(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		a := refMsg("STTS", "ADD", "7", stts("A", "a"), 1)
@@ -262,6 +266,7 @@ func TestADuplicateInsideOneBatch(t *testing.T) {
 
 // A job ordered after message X ends the batch after X: it runs before the messages behind it.
 func TestAJobDueInTheMiddleOfABatch(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		ctx := context.Background()
@@ -306,6 +311,7 @@ func (r *racing) BeginBatch(ctx context.Context) (*store.Batch, error) {
 // A row that changed after the pump read it (an operator's action) is never overwritten: the
 // batch commits the messages before it, leaves it as the operator left it, and reads again.
 func TestAReplayRacingABatchIsNotOverwritten(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		var rc *racing
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, func(s pump.Store) pump.Store {
@@ -339,6 +345,7 @@ func TestAReplayRacingABatchIsNotOverwritten(t *testing.T) {
 
 // A batch whose lease was taken over commits nothing and stops the step.
 func TestABatchWithoutTheLeaseCommitsNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		ctx := context.Background()
@@ -361,6 +368,7 @@ func TestABatchWithoutTheLeaseCommitsNothing(t *testing.T) {
 // A message whose row already holds its identity (its commit went through but the answer was
 // lost) is recorded SUCCEEDED in the batch, not applied again.
 func TestABatchDoesNotApplyAnAppliedMessageAgain(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("Z", "once"), 1))
@@ -380,6 +388,7 @@ func TestABatchDoesNotApplyAnAppliedMessageAgain(t *testing.T) {
 // A message longer than the batch read brings (store.DueRawLimit) is read alone in its turn;
 // with pipeline.batch-wait a backlog smaller than a batch is taken after the wait.
 func TestALongMessageAndTheBatchWait(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		e.pump = pump.New(db, handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: e.clock,
@@ -400,6 +409,7 @@ func TestALongMessageAndTheBatchWait(t *testing.T) {
 // A duplicate is SKIPPED whatever its handler would say, as one by one (where the identity is
 // checked before the handler runs): here its handler fails the second time it is asked.
 func TestADuplicateWhoseHandlerFailsIsSkipped(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		reg := handler.Default(handler.Options{})
 		add, _ := reg.Lookup("STTS-ADD")
@@ -441,6 +451,7 @@ func (f *failingBegin) BeginBatch(ctx context.Context) (*store.Batch, error) {
 // a message's outcome is recorded, so an unavailable database meets exactly today's rules;
 // then it batches again.
 func TestAnUncommittedBatchFallsBackToOneByOne(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		var fb *failingBegin
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, func(s pump.Store) pump.Store {
@@ -489,6 +500,7 @@ func eventsBy() *handler.Registry {
 // CODEC_ERROR, and the batch goes on; a refusal by the database: FAILED INFRA, and what is
 // behind it waits), and nothing of k is left.
 func TestAFailingEventWriteFailsItsMessageAlone(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{1, 50} {
 		t.Run(fmt.Sprintf("batch=%d", size), func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -566,6 +578,7 @@ func TestAFailingEventWriteFailsItsMessageAlone(t *testing.T) {
 // changed, one sent again unchanged, one deleted, one deleted that is not there, a flight
 // changed in place twice, a duplicate, a FLOP of an unknown flight.
 func TestABatchEndsAsOneByOne(t *testing.T) {
+	t.Parallel()
 	msgs := []string{
 		schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300"), flightRec(5002, "CA1502", "01DEC261400")),
 		refMsg("STTS", "ADD", "2", stts("A", "one"), 1),

@@ -28,6 +28,7 @@ func withMeta(sndr, seqn, typ, styp, body string) string {
 // 4-byte characters) reaches a final state, and the message behind it is processed: nothing a
 // message contains can stop the pump.
 func TestValuesWiderThanTheirColumnsNeverStopThePump(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		policy := defaultPolicy
 		policy.MaxAttempts = 1
@@ -67,6 +68,7 @@ func TestValuesWiderThanTheirColumnsNeverStopThePump(t *testing.T) {
 
 // A handler that panics fails its message with CODEC_ERROR and the panic text; the pump goes on.
 func TestPanicInAHandlerIsTheMessagesCodecError(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		reg := handler.NewRegistry()
 		add, _ := handler.Default(handler.Options{}).Lookup("STTS-ADD")
@@ -103,6 +105,7 @@ func TestPanicInAHandlerIsTheMessagesCodecError(t *testing.T) {
 // When the database refuses every write of the head's outcome, the pump counts the attempt,
 // backs off and says so, instead of spinning; once the database takes it, the head is recorded.
 func TestAnOutcomeTheDatabaseRefusesIsRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		ids := e.post(unknownType, refMsg("STTS", "ADD", "2", stts("Y", "y"), 1))

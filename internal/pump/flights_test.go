@@ -24,6 +24,7 @@ import (
 // applied changing nothing, a duplicate SKIPPED, a parked ORPHAN, FAILED — one by one and in
 // a batch; a message that could not be decoded names none; a retry adds no row.
 func TestEveryOutcomeIsFoundByItsFlight(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{1, 50} {
 		t.Run(fmt.Sprintf("batch=%d", size), func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {

@@ -78,6 +78,7 @@ func (e *env) wantDuplicate(id, holder int64) {
 // of either is SKIPPED as the duplicate of the one it repeats, inside one batch and across
 // batches, on every path of the pump.
 func TestAReusedSEQNIsAppliedAndAResendIsADuplicate(t *testing.T) {
+	t.Parallel()
 	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
 		ids := e.post(
 			schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")),
@@ -114,6 +115,7 @@ func TestAReusedSEQNIsAppliedAndAResendIsADuplicate(t *testing.T) {
 // identity.mode seqn keeps the old rule exactly: SNDR|TYPE|STYP|SEQN alone, so every message
 // after the first with SEQN 3 is SKIPPED, whatever its content.
 func TestIdentityModeSeqnSkipsEveryReuse(t *testing.T) {
+	t.Parallel()
 	identityPaths(t, pipeline.IdentitySeqn, func(t *testing.T, e *env, stand func() string) {
 		ids := e.post(
 			schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")),
@@ -141,6 +143,7 @@ func TestIdentityModeSeqnSkipsEveryReuse(t *testing.T) {
 // still the holder after the upgrade: sent again it is SKIPPED as its duplicate, and a message
 // with its SEQN and other content is applied.
 func TestAnIdentityBoundBeforeTheUpgradeStillHoldsItsResends(t *testing.T) {
+	t.Parallel()
 	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
 		ids := e.post(schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")))
 		e.drain()
@@ -161,6 +164,7 @@ func TestAnIdentityBoundBeforeTheUpgradeStillHoldsItsResends(t *testing.T) {
 // A message whose row already holds its content identity (its commit went through, the answer
 // was lost) is recorded SUCCEEDED, not applied again, on every path.
 func TestAnAppliedReusedSEQNIsNotAppliedAgain(t *testing.T) {
+	t.Parallel()
 	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
 		ids := e.post(schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")), stnd("118", false))
 		e.drain()

@@ -18,6 +18,7 @@ import (
 // status can say which message the pump holds, at which stage and for how long; between steps
 // nothing is in hand. One by one and batched.
 func TestInHandShowsTheMessageBeingDecided(t *testing.T) {
+	t.Parallel()
 	for _, batch := range []int{1, 50} {
 		db := storetest.SQLite(t)
 		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}

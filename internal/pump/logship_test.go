@@ -41,6 +41,7 @@ func (s *syncBuffer) String() string {
 // the shipped lines beyond the queue are dropped and counted, the local log has them all,
 // and a message's lines carry its trace id.
 func TestPumpIsUnaffectedByLogstashDown(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -48,6 +48,7 @@ func series(t *testing.T, m *metrics.Metrics, name string) map[string][2]float64
 // tag (an unknown tag as "other"), and the two histograms once, the accept→finish time by the
 // injected clock; a step stamps msgx_pump_last_step_timestamp_seconds. One by one and batched.
 func TestFinishedMessagesMoveTheMetrics(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{1, 200} {
 		t.Run(fmt.Sprintf("batch-%d", size), func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {

@@ -17,6 +17,7 @@ const unknownFLOP = `<MSG><META><SNDR>AODB</SNDR><SEQN>31</SEQN><DTTM>2026120108
 // A deterministic failure is parked at once: DEAD under its own class, replayable, the message
 // behind it processed in the same drain with no time passing, its warnings and note kept.
 func TestDeterministicFailuresAreParkedAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		policy := defaultPolicy
 		policy.Park = pipeline.DefaultPark
@@ -43,6 +44,7 @@ func TestDeterministicFailuresAreParkedAtOnce(t *testing.T) {
 
 // With pipeline.park-classes empty the same failure retries, then goes EXHAUSTED.
 func TestEmptyParkClassesRetryThenExhaust(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		ids := e.post(unknownFLOP)
@@ -53,6 +55,7 @@ func TestEmptyParkClassesRetryThenExhaust(t *testing.T) {
 
 // A reference message whose records are all as stored says so in its note.
 func TestAReferenceMessageThatChangedNothingSaysSo(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("DEP", "departed"), 1), refMsg("STTS", "UPD", "2", stts("DEP", "departed"), 1))

@@ -157,6 +157,7 @@ func fop(flid int64, seqn, styp, field string) string {
 // the SEQN with other content, a duplicate under identity.mode seqn only (content mode:
 // TestPhaseABatchTellsAResendFromAReusedSEQN).
 func TestPhaseABatchDecisionsSeeTheBatchBeforeThem(t *testing.T) {
+	t.Parallel()
 	eachBatchFlights(t, func(t *testing.T, db *store.DB, plain bool) {
 		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{plain: plain, identity: pipeline.IdentitySeqn})
 		ids := a.post(
@@ -258,6 +259,7 @@ func (b *flakyBatch) ApplyUnmarked(ctx context.Context, msgID int64, ws []pipeli
 // the ones behind it wait; nothing of the failed one is in Redis or SQL. Once Redis answers,
 // its retry applies it once.
 func TestPhaseAFailureInTheMiddleOfABatch(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		policy := defaultPolicy
 		policy.Park = pipeline.DefaultPark
@@ -312,6 +314,7 @@ func TestPhaseAFailureInTheMiddleOfABatch(t *testing.T) {
 // With Redis down the phase A batch behaves as one by one: the head fails INFRA, nothing is
 // committed for it, and the queue waits.
 func TestPhaseABatchRedisDown(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{})
 		down := redisflight.New(redisflight.Options{Addr: "127.0.0.1:1", Clock: a.clock, Location: time.UTC})
@@ -350,6 +353,7 @@ func (h *holding) BeginBatch(ctx context.Context) (*store.Batch, error) {
 // and every flight's version in Redis and FLIGHT_STATE equals its number of effective changes.
 // The duplicate reuses a SEQN with other content (identity.mode seqn).
 func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
+	t.Parallel()
 	eachBatchFlights(t, func(t *testing.T, db *store.DB, plain bool) {
 		a := newPhaseA(t, db, defaultPolicy, phaseAOptions{plain: plain, identity: pipeline.IdentitySeqn})
 		const flights = 4
@@ -433,6 +437,7 @@ func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
 // database refuses fails alone (FAILED INFRA, its flights applied in Redis with its marker);
 // its retry commits it once the database takes it, and no flight is changed twice.
 func TestPhaseABatchRolledBackReusesTheMarkers(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		reg := handler.Default(handler.Options{})
 		real, _ := reg.Lookup("FLOP-REMC")

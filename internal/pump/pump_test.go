@@ -109,6 +109,7 @@ func (e *env) want(id int64, state pipeline.ProcStatus, class pipeline.ErrorClas
 var defaultPolicy = pipeline.RetryPolicy{MaxAttempts: 5, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: 10 * time.Minute}
 
 func TestFailedHeadBlocksThenExhaustsAndReplays(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		ids := e.post(unknownType, refMsg("STTS", "ADD", "1", stts("DEP", "departed"), 1))
@@ -146,6 +147,7 @@ func TestFailedHeadBlocksThenExhaustsAndReplays(t *testing.T) {
 }
 
 func TestHeadDeadlineFiresFromFirstFailure(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		policy := defaultPolicy
 		policy.MaxAttempts = 1000 // only the deadline can end it
@@ -167,6 +169,7 @@ func TestHeadDeadlineFiresFromFirstFailure(t *testing.T) {
 }
 
 func TestMalformedDuplicateAndReplayRules(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		a := refMsg("STTS", "ADD", "7", stts("ARR", "arrived"), 1)
@@ -193,6 +196,7 @@ func TestMalformedDuplicateAndReplayRules(t *testing.T) {
 }
 
 func TestReferenceReplaceAndGuards(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		ctx := context.Background()
@@ -231,6 +235,7 @@ func TestReferenceReplaceAndGuards(t *testing.T) {
 }
 
 func TestJobRunsBetweenMessagesInOrder(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		ctx := context.Background()
@@ -265,6 +270,7 @@ func TestJobRunsBetweenMessagesInOrder(t *testing.T) {
 }
 
 func TestAdoptsRowsInsertedByTheLegacyGateway(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		_, err := db.SQL.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, 'VALID'), (?, ?, 'INVALID')`,
@@ -289,6 +295,7 @@ func TestAdoptsRowsInsertedByTheLegacyGateway(t *testing.T) {
 }
 
 func TestGatewayRowIsNotOvertakenByALaterInboxMessage(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		e.drain() // the pump has started and looked once
@@ -308,6 +315,7 @@ func TestGatewayRowIsNotOvertakenByALaterInboxMessage(t *testing.T) {
 }
 
 func TestAppliedMessageIsNotAppliedAgainAfterALostCommitAnswer(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		id := e.post(refMsg("STTS", "ADD", "31", stts("Z", "once"), 1))[0]
@@ -337,6 +345,7 @@ func (failingJobs) RunJob(context.Context, *store.Job) (string, error) {
 }
 
 func TestFailingJobHitsTheHeadDeadline(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 		policy := defaultPolicy
@@ -365,6 +374,7 @@ func TestFailingJobHitsTheHeadDeadline(t *testing.T) {
 }
 
 func TestGatewayRowAfterStartIsAdoptedAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, defaultPolicy)
 		first := e.post(refMsg("STTS", "ADD", "41", stts("M", "inbox"), 1))[0]

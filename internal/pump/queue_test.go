@@ -51,6 +51,7 @@ func flightVersion(t *testing.T, db *store.DB, flid int64) int64 {
 // after it are written by none of the round trips: they wait, and once the database takes the
 // failing one, everything is applied exactly once, in order, each FLOP over the one before.
 func TestAFailureInTheMiddleOfOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, fs := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		e.post(schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")))
@@ -104,6 +105,7 @@ func TestAFailureInTheMiddleOfOneRoundTrip(t *testing.T) {
 // duplicate in the middle of a batch, and the batch goes on: the messages around it are
 // applied in the same step.
 func TestADuplicateOfAnEarlierBatchInTheMiddle(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		a := refMsg("STTS", "ADD", "7", stts("A", "a"), 1)
@@ -125,6 +127,7 @@ func TestADuplicateOfAnEarlierBatchInTheMiddle(t *testing.T) {
 // version the first left), and a flight created by a schedule message earlier in the same
 // batch then changed by a FLOP (not an ORPHAN). All of it is one batch.
 func TestFlopsInOneBatchSeeTheFlightsBeforeThem(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, fs := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		e.post(schd("1", "DNLD", flightRec(6001, "CA1601", "01DEC261300"), flightRec(6002, "CA1602", "01DEC261400")))

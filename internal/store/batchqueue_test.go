@@ -121,6 +121,7 @@ func (e *queueEnv) events() string {
 // written, it fails with ErrIdentityTaken and is rolled back, the one after it is not
 // written. SQLite queues nothing (its statements cost no round trip).
 func TestAQueuedDuplicateInTheMiddle(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newQueueEnv(t, db, 4)
@@ -174,6 +175,7 @@ func (g guarded) FlightStatement(_ *sql.Tx, msgID int64, w pipeline.FlightWrite,
 // (INFRA: changed under us): the ones before it in the round trip stay, with their reference
 // records and events, the one after it is not written.
 func TestAQueuedFlightChangedUnderUs(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		if db.Dialect != store.MySQL {
 			t.Skip("only MySQL queues")
@@ -220,6 +222,7 @@ func TestAQueuedFlightChangedUnderUs(t *testing.T) {
 // of the stored record, not a second record; and a record the batch's read found is updated
 // at the version read.
 func TestAQueuedUpsertOfAKeyEqualByCollation(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		if db.Dialect != store.MySQL {
 			t.Skip("only MySQL queues")

@@ -19,6 +19,7 @@ import (
 // an older msgx did, migrates up again and checks the identity is still held (a re-send is
 // still a duplicate), while one that differs only by letter case now binds beside it.
 func TestMigrationKeepsBoundIdentities(t *testing.T) {
+	t.Parallel()
 	for _, d := range storetest.Dialects() {
 		t.Run(d.Name, func(t *testing.T) {
 			db := d.Open(t)

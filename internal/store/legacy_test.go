@@ -153,6 +153,7 @@ func (e *legacyEnv) state(t *testing.T, id int64) *store.Message {
 }
 
 func TestLegacyTableCreatedFirstKeepsItsTypesThroughMigrate(t *testing.T) {
+	t.Parallel()
 	eachLegacy(t, "", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
 		ctx := context.Background()
 		if _, err := e.db.Migrate(ctx); err != nil {
@@ -210,6 +211,7 @@ func succeed(t *testing.T, e *legacyEnv, id int64, meta store.Backfill, now time
 }
 
 func TestLegacyBackfillFitsTheLegacyColumns(t *testing.T) {
+	t.Parallel()
 	dttm := time.Date(2026, 12, 1, 8, 0, 0, 0, shanghai)
 	cases := []struct {
 		name      string
@@ -323,6 +325,7 @@ func checkBackfills(t *testing.T, e *legacyEnv, cases []struct {
 }
 
 func TestLegacyBackfillRefusedByTheDatabaseDoesNotFailTheMessage(t *testing.T) {
+	t.Parallel()
 	// A constraint msgx cannot know: the database refuses the back-fill with a data error.
 	eachLegacy(t, "CHECK (CMINMSGS_SUBSYSTEM_NAME <> 'NOPE')", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
 		now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
@@ -345,6 +348,7 @@ func TestLegacyBackfillRefusedByTheDatabaseDoesNotFailTheMessage(t *testing.T) {
 }
 
 func TestLegacyAdoptsOnlyRowsTheLegacyHasNotTaken(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC) // 10:00 in the airport
 	eachLegacy(t, "", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
 		ctx := context.Background()
@@ -377,6 +381,7 @@ func TestLegacyAdoptsOnlyRowsTheLegacyHasNotTaken(t *testing.T) {
 }
 
 func TestLegacyAdoptionBounds(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name string
@@ -414,6 +419,7 @@ func TestLegacyAdoptionBounds(t *testing.T) {
 }
 
 func TestLegacyTwoInboxNodesCommitInIDOrder(t *testing.T) {
+	t.Parallel()
 	eachIsolation(t, func(t *testing.T, e *legacyEnv) {
 		ctx := context.Background()
 		now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
@@ -507,6 +513,7 @@ func drain(t *testing.T, p *pump.Pump) {
 }
 
 func TestLegacyRowBelowTheNewestJoinsWithinOneStep(t *testing.T) {
+	t.Parallel()
 	eachIsolation(t, func(t *testing.T, e *legacyEnv) {
 		ctx := context.Background()
 		now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
@@ -542,6 +549,7 @@ func TestLegacyRowBelowTheNewestJoinsWithinOneStep(t *testing.T) {
 }
 
 func TestLegacyInboxDoesNotWaitForAnOpenGatewayTransaction(t *testing.T) {
+	t.Parallel()
 	for _, iso := range []string{"READ-COMMITTED", "REPEATABLE-READ"} {
 		t.Run("mysql/"+iso, func(t *testing.T) {
 			e := openLegacy(t, "mysql", iso, "", store.LegacyOptions{})
@@ -589,6 +597,7 @@ func TestLegacyInboxDoesNotWaitForAnOpenGatewayTransaction(t *testing.T) {
 }
 
 func TestLegacyInboxRefusesAMessageOverTheClobColumn(t *testing.T) {
+	t.Parallel()
 	eachLegacy(t, "", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
 		// MEDIUMTEXT holds 16 MiB - 1 bytes.
 		huge := "<MSG>" + strings.Repeat("机", (16<<20)/3) + "</MSG>"
@@ -603,6 +612,7 @@ func TestLegacyInboxRefusesAMessageOverTheClobColumn(t *testing.T) {
 }
 
 func TestLegacyBackfillIntoALatin1ColumnDoesNotFailTheMessage(t *testing.T) {
+	t.Parallel()
 	// MariaDB only: a legacy column in latin1 cannot hold 机场, which msgx cannot tell from the
 	// column's width; the database refuses it (1366) and the back-fill gives way.
 	e := openLegacy(t, "mysql", "", "", store.LegacyOptions{})
@@ -624,6 +634,7 @@ func TestLegacyBackfillIntoALatin1ColumnDoesNotFailTheMessage(t *testing.T) {
 }
 
 func TestLegacySessionsRunAtAnExplicitIsolationLevel(t *testing.T) {
+	t.Parallel()
 	for dsnLevel, want := range map[string]string{"": "READ-COMMITTED", "REPEATABLE-READ": "REPEATABLE-READ", "READ-COMMITTED": "READ-COMMITTED"} {
 		e := openLegacy(t, "mysql", dsnLevel, "", store.LegacyOptions{})
 		var level string
@@ -641,6 +652,7 @@ func TestLegacySessionsRunAtAnExplicitIsolationLevel(t *testing.T) {
 // one the database refuses (the middle message's) is done again alone, so the messages around
 // it keep theirs, and it is marked taken, as one by one.
 func TestLegacyBackfillRefusedInABatch(t *testing.T) {
+	t.Parallel()
 	eachLegacy(t, "CHECK (CMINMSGS_SUBSYSTEM_NAME <> 'NOPE')", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
 		ctx := context.Background()
 		now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)

@@ -19,6 +19,7 @@ import (
 // by the FLIDs their events carried — only keys that are FLIDs (not a reference key, not one
 // longer than 18 digits).
 func TestMigrationCopiesFlightsFromEvents(t *testing.T) {
+	t.Parallel()
 	for _, d := range storetest.Dialects() {
 		t.Run(d.Name, func(t *testing.T) {
 			db := d.Open(t)

@@ -11,6 +11,7 @@ import (
 // A legacy COUTMSGS that exists before msgx first migrates is the table msgx writes into
 // afterwards, with its own types and options: the migration does not replace it.
 func TestLegacyCOUTMSGSIsKeptThroughMigrate(t *testing.T) {
+	t.Parallel()
 	db := storetest.MySQLLegacy(t)
 	ctx := context.Background()
 	if _, err := db.Migrate(ctx); err != nil {

@@ -18,6 +18,7 @@ import (
 // finished archived rows take their processing time as ARCHIVED_AT, so retention.archive
 // purges them, while DEAD and live rows get none.
 func TestMigrationStampsArchivedRows(t *testing.T) {
+	t.Parallel()
 	for _, d := range storetest.Dialects() {
 		t.Run(d.Name, func(t *testing.T) {
 			db := d.Open(t)
