@@ -30,7 +30,7 @@ func RunOnScratch(ctx context.Context, so ScratchOptions, o Options, cpuProfile 
 		defer f.Close()
 		o.CPUProfile = f
 	}
-	o.DB = scratch.DB
+	o.DB, o.Build = scratch.DB, scratch.Build
 	res, err := Run(ctx, o)
 	res.Database = scratch.Where
 	if cerr := scratch.Close(); cerr != nil {
