@@ -16,42 +16,9 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/cli"
 	"msgx/internal/client"
 )
-
-// reorder moves the flags of args before its operands, so `msgx park 12 --reason x` reads
-// like `msgx park --reason x 12` (the flag package stops at the first operand).
-func reorder(fs *flag.FlagSet, args []string) []string {
-	var flags, operands []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			operands = append(operands, args[i+1:]...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			operands = append(operands, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		f := fs.Lookup(name)
-		if f == nil {
-			continue
-		}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			continue
-		}
-		if i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	return append(flags, operands...)
-}
 
 func printHistory(server string, id int64) error {
 	history, err := srv(server).MessageHistory(id)
@@ -81,7 +48,7 @@ func clientFlags(fs *flag.FlagSet) *string {
 
 // events lists outbox events.
 func events(args []string) error {
-	fs := newFlags("events")
+	fs := prog.Flags("events")
 	server := clientFlags(fs)
 	flid := fs.Int64("flid", 0, "only events of this flight")
 	tgt := fs.String("target", "", "only events of this target")
@@ -118,10 +85,10 @@ func events(args []string) error {
 
 // flightCmd shows a flight's record, or with --history every change of it.
 func flightCmd(args []string) error {
-	fs := newFlags("flight")
+	fs := prog.Flags("flight")
 	server := clientFlags(fs)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
-	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx flight [--server URL] [--history] FLID"}
 	}
 	flid, err := strconv.ParseInt(fs.Arg(0), 10, 64)
@@ -159,10 +126,10 @@ func flightCmd(args []string) error {
 
 // park sets a message aside: DEAD with class PARKED, replayable.
 func park(args []string) error {
-	fs := newFlags("park")
+	fs := prog.Flags("park")
 	server := clientFlags(fs)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
-	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx park [--server URL] --reason TEXT ID"}
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
@@ -179,7 +146,7 @@ func park(args []string) error {
 
 // pauseCmd pauses (name "pause") or resumes ("resume") the pump, or one target with --target.
 func pauseCmd(args []string, name string) error {
-	fs := newFlags(name)
+	fs := prog.Flags(name)
 	server := clientFlags(fs)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
 	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
@@ -220,7 +187,7 @@ func pauseCmd(args []string, name string) error {
 
 // jobs lists the pump jobs, or starts one with --start KIND (admin).
 func jobsCmd(args []string) error {
-	fs := newFlags("jobs")
+	fs := prog.Flags("jobs")
 	server := clientFlags(fs)
 	start := fs.String("start", "", "enqueue a job of this kind (ARCHIVE)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -256,7 +223,7 @@ func jobsCmd(args []string) error {
 
 // auditCmd lists the audit log (admin).
 func auditCmd(args []string) error {
-	fs := newFlags("audit")
+	fs := prog.Flags("audit")
 	server := clientFlags(fs)
 	after := fs.Int64("after", 0, "only entries above this id")
 	limit := fs.Int("limit", 100, "at most this many (up to 1000)")
@@ -311,14 +278,14 @@ func token(args []string) error {
 // 0) or DEAD (its last error, exit 1). A failed attempt that will be retried is told and
 // waited for. --no-wait only enqueues.
 func jobCmd(args []string) error {
-	fs := newFlags("job")
+	fs := prog.Flags("job")
 	server := clientFlags(fs)
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
 	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
 	params := jobParamFlags(fs)
 	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day YYYY-MM-DD] [--params S]"}
 	// The flags may come before or after "run KIND".
-	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
 		return usage
 	}
 	kind := strings.ToUpper(fs.Arg(1))

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"msgx/internal/app"
+	"msgx/internal/cli"
 	"msgx/internal/client"
 	"net/url"
 	"strconv"
@@ -17,12 +18,12 @@ TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or
 
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
 func request(args []string) error {
-	fs := newFlags("request")
+	fs := prog.Flags("request")
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
 	to := fs.String("to", "", "schedule: end of the window (STDE), a `TIME`")
 	// Flags may come before or after the kind and the TYPE.
-	if err := fs.Parse(reorder(fs, args)); err != nil {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil {
 		return app.ExitError{Code: exitUsage, Msg: requestUsage}
 	}
 	pos := fs.Args()
@@ -52,7 +53,7 @@ func request(args []string) error {
 
 // requestsList prints the data requests with their state.
 func requestsList(args []string) error {
-	fs := newFlags("requests")
+	fs := prog.Flags("requests")
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")
 	after := fs.Int64("after", 0, "only ids above this `ID`")
