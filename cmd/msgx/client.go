@@ -233,8 +233,8 @@ func replay(args []string) error {
 		if err := checkTarget(srv(*server), *tgt); err != nil {
 			return err
 		}
-		var res client.ReplayAnswer
-		if err := srv(*server).PostJSON("/api/v1/events/replay", map[string]any{"target": *tgt, "ids": []int64(ids), "dry_run": *dryRun}, &res); err != nil {
+		res, err := srv(*server).ReplayEvents(*tgt, ids, *dryRun)
+		if err != nil {
 			return err
 		}
 		if *dryRun {
@@ -250,7 +250,6 @@ func replay(args []string) error {
 		}
 		return nil
 	}
-	req := map[string]any{"ids": []int64(ids)}
 	var cl []string
 	for _, c := range strings.Split(*classes, ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -264,10 +263,8 @@ func replay(args []string) error {
 	if len(cl) == 0 && len(ids) == 0 {
 		return app.ExitError{Code: 2, Msg: "usage: msgx replay --class C[,C…] [--id N…]"}
 	}
-	req["classes"] = cl
-	req["dry_run"] = *dryRun
-	var res client.ReplayAnswer
-	if err := srv(*server).PostJSON("/api/v1/replay", req, &res); err != nil {
+	res, err := srv(*server).Replay(cl, ids, *dryRun)
+	if err != nil {
 		return err
 	}
 	if *dryRun {

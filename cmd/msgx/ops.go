@@ -4,7 +4,6 @@ package main
 // talk to the ops API (docs/api.md) with the bearer token of --token or MSGX_TOKEN.
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"msgx/internal/app"
@@ -96,8 +95,8 @@ func flightCmd(args []string) error {
 		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx flight: %q is not a FLID", fs.Arg(0))}
 	}
 	if !*history {
-		var rec json.RawMessage
-		if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/flights/%d", flid), nil, "", &rec); err != nil {
+		rec, err := srv(*server).Flight(flid)
+		if err != nil {
 			return err
 		}
 		return printJSON(rec)
@@ -136,8 +135,8 @@ func park(args []string) error {
 	if err != nil || id <= 0 {
 		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx park: %q is not a message id", fs.Arg(0))}
 	}
-	var res client.ParkAnswer
-	if err := srv(*server).PostJSON(fmt.Sprintf("/api/v1/messages/%d/park", id), map[string]string{"reason": *reason}, &res); err != nil {
+	res, err := srv(*server).Park(id, *reason)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("message %d: %s → %s %s (replay with: msgx replay --id %d)\n", id, res.From, res.State, res.Class, id)
@@ -153,12 +152,8 @@ func pauseCmd(args []string, name string) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx " + name + " [--server URL] [--target T] [--reason TEXT]"}
 	}
-	path := "/api/v1/pump/" + name
-	if *tgt != "" {
-		path = "/api/v1/targets/" + url.PathEscape(*tgt) + "/" + name
-	}
-	var res api.PauseAnswer
-	if err := srv(*server).PostJSON(path, map[string]string{"reason": *reason}, &res); err != nil {
+	res, err := srv(*server).SetPaused(name == "pause", *tgt, *reason)
+	if err != nil {
 		return err
 	}
 	what := "the pump"
@@ -230,8 +225,8 @@ func auditCmd(args []string) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx audit [--server URL] [--after ID] [--limit N]"}
 	}
-	var out client.AuditPage
-	if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/audit?after=%d&limit=%d", *after, *limit), nil, "", &out); err != nil {
+	out, err := srv(*server).Audit(*after, *limit)
+	if err != nil {
 		return err
 	}
 	for _, a := range out.Audit {

@@ -27,20 +27,20 @@ func request(args []string) error {
 		return app.ExitError{Code: exitUsage, Msg: requestUsage}
 	}
 	pos := fs.Args()
-	var body map[string]string
+	var r client.Request
+	var err error
 	switch {
 	case len(pos) == 2 && (pos[0] == "ref" || pos[0] == "reference"):
 		if *from != "" || *to != "" {
 			return app.ExitError{Code: exitUsage, Msg: "msgx request ref: --from and --to are for a schedule request\n" + requestUsage}
 		}
-		body = map[string]string{"type": "RQRD", "ref_type": pos[1]}
+		r, err = srv(*server).RequestReference(pos[1])
 	case len(pos) == 1 && pos[0] == "schedule":
-		body = map[string]string{"type": "RQFD", "from": *from, "to": *to}
+		r, err = srv(*server).RequestSchedule(*from, *to)
 	default:
 		return app.ExitError{Code: exitUsage, Msg: requestUsage}
 	}
-	var r client.Request
-	if err := srv(*server).PostJSON("/api/v1/requests", body, &r); err != nil {
+	if err != nil {
 		return err
 	}
 	what := r.STYP
