@@ -17,7 +17,7 @@ import (
 
 // benchCmd runs `msgx bench`.
 func benchCmd(args []string) error {
-	fs := newFlags("bench")
+	fs := prog.Flags("bench")
 	messages := fs.Int("messages", bench.DefaultMessages, "`N`: messages in the accept, process and latency phases")
 	rate := fs.Float64("rate", bench.DefaultRate, "`R`: messages per second in the latency phase")
 	clients := fs.Int("clients", bench.DefaultClients, "`C`: concurrent clients in the accept phase")

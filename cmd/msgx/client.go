@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/term"
 
+	"msgx/internal/cli"
 	"msgx/internal/client"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -62,7 +62,7 @@ func show(c *client.Client, path string, asJSON bool, out any) (printed bool, er
 }
 
 func send(args []string) error {
-	fs := newFlags("send")
+	fs := prog.Flags("send")
 	server := serverFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return app.ExitError{Code: 2}
@@ -99,7 +99,7 @@ func send(args []string) error {
 }
 
 func status(args []string) error {
-	fs := newFlags("status")
+	fs := prog.Flags("status")
 	server := serverFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil {
@@ -217,29 +217,14 @@ func printTargets(raw json.RawMessage, targets []client.TargetStatus, err error)
 	}
 }
 
-// idList collects repeated --id flags, each possibly comma-separated.
-type idList []int64
-
-func (l *idList) String() string { return fmt.Sprint(*l) }
-func (l *idList) Set(s string) error {
-	for _, p := range strings.Split(s, ",") {
-		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a message id", p)
-		}
-		*l = append(*l, n)
-	}
-	return nil
-}
-
 func replay(args []string) error {
-	fs := newFlags("replay")
+	fs := prog.Flags("replay")
 	server := serverFlags(fs)
 	classes := fs.String("class", "", "error classes (`C[,C…]`) to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
 	events := fs.Bool("events", false, "replay DEAD delivery events instead of messages")
 	tgt := fs.String("target", "", "with --events: only this target `T`")
 	dryRun := fs.Bool("dry-run", false, "say what would move, moving nothing")
-	var ids idList
+	var ids cli.IDList
 	fs.Var(&ids, "id", "message (or, with --events, event) id `N` to replay (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return app.ExitError{Code: 2}
@@ -248,8 +233,8 @@ func replay(args []string) error {
 		if err := checkTarget(srv(*server), *tgt); err != nil {
 			return err
 		}
-		var res client.ReplayAnswer
-		if err := srv(*server).PostJSON("/api/v1/events/replay", map[string]any{"target": *tgt, "ids": []int64(ids), "dry_run": *dryRun}, &res); err != nil {
+		res, err := srv(*server).ReplayEvents(*tgt, ids, *dryRun)
+		if err != nil {
 			return err
 		}
 		if *dryRun {
@@ -265,7 +250,6 @@ func replay(args []string) error {
 		}
 		return nil
 	}
-	req := map[string]any{"ids": []int64(ids)}
 	var cl []string
 	for _, c := range strings.Split(*classes, ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -279,10 +263,8 @@ func replay(args []string) error {
 	if len(cl) == 0 && len(ids) == 0 {
 		return app.ExitError{Code: 2, Msg: "usage: msgx replay --class C[,C…] [--id N…]"}
 	}
-	req["classes"] = cl
-	req["dry_run"] = *dryRun
-	var res client.ReplayAnswer
-	if err := srv(*server).PostJSON("/api/v1/replay", req, &res); err != nil {
+	res, err := srv(*server).Replay(cl, ids, *dryRun)
+	if err != nil {
 		return err
 	}
 	if *dryRun {
@@ -321,7 +303,7 @@ func checkTarget(server *client.Client, name string) error {
 }
 
 func decode(args []string) error {
-	cfg, rest, err := loadConfig(newFlags("decode"), args)
+	cfg, rest, err := loadConfig(prog.Flags("decode"), args)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"msgx/internal/app"
+	"msgx/internal/cli"
 	"msgx/internal/client"
 	"net/url"
 	"os"
@@ -20,7 +21,7 @@ func or(s *string, def string) string {
 
 // messages lists messages with their state, class, note and warnings.
 func messages(args []string) error {
-	fs := newFlags("messages")
+	fs := prog.Flags("messages")
 	server := serverFlags(fs)
 	state := fs.String("state", "", "only this state `S` (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
 	class := fs.String("class", "", "only this error class `C`")
@@ -62,12 +63,12 @@ func messages(args []string) error {
 
 // message shows one message in full: state, class, last error, note and every warning.
 func message(args []string) (err error) {
-	fs := newFlags("message")
+	fs := prog.Flags("message")
 	server := serverFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	rawBody := fs.Bool("raw", false, "print the raw text as received, nothing else")
 	history := fs.Bool("history", false, "also print the message's history (each attempt, park and replay)")
-	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx message [--server URL] [--json] [--raw] [--history] ID"}
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)

@@ -4,7 +4,6 @@ package main
 // talk to the ops API (docs/api.md) with the bearer token of --token or MSGX_TOKEN.
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"msgx/internal/app"
@@ -16,42 +15,9 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/cli"
 	"msgx/internal/client"
 )
-
-// reorder moves the flags of args before its operands, so `msgx park 12 --reason x` reads
-// like `msgx park --reason x 12` (the flag package stops at the first operand).
-func reorder(fs *flag.FlagSet, args []string) []string {
-	var flags, operands []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			operands = append(operands, args[i+1:]...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			operands = append(operands, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		f := fs.Lookup(name)
-		if f == nil {
-			continue
-		}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			continue
-		}
-		if i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	return append(flags, operands...)
-}
 
 func printHistory(server string, id int64) error {
 	history, err := srv(server).MessageHistory(id)
@@ -81,7 +47,7 @@ func clientFlags(fs *flag.FlagSet) *string {
 
 // events lists outbox events.
 func events(args []string) error {
-	fs := newFlags("events")
+	fs := prog.Flags("events")
 	server := clientFlags(fs)
 	flid := fs.Int64("flid", 0, "only events of this flight")
 	tgt := fs.String("target", "", "only events of this target")
@@ -118,10 +84,10 @@ func events(args []string) error {
 
 // flightCmd shows a flight's record, or with --history every change of it.
 func flightCmd(args []string) error {
-	fs := newFlags("flight")
+	fs := prog.Flags("flight")
 	server := clientFlags(fs)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
-	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx flight [--server URL] [--history] FLID"}
 	}
 	flid, err := strconv.ParseInt(fs.Arg(0), 10, 64)
@@ -129,8 +95,8 @@ func flightCmd(args []string) error {
 		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx flight: %q is not a FLID", fs.Arg(0))}
 	}
 	if !*history {
-		var rec json.RawMessage
-		if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/flights/%d", flid), nil, "", &rec); err != nil {
+		rec, err := srv(*server).Flight(flid)
+		if err != nil {
 			return err
 		}
 		return printJSON(rec)
@@ -159,18 +125,18 @@ func flightCmd(args []string) error {
 
 // park sets a message aside: DEAD with class PARKED, replayable.
 func park(args []string) error {
-	fs := newFlags("park")
+	fs := prog.Flags("park")
 	server := clientFlags(fs)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
-	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx park [--server URL] --reason TEXT ID"}
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || id <= 0 {
 		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx park: %q is not a message id", fs.Arg(0))}
 	}
-	var res client.ParkAnswer
-	if err := srv(*server).PostJSON(fmt.Sprintf("/api/v1/messages/%d/park", id), map[string]string{"reason": *reason}, &res); err != nil {
+	res, err := srv(*server).Park(id, *reason)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("message %d: %s → %s %s (replay with: msgx replay --id %d)\n", id, res.From, res.State, res.Class, id)
@@ -179,19 +145,15 @@ func park(args []string) error {
 
 // pauseCmd pauses (name "pause") or resumes ("resume") the pump, or one target with --target.
 func pauseCmd(args []string, name string) error {
-	fs := newFlags(name)
+	fs := prog.Flags(name)
 	server := clientFlags(fs)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
 	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx " + name + " [--server URL] [--target T] [--reason TEXT]"}
 	}
-	path := "/api/v1/pump/" + name
-	if *tgt != "" {
-		path = "/api/v1/targets/" + url.PathEscape(*tgt) + "/" + name
-	}
-	var res api.PauseAnswer
-	if err := srv(*server).PostJSON(path, map[string]string{"reason": *reason}, &res); err != nil {
+	res, err := srv(*server).SetPaused(name == "pause", *tgt, *reason)
+	if err != nil {
 		return err
 	}
 	what := "the pump"
@@ -220,7 +182,7 @@ func pauseCmd(args []string, name string) error {
 
 // jobs lists the pump jobs, or starts one with --start KIND (admin).
 func jobsCmd(args []string) error {
-	fs := newFlags("jobs")
+	fs := prog.Flags("jobs")
 	server := clientFlags(fs)
 	start := fs.String("start", "", "enqueue a job of this kind (ARCHIVE)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -256,15 +218,15 @@ func jobsCmd(args []string) error {
 
 // auditCmd lists the audit log (admin).
 func auditCmd(args []string) error {
-	fs := newFlags("audit")
+	fs := prog.Flags("audit")
 	server := clientFlags(fs)
 	after := fs.Int64("after", 0, "only entries above this id")
 	limit := fs.Int("limit", 100, "at most this many (up to 1000)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx audit [--server URL] [--after ID] [--limit N]"}
 	}
-	var out client.AuditPage
-	if err := srv(*server).Do("GET", fmt.Sprintf("/api/v1/audit?after=%d&limit=%d", *after, *limit), nil, "", &out); err != nil {
+	out, err := srv(*server).Audit(*after, *limit)
+	if err != nil {
 		return err
 	}
 	for _, a := range out.Audit {
@@ -311,14 +273,14 @@ func token(args []string) error {
 // 0) or DEAD (its last error, exit 1). A failed attempt that will be retried is told and
 // waited for. --no-wait only enqueues.
 func jobCmd(args []string) error {
-	fs := newFlags("job")
+	fs := prog.Flags("job")
 	server := clientFlags(fs)
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
 	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
 	params := jobParamFlags(fs)
 	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day YYYY-MM-DD] [--params S]"}
 	// The flags may come before or after "run KIND".
-	if err := fs.Parse(reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
 		return usage
 	}
 	kind := strings.ToUpper(fs.Arg(1))

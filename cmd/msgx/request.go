@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"msgx/internal/app"
+	"msgx/internal/cli"
 	"msgx/internal/client"
 	"net/url"
 	"strconv"
@@ -17,29 +18,29 @@ TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or
 
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
 func request(args []string) error {
-	fs := newFlags("request")
+	fs := prog.Flags("request")
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
 	to := fs.String("to", "", "schedule: end of the window (STDE), a `TIME`")
 	// Flags may come before or after the kind and the TYPE.
-	if err := fs.Parse(reorder(fs, args)); err != nil {
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil {
 		return app.ExitError{Code: exitUsage, Msg: requestUsage}
 	}
 	pos := fs.Args()
-	var body map[string]string
+	var r client.Request
+	var err error
 	switch {
 	case len(pos) == 2 && (pos[0] == "ref" || pos[0] == "reference"):
 		if *from != "" || *to != "" {
 			return app.ExitError{Code: exitUsage, Msg: "msgx request ref: --from and --to are for a schedule request\n" + requestUsage}
 		}
-		body = map[string]string{"type": "RQRD", "ref_type": pos[1]}
+		r, err = srv(*server).RequestReference(pos[1])
 	case len(pos) == 1 && pos[0] == "schedule":
-		body = map[string]string{"type": "RQFD", "from": *from, "to": *to}
+		r, err = srv(*server).RequestSchedule(*from, *to)
 	default:
 		return app.ExitError{Code: exitUsage, Msg: requestUsage}
 	}
-	var r client.Request
-	if err := srv(*server).PostJSON("/api/v1/requests", body, &r); err != nil {
+	if err != nil {
 		return err
 	}
 	what := r.STYP
@@ -52,7 +53,7 @@ func request(args []string) error {
 
 // requestsList prints the data requests with their state.
 func requestsList(args []string) error {
-	fs := newFlags("requests")
+	fs := prog.Flags("requests")
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")
 	after := fs.Int64("after", 0, "only ids above this `ID`")

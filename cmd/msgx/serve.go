@@ -27,7 +27,7 @@ func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error
 
 // serve runs the server: app.Serve.
 func serve(args []string) error {
-	cfg, _, err := loadConfig(newFlags("serve"), args)
+	cfg, _, err := loadConfig(prog.Flags("serve"), args)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func serve(args []string) error {
 }
 
 func migrate(args []string) error {
-	cfg, _, err := loadConfig(newFlags("migrate"), args)
+	cfg, _, err := loadConfig(prog.Flags("migrate"), args)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func migrate(args []string) error {
 
 // versionCmd is `msgx version`.
 func versionCmd(args []string) error {
-	fs := newFlags("version")
+	fs := prog.Flags("version")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage}
 	}

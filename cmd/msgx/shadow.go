@@ -12,12 +12,12 @@ import (
 // shadowCmd runs `msgx shadow SUBCOMMAND`.
 func shadowCmd(args []string) error {
 	if len(args) == 0 || args[0] != "diff" {
-		if helpWanted {
+		if prog.HelpWanted {
 			return nil // run prints the help
 		}
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx shadow diff …; run 'msgx help shadow'"}
 	}
-	fs := newFlags("shadow")
+	fs := prog.Flags("shadow")
 	legacyFile := fs.String("legacy", "", "the legacy's notifications: a capture of JSON lines")
 	legacyChannel := fs.String("legacy-channel", "", "the legacy's notifications: a Redis channel (FLOP)")
 	msgxFile := fs.String("msgx", "", "msgx's notifications: a capture of JSON lines")

@@ -17,7 +17,7 @@ import (
 )
 
 func simulateCmd(args []string) error {
-	fs := newFlags("simulate")
+	fs := prog.Flags("simulate")
 	flights := fs.Int("flights", 100, "`N` flights in the day's schedule")
 	speed := fs.Float64("speed", 0, "`X` times real time (60: an hour a minute); 0 sends as fast as possible")
 	faults := fs.String("faults", "", "faults to mix in, comma-separated: `LIST` of malformed, orphan, unknown-styp, duplicate-seqn, or all")

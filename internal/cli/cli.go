@@ -1,0 +1,247 @@
+// Package cli is the command-line machinery of a program of subcommands, msgx: the command
+// table read from text, each command's flags (with --help, the flags spelled with two dashes
+// and a mistyped flag answered with the one it probably meant), `PROG help [COMMAND]`, and the
+// flag helpers the commands share (Reorder, IDList).
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"msgx/internal/suggest"
+)
+
+// A Command is one `PROG NAME …` subcommand. Its function builds its flags with
+// Program.Flags so that --help, mistyped flags and the help text work like every other
+// command's.
+type Command struct {
+	Name     string
+	Run      func(args []string) error
+	Synopsis string // the flags and arguments, as in the README: "[--server URL] FILE…"
+	Summary  string // one line for `PROG help`
+	Help     string // what `PROG help NAME` prints between the usage line and the flags; ends with examples
+}
+
+// Program is a command of subcommands.
+type Program struct {
+	Name     string    // the binary: "msgx"
+	Title    string    // the first line of `PROG help`
+	Commands []Command // in the order `PROG help` lists them
+	Footer   string    // ends `PROG help`, after the list of commands
+
+	// HelpWanted is set when the command line asks for the command's help (-h, -help, --help
+	// among its flags), for commands whose flags do not come from Flags; helpPrinted once a
+	// FlagSet from Flags has printed the help.
+	HelpWanted  bool
+	helpPrinted bool
+}
+
+// ReadTable fills p's Commands and Footer from text: after comment lines and a blank line
+// comes the footer of `PROG help`, then each command is a line "== NAME SYNOPSIS", a line
+// with its summary, then its help. runs are the commands' functions by name; text must name
+// each of them, and only them.
+func (p *Program) ReadTable(text string, runs map[string]func([]string) error) error {
+	preamble, table, _ := strings.Cut(text, "\n== ")
+	_, footer, _ := strings.Cut(preamble, "\n\n")
+	p.Footer = strings.TrimSpace(footer) + "\n"
+	for _, block := range strings.Split(table, "\n== ") {
+		head, rest, _ := strings.Cut(block, "\n")
+		summary, help, _ := strings.Cut(rest, "\n")
+		name, synopsis, _ := strings.Cut(head, " ")
+		if runs[name] == nil {
+			return fmt.Errorf("no function for command %s", name)
+		}
+		p.Commands = append(p.Commands, Command{Name: name, Run: runs[name], Synopsis: synopsis, Summary: summary, Help: strings.TrimRight(help, "\n")})
+	}
+	if len(p.Commands) != len(runs) {
+		return fmt.Errorf("the table does not name every command")
+	}
+	return nil
+}
+
+// Usage is the text `PROG help` prints.
+func (p *Program) Usage() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nUsage:\n  %s COMMAND [flags] [arguments]\n\nCommands:\n", p.Title, p.Name)
+	for _, c := range p.Commands {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.Name, c.Summary)
+	}
+	b.WriteString("\n" + p.Footer)
+	return b.String()
+}
+
+// Lookup returns the command name.
+func (p *Program) Lookup(name string) (Command, bool) {
+	for _, c := range p.Commands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
+}
+
+// Names lists the commands' names.
+func (p *Program) Names() []string {
+	out := make([]string, len(p.Commands))
+	for i, c := range p.Commands {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Unknown is the message for a command name the program does not have, with the one it
+// probably meant.
+func (p *Program) Unknown(name string) string {
+	return fmt.Sprintf("%s: unknown command %q%s\nRun '%s help' for the list of commands.", p.Name, name, suggest.DidYouMean(name, p.Names()), p.Name)
+}
+
+// Run runs cmd with args. It reports helped when the command line asked for the command's
+// help (or was `PROG help COMMAND`), which is then printed (by the command's FlagSet, else
+// here); the command's error is then of no account.
+func (p *Program) Run(cmd Command, args []string) (helped bool, err error) {
+	p.HelpWanted = cmd.Name != "help" && WantsHelp(args)
+	err = cmd.Run(args)
+	if p.HelpWanted || p.helpPrinted {
+		if !p.helpPrinted { // a command that does not build its flags with Flags
+			fmt.Print(p.CommandHelp(cmd, nil))
+		}
+		return true, nil
+	}
+	return false, err
+}
+
+// WantsHelp reports whether args ask for help the way the flag package reads them: a help
+// flag before the first argument that is not a flag (or "--").
+func WantsHelp(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "-h" || a == "-help" || a == "--help" || a == "--h":
+			return true
+		case a == "--" || !strings.HasPrefix(a, "-") || a == "-":
+			return false
+		}
+	}
+	return false
+}
+
+// Flags returns the FlagSet of command name. Like the go tool's, `PROG CMD --help` prints the
+// command's help with examples on stdout (and the command's exit code is then 0: Run), a
+// mistyped flag is answered on stderr with the flag it probably meant, and the flags are
+// listed with two dashes as the README spells them. Parse returns the flag package's error.
+func (p *Program) Flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	fs.Usage = func() {
+		defer msg.Reset()
+		cmd, _ := p.Lookup(name)
+		if cmd.Name == "" {
+			cmd.Name = name
+		}
+		if msg.Len() > 0 { // Parse failed: the flag package said why
+			fmt.Fprintf(os.Stderr, "%s %s: %s\nusage: %s %s %s\nRun '%s help %s' for the flags and examples.\n",
+				p.Name, name, FlagProblem(fs, strings.TrimSpace(msg.String())), p.Name, name, cmd.Synopsis, p.Name, name)
+			return
+		}
+		// -h, -help or --help among the flags (flag.ErrHelp): the help, and exit code 0.
+		fmt.Print(p.CommandHelp(cmd, fs))
+		p.helpPrinted = true
+	}
+	return fs
+}
+
+// FlagProblem rewrites the flag package's error in the README's spelling, with the flag the
+// user probably meant: "flag provided but not defined: -sever" → "unknown flag --sever (did
+// you mean --server?)".
+func FlagProblem(fs *flag.FlagSet, text string) string {
+	const undefined = "flag provided but not defined: -"
+	if rest, ok := strings.CutPrefix(text, undefined); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		hint := ""
+		if s := suggest.Closest(rest, names); s != "" {
+			hint = " (did you mean --" + s + "?)"
+		}
+		return "unknown flag --" + rest + hint
+	}
+	if rest, ok := strings.CutPrefix(text, "flag needs an argument: -"); ok {
+		return "flag --" + rest + " needs a value"
+	}
+	if strings.HasPrefix(text, "invalid value ") || strings.HasPrefix(text, "invalid boolean value ") {
+		return strings.Replace(text, " for flag -", " for flag --", 1)
+	}
+	return text
+}
+
+// CommandHelp is `PROG help NAME`: the usage line, the help with its examples, and the flags
+// of fs (when known) with two dashes.
+func (p *Program) CommandHelp(cmd Command, fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: %s %s %s\n\n", p.Name, cmd.Name, cmd.Synopsis)
+	if cmd.Help != "" {
+		b.WriteString(strings.TrimRight(cmd.Help, "\n") + "\n")
+	}
+	if fs != nil {
+		var flags []string
+		fs.VisitAll(func(f *flag.Flag) { flags = append(flags, formatFlag(f)) })
+		if len(flags) > 0 {
+			b.WriteString("\nFlags:\n" + strings.Join(flags, ""))
+		}
+	}
+	return b.String()
+}
+
+// formatFlag prints one flag as "  --name VALUE\n    \tusage (default …)\n", the value
+// named by a back-quoted word in its usage as the flag package does.
+func formatFlag(f *flag.Flag) string {
+	name, text := flag.UnquoteUsage(f)
+	line := "  --" + f.Name
+	if name != "" {
+		line += " " + name
+	}
+	line += "\n    \t" + strings.ReplaceAll(text, "\n", "\n    \t")
+	if d := f.DefValue; d != "" && d != "0" && d != "false" && d != "[]" {
+		line += fmt.Sprintf(" (default %s)", d)
+	}
+	return line + "\n"
+}
+
+// A UsageError is a bad command line, said in full; the caller answers it with its exit code
+// for one.
+type UsageError string
+
+func (e UsageError) Error() string { return string(e) }
+
+// Help is the command `PROG help [COMMAND]`. Its error is a UsageError when the command line
+// has more than one argument or names a command the program does not have.
+func (p *Program) Help(args []string) error {
+	if len(args) == 0 {
+		fmt.Print(p.Usage())
+		return nil
+	}
+	if len(args) > 1 {
+		return UsageError("usage: " + p.Name + " help [COMMAND]")
+	}
+	if WantsHelp(args) {
+		args[0] = "help"
+	}
+	cmd, ok := p.Lookup(args[0])
+	if !ok {
+		return UsageError(fmt.Sprintf("%s help %s: unknown command%s\nRun '%s help' for the list of commands.",
+			p.Name, args[0], suggest.DidYouMean(args[0], p.Names()), p.Name))
+	}
+	if cmd.Name == "help" {
+		fmt.Print(p.CommandHelp(cmd, nil))
+		return nil
+	}
+	// The command itself prints its help with its flags when asked, as `PROG CMD --help` does.
+	p.HelpWanted = true
+	cmd.Run([]string{"--help"})
+	if !p.helpPrinted {
+		fmt.Print(p.CommandHelp(cmd, nil))
+	}
+	return nil
+}
