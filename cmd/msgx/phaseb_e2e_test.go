@@ -107,6 +107,9 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		env, prefix := phaseBProjection(t)
 		day := tomorrow(t)
 		s := db.start(t, env...)
+		// The start-up check runs beside the first messages: wait for it, or on a loaded machine it
+		// can compare FLIGHT_STATE with a Redis the projection has not reached yet and count those.
+		waitFor(t, "the start-up consistency check", func() bool { return strings.Contains(s.logs.String(), "consistency check done") })
 		fl := func(flid int64, h int) string {
 			return e2eFltr(flid, fmt.Sprintf("CA2%03d", flid%1000), "D", day.Add(time.Duration(h)*time.Hour), "")
 		}
