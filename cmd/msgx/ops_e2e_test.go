@@ -224,6 +224,10 @@ func TestCLITokens(t *testing.T) {
 	if out, err := s.cli([]string{"MSGX_TOKEN=operator-secret-0123456789"}, "pause"); err != nil || !strings.Contains(out, "paused by ops") {
 		t.Fatalf("pause as an operator: %v %s", err, out)
 	}
+	// The log reaches the test through a pipe: the line may come a little after the answer.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(s.logs.String(), `"actor":"ops"`) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if !strings.Contains(s.logs.String(), `"actor":"ops"`) {
 		t.Errorf("the action is not logged with the token's name:\n%s", s.logs)
 	}
