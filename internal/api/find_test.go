@@ -191,3 +191,20 @@ func equalIDs(a, b []int64) bool {
 	}
 	return true
 }
+
+// The messages list's text filter (q) finds a message by its body, not only by its identity,
+// error or note.
+func TestMessageTextFilterSearchesBodies(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, nil, api.InboxRule{})
+		w := f.do(t, call{method: "GET", path: "/api/v1/messages?q=pending", remote: "127.0.0.1:5000", host: "127.0.0.1:8080"})
+		var ans struct{ Messages []struct{ ID int64 } }
+		if err := json.Unmarshal(w.Body.Bytes(), &ans); err != nil || w.Code != 200 {
+			t.Fatalf("%d %v: %s", w.Code, err, w.Body)
+		}
+		if len(ans.Messages) != 1 || ans.Messages[0].ID != 3 {
+			t.Errorf("q=pending: %+v, want the message whose body is <pending/>", ans.Messages)
+		}
+	})
+}

@@ -648,7 +648,8 @@ views.messages = async ({ params, gen, view }) => {
     inp('tag', 'Type tag', { placeholder: 'FLOP-CHOT', size: 12 }),
     inp('flid', 'Flight (FLID)', { inputmode: 'numeric', size: 10 }),
     inp('from', 'Received from', { type: 'datetime-local' }), inp('to', 'to', { type: 'datetime-local' }),
-    inp('q', 'Text', { placeholder: 'in the body', size: 16 }),
+    inp('q', 'Text', { placeholder: 'identity, error, note, body', size: 22,
+      title: 'A substring of the identity, the last error or the note of any message, or of the body of one of the newest 50,000 messages' }),
     h('button', { type: 'submit', class: 'primary', id: 'filter-apply' }, 'Filter'),
     h('a', { href: '#/messages' }, 'clear'));
   form.addEventListener('submit', ev => {
@@ -685,6 +686,9 @@ views.messages = async ({ params, gen, view }) => {
     cols.unshift({ head: '', cell: m => replayable(m) ? h('input', { type: 'checkbox', 'aria-label': 'select ' + m.id, onchange: ev => ev.target.checked ? selected.add(m.id) : selected.delete(m.id) }) : '' });
   }
   const kids = [table(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' })];
+  if (f.q) {
+    kids.push(h('p', { class: 'muted', id: 'text-hint' }, 'Text is looked for in the identity, last error and note of every message, and in the body of the newest 50,000 messages only.'));
+  }
   if (f.flid) {
     // flid finds every decoded message that names the flight (MSG_FLIGHT), whatever its
     // outcome: failed and parked (ORPHAN) ones too.
