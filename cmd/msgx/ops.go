@@ -111,7 +111,7 @@ func flightCmd(args []string) error {
 		}
 		sort.Strings(fields)
 		for _, k := range fields {
-			fmt.Printf("    %-6s %s → %s\n", k, oneLine(string(c.Changes[k].Old), 60), oneLine(string(c.Changes[k].New), 60))
+			printChange(k, string(c.Changes[k].Old), string(c.Changes[k].New))
 		}
 	})
 	if err != nil {
@@ -121,6 +121,18 @@ func flightCmd(args []string) error {
 		fmt.Printf("flight %d: no recorded changes\n", flid)
 	}
 	return nil
+}
+
+// printChange prints a field's old and new value in full: on one line when both are short,
+// else each on a line of its own (two long values that differ only at the end must not look
+// the same).
+func printChange(field, old, cur string) {
+	o, n := old, cur // JSON: a line each, as stored
+	if len([]rune(o)) <= 60 && len([]rune(n)) <= 60 {
+		fmt.Printf("    %-6s %s → %s\n", field, o, n)
+		return
+	}
+	fmt.Printf("    %-6s old: %s\n    %-6s new: %s\n", field, o, "", n)
 }
 
 // park sets a message aside: DEAD with class PARKED, replayable.
