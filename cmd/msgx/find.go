@@ -20,9 +20,10 @@ func findCmd(args []string) error {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx find [--server URL] [--limit N] [--json] TEXT…"}
 	}
-	if *limit < 1 || *limit > store.MaxPageLimit {
-		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx find: --limit %d is outside 1..%d", *limit, store.MaxPageLimit)}
+	if *limit < 1 {
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx find: --limit %d: give at least 1", *limit)}
 	}
+	*limit = capLimit("find", *limit)
 	c := srv(*server)
 	ans, err := c.Find(strings.Join(fs.Args(), " "), *limit)
 	if err != nil {
