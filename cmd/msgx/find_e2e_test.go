@@ -30,6 +30,12 @@ func findAFlight(t *testing.T, db dbEnv) {
 		e2eFltr(94003, "CA8242", "D", day.Add(12*time.Hour), ""),
 		e2eFltr(94004, "CA8242A", "D", day.Add(13*time.Hour), "")))
 	s.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
+	// Two long remarks that differ only at their end: the history shows both in full.
+	long := strings.Repeat("crew change delayed, await ops ", 2)
+	remark1, remark2 := long+"tail ONE", long+"tail TWO"
+	s.await(s.post(e2eFlop(840002, "REMC", 94001, "<REMC>"+remark1+"</REMC>")), "SUCCEEDED", state("SUCCEEDED", ""))
+	s.await(s.post(e2eFlop(840003, "REMC", 94001, "<REMC>"+remark2+"</REMC>")), "SUCCEEDED", state("SUCCEEDED", ""))
+	s.mustCLI([]string{`old: "` + remark1 + `"`, `new: "` + remark2 + `"`}, "flight", "--history", "94001")
 
 	// The API: by number, however it is written.
 	for _, flno := range []string{"CA8241", "ca8241", "CA08241"} {
@@ -104,6 +110,7 @@ func findAFlight(t *testing.T, db dbEnv) {
 	b.waitText("#flight-record", "CA8241", "B-6543")
 	b.waitText("#flight-found", "CA8241")
 	b.waitText("#flight-messages", fmt.Sprint(snap))
+	b.waitText("#flight-history", remark1, remark2)
 	b.shot("search-opens-the-flight")
 	// Several flights: the list of hits, each a link.
 	b.waitJS("an empty search box", `(document.getElementById('search-q').value = '') === ''`)
