@@ -101,6 +101,25 @@ func findAFlight(t *testing.T, db dbEnv) {
 		t.Errorf("--server does not win over --config: exit %d\n%s", code, stderr)
 	}
 
+	// Every flag value is checked, with the value probably meant; a cap is said.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pause", "--target", "KAFKA_FLOPX"}, `unknown target "KAFKA_FLOPX" (did you mean KAFKA_FLOP?)`},
+		{[]string{"jobs", "--start", "ARCHIV"}, `(did you mean ARCHIVE?)`},
+		{[]string{"messages", "--state", "DAED"}, `(did you mean DEAD?)`},
+		{[]string{"events", "--state", "snt"}, `(did you mean SENT?)`},
+	} {
+		if out, err := s.cli(nil, c.args...); err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("msgx %s: %v\n%s", strings.Join(c.args, " "), err, out)
+		}
+	}
+	s.mustCLI([]string{"--limit 5000 is more than a page holds: showing at most 1000", fmt.Sprint(snap)}, "messages", "--limit", "5000")
+	if out, _ := s.cli(nil, "status"); strings.Contains(out, "PAUSED") {
+		t.Errorf("a refused pause paused:\n%s", out)
+	}
+
 	// The console: the header search for the flight number opens the flight's page.
 	b := newBrowser(t, chromium)
 	b.visit(s.url, "#/")
