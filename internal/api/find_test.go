@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -207,4 +208,59 @@ func TestMessageTextFilterSearchesBodies(t *testing.T) {
 			t.Errorf("q=pending: %+v, want the message whose body is <pending/>", ans.Messages)
 		}
 	})
+}
+
+// BenchmarkFind measures one GET /api/v1/find over a busy window: 6 days of 1,000 flights
+// each and 50,000 messages of about 1 KB, the most a body search reads.
+func BenchmarkFind(b *testing.B) {
+	for _, d := range []struct {
+		name string
+		open func(testing.TB) *store.DB
+	}{{"sqlite", storetest.SQLite}, {"mysql", func(tb testing.TB) *store.DB { return storetest.MySQL(tb.(*testing.B)) }}} {
+		b.Run(d.name, func(b *testing.B) { benchFind(b, d.open(b)) })
+	}
+}
+
+func benchFind(b *testing.B, db *store.DB) {
+	ctx := context.Background()
+	loc, _ := time.LoadLocation("Asia/Shanghai")
+	now := time.Date(2026, 12, 3, 9, 0, 0, 0, loc)
+	fs := flight.New(db, fixedClock(now), loc)
+	for day := -3; day <= 2; day++ {
+		d := now.AddDate(0, 0, day)
+		var ws []pipeline.FlightWrite
+		for i := range 1000 {
+			flid := int64((day+3)*10000 + i + 1)
+			rec := fmt.Sprintf(`{"FLID":%d,"ALCD":"CA","FLNO":"CA%d","MVIN":"D","SODT":%q,"STND":"%d","RENO":"B-%04d"}`,
+				flid, 1000+i, d.UTC().Format(time.RFC3339), i%200, i)
+			ws = append(ws, pipeline.FlightWrite{Day: d.Format(time.DateOnly), FLID: flid, Record: json.RawMessage(rec)})
+		}
+		if err := fs.Apply(ctx, 1, ws, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	body := `<MSG>` + strings.Repeat("<X>filler text</X>", 55) + `<FLNO>CA%d</FLNO></MSG>`
+	for chunk := 0; chunk < 50; chunk++ {
+		raws := make([]string, 1000)
+		for i := range raws {
+			raws[i] = fmt.Sprintf(body, chunk*1000+i)
+		}
+		if _, err := db.InsertMessages(ctx, raws, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		bodies store.BodySearch
+	}{{"flights+bodies", db}, {"flights", nil}} {
+		finder := &api.Finder{Flights: fs, Ref: db, Bodies: c.bodies, Clock: fixedClock(now), Loc: loc}
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				ans, err := finder.Find(ctx, "CA1500", 50)
+				if err != nil || len(ans.Hits) == 0 {
+					b.Fatal(err, ans)
+				}
+			}
+		})
+	}
 }
