@@ -69,8 +69,8 @@ func findAFlight(t *testing.T, db dbEnv) {
 	}
 
 	// The CLI: the hit and, being the only flight, its record.
-	out := s.mustCLI([]string{"flight", "94001", "registration", `"FLNO": "CA8241"`, `"RENO": "B-6543"`}, "find", "B-6543")
-	out = s.mustCLI([]string{"94001", "flno", "CA8241, departure", `"FLNO": "CA8241"`, "bodies of the newest 50000 messages"}, "find", "CA8241")
+	s.mustCLI([]string{"flight", "94001", "registration", `"FLNO": "CA8241"`, `"RENO": "B-6543"`}, "find", "B-6543")
+	out := s.mustCLI([]string{"94001", "flno", "CA8241, departure", `"FLNO": "CA8241"`, "bodies of the newest 50000 messages"}, "find", "CA8241")
 	if strings.Contains(out, "94003") {
 		t.Errorf("msgx find CA8241 lists CA8242:\n%s", out)
 	}
