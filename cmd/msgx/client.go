@@ -17,6 +17,7 @@ import (
 
 	"msgx/internal/cli"
 	"msgx/internal/client"
+	"msgx/internal/config"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/suggest"
@@ -28,12 +29,50 @@ var httpClient = &http.Client{Timeout: 60 * time.Second}
 // default is empty so that usage never prints the secret.
 var apiToken = os.Getenv("MSGX_TOKEN")
 
-// tokenFlag adds --token to a command that talks to the server.
+// configFile is the msgx config file a client command reads the server's address from
+// (--config, before or after the command; "": $MSGX_CONFIG).
+var configFile string
+
+// tokenFlag adds --token and --config to a command that talks to the server.
 func tokenFlag(fs *flag.FlagSet) {
 	fs.Func("token", "API token, sent as Authorization: Bearer (default $MSGX_TOKEN)", func(s string) error {
 		apiToken = s
 		return nil
 	})
+	configFlag(fs)
+}
+
+// configFlag adds --config to a command that talks to the server.
+func configFlag(fs *flag.FlagSet) {
+	fs.Func("config", "msgx config `FILE` whose http.addr is the server (default $MSGX_CONFIG; --server and $MSGX_SERVER win)", func(s string) error {
+		configFile = s
+		return nil
+	})
+}
+
+// serverURL is where the server is: --server, else $MSGX_SERVER, else the http.addr
+// (http.admin-addr for the API, when set) of the config file (--config, else $MSGX_CONFIG),
+// else the local default (client.ServerURL).
+func serverURL(flagValue string, inbox bool) (string, error) {
+	if flagValue != "" || os.Getenv("MSGX_SERVER") != "" {
+		return client.ServerURL(flagValue), nil
+	}
+	path := configFile
+	if path == "" {
+		path = os.Getenv("MSGX_CONFIG")
+	}
+	if path == "" {
+		return client.ServerURL(""), nil
+	}
+	cfg, err := config.Load(path, os.Environ())
+	if err != nil {
+		return "", fmt.Errorf("the server's address: %w", err)
+	}
+	addr := cfg.HTTP.Addr
+	if !inbox && cfg.HTTP.AdminAddr != "" {
+		addr = cfg.HTTP.AdminAddr // the API and the console listen there
+	}
+	return client.AddrURL(addr), nil
 }
 
 // serverFlags adds --server and --token and returns the server flag.
@@ -42,9 +81,20 @@ func serverFlags(fs *flag.FlagSet) *string {
 	return fs.String("server", "", "the msgx server: a `URL` or host:port")
 }
 
-// srv is the client of the server of --server (flagValue; client.ServerURL) with the token.
-func srv(flagValue string) *client.Client {
-	return &client.Client{URL: client.ServerURL(flagValue), Token: apiToken, HTTP: httpClient}
+// srv is the client of the server's API (serverURL) with the token. A config file that
+// cannot be read ends the command (exitConfig, as serve's).
+func srv(flagValue string) *client.Client { return clientOf(flagValue, false) }
+
+// srvInbox is the client of the server's inbox (http.addr, never http.admin-addr).
+func srvInbox(flagValue string) *client.Client { return clientOf(flagValue, true) }
+
+func clientOf(flagValue string, inbox bool) *client.Client {
+	u, err := serverURL(flagValue, inbox)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "msgx: "+err.Error())
+		os.Exit(exitConfig)
+	}
+	return &client.Client{URL: u, Token: apiToken, HTTP: httpClient}
 }
 
 // show GETs path and, with asJSON, prints the answer as it came (printed is then true);
@@ -82,7 +132,7 @@ func send(args []string) error {
 		var id int64
 		b, err := os.ReadFile(path)
 		if err == nil {
-			id, err = srv(*server).Send(b)
+			id, err = srvInbox(*server).Send(b)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
@@ -230,7 +280,7 @@ func replay(args []string) error {
 		return app.ExitError{Code: 2}
 	}
 	if *events {
-		if err := checkTarget(srv(*server), *tgt); err != nil {
+		if err := checkTarget("replay", srv(*server), *tgt); err != nil {
 			return err
 		}
 		res, err := srv(*server).ReplayEvents(*tgt, ids, *dryRun)
@@ -290,7 +340,7 @@ func classNames() []string {
 // checkTarget answers a --target the server does not know with the target it probably meant,
 // learning the targets from the server's status; when the status cannot be read, or lists no
 // targets yet, the server itself judges the name.
-func checkTarget(server *client.Client, name string) error {
+func checkTarget(cmd string, server *client.Client, name string) error {
 	if name == "" {
 		return nil
 	}
@@ -298,8 +348,8 @@ func checkTarget(server *client.Client, name string) error {
 	if len(names) == 0 || slices.Contains(names, name) {
 		return nil
 	}
-	return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx replay: unknown target %q%s; the server's targets are %s",
-		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))}
+	return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx %s: unknown target %q%s; the server's targets are %s",
+		cmd, name, suggest.DidYouMean(name, names), strings.Join(names, ", "))}
 }
 
 func decode(args []string) error {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"msgx/internal/app"
 	"msgx/internal/cli"
@@ -28,7 +29,7 @@ var commandsText string
 // runs are the commands' functions by name.
 var runs = map[string]func([]string) error{
 	"serve": serve, "send": send, "status": status, "messages": messages, "message": message,
-	"replay": replay, "events": events, "flight": flightCmd, "park": park,
+	"replay": replay, "events": events, "flight": flightCmd, "find": findCmd, "park": park,
 	"pause":  func(args []string) error { return pauseCmd(args, "pause") },
 	"resume": func(args []string) error { return pauseCmd(args, "resume") },
 	"jobs":   jobsCmd, "job": jobCmd, "audit": auditCmd, "token": token, "request": request,
@@ -63,6 +64,15 @@ func run(argv []string) int {
 		fmt.Fprint(os.Stderr, prog.Usage())
 		return exitUsage
 	}
+	argv, ok := globalConfig(argv)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "msgx: --config needs a FILE\n"+prog.Usage())
+		return exitUsage
+	}
+	if len(argv) == 0 {
+		fmt.Fprint(os.Stderr, prog.Usage())
+		return exitUsage
+	}
 	name, args := argv[0], argv[1:]
 	switch name {
 	case "-h", "-help", "--help":
@@ -87,6 +97,34 @@ func run(argv []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "msgx "+name+": "+err.Error())
 	return exitFailure
+}
+
+// globalConfig takes a --config FILE given before the command (msgx --config cfg.yaml
+// status) off argv: it is then the config of every command, the server's (serve, migrate…)
+// as MSGX_CONFIG, and the one client commands read the server's address from. ok is false
+// when --config has no FILE.
+func globalConfig(argv []string) (rest []string, ok bool) {
+	for len(argv) > 0 {
+		a := argv[0]
+		var path string
+		switch {
+		case a == "--config" || a == "-config":
+			if len(argv) < 2 {
+				return nil, false
+			}
+			path, argv = argv[1], argv[2:]
+		case strings.HasPrefix(a, "--config=") || strings.HasPrefix(a, "-config="):
+			path, argv = a[strings.Index(a, "=")+1:], argv[1:]
+		default:
+			return argv, true
+		}
+		if path == "" {
+			return nil, false
+		}
+		configFile = path
+		os.Setenv("MSGX_CONFIG", path)
+	}
+	return argv, true
 }
 
 // helpCmd is `msgx help [COMMAND]`.

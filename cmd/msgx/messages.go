@@ -32,10 +32,18 @@ func messages(args []string) error {
 	tag := fs.String("tag", "", "only this type tag (FLOP-CHOT) or TYPE (FLOP)")
 	from := fs.String("from", "", "only messages taken at or after this time (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only messages taken before this time")
-	text := fs.String("q", "", "only messages whose identity, last error or note contains this text")
+	text := fs.String("q", "", "only messages whose identity, last error or note contains this text, or whose body does (newest 50,000 messages)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--after ID] [--limit N] [--json]"}
 	}
+	var err error
+	if *state, err = checkChoice("messages", "state", *state, procStates); err != nil {
+		return err
+	}
+	if *class, err = checkChoice("messages", "class", *class, classNames()); err != nil {
+		return err
+	}
+	*limit = capLimit("messages", *limit)
 	q := withFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
 		"flid", nonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
 	var out client.MessageList

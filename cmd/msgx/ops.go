@@ -17,6 +17,7 @@ import (
 	"msgx/internal/api"
 	"msgx/internal/cli"
 	"msgx/internal/client"
+	"msgx/internal/jobs/jobkind"
 )
 
 func printHistory(server string, id int64) error {
@@ -59,6 +60,14 @@ func events(args []string) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx events [--server URL] [--flid N] [--target T] [--state S] [--msg-id N] [--after ID] [--limit N] [--json]"}
 	}
+	var err error
+	if *state, err = checkChoice("events", "state", *state, eventStates); err != nil {
+		return err
+	}
+	if err := checkTarget("events", srv(*server), *tgt); err != nil {
+		return err
+	}
+	*limit = capLimit("events", *limit)
 	q := withFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
 		"flid", nonZero(*flid), "msg_id", nonZero(*msgID), "target", *tgt, "state", *state)
 	var out client.EventList
@@ -111,7 +120,7 @@ func flightCmd(args []string) error {
 		}
 		sort.Strings(fields)
 		for _, k := range fields {
-			fmt.Printf("    %-6s %s → %s\n", k, oneLine(string(c.Changes[k].Old), 60), oneLine(string(c.Changes[k].New), 60))
+			printChange(k, string(c.Changes[k].Old), string(c.Changes[k].New))
 		}
 	})
 	if err != nil {
@@ -121,6 +130,18 @@ func flightCmd(args []string) error {
 		fmt.Printf("flight %d: no recorded changes\n", flid)
 	}
 	return nil
+}
+
+// printChange prints a field's old and new value in full: on one line when both are short,
+// else each on a line of its own (two long values that differ only at the end must not look
+// the same).
+func printChange(field, old, cur string) {
+	o, n := old, cur // JSON: a line each, as stored
+	if len([]rune(o)) <= 60 && len([]rune(n)) <= 60 {
+		fmt.Printf("    %-6s %s → %s\n", field, o, n)
+		return
+	}
+	fmt.Printf("    %-6s old: %s\n    %-6s new: %s\n", field, o, "", n)
 }
 
 // park sets a message aside: DEAD with class PARKED, replayable.
@@ -151,6 +172,9 @@ func pauseCmd(args []string, name string) error {
 	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx " + name + " [--server URL] [--target T] [--reason TEXT]"}
+	}
+	if err := checkTarget(name, srv(*server), *tgt); err != nil {
+		return err
 	}
 	res, err := srv(*server).SetPaused(name == "pause", *tgt, *reason)
 	if err != nil {
@@ -190,7 +214,11 @@ func jobsCmd(args []string) error {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx jobs [--server URL] [--start ARCHIVE] [--json]"}
 	}
 	if *start != "" {
-		j, err := srv(*server).StartJob(strings.ToUpper(*start))
+		kind, err := checkChoice("jobs", "start", *start, jobkind.Kinds)
+		if err != nil {
+			return err
+		}
+		j, err := srv(*server).StartJob(kind)
 		if err != nil {
 			return err
 		}
@@ -225,7 +253,7 @@ func auditCmd(args []string) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx audit [--server URL] [--after ID] [--limit N]"}
 	}
-	out, err := srv(*server).Audit(*after, *limit)
+	out, err := srv(*server).Audit(*after, capLimit("audit", *limit))
 	if err != nil {
 		return err
 	}

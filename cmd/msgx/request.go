@@ -20,6 +20,7 @@ TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or
 func request(args []string) error {
 	fs := prog.Flags("request")
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	configFlag(fs)
 	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
 	to := fs.String("to", "", "schedule: end of the window (STDE), a `TIME`")
 	// Flags may come before or after the kind and the TYPE.
@@ -55,6 +56,7 @@ func request(args []string) error {
 func requestsList(args []string) error {
 	fs := prog.Flags("requests")
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	configFlag(fs)
 	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")
 	after := fs.Int64("after", 0, "only ids above this `ID`")
 	limit := fs.Int("limit", 50, "at most `N` requests (up to 1000)")
@@ -62,6 +64,11 @@ func requestsList(args []string) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx requests [--server URL] [--state S] [--after ID] [--limit N] [--json]"}
 	}
+	var err error
+	if *state, err = checkChoice("requests", "state", *state, reqStates); err != nil {
+		return err
+	}
+	*limit = capLimit("requests", *limit)
 	q := withFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}}, "state", *state)
 	var out struct {
 		Requests []client.Request `json:"requests"`

@@ -28,6 +28,7 @@ func simulateCmd(args []string) error {
 	first := fs.String("first", "06:00", "local `HH:MM` of the first scheduled time")
 	hours := fs.Float64("hours", 16, "`H` hours the scheduled times spread over")
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
+	configFlag(fs)
 	out := fs.String("out", "", "write the messages to numbered files in `DIR` instead of posting them")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	if err := fs.Parse(args); err != nil {
@@ -69,7 +70,7 @@ func simulateCmd(args []string) error {
 		Span:  time.Duration(*hours * float64(time.Hour)),
 	}}
 	if *out == "" {
-		o.Server = srv(*server)
+		o.Server = srvInbox(*server)
 	}
 	rep, err := sim.Run(ctx, o)
 	if err != nil {

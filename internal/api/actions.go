@@ -154,6 +154,9 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 		f.FLID = n
 	}
 	f.Tag, f.Text = strings.ToUpper(q.Get("tag")), q.Get("q")
+	// q is looked for in the bodies too, those of the newest DefaultBodyScan messages: a
+	// body scan has no index, so it is bounded (docs/api.md says so).
+	f.BodyWithin = store.DefaultBodyScan
 	if f.From, ok = timeParam(w, q, "from"); !ok {
 		return
 	}

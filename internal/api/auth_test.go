@@ -15,6 +15,7 @@ import (
 
 	"msgx/internal/api"
 	"msgx/internal/config"
+	"msgx/internal/flight"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -52,6 +53,8 @@ func newFixture(t *testing.T, db *store.DB, tokens []api.Token, inbox api.InboxR
 	go in.Run(ctx)
 	srv := &api.Server{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, inbox, clock),
 		ConfigView: config.Default().Redacted}
+	finder := &api.Finder{Flights: flight.New(db, clock, nil), Ref: db, Bodies: db, Clock: clock}
+	srv.Extra = append(srv.Extra, api.FindRoutes(finder), api.FlightRoutes(finder.Flights, db, finder))
 	f := &fixture{db: db, h: srv.Handler(), logs: logs}
 	now := time.Now()
 	ids, err := db.InsertMessages(ctx, []string{"<dead/>", "<ok/>", "<pending/>"}, now)
@@ -128,6 +131,8 @@ func TestEveryRouteForEveryRole(t *testing.T) {
 			{"GET", "/api/v1/events?flid=7001", "", api.RoleViewer},
 			{"GET", fmt.Sprintf("/api/v1/events/%d/payload", f.ev), "", api.RoleViewer},
 			{"GET", "/api/v1/flights/7001/history", "", api.RoleViewer},
+			{"GET", "/api/v1/find?q=CA8241", "", api.RoleViewer},
+			{"GET", "/api/v1/flights?flno=CA8241", "", api.RoleViewer},
 			{"GET", "/api/v1/pauses", "", api.RoleViewer},
 			{"GET", "/api/v1/me", "", api.RoleViewer},
 			{"GET", "/api/v1/ref/AIRL", "", api.RoleViewer},

@@ -23,11 +23,19 @@ const seasonType = "SCHS"
 // FlightRoutes adds the flight and season reads:
 //
 //	GET /api/v1/flights?day=YYYY-MM-DD  the flights of a local day, by SODT then FLID
+//	GET /api/v1/flights?flno=CA8241     the flights of that number in the search window of
+//	                                    find (or of day, when given), by day then SODT
 //	GET /api/v1/flights/{flid}          one flight's record (404 when absent)
 //	GET /api/v1/seasons                 the stored seasonal schedules
-func FlightRoutes(flights FlightReader, db store.Reference) func(*http.ServeMux) {
+//
+// find, when set, answers flno (nil: flno is refused as an unknown parameter).
+func FlightRoutes(flights FlightReader, db store.Reference, find *Finder) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/flights", func(w http.ResponseWriter, r *http.Request) {
+			if find != nil && r.URL.Query().Has("flno") {
+				flightsByNumber(w, r, find)
+				return
+			}
 			if !allowParams(w, r, "day") {
 				return
 			}
@@ -90,4 +98,43 @@ func FlightRoutes(flights FlightReader, db store.Reference) func(*http.ServeMux)
 			}{out})
 		})
 	}
+}
+
+// flightsByNumber answers GET /api/v1/flights?flno=…[&day=…]: the flights of that number, in
+// the given day or the days of the search window.
+func flightsByNumber(w http.ResponseWriter, r *http.Request, find *Finder) {
+	if !allowParams(w, r, "flno", "day") {
+		return
+	}
+	flno, day := r.URL.Query().Get("flno"), r.URL.Query().Get("day")
+	var days []string
+	if day != "" {
+		if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
+			WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
+			return
+		}
+		days = []string{day}
+	}
+	if _, ok := parseFlightNo(flno); !ok {
+		WriteError(w, http.StatusBadRequest, "bad_flno", "flno must be a carrier and a number with an optional suffix (CA8241, CA8241A, CCA8241), got "+strconv.Quote(flno))
+		return
+	}
+	if days == nil {
+		days = find.days()
+	}
+	es, err := find.ByNumber(r.Context(), flno, days)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	recs := make([]json.RawMessage, 0, len(es))
+	for _, e := range es {
+		recs = append(recs, e.Record)
+	}
+	WriteJSON(w, http.StatusOK, struct {
+		FLNO    string            `json:"flno"`
+		Days    [2]string         `json:"days"`
+		Count   int               `json:"count"`
+		Flights []json.RawMessage `json:"flights"`
+	}{flno, [2]string{days[0], days[len(days)-1]}, len(recs), recs})
 }

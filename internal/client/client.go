@@ -45,6 +45,13 @@ func ServerURL(flagValue string) string {
 	if addr == "" {
 		addr = config.Default().HTTP.Addr
 	}
+	return AddrURL(addr)
+}
+
+// AddrURL is the URL a client on this host reaches a listen address (http.addr) at: an
+// address that listens on every interface (":8080", "0.0.0.0:8080", "[::]:8080") is reached
+// at 127.0.0.1.
+func AddrURL(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "http://127.0.0.1:8080"

@@ -328,10 +328,12 @@ type MessageQuery struct {
 	Tag string
 	// From, To: when msgx took the message (PROC_STATE's creation, UTC), To excluded.
 	From, To time.Time
-	// Text: a substring of the identity, the last error or the note.
-	Text    string
-	AfterID int64
-	Limit   int // default 100, at most MaxPageLimit
+	// Text: a substring of the identity, the last error or the note, or, when BodyWithin
+	// is above 0, of the body of one of the newest BodyWithin messages.
+	Text       string
+	BodyWithin int
+	AfterID    int64
+	Limit      int // default 100, at most MaxPageLimit
 }
 
 // likeEscape escapes s for a LIKE pattern with ESCAPE '!'.
@@ -386,8 +388,18 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 	}
 	if q.Text != "" {
 		pat := "%" + likeEscape(q.Text) + "%"
-		sqlq += ` AND (p.IDENTITY LIKE ? ESCAPE '!' OR p.LAST_ERROR LIKE ? ESCAPE '!' OR p.NOTE LIKE ? ESCAPE '!')`
-		args = append(args, pat, pat, pat)
+		body := ""
+		if q.BodyWithin > 0 {
+			floor, err := d.bodyFloor(ctx, q.BodyWithin)
+			if err != nil {
+				return nil, err
+			}
+			body = ` OR (p.CMINMSGS_ID > ? AND ` + bodyClause + `)`
+			args = append(args, pat, pat, pat, floor, pat)
+		} else {
+			args = append(args, pat, pat, pat)
+		}
+		sqlq += ` AND (p.IDENTITY LIKE ? ESCAPE '!' OR p.LAST_ERROR LIKE ? ESCAPE '!' OR p.NOTE LIKE ? ESCAPE '!'` + body + `)`
 	}
 	sqlq += fmt.Sprintf(` ORDER BY %s LIMIT %d`, idCol, clampLimit(q.Limit))
 	rows, err := d.SQL.QueryContext(ctx, sqlq, args...)

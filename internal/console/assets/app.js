@@ -20,6 +20,7 @@ const API = {
   eventsReplay: '/api/v1/events/replay',
   flights: '/api/v1/flights',
   flight: flid => `/api/v1/flights/${encodeURIComponent(flid)}`,
+  find: '/api/v1/find',
   flightHistory: flid => `/api/v1/flights/${encodeURIComponent(flid)}/history`,
   requests: '/api/v1/requests',
   jobs: '/api/v1/jobs',
@@ -648,7 +649,8 @@ views.messages = async ({ params, gen, view }) => {
     inp('tag', 'Type tag', { placeholder: 'FLOP-CHOT', size: 12 }),
     inp('flid', 'Flight (FLID)', { inputmode: 'numeric', size: 10 }),
     inp('from', 'Received from', { type: 'datetime-local' }), inp('to', 'to', { type: 'datetime-local' }),
-    inp('q', 'Text', { placeholder: 'in the body', size: 16 }),
+    inp('q', 'Text', { placeholder: 'identity, error, note, body', size: 22,
+      title: 'A substring of the identity, the last error or the note of any message, or of the body of one of the newest 50,000 messages' }),
     h('button', { type: 'submit', class: 'primary', id: 'filter-apply' }, 'Filter'),
     h('a', { href: '#/messages' }, 'clear'));
   form.addEventListener('submit', ev => {
@@ -685,6 +687,9 @@ views.messages = async ({ params, gen, view }) => {
     cols.unshift({ head: '', cell: m => replayable(m) ? h('input', { type: 'checkbox', 'aria-label': 'select ' + m.id, onchange: ev => ev.target.checked ? selected.add(m.id) : selected.delete(m.id) }) : '' });
   }
   const kids = [table(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' })];
+  if (f.q) {
+    kids.push(h('p', { class: 'muted', id: 'text-hint' }, 'Text is looked for in the identity, last error and note of every message, and in the body of the newest 50,000 messages only.'));
+  }
   if (f.flid) {
     // flid finds every decoded message that names the flight (MSG_FLIGHT), whatever its
     // outcome: failed and parked (ORPHAN) ones too.
@@ -952,8 +957,10 @@ views.flights = async ({ params, gen, view }) => {
   ], fl, { id: 'flights-table', rowId: r => r.FLID, empty: 'No flight stored for this day.' }));
 };
 
-views.flight = async ({ arg, gen, view }) => {
+views.flight = async ({ arg, params, gen, view }) => {
   const flid = arg;
+  const found = params.get('q') ? h('p', { class: 'muted', id: 'flight-found' }, 'Found by searching ', h('q', {}, params.get('q')), '; ',
+    link('/find?' + new URLSearchParams({ q: params.get('q'), list: '1' }).toString(), `all ${params.get('hits') || ''} hits`), '.') : '';
   const histBox = h('section', { class: 'card', id: 'flight-history' }, h('h2', {}, 'History'), h('p', { class: 'muted' }, 'Loading…'));
   const msgsBox = h('section', { class: 'card', id: 'flight-messages' }, h('h2', {}, 'Messages'), h('p', { class: 'muted' }, 'Loading…'));
   const evBox = h('section', { class: 'card', id: 'flight-events' }, h('h2', {}, 'Events'), h('p', { class: 'muted' }, 'Loading…'));
@@ -967,7 +974,7 @@ views.flight = async ({ arg, gen, view }) => {
   if (!alive(gen)) return;
   const record = rec ? (rec.record || rec) : null;
   fill(view, h('h1', {}, `Flight ${flid} `, record ? h('span', { class: 'muted' }, `${record.FLNO || ''} ${record.MVIN === 'A' ? 'arrival' : record.MVIN === 'D' ? 'departure' : ''}`) : ''),
-    h('section', { class: 'card', id: 'flight-record' }, h('h2', {}, 'Record'),
+    found, h('section', { class: 'card', id: 'flight-record' }, h('h2', {}, 'Record'),
       rec ? [h('p', { class: 'muted' }, `local day ${rec.day || ''}, version ${rec.version ?? ''}, last changed by message `, rec.msg_id ? msgLink(rec.msg_id) : '—'), anyValue(record)]
         : h('p', { class: 'muted' }, 'No stored record (deleted, never scheduled, or swept).')),
     histBox, msgsBox, evBox);
@@ -1081,6 +1088,42 @@ views.audit = async ({ params, gen, view }) => {
   const list = Array.isArray(res) ? res : (res.audit || res.entries || []);
   fill(view, h('h1', {}, 'Audit log'), h('p', { class: 'muted' }, 'Every action taken through the API or this console, with the token that took it.'),
     h('div', { id: 'audit-list' }, anyValue(list)));
+};
+
+// ---- search -----------------------------------------------------------------------------------------
+
+// The header's search box: Enter opens #/find?q=…, which opens the flight when exactly one
+// flight matches and lists the hits otherwise.
+document.getElementById('search').addEventListener('submit', ev => {
+  ev.preventDefault();
+  const q = document.getElementById('search-q').value.trim();
+  if (q) go('/find', { q });
+});
+
+views.find = async ({ params, gen, view }) => {
+  const q = (params.get('q') || '').trim();
+  document.getElementById('search-q').value = q;
+  if (!q) { fill(view, h('h1', {}, 'Find'), h('p', { class: 'muted' }, 'Type a flight number, FLID, registration, stand, gate or text in the search box above.')); return; }
+  fill(view, h('h1', {}, 'Find ', h('q', {}, q)), h('p', { class: 'muted' }, 'Searching…'));
+  const res = await api('GET', API.find + '?' + new URLSearchParams({ q }).toString());
+  if (!alive(gen)) return;
+  const hits = res.hits || [];
+  const flights = hits.filter(x => x.kind === 'flight');
+  if (flights.length === 1 && !params.get('list')) {
+    // One flight: open it; its page links back to every hit.
+    location.replace('#/flight/' + encodeURIComponent(flights[0].id) + '?' + new URLSearchParams({ q, hits: String(hits.length) }).toString());
+    return;
+  }
+  const more = res.more ? ' More matched than are shown: make the search more precise.' : '';
+  fill(view, h('h1', {}, 'Find ', h('q', {}, q), ' ', h('span', { class: 'muted' }, `(${hits.length})`)),
+    h('p', { class: 'muted', id: 'find-searched' }, 'Searched ' + (res.searched || '') + '.' + more),
+    table([
+      { head: 'Kind', cell: x => x.kind },
+      { head: 'Id', cell: x => x.kind === 'flight' ? flightLink(x.id) : msgLink(x.id) },
+      { head: 'Day', cell: x => x.day || '' },
+      { head: 'Matched', cell: x => x.match },
+      { head: 'What', cell: x => x.label },
+    ], hits, { id: 'find-hits', rowId: x => x.kind + '-' + x.id, empty: 'Nothing matches.' }));
 };
 
 // ---- start ------------------------------------------------------------------------------------------

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"msgx/internal/app"
+	"msgx/internal/cli"
+	"msgx/internal/store"
+)
+
+// findCmd searches flights and messages for its arguments and prints the hits; when exactly
+// one flight matches, its record too, as `msgx flight` prints it.
+func findCmd(args []string) error {
+	fs := prog.Flags("find")
+	server := clientFlags(fs)
+	limit := fs.Int("limit", 50, fmt.Sprintf("at most this many hits of each kind (1..%d)", store.MaxPageLimit))
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx find [--server URL] [--limit N] [--json] TEXT…"}
+	}
+	if *limit < 1 {
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx find: --limit %d: give at least 1", *limit)}
+	}
+	*limit = capLimit("find", *limit)
+	c := srv(*server)
+	ans, err := c.Find(strings.Join(fs.Args(), " "), *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(ans)
+	}
+	fmt.Fprintf(os.Stderr, "searched %s\n", ans.Searched)
+	if len(ans.Hits) == 0 {
+		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx find: nothing matches %q", ans.Query)}
+	}
+	fmt.Printf("%-7s  %10s  %-10s  %-12s  %s\n", "kind", "id", "day", "match", "what")
+	var flights []int64
+	for _, h := range ans.Hits {
+		fmt.Printf("%-7s  %10d  %-10s  %-12s  %s\n", h.Kind, h.ID, h.Day, h.Match, h.Label)
+		if h.Kind == "flight" {
+			flights = append(flights, h.ID)
+		}
+	}
+	if ans.More {
+		fmt.Fprintf(os.Stderr, "more hits than --limit %d: narrow the search or raise --limit\n", *limit)
+	}
+	if len(flights) != 1 {
+		return nil
+	}
+	rec, err := c.Flight(flights[0])
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nflight %d (msgx flight %d; its history: msgx flight --history %d):\n", flights[0], flights[0], flights[0])
+	return printJSON(rec)
+}

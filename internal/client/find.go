@@ -1,0 +1,52 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+)
+
+// Hit is one thing GET /api/v1/find found: a flight (ID = FLID) or a message (ID = its id).
+type Hit struct {
+	Kind  string `json:"kind"`  // flight, message
+	ID    int64  `json:"id"`    // FLID or message id
+	Match string `json:"match"` // flno, flid, registration, stand, gate, body
+	Label string `json:"label"`
+	Day   string `json:"day"`
+}
+
+// FindAnswer is the answer of GET /api/v1/find.
+type FindAnswer struct {
+	Query           string    `json:"q"`
+	Hits            []Hit     `json:"hits"`
+	Days            [2]string `json:"days"`
+	MessagesScanned int       `json:"messages_scanned"`
+	More            bool      `json:"more"`
+	Searched        string    `json:"searched"`
+}
+
+// Find searches flights and messages for q, at most limit hits of each kind (0: the server's
+// default).
+func (c *Client) Find(q string, limit int) (FindAnswer, error) {
+	v := url.Values{"q": {q}}
+	if limit > 0 {
+		v.Set("limit", fmt.Sprint(limit))
+	}
+	var out FindAnswer
+	err := c.Get("/api/v1/find?"+v.Encode(), &out)
+	return out, err
+}
+
+// FlightsByNumber returns the records of the flights numbered flno in the server's search
+// window of days, or of day when it is not "".
+func (c *Client) FlightsByNumber(flno, day string) ([]json.RawMessage, error) {
+	v := url.Values{"flno": {flno}}
+	if day != "" {
+		v.Set("day", day)
+	}
+	var out struct {
+		Flights []json.RawMessage `json:"flights"`
+	}
+	err := c.Get("/api/v1/flights?"+v.Encode(), &out)
+	return out.Flights, err
+}
