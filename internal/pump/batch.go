@@ -286,7 +286,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 			"head_msg_id", head.ID, "err", err.Error())
 		return 0, true, nil
 	}
-	if err := r.b.Commit(); err != nil {
+	if err := r.b.Commit(ctx); err != nil {
 		wait, err = p.abandon(ctx, head, err, now, single)
 		return wait, false, err
 	}
