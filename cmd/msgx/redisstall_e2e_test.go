@@ -40,7 +40,7 @@ func testPhaseARedisStall(t *testing.T, db dbEnv) {
 	defer rdb.Close()
 	ctx := context.Background()
 	s := db.start(t, "MSGX_PHASE=A", "MSGX_REDIS_ADDR="+addr, "MSGX_CONSISTENCY_CHECK_DAILY_AT=off",
-		"MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_REDIS_ALLOW_VOLATILE=true", "MSGX_PIPELINE_BACKOFF_CAP_MS=2000")
+		"MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_REDIS_ALLOW_VOLATILE=true", "MSGX_PIPELINE_BACKOFF_CAP_MS=2000", "MSGX_PIPELINE_MAX_ATTEMPTS=100")
 	day := tomorrow(t)
 	flights := []int64{99301, 99302, 99303, 99304}
 	var fltrs []string
