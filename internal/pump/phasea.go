@@ -19,7 +19,9 @@ package pump
 //  1. a duplicate identity (bound by a committed message, or by one earlier in this batch:
 //     the read goes through the batch transaction) is SKIPPED before anything is decided, so
 //     a duplicate's changes never reach Redis;
-//  2. the message's marker, read for the whole batch in one round trip when the batch began,
+//  2. the message's marker, read for the whole batch in one round trip before its transaction
+//     began (so no database lock is held while Redis answers, or fails to within
+//     redis.timeout: then the first message fails INFRA and the batch ends after its record),
 //     gives the Decision of an earlier attempt; else the handler decides on Redis as it is
 //     now (every message before it in the batch already applied there), and the Decision's
 //     flight writes go to Redis with the marker in the message's one script;
