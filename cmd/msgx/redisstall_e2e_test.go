@@ -50,8 +50,10 @@ func testPhaseARedisStall(t *testing.T, db dbEnv) {
 	snap := s.post(e2eSchd(993001, fltrs...))
 	s.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
 
-	// FLOPs all along, each a new stand: before, during and after the pause.
-	const total = 60
+	// FLOPs all along, each a new stand, 25 a second: the pump is busy in its batches when the
+	// pause begins, so it meets the pause in the middle of one (with its transaction open),
+	// not only between steps.
+	const total, pauseAfter = 200, 25
 	var mu sync.Mutex
 	var ids []int64
 	changes := map[int64]int{}
@@ -70,18 +72,23 @@ func testPhaseARedisStall(t *testing.T, db dbEnv) {
 		last[f] = stand
 		mu.Unlock()
 	}
-	for i := 0; i < 10; i++ {
-		post(i)
-		time.Sleep(20 * time.Millisecond)
-	}
+	busy, posted := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(posted)
+		for i := 0; i < total; i++ {
+			post(i)
+			if i == pauseAfter {
+				close(busy)
+			}
+			time.Sleep(40 * time.Millisecond) // the pace of the load
+		}
+	}()
+	<-busy
 	if err := rdb.Do(ctx, "CLIENT", "PAUSE", rsPause.Milliseconds(), "ALL").Err(); err != nil {
 		t.Fatal(err)
 	}
 	pausedAt := time.Now()
-	for i := 10; i < total; i++ {
-		post(i)
-		time.Sleep(150 * time.Millisecond) // 50 FLOPs over 7.5 s of the pause
-	}
+	<-posted
 	mu.Lock()
 	duringPause := ids[len(ids)-1]
 	mu.Unlock()
@@ -123,6 +130,6 @@ func testPhaseARedisStall(t *testing.T, db dbEnv) {
 			t.Fatalf("flight %d in FLIGHT_STATE at version %d (%v), want %d with stand %s", f, sqlVer, err, want, last[f])
 		}
 	}
-	t.Logf("%s: %d FLOPs, 50 posted during a %s CLIENT PAUSE; all applied in order %s after it began, the lease kept",
-		db.Name, total, rsPause, took.Round(time.Millisecond))
+	t.Logf("%s: %d FLOPs at 25/s, a %s CLIENT PAUSE after the %dth; all applied in order %s after it began, the lease kept",
+		db.Name, total, rsPause, pauseAfter, took.Round(time.Millisecond))
 }
