@@ -240,6 +240,13 @@ func (a *App) newDispatcher(ctx context.Context, w *wiring) error {
 	return nil
 }
 
+// leaseDB is the database as the lease keeper uses it: every call on the lease's own pool, so
+// a renewal or a check never waits for a connection behind the pump (store.DB.PingLease).
+type leaseDB struct{ *store.DB }
+
+// Ping checks the database on the lease's pool.
+func (l leaseDB) Ping(ctx context.Context) error { return l.PingLease(ctx) }
+
 // newKeeper fences the pump's writes with the pump lease and returns its keeper, which runs
 // the pump, the daily jobs' scheduler, the sampler, the dispatcher and (but in shadow mode)
 // the data requests while this instance holds the lease.
@@ -250,7 +257,7 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 	// still holds the lease: a pump that outlived its lease cannot commit.
 	db.SetFence(store.PumpLease, w.holder)
 	return &lease.Keeper{
-		DB: db, Name: store.PumpLease, Holder: w.holder, TTL: lease.TTL,
+		DB: leaseDB{db}, Name: store.PumpLease, Holder: w.holder, TTL: lease.TTL,
 		// A SQLite file has one host: a second instance on it is a mistake, not a standby.
 		Standby: cfg.Database.Driver == "mysql",
 		Clock:   clock, Log: log, IsDead: lease.DeadOnThisHost, Metrics: m,

@@ -54,12 +54,14 @@ func phaseStores(cfg config.Config, db *store.DB, sqlFlights *flight.Store, cloc
 		return flightStores{reader: sqlFlights, history: sqlFlights, close: func() {}, routes: func(*http.ServeMux) {}, start: func(context.Context) {}}
 	}
 	rs := redisflight.New(redisflight.Options{Addr: cfg.Redis.Addr, DB: cfg.Redis.DB, Password: cfg.Redis.Password,
-		Prefix: cfg.Redis.KeyPrefix, MarkerTTL: cfg.Redis.MarkerTTL, Clock: clock, Location: cfg.Location()})
+		Prefix: cfg.Redis.KeyPrefix, MarkerTTL: cfg.Redis.MarkerTTL, Clock: clock, Location: cfg.Location(),
+		Timeout: cfg.Redis.Timeout, SentinelMaster: cfg.Redis.Sentinel.Master, SentinelAddrs: cfg.Redis.Sentinel.Addrs,
+		SentinelPassword: cfg.Redis.Sentinel.Password})
 	if err := rs.Ping(context.Background()); err != nil {
 		// Not fatal: the messages that write flights wait (INFRA) until Redis answers.
-		log.Warn("phase A: Redis does not answer; flight messages will fail with INFRA and wait until it does", "addr", cfg.Redis.Addr, "err", err.Error())
+		log.Warn("phase A: Redis does not answer; flight messages will fail with INFRA and wait until it does", "addr", rs.Where(), "err", err.Error())
 	}
-	log.Info("phase A: flights in Redis, FLIGHT_STATE mirrors them", "addr", cfg.Redis.Addr, "db", cfg.Redis.DB, "key_prefix", cfg.Redis.KeyPrefix,
+	log.Info("phase A: flights in Redis, FLIGHT_STATE mirrors them", "addr", rs.Where(), "timeout", cfg.Redis.Timeout.String(), "db", cfg.Redis.DB, "key_prefix", cfg.Redis.KeyPrefix,
 		"batch_size", cfg.Pipeline.BatchSize)
 	opt.Authority = rs
 	opt.View = redisflight.WithRefs(rs, sqlFlights)

@@ -174,21 +174,21 @@ func (r *phaseARedis) checkPersistence(ctx context.Context, m *metrics.Metrics) 
 	defer cancel()
 	p, err := r.rs.Persistence(cctx)
 	if err != nil {
-		r.log.Warn("phase A: cannot read Redis's persistence settings (appendonly, appendfsync, save); not checked", "addr", r.cfg.Redis.Addr, "err", err.Error())
+		r.log.Warn("phase A: cannot read Redis's persistence settings (appendonly, appendfsync, save); not checked", "addr", r.rs.Where(), "err", err.Error())
 		return nil
 	}
 	what := fmt.Sprintf("appendonly is %q and save is %q", p.AppendOnly, p.Save)
 	switch {
 	case p.Volatile() && !r.cfg.Redis.AllowVolatile:
 		return ExitError{Code: ExitConfig, Msg: fmt.Sprintf("msgx serve: config: redis at %s keeps nothing on disk: %s, so a restart loses the phase-A flight picture; "+
-			"set appendonly yes (appendfsync everysec or always) in Redis (docs/deployment.md#redis), or redis.allow-volatile: true to accept it", r.cfg.Redis.Addr, what)}
+			"set appendonly yes (appendfsync everysec or always) in Redis (docs/deployment.md#redis), or redis.allow-volatile: true to accept it", r.rs.Where(), what)}
 	case p.Volatile():
 		volatile = 1
 		r.log.Warn("phase A: Redis keeps nothing on disk (redis.allow-volatile: true): a restart of Redis loses the flight picture; the pump then stops until REDIS_RESTORE",
-			"addr", r.cfg.Redis.Addr, "appendonly", p.AppendOnly, "save", p.Save)
+			"addr", r.rs.Where(), "appendonly", p.AppendOnly, "save", p.Save)
 	case strings.EqualFold(p.AppendOnly, "yes") && strings.EqualFold(p.AppendFsync, "no"):
 		r.log.Warn("phase A: Redis's appendfsync is no: the OS decides when its writes reach the disk, a crash of the host may lose many seconds of them",
-			"addr", r.cfg.Redis.Addr)
+			"addr", r.rs.Where())
 	default:
 		r.log.Info("phase A: Redis persistence", "appendonly", p.AppendOnly, "appendfsync", p.AppendFsync, "save", p.Save)
 	}

@@ -138,6 +138,7 @@ func (c Config) Redacted() (map[string]any, error) {
 		}
 	}
 	mask(&c.Redis.Password)
+	mask(&c.Redis.Sentinel.Password)
 	mask(&c.History.Elasticsearch.Password)
 	c.History.Elasticsearch.URL = secret.Redact(c.History.Elasticsearch.URL)
 	c.Eureka.ServiceURL = secret.Redact(c.Eureka.ServiceURL)

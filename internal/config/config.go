@@ -251,6 +251,16 @@ type Config struct {
 		MarkerTTL time.Duration `yaml:"marker-ttl"`
 		// AllowVolatile accepts, in phase A, a Redis that keeps nothing on disk (redis.go).
 		AllowVolatile bool `yaml:"allow-volatile"`
+		// Timeout bounds every call to Redis (dial, write, read): a Redis that does not
+		// answer within it fails the call (INFRA), so no database lock is held long behind it.
+		Timeout time.Duration `yaml:"timeout"`
+		// Sentinel, when Master is set, finds the flight store's Redis through Sentinel
+		// (addr is then unused) and follows its failovers.
+		Sentinel struct {
+			Master   string  `yaml:"master"`
+			Addrs    Strings `yaml:"addrs"`
+			Password string  `yaml:"password"` // the sentinels' own (requirepass), if any
+		} `yaml:"sentinel"`
 	} `yaml:"redis"`
 }
 
@@ -300,6 +310,7 @@ func Default() Config {
 	c.Redis.Addr = "127.0.0.1:6379"
 	c.Redis.KeyPrefix = DefaultRedisKeyPrefix
 	c.Redis.MarkerTTL = 7 * 24 * time.Hour
+	c.Redis.Timeout = 2 * time.Second
 	c.Requests.MaxResends = 2
 	return c
 }
@@ -394,6 +405,16 @@ func bad(key, format string, args ...any) error {
 
 // validatePhase checks phase and, in phase A, the redis flight store's keys.
 func (c *Config) validatePhase() error {
+	if c.Redis.Timeout <= 0 || c.Redis.Timeout > MaxRedisTimeout {
+		return bad("redis.timeout", "must be more than 0 and at most %s (a renewal of the pump lease may wait that long behind a Redis call on SQLite), got %s",
+			MaxRedisTimeout, c.Redis.Timeout)
+	}
+	if s := c.Redis.Sentinel; s.Master != "" && len(s.Addrs) == 0 {
+		return bad("redis.sentinel.addrs", "must list the sentinels (host:port) when redis.sentinel.master is set")
+	}
+	if s := c.Redis.Sentinel; s.Master == "" && len(s.Addrs) > 0 {
+		return bad("redis.sentinel.master", "must name the master the sentinels watch when redis.sentinel.addrs is set")
+	}
 	switch c.Phase {
 	case "B":
 	case "A":
@@ -807,6 +828,10 @@ func (c Config) RebuildDays() (from, to int) {
 	from, to, _ = ParseDayRange(c.Jobs.RebuildDays)
 	return from, to
 }
+
+// MaxRedisTimeout is the longest redis.timeout: a Redis call may keep the pump's batch (on
+// SQLite the one write transaction) open that long, and the lease keeper gives a renewal 5 s.
+const MaxRedisTimeout = 4 * time.Second
 
 // DefaultRedisKeyPrefix is redis.key-prefix's default: the key space of a production msgx's
 // flights in Redis, which a shadow in phase A may not share (Validate).

@@ -383,3 +383,29 @@ func TestFlightProjectionTarget(t *testing.T) {
 		}
 	}
 }
+
+// redis.timeout defaults to 2s and is refused, naming the key, when it is not in (0, 4s];
+// redis.sentinel needs both its master and its sentinels.
+func TestRedisTimeoutAndSentinel(t *testing.T) {
+	c, err := Load("", []string{"MSGX_PHASE=A"})
+	if err != nil || c.Redis.Timeout != 2*time.Second {
+		t.Fatalf("default redis.timeout %s, %v", c.Redis.Timeout, err)
+	}
+	for _, env := range [][]string{
+		{"MSGX_REDIS_TIMEOUT=5s"}, {"MSGX_REDIS_TIMEOUT=0s"}, {"MSGX_REDIS_TIMEOUT=-1s"},
+	} {
+		if _, err := Load("", env); err == nil || !strings.Contains(err.Error(), "redis.timeout") {
+			t.Errorf("%v: %v, want an error naming redis.timeout", env, err)
+		}
+	}
+	if c, err := Load("", []string{"MSGX_REDIS_TIMEOUT=4s"}); err != nil || c.Redis.Timeout != 4*time.Second {
+		t.Errorf("4s: %v %v", c.Redis.Timeout, err)
+	}
+	if _, err := Load("", []string{"MSGX_REDIS_SENTINEL_MASTER=m"}); err == nil || !strings.Contains(err.Error(), "redis.sentinel.addrs") {
+		t.Errorf("master without sentinels: %v", err)
+	}
+	c, err = Load("", []string{"MSGX_PHASE=A", "MSGX_REDIS_SENTINEL_MASTER=m", "MSGX_REDIS_SENTINEL_ADDRS=127.0.0.1:1,127.0.0.1:2"})
+	if err != nil || len(c.Redis.Sentinel.Addrs) != 2 || c.Redis.Sentinel.Master != "m" {
+		t.Fatalf("sentinel: %+v %v", c.Redis.Sentinel, err)
+	}
+}

@@ -286,7 +286,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 			"head_msg_id", head.ID, "err", err.Error())
 		return 0, true, nil
 	}
-	if err := r.b.Commit(); err != nil {
+	if err := r.b.Commit(ctx); err != nil {
 		wait, err = p.abandon(ctx, head, err, now, single)
 		return wait, false, err
 	}
@@ -347,6 +347,10 @@ func (p *Pump) abandon(ctx context.Context, head *store.Message, err error, now 
 // beginBatch opens the batch transaction for run and prepares its reads.
 func (p *Pump) beginBatch(ctx context.Context, run []*store.Due, decs []*decoded, single, deferWrites bool) (*batch, error) {
 	start := p.opt.Clock.Now()
+	var pre *preMarkers
+	if p.opt.Authority != nil {
+		pre = p.readMarkers(ctx, run) // before the transaction: no lock held while Redis answers
+	}
 	b, err := p.db.BeginBatch(ctx)
 	if err != nil {
 		return nil, err
@@ -355,7 +359,7 @@ func (p *Pump) beginBatch(ctx context.Context, run []*store.Due, decs []*decoded
 		b.DeferWrites()
 	}
 	r := &batch{b: b, started: start, single: single, commit: direct{}}
-	if err := p.prepareReads(ctx, r, run, decs); err != nil {
+	if err := p.prepareReads(ctx, r, run, decs, pre); err != nil {
 		b.Rollback()
 		return nil, err
 	}

@@ -19,7 +19,9 @@ package pump
 //  1. a duplicate identity (bound by a committed message, or by one earlier in this batch:
 //     the read goes through the batch transaction) is SKIPPED before anything is decided, so
 //     a duplicate's changes never reach Redis;
-//  2. the message's marker, read for the whole batch in one round trip when the batch began,
+//  2. the message's marker, read for the whole batch in one round trip before its transaction
+//     began (so no database lock is held while Redis answers, or fails to within
+//     redis.timeout: then the first message fails INFRA and the batch ends after its record),
 //     gives the Decision of an earlier attempt; else the handler decides on Redis as it is
 //     now (every message before it in the batch already applied there), and the Decision's
 //     flight writes go to Redis with the marker in the message's one script;
@@ -93,24 +95,44 @@ type authoritative struct {
 	known map[int64][]byte
 	apply applyFunc
 	after func(msgID int64) // Options.AfterAuthority
+	// down is the INFRA failure of the markers' read before the batch began: Redis does not
+	// answer, the message in hand fails with it (nil: it answered).
+	down error
 }
 
-// beginAuthoritative makes batch r over run a phase A batch: the markers of its messages, read
-// in one round trip (when that read fails each message reads its own, and fails INFRA if
-// Redis does not answer), and, when they were read, the batch's flight store.
-func (p *Pump) beginAuthoritative(ctx context.Context, r *batch, run []*store.Due) {
-	a := p.opt.Authority
-	c := &authoritative{a: a, apply: a.ApplyMessage, after: p.opt.AfterAuthority}
-	r.commit = c
+// preMarkers are the markers of a phase A run, read before its batch transaction begins, so
+// that a Redis that does not answer is waited for (redis.timeout) with no database lock held:
+// the lease's renewal never waits behind Redis. err is the read's failure.
+type preMarkers struct {
+	known map[int64][]byte
+	err   error
+}
+
+// readMarkers reads the markers of run's messages in one round trip (phase A).
+func (p *Pump) readMarkers(ctx context.Context, run []*store.Due) *preMarkers {
 	ids := make([]int64, len(run))
 	for i, m := range run {
 		ids[i] = m.ID
 	}
-	known, err := a.Markers(ctx, ids)
-	if err != nil {
+	known, err := p.opt.Authority.Markers(ctx, ids)
+	return &preMarkers{known: known, err: err}
+}
+
+// beginAuthoritative makes batch r over run a phase A batch, with pre, the markers of its
+// messages read before the transaction began, and, when they were read, the batch's flight
+// store. When Redis did not answer the read, the first message fails INFRA with that error,
+// without asking Redis again inside the transaction: the batch records it and ends.
+func (p *Pump) beginAuthoritative(r *batch, pre *preMarkers) {
+	a := p.opt.Authority
+	c := &authoritative{a: a, apply: a.ApplyMessage, after: p.opt.AfterAuthority}
+	r.commit = c
+	if pre.err != nil {
+		if pipeline.ClassOf(pre.err) == pipeline.Infra {
+			c.down = pre.err
+		}
 		return
 	}
-	c.known, c.apply = known, a.ApplyUnmarked
+	c.known, c.apply = pre.known, a.ApplyUnmarked
 	if p.opt.BatchFlights != nil && p.opt.ViewIn != nil {
 		bf := p.opt.BatchFlights()
 		r.reads.batchFlights, c.apply = bf, bf.ApplyUnmarked
@@ -118,6 +140,9 @@ func (p *Pump) beginAuthoritative(ctx context.Context, r *batch, run []*store.Du
 }
 
 func (c *authoritative) prior(ctx context.Context, p *Pump, w *work) (pipeline.Decision, bool, error) {
+	if c.down != nil {
+		return pipeline.Decision{}, false, c.down
+	}
 	id := w.m.ID
 	b, found := c.known[id]
 	if c.known == nil {

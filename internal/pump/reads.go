@@ -56,11 +56,11 @@ func (rd *reads) forget() {
 // prepareReads sets up batch r's reads for run and its committer: phase A's (markers and
 // flight store), or the view, its flight read-ahead, the identity read-ahead and the queue
 // of successes (phase B).
-func (p *Pump) prepareReads(ctx context.Context, r *batch, run []*store.Due, decs []*decoded) error {
+func (p *Pump) prepareReads(ctx context.Context, r *batch, run []*store.Due, decs []*decoded, pre *preMarkers) error {
 	rd := &r.reads
 	rd.flights = p.opt.Flights
 	if p.opt.Authority != nil {
-		p.beginAuthoritative(ctx, r, run)
+		p.beginAuthoritative(r, pre)
 		return nil
 	}
 	if r.b.Queues() && !r.single {

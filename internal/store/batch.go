@@ -19,7 +19,7 @@ import (
 type Batching interface {
 	// Due returns up to limit unfinished messages (PENDING or FAILED) in id order.
 	Due(ctx context.Context, limit int) ([]*Due, error)
-	// BeginBatch opens the batch transaction, the pump lease checked once inside it.
+	// BeginBatch opens the batch transaction; the pump lease is checked in it at Commit.
 	BeginBatch(ctx context.Context) (*Batch, error)
 }
 
@@ -249,8 +249,10 @@ func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) e
 	return nil
 }
 
-// BeginBatch opens a batch transaction and checks the pump lease in it, once: the lease row
-// is locked (MySQL) until the batch ends, so a take-over waits for the batch.
+// BeginBatch opens a batch transaction. The pump lease is not checked here but at Commit:
+// a batch of phase A waits on Redis between its SQL writes, and a lock on the lease row held
+// meanwhile would make the lease's renewal wait behind Redis (a Redis stall would look like a
+// database outage and cost the lease).
 func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
 	conn, err := d.SQL.Conn(ctx)
 	if err != nil {
@@ -270,11 +272,6 @@ func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
 		conn.Close()
 		return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
 	}
-	if err := d.checkFence(ctx, tx); err != nil {
-		tx.Rollback()
-		conn.Close()
-		return nil, err
-	}
 	return &Batch{d: d, conn: conn, tx: tx}, nil
 }
 
@@ -282,9 +279,16 @@ func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
 // handlers' view).
 func (b *Batch) Tx() *sql.Tx { return b.tx }
 
-// Commit commits the batch; on return without error every message of it is durable.
-func (b *Batch) Commit() error {
+// Commit checks the pump lease inside the batch transaction (the fence: its row locked on
+// MySQL, so a take-over waits for this commit rather than overlapping it) and commits the
+// batch; on return without error every message of it is durable. A batch of an instance
+// that no longer holds the lease is rolled back (ErrFenced): nothing of it is written.
+func (b *Batch) Commit(ctx context.Context) error {
 	defer b.conn.Close()
+	if err := b.d.checkFence(ctx, b.tx); err != nil {
+		b.tx.Rollback()
+		return err
+	}
 	if err := b.tx.Commit(); err != nil {
 		return Unavailable(fmt.Errorf("store: commit batch: %w", err))
 	}

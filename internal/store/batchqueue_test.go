@@ -69,7 +69,7 @@ func (e *queueEnv) commit(b *store.Batch) {
 	if err := b.Flush(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
 }

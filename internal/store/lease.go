@@ -26,7 +26,7 @@ func (e *LeaseHeldError) Error() string {
 // AcquireLease takes the lease name for holder until now+ttl, unless another holder has it
 // and it has not expired (then *LeaseHeldError). Taking a lease one already holds renews it.
 func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
-	return d.Tx(ctx, func(tx *sql.Tx) error {
+	return d.leaseTx(ctx, func(tx *sql.Tx) error {
 		var cur string
 		var exp NullTime
 		q := `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?` + d.Dialect.ForUpdate()
@@ -62,7 +62,7 @@ type LeaseClaim struct {
 // to have died (its process is gone), without waiting for it to expire. It fails when the
 // lease is no longer dead's.
 func (d *DB) TakeOverLease(ctx context.Context, c LeaseClaim, dead string, now time.Time) error {
-	res, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_LEASE SET HOLDER = ?, EXPIRES_AT = ?, ACQUIRED_AT = ? WHERE NAME = ? AND HOLDER = ?`,
+	res, err := d.lease().ExecContext(ctx, `UPDATE PUMP_LEASE SET HOLDER = ?, EXPIRES_AT = ?, ACQUIRED_AT = ? WHERE NAME = ? AND HOLDER = ?`,
 		c.Holder, T(now.Add(c.TTL)), T(now), c.Name, dead)
 	if err != nil {
 		return Unavailable(err)
@@ -103,7 +103,7 @@ func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
 
 // RenewLease extends a lease holder holds; it fails when the lease was lost.
 func (d *DB) RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
-	res, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_LEASE SET EXPIRES_AT = ? WHERE NAME = ? AND HOLDER = ?`, T(now.Add(ttl)), name, holder)
+	res, err := d.lease().ExecContext(ctx, `UPDATE PUMP_LEASE SET EXPIRES_AT = ? WHERE NAME = ? AND HOLDER = ?`, T(now.Add(ttl)), name, holder)
 	if err != nil {
 		return Unavailable(err)
 	}
@@ -115,7 +115,7 @@ func (d *DB) RenewLease(ctx context.Context, name, holder string, ttl time.Durat
 
 // ReleaseLease gives the lease up so another instance may start at once.
 func (d *DB) ReleaseLease(ctx context.Context, name, holder string) error {
-	_, err := d.SQL.ExecContext(ctx, `DELETE FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`, name, holder)
+	_, err := d.lease().ExecContext(ctx, `DELETE FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`, name, holder)
 	return err
 }
 
@@ -123,9 +123,46 @@ func (d *DB) ReleaseLease(ctx context.Context, name, holder string) error {
 func (d *DB) LeaseHolder(ctx context.Context, name string) (string, time.Time, error) {
 	var h string
 	var exp NullTime
-	err := d.SQL.QueryRowContext(ctx, `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?`, name).Scan(&h, &exp)
+	err := d.lease().QueryRowContext(ctx, `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?`, name).Scan(&h, &exp)
 	if err == sql.ErrNoRows {
 		return "", time.Time{}, nil
 	}
 	return h, exp.Time, err
+}
+
+// lease is the pool the lease's statements use: its own (leasePool), so that renewing the
+// lease never waits for a connection behind the pump, the dispatcher or the inbox. On MySQL
+// nothing else locks the lease row but a batch's commit (Batch.Commit); SQLite has one writer
+// per file, so there a renewal still waits for the write transaction in hand, which phase A
+// keeps short by bounding every Redis call (redis.timeout).
+func (d *DB) lease() *sql.DB {
+	if d.leaseSQL != nil {
+		return d.leaseSQL
+	}
+	return d.SQL
+}
+
+// leaseTx runs fn in a transaction of the lease's pool.
+func (d *DB) leaseTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.lease().BeginTx(ctx, nil)
+	if err != nil {
+		return Unavailable(fmt.Errorf("store: begin: %w", err))
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return Unavailable(fmt.Errorf("store: commit: %w", err))
+	}
+	return nil
+}
+
+// PingLease checks that the database answers on the lease's own pool (the lease keeper's
+// check between renewals).
+func (d *DB) PingLease(ctx context.Context) error {
+	if err := d.lease().PingContext(ctx); err != nil {
+		return Unavailable(err)
+	}
+	return nil
 }

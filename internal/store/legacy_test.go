@@ -298,7 +298,7 @@ func checkBackfills(t *testing.T, e *legacyEnv, cases []struct {
 		if err := b.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Commit(); err != nil {
+		if err := b.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -678,7 +678,7 @@ func TestLegacyBackfillRefusedInABatch(t *testing.T) {
 		if err := b.Flush(ctx); err != nil {
 			t.Fatalf("a refused back-fill failed the batch: %v", err)
 		}
-		if err := b.Commit(); err != nil {
+		if err := b.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for i, want := range []string{"AODB", "", "ATC"} {

@@ -23,6 +23,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -51,6 +52,10 @@ const (
 type DB struct {
 	SQL     *sql.DB
 	Dialect Dialect
+
+	// leaseSQL is the lease's own pool (lease.go): its renewal never waits for a connection
+	// of SQL, which the pump, the dispatcher and the inbox share.
+	leaseSQL *sql.DB
 
 	fence *fence // set by SetFence: the pump's writes check the lease
 
@@ -159,16 +164,17 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", dsn, err)
 	}
-	db := sql.OpenDB(cachingConnector{drv: plain.Driver(), dsn: path, gate: newWriteGate(sqliteBusyTimeout)})
+	connector := cachingConnector{drv: plain.Driver(), dsn: path, gate: newWriteGate(sqliteBusyTimeout)}
+	db := sql.OpenDB(connector)
 	plain.Close()
 	db.SetMaxOpenConns(8)
-	d := &DB{SQL: db, Dialect: SQLite}
+	d := &DB{SQL: db, Dialect: SQLite, leaseSQL: leasePool(connector)}
 	if err := db.PingContext(ctx); err != nil {
-		db.Close()
+		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
 	}
 	if _, err := d.columns(ctx, db); err != nil {
-		db.Close()
+		d.Close()
 		return nil, err
 	}
 	return d, nil
@@ -205,27 +211,43 @@ func openMySQL(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open mysql: %w", err)
 	}
-	db := sql.OpenDB(sessionConnector{Connector: conn, stmts: session})
+	connector := sessionConnector{Connector: conn, stmts: session}
+	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(16)
 	db.SetConnMaxLifetime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, cfg.Addr, err))
 	}
-	d := &DB{SQL: db, Dialect: MySQL}
+	d := &DB{SQL: db, Dialect: MySQL, leaseSQL: leasePool(connector)}
 	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
-		db.Close()
+		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
 	}
 	if _, err := d.columns(ctx, db); err != nil {
-		db.Close()
+		d.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.SQL.Close() }
+func (d *DB) Close() error {
+	if d.leaseSQL != nil {
+		d.leaseSQL.Close()
+	}
+	return d.SQL.Close()
+}
+
+// leasePool opens the lease's own pool over connector: two connections at most, kept open, so
+// the lease keeper never queues behind the pool the pump, the dispatcher and the inbox share.
+func leasePool(connector driver.Connector) *sql.DB {
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxLifetime(5 * time.Minute)
+	return db
+}
 
 // Migrate applies every embedded migration not yet applied and returns the schema version.
 func (d *DB) Migrate(ctx context.Context) (int64, error) {

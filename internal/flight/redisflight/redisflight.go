@@ -38,7 +38,14 @@ type Options struct {
 	Addr     string // redis.addr, default 127.0.0.1:6379
 	DB       int    // redis.db
 	Password string // redis.password
-	Prefix   string // redis.key-prefix, default "msgx:"
+	// Timeout bounds every call (redis.timeout); 0: DefaultTimeout.
+	Timeout time.Duration
+	// SentinelMaster, when set, finds the master through the sentinels SentinelAddrs (with
+	// SentinelPassword) and follows its failovers (redis.sentinel); Addr is then unused.
+	SentinelMaster   string
+	SentinelAddrs    []string
+	SentinelPassword string
+	Prefix           string // redis.key-prefix, default "msgx:"
 	// MarkerTTL is how long a message's marker is kept (redis.marker-ttl); 0: 7 days.
 	MarkerTTL time.Duration
 	Clock     pipeline.Clock
@@ -48,6 +55,7 @@ type Options struct {
 // Store is the Redis flight store.
 type Store struct {
 	rdb       *redis.Client
+	where     string // the server: its address, or the Sentinel master and sentinels
 	p         string
 	markerTTL time.Duration
 	clock     pipeline.Clock
@@ -74,9 +82,8 @@ func New(opt Options) *Store {
 	if opt.Location == nil {
 		opt.Location = time.UTC
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: opt.Addr, DB: opt.DB, Password: opt.Password,
-		DialTimeout: 3 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	return &Store{rdb: rdb, p: opt.Prefix, markerTTL: opt.MarkerTTL, clock: opt.Clock, loc: opt.Location}
+	rdb, where := newClient(opt)
+	return &Store{rdb: rdb, where: where, p: opt.Prefix, markerTTL: opt.MarkerTTL, clock: opt.Clock, loc: opt.Location}
 }
 
 // Close closes the client.
@@ -96,7 +103,12 @@ func (s *Store) Now() time.Time { return s.clock.Now() }
 // Location returns the airport's zone (pipeline.View).
 func (s *Store) Location() *time.Location { return s.loc }
 
+// Where names the Redis server the store uses: its address, or the Sentinel master and the
+// sentinels.
+func (s *Store) Where() string { return s.where }
+
 // unavailable classifies a Redis failure: INFRA, so the message is retried and the queue waits.
+// A call that timed out says "Redis does not answer (where)" (NoAnswerError).
 func unavailable(what string, err error) error {
 	return pipeline.Wrap(pipeline.Infra, fmt.Errorf("redis flight store: %s: %w", what, err))
 }

@@ -178,7 +178,7 @@ func searchByFlightThroughBatches(t *testing.T, db Store) {
 		if err := b.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Commit(); err != nil {
+		if err := b.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +218,7 @@ func searchByFlightLargeSchedule(t *testing.T, db Store) {
 	if err := b.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for i, id := range ids {

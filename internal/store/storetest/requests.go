@@ -547,7 +547,7 @@ func respInABatch(t *testing.T, db Store, id int64, c1 *store.Request, at time.T
 		Meta: store.Backfill{SNDR: "AODB", TYPE: "CITY", STYP: "RESP", SEQN: "9"}}, nil, at); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := state(c1); got.State != store.ReqDone || got.AnswerID == nil || *got.AnswerID != id {
