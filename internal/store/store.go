@@ -61,6 +61,9 @@ type DB struct {
 	legacy *legacyState // the legacy CMINMSGS columns: options and learnt types (cminmsgs.go)
 
 	traceHook func(msgID int64, traceID string) // set by SetTraceHook (retention.go)
+
+	myCfg     *mysqldrv.Config // MySQL: the connections' configuration (deadlines.go)
+	mySession []string         // MySQL: the statements each new connection runs first
 }
 
 //go:embed migrations
@@ -193,6 +196,7 @@ func openMySQL(ctx context.Context, dsn string) (*DB, error) {
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
 	cfg.Loc = time.UTC
+	applyDeadlines(cfg, dsn)
 	// Every session runs at an explicit isolation level (READ COMMITTED unless the DSN
 	// names one with transaction_isolation=REPEATABLE-READ) and waits at most
 	// innodb_lock_wait_timeout (10 s unless the DSN says otherwise) for a row lock, so
@@ -212,7 +216,7 @@ func openMySQL(ctx context.Context, dsn string) (*DB, error) {
 		db.Close()
 		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, cfg.Addr, err))
 	}
-	d := &DB{SQL: db, Dialect: MySQL}
+	d := &DB{SQL: db, Dialect: MySQL, myCfg: cfg, mySession: session}
 	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
 		db.Close()
 		return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
@@ -237,7 +241,12 @@ func (d *DB) Migrate(ctx context.Context) (int64, error) {
 	if d.Dialect == MySQL {
 		dialect = goose.DialectMySQL
 	}
-	p, err := goose.NewProvider(dialect, d.SQL, sub)
+	mdb, done, err := d.migrationDB()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	p, err := goose.NewProvider(dialect, mdb, sub)
 	if err != nil {
 		return 0, fmt.Errorf("store: migrations: %w", err)
 	}
