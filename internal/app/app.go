@@ -287,6 +287,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
+	inbox.Deadline = cfg.HTTP.InboxDeadline
 	inbox.Metrics = m
 	a.inbox = inbox
 	tokens := make([]api.Token, len(cfg.Auth.Tokens))
