@@ -167,6 +167,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	}
 	flights := flight.New(db, clock, cfg.Location())
 	w.metrics = metrics.New(clock, o.Version, api.DatabaseUp(db))
+	db.SetConflictHook(w.metrics.ConflictRetried)
 	w.counts = api.CounterCounts(db.NewStateCounter(), clock)
 	popt := pump.Options{
 		Metrics:      w.metrics,

@@ -287,10 +287,32 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 		return 0, true, nil
 	}
 	if err := r.b.Commit(); err != nil {
+		if wait, ok := p.conflicted(head, err); ok {
+			return wait, false, nil
+		}
 		wait, err = p.abandon(ctx, head, err, now, single)
 		return wait, false, err
 	}
+	p.conflicts = 0
 	return p.committed(r, now)
+}
+
+// conflicted judges a batch commit that failed with err: a conflict (a deadlock, a Galera
+// certification failure: nothing was written) within store.ConflictPolicy's tries makes the
+// next step do the whole batch again from fresh reads after a short pause (ok), counted in
+// msgx_db_conflict_retries_total{op="pump"}; anything else, or one conflict too many, is not
+// (the caller abandons the batch).
+func (p *Pump) conflicted(head *store.Message, err error) (time.Duration, bool) {
+	if !store.IsConflict(err) || p.conflicts+1 >= store.ConflictPolicy.MaxAttempts {
+		p.conflicts = 0
+		return 0, false
+	}
+	p.conflicts++
+	p.opt.Metrics.ConflictRetried("pump")
+	wait := store.ConflictPolicy.Delay(p.conflicts)
+	p.log.Warn("batch commit refused by a conflict (deadlock or certification failure); doing the batch again",
+		"head_msg_id", head.ID, "try", p.conflicts+1, "retry_in", wait.String(), "err", err.Error())
+	return wait, true
 }
 
 // takeRun takes run's messages into batch r in order until the batch ends; it returns how

@@ -64,6 +64,8 @@ type DB struct {
 
 	myCfg     *mysqldrv.Config // MySQL: the connections' configuration (deadlines.go)
 	mySession []string         // MySQL: the statements each new connection runs first
+
+	conflictHook func(op string) // set by SetConflictHook (conflict.go)
 }
 
 //go:embed migrations
