@@ -128,13 +128,13 @@ func (k *Keeper) Step(ctx context.Context) (time.Duration, error) {
 		if errors.Is(err, store.ErrUnavailable) {
 			k.failures = 1
 			k.setPhase(phasePaused, "", time.Time{}, err.Error())
-			k.Log.Warn("cannot renew the pump lease: the database does not answer; stopping the pump and dispatcher until it does",
+			k.Log.Warn("cannot renew the pump lease: the database does not answer; pump and dispatcher paused until it does",
 				"err", err.Error(), "renewed_at", k.renewed.Format(time.RFC3339Nano), "deadline", k.callDeadline().String(),
 				"retry_in", RetryDelay(1).String())
 			k.stopWorkers()
 			return RetryDelay(1), nil
 		}
-		k.Log.Warn("pump lease lost; stopping the pump and dispatcher", "err", err.Error())
+		k.Log.Warn("pump lease lost; pump and dispatcher stopped", "err", err.Error())
 		k.stopWorkers()
 		// Look at once who holds it now.
 	}
