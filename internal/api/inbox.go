@@ -13,8 +13,10 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -39,6 +41,11 @@ type Inbox struct {
 	// Metrics counts the messages made durable (msgx_messages_received_total{source="inbox"});
 	// nil counts none. Set it before serving.
 	Metrics *metrics.Metrics
+	// Deadline is the longest a post waits for its message to be stored (http.inbox-deadline):
+	// past it the post is answered 503 with Retry-After and the message is not acknowledged,
+	// and the commit it waits for is cut at the same bound. 0: no deadline. Set it before
+	// serving.
+	Deadline time.Duration
 
 	flightMu sync.Mutex
 	inflight int64
@@ -55,6 +62,9 @@ type inboxReq struct {
 	raw   string
 	trace string // the W3C trace id of the request's traceparent header, "" when none
 	done  chan inboxRes
+	// gone is set when the sender was answered 503 for the deadline before the writer took
+	// the request: the writer then leaves it out of its commit.
+	gone atomic.Bool
 }
 
 // InboxStore is what the inbox needs of the database: storing raw messages durably, with the
@@ -101,7 +111,10 @@ func (in *Inbox) Run(ctx context.Context) {
 				break more
 			}
 		}
-		in.commit(context.WithoutCancel(ctx), batch)
+		batch = slices.DeleteFunc(batch, func(r *inboxReq) bool { return r.gone.Load() })
+		if len(batch) > 0 {
+			in.commit(context.WithoutCancel(ctx), batch)
+		}
 	}
 }
 
@@ -127,6 +140,13 @@ func (in *Inbox) commit(ctx context.Context, batch []*inboxReq) {
 			}
 			traces[i] = r.trace
 		}
+	}
+	if in.Deadline > 0 {
+		// A database that does not answer must not hold the writer (and every post queued
+		// behind it) longer than the senders wait: the commit is cut at the deadline too.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, in.Deadline)
+		defer cancel()
 	}
 	var ids []int64
 	var err error
@@ -173,13 +193,40 @@ func (in *Inbox) Accept(ctx context.Context, raw string) (int64, error) {
 // AcceptTraced is Accept that stores trace (a W3C trace id, "" for none) with the message.
 func (in *Inbox) AcceptTraced(ctx context.Context, raw, trace string) (int64, error) {
 	r := &inboxReq{raw: raw, trace: trace, done: make(chan inboxRes, 1)}
+	var expired <-chan time.Time
+	if in.Deadline > 0 {
+		t := time.NewTimer(in.Deadline)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case in.queue <- r:
 	case <-ctx.Done():
 		return 0, ctx.Err()
+	case <-expired:
+		return 0, in.timedOut(r)
 	}
-	res := <-r.done // once queued, the writer always answers
-	return res.id, res.err
+	select {
+	case res := <-r.done: // once queued, the writer always answers
+		return res.id, res.err
+	case <-expired:
+		return 0, in.timedOut(r)
+	}
+}
+
+// ErrDeadline is returned by Accept when the database did not store the message within
+// Inbox.Deadline; the post is answered 503 with Retry-After. The message may still be stored
+// by a commit that ends later: the sender's retry is then a duplicate, which the pump
+// recognises by its identity and marks SKIPPED, so nothing is applied twice.
+var ErrDeadline = errors.New("the database did not store the message in time")
+
+// timedOut gives r up (the writer leaves it out if it has not taken it yet) and counts it.
+func (in *Inbox) timedOut(r *inboxReq) error {
+	r.gone.Store(true)
+	in.Metrics.InboxTimedOut()
+	in.log.Warn("inbox post answered 503: the database did not store the message within http.inbox-deadline",
+		"deadline", in.Deadline.String(), "bytes", len(r.raw))
+	return fmt.Errorf("%w: not stored within http.inbox-deadline (%s)", ErrDeadline, in.Deadline)
 }
 
 // ServeHTTP is POST /cminmsgs/send.
@@ -281,6 +328,10 @@ func (in *Inbox) readBody(w http.ResponseWriter, r *http.Request, held *int64) (
 // notAccepted answers a message the inbox could not store with err.
 func notAccepted(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, ErrDeadline):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "database_timeout",
+			"the message was not acknowledged: "+err.Error()+"; send it again (if it was stored after all, the copy is recognised as a duplicate)")
 	case errors.Is(err, store.ErrUnavailable):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the message was not stored: "+err.Error())

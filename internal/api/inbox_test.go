@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -242,4 +244,93 @@ func TestInboxMessageTheColumnCannotHoldIs422(t *testing.T) {
 	if codes[0] != 200 || codes[1] != 422 || codes[2] != 200 {
 		t.Fatalf("answers %v, want 200 422 200", codes)
 	}
+}
+
+// A database that does not answer (here: another transaction holds the inbox's lock) does not
+// hold a sender past http.inbox-deadline: the post is answered 503 database_timeout with
+// Retry-After, not acknowledged, and counted; once the database answers again, posts are
+// acknowledged at once (the writer was not left stuck behind the hung commit).
+func TestInboxAnswers503AtTheDeadline(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		m := metrics.New(nil, "test", nil)
+		inbox := api.NewInbox(db, pipeline.SystemClock{}, log, 1<<20, nil)
+		inbox.Deadline = 500 * time.Millisecond
+		inbox.Metrics = m
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go inbox.Run(ctx)
+		ts := httptest.NewServer((&api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+		t.Cleanup(ts.Close)
+
+		hold, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if db.Dialect == store.MySQL {
+			if _, err := hold.Exec(`SELECT NAME FROM INBOX_LOCK WHERE NAME = 'inbox' FOR UPDATE`); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := hold.Exec(`DELETE FROM REF_DATA WHERE 1 = 0`); err != nil { // BEGIN IMMEDIATE: the write lock
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				began := time.Now()
+				resp, err := http.Post(ts.URL+"/cminmsgs/send", "application/xml", strings.NewReader(fmt.Sprintf("<MSG n='%d'/>", i)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				took := time.Since(began)
+				var e api.ErrorBody
+				json.NewDecoder(resp.Body).Decode(&e)
+				if resp.StatusCode != 503 || e.Code != "database_timeout" || resp.Header.Get("Retry-After") == "" ||
+					!strings.Contains(e.Error, "http.inbox-deadline") {
+					t.Errorf("post %d while the database hangs: %d %+v Retry-After=%q, want 503 database_timeout with Retry-After",
+						i, resp.StatusCode, e, resp.Header.Get("Retry-After"))
+				}
+				if took > inbox.Deadline+time.Second {
+					t.Errorf("post %d held %s, deadline %s", i, took, inbox.Deadline)
+				}
+			}()
+		}
+		wg.Wait()
+		hold.Rollback()
+		if got := counter(t, m, "msgx_inbox_deadline_exceeded_total"); got != 3 {
+			t.Errorf("msgx_inbox_deadline_exceeded_total = %v, want 3", got)
+		}
+		began := time.Now()
+		resp, err := http.Post(ts.URL+"/cminmsgs/send", "application/xml", strings.NewReader("<MSG after='thaw'/>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || time.Since(began) > inbox.Deadline {
+			t.Fatalf("post after the database answers again: %d after %s", resp.StatusCode, time.Since(began))
+		}
+	})
+}
+
+// counter reads a counter's value from m's registry (summed over its labels).
+func counter(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, mt := range mf.GetMetric() {
+				sum += mt.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

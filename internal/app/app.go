@@ -167,6 +167,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	}
 	flights := flight.New(db, clock, cfg.Location())
 	w.metrics = metrics.New(clock, o.Version, api.DatabaseUp(db))
+	db.SetConflictHook(w.metrics.ConflictRetried)
 	w.counts = api.CounterCounts(db.NewStateCounter(), clock)
 	popt := pump.Options{
 		Metrics:      w.metrics,
@@ -294,6 +295,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	}
 	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
+	inbox.Deadline = cfg.HTTP.InboxDeadline
 	inbox.Metrics = m
 	a.inbox = inbox
 	tokens := make([]api.Token, len(cfg.Auth.Tokens))

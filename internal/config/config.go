@@ -49,6 +49,9 @@ type Config struct {
 		// MaxInflightBytes bounds the bytes of the bodies the inbox holds at once (read, not
 		// yet committed); beyond it a post is answered 503 with Retry-After.
 		MaxInflightBytes int64 `yaml:"max-inflight-bytes"`
+		// InboxDeadline is the longest the inbox holds a sender: a message the database has not
+		// stored within it is answered 503 with Retry-After and not acknowledged.
+		InboxDeadline time.Duration `yaml:"inbox-deadline"`
 		// InboxAllow restricts the inbox (POST /cminmsgs/send) to these source networks
 		// (CIDR or single address) and/or tokens ("token:NAME" of auth.tokens); empty: open.
 		InboxAllow Strings `yaml:"inbox-allow"`
@@ -273,6 +276,7 @@ func Default() Config {
 	c.HTTP.Addr = ":8080"
 	c.HTTP.MaxBodyBytes = 32 << 20
 	c.HTTP.MaxInflightBytes = 128 << 20
+	c.HTTP.InboxDeadline = 5 * time.Second
 	c.Database.Driver = "sqlite"
 	c.Database.WaitTimeout = 2 * time.Minute
 	c.Pipeline.PollInterval = time.Second
@@ -455,6 +459,9 @@ func (c *Config) validateHTTP() error {
 	}
 	if c.HTTP.MaxInflightBytes < c.HTTP.MaxBodyBytes {
 		return bad("http.max-inflight-bytes", "must be at least http.max-body-bytes (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxInflightBytes)
+	}
+	if c.HTTP.InboxDeadline < 100*time.Millisecond || c.HTTP.InboxDeadline > 10*time.Minute {
+		return bad("http.inbox-deadline", "must be between 100ms and 10m, got %s", c.HTTP.InboxDeadline)
 	}
 	return nil
 }

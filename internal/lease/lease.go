@@ -112,15 +112,8 @@ const checkEvery = time.Second
 func (k *Keeper) Step(ctx context.Context) (time.Duration, error) {
 	now := k.Clock.Now()
 	if k.stop != nil {
-		cctx, cancel := context.WithTimeout(ctx, k.renewEvery())
-		var err error
 		renew := now.Sub(k.renewed) >= k.renewEvery()-checkEvery/2
-		if renew {
-			err = k.DB.RenewLease(cctx, k.Name, k.Holder, k.TTL, now)
-		} else if err = k.DB.Ping(cctx); err != nil {
-			err = store.Unavailable(fmt.Errorf("ping: %w", err))
-		}
-		cancel()
+		err := k.check(ctx, renew, now)
 		if err == nil {
 			if renew {
 				k.renewed = now
@@ -130,18 +123,47 @@ func (k *Keeper) Step(ctx context.Context) (time.Duration, error) {
 		if ctx.Err() != nil {
 			return 0, nil
 		}
-		k.stopWorkers()
+		// Say so before stopping the workers: they finish the step in hand, which on a hung
+		// database takes until the connection's read deadline.
 		if errors.Is(err, store.ErrUnavailable) {
 			k.failures = 1
 			k.setPhase(phasePaused, "", time.Time{}, err.Error())
 			k.Log.Warn("cannot renew the pump lease: the database does not answer; pump and dispatcher paused until it does",
-				"err", err.Error(), "renewed_at", k.renewed.Format(time.RFC3339Nano), "retry_in", RetryDelay(1).String())
+				"err", err.Error(), "renewed_at", k.renewed.Format(time.RFC3339Nano), "deadline", k.callDeadline().String(),
+				"retry_in", RetryDelay(1).String())
+			k.stopWorkers()
 			return RetryDelay(1), nil
 		}
 		k.Log.Warn("pump lease lost; pump and dispatcher stopped", "err", err.Error())
+		k.stopWorkers()
 		// Look at once who holds it now.
 	}
 	return k.acquire(ctx, now)
+}
+
+// callDeadline bounds one renewal or check: a database that accepts the call and answers
+// nothing (a hung node) is noticed within a check interval and this deadline, well inside one
+// renewal period, so the workers stop long before the lease could expire.
+func (k *Keeper) callDeadline() time.Duration { return k.renewEvery() / 2 }
+
+// check renews the lease (renew) or pings the database, under callDeadline.
+func (k *Keeper) check(ctx context.Context, renew bool, now time.Time) error {
+	cctx, cancel := context.WithTimeout(ctx, k.callDeadline())
+	defer cancel()
+	if renew {
+		err := k.DB.RenewLease(cctx, k.Name, k.Holder, k.TTL, now)
+		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+			err = store.Unavailable(fmt.Errorf("renewal unanswered after %s: %w", k.callDeadline(), err))
+		}
+		return err
+	}
+	if err := k.DB.Ping(cctx); err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return store.Unavailable(fmt.Errorf("ping unanswered after %s: %w", k.callDeadline(), err))
+		}
+		return store.Unavailable(fmt.Errorf("ping: %w", err))
+	}
+	return nil
 }
 
 // acquire tries to take the lease and starts the workers when it does.

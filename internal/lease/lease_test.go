@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
@@ -375,5 +377,111 @@ func TestTakeOverOfADeadProcessByTwoStandbys(t *testing.T) {
 	noOverlap(t, a, b)
 	if running, note := b.k.State(); running || !strings.Contains(note, "standby: instance "+a.k.Holder) {
 		t.Fatalf("the slower one: running %v, %q", running, note)
+	}
+}
+
+// hungDB answers until hang is closed, then takes every call and never answers it (a node cut
+// off from its cluster): calls return only when their context ends.
+type hungDB struct {
+	leaseConn
+	hang chan struct{}
+}
+
+func (h *hungDB) wait(ctx context.Context) error {
+	select {
+	case <-h.hang:
+		<-ctx.Done()
+		return ctx.Err()
+	default:
+		return nil
+	}
+}
+
+func (h *hungDB) RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
+	if err := h.wait(ctx); err != nil {
+		return err
+	}
+	return h.leaseConn.RenewLease(ctx, name, holder, ttl, now)
+}
+
+func (h *hungDB) Ping(ctx context.Context) error { return h.wait(ctx) }
+
+// syncBuffer is a log destination safe for the keeper's goroutine and the test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A database that hangs (takes the calls, answers nothing) is noticed within one renewal
+// period, in real time, and the warning is logged before the workers are stopped: they may be
+// stuck in a query of their own until the connection's read deadline, and the operator must
+// not wait for that to learn why the pump paused.
+func TestHungDatabaseIsNoticedWithinARenewalPeriod(t *testing.T) {
+	t.Parallel()
+	clock := pipeline.SystemClock{}
+	f := &fakeLeases{clock: &handClock{}}
+	db := &hungDB{leaseConn: leaseConn{f: f, who: "a"}, hang: make(chan struct{})}
+	logs := &syncBuffer{}
+	stopping := make(chan time.Time, 1)
+	release := make(chan struct{})
+	k := &Keeper{
+		DB: db, Name: store.PumpLease, Holder: "a", TTL: TTL, Standby: true, Clock: clock,
+		Log: slog.New(slog.NewTextHandler(logs, nil)), IsDead: func(string) bool { return false },
+		Start: func() func() {
+			return func() {
+				stopping <- time.Now()
+				<-release // a worker stuck in a query of its own
+			}
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- k.Run(ctx, 0) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor(t, 3*time.Second, "the lease taken", func() bool { r, _ := k.State(); return r })
+	hungAt := time.Now()
+	close(db.hang)
+	var stopAt time.Time
+	select {
+	case stopAt = <-stopping:
+	case <-time.After(2 * TTL):
+		t.Fatalf("the workers were not stopped within %s of the database hanging", 2*TTL)
+	}
+	if took := stopAt.Sub(hungAt); took > k.renewEvery() {
+		t.Errorf("the hung database was noticed after %s, want within one renewal period (%s)", took, k.renewEvery())
+	}
+	if !strings.Contains(logs.String(), "cannot renew the pump lease: the database does not answer") {
+		t.Errorf("no warning logged before the workers were stopped; log:\n%s", logs.String())
+	}
+	if _, note := k.State(); !strings.HasPrefix(note, "paused") {
+		t.Errorf("state while the database hangs: %q", note)
+	}
+	close(release)
+}
+
+// waitFor polls cond until it holds or limit passes.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

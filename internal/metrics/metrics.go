@@ -41,6 +41,8 @@ type Metrics struct {
 	pumpStep        prometheus.Gauge
 	dispatchStep    prometheus.Gauge
 	leaseHeld       prometheus.Gauge
+	inboxTimeouts   prometheus.Counter
+	dbConflicts     *prometheus.CounterVec
 
 	lastPumpStep atomic.Int64 // unix nanoseconds of the pump's last step; 0: never
 
@@ -136,6 +138,14 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 			Name: "msgx_lease_held",
 			Help: "1 while this instance holds the pump lease (runs the pump and the dispatcher), else 0.",
 		}),
+		inboxTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msgx_inbox_deadline_exceeded_total",
+			Help: "Inbox posts answered 503 because the database did not store the message within http.inbox-deadline (not acknowledged; the sender retries).",
+		}),
+		dbConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_db_conflict_retries_total",
+			Help: "Transactions redone after a deadlock, lock wait timeout or Galera certification conflict, by operation.",
+		}, []string{"op"}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "msgx_build_info",
@@ -144,7 +154,7 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 	})
 	build.Set(1)
 	m.Register(m.received, m.finished, m.processing, m.acceptToFinish, m.eventsSent, m.eventsDead,
-		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, build, &stateCollector{m: m})
+		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, m.inboxTimeouts, m.dbConflicts, build, &stateCollector{m: m})
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if up != nil {
 		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -251,6 +261,22 @@ func (m *Metrics) Dead(target string, n int) {
 		return
 	}
 	m.eventsDead.WithLabelValues(target).Add(float64(n))
+}
+
+// InboxTimedOut counts a post answered 503 because the database missed http.inbox-deadline.
+func (m *Metrics) InboxTimedOut() {
+	if m == nil {
+		return
+	}
+	m.inboxTimeouts.Inc()
+}
+
+// ConflictRetried counts a transaction of op redone after a conflict (store.IsConflict).
+func (m *Metrics) ConflictRetried(op string) {
+	if m == nil {
+		return
+	}
+	m.dbConflicts.WithLabelValues(op).Inc()
 }
 
 // PumpStepped records that the pump finished a step now.

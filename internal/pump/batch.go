@@ -109,7 +109,9 @@ func (e ending) rank() int {
 // endAt records how message m's step ended the batch: end after it, or err.
 func (r *batch) endAt(m *store.Message, end bool, err error) {
 	switch {
-	case isFatal(err):
+	case isFatal(err), store.IsConflict(err):
+		// A conflict (deadlock, lock wait timeout, certification failure) is no fault of
+		// the message: the whole batch is done again (Pump.conflicted).
 		r.end(stop{kind: abandoned, at: m, err: err})
 	case errors.Is(err, errDecideAgain), errors.Is(err, errHalted):
 		r.end(stop{kind: endAgain})
@@ -275,6 +277,9 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 	}
 	if r.stop.kind == abandoned {
 		r.b.Rollback()
+		if wait, ok := p.conflicted(head, r.stop.err); ok {
+			return wait, false, nil
+		}
 		wait, err = p.abandon(ctx, head, r.stop.err, p.opt.Clock.Now(), single)
 		return wait, false, err
 	}
@@ -287,10 +292,32 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 		return 0, true, nil
 	}
 	if err := r.b.Commit(ctx); err != nil {
+		if wait, ok := p.conflicted(head, err); ok {
+			return wait, false, nil
+		}
 		wait, err = p.abandon(ctx, head, err, now, single)
 		return wait, false, err
 	}
+	p.conflicts = 0
 	return p.committed(r, now)
+}
+
+// conflicted judges a batch that failed with err, at its commit or in a statement: a conflict
+// (a deadlock, a Galera certification failure: nothing was written) within store.ConflictPolicy's tries makes the
+// next step do the whole batch again from fresh reads after a short pause (ok), counted in
+// msgx_db_conflict_retries_total{op="pump"}; anything else, or one conflict too many, is not
+// (the caller abandons the batch).
+func (p *Pump) conflicted(head *store.Message, err error) (time.Duration, bool) {
+	if !store.IsConflict(err) || p.conflicts+1 >= store.ConflictPolicy.MaxAttempts {
+		p.conflicts = 0
+		return 0, false
+	}
+	p.conflicts++
+	p.opt.Metrics.ConflictRetried("pump")
+	wait := store.ConflictPolicy.Delay(p.conflicts)
+	p.log.Warn("batch refused by a conflict (deadlock, lock wait timeout or certification failure); doing it again",
+		"head_msg_id", head.ID, "try", p.conflicts+1, "retry_in", wait.String(), "err", err.Error())
+	return wait, true
 }
 
 // takeRun takes run's messages into batch r in order until the batch ends; it returns how

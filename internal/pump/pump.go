@@ -125,6 +125,9 @@ type Pump struct {
 	// solo makes the next steps process one message at a time, after a batch that could not
 	// be committed, until one message's outcome is recorded (see stepBatch).
 	solo bool
+	// conflicts counts the batch commits in a row the database refused for a conflict
+	// (store.IsConflict); each is done again from fresh reads, up to store.ConflictPolicy.
+	conflicts int
 	// blocked says the head was FAILED or in Trouble at the last step: the batching pump
 	// then reads only the head (no batch of raw texts each poll) until it moves on.
 	blocked bool

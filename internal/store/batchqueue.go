@@ -235,7 +235,7 @@ func (b *Batch) sendPart(ctx context.Context, part []*queued) (int, error) {
 	// Something failed or found no row: back to the part's first savepoint, then message by
 	// message, each exactly as Succeed (which tells which one and why).
 	if _, rerr := b.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+part[0].sp); rerr != nil {
-		return 0, fmt.Errorf("%w: rollback to savepoint after %v: %w", ErrBatchBroken, err, Unavailable(rerr))
+		return 0, fmt.Errorf("%w: rollback to savepoint after %w: %w", ErrBatchBroken, err, Unavailable(rerr))
 	}
 	b.refs = nil
 	for i, q := range part {

@@ -183,9 +183,10 @@ type EventTx interface {
 	Change(evs []*Event, c EventChange) (int, error)
 }
 
-// EventTx runs fn in one transaction; fn's error rolls it back.
+// EventTx runs fn in one transaction; fn's error rolls it back. A transaction that ends in a
+// conflict (IsConflict) is done again from its start, a bounded number of times (RetryTx).
 func (d *DB) EventTx(ctx context.Context, fn func(EventTx) error) error {
-	return d.Tx(ctx, func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: d.Dialect}) })
+	return d.RetryTx(ctx, "dispatch", func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: d.Dialect}) })
 }
 
 type eventTx struct {

@@ -26,7 +26,7 @@ func (e *LeaseHeldError) Error() string {
 // AcquireLease takes the lease name for holder until now+ttl, unless another holder has it
 // and it has not expired (then *LeaseHeldError). Taking a lease one already holds renews it.
 func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
-	return d.leaseTx(ctx, func(tx *sql.Tx) error {
+	acquire := func(tx *sql.Tx) error {
 		var cur string
 		var exp NullTime
 		q := `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?` + d.Dialect.ForUpdate()
@@ -48,7 +48,8 @@ func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Dur
 		_, err = tx.ExecContext(ctx, `UPDATE PUMP_LEASE SET HOLDER = ?, EXPIRES_AT = ?, ACQUIRED_AT = ? WHERE NAME = ?`,
 			holder, T(now.Add(ttl)), T(now), name)
 		return err
-	})
+	}
+	return d.retryConflicts(ctx, "lease", func() error { return d.leaseTx(ctx, acquire) })
 }
 
 // LeaseClaim is a claim to a lease: its name, who claims it and for how long.
@@ -101,9 +102,15 @@ func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// RenewLease extends a lease holder holds; it fails when the lease was lost.
+// RenewLease extends a lease holder holds; it fails when the lease was lost. An update that
+// ends in a conflict (the pump's batch holds the row, a Galera node certified another change
+// first) is done again (RetryTx).
 func (d *DB) RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
-	res, err := d.lease().ExecContext(ctx, `UPDATE PUMP_LEASE SET EXPIRES_AT = ? WHERE NAME = ? AND HOLDER = ?`, T(now.Add(ttl)), name, holder)
+	var res sql.Result
+	err := d.retryConflicts(ctx, "lease", func() (err error) {
+		res, err = d.lease().ExecContext(ctx, `UPDATE PUMP_LEASE SET EXPIRES_AT = ? WHERE NAME = ? AND HOLDER = ?`, T(now.Add(ttl)), name, holder)
+		return err
+	})
 	if err != nil {
 		return Unavailable(err)
 	}

@@ -66,6 +66,11 @@ type DB struct {
 	legacy *legacyState // the legacy CMINMSGS columns: options and learnt types (cminmsgs.go)
 
 	traceHook func(msgID int64, traceID string) // set by SetTraceHook (retention.go)
+
+	myCfg     *mysqldrv.Config // MySQL: the connections' configuration (deadlines.go)
+	mySession []string         // MySQL: the statements each new connection runs first
+
+	conflictHook func(op string) // set by SetConflictHook (conflict.go)
 }
 
 //go:embed migrations
@@ -199,6 +204,7 @@ func openMySQL(ctx context.Context, dsn string) (*DB, error) {
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
 	cfg.Loc = time.UTC
+	applyDeadlines(cfg, dsn)
 	// Every session runs at an explicit isolation level (READ COMMITTED unless the DSN
 	// names one with transaction_isolation=REPEATABLE-READ) and waits at most
 	// innodb_lock_wait_timeout (10 s unless the DSN says otherwise) for a row lock, so
@@ -219,7 +225,7 @@ func openMySQL(ctx context.Context, dsn string) (*DB, error) {
 		db.Close()
 		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, cfg.Addr, err))
 	}
-	d := &DB{SQL: db, Dialect: MySQL, leaseSQL: leasePool(connector)}
+	d := &DB{SQL: db, Dialect: MySQL, leaseSQL: leasePool(connector), myCfg: cfg, mySession: session}
 	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
@@ -259,7 +265,12 @@ func (d *DB) Migrate(ctx context.Context) (int64, error) {
 	if d.Dialect == MySQL {
 		dialect = goose.DialectMySQL
 	}
-	p, err := goose.NewProvider(dialect, d.SQL, sub)
+	mdb, done, err := d.migrationDB()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	p, err := goose.NewProvider(dialect, mdb, sub)
 	if err != nil {
 		return 0, fmt.Errorf("store: migrations: %w", err)
 	}
