@@ -36,6 +36,7 @@ const (
 	myIncorrectFnValue  = 1411 // ER_WRONG_VALUE_FOR_TYPE
 	myInvalidJSON       = 3140 // ER_INVALID_JSON_TEXT
 	myCheckFailed       = 4025 // ER_CONSTRAINT_FAILED (MariaDB CHECK)
+	myBadField          = 1054 // ER_BAD_FIELD_ERROR: unknown column
 
 	myDBAccessDenied       = 1044 // ER_DBACCESS_DENIED_ERROR: the user may not use that database
 	myAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR: wrong user or password
