@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -59,5 +60,18 @@ func TestHostsFailOverToTheNextNode(t *testing.T) {
 	_, err = store.OpenWith(context.Background(), "mysql", dsn, store.OpenOptions{Hosts: []string{down, closedAddr(t)}})
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("no node answers: %v, want an unavailable database", err)
+	}
+}
+
+// Error 1047 (a Galera node out of the primary component) is the node's outage, never the
+// data's fault: a message that meets it is retried, not failed.
+func TestNodeNotReadyIsAnOutage(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("insert: %w", &mysqldrv.MySQLError{Number: 1047, Message: "WSREP has not yet prepared node for application use"})
+	if !store.IsNodeNotReady(err) || store.IsDataError(err) || store.IsConfigRefusal(err) {
+		t.Fatalf("1047: not ready %v, data error %v, config refusal %v", store.IsNodeNotReady(err), store.IsDataError(err), store.IsConfigRefusal(err))
+	}
+	if store.IsNodeNotReady(&mysqldrv.MySQLError{Number: 1213}) {
+		t.Fatal("a deadlock is not a node out of the cluster")
 	}
 }
