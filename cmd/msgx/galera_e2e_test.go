@@ -336,7 +336,7 @@ func galeraKills(t *testing.T, pump *server, inboxes []*server, want int) (kills
 		kills++
 		if victim == node {
 			var to int
-			if !waitUntil(time.Minute, func() bool { n, m := pump.dbNode(); to = n; return m > moves && n != victim }) {
+			if !waitUntil(time.Minute, func() bool { n, m := pump.dbNode(); to = n; return m > moves && n != victim && n != 0 }) {
 				t.Fatalf("kill %d of node %d: the pump did not move to another node\n%s", kills, victim, pump.logs)
 			}
 			moved := fmt.Sprintf(`"node":"127.0.0.1:%d"`, galeraPorts[to-1])
@@ -353,6 +353,7 @@ func galeraKills(t *testing.T, pump *server, inboxes []*server, want int) (kills
 		if out, err := galeraScript(t, 3*time.Minute, "start", strconv.Itoa(victim)); err != nil {
 			t.Fatalf("restart node %d: %v\n%s", victim, err, out)
 		}
+		t.Logf("kill %d: node %d (the pump's: %v) killed -9 and synced again", kills, victim, victim == node)
 	}
 	return kills, inboxKills
 }
