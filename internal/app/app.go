@@ -168,6 +168,9 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	flights := flight.New(db, clock, cfg.Location())
 	w.metrics = metrics.New(clock, o.Version, api.DatabaseUp(db))
 	db.SetConflictHook(w.metrics.ConflictRetried)
+	if n := db.Nodes(); n != nil {
+		w.metrics.Register(metrics.DatabaseNodes(n)...)
+	}
 	w.counts = api.CounterCounts(db.NewStateCounter(), clock)
 	popt := pump.Options{
 		Metrics:      w.metrics,

@@ -36,7 +36,7 @@ func waitForDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, c
 	limit := cfg.Database.WaitTimeout
 	began := clock.Now()
 	for attempt := 1; ; attempt++ {
-		db, err := store.Open(ctx, cfg.Database.Driver, cfg.Database.DSN)
+		db, err := store.OpenWith(ctx, cfg.Database.Driver, cfg.Database.DSN, store.OpenOptions{Hosts: cfg.Database.Hosts, Log: log})
 		if err == nil {
 			db, err = migrated(ctx, db, cfg, log)
 			if err == nil {

@@ -71,6 +71,12 @@ type Config struct {
 		Driver string `yaml:"driver"` // sqlite | mysql
 		DSN    string `yaml:"dsn"`    // sqlite: file path (default <data-dir>/msgx.db); mysql: user:pass@tcp(host:port)/db
 
+		// Hosts lists the nodes of a MariaDB Galera cluster (host:port) for mysql (issue 22):
+		// msgx uses the first that answers and is synced, and moves to the next when its node
+		// fails. The DSN keeps the user, password, database and parameters; its own address is
+		// then unused. Empty: the DSN's address alone.
+		Hosts Strings `yaml:"hosts"`
+
 		// Database outages (issue 7, item 6). WaitTimeout bounds how long `msgx serve` waits
 		// for a MySQL server that does not answer at start, trying again with backoff and
 		// logging each try; then it exits with code 5. 0 waits without limit. A SQLite file
@@ -479,6 +485,19 @@ func (c *Config) validateDatabase() error {
 		}
 	default:
 		return bad("database.driver", "%q is not sqlite or mysql", c.Database.Driver)
+	}
+	if len(c.Database.Hosts) > 0 && c.Database.Driver != "mysql" {
+		return bad("database.hosts", "only for driver mysql (a Galera cluster's nodes), not %s", c.Database.Driver)
+	}
+	seen := map[string]bool{}
+	for _, h := range c.Database.Hosts {
+		if _, port, err := net.SplitHostPort(h); err != nil || port == "" {
+			return bad("database.hosts", "%q is not host:port", h)
+		}
+		if seen[h] {
+			return bad("database.hosts", "%s is listed twice", h)
+		}
+		seen[h] = true
 	}
 	if c.Database.WaitTimeout < 0 {
 		return bad("database.wait-timeout", "must not be negative (0 waits without limit), got %s", c.Database.WaitTimeout)

@@ -59,6 +59,7 @@ func TestInvalidValuesNameTheirKey(t *testing.T) {
 		"MSGX_SCHD_FLUSH_LIMIT=0":                "schd.flush-limit",
 		"MSGX_IDENTITY_INCLUDE_DAY_BOUNDARY=yes": "identity.include-day-boundary",
 		"MSGX_DATABASE_WAIT_TIMEOUT=-1s":         "database.wait-timeout",
+		"MSGX_DATABASE_HOSTS=db1:3306":           "database.hosts",
 		"MSGX_DATABASE_WAIT_TIMEOUT=forever":     "database.wait-timeout",
 		"MSGX_MODE=mirror":                       "mode",
 		"MSGX_SHADOW_START_AFTER_ID=-2":          "shadow.start-after-id",
@@ -407,5 +408,20 @@ func TestRedisTimeoutAndSentinel(t *testing.T) {
 	c, err = Load("", []string{"MSGX_PHASE=A", "MSGX_REDIS_SENTINEL_MASTER=m", "MSGX_REDIS_SENTINEL_ADDRS=127.0.0.1:1,127.0.0.1:2"})
 	if err != nil || len(c.Redis.Sentinel.Addrs) != 2 || c.Redis.Sentinel.Master != "m" {
 		t.Fatalf("sentinel: %+v %v", c.Redis.Sentinel, err)
+	}
+}
+
+// database.hosts (issue 22): a Galera cluster's nodes, from YAML or the environment as a
+// comma-separated list, each host:port, none twice.
+func TestDatabaseHosts(t *testing.T) {
+	env := []string{"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=msgx:pw@tcp(db:3306)/aodb"}
+	c, err := Load("", append(env, "MSGX_DATABASE_HOSTS=db1:3306, db2:3306,db3:3307"))
+	if err != nil || strings.Join(c.Database.Hosts, " ") != "db1:3306 db2:3306 db3:3307" {
+		t.Fatalf("hosts %q %v", c.Database.Hosts, err)
+	}
+	for _, bad := range []string{"db1", "db1:3306,db1:3306"} {
+		if _, err := Load("", append(env, "MSGX_DATABASE_HOSTS="+bad)); err == nil || !strings.Contains(err.Error(), "database.hosts") {
+			t.Errorf("hosts %q: %v", bad, err)
+		}
 	}
 }

@@ -401,3 +401,34 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descBlocked, age(t.BlockedSince), t.Target)
 	}
 }
+
+// Nodes is what DatabaseNodes reads: the database nodes msgx may use (database.hosts), the
+// one it uses, and how often it moved to another.
+type Nodes interface {
+	Current() string
+	All() []string
+	Failovers() int64
+}
+
+// DatabaseNodes returns the instruments of a MySQL database's nodes: msgx_db_failovers_total,
+// the moves to another node, and msgx_db_node{node}, 1 for the node connections go to and 0
+// for the others. Both are read from n at each scrape.
+func DatabaseNodes(n Nodes) []prometheus.Collector {
+	out := []prometheus.Collector{prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "msgx_db_failovers_total",
+		Help: "Times msgx moved to another database node because its node failed or was not synced (database.hosts).",
+	}, func() float64 { return float64(n.Failovers()) })}
+	for _, node := range n.All() {
+		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "msgx_db_node",
+			Help:        "1 for the database node (host:port) msgx's connections go to, 0 for the other configured nodes.",
+			ConstLabels: prometheus.Labels{"node": node},
+		}, func() float64 {
+			if n.Current() == node {
+				return 1
+			}
+			return 0
+		}))
+	}
+	return out
+}

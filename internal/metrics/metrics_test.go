@@ -45,3 +45,35 @@ func TestNamesListEveryMetric(t *testing.T) {
 		t.Error("msgx_database_up missing with a ping")
 	}
 }
+
+type nodes struct{ cur string }
+
+func (n *nodes) Current() string  { return n.cur }
+func (n *nodes) All() []string    { return []string{"db1:3306", "db2:3306"} }
+func (n *nodes) Failovers() int64 { return 3 }
+
+// The database node gauges say which node msgx uses, read at the scrape, and count the moves.
+func TestDatabaseNodes(t *testing.T) {
+	n := &nodes{cur: "db1:3306"}
+	m := metrics.New(nil, "v", nil)
+	m.Register(metrics.DatabaseNodes(n)...)
+	n.cur = "db2:3306"
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, s := range f.GetMetric() {
+			switch f.GetName() {
+			case "msgx_db_node":
+				got[s.GetLabel()[0].GetValue()] = s.GetGauge().GetValue()
+			case "msgx_db_failovers_total":
+				got["failovers"] = s.GetCounter().GetValue()
+			}
+		}
+	}
+	if got["db1:3306"] != 0 || got["db2:3306"] != 1 || got["failovers"] != 3 {
+		t.Fatalf("node metrics %v", got)
+	}
+}

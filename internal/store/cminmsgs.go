@@ -21,7 +21,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -846,29 +845,4 @@ func sessionSetup(cfg *mysqldrv.Config) ([]string, error) {
 		stmts = append(stmts, "SET SESSION innodb_lock_wait_timeout = 10")
 	}
 	return stmts, nil
-}
-
-// sessionConnector runs its statements on each new connection.
-type sessionConnector struct {
-	driver.Connector
-	stmts []string
-}
-
-func (c sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ex, ok := conn.(driver.ExecerContext)
-	if !ok {
-		conn.Close()
-		return nil, errors.New("store: mysql connection cannot execute statements")
-	}
-	for _, s := range c.stmts {
-		if _, err := ex.ExecContext(ctx, s, nil); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("store: %s: %w", s, err)
-		}
-	}
-	return conn, nil
 }

@@ -62,11 +62,11 @@ func (d *DB) migrationDB() (*sql.DB, func(), error) {
 	}
 	cfg := d.myCfg.Clone()
 	cfg.ReadTimeout, cfg.WriteTimeout = 0, 0
-	conn, err := mysqldrv.NewConnector(cfg)
+	nodes, err := newNodeConnector(cfg, d.myHosts, d.mySession, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: open mysql for migrations: %w", err)
 	}
-	db := sql.OpenDB(sessionConnector{Connector: conn, stmts: d.mySession})
+	db := sql.OpenDB(nodes)
 	db.SetMaxOpenConns(2)
 	return db, func() { db.Close() }, nil
 }

@@ -36,12 +36,28 @@ const (
 	myIncorrectFnValue  = 1411 // ER_WRONG_VALUE_FOR_TYPE
 	myInvalidJSON       = 3140 // ER_INVALID_JSON_TEXT
 	myCheckFailed       = 4025 // ER_CONSTRAINT_FAILED (MariaDB CHECK)
+	myBadField          = 1054 // ER_BAD_FIELD_ERROR: unknown column
 
 	myDBAccessDenied       = 1044 // ER_DBACCESS_DENIED_ERROR: the user may not use that database
 	myAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR: wrong user or password
 	myBadDB                = 1049 // ER_BAD_DB_ERROR: unknown database
 	myAccessDeniedNoPasswd = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+
+	// ER_UNKNOWN_COM_ERROR, which a Galera node answers while it is not part of the primary
+	// component ("WSREP has not yet prepared node for application use"): the node is alive
+	// but must not be used.
+	myNotReady = 1047
 )
+
+// IsNodeNotReady reports whether err is a Galera node refusing queries because it is not
+// synced with the primary component (error 1047). It is an outage of that node, never a
+// message's failure: it is not a data error, so a write that meets it is Unavailable
+// (retried), and the connection to that node is given up so msgx moves to the next node
+// (failover.go).
+func IsNodeNotReady(err error) bool {
+	var me *mysqldrv.MySQLError
+	return errors.As(err, &me) && me.Number == myNotReady
+}
 
 // IsConfigRefusal reports whether err is a MySQL server's refusal of the configured
 // credentials or database: the configuration is wrong, the server is not down, so waiting for

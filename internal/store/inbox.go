@@ -23,8 +23,8 @@ const StatusValid = "VALID"
 // running leaves it alone) and its PENDING PROC_STATE row. It returns their ids in order.
 // On return without error the rows are durable.
 //
-// Inbox transactions take the inbox lock (a row lock on INBOX_LOCK on MySQL; SQLite's write
-// lock does the same) before their first insert, so two inbox nodes get ids in the order they
+// Inbox transactions take the inbox lock (a write of the INBOX_LOCK row on MySQL; SQLite's
+// write lock does the same) before their first insert, so two inbox nodes get ids in the order they
 // commit, and the pump never sees a higher id of theirs before a lower one.
 //
 // The same transaction adopts the gateway rows that got lower ids than these (rows another
@@ -42,11 +42,8 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 	ids := make([]int64, 0, len(raws))
 	err := d.RetryTx(ctx, "inbox", func(tx *sql.Tx) error {
 		ids = ids[:0]
-		if d.Dialect == MySQL {
-			var name string
-			if err := tx.QueryRowContext(ctx, `SELECT NAME FROM INBOX_LOCK WHERE NAME = 'inbox' FOR UPDATE`).Scan(&name); err != nil && err != sql.ErrNoRows {
-				return Unavailable(fmt.Errorf("take the inbox lock: %w", err))
-			}
+		if err := d.lockInbox(ctx, tx); err != nil {
+			return err
 		}
 		cols, err := d.columns(ctx, tx)
 		if err != nil {
@@ -95,6 +92,30 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 		return nil, err
 	}
 	return ids, nil
+}
+
+// lockInbox takes the inbox lock in tx on MySQL (SQLite's write lock is one already). It
+// writes the INBOX_LOCK row rather than locking it with SELECT … FOR UPDATE: on a Galera
+// cluster only a changed row is certified (a lock, or an UPDATE that changes nothing, stays
+// on its node), so two inbox nodes on two database nodes conflict here and one of them is
+// redone with a later id, instead of both committing their ids out of order. A schema
+// older than the TAKEN column (a test between migrations) gets the plain row lock.
+func (d *DB) lockInbox(ctx context.Context, tx *sql.Tx) error {
+	if d.Dialect != MySQL {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE INBOX_LOCK SET TAKEN = TAKEN + 1 WHERE NAME = 'inbox'`)
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) && me.Number == myBadField {
+		var name string
+		if err = tx.QueryRowContext(ctx, `SELECT NAME FROM INBOX_LOCK WHERE NAME = 'inbox' FOR UPDATE`).Scan(&name); err == sql.ErrNoRows {
+			err = nil
+		}
+	}
+	if err != nil {
+		return Unavailable(fmt.Errorf("take the inbox lock: %w", err))
+	}
+	return nil
 }
 
 // packetSlack is what an insert adds to the message in the packet: the statement and the

@@ -84,13 +84,25 @@ var ErrFenced = errors.New("this instance no longer holds the pump lease")
 // (and replaced by another instance) cannot commit anything. Call it before the pump starts.
 func (d *DB) SetFence(name, holder string) { d.fence = &fence{name: name, holder: holder} }
 
-// checkFence verifies the lease inside tx, locking its row on MySQL so a take-over waits for
-// this transaction rather than overlapping it (SQLite transactions are serial already).
+// checkFence verifies the lease inside tx (SQLite transactions are serial already). On MySQL
+// it writes the lease row: a take-over waits for this transaction rather than overlapping it,
+// and on a Galera cluster, where a row lock is local to its node, a take-over committed on
+// another node conflicts with this transaction at certification instead of passing unseen.
 func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
 	if d.fence == nil {
 		return nil
 	}
-	q := `SELECT 1 FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?` + d.Dialect.ForUpdate()
+	if d.Dialect == MySQL {
+		res, err := tx.ExecContext(ctx, `UPDATE PUMP_LEASE SET FENCE_CHECKS = FENCE_CHECKS + 1 WHERE NAME = ? AND HOLDER = ?`, d.fence.name, d.fence.holder)
+		if err != nil {
+			return Unavailable(fmt.Errorf("check the pump lease: %w", err))
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrFenced
+		}
+		return nil
+	}
+	q := `SELECT 1 FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`
 	var one int
 	err := tx.QueryRowContext(ctx, q, d.fence.name, d.fence.holder).Scan(&one)
 	if err == sql.ErrNoRows {

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,6 +60,8 @@ type DB struct {
 
 	fence *fence // set by SetFence: the pump's writes check the lease
 
+	nodes *nodeConnector // MySQL: the node(s) connections go to (failover.go); nil on SQLite
+
 	// maxPacket is MySQL's max_allowed_packet (0 on SQLite): a message that cannot fit in one
 	// is refused before it is sent, since the server answers it by dropping the connection.
 	maxPacket int
@@ -69,6 +72,7 @@ type DB struct {
 
 	myCfg     *mysqldrv.Config // MySQL: the connections' configuration (deadlines.go)
 	mySession []string         // MySQL: the statements each new connection runs first
+	myHosts   []string         // MySQL: database.hosts, the nodes in order (failover.go)
 
 	conflictHook func(op string) // set by SetConflictHook (conflict.go)
 }
@@ -136,11 +140,29 @@ const sqliteBusyTimeout = 10 * time.Second
 // path (its directory is created) and the connection runs in WAL mode with
 // synchronous=FULL, so a commit is on disk before it returns.
 func Open(ctx context.Context, driver, dsn string) (*DB, error) {
+	return OpenWith(ctx, driver, dsn, OpenOptions{})
+}
+
+// OpenOptions are Open's settings beyond the driver and the DSN.
+type OpenOptions struct {
+	// Hosts are the nodes (host:port) of a MySQL/MariaDB Galera cluster, tried in order
+	// (database.hosts); the DSN's address is then unused. Empty: the DSN's address.
+	Hosts []string
+	// Log receives a line each time msgx moves to another node; nil: not logged.
+	Log *slog.Logger
+}
+
+// OpenWith is Open with options: for MySQL, several nodes of which it uses one at a time,
+// moving to the next that answers and is synced when the current one fails (failover.go).
+func OpenWith(ctx context.Context, driver, dsn string, o OpenOptions) (*DB, error) {
 	switch Dialect(driver) {
 	case SQLite:
+		if len(o.Hosts) > 0 {
+			return nil, errors.New("store: several hosts are for mysql only")
+		}
 		return openSQLite(ctx, dsn)
 	case MySQL:
-		return openMySQL(ctx, dsn)
+		return openMySQL(ctx, dsn, o)
 	}
 	return nil, fmt.Errorf("store: unknown driver %q (want sqlite or mysql)", driver)
 }
@@ -186,7 +208,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 }
 
 // openMySQL is Open of a MySQL/MariaDB database.
-func openMySQL(ctx context.Context, dsn string) (*DB, error) {
+func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 	cfg, err := mysqldrv.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: mysql dsn: %w", err)
@@ -213,19 +235,18 @@ func openMySQL(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := mysqldrv.NewConnector(cfg)
+	nodes, err := newNodeConnector(cfg, o.Hosts, session, o.Log)
 	if err != nil {
 		return nil, fmt.Errorf("store: open mysql: %w", err)
 	}
-	connector := sessionConnector{Connector: conn, stmts: session}
-	db := sql.OpenDB(connector)
+	db := sql.OpenDB(nodes)
 	db.SetMaxOpenConns(16)
 	db.SetConnMaxLifetime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, cfg.Addr, err))
+		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, strings.Join(nodes.All(), ","), err))
 	}
-	d := &DB{SQL: db, Dialect: MySQL, leaseSQL: leasePool(connector), myCfg: cfg, mySession: session}
+	d := &DB{SQL: db, Dialect: MySQL, leaseSQL: leasePool(nodes), nodes: nodes, myCfg: cfg, mySession: session, myHosts: o.Hosts}
 	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
@@ -235,6 +256,14 @@ func openMySQL(ctx context.Context, dsn string) (*DB, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// Nodes tells which MySQL node msgx uses and how often it moved to another; nil on SQLite.
+func (d *DB) Nodes() Nodes {
+	if d.nodes == nil {
+		return nil
+	}
+	return d.nodes
 }
 
 // Close closes the database.

@@ -1,0 +1,530 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"msgx/internal/store"
+	"msgx/internal/store/storetest"
+)
+
+// The node kill test runs its own instance of scripts/galera-cluster.sh's cluster, on other
+// ports and in another directory than the script's default one: it kills nodes, and another
+// user of a shared cluster killing one at the same time would leave the third without quorum.
+// Three nodes on these SQL ports (MSGX_TEST_GALERA_PORT moves them).
+var (
+	galeraPorts = []int{13401, 13402, 13403}
+	galeraDir   = filepath.Join(os.TempDir(), "msgx-galera-kills")
+)
+
+func init() {
+	if p, err := strconv.Atoi(os.Getenv("MSGX_TEST_GALERA_PORT")); err == nil {
+		galeraPorts = []int{p, p + 1, p + 2}
+	}
+}
+
+// galeraScript runs scripts/galera-cluster.sh with args on the test's cluster, bounded by
+// limit.
+func galeraScript(t *testing.T, limit time.Duration, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join("..", "..", "scripts", "galera-cluster.sh"), args...)
+	cmd.Env = append(os.Environ(), "GALERA_PORT="+strconv.Itoa(galeraPorts[0]), "GALERA_DIR="+galeraDir)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// galeraMu gives the local cluster to one test at a time: a test kills its nodes, and two
+// nodes down at once would leave the third without quorum.
+var galeraMu sync.Mutex
+
+// galeraCluster makes sure the three-node cluster is up and synced, bringing it up when it is
+// not (and down again at the end, then), and holds it for t until t ends (galeraMu). It skips
+// when MariaDB or galera-4 is not installed, unless MSGX_TEST_REQUIRE_SERVICES=1.
+func galeraCluster(t *testing.T) {
+	t.Helper()
+	for _, f := range []string{"/usr/sbin/mariadbd", "/usr/lib/galera/libgalera_smm.so"} {
+		if _, err := os.Stat(f); err != nil {
+			if storetest.RequireServices() {
+				t.Fatalf("%s is required for the Galera test (MSGX_TEST_REQUIRE_SERVICES=1): %v", f, err)
+			}
+			t.Skipf("skipping: %s is not installed (mariadb-server and galera-4 run the local cluster)", f)
+		}
+	}
+	galeraMu.Lock()
+	t.Cleanup(galeraMu.Unlock)
+	out, err := galeraScript(t, 30*time.Second, "status")
+	if err != nil {
+		t.Fatalf("galera-cluster.sh status: %v\n%s", err, out)
+	}
+	if strings.Count(out, " down") == len(galeraPorts) {
+		// Nobody runs it: ours to bring up, and to take down at the end.
+		if out, err := galeraScript(t, 4*time.Minute, "up"); err != nil {
+			t.Fatalf("galera-cluster.sh up: %v\n%s", err, out)
+		}
+		t.Cleanup(func() { galeraScript(t, 2*time.Minute, "down") })
+		return
+	}
+	// Some node is down or joining (a run that ended in the middle): start it alone, since up
+	// would bootstrap a new cluster from node 1 if node 1 were the one down.
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.Contains(line, "state=Synced") {
+			if out, err := galeraScript(t, 3*time.Minute, "start", strconv.Itoa(i+1)); err != nil {
+				t.Fatalf("galera-cluster.sh start %d: %v\n%s", i+1, err, out)
+			}
+		}
+	}
+}
+
+// galeraDatabase creates a private database on the cluster, dropped at the end, and returns
+// its DSN (on node 1's address; msgx takes its nodes from database.hosts).
+func galeraDatabase(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("msgx_galera_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
+	var admin *sql.DB
+	var err error
+	for _, p := range galeraPorts {
+		if admin, err = sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", p)); err == nil {
+			if _, err = admin.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4"); err == nil {
+				break
+			}
+			admin.Close()
+		}
+	}
+	if err != nil {
+		t.Fatalf("create database %s on the Galera cluster: %v", name, err)
+	}
+	t.Cleanup(func() {
+		admin.Exec("DROP DATABASE " + name)
+		admin.Close()
+	})
+	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", galeraPorts[0], name)
+}
+
+// hostsFrom lists the cluster's nodes starting with node first (1..3).
+func hostsFrom(first int) string {
+	var hs []string
+	for i := range galeraPorts {
+		hs = append(hs, fmt.Sprintf("127.0.0.1:%d", galeraPorts[(first-1+i)%len(galeraPorts)]))
+	}
+	return strings.Join(hs, ",")
+}
+
+var nodeGauge = regexp.MustCompile(`msgx_db_node\{node="127\.0\.0\.1:(\d+)"\} 1`)
+var failoverCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total (\d+)`)
+
+// dbNode reads from s's metrics the Galera node (1..3) it uses and how often it moved.
+func (s *server) dbNode() (node int, failovers int) {
+	b, err := s.api().Raw("/metrics")
+	if err != nil {
+		return 0, -1
+	}
+	if m := nodeGauge.FindSubmatch(b); m != nil {
+		p, _ := strconv.Atoi(string(m[1]))
+		node = p - galeraPorts[0] + 1
+	}
+	if m := failoverCounter.FindSubmatch(b); m != nil {
+		failovers, _ = strconv.Atoi(string(m[1]))
+	}
+	return node, failovers
+}
+
+// finished is how many messages s's status counts SUCCEEDED or SKIPPED (-1: no answer).
+func (s *server) finished() int {
+	var st struct {
+		Counts map[string]int `json:"counts"`
+	}
+	if s.api().Get("/api/v1/status", &st) != nil {
+		return -1
+	}
+	return st.Counts["SUCCEEDED"] + st.Counts["SKIPPED"]
+}
+
+// waitUntil polls cond every 100 ms until it holds or limit passes; it says whether it held.
+func waitUntil(limit time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// galeraAck is one message the inbox acknowledged: sender f's k-th message, or its deliberate
+// second copy.
+type galeraAck struct {
+	id   int64
+	f, k int
+	dup  bool
+}
+
+// galeraLoad is the senders: one per flight, each sending its flight's remarks in order, the
+// next only once the previous was acknowledged, to the two inbox nodes in turn, every fourth
+// message twice.
+type galeraLoad struct {
+	inboxes []*server
+	flids   []int64
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	acks    []galeraAck
+	refused int // answers other than 200 (503 while a node fails over) and lost connections
+}
+
+func galeraFlop(f, k int, flid int64) string {
+	return e2eFlop(980000+f*10000+k, "REMC", flid, fmt.Sprintf("<REMC>g%d-%d</REMC>", f, k))
+}
+
+var galeraRemark = regexp.MustCompile(`<REMC>g(\d+)-(\d+)</REMC>`)
+
+func (l *galeraLoad) run() {
+	for f, flid := range l.flids {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for k := 1; ; k++ {
+				body := galeraFlop(f, k, flid)
+				copies := 1
+				if k%4 == 0 {
+					copies = 2
+				}
+				for c := 0; c < copies; c++ {
+					id, ok := l.send(body, f+k+c)
+					if !ok {
+						return
+					}
+					l.mu.Lock()
+					l.acks = append(l.acks, galeraAck{id: id, f: f, k: k, dup: c > 0})
+					l.mu.Unlock()
+				}
+			}
+		}()
+	}
+}
+
+// send posts body until an inbox acknowledges it (starting with inbox turn%2, then the other
+// one); false when the load was stopped first.
+func (l *galeraLoad) send(body string, turn int) (int64, bool) {
+	hc := &http.Client{Timeout: 15 * time.Second}
+	for try := turn; ; try++ {
+		select {
+		case <-l.stop:
+			return 0, false
+		default:
+		}
+		s := l.inboxes[try%len(l.inboxes)]
+		resp, err := hc.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+		if err == nil {
+			var id int64
+			_, scanErr := fmt.Fscan(resp.Body, &id)
+			resp.Body.Close()
+			if resp.StatusCode == 200 && scanErr == nil {
+				return id, true
+			}
+		}
+		l.mu.Lock()
+		l.refused++
+		l.mu.Unlock()
+		time.Sleep(100 * time.Millisecond) // a sender's pause before it tries again, not a wait for a state
+	}
+}
+
+// TestGaleraNodeKills runs msgx on a three-node MariaDB Galera cluster (scripts/galera-cluster.sh):
+// the pump on node 1 and two inbox nodes on nodes 2 and 3, each with all three nodes in
+// database.hosts, under load with duplicates. It kills -9 the node the pump uses (and every
+// third time the node an inbox uses, when that is another one) and restarts it, at least 10 times (30 with
+// MSGX_TEST_LONG=1), then checks that every acknowledged message was processed exactly once
+// (one SUCCEEDED per message, every other copy SKIPPED), in order per flight, that each
+// flight's version counts the messages that changed it, and that every event exists once and
+// reached its target in order. It needs no SQLite twin: it is about the database cluster.
+func TestGaleraNodeKills(t *testing.T) {
+	t.Parallel()
+	galeraCluster(t)
+	began := time.Now()
+	dsn := galeraDatabase(t)
+	data := t.TempDir()
+	env := func(first int, pump bool) []string {
+		return []string{"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn, "MSGX_DATABASE_HOSTS=" + hostsFrom(first),
+			"MSGX_PIPELINE_AUTOSTART=" + strconv.FormatBool(pump), "MSGX_SCHD_FLUSH_PERIOD=200ms"}
+	}
+	pump := start(t, data, env(1, true)...)
+	inboxes := []*server{start(t, data, env(2, false)...), start(t, data, env(3, false)...)}
+
+	const flights = 6
+	day := tomorrow(t)
+	var fltrs []string
+	var flids []int64
+	for f := range flights {
+		flids = append(flids, int64(98001+f))
+		fltrs = append(fltrs, e2eFltr(int64(98001+f), fmt.Sprintf("CA18%02d", f), "D", day.Add(time.Duration(10+f)*time.Hour), ""))
+	}
+	pump.await(pump.post(e2eSchd(979999, fltrs...)), "snapshot SUCCEEDED", state("SUCCEEDED", ""))
+
+	load := &galeraLoad{inboxes: inboxes, flids: flids, stop: make(chan struct{})}
+	load.run()
+	want := 10
+	if os.Getenv("MSGX_TEST_LONG") != "" {
+		want = 30
+	}
+	kills, inboxKills := galeraKills(t, pump, inboxes, want)
+	close(load.stop)
+	load.wg.Wait()
+
+	// Drain: every message finished and every event delivered.
+	db, err := store.OpenWith(context.Background(), "mysql", dsn, store.OpenOptions{Hosts: strings.Split(hostsFrom(1), ",")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var open, pending int
+	if !waitUntil(2*time.Minute, func() bool {
+		db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE NOT IN ('SUCCEEDED', 'SKIPPED')`).Scan(&open)
+		db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE STATE <> 'SENT'`).Scan(&pending)
+		return open == 0 && pending == 0
+	}) {
+		t.Fatalf("after the kills: %d messages not finished, %d events not sent\n%s", open, pending, pump.logs)
+	}
+	checkGaleraRun(t, db, load, data)
+	_, failovers := pump.dbNode()
+	t.Logf("%d node kills (%d of an inbox's node only) in %s; %d messages acknowledged, %d refusals retried by the senders; the pump failed over %d times",
+		kills, inboxKills, time.Since(began).Round(time.Second), len(load.acks), load.refused, failovers)
+	if inboxKills == 0 {
+		t.Error("no kill hit an inbox's node alone")
+	}
+}
+
+// galeraKills kills -9 and restarts Galera nodes want times under load: the node the pump
+// uses, and every third time the node an inbox uses when that is another one. After
+// each kill it waits until the pump works again (it moved to another node when it was the
+// pump's) before restarting the node. It returns the number of kills, and how many of them
+// were of an inbox's node only.
+func galeraKills(t *testing.T, pump *server, inboxes []*server, want int) (kills, inboxKills int) {
+	t.Helper()
+	for kills < want {
+		before := pump.finished()
+		if !waitUntil(time.Minute, func() bool { return pump.finished() >= before+10 }) {
+			t.Fatalf("kill %d: the pump made no progress (%d finished)\n%s", kills, pump.finished(), pump.logs)
+		}
+		node, moves := pump.dbNode()
+		victim := node
+		for _, s := range inboxes {
+			if in, _ := s.dbNode(); kills%3 == 2 && victim == node && in != 0 && in != node {
+				victim = in
+			}
+		}
+		if victim == 0 {
+			t.Fatalf("kill %d: the pump's metrics name no database node\n%s", kills, pump.logs)
+		}
+		if out, err := galeraScript(t, 30*time.Second, "kill", strconv.Itoa(victim)); err != nil {
+			t.Fatalf("kill node %d: %v\n%s", victim, err, out)
+		}
+		kills++
+		if victim == node {
+			var to int
+			if !waitUntil(time.Minute, func() bool { n, m := pump.dbNode(); to = n; return m > moves && n != victim && n != 0 }) {
+				t.Fatalf("kill %d of node %d: the pump did not move to another node\n%s", kills, victim, pump.logs)
+			}
+			moved := fmt.Sprintf(`"node":"127.0.0.1:%d"`, galeraPorts[to-1])
+			if !waitUntil(10*time.Second, func() bool { return strings.Contains(pump.logs.String(), moved) }) {
+				t.Fatalf("kill %d of node %d: the log does not name node %d the pump moved to\n%s", kills, victim, to, pump.logs)
+			}
+		} else {
+			inboxKills++
+		}
+		after := pump.finished()
+		if !waitUntil(time.Minute, func() bool { return pump.finished() >= after+10 }) {
+			t.Fatalf("kill %d of node %d: the pump made no progress afterwards\n%s", kills, victim, pump.logs)
+		}
+		if out, err := galeraScript(t, 3*time.Minute, "start", strconv.Itoa(victim)); err != nil {
+			t.Fatalf("restart node %d: %v\n%s", victim, err, out)
+		}
+		t.Logf("kill %d: node %d (the pump's: %v) killed -9 and synced again", kills, victim, victim == node)
+	}
+	return kills, inboxKills
+}
+
+// checkGaleraRun checks the end state against what one clean pass over the acknowledged
+// messages gives.
+func checkGaleraRun(t *testing.T, db *store.DB, load *galeraLoad, data string) {
+	t.Helper()
+	rows, err := db.SQL.Query(`SELECT p.CMINMSGS_ID, p.STATE, c.CMINMSGS_CLOB_MSG FROM PROC_STATE p JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID ORDER BY p.CMINMSGS_ID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		state string
+		f, k  int
+	}
+	byID := map[int64]row{}
+	states := map[int64]string{}
+	succeeded := map[[2]int][]int64{} // (f, k) → SUCCEEDED ids
+	lastK := map[int]int{}            // f → k of its latest SUCCEEDED message, in id order
+	for rows.Next() {
+		var id int64
+		var st, raw string
+		if err := rows.Scan(&id, &st, &raw); err != nil {
+			t.Fatal(err)
+		}
+		m := galeraRemark.FindStringSubmatch(raw)
+		if m == nil {
+			continue // the snapshot
+		}
+		f, _ := strconv.Atoi(m[1])
+		k, _ := strconv.Atoi(m[2])
+		byID[id] = row{st, f, k}
+		states[id] = st
+		if st == "SUCCEEDED" {
+			succeeded[[2]int{f, k}] = append(succeeded[[2]int{f, k}], id)
+			if k != lastK[f]+1 {
+				t.Errorf("flight %d: message %d (remark %d) SUCCEEDED after remark %d: out of order or one lost", f, id, k, lastK[f])
+			}
+			lastK[f] = k
+		}
+	}
+	rows.Close()
+	for _, a := range load.acks {
+		r, ok := byID[a.id]
+		switch {
+		case !ok:
+			t.Errorf("acknowledged message %d (flight %d, remark %d) is not stored", a.id, a.f, a.k)
+		case r.f != a.f || r.k != a.k:
+			t.Errorf("acknowledged message %d is flight %d remark %d, want %d/%d", a.id, r.f, r.k, a.f, a.k)
+		case len(succeeded[[2]int{a.f, a.k}]) != 1:
+			t.Errorf("flight %d remark %d SUCCEEDED %d times (%v), want once", a.f, a.k, len(succeeded[[2]int{a.f, a.k}]), succeeded[[2]int{a.f, a.k}])
+		case a.dup && r.state != "SKIPPED":
+			t.Errorf("the second copy %d of flight %d remark %d is %s, want SKIPPED", a.id, a.f, a.k, r.state)
+		}
+	}
+	for f, flid := range load.flids {
+		var version, last int64
+		if err := db.SQL.QueryRow(`SELECT VERSION, CMINMSGS_ID FROM FLIGHT_STATE WHERE FLID = ?`, flid).Scan(&version, &last); err != nil {
+			t.Fatal(err)
+		}
+		if version != int64(1+lastK[f]) || byID[last].k != lastK[f] {
+			t.Errorf("flight %d: version %d by message %d, want %d by remark %d", flid, version, last, 1+lastK[f], lastK[f])
+		}
+	}
+	checkGaleraEvents(t, db, states, data)
+	checkIDOrder(t, db)
+}
+
+// checkIDOrder checks that the pump finished the messages in id order (invariant I1): with two
+// inbox nodes on two database nodes, a lower id that became visible after a higher one had
+// been processed would be finished after it.
+func checkIDOrder(t *testing.T, db *store.DB) {
+	t.Helper()
+	rows, err := db.SQL.Query(`SELECT CMINMSGS_ID, PROCESSED_AT FROM PROC_STATE ORDER BY CMINMSGS_ID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var prevID int64
+	var prev store.NullTime
+	bad := 0
+	for rows.Next() {
+		var id int64
+		var at store.NullTime
+		if err := rows.Scan(&id, &at); err != nil {
+			t.Fatal(err)
+		}
+		if prev.Valid && at.Valid && at.Time.Before(prev.Time) {
+			if bad++; bad <= 5 {
+				t.Errorf("message %d was finished at %s, before message %d (%s): not in id order", id, at.Time.Format(time.RFC3339Nano), prevID, prev.Time.Format(time.RFC3339Nano))
+			}
+		}
+		prevID, prev = id, at
+	}
+	if bad > 5 {
+		t.Errorf("%d messages finished out of id order", bad)
+	}
+}
+
+// checkGaleraEvents checks the events: every SUCCEEDED FLOP has the same number of events of
+// each target (one at least on KAFKA_FLOP), a SKIPPED one none, and each target's outbox file
+// (but the batched KAFKA_SCHD's) got every event in EVENT_ID order (a line may repeat after a
+// kill: at least once).
+func checkGaleraEvents(t *testing.T, db *store.DB, states map[int64]string, data string) {
+	t.Helper()
+	rows, err := db.SQL.Query(`SELECT EVENT_ID, CMINMSGS_ID, TARGET FROM MSG_EVENT ORDER BY EVENT_ID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perMsg := map[string]map[int64]int{} // target → message → events
+	byTarget := map[string][]int64{}
+	for rows.Next() {
+		var ev, msg int64
+		var target string
+		if err := rows.Scan(&ev, &msg, &target); err != nil {
+			t.Fatal(err)
+		}
+		if perMsg[target] == nil {
+			perMsg[target] = map[int64]int{}
+		}
+		perMsg[target][msg]++
+		byTarget[target] = append(byTarget[target], ev)
+	}
+	rows.Close()
+	if len(perMsg["KAFKA_FLOP"]) == 0 {
+		t.Fatal("no KAFKA_FLOP events")
+	}
+	for target, msgs := range perMsg {
+		want := -1
+		for id, st := range states {
+			n := msgs[id]
+			switch {
+			case st == "SKIPPED" && n != 0:
+				t.Errorf("%s: SKIPPED message %d has %d events", target, id, n)
+			case st == "SUCCEEDED" && want == -1:
+				want = n
+			case st == "SUCCEEDED" && n != want:
+				t.Errorf("%s: message %d has %d events, others %d", target, id, n, want)
+			}
+		}
+		if target != "KAFKA_SCHD" { // batched: one line may stand for several events
+			checkOutboxOrder(t, filepath.Join(data, "outbox", target+".jsonl"), byTarget[target])
+		}
+	}
+}
+
+// checkOutboxOrder checks that the outbox file has every event of events, first seen in
+// EVENT_ID order.
+func checkOutboxOrder(t *testing.T, path string, events []int64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Errorf("outbox %s: %v", path, err)
+		return
+	}
+	defer f.Close()
+	seen := map[int64]bool{}
+	var order []int64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e struct {
+			EventID int64 `json:"event_id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && !seen[e.EventID] {
+			seen[e.EventID] = true
+			order = append(order, e.EventID)
+		}
+	}
+	if fmt.Sprint(order) != fmt.Sprint(events) {
+		t.Errorf("%s: events delivered %d in this order (first copies), want %d in EVENT_ID order", filepath.Base(path), len(order), len(events))
+	}
+}
