@@ -302,6 +302,8 @@ type ReplayRequest struct {
 type ReplayAnswer struct {
 	store.ReplayResult
 	DryRun bool `json:"dry_run"`
+	// Items describes (dry run only) up to MaxPreviewItems of what would move.
+	Items []PreviewItem `json:"items,omitempty"`
 }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
@@ -332,7 +334,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 			writeStoreError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res, DryRun: true})
+		items, err := s.messagePreview(r.Context(), res.IDs)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res, DryRun: true, Items: items})
 		return
 	}
 	res, err := s.DB.Replay(r.Context(), classes, req.IDs, s.Clock.Now())
