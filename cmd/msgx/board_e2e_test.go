@@ -12,7 +12,8 @@ import (
 // another zone: a flight scheduled at 00:30 in Shanghai is on its Shanghai day at 00:30 (a
 // UTC browser once put it at 16:30 the day before). Estimated, actual, status and remarks
 // come from the FLOPs the AODB sends (IEST/EOBT, chocks on/off, FTSS, REMC); a change shows
-// up by itself and is highlighted; the movement filter keeps departures.
+// up by itself and is highlighted; the movement filter keeps departures. The console's other
+// times are airport time too.
 func TestBoardShowsAirportTimeInAUTCBrowser(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { boardInAirportTime(t, db) })
@@ -51,6 +52,9 @@ func boardInAirportTime(t *testing.T, db dbEnv) {
 	b.waitText(first+" td.est", "00:50")
 	b.waitText(first+" td.act", "00:52")
 	b.waitText(first+" td.status", "DLY", "delayed")
+	// Every other time of the console is airport time too, the zone named in the header.
+	b.waitText("#who-zone", "Asia/Shanghai")
+	b.waitJS("the console's times in airport time", `fmtTime('2026-12-03T16:30:00Z') === '2026-12-04 00:30:00'`)
 	dep := `#flights-table tr[data-id="96002"]`
 	b.waitText(dep+" td.sched", "10:00")
 	b.waitText(dep+" td.est", "10:20")

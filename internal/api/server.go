@@ -49,6 +49,9 @@ type Server struct {
 	// when it does not, why (standby behind another instance's lease, paused while the
 	// database does not answer). It overrides PumpRunning.
 	PumpState func() (running bool, note string)
+	// Loc is the airport's zone (sis.timezone): GET /api/v1/me names it, so that the console
+	// shows airport time whatever the browser's zone (nil: UTC).
+	Loc *time.Location
 	// Wake is the pump's Wake, called after a replay.
 	Wake func()
 	// Extra lets other parts (flights, events) add their routes.

@@ -81,10 +81,13 @@ function msgLink(id) { return link('/message/' + encodeURIComponent(id), String(
 function flightLink(flid) { return link('/flight/' + encodeURIComponent(flid), String(flid)); }
 function stateSpan(st) { return h('span', { class: 'state-' + String(st || '').replace(/[^A-Z_]/g, '') }, st || ''); }
 
+// fmtTime shows s in airport time (the zone GET /api/v1/me names), else the browser's.
 function fmtTime(s) {
   if (!s) return '';
   const d = new Date(s);
   if (isNaN(d)) return String(s);
+  const z = session.tz ? zoneParts(s, session.tz) : null;
+  if (z) return `${z.day} ${z.hms}`;
   const p = n => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
@@ -205,7 +208,7 @@ async function api(method, path, body, opts) {
 // session.user is {name, role} once known; role decides which actions are shown (the server
 // decides what is allowed). auth is false when the server has no tokens and answers loopback
 // clients only (no login, no logout).
-const session = { user: null, csrf: '', auth: true, checked: false };
+const session = { user: null, csrf: '', auth: true, checked: false, tz: '' };
 const ROLE_RANK = { viewer: 1, operator: 2, admin: 3 };
 
 function can(role) {
@@ -219,6 +222,7 @@ async function loadSession() {
     session.user = { name: me.name || 'unknown', role: me.role || 'viewer' };
     if (me.csrf_token) session.csrf = me.csrf_token;
     session.auth = me.via !== 'loopback';
+    session.tz = me.timezone || '';
   } catch (e) {
     session.user = null;
     if (e.status !== 401) flash('Who you are is unknown: ' + describe(e), true);
@@ -236,7 +240,8 @@ function renderWho() {
     return;
   }
   el.append(h('span', { id: 'who-name' }, session.user.name), ' ',
-    h('span', { id: 'who-role', class: 'muted' }, '(' + session.user.role + ')'));
+    h('span', { id: 'who-role', class: 'muted' }, '(' + session.user.role + ')'),
+    session.tz ? h('span', { id: 'who-zone', class: 'muted', title: 'every time is airport time (sis.timezone)' }, ' · ' + session.tz) : null);
   if (session.auth) el.append(h('button', { id: 'logout', type: 'button', onclick: logout }, 'Log out'));
 }
 
@@ -940,12 +945,12 @@ function zoneParts(s, tz) {
   let parts;
   try {
     parts = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit',
-      hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(d);
+      hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(d);
   } catch (e) {
     return null;
   }
   const p = Object.fromEntries(parts.map(x => [x.type, x.value]));
-  return { day: `${p.year}-${p.month}-${p.day}`, hm: `${p.hour}:${p.minute}` };
+  return { day: `${p.year}-${p.month}-${p.day}`, hm: `${p.hour}:${p.minute}`, hms: `${p.hour}:${p.minute}:${p.second}` };
 }
 
 // boardTime shows s as HH:MM in tz, with its date when that is not the board's day.
