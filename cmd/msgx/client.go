@@ -270,62 +270,132 @@ func printTargets(raw json.RawMessage, targets []client.TargetStatus, err error)
 func replay(args []string) error {
 	fs := prog.Flags("replay")
 	server := serverFlags(fs)
-	classes := fs.String("class", "", "error classes (`C[,C…]`) to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN)")
-	events := fs.Bool("events", false, "replay DEAD delivery events instead of messages")
+	classes := fs.String("class", "", "error classes (`C[,C…]`) of the messages to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN); not with --events")
+	events := fs.Bool("events", false, "replay DEAD delivery events (chosen by --target and --id) instead of messages")
 	tgt := fs.String("target", "", "with --events: only this target `T`")
-	dryRun := fs.Bool("dry-run", false, "say what would move, moving nothing")
+	dryRun := fs.Bool("dry-run", false, "say what would move (a table: id, tag or target, class, age), moving nothing")
 	var ids cli.IDList
 	fs.Var(&ids, "id", "message (or, with --events, event) id `N` to replay (repeatable)")
 	if err := fs.Parse(args); err != nil {
-		return app.ExitError{Code: 2}
+		return app.ExitError{Code: exitUsage}
+	}
+	if fs.NArg() > 0 {
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx replay: unexpected argument %q; ids go with --id N", fs.Arg(0))}
+	}
+	if err := replayModeFlags(fs, *events); err != nil {
+		return err
 	}
 	if *events {
-		if err := checkTarget("replay", srv(*server), *tgt); err != nil {
-			return err
-		}
-		res, err := srv(*server).ReplayEvents(*tgt, ids, *dryRun)
-		if err != nil {
-			return err
-		}
-		if *dryRun {
-			fmt.Printf("dry run: would move %d dead events to PENDING, skip %d\n", res.Moved, res.Skipped)
-			for _, id := range res.IDs {
-				fmt.Println(id)
-			}
-		} else {
-			fmt.Printf("moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
-		}
-		if res.Note != "" {
-			fmt.Println("note: " + res.Note)
-		}
-		return nil
+		return replayEvents(srv(*server), *tgt, ids, *dryRun)
 	}
-	var cl []string
-	for _, c := range strings.Split(*classes, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			if _, ok := pipeline.ParseErrorClass(strings.ToUpper(c)); !ok {
-				return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx replay: unknown class %q%s; the classes are %s",
-					c, suggest.DidYouMean(c, classNames()), strings.Join(classNames(), ", "))}
-			}
-			cl = append(cl, strings.ToUpper(c))
-		}
+	cl, err := replayClasses(*classes)
+	if err != nil {
+		return err
 	}
 	if len(cl) == 0 && len(ids) == 0 {
-		return app.ExitError{Code: 2, Msg: "usage: msgx replay --class C[,C…] [--id N…]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx replay --class C[,C…] [--id N…] [--dry-run] | msgx replay --events [--target T] [--id N…] [--dry-run]"}
 	}
 	res, err := srv(*server).Replay(cl, ids, *dryRun)
 	if err != nil {
 		return err
 	}
 	if *dryRun {
-		fmt.Printf("dry run: would move %d to PENDING, skip %d\n", res.Moved, res.Skipped)
-	} else {
-		fmt.Printf("moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
+		fmt.Printf("dry run: would move %d messages to PENDING, skip %d\n", res.Moved, res.Skipped)
+		printPreview(res, false)
+		return nil
 	}
+	fmt.Printf("moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
 	for _, id := range res.IDs {
 		fmt.Println(id)
 	}
 	return nil
+}
+
+// replayModeFlags refuses a flag that does not apply to the chosen replay (messages, or
+// --events): a flag ignored there would turn what the operator meant as a narrow replay
+// into a wide real one.
+func replayModeFlags(fs *flag.FlagSet, events bool) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case err != nil:
+		case events && f.Name == "class":
+			err = app.ExitError{Code: exitUsage, Msg: "msgx replay: --class does not apply with --events (dead events are chosen by --target T and --id N); " +
+				"to replay messages of a class, drop --events; nothing was replayed"}
+		case !events && f.Name == "target":
+			err = app.ExitError{Code: exitUsage, Msg: "msgx replay: --target applies only with --events (to replay a target's dead events: msgx replay --events --target T); " +
+				"messages are chosen by --class and --id; nothing was replayed"}
+		}
+	})
+	return err
+}
+
+// replayClasses parses --class C[,C…], answering an unknown class with the one it probably
+// meant.
+func replayClasses(classes string) ([]string, error) {
+	var cl []string
+	for _, c := range strings.Split(classes, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			if _, ok := pipeline.ParseErrorClass(strings.ToUpper(c)); !ok {
+				return nil, app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx replay: unknown class %q%s; the classes are %s",
+					c, suggest.DidYouMean(c, classNames()), strings.Join(classNames(), ", "))}
+			}
+			cl = append(cl, strings.ToUpper(c))
+		}
+	}
+	return cl, nil
+}
+
+// replayEvents replays (or with dryRun previews) the DEAD events of target and ids.
+func replayEvents(c *client.Client, target string, ids []int64, dryRun bool) error {
+	if err := checkTarget("replay", c, target); err != nil {
+		return err
+	}
+	res, err := c.ReplayEvents(target, ids, dryRun)
+	if err != nil {
+		return err
+	}
+	if dryRun {
+		fmt.Printf("dry run: would move %d dead events to PENDING, skip %d\n", res.Moved, res.Skipped)
+		printPreview(res, true)
+	} else {
+		fmt.Printf("moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
+	}
+	if res.Note != "" {
+		fmt.Println("note: " + res.Note)
+	}
+	return nil
+}
+
+// printPreview prints a dry run's items as a table (id, tag or target, class, age) and says
+// how many more would move than the table shows.
+func printPreview(res client.ReplayAnswer, events bool) {
+	if len(res.Items) == 0 {
+		return
+	}
+	what := "tag"
+	if events {
+		what = "target / tag"
+	}
+	fmt.Printf("%10s  %-28s  %-12s  %s\n", "id", what, "class", "age")
+	for _, it := range res.Items {
+		label := it.Tag
+		if events {
+			label = it.Target + " / " + it.Tag
+		}
+		age := (time.Duration(it.AgeSeconds) * time.Second).String()
+		fmt.Printf("%10d  %-28s  %-12s  %s\n", it.ID, orDash(label), orDash(it.Class), age)
+	}
+	if more := res.Moved - len(res.Items); more > 0 {
+		fmt.Printf("… and %d more (the table shows the first %d)\n", more, len(res.Items))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // classNames lists the error classes by name.

@@ -49,8 +49,9 @@ type browser struct {
 	shots     int
 }
 
-// newBrowser starts the chromium at path for t; it is stopped when t ends.
-func newBrowser(t *testing.T, path string) *browser {
+// newBrowser starts the chromium at path for t, with the extra options (chromedp.Env…); it
+// is stopped when t ends.
+func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	// A fresh profile. Not t.TempDir: chromium's helper processes can still write in it for a
 	// moment after the browser has stopped, and a failed removal would fail the test.
@@ -80,6 +81,7 @@ func newBrowser(t *testing.T, path string) *browser {
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 1000),
 	}
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
 	// One deadline for the whole browser session: a page that never shows what the test waits

@@ -77,7 +77,7 @@ func TestParkMovesTheQueueOn(t *testing.T) {
 		if out, err := s.cli(nil, "park", fmt.Sprint(next), "--reason", "x"); err == nil || !strings.Contains(out, "409") {
 			t.Errorf("park of a SUCCEEDED message: %v %s", err, out)
 		}
-		s.mustCLI([]string{"dry run: would move 1 to PENDING", fmt.Sprint(poison)}, "replay", "--class", "PARKED", "--dry-run")
+		s.mustCLI([]string{"dry run: would move 1 messages to PENDING", "STTS-ADD", "PARKED"}, "replay", "--class", "PARKED", "--dry-run")
 		if m := s.message(poison); m.State != "DEAD" {
 			t.Fatalf("the dry run moved the message: %+v", m)
 		}

@@ -460,7 +460,14 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]bool{"logged_out": true})
 	})
 	mux.HandleFunc("GET /api/v1/me", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, PrincipalOf(r))
+		loc := s.Loc
+		if loc == nil {
+			loc = time.UTC
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Principal
+			Timezone string `json:"timezone"`
+		}{PrincipalOf(r), loc.String()})
 	})
 }
 

@@ -105,12 +105,13 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.DryRun {
-		n, ids, err := s.deadEvents(r.Context(), req.Target, req.IDs)
+		n, ids, items, err := s.deadEvents(r.Context(), req.Target, req.IDs)
 		if err != nil {
 			writeStoreError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"moved": n, "skipped": max(0, len(req.IDs)-n), "ids": ids, "dry_run": true, "note": ReplayOrderNote})
+		writeJSON(w, http.StatusOK, map[string]any{"moved": n, "skipped": max(0, len(req.IDs)-n), "ids": ids, "items": items,
+			"dry_run": true, "note": ReplayOrderNote})
 		return
 	}
 	moved, skipped, err := dispatch.Replay(r.Context(), s.DB, req.Target, req.IDs)
@@ -126,18 +127,20 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // deadEvents counts the DEAD events an event replay of target and ids would move (not
-// MALFORMED ones), with the ids of up to MaxLimit of them.
-func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (int, []int64, error) {
+// MALFORMED ones), with the ids of up to MaxLimit of them and a description of up to
+// MaxPreviewItems.
+func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (int, []int64, []PreviewItem, error) {
 	want := map[int64]bool{}
 	for _, id := range ids {
 		want[id] = true
 	}
-	n, out := 0, []int64{}
+	now := s.Clock.Now()
+	n, out, items := 0, []int64{}, []PreviewItem{}
 	var after int64
 	for {
 		evs, err := s.DB.SearchEvents(ctx, store.EventQuery{Target: target, State: pipeline.EventDead, AfterID: after, Limit: MaxLimit, InlineMax: 1})
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		for _, e := range evs {
 			after = e.EventID
@@ -148,9 +151,12 @@ func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (in
 			if len(out) < MaxLimit {
 				out = append(out, e.EventID)
 			}
+			if len(items) < MaxPreviewItems {
+				items = append(items, eventPreview(&e.Event, now))
+			}
 		}
 		if len(evs) < MaxLimit {
-			return n, out, nil
+			return n, out, items, nil
 		}
 	}
 }

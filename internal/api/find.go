@@ -37,6 +37,19 @@ const (
 	DefaultFindAhead = 2
 )
 
+// today returns today's date in the airport's zone, and the zone (UTC when f is nil or
+// knows no zone).
+func (f *Finder) today() (string, *time.Location) {
+	loc, clock := time.UTC, pipeline.Clock(pipeline.SystemClock{})
+	if f != nil && f.Loc != nil {
+		loc = f.Loc
+	}
+	if f != nil && f.Clock != nil {
+		clock = f.Clock
+	}
+	return clock.Now().In(loc).Format(time.DateOnly), loc
+}
+
 // days returns the local days the flight searches read, oldest first.
 func (f *Finder) days() []string {
 	back, ahead := f.Back, f.Ahead

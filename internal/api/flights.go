@@ -23,6 +23,7 @@ const seasonType = "SCHS"
 // FlightRoutes adds the flight and season reads:
 //
 //	GET /api/v1/flights?day=YYYY-MM-DD  the flights of a local day, by SODT then FLID
+//	                                    (no day: today in the airport's zone)
 //	GET /api/v1/flights?flno=CA8241     the flights of that number in the search window of
 //	                                    find (or of day, when given), by day then SODT
 //	GET /api/v1/flights/{flid}          one flight's record (404 when absent)
@@ -36,28 +37,7 @@ func FlightRoutes(flights FlightReader, db store.Reference, find *Finder) func(*
 				flightsByNumber(w, r, find)
 				return
 			}
-			if !allowParams(w, r, "day") {
-				return
-			}
-			day := r.URL.Query().Get("day")
-			if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
-				WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
-				return
-			}
-			es, err := flights.Day(r.Context(), day)
-			if err != nil {
-				writeStoreError(w, err)
-				return
-			}
-			recs := make([]json.RawMessage, 0, len(es))
-			for _, e := range es {
-				recs = append(recs, e.Record)
-			}
-			WriteJSON(w, http.StatusOK, struct {
-				Day     string            `json:"day"`
-				Count   int               `json:"count"`
-				Flights []json.RawMessage `json:"flights"`
-			}{day, len(recs), recs})
+			flightsOfDay(w, r, flights, find)
 		})
 		mux.HandleFunc("GET /api/v1/flights/{flid}", func(w http.ResponseWriter, r *http.Request) {
 			flid, err := strconv.ParseInt(r.PathValue("flid"), 10, 64)
@@ -137,4 +117,38 @@ func flightsByNumber(w http.ResponseWriter, r *http.Request, find *Finder) {
 		Count   int               `json:"count"`
 		Flights []json.RawMessage `json:"flights"`
 	}{flno, [2]string{days[0], days[len(days)-1]}, len(recs), recs})
+}
+
+// flightsOfDay answers GET /api/v1/flights?day=…: the flights of that local day (today in
+// the airport's zone when day is absent), with the zone, so that a board shows airport time
+// whatever the zone of the browser.
+func flightsOfDay(w http.ResponseWriter, r *http.Request, flights FlightReader, find *Finder) {
+	if !allowParams(w, r, "day") {
+		return
+	}
+	today, loc := find.today()
+	day := r.URL.Query().Get("day")
+	if !r.URL.Query().Has("day") {
+		day = today
+	}
+	if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
+		WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
+		return
+	}
+	es, err := flights.Day(r.Context(), day)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	recs := make([]json.RawMessage, 0, len(es))
+	for _, e := range es {
+		recs = append(recs, e.Record)
+	}
+	WriteJSON(w, http.StatusOK, struct {
+		Day      string            `json:"day"`
+		Today    string            `json:"today"`
+		Timezone string            `json:"timezone"`
+		Count    int               `json:"count"`
+		Flights  []json.RawMessage `json:"flights"`
+	}{day, today, loc.String(), len(recs), recs})
 }

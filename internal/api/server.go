@@ -49,6 +49,9 @@ type Server struct {
 	// when it does not, why (standby behind another instance's lease, paused while the
 	// database does not answer). It overrides PumpRunning.
 	PumpState func() (running bool, note string)
+	// Loc is the airport's zone (sis.timezone): GET /api/v1/me names it, so that the console
+	// shows airport time whatever the browser's zone (nil: UTC).
+	Loc *time.Location
 	// Wake is the pump's Wake, called after a replay.
 	Wake func()
 	// Extra lets other parts (flights, events) add their routes.
@@ -302,6 +305,8 @@ type ReplayRequest struct {
 type ReplayAnswer struct {
 	store.ReplayResult
 	DryRun bool `json:"dry_run"`
+	// Items describes (dry run only) up to MaxPreviewItems of what would move.
+	Items []PreviewItem `json:"items,omitempty"`
 }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
@@ -332,7 +337,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 			writeStoreError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res, DryRun: true})
+		items, err := s.messagePreview(r.Context(), res.IDs)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res, DryRun: true, Items: items})
 		return
 	}
 	res, err := s.DB.Replay(r.Context(), classes, req.IDs, s.Clock.Now())

@@ -307,7 +307,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	}
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
-		ConfigView: cfg.Redacted}
+		ConfigView: cfg.Redacted, Loc: cfg.Location()}
 	if w.runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}

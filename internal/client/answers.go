@@ -160,6 +160,17 @@ type ReplayAnswer struct {
 	Skipped int     `json:"skipped"`
 	IDs     []int64 `json:"ids"`
 	Note    string  `json:"note"`
+	// Items describes (dry run) the first of what would move.
+	Items []ReplayItem `json:"items"`
+}
+
+// ReplayItem is one message or event a replay's dry run says would move.
+type ReplayItem struct {
+	ID         int64   `json:"id"`
+	Tag        string  `json:"tag"`
+	Target     string  `json:"target"`
+	Class      string  `json:"error_class"`
+	AgeSeconds float64 `json:"age_seconds"`
 }
 
 // ParkAnswer is the answer of POST /api/v1/messages/{id}/park.

@@ -81,10 +81,13 @@ function msgLink(id) { return link('/message/' + encodeURIComponent(id), String(
 function flightLink(flid) { return link('/flight/' + encodeURIComponent(flid), String(flid)); }
 function stateSpan(st) { return h('span', { class: 'state-' + String(st || '').replace(/[^A-Z_]/g, '') }, st || ''); }
 
+// fmtTime shows s in airport time (the zone GET /api/v1/me names), else the browser's.
 function fmtTime(s) {
   if (!s) return '';
   const d = new Date(s);
   if (isNaN(d)) return String(s);
+  const z = session.tz ? zoneParts(s, session.tz) : null;
+  if (z) return `${z.day} ${z.hms}`;
   const p = n => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
@@ -117,7 +120,7 @@ function table(cols, rows, opts) {
   if (!rows || rows.length === 0) return h('p', { class: 'muted' }, opts.empty || 'Nothing here.');
   return h('table', { id: opts.id },
     h('thead', {}, h('tr', {}, cols.map(c => h('th', { class: c.class }, c.head)))),
-    h('tbody', {}, rows.map(r => h('tr', { 'data-id': opts.rowId ? opts.rowId(r) : null },
+    h('tbody', {}, rows.map(r => h('tr', { 'data-id': opts.rowId ? opts.rowId(r) : null, class: opts.rowClass ? opts.rowClass(r) : null },
       cols.map(c => h('td', { class: c.class }, c.cell(r)))))));
 }
 
@@ -205,7 +208,7 @@ async function api(method, path, body, opts) {
 // session.user is {name, role} once known; role decides which actions are shown (the server
 // decides what is allowed). auth is false when the server has no tokens and answers loopback
 // clients only (no login, no logout).
-const session = { user: null, csrf: '', auth: true, checked: false };
+const session = { user: null, csrf: '', auth: true, checked: false, tz: '' };
 const ROLE_RANK = { viewer: 1, operator: 2, admin: 3 };
 
 function can(role) {
@@ -219,6 +222,7 @@ async function loadSession() {
     session.user = { name: me.name || 'unknown', role: me.role || 'viewer' };
     if (me.csrf_token) session.csrf = me.csrf_token;
     session.auth = me.via !== 'loopback';
+    session.tz = me.timezone || '';
   } catch (e) {
     session.user = null;
     if (e.status !== 401) flash('Who you are is unknown: ' + describe(e), true);
@@ -236,7 +240,8 @@ function renderWho() {
     return;
   }
   el.append(h('span', { id: 'who-name' }, session.user.name), ' ',
-    h('span', { id: 'who-role', class: 'muted' }, '(' + session.user.role + ')'));
+    h('span', { id: 'who-role', class: 'muted' }, '(' + session.user.role + ')'),
+    session.tz ? h('span', { id: 'who-zone', class: 'muted', title: 'every time is airport time (sis.timezone)' }, ' · ' + session.tz) : null);
   if (session.auth) el.append(h('button', { id: 'logout', type: 'button', onclick: logout }, 'Log out'));
 }
 
@@ -928,33 +933,161 @@ views.dead = async ({ gen, view }) => {
 
 // ---- flights --------------------------------------------------------------------------------------
 
-function localDay(d) {
-  const p = n => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+// The board shows airport time (sis.timezone, which the flights answer names), never the
+// browser's: a screen in any zone shows the times the airport's staff and passengers see.
+const BOARD_REFRESH_MS = 5000;
+const BOARD_CHANGED_MS = 60000;
+
+// zoneParts returns the date (YYYY-MM-DD) and time (HH:MM) of s in zone tz, or null.
+function zoneParts(s, tz) {
+  const d = new Date(s);
+  if (!s || isNaN(d)) return null;
+  let parts;
+  try {
+    parts = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit',
+      hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(d);
+  } catch (e) {
+    return null;
+  }
+  const p = Object.fromEntries(parts.map(x => [x.type, x.value]));
+  return { day: `${p.year}-${p.month}-${p.day}`, hm: `${p.hour}:${p.minute}`, hms: `${p.hour}:${p.minute}:${p.second}` };
+}
+
+// boardTime shows s as HH:MM in tz, with its date when that is not the board's day.
+function boardTime(s, tz, day, source) {
+  if (!s) return '';
+  const p = zoneParts(s, tz);
+  if (!p) return String(s);
+  return h('span', { class: 'time', title: (source ? source + ' ' : '') + p.day + ' ' + p.hm + ' ' + tz },
+    p.hm, p.day === day ? null : h('small', { class: 'muted' }, ' ' + p.day.slice(5)));
+}
+
+// boardEstimate is the flight's estimated time and which field gave it: ESTT, else for an
+// arrival IEST, for a departure EOBT then TOBT (what the AODB sends as FLOPs).
+function boardEstimate(r) {
+  const keys = r.MVIN === 'A' ? ['ESTT', 'IEST'] : ['ESTT', 'EOBT', 'TOBT', 'IEST'];
+  const k = keys.find(k => r[k]);
+  return k ? [r[k], k] : [null, ''];
+}
+
+// boardActual is the flight's actual time: ACTT, else the chocks on (arrival) or off
+// (departure) time of CHOT.
+function boardActual(r) {
+  if (r.ACTT) return [r.ACTT, 'ACTT'];
+  const want = r.MVIN === 'A' ? 'ON' : 'OFF';
+  const c = (r.CHOT || []).filter(c => String(c.CHID || '').toUpperCase() === want && c.CHTM).pop();
+  return c ? [c.CHTM, 'chocks ' + want] : [null, ''];
+}
+
+function boardStatus(r, statuses) {
+  if (r.CNCL) return h('span', { class: 'bad' }, 'CNL cancelled');
+  if (r.FDIV && r.FDIV.DDES) return h('span', { class: 'warn' }, 'DIV diverted to ' + r.FDIV.DDES);
+  const code = r.FTSS || r.EXSC || '';
+  if (!code) return '';
+  const st = statuses[code] || {};
+  return h('span', { class: st.ABNS === 'Y' ? 'warn' : null, title: st.STTD || '' }, code, st.STTD ? ' ' + st.STTD : '');
+}
+
+function boardRemarks(r) {
+  const out = [r.REMC, r.EXSR];
+  if (r.FDIV && r.FDIV.DDES) out.push(`diverted ${r.FDIV.DDIR || 'TO'} ${r.FDIV.DDES}` + (r.FDIV.TEXT ? ': ' + r.FDIV.TEXT : ''));
+  for (const d of r.DELY || []) out.push(`delay ${d.CODE}` + (d.DURA ? ` ${d.DURA} min` : ''));
+  return out.filter(Boolean).join('; ');
+}
+
+const boardList = (xs, k) => (xs || []).map(x => x[k]).filter(Boolean).join(' ');
+
+// boardColumns are the board's columns for the flights of day in zone tz.
+function boardColumns(tz, day, statuses) {
+  return [
+    { head: 'Flight', cell: r => [flightLink(r.FLID), ' ', h('b', {}, r.FLNO || '')] },
+    { head: 'A/D', cell: r => r.MVIN || '' },
+    { head: 'Scheduled', cell: r => boardTime(r.SODT, tz, day, 'SODT'), class: 'sched' },
+    { head: 'Estimated', cell: r => { const [t, k] = boardEstimate(r); return boardTime(t, tz, day, k); }, class: 'est' },
+    { head: 'Actual', cell: r => { const [t, k] = boardActual(r); return boardTime(t, tz, day, k); }, class: 'act' },
+    { head: 'Terminal', cell: r => r.TRML || '' },
+    { head: 'Stand', cell: r => r.STND || boardList(r.PSDT, 'PSST') },
+    { head: 'Gate', cell: r => boardList(r.GTDT, 'GATE') },
+    { head: 'Belt', cell: r => boardList(r.CLDT, 'BELT') },
+    { head: 'Aircraft', cell: r => [r.ACFT || '', ' ', r.RENO || ''] },
+    { head: 'Status', cell: r => boardStatus(r, statuses), class: 'status' },
+    { head: 'Remarks', cell: r => boardRemarks(r), class: 'remarks' },
+  ];
+}
+
+// boardFilter keeps the flights the filters ask for: ad (A or D), airline (a carrier code
+// or flight number prefix) and terminal.
+function boardFilter(fl, f) {
+  const al = (f.airline || '').trim().toUpperCase();
+  return fl.filter(r => (!f.ad || r.MVIN === f.ad) && (!f.terminal || r.TRML === f.terminal) &&
+    (!al || String(r.ALCD || '').toUpperCase() === al || String(r.FLNO || '').toUpperCase().startsWith(al)));
+}
+
+async function boardStatuses() {
+  try {
+    const res = await api('GET', '/api/v1/ref/STTS');
+    return Object.fromEntries((res.records || []).map(e => [e.key, e.fields || {}]));
+  } catch (e) {
+    return {};
+  }
 }
 
 views.flights = async ({ params, gen, view }) => {
-  const day = params.get('day') || localDay(new Date());
-  const input = h('input', { type: 'date', name: 'day', id: 'flights-day', value: day });
-  const form = h('form', { class: 'filters' }, h('label', {}, 'Day (airport time)', input), h('button', { type: 'submit', class: 'primary' }, 'Show'));
-  form.addEventListener('submit', ev => { ev.preventDefault(); go('/flights', { day: input.value }); });
-  fill(view, h('h1', {}, 'Flights'), form, h('p', { class: 'muted' }, 'Loading…'));
-  const res = await api('GET', API.flights + '?day=' + encodeURIComponent(day));
+  const f = { ad: params.get('ad') || '', airline: params.get('airline') || '', terminal: params.get('terminal') || '' };
+  const q = params.get('day') ? '?day=' + encodeURIComponent(params.get('day')) : '';
+  const [first, statuses] = await Promise.all([api('GET', API.flights + q), boardStatuses()]);
   if (!alive(gen)) return;
-  const fl = res.flights || [];
-  const g = (r, k) => r[k] === undefined || r[k] === null ? '' : (typeof r[k] === 'object' ? JSON.stringify(r[k]) : String(r[k]));
-  fill(view, h('h1', {}, `Flights of ${day} `, h('span', { class: 'muted' }, `(${res.count ?? fl.length})`)), form, table([
-    { head: 'FLID', cell: r => flightLink(r.FLID) },
-    { head: 'Flight', cell: r => g(r, 'FLNO') },
-    { head: 'A/D', cell: r => g(r, 'MVIN') },
-    { head: 'Scheduled', cell: r => fmtTime(r.SODT) },
-    { head: 'Estimated', cell: r => fmtTime(r.ESTT) },
-    { head: 'Actual', cell: r => fmtTime(r.ACTT) },
-    { head: 'Stand', cell: r => Array.isArray(r.PSDT) ? r.PSDT.map(p => p.STND || p.PSST || '').filter(Boolean).join(' ') : g(r, 'STND') },
-    { head: 'Gate', cell: r => Array.isArray(r.GTDT) ? r.GTDT.map(x => x.GATE).filter(Boolean).join(' ') : '' },
-    { head: 'Aircraft', cell: r => [g(r, 'ACFT'), ' ', g(r, 'RENO')] },
-    { head: 'Status', cell: r => r.CNCL ? h('span', { class: 'bad' }, 'cancelled') : r.FDIV ? h('span', { class: 'warn' }, 'diverted') : '' },
-  ], fl, { id: 'flights-table', rowId: r => r.FLID, empty: 'No flight stored for this day.' }));
+  const day = first.day, tz = first.timezone || 'UTC';
+  const input = h('input', { type: 'date', name: 'day', id: 'flights-day', value: day });
+  const ad = h('select', { name: 'ad', id: 'board-ad' }, [['', 'all'], ['A', 'arrivals'], ['D', 'departures']].map(([v, t]) => h('option', { value: v, selected: f.ad === v || null }, t)));
+  const airline = h('input', { name: 'airline', id: 'board-airline', value: f.airline, placeholder: 'CA', size: 6 });
+  const terms = [...new Set((first.flights || []).map(r => r.TRML).filter(Boolean))].sort();
+  const terminal = h('select', { name: 'terminal', id: 'board-terminal' }, h('option', { value: '' }, 'all'),
+    terms.map(t => h('option', { value: t, selected: f.terminal === t || null }, t)));
+  const form = h('form', { class: 'filters' }, h('label', {}, 'Day (airport time)', input), h('label', {}, 'Movement', ad),
+    h('label', {}, 'Airline', airline), h('label', {}, 'Terminal', terminal), h('button', { type: 'submit', class: 'primary' }, 'Show'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    go('/flights', { day: input.value, ad: ad.value, airline: airline.value.trim(), terminal: terminal.value });
+  });
+  for (const el of [ad, terminal]) el.addEventListener('change', () => form.requestSubmit());
+  const title = h('h1', {});
+  const updated = h('p', { class: 'muted', id: 'board-updated' });
+  const box = h('div', { id: 'board' });
+  fill(view, title, form, updated, box);
+  const seen = new Map(), changedAt = new Map();
+  const render = (res, initial) => {
+    const now = Date.now();
+    for (const r of res.flights || []) {
+      const sig = JSON.stringify(r);
+      if (!initial && seen.get(r.FLID) !== sig) changedAt.set(r.FLID, now);
+      seen.set(r.FLID, sig);
+    }
+    const rows = boardFilter(res.flights || [], f);
+    fill(title, `Flights of ${day} `, h('span', { class: 'muted' }, `(${rows.length} of ${res.count ?? 0}) `),
+      h('span', { id: 'board-zone', class: 'zone' }, `airport time, ${tz}`));
+    fill(box, table(boardColumns(tz, day, statuses), rows, { id: 'flights-table', rowId: r => r.FLID,
+      rowClass: r => now - (changedAt.get(r.FLID) || 0) < BOARD_CHANGED_MS ? 'changed' : null,
+      empty: 'No flight stored for this day' + (rows.length < (res.count ?? 0) ? ' matches the filters.' : '.') }));
+    const at = zoneParts(new Date().toISOString(), tz);
+    updated.textContent = `Updated ${at ? at.hm : ''} airport time; refreshes every ${BOARD_REFRESH_MS / 1000} s; rows changed in the last minute are highlighted.`;
+    updated.classList.remove('error');
+  };
+  render(first, true);
+  const poll = async () => {
+    if (!alive(gen)) return;
+    try {
+      const res = await api('GET', API.flights + '?day=' + encodeURIComponent(day));
+      if (!alive(gen)) return;
+      render(res, false);
+    } catch (e) {
+      if (!alive(gen)) return;
+      updated.textContent = 'Could not refresh: ' + describe(e);
+      updated.classList.add('error');
+    }
+    setTimeout(poll, BOARD_REFRESH_MS);
+  };
+  setTimeout(poll, BOARD_REFRESH_MS);
 };
 
 views.flight = async ({ arg, params, gen, view }) => {
