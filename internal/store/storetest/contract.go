@@ -76,7 +76,7 @@ func Contract(t *testing.T, open Open) {
 	for _, group := range [][]struct {
 		name string
 		fn   func(*testing.T, Store)
-	}{operatorCases, findCases, edgeCases, gapCases} {
+	}{operatorCases, findCases, edgeCases, gapCases, pagingCases} {
 		cases = append(cases, group...)
 	}
 	for _, c := range cases {
