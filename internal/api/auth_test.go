@@ -37,6 +37,7 @@ var testTokens = []api.Token{
 // message 1 DEAD (ORPHAN), 2 SUCCEEDED with events of flight 7001, 3 PENDING.
 type fixture struct {
 	db   *store.DB
+	srv  *api.Server
 	h    http.Handler
 	logs *bytes.Buffer
 	ev   int64 // an event id
@@ -55,7 +56,7 @@ func newFixture(t *testing.T, db *store.DB, tokens []api.Token, inbox api.InboxR
 		ConfigView: config.Default().Redacted}
 	finder := &api.Finder{Flights: flight.New(db, clock, nil), Ref: db, Bodies: db, Clock: clock}
 	srv.Extra = append(srv.Extra, api.FindRoutes(finder), api.FlightRoutes(finder.Flights, db, finder))
-	f := &fixture{db: db, h: srv.Handler(), logs: logs}
+	f := &fixture{db: db, srv: srv, h: srv.Handler(), logs: logs}
 	now := time.Now()
 	ids, err := db.InsertMessages(ctx, []string{"<dead/>", "<ok/>", "<pending/>"}, now)
 	if err != nil {
