@@ -145,3 +145,27 @@ func TestMessageStreamFollowsArrivals(t *testing.T) {
 		}
 	})
 }
+
+// The stream asks what the messages listing asks: a token (any role) when tokens are set.
+func TestMessageStreamNeedsAViewer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.SQLite(t), testTokens, api.InboxRule{})
+	ts := httptest.NewServer(f.h)
+	t.Cleanup(ts.Close)
+	for secret, want := range map[string]int{"": 401, "wrong": 401, viewerSecret: 200} {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/api/v1/messages/stream", nil)
+		if secret != "" {
+			req.Header.Set("Authorization", "Bearer "+secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != want || (want == 200) != (resp.Header.Get("Content-Type") == "text/event-stream") {
+			t.Errorf("token %q: %d %s, want %d", secret, resp.StatusCode, resp.Header.Get("Content-Type"), want)
+		}
+		cancel()
+		resp.Body.Close()
+	}
+}
