@@ -214,6 +214,9 @@ func printTargets(raw json.RawMessage, targets []client.TargetStatus, err error)
 		case t.Head != nil && t.Head.LastError != nil:
 			fmt.Printf("  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
 		}
+		if t.Rejecting {
+			fmt.Printf("  REJECTING: its latest events all went DEAD, none delivered since; see msgx events --state DEAD --target %s\n", t.Target)
+		}
 	}
 }
 

@@ -468,6 +468,7 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 func (s *Server) audit(r *http.Request, action, subject, detail string) {
 	p := PrincipalOf(r)
 	s.Log.Info("operator action", "actor", p.Name, "role", p.Role, "action", action, "subject", subject, "detail", detail, "remote", r.RemoteAddr)
+	s.Metrics.OperatorAction(action)
 	if err := s.DB.AddAudit(context.WithoutCancel(r.Context()), auditEntry(s.Clock.Now(), p, action, subject, detail, r.RemoteAddr)); err != nil {
 		s.Log.Error("audit log write failed", "actor", p.Name, "action", action, "err", err.Error())
 	}

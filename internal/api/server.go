@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"msgx/internal/jobs"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/secret"
 	"msgx/internal/sis"
@@ -39,10 +40,12 @@ type Store interface {
 
 // Server wires the HTTP routes. Optional parts (PumpInfo, Routes) may be nil.
 type Server struct {
-	DB    Store
-	Inbox *Inbox
-	Clock pipeline.Clock
-	Log   *slog.Logger
+	DB Store
+	// Metrics, when set, counts the operator actions (msgx_operator_actions_total).
+	Metrics *metrics.Metrics
+	Inbox   *Inbox
+	Clock   pipeline.Clock
+	Log     *slog.Logger
 	// PumpRunning says whether this process runs the pump (status shows it).
 	PumpRunning bool
 	// PumpState, when set, says at each request whether the pump runs in this process and,
@@ -135,7 +138,14 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	running, _ := s.pumpState()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "pump_running": running})
+	// An operator's pause stops the pump as surely as a missing one: pump_running says
+	// whether this process processes messages now, pump_paused whether an operator paused it.
+	p, err := s.DB.Pause(ctx, store.PumpPause)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "pump_running": running && p == nil, "pump_paused": p != nil})
 }
 
 // livez answers 200 while the process serves HTTP; it reads nothing, so a database outage

@@ -166,7 +166,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 		o.Registry(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
-	w.metrics = metrics.New(clock, o.Version, api.DatabaseUp(db))
+	w.metrics = metrics.New(clock, metricsVersion(o.Version), api.DatabaseUp(db))
 	w.counts = api.CounterCounts(db.NewStateCounter(), clock)
 	popt := pump.Options{
 		Metrics:      w.metrics,
@@ -200,6 +200,8 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	popt.Jobs = runner
 	runner.Rebuild, runner.Consistency = a.fstores.rebuild, a.fstores.consistency
 	w.runner = runner
+	w.metrics.Known(targetNames(cfg), reg.Tags())
+	knownJobs(ctx, db, log)
 	a.Pump = pump.New(db, reg, popt)
 	a.fstores.redis.wirePump(a.Pump, runner)
 	return nil
@@ -261,7 +263,9 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 			// The daily jobs are enqueued by the instance that runs the pump.
 			sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
 			wg.Go(func() { sched.Run(wctx) })
-			wg.Go(func() { api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval) })
+			wg.Go(func() {
+				api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval, targetNames(cfg)...)
+			})
 			wg.Go(func() {
 				if err := disp.Run(wctx); err != nil {
 					log.Error("dispatcher stopped", "err", err.Error())
@@ -295,7 +299,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	}
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
-		ConfigView: cfg.Redacted}
+		ConfigView: cfg.Redacted, Metrics: m}
 	if w.runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}

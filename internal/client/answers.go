@@ -51,6 +51,8 @@ type TargetStatus struct {
 	Dead       int64   `json:"dead"`
 	Sent       int64   `json:"sent"`
 	AgeSeconds float64 `json:"oldest_pending_age_s"`
+	// Rejecting: its latest deliveries all went DEAD (at least 3 since its last success).
+	Rejecting bool `json:"rejecting"`
 	// While the head event fails: since when, and why.
 	BlockedSince *time.Time `json:"blocked_since"`
 	ErrorClass   *string    `json:"error_class"`

@@ -507,7 +507,7 @@ function renderTargets(el, st) {
   const ts = (st.extra && Array.isArray(st.extra.targets)) ? st.extra.targets : [];
   const cols = [
     { head: 'Target', cell: t => link('/events?state=PENDING&target=' + encodeURIComponent(t.target), t.target) },
-    { head: 'State', cell: t => { const p = targetPaused(st, t.target); return p ? h('span', { class: 'warn' }, `paused by ${p.paused_by}` + (p.reason ? ': ' + p.reason : '')) : t.blocked_since ? h('span', { class: 'bad' }, 'blocked') : h('span', { class: 'ok' }, 'delivering'); } },
+    { head: 'State', cell: t => { const p = targetPaused(st, t.target); return p ? h('span', { class: 'warn' }, `paused by ${p.paused_by}` + (p.reason ? ': ' + p.reason : '')) : t.blocked_since ? h('span', { class: 'bad' }, 'blocked') : t.rejecting ? h('span', { class: 'bad', title: 'its latest events all went DEAD; none delivered since' }, 'rejecting') : h('span', { class: 'ok' }, 'delivering'); } },
     { head: 'Pending', class: 'num', cell: t => String(t.pending) },
     { head: 'Dead', class: 'num', cell: t => t.dead ? link('/events?state=DEAD&target=' + encodeURIComponent(t.target), String(t.dead)) : '0' },
     { head: 'Sent', class: 'num', cell: t => String(t.sent) },
