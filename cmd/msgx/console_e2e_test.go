@@ -361,7 +361,16 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText("#who", "watcher", "viewer")
 	b.waitText("#head-why", "Nothing waits")
 	b.waitJS("the targets", `!!document.querySelector('#targets-table tr[data-id="KAFKA_FLOP"]')`)
-	b.waitJS("no action for a viewer", `!document.querySelector('#pump-pause, #pump-resume, [id^="target-pause-"], [id^="target-resume-"]') && document.querySelector('#nav a[data-view="jobs"]').hidden`)
+	b.waitJS("no action for a viewer", `!document.querySelector('#pump-pause, #pump-resume, [id^="target-pause-"], [id^="target-resume-"]') && !document.querySelector('#nav a[data-view="jobs"]').hidden`)
+	// The viewer follows the jobs an admin runs, without being offered to start one.
+	job := (&bearerAPI{t: t, s: s, token: adminSecret}).startJob("ARCHIVE")
+	b.visit(s.url, "#/jobs")
+	b.waitText(fmt.Sprintf(`#jobs-table tr[data-id="%d"]`, job), "ARCHIVE")
+	b.waitJS("no job form for a viewer", `!document.getElementById('job-start')`)
+	b.visit(s.url, fmt.Sprintf("#/jobs/%d", job))
+	b.waitJS("the job's page follows it to its end", fmt.Sprintf(
+		`/ARCHIVE.*DONE.*archived \d+ messages/.test(document.querySelector('#job-detail tr[data-id="%d"]')?.textContent || '')`, job))
+	b.shot("viewer-job")
 	b.visit(s.url, fmt.Sprintf("#/message/%d", head))
 	b.waitText("#msg-state", "PARKED")
 	b.waitJS("no park or replay for a viewer", `!document.getElementById('park') && !document.getElementById('replay')`)
@@ -407,6 +416,26 @@ func (a *bearerAPI) getJSON(path string, v any, want ...int) {
 			a.t.Fatalf("GET %s: %v in %s", path, err, b)
 		}
 	}
+}
+
+// startJob enqueues a job of kind (the token must be an admin's) and returns its id.
+func (a *bearerAPI) startJob(kind string) int64 {
+	a.t.Helper()
+	req, _ := http.NewRequest("POST", a.s.url+"/api/v1/jobs", strings.NewReader(`{"kind":"`+kind+`"}`))
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var j struct {
+		ID int64 `json:"id"`
+	}
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || json.Unmarshal(b, &j) != nil || j.ID == 0 {
+		a.t.Fatalf("POST /api/v1/jobs %s: %d %s", kind, resp.StatusCode, b)
+	}
+	return j.ID
 }
 
 func (a *bearerAPI) message(id int64) message {

@@ -29,7 +29,7 @@ import (
 // protect human passwords would only add a cost to every request.
 //
 // Roles: viewer reads the API and the console, operator also acts (replay, park, pause),
-// admin also runs jobs and reads the audit log. A request proves itself with
+// admin also runs jobs (every role lists them and sees their progress) and reads the audit log. A request proves itself with
 // "Authorization: Bearer <token>", or with the session cookie POST /api/v1/login sets
 // (HttpOnly, SameSite=Strict); a state-changing request made with the cookie must also carry
 // the session's CSRF token in the X-CSRF-Token header. With no tokens configured the API and
@@ -320,7 +320,13 @@ func routeRole(method, path string) Role {
 	switch {
 	case healthPath(path), path == "/api/v1/login", path == "/api/v1/logout":
 		return RoleNone
-	case path == "/api/v1/audit", path == "/api/v1/jobs", strings.HasPrefix(path, "/api/v1/jobs/"), path == "/api/v1/config":
+	case path == "/api/v1/audit", path == "/api/v1/config":
+		return RoleAdmin
+	case path == "/api/v1/jobs", strings.HasPrefix(path, "/api/v1/jobs/"):
+		// Everyone who reads sees the jobs and their progress; only an admin runs one.
+		if safeMethod(method) {
+			return RoleViewer
+		}
 		return RoleAdmin
 	case strings.HasPrefix(path, "/api/") || path == "/metrics" || strings.HasPrefix(path, "/view/admin/"):
 		if safeMethod(method) {

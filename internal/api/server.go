@@ -20,6 +20,7 @@ import (
 	"msgx/internal/secret"
 	"msgx/internal/sis"
 	"msgx/internal/store"
+	"msgx/internal/suggest"
 )
 
 // Store is what the HTTP API reads and changes in the database: messages, their raw text and
@@ -43,9 +44,12 @@ type Server struct {
 	DB Store
 	// Metrics, when set, counts the operator actions (msgx_operator_actions_total).
 	Metrics *metrics.Metrics
-	Inbox   *Inbox
-	Clock   pipeline.Clock
-	Log     *slog.Logger
+	// JobProgress, when set, returns the job in hand (nil when none runs): the jobs' answers
+	// show its progress.
+	JobProgress func() *jobs.Progress
+	Inbox       *Inbox
+	Clock       pipeline.Clock
+	Log         *slog.Logger
 	// PumpRunning says whether this process runs the pump (status shows it).
 	PumpRunning bool
 	// PumpState, when set, says at each request whether the pump runs in this process and,
@@ -121,6 +125,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/ref/{type}/{key}", s.refGet)
 	mux.HandleFunc("POST /api/v1/jobs", s.enqueueJob)
 	mux.HandleFunc("GET /api/v1/jobs", s.listJobs)
+	mux.HandleFunc("GET /api/v1/jobs/{id}", s.getJob)
 	for _, add := range s.Extra {
 		add(mux)
 	}
@@ -506,7 +511,8 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !slices.Contains(jobs.Kinds, req.Kind) {
-		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known (%s)", req.Kind, strings.Join(jobs.Kinds, ", ")))
+		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known%s (%s)",
+			req.Kind, suggest.DidYouMean(strings.ToUpper(req.Kind), jobs.Kinds), strings.Join(jobs.Kinds, ", ")))
 		return
 	}
 	j, err := s.DB.EnqueueJob(r.Context(), req.Kind, req.Params, s.Clock.Now())
@@ -530,7 +536,54 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+	cur := s.jobInHand()
+	out := make([]JobInfo, len(jobs))
+	for i, j := range jobs {
+		out[i] = jobInfo(j, cur)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": out, "running": cur})
+}
+
+// JobInfo is a job as GET /api/v1/jobs and /api/v1/jobs/{id} answer it: its row (state,
+// attempts, result or last error) and, while it runs, its progress (what it is doing, for how
+// long); progress is null otherwise.
+type JobInfo struct {
+	*store.Job
+	Progress *jobs.Progress `json:"progress"`
+}
+
+func jobInfo(j *store.Job, cur *jobs.Progress) JobInfo {
+	if cur != nil && cur.JobID == j.ID {
+		return JobInfo{Job: j, Progress: cur}
+	}
+	return JobInfo{Job: j}
+}
+
+func (s *Server) jobInHand() *jobs.Progress {
+	if s.JobProgress == nil {
+		return nil
+	}
+	return s.JobProgress()
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	j, err := s.DB.GetJob(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no job %d", id))
+		return
+	}
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobInfo(j, s.jobInHand()))
 }
 
 // ErrorBody is the one shape of every error answer.

@@ -320,6 +320,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	// The web console at / (embedded assets) and its two read-only routes.
 	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
 	srv.StatusExtra = a.statusExtra(w.runner)
+	srv.JobProgress = w.runner.Current
 	a.fstores.redis.wireServer(srv, p, m)
 	return srv
 }

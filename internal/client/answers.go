@@ -213,27 +213,22 @@ func (c *Client) FollowJob(id int64, timeout time.Duration, doing func(string), 
 	deadline := time.Now().Add(timeout)
 	lastDoing, lastErr := "", ""
 	for {
-		list, err := c.Jobs()
+		x, err := c.Job(id)
 		if err != nil {
 			return Job{}, false, err
 		}
-		for _, x := range list {
-			if x.ID != id {
-				continue
-			}
-			switch x.State {
-			case "DONE", "DEAD":
-				return x, true, nil
-			case "FAILED":
-				if e := deref(x.LastError); e != lastErr {
-					failed(x.Attempts, e)
-					lastErr = e
-				}
+		switch x.State {
+		case "DONE", "DEAD":
+			return x, true, nil
+		case "FAILED":
+			if e := deref(x.LastError); e != lastErr {
+				failed(x.Attempts, e)
+				lastErr = e
 			}
 		}
-		if d := c.JobDoing(id); d != "" && d != lastDoing {
-			lastDoing = d
-			doing(d)
+		if x.Progress != nil && x.Progress.Doing != lastDoing {
+			lastDoing = x.Progress.Doing
+			doing(lastDoing)
 		}
 		if time.Now().After(deadline) {
 			return Job{}, false, nil

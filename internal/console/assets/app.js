@@ -1047,11 +1047,20 @@ const JOB_KINDS = {
   REDIS_RESTORE: 'REDIS_RESTORE writes FLIGHT_STATE back into Redis (phase A): everything, with new marks, or one flight (flid=N) or day (day=YYYY-MM-DD). A pump stopped because Redis lost its data runs it at once and resumes.',
 };
 
-views.jobs = async ({ gen, view }) => {
-  const res = await api('GET', API.jobs);
-  if (!alive(gen)) return;
-  const kids = [h('h1', {}, 'Jobs')];
-  if (can('admin')) {
+// jobActive says whether a job is still to finish (queued, retried or running).
+const jobActive = j => j.progress || j.state === 'PENDING' || j.state === 'FAILED';
+
+// jobProgress is what a job is doing while it runs, else its result or last error.
+function jobProgress(j) {
+  if (j.progress) return h('span', { class: 'warn job-doing' }, `running ${fmtAge(j.progress.running_seconds)}: ${j.progress.doing}`);
+  return [j.result || '', j.last_error ? h('div', { class: 'error' }, j.last_error) : null];
+}
+
+// views.jobs lists the jobs (every role) and, at #/jobs/ID, one job; both follow a job
+// that is still to finish every 2 s. An admin also gets the form that starts one.
+views.jobs = async ({ arg, gen, view }) => {
+  const kids = [h('h1', {}, arg ? 'Job ' + arg : 'Jobs')];
+  if (!arg && can('admin')) {
     const kind = h('select', { id: 'job-kind' }, Object.keys(JOB_KINDS).map(k => h('option', { value: k }, k)));
     const params = h('input', { id: 'job-params', type: 'text', placeholder: 'prune, flid=N, day=YYYY-MM-DD', size: 28 });
     kids.push(h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('label', {}, ' Parameters ', params), h('button', { type: 'button', id: 'job-start', onclick: async () => {
@@ -1061,16 +1070,33 @@ views.jobs = async ({ gen, view }) => {
         body: [JOB_KINDS[kind.value], 'It runs in the message order, after every message accepted so far.'],
         confirmText: 'Start', act: () => api('POST', API.jobs, p ? { kind: kind.value, params: p } : { kind: kind.value }),
       });
-      if (done) { flash(`Job ${done.id} queued.`); route(); }
+      if (done) { flash(`Job ${done.id} queued.`); location.hash = '#/jobs/' + done.id; }
     } }, 'Start…')));
   }
-  kids.push(table([
-    { head: 'Id', cell: j => String(j.id) }, { head: 'Kind', cell: j => j.kind },
-    { head: 'State', cell: j => stateSpan(j.state) }, { head: 'After message', cell: j => j.after_msg_id ? msgLink(j.after_msg_id) : '' },
-    { head: 'Created', cell: j => fmtTime(j.created_at) }, { head: 'Finished', cell: j => fmtTime(j.finished_at) },
-    { head: 'Result / error', cell: j => [j.result || '', j.last_error ? h('div', { class: 'error' }, j.last_error) : null] },
-  ], res.jobs || [], { id: 'jobs-table', empty: 'No job yet.' }));
+  const box = h('div', { id: arg ? 'job-detail' : 'jobs-list' });
+  kids.push(box);
   fill(view, ...kids);
+  const refresh = async () => {
+    if (!alive(gen)) return;
+    let list;
+    try {
+      list = arg ? [await api('GET', API.jobs + '/' + encodeURIComponent(arg))] : ((await api('GET', API.jobs)).jobs || []);
+    } catch (e) {
+      if (alive(gen)) fill(box, h('p', { class: 'error', id: 'jobs-error' }, describe(e)));
+      return;
+    }
+    if (!alive(gen)) return;
+    fill(box, table([
+      { head: 'Id', cell: j => h('a', { href: '#/jobs/' + j.id }, String(j.id)) }, { head: 'Kind', cell: j => j.kind },
+      { head: 'State', cell: j => j.progress ? h('span', { class: 'warn' }, 'RUNNING') : stateSpan(j.state) },
+      { head: 'Attempts', class: 'num', cell: j => String(j.attempts) },
+      { head: 'After message', cell: j => j.after_msg_id ? msgLink(j.after_msg_id) : '' },
+      { head: 'Created', cell: j => fmtTime(j.created_at) }, { head: 'Finished', cell: j => fmtTime(j.finished_at) },
+      { head: 'Progress / result / error', cell: jobProgress },
+    ], list, { id: 'jobs-table', rowId: j => j.id, empty: 'No job yet.' }));
+    if (list.some(jobActive)) setTimeout(refresh, 2000);
+  };
+  await refresh();
 };
 
 views.audit = async ({ params, gen, view }) => {

@@ -70,7 +70,7 @@ type Open func(t *testing.T) Store
 // keys that differ only by case or trailing spaces, the largest legacy MEDIUMINT, the legacy
 // column types.
 func Contract(t *testing.T, open Open) {
-	for _, c := range append(append(append(contractCases[:len(contractCases):len(contractCases)], requestCases...), operatorCases...), edgeCases...) {
+	for _, c := range append(append(append(append(contractCases[:len(contractCases):len(contractCases)], requestCases...), operatorCases...), queueCases...), edgeCases...) {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
 }
