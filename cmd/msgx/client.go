@@ -126,9 +126,18 @@ func status(args []string) error {
 	}
 	printHead(st)
 	var recent []client.RecentNote
+	var dead client.DeadCounts
+	if _, ok, err := takeSection(st.Extra, "dead", &dead); ok && err == nil && (dead.Messages.Dead > 0 || dead.Events.Dead > 0) {
+		fmt.Printf("dead letters to look at: %d messages, %d events (acknowledged, kept for audit: %d, %d)\n",
+			dead.Messages.Unacknowledged, dead.Events.Unacknowledged, dead.Messages.Acknowledged, dead.Events.Acknowledged)
+	}
 	if _, ok, err := takeSection(st.Extra, "recent", &recent); ok && err == nil && len(recent) > 0 {
-		fmt.Println("recently parked, dead or applied with warnings (newest first):")
+		fmt.Println("recent problems and operator actions (newest first):")
 		for _, n := range recent {
+			if n.Kind == "action" {
+				fmt.Printf("  %s %s by %s on %s\n", n.At.Format(time.RFC3339), n.Note, n.Actor, n.Subject)
+				continue
+			}
 			fmt.Printf("  %s message %d %s %s %s\n", n.At.Format(time.RFC3339), n.MsgID, n.TypeTag, n.State, n.Class)
 			if n.Note != "" {
 				fmt.Printf("    %s\n", n.Note)

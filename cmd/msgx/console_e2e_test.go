@@ -279,6 +279,21 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText("#head-why", "Nothing waits")
 	b.waitText("#count-DEAD", "1")
 	b.shot("overview-queue-moved-on")
+	// The operator's park is in the recent problems, which the server keeps.
+	b.waitText("#recent-table", "ops on message "+fmt.Sprint(head), "message.park")
+
+	// Acknowledged, the parked message stays for audit but leaves the red count.
+	b.visit(s.url, "#/dead")
+	b.run("acknowledge the parked message", chromedp.Click(chromedp.CSS(fmt.Sprintf("#ack-message-%d", head))))
+	b.confirm("acknowledge the parked message", "known bad test data")
+	b.waitText(fmt.Sprintf("#acked-message-%d", head), "by ops", "known bad test data")
+	b.visit(s.url, "#/")
+	b.waitText("#count-DEAD", "0")
+	b.waitText("#count-DEAD-acked", "1 acknowledged")
+	b.waitText("#recent-table", "dead.ack")
+	if m := a.message(head); m.State != "DEAD" {
+		t.Fatalf("an acknowledged message is %s, want DEAD (kept)", m.State)
+	}
 
 	// Pause the pump: a new message waits, and the head says why; resumed, it is processed.
 	b.run("press pause on the pump", chromedp.Click(chromedp.CSS("#pump-pause")))
@@ -350,7 +365,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 			done = append(done, e.Action)
 		}
 	}
-	if want := "message.park pump.pause pump.resume target.pause target.resume"; strings.Join(done, " ") != want {
+	if want := "message.park dead.ack pump.pause pump.resume target.pause target.resume"; strings.Join(done, " ") != want {
 		t.Fatalf("the operator's audited actions: %q, want %q (%+v)", done, want, audit.Audit)
 	}
 

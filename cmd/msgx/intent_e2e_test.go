@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -124,6 +127,116 @@ func TestJobsForEveryRole(t *testing.T) {
 		}
 		if out, err := s.cli(viewer, "jobs", id); err != nil || !strings.Contains(out, "job "+id+" ARCHIVE: DONE") || !strings.Contains(out, "archived 0 messages") {
 			t.Errorf("jobs %s as a viewer: %v %s", id, err, out)
+		}
+	})
+}
+
+// Dead letters as a work queue, on a webhook that refuses everything (400): the target shows
+// as rejecting (status, CLI, metric); an acknowledged dead message stays DEAD for audit but
+// leaves the dead count; the recent problems (the pump's dead message, the operator's
+// acknowledgements) survive a restart; RETENTION deletes the acknowledged dead events and
+// keeps the unacknowledged ones.
+func TestDeadLettersAsAWorkQueue(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no such consumer", http.StatusBadRequest)
+		}))
+		defer refuse.Close()
+		cfg := filepath.Join(t.TempDir(), "msgx.yaml")
+		os.WriteFile(cfg, []byte(fmt.Sprintf(`targets:
+  KAFKA_FLOP: {sink: file}
+  KAFKA_SCHD: {sink: file}
+  REDIS_NOTIFY: {sink: file}
+  ES_FLIGHT: {sink: file}
+  WEBHOOK_OPS: {sink: webhook, url: %q, secret: hmac-key-1, copy-of: REDIS_NOTIFY}
+`, refuse.URL)), 0o644)
+		env := []string{"MSGX_CONFIG=" + cfg, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_METRICS_SAMPLE_INTERVAL=100ms",
+			"MSGX_RETENTION_DEAD_LETTERS=1ms"}
+		s := db.start(t, env...)
+		day := tomorrow(t)
+		for i := range 4 {
+			s.post(e2eSchd(860000+i, e2eFltr(int64(96000+i), fmt.Sprintf("CA%04d", 3000+i), "D", day.Add(time.Duration(i)*time.Minute), "")))
+		}
+		orphan := s.post(e2eFlop(860100, "EOBT", 99600, "<EOBT>"+sisTime(day.Add(9*time.Hour))+"</EOBT>"))
+		s.await(orphan, "DEAD", state("DEAD", "ORPHAN"))
+		waitFor(t, "WEBHOOK_OPS rejecting", func() bool {
+			var st struct {
+				Extra struct {
+					Targets []struct {
+						Target    string `json:"target"`
+						Dead      int    `json:"dead"`
+						Rejecting bool   `json:"rejecting"`
+					} `json:"targets"`
+				} `json:"extra"`
+			}
+			s.getJSON("/api/v1/status", &st)
+			for _, x := range st.Extra.Targets {
+				if x.Target == "WEBHOOK_OPS" {
+					return x.Rejecting && x.Dead >= 4
+				}
+			}
+			return false
+		})
+		s.mustCLI([]string{"REJECTING: its latest events all went DEAD", "dead letters to look at: 1 messages, 4 events"}, "status")
+		s.waitMetric(`msgx_target_rejecting{target="WEBHOOK_OPS"} 1`)
+		s.waitMetric(`msgx_target_rejecting{target="REDIS_NOTIFY"} 0`)
+
+		s.mustCLI([]string{fmt.Sprintf("acknowledged 1 dead message(s) [%d]", orphan)}, "ack", "--note", "unknown flight, AODB ticket 7", fmt.Sprint(orphan))
+		s.mustCLI([]string{fmt.Sprintf("already acknowledged: [%d]", orphan)}, "ack", fmt.Sprint(orphan))
+		if out, err := s.cli(nil, "ack", "x1"); err == nil || !strings.Contains(out, `"x1" is not an id`) {
+			t.Errorf("ack of a bad id: %v %s", err, out)
+		}
+		var evs struct {
+			Events []struct {
+				EventID int64 `json:"event_id"`
+			} `json:"events"`
+		}
+		s.getJSON("/api/v1/events?state=DEAD&target=WEBHOOK_OPS&limit=1000", &evs)
+		if len(evs.Events) < 4 {
+			t.Fatalf("dead events of WEBHOOK_OPS: %d", len(evs.Events))
+		}
+		var ids []string
+		for _, e := range evs.Events[:len(evs.Events)-1] { // all but one: that one stays unacknowledged
+			ids = append(ids, fmt.Sprint(e.EventID))
+		}
+		s.mustCLI([]string{fmt.Sprintf("acknowledged %d dead event(s)", len(ids))}, "ack", "--events", strings.Join(ids, ","))
+		s.mustCLI([]string{"dead letters to look at: 0 messages, 1 events (acknowledged, kept for audit: 1, " + fmt.Sprint(len(ids)) + ")"}, "status")
+		if m := s.message(orphan); m.State != "DEAD" {
+			t.Fatalf("the acknowledged message is %s, want DEAD", m.State)
+		}
+
+		// A restart keeps the recent problems: the pump's dead message and the operator's acts.
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		s = db.start(t, env...)
+		var pr struct {
+			Problems []struct {
+				Kind  string `json:"kind"`
+				MsgID int64  `json:"msg_id"`
+				Class string `json:"error_class"`
+				Note  string `json:"note"`
+			} `json:"problems"`
+		}
+		s.getJSON("/api/v1/problems", &pr)
+		var sawDead, sawAck bool
+		for _, p := range pr.Problems {
+			sawDead = sawDead || (p.Kind == "outcome" && p.MsgID == orphan && p.Class == "ORPHAN")
+			sawAck = sawAck || (p.Kind == "action" && strings.HasPrefix(p.Note, "dead.ack"))
+		}
+		if !sawDead || !sawAck {
+			t.Errorf("recent problems after a restart: dead message %v, acknowledgement %v: %+v", sawDead, sawAck, pr.Problems)
+		}
+
+		out := s.mustCLI([]string{fmt.Sprintf("%d dead events acknowledged longer than 1ms ago", len(ids))}, "job", "run", "RETENTION")
+		_ = out
+		s.getJSON("/api/v1/events?state=DEAD&target=WEBHOOK_OPS&limit=1000", &evs)
+		if len(evs.Events) != 1 {
+			t.Errorf("dead events after RETENTION: %d, want the unacknowledged one", len(evs.Events))
+		}
+		if m := s.message(orphan); m.State != "DEAD" {
+			t.Errorf("RETENTION took the acknowledged message: %s", m.State)
 		}
 	})
 }

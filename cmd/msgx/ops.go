@@ -146,6 +146,49 @@ func park(args []string) error {
 	return nil
 }
 
+// ackCmd acknowledges dead letters: DEAD messages (IDs), or DEAD events with --events; kept
+// for audit, they leave the counts that call for attention.
+func ackCmd(args []string) error {
+	fs := prog.Flags("ack")
+	server := clientFlags(fs)
+	events := fs.Bool("events", false, "the ids are DEAD events' ids (default: DEAD messages' ids)")
+	note := fs.String("note", "", "why (kept with the acknowledgement and in the audit log)")
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx ack [--server URL] [--events] [--note TEXT] ID [ID…]"}
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
+		return usage
+	}
+	ids := make([]int64, 0, fs.NArg())
+	for _, a := range fs.Args() {
+		for _, f := range strings.Split(a, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil || id <= 0 {
+				return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx ack: %q is not an id", f)}
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > api.MaxAckIDs {
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx ack: %d ids; at most %d at a time", len(ids), api.MaxAckIDs)}
+	}
+	kind := "message"
+	if *events {
+		kind = "event"
+	}
+	res, err := srv(*server).AckDead(kind, ids, *note)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("acknowledged %d dead %s(s) %v", len(res.Acked), kind, res.Acked)
+	if len(res.Already) > 0 {
+		fmt.Printf("; already acknowledged: %v", res.Already)
+	}
+	fmt.Println()
+	if len(res.NotDead) > 0 {
+		fmt.Printf("not DEAD (unknown or replayed), left alone: %v\n", res.NotDead)
+	}
+	return nil
+}
+
 // pauseCmd pauses (name "pause") or resumes ("resume") the pump, or one target with --target.
 func pauseCmd(args []string, name string) error {
 	fs := prog.Flags(name)

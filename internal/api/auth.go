@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/store"
 )
 
 // Access control of the ops API and the console (docs/operations.md, "Access control"; docs/api.md).
@@ -475,6 +476,12 @@ func (s *Server) audit(r *http.Request, action, subject, detail string) {
 	p := PrincipalOf(r)
 	s.Log.Info("operator action", "actor", p.Name, "role", p.Role, "action", action, "subject", subject, "detail", detail, "remote", r.RemoteAddr)
 	s.Metrics.OperatorAction(action)
+	// Every operator action is a line of the recent problems too (the durable list the status
+	// and the console show), beside the pump's parked and dead messages.
+	if err := s.DB.AddProblem(context.WithoutCancel(r.Context()), store.Problem{At: s.Clock.Now(), Kind: "action", Actor: p.Name,
+		Subject: subject, Note: action + ": " + detail}); err != nil {
+		s.Log.Error("recent problems write failed", "action", action, "err", err.Error())
+	}
 	if err := s.DB.AddAudit(context.WithoutCancel(r.Context()), auditEntry(s.Clock.Now(), p, action, subject, detail, r.RemoteAddr)); err != nil {
 		s.Log.Error("audit log write failed", "actor", p.Name, "action", action, "err", err.Error())
 	}

@@ -34,6 +34,7 @@ type Store interface {
 	store.Reference
 	store.Jobs
 	store.Health
+	store.DeadLetters
 	// Raw returns the raw text of a message, live or archived.
 	Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
@@ -109,6 +110,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/messages", s.searchMessages)
 	s.operatorRoutes(mux)
 	s.eventRoutes(mux)
+	s.deadRoutes(mux)
 	if s.ConfigView != nil {
 		mux.HandleFunc("GET /api/v1/config", func(w http.ResponseWriter, r *http.Request) {
 			v, err := s.ConfigView()

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,6 +184,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
 		Paused:    pauseWatch(db, store.PumpPause, log),
+		OnNotable: recordProblem(db, log),
 	}
 	a.fstores = phaseStores(cfg, db, flights, clock, log, &popt)
 	a.closers = append(a.closers, a.fstores.close)
@@ -333,7 +335,10 @@ func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) 
 		"targets": api.TargetStatus(db, a.o.Clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
-		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
+		// The recent problems, durable: parked, dead or warned messages and operator actions.
+		"recent": func(ctx context.Context) (any, error) { return db.RecentProblems(ctx, 10) },
+		// The dead letters, and how many of them an operator acknowledged.
+		"dead": func(ctx context.Context) (any, error) { return db.DeadCounts(ctx) },
 		// The job in hand (null when none): its kind, what it is doing, for how long.
 		"job": func(context.Context) (any, error) { return runner.Current(), nil },
 		// The message in hand (null between steps): a long snapshot shows what it is at.
@@ -497,4 +502,21 @@ func targetNames(cfg config.Config) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// recordProblem returns the pump's OnNotable: each notable outcome joins the durable list of
+// recent problems (a write of at most 2 s; a failure is logged, never stops the pump).
+func recordProblem(db *store.DB, log *slog.Logger) func(pump.Notable) {
+	return func(n pump.Notable) {
+		note := n.Note
+		for _, w := range n.Warnings {
+			note = strings.TrimPrefix(note+"; warning: "+w, "; ")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err := db.AddProblem(ctx, store.Problem{At: n.At, Kind: "outcome", MsgID: n.MsgID, TypeTag: n.TypeTag, State: n.State, Class: n.Class, Note: note})
+		if err != nil {
+			log.Warn("cannot record a recent problem", "msg_id", n.MsgID, "err", err.Error())
+		}
+	}
 }

@@ -27,6 +27,7 @@ func jobRunner(cfg config.Config, db *store.DB, flights jobs.FlightHistory, cloc
 	return &jobs.Runner{
 		DB: db, Clock: clock,
 		Purge: db, EventsAge: cfg.Retention.Events, ArchivedAge: cfg.Retention.Archive,
+		DeadPurge: db, DeadAge: cfg.Retention.DeadLetters,
 		Flights: flights, History: sink, Location: cfg.Location(), KeepDays: cfg.History.KeepDays,
 		Logger: log,
 	}, nil

@@ -32,9 +32,13 @@ type Status struct {
 	} `json:"paused"`
 }
 
-// RecentNote is one entry of the status's "recent" section: a message recently parked, dead
-// or applied with warnings.
+// RecentNote is one entry of the status's "recent" section (the durable recent problems): a
+// message recently parked, dead or applied with warnings (kind "outcome"), or an operator's
+// action (kind "action": actor and subject).
 type RecentNote struct {
+	Kind     string    `json:"kind"`
+	Actor    string    `json:"actor"`
+	Subject  string    `json:"subject"`
 	MsgID    int64     `json:"msg_id"`
 	TypeTag  string    `json:"type_tag"`
 	State    string    `json:"state"`
@@ -42,6 +46,33 @@ type RecentNote struct {
 	At       time.Time `json:"at"`
 	Note     string    `json:"note"`
 	Warnings []string  `json:"warnings"`
+}
+
+// DeadCount is the dead letters of one kind in the status's "dead" section.
+type DeadCount struct {
+	Dead           int `json:"dead"`
+	Acknowledged   int `json:"acknowledged"`
+	Unacknowledged int `json:"unacknowledged"`
+}
+
+// DeadCounts is the status's "dead" section.
+type DeadCounts struct {
+	Messages DeadCount `json:"messages"`
+	Events   DeadCount `json:"events"`
+}
+
+// AckResult is POST /api/v1/dead/ack's answer.
+type AckResult struct {
+	Acked   []int64 `json:"acked"`
+	Already []int64 `json:"already"`
+	NotDead []int64 `json:"not_dead"`
+}
+
+// AckDead acknowledges the DEAD messages or events (kind "message" or "event") ids, with a note.
+func (c *Client) AckDead(kind string, ids []int64, note string) (AckResult, error) {
+	var out AckResult
+	err := c.PostJSON("/api/v1/dead/ack", map[string]any{"kind": kind, "ids": ids, "note": note}, &out)
+	return out, err
 }
 
 // TargetStatus is one entry of the status's "targets" section: a delivery target's events.

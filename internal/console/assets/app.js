@@ -23,6 +23,8 @@ const API = {
   flightHistory: flid => `/api/v1/flights/${encodeURIComponent(flid)}/history`,
   requests: '/api/v1/requests',
   jobs: '/api/v1/jobs',
+  dead: '/api/v1/dead',
+  deadAck: '/api/v1/dead/ack',
   audit: '/api/v1/audit',
   pump: verb => `/api/v1/pump/${verb}`,
   target: (name, verb) => `/api/v1/targets/${encodeURIComponent(name)}/${verb}`,
@@ -440,10 +442,18 @@ views.overview = async ({ gen, view }) => {
   await refresh();
 };
 
+// renderCounts shows the messages per state; DEAD counts only the dead letters nobody has
+// acknowledged yet (the acknowledged ones are kept for audit and said apart, in grey).
 function renderCounts(el, st) {
   const c = st.counts || {};
-  fill(el, ...STATES.map(s => h('a', { class: 'count', href: '#/messages?state=' + s, id: 'count-' + s },
-    h('b', { class: 'state-' + s }, String(c[s] || 0)), s)));
+  const dead = st.extra && st.extra.dead && st.extra.dead.messages;
+  fill(el, ...STATES.map(s => {
+    const acked = s === 'DEAD' && dead ? dead.acknowledged : 0;
+    const n = s === 'DEAD' && dead ? dead.unacknowledged : (c[s] || 0);
+    return h('a', { class: 'count', href: s === 'DEAD' ? '#/dead' : '#/messages?state=' + s, id: 'count-' + s },
+      h('b', { class: n ? 'state-' + s : 'muted' }, String(n)), s,
+      acked ? h('span', { class: 'muted', id: 'count-DEAD-acked' }, ` (+${acked} acknowledged)`) : null);
+  }));
 }
 
 function renderHead(el, st) {
@@ -524,15 +534,16 @@ function renderTargets(el, st) {
   fill(el, h('h2', {}, 'Delivery targets'), table(cols, ts, { id: 'targets-table', rowId: t => t.target, empty: 'No targets reported.' }));
 }
 
+// renderRecent shows the recent problems, kept across restarts: messages parked, dead or
+// applied with warnings, and the operators' actions.
 function renderRecent(el, st) {
   const rec = (st.extra && Array.isArray(st.extra.recent)) ? st.extra.recent : [];
-  fill(el, h('h2', {}, 'Recently parked, dead or warned'), table([
-    { head: 'Message', cell: r => msgLink(r.msg_id) },
+  fill(el, h('h2', {}, 'Recent problems and operator actions'), table([
     { head: 'At', cell: r => fmtTime(r.at) },
-    { head: 'Type', cell: r => r.type_tag },
-    { head: 'State', cell: r => [stateSpan(r.state), r.error_class ? ' ' + r.error_class : ''] },
-    { head: 'Note / warnings', cell: r => [r.note || '', (r.warnings || []).map(w => h('div', { class: 'warn' }, w))] },
-  ], rec, { empty: 'Nothing notable since this server started.' }));
+    { head: 'What', cell: r => r.kind === 'action' ? `${r.actor || '?'} on ${r.subject || ''}` : [msgLink(r.msg_id), ' ', r.type_tag || ''] },
+    { head: 'State', cell: r => r.kind === 'action' ? 'action' : [stateSpan(r.state), r.error_class ? ' ' + r.error_class : ''] },
+    { head: 'Note', cell: r => r.note || '' },
+  ], rec, { id: 'recent-table', rowId: r => r.id, empty: 'No problem recorded.' }));
 }
 
 function renderThroughput(el, tp) {
@@ -881,12 +892,28 @@ views.events = async ({ params, gen, view }) => {
 
 // ---- dead letters -----------------------------------------------------------------------------
 
+// ackDead asks for a note and acknowledges dead letters of kind ('message' or 'event'):
+// kept for audit, no longer counted as waiting for attention.
+async function ackDead(kind, ids, what) {
+  const done = await confirmAction({
+    title: 'Acknowledge ' + what,
+    body: ['An acknowledged dead letter is kept for audit but no longer counted as waiting for attention. Replay still works.',
+      kind === 'event' ? 'RETENTION deletes acknowledged dead events after retention.dead-letters.' : ''],
+    reason: true, confirmText: 'Acknowledge',
+    act: note => api('POST', API.deadAck, { kind, ids, note }),
+  });
+  if (done) { flash(`${done.acked.length} acknowledged` + (done.already.length ? `, ${done.already.length} already were` : '') + '.'); route(); }
+}
+
 views.dead = async ({ gen, view }) => {
-  const [msgs, st] = await Promise.all([
+  const [msgs, st, dead] = await Promise.all([
     api('GET', API.messages + '?state=DEAD&limit=200'),
     api('GET', API.status).catch(e => ({ failed: e })),
+    api('GET', API.dead + '?kind=message&limit=1000').catch(() => ({ acks: [] })),
   ]);
   if (!alive(gen)) return;
+  const acked = {};
+  for (const a of dead.acks || []) if (a.state === 'DEAD') acked[a.id] = a;
   const ms = msgs.messages || [];
   const byClass = {};
   for (const m of ms) byClass[m.error_class || '?'] = (byClass[m.error_class || '?'] || 0) + 1;
@@ -904,7 +931,10 @@ views.dead = async ({ gen, view }) => {
     { head: 'Class', cell: m => m.error_class || '' },
     { head: 'Type', cell: m => m.type_tag || '' },
     { head: 'Last error / note', cell: m => [m.last_error ? h('span', { class: 'error' }, m.last_error) : '', m.note ? h('div', {}, m.note) : null] },
-  ], ms, { id: 'dead-messages', empty: 'No DEAD message.' }));
+    { head: 'Acknowledged', cell: m => acked[m.id]
+      ? h('span', { class: 'muted', id: 'acked-message-' + m.id }, `by ${acked[m.id].acked_by} ${fmtTime(acked[m.id].acked_at)}` + (acked[m.id].note ? ': ' + acked[m.id].note : ''))
+      : can('operator') ? h('button', { type: 'button', id: 'ack-message-' + m.id, onclick: () => ackDead('message', [m.id], 'message ' + m.id) }, 'Acknowledge…') : '' },
+  ], ms, { id: 'dead-messages', rowId: m => m.id, empty: 'No DEAD message.' }));
   if (msgs.next_after) kids.push(h('p', {}, link('/messages?state=DEAD&after=' + encodeURIComponent(msgs.next_after), 'More…')));
   if (st.failed) {
     kids.push(h('h2', {}, 'Events'), h('p', { class: 'banner', id: 'dead-events-error', role: 'alert' },
@@ -916,7 +946,12 @@ views.dead = async ({ gen, view }) => {
   kids.push(h('h2', {}, 'Events'), table([
     { head: 'Target', cell: t => link('/events?state=DEAD&target=' + encodeURIComponent(t.target), t.target) },
     { head: 'Dead', class: 'num', cell: t => String(t.dead) },
-    { head: '', cell: t => can('operator') ? h('button', { type: 'button', onclick: () => replayDeadEvents(t.target, t.dead) }, 'Replay all…') : '' },
+    { head: '', cell: t => can('operator') ? [h('button', { type: 'button', onclick: () => replayDeadEvents(t.target, t.dead) }, 'Replay all…'), ' ',
+      h('button', { type: 'button', id: 'ack-events-' + t.target, onclick: async () => {
+        const evs = await api('GET', API.events + '?state=DEAD&limit=1000&target=' + encodeURIComponent(t.target));
+        const ids = (evs.events || []).map(e => e.event_id);
+        if (ids.length) ackDead('event', ids, `${ids.length} dead event(s) of ${t.target}`);
+      } }, 'Acknowledge all…')] : '' },
   ], ts, { empty: 'No DEAD event.' }));
   fill(view, ...kids);
 };

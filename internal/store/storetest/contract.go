@@ -36,6 +36,7 @@ type Store interface {
 	store.Retention
 	store.Scheduling
 	store.Batching
+	store.DeadLetters
 	store.SQLHandle
 	SQLDialect() store.Dialect
 
