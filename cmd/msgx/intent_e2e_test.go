@@ -240,3 +240,55 @@ func TestDeadLettersAsAWorkQueue(t *testing.T) {
 		}
 	})
 }
+
+// A second `msgx simulate` for a day the server already has flights on stops before it sends
+// anything and says how to avoid it; another --day goes; --replace replaces the day, warning.
+func TestSimulateWarnsBeforeReplacingADay(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
+		day := tomorrow(t)
+		simulate := func(args ...string) (string, error) {
+			return s.cli(nil, append([]string{"simulate", "--flights", "3", "--speed", "0", "--hours", "1"}, args...)...)
+		}
+		if out, err := simulate("--seed", "1", "--day", day.Format(time.DateOnly)); err != nil {
+			t.Fatalf("first run: %v %s", err, out)
+		}
+		var board struct {
+			Count int `json:"count"`
+		}
+		waitFor(t, "the day's 3 flights", func() bool {
+			s.getJSON("/api/v1/flights?day="+day.Format(time.DateOnly), &board)
+			return board.Count == 3
+		})
+		var before struct {
+			Counts map[string]int `json:"counts"`
+		}
+		s.getJSON("/api/v1/status", &before)
+		out, err := simulate("--seed", "2", "--day", day.Format(time.DateOnly))
+		if err == nil || !strings.Contains(out, "already has 3 flights on "+day.Format(time.DateOnly)) ||
+			!strings.Contains(out, "--day YYYY-MM-DD") || !strings.Contains(out, "fresh data directory") || !strings.Contains(out, "--replace") {
+			t.Fatalf("second run on the same day: %v %s", err, out)
+		}
+		var after struct {
+			Counts map[string]int `json:"counts"`
+		}
+		s.getJSON("/api/v1/status", &after)
+		total := func(c map[string]int) (n int) {
+			for _, v := range c {
+				n += v
+			}
+			return n
+		}
+		if total(after.Counts) != total(before.Counts) {
+			t.Errorf("the refused run sent messages: %v, then %v", before.Counts, after.Counts)
+		}
+		if out, err := simulate("--seed", "3", "--day", day.AddDate(0, 0, 1).Format(time.DateOnly)); err != nil {
+			t.Fatalf("another day: %v %s", err, out)
+		}
+		if out, err := simulate("--seed", "4", "--day", day.Format(time.DateOnly), "--replace"); err != nil ||
+			!strings.Contains(out, "warning: --replace: ") {
+			t.Fatalf("--replace: %v %s", err, out)
+		}
+	})
+}
