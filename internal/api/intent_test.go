@@ -90,7 +90,9 @@ func TestMetricsKnowPausesAndRejection(t *testing.T) {
 		`msgx_events_sent_total{target="Z"} 0`, `msgx_events_dead_total{target="Z"} 0`,
 		`msgx_messages_finished_total{class="ORPHAN",state="DEAD",type_tag="FLOP-CHOT"} 0`,
 		`msgx_messages_received_total{source="gateway"} 0`,
-		`msgx_operator_actions_total{action="message.park"} 0`)
+		`msgx_operator_actions_total{action="message.park"} 0`,
+		`msgx_dead_letters{acknowledged="false",kind="event"} 8`, `msgx_dead_letters{acknowledged="true",kind="event"} 0`,
+		`msgx_dead_letters{acknowledged="false",kind="message"} 0`)
 
 	var st struct {
 		Extra struct {

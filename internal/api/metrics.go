@@ -22,6 +22,7 @@ type MetricsStore interface {
 	CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error)
 	Head(ctx context.Context) (*store.Message, error)
 	Pauses(ctx context.Context) ([]store.Pause, error)
+	DeadCounts(ctx context.Context) (store.DeadCounts, error)
 	store.Events
 }
 
@@ -92,6 +93,14 @@ func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, cou
 		paused[p.Name] = true
 	}
 	s.PumpPaused = paused[store.PumpPause]
+	dead, err := db.DeadCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.Dead = map[string]metrics.DeadSample{
+		store.DeadMessage: {Dead: dead.Messages.Dead, Acknowledged: dead.Messages.Acknowledged},
+		store.DeadEvent:   {Dead: dead.Events.Dead, Acknowledged: dead.Events.Acknowledged},
+	}
 	stats, err := dispatch.Stats(ctx, db, now)
 	if err != nil {
 		return nil, err

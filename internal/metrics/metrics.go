@@ -60,7 +60,13 @@ type Snapshot struct {
 	Targets []TargetSample
 	// PumpPaused says an operator paused the pump (msgx pause).
 	PumpPaused bool
+	// Dead are the dead letters per kind ("message", "event"): how many, and how many of
+	// them an operator acknowledged; nil when not sampled.
+	Dead map[string]DeadSample
 }
+
+// DeadSample is the dead letters of one kind.
+type DeadSample struct{ Dead, Acknowledged int }
 
 // HeadSample is the head message as sampled.
 type HeadSample struct {
@@ -386,12 +392,13 @@ var (
 	descPumpPaused  = prometheus.NewDesc("msgx_pump_paused", "1 while an operator has paused the pump (msgx pause), else 0; the alerts on a blocked or lagging queue hold while it is 1.", nil, nil)
 	descTgtPaused   = prometheus.NewDesc("msgx_target_paused", "1 while an operator has paused the target (msgx pause --target), else 0; its lag and blocked alerts hold while it is 1.", []string{"target"}, nil)
 	descRejecting   = prometheus.NewDesc("msgx_target_rejecting", "1 while the target rejects what it is given: its latest deliveries (at least 3 since its last success) all went DEAD, else 0.", []string{"target"}, nil)
+	descDeadLetters = prometheus.NewDesc("msgx_dead_letters", "Dead letters (DEAD messages, DEAD events) by kind, and whether an operator acknowledged them (acknowledged=\"false\": those that call for attention).", []string{"kind", "acknowledged"}, nil)
 	descSampled     = prometheus.NewDesc("msgx_state_sample_timestamp_seconds", "Unix time of the state sample the msgx_messages, msgx_events, head and target gauges come from.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descEvents, descOldest, descOldestOld, descBlocked, descHeadAge, descHeadBlocked, descHeadAtt,
-		descPumpPaused, descTgtPaused, descRejecting, descSampled} {
+		descPumpPaused, descTgtPaused, descRejecting, descDeadLetters, descSampled} {
 		ch <- d
 	}
 }
@@ -428,6 +435,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descHeadBlocked, headBlocked)
 	gauge(descHeadAtt, attempts)
 	gauge(descPumpPaused, flag(s.PumpPaused))
+	for _, kind := range []string{"message", "event"} {
+		if d, ok := s.Dead[kind]; ok {
+			gauge(descDeadLetters, float64(d.Dead-d.Acknowledged), kind, "false")
+			gauge(descDeadLetters, float64(d.Acknowledged), kind, "true")
+		}
+	}
 	for _, t := range s.Targets {
 		gauge(descTgtPaused, flag(t.Paused), t.Target)
 		gauge(descRejecting, flag(t.Rejecting), t.Target)

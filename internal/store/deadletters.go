@@ -119,18 +119,28 @@ func (d *DB) AckDead(ctx context.Context, kind string, ids []int64, by, note str
 }
 
 // DeadCounts counts the DEAD messages and events and, of them, the acknowledged ones (an
-// acknowledgement of a row replayed since does not count). It reads the DEAD index ranges and
-// the acknowledgements.
+// acknowledgement of a row replayed since does not count). It reads the DEAD index ranges (of
+// the events, target by target) and the acknowledgements.
 func (d *DB) DeadCounts(ctx context.Context) (DeadCounts, error) {
 	var out DeadCounts
+	if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, pipeline.Dead).Scan(&out.Messages.Dead); err != nil {
+		return out, Unavailable(fmt.Errorf("dead messages: %w", err))
+	}
+	// The DEAD events target by target (IDX_EVT_HEAD), as the status counts them.
+	counts, err := d.EventCounts(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, c := range counts {
+		if c.State == pipeline.EventDead {
+			out.Events.Dead += int(c.Count)
+		}
+	}
 	for _, k := range []struct {
 		kind string
 		c    *DeadCount
 	}{{DeadMessage, &out.Messages}, {DeadEvent, &out.Events}} {
 		table, idCol, _ := deadSource(k.kind)
-		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE STATE = ?`, pipeline.Dead).Scan(&k.c.Dead); err != nil {
-			return out, Unavailable(fmt.Errorf("dead %ss: %w", k.kind, err))
-		}
 		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM DEAD_ACK a JOIN `+table+` t ON t.`+idCol+` = a.REF_ID
 			WHERE a.KIND = ? AND t.STATE = ?`, k.kind, pipeline.Dead).Scan(&k.c.Acknowledged); err != nil {
 			return out, Unavailable(fmt.Errorf("acknowledged dead %ss: %w", k.kind, err))
