@@ -228,6 +228,9 @@ func New(db Store, reg *handler.Registry, opt Options) *Pump {
 			Name: "msgx_messages_parked_total",
 			Help: "Messages parked at once (DEAD under their own class, replayable) because retrying cannot change their outcome (pipeline.park-classes).",
 		}, []string{"class"})}
+	for _, c := range pipeline.Classes { // every class's series from the start, at zero
+		p.parked.WithLabelValues(string(c))
+	}
 	p.path = p.messagePath()
 	return p
 }
