@@ -176,9 +176,18 @@ func status(args []string) error {
 	}
 	printHead(st)
 	var recent []client.RecentNote
+	var dead client.DeadCounts
+	if _, ok, err := takeSection(st.Extra, "dead", &dead); ok && err == nil && (dead.Messages.Dead > 0 || dead.Events.Dead > 0) {
+		fmt.Printf("dead letters to look at: %d messages, %d events (acknowledged, kept for audit: %d, %d)\n",
+			dead.Messages.Unacknowledged, dead.Events.Unacknowledged, dead.Messages.Acknowledged, dead.Events.Acknowledged)
+	}
 	if _, ok, err := takeSection(st.Extra, "recent", &recent); ok && err == nil && len(recent) > 0 {
-		fmt.Println("recently parked, dead or applied with warnings (newest first):")
+		fmt.Println("recent problems and operator actions (newest first):")
 		for _, n := range recent {
+			if n.Kind == "action" {
+				fmt.Printf("  %s %s by %s on %s\n", n.At.Format(time.RFC3339), n.Note, n.Actor, n.Subject)
+				continue
+			}
 			fmt.Printf("  %s message %d %s %s %s\n", n.At.Format(time.RFC3339), n.MsgID, n.TypeTag, n.State, n.Class)
 			if n.Note != "" {
 				fmt.Printf("    %s\n", n.Note)
@@ -263,6 +272,9 @@ func printTargets(raw json.RawMessage, targets []client.TargetStatus, err error)
 				t.Head.Attempts, next, or(t.ErrorClass, "?"), or(t.LastError, ""))
 		case t.Head != nil && t.Head.LastError != nil:
 			fmt.Printf("  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
+		}
+		if t.Rejecting {
+			fmt.Printf("  REJECTING: its latest events all went DEAD, none delivered since; see msgx events --state DEAD --target %s\n", t.Target)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"msgx/internal/app"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"msgx/internal/cli"
 	"msgx/internal/client"
 	"msgx/internal/jobs/jobkind"
+	"msgx/internal/suggest"
 )
 
 func printHistory(server string, id int64) error {
@@ -164,6 +166,49 @@ func park(args []string) error {
 	return nil
 }
 
+// ackCmd acknowledges dead letters: DEAD messages (IDs), or DEAD events with --events; kept
+// for audit, they leave the counts that call for attention.
+func ackCmd(args []string) error {
+	fs := prog.Flags("ack")
+	server := clientFlags(fs)
+	events := fs.Bool("events", false, "the ids are DEAD events' ids (default: DEAD messages' ids)")
+	note := fs.String("note", "", "why (kept with the acknowledgement and in the audit log)")
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx ack [--server URL] [--events] [--note TEXT] ID [ID…]"}
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
+		return usage
+	}
+	ids := make([]int64, 0, fs.NArg())
+	for _, a := range fs.Args() {
+		for _, f := range strings.Split(a, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil || id <= 0 {
+				return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx ack: %q is not an id", f)}
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > api.MaxAckIDs {
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx ack: %d ids; at most %d at a time", len(ids), api.MaxAckIDs)}
+	}
+	kind := "message"
+	if *events {
+		kind = "event"
+	}
+	res, err := srv(*server).AckDead(kind, ids, *note)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("acknowledged %d dead %s(s) %v", len(res.Acked), kind, res.Acked)
+	if len(res.Already) > 0 {
+		fmt.Printf("; already acknowledged: %v", res.Already)
+	}
+	fmt.Println()
+	if len(res.NotDead) > 0 {
+		fmt.Printf("not DEAD (unknown or replayed), left alone: %v\n", res.NotDead)
+	}
+	return nil
+}
+
 // pauseCmd pauses (name "pause") or resumes ("resume") the pump, or one target with --target.
 func pauseCmd(args []string, name string) error {
 	fs := prog.Flags(name)
@@ -204,17 +249,19 @@ func pauseCmd(args []string, name string) error {
 	return nil
 }
 
-// jobs lists the pump jobs, or starts one with --start KIND (admin).
+// jobs lists the pump jobs (any role), shows one with its progress (`msgx jobs ID`), or
+// starts one with --start KIND (admin).
 func jobsCmd(args []string) error {
 	fs := prog.Flags("jobs")
 	server := clientFlags(fs)
 	start := fs.String("start", "", "enqueue a job of this kind (ARCHIVE)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx jobs [--server URL] [--start ARCHIVE] [--json]"}
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx jobs [--server URL] [--start KIND] [--json] [ID]"}
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() > 1 {
+		return usage
 	}
 	if *start != "" {
-		kind, err := checkChoice("jobs", "start", *start, jobkind.Kinds)
+		kind, err := jobKind("jobs", *start)
 		if err != nil {
 			return err
 		}
@@ -225,6 +272,13 @@ func jobsCmd(args []string) error {
 		fmt.Printf("job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
 		return nil
 	}
+	if fs.NArg() == 1 {
+		id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+		if err != nil || id <= 0 {
+			return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx jobs: %q is not a job id", fs.Arg(0))}
+		}
+		return showJob(srv(*server), id, *asJSON)
+	}
 	var out client.JobList
 	if printed, err := show(srv(*server), "/api/v1/jobs", *asJSON, &out); printed || err != nil {
 		return err
@@ -233,15 +287,57 @@ func jobsCmd(args []string) error {
 		fmt.Println("no jobs")
 		return nil
 	}
-	fmt.Printf("%6s  %-8s  %-9s  %8s  %-20s  %s\n", "job", "kind", "state", "after", "created", "result / last error")
+	fmt.Printf("%6s  %-8s  %-9s  %8s  %-20s  %s\n", "job", "kind", "state", "after", "created", "result / last error / doing")
 	for _, j := range out.Jobs {
-		text := or(j.Result, "")
-		if j.LastError != nil && *j.LastError != "" {
-			text = *j.LastError
-		}
-		fmt.Printf("%6d  %-8s  %-9s  %8d  %-20s  %s\n", j.ID, j.Kind, j.State, j.AfterMsgID, j.CreatedAt.Format(time.RFC3339), oneLine(text, 100))
+		fmt.Printf("%6d  %-8s  %-9s  %8d  %-20s  %s\n", j.ID, j.Kind, jobState(j), j.AfterMsgID, j.CreatedAt.Format(time.RFC3339), oneLine(jobText(j), 100))
 	}
 	return nil
+}
+
+// jobState is a job's state, RUNNING while it runs.
+func jobState(j client.Job) string {
+	if j.Progress != nil {
+		return "RUNNING"
+	}
+	return j.State
+}
+
+// jobText is what a job did (its result), why it failed, or, while it runs, what it is doing.
+func jobText(j client.Job) string {
+	switch {
+	case j.Progress != nil:
+		return fmt.Sprintf("%s (for %s)", j.Progress.Doing, time.Duration(j.Progress.RunningSeconds*float64(time.Second)).Round(time.Second))
+	case j.LastError != nil && *j.LastError != "":
+		return *j.LastError
+	}
+	return or(j.Result, "")
+}
+
+// showJob prints one job: its state, attempts, times and result, error or progress.
+func showJob(c *client.Client, id int64, asJSON bool) error {
+	var j client.Job
+	if printed, err := show(c, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
+		return err
+	}
+	fmt.Printf("job %d %s: %s, %d attempt(s), after message %d, created %s\n", j.ID, j.Kind, jobState(j), j.Attempts, j.AfterMsgID, j.CreatedAt.Format(time.RFC3339))
+	if j.FinishedAt != nil {
+		fmt.Printf("finished %s\n", j.FinishedAt.Format(time.RFC3339))
+	}
+	if t := jobText(j); t != "" {
+		fmt.Println(t)
+	}
+	return nil
+}
+
+// jobKind returns kind in upper case when it is a job kind, else a usage error that suggests
+// the closest one.
+func jobKind(cmd, kind string) (string, error) {
+	k := strings.ToUpper(strings.TrimSpace(kind))
+	if slices.Contains(jobkind.Kinds, k) {
+		return k, nil
+	}
+	return "", app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx %s: unknown job kind %q%s; the kinds are %s",
+		cmd, kind, suggest.DidYouMean(k, jobkind.Kinds), strings.Join(jobkind.Kinds, ", "))}
 }
 
 // auditCmd lists the audit log (admin).
@@ -311,7 +407,10 @@ func jobCmd(args []string) error {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
 		return usage
 	}
-	kind := strings.ToUpper(fs.Arg(1))
+	kind, err := jobKind("job", fs.Arg(1))
+	if err != nil {
+		return err
+	}
 	c := srv(*server)
 	j, err := c.StartJobWith(kind, params())
 	if err != nil {
