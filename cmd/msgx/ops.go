@@ -27,17 +27,7 @@ func printHistory(server string, id int64) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("history:")
-	if len(history) == 0 {
-		fmt.Println("  (nothing recorded)")
-	}
-	for _, e := range history {
-		who := ""
-		if e.Actor != "" {
-			who = " by " + e.Actor
-		}
-		fmt.Printf("  %s  %-9s %-11s attempts %d%s: %s\n", e.At.Format(time.RFC3339), e.State, or(e.Class, "-"), e.Attempts, who, oneLine(e.Detail, 160))
-	}
+	client.WriteHistory(os.Stdout, history)
 	return nil
 }
 
@@ -70,8 +60,8 @@ func events(args []string) error {
 		return err
 	}
 	*limit = capLimit("events", *limit)
-	q := withFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
-		"flid", nonZero(*flid), "msg_id", nonZero(*msgID), "target", *tgt, "state", *state)
+	q := client.WithFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
+		"flid", client.NonZero(*flid), "msg_id", client.NonZero(*msgID), "target", *tgt, "state", *state)
 	var out client.EventList
 	if printed, err := show(srv(*server), "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
 		return err
@@ -83,9 +73,9 @@ func events(args []string) error {
 			text += " (elided: msgx event payload via GET /api/v1/events/" + strconv.FormatInt(e.EventID, 10) + "/payload)"
 		}
 		if e.LastError != nil {
-			text = or(e.ErrorClass, "?") + ": " + *e.LastError
+			text = client.OrText(e.ErrorClass, "?") + ": " + *e.LastError
 		}
-		fmt.Printf("%8d  %-13s  %-7s  %8d  %8d  %8s  %s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, or(e.FlightKey, "-"), oneLine(text, 120))
+		fmt.Printf("%8d  %-13s  %-7s  %8d  %8d  %8s  %s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, client.OrText(e.FlightKey, "-"), client.OneLine(text, 120))
 	}
 	if out.NextAfter != nil {
 		fmt.Printf("more: --after %d\n", *out.NextAfter)
@@ -122,7 +112,7 @@ func flightCmd(args []string) error {
 		}
 		sort.Strings(fields)
 		for _, k := range fields {
-			printChange(k, string(c.Changes[k].Old), string(c.Changes[k].New))
+			client.WriteChange(os.Stdout, k, string(c.Changes[k].Old), string(c.Changes[k].New))
 		}
 	})
 	if err != nil {
@@ -132,18 +122,6 @@ func flightCmd(args []string) error {
 		fmt.Printf("flight %d: no recorded changes\n", flid)
 	}
 	return nil
-}
-
-// printChange prints a field's old and new value in full: on one line when both are short,
-// else each on a line of its own (two long values that differ only at the end must not look
-// the same).
-func printChange(field, old, cur string) {
-	o, n := old, cur // JSON: a line each, as stored
-	if len([]rune(o)) <= 60 && len([]rune(n)) <= 60 {
-		fmt.Printf("    %-6s %s → %s\n", field, o, n)
-		return
-	}
-	fmt.Printf("    %-6s old: %s\n    %-6s new: %s\n", field, o, "", n)
 }
 
 // park sets a message aside: DEAD with class PARKED, replayable.
@@ -289,28 +267,9 @@ func jobsCmd(args []string) error {
 	}
 	fmt.Printf("%6s  %-8s  %-9s  %8s  %-20s  %s\n", "job", "kind", "state", "after", "created", "result / last error / doing")
 	for _, j := range out.Jobs {
-		fmt.Printf("%6d  %-8s  %-9s  %8d  %-20s  %s\n", j.ID, j.Kind, jobState(j), j.AfterMsgID, j.CreatedAt.Format(time.RFC3339), oneLine(jobText(j), 100))
+		fmt.Printf("%6d  %-8s  %-9s  %8d  %-20s  %s\n", j.ID, j.Kind, client.JobState(j), j.AfterMsgID, j.CreatedAt.Format(time.RFC3339), client.OneLine(client.JobText(j), 100))
 	}
 	return nil
-}
-
-// jobState is a job's state, RUNNING while it runs.
-func jobState(j client.Job) string {
-	if j.Progress != nil {
-		return "RUNNING"
-	}
-	return j.State
-}
-
-// jobText is what a job did (its result), why it failed, or, while it runs, what it is doing.
-func jobText(j client.Job) string {
-	switch {
-	case j.Progress != nil:
-		return fmt.Sprintf("%s (for %s)", j.Progress.Doing, time.Duration(j.Progress.RunningSeconds*float64(time.Second)).Round(time.Second))
-	case j.LastError != nil && *j.LastError != "":
-		return *j.LastError
-	}
-	return or(j.Result, "")
 }
 
 // showJob prints one job: its state, attempts, times and result, error or progress.
@@ -319,13 +278,7 @@ func showJob(c *client.Client, id int64, asJSON bool) error {
 	if printed, err := show(c, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
 		return err
 	}
-	fmt.Printf("job %d %s: %s, %d attempt(s), after message %d, created %s\n", j.ID, j.Kind, jobState(j), j.Attempts, j.AfterMsgID, j.CreatedAt.Format(time.RFC3339))
-	if j.FinishedAt != nil {
-		fmt.Printf("finished %s\n", j.FinishedAt.Format(time.RFC3339))
-	}
-	if t := jobText(j); t != "" {
-		fmt.Println(t)
-	}
+	client.WriteJob(os.Stdout, j)
 	return nil
 }
 
@@ -354,7 +307,7 @@ func auditCmd(args []string) error {
 		return err
 	}
 	for _, a := range out.Audit {
-		fmt.Printf("%6d  %s  %-12s %-8s  %-14s %s  %s\n", a.ID, a.At.Format(time.RFC3339), a.Actor, a.Role, a.Action, a.Subject, oneLine(a.Detail, 100))
+		fmt.Printf("%6d  %s  %-12s %-8s  %-14s %s  %s\n", a.ID, a.At.Format(time.RFC3339), a.Actor, a.Role, a.Action, a.Subject, client.OneLine(a.Detail, 100))
 	}
 	if out.NextAfter != nil {
 		fmt.Printf("more: --after %d\n", *out.NextAfter)
@@ -364,32 +317,21 @@ func auditCmd(args []string) error {
 
 // token prints the configured form of a token secret (hash) or makes a new secret (new).
 func token(args []string) error {
-	const usage = "usage: msgx token hash SECRET | msgx token new"
-	if len(args) == 0 {
-		return app.ExitError{Code: exitUsage, Msg: usage}
-	}
-	switch args[0] {
-	case "hash":
-		if len(args) != 2 {
-			return app.ExitError{Code: exitUsage, Msg: usage}
-		}
-		if len(args[1]) < 16 {
+	var secret string
+	switch {
+	case len(args) == 2 && args[0] == "hash":
+		if secret = args[1]; len(secret) < 16 {
 			return app.ExitError{Code: exitUsage, Msg: "msgx token hash: a token must be a random secret of at least 16 characters (msgx token new makes one); SHA-256 protects only high-entropy secrets"}
 		}
-		fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
-		fmt.Println(api.HashToken(args[1]))
-		return nil
-	case "new":
-		if len(args) != 1 {
-			return app.ExitError{Code: exitUsage, Msg: usage}
-		}
-		s := api.NewTokenSecret()
-		fmt.Printf("secret (give it to its holder; msgx keeps only the hash): %s\n", s)
-		fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
-		fmt.Println(api.HashToken(s))
-		return nil
+	case len(args) == 1 && args[0] == "new":
+		secret = api.NewTokenSecret()
+		fmt.Printf("secret (give it to its holder; msgx keeps only the hash): %s\n", secret)
+	default:
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx token hash SECRET | msgx token new"}
 	}
-	return app.ExitError{Code: exitUsage, Msg: usage}
+	fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
+	fmt.Println(api.HashToken(secret))
+	return nil
 }
 
 // jobCmd is `msgx job run KIND`: it enqueues a pump job, follows it (what it is doing, from
@@ -432,8 +374,8 @@ func jobCmd(args []string) error {
 	case !done:
 		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s not finished after %s; it goes on ('msgx jobs' shows it)", j.ID, j.Kind, *timeout)}
 	case x.State == "DEAD":
-		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, or(x.LastError, ""))}
+		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, client.OrText(x.LastError, ""))}
 	}
-	fmt.Println(or(x.Result, ""))
+	fmt.Println(client.OrText(x.Result, ""))
 	return nil
 }

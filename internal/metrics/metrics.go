@@ -162,6 +162,13 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 			Help: "Operator actions this instance's API took (each one is also in the audit log), by action: pump.pause, target.resume, message.park, message.replay, events.replay, job.enqueue, …",
 		}, []string{"action"}),
 	}
+	m.registerAll(version, up)
+	return m
+}
+
+// registerAll registers the instruments, msgx_build_info, the runtime's and the process's
+// collectors and, when up is set, msgx_database_up.
+func (m *Metrics) registerAll(version string, up func() bool) {
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "msgx_build_info",
 		Help:        "Always 1; the labels say which msgx this is (commit: the VCS revision the binary was built from, unknown when not recorded).",
@@ -182,7 +189,6 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 			return 0
 		}))
 	}
-	return m
 }
 
 // Commit returns the VCS revision the binary was built from, "unknown" when not recorded.
