@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"msgx/internal/handler"
+	"msgx/internal/jobs"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
@@ -42,12 +43,13 @@ var aliases = map[string]string{
 	"msgx_oldest_pending_event_age_seconds": "msgx_target_oldest_pending_age_seconds",
 }
 
-// registered returns the name of every msgx metric `msgx serve` registers.
+// registered returns the name of every msgx metric `msgx serve` registers (the jobs' too).
 func registered(t *testing.T) []string {
 	t.Helper()
 	m := metrics.New(pipeline.SystemClock{}, "test", func() bool { return true })
 	p := pump.New(nil, handler.NewRegistry(), pump.Options{})
 	m.Register(p.TroubleMetric(), p.ParkedMetric(), p.HaltMetric())
+	m.Register(jobs.Collectors()...)
 	return m.Names()
 }
 
@@ -86,14 +88,15 @@ type ruleFile struct {
 	Groups []struct {
 		Name  string `yaml:"name"`
 		Rules []struct {
-			Alert  string `yaml:"alert"`
-			Record string `yaml:"record"`
-			Expr   string `yaml:"expr"`
+			Alert       string            `yaml:"alert"`
+			Record      string            `yaml:"record"`
+			Expr        string            `yaml:"expr"`
+			Annotations map[string]string `yaml:"annotations"`
 		} `yaml:"rules"`
 	} `yaml:"groups"`
 }
 
-func alertExprs(t *testing.T) map[string]string {
+func readRules(t *testing.T) ruleFile {
 	t.Helper()
 	b, err := os.ReadFile(rulesFile)
 	if err != nil {
@@ -103,6 +106,12 @@ func alertExprs(t *testing.T) map[string]string {
 	if err := yaml.Unmarshal(b, &rf); err != nil {
 		t.Fatal(err)
 	}
+	return rf
+}
+
+func alertExprs(t *testing.T) map[string]string {
+	t.Helper()
+	rf := readRules(t)
 	out := map[string]string{}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
@@ -120,8 +129,20 @@ func dashboardExprs(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	var d struct {
-		UID    string `json:"uid"`
-		Title  string `json:"title"`
+		UID        string `json:"uid"`
+		Title      string `json:"title"`
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Definition string `json:"definition"`
+			} `json:"list"`
+		} `json:"templating"`
+		Annotations struct {
+			List []struct {
+				Name string `json:"name"`
+				Expr string `json:"expr"`
+			} `json:"list"`
+		} `json:"annotations"`
 		Panels []struct {
 			Title   string `json:"title"`
 			Type    string `json:"type"`
@@ -138,6 +159,24 @@ func dashboardExprs(t *testing.T) map[string]string {
 		t.Fatalf("%s: no uid, title or panels", dashboardFile)
 	}
 	out := map[string]string{}
+	vars := map[string]bool{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = true
+	}
+	for _, want := range []string{"datasource", "target", "kind"} {
+		if !vars[want] {
+			t.Errorf("%s: no $%s variable", dashboardFile, want)
+		}
+	}
+	for _, a := range d.Annotations.List {
+		if strings.TrimSpace(a.Expr) == "" {
+			t.Errorf("annotation %q has no query", a.Name)
+		}
+		out["annotation "+a.Name] = a.Expr
+	}
+	if len(d.Annotations.List) < 3 {
+		t.Errorf("%s: %d annotations, want those of pauses, parks and replays", dashboardFile, len(d.Annotations.List))
+	}
 	for _, p := range d.Panels {
 		if p.Type == "row" {
 			continue
@@ -228,5 +267,54 @@ func TestDeployNamesOnlyRegisteredMetrics(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+n+"`") && !strings.Contains(string(readme), "`"+n+"{") {
 			t.Errorf("docs/operations.md does not list %s", n)
 		}
+	}
+}
+
+// anchor is the anchor GitHub gives a Markdown heading: lower case, spaces as dashes, and
+// punctuation but dashes and underscores dropped.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Every alert has a runbook_url that names a heading of docs/operations.md, the alert's own.
+func TestAlertsLinkTheirRunbook(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if h, ok := strings.CutPrefix(line, "#"); ok {
+			anchors[anchor(strings.TrimLeft(h, "#"))] = true
+		}
+	}
+	n := 0
+	for _, g := range readRules(t).Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			n++
+			url := r.Annotations["runbook_url"]
+			want := "docs/operations.md#" + anchor(r.Alert)
+			if url != want {
+				t.Errorf("alert %s: runbook_url %q, want %q", r.Alert, url, want)
+			}
+			if !anchors[anchor(r.Alert)] {
+				t.Errorf("alert %s: docs/operations.md has no heading %q", r.Alert, r.Alert)
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d alerts found", n)
 	}
 }

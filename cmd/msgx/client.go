@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -159,112 +158,8 @@ func status(args []string) error {
 	if printed, err := show(srv(*server), "/api/v1/status", *asJSON, &st); printed || err != nil {
 		return err
 	}
-	fmt.Printf("pump running: %v", st.PumpRunning)
-	if st.LeaseHolder != "" {
-		fmt.Printf(" (lease: %s)", st.LeaseHolder)
-	}
-	fmt.Println()
-	for _, p := range st.Paused {
-		fmt.Printf("PAUSED %s by %s since %s", p.Name, p.By, p.At.Format(time.RFC3339))
-		if p.Reason != "" {
-			fmt.Printf(": %s", p.Reason)
-		}
-		fmt.Printf(" (msgx resume%s)\n", map[bool]string{true: " --target " + strings.TrimPrefix(p.Name, "target:"), false: ""}[strings.HasPrefix(p.Name, "target:")])
-	}
-	for _, s := range []string{"PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD"} {
-		fmt.Printf("%-10s %d\n", s, st.Counts[s])
-	}
-	printHead(st)
-	var recent []client.RecentNote
-	if _, ok, err := takeSection(st.Extra, "recent", &recent); ok && err == nil && len(recent) > 0 {
-		fmt.Println("recently parked, dead or applied with warnings (newest first):")
-		for _, n := range recent {
-			fmt.Printf("  %s message %d %s %s %s\n", n.At.Format(time.RFC3339), n.MsgID, n.TypeTag, n.State, n.Class)
-			if n.Note != "" {
-				fmt.Printf("    %s\n", n.Note)
-			}
-			for _, w := range n.Warnings {
-				fmt.Printf("    warning: %s\n", w)
-			}
-		}
-	}
-	var targets []client.TargetStatus
-	if raw, ok, err := takeSection(st.Extra, "targets", &targets); ok {
-		printTargets(raw, targets, err)
-	}
-	var tr *client.PumpTrouble
-	if _, ok, err := takeSection(st.Extra, "pump_trouble", &tr); ok && err == nil && tr != nil {
-		fmt.Printf("pump: cannot record the outcome of message %d: %d failure(s) since %s, next try %s\n  error: %s\n",
-			tr.MsgID, tr.Failures, tr.Since.Format(time.RFC3339), tr.Next.Format(time.RFC3339), tr.LastError)
-	}
-	printJobs(st.Extra)
-	keys := make([]string, 0, len(st.Extra))
-	for k := range st.Extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Printf("%s: %s\n", k, st.Extra[k])
-	}
+	client.WriteStatus(os.Stdout, st)
 	return nil
-}
-
-// takeSection takes the status section key out of extra and decodes it into v; ok is false
-// when the status has no such section.
-func takeSection(extra map[string]json.RawMessage, key string, v any) (raw json.RawMessage, ok bool, err error) {
-	if raw, ok = extra[key]; !ok {
-		return nil, false, nil
-	}
-	delete(extra, key)
-	return raw, true, json.Unmarshal(raw, v)
-}
-
-// printHead prints the status's head message and why it waits.
-func printHead(st client.Status) {
-	if st.Head == nil {
-		fmt.Println("head: none (nothing waiting)")
-		return
-	}
-	tag := "?"
-	if st.Head.TypeTag != nil {
-		tag = *st.Head.TypeTag
-	}
-	fmt.Printf("head: message %d %s %s, attempts %d\n  why: %s\n", st.Head.ID, tag, st.Head.State, st.Head.Attempts, st.Head.Why)
-	for _, w := range st.Head.Warnings {
-		fmt.Printf("  warning: %s\n", w)
-	}
-}
-
-// printTargets prints the status's delivery targets (raw when they could not be read: err).
-func printTargets(raw json.RawMessage, targets []client.TargetStatus, err error) {
-	if err != nil {
-		fmt.Printf("targets: %s\n", raw)
-		return
-	}
-	if len(targets) == 0 {
-		fmt.Println("targets: no events yet")
-		return
-	}
-	fmt.Printf("%-14s %8s %6s %8s %s\n", "target", "pending", "dead", "sent", "oldest pending")
-	for _, t := range targets {
-		age := "-"
-		if t.Pending > 0 {
-			age = (time.Duration(t.AgeSeconds * float64(time.Second))).Round(time.Millisecond).String()
-		}
-		fmt.Printf("%-14s %8d %6d %8d %s\n", t.Target, t.Pending, t.Dead, t.Sent, age)
-		switch {
-		case t.BlockedSince != nil && t.Head != nil:
-			next := "-"
-			if t.NextAttempt != nil {
-				next = t.NextAttempt.Format(time.RFC3339)
-			}
-			fmt.Printf("  BLOCKED since %s (%s), head event %d, %d attempt(s), next attempt %s, %s: %s\n",
-				t.BlockedSince.Format(time.RFC3339), time.Since(*t.BlockedSince).Round(time.Second), t.Head.EventID,
-				t.Head.Attempts, next, or(t.ErrorClass, "?"), or(t.LastError, ""))
-		case t.Head != nil && t.Head.LastError != nil:
-			fmt.Printf("  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
-		}
-	}
 }
 
 func replay(args []string) error {
@@ -301,7 +196,7 @@ func replay(args []string) error {
 	}
 	if *dryRun {
 		fmt.Printf("dry run: would move %d messages to PENDING, skip %d\n", res.Moved, res.Skipped)
-		printPreview(res, false)
+		client.WritePreview(os.Stdout, res, false)
 		return nil
 	}
 	fmt.Printf("moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
@@ -357,7 +252,7 @@ func replayEvents(c *client.Client, target string, ids []int64, dryRun bool) err
 	}
 	if dryRun {
 		fmt.Printf("dry run: would move %d dead events to PENDING, skip %d\n", res.Moved, res.Skipped)
-		printPreview(res, true)
+		client.WritePreview(os.Stdout, res, true)
 	} else {
 		fmt.Printf("moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
 	}
@@ -369,35 +264,6 @@ func replayEvents(c *client.Client, target string, ids []int64, dryRun bool) err
 
 // printPreview prints a dry run's items as a table (id, tag or target, class, age) and says
 // how many more would move than the table shows.
-func printPreview(res client.ReplayAnswer, events bool) {
-	if len(res.Items) == 0 {
-		return
-	}
-	what := "tag"
-	if events {
-		what = "target / tag"
-	}
-	fmt.Printf("%10s  %-28s  %-12s  %s\n", "id", what, "class", "age")
-	for _, it := range res.Items {
-		label := it.Tag
-		if events {
-			label = it.Target + " / " + it.Tag
-		}
-		age := (time.Duration(it.AgeSeconds) * time.Second).String()
-		fmt.Printf("%10d  %-28s  %-12s  %s\n", it.ID, orDash(label), orDash(it.Class), age)
-	}
-	if more := res.Moved - len(res.Items); more > 0 {
-		fmt.Printf("… and %d more (the table shows the first %d)\n", more, len(res.Items))
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // classNames lists the error classes by name.
 func classNames() []string {
 	out := make([]string, len(pipeline.Classes))

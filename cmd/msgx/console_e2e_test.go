@@ -281,6 +281,21 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText("#head-why", "Nothing waits")
 	b.waitText("#count-DEAD", "1")
 	b.shot("overview-queue-moved-on")
+	// The operator's park is in the recent problems, which the server keeps.
+	b.waitText("#recent-table", "ops on message "+fmt.Sprint(head), "message.park")
+
+	// Acknowledged, the parked message stays for audit but leaves the red count.
+	b.visit(s.url, "#/dead")
+	b.run("acknowledge the parked message", chromedp.Click(chromedp.CSS(fmt.Sprintf("#ack-message-%d", head))))
+	b.confirm("acknowledge the parked message", "known bad test data")
+	b.waitText(fmt.Sprintf("#acked-message-%d", head), "by ops", "known bad test data")
+	b.visit(s.url, "#/")
+	b.waitText("#count-DEAD", "0")
+	b.waitText("#count-DEAD-acked", "1 acknowledged")
+	b.waitText("#recent-table", "dead.ack")
+	if m := a.message(head); m.State != "DEAD" {
+		t.Fatalf("an acknowledged message is %s, want DEAD (kept)", m.State)
+	}
 
 	// Pause the pump: a new message waits, and the head says why; resumed, it is processed.
 	b.run("press pause on the pump", chromedp.Click(chromedp.CSS("#pump-pause")))
@@ -352,7 +367,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 			done = append(done, e.Action)
 		}
 	}
-	if want := "message.park pump.pause pump.resume target.pause target.resume"; strings.Join(done, " ") != want {
+	if want := "message.park dead.ack pump.pause pump.resume target.pause target.resume"; strings.Join(done, " ") != want {
 		t.Fatalf("the operator's audited actions: %q, want %q (%+v)", done, want, audit.Audit)
 	}
 
@@ -363,7 +378,16 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText("#who", "watcher", "viewer")
 	b.waitText("#head-why", "Nothing waits")
 	b.waitJS("the targets", `!!document.querySelector('#targets-table tr[data-id="KAFKA_FLOP"]')`)
-	b.waitJS("no action for a viewer", `!document.querySelector('#pump-pause, #pump-resume, [id^="target-pause-"], [id^="target-resume-"]') && document.querySelector('#nav a[data-view="jobs"]').hidden`)
+	b.waitJS("no action for a viewer", `!document.querySelector('#pump-pause, #pump-resume, [id^="target-pause-"], [id^="target-resume-"]') && !document.querySelector('#nav a[data-view="jobs"]').hidden`)
+	// The viewer follows the jobs an admin runs, without being offered to start one.
+	job := (&bearerAPI{t: t, s: s, token: adminSecret}).startJob("ARCHIVE")
+	b.visit(s.url, "#/jobs")
+	b.waitText(fmt.Sprintf(`#jobs-table tr[data-id="%d"]`, job), "ARCHIVE")
+	b.waitJS("no job form for a viewer", `!document.getElementById('job-start')`)
+	b.visit(s.url, fmt.Sprintf("#/jobs/%d", job))
+	b.waitJS("the job's page follows it to its end", fmt.Sprintf(
+		`/ARCHIVE.*DONE.*archived \d+ messages/.test(document.querySelector('#job-detail tr[data-id="%d"]')?.textContent || '')`, job))
+	b.shot("viewer-job")
 	b.visit(s.url, fmt.Sprintf("#/message/%d", head))
 	b.waitText("#msg-state", "PARKED")
 	b.waitJS("no park or replay for a viewer", `!document.getElementById('park') && !document.getElementById('replay')`)
@@ -409,6 +433,26 @@ func (a *bearerAPI) getJSON(path string, v any, want ...int) {
 			a.t.Fatalf("GET %s: %v in %s", path, err, b)
 		}
 	}
+}
+
+// startJob enqueues a job of kind (the token must be an admin's) and returns its id.
+func (a *bearerAPI) startJob(kind string) int64 {
+	a.t.Helper()
+	req, _ := http.NewRequest("POST", a.s.url+"/api/v1/jobs", strings.NewReader(`{"kind":"`+kind+`"}`))
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var j struct {
+		ID int64 `json:"id"`
+	}
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || json.Unmarshal(b, &j) != nil || j.ID == 0 {
+		a.t.Fatalf("POST /api/v1/jobs %s: %d %s", kind, resp.StatusCode, b)
+	}
+	return j.ID
 }
 
 func (a *bearerAPI) message(id int64) message {

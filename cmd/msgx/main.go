@@ -29,7 +29,7 @@ var commandsText string
 // runs are the commands' functions by name.
 var runs = map[string]func([]string) error{
 	"serve": serve, "send": send, "status": status, "messages": messages, "message": message,
-	"replay": replay, "events": events, "flight": flightCmd, "find": findCmd, "park": park,
+	"replay": replay, "events": events, "flight": flightCmd, "find": findCmd, "park": park, "ack": ackCmd,
 	"pause":  func(args []string) error { return pauseCmd(args, "pause") },
 	"resume": func(args []string) error { return pauseCmd(args, "resume") },
 	"jobs":   jobsCmd, "job": jobCmd, "audit": auditCmd, "token": token, "request": request,

@@ -8,16 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
-	"time"
 )
-
-func or(s *string, def string) string {
-	if s == nil || *s == "" {
-		return def
-	}
-	return *s
-}
 
 // messages lists messages with their state, class, note and warnings.
 func messages(args []string) error {
@@ -46,14 +37,14 @@ func messages(args []string) error {
 	}
 	*limit = capLimit("messages", *limit)
 	if *follow {
-		filters, err := url.ParseQuery(withFilters(url.Values{}, "flid", nonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class))
+		filters, err := url.ParseQuery(client.WithFilters(url.Values{}, "flid", client.NonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class))
 		if err != nil {
 			return err
 		}
 		return followMessages(srv(*server), filters, *limit, *asJSON)
 	}
-	q := withFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
-		"flid", nonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
+	q := client.WithFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
+		"flid", client.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
 	var out client.MessageList
 	if printed, err := show(srv(*server), "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
 		return err
@@ -77,12 +68,12 @@ func printMessageHeader() {
 func printMessageLine(m client.Message) {
 	text := m.Note
 	if m.State == "FAILED" || m.State == "DEAD" || m.State == "SKIPPED" {
-		text = or(m.LastError, m.Note)
+		text = client.OrText(m.LastError, m.Note)
 	}
 	if len(m.Warnings) > 0 {
 		text += fmt.Sprintf(" [%d warning(s)]", len(m.Warnings))
 	}
-	fmt.Printf("%8d  %-9s  %-11s  %-10s  %s\n", m.ID, m.State, or(m.ErrorClass, "-"), or(m.TypeTag, "?"), oneLine(text, 120))
+	fmt.Printf("%8d  %-9s  %-11s  %-10s  %s\n", m.ID, m.State, client.OrText(m.ErrorClass, "-"), client.OrText(m.TypeTag, "?"), client.OneLine(text, 120))
 }
 
 // message shows one message in full: state, class, last error, note and every warning.
@@ -118,57 +109,6 @@ func message(args []string) (err error) {
 	if printed, err := show(srv(*server), fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
 		return err
 	}
-	fmt.Printf("message %d: %s %s, attempts %d\n", m.ID, or(m.TypeTag, "?"), m.State, m.Attempts)
-	if m.ErrorClass != nil {
-		fmt.Printf("class:      %s\n", *m.ErrorClass)
-	}
-	if m.Identity != nil {
-		fmt.Printf("identity:   %s\n", *m.Identity)
-	}
-	if m.ReceivedAt != nil {
-		fmt.Printf("received:   %s\n", m.ReceivedAt.Format(time.RFC3339))
-	}
-	if m.ProcessedAt != nil {
-		fmt.Printf("processed:  %s\n", m.ProcessedAt.Format(time.RFC3339))
-	}
-	if m.LastError != nil {
-		fmt.Printf("last error: %s\n", *m.LastError)
-	}
-	if m.Note != "" {
-		fmt.Printf("note:       %s\n", m.Note)
-	}
-	for _, w := range m.Warnings {
-		fmt.Printf("warning:    %s\n", w)
-	}
-	if m.AnsweredRequest != nil {
-		fmt.Printf("answered:   data request %d (msgx requests)\n", *m.AnsweredRequest)
-	}
+	client.WriteMessage(os.Stdout, m)
 	return nil
-}
-
-// withFilters adds to q each name and value of kv whose value is not "", and encodes it.
-func withFilters(q url.Values, kv ...string) string {
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			q.Set(kv[i], kv[i+1])
-		}
-	}
-	return q.Encode()
-}
-
-// nonZero is n in decimal, "" for 0.
-func nonZero(n int64) string {
-	if n == 0 {
-		return ""
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-// oneLine returns s on one line, cut to n characters.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -9,6 +9,7 @@ import (
 	"msgx/internal/app"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"msgx/internal/cli"
 	"msgx/internal/client"
 	"msgx/internal/jobs/jobkind"
+	"msgx/internal/suggest"
 )
 
 func printHistory(server string, id int64) error {
@@ -25,17 +27,7 @@ func printHistory(server string, id int64) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("history:")
-	if len(history) == 0 {
-		fmt.Println("  (nothing recorded)")
-	}
-	for _, e := range history {
-		who := ""
-		if e.Actor != "" {
-			who = " by " + e.Actor
-		}
-		fmt.Printf("  %s  %-9s %-11s attempts %d%s: %s\n", e.At.Format(time.RFC3339), e.State, or(e.Class, "-"), e.Attempts, who, oneLine(e.Detail, 160))
-	}
+	client.WriteHistory(os.Stdout, history)
 	return nil
 }
 
@@ -68,8 +60,8 @@ func events(args []string) error {
 		return err
 	}
 	*limit = capLimit("events", *limit)
-	q := withFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
-		"flid", nonZero(*flid), "msg_id", nonZero(*msgID), "target", *tgt, "state", *state)
+	q := client.WithFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
+		"flid", client.NonZero(*flid), "msg_id", client.NonZero(*msgID), "target", *tgt, "state", *state)
 	var out client.EventList
 	if printed, err := show(srv(*server), "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
 		return err
@@ -81,9 +73,9 @@ func events(args []string) error {
 			text += " (elided: msgx event payload via GET /api/v1/events/" + strconv.FormatInt(e.EventID, 10) + "/payload)"
 		}
 		if e.LastError != nil {
-			text = or(e.ErrorClass, "?") + ": " + *e.LastError
+			text = client.OrText(e.ErrorClass, "?") + ": " + *e.LastError
 		}
-		fmt.Printf("%8d  %-13s  %-7s  %8d  %8d  %8s  %s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, or(e.FlightKey, "-"), oneLine(text, 120))
+		fmt.Printf("%8d  %-13s  %-7s  %8d  %8d  %8s  %s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, client.OrText(e.FlightKey, "-"), client.OneLine(text, 120))
 	}
 	if out.NextAfter != nil {
 		fmt.Printf("more: --after %d\n", *out.NextAfter)
@@ -120,7 +112,7 @@ func flightCmd(args []string) error {
 		}
 		sort.Strings(fields)
 		for _, k := range fields {
-			printChange(k, string(c.Changes[k].Old), string(c.Changes[k].New))
+			client.WriteChange(os.Stdout, k, string(c.Changes[k].Old), string(c.Changes[k].New))
 		}
 	})
 	if err != nil {
@@ -130,18 +122,6 @@ func flightCmd(args []string) error {
 		fmt.Printf("flight %d: no recorded changes\n", flid)
 	}
 	return nil
-}
-
-// printChange prints a field's old and new value in full: on one line when both are short,
-// else each on a line of its own (two long values that differ only at the end must not look
-// the same).
-func printChange(field, old, cur string) {
-	o, n := old, cur // JSON: a line each, as stored
-	if len([]rune(o)) <= 60 && len([]rune(n)) <= 60 {
-		fmt.Printf("    %-6s %s → %s\n", field, o, n)
-		return
-	}
-	fmt.Printf("    %-6s old: %s\n    %-6s new: %s\n", field, o, "", n)
 }
 
 // park sets a message aside: DEAD with class PARKED, replayable.
@@ -161,6 +141,49 @@ func park(args []string) error {
 		return err
 	}
 	fmt.Printf("message %d: %s → %s %s (replay with: msgx replay --id %d)\n", id, res.From, res.State, res.Class, id)
+	return nil
+}
+
+// ackCmd acknowledges dead letters: DEAD messages (IDs), or DEAD events with --events; kept
+// for audit, they leave the counts that call for attention.
+func ackCmd(args []string) error {
+	fs := prog.Flags("ack")
+	server := clientFlags(fs)
+	events := fs.Bool("events", false, "the ids are DEAD events' ids (default: DEAD messages' ids)")
+	note := fs.String("note", "", "why (kept with the acknowledgement and in the audit log)")
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx ack [--server URL] [--events] [--note TEXT] ID [ID…]"}
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
+		return usage
+	}
+	ids := make([]int64, 0, fs.NArg())
+	for _, a := range fs.Args() {
+		for _, f := range strings.Split(a, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil || id <= 0 {
+				return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx ack: %q is not an id", f)}
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > api.MaxAckIDs {
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx ack: %d ids; at most %d at a time", len(ids), api.MaxAckIDs)}
+	}
+	kind := "message"
+	if *events {
+		kind = "event"
+	}
+	res, err := srv(*server).AckDead(kind, ids, *note)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("acknowledged %d dead %s(s) %v", len(res.Acked), kind, res.Acked)
+	if len(res.Already) > 0 {
+		fmt.Printf("; already acknowledged: %v", res.Already)
+	}
+	fmt.Println()
+	if len(res.NotDead) > 0 {
+		fmt.Printf("not DEAD (unknown or replayed), left alone: %v\n", res.NotDead)
+	}
 	return nil
 }
 
@@ -204,17 +227,19 @@ func pauseCmd(args []string, name string) error {
 	return nil
 }
 
-// jobs lists the pump jobs, or starts one with --start KIND (admin).
+// jobs lists the pump jobs (any role), shows one with its progress (`msgx jobs ID`), or
+// starts one with --start KIND (admin).
 func jobsCmd(args []string) error {
 	fs := prog.Flags("jobs")
 	server := clientFlags(fs)
 	start := fs.String("start", "", "enqueue a job of this kind (ARCHIVE)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx jobs [--server URL] [--start ARCHIVE] [--json]"}
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx jobs [--server URL] [--start KIND] [--json] [ID]"}
+	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() > 1 {
+		return usage
 	}
 	if *start != "" {
-		kind, err := checkChoice("jobs", "start", *start, jobkind.Kinds)
+		kind, err := jobKind("jobs", *start)
 		if err != nil {
 			return err
 		}
@@ -225,6 +250,13 @@ func jobsCmd(args []string) error {
 		fmt.Printf("job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
 		return nil
 	}
+	if fs.NArg() == 1 {
+		id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+		if err != nil || id <= 0 {
+			return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx jobs: %q is not a job id", fs.Arg(0))}
+		}
+		return showJob(srv(*server), id, *asJSON)
+	}
 	var out client.JobList
 	if printed, err := show(srv(*server), "/api/v1/jobs", *asJSON, &out); printed || err != nil {
 		return err
@@ -233,15 +265,32 @@ func jobsCmd(args []string) error {
 		fmt.Println("no jobs")
 		return nil
 	}
-	fmt.Printf("%6s  %-8s  %-9s  %8s  %-20s  %s\n", "job", "kind", "state", "after", "created", "result / last error")
+	fmt.Printf("%6s  %-8s  %-9s  %8s  %-20s  %s\n", "job", "kind", "state", "after", "created", "result / last error / doing")
 	for _, j := range out.Jobs {
-		text := or(j.Result, "")
-		if j.LastError != nil && *j.LastError != "" {
-			text = *j.LastError
-		}
-		fmt.Printf("%6d  %-8s  %-9s  %8d  %-20s  %s\n", j.ID, j.Kind, j.State, j.AfterMsgID, j.CreatedAt.Format(time.RFC3339), oneLine(text, 100))
+		fmt.Printf("%6d  %-8s  %-9s  %8d  %-20s  %s\n", j.ID, j.Kind, client.JobState(j), j.AfterMsgID, j.CreatedAt.Format(time.RFC3339), client.OneLine(client.JobText(j), 100))
 	}
 	return nil
+}
+
+// showJob prints one job: its state, attempts, times and result, error or progress.
+func showJob(c *client.Client, id int64, asJSON bool) error {
+	var j client.Job
+	if printed, err := show(c, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
+		return err
+	}
+	client.WriteJob(os.Stdout, j)
+	return nil
+}
+
+// jobKind returns kind in upper case when it is a job kind, else a usage error that suggests
+// the closest one.
+func jobKind(cmd, kind string) (string, error) {
+	k := strings.ToUpper(strings.TrimSpace(kind))
+	if slices.Contains(jobkind.Kinds, k) {
+		return k, nil
+	}
+	return "", app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx %s: unknown job kind %q%s; the kinds are %s",
+		cmd, kind, suggest.DidYouMean(k, jobkind.Kinds), strings.Join(jobkind.Kinds, ", "))}
 }
 
 // auditCmd lists the audit log (admin).
@@ -258,7 +307,7 @@ func auditCmd(args []string) error {
 		return err
 	}
 	for _, a := range out.Audit {
-		fmt.Printf("%6d  %s  %-12s %-8s  %-14s %s  %s\n", a.ID, a.At.Format(time.RFC3339), a.Actor, a.Role, a.Action, a.Subject, oneLine(a.Detail, 100))
+		fmt.Printf("%6d  %s  %-12s %-8s  %-14s %s  %s\n", a.ID, a.At.Format(time.RFC3339), a.Actor, a.Role, a.Action, a.Subject, client.OneLine(a.Detail, 100))
 	}
 	if out.NextAfter != nil {
 		fmt.Printf("more: --after %d\n", *out.NextAfter)
@@ -268,32 +317,21 @@ func auditCmd(args []string) error {
 
 // token prints the configured form of a token secret (hash) or makes a new secret (new).
 func token(args []string) error {
-	const usage = "usage: msgx token hash SECRET | msgx token new"
-	if len(args) == 0 {
-		return app.ExitError{Code: exitUsage, Msg: usage}
-	}
-	switch args[0] {
-	case "hash":
-		if len(args) != 2 {
-			return app.ExitError{Code: exitUsage, Msg: usage}
-		}
-		if len(args[1]) < 16 {
+	var secret string
+	switch {
+	case len(args) == 2 && args[0] == "hash":
+		if secret = args[1]; len(secret) < 16 {
 			return app.ExitError{Code: exitUsage, Msg: "msgx token hash: a token must be a random secret of at least 16 characters (msgx token new makes one); SHA-256 protects only high-entropy secrets"}
 		}
-		fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
-		fmt.Println(api.HashToken(args[1]))
-		return nil
-	case "new":
-		if len(args) != 1 {
-			return app.ExitError{Code: exitUsage, Msg: usage}
-		}
-		s := api.NewTokenSecret()
-		fmt.Printf("secret (give it to its holder; msgx keeps only the hash): %s\n", s)
-		fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
-		fmt.Println(api.HashToken(s))
-		return nil
+	case len(args) == 1 && args[0] == "new":
+		secret = api.NewTokenSecret()
+		fmt.Printf("secret (give it to its holder; msgx keeps only the hash): %s\n", secret)
+	default:
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx token hash SECRET | msgx token new"}
 	}
-	return app.ExitError{Code: exitUsage, Msg: usage}
+	fmt.Println("# auth.tokens entry: {name: NAME, role: viewer|operator|admin, hash: <the line below>}")
+	fmt.Println(api.HashToken(secret))
+	return nil
 }
 
 // jobCmd is `msgx job run KIND`: it enqueues a pump job, follows it (what it is doing, from
@@ -311,7 +349,10 @@ func jobCmd(args []string) error {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
 		return usage
 	}
-	kind := strings.ToUpper(fs.Arg(1))
+	kind, err := jobKind("job", fs.Arg(1))
+	if err != nil {
+		return err
+	}
 	c := srv(*server)
 	j, err := c.StartJobWith(kind, params())
 	if err != nil {
@@ -333,8 +374,8 @@ func jobCmd(args []string) error {
 	case !done:
 		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s not finished after %s; it goes on ('msgx jobs' shows it)", j.ID, j.Kind, *timeout)}
 	case x.State == "DEAD":
-		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, or(x.LastError, ""))}
+		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, client.OrText(x.LastError, ""))}
 	}
-	fmt.Println(or(x.Result, ""))
+	fmt.Println(client.OrText(x.Result, ""))
 	return nil
 }

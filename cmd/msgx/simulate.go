@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"msgx/internal/app"
@@ -31,6 +32,7 @@ func simulateCmd(args []string) error {
 	configFlag(fs)
 	out := fs.String("out", "", "write the messages to numbered files in `DIR` instead of posting them")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	replace := fs.Bool("replace", false, "post the schedule even when the server already has flights on that day (they are replaced)")
 	if err := fs.Parse(args); err != nil {
 		return app.ExitError{Code: exitUsage}
 	}
@@ -72,7 +74,13 @@ func simulateCmd(args []string) error {
 	if *out == "" {
 		o.Server = srvInbox(*server)
 	}
+	o.Replace = *replace
+	o.Warn = func(w string) { fmt.Fprintln(os.Stderr, "msgx simulate: warning: "+w) }
 	rep, err := sim.Run(ctx, o)
+	var taken *sim.DayTakenError
+	if errors.As(err, &taken) {
+		return app.ExitError{Code: exitUsage, Msg: "msgx simulate: " + err.Error() + "."}
+	}
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,15 @@ func testUnknownFLOPIsParked(t *testing.T, db dbEnv) {
 		} `json:"extra"`
 	}
 	s.getJSON("/api/v1/status", &st)
-	if len(st.Extra.Recent) == 0 || st.Extra.Recent[0].MsgID != unknown || st.Extra.Recent[0].State != "PARKED" {
+	// The newest problem is the second park. The operator's replay is in the list too (an
+	// action, no message id), and may be recorded after the pump parked the message again.
+	problems := st.Extra.Recent[:0:0]
+	for _, r := range st.Extra.Recent {
+		if r.MsgID != 0 {
+			problems = append(problems, r)
+		}
+	}
+	if len(problems) == 0 || problems[0].MsgID != unknown || problems[0].State != "PARKED" {
 		t.Fatalf("status does not show the parked message: %+v", st.Extra.Recent)
 	}
 	out, err := db.command(t, "status", "--server", s.url).CombinedOutput()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/store"
 )
 
 // Access control of the ops API and the console (docs/operations.md, "Access control"; docs/api.md).
@@ -29,7 +30,7 @@ import (
 // protect human passwords would only add a cost to every request.
 //
 // Roles: viewer reads the API and the console, operator also acts (replay, park, pause),
-// admin also runs jobs and reads the audit log. A request proves itself with
+// admin also runs jobs (every role lists them and sees their progress) and reads the audit log. A request proves itself with
 // "Authorization: Bearer <token>", or with the session cookie POST /api/v1/login sets
 // (HttpOnly, SameSite=Strict); a state-changing request made with the cookie must also carry
 // the session's CSRF token in the X-CSRF-Token header. With no tokens configured the API and
@@ -320,7 +321,13 @@ func routeRole(method, path string) Role {
 	switch {
 	case healthPath(path), path == "/api/v1/login", path == "/api/v1/logout":
 		return RoleNone
-	case path == "/api/v1/audit", path == "/api/v1/jobs", strings.HasPrefix(path, "/api/v1/jobs/"), path == "/api/v1/config":
+	case path == "/api/v1/audit", path == "/api/v1/config":
+		return RoleAdmin
+	case path == "/api/v1/jobs", strings.HasPrefix(path, "/api/v1/jobs/"):
+		// Everyone who reads sees the jobs and their progress; only an admin runs one.
+		if safeMethod(method) {
+			return RoleViewer
+		}
 		return RoleAdmin
 	case strings.HasPrefix(path, "/api/") || path == "/metrics" || strings.HasPrefix(path, "/view/admin/"):
 		if safeMethod(method) {
@@ -475,6 +482,13 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 func (s *Server) audit(r *http.Request, action, subject, detail string) {
 	p := PrincipalOf(r)
 	s.Log.Info("operator action", "actor", p.Name, "role", p.Role, "action", action, "subject", subject, "detail", detail, "remote", r.RemoteAddr)
+	s.Metrics.OperatorAction(action)
+	// Every operator action is a line of the recent problems too (the durable list the status
+	// and the console show), beside the pump's parked and dead messages.
+	if err := s.DB.AddProblem(context.WithoutCancel(r.Context()), store.Problem{At: s.Clock.Now(), Kind: "action", Actor: p.Name,
+		Subject: subject, Note: action + ": " + detail}); err != nil {
+		s.Log.Error("recent problems write failed", "action", action, "err", err.Error())
+	}
 	if err := s.DB.AddAudit(context.WithoutCancel(r.Context()), auditEntry(s.Clock.Now(), p, action, subject, detail, r.RemoteAddr)); err != nil {
 		s.Log.Error("audit log write failed", "actor", p.Name, "action", action, "err", err.Error())
 	}

@@ -144,8 +144,9 @@ func TestEveryRouteForEveryRole(t *testing.T) {
 			{"POST", "/api/v1/targets/KAFKA_FLOP/resume", `{}`, api.RoleOperator},
 			{"POST", "/api/v1/replay", `{"classes":["ORPHAN"],"dry_run":true}`, api.RoleOperator},
 			{"POST", "/api/v1/events/replay", `{"target":"KAFKA_FLOP"}`, api.RoleOperator},
-			{"GET", "/api/v1/jobs", "", api.RoleAdmin},
+			{"GET", "/api/v1/jobs", "", api.RoleViewer},
 			{"POST", "/api/v1/jobs", `{"kind":"ARCHIVE"}`, api.RoleAdmin},
+			{"GET", "/api/v1/jobs/1", "", api.RoleViewer}, // the job the admin's POST enqueued
 			{"GET", "/api/v1/audit", "", api.RoleAdmin},
 			{"GET", "/api/v1/config", "", api.RoleAdmin},
 		}

@@ -107,10 +107,7 @@ func flightsByNumber(w http.ResponseWriter, r *http.Request, find *Finder) {
 		writeStoreError(w, err)
 		return
 	}
-	recs := make([]json.RawMessage, 0, len(es))
-	for _, e := range es {
-		recs = append(recs, e.Record)
-	}
+	recs := recordsOf(es)
 	WriteJSON(w, http.StatusOK, struct {
 		FLNO    string            `json:"flno"`
 		Days    [2]string         `json:"days"`
@@ -140,10 +137,7 @@ func flightsOfDay(w http.ResponseWriter, r *http.Request, flights FlightReader, 
 		writeStoreError(w, err)
 		return
 	}
-	recs := make([]json.RawMessage, 0, len(es))
-	for _, e := range es {
-		recs = append(recs, e.Record)
-	}
+	recs := recordsOf(es)
 	WriteJSON(w, http.StatusOK, struct {
 		Day      string            `json:"day"`
 		Today    string            `json:"today"`
@@ -151,4 +145,13 @@ func flightsOfDay(w http.ResponseWriter, r *http.Request, flights FlightReader, 
 		Count    int               `json:"count"`
 		Flights  []json.RawMessage `json:"flights"`
 	}{day, today, loc.String(), len(recs), recs})
+}
+
+// recordsOf returns the flight records of es, in order.
+func recordsOf(es []flight.Entry) []json.RawMessage {
+	recs := make([]json.RawMessage, 0, len(es))
+	for _, e := range es {
+		recs = append(recs, e.Record)
+	}
+	return recs
 }

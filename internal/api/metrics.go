@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,6 +21,8 @@ import (
 type MetricsStore interface {
 	CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error)
 	Head(ctx context.Context) (*store.Message, error)
+	Pauses(ctx context.Context) ([]store.Pause, error)
+	DeadCounts(ctx context.Context) (store.DeadCounts, error)
 	store.Events
 }
 
@@ -50,11 +54,13 @@ func CounterCounts(c *store.StateCounter, clock pipeline.Clock) StateCounts {
 }
 
 // SampleState reads the queue's state for the metrics' gauges: messages per state (counts, or
-// db.CountByState when nil), the head, and per target the PENDING and DEAD counts, the SENT
-// total, the oldest pending event and since when its head fails. With a store.StateCounter
+// db.CountByState when nil), the head, the operators' pauses, and per target (those with
+// events and the known ones, which get zeros until their first event) the PENDING and DEAD
+// counts, the SENT total, the oldest pending event, since when its head fails, whether it is
+// paused and whether it rejects everything (dispatch.TargetStats). With a store.StateCounter
 // every query is bounded by an index range that grows with the backlog and the dead, not with
 // the history (dispatch.Stats).
-func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, counts StateCounts) (*metrics.Snapshot, error) {
+func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, counts StateCounts, known ...string) (*metrics.Snapshot, error) {
 	now := clock.Now()
 	if counts == nil {
 		counts = db.CountByState
@@ -78,12 +84,41 @@ func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, cou
 		}
 		s.Head = h
 	}
+	pauses, err := db.Pauses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	paused := map[string]bool{}
+	for _, p := range pauses {
+		paused[p.Name] = true
+	}
+	s.PumpPaused = paused[store.PumpPause]
+	dead, err := db.DeadCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.Dead = map[string]metrics.DeadSample{
+		store.DeadMessage: {Dead: dead.Messages.Dead, Acknowledged: dead.Messages.Acknowledged},
+		store.DeadEvent:   {Dead: dead.Events.Dead, Acknowledged: dead.Events.Acknowledged},
+	}
 	stats, err := dispatch.Stats(ctx, db, now)
 	if err != nil {
 		return nil, err
 	}
+	seen := map[string]bool{}
 	for _, t := range stats {
-		ts := metrics.TargetSample{Target: t.Target, Pending: t.Pending, Dead: t.Dead, Sent: t.Sent}
+		seen[t.Target] = true
+	}
+	for _, name := range known {
+		if !seen[name] {
+			seen[name] = true
+			stats = append(stats, dispatch.TargetStats{Target: name})
+		}
+	}
+	slices.SortFunc(stats, func(a, b dispatch.TargetStats) int { return strings.Compare(a.Target, b.Target) })
+	for _, t := range stats {
+		ts := metrics.TargetSample{Target: t.Target, Pending: t.Pending, Dead: t.Dead, Sent: t.Sent,
+			Paused: paused[store.TargetPause(t.Target)], Rejecting: t.Rejecting}
 		if t.OldestPendingAt != nil {
 			ts.OldestPendingAt = *t.OldestPendingAt
 		}
@@ -102,7 +137,7 @@ const DefaultSampleEvery = 5 * time.Second
 // instance running the pump runs it. A sample that fails (the database does not answer)
 // leaves the last one in place (its msgx_state_sample_timestamp_seconds says how old it is)
 // and is logged once until a sample succeeds again. When it returns, the sample is dropped.
-func RunSampler(ctx context.Context, db MetricsStore, counts StateCounts, m *metrics.Metrics, clock pipeline.Clock, log *slog.Logger, every time.Duration) {
+func RunSampler(ctx context.Context, db MetricsStore, counts StateCounts, m *metrics.Metrics, clock pipeline.Clock, log *slog.Logger, every time.Duration, known ...string) {
 	if every <= 0 {
 		every = DefaultSampleEvery
 	}
@@ -110,7 +145,7 @@ func RunSampler(ctx context.Context, db MetricsStore, counts StateCounts, m *met
 	failing := false
 	for {
 		sctx, cancel := context.WithTimeout(ctx, max(every, 5*time.Second))
-		s, err := SampleState(sctx, db, clock, counts)
+		s, err := SampleState(sctx, db, clock, counts, known...)
 		cancel()
 		switch {
 		case err == nil:

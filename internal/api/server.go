@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"msgx/internal/jobs"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/secret"
 	"msgx/internal/sis"
 	"msgx/internal/store"
+	"msgx/internal/suggest"
 )
 
 // Store is what the HTTP API reads and changes in the database: messages, their raw text and
@@ -33,6 +35,7 @@ type Store interface {
 	store.Reference
 	store.Jobs
 	store.Health
+	store.DeadLetters
 	// Raw returns the raw text of a message, live or archived.
 	Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
@@ -40,10 +43,15 @@ type Store interface {
 
 // Server wires the HTTP routes. Optional parts (PumpInfo, Routes) may be nil.
 type Server struct {
-	DB    Store
-	Inbox *Inbox
-	Clock pipeline.Clock
-	Log   *slog.Logger
+	DB Store
+	// Metrics, when set, counts the operator actions (msgx_operator_actions_total).
+	Metrics *metrics.Metrics
+	// JobProgress, when set, returns the job in hand (nil when none runs): the jobs' answers
+	// show its progress.
+	JobProgress func() *jobs.Progress
+	Inbox       *Inbox
+	Clock       pipeline.Clock
+	Log         *slog.Logger
 	// PumpRunning says whether this process runs the pump (status shows it).
 	PumpRunning bool
 	// PumpState, when set, says at each request whether the pump runs in this process and,
@@ -114,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/messages", s.searchMessages)
 	s.operatorRoutes(mux)
 	s.eventRoutes(mux)
+	s.deadRoutes(mux)
 	if s.ConfigView != nil {
 		mux.HandleFunc("GET /api/v1/config", func(w http.ResponseWriter, r *http.Request) {
 			v, err := s.ConfigView()
@@ -130,6 +139,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/ref/{type}/{key}", s.refGet)
 	mux.HandleFunc("POST /api/v1/jobs", s.enqueueJob)
 	mux.HandleFunc("GET /api/v1/jobs", s.listJobs)
+	mux.HandleFunc("GET /api/v1/jobs/{id}", s.getJob)
 	for _, add := range s.Extra {
 		add(mux)
 	}
@@ -147,7 +157,14 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	running, _ := s.pumpState()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "pump_running": running})
+	// An operator's pause stops the pump as surely as a missing one: pump_running says
+	// whether this process processes messages now, pump_paused whether an operator paused it.
+	p, err := s.DB.Pause(ctx, store.PumpPause)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "pump_running": running && p == nil, "pump_paused": p != nil})
 }
 
 // livez answers 200 while the process serves HTTP; it reads nothing, so a database outage
@@ -515,7 +532,8 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !slices.Contains(jobs.Kinds, req.Kind) {
-		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known (%s)", req.Kind, strings.Join(jobs.Kinds, ", ")))
+		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known%s (%s)",
+			req.Kind, suggest.DidYouMean(strings.ToUpper(req.Kind), jobs.Kinds), strings.Join(jobs.Kinds, ", ")))
 		return
 	}
 	j, err := s.DB.EnqueueJob(r.Context(), req.Kind, req.Params, s.Clock.Now())
@@ -539,7 +557,54 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+	cur := s.jobInHand()
+	out := make([]JobInfo, len(jobs))
+	for i, j := range jobs {
+		out[i] = jobInfo(j, cur)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": out, "running": cur})
+}
+
+// JobInfo is a job as GET /api/v1/jobs and /api/v1/jobs/{id} answer it: its row (state,
+// attempts, result or last error) and, while it runs, its progress (what it is doing, for how
+// long); progress is null otherwise.
+type JobInfo struct {
+	*store.Job
+	Progress *jobs.Progress `json:"progress"`
+}
+
+func jobInfo(j *store.Job, cur *jobs.Progress) JobInfo {
+	if cur != nil && cur.JobID == j.ID {
+		return JobInfo{Job: j, Progress: cur}
+	}
+	return JobInfo{Job: j}
+}
+
+func (s *Server) jobInHand() *jobs.Progress {
+	if s.JobProgress == nil {
+		return nil
+	}
+	return s.JobProgress()
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r) {
+		return
+	}
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	j, err := s.DB.GetJob(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no job %d", id))
+		return
+	}
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobInfo(j, s.jobInHand()))
 }
 
 // ErrorBody is the one shape of every error answer.

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +170,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 		o.Registry(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
-	w.metrics = metrics.New(clock, o.Version, api.DatabaseUp(db))
+	w.metrics = metrics.New(clock, metricsVersion(o.Version), api.DatabaseUp(db))
 	db.SetConflictHook(w.metrics.ConflictRetried)
 	if n := db.Nodes(); n != nil {
 		w.metrics.Register(metrics.DatabaseNodes(n)...)
@@ -190,6 +191,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
 		Paused:    pauseWatch(db, store.PumpPause, log),
+		OnNotable: recordProblem(db, log),
 	}
 	a.fstores = phaseStores(cfg, db, flights, clock, log, &popt)
 	a.closers = append(a.closers, a.fstores.close)
@@ -207,6 +209,8 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	popt.Jobs = runner
 	runner.Rebuild, runner.Consistency = a.fstores.rebuild, a.fstores.consistency
 	w.runner = runner
+	w.metrics.Known(targetNames(cfg), reg.Tags())
+	knownJobs(ctx, db, log)
 	a.Pump = pump.New(db, reg, popt)
 	a.fstores.redis.wirePump(a.Pump, runner)
 	return nil
@@ -275,7 +279,9 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 			// The daily jobs are enqueued by the instance that runs the pump.
 			sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
 			wg.Go(func() { sched.Run(wctx) })
-			wg.Go(func() { api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval) })
+			wg.Go(func() {
+				api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval, targetNames(cfg)...)
+			})
 			wg.Go(func() {
 				if err := disp.Run(wctx); err != nil {
 					log.Error("dispatcher stopped", "err", err.Error())
@@ -310,7 +316,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	}
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
-		ConfigView: cfg.Redacted, Loc: cfg.Location()}
+		ConfigView: cfg.Redacted, Loc: cfg.Location(), Metrics: m}
 	if w.runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}
@@ -333,6 +339,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	// The web console at / (embedded assets) and its two read-only routes.
 	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
 	srv.StatusExtra = a.statusExtra(w.runner)
+	srv.JobProgress = w.runner.Current
 	a.fstores.redis.wireServer(srv, p, m)
 	return srv
 }
@@ -345,7 +352,10 @@ func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) 
 		"targets": api.TargetStatus(db, a.o.Clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
-		"recent":       func(context.Context) (any, error) { return p.Recent(), nil },
+		// The recent problems, durable: parked, dead or warned messages and operator actions.
+		"recent": func(ctx context.Context) (any, error) { return db.RecentProblems(ctx, 10) },
+		// The dead letters, and how many of them an operator acknowledged.
+		"dead": func(ctx context.Context) (any, error) { return db.DeadCounts(ctx) },
 		// The job in hand (null when none): its kind, what it is doing, for how long.
 		"job": func(context.Context) (any, error) { return runner.Current(), nil },
 		// The message in hand (null between steps): a long snapshot shows what it is at.
@@ -509,4 +519,21 @@ func targetNames(cfg config.Config) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// recordProblem returns the pump's OnNotable: each notable outcome joins the durable list of
+// recent problems (a write of at most 2 s; a failure is logged, never stops the pump).
+func recordProblem(db *store.DB, log *slog.Logger) func(pump.Notable) {
+	return func(n pump.Notable) {
+		note := n.Note
+		for _, w := range n.Warnings {
+			note = strings.TrimPrefix(note+"; warning: "+w, "; ")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err := db.AddProblem(ctx, store.Problem{At: n.At, Kind: "outcome", MsgID: n.MsgID, TypeTag: n.TypeTag, State: n.State, Class: n.Class, Note: note})
+		if err != nil {
+			log.Warn("cannot record a recent problem", "msg_id", n.MsgID, "err", err.Error())
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"msgx/internal/config"
 	"msgx/internal/jobs"
@@ -26,6 +27,7 @@ func jobRunner(cfg config.Config, db *store.DB, flights jobs.FlightHistory, cloc
 	return &jobs.Runner{
 		DB: db, Clock: clock,
 		Purge: db, EventsAge: cfg.Retention.Events, ArchivedAge: cfg.Retention.Archive,
+		DeadPurge: db, DeadAge: cfg.Retention.DeadLetters,
 		Flights: flights, History: sink, Location: cfg.Location(), KeepDays: cfg.History.KeepDays,
 		Logger: log,
 	}, nil
@@ -48,4 +50,22 @@ func lastJobs(db store.Jobs) func(ctx context.Context) (any, error) {
 		}
 		return out, nil
 	}
+}
+
+// knownJobs creates the jobs' metric series of every kind at zero and sets each kind's last
+// success from the stored jobs (the newest DONE job of each kind among the last 200), so a
+// restart neither hides a job kind nor makes a daily job look stale. A database that does not
+// answer leaves the series at zero (logged).
+func knownJobs(ctx context.Context, db store.Jobs, log *slog.Logger) {
+	last := map[string]time.Time{}
+	list, err := db.ListJobs(ctx, 200)
+	if err != nil {
+		log.Warn("cannot read the last jobs; their last-success metrics start at zero", "err", err.Error())
+	}
+	for _, j := range list {
+		if j.State == store.JobDone && j.FinishedAt != nil && j.FinishedAt.After(last[j.Kind]) {
+			last[j.Kind] = *j.FinishedAt
+		}
+	}
+	jobs.Known(jobs.Kinds, last)
 }

@@ -66,3 +66,21 @@ func (v Build) String() string {
 	}
 	return s + " " + v.Go
 }
+
+// metricsVersion is msgx_build_info's version label: version when set (-ldflags "-X
+// main.version=…"), else the module version the toolchain recorded, else (a build from a
+// checkout, "(devel)") "devel-" and the first 12 characters of the VCS revision, else
+// "unknown". It is never empty.
+func metricsVersion(version string) string {
+	if version != "" {
+		return version
+	}
+	b := ReadBuild("")
+	switch {
+	case b.Version != "" && b.Version != "(devel)" && b.Version != "unknown":
+		return b.Version
+	case b.Commit != "":
+		return "devel-" + b.Commit[:min(12, len(b.Commit))]
+	}
+	return "unknown"
+}

@@ -32,9 +32,13 @@ type Status struct {
 	} `json:"paused"`
 }
 
-// RecentNote is one entry of the status's "recent" section: a message recently parked, dead
-// or applied with warnings.
+// RecentNote is one entry of the status's "recent" section (the durable recent problems): a
+// message recently parked, dead or applied with warnings (kind "outcome"), or an operator's
+// action (kind "action": actor and subject).
 type RecentNote struct {
+	Kind     string    `json:"kind"`
+	Actor    string    `json:"actor"`
+	Subject  string    `json:"subject"`
 	MsgID    int64     `json:"msg_id"`
 	TypeTag  string    `json:"type_tag"`
 	State    string    `json:"state"`
@@ -44,6 +48,33 @@ type RecentNote struct {
 	Warnings []string  `json:"warnings"`
 }
 
+// DeadCount is the dead letters of one kind in the status's "dead" section.
+type DeadCount struct {
+	Dead           int `json:"dead"`
+	Acknowledged   int `json:"acknowledged"`
+	Unacknowledged int `json:"unacknowledged"`
+}
+
+// DeadCounts is the status's "dead" section.
+type DeadCounts struct {
+	Messages DeadCount `json:"messages"`
+	Events   DeadCount `json:"events"`
+}
+
+// AckResult is POST /api/v1/dead/ack's answer.
+type AckResult struct {
+	Acked   []int64 `json:"acked"`
+	Already []int64 `json:"already"`
+	NotDead []int64 `json:"not_dead"`
+}
+
+// AckDead acknowledges the DEAD messages or events (kind "message" or "event") ids, with a note.
+func (c *Client) AckDead(kind string, ids []int64, note string) (AckResult, error) {
+	var out AckResult
+	err := c.PostJSON("/api/v1/dead/ack", map[string]any{"kind": kind, "ids": ids, "note": note}, &out)
+	return out, err
+}
+
 // TargetStatus is one entry of the status's "targets" section: a delivery target's events.
 type TargetStatus struct {
 	Target     string  `json:"target"`
@@ -51,6 +82,8 @@ type TargetStatus struct {
 	Dead       int64   `json:"dead"`
 	Sent       int64   `json:"sent"`
 	AgeSeconds float64 `json:"oldest_pending_age_s"`
+	// Rejecting: its latest deliveries all went DEAD (at least 3 since its last success).
+	Rejecting bool `json:"rejecting"`
 	// While the head event fails: since when, and why.
 	BlockedSince *time.Time `json:"blocked_since"`
 	ErrorClass   *string    `json:"error_class"`
@@ -222,27 +255,22 @@ func (c *Client) FollowJob(id int64, timeout time.Duration, doing func(string), 
 	deadline := time.Now().Add(timeout)
 	lastDoing, lastErr := "", ""
 	for {
-		list, err := c.Jobs()
+		x, err := c.Job(id)
 		if err != nil {
 			return Job{}, false, err
 		}
-		for _, x := range list {
-			if x.ID != id {
-				continue
-			}
-			switch x.State {
-			case "DONE", "DEAD":
-				return x, true, nil
-			case "FAILED":
-				if e := deref(x.LastError); e != lastErr {
-					failed(x.Attempts, e)
-					lastErr = e
-				}
+		switch x.State {
+		case "DONE", "DEAD":
+			return x, true, nil
+		case "FAILED":
+			if e := deref(x.LastError); e != lastErr {
+				failed(x.Attempts, e)
+				lastErr = e
 			}
 		}
-		if d := c.JobDoing(id); d != "" && d != lastDoing {
-			lastDoing = d
-			doing(d)
+		if x.Progress != nil && x.Progress.Doing != lastDoing {
+			lastDoing = x.Progress.Doing
+			doing(lastDoing)
 		}
 		if time.Now().After(deadline) {
 			return Job{}, false, nil

@@ -288,6 +288,22 @@ type Job struct {
 	FinishedAt *time.Time `json:"finished_at"`
 	Result     *string    `json:"result"`
 	LastError  *string    `json:"last_error"`
+	// Progress is, while the job runs, what it is doing and for how long; nil otherwise.
+	Progress *JobProgress `json:"progress"`
+}
+
+// JobProgress is a running job's progress.
+type JobProgress struct {
+	Doing          string    `json:"doing"`
+	StartedAt      time.Time `json:"started_at"`
+	RunningSeconds float64   `json:"running_seconds"`
+}
+
+// Job returns one job (GET /api/v1/jobs/{id}) with its progress while it runs.
+func (c *Client) Job(id int64) (Job, error) {
+	var j Job
+	err := c.Get(fmt.Sprintf("/api/v1/jobs/%d", id), &j)
+	return j, err
 }
 
 // JobList is GET /api/v1/jobs's answer.

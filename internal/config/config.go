@@ -244,6 +244,9 @@ type Config struct {
 	Retention struct {
 		Events  time.Duration `yaml:"events"`
 		Archive time.Duration `yaml:"archive"`
+		// DeadLetters: RETENTION deletes the DEAD events an operator acknowledged longer ago
+		// than this (0 keeps them); unacknowledged dead letters are never deleted.
+		DeadLetters time.Duration `yaml:"dead-letters"`
 	} `yaml:"retention"`
 
 	// Targets are the delivery targets by name (KAFKA_SCHD, KAFKA_FLOP, …).
@@ -314,6 +317,7 @@ func Default() Config {
 	c.History.Elasticsearch.Timeout = 30 * time.Second
 	c.Retention.Events = 7 * 24 * time.Hour
 	c.Retention.Archive = 90 * 24 * time.Hour
+	c.Retention.DeadLetters = 30 * 24 * time.Hour
 	c.Mode = "normal"
 	c.ShadowOptions.StartAfterID = -1
 	c.Requests.Timeout = 10 * time.Minute
@@ -792,6 +796,9 @@ func (c *Config) validateJobs() error {
 	}
 	if c.Retention.Archive < 0 {
 		return bad("retention.archive", "must not be negative (0 keeps archived messages for ever), got %s", c.Retention.Archive)
+	}
+	if c.Retention.DeadLetters < 0 {
+		return bad("retention.dead-letters", "must not be negative (0 keeps acknowledged dead letters for ever), got %s", c.Retention.DeadLetters)
 	}
 	if a := c.Log.Logstash.Addr; a != "" {
 		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {

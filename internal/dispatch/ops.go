@@ -88,7 +88,18 @@ type TargetStats struct {
 	ErrorClass    *string    `json:"error_class"`
 	LastError     *string    `json:"last_error"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
+
+	// Rejecting says the target refuses what it is given: at least RejectingMin of its
+	// events went DEAD after its last SENT one (or it never sent any). Such a target is not
+	// blocked (its dead events leave the queue) but delivers nothing.
+	Rejecting bool `json:"rejecting"`
 }
+
+// The "rejecting" judgement of a target (TargetStats.Rejecting).
+const (
+	RecentWindow = 20 // how many of a target's latest DEAD events are read
+	RejectingMin = 3  // how many DEAD events after the last SENT one make it rejecting
+)
 
 // blocked fills the blocked fields from the head at now.
 func (s *TargetStats) blocked(now time.Time) {
@@ -165,8 +176,37 @@ func Stats(ctx context.Context, db store.Events, now time.Time) ([]TargetStats, 
 				s.blocked(now)
 			}
 		}
+		if s.Dead >= RejectingMin {
+			rej, err := rejecting(ctx, db, s.Target)
+			if err != nil {
+				return nil, err
+			}
+			s.Rejecting = rej
+		}
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b TargetStats) int { return strings.Compare(a.Target, b.Target) })
 	return out, nil
+}
+
+// rejecting reports whether at least RejectingMin of target's events went DEAD after its last
+// SENT one. It reads two short index ranges (TARGET, STATE, EVENT_ID): the newest SENT event
+// and the newest RecentWindow DEAD ones.
+func rejecting(ctx context.Context, db store.Events, target string) (bool, error) {
+	sent, err := db.ListEvents(ctx, store.EventFilter{Target: target, State: pipeline.EventSent, Limit: 1, Newest: true})
+	if err != nil {
+		return false, err
+	}
+	dead, err := db.ListEvents(ctx, store.EventFilter{Target: target, State: pipeline.EventDead, Limit: RecentWindow, Newest: true})
+	if err != nil {
+		return false, err
+	}
+	n := 0
+	for _, e := range dead {
+		if len(sent) > 0 && e.EventID < sent[0].EventID {
+			break
+		}
+		n++
+	}
+	return n >= RejectingMin, nil
 }

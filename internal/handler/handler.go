@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"msgx/internal/pipeline"
@@ -90,6 +91,16 @@ func (r *Registry) Lookup(tag string) (Handler, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Tags returns the type tags registered exactly, sorted.
+func (r *Registry) Tags() []string {
+	out := make([]string, 0, len(r.m))
+	for tag := range r.m {
+		out = append(out, tag)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // SkipError is returned by a handler that deliberately does not apply a message; the pump

@@ -5,8 +5,9 @@
 //   - HISTORY_SWEEP writes the flights of local days older than history.keep-days to the
 //     history sink (Elasticsearch, or JSON-lines files) and deletes from the flight store only
 //     the flights whose write succeeded (invariant I4);
-//   - RETENTION purges, in short chunks, SENT events older than retention.events and finished
-//     messages archived longer than retention.archive.
+//   - RETENTION purges, in short chunks, SENT events older than retention.events, finished
+//     messages archived longer than retention.archive, and DEAD events acknowledged longer
+//     than retention.dead-letters ago.
 //
 // The Scheduler (schedule.go) enqueues them daily at their local times. Each job reports what
 // it did (rows per table, duration) in its result, in the metrics (metrics.go), and while it
@@ -42,6 +43,11 @@ const (
 // Kinds lists the job kinds an operator may enqueue (POST /api/v1/jobs).
 var Kinds = jobkind.Kinds
 
+// DeadPurger deletes the DEAD events acknowledged before a time (store.DeadLetters).
+type DeadPurger interface {
+	PurgeAckedEvents(ctx context.Context, before time.Time, progress func(deleted int)) (int, error)
+}
+
 // FlightHistory is what HISTORY_SWEEP needs of the flight store: the old days, their flights
 // in chunks, and the delete of the flights written to history (flight.Store implements it).
 type FlightHistory interface {
@@ -62,6 +68,10 @@ type Runner struct {
 	Purge       store.Retention
 	EventsAge   time.Duration
 	ArchivedAge time.Duration
+	// DeadPurge and DeadAge purge the acknowledged DEAD events (retention.dead-letters; nil
+	// or 0: off).
+	DeadPurge DeadPurger
+	DeadAge   time.Duration
 
 	// Flights and History run HISTORY_SWEEP: flights of local days (in Location) older than
 	// KeepDays are written to History and deleted when written.
@@ -279,8 +289,22 @@ func (r *Runner) retention(ctx context.Context, rep *report) error {
 		}
 		parts = append(parts, fmt.Sprintf("%d messages archived longer than %s", res.ProcState, r.ArchivedAge))
 	}
+	if r.DeadPurge != nil && r.DeadAge > 0 {
+		before := now.Add(-r.DeadAge)
+		r.doing("purging dead events acknowledged before %s", before.Format(time.RFC3339))
+		n, err := r.DeadPurge.PurgeAckedEvents(ctx, before, func(done int) {
+			r.doing("purging dead events acknowledged before %s: %d deleted", before.Format(time.RFC3339), done)
+		})
+		if n > 0 {
+			rep.add("MSG_EVENT", -n)
+		}
+		if err != nil {
+			return err
+		}
+		parts = append(parts, fmt.Sprintf("%d dead events acknowledged longer than %s ago", n, r.DeadAge))
+	}
 	if len(parts) == 0 {
-		rep.summary = "nothing to purge: retention.events and retention.archive are off"
+		rep.summary = "nothing to purge: retention.events, retention.archive and retention.dead-letters are off"
 		return nil
 	}
 	rep.summary = "purged " + strings.Join(parts, " and ")

@@ -43,6 +43,7 @@ type Metrics struct {
 	leaseHeld       prometheus.Gauge
 	inboxTimeouts   prometheus.Counter
 	dbConflicts     *prometheus.CounterVec
+	actions         *prometheus.CounterVec
 
 	lastPumpStep atomic.Int64 // unix nanoseconds of the pump's last step; 0: never
 
@@ -59,7 +60,15 @@ type Snapshot struct {
 	// Head is the lowest unfinished message; nil when there is none.
 	Head    *HeadSample
 	Targets []TargetSample
+	// PumpPaused says an operator paused the pump (msgx pause).
+	PumpPaused bool
+	// Dead are the dead letters per kind ("message", "event"): how many, and how many of
+	// them an operator acknowledged; nil when not sampled.
+	Dead map[string]DeadSample
 }
+
+// DeadSample is the dead letters of one kind.
+type DeadSample struct{ Dead, Acknowledged int }
 
 // HeadSample is the head message as sampled.
 type HeadSample struct {
@@ -75,6 +84,8 @@ type TargetSample struct {
 	Pending, Dead, Sent int64
 	OldestPendingAt     time.Time // zero when nothing is pending
 	BlockedSince        time.Time // the failing head's first failure; zero when not blocked
+	Paused              bool      // an operator paused it (msgx pause --target)
+	Rejecting           bool      // its latest deliveries all went DEAD (dispatch.TargetStats)
 }
 
 // Histogram buckets, in seconds: processing takes milliseconds (a batch shares its commit),
@@ -146,7 +157,18 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 			Name: "msgx_db_conflict_retries_total",
 			Help: "Transactions redone after a deadlock, lock wait timeout or Galera certification conflict, by operation.",
 		}, []string{"op"}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_operator_actions_total",
+			Help: "Operator actions this instance's API took (each one is also in the audit log), by action: pump.pause, target.resume, message.park, message.replay, events.replay, job.enqueue, …",
+		}, []string{"action"}),
 	}
+	m.registerAll(version, up)
+	return m
+}
+
+// registerAll registers the instruments, msgx_build_info, the runtime's and the process's
+// collectors and, when up is set, msgx_database_up.
+func (m *Metrics) registerAll(version string, up func() bool) {
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "msgx_build_info",
 		Help:        "Always 1; the labels say which msgx this is (commit: the VCS revision the binary was built from, unknown when not recorded).",
@@ -154,7 +176,7 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 	})
 	build.Set(1)
 	m.Register(m.received, m.finished, m.processing, m.acceptToFinish, m.eventsSent, m.eventsDead,
-		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, m.inboxTimeouts, m.dbConflicts, build, &stateCollector{m: m})
+		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, m.inboxTimeouts, m.dbConflicts, m.actions, build, &stateCollector{m: m})
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if up != nil {
 		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -167,7 +189,6 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 			return 0
 		}))
 	}
-	return m
 }
 
 // Commit returns the VCS revision the binary was built from, "unknown" when not recorded.
@@ -213,6 +234,47 @@ func (m *Metrics) Names() []string {
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// Known creates, at zero, the labelled series of the label values known at the start, so that
+// each exists (and increase() over it sees its first event) before that first event: the
+// inbox's and the gateway's received counters; the operator actions; each target's sent and dead counters and its
+// latency histogram; the finished counter of each type tag as SUCCEEDED and SKIPPED, and as
+// DEAD in each error class.
+func (m *Metrics) Known(targets, tags []string) {
+	if m == nil {
+		return
+	}
+	for _, src := range []string{"inbox", "gateway"} {
+		m.received.WithLabelValues(src)
+	}
+	for _, a := range Actions {
+		m.actions.WithLabelValues(a)
+	}
+	for _, t := range targets {
+		m.eventsSent.WithLabelValues(t)
+		m.eventsDead.WithLabelValues(t)
+		m.deliveryLatency.WithLabelValues(t)
+	}
+	for _, tag := range tags {
+		m.finished.WithLabelValues(string(pipeline.Succeeded), "", tag)
+		m.finished.WithLabelValues(string(pipeline.Skipped), "", tag)
+		for _, c := range pipeline.Classes {
+			m.finished.WithLabelValues(string(pipeline.Dead), string(c), tag)
+		}
+	}
+}
+
+// Actions are the operator actions the API audits, created at zero by Known.
+var Actions = []string{"pump.pause", "pump.resume", "target.pause", "target.resume", "message.park",
+	"message.replay", "events.replay", "job.enqueue", "dead.ack"}
+
+// OperatorAction counts one operator action (audited by the API).
+func (m *Metrics) OperatorAction(action string) {
+	if m == nil {
+		return
+	}
+	m.actions.WithLabelValues(action).Inc()
 }
 
 // Received counts n messages made durable from source ("inbox" or "gateway").
@@ -337,6 +399,13 @@ func (m *Metrics) snapshot() *Snapshot {
 	return m.snap
 }
 
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // stateCollector turns the last Snapshot into gauges at a scrape, ages taken at the scrape's
@@ -352,11 +421,16 @@ var (
 	descHeadAge     = prometheus.NewDesc("msgx_head_age_seconds", "Age of the head message (the lowest unfinished one) since its receipt (0 when there is none).", nil, nil)
 	descHeadBlocked = prometheus.NewDesc("msgx_head_blocked_seconds", "How long the head message has been failing, since its first failure (0 when it is not failing); everything behind it waits.", nil, nil)
 	descHeadAtt     = prometheus.NewDesc("msgx_head_message_attempts", "Failed attempts of the head message (0 when it has not failed or there is none).", nil, nil)
+	descPumpPaused  = prometheus.NewDesc("msgx_pump_paused", "1 while an operator has paused the pump (msgx pause), else 0; the alerts on a blocked or lagging queue hold while it is 1.", nil, nil)
+	descTgtPaused   = prometheus.NewDesc("msgx_target_paused", "1 while an operator has paused the target (msgx pause --target), else 0; its lag and blocked alerts hold while it is 1.", []string{"target"}, nil)
+	descRejecting   = prometheus.NewDesc("msgx_target_rejecting", "1 while the target rejects what it is given: its latest deliveries (at least 3 since its last success) all went DEAD, else 0.", []string{"target"}, nil)
+	descDeadLetters = prometheus.NewDesc("msgx_dead_letters", "Dead letters (DEAD messages, DEAD events) by kind, and whether an operator acknowledged them (acknowledged=\"false\": those that call for attention).", []string{"kind", "acknowledged"}, nil)
 	descSampled     = prometheus.NewDesc("msgx_state_sample_timestamp_seconds", "Unix time of the state sample the msgx_messages, msgx_events, head and target gauges come from.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descMessages, descEvents, descOldest, descOldestOld, descBlocked, descHeadAge, descHeadBlocked, descHeadAtt, descSampled} {
+	for _, d := range []*prometheus.Desc{descMessages, descEvents, descOldest, descOldestOld, descBlocked, descHeadAge, descHeadBlocked, descHeadAtt,
+		descPumpPaused, descTgtPaused, descRejecting, descDeadLetters, descSampled} {
 		ch <- d
 	}
 }
@@ -392,7 +466,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descHeadAge, headAge)
 	gauge(descHeadBlocked, headBlocked)
 	gauge(descHeadAtt, attempts)
+	gauge(descPumpPaused, flag(s.PumpPaused))
+	for _, kind := range []string{"message", "event"} {
+		if d, ok := s.Dead[kind]; ok {
+			gauge(descDeadLetters, float64(d.Dead-d.Acknowledged), kind, "false")
+			gauge(descDeadLetters, float64(d.Acknowledged), kind, "true")
+		}
+	}
 	for _, t := range s.Targets {
+		gauge(descTgtPaused, flag(t.Paused), t.Target)
+		gauge(descRejecting, flag(t.Rejecting), t.Target)
 		gauge(descEvents, float64(t.Pending), t.Target, string(pipeline.EventPending))
 		gauge(descEvents, float64(t.Dead), t.Target, string(pipeline.EventDead))
 		gauge(descEvents, float64(t.Sent), t.Target, string(pipeline.EventSent))

@@ -73,6 +73,10 @@ type Options struct {
 	// Paused, when set, is asked at each step: while it answers true the pump does nothing
 	// (an operator paused it; POST /api/v1/pump/pause) and looks again after PollInterval.
 	Paused func(ctx context.Context) bool
+	// OnNotable, when set, is told each notable outcome (parked, dead, applied with warnings)
+	// once it is durable, on the pump's goroutine: the app keeps them in the durable list of
+	// recent problems. It must return quickly.
+	OnNotable func(Notable)
 	// Authority is phase A's authoritative flight store (Redis), written before the SQL
 	// transaction with a per-message marker (phasea.go); nil in phase B. Flights is then the
 	// FLIGHT_STATE mirror, View reads flights from the authority, and ViewIn, when set, must
@@ -174,6 +178,9 @@ func (p *Pump) notable(n Notable) {
 	if len(n.Warnings) > 3 {
 		n.Warnings = append(slices.Clip(n.Warnings[:3]), fmt.Sprintf("… %d more (see the message)", len(n.Warnings)-3))
 	}
+	if p.opt.OnNotable != nil {
+		p.opt.OnNotable(n)
+	}
 	p.mu.Lock()
 	p.recent = append(p.recent, n)
 	if len(p.recent) > recentKeep {
@@ -224,6 +231,9 @@ func New(db Store, reg *handler.Registry, opt Options) *Pump {
 			Name: "msgx_messages_parked_total",
 			Help: "Messages parked at once (DEAD under their own class, replayable) because retrying cannot change their outcome (pipeline.park-classes).",
 		}, []string{"class"})}
+	for _, c := range pipeline.Classes { // every class's series from the start, at zero
+		p.parked.WithLabelValues(string(c))
+	}
 	p.path = p.messagePath()
 	return p
 }

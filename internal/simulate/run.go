@@ -23,6 +23,52 @@ type RunOptions struct {
 	// written to as numbered files instead.
 	Server *client.Client
 	Out    string
+	// Replace lets the run post its schedule for a day the server already has flights on;
+	// without it Run refuses (ErrDayTaken) before it sends anything.
+	Replace bool
+	// Warn, when set, is told what the caller should know before the run goes on (a day
+	// whose schedule it replaces, a check it could not make).
+	Warn func(string)
+}
+
+// DayTakenError is Run's refusal to replace a day's schedule the server already holds: the
+// day's SCHD DNLD replaces the board, and the flights not in it are deleted.
+type DayTakenError struct {
+	Day     string
+	Flights int
+	Server  string
+}
+
+func (e *DayTakenError) Error() string {
+	return fmt.Sprintf("%s already has %d flights on %s; this run's schedule (a SCHD DNLD for that day) would replace "+
+		"them, and the flights not in it would be deleted. Pick another day with --day YYYY-MM-DD, run the server on a "+
+		"fresh data directory (or database), or pass --replace to replace that day's schedule", e.Server, e.Flights, e.Day)
+}
+
+// checkDay refuses (DayTakenError) a run whose day the server already has flights on, unless
+// o.Replace; then, or when the flights cannot be read (a token without the viewer role, an
+// older server), it warns and goes on.
+func checkDay(o RunOptions, day string) error {
+	warn := o.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	var board struct {
+		Count int `json:"count"`
+	}
+	if err := o.Server.Get("/api/v1/flights?day="+day, &board); err != nil {
+		warn(fmt.Sprintf("cannot tell whether %s already has flights on %s (%v): if it has, this run's schedule replaces them", o.Server.URL, day, err))
+		return nil
+	}
+	if board.Count == 0 {
+		return nil
+	}
+	taken := &DayTakenError{Day: day, Flights: board.Count, Server: o.Server.URL}
+	if !o.Replace {
+		return taken
+	}
+	warn(fmt.Sprintf("--replace: %s has %d flights on %s; this run's schedule replaces them (the flights not in it are deleted)", taken.Server, taken.Flights, day))
+	return nil
 }
 
 // Report is what a Run did, as `msgx simulate` prints it (Write, or as JSON).
@@ -75,6 +121,9 @@ func Run(ctx context.Context, o RunOptions) (Report, error) {
 			return rep, fmt.Errorf("cannot reach msgx at %s: %w", rep.Server, err)
 		}
 		resp.Body.Close()
+		if err := checkDay(o, rep.Day); err != nil {
+			return rep, err
+		}
 		send = func(ctx context.Context, _ int, m Message) (int64, error) { return c.SendRetrying(ctx, m.Body) }
 	}
 	bar := client.NewProgress("simulate", len(stream.Messages))

@@ -74,6 +74,8 @@ type Jobs interface {
 	EnqueueJob(ctx context.Context, kind, params string, now time.Time) (*Job, error)
 	HeadJob(ctx context.Context) (*Job, error)
 	ListJobs(ctx context.Context, limit int) ([]*Job, error)
+	// GetJob returns one job; ErrNotFound when there is none of that id.
+	GetJob(ctx context.Context, id int64) (*Job, error)
 	FinishJob(ctx context.Context, id int64, o JobOutcome, now time.Time) error
 }
 

@@ -106,6 +106,18 @@ func (d *DB) ListJobs(ctx context.Context, limit int) ([]*Job, error) {
 	return out, rows.Err()
 }
 
+// GetJob returns the job id, or ErrNotFound.
+func (d *DB) GetJob(ctx context.Context, id int64) (*Job, error) {
+	j, err := scanJob(d.SQL.QueryRowContext(ctx, `SELECT `+jobCols+` FROM PUMP_JOB WHERE JOB_ID = ?`, id))
+	if err == sql.ErrNoRows {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("job %d: %w", id, err))
+	}
+	return j, nil
+}
+
 // JobOutcome is what FinishJob records of a job's run.
 type JobOutcome struct {
 	State       string    // JobDone, JobFailed or JobDead

@@ -163,18 +163,7 @@ func (d *DB) lease() *sql.DB {
 
 // leaseTx runs fn in a transaction of the lease's pool.
 func (d *DB) leaseTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := d.lease().BeginTx(ctx, nil)
-	if err != nil {
-		return Unavailable(fmt.Errorf("store: begin: %w", err))
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return Unavailable(fmt.Errorf("store: commit: %w", err))
-	}
-	return nil
+	return txOn(ctx, d.lease(), fn)
 }
 
 // PingLease checks that the database answers on the lease's own pool (the lease keeper's

@@ -315,7 +315,12 @@ func (d *DB) Migrate(ctx context.Context) (int64, error) {
 
 // Tx runs fn in one transaction, committed when fn returns nil and rolled back otherwise.
 func (d *DB) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := d.SQL.BeginTx(ctx, nil)
+	return txOn(ctx, d.SQL, fn)
+}
+
+// txOn runs fn in one transaction of pool db, as Tx says.
+func txOn(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return Unavailable(fmt.Errorf("store: begin: %w", err))
 	}

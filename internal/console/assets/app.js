@@ -24,6 +24,8 @@ const API = {
   flightHistory: flid => `/api/v1/flights/${encodeURIComponent(flid)}/history`,
   requests: '/api/v1/requests',
   jobs: '/api/v1/jobs',
+  dead: '/api/v1/dead',
+  deadAck: '/api/v1/dead/ack',
   audit: '/api/v1/audit',
   pump: verb => `/api/v1/pump/${verb}`,
   target: (name, verb) => `/api/v1/targets/${encodeURIComponent(name)}/${verb}`,
@@ -447,10 +449,18 @@ views.overview = async ({ gen, view }) => {
   await refresh();
 };
 
+// renderCounts shows the messages per state; DEAD counts only the dead letters nobody has
+// acknowledged yet (the acknowledged ones are kept for audit and said apart, in grey).
 function renderCounts(el, st) {
   const c = st.counts || {};
-  fill(el, ...STATES.map(s => h('a', { class: 'count', href: '#/messages?state=' + s, id: 'count-' + s },
-    h('b', { class: 'state-' + s }, String(c[s] || 0)), s)));
+  const dead = st.extra && st.extra.dead && st.extra.dead.messages;
+  fill(el, ...STATES.map(s => {
+    const acked = s === 'DEAD' && dead ? dead.acknowledged : 0;
+    const n = s === 'DEAD' && dead ? dead.unacknowledged : (c[s] || 0);
+    return h('a', { class: 'count', href: s === 'DEAD' ? '#/dead' : '#/messages?state=' + s, id: 'count-' + s },
+      h('b', { class: n ? 'state-' + s : 'muted' }, String(n)), s,
+      acked ? h('span', { class: 'muted', id: 'count-DEAD-acked' }, ` (+${acked} acknowledged)`) : null);
+  }));
 }
 
 function renderHead(el, st) {
@@ -514,7 +524,7 @@ function renderTargets(el, st) {
   const ts = (st.extra && Array.isArray(st.extra.targets)) ? st.extra.targets : [];
   const cols = [
     { head: 'Target', cell: t => link('/events?state=PENDING&target=' + encodeURIComponent(t.target), t.target) },
-    { head: 'State', cell: t => { const p = targetPaused(st, t.target); return p ? h('span', { class: 'warn' }, `paused by ${p.paused_by}` + (p.reason ? ': ' + p.reason : '')) : t.blocked_since ? h('span', { class: 'bad' }, 'blocked') : h('span', { class: 'ok' }, 'delivering'); } },
+    { head: 'State', cell: t => { const p = targetPaused(st, t.target); return p ? h('span', { class: 'warn' }, `paused by ${p.paused_by}` + (p.reason ? ': ' + p.reason : '')) : t.blocked_since ? h('span', { class: 'bad' }, 'blocked') : t.rejecting ? h('span', { class: 'bad', title: 'its latest events all went DEAD; none delivered since' }, 'rejecting') : h('span', { class: 'ok' }, 'delivering'); } },
     { head: 'Pending', class: 'num', cell: t => String(t.pending) },
     { head: 'Dead', class: 'num', cell: t => t.dead ? link('/events?state=DEAD&target=' + encodeURIComponent(t.target), String(t.dead)) : '0' },
     { head: 'Sent', class: 'num', cell: t => String(t.sent) },
@@ -531,15 +541,16 @@ function renderTargets(el, st) {
   fill(el, h('h2', {}, 'Delivery targets'), table(cols, ts, { id: 'targets-table', rowId: t => t.target, empty: 'No targets reported.' }));
 }
 
+// renderRecent shows the recent problems, kept across restarts: messages parked, dead or
+// applied with warnings, and the operators' actions.
 function renderRecent(el, st) {
   const rec = (st.extra && Array.isArray(st.extra.recent)) ? st.extra.recent : [];
-  fill(el, h('h2', {}, 'Recently parked, dead or warned'), table([
-    { head: 'Message', cell: r => msgLink(r.msg_id) },
+  fill(el, h('h2', {}, 'Recent problems and operator actions'), table([
     { head: 'At', cell: r => fmtTime(r.at) },
-    { head: 'Type', cell: r => r.type_tag },
-    { head: 'State', cell: r => [stateSpan(r.state), r.error_class ? ' ' + r.error_class : ''] },
-    { head: 'Note / warnings', cell: r => [r.note || '', (r.warnings || []).map(w => h('div', { class: 'warn' }, w))] },
-  ], rec, { empty: 'Nothing notable since this server started.' }));
+    { head: 'What', cell: r => r.kind === 'action' ? `${r.actor || '?'} on ${r.subject || ''}` : [msgLink(r.msg_id), ' ', r.type_tag || ''] },
+    { head: 'State', cell: r => r.kind === 'action' ? 'action' : [stateSpan(r.state), r.error_class ? ' ' + r.error_class : ''] },
+    { head: 'Note', cell: r => r.note || '' },
+  ], rec, { id: 'recent-table', rowId: r => r.id, empty: 'No problem recorded.' }));
 }
 
 function renderThroughput(el, tp) {
@@ -972,12 +983,28 @@ views.events = async ({ params, gen, view }) => {
 
 // ---- dead letters -----------------------------------------------------------------------------
 
+// ackDead asks for a note and acknowledges dead letters of kind ('message' or 'event'):
+// kept for audit, no longer counted as waiting for attention.
+async function ackDead(kind, ids, what) {
+  const done = await confirmAction({
+    title: 'Acknowledge ' + what,
+    body: ['An acknowledged dead letter is kept for audit but no longer counted as waiting for attention. Replay still works.',
+      kind === 'event' ? 'RETENTION deletes acknowledged dead events after retention.dead-letters.' : ''],
+    reason: true, confirmText: 'Acknowledge',
+    act: note => api('POST', API.deadAck, { kind, ids, note }),
+  });
+  if (done) { flash(`${done.acked.length} acknowledged` + (done.already.length ? `, ${done.already.length} already were` : '') + '.'); route(); }
+}
+
 views.dead = async ({ gen, view }) => {
-  const [msgs, st] = await Promise.all([
+  const [msgs, st, dead] = await Promise.all([
     api('GET', API.messages + '?state=DEAD&limit=200'),
     api('GET', API.status).catch(e => ({ failed: e })),
+    api('GET', API.dead + '?kind=message&limit=1000').catch(() => ({ acks: [] })),
   ]);
   if (!alive(gen)) return;
+  const acked = {};
+  for (const a of dead.acks || []) if (a.state === 'DEAD') acked[a.id] = a;
   const ms = msgs.messages || [];
   const byClass = {};
   for (const m of ms) byClass[m.error_class || '?'] = (byClass[m.error_class || '?'] || 0) + 1;
@@ -995,7 +1022,10 @@ views.dead = async ({ gen, view }) => {
     { head: 'Class', cell: m => m.error_class || '' },
     { head: 'Type', cell: m => m.type_tag || '' },
     { head: 'Last error / note', cell: m => [m.last_error ? h('span', { class: 'error' }, m.last_error) : '', m.note ? h('div', {}, m.note) : null] },
-  ], ms, { id: 'dead-messages', empty: 'No DEAD message.' }));
+    { head: 'Acknowledged', cell: m => acked[m.id]
+      ? h('span', { class: 'muted', id: 'acked-message-' + m.id }, `by ${acked[m.id].acked_by} ${fmtTime(acked[m.id].acked_at)}` + (acked[m.id].note ? ': ' + acked[m.id].note : ''))
+      : can('operator') ? h('button', { type: 'button', id: 'ack-message-' + m.id, onclick: () => ackDead('message', [m.id], 'message ' + m.id) }, 'Acknowledge…') : '' },
+  ], ms, { id: 'dead-messages', rowId: m => m.id, empty: 'No DEAD message.' }));
   if (msgs.next) kids.push(h('p', {}, link('/messages?state=DEAD&' + msgs.next, 'More…')));
   if (st.failed) {
     kids.push(h('h2', {}, 'Events'), h('p', { class: 'banner', id: 'dead-events-error', role: 'alert' },
@@ -1007,7 +1037,12 @@ views.dead = async ({ gen, view }) => {
   kids.push(h('h2', {}, 'Events'), table([
     { head: 'Target', cell: t => link('/events?state=DEAD&target=' + encodeURIComponent(t.target), t.target) },
     { head: 'Dead', class: 'num', cell: t => String(t.dead) },
-    { head: '', cell: t => can('operator') ? h('button', { type: 'button', onclick: () => replayDeadEvents(t.target, t.dead) }, 'Replay all…') : '' },
+    { head: '', cell: t => can('operator') ? [h('button', { type: 'button', onclick: () => replayDeadEvents(t.target, t.dead) }, 'Replay all…'), ' ',
+      h('button', { type: 'button', id: 'ack-events-' + t.target, onclick: async () => {
+        const evs = await api('GET', API.events + '?state=DEAD&limit=1000&target=' + encodeURIComponent(t.target));
+        const ids = (evs.events || []).map(e => e.event_id);
+        if (ids.length) ackDead('event', ids, `${ids.length} dead event(s) of ${t.target}`);
+      } }, 'Acknowledge all…')] : '' },
   ], ts, { empty: 'No DEAD event.' }));
   fill(view, ...kids);
 };
@@ -1270,11 +1305,20 @@ const JOB_KINDS = {
   REDIS_RESTORE: 'REDIS_RESTORE writes FLIGHT_STATE back into Redis (phase A): everything, with new marks, or one flight (flid=N) or day (day=YYYY-MM-DD). A pump stopped because Redis lost its data runs it at once and resumes.',
 };
 
-views.jobs = async ({ gen, view }) => {
-  const res = await api('GET', API.jobs);
-  if (!alive(gen)) return;
-  const kids = [h('h1', {}, 'Jobs')];
-  if (can('admin')) {
+// jobActive says whether a job is still to finish (queued, retried or running).
+const jobActive = j => j.progress || j.state === 'PENDING' || j.state === 'FAILED';
+
+// jobProgress is what a job is doing while it runs, else its result or last error.
+function jobProgress(j) {
+  if (j.progress) return h('span', { class: 'warn job-doing' }, `running ${fmtAge(j.progress.running_seconds)}: ${j.progress.doing}`);
+  return [j.result || '', j.last_error ? h('div', { class: 'error' }, j.last_error) : null];
+}
+
+// views.jobs lists the jobs (every role) and, at #/jobs/ID, one job; both follow a job
+// that is still to finish every 2 s. An admin also gets the form that starts one.
+views.jobs = async ({ arg, gen, view }) => {
+  const kids = [h('h1', {}, arg ? 'Job ' + arg : 'Jobs')];
+  if (!arg && can('admin')) {
     const kind = h('select', { id: 'job-kind' }, Object.keys(JOB_KINDS).map(k => h('option', { value: k }, k)));
     const params = h('input', { id: 'job-params', type: 'text', placeholder: 'prune, flid=N, day=YYYY-MM-DD', size: 28 });
     kids.push(h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('label', {}, ' Parameters ', params), h('button', { type: 'button', id: 'job-start', onclick: async () => {
@@ -1284,16 +1328,33 @@ views.jobs = async ({ gen, view }) => {
         body: [JOB_KINDS[kind.value], 'It runs in the message order, after every message accepted so far.'],
         confirmText: 'Start', act: () => api('POST', API.jobs, p ? { kind: kind.value, params: p } : { kind: kind.value }),
       });
-      if (done) { flash(`Job ${done.id} queued.`); route(); }
+      if (done) { flash(`Job ${done.id} queued.`); location.hash = '#/jobs/' + done.id; }
     } }, 'Start…')));
   }
-  kids.push(table([
-    { head: 'Id', cell: j => String(j.id) }, { head: 'Kind', cell: j => j.kind },
-    { head: 'State', cell: j => stateSpan(j.state) }, { head: 'After message', cell: j => j.after_msg_id ? msgLink(j.after_msg_id) : '' },
-    { head: 'Created', cell: j => fmtTime(j.created_at) }, { head: 'Finished', cell: j => fmtTime(j.finished_at) },
-    { head: 'Result / error', cell: j => [j.result || '', j.last_error ? h('div', { class: 'error' }, j.last_error) : null] },
-  ], res.jobs || [], { id: 'jobs-table', empty: 'No job yet.' }));
+  const box = h('div', { id: arg ? 'job-detail' : 'jobs-list' });
+  kids.push(box);
   fill(view, ...kids);
+  const refresh = async () => {
+    if (!alive(gen)) return;
+    let list;
+    try {
+      list = arg ? [await api('GET', API.jobs + '/' + encodeURIComponent(arg))] : ((await api('GET', API.jobs)).jobs || []);
+    } catch (e) {
+      if (alive(gen)) fill(box, h('p', { class: 'error', id: 'jobs-error' }, describe(e)));
+      return;
+    }
+    if (!alive(gen)) return;
+    fill(box, table([
+      { head: 'Id', cell: j => h('a', { href: '#/jobs/' + j.id }, String(j.id)) }, { head: 'Kind', cell: j => j.kind },
+      { head: 'State', cell: j => j.progress ? h('span', { class: 'warn' }, 'RUNNING') : stateSpan(j.state) },
+      { head: 'Attempts', class: 'num', cell: j => String(j.attempts) },
+      { head: 'After message', cell: j => j.after_msg_id ? msgLink(j.after_msg_id) : '' },
+      { head: 'Created', cell: j => fmtTime(j.created_at) }, { head: 'Finished', cell: j => fmtTime(j.finished_at) },
+      { head: 'Progress / result / error', cell: jobProgress },
+    ], list, { id: 'jobs-table', rowId: j => j.id, empty: 'No job yet.' }));
+    if (list.some(jobActive)) setTimeout(refresh, 2000);
+  };
+  await refresh();
 };
 
 views.audit = async ({ params, gen, view }) => {

@@ -38,6 +38,7 @@ type Store interface {
 	store.Retention
 	store.Scheduling
 	store.Batching
+	store.DeadLetters
 	store.SQLHandle
 	SQLDialect() store.Dialect
 
@@ -76,7 +77,7 @@ func Contract(t *testing.T, open Open) {
 	for _, group := range [][]struct {
 		name string
 		fn   func(*testing.T, Store)
-	}{operatorCases, findCases, edgeCases, gapCases, pagingCases} {
+	}{operatorCases, findCases, queueCases, edgeCases, gapCases, pagingCases} {
 		cases = append(cases, group...)
 	}
 	for _, c := range cases {

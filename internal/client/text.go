@@ -1,0 +1,338 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The msgx command's text for the typed answers: the status, a flight's changes, a job.
+
+// WriteStatus writes the status as msgx status prints it: the pump, pauses, counts, the head,
+// dead letters, recent problems, targets, the pump's trouble, jobs, then every other section.
+func WriteStatus(w io.Writer, st Status) {
+	fmt.Fprintf(w, "pump running: %v", st.PumpRunning)
+	if st.LeaseHolder != "" {
+		fmt.Fprintf(w, " (lease: %s)", st.LeaseHolder)
+	}
+	fmt.Fprintln(w)
+	for _, p := range st.Paused {
+		fmt.Fprintf(w, "PAUSED %s by %s since %s", p.Name, p.By, p.At.Format(time.RFC3339))
+		if p.Reason != "" {
+			fmt.Fprintf(w, ": %s", p.Reason)
+		}
+		fmt.Fprintf(w, " (msgx resume%s)\n", map[bool]string{true: " --target " + strings.TrimPrefix(p.Name, "target:"), false: ""}[strings.HasPrefix(p.Name, "target:")])
+	}
+	for _, s := range []string{"PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD"} {
+		fmt.Fprintf(w, "%-10s %d\n", s, st.Counts[s])
+	}
+	writeHead(w, st)
+	var recent []RecentNote
+	var dead DeadCounts
+	if _, ok, err := takeSection(st.Extra, "dead", &dead); ok && err == nil && (dead.Messages.Dead > 0 || dead.Events.Dead > 0) {
+		fmt.Fprintf(w, "dead letters to look at: %d messages, %d events (acknowledged, kept for audit: %d, %d)\n",
+			dead.Messages.Unacknowledged, dead.Events.Unacknowledged, dead.Messages.Acknowledged, dead.Events.Acknowledged)
+	}
+	if _, ok, err := takeSection(st.Extra, "recent", &recent); ok && err == nil && len(recent) > 0 {
+		fmt.Fprintln(w, "recent problems and operator actions (newest first):")
+		for _, n := range recent {
+			if n.Kind == "action" {
+				fmt.Fprintf(w, "  %s %s by %s on %s\n", n.At.Format(time.RFC3339), n.Note, n.Actor, n.Subject)
+				continue
+			}
+			fmt.Fprintf(w, "  %s message %d %s %s %s\n", n.At.Format(time.RFC3339), n.MsgID, n.TypeTag, n.State, n.Class)
+			if n.Note != "" {
+				fmt.Fprintf(w, "    %s\n", n.Note)
+			}
+			for _, warning := range n.Warnings {
+				fmt.Fprintf(w, "    warning: %s\n", warning)
+			}
+		}
+	}
+	var targets []TargetStatus
+	if raw, ok, err := takeSection(st.Extra, "targets", &targets); ok {
+		writeTargets(w, raw, targets, err)
+	}
+	var tr *PumpTrouble
+	if _, ok, err := takeSection(st.Extra, "pump_trouble", &tr); ok && err == nil && tr != nil {
+		fmt.Fprintf(w, "pump: cannot record the outcome of message %d: %d failure(s) since %s, next try %s\n  error: %s\n",
+			tr.MsgID, tr.Failures, tr.Since.Format(time.RFC3339), tr.Next.Format(time.RFC3339), tr.LastError)
+	}
+	writeJobs(w, st.Extra)
+	keys := make([]string, 0, len(st.Extra))
+	for k := range st.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "%s: %s\n", k, st.Extra[k])
+	}
+}
+
+// takeSection takes the status section key out of extra and decodes it into v; ok is false
+// when the status has no such section.
+func takeSection(extra map[string]json.RawMessage, key string, v any) (raw json.RawMessage, ok bool, err error) {
+	if raw, ok = extra[key]; !ok {
+		return nil, false, nil
+	}
+	delete(extra, key)
+	return raw, true, json.Unmarshal(raw, v)
+}
+
+// printHead prints the status's head message and why it waits.
+func writeHead(w io.Writer, st Status) {
+	if st.Head == nil {
+		fmt.Fprintln(w, "head: none (nothing waiting)")
+		return
+	}
+	tag := "?"
+	if st.Head.TypeTag != nil {
+		tag = *st.Head.TypeTag
+	}
+	fmt.Fprintf(w, "head: message %d %s %s, attempts %d\n  why: %s\n", st.Head.ID, tag, st.Head.State, st.Head.Attempts, st.Head.Why)
+	for _, warning := range st.Head.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warning)
+	}
+}
+
+// printTargets prints the status's delivery targets (raw when they could not be read: err).
+func writeTargets(w io.Writer, raw json.RawMessage, targets []TargetStatus, err error) {
+	if err != nil {
+		fmt.Fprintf(w, "targets: %s\n", raw)
+		return
+	}
+	if len(targets) == 0 {
+		fmt.Fprintln(w, "targets: no events yet")
+		return
+	}
+	fmt.Fprintf(w, "%-14s %8s %6s %8s %s\n", "target", "pending", "dead", "sent", "oldest pending")
+	for _, t := range targets {
+		age := "-"
+		if t.Pending > 0 {
+			age = (time.Duration(t.AgeSeconds * float64(time.Second))).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(w, "%-14s %8d %6d %8d %s\n", t.Target, t.Pending, t.Dead, t.Sent, age)
+		switch {
+		case t.BlockedSince != nil && t.Head != nil:
+			next := "-"
+			if t.NextAttempt != nil {
+				next = t.NextAttempt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "  BLOCKED since %s (%s), head event %d, %d attempt(s), next attempt %s, %s: %s\n",
+				t.BlockedSince.Format(time.RFC3339), time.Since(*t.BlockedSince).Round(time.Second), t.Head.EventID,
+				t.Head.Attempts, next, OrText(t.ErrorClass, "?"), OrText(t.LastError, ""))
+		case t.Head != nil && t.Head.LastError != nil:
+			fmt.Fprintf(w, "  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
+		}
+		if t.Rejecting {
+			fmt.Fprintf(w, "  REJECTING: its latest events all went DEAD, none delivered since; see msgx events --state DEAD --target %s\n", t.Target)
+		}
+	}
+}
+
+// printJobs prints, for msgx status, the job in hand and the last job of each kind, and takes
+// their sections out of extra.
+func writeJobs(w io.Writer, extra map[string]json.RawMessage) {
+	var j *JobInHand
+	if _, ok, err := takeSection(extra, "job", &j); ok && err == nil && j != nil {
+		fmt.Fprintf(w, "job in hand: %s (job %d) for %s: %s\n", j.Kind, j.JobID, j.RunningFor, j.Doing)
+	}
+	var h *MessageInHand
+	if _, ok, err := takeSection(extra, "in_hand", &h); ok && err == nil && h != nil {
+		fmt.Fprintf(w, "message in hand: %d %s for %s: %s\n", h.MsgID, h.Tag, h.RunningFor, h.Doing)
+	}
+	var list []Job
+	if _, ok, err := takeSection(extra, "last_jobs", &list); !ok || err != nil || len(list) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "last jobs:")
+	for _, j := range list {
+		what := ""
+		switch {
+		case j.Result != nil:
+			what = *j.Result
+		case j.LastError != nil:
+			what = *j.LastError
+		}
+		when := j.CreatedAt.Format(time.RFC3339)
+		if j.FinishedAt != nil {
+			when = j.FinishedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "  %-13s job %d %s %s: %s\n", j.Kind, j.ID, j.State, when, what)
+	}
+}
+
+// printChange prints a field's old and new value in full: on one line when both are short,
+// else each on a line of its own (two long values that differ only at the end must not look
+// the same).
+func WriteChange(w io.Writer, field, old, cur string) {
+	o, n := old, cur // JSON: a line each, as stored
+	if len([]rune(o)) <= 60 && len([]rune(n)) <= 60 {
+		fmt.Fprintf(w, "    %-6s %s → %s\n", field, o, n)
+		return
+	}
+	fmt.Fprintf(w, "    %-6s old: %s\n    %-6s new: %s\n", field, o, "", n)
+}
+
+// jobState is a job's state, RUNNING while it runs.
+func JobState(j Job) string {
+	if j.Progress != nil {
+		return "RUNNING"
+	}
+	return j.State
+}
+
+// jobText is what a job did (its result), why it failed, or, while it runs, what it is doing.
+func JobText(j Job) string {
+	switch {
+	case j.Progress != nil:
+		return fmt.Sprintf("%s (for %s)", j.Progress.Doing, time.Duration(j.Progress.RunningSeconds*float64(time.Second)).Round(time.Second))
+	case j.LastError != nil && *j.LastError != "":
+		return *j.LastError
+	}
+	return OrText(j.Result, "")
+}
+
+// JobInHand is the job the pump runs, as the status names it.
+type JobInHand struct {
+	JobID      int64  `json:"job_id"`
+	Kind       string `json:"kind"`
+	Doing      string `json:"doing"`
+	RunningFor string `json:"running_for"`
+}
+
+// MessageInHand is the message the pump works on, as the status names it.
+type MessageInHand struct {
+	MsgID      int64  `json:"msg_id"`
+	Tag        string `json:"tag"`
+	Doing      string `json:"doing"`
+	RunningFor string `json:"running_for"`
+}
+
+// OrText is *s, or def when s is nil or empty.
+func OrText(s *string, def string) string {
+	if s == nil || *s == "" {
+		return def
+	}
+	return *s
+}
+
+// WriteMessage writes one message as msgx message prints it: state, class, identity, times,
+// last error, note, warnings and the data request it answered.
+func WriteMessage(w io.Writer, m Message) {
+	fmt.Fprintf(w, "message %d: %s %s, attempts %d\n", m.ID, OrText(m.TypeTag, "?"), m.State, m.Attempts)
+	if m.ErrorClass != nil {
+		fmt.Fprintf(w, "class:      %s\n", *m.ErrorClass)
+	}
+	if m.Identity != nil {
+		fmt.Fprintf(w, "identity:   %s\n", *m.Identity)
+	}
+	if m.ReceivedAt != nil {
+		fmt.Fprintf(w, "received:   %s\n", m.ReceivedAt.Format(time.RFC3339))
+	}
+	if m.ProcessedAt != nil {
+		fmt.Fprintf(w, "processed:  %s\n", m.ProcessedAt.Format(time.RFC3339))
+	}
+	if m.LastError != nil {
+		fmt.Fprintf(w, "last error: %s\n", *m.LastError)
+	}
+	if m.Note != "" {
+		fmt.Fprintf(w, "note:       %s\n", m.Note)
+	}
+	for _, warning := range m.Warnings {
+		fmt.Fprintf(w, "warning:    %s\n", warning)
+	}
+	if m.AnsweredRequest != nil {
+		fmt.Fprintf(w, "answered:   data request %d (msgx requests)\n", *m.AnsweredRequest)
+	}
+}
+
+// WriteHistory writes a message's history: each attempt, park and replay, with who did it.
+func WriteHistory(w io.Writer, history []HistoryEntry) {
+	fmt.Fprintln(w, "history:")
+	if len(history) == 0 {
+		fmt.Fprintln(w, "  (nothing recorded)")
+	}
+	for _, e := range history {
+		who := ""
+		if e.Actor != "" {
+			who = " by " + e.Actor
+		}
+		fmt.Fprintf(w, "  %s  %-9s %-11s attempts %d%s: %s\n", e.At.Format(time.RFC3339), e.State, OrText(e.Class, "-"), e.Attempts, who, OneLine(e.Detail, 160))
+	}
+}
+
+// WriteJob writes one job: its state, attempts, times and result, error or progress.
+func WriteJob(w io.Writer, j Job) {
+	fmt.Fprintf(w, "job %d %s: %s, %d attempt(s), after message %d, created %s\n", j.ID, j.Kind, JobState(j), j.Attempts, j.AfterMsgID, j.CreatedAt.Format(time.RFC3339))
+	if j.FinishedAt != nil {
+		fmt.Fprintf(w, "finished %s\n", j.FinishedAt.Format(time.RFC3339))
+	}
+	if t := JobText(j); t != "" {
+		fmt.Fprintln(w, t)
+	}
+}
+
+// WritePreview writes a replay's dry run as a table (id, tag or target / tag, class, age),
+// and how many more would move than it shows.
+func WritePreview(w io.Writer, res ReplayAnswer, events bool) {
+	if len(res.Items) == 0 {
+		return
+	}
+	what := "tag"
+	if events {
+		what = "target / tag"
+	}
+	fmt.Fprintf(w, "%10s  %-28s  %-12s  %s\n", "id", what, "class", "age")
+	for _, it := range res.Items {
+		label := it.Tag
+		if events {
+			label = it.Target + " / " + it.Tag
+		}
+		age := (time.Duration(it.AgeSeconds) * time.Second).String()
+		fmt.Fprintf(w, "%10d  %-28s  %-12s  %s\n", it.ID, OrDash(label), OrDash(it.Class), age)
+	}
+	if more := res.Moved - len(res.Items); more > 0 {
+		fmt.Fprintf(w, "… and %d more (the table shows the first %d)\n", more, len(res.Items))
+	}
+}
+
+// OrDash is s, or "-" when it is empty.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// OneLine returns s on one line, cut to n characters.
+func OneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// WithFilters adds to q each name and value of kv whose value is not "", and encodes it.
+func WithFilters(q url.Values, kv ...string) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q.Encode()
+}
+
+// NonZero is n in decimal, "" for 0.
+func NonZero(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
+}
