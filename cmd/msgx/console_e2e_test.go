@@ -360,7 +360,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 			Actor, Action, Subject, Detail string
 		} `json:"audit"`
 	}
-	(&bearerAPI{t: t, s: s, token: adminSecret}).getJSON("/api/v1/audit?limit=1000", &audit)
+	(&bearerAPI{t: t, s: s, token: adminSecret}).getJSON("/api/v1/audit?order=asc&limit=1000", &audit)
 	var done []string
 	for _, e := range audit.Audit {
 		if e.Actor == "ops" {
@@ -483,7 +483,7 @@ func (a *bearerAPI) eventsOf(id int64, target string) []consoleEvent {
 	var out struct {
 		Events []consoleEvent `json:"events"`
 	}
-	a.getJSON(fmt.Sprintf("/api/v1/events?limit=1000&target=%s&msg_id=%d", target, id), &out)
+	a.getJSON(fmt.Sprintf("/api/v1/events?order=asc&limit=1000&target=%s&msg_id=%d", target, id), &out)
 	return out.Events
 }
 

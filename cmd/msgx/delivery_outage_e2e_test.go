@@ -460,7 +460,7 @@ func doEvents(t *testing.T, s *server, query string) []listedEvent {
 		var out struct {
 			Events []listedEvent `json:"events"`
 		}
-		s.getJSON(fmt.Sprintf("/api/v1/events?limit=1000&after=%d&%s", after, query), &out)
+		s.getJSON(fmt.Sprintf("/api/v1/events?order=asc&limit=1000&after=%d&%s", after, query), &out)
 		all = append(all, out.Events...)
 		if len(out.Events) < 1000 {
 			return all

@@ -24,8 +24,9 @@ func messages(args []string) error {
 	from := fs.String("from", "", "only messages taken at or after this time (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only messages taken before this time")
 	text := fs.String("q", "", "only messages whose identity, last error or note contains this text, or whose body does (newest 50,000 messages)")
+	follow := fs.Bool("follow", false, "print the newest messages, then each one taken as it arrives (newest at the bottom) until Ctrl-C")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--after ID] [--limit N] [--json]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--after ID] [--limit N] [--json] [--follow]"}
 	}
 	var err error
 	if *state, err = checkChoice("messages", "state", *state, procStates); err != nil {
@@ -35,7 +36,14 @@ func messages(args []string) error {
 		return err
 	}
 	*limit = capLimit("messages", *limit)
-	q := client.WithFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
+	if *follow {
+		filters, err := url.ParseQuery(client.WithFilters(url.Values{}, "flid", client.NonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class))
+		if err != nil {
+			return err
+		}
+		return followMessages(srv(*server), filters, *limit, *asJSON)
+	}
+	q := client.WithFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
 		"flid", client.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
 	var out client.MessageList
 	if printed, err := show(srv(*server), "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
@@ -46,18 +54,26 @@ func messages(args []string) error {
 			fmt.Printf("more: --after %d\n", *out.NextAfter)
 		}
 	}()
-	fmt.Printf("%8s  %-9s  %-11s  %-10s  %s\n", "id", "state", "class", "type", "note / last error")
+	printMessageHeader()
 	for _, m := range out.Messages {
-		text := m.Note
-		if m.State == "FAILED" || m.State == "DEAD" || m.State == "SKIPPED" {
-			text = client.OrText(m.LastError, m.Note)
-		}
-		if len(m.Warnings) > 0 {
-			text += fmt.Sprintf(" [%d warning(s)]", len(m.Warnings))
-		}
-		fmt.Printf("%8d  %-9s  %-11s  %-10s  %s\n", m.ID, m.State, client.OrText(m.ErrorClass, "-"), client.OrText(m.TypeTag, "?"), client.OneLine(text, 120))
+		printMessageLine(m)
 	}
 	return nil
+}
+
+func printMessageHeader() {
+	fmt.Printf("%8s  %-9s  %-11s  %-10s  %s\n", "id", "state", "class", "type", "note / last error")
+}
+
+func printMessageLine(m client.Message) {
+	text := m.Note
+	if m.State == "FAILED" || m.State == "DEAD" || m.State == "SKIPPED" {
+		text = client.OrText(m.LastError, m.Note)
+	}
+	if len(m.Warnings) > 0 {
+		text += fmt.Sprintf(" [%d warning(s)]", len(m.Warnings))
+	}
+	fmt.Printf("%8d  %-9s  %-11s  %-10s  %s\n", m.ID, m.State, client.OrText(m.ErrorClass, "-"), client.OrText(m.TypeTag, "?"), client.OneLine(text, 120))
 }
 
 // message shows one message in full: state, class, last error, note and every warning.

@@ -60,7 +60,7 @@ func events(args []string) error {
 		return err
 	}
 	*limit = capLimit("events", *limit)
-	q := client.WithFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
+	q := client.WithFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
 		"flid", client.NonZero(*flid), "msg_id", client.NonZero(*msgID), "target", *tgt, "state", *state)
 	var out client.EventList
 	if printed, err := show(srv(*server), "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {

@@ -585,7 +585,7 @@ func ogOneEventPerFlop(t *testing.T, s *ogServer, accepted map[int64]string) {
 			var page struct {
 				Events []event `json:"events"`
 			}
-			if _, err := s.getJSON(fmt.Sprintf("/api/v1/events?target=KAFKA_FLOP&limit=500&after=%d", after), &page); err != nil {
+			if _, err := s.getJSON(fmt.Sprintf("/api/v1/events?order=asc&target=KAFKA_FLOP&limit=500&after=%d", after), &page); err != nil {
 				return false
 			}
 			if len(page.Events) == 0 {

@@ -69,7 +69,7 @@ func requestsList(args []string) error {
 		return err
 	}
 	*limit = capLimit("requests", *limit)
-	q := client.WithFilters(url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}}, "state", *state)
+	q := client.WithFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}}, "state", *state)
 	var out struct {
 		Requests []client.Request `json:"requests"`
 	}

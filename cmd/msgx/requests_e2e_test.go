@@ -229,7 +229,7 @@ func testDataRequests(t *testing.T, db dbEnv) {
 	var list struct {
 		Requests []dataRequest `json:"requests"`
 	}
-	s.getJSON("/api/v1/requests", &list)
+	s.getJSON("/api/v1/requests?order=asc", &list)
 	var states []string
 	for _, r := range list.Requests {
 		states = append(states, r.STYP+":"+r.State)

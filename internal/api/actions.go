@@ -23,7 +23,7 @@ import (
 // text and history, a flight's history, parking, pausing the pump and targets, the audit log.
 
 // Bounds of every listing: at most MaxLimit items and about MaxListBytes of JSON; a page cut
-// by the byte bound says so (truncated) and gives the cursor of the next (next_after).
+// by the byte bound says so (truncated) and gives the cursor of the next (next).
 const (
 	MaxLimit     = store.MaxPageLimit
 	MaxListBytes = 4 << 20
@@ -48,30 +48,86 @@ func allowParams(w http.ResponseWriter, r *http.Request, allowed ...string) bool
 	return false
 }
 
-// page reads the paging of every listing: limit (default 100, clamped to 1..MaxLimit) and
-// after (a cursor, default 0), answering 400 and returning ok=false when either is not a
-// non-negative integer.
-func page(w http.ResponseWriter, q url.Values) (limit int, after int64, ok bool) {
+// cursor is the paging of a listing: at most limit items (default 100, clamped to
+// 1..MaxLimit) with ids above after and below before (0: no bound), newest first unless the
+// caller asked order=asc.
+type cursor struct {
+	limit         int
+	after, before int64
+	newest        bool
+}
+
+// page reads the paging of every listing (limit, after, before, order), answering 400 and
+// returning ok=false when a cursor is not a non-negative integer or order not asc/desc.
+func page(w http.ResponseWriter, q url.Values) (c cursor, ok bool) {
 	l, err := intParam(q.Get("limit"), 100)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_limit", "limit: "+err.Error())
-		return 0, 0, false
+		return c, false
 	}
-	a, err := strconv.ParseInt(q.Get("after"), 10, 64)
-	if q.Get("after") == "" {
-		a, err = 0, nil
+	c.limit = min(max(l, 1), MaxLimit)
+	for name, dst := range map[string]*int64{"after": &c.after, "before": &c.before} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "bad_"+name, fmt.Sprintf("%s: %q is not a non-negative integer", name, v))
+			return c, false
+		}
+		*dst = n
 	}
-	if err != nil || a < 0 {
-		writeError(w, http.StatusBadRequest, "bad_after", fmt.Sprintf("after: %q is not a non-negative integer", q.Get("after")))
-		return 0, 0, false
+	switch strings.ToLower(q.Get("order")) {
+	case "", "desc":
+		c.newest = true
+	case "asc":
+	default:
+		writeError(w, http.StatusBadRequest, "bad_order", fmt.Sprintf("order: %q is neither asc nor desc (the default, newest first)", q.Get("order")))
+		return c, false
 	}
-	return min(max(l, 1), MaxLimit), a, true
+	return c, true
 }
 
-// writeList answers {key: items…, "limit", "truncated", "next_after"} with as many items as
-// fit in MaxListBytes (at least one); next_after is the id of the last item given when more
-// may follow (a full page or a truncated one), else null.
-func writeList[T any](w http.ResponseWriter, key string, items []T, limit int, id func(T) int64) {
+// links are the cursors of the pages beside one: next goes on in the listing's order (older
+// rows when newest first), prev back (newer rows when newest first), each a query fragment
+// ("before=41") or nil when there is surely nothing there. prev is given even when no newer
+// row exists yet, so a client following the listing asks it again for what arrives.
+// nextAfter is the former cursor of an oldest-first listing (next_after).
+func (c cursor) links(n int, first, last int64, more bool) (next, prev *string, nextAfter *int64) {
+	frag := func(name string, id int64) *string {
+		s := name + "=" + strconv.FormatInt(id, 10)
+		return &s
+	}
+	// A page read towards its cursor (newer rows of a newest-first listing, older ones of an
+	// oldest-first one) has rows beyond it on the other side: the cursor's own.
+	toward := (c.newest && c.after > 0 && c.before == 0) || (!c.newest && c.before > 0 && c.after == 0)
+	forward, backward := "before", "after"
+	if !c.newest {
+		forward, backward = "after", "before"
+	}
+	switch {
+	case n == 0 && c.newest:
+		return nil, frag("after", max(c.after, c.before-1, 0)), nil
+	case n == 0:
+		return frag("after", max(c.after, c.before-1, 0)), nil, nil
+	}
+	if more || toward {
+		next = frag(forward, last)
+	}
+	if c.newest || c.after > 0 || c.before > 0 {
+		prev = frag(backward, first)
+	}
+	if !c.newest && more {
+		nextAfter = &last
+	}
+	return next, prev, nextAfter
+}
+
+// writeList answers {key: items…, "count", "limit", "order", "truncated", "next", "prev",
+// "next_after"} with as many items as fit in MaxListBytes (at least one); next and prev are
+// the cursors of the pages beside (cursor.links).
+func writeList[T any](w http.ResponseWriter, key string, items []T, c cursor, id func(T) int64) {
 	var buf bytes.Buffer
 	buf.WriteString(`{"` + key + `":[`)
 	n := 0
@@ -92,17 +148,24 @@ func writeList[T any](w http.ResponseWriter, key string, items []T, limit int, i
 		buf.Write(b)
 		n++
 	}
-	var next *int64
-	if n > 0 && (truncated || len(items) >= limit) {
-		v := id(items[n-1])
-		next = &v
+	var first, last int64
+	if n > 0 {
+		first, last = id(items[0]), id(items[n-1])
+	}
+	next, prev, nextAfter := c.links(n, first, last, truncated || len(items) >= c.limit)
+	order := "desc"
+	if !c.newest {
+		order = "asc"
 	}
 	tail, _ := json.Marshal(struct {
-		Count     int    `json:"count"`
-		Limit     int    `json:"limit"`
-		Truncated bool   `json:"truncated"`
-		NextAfter *int64 `json:"next_after"`
-	}{n, limit, truncated, next})
+		Count     int     `json:"count"`
+		Limit     int     `json:"limit"`
+		Order     string  `json:"order"`
+		Truncated bool    `json:"truncated"`
+		Next      *string `json:"next"`
+		Prev      *string `json:"prev"`
+		NextAfter *int64  `json:"next_after"`
+	}{n, c.limit, order, truncated, next, prev, nextAfter})
 	buf.WriteString("],")
 	buf.Write(tail[1:])
 	buf.WriteByte('\n')
@@ -136,7 +199,7 @@ func timeParam(w http.ResponseWriter, q url.Values, name string) (time.Time, boo
 }
 
 func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
-	if !allowParams(w, r, "state", "class", "flid", "tag", "from", "to", "q", "limit", "after") {
+	if !allowParams(w, r, "state", "class", "flid", "tag", "from", "to", "q", "limit", "after", "before", "order") {
 		return
 	}
 	q := r.URL.Query()
@@ -163,15 +226,17 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 	if f.To, ok = timeParam(w, q, "to"); !ok {
 		return
 	}
-	if f.Limit, f.AfterID, ok = page(w, q); !ok {
+	c, ok := page(w, q)
+	if !ok {
 		return
 	}
+	f.Limit, f.AfterID, f.BeforeID, f.Newest = c.limit, c.after, c.before, c.newest
 	ms, err := s.DB.SearchMessages(r.Context(), f)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "messages", ms, f.Limit, func(m *store.Message) int64 { return m.ID })
+	writeList(w, "messages", ms, c, func(m *store.Message) int64 { return m.ID })
 }
 
 func classNames() string {
@@ -368,32 +433,34 @@ func (s *Server) flightHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	limit, after, ok := page(w, r.URL.Query())
+	// A flight's history reads as a story, oldest first; before and order are not taken.
+	c, ok := page(w, r.URL.Query())
 	if !ok {
 		return
 	}
-	cs, err := s.DB.FlightHistory(r.Context(), flid, handler.TargetFlop, after, limit)
+	c.newest = false
+	cs, err := s.DB.FlightHistory(r.Context(), flid, handler.TargetFlop, c.after, c.limit)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "changes", cs, limit, func(c store.FlightChange) int64 { return c.EventID })
+	writeList(w, "changes", cs, c, func(c store.FlightChange) int64 { return c.EventID })
 }
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
-	if !allowParams(w, r, "limit", "after") {
+	if !allowParams(w, r, "limit", "after", "before", "order") {
 		return
 	}
-	limit, after, ok := page(w, r.URL.Query())
+	c, ok := page(w, r.URL.Query())
 	if !ok {
 		return
 	}
-	as, err := s.DB.ListAudit(r.Context(), after, limit)
+	as, err := s.DB.ListAudit(r.Context(), store.AuditQuery{AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "audit", as, limit, func(a store.AuditEntry) int64 { return a.ID })
+	writeList(w, "audit", as, c, func(a store.AuditEntry) int64 { return a.ID })
 }
 
 // operatorRoutes adds the routes of this file (the store must implement store.Operator).

@@ -19,7 +19,7 @@ const ReplayOrderNote = "replayed events are delivered again in EVENT_ID order a
 
 // eventRoutes adds the outbox routes:
 //
-//	GET  /api/v1/events?target=&state=&flid=&msg_id=&limit=&after=  (large payloads elided)
+//	GET  /api/v1/events?target=&state=&flid=&msg_id=&limit=&after=&before=&order= (large payloads elided)
 //	GET  /api/v1/events/{id}/payload                                 (the stored payload)
 //	POST /api/v1/events/replay {"target":"…","ids":[…],"dry_run":bool}
 func (s *Server) eventRoutes(mux *http.ServeMux) {
@@ -30,7 +30,7 @@ func (s *Server) eventRoutes(mux *http.ServeMux) {
 
 // listEvents is GET /api/v1/events.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
-	if !allowParams(w, r, "target", "state", "flid", "msg_id", "limit", "after") {
+	if !allowParams(w, r, "target", "state", "flid", "msg_id", "limit", "after", "before", "order") {
 		return
 	}
 	q := r.URL.Query()
@@ -51,16 +51,17 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 			*dst = n
 		}
 	}
-	var ok bool
-	if f.Limit, f.AfterID, ok = page(w, q); !ok {
+	c, ok := page(w, q)
+	if !ok {
 		return
 	}
+	f.Limit, f.AfterID, f.BeforeID, f.Newest = c.limit, c.after, c.before, c.newest
 	evs, err := s.DB.SearchEvents(r.Context(), f)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "events", evs, f.Limit, func(e store.EventBrief) int64 { return e.EventID })
+	writeList(w, "events", evs, c, func(e store.EventBrief) int64 { return e.EventID })
 }
 
 // eventPayload is GET /api/v1/events/{id}/payload.

@@ -45,10 +45,11 @@ func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux
 				writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not REGISTERED, SENT, DONE or EXPIRED", q.Get("state")))
 				return
 			}
-			var ok bool
-			if f.Limit, f.AfterID, ok = page(w, q); !ok {
+			c, ok := page(w, q)
+			if !ok {
 				return
 			}
+			f.Limit, f.AfterID, f.BeforeID, f.Newest = c.limit, c.after, c.before, c.newest
 			list, err := db.ListRequests(r.Context(), f)
 			if err != nil {
 				writeStoreError(w, err)
@@ -58,7 +59,7 @@ func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux
 			for i, req := range list {
 				shown[i] = svc.Show(req)
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"requests": shown})
+			writeList(w, "requests", shown, c, func(s requests.Shown) int64 { return s.ID })
 		})
 		mux.HandleFunc("GET /api/v1/requests/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"msgx/internal/jobs"
@@ -91,6 +92,13 @@ type Server struct {
 	// PumpHalted, when set, says why this process's pump applies nothing although it runs
 	// ("" when it applies): phase A with a Redis that lost data. /readyz answers 503 with it.
 	PumpHalted func() string
+	// StreamPoll is how often GET /api/v1/messages/stream reads the store (default
+	// DefaultStreamPoll); StreamHeartbeat how often it sends a comment line when idle (default
+	// DefaultStreamHeartbeat).
+	StreamPoll, StreamHeartbeat time.Duration
+
+	streamsOnce, stopOnce sync.Once
+	streamsDone           chan struct{} // closed by StopStreams
 }
 
 // DefaultPumpStepStale is Server.PumpStepStale's default: an idle pump steps every poll
@@ -109,6 +117,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /livez", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /api/v1/messages/{id}", s.getMessage)
+	mux.HandleFunc("GET /api/v1/messages/stream", s.streamMessages)
 	s.authRoutes(mux)
 	mux.HandleFunc("GET /api/v1/messages", s.searchMessages)
 	s.operatorRoutes(mux)

@@ -143,7 +143,10 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 		// http.addr serves the inbox, /healthz and /metrics; the admin listener everything.
 		a.adminSrv = &http.Server{Handler: apiHandler, ReadHeaderTimeout: 10 * time.Second}
 		a.httpSrv.Handler = api.InboxOnly(apiHandler)
+		a.adminSrv.RegisterOnShutdown(srv.StopStreams)
 	}
+	// The live streams end at shutdown: Shutdown waits for idle connections, which they never are.
+	a.httpSrv.RegisterOnShutdown(srv.StopStreams)
 	return a, nil
 }
 

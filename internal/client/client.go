@@ -273,7 +273,7 @@ func (c *Client) Events(query string) ([]Event, error) {
 	var out struct {
 		Events []Event `json:"events"`
 	}
-	err := c.Get("/api/v1/events?limit=1000&"+query, &out)
+	err := c.Get("/api/v1/events?order=asc&limit=1000&"+query, &out)
 	return out.Events, err
 }
 

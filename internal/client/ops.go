@@ -74,7 +74,7 @@ func (c *Client) Flight(flid int64) (json.RawMessage, error) {
 // Audit returns up to limit entries of the audit log with ids above after.
 func (c *Client) Audit(after int64, limit int) (AuditPage, error) {
 	var out AuditPage
-	err := c.Get(fmt.Sprintf("/api/v1/audit?after=%d&limit=%d", after, limit), &out)
+	err := c.Get(fmt.Sprintf("/api/v1/audit?order=asc&after=%d&limit=%d", after, limit), &out)
 	return out, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ type Operator interface {
 	AddHistory(ctx context.Context, ids []int64, a Action, now time.Time) error
 	Park(ctx context.Context, id int64, reason, actor string, now time.Time) (ParkResult, error)
 	AddAudit(ctx context.Context, a AuditEntry) error
-	ListAudit(ctx context.Context, afterID int64, limit int) ([]AuditEntry, error)
+	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 	SetPause(ctx context.Context, name, by, reason string, now time.Time) error
 	ClearPause(ctx context.Context, name string) (bool, error)
 	Pause(ctx context.Context, name string) (*Pause, error)
@@ -212,10 +213,19 @@ func (d *DB) AddAudit(ctx context.Context, a AuditEntry) error {
 	return nil
 }
 
-// ListAudit returns the audit entries with ids above afterID, in id order.
-func (d *DB) ListAudit(ctx context.Context, afterID int64, limit int) ([]AuditEntry, error) {
+// AuditQuery is a page of the audit log: ids between AfterID and BeforeID (0: no bound), at
+// most Limit (default 100, at most MaxPageLimit) of them, newest first when Newest.
+type AuditQuery struct {
+	AfterID, BeforeID int64
+	Newest            bool
+	Limit             int
+}
+
+// ListAudit returns the page q of the audit log, in id order (newest first with q.Newest).
+func (d *DB) ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
+	cond, args, order, reverse := idRange("AUDIT_ID", q.AfterID, q.BeforeID, q.Newest)
 	rows, err := d.SQL.QueryContext(ctx, `SELECT AUDIT_ID, HAPPENED_AT, ACTOR, ACTOR_ROLE, ACTION_KIND, SUBJECT, DETAIL, REMOTE
-FROM AUDIT_LOG WHERE AUDIT_ID > ? ORDER BY AUDIT_ID LIMIT ?`, afterID, clampLimit(limit))
+FROM AUDIT_LOG WHERE `+cond+` ORDER BY `+order+` LIMIT ?`, append(args, clampLimit(q.Limit))...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("audit log: %w", err))
 	}
@@ -230,6 +240,9 @@ FROM AUDIT_LOG WHERE AUDIT_ID > ? ORDER BY AUDIT_ID LIMIT ?`, afterID, clampLimi
 		}
 		a.At, a.Subject, a.Detail, a.Remote = at.Time, subj.String, detail.String, remote.String
 		out = append(out, a)
+	}
+	if reverse {
+		slices.Reverse(out)
 	}
 	return out, Unavailable(rows.Err())
 }
@@ -332,8 +345,36 @@ type MessageQuery struct {
 	// is above 0, of the body of one of the newest BodyWithin messages.
 	Text       string
 	BodyWithin int
-	AfterID    int64
-	Limit      int // default 100, at most MaxPageLimit
+	// AfterID, BeforeID: only ids above / below them (0: no bound); Newest: newest first
+	// (idRange says which rows a page holds).
+	AfterID, BeforeID int64
+	Newest            bool
+	Limit             int // default 100, at most MaxPageLimit
+}
+
+// idRange is the paging of a listing by the id column col: the condition (ids above after
+// and below before, 0 for no bound) with its arguments, the ORDER BY that reads the rows next
+// to the cursor given first (upward from after, downward from before), and whether the rows
+// read are to be reversed into the page's order (newest first when newest). So a page of
+// newer rows (after=) in a newest-first listing is the rows just above the cursor, shown
+// newest first, and a page of older rows (before=) in an oldest-first one the rows just below.
+func idRange(col string, after, before int64, newest bool) (cond string, args []any, order string, reverse bool) {
+	cond, args = col+" > ?", []any{max(after, 0)}
+	if before > 0 {
+		cond, args = cond+" AND "+col+" < ?", append(args, before)
+	}
+	desc := newest
+	switch {
+	case after > 0 && before <= 0:
+		desc = false
+	case before > 0 && after <= 0:
+		desc = true
+	}
+	order = col
+	if desc {
+		order += " DESC"
+	}
+	return cond, args, order, desc != newest
 }
 
 // likeEscape escapes s for a LIKE pattern with ESCAPE '!'.
@@ -341,7 +382,7 @@ func likeEscape(s string) string {
 	return strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(s)
 }
 
-// SearchMessages returns the messages q selects, in id order.
+// SearchMessages returns the messages q selects, in id order (newest first with q.Newest).
 func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error) {
 	from := messageFrom
 	var args []any
@@ -353,11 +394,11 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 		from = ` FROM MSG_FLIGHT f JOIN PROC_STATE p ON p.CMINMSGS_ID = f.CMINMSGS_ID` + messageJoins
 		idCol = "f.CMINMSGS_ID"
 	}
-	sqlq := `SELECT ` + messageCols + from + ` WHERE ` + idCol + ` > ?`
+	cond, args, order, reverse := idRange(idCol, q.AfterID, q.BeforeID, q.Newest)
+	sqlq := `SELECT ` + messageCols + from + ` WHERE ` + cond
 	if q.FLID != 0 {
 		sqlq += ` AND f.FLID = ?`
 	}
-	args = append(args, q.AfterID)
 	if q.FLID != 0 {
 		args = append(args, q.FLID)
 	}
@@ -401,7 +442,7 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 		}
 		sqlq += ` AND (p.IDENTITY LIKE ? ESCAPE '!' OR p.LAST_ERROR LIKE ? ESCAPE '!' OR p.NOTE LIKE ? ESCAPE '!'` + body + `)`
 	}
-	sqlq += fmt.Sprintf(` ORDER BY %s LIMIT %d`, idCol, clampLimit(q.Limit))
+	sqlq += fmt.Sprintf(` ORDER BY %s LIMIT %d`, order, clampLimit(q.Limit))
 	rows, err := d.SQL.QueryContext(ctx, sqlq, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("search messages: %w", err))
@@ -415,17 +456,23 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 		}
 		out = append(out, m)
 	}
+	if reverse {
+		slices.Reverse(out)
+	}
 	return out, Unavailable(rows.Err())
 }
 
 // EventQuery selects events for SearchEvents; zero fields match all.
 type EventQuery struct {
-	Target  string
-	State   pipeline.EventStatus
-	FLID    int64
-	MsgID   int64
-	AfterID int64
-	Limit   int // default 100, at most MaxPageLimit
+	Target string
+	State  pipeline.EventStatus
+	FLID   int64
+	MsgID  int64
+	// AfterID, BeforeID: only EVENT_IDs above / below them (0: no bound); Newest: newest
+	// first (idRange says which rows a page holds).
+	AfterID, BeforeID int64
+	Newest            bool
+	Limit             int // default 100, at most MaxPageLimit
 	// InlineMax is the largest payload (bytes) returned in the listing; a larger one is left
 	// out (PayloadElided) and read with EventPayload. 0: DefaultInlinePayload.
 	InlineMax int
@@ -441,7 +488,7 @@ type EventBrief struct {
 	PayloadElided bool  `json:"payload_elided"`
 }
 
-// SearchEvents returns the events q selects in EVENT_ID order, never reading a payload larger
+// SearchEvents returns the events q selects in EVENT_ID order (newest first with q.Newest), never reading a payload larger
 // than q.InlineMax from the database.
 func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, error) {
 	inline := q.InlineMax
@@ -452,8 +499,8 @@ func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, erro
 	if d.Dialect == SQLite {
 		length = `LENGTH(CAST(PAYLOAD AS BLOB))`
 	}
-	where := []string{"EVENT_ID > ?"}
-	args := []any{q.AfterID}
+	cond, args, order, reverse := idRange("EVENT_ID", q.AfterID, q.BeforeID, q.Newest)
+	where := []string{cond}
 	if q.Target != "" {
 		where, args = append(where, "TARGET = ?"), append(args, q.Target)
 	}
@@ -468,7 +515,7 @@ func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, erro
 	}
 	sqlq := `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, STATE, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
 CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END
-FROM MSG_EVENT WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(` ORDER BY EVENT_ID LIMIT %d`, clampLimit(q.Limit))
+FROM MSG_EVENT WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(` ORDER BY %s LIMIT %d`, order, clampLimit(q.Limit))
 	rows, err := d.SQL.QueryContext(ctx, sqlq, append([]any{inline}, args...)...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("search events: %w", err))
@@ -498,6 +545,9 @@ FROM MSG_EVENT WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(` ORDER BY E
 			e.Payload, _ = json.Marshal(payload.String)
 		}
 		out = append(out, e)
+	}
+	if reverse {
+		slices.Reverse(out)
 	}
 	return out, Unavailable(rows.Err())
 }

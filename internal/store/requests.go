@@ -25,6 +25,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,9 +131,11 @@ var _ Requests = (*DB)(nil)
 
 // RequestFilter selects requests for ListRequests; zero fields match all.
 type RequestFilter struct {
-	State   string
-	AfterID int64
-	Limit   int // default 100, at most 1000
+	State string
+	// AfterID, BeforeID: only ids above / below them (0: no bound); Newest: newest first.
+	AfterID, BeforeID int64
+	Newest            bool
+	Limit             int // default 100, at most 1000
 }
 
 const requestCols = `REQ_ID, REQ_TYPE, REQ_STYP, STDB, STDE, ANSWER_TYPE, STATE, SEQN, COUTMSGS_ID, RESENDS,
@@ -276,16 +279,20 @@ func (d *DB) GetRequest(ctx context.Context, id int64) (*Request, error) {
 	return r, nil
 }
 
-// ListRequests returns the requests matching f in id order.
+// ListRequests returns the requests matching f in id order (newest first with f.Newest).
 func (d *DB) ListRequests(ctx context.Context, f RequestFilter) ([]*Request, error) {
-	q := `SELECT ` + requestCols + ` FROM REQ_TRACK WHERE REQ_ID > ?`
-	args := []any{f.AfterID}
+	cond, args, order, reverse := idRange("REQ_ID", f.AfterID, f.BeforeID, f.Newest)
+	q := `SELECT ` + requestCols + ` FROM REQ_TRACK WHERE ` + cond
 	if f.State != "" {
 		q += ` AND STATE = ?`
 		args = append(args, f.State)
 	}
-	q += ` ORDER BY REQ_ID LIMIT ` + strconv.Itoa(clampLimit(f.Limit))
-	return d.queryRequests(ctx, q, args...)
+	q += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(clampLimit(f.Limit))
+	out, err := d.queryRequests(ctx, q, args...)
+	if reverse {
+		slices.Reverse(out)
+	}
+	return out, err
 }
 
 func (d *DB) queryRequests(ctx context.Context, q string, args ...any) ([]*Request, error) {

@@ -333,6 +333,7 @@ function route() {
   if (!views[name]) name = 'notfound';
   generation++;
   const gen = generation;
+  closeLive();
   for (const a of document.querySelectorAll('#nav a')) {
     a.classList.toggle('active', a.dataset.view === name || (name === 'message' && a.dataset.view === 'messages') || (name === 'flight' && a.dataset.view === 'flights'));
   }
@@ -684,10 +685,14 @@ views.messages = async ({ params, gen, view }) => {
     q.set(k, (k === 'from' || k === 'to') ? new Date(f[k]).toISOString() : f[k]);
   }
   q.set('limit', '100');
-  if (params.get('after')) q.set('after', params.get('after'));
+  for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
   const res = await api('GET', API.messages + '?' + q.toString());
   if (!alive(gen)) return;
-  const ms = res.messages || [];
+  // Newest first. The first page follows the stream of arrivals: they wait behind an "N new"
+  // bar (a click shows them) so that the rows do not move under the reader, or, in tail
+  // mode, go on top as they come.
+  let ms = res.messages || [];
+  const fresh = []; // arrivals not shown yet, newest first
   const selected = new Set();
   const cols = [
     { head: 'Id', cell: m => msgLink(m.id) },
@@ -700,9 +705,55 @@ views.messages = async ({ params, gen, view }) => {
   ];
   const replayable = m => (m.state === 'DEAD' || m.state === 'FAILED') && m.error_class !== 'MALFORMED';
   if (can('operator')) {
-    cols.unshift({ head: '', cell: m => replayable(m) ? h('input', { type: 'checkbox', 'aria-label': 'select ' + m.id, onchange: ev => ev.target.checked ? selected.add(m.id) : selected.delete(m.id) }) : '' });
+    cols.unshift({ head: '', cell: m => replayable(m) ? h('input', { type: 'checkbox', 'aria-label': 'select ' + m.id, checked: selected.has(m.id), onchange: ev => ev.target.checked ? selected.add(m.id) : selected.delete(m.id) }) : '' });
   }
-  const kids = [table(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' })];
+  const firstPage = !params.get('after') && !params.get('before');
+  // Arrivals are matched here against the filters the stream can tell (state, class, tag);
+  // with a flight, text or time filter the list does not follow.
+  const followable = firstPage && !f.flid && !f.q && !f.from && !f.to;
+  const matches = m => (!f.state || m.state === f.state) && (!f.class || m.error_class === f.class) &&
+    (!f.tag || (f.tag.includes('-') ? m.type_tag === f.tag.toUpperCase() : String(m.type_tag || '').startsWith(f.tag.toUpperCase() + '-')));
+  const newBar = h('button', { type: 'button', id: 'new-bar', class: 'new-bar', hidden: true, onclick: () => showFresh() });
+  const tail = h('input', { type: 'checkbox', id: 'tail-toggle', checked: localStorage.getItem('msgx.tail') === '1' });
+  const liveNote = h('span', { class: 'muted', id: 'live-state' });
+  const tableBox = h('div', {});
+  const render = () => fill(tableBox, table(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' }));
+  const showFresh = () => {
+    ms = fresh.splice(0).concat(ms);
+    newBar.hidden = true;
+    render();
+  };
+  const arrive = m => {
+    if (!alive(gen) || !matches(m) || ms.some(x => x.id === m.id) || fresh.some(x => x.id === m.id)) return;
+    fresh.unshift(m);
+    if (tail.checked) { showFresh(); return; }
+    newBar.textContent = `${fresh.length} new — show`;
+    newBar.hidden = false;
+  };
+  const update = m => {
+    if (!alive(gen)) return;
+    const i = ms.findIndex(x => x.id === m.id);
+    if (i >= 0) { ms[i] = m; render(); return; }
+    const j = fresh.findIndex(x => x.id === m.id);
+    if (j >= 0) fresh[j] = m;
+    else arrive(m); // now in a state the filter selects
+  };
+  tail.addEventListener('change', () => {
+    localStorage.setItem('msgx.tail', tail.checked ? '1' : '0');
+    if (tail.checked && fresh.length) showFresh();
+  });
+  const head = [];
+  if (followable) {
+    head.push(h('div', { class: 'actions live' }, h('label', { title: 'Show each new message on top as it arrives' }, tail, ' Tail'), ' ', liveNote), newBar);
+    const since = ms.length ? ms[0].id : Number(String(res.prev || 'after=0').split('=')[1]) || 0;
+    openLive(API.messages + '/stream?after=' + encodeURIComponent(since), arrive, update, state => {
+      if (alive(gen)) liveNote.textContent = state;
+    });
+  } else if (firstPage) {
+    head.push(h('p', { class: 'muted', id: 'live-state' }, 'Not following new messages with a flight, text or time filter: reload to see new ones.'));
+  }
+  render();
+  const kids = [head, tableBox];
   if (f.q) {
     kids.push(h('p', { class: 'muted', id: 'text-hint' }, 'Text is looked for in the identity, last error and note of every message, and in the body of the newest 50,000 messages only.'));
   }
@@ -720,13 +771,47 @@ views.messages = async ({ params, gen, view }) => {
       replayMessages({ ids: [...selected] });
     } }, 'Replay selected…')));
   }
-  if (res.next_after) {
-    const next = Object.fromEntries(params);
-    next.after = res.next_after;
-    kids.push(h('p', {}, h('a', { href: '#/messages?' + new URLSearchParams(next).toString(), id: 'next-page' }, 'Next page →')));
-  }
+  kids.push(pageLinks('/messages', params, res, firstPage));
   fill(list, ...kids);
 };
+
+// pageLinks are the links to the newer and older pages of a newest-first listing (the
+// answer's prev and next cursors, "after=…" and "before=…").
+function pageLinks(path, params, res, firstPage) {
+  const to = (frag, id, text) => {
+    const p = Object.fromEntries(params);
+    delete p.after; delete p.before;
+    const [k, v] = String(frag).split('=');
+    p[k] = v;
+    return h('a', { href: '#' + path + '?' + new URLSearchParams(p).toString(), id }, text);
+  };
+  return h('p', { class: 'pages' },
+    !firstPage && res.prev ? [to(res.prev, 'prev-page', '← Newer'), ' '] : null,
+    !firstPage ? [h('a', { href: '#' + path + '?' + new URLSearchParams(Object.fromEntries([...params].filter(([k]) => k !== 'after' && k !== 'before'))).toString(), id: 'newest-page' }, 'Newest'), ' '] : null,
+    res.next ? to(res.next, 'next-page', 'Older →') : null);
+}
+
+// liveSource is the open event stream of the view shown (route closes it on leaving).
+let liveSource = null;
+
+// openLive follows an event stream of messages: onMessage for each arrival, onUpdate for each
+// state change, onState with a word on the connection (EventSource reconnects by itself,
+// resuming after the last arrival it got).
+function openLive(url, onMessage, onUpdate, onState) {
+  closeLive();
+  if (typeof EventSource !== 'function') { onState('(this browser cannot follow new messages)'); return; }
+  const src = new EventSource(url);
+  liveSource = src;
+  const parse = (ev, fn) => { try { fn(JSON.parse(ev.data)); } catch (e) { /* a broken event is skipped */ } };
+  src.addEventListener('message', ev => parse(ev, onMessage));
+  src.addEventListener('update', ev => parse(ev, onUpdate));
+  src.onopen = () => onState('live');
+  src.onerror = () => onState(src.readyState === EventSource.CLOSED ? 'not live (reload to retry)' : 'reconnecting…');
+}
+
+function closeLive() {
+  if (liveSource) { liveSource.close(); liveSource = null; }
+}
 
 // prettyXML indents XML text for reading; anything it cannot follow is left as it is.
 function prettyXML(src) {
@@ -879,7 +964,7 @@ views.events = async ({ params, gen, view }) => {
   if (target) q.set('target', target);
   if (state) q.set('state', state);
   if (flid) q.set('flid', flid);
-  if (params.get('after')) q.set('after', params.get('after'));
+  for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
   const res = await api('GET', API.events + '?' + q.toString());
   if (!alive(gen)) return;
   const evs = res.events || [];
@@ -892,11 +977,7 @@ views.events = async ({ params, gen, view }) => {
     } }, 'Replay selected…'));
   }
   const kids = [h('h1', {}, 'Events', target ? ' of ' + target : ''), form, actions, eventsTable(evs, can('operator') && !!target, selected)];
-  if (res.next_after) {
-    const next = Object.fromEntries(params);
-    next.after = res.next_after;
-    kids.push(h('p', {}, h('a', { href: '#/events?' + new URLSearchParams(next).toString() }, 'Next page →')));
-  }
+  kids.push(pageLinks('/events', params, res, !params.get('after') && !params.get('before')));
   fill(view, ...kids);
 };
 
@@ -945,7 +1026,7 @@ views.dead = async ({ gen, view }) => {
       ? h('span', { class: 'muted', id: 'acked-message-' + m.id }, `by ${acked[m.id].acked_by} ${fmtTime(acked[m.id].acked_at)}` + (acked[m.id].note ? ': ' + acked[m.id].note : ''))
       : can('operator') ? h('button', { type: 'button', id: 'ack-message-' + m.id, onclick: () => ackDead('message', [m.id], 'message ' + m.id) }, 'Acknowledge…') : '' },
   ], ms, { id: 'dead-messages', rowId: m => m.id, empty: 'No DEAD message.' }));
-  if (msgs.next_after) kids.push(h('p', {}, link('/messages?state=DEAD&after=' + encodeURIComponent(msgs.next_after), 'More…')));
+  if (msgs.next) kids.push(h('p', {}, link('/messages?state=DEAD&' + msgs.next, 'More…')));
   if (st.failed) {
     kids.push(h('h2', {}, 'Events'), h('p', { class: 'banner', id: 'dead-events-error', role: 'alert' },
       'Dead events unknown: ', failedRoute(API.status, st.failed)));
@@ -1190,10 +1271,12 @@ function flightHistory(list) {
 
 // ---- requests and jobs ------------------------------------------------------------------------------
 
-views.requests = async ({ gen, view }) => {
+views.requests = async ({ params, gen, view }) => {
   let res;
+  const q = new URLSearchParams({ limit: '200' });
+  for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
   try {
-    res = await api('GET', API.requests + '?limit=200');
+    res = await api('GET', API.requests + '?' + q.toString());
   } catch (e) {
     if (!alive(gen)) return;
     fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, describe(e)));
@@ -1208,7 +1291,7 @@ views.requests = async ({ gen, view }) => {
     { head: 'Created', cell: r => fmtTime(r.created_at) }, { head: 'Sent', cell: r => r.waiting_for_gateway_s != null ? `waiting for gateway ${fmtAge(r.waiting_for_gateway_s)}` : fmtTime(r.sent_at) },
     { head: 'Deadline', cell: r => fmtTime(r.deadline_at) }, { head: 'Finished', cell: r => fmtTime(r.finished_at) },
     { head: 'Answer', cell: r => r.answer_msg_id ? msgLink(r.answer_msg_id) : '' },
-  ], list, { id: 'requests-table', empty: 'No request yet.' }));
+  ], list, { id: 'requests-table', empty: 'No request yet.' }), pageLinks('/requests', params, res, !params.get('after') && !params.get('before')));
 };
 
 // JOB_KINDS are the jobs an admin may start, with what each does (README "Retention and
@@ -1276,12 +1359,12 @@ views.jobs = async ({ arg, gen, view }) => {
 
 views.audit = async ({ params, gen, view }) => {
   const q = new URLSearchParams({ limit: '200' });
-  if (params.get('after')) q.set('after', params.get('after'));
+  for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
   const res = await api('GET', API.audit + '?' + q.toString());
   if (!alive(gen)) return;
   const list = Array.isArray(res) ? res : (res.audit || res.entries || []);
-  fill(view, h('h1', {}, 'Audit log'), h('p', { class: 'muted' }, 'Every action taken through the API or this console, with the token that took it.'),
-    h('div', { id: 'audit-list' }, anyValue(list)));
+  fill(view, h('h1', {}, 'Audit log'), h('p', { class: 'muted' }, 'Every action taken through the API or this console, with the token that took it, newest first.'),
+    h('div', { id: 'audit-list' }, anyValue(list)), pageLinks('/audit', params, res, !params.get('after') && !params.get('before')));
 };
 
 // ---- search -----------------------------------------------------------------------------------------

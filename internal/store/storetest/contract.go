@@ -77,7 +77,7 @@ func Contract(t *testing.T, open Open) {
 	for _, group := range [][]struct {
 		name string
 		fn   func(*testing.T, Store)
-	}{operatorCases, findCases, queueCases, edgeCases, gapCases} {
+	}{operatorCases, findCases, queueCases, edgeCases, gapCases, pagingCases} {
 		cases = append(cases, group...)
 	}
 	for _, c := range cases {

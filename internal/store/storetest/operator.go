@@ -182,7 +182,7 @@ func auditKeepsEdgeValues(t *testing.T, db Store) {
 			t.Fatal(err)
 		}
 	}
-	out, err := db.ListAudit(ctx, 0, 10)
+	out, err := db.ListAudit(ctx, store.AuditQuery{Limit: 10})
 	if err != nil || len(out) != 2 {
 		t.Fatalf("audit: %+v %v", out, err)
 	}
@@ -193,7 +193,7 @@ func auditKeepsEdgeValues(t *testing.T, db Store) {
 		strings.Contains(out[1].Detail, "secretpw") {
 		t.Errorf("entry 1 not fitted or not redacted: %d %d %.60s", utf8.RuneCountInString(out[1].Actor), utf8.RuneCountInString(out[1].Subject), out[1].Detail)
 	}
-	if page, _ := db.ListAudit(ctx, out[0].ID, 10); len(page) != 1 || page[0].ID != out[1].ID {
+	if page, _ := db.ListAudit(ctx, store.AuditQuery{AfterID: out[0].ID, Limit: 10}); len(page) != 1 || page[0].ID != out[1].ID {
 		t.Errorf("after paging: %+v", page)
 	}
 }
