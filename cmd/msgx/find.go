@@ -7,6 +7,7 @@ import (
 
 	"msgx/internal/app"
 	"msgx/internal/cli"
+	"msgx/internal/client"
 	"msgx/internal/store"
 )
 
@@ -36,14 +37,7 @@ func findCmd(args []string) error {
 	if len(ans.Hits) == 0 {
 		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx find: nothing matches %q", ans.Query)}
 	}
-	fmt.Printf("%-7s  %10s  %-10s  %-12s  %s\n", "kind", "id", "day", "match", "what")
-	var flights []int64
-	for _, h := range ans.Hits {
-		fmt.Printf("%-7s  %10d  %-10s  %-12s  %s\n", h.Kind, h.ID, h.Day, h.Match, h.Label)
-		if h.Kind == "flight" {
-			flights = append(flights, h.ID)
-		}
-	}
+	flights := client.WriteHits(os.Stdout, ans)
 	if ans.More {
 		fmt.Fprintf(os.Stderr, "more hits than --limit %d: narrow the search or raise --limit\n", *limit)
 	}

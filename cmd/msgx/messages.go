@@ -54,26 +54,11 @@ func messages(args []string) error {
 			fmt.Printf("more: --after %d\n", *out.NextAfter)
 		}
 	}()
-	printMessageHeader()
+	client.WriteMessageHeader(os.Stdout)
 	for _, m := range out.Messages {
-		printMessageLine(m)
+		client.WriteMessageLine(os.Stdout, m)
 	}
 	return nil
-}
-
-func printMessageHeader() {
-	fmt.Printf("%8s  %-9s  %-11s  %-10s  %s\n", "id", "state", "class", "type", "note / last error")
-}
-
-func printMessageLine(m client.Message) {
-	text := m.Note
-	if m.State == "FAILED" || m.State == "DEAD" || m.State == "SKIPPED" {
-		text = client.OrText(m.LastError, m.Note)
-	}
-	if len(m.Warnings) > 0 {
-		text += fmt.Sprintf(" [%d warning(s)]", len(m.Warnings))
-	}
-	fmt.Printf("%8d  %-9s  %-11s  %-10s  %s\n", m.ID, m.State, client.OrText(m.ErrorClass, "-"), client.OrText(m.TypeTag, "?"), client.OneLine(text, 120))
 }
 
 // message shows one message in full: state, class, last error, note and every warning.

@@ -6,9 +6,8 @@ import (
 	"msgx/internal/cli"
 	"msgx/internal/client"
 	"net/url"
+	"os"
 	"strconv"
-	"strings"
-	"time"
 )
 
 const requestUsage = `usage:
@@ -76,29 +75,6 @@ func requestsList(args []string) error {
 	if printed, err := show(srv(*server), "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	at := func(t *time.Time) string {
-		if t == nil {
-			return "-"
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
-	fmt.Printf("%6s  %-4s  %-27s  %-10s  %-6s  %7s  %-28s  %-20s  %s\n", "id", "type", "what", "state", "seqn", "resends", "sent_at", "finished_at", "answer")
-	for _, r := range out.Requests {
-		what := r.STYP
-		if r.Type == "RQFD" {
-			what = r.STDB + " " + r.STDE
-		}
-		answer := "-"
-		if r.AnswerID != nil {
-			answer = "message " + strconv.FormatInt(*r.AnswerID, 10)
-		}
-		sent := at(r.SentAt)
-		if r.WaitingForGateway != nil {
-			// Not sent by the gateway yet: never re-sent while so.
-			sent = "waiting for gateway " + (time.Duration(*r.WaitingForGateway) * time.Second).String()
-		}
-		fmt.Printf("%6d  %-4s  %-27s  %-10s  %-6s  %7d  %-28s  %-20s  %s\n", r.ID, r.Type, strings.TrimSpace(what), r.State, r.SEQN, r.Resends,
-			sent, at(r.FinishedAt), answer)
-	}
+	client.WriteRequests(os.Stdout, out.Requests)
 	return nil
 }

@@ -336,3 +336,63 @@ func NonZero(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// WriteMessageHeader writes the header of the message lines WriteMessageLine writes.
+func WriteMessageHeader(w io.Writer) {
+	fmt.Fprintf(w, "%8s  %-9s  %-11s  %-10s  %s\n", "id", "state", "class", "type", "note / last error")
+}
+
+// WriteMessageLine writes one message as a line: id, state, class, type tag, then its note
+// or last error and how many warnings it has.
+func WriteMessageLine(w io.Writer, m Message) {
+	text := m.Note
+	if m.State == "FAILED" || m.State == "DEAD" || m.State == "SKIPPED" {
+		text = OrText(m.LastError, m.Note)
+	}
+	if len(m.Warnings) > 0 {
+		text += fmt.Sprintf(" [%d warning(s)]", len(m.Warnings))
+	}
+	fmt.Fprintf(w, "%8d  %-9s  %-11s  %-10s  %s\n", m.ID, m.State, OrText(m.ErrorClass, "-"), OrText(m.TypeTag, "?"), OneLine(text, 120))
+}
+
+// WriteHits writes find's hits as a table (kind, id, day, match, what) and returns the ids of
+// the flights among them.
+func WriteHits(w io.Writer, ans FindAnswer) (flights []int64) {
+	fmt.Fprintf(w, "%-7s  %10s  %-10s  %-12s  %s\n", "kind", "id", "day", "match", "what")
+	for _, h := range ans.Hits {
+		fmt.Fprintf(w, "%-7s  %10d  %-10s  %-12s  %s\n", h.Kind, h.ID, h.Day, h.Match, h.Label)
+		if h.Kind == "flight" {
+			flights = append(flights, h.ID)
+		}
+	}
+	return flights
+}
+
+// WriteRequests writes data requests as a table: id, type, what, state, SEQN, re-sends, when
+// sent (or how long it waits for the gateway), when finished and the answering message.
+func WriteRequests(w io.Writer, requests []Request) {
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(w, "%6s  %-4s  %-27s  %-10s  %-6s  %7s  %-28s  %-20s  %s\n", "id", "type", "what", "state", "seqn", "resends", "sent_at", "finished_at", "answer")
+	for _, r := range requests {
+		what := r.STYP
+		if r.Type == "RQFD" {
+			what = r.STDB + " " + r.STDE
+		}
+		answer := "-"
+		if r.AnswerID != nil {
+			answer = "message " + strconv.FormatInt(*r.AnswerID, 10)
+		}
+		sent := at(r.SentAt)
+		if r.WaitingForGateway != nil {
+			// Not sent by the gateway yet: never re-sent while so.
+			sent = "waiting for gateway " + (time.Duration(*r.WaitingForGateway) * time.Second).String()
+		}
+		fmt.Fprintf(w, "%6d  %-4s  %-27s  %-10s  %-6s  %7d  %-28s  %-20s  %s\n", r.ID, r.Type, strings.TrimSpace(what), r.State, r.SEQN, r.Resends,
+			sent, at(r.FinishedAt), answer)
+	}
+}
