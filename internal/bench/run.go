@@ -5,9 +5,11 @@
 //
 // It never runs on the configured production tables: SQLite runs on a file of its own, MySQL
 // on a scratch database it creates on the configured server and drops at the end
-// (scratch.go). The messages are its own (gen.go).
+// (scratch.go).
 //
-// The phases, in order, on one database:
+// Two workloads: the simulator's airport day (WorkloadDay, the default; day.go) and the
+// earlier one, its own messages (WorkloadClassic; gen.go). Both start with the floor. The
+// classic workload's phases, in order, on one database:
 //
 //   - floor: ~2 KB rows into a scratch table on one connection, one row per commit, then 100
 //     rows per commit (floor.go);
