@@ -18,7 +18,9 @@ import (
 // benchCmd runs `msgx bench`.
 func benchCmd(args []string) error {
 	fs := prog.Flags("bench")
-	messages := fs.Int("messages", bench.DefaultMessages, "`N`: messages in the accept, process and latency phases")
+	workload := fs.String("workload", bench.WorkloadDay, "`W`: day (the simulator's airport day: reference data, schedule, FLOPs of every STYP) or classic (reference adds and FLOPs on a 3,000-flight snapshot)")
+	messages := fs.Int("messages", bench.DefaultMessages, "`N`: messages in the accept, process and latency phases (day: FLOPs of each simulated day)")
+	flights := fs.Int("flights", 0, "day: `F` flights a day (default: as many as give about N FLOPs)")
 	rate := fs.Float64("rate", bench.DefaultRate, "`R`: messages per second in the latency phase")
 	clients := fs.Int("clients", bench.DefaultClients, "`C`: concurrent clients in the accept phase")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
@@ -31,8 +33,9 @@ func benchCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 {
-		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, and no arguments follow the flags\n\n")
+	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 || *flights < 0 ||
+		(*workload != bench.WorkloadDay && *workload != bench.WorkloadClassic) {
+		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, --workload is day or classic, and no arguments follow the flags\n\n")
 		fmt.Fprintf(os.Stderr, "Run 'msgx help bench' for the flags and examples.\n")
 		return app.ExitError{Code: exitUsage}
 	}
@@ -40,7 +43,7 @@ func benchCmd(args []string) error {
 	defer stop()
 
 	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database}, bench.Options{
-		Config: cfg, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
+		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Progress: os.Stderr,

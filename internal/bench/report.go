@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"msgx/internal/handler"
 )
 
 // WriteTable prints r for a person: the floor, then msgx's figures beside it as ratios.
 func WriteTable(w io.Writer, r Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
-	p("msgx bench on %s (%s): %d messages, %d clients, %g msg/s, %d finished messages before", r.Driver, r.Database, r.Messages, r.Clients, r.Rate, r.History)
+	p("msgx bench on %s (%s), workload %s: %d messages, %d clients, %g msg/s, %d finished messages before", r.Driver, r.Database, r.Workload, r.Messages, r.Clients, r.Rate, r.History)
 	p("")
 	p("floor: one connection, ~2 KB rows\t\t")
 	p("  durable commits/s, 1 row each\t%.0f\tfloor_commits_per_s", r.FloorCommitsPerS)
@@ -21,9 +23,13 @@ func WriteTable(w io.Writer, r Result) error {
 		r.AcceptedPerS, r.AcceptedVsCommitFloor, r.AcceptedVsBatchedFloor)
 	p("  processed/s (backlog → SUCCEEDED)\t%.0f\tprocessed_per_s\t%.2f× commit floor\t%.3f× batched floor",
 		r.ProcessedPerS, r.ProcessedVsCommitFloor, r.ProcessedVsBatchedFloor)
-	p("  accept→SENT p50, ms\t%.1f\taccept_to_sent_p50_ms\tat %.0f msg/s, SENT seen at the %s", r.AcceptToSentP50Ms, r.LatencyRatePerS, r.SentObserved)
-	p("  accept→SENT p99, ms\t%.1f\taccept_to_sent_p99_ms", r.AcceptToSentP99Ms)
-	p("  3,000-flight SCHD DNLD, s\t%.2f\tsnapshot_3000_s", r.Snapshot3000S)
+	if r.Workload == WorkloadDay {
+		writeDayLatency(p, r)
+	} else {
+		p("  accept→SENT p50, ms\t%.1f\taccept_to_sent_p50_ms\tat %.0f msg/s, SENT seen at the %s", r.AcceptToSentP50Ms, r.LatencyRatePerS, r.SentObserved)
+		p("  accept→SENT p99, ms\t%.1f\taccept_to_sent_p99_ms", r.AcceptToSentP99Ms)
+	}
+	p("  %d-flight schedule (SCHD DNLD), s\t%.2f\tsnapshot_s", r.Flights, r.SnapshotS)
 	p("  peak heap in use, MB\t%.1f\tpeak_heap_mb", r.PeakHeapMB)
 	p("  pump start-up (adoption scan), s\t%.2f\tpump_start_s", r.PumpStartS)
 	if err := tw.Flush(); err != nil {
@@ -36,4 +42,22 @@ func WriteTable(w io.Writer, r Result) error {
 		return err
 	}
 	return nil
+}
+
+// writeDayLatency prints the day workload's request→SENT percentiles, overall and per target.
+func writeDayLatency(p func(string, ...any), r Result) {
+	p("  request→SENT, all targets, ms\tp50 %.1f\taccept_to_sent_p50_ms\tat %.0f msg/s, SENT seen at the %s", r.AcceptToSentP50Ms, r.LatencyRatePerS, r.SentObserved)
+	p("\tp99 %.1f\taccept_to_sent_p99_ms", r.AcceptToSentP99Ms)
+	p("\tp999 %.1f\taccept_to_sent_p999_ms", r.AcceptToSentP999Ms)
+	for _, t := range handler.Targets {
+		l, ok := r.Targets[t]
+		if !ok {
+			continue
+		}
+		note := ""
+		if t == handler.TargetSchd {
+			note = fmt.Sprintf(", flushed every %.0f ms", r.SchdFlushPeriodMs)
+		}
+		p("    %s, ms\tp50 %.1f  p99 %.1f  p999 %.1f\ttargets.%s\t%d messages%s", t, l.P50Ms, l.P99Ms, l.P999Ms, t, l.Messages, note)
+	}
 }

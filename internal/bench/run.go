@@ -5,9 +5,11 @@
 //
 // It never runs on the configured production tables: SQLite runs on a file of its own, MySQL
 // on a scratch database it creates on the configured server and drops at the end
-// (scratch.go). The messages are its own (gen.go).
+// (scratch.go).
 //
-// The phases, in order, on one database:
+// Two workloads: the simulator's airport day (WorkloadDay, the default; day.go) and the
+// earlier one, its own messages (WorkloadClassic; gen.go). Both start with the floor. The
+// classic workload's phases, in order, on one database:
 //
 //   - floor: ~2 KB rows into a scratch table on one connection, one row per commit, then 100
 //     rows per commit (floor.go);
@@ -62,7 +64,9 @@ type Options struct {
 	DB        DB            // the bench database (not migrated yet); never the production one
 	Build     app.Builder   // msgx on DB, as serve builds it (app.On(DB); Scratch.Build)
 	WorkDir   string        // a temporary directory for the file sinks
-	Messages  int           // N (DefaultMessages when 0)
+	Workload  string        // WorkloadDay (when empty) or WorkloadClassic
+	Messages  int           // N (DefaultMessages when 0): FLOPs of a day, or the classic phases' messages
+	Flights   int           // the day workload's flights (0: as many as give about N FLOPs)
 	Rate      float64       // R, messages per second in the latency phase (DefaultRate when 0)
 	Clients   int           // C, concurrent clients in the accept phase (DefaultClients when 0)
 	FloorTime time.Duration // how long each floor measurement runs (DefaultFloorTime when 0)
@@ -76,6 +80,9 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
+	if o.Workload == "" {
+		o.Workload = WorkloadDay
+	}
 	if o.Messages <= 0 {
 		o.Messages = DefaultMessages
 	}
@@ -102,6 +109,7 @@ func (o *Options) defaults() {
 // Result is what Run measured. The JSON keys are `msgx bench --json`'s.
 type Result struct {
 	Driver   string  `json:"driver"`
+	Workload string  `json:"workload"`
 	Database string  `json:"database"`
 	Messages int     `json:"messages"`
 	Clients  int     `json:"clients"`
@@ -115,8 +123,20 @@ type Result struct {
 	ProcessedPerS     float64 `json:"processed_per_s"`
 	AcceptToSentP50Ms float64 `json:"accept_to_sent_p50_ms"`
 	AcceptToSentP99Ms float64 `json:"accept_to_sent_p99_ms"`
-	Snapshot3000S     float64 `json:"snapshot_3000_s"`
-	PeakHeapMB        float64 `json:"peak_heap_mb"`
+	// AcceptToSentP999Ms and Targets: the day workload's request→SENT, overall (a message's
+	// last event on any target) and per target, KAFKA_SCHD included (sent every
+	// schd.flush-period, SchdFlushPeriodMs). The classic workload's p50 and p99 run from the
+	// client's receipt of the id to the last SENT on the event-by-event targets.
+	AcceptToSentP999Ms    float64                  `json:"accept_to_sent_p999_ms,omitempty"`
+	Targets               map[string]TargetLatency `json:"targets,omitempty"`
+	MessagesWithoutEvents int                      `json:"messages_without_events"`
+	SchdFlushPeriodMs     float64                  `json:"schd_flush_period_ms"`
+	// Flights and SnapshotS: the schedule's flights and the time from posting it (and, on
+	// the day workload, the reference data before it) to it SUCCEEDED.
+	Flights       int     `json:"flights"`
+	SnapshotS     float64 `json:"snapshot_s"`
+	Snapshot3000S float64 `json:"snapshot_3000_s,omitempty"` // classic: SnapshotS of its 3,000 flights
+	PeakHeapMB    float64 `json:"peak_heap_mb"`
 	// PumpStartS is the pump's first step on the bench database: the start-up adoption of
 	// CMINMSGS, whose cost follows the table (see --history).
 	PumpStartS float64 `json:"pump_start_s"`
@@ -138,7 +158,10 @@ type Result struct {
 // Run measures the floor and msgx end to end on o.DB, in the order the package doc gives.
 func Run(ctx context.Context, o Options) (Result, error) {
 	o.defaults()
-	r := Result{Driver: string(o.DB.SQLDialect()), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate, History: o.History}
+	if o.Workload != WorkloadDay && o.Workload != WorkloadClassic {
+		return Result{}, fmt.Errorf("unknown workload %q (%s or %s)", o.Workload, WorkloadDay, WorkloadClassic)
+	}
+	r := Result{Driver: string(o.DB.SQLDialect()), Workload: o.Workload, SchdFlushPeriodMs: Millis(o.Config.Schd.FlushPeriod), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate, History: o.History}
 	fmt.Fprintf(o.Progress, "bench: floor, %s per measurement\n", o.FloorTime)
 	floor, err := MeasureFloor(ctx, o.DB, o.Clock, o.FloorTime)
 	if err != nil {
@@ -189,14 +212,13 @@ func runMsgx(ctx context.Context, o Options, r *Result) error {
 	b := &bench{o: o, sys: sys, rec: rec, cl: newClient(sys.url, max(o.Clients, 4)*4),
 		// Tomorrow: no flight of the snapshot is in the past, even if the day turns mid-run.
 		sched: Schedule{Day: time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, loc), Flights: SnapshotFlights, Loc: loc}}
-	steps := []struct {
-		name string
-		fn   func(context.Context, *Result) error
-	}{
-		{fmt.Sprintf("snapshot of %d flights", SnapshotFlights), b.snapshot},
-		{fmt.Sprintf("accept %d messages from %d clients", o.Messages, o.Clients), b.accept},
-		{fmt.Sprintf("process the backlog of %d", o.Messages), b.process},
-		{fmt.Sprintf("accept→SENT of %d FLOPs at %g/s", o.Messages, o.Rate), b.latency},
+	steps := b.classicSteps()
+	if o.Workload == WorkloadDay {
+		d, err := newDayBench(b)
+		if err != nil {
+			return err
+		}
+		steps = d.steps()
 	}
 	for _, s := range steps {
 		fmt.Fprintf(o.Progress, "bench: %s\n", s.name)
@@ -210,9 +232,30 @@ func runMsgx(ctx context.Context, o Options, r *Result) error {
 	return nil
 }
 
-// drained waits until every message is processed and every event-by-event delivery SENT.
+// step is one phase of a run.
+type step struct {
+	name string
+	fn   func(context.Context, *Result) error
+}
+
+func (b *bench) classicSteps() []step {
+	o := b.o
+	return []step{
+		{fmt.Sprintf("snapshot of %d flights", SnapshotFlights), b.snapshot},
+		{fmt.Sprintf("accept %d messages from %d clients", o.Messages, o.Clients), b.accept},
+		{fmt.Sprintf("process the backlog of %d", o.Messages), b.process},
+		{fmt.Sprintf("accept→SENT of %d FLOPs at %g/s", o.Messages, o.Rate), b.latency},
+	}
+}
+
+// drained waits until every event-by-event delivery is SENT, and on the day workload the
+// schedule target's too (at its next flush).
 func (b *bench) drained(ctx context.Context) error {
 	return waitFor(ctx, 10*time.Millisecond, "the outbox to drain", func() (bool, error) {
+		if b.o.Workload == WorkloadDay {
+			n, err := b.sys.pendingEventsOn(ctx, handler.Targets)
+			return n == 0, err
+		}
 		n, err := b.sys.pendingEvents(ctx)
 		return n == 0, err
 	})
@@ -238,7 +281,7 @@ func (b *bench) snapshot(ctx context.Context, r *Result) error {
 		return err
 	}
 	took, err := b.processAll(ctx)
-	r.Snapshot3000S = took.Seconds()
+	r.Flights, r.SnapshotS, r.Snapshot3000S = SnapshotFlights, took.Seconds(), took.Seconds()
 	return err
 }
 
@@ -256,7 +299,12 @@ func (b *bench) backlog() []string {
 }
 
 func (b *bench) accept(ctx context.Context, r *Result) error {
-	msgs := b.backlog()
+	return b.acceptAll(ctx, b.backlog(), r)
+}
+
+// acceptAll posts msgs from C concurrent clients, each taking the next in order, with the
+// pump stopped, and sets accepted/s.
+func (b *bench) acceptAll(ctx context.Context, msgs []string, r *Result) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
@@ -280,6 +328,11 @@ func (b *bench) accept(ctx context.Context, r *Result) error {
 }
 
 func (b *bench) process(ctx context.Context, r *Result) error {
+	return b.processBacklog(ctx, b.o.Messages, r)
+}
+
+// processBacklog processes the backlog of n messages and sets processed/s.
+func (b *bench) processBacklog(ctx context.Context, n int, r *Result) error {
 	if b.o.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(b.o.CPUProfile); err != nil {
 			return fmt.Errorf("start the CPU profile: %w", err)
@@ -287,7 +340,7 @@ func (b *bench) process(ctx context.Context, r *Result) error {
 		defer pprof.StopCPUProfile()
 	}
 	took, err := b.processAll(ctx)
-	r.ProcessedPerS = PerSecond(b.o.Messages, took)
+	r.ProcessedPerS = PerSecond(n, took)
 	return err
 }
 
@@ -309,10 +362,7 @@ func (b *bench) latency(ctx context.Context, r *Result) error {
 		return err
 	}
 	r.LatencyRatePerS = PerSecond(n, took)
-	if err := waitFor(ctx, 10*time.Millisecond, "the pump", func() (bool, error) {
-		n, err := b.sys.pendingMessages(ctx)
-		return n == 0, err
-	}); err != nil {
+	if err := b.waitProcessed(ctx); err != nil {
 		return err
 	}
 	if err := b.drained(ctx); err != nil {
@@ -328,13 +378,21 @@ func (b *bench) latency(ctx context.Context, r *Result) error {
 	return nil
 }
 
-// postAtRate posts msgs at o.Rate per second and returns each one's id with the time its
-// answer came, and how long the posting took.
-func (b *bench) postAtRate(ctx context.Context, msgs []string) (map[int64]time.Time, time.Duration, error) {
+// waitProcessed waits until no message is PENDING (the pump running).
+func (b *bench) waitProcessed(ctx context.Context) error {
+	return waitFor(ctx, 10*time.Millisecond, "the pump", func() (bool, error) {
+		n, err := b.sys.pendingMessages(ctx)
+		return n == 0, err
+	})
+}
+
+// postAtRate posts msgs at o.Rate per second and returns each one's id with the times its
+// request started and its answer came, and how long the posting took.
+func (b *bench) postAtRate(ctx context.Context, msgs []string) (map[int64]postTimes, time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
-	accepted := make(map[int64]time.Time, len(msgs))
+	accepted := make(map[int64]postTimes, len(msgs))
 	inflight := make(chan struct{}, 4*b.o.Clients)
 	var wg sync.WaitGroup
 	interval := time.Duration(float64(time.Second) / b.o.Rate)
@@ -355,6 +413,7 @@ func (b *bench) postAtRate(ctx context.Context, msgs []string) (map[int64]time.T
 		}
 		wg.Go(func() {
 			defer func() { <-inflight }()
+			began := b.o.Clock.Now()
 			id, err := b.cl.post(ctx, m)
 			at := b.o.Clock.Now()
 			if err != nil {
@@ -362,7 +421,7 @@ func (b *bench) postAtRate(ctx context.Context, msgs []string) (map[int64]time.T
 				return
 			}
 			mu.Lock()
-			accepted[id] = at
+			accepted[id] = postTimes{start: began, answered: at}
 			mu.Unlock()
 		})
 	}
@@ -375,7 +434,7 @@ func (b *bench) postAtRate(ctx context.Context, msgs []string) (map[int64]time.T
 }
 
 // latencies returns accept→SENT of every accepted message, and how SENT was observed.
-func (b *bench) latencies(ctx context.Context, accepted map[int64]time.Time) ([]time.Duration, string, error) {
+func (b *bench) latencies(ctx context.Context, accepted map[int64]postTimes) ([]time.Duration, string, error) {
 	each := map[string]bool{}
 	for _, t := range handler.Targets {
 		each[t] = t != handler.TargetSchd
@@ -395,7 +454,7 @@ func (b *bench) latencies(ctx context.Context, accepted map[int64]time.Time) ([]
 			missing = append(missing, id)
 			continue
 		}
-		lat = append(lat, s.Sub(at))
+		lat = append(lat, s.Sub(at.answered))
 	}
 	if len(missing) > 0 {
 		return nil, "", fmt.Errorf("%w: %d messages processed without an event SENT (message %d, say)", errFailed, len(missing), missing[0])

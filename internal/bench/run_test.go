@@ -12,7 +12,7 @@ import (
 	"msgx/internal/store/storetest"
 )
 
-// TestRunSmall runs every phase with small numbers on both dialects and checks that every
+// TestRunSmall runs every phase of the classic workload with small numbers on both dialects and checks that every
 // figure came out, and that SENT was seen at the dispatcher's commit.
 func TestRunSmall(t *testing.T) {
 	if testing.Short() {
@@ -34,7 +34,7 @@ func TestRunSmall(t *testing.T) {
 			cfg := config.Default()
 			cfg.Pipeline.PollInterval = 100 * time.Millisecond
 			r, err := Run(context.Background(), Options{Config: cfg, DB: db, Build: app.On(db), WorkDir: t.TempDir(),
-				Messages: 60, Rate: 200, Clients: 4, FloorTime: 200 * time.Millisecond})
+				Workload: WorkloadClassic, Messages: 60, Rate: 200, Clients: 4, FloorTime: 200 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

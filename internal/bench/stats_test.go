@@ -72,15 +72,23 @@ func TestRatioAndRates(t *testing.T) {
 }
 
 func TestWriteTableNamesEveryFigure(t *testing.T) {
-	var b strings.Builder
-	r := Result{Driver: "sqlite", Database: "x.db", Messages: 10, Clients: 2, Rate: 500, ProcessedPerS: 100, LatencyRatePerS: 500, SentObserved: "commit"}
-	if err := WriteTable(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"floor_commits_per_s", "floor_batched_rows_per_s", "accepted_per_s", "processed_per_s",
-		"accept_to_sent_p50_ms", "accept_to_sent_p99_ms", "snapshot_3000_s", "peak_heap_mb", "backlog grew"} {
-		if !strings.Contains(b.String(), k) {
-			t.Errorf("table without %s:\n%s", k, b.String())
+	t.Parallel()
+	for workload, extra := range map[string][]string{
+		WorkloadClassic: nil,
+		WorkloadDay:     {"accept_to_sent_p999_ms", "targets.KAFKA_FLOP", "targets.KAFKA_SCHD", "flushed every 3000 ms"},
+	} {
+		var b strings.Builder
+		r := Result{Driver: "sqlite", Workload: workload, Database: "x.db", Messages: 10, Clients: 2, Rate: 500, ProcessedPerS: 100,
+			LatencyRatePerS: 500, SentObserved: "commit", SchdFlushPeriodMs: 3000, Targets: map[string]TargetLatency{
+				"KAFKA_FLOP": {Messages: 9, P50Ms: 1, P99Ms: 2, P999Ms: 3}, "KAFKA_SCHD": {Messages: 9, P50Ms: 700, P99Ms: 2900, P999Ms: 3000}}}
+		if err := WriteTable(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range append([]string{"workload " + workload, "floor_commits_per_s", "floor_batched_rows_per_s", "accepted_per_s", "processed_per_s",
+			"accept_to_sent_p50_ms", "accept_to_sent_p99_ms", "snapshot_s", "peak_heap_mb", "backlog grew"}, extra...) {
+			if !strings.Contains(b.String(), k) {
+				t.Errorf("%s: table without %s:\n%s", workload, k, b.String())
+			}
 		}
 	}
 }

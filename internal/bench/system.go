@@ -200,19 +200,30 @@ WHERE STATE IN ('FAILED', 'DEAD') ORDER BY CMINMSGS_ID LIMIT 1`).Scan(&id, &stat
 }
 
 // pendingEvents counts the events not yet SENT on the event-by-event targets (the schedule
-// target is sent in periodic batches, see Run), and fails when one went DEAD. Both counts
-// read the head index (TARGET, STATE, EVENT_ID).
+// target is sent in periodic batches, see Run), and fails when one went DEAD on any target.
 func (s *system) pendingEvents(ctx context.Context) (int, error) {
-	var each, all []any
+	var each []string
 	for _, t := range handler.Targets {
-		all = append(all, t)
 		if t != handler.TargetSchd {
 			each = append(each, t)
 		}
 	}
+	return s.pendingEventsOn(ctx, each)
+}
+
+// pendingEventsOn counts the events not yet SENT on targets, and fails when one went DEAD on
+// any target. Both counts read the head index (TARGET, STATE, EVENT_ID).
+func (s *system) pendingEventsOn(ctx context.Context, targets []string) (int, error) {
+	var on, all []any
+	for _, t := range targets {
+		on = append(on, t)
+	}
+	for _, t := range handler.Targets {
+		all = append(all, t)
+	}
 	in := func(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
 	var pending, dead int
-	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(each))+`) AND STATE = 'PENDING'`, each...).Scan(&pending); err != nil {
+	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(on))+`) AND STATE = 'PENDING'`, on...).Scan(&pending); err != nil {
 		return 0, store.Unavailable(fmt.Errorf("count pending events: %w", err))
 	}
 	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(all))+`) AND STATE = 'DEAD'`, all...).Scan(&dead); err != nil {
