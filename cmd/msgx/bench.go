@@ -35,8 +35,7 @@ func benchCmd(args []string) error {
 	}
 	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 || *flights < 0 ||
 		(*workload != bench.WorkloadDay && *workload != bench.WorkloadClassic) {
-		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, --workload is day or classic, and no arguments follow the flags\n\n")
-		fmt.Fprintf(os.Stderr, "Run 'msgx help bench' for the flags and examples.\n")
+		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, --workload is day or classic, and no arguments follow the flags\n\nRun 'msgx help bench' for the flags and examples.\n")
 		return app.ExitError{Code: exitUsage}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
