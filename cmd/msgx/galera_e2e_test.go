@@ -287,15 +287,8 @@ func TestGaleraNodeKills(t *testing.T) {
 	pump := start(t, data, env(1, true)...)
 	inboxes := []*server{start(t, data, env(2, false)...), start(t, data, env(3, false)...)}
 
-	const flights = 6
-	day := tomorrow(t)
-	var fltrs []string
-	var flids []int64
-	for f := range flights {
-		flids = append(flids, int64(98001+f))
-		fltrs = append(fltrs, e2eFltr(int64(98001+f), fmt.Sprintf("CA18%02d", f), "D", day.Add(time.Duration(10+f)*time.Hour), ""))
-	}
-	pump.await(pump.post(e2eSchd(979999, fltrs...)), "snapshot SUCCEEDED", state("SUCCEEDED", ""))
+	snapshot, flids := galeraFlights(t, 6)
+	pump.await(pump.post(snapshot), "snapshot SUCCEEDED", state("SUCCEEDED", ""))
 
 	load := &galeraLoad{inboxes: inboxes, flids: flids, stop: make(chan struct{})}
 	load.run()
@@ -328,6 +321,18 @@ func TestGaleraNodeKills(t *testing.T) {
 	if inboxKills == 0 {
 		t.Error("no kill hit an inbox's node alone")
 	}
+}
+
+// galeraFlights is the snapshot that opens the senders' flights (one sender each), and their
+// FLIDs.
+func galeraFlights(t *testing.T, flights int) (snapshot string, flids []int64) {
+	day := tomorrow(t)
+	var fltrs []string
+	for f := range flights {
+		flids = append(flids, int64(98001+f))
+		fltrs = append(fltrs, e2eFltr(int64(98001+f), fmt.Sprintf("CA18%02d", f), "D", day.Add(time.Duration(10+f)*time.Hour), ""))
+	}
+	return e2eSchd(979999, fltrs...), flids
 }
 
 // galeraKills kills -9 and restarts Galera nodes want times under load: the node the pump
