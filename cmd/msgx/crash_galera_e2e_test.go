@@ -15,10 +15,11 @@ import (
 // TestCrashOnGalera is the kill -9 test on a three-node MariaDB Galera cluster (its own one,
 // crashCluster, beside the node kill test's): one msgx (pump and inbox) with every node in
 // database.hosts, under the Galera senders' load (one sender per flight, in order, every
-// fourth message twice). Kills alternate between kill -9 of msgx itself (restarted at once,
-// on a list that starts with the next node: it must take over its dead predecessor's lease)
-// and kill -9 of the database node msgx uses (msgx must move to another node; the node is
-// restarted once the pump works again). 10 kills, 30 with MSGX_TEST_LONG=1. At the end:
+// fourth message twice). The kills take turns: kill -9 of msgx itself (restarted at once, on
+// a list that starts with the next node: it must take over its dead predecessor's lease);
+// kill -9 of the database node msgx uses (msgx must move to another node; the node is
+// restarted once the pump works again); and both, the node first, msgx restarted on a list
+// that starts with the dead node. 10 kills, 30 with MSGX_TEST_LONG=1. At the end:
 // nothing lost, nothing doubled, nothing out of order, every event once and delivered in
 // order, and every flight as a clean one-node SQLite run of the acknowledged messages leaves
 // it.
@@ -82,34 +83,71 @@ type galeraCrashes struct {
 // finished 10 more messages.
 func (c *galeraCrashes) run(t *testing.T, want int) {
 	t.Helper()
+	step := 0
 	for c.msgx+c.nodes < want {
 		before := c.s.finished()
 		if !waitUntil(time.Minute, func() bool { return c.s.finished() >= before+10 }) {
 			t.Fatalf("kill %d: the pump made no progress (%d finished)\n%s", c.msgx+c.nodes, c.s.finished(), c.s.logs)
 		}
-		if (c.msgx+c.nodes)%2 == 0 {
+		switch step++; step % 3 {
+		case 1:
 			c.killMsgx(t)
-		} else {
+		case 2:
 			c.killNode(t)
+		default:
+			c.killBoth(t)
 		}
 	}
+}
+
+// killBoth kills -9 the database node msgx uses and then msgx, and starts msgx again on a list
+// that starts with the dead node: it must pass it over at start and take over its dead
+// predecessor's lease through another node. The node is restarted once the pump works again.
+func (c *galeraCrashes) killBoth(t *testing.T) {
+	t.Helper()
+	node, _ := c.s.dbNode(c.g)
+	if node == 0 {
+		t.Fatalf("kill %d: msgx's metrics name no database node\n%s", c.msgx+c.nodes, c.s.logs)
+	}
+	if out, err := c.g.script(t, 30*time.Second, "kill", strconv.Itoa(node)); err != nil {
+		t.Fatalf("kill node %d: %v\n%s", node, err, out)
+	}
+	c.nodes++
+	c.restartMsgx(t, node)
+	after := c.s.finished()
+	if !waitUntil(time.Minute, func() bool { return c.s.finished() >= after+10 }) {
+		t.Fatalf("kill %d of node %d and msgx: the pump made no progress afterwards\n%s", c.msgx+c.nodes, node, c.s.logs)
+	}
+	if out, err := c.g.script(t, 3*time.Minute, "start", strconv.Itoa(node)); err != nil {
+		t.Fatalf("restart node %d: %v\n%s", node, err, out)
+	}
+	t.Logf("kills %d and %d: database node %d and msgx killed -9, msgx restarted with node %d first in its list, the node synced again",
+		c.msgx+c.nodes-1, c.msgx+c.nodes, node, node)
 }
 
 // killMsgx kills msgx with SIGKILL and starts it again with the next node first in its list.
 func (c *galeraCrashes) killMsgx(t *testing.T) {
 	t.Helper()
+	first := (c.msgx+1)%3 + 1
+	c.restartMsgx(t, first)
+	t.Logf("kill %d: msgx killed -9 and restarted on %s", c.msgx+c.nodes, c.g.hostsFrom(first))
+}
+
+// restartMsgx kills msgx with SIGKILL and starts it again with node first first in its list;
+// the new one must take over the dead one's lease.
+func (c *galeraCrashes) restartMsgx(t *testing.T, first int) {
+	t.Helper()
 	c.s.cmd.Process.Kill() // no clean shutdown: the lease is left behind
 	err := <-c.s.done
 	c.s.done <- err
 	c.msgx++
-	c.s = start(t, c.data, c.env(c.msgx%3+1)...)
+	c.s = start(t, c.data, c.env(first)...)
 	c.load.setInbox(0, c.s)
 	if !waitUntil(30*time.Second, func() bool {
 		return strings.Contains(c.s.logs.String(), "took over the pump lease of a dead instance")
 	}) {
 		t.Fatalf("kill %d: the restarted msgx did not take over the dead instance's lease\n%s", c.msgx+c.nodes, c.s.logs)
 	}
-	t.Logf("kill %d: msgx killed -9 and restarted on %s", c.msgx+c.nodes, c.g.hostsFrom(c.msgx%3+1))
 }
 
 // killNode kills -9 the database node msgx uses, waits until msgx has moved to another one
