@@ -228,9 +228,12 @@ func checkCleanPicture(t *testing.T, db *store.DB, snapshot string, load *galera
 		}
 		return fday, record, version
 	}
-	for _, flid := range load.flids {
+	for f, flid := range load.flids {
 		gd, gr, gv := picture(db, flid)
 		cd, cr, cv := picture(cdb, flid)
+		if n := len(byFlight[f]); n > 0 && !strings.Contains(cr, fmt.Sprintf("g%d-%d", f, byFlight[f][n-1].k)) {
+			t.Errorf("flight %d after a clean run does not show its last remark g%d-%d:\n%s", flid, f, byFlight[f][n-1].k, cr)
+		}
 		if gd != cd || gr != cr || gv != cv {
 			t.Errorf("flight %d after the kills: day %s version %d\n%s\nafter a clean run: day %s version %d\n%s", flid, gd, gv, gr, cd, cv, cr)
 		}
