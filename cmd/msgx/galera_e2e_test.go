@@ -40,10 +40,14 @@ var (
 	crashCluster = newGaleraNodes(100, "msgx-galera-crash")
 )
 
+// newGaleraNodes is the cluster offset ports above the node kill test's, in directory dir
+// (with the port added when MSGX_TEST_GALERA_PORT moved it, so a moved cluster and one on the
+// default ports never share a directory).
 func newGaleraNodes(offset int, dir string) *galeraNodes {
 	p := 13401
 	if v, err := strconv.Atoi(os.Getenv("MSGX_TEST_GALERA_PORT")); err == nil {
 		p = v
+		dir += "-" + strconv.Itoa(p+offset)
 	}
 	p += offset
 	return &galeraNodes{ports: []int{p, p + 1, p + 2}, dir: filepath.Join(os.TempDir(), dir)}
