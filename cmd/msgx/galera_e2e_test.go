@@ -22,41 +22,57 @@ import (
 	"msgx/internal/store/storetest"
 )
 
-// The node kill test runs its own instance of scripts/galera-cluster.sh's cluster, on other
-// ports and in another directory than the script's default one: it kills nodes, and another
-// user of a shared cluster killing one at the same time would leave the third without quorum.
-// Three nodes on these SQL ports (MSGX_TEST_GALERA_PORT moves them).
-var (
-	galeraPorts = []int{13401, 13402, 13403}
-	galeraDir   = filepath.Join(os.TempDir(), "msgx-galera-kills")
-)
-
-func init() {
-	if p, err := strconv.Atoi(os.Getenv("MSGX_TEST_GALERA_PORT")); err == nil {
-		galeraPorts = []int{p, p + 1, p + 2}
-	}
+// galeraNodes is one local three-node cluster of scripts/galera-cluster.sh, on its own ports
+// and in its own directory: a test kills its nodes, and another user of a shared cluster
+// killing one at the same time would leave the third without quorum. Node N serves SQL on
+// ports[N-1].
+type galeraNodes struct {
+	ports []int
+	dir   string
 }
 
-// galeraScript runs scripts/galera-cluster.sh with args on the test's cluster, bounded by
-// limit.
-func galeraScript(t *testing.T, limit time.Duration, args ...string) (string, error) {
+// The node kill test's cluster (MSGX_TEST_GALERA_PORT moves it) and the crash test's, 100
+// ports above it: the script's replication ports (+110 .. +132) of either meet no port of the
+// other, and neither meets the script's default cluster (13301), so a shared cluster some user
+// runs, the node kill test and the crash test can all run on one machine at once.
+var (
+	killsCluster = newGaleraNodes(0, "msgx-galera-kills")
+	crashCluster = newGaleraNodes(100, "msgx-galera-crash")
+)
+
+// newGaleraNodes is the cluster offset ports above the node kill test's, in directory dir
+// (with the port added when MSGX_TEST_GALERA_PORT moved it, so a moved cluster and one on the
+// default ports never share a directory).
+func newGaleraNodes(offset int, dir string) *galeraNodes {
+	p := 13401
+	if v, err := strconv.Atoi(os.Getenv("MSGX_TEST_GALERA_PORT")); err == nil {
+		p = v
+		dir += "-" + strconv.Itoa(p+offset)
+	}
+	p += offset
+	return &galeraNodes{ports: []int{p, p + 1, p + 2}, dir: filepath.Join(os.TempDir(), dir)}
+}
+
+// script runs scripts/galera-cluster.sh with args on this cluster, bounded by limit.
+func (g *galeraNodes) script(t *testing.T, limit time.Duration, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join("..", "..", "scripts", "galera-cluster.sh"), args...)
-	cmd.Env = append(os.Environ(), "GALERA_PORT="+strconv.Itoa(galeraPorts[0]), "GALERA_DIR="+galeraDir)
+	cmd.Env = append(os.Environ(), "GALERA_PORT="+strconv.Itoa(g.ports[0]), "GALERA_DIR="+g.dir)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
-// galeraMu gives the local cluster to one test at a time: a test kills its nodes, and two
-// nodes down at once would leave the third without quorum.
+// galeraMu gives the local clusters to one test at a time: a test kills the nodes of its
+// cluster, and two clusters of three nodes each under load at once are more than a small CI
+// machine runs without timeouts.
 var galeraMu sync.Mutex
 
-// galeraCluster makes sure the three-node cluster is up and synced, bringing it up when it is
-// not (and down again at the end, then), and holds it for t until t ends (galeraMu). It skips
-// when MariaDB or galera-4 is not installed, unless MSGX_TEST_REQUIRE_SERVICES=1.
-func galeraCluster(t *testing.T) {
+// hold makes sure the three-node cluster is up and synced, bringing it up when it is not (and
+// down again at the end, then), and holds it for t until t ends (galeraMu). It skips when
+// MariaDB or galera-4 is not installed, unless MSGX_TEST_REQUIRE_SERVICES=1.
+func (g *galeraNodes) hold(t *testing.T) {
 	t.Helper()
 	for _, f := range []string{"/usr/sbin/mariadbd", "/usr/lib/galera/libgalera_smm.so"} {
 		if _, err := os.Stat(f); err != nil {
@@ -68,37 +84,37 @@ func galeraCluster(t *testing.T) {
 	}
 	galeraMu.Lock()
 	t.Cleanup(galeraMu.Unlock)
-	out, err := galeraScript(t, 30*time.Second, "status")
+	out, err := g.script(t, 30*time.Second, "status")
 	if err != nil {
 		t.Fatalf("galera-cluster.sh status: %v\n%s", err, out)
 	}
-	if strings.Count(out, " down") == len(galeraPorts) {
+	if strings.Count(out, " down") == len(g.ports) {
 		// Nobody runs it: ours to bring up, and to take down at the end.
-		if out, err := galeraScript(t, 4*time.Minute, "up"); err != nil {
+		if out, err := g.script(t, 4*time.Minute, "up"); err != nil {
 			t.Fatalf("galera-cluster.sh up: %v\n%s", err, out)
 		}
-		t.Cleanup(func() { galeraScript(t, 2*time.Minute, "down") })
+		t.Cleanup(func() { g.script(t, 2*time.Minute, "down") })
 		return
 	}
 	// Some node is down or joining (a run that ended in the middle): start it alone, since up
 	// would bootstrap a new cluster from node 1 if node 1 were the one down.
 	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if !strings.Contains(line, "state=Synced") {
-			if out, err := galeraScript(t, 3*time.Minute, "start", strconv.Itoa(i+1)); err != nil {
+			if out, err := g.script(t, 3*time.Minute, "start", strconv.Itoa(i+1)); err != nil {
 				t.Fatalf("galera-cluster.sh start %d: %v\n%s", i+1, err, out)
 			}
 		}
 	}
 }
 
-// galeraDatabase creates a private database on the cluster, dropped at the end, and returns
-// its DSN (on node 1's address; msgx takes its nodes from database.hosts).
-func galeraDatabase(t *testing.T) string {
+// database creates a private database on the cluster, dropped at the end, and returns its DSN
+// (on node 1's address; msgx takes its nodes from database.hosts).
+func (g *galeraNodes) database(t *testing.T) string {
 	t.Helper()
 	name := fmt.Sprintf("msgx_galera_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
 	var admin *sql.DB
 	var err error
-	for _, p := range galeraPorts {
+	for _, p := range g.ports {
 		if admin, err = sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", p)); err == nil {
 			if _, err = admin.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4"); err == nil {
 				break
@@ -113,14 +129,14 @@ func galeraDatabase(t *testing.T) string {
 		admin.Exec("DROP DATABASE " + name)
 		admin.Close()
 	})
-	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", galeraPorts[0], name)
+	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", g.ports[0], name)
 }
 
 // hostsFrom lists the cluster's nodes starting with node first (1..3).
-func hostsFrom(first int) string {
+func (g *galeraNodes) hostsFrom(first int) string {
 	var hs []string
-	for i := range galeraPorts {
-		hs = append(hs, fmt.Sprintf("127.0.0.1:%d", galeraPorts[(first-1+i)%len(galeraPorts)]))
+	for i := range g.ports {
+		hs = append(hs, fmt.Sprintf("127.0.0.1:%d", g.ports[(first-1+i)%len(g.ports)]))
 	}
 	return strings.Join(hs, ",")
 }
@@ -128,15 +144,15 @@ func hostsFrom(first int) string {
 var nodeGauge = regexp.MustCompile(`msgx_db_node\{node="127\.0\.0\.1:(\d+)"\} 1`)
 var failoverCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total (\d+)`)
 
-// dbNode reads from s's metrics the Galera node (1..3) it uses and how often it moved.
-func (s *server) dbNode() (node int, failovers int) {
+// dbNode reads from s's metrics the node (1..3) of g it uses and how often it moved.
+func (s *server) dbNode(g *galeraNodes) (node int, failovers int) {
 	b, err := s.api().Raw("/metrics")
 	if err != nil {
 		return 0, -1
 	}
 	if m := nodeGauge.FindSubmatch(b); m != nil {
 		p, _ := strconv.Atoi(string(m[1]))
-		node = p - galeraPorts[0] + 1
+		node = p - g.ports[0] + 1
 	}
 	if m := failoverCounter.FindSubmatch(b); m != nil {
 		failovers, _ = strconv.Atoi(string(m[1]))
@@ -177,7 +193,7 @@ type galeraAck struct {
 // next only once the previous was acknowledged, to the two inbox nodes in turn, every fourth
 // message twice.
 type galeraLoad struct {
-	inboxes []*server
+	inboxes []*server // under mu: a restarted server takes its place (setInbox)
 	flids   []int64
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -217,6 +233,13 @@ func (l *galeraLoad) run() {
 	}
 }
 
+// setInbox makes s the senders' i-th inbox, in place of one that was killed.
+func (l *galeraLoad) setInbox(i int, s *server) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inboxes[i] = s
+}
+
 // send posts body until an inbox acknowledges it (starting with inbox turn%2, then the other
 // one); false when the load was stopped first.
 func (l *galeraLoad) send(body string, turn int) (int64, bool) {
@@ -227,7 +250,9 @@ func (l *galeraLoad) send(body string, turn int) (int64, bool) {
 			return 0, false
 		default:
 		}
+		l.mu.Lock()
 		s := l.inboxes[try%len(l.inboxes)]
+		l.mu.Unlock()
 		resp, err := hc.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
 		if err == nil {
 			var id int64
@@ -254,26 +279,20 @@ func (l *galeraLoad) send(body string, turn int) (int64, bool) {
 // reached its target in order. It needs no SQLite twin: it is about the database cluster.
 func TestGaleraNodeKills(t *testing.T) {
 	t.Parallel()
-	galeraCluster(t)
+	g := killsCluster
+	g.hold(t)
 	began := time.Now()
-	dsn := galeraDatabase(t)
+	dsn := g.database(t)
 	data := t.TempDir()
 	env := func(first int, pump bool) []string {
-		return []string{"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn, "MSGX_DATABASE_HOSTS=" + hostsFrom(first),
+		return []string{"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn, "MSGX_DATABASE_HOSTS=" + g.hostsFrom(first),
 			"MSGX_PIPELINE_AUTOSTART=" + strconv.FormatBool(pump), "MSGX_SCHD_FLUSH_PERIOD=200ms"}
 	}
 	pump := start(t, data, env(1, true)...)
 	inboxes := []*server{start(t, data, env(2, false)...), start(t, data, env(3, false)...)}
 
-	const flights = 6
-	day := tomorrow(t)
-	var fltrs []string
-	var flids []int64
-	for f := range flights {
-		flids = append(flids, int64(98001+f))
-		fltrs = append(fltrs, e2eFltr(int64(98001+f), fmt.Sprintf("CA18%02d", f), "D", day.Add(time.Duration(10+f)*time.Hour), ""))
-	}
-	pump.await(pump.post(e2eSchd(979999, fltrs...)), "snapshot SUCCEEDED", state("SUCCEEDED", ""))
+	snapshot, flids := galeraFlights(t, 6)
+	pump.await(pump.post(snapshot), "snapshot SUCCEEDED", state("SUCCEEDED", ""))
 
 	load := &galeraLoad{inboxes: inboxes, flids: flids, stop: make(chan struct{})}
 	load.run()
@@ -281,12 +300,12 @@ func TestGaleraNodeKills(t *testing.T) {
 	if os.Getenv("MSGX_TEST_LONG") != "" {
 		want = 30
 	}
-	kills, inboxKills := galeraKills(t, pump, inboxes, want)
+	kills, inboxKills := galeraKills(t, g, pump, inboxes, want)
 	close(load.stop)
 	load.wg.Wait()
 
 	// Drain: every message finished and every event delivered.
-	db, err := store.OpenWith(context.Background(), "mysql", dsn, store.OpenOptions{Hosts: strings.Split(hostsFrom(1), ",")})
+	db, err := store.OpenWith(context.Background(), "mysql", dsn, store.OpenOptions{Hosts: strings.Split(g.hostsFrom(1), ",")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +319,7 @@ func TestGaleraNodeKills(t *testing.T) {
 		t.Fatalf("after the kills: %d messages not finished, %d events not sent\n%s", open, pending, pump.logs)
 	}
 	checkGaleraRun(t, db, load, data)
-	_, failovers := pump.dbNode()
+	_, failovers := pump.dbNode(g)
 	t.Logf("%d node kills (%d of an inbox's node only) in %s; %d messages acknowledged, %d refusals retried by the senders; the pump failed over %d times",
 		kills, inboxKills, time.Since(began).Round(time.Second), len(load.acks), load.refused, failovers)
 	if inboxKills == 0 {
@@ -308,38 +327,50 @@ func TestGaleraNodeKills(t *testing.T) {
 	}
 }
 
+// galeraFlights is the snapshot that opens the senders' flights (one sender each), and their
+// FLIDs.
+func galeraFlights(t *testing.T, flights int) (snapshot string, flids []int64) {
+	day := tomorrow(t)
+	var fltrs []string
+	for f := range flights {
+		flids = append(flids, int64(98001+f))
+		fltrs = append(fltrs, e2eFltr(int64(98001+f), fmt.Sprintf("CA18%02d", f), "D", day.Add(time.Duration(10+f)*time.Hour), ""))
+	}
+	return e2eSchd(979999, fltrs...), flids
+}
+
 // galeraKills kills -9 and restarts Galera nodes want times under load: the node the pump
 // uses, and every third time the node an inbox uses when that is another one. After
 // each kill it waits until the pump works again (it moved to another node when it was the
 // pump's) before restarting the node. It returns the number of kills, and how many of them
 // were of an inbox's node only.
-func galeraKills(t *testing.T, pump *server, inboxes []*server, want int) (kills, inboxKills int) {
+func galeraKills(t *testing.T, g *galeraNodes, pump *server, inboxes []*server, want int) (kills, inboxKills int) {
 	t.Helper()
 	for kills < want {
 		before := pump.finished()
 		if !waitUntil(time.Minute, func() bool { return pump.finished() >= before+10 }) {
 			t.Fatalf("kill %d: the pump made no progress (%d finished)\n%s", kills, pump.finished(), pump.logs)
 		}
-		node, moves := pump.dbNode()
+		node, moves := pump.dbNode(g)
 		victim := node
 		for _, s := range inboxes {
-			if in, _ := s.dbNode(); kills%3 == 2 && victim == node && in != 0 && in != node {
+			if in, _ := s.dbNode(g); kills%3 == 2 && victim == node && in != 0 && in != node {
 				victim = in
 			}
 		}
 		if victim == 0 {
 			t.Fatalf("kill %d: the pump's metrics name no database node\n%s", kills, pump.logs)
 		}
-		if out, err := galeraScript(t, 30*time.Second, "kill", strconv.Itoa(victim)); err != nil {
+		if out, err := g.script(t, 30*time.Second, "kill", strconv.Itoa(victim)); err != nil {
 			t.Fatalf("kill node %d: %v\n%s", victim, err, out)
 		}
 		kills++
 		if victim == node {
 			var to int
-			if !waitUntil(time.Minute, func() bool { n, m := pump.dbNode(); to = n; return m > moves && n != victim && n != 0 }) {
+			if !waitUntil(time.Minute, func() bool { n, m := pump.dbNode(g); to = n; return m > moves && n != victim && n != 0 }) {
 				t.Fatalf("kill %d of node %d: the pump did not move to another node\n%s", kills, victim, pump.logs)
 			}
-			moved := fmt.Sprintf(`"node":"127.0.0.1:%d"`, galeraPorts[to-1])
+			moved := fmt.Sprintf(`"node":"127.0.0.1:%d"`, g.ports[to-1])
 			if !waitUntil(10*time.Second, func() bool { return strings.Contains(pump.logs.String(), moved) }) {
 				t.Fatalf("kill %d of node %d: the log does not name node %d the pump moved to\n%s", kills, victim, to, pump.logs)
 			}
@@ -350,7 +381,7 @@ func galeraKills(t *testing.T, pump *server, inboxes []*server, want int) (kills
 		if !waitUntil(time.Minute, func() bool { return pump.finished() >= after+10 }) {
 			t.Fatalf("kill %d of node %d: the pump made no progress afterwards\n%s", kills, victim, pump.logs)
 		}
-		if out, err := galeraScript(t, 3*time.Minute, "start", strconv.Itoa(victim)); err != nil {
+		if out, err := g.script(t, 3*time.Minute, "start", strconv.Itoa(victim)); err != nil {
 			t.Fatalf("restart node %d: %v\n%s", victim, err, out)
 		}
 		t.Logf("kill %d: node %d (the pump's: %v) killed -9 and synced again", kills, victim, victim == node)
