@@ -597,8 +597,7 @@ func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, 
 		}
 		rows, err := tx.QueryContext(ctx, q+lock, args...)
 		if err != nil {
-			var me *mysqldrv.MySQLError
-			if errors.As(err, &me) && me.Number == 1064 && lock == " FOR UPDATE SKIP LOCKED" {
+			if isMySQLError(err, 1064) && lock == " FOR UPDATE SKIP LOCKED" {
 				d.leg().noSkipLocked.Store(true)
 				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT legacy_adopt`); rerr != nil {
 					return 0, Unavailable(rerr)

@@ -3,10 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
-
-	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"msgx/internal/pipeline"
 )
@@ -22,13 +19,7 @@ const (
 // 1213, raised at COMMIT when another node committed a change to the same rows first), or a
 // lock wait timeout. The transaction wrote nothing; done again from its start, it is expected
 // to succeed.
-func IsConflict(err error) bool {
-	var me *mysqldrv.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	return me.Number == myLockDeadlock || me.Number == myLockWaitTimeout
-}
+func IsConflict(err error) bool { return isMySQLError(err, myLockDeadlock, myLockWaitTimeout) }
 
 // ConflictPolicy bounds the redoing of a transaction that ended in a conflict: at most
 // MaxAttempts tries in all, with a short pause (Delay) between them so the other transaction

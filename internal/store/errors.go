@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -54,24 +55,19 @@ const (
 // message's failure: it is not a data error, so a write that meets it is Unavailable
 // (retried), and the connection to that node is given up so msgx moves to the next node
 // (failover.go).
-func IsNodeNotReady(err error) bool {
+func IsNodeNotReady(err error) bool { return isMySQLError(err, myNotReady) }
+
+// isMySQLError reports whether err is a MySQL server error with one of numbers.
+func isMySQLError(err error, numbers ...uint16) bool {
 	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && me.Number == myNotReady
+	return errors.As(err, &me) && slices.Contains(numbers, me.Number)
 }
 
 // IsConfigRefusal reports whether err is a MySQL server's refusal of the configured
 // credentials or database: the configuration is wrong, the server is not down, so waiting for
 // it would not help.
 func IsConfigRefusal(err error) bool {
-	var me *mysqldrv.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case myDBAccessDenied, myAccessDenied, myBadDB, myAccessDeniedNoPasswd:
-		return true
-	}
-	return false
+	return isMySQLError(err, myDBAccessDenied, myAccessDenied, myBadDB, myAccessDeniedNoPasswd)
 }
 
 // IsUniqueViolation reports whether err is a unique or primary-key violation.

@@ -105,8 +105,7 @@ func (d *DB) lockInbox(ctx context.Context, tx *sql.Tx) error {
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE INBOX_LOCK SET TAKEN = TAKEN + 1 WHERE NAME = 'inbox'`)
-	var me *mysqldrv.MySQLError
-	if errors.As(err, &me) && me.Number == myBadField {
+	if isMySQLError(err, myBadField) {
 		var name string
 		if err = tx.QueryRowContext(ctx, `SELECT NAME FROM INBOX_LOCK WHERE NAME = 'inbox' FOR UPDATE`).Scan(&name); err == sql.ErrNoRows {
 			err = nil
@@ -254,8 +253,7 @@ var ErrUnstorable = errors.New("the database cannot store this message")
 var ErrTooLarge = errors.New("message too large for the database")
 
 func tooLarge(err error) bool {
-	var me *mysqldrv.MySQLError
-	return errors.Is(err, mysqldrv.ErrPktTooLarge) || (errors.As(err, &me) && me.Number == 1153)
+	return errors.Is(err, mysqldrv.ErrPktTooLarge) || isMySQLError(err, myPacketTooLarge)
 }
 
 // Heads returns the highest CMINMSGS_ID and the highest PROC_STATE id: two index lookups.
