@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,28 +41,11 @@ func TestCrashOnGalera(t *testing.T) {
 
 	load := &galeraLoad{inboxes: []*server{s}, flids: flids, stop: make(chan struct{})}
 	load.run()
-	want := 10
-	if os.Getenv("MSGX_TEST_LONG") != "" {
-		want = 30
-	}
 	c := &galeraCrashes{g: g, data: data, env: env, load: load, s: s}
-	c.run(t, want)
+	c.run(t, galeraKillCount())
 	close(load.stop)
 	load.wg.Wait()
-
-	db, err := store.OpenWith(context.Background(), "mysql", dsn, store.OpenOptions{Hosts: strings.Split(g.hostsFrom(1), ",")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var open, pending int
-	if !waitUntil(2*time.Minute, func() bool {
-		db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE NOT IN ('SUCCEEDED', 'SKIPPED')`).Scan(&open)
-		db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE STATE <> 'SENT'`).Scan(&pending)
-		return open == 0 && pending == 0
-	}) {
-		t.Fatalf("after the kills: %d messages not finished, %d events not sent\n%s", open, pending, c.s.logs)
-	}
+	db := g.drained(t, dsn, c.s.logs)
 	checkGaleraRun(t, db, load, data)
 	checkCleanPicture(t, db, snapshot, load)
 	t.Logf("%d kills (%d of msgx, %d of its database node) in %s; %d messages acknowledged, %d refusals and lost connections retried by the senders; failed: %v",

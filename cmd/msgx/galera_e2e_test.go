@@ -296,28 +296,10 @@ func TestGaleraNodeKills(t *testing.T) {
 
 	load := &galeraLoad{inboxes: inboxes, flids: flids, stop: make(chan struct{})}
 	load.run()
-	want := 10
-	if os.Getenv("MSGX_TEST_LONG") != "" {
-		want = 30
-	}
-	kills, inboxKills := galeraKills(t, g, pump, inboxes, want)
+	kills, inboxKills := galeraKills(t, g, pump, inboxes, galeraKillCount())
 	close(load.stop)
 	load.wg.Wait()
-
-	// Drain: every message finished and every event delivered.
-	db, err := store.OpenWith(context.Background(), "mysql", dsn, store.OpenOptions{Hosts: strings.Split(g.hostsFrom(1), ",")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var open, pending int
-	if !waitUntil(2*time.Minute, func() bool {
-		db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE NOT IN ('SUCCEEDED', 'SKIPPED')`).Scan(&open)
-		db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE STATE <> 'SENT'`).Scan(&pending)
-		return open == 0 && pending == 0
-	}) {
-		t.Fatalf("after the kills: %d messages not finished, %d events not sent\n%s", open, pending, pump.logs)
-	}
+	db := g.drained(t, dsn, pump.logs)
 	checkGaleraRun(t, db, load, data)
 	_, failovers := pump.dbNode(g)
 	t.Logf("%d node kills (%d of an inbox's node only) in %s; %d messages acknowledged, %d refusals retried by the senders; the pump failed over %d times",
@@ -325,6 +307,35 @@ func TestGaleraNodeKills(t *testing.T) {
 	if inboxKills == 0 {
 		t.Error("no kill hit an inbox's node alone")
 	}
+}
+
+// galeraKillCount is how many kills a Galera test makes: 10, or 30 with MSGX_TEST_LONG=1.
+func galeraKillCount() int {
+	if os.Getenv("MSGX_TEST_LONG") != "" {
+		return 30
+	}
+	return 10
+}
+
+// drained opens the test's database through the cluster's nodes (closed when t ends) and
+// waits until every message finished and every event was sent; logs (the msgx that ran the
+// pump) are shown when that does not come.
+func (g *galeraNodes) drained(t *testing.T, dsn string, logs fmt.Stringer) *store.DB {
+	t.Helper()
+	db, err := store.OpenWith(context.Background(), "mysql", dsn, store.OpenOptions{Hosts: strings.Split(g.hostsFrom(1), ",")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var open, pending int
+	if !waitUntil(2*time.Minute, func() bool {
+		db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE NOT IN ('SUCCEEDED', 'SKIPPED')`).Scan(&open)
+		db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE STATE <> 'SENT'`).Scan(&pending)
+		return open == 0 && pending == 0
+	}) {
+		t.Fatalf("after the kills: %d messages not finished, %d events not sent\n%s", open, pending, logs)
+	}
+	return db
 }
 
 // galeraFlights is the snapshot that opens the senders' flights (one sender each), and their
