@@ -115,9 +115,7 @@ func TestPhaseARedisFlushedUnderLoad(t *testing.T) {
 }
 
 func testPhaseARedisFlushedUnderLoad(t *testing.T, db dbEnv) {
-	port := ogFreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	doStartRedis(t, port, t.TempDir(), "--user", "default", "on", "nopass", "~*", "&*", "+@all")
+	addr, _ := privateRedis(t)
 	rdb := doClient(addr)
 	defer rdb.Close()
 	ctx := context.Background()
@@ -259,9 +257,7 @@ func TestPhaseARefusesAVolatileRedis(t *testing.T) {
 		t.Skipf("redis-server: %v", err)
 	}
 	eachDB(t, func(t *testing.T, db dbEnv) {
-		port := ogFreePort(t)
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		r := doStartRedis(t, port, t.TempDir(), "--user", "default", "on", "nopass", "~*", "&*", "+@all")
+		addr, r := privateRedis(t)
 		env := []string{"MSGX_PHASE=A", "MSGX_REDIS_ADDR=" + addr, "MSGX_CONSISTENCY_CHECK_DAILY_AT=off"}
 		cmd := db.command(t, "serve")
 		cmd.Env = append(cmd.Env, env...)
@@ -280,9 +276,7 @@ func TestPhaseARefusesAVolatileRedis(t *testing.T) {
 		s.stop()
 		r.stop(syscall.SIGKILL)
 
-		port = ogFreePort(t)
-		addr = fmt.Sprintf("127.0.0.1:%d", port)
-		doStartRedis(t, port, t.TempDir(), "--user", "default", "on", "nopass", "~*", "&*", "+@all", "--appendonly", "yes")
+		addr, _ = privateRedis(t, "--appendonly", "yes")
 		s = db.start(t, "MSGX_PHASE=A", "MSGX_REDIS_ADDR="+addr, "MSGX_CONSISTENCY_CHECK_DAILY_AT=off")
 		if strings.Contains(s.logs.String(), "keeps nothing on disk") {
 			t.Fatalf("WARN with appendonly yes:\n%s", s.logs)
@@ -305,4 +299,13 @@ func metricsText(t *testing.T, s *server) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// privateRedis starts a redis-server of the test's own on a free loopback port, with its
+// default user open as msgx uses it and extra arguments, and returns its address.
+func privateRedis(t *testing.T, extra ...string) (string, *doRedis) {
+	t.Helper()
+	port := ogFreePort(t)
+	r := doStartRedis(t, port, t.TempDir(), append([]string{"--user", "default", "on", "nopass", "~*", "&*", "+@all"}, extra...)...)
+	return fmt.Sprintf("127.0.0.1:%d", port), r
 }

@@ -33,9 +33,7 @@ func TestPhaseARedisStallIsNotADatabaseOutage(t *testing.T) {
 const rsPause = 12 * time.Second
 
 func testPhaseARedisStall(t *testing.T, db dbEnv) {
-	port := ogFreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	doStartRedis(t, port, t.TempDir(), "--user", "default", "on", "nopass", "~*", "&*", "+@all")
+	addr, _ := privateRedis(t)
 	rdb := doClient(addr)
 	defer rdb.Close()
 	ctx := context.Background()
