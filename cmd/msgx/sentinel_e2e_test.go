@@ -345,3 +345,65 @@ func testPhaseARedisSentinelFailover(t *testing.T, db dbEnv) {
 	t.Logf("%s: a write the old master acknowledged and did not replicate found after the failover (%s); restored, %d FLOPs exactly once",
 		db.Name, strings.TrimSpace(reason), len(l.ids))
 }
+
+// TestPhaseBProjectionThroughSentinel: in phase B the REDIS_FLIGHT target, with no addr of its
+// own, finds its Redis through redis.sentinel as phase A does. Its projection is on the master;
+// the master is killed (after its replica has every write), the sentinels promote the replica,
+// and the FLOPs posted meanwhile are projected into the new master once it is promoted: every
+// flight there equals what the API answers. On both databases.
+func TestPhaseBProjectionThroughSentinel(t *testing.T) {
+	t.Parallel()
+	for _, bin := range []string{doRedisBin, snRedisSentinel} {
+		if _, err := os.Stat(bin); err != nil {
+			if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
+				t.Fatalf("%s: %v (Debian's redis-server and redis-sentinel packages)", bin, err)
+			}
+			t.Skipf("%s: %v", bin, err)
+		}
+	}
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		ctx := context.Background()
+		m := snStartNode(t, ogFreePort(t), t.TempDir(), nil)
+		rep := snStartNode(t, ogFreePort(t), t.TempDir(), m)
+		var sentinels []string
+		for range 3 {
+			sentinels = append(sentinels, snStartSentinel(t, m))
+		}
+		snReady(t, sentinels, m.addr(), rep)
+		cfg := filepath.Join(t.TempDir(), "msgx.yaml")
+		os.WriteFile(cfg, []byte(`targets:
+  KAFKA_FLOP: {sink: file}
+  KAFKA_SCHD: {sink: file}
+  ES_FLIGHT: {sink: file}
+  REDIS_NOTIFY: {sink: file}
+  REDIS_FLIGHT: {sink: redis-flights, key-prefix: "pb:"}
+`), 0o644)
+		s := db.start(t, "MSGX_CONFIG="+cfg, "MSGX_REDIS_ADDR=127.0.0.1:1", // unused: the sentinels name the master
+			"MSGX_REDIS_SENTINEL_MASTER="+snMaster, "MSGX_REDIS_SENTINEL_ADDRS="+strings.Join(sentinels, ","),
+			"MSGX_CONSISTENCY_CHECK_DAILY_AT=off", "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_PIPELINE_BACKOFF_CAP_MS=1000")
+		day := tomorrow(t)
+		flids := []int64{99601, 99602}
+		s.await(s.post(e2eSchd(996001, e2eFltr(flids[0], "CA1961", "D", day.Add(8*time.Hour), ""),
+			e2eFltr(flids[1], "CA1962", "A", day.Add(9*time.Hour), ""))), "SUCCEEDED", state("SUCCEEDED", ""))
+		s.await(s.post(e2eFlop(996002, "STND", flids[0], "<STND>101</STND>")), "SUCCEEDED", state("SUCCEEDED", ""))
+		s.awaitProjected()
+		mc := doClient(m.addr())
+		sameAsAPI(t, s, mc, "pb:", flids...)
+		// Every write on the replica before the master goes, so the failover loses nothing.
+		if n, err := mc.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
+			t.Fatalf("WAIT for the replica: %d %v", n, err)
+		}
+		mc.Close()
+		m.r.stop(syscall.SIGKILL)
+		s.await(s.post(e2eFlop(996003, "STND", flids[1], "<STND>202</STND>")), "SUCCEEDED", state("SUCCEEDED", ""))
+		s.await(s.post(e2eFlop(996004, "REMC", flids[0], "<REMC>after the failover</REMC>")), "SUCCEEDED", state("SUCCEEDED", ""))
+		snWait(t, "the sentinels promote the replica", 30*time.Second, func() bool { return snMasterAddr(ctx, sentinels[0]) == rep.addr() })
+		s.awaitProjected()
+		rc := doClient(rep.addr())
+		defer rc.Close()
+		sameAsAPI(t, s, rc, "pb:", flids...)
+		if !strings.Contains(s.logs.String(), "master "+snMaster+" via sentinels") {
+			t.Fatalf("the log does not say the projection goes through the sentinels:\n%s", s.logs)
+		}
+	})
+}

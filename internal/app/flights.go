@@ -89,13 +89,15 @@ func phaseStores(cfg config.Config, db *store.DB, sqlFlights *flight.Store, cloc
 // days from FLIGHT_STATE, in chunks, marked with the newest event id so that no event
 // produced before the rebuild overwrites it when delivered after.
 func projectionStores(cfg config.Config, tc target.Config, db *store.DB, sqlFlights *flight.Store, clock pipeline.Clock, log *slog.Logger) flightStores {
-	rs := redisflight.New(redisflight.Options{Addr: tc.Addr, DB: tc.DB, Password: tc.Password, Prefix: tc.KeyPrefix, Clock: clock, Location: cfg.Location()})
+	ro := target.ProjectionOptions(tc)
+	ro.Clock, ro.Location = clock, cfg.Location()
+	rs := redisflight.New(ro)
 	if err := rs.Ping(context.Background()); err != nil {
 		// Not fatal: REDIS_FLIGHT's events wait until Redis answers; the sentinel and the
 		// rebuild fail until then.
-		log.Warn("phase B: the Redis of REDIS_FLIGHT does not answer; its events wait until it does", "addr", tc.Addr, "err", err.Error())
+		log.Warn("phase B: the Redis of REDIS_FLIGHT does not answer; its events wait until it does", "addr", rs.Where(), "err", err.Error())
 	}
-	log.Info("phase B with REDIS_FLIGHT: FLIGHT_STATE is the flight store, Redis its projection", "addr", tc.Addr, "db", tc.DB, "key_prefix", tc.KeyPrefix)
+	log.Info("phase B with REDIS_FLIGHT: FLIGHT_STATE is the flight store, Redis its projection", "addr", rs.Where(), "db", tc.DB, "key_prefix", tc.KeyPrefix)
 	sen := sentinel(cfg, sqlFlights, rs, clock, log)
 	span := *sen.Days
 	rebuild := func(ctx context.Context, params string, doing func(string, ...any)) (string, map[string]int, error) {

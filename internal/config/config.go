@@ -691,11 +691,13 @@ func (c *Config) validateTargets() error {
 }
 
 // flightProjection fills the settings a redis-flights target leaves unset from the redis
-// block (the same server and layout as phase A): addr, db, password, key-prefix; its copy-of
-// (ES_FLIGHT events) and the airport's zone.
+// block (the same server and layout as phase A): addr (with redis.sentinel), db, password,
+// key-prefix; its copy-of (ES_FLIGHT events) and the airport's zone.
 func (c *Config) flightProjection(t targetconf.Config) targetconf.Config {
 	if t.Addr == "" {
 		t.Addr = c.Redis.Addr
+		t.Sentinel = targetconf.Sentinel{Master: c.Redis.Sentinel.Master, Addrs: c.Redis.Sentinel.Addrs,
+			Password: c.Redis.Sentinel.Password}
 	}
 	if t.DB == 0 {
 		t.DB = c.Redis.DB

@@ -34,12 +34,19 @@ type flightSink struct {
 }
 
 func openRedisFlights(name string, c Config) Sink {
-	st := redisflight.New(redisflight.Options{Addr: c.Addr, DB: c.DB, Password: c.Password, Prefix: c.KeyPrefix, Location: c.Location})
+	st := redisflight.New(ProjectionOptions(c))
 	loc := c.Location
 	if loc == nil {
 		loc = time.UTC
 	}
 	return &flightSink{name: name, store: st, loc: loc, timeout: c.Timeout}
+}
+
+// ProjectionOptions are the flight store options of a redis-flights target c: its server
+// (addr, or Sentinel's master), db, password, key prefix and the airport's zone.
+func ProjectionOptions(c Config) redisflight.Options {
+	return redisflight.Options{Addr: c.Addr, DB: c.DB, Password: c.Password, Prefix: c.KeyPrefix, Location: c.Location,
+		SentinelMaster: c.Sentinel.Master, SentinelAddrs: c.Sentinel.Addrs, SentinelPassword: c.Sentinel.Password}
 }
 
 // Send projects recs in order in one script. A record that is not an ES_FLIGHT event, or

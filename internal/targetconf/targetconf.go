@@ -91,6 +91,10 @@ type Config struct {
 
 	// Redis-flights (also addr, password, db, tls: unset, they default to the redis block's).
 	KeyPrefix string `yaml:"key-prefix"` // the flight layout's prefix; default redis.key-prefix
+	// Sentinel finds the projection's Redis through Sentinel and follows its failovers. Not
+	// read from YAML: a redis-flights target without an addr of its own takes the redis
+	// block's (redis.sentinel), as it takes its address.
+	Sentinel Sentinel `yaml:"-"`
 	// Location is the airport's zone, which a flight's local day is taken in (sis.timezone).
 	// Not read from YAML; nil means UTC.
 	Location *time.Location `yaml:"-"`
@@ -291,4 +295,12 @@ func checkHTTPURL(s string) error {
 		return fmt.Errorf("%q: no host", s)
 	}
 	return nil
+}
+
+// Sentinel is where Sentinel finds a Redis master: the master's name, the sentinels
+// (host:port) and their own password. Zero: no Sentinel, the target's addr is used.
+type Sentinel struct {
+	Master   string
+	Addrs    []string
+	Password string
 }
