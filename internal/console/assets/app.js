@@ -640,7 +640,18 @@ async function replayMessages(req) {
     const ids = preview.ids || [];
     body.push(h('p', { id: 'replay-preview' }, `${preview.moved ?? ids.length} message(s) would move back to PENDING` +
       (preview.skipped ? `, ${preview.skipped} would be left as they are` : '') + '.'));
-    if (ids.length) body.push(h('p', { class: 'muted' }, 'Ids: ', ids.slice(0, 50).map((id, i) => [i ? ', ' : '', msgLink(id)]), ids.length > 50 ? ` … ${ids.length - 50} more` : ''));
+    // What would move, as the CLI's dry run prints it: the first items the API describes.
+    const items = preview.items || [];
+    if (items.length) {
+      body.push(table([
+        { head: 'id', cell: it => msgLink(it.id) },
+        { head: 'tag', cell: it => it.tag || '-' },
+        { head: 'class', cell: it => it.error_class || '-' },
+        { head: 'age', cell: it => fmtAge(it.age_seconds) },
+      ], items, { id: 'replay-items', rowId: it => it.id }));
+      const more = (preview.moved ?? ids.length) - items.length;
+      if (more > 0) body.push(h('p', { class: 'muted', id: 'replay-more' }, `… and ${more} more (the table shows the first ${items.length})`));
+    }
   }
   body.push(h('p', { class: 'muted' }, 'MALFORMED messages are never replayed.'));
   const what = req.ids ? `message(s) ${req.ids.join(', ')}` : `class(es) ${req.classes.join(', ')}`;
