@@ -154,9 +154,16 @@ func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db Store) {
 		fmt.Sprintf(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[2]),
 		`INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES (900000001, '<legacy>旧</legacy>', 'VALID')`)
 	before := archivedAt.Add(90 * 24 * time.Hour)
+	if h, err := db.MessageHistory(ctx, ids[1]); err != nil || len(h) == 0 {
+		t.Fatalf("the SKIPPED message has no history to purge: %v %v", h, err)
+	}
 	res, err := db.PurgeArchived(ctx, before, nil)
 	if err != nil || res.ProcState != 2 || res.History != 2 {
 		t.Fatalf("purged %+v (%v), want the SUCCEEDED and the SKIPPED message archived before the bound", res, err)
+	}
+	var orphans int
+	if err := db.SQLDB().QueryRow(`SELECT COUNT(*) FROM MSG_HISTORY WHERE CMINMSGS_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Fatalf("%d history rows of purged messages left (%v)", orphans, err)
 	}
 	for i, id := range ids {
 		m, err := db.GetMessage(ctx, id)
