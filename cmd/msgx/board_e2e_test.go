@@ -6,14 +6,17 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"msgx/internal/store"
 )
 
 // The board an ops room leaves on a screen shows airport time (sis.timezone) in a browser of
 // another zone: a flight scheduled at 00:30 in Shanghai is on its Shanghai day at 00:30 (a
 // UTC browser once put it at 16:30 the day before). Estimated, actual, status and remarks
-// come from the FLOPs the AODB sends (IEST/EOBT, chocks on/off, FTSS, REMC); a change shows
-// up by itself and is highlighted; the movement filter keeps departures. The console's other
-// times are airport time too.
+// come from the FLOPs the AODB sends (IEST/EOBT, chocks on/off, FTSS, REMC); a flight whose
+// record changed in the last minute by the server's knowledge is highlighted, whether the
+// change came before the page opened or while it is open; the movement filter keeps
+// departures. The console's other times are airport time too.
 func TestBoardShowsAirportTimeInAUTCBrowser(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { boardInAirportTime(t, db) })
@@ -41,6 +44,16 @@ func boardInAirportTime(t *testing.T, db dbEnv) {
 		last = s.post(flop)
 	}
 	s.await(last, "SUCCEEDED", state("SUCCEEDED", ""))
+	// The arrival's record last changed ten minutes ago, as far as the server knows; the
+	// departure's FLOPs were applied just now, before the page opens.
+	sdb := db.open(t)
+	setChanged := func(flid int64, at time.Time) {
+		t.Helper()
+		if _, err := sdb.SQLDB().Exec(`UPDATE FLIGHT_STATE SET UPDATED_AT = ? WHERE FLID = ?`, store.T(at), flid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setChanged(96001, time.Now().Add(-10*time.Minute))
 
 	b := newBrowser(t, chromium, chromedp.Env("TZ=UTC"))
 	b.visit(s.url, "#/flights?day="+day.Format(time.DateOnly))
@@ -56,21 +69,27 @@ func boardInAirportTime(t *testing.T, db dbEnv) {
 	b.waitText("#who-zone", "Asia/Shanghai")
 	b.waitJS("the console's times in airport time", `fmtTime('2026-12-03T16:30:00Z') === '2026-12-04 00:30:00'`)
 	dep := `#flights-table tr[data-id="96002"]`
+	arr := `#flights-table tr[data-id="96001"]`
 	b.waitText(dep+" td.sched", "10:00")
 	b.waitText(dep+" td.est", "10:20")
 	b.waitText(dep+" td.act", "10:22")
+	highlighted := func(row string) string { return `document.querySelector('` + row + `').classList.contains('changed')` }
+	b.waitJS("on load, the flight changed before the page opened highlighted, the older one not", highlighted(dep)+` && !`+highlighted(arr))
 	b.shot("board-airport-time")
+
+	// The departure's change ages past a minute by the server's clock: the next refresh drops
+	// its highlight.
+	setChanged(96002, time.Now().Add(-2*time.Minute))
+	b.waitJS("the older change no longer highlighted", `!`+highlighted(dep))
 
 	// Live: a remark sent while the board is open shows up by itself, highlighted.
 	remark := s.post(e2eFlop(8, "REMC", 96002, "<REMC>gate closes early</REMC>"))
 	s.await(remark, "SUCCEEDED", state("SUCCEEDED", ""))
 	b.waitText(dep+" td.remarks", "gate closes early")
-	b.waitJS("the changed row highlighted", `document.querySelector('`+dep+`').classList.contains('changed') &&
-		!document.querySelector('#flights-table tr[data-id="96001"]').classList.contains('changed')`)
+	b.waitJS("the changed row highlighted", highlighted(dep)+` && !`+highlighted(arr))
 	b.shot("board-live-change")
 
 	// Filters: each shows a different set than the one before, so each check sees its own.
-	arr := `#flights-table tr[data-id="96001"]`
 	for _, c := range []struct{ query, field, value, shown, hidden string }{
 		{"ad=D", "board-ad", "D", dep, arr},
 		{"airline=CA", "board-airline", "CA", arr, dep},

@@ -270,6 +270,15 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	// A replay shows first what would move (a dry run); cancelled, nothing moves.
 	b.run("press replay", chromedp.Click(chromedp.CSS("#replay")))
 	b.waitText("#replay-preview", "1 message(s) would move back to PENDING")
+	// The table of what would move, as the CLI's dry run prints it: id, tag, class, age.
+	row := fmt.Sprintf(`#replay-items tbody tr[data-id="%d"]`, head)
+	b.waitJS("the replay's table", fmt.Sprintf(`(() => {
+		const rows = document.querySelectorAll('#replay-items tbody tr');
+		const cells = [...document.querySelectorAll(%q)].map(td => td.textContent);
+		const heads = [...document.querySelectorAll('#replay-items thead th')].map(th => th.textContent);
+		return rows.length === 1 && heads.join() === 'id,tag,class,age' && cells[0] === '%d' && cells[1] === 'FLOP-CTOT' &&
+			cells[2] === 'PARKED' && /^\d+(s|m \d+s)$/.test(cells[3]) && !document.getElementById('replay-more');
+	})()`, row+" td", head))
 	b.shot("replay-preview")
 	b.run("cancel the replay", chromedp.Click(chromedp.CSS("#modal-cancel")))
 	b.waitJS("the dialog closed", `document.getElementById('modal').hidden`)

@@ -229,14 +229,22 @@ func TestDeadLettersAsAWorkQueue(t *testing.T) {
 			t.Errorf("recent problems after a restart: dead message %v, acknowledgement %v: %+v", sawDead, sawAck, pr.Problems)
 		}
 
-		out := s.mustCLI([]string{fmt.Sprintf("%d dead events acknowledged longer than 1ms ago", len(ids))}, "job", "run", "RETENTION")
-		_ = out
+		s.mustCLI([]string{fmt.Sprintf("%d dead events and 1 dead messages acknowledged longer than 1ms ago", len(ids))}, "job", "run", "RETENTION")
 		s.getJSON("/api/v1/events?state=DEAD&target=WEBHOOK_OPS&limit=1000", &evs)
 		if len(evs.Events) != 1 {
 			t.Errorf("dead events after RETENTION: %d, want the unacknowledged one", len(evs.Events))
 		}
-		if m := s.message(orphan); m.State != "DEAD" {
-			t.Errorf("RETENTION took the acknowledged message: %s", m.State)
+		// The acknowledged message is gone; the recent problems keep its record.
+		if m, err := s.api().Message(orphan); err == nil {
+			t.Errorf("RETENTION kept the acknowledged message: %s", m.State)
+		}
+		s.getJSON("/api/v1/problems", &pr)
+		sawDead = false
+		for _, p := range pr.Problems {
+			sawDead = sawDead || (p.Kind == "outcome" && p.MsgID == orphan)
+		}
+		if !sawDead {
+			t.Errorf("recent problems after RETENTION lost the purged message: %+v", pr.Problems)
 		}
 	})
 }

@@ -40,14 +40,19 @@ const (
 // today returns today's date in the airport's zone, and the zone (UTC when f is nil or
 // knows no zone).
 func (f *Finder) today() (string, *time.Location) {
-	loc, clock := time.UTC, pipeline.Clock(pipeline.SystemClock{})
+	loc := time.UTC
 	if f != nil && f.Loc != nil {
 		loc = f.Loc
 	}
+	return f.now().In(loc).Format(time.DateOnly), loc
+}
+
+// now is the time by the finder's clock (the system's when it has none).
+func (f *Finder) now() time.Time {
 	if f != nil && f.Clock != nil {
-		clock = f.Clock
+		return f.Clock.Now()
 	}
-	return clock.Now().In(loc).Format(time.DateOnly), loc
+	return pipeline.SystemClock{}.Now()
 }
 
 // days returns the local days the flight searches read, oldest first.

@@ -23,7 +23,8 @@ const seasonType = "SCHS"
 // FlightRoutes adds the flight and season reads:
 //
 //	GET /api/v1/flights?day=YYYY-MM-DD  the flights of a local day, by SODT then FLID
-//	                                    (no day: today in the airport's zone)
+//	                                    (no day: today in the airport's zone), and when
+//	                                    each last changed (changed, by FLID)
 //	GET /api/v1/flights?flno=CA8241     the flights of that number in the search window of
 //	                                    find (or of day, when given), by day then SODT
 //	GET /api/v1/flights/{flid}          one flight's record (404 when absent)
@@ -144,7 +145,27 @@ func flightsOfDay(w http.ResponseWriter, r *http.Request, flights FlightReader, 
 		Timezone string            `json:"timezone"`
 		Count    int               `json:"count"`
 		Flights  []json.RawMessage `json:"flights"`
-	}{day, today, loc.String(), len(recs), recs})
+		Changed  map[int64]changed `json:"changed"`
+	}{day, today, loc.String(), len(recs), recs, changesOf(es, find.now())})
+}
+
+// changed is when a flight's record last changed, and how long before the answer: the age by
+// the server's clock, so that a board highlights recent changes whatever its own clock says.
+type changed struct {
+	At   time.Time `json:"changed_at"`
+	AgeS int64     `json:"changed_age_s"`
+}
+
+// changesOf returns the last change of each flight of es that knows it, by FLID.
+func changesOf(es []flight.Entry, now time.Time) map[int64]changed {
+	out := make(map[int64]changed, len(es))
+	for _, e := range es {
+		if e.UpdatedAt.IsZero() {
+			continue
+		}
+		out[e.FLID] = changed{At: e.UpdatedAt.UTC(), AgeS: max(0, int64(now.Sub(e.UpdatedAt)/time.Second))}
+	}
+	return out
 }
 
 // recordsOf returns the flight records of es, in order.

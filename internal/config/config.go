@@ -244,8 +244,9 @@ type Config struct {
 	Retention struct {
 		Events  time.Duration `yaml:"events"`
 		Archive time.Duration `yaml:"archive"`
-		// DeadLetters: RETENTION deletes the DEAD events an operator acknowledged longer ago
-		// than this (0 keeps them); unacknowledged dead letters are never deleted.
+		// DeadLetters: RETENTION deletes the DEAD events and messages an operator
+		// acknowledged longer ago than this (0 keeps them); unacknowledged dead letters are
+		// never deleted.
 		DeadLetters time.Duration `yaml:"dead-letters"`
 	} `yaml:"retention"`
 

@@ -528,6 +528,8 @@ type Entry struct {
 	MsgID   *int64          `json:"msg_id"`
 	Record  json.RawMessage `json:"record"`
 	SODT    time.Time       `json:"-"`
+	// UpdatedAt is when the record last changed (FLIGHT_STATE.UPDATED_AT); zero if unknown.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // FlightsBetween returns the records of the stored flights whose SODT is in [from, to], in
@@ -702,7 +704,7 @@ func (s *Store) query(ctx context.Context, where string, args ...any) ([]Entry, 
 	if err := s.before(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.reader().QueryContext(ctx, `SELECT FDAY, FLID, RECORD, VERSION, CMINMSGS_ID FROM FLIGHT_STATE `+where, args...)
+	rows, err := s.reader().QueryContext(ctx, `SELECT FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT FROM FLIGHT_STATE `+where, args...)
 	if err != nil {
 		return nil, store.Unavailable(fmt.Errorf("read flights: %w", err))
 	}
@@ -712,9 +714,11 @@ func (s *Store) query(ctx context.Context, where string, args ...any) ([]Entry, 
 		var e Entry
 		var rec string
 		var msg sql.NullInt64
-		if err := rows.Scan(&e.Day, &e.FLID, &rec, &e.Version, &msg); err != nil {
+		var upd store.NullTime
+		if err := rows.Scan(&e.Day, &e.FLID, &rec, &e.Version, &msg, &upd); err != nil {
 			return nil, store.Unavailable(err)
 		}
+		e.UpdatedAt = upd.Time
 		e.Day = strings.TrimSpace(e.Day)
 		e.Record = json.RawMessage(rec)
 		if s.seen != nil {

@@ -6,8 +6,8 @@
 //     history sink (Elasticsearch, or JSON-lines files) and deletes from the flight store only
 //     the flights whose write succeeded (invariant I4);
 //   - RETENTION purges, in short chunks, SENT events older than retention.events, finished
-//     messages archived longer than retention.archive, and DEAD events acknowledged longer
-//     than retention.dead-letters ago.
+//     messages archived longer than retention.archive, and DEAD events and messages
+//     acknowledged longer than retention.dead-letters ago.
 //
 // The Scheduler (schedule.go) enqueues them daily at their local times. Each job reports what
 // it did (rows per table, duration) in its result, in the metrics (metrics.go), and while it
@@ -43,9 +43,11 @@ const (
 // Kinds lists the job kinds an operator may enqueue (POST /api/v1/jobs).
 var Kinds = jobkind.Kinds
 
-// DeadPurger deletes the DEAD events acknowledged before a time (store.DeadLetters).
+// DeadPurger deletes the DEAD events and messages acknowledged before a time
+// (store.DeadLetters).
 type DeadPurger interface {
 	PurgeAckedEvents(ctx context.Context, before time.Time, progress func(deleted int)) (int, error)
+	PurgeAckedMessages(ctx context.Context, before time.Time, progress func(deleted int)) (store.PurgeResult, error)
 }
 
 // FlightHistory is what HISTORY_SWEEP needs of the flight store: the old days, their flights
@@ -68,8 +70,8 @@ type Runner struct {
 	Purge       store.Retention
 	EventsAge   time.Duration
 	ArchivedAge time.Duration
-	// DeadPurge and DeadAge purge the acknowledged DEAD events (retention.dead-letters; nil
-	// or 0: off).
+	// DeadPurge and DeadAge purge the acknowledged DEAD events and messages
+	// (retention.dead-letters; nil or 0: off).
 	DeadPurge DeadPurger
 	DeadAge   time.Duration
 
@@ -278,30 +280,18 @@ func (r *Runner) retention(ctx context.Context, rep *report) error {
 		res, err := r.Purge.PurgeArchived(ctx, before, func(done int) {
 			r.doing("purging finished messages archived before %s: %d deleted", before.Format(time.RFC3339), done)
 		})
-		if res.ProcState > 0 {
-			rep.add("PROC_STATE", -res.ProcState)
-		}
-		if res.History > 0 {
-			rep.add("CMINMSGS_HST", -res.History)
-		}
+		rep.purged(res)
 		if err != nil {
 			return err
 		}
 		parts = append(parts, fmt.Sprintf("%d messages archived longer than %s", res.ProcState, r.ArchivedAge))
 	}
 	if r.DeadPurge != nil && r.DeadAge > 0 {
-		before := now.Add(-r.DeadAge)
-		r.doing("purging dead events acknowledged before %s", before.Format(time.RFC3339))
-		n, err := r.DeadPurge.PurgeAckedEvents(ctx, before, func(done int) {
-			r.doing("purging dead events acknowledged before %s: %d deleted", before.Format(time.RFC3339), done)
-		})
-		if n > 0 {
-			rep.add("MSG_EVENT", -n)
-		}
+		done, err := r.purgeDead(ctx, rep, now.Add(-r.DeadAge))
 		if err != nil {
 			return err
 		}
-		parts = append(parts, fmt.Sprintf("%d dead events acknowledged longer than %s ago", n, r.DeadAge))
+		parts = append(parts, done)
 	}
 	if len(parts) == 0 {
 		rep.summary = "nothing to purge: retention.events, retention.archive and retention.dead-letters are off"
@@ -309,4 +299,38 @@ func (r *Runner) retention(ctx context.Context, rep *report) error {
 	}
 	rep.summary = "purged " + strings.Join(parts, " and ")
 	return nil
+}
+
+// purgeDead purges the DEAD events and messages acknowledged before `before` and says what
+// it purged.
+func (r *Runner) purgeDead(ctx context.Context, rep *report, before time.Time) (string, error) {
+	at := before.Format(time.RFC3339)
+	r.doing("purging dead events acknowledged before %s", at)
+	n, err := r.DeadPurge.PurgeAckedEvents(ctx, before, func(done int) {
+		r.doing("purging dead events acknowledged before %s: %d deleted", at, done)
+	})
+	if n > 0 {
+		rep.add("MSG_EVENT", -n)
+	}
+	if err != nil {
+		return "", err
+	}
+	r.doing("purging dead messages acknowledged before %s", at)
+	res, err := r.DeadPurge.PurgeAckedMessages(ctx, before, func(done int) {
+		r.doing("purging dead messages acknowledged before %s: %d deleted", at, done)
+	})
+	rep.purged(res)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d dead events and %d dead messages acknowledged longer than %s ago", n, res.ProcState, r.DeadAge), nil
+}
+
+// purged adds the rows a purge of messages deleted.
+func (rep *report) purged(res store.PurgeResult) {
+	for table, n := range map[string]int{"PROC_STATE": res.ProcState, "CMINMSGS_HST": res.History, "CMINMSGS": res.Inbox} {
+		if n > 0 {
+			rep.add(table, -n)
+		}
+	}
 }

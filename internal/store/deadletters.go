@@ -12,8 +12,8 @@ import (
 
 // Dead letters as a work queue and the recent problems (migration 00016): an operator
 // acknowledges a DEAD message or event (DEAD_ACK), which keeps it for audit but leaves it out
-// of the counts that call for attention; RETENTION purges acknowledged DEAD events after
-// retention.dead-letters; PROBLEM_LOG keeps the recent problems (outcomes and operator
+// of the counts that call for attention; RETENTION purges acknowledged DEAD events and
+// messages (PurgeAckedMessages, retention.go) after retention.dead-letters; PROBLEM_LOG keeps the recent problems (outcomes and operator
 // actions) across restarts.
 
 // DeadLetters is the contract of this file; *DB implements it on every dialect.
@@ -22,6 +22,7 @@ type DeadLetters interface {
 	DeadCounts(ctx context.Context) (DeadCounts, error)
 	ListAcks(ctx context.Context, kind string, limit int) ([]Ack, error)
 	PurgeAckedEvents(ctx context.Context, before time.Time, progress func(deleted int)) (int, error)
+	PurgeAckedMessages(ctx context.Context, before time.Time, progress func(deleted int)) (PurgeResult, error)
 	AddProblem(ctx context.Context, p Problem) error
 	RecentProblems(ctx context.Context, limit int) ([]Problem, error)
 }

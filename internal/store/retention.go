@@ -188,64 +188,61 @@ func (d *DB) purgeEventChunk(ctx context.Context, target string, after int64, be
 	return int(n), last, done, nil
 }
 
-// PurgeResult counts the rows a purge of archived messages deleted, per table.
+// PurgeResult counts the rows a purge of messages deleted, per table.
 type PurgeResult struct {
 	ProcState int `json:"PROC_STATE"`
 	History   int `json:"CMINMSGS_HST"`
+	Inbox     int `json:"CMINMSGS"`
+}
+
+func (r *PurgeResult) plus(o PurgeResult) {
+	r.ProcState, r.History, r.Inbox = r.ProcState+o.ProcState, r.History+o.History, r.Inbox+o.Inbox
 }
 
 // PurgeArchived deletes the messages that finished for good (SUCCEEDED or SKIPPED) and were
-// archived (ARCHIVED_AT, see Archive) before `before`: their PROC_STATE row, their text in
-// CMINMSGS_HST and the flights they named (MSG_FLIGHT), PurgeChunk messages per transaction. DEAD and unfinished messages, and
-// CMINMSGS_HST rows without a PROC_STATE row (the legacy's own history), are never touched.
-// Once purged, a message is unknown to the API, and its identity is free again: a message
-// with the same SNDR|TYPE|STYP|SEQN arriving later is processed, not SKIPPED. progress, when
-// set, is told the PROC_STATE rows deleted so far after each chunk.
+// archived (ARCHIVED_AT, see Archive) before `before`, with all they own (purgeMessages),
+// PurgeChunk messages per transaction. DEAD and unfinished messages, and CMINMSGS_HST rows
+// without a PROC_STATE row (the legacy's own history), are never touched. Once purged, a
+// message is unknown to the API, and its identity is free again: a message with the same
+// SNDR|TYPE|STYP|SEQN arriving later is processed, not SKIPPED. progress, when set, is told
+// the PROC_STATE rows deleted so far after each chunk.
 func (d *DB) PurgeArchived(ctx context.Context, before time.Time, progress func(int)) (PurgeResult, error) {
+	return d.purgeMessagesChunked(ctx, "purge archived", `SELECT CMINMSGS_ID FROM PROC_STATE WHERE ARCHIVED_AT < ? AND STATE IN (?, ?) LIMIT ?`,
+		[]any{T(before), pipeline.Succeeded, pipeline.Skipped, PurgeChunk}, []any{pipeline.Succeeded, pipeline.Skipped}, progress)
+}
+
+// PurgeAckedMessages deletes the DEAD messages an operator acknowledged (AckDead) before
+// `before`, with all they own (purgeMessages, their acknowledgement too), as PurgeArchived
+// deletes finished ones. A message replayed after its acknowledgement is not DEAD: it stays.
+// Unacknowledged DEAD messages are never touched; PROBLEM_LOG keeps their record.
+func (d *DB) PurgeAckedMessages(ctx context.Context, before time.Time, progress func(int)) (PurgeResult, error) {
+	return d.purgeMessagesChunked(ctx, "purge acknowledged messages", `SELECT a.REF_ID FROM DEAD_ACK a JOIN PROC_STATE p ON p.CMINMSGS_ID = a.REF_ID
+		WHERE a.KIND = ? AND a.ACKED_AT < ? AND p.STATE = ? LIMIT ?`,
+		[]any{DeadMessage, T(before), pipeline.Dead, PurgeChunk}, []any{pipeline.Dead}, progress)
+}
+
+// purgeMessagesChunked deletes the messages pick (a query of at most PurgeChunk ids, with
+// args) finds, one transaction per chunk, until a chunk finds fewer or deletes none; a message
+// whose state left states meanwhile stays. progress is told the PROC_STATE rows deleted so far.
+func (d *DB) purgeMessagesChunked(ctx context.Context, what, pick string, args, states []any, progress func(int)) (PurgeResult, error) {
 	var total PurgeResult
 	for ctx.Err() == nil {
 		var r PurgeResult
 		found := 0
 		err := d.Tx(ctx, func(tx *sql.Tx) error {
 			r, found = PurgeResult{}, 0
-			ids, err := queryIDs(ctx, tx, "purge archived", `SELECT CMINMSGS_ID FROM PROC_STATE WHERE ARCHIVED_AT < ? AND STATE IN (?, ?) LIMIT ?`,
-				T(before), pipeline.Succeeded, pipeline.Skipped, PurgeChunk)
-			if err != nil {
+			ids, err := queryIDs(ctx, tx, what, pick, args...)
+			if err != nil || len(ids) == 0 {
 				return err
 			}
-			if found = len(ids); found == 0 {
-				return nil
-			}
-			in := `(` + placeholders(len(ids)) + `)`
-			// CMINMSGS_HST is the legacy's in shadow mode: msgx forgets its own states only.
-			if !d.Shadow() {
-				res, err := tx.ExecContext(ctx, `DELETE FROM CMINMSGS_HST WHERE CMINMSGS_ID IN `+in, ids...)
-				if err != nil {
-					return Unavailable(fmt.Errorf("purge archived: delete %d history rows: %w", len(ids), err))
-				}
-				n, _ := res.RowsAffected()
-				r.History = int(n)
-			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID IN `+in+` AND STATE IN (?, ?)`,
-				append(ids, pipeline.Succeeded, pipeline.Skipped)...)
-			if err != nil {
-				return Unavailable(fmt.Errorf("purge archived: delete %d states: %w", len(ids), err))
-			}
-			n, _ := res.RowsAffected()
-			r.ProcState = int(n)
-			// The flights they named (MSG_FLIGHT), of the rows just deleted only: one that
-			// an operator replayed meanwhile keeps its state and its flights.
-			if _, err := tx.ExecContext(ctx, `DELETE FROM MSG_FLIGHT WHERE CMINMSGS_ID IN `+in+
-				` AND CMINMSGS_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE WHERE CMINMSGS_ID IN `+in+`)`, append(ids, ids...)...); err != nil {
-				return Unavailable(fmt.Errorf("purge archived: delete the flights of %d messages: %w", len(ids), err))
-			}
-			return nil
+			found = len(ids)
+			r, err = d.purgeMessages(ctx, tx, what, ids, states)
+			return err
 		})
 		if err != nil {
 			return total, err
 		}
-		total.ProcState += r.ProcState
-		total.History += r.History
+		total.plus(r)
 		if found > 0 && progress != nil {
 			progress(total.ProcState)
 		}
@@ -254,4 +251,49 @@ func (d *DB) PurgeArchived(ctx context.Context, before time.Time, progress func(
 		}
 	}
 	return total, ctx.Err()
+}
+
+// purgeMessages deletes, inside tx, the messages among ids whose PROC_STATE is in one of
+// states, and then what they own: their text (CMINMSGS, CMINMSGS_HST), their history
+// (MSG_HISTORY), the flights they named (MSG_FLIGHT) and their acknowledgement (DEAD_ACK).
+// Only the rows of messages whose state went are deleted: one that an operator replayed
+// meanwhile keeps its state and all it owns. CMINMSGS and CMINMSGS_HST are the legacy's in
+// shadow mode: msgx forgets its own rows only.
+func (d *DB) purgeMessages(ctx context.Context, tx *sql.Tx, what string, ids, states []any) (PurgeResult, error) {
+	var r PurgeResult
+	in := `(` + placeholders(len(ids)) + `)`
+	res, err := tx.ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID IN `+in+` AND STATE IN (`+placeholders(len(states))+`)`,
+		append(append([]any{}, ids...), states...)...)
+	if err != nil {
+		return r, Unavailable(fmt.Errorf("%s: delete %d states: %w", what, len(ids), err))
+	}
+	n, _ := res.RowsAffected()
+	if r.ProcState = int(n); n == 0 {
+		return r, nil
+	}
+	type owned struct {
+		table, col, kind string
+		count            *int
+	}
+	tables := []owned{{"MSG_FLIGHT", "CMINMSGS_ID", "", nil}, {"MSG_HISTORY", "CMINMSGS_ID", "", nil}, {"DEAD_ACK", "REF_ID", DeadMessage, nil}}
+	if !d.Shadow() {
+		tables = append(tables, owned{"CMINMSGS_HST", "CMINMSGS_ID", "", &r.History}, owned{"CMINMSGS", "CMINMSGS_ID", "", &r.Inbox})
+	}
+	for _, o := range tables {
+		q := `DELETE FROM ` + o.table + ` WHERE ` + o.col + ` IN ` + in + ` AND ` + o.col +
+			` NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE WHERE CMINMSGS_ID IN ` + in + `)`
+		args := append(append([]any{}, ids...), ids...)
+		if o.kind != "" {
+			q, args = q+` AND KIND = ?`, append(args, o.kind)
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return r, Unavailable(fmt.Errorf("%s: delete the %s rows of %d messages: %w", what, o.table, len(ids), err))
+		}
+		if o.count != nil {
+			n, _ := res.RowsAffected()
+			*o.count = int(n)
+		}
+	}
+	return r, nil
 }

@@ -640,7 +640,18 @@ async function replayMessages(req) {
     const ids = preview.ids || [];
     body.push(h('p', { id: 'replay-preview' }, `${preview.moved ?? ids.length} message(s) would move back to PENDING` +
       (preview.skipped ? `, ${preview.skipped} would be left as they are` : '') + '.'));
-    if (ids.length) body.push(h('p', { class: 'muted' }, 'Ids: ', ids.slice(0, 50).map((id, i) => [i ? ', ' : '', msgLink(id)]), ids.length > 50 ? ` … ${ids.length - 50} more` : ''));
+    // What would move, as the CLI's dry run prints it: the first items the API describes.
+    const items = preview.items || [];
+    if (items.length) {
+      body.push(table([
+        { head: 'id', cell: it => msgLink(it.id) },
+        { head: 'tag', cell: it => it.tag || '-' },
+        { head: 'class', cell: it => it.error_class || '-' },
+        { head: 'age', cell: it => fmtAge(it.age_seconds) },
+      ], items, { id: 'replay-items', rowId: it => it.id }));
+      const more = (preview.moved ?? ids.length) - items.length;
+      if (more > 0) body.push(h('p', { class: 'muted', id: 'replay-more' }, `… and ${more} more (the table shows the first ${items.length})`));
+    }
   }
   body.push(h('p', { class: 'muted' }, 'MALFORMED messages are never replayed.'));
   const what = req.ids ? `message(s) ${req.ids.join(', ')}` : `class(es) ${req.classes.join(', ')}`;
@@ -1171,31 +1182,28 @@ views.flights = async ({ params, gen, view }) => {
   const updated = h('p', { class: 'muted', id: 'board-updated' });
   const box = h('div', { id: 'board' });
   fill(view, title, form, updated, box);
-  const seen = new Map(), changedAt = new Map();
-  const render = (res, initial) => {
-    const now = Date.now();
-    for (const r of res.flights || []) {
-      const sig = JSON.stringify(r);
-      if (!initial && seen.get(r.FLID) !== sig) changedAt.set(r.FLID, now);
-      seen.set(r.FLID, sig);
-    }
+  // A row is highlighted while its record changed less than a minute ago by the server's
+  // knowledge (the age the answer gives, so a screen opened after a change shows it too, and
+  // the browser's clock does not matter).
+  const render = res => {
+    const changed = res.changed || {};
     const rows = boardFilter(res.flights || [], f);
     fill(title, `Flights of ${day} `, h('span', { class: 'muted' }, `(${rows.length} of ${res.count ?? 0}) `),
       h('span', { id: 'board-zone', class: 'zone' }, `airport time, ${tz}`));
     fill(box, table(boardColumns(tz, day, statuses), rows, { id: 'flights-table', rowId: r => r.FLID,
-      rowClass: r => now - (changedAt.get(r.FLID) || 0) < BOARD_CHANGED_MS ? 'changed' : null,
+      rowClass: r => (changed[r.FLID]?.changed_age_s ?? Infinity) * 1000 < BOARD_CHANGED_MS ? 'changed' : null,
       empty: 'No flight stored for this day' + (rows.length < (res.count ?? 0) ? ' matches the filters.' : '.') }));
     const at = zoneParts(new Date().toISOString(), tz);
     updated.textContent = `Updated ${at ? at.hm : ''} airport time; refreshes every ${BOARD_REFRESH_MS / 1000} s; rows changed in the last minute are highlighted.`;
     updated.classList.remove('error');
   };
-  render(first, true);
+  render(first);
   const poll = async () => {
     if (!alive(gen)) return;
     try {
       const res = await api('GET', API.flights + '?day=' + encodeURIComponent(day));
       if (!alive(gen)) return;
-      render(res, false);
+      render(res);
     } catch (e) {
       if (!alive(gen)) return;
       updated.textContent = 'Could not refresh: ' + describe(e);

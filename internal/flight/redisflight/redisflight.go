@@ -379,7 +379,7 @@ func str(v any) string {
 }
 
 func entryOf(f stored) flight.Entry {
-	e := flight.Entry{Day: f.Day, FLID: f.FLID, Version: f.Version, Record: f.Record, SODT: flight.SODTOf(f.Record)}
+	e := flight.Entry{Day: f.Day, FLID: f.FLID, Version: f.Version, Record: f.Record, SODT: flight.SODTOf(f.Record), UpdatedAt: f.UpdatedAt}
 	if f.MsgID != 0 {
 		id := f.MsgID
 		e.MsgID = &id

@@ -22,6 +22,7 @@ func init() {
 		{"PurgeSentEventsWorksInChunks", purgeSentEventsWorksInChunks},
 		{"PurgeArchivedDeletesOnlyFinishedArchivedMessages", purgeArchivedDeletesOnlyFinishedArchivedMessages},
 		{"PurgeArchivedWorksInChunks", purgeArchivedWorksInChunks},
+		{"PurgeAckedMessagesTakesOnlyOldAcknowledgedDeadMessages", purgeAckedMessages},
 		{"ScheduledJobIsEnqueuedOncePerKey", scheduledJobIsEnqueuedOncePerKey},
 		{"TraceIDIsStoredWithTheMessage", traceIDIsStoredWithTheMessage},
 	}...)
@@ -153,9 +154,16 @@ func purgeArchivedDeletesOnlyFinishedArchivedMessages(t *testing.T, db Store) {
 		fmt.Sprintf(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[2]),
 		`INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES (900000001, '<legacy>旧</legacy>', 'VALID')`)
 	before := archivedAt.Add(90 * 24 * time.Hour)
+	if h, err := db.MessageHistory(ctx, ids[1]); err != nil || len(h) == 0 {
+		t.Fatalf("the SKIPPED message has no history to purge: %v %v", h, err)
+	}
 	res, err := db.PurgeArchived(ctx, before, nil)
 	if err != nil || res.ProcState != 2 || res.History != 2 {
 		t.Fatalf("purged %+v (%v), want the SUCCEEDED and the SKIPPED message archived before the bound", res, err)
+	}
+	var orphans int
+	if err := db.SQLDB().QueryRow(`SELECT COUNT(*) FROM MSG_HISTORY WHERE CMINMSGS_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Fatalf("%d history rows of purged messages left (%v)", orphans, err)
 	}
 	for i, id := range ids {
 		m, err := db.GetMessage(ctx, id)
@@ -220,6 +228,91 @@ func purgeArchivedWorksInChunks(t *testing.T, db Store) {
 	db.SQLDB().QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
 	if states != 0 || hst != 0 {
 		t.Fatalf("left %d states and %d history rows", states, hst)
+	}
+}
+
+// purgeAckedMessages: RETENTION purges a DEAD message acknowledged before the bound, in the
+// inbox or archived, with every row it owns; the young acknowledgement, the unacknowledged
+// DEAD message, the one replayed since its acknowledgement and the finished one stay, and the
+// recent problems keep the record of the purged one.
+func purgeAckedMessages(t *testing.T, db Store) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<old/>", "<young/>", "<unacked/>", "<replayed/>", "<ok/>", "<archived>航🛫</archived>"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, young, unacked, replayed, ok, archived := ids[0], ids[1], ids[2], ids[3], ids[4], ids[5]
+	for _, id := range []int64{old, young, unacked, replayed, archived} {
+		if err := db.Record(ctx, id, store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, LastError: "no flight", Flights: []int64{7701, 7702}}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Record(ctx, ok, store.Outcome{State: pipeline.Succeeded, TypeTag: "FLOP-CHOT", Flights: []int64{7701}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	// A DEAD message an older msgx archived has its text in CMINMSGS_HST.
+	Exec(t, db, fmt.Sprintf(`INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS FROM CMINMSGS WHERE CMINMSGS_ID = %d`, archived),
+		fmt.Sprintf(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID = %d`, archived))
+	if err := db.AddProblem(ctx, store.Problem{At: t0, Kind: "outcome", MsgID: old, State: "DEAD", Class: "ORPHAN"}); err != nil {
+		t.Fatal(err)
+	}
+	for id, at := range map[int64]time.Time{old: t0, archived: t0, replayed: t0, young: t0.Add(2 * time.Hour)} {
+		if res, err := db.AckDead(ctx, store.DeadMessage, []int64{id}, "ops", "seen", at); err != nil || len(res.Acked) != 1 {
+			t.Fatalf("ack %d: %+v %v", id, res, err)
+		}
+	}
+	if _, err := db.Replay(ctx, nil, []int64{replayed}, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	var told int
+	res, err := db.PurgeAckedMessages(ctx, t0.Add(time.Hour), func(d int) { told = d })
+	if want := (store.PurgeResult{ProcState: 2, History: 1, Inbox: 1}); err != nil || res != want || told != 2 {
+		t.Fatalf("purge: %+v (told %d) %v, want %+v", res, told, err, want)
+	}
+	for id, kept := range map[int64]bool{old: false, archived: false, young: true, unacked: true, replayed: true, ok: true} {
+		m, err := db.GetMessage(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, text, _ := db.Raw(ctx, id); (m != nil) != kept || text != kept {
+			t.Errorf("message %d: state kept %v, text kept %v, want %v", id, m != nil, text, kept)
+		}
+	}
+	// Nothing of a purged message is left behind.
+	for _, q := range []string{
+		`SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE)`,
+		`SELECT COUNT(*) FROM CMINMSGS_HST WHERE CMINMSGS_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE)`,
+		`SELECT COUNT(*) FROM MSG_FLIGHT WHERE CMINMSGS_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE)`,
+		`SELECT COUNT(*) FROM MSG_HISTORY WHERE CMINMSGS_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE)`,
+		`SELECT COUNT(*) FROM DEAD_ACK WHERE KIND = 'message' AND REF_ID NOT IN (SELECT CMINMSGS_ID FROM PROC_STATE)`,
+	} {
+		var n int
+		if err := db.SQLDB().QueryRow(q).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s: %d (%v), want no orphan rows", q, n, err)
+		}
+	}
+	if h, err := db.MessageHistory(ctx, young); err != nil || len(h) == 0 {
+		t.Errorf("the young acknowledged message lost its history: %v %v", h, err)
+	}
+	if c, err := db.DeadCounts(ctx); err != nil || c.Messages != (store.DeadCount{Dead: 2, Acknowledged: 1, Unacknowledged: 1}) {
+		t.Errorf("dead counts after the purge: %+v %v", c, err)
+	}
+	if acks, err := db.ListAcks(ctx, store.DeadMessage, 10); err != nil || len(acks) != 2 {
+		t.Errorf("acknowledgements after the purge: %+v %v, want the young and the replayed one", acks, err)
+	}
+	if ps, err := db.RecentProblems(ctx, 10); err != nil || len(ps) != 1 || ps[0].MsgID != old {
+		t.Errorf("recent problems after the purge: %+v %v", ps, err)
+	}
+	if res, err := db.PurgeAckedMessages(ctx, t0.Add(time.Hour), nil); err != nil || res.ProcState != 0 {
+		t.Fatalf("a second purge: %+v %v", res, err)
+	}
+	// Once old enough, the young one goes too; the unacknowledged one never does.
+	if res, err := db.PurgeAckedMessages(ctx, t0.Add(100*24*time.Hour), nil); err != nil || res.ProcState != 1 {
+		t.Fatalf("the later purge: %+v %v, want the young one", res, err)
+	}
+	if m, err := db.GetMessage(ctx, unacked); err != nil || m == nil || m.State != pipeline.Dead {
+		t.Fatalf("the unacknowledged DEAD message: %+v %v", m, err)
 	}
 }
 
