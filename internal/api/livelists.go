@@ -171,8 +171,9 @@ type deadLetter struct {
 	*store.Message
 }
 
-// streamDead is GET /api/v1/dead/stream: the messages that go DEAD, read from the recent
-// problems the pump records (their ids are the stream's cursor), each sent as its message.
+// streamDead is GET /api/v1/dead/stream: the messages that go DEAD (dead or parked), read
+// from the recent problems the pump records (their ids are the stream's cursor), each sent as
+// its message while it is still DEAD.
 func (s *Server) streamDead(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r, "after") {
 		return
@@ -191,14 +192,14 @@ func (s *Server) streamDead(w http.ResponseWriter, r *http.Request) {
 			}
 			out := []deadLetter{}
 			for _, p := range slices.Backward(ps) {
-				if p.ID <= after || (before != 0 && p.ID >= before) || p.Kind != "outcome" || p.State != string(pipeline.Dead) {
+				if p.ID <= after || (before != 0 && p.ID >= before) || p.Kind != "outcome" || p.State == string(pipeline.Succeeded) {
 					continue
 				}
 				m, err := s.DB.GetMessage(ctx, p.MsgID)
 				if err != nil {
 					return nil, err
 				}
-				if m != nil { // nil: deleted since
+				if m != nil && m.State == pipeline.Dead { // else deleted or replayed since
 					out = append(out, deadLetter{problem: p.ID, Message: m})
 				}
 			}

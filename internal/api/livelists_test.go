@@ -127,8 +127,9 @@ func TestEventStreamFollowsTheOutbox(t *testing.T) {
 	})
 }
 
-// The dead letters stream sends each message that goes DEAD (recorded as a recent problem)
-// as its message, and nothing for another outcome or an operator's action.
+// The dead letters stream sends each message that goes DEAD (dead or parked, recorded as a
+// recent problem) as its message, and nothing for another outcome, an operator's action or a
+// message no longer DEAD.
 func TestDeadStreamSendsMessagesGoneDead(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -139,7 +140,8 @@ func TestDeadStreamSendsMessagesGoneDead(t *testing.T) {
 		for _, p := range []store.Problem{
 			{At: now, Kind: "action", Actor: "ops", Subject: "pump", Note: "paused"},
 			{At: now, Kind: "outcome", MsgID: 2, State: "SUCCEEDED", Note: "warning"},
-			{At: now, Kind: "outcome", MsgID: 1, State: "DEAD", Class: "ORPHAN"},
+			{At: now, Kind: "outcome", MsgID: 3, State: "DEAD", Class: "INFRA"}, // replayed since: PENDING
+			{At: now, Kind: "outcome", MsgID: 1, State: "PARKED", Class: "ORPHAN"},
 		} {
 			if err := db.AddProblem(ctx, p); err != nil {
 				t.Fatal(err)
