@@ -185,14 +185,13 @@ func (s *Server) streamDead(w http.ResponseWriter, r *http.Request) {
 			return newestID(ps, err, func(p store.Problem) int64 { return p.ID })
 		},
 		read: func(ctx context.Context, after, before int64) ([]deadLetter, error) {
-			// PROBLEM_LOG keeps the newest store.ProblemKeep problems: one read holds them all.
-			ps, err := s.DB.RecentProblems(ctx, store.ProblemKeep)
+			ps, err := s.DB.ProblemsAfter(ctx, after, MaxLimit)
 			if err != nil {
 				return nil, err
 			}
 			out := []deadLetter{}
-			for _, p := range slices.Backward(ps) {
-				if p.ID <= after || (before != 0 && p.ID >= before) || p.Kind != "outcome" || p.State == string(pipeline.Succeeded) {
+			for _, p := range ps {
+				if (before != 0 && p.ID >= before) || p.Kind != "outcome" || p.State == string(pipeline.Succeeded) {
 					continue
 				}
 				m, err := s.DB.GetMessage(ctx, p.MsgID)
