@@ -29,20 +29,8 @@ func messagesListFollows(t *testing.T, db dbEnv) {
 	b.waitText("#live-state", "live")
 	b.shot("messages-live")
 
-	// within waits up to d for expr, failing the test (with a screenshot) after it.
-	within := func(what, expr string, d time.Duration) time.Duration {
-		t.Helper()
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(b.ctx, d)
-		defer cancel()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0))); err != nil {
-			b.shot("failed-" + what)
-			t.Fatalf("%s: not within %v (%s): %v", what, d, expr, err)
-		}
-		return time.Since(start)
-	}
 	posted := s.post(e2eFlop(850003, "STND", 95999, "<STND>120</STND>"))
-	took := within("the 1 new bar", `!document.getElementById('new-bar').hidden && document.getElementById('new-bar').textContent.startsWith('1 new')`, 2*time.Second)
+	took := b.within("the 1 new bar", `!document.getElementById('new-bar').hidden && document.getElementById('new-bar').textContent.startsWith('1 new')`, 2*time.Second)
 	t.Logf("%s: the new bar showed the posted message %v after its post", db.Name, took.Round(time.Millisecond))
 	b.waitJS("the rows unmoved behind the bar", fmt.Sprintf(`%s === '%d'`, top, older))
 	b.shot("new-bar")
@@ -51,10 +39,62 @@ func messagesListFollows(t *testing.T, db dbEnv) {
 
 	b.run("turn tail mode on", chromedp.Click(chromedp.CSS("#tail-toggle")))
 	tailed := s.post(e2eFlop(850004, "STND", 95999, "<STND>121</STND>"))
-	took = within("the tailed message on top", fmt.Sprintf(`%s === '%d'`, top, tailed), 2*time.Second)
+	took = b.within("the tailed message on top", fmt.Sprintf(`%s === '%d'`, top, tailed), 2*time.Second)
 	t.Logf("%s: in tail mode the posted message was on top %v after its post", db.Name, took.Round(time.Millisecond))
 	// Its state changes follow in place: a FLOP of flight 95999, which no schedule holds, is
 	// parked ORPHAN.
 	b.waitText(`#messages-table tbody tr:first-child`, "DEAD", "ORPHAN")
 	b.shot("tail")
+}
+
+// within waits up to d for expr, failing the test (with a screenshot) after it, and returns
+// how long it took.
+func (b *browser) within(what, expr string, d time.Duration) time.Duration {
+	b.t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(b.ctx, d)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0))); err != nil {
+		b.shot("failed-" + what)
+		b.t.Fatalf("%s: not within %v (%s): %v", what, d, expr, err)
+	}
+	return time.Since(start)
+}
+
+// A message that goes DEAD while the dead letters page is open appears in its list within
+// 2 s behind the "1 new" bar, on top once the bar is clicked; the jobs list follows the jobs
+// stream too.
+func TestConsoleDeadLettersFollow(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, db dbEnv) { deadLettersFollow(t, db) })
+}
+
+func deadLettersFollow(t *testing.T, db dbEnv) {
+	chromium := chromiumPath(t)
+	s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
+	b := newBrowser(t, chromium)
+	b.visit(s.url, "#/dead")
+	b.waitText("#live-state", "live")
+	top := `document.querySelector('#dead-messages tbody tr:first-child')?.dataset.id`
+	// A FLOP of flight 95998, which no schedule holds, is parked ORPHAN: DEAD.
+	posted := s.post(e2eFlop(850101, "STND", 95998, "<STND>118</STND>"))
+	took := b.within("the 1 new bar", `!document.getElementById('new-bar').hidden && document.getElementById('new-bar').textContent.startsWith('1 new')`, 2*time.Second)
+	t.Logf("%s: the new bar showed the dead letter %v after its post", db.Name, took.Round(time.Millisecond))
+	b.waitJS("no row moved behind the bar", `!document.querySelector('#dead-messages tbody tr')`)
+	b.shot("dead-new-bar")
+	b.run("show the dead letter", chromedp.Click(chromedp.CSS("#new-bar")))
+	b.waitJS("the dead letter on top", fmt.Sprintf(`%s === '%d' && document.getElementById('new-bar').hidden`, top, posted))
+	b.waitText("#dead-messages tbody tr:first-child", "ORPHAN")
+
+	b.visit(s.url, "#/jobs")
+	b.waitText("#live-state", "live")
+	j, err := s.api().StartJob("ARCHIVE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.within("the new job's bar", `!document.getElementById('new-bar').hidden && document.getElementById('new-bar').textContent.startsWith('1 new')`, 2*time.Second)
+	b.run("show the new job", chromedp.Click(chromedp.CSS("#new-bar")))
+	b.waitJS("the job on top", fmt.Sprintf(`document.querySelector('#jobs-table tbody tr:first-child')?.dataset.id === '%d'`, j.ID))
+	// Its end follows in place, without polling.
+	b.waitText("#jobs-table tbody tr:first-child", "DONE")
 }

@@ -470,6 +470,7 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/messages/{id}/park", s.park)
 	mux.HandleFunc("GET /api/v1/flights/{flid}/history", s.flightHistory)
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
+	mux.HandleFunc("GET /api/v1/audit/stream", s.streamAudit)
 	mux.HandleFunc("POST /api/v1/pump/pause", func(w http.ResponseWriter, r *http.Request) {
 		s.setPause(w, r, store.PumpPause, true, nil)
 	})

@@ -321,7 +321,7 @@ func routeRole(method, path string) Role {
 	switch {
 	case healthPath(path), path == "/api/v1/login", path == "/api/v1/logout":
 		return RoleNone
-	case path == "/api/v1/audit", path == "/api/v1/config":
+	case path == "/api/v1/audit", path == "/api/v1/audit/stream", path == "/api/v1/config":
 		return RoleAdmin
 	case path == "/api/v1/jobs", strings.HasPrefix(path, "/api/v1/jobs/"):
 		// Everyone who reads sees the jobs and their progress; only an admin runs one.

@@ -16,6 +16,7 @@ import (
 func (s *Server) deadRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/dead/ack", s.ackDead)
 	mux.HandleFunc("GET /api/v1/dead", s.deadSummary)
+	mux.HandleFunc("GET /api/v1/dead/stream", s.streamDead)
 	mux.HandleFunc("GET /api/v1/problems", s.problems)
 }
 

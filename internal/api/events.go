@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -20,10 +21,12 @@ const ReplayOrderNote = "replayed events are delivered again in EVENT_ID order a
 // eventRoutes adds the outbox routes:
 //
 //	GET  /api/v1/events?target=&state=&flid=&msg_id=&limit=&after=&before=&order= (large payloads elided)
+//	GET  /api/v1/events/stream?target=&state=&flid=&msg_id=&after=   (live: stream.go)
 //	GET  /api/v1/events/{id}/payload                                 (the stored payload)
 //	POST /api/v1/events/replay {"target":"…","ids":[…],"dry_run":bool}
 func (s *Server) eventRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/events", s.listEvents)
+	mux.HandleFunc("GET /api/v1/events/stream", s.streamEvents)
 	mux.HandleFunc("GET /api/v1/events/{id}/payload", s.eventPayload)
 	mux.HandleFunc("POST /api/v1/events/replay", s.replayEvents)
 }
@@ -34,22 +37,9 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := store.EventQuery{Target: q.Get("target"), State: pipeline.EventStatus(strings.ToUpper(q.Get("state")))}
-	switch f.State {
-	case "", pipeline.EventPending, pipeline.EventSent, pipeline.EventDead:
-	default:
-		writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SENT or DEAD", q.Get("state")))
+	f, ok := eventFilter(w, q)
+	if !ok {
 		return
-	}
-	for name, dst := range map[string]*int64{"flid": &f.FLID, "msg_id": &f.MsgID} {
-		if v := q.Get(name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				writeError(w, http.StatusBadRequest, "bad_"+name, fmt.Sprintf("%s %q is not a positive integer", name, v))
-				return
-			}
-			*dst = n
-		}
 	}
 	c, ok := page(w, q)
 	if !ok {
@@ -62,6 +52,29 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeList(w, "events", evs, c, func(e store.EventBrief) int64 { return e.EventID })
+}
+
+// eventFilter reads the filters of the events listing and stream (target, state, flid,
+// msg_id), answering 400 to a bad one.
+func eventFilter(w http.ResponseWriter, q url.Values) (store.EventQuery, bool) {
+	f := store.EventQuery{Target: q.Get("target"), State: pipeline.EventStatus(strings.ToUpper(q.Get("state")))}
+	switch f.State {
+	case "", pipeline.EventPending, pipeline.EventSent, pipeline.EventDead:
+	default:
+		writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not PENDING, SENT or DEAD", q.Get("state")))
+		return f, false
+	}
+	for name, dst := range map[string]*int64{"flid": &f.FLID, "msg_id": &f.MsgID} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				writeError(w, http.StatusBadRequest, "bad_"+name, fmt.Sprintf("%s %q is not a positive integer", name, v))
+				return f, false
+			}
+			*dst = n
+		}
+	}
+	return f, true
 }
 
 // eventPayload is GET /api/v1/events/{id}/payload.

@@ -32,7 +32,7 @@ func TestRequestListingPagesAsEveryListing(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	mux := http.NewServeMux()
-	api.RequestRoutes(svc, db)(mux)
+	new(api.Server).RequestRoutes(svc, db)(mux)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	get := func(query string) (int, []int64, api.ErrorBody) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -18,12 +19,16 @@ import (
 //     {"type":"RQFD","from":"2026-12-03","to":"2026-12-04"} → 201 with the request;
 //   - GET /api/v1/requests?state=&limit=&after= and GET /api/v1/requests/{id}; a REGISTERED
 //     request carries waiting_for_gateway_since and waiting_for_gateway_s (its age);
+//   - GET /api/v1/requests/stream?state=&after=, the live list (stream.go);
 //   - POST /view/admin/data-request, the legacy admin contract: {"RQRD":"AIRL"} or
 //     {"RQFD":"","STDB":"…","STDE":"…"} → 200 {"success":true,"request_id":N}.
 //
 // A bad TYPE or window answers 400 naming the problem; in shadow mode 409 shadow_mode.
-func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux) {
+func (s *Server) RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /api/v1/requests/stream", func(w http.ResponseWriter, r *http.Request) {
+			s.streamRequests(w, r, svc, db)
+		})
 		mux.HandleFunc("POST /api/v1/requests", func(w http.ResponseWriter, r *http.Request) {
 			var spec requests.Spec
 			if !readJSON(w, r, &spec) {
@@ -38,13 +43,11 @@ func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux
 		})
 		mux.HandleFunc("GET /api/v1/requests", func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
-			f := store.RequestFilter{State: strings.ToUpper(q.Get("state"))}
-			switch f.State {
-			case "", store.ReqRegistered, store.ReqSent, store.ReqDone, store.ReqExpired:
-			default:
-				writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not REGISTERED, SENT, DONE or EXPIRED", q.Get("state")))
+			state, ok := requestState(w, q)
+			if !ok {
 				return
 			}
+			f := store.RequestFilter{State: state}
 			c, ok := page(w, q)
 			if !ok {
 				return
@@ -92,6 +95,18 @@ func RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux
 			writeJSON(w, http.StatusOK, map[string]any{"success": true, "request_id": req.ID})
 		})
 	}
+}
+
+// requestState reads the state filter of the requests listing and stream, answering 400 to a
+// bad one.
+func requestState(w http.ResponseWriter, q url.Values) (string, bool) {
+	state := strings.ToUpper(q.Get("state"))
+	switch state {
+	case "", store.ReqRegistered, store.ReqSent, store.ReqDone, store.ReqExpired:
+		return state, true
+	}
+	writeError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not REGISTERED, SENT, DONE or EXPIRED", q.Get("state")))
+	return "", false
 }
 
 // legacySpec reads the legacy admin body: {"RQRD":"<TYPE>"} or {"RQFD":"","STDB":"…","STDE":"…"}

@@ -92,9 +92,9 @@ type Server struct {
 	// PumpHalted, when set, says why this process's pump applies nothing although it runs
 	// ("" when it applies): phase A with a Redis that lost data. /readyz answers 503 with it.
 	PumpHalted func() string
-	// StreamPoll is how often GET /api/v1/messages/stream reads the store (default
-	// DefaultStreamPoll); StreamHeartbeat how often it sends a comment line when idle (default
-	// DefaultStreamHeartbeat).
+	// StreamPoll is how often a list's stream (GET /api/v1/messages/stream, …) reads the
+	// store (default DefaultStreamPoll); StreamHeartbeat how often it sends a comment line when
+	// idle (default DefaultStreamHeartbeat).
 	StreamPoll, StreamHeartbeat time.Duration
 
 	streamsOnce, stopOnce sync.Once
@@ -139,6 +139,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/ref/{type}/{key}", s.refGet)
 	mux.HandleFunc("POST /api/v1/jobs", s.enqueueJob)
 	mux.HandleFunc("GET /api/v1/jobs", s.listJobs)
+	mux.HandleFunc("GET /api/v1/jobs/stream", s.streamJobs)
 	mux.HandleFunc("GET /api/v1/jobs/{id}", s.getJob)
 	for _, add := range s.Extra {
 		add(mux)

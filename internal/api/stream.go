@@ -8,25 +8,47 @@ import (
 	"strconv"
 	"time"
 
-	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
-// The live messages list: GET /api/v1/messages/stream is a text/event-stream of every message
-// taken after the cursor (after=, or the Last-Event-ID a reconnecting EventSource sends, or
-// else the newest message when the stream opens), each as a "message" event with the row
-// GET /api/v1/messages lists and the id as the event's id, oldest first; a later state change
-// of a message sent while it was unfinished follows as an "update" event. The store is read
-// every StreamPoll; a comment line goes out every StreamHeartbeat so that proxies keep the
-// connection. The stream ends when the client goes and when the server shuts down.
+// The live lists: GET /api/v1/<list>/stream is a text/event-stream of every row the list
+// gains after the cursor (after=, or the Last-Event-ID a reconnecting EventSource sends, or
+// else the list's newest row when the stream opens), each as a "message" event with the row
+// the list shows and the row's id as the event's id, oldest first; a later change of a row
+// sent while it could still change (an unfinished message, event, request or job) follows as
+// an "update" event. One mechanism (feed, serveFeed) serves every list; each list's file says
+// how it reads its rows (livelists.go). The store is read every StreamPoll; a comment line
+// goes out every StreamHeartbeat so that proxies keep the connection. The stream ends when
+// the client goes and when the server shuts down.
 
 // Defaults of Server.StreamPoll and Server.StreamHeartbeat.
 const (
 	DefaultStreamPoll      = 500 * time.Millisecond
 	DefaultStreamHeartbeat = 15 * time.Second
-	// streamWatch bounds the unfinished messages whose state changes a stream follows.
+	// streamWatch bounds the unfinished rows whose changes a stream follows.
 	streamWatch = 500
 )
+
+// feed is one list as its stream reads it.
+type feed[T any] struct {
+	what string // the list's name, in the stream's opening comment
+	// newest returns the id of the list's newest row (0: none), where a stream starts when
+	// the client names no cursor.
+	newest func(ctx context.Context) (int64, error)
+	// read returns the rows with ids in (after, before) (before 0: no bound), oldest first,
+	// at most MaxLimit, with the list's filters on what never changes in a row.
+	read func(ctx context.Context, after, before int64) ([]T, error)
+	id   func(T) int64
+	// change, when set, returns what of a row may change (an "update" goes out when it does)
+	// and whether it still may: the stream follows such rows.
+	change func(T) (string, bool)
+	// match, when set, is the list's filter on what changes (a state): a row that does not
+	// match is not sent but followed while it may change, and sent as an update once it does.
+	match func(T) bool
+	// seed, when set, returns rows at or below the start cursor to follow from the start (the
+	// jobs under way when the stream opens).
+	seed func(ctx context.Context, upTo int64) ([]T, error)
+}
 
 // StopStreams ends every open stream (the servers' shutdown calls it: Shutdown waits for
 // idle connections, and a stream never is one).
@@ -40,8 +62,8 @@ func (s *Server) streamsStopped() <-chan struct{} {
 	return s.streamsDone
 }
 
-// streamStart is the stream's first cursor: after=, Last-Event-ID, or the newest message.
-func (s *Server) streamStart(w http.ResponseWriter, r *http.Request) (int64, bool) {
+// streamStart is the stream's first cursor: after=, Last-Event-ID, or the newest row.
+func streamStart(w http.ResponseWriter, r *http.Request, newest func(context.Context) (int64, error)) (int64, bool) {
 	v := r.URL.Query().Get("after")
 	if v == "" {
 		v = r.Header.Get("Last-Event-ID")
@@ -54,31 +76,36 @@ func (s *Server) streamStart(w http.ResponseWriter, r *http.Request) (int64, boo
 		}
 		return n, true
 	}
-	ms, err := s.DB.SearchMessages(r.Context(), store.MessageQuery{Newest: true, Limit: 1})
+	n, err := newest(r.Context())
 	if err != nil {
 		writeStoreError(w, err)
 		return 0, false
 	}
-	if len(ms) == 0 {
-		return 0, true
-	}
-	return ms[0].ID, true
+	return n, true
 }
 
-func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request) {
-	if !allowParams(w, r, "after") {
-		return
-	}
-	after, ok := s.streamStart(w, r)
+// serveFeed answers a list's stream request (its parameters checked by the caller).
+func serveFeed[T any](s *Server, w http.ResponseWriter, r *http.Request, f feed[T]) {
+	after, ok := streamStart(w, r, f.newest)
 	if !ok {
 		return
+	}
+	// The rows followed from the start are read before the client learns that the stream is
+	// open: a change it makes after that is sent.
+	st := &streamState{after: after, watched: map[int64]followed{}}
+	if f.seed != nil {
+		if rows, err := f.seed(r.Context(), after); err == nil {
+			for _, row := range rows {
+				follow(st, f, row, true)
+			}
+		}
 	}
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "retry: 2000\n: msgx messages after %d\n\n", after)
+	fmt.Fprintf(w, "retry: 2000\n: msgx %s after %d\n\n", f.what, after)
 	if err := rc.Flush(); err != nil {
 		return
 	}
@@ -86,7 +113,6 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request) {
 	tick, heart := time.NewTicker(poll), time.NewTicker(beat)
 	defer tick.Stop()
 	defer heart.Stop()
-	st := &streamState{after: after, watched: map[int64]pipeline.ProcStatus{}}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -98,8 +124,8 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-tick.C:
-			if err := s.streamStep(r.Context(), w, st); err != nil {
-				s.Log.Debug("message stream ends", "err", err.Error())
+			if err := feedStep(r.Context(), w, f, st); err != nil {
+				s.Log.Debug("stream ends", "list", f.what, "err", err.Error())
 				return
 			}
 			if rc.Flush() != nil {
@@ -109,28 +135,45 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// streamState is what a stream has sent: the cursor and the unfinished messages it follows.
+// streamState is what a stream has sent: the cursor and the rows it follows.
 type streamState struct {
 	after   int64
-	watched map[int64]pipeline.ProcStatus
+	watched map[int64]followed
 }
 
-// streamStep sends the messages taken since the cursor, then the state changes of the
-// unfinished messages sent earlier. A store error is no reason to end the stream: the next
-// step asks again.
-func (s *Server) streamStep(ctx context.Context, w http.ResponseWriter, st *streamState) error {
-	ms, err := s.DB.SearchMessages(ctx, store.MessageQuery{AfterID: st.after, Limit: MaxLimit})
+// followed is a row a stream follows: what of it may change as last read, and whether the
+// client has it.
+type followed struct {
+	was  string
+	sent bool
+}
+
+// follow starts following row when it may still change (up to streamWatch rows).
+func follow[T any](st *streamState, f feed[T], row T, sent bool) {
+	if f.change == nil || len(st.watched) >= streamWatch {
+		return
+	}
+	if was, open := f.change(row); open {
+		st.watched[f.id(row)] = followed{was: was, sent: sent}
+	}
+}
+
+// feedStep sends the rows added since the cursor, then the changes of the rows followed. A
+// store error is no reason to end the stream: the next step asks again.
+func feedStep[T any](ctx context.Context, w http.ResponseWriter, f feed[T], st *streamState) error {
+	rows, err := f.read(ctx, st.after, 0)
 	if err != nil {
 		return nil
 	}
-	for _, m := range ms {
-		if err := sendEvent(w, "message", m); err != nil {
-			return err
+	for _, row := range rows {
+		sent := f.match == nil || f.match(row)
+		if sent {
+			if err := sendEvent(w, "message", f.id(row), row); err != nil {
+				return err
+			}
 		}
-		st.after = m.ID
-		if !m.State.Terminal() && len(st.watched) < streamWatch {
-			st.watched[m.ID] = m.State
-		}
+		st.after = f.id(row)
+		follow(st, f, row, sent)
 	}
 	if len(st.watched) == 0 {
 		return nil
@@ -139,44 +182,74 @@ func (s *Server) streamStep(ctx context.Context, w http.ResponseWriter, st *stre
 	for id := range st.watched {
 		low = min(low, id)
 	}
-	// One range read (ids from the oldest followed to the cursor) rather than one per message.
-	ms, err = s.DB.SearchMessages(ctx, store.MessageQuery{AfterID: low - 1, BeforeID: st.after + 1, Limit: MaxLimit})
+	// One range read (ids from the oldest followed to the cursor) rather than one per row.
+	rows, err = f.read(ctx, low-1, st.after+1)
 	if err != nil {
 		return nil
 	}
-	for _, m := range ms {
-		was, ok := st.watched[m.ID]
-		if !ok || was == m.State {
+	for _, row := range rows {
+		id := f.id(row)
+		fw, ok := st.watched[id]
+		if !ok {
 			continue
 		}
-		if err := sendEvent(w, "update", m); err != nil {
-			return err
+		now, open := f.change(row)
+		if now == fw.was {
+			continue
 		}
-		st.watched[m.ID] = m.State
-		if m.State.Terminal() {
-			delete(st.watched, m.ID)
+		sent := fw.sent || f.match == nil || f.match(row)
+		if sent {
+			if err := sendEvent(w, "update", id, row); err != nil {
+				return err
+			}
+		}
+		st.watched[id] = followed{was: now, sent: sent}
+		if !open {
+			delete(st.watched, id)
 		}
 	}
-	if len(ms) == MaxLimit {
-		clear(st.watched) // followed messages too far behind: the list's refresh shows them
+	if len(rows) == MaxLimit {
+		clear(st.watched) // followed rows too far behind: the list's refresh shows them
 	}
 	return nil
 }
 
-func sendEvent(w http.ResponseWriter, name string, m *store.Message) error {
-	b, err := json.Marshal(m)
+func sendEvent(w http.ResponseWriter, name string, id int64, row any) error {
+	b, err := json.Marshal(row)
 	if err != nil {
-		return fmt.Errorf("message %d: %w", m.ID, err)
+		return fmt.Errorf("row %d: %w", id, err)
 	}
 	// Only an arrival moves the client's Last-Event-ID: a reconnection resumes after it.
-	id := ""
+	line := ""
 	if name == "message" {
-		id = "id: " + strconv.FormatInt(m.ID, 10) + "\n"
+		line = "id: " + strconv.FormatInt(id, 10) + "\n"
 	}
-	if _, err := fmt.Fprintf(w, "%sevent: %s\ndata: %s\n\n", id, name, b); err != nil {
-		return fmt.Errorf("send message %d: %w", m.ID, err)
+	if _, err := fmt.Fprintf(w, "%sevent: %s\ndata: %s\n\n", line, name, b); err != nil {
+		return fmt.Errorf("send row %d: %w", id, err)
 	}
 	return nil
+}
+
+// streamMessages is GET /api/v1/messages/stream.
+func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request) {
+	if !allowParams(w, r, "after") {
+		return
+	}
+	serveFeed(s, w, r, feed[*store.Message]{
+		what: "messages",
+		newest: func(ctx context.Context) (int64, error) {
+			ms, err := s.DB.SearchMessages(ctx, store.MessageQuery{Newest: true, Limit: 1})
+			if err != nil || len(ms) == 0 {
+				return 0, err
+			}
+			return ms[0].ID, nil
+		},
+		read: func(ctx context.Context, after, before int64) ([]*store.Message, error) {
+			return s.DB.SearchMessages(ctx, store.MessageQuery{AfterID: after, BeforeID: before, Limit: MaxLimit})
+		},
+		id:     func(m *store.Message) int64 { return m.ID },
+		change: func(m *store.Message) (string, bool) { return string(m.State), !m.State.Terminal() },
+	})
 }
 
 func or0(d, def time.Duration) time.Duration {

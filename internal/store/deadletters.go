@@ -25,6 +25,7 @@ type DeadLetters interface {
 	PurgeAckedMessages(ctx context.Context, before time.Time, progress func(deleted int)) (PurgeResult, error)
 	AddProblem(ctx context.Context, p Problem) error
 	RecentProblems(ctx context.Context, limit int) ([]Problem, error)
+	ProblemsAfter(ctx context.Context, after int64, limit int) ([]Problem, error)
 }
 
 var _ DeadLetters = (*DB)(nil)
@@ -280,8 +281,19 @@ func nullID(id int64) any {
 
 // RecentProblems returns the newest problems first, at most limit (clamped as every listing).
 func (d *DB) RecentProblems(ctx context.Context, limit int) ([]Problem, error) {
+	return d.problems(ctx, `ORDER BY PROBLEM_ID DESC LIMIT ?`, clampLimit(limit))
+}
+
+// ProblemsAfter returns the problems with ids above after, oldest first, at most limit
+// (clamped as every listing): what a follower of the problems has not read yet.
+func (d *DB) ProblemsAfter(ctx context.Context, after int64, limit int) ([]Problem, error) {
+	return d.problems(ctx, `WHERE PROBLEM_ID > ? ORDER BY PROBLEM_ID LIMIT ?`, after, clampLimit(limit))
+}
+
+// problems reads the problems the statement's tail (where, order, limit) selects.
+func (d *DB) problems(ctx context.Context, tail string, args ...any) ([]Problem, error) {
 	rows, err := d.SQL.QueryContext(ctx, `SELECT PROBLEM_ID, HAPPENED_AT, KIND, MSG_ID, TYPE_TAG, STATE, ERROR_CLASS, ACTOR, SUBJECT, DETAIL
-		FROM PROBLEM_LOG ORDER BY PROBLEM_ID DESC LIMIT ?`, clampLimit(limit))
+		FROM PROBLEM_LOG `+tail, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("recent problems: %w", err))
 	}

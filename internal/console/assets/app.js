@@ -699,11 +699,8 @@ views.messages = async ({ params, gen, view }) => {
   for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
   const res = await api('GET', API.messages + '?' + q.toString());
   if (!alive(gen)) return;
-  // Newest first. The first page follows the stream of arrivals: they wait behind an "N new"
-  // bar (a click shows them) so that the rows do not move under the reader, or, in tail
-  // mode, go on top as they come.
-  let ms = res.messages || [];
-  const fresh = []; // arrivals not shown yet, newest first
+  // Newest first; the first page follows the stream of arrivals (followList).
+  const ms = res.messages || [];
   const selected = new Set();
   const cols = [
     { head: 'Id', cell: m => msgLink(m.id) },
@@ -724,46 +721,15 @@ views.messages = async ({ params, gen, view }) => {
   const followable = firstPage && !f.flid && !f.q && !f.from && !f.to;
   const matches = m => (!f.state || m.state === f.state) && (!f.class || m.error_class === f.class) &&
     (!f.tag || (f.tag.includes('-') ? m.type_tag === f.tag.toUpperCase() : String(m.type_tag || '').startsWith(f.tag.toUpperCase() + '-')));
-  const newBar = h('button', { type: 'button', id: 'new-bar', class: 'new-bar', hidden: true, onclick: () => showFresh() });
-  const tail = h('input', { type: 'checkbox', id: 'tail-toggle', checked: localStorage.getItem('msgx.tail') === '1' });
-  const liveNote = h('span', { class: 'muted', id: 'live-state' });
   const tableBox = h('div', {});
-  const render = () => fill(tableBox, table(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' }));
-  const showFresh = () => {
-    ms = fresh.splice(0).concat(ms);
-    newBar.hidden = true;
-    render();
-  };
-  const arrive = m => {
-    if (!alive(gen) || !matches(m) || ms.some(x => x.id === m.id) || fresh.some(x => x.id === m.id)) return;
-    fresh.unshift(m);
-    if (tail.checked) { showFresh(); return; }
-    newBar.textContent = `${fresh.length} new — show`;
-    newBar.hidden = false;
-  };
-  const update = m => {
-    if (!alive(gen)) return;
-    const i = ms.findIndex(x => x.id === m.id);
-    if (i >= 0) { ms[i] = m; render(); return; }
-    const j = fresh.findIndex(x => x.id === m.id);
-    if (j >= 0) fresh[j] = m;
-    else arrive(m); // now in a state the filter selects
-  };
-  tail.addEventListener('change', () => {
-    localStorage.setItem('msgx.tail', tail.checked ? '1' : '0');
-    if (tail.checked && fresh.length) showFresh();
-  });
+  const draw = rows => fill(tableBox, table(cols, rows, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' }));
   const head = [];
   if (followable) {
-    head.push(h('div', { class: 'actions live' }, h('label', { title: 'Show each new message on top as it arrives' }, tail, ' Tail'), ' ', liveNote), newBar);
-    const since = ms.length ? ms[0].id : Number(String(res.prev || 'after=0').split('=')[1]) || 0;
-    openLive(API.messages + '/stream?after=' + encodeURIComponent(since), arrive, update, state => {
-      if (alive(gen)) liveNote.textContent = state;
-    });
+    head.push(followList({ gen, url: API.messages + '/stream?after=' + listSince(ms, m => m.id, res), rows: ms, key: m => m.id, matches, draw, what: 'message' }));
   } else if (firstPage) {
     head.push(h('p', { class: 'muted', id: 'live-state' }, 'Not following new messages with a flight, text or time filter: reload to see new ones.'));
   }
-  render();
+  draw(ms);
   const kids = [head, tableBox];
   if (f.q) {
     kids.push(h('p', { class: 'muted', id: 'text-hint' }, 'Text is looked for in the identity, last error and note of every message, and in the body of the newest 50,000 messages only.'));
@@ -802,15 +768,63 @@ function pageLinks(path, params, res, firstPage) {
     res.next ? to(res.next, 'next-page', 'Older →') : null);
 }
 
+// followList makes the first page of a newest-first list follow its stream (url, the list's
+// filters and after=listSince): arrivals wait behind an "N new" bar (a click shows them) so
+// that the rows do not move under the reader, or, in tail mode, go on top as they come; an
+// update replaces its row, or arrives when the list lacks it (it came to match the filter).
+// key names a row, matches (optional) says whether the list shows one, draw(rows) shows them.
+// It returns what goes above the list: the tail switch, the connection's state, the bar.
+function followList({ gen, url, rows, key, matches, draw, what }) {
+  const fresh = []; // arrivals not shown yet, newest first
+  const newBar = h('button', { type: 'button', id: 'new-bar', class: 'new-bar', hidden: true, onclick: () => showFresh() });
+  const tail = h('input', { type: 'checkbox', id: 'tail-toggle', checked: localStorage.getItem('msgx.tail') === '1' });
+  const liveNote = h('span', { class: 'muted', id: 'live-state' });
+  const at = (list, r) => list.findIndex(x => key(x) === key(r));
+  const showFresh = () => {
+    rows = fresh.splice(0).concat(rows);
+    newBar.hidden = true;
+    draw(rows);
+  };
+  const arrive = r => {
+    if (!alive(gen) || (matches && !matches(r)) || at(rows, r) >= 0 || at(fresh, r) >= 0) return;
+    fresh.unshift(r);
+    if (tail.checked) { showFresh(); return; }
+    newBar.textContent = `${fresh.length} new — show`;
+    newBar.hidden = false;
+  };
+  const update = r => {
+    if (!alive(gen)) return;
+    const i = at(rows, r);
+    if (i >= 0) { rows[i] = r; draw(rows); return; }
+    const j = at(fresh, r);
+    if (j >= 0) fresh[j] = r;
+    else arrive(r); // now in a state the filter selects
+  };
+  tail.addEventListener('change', () => {
+    localStorage.setItem('msgx.tail', tail.checked ? '1' : '0');
+    if (tail.checked && fresh.length) showFresh();
+  });
+  openLive(url, arrive, update, state => {
+    if (alive(gen)) liveNote.textContent = state;
+  });
+  return [h('div', { class: 'actions live' }, h('label', { title: `Show each new ${what} on top as it arrives` }, tail, ' Tail'), ' ', liveNote), newBar];
+}
+
+// listSince is the stream cursor of a first page: its newest row, or, when it is empty, the
+// answer's prev cursor ("after=N").
+function listSince(rows, key, res) {
+  return encodeURIComponent(rows.length ? key(rows[0]) : Number(String(res.prev || 'after=0').split('=')[1]) || 0);
+}
+
 // liveSource is the open event stream of the view shown (route closes it on leaving).
 let liveSource = null;
 
-// openLive follows an event stream of messages: onMessage for each arrival, onUpdate for each
-// state change, onState with a word on the connection (EventSource reconnects by itself,
+// openLive follows a list's event stream: onMessage for each arrival, onUpdate for each
+// change of a row, onState with a word on the connection (EventSource reconnects by itself,
 // resuming after the last arrival it got).
 function openLive(url, onMessage, onUpdate, onState) {
   closeLive();
-  if (typeof EventSource !== 'function') { onState('(this browser cannot follow new messages)'); return; }
+  if (typeof EventSource !== 'function') { onState('(this browser cannot follow new rows)'); return; }
   const src = new EventSource(url);
   liveSource = src;
   const parse = (ev, fn) => { try { fn(JSON.parse(ev.data)); } catch (e) { /* a broken event is skipped */ } };
@@ -953,7 +967,7 @@ function eventsTable(evs, selectable, selected) {
       : e.payload !== undefined && e.payload !== null ? h('details', {}, h('summary', {}, 'show'), h('pre', {}, JSON.stringify(e.payload, null, 2))) : '' },
   ];
   if (selectable) {
-    cols.unshift({ head: '', cell: e => e.state === 'DEAD' ? h('input', { type: 'checkbox', 'aria-label': 'select event ' + e.event_id, onchange: ev => ev.target.checked ? selected.add(e.event_id) : selected.delete(e.event_id) }) : '' });
+    cols.unshift({ head: '', cell: e => e.state === 'DEAD' ? h('input', { type: 'checkbox', 'aria-label': 'select event ' + e.event_id, checked: selected.has(e.event_id), onchange: ev => ev.target.checked ? selected.add(e.event_id) : selected.delete(e.event_id) }) : '' });
   }
   return table(cols, evs, { id: 'events-table', rowId: e => e.event_id, empty: 'No event.' });
 }
@@ -987,9 +1001,16 @@ views.events = async ({ params, gen, view }) => {
       replayDeadEvents(target, selected.size, [...selected]);
     } }, 'Replay selected…'));
   }
-  const kids = [h('h1', {}, 'Events', target ? ' of ' + target : ''), form, actions, eventsTable(evs, can('operator') && !!target, selected)];
-  kids.push(pageLinks('/events', params, res, !params.get('after') && !params.get('before')));
-  fill(view, ...kids);
+  const tableBox = h('div', {});
+  const draw = rows => fill(tableBox, eventsTable(rows, can('operator') && !!target, selected));
+  const firstPage = !params.get('after') && !params.get('before');
+  // The stream filters as the list does (q), a state too: an event that comes to match
+  // arrives then.
+  q.delete('limit');
+  const head = firstPage ? followList({ gen, url: API.events + '/stream?' + q.toString() + '&after=' + listSince(evs, e => e.event_id, res),
+    rows: evs, key: e => e.event_id, draw, what: 'event' }) : [];
+  draw(evs);
+  fill(view, h('h1', {}, 'Events', target ? ' of ' + target : ''), form, actions, head, tableBox, pageLinks('/events', params, res, firstPage));
 };
 
 // ---- dead letters -----------------------------------------------------------------------------
@@ -1027,7 +1048,8 @@ views.dead = async ({ gen, view }) => {
     kids.push(h('div', { class: 'actions' }, h('label', {}, 'Replay class ', classSel),
       h('button', { type: 'button', id: 'replay-class-go', onclick: () => replayMessages({ classes: [classSel.value] }) }, 'Preview and replay…')));
   }
-  kids.push(table([
+  const deadBox = h('div', {});
+  const drawDead = rows => fill(deadBox, table([
     { head: 'Id', cell: m => msgLink(m.id) },
     { head: 'Received', cell: m => fmtTime(m.received_at) },
     { head: 'Class', cell: m => m.error_class || '' },
@@ -1036,7 +1058,10 @@ views.dead = async ({ gen, view }) => {
     { head: 'Acknowledged', cell: m => acked[m.id]
       ? h('span', { class: 'muted', id: 'acked-message-' + m.id }, `by ${acked[m.id].acked_by} ${fmtTime(acked[m.id].acked_at)}` + (acked[m.id].note ? ': ' + acked[m.id].note : ''))
       : can('operator') ? h('button', { type: 'button', id: 'ack-message-' + m.id, onclick: () => ackDead('message', [m.id], 'message ' + m.id) }, 'Acknowledge…') : '' },
-  ], ms, { id: 'dead-messages', rowId: m => m.id, empty: 'No DEAD message.' }));
+  ], rows, { id: 'dead-messages', rowId: m => m.id, empty: 'No DEAD message.' }));
+  // The messages that go DEAD from now on (the stream starts at the newest recent problem).
+  kids.push(followList({ gen, url: API.dead + '/stream', rows: ms, key: m => m.id, draw: drawDead, what: 'dead letter' }), deadBox);
+  drawDead(ms);
   if (msgs.next) kids.push(h('p', {}, link('/messages?state=DEAD&' + msgs.next, 'More…')));
   if (st.failed) {
     kids.push(h('h2', {}, 'Events'), h('p', { class: 'banner', id: 'dead-events-error', role: 'alert' },
@@ -1292,14 +1317,20 @@ views.requests = async ({ params, gen, view }) => {
   }
   if (!alive(gen)) return;
   const list = Array.isArray(res) ? res : (res.requests || []);
-  fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, 'The data requests msgx sent to the AODB (RQRD, RQFD) and the messages that answered them.'), table([
+  const box = h('div', {});
+  const draw = rows => fill(box, table([
     { head: 'Id', cell: r => String(r.id) }, { head: 'Type', cell: r => `${r.type || ''} ${r.styp || ''}` },
     { head: 'Window', cell: r => r.stdb ? `${r.stdb} – ${r.stde || ''}` : '' },
     { head: 'State', cell: r => stateSpan(r.state) }, { head: 'Re-sent', class: 'num', cell: r => String(r.resends ?? '') },
     { head: 'Created', cell: r => fmtTime(r.created_at) }, { head: 'Sent', cell: r => r.waiting_for_gateway_s != null ? `waiting for gateway ${fmtAge(r.waiting_for_gateway_s)}` : fmtTime(r.sent_at) },
     { head: 'Deadline', cell: r => fmtTime(r.deadline_at) }, { head: 'Finished', cell: r => fmtTime(r.finished_at) },
     { head: 'Answer', cell: r => r.answer_msg_id ? msgLink(r.answer_msg_id) : '' },
-  ], list, { id: 'requests-table', empty: 'No request yet.' }), pageLinks('/requests', params, res, !params.get('after') && !params.get('before')));
+  ], rows, { id: 'requests-table', rowId: r => r.id, empty: 'No request yet.' }));
+  const firstPage = !params.get('after') && !params.get('before');
+  const head = firstPage ? followList({ gen, url: API.requests + '/stream?after=' + listSince(list, r => r.id, res), rows: list, key: r => r.id, draw, what: 'request' }) : [];
+  draw(list);
+  fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, 'The data requests msgx sent to the AODB (RQRD, RQFD) and the messages that answered them.'),
+    head, box, pageLinks('/requests', params, res, firstPage));
 };
 
 // JOB_KINDS are the jobs an admin may start, with what each does (README "Retention and
@@ -1322,8 +1353,9 @@ function jobProgress(j) {
   return [j.result || '', j.last_error ? h('div', { class: 'error' }, j.last_error) : null];
 }
 
-// views.jobs lists the jobs (every role) and, at #/jobs/ID, one job; both follow a job
-// that is still to finish every 2 s. An admin also gets the form that starts one.
+// views.jobs lists the jobs (every role), following the jobs stream (new jobs behind the
+// "N new" bar, progress in place), and, at #/jobs/ID, one job, read again every 2 s while it
+// is still to finish. An admin also gets the form that starts one.
 views.jobs = async ({ arg, gen, view }) => {
   const kids = [h('h1', {}, arg ? 'Job ' + arg : 'Jobs')];
   if (!arg && can('admin')) {
@@ -1342,6 +1374,14 @@ views.jobs = async ({ arg, gen, view }) => {
   const box = h('div', { id: arg ? 'job-detail' : 'jobs-list' });
   kids.push(box);
   fill(view, ...kids);
+  const draw = list => fill(box, table([
+    { head: 'Id', cell: j => h('a', { href: '#/jobs/' + j.id }, String(j.id)) }, { head: 'Kind', cell: j => j.kind },
+    { head: 'State', cell: j => j.progress ? h('span', { class: 'warn' }, 'RUNNING') : stateSpan(j.state) },
+    { head: 'Attempts', class: 'num', cell: j => String(j.attempts) },
+    { head: 'After message', cell: j => j.after_msg_id ? msgLink(j.after_msg_id) : '' },
+    { head: 'Created', cell: j => fmtTime(j.created_at) }, { head: 'Finished', cell: j => fmtTime(j.finished_at) },
+    { head: 'Progress / result / error', cell: jobProgress },
+  ], list, { id: 'jobs-table', rowId: j => j.id, empty: 'No job yet.' }));
   const refresh = async () => {
     if (!alive(gen)) return;
     let list;
@@ -1352,15 +1392,10 @@ views.jobs = async ({ arg, gen, view }) => {
       return;
     }
     if (!alive(gen)) return;
-    fill(box, table([
-      { head: 'Id', cell: j => h('a', { href: '#/jobs/' + j.id }, String(j.id)) }, { head: 'Kind', cell: j => j.kind },
-      { head: 'State', cell: j => j.progress ? h('span', { class: 'warn' }, 'RUNNING') : stateSpan(j.state) },
-      { head: 'Attempts', class: 'num', cell: j => String(j.attempts) },
-      { head: 'After message', cell: j => j.after_msg_id ? msgLink(j.after_msg_id) : '' },
-      { head: 'Created', cell: j => fmtTime(j.created_at) }, { head: 'Finished', cell: j => fmtTime(j.finished_at) },
-      { head: 'Progress / result / error', cell: jobProgress },
-    ], list, { id: 'jobs-table', rowId: j => j.id, empty: 'No job yet.' }));
-    if (list.some(jobActive)) setTimeout(refresh, 2000);
+    if (!arg) {
+      box.before(...followList({ gen, url: API.jobs + '/stream?after=' + listSince(list, j => j.id, {}), rows: list, key: j => j.id, draw, what: 'job' }));
+    } else if (list.some(jobActive)) setTimeout(refresh, 2000);
+    draw(list);
   };
   await refresh();
 };
@@ -1371,8 +1406,13 @@ views.audit = async ({ params, gen, view }) => {
   const res = await api('GET', API.audit + '?' + q.toString());
   if (!alive(gen)) return;
   const list = Array.isArray(res) ? res : (res.audit || res.entries || []);
+  const box = h('div', { id: 'audit-list' });
+  const draw = rows => fill(box, anyValue(rows));
+  const firstPage = !params.get('after') && !params.get('before');
+  const head = firstPage ? followList({ gen, url: API.audit + '/stream?after=' + listSince(list, a => a.id, res), rows: list, key: a => a.id, draw, what: 'action' }) : [];
+  draw(list);
   fill(view, h('h1', {}, 'Audit log'), h('p', { class: 'muted' }, 'Every action taken through the API or this console, with the token that took it, newest first.'),
-    h('div', { id: 'audit-list' }, anyValue(list)), pageLinks('/audit', params, res, !params.get('after') && !params.get('before')));
+    head, box, pageLinks('/audit', params, res, firstPage));
 };
 
 // ---- search -----------------------------------------------------------------------------------------

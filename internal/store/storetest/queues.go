@@ -219,4 +219,12 @@ func recentProblemsKeepTheNewest(t *testing.T, db Store) {
 	if err != nil || len(ps) != store.ProblemKeep || ps[0].MsgID != store.ProblemKeep || ps[len(ps)-1].MsgID != 1 {
 		t.Fatalf("after %d more: %d kept, newest %+v %v", store.ProblemKeep, len(ps), ps[0], err)
 	}
+	// A follower reads from its cursor on, oldest first: the trimmed ones are gone.
+	after, err := db.ProblemsAfter(ctx, 0, 3)
+	if err != nil || len(after) != 3 || after[0].MsgID != 1 || after[2].MsgID != 3 || after[1].ID <= after[0].ID {
+		t.Fatalf("after 0, 3: %+v %v, want messages 1, 2, 3", after, err)
+	}
+	if rest, err := db.ProblemsAfter(ctx, ps[1].ID, 10); err != nil || len(rest) != 1 || rest[0].ID != ps[0].ID {
+		t.Fatalf("after the one before the newest: %+v %v, want the newest", rest, err)
+	}
 }
