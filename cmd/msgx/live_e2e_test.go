@@ -62,7 +62,7 @@ func (b *browser) within(what, expr string, d time.Duration) time.Duration {
 }
 
 // A message that goes DEAD while the dead letters page is open appears in its list within
-// 2 s behind the "1 new" bar, on top once the bar is clicked; the jobs list follows the jobs
+// 2 s of going DEAD behind the "1 new" bar, on top once the bar is clicked; the jobs list follows the jobs
 // stream too.
 func TestConsoleDeadLettersFollow(t *testing.T) {
 	t.Parallel()
@@ -78,8 +78,10 @@ func deadLettersFollow(t *testing.T, db dbEnv) {
 	top := `document.querySelector('#dead-messages tbody tr:first-child')?.dataset.id`
 	// A FLOP of flight 95998, which no schedule holds, is parked ORPHAN: DEAD.
 	posted := s.post(e2eFlop(850101, "STND", 95998, "<STND>118</STND>"))
+	// The 2 s are the list's: from the message's DEAD (the pump's pace is not the console's).
+	s.await(posted, "DEAD", state("DEAD", "ORPHAN"))
 	took := b.within("the 1 new bar", `!document.getElementById('new-bar').hidden && document.getElementById('new-bar').textContent.startsWith('1 new')`, 2*time.Second)
-	t.Logf("%s: the new bar showed the dead letter %v after its post", db.Name, took.Round(time.Millisecond))
+	t.Logf("%s: the new bar showed the dead letter %v after it went DEAD", db.Name, took.Round(time.Millisecond))
 	b.waitJS("no row moved behind the bar", `!document.querySelector('#dead-messages tbody tr')`)
 	b.shot("dead-new-bar")
 	b.run("show the dead letter", chromedp.Click(chromedp.CSS("#new-bar")))
