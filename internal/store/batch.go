@@ -194,9 +194,10 @@ const backfillChunk = 100
 // backfillRows writes the back-fills of rows, as backfill does each. The back-fills of a
 // chunk are one UPDATE of CMINMSGS joined to the chunk's values (joinedBackfill): one
 // statement for the database to parse and run instead of one per message (on MySQL, one per
-// message in a multi-statement query; on SQLite, inside the batch's hold of the write lock). A chunk the database
-// refuses a value of (the statement changes nothing) is done again one by one by backfill,
-// which sets what it can and logs the rest (a value cut to fit is then logged twice).
+// message in a multi-statement query; on SQLite, inside the batch's hold of the write lock).
+// A chunk the database refuses a value of (the statement changes nothing) is done again one
+// by one by backfill, which sets what it can and logs the rest (a value cut to fit is then
+// logged twice).
 func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) error {
 	if len(rows) == 0 || d.Shadow() {
 		return nil // nothing to fill, or (shadow mode) the legacy's columns are the legacy's
@@ -234,11 +235,13 @@ func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) e
 	return nil
 }
 
-// joinedBackfill builds the UPDATE that back-fills several messages at once: CMINMSGS joined to a derived table of one row of values per message, the SET list
-// backfillSets gives (the same columns for every message: each legacy column it knows, set to
-// a value or NULL) taking its values from the row. A message whose SET list differs from the
-// first one's, if ever, makes the chunk go one by one (mixed).
+// joinedBackfill builds the UPDATE that back-fills several messages at once: CMINMSGS joined
+// to a derived table of one row of values per message, the SET list backfillSets gives (the
+// same columns for every message: each legacy column it knows, set to a value or NULL)
+// taking its values from the row. A message whose SET list differs from the first one's, if
+// ever, makes the chunk go one by one (mixed).
 type joinedBackfill struct {
+	n     int      // messages added
 	sets  []string // the first message's SET list
 	rows  strings.Builder
 	args  []any
@@ -246,8 +249,8 @@ type joinedBackfill struct {
 }
 
 func (j *joinedBackfill) add(id int64, sets []string, args []any) {
-	switch {
-	case j.sets == nil:
+	switch j.n++; {
+	case j.n == 1:
 		j.sets = sets
 	case !slices.Equal(sets, j.sets):
 		j.mixed = true
