@@ -249,11 +249,11 @@ func cut(due []*store.Due, job *store.Job) []*store.Due {
 // writing its own under its savepoint, so a message whose value the database refuses fails
 // alone.
 func (p *Pump) runBatch(ctx context.Context, run []*store.Due, single bool) (time.Duration, error) {
-	decs := p.decodeRun(run)
+	decs := p.decodeRun(ctx, run)
 	wait, again, err := p.runBatchOnce(ctx, run, decs, single, true)
 	if again {
 		// Decoded again: the first try's handlers had the decoded messages in hand.
-		wait, _, err = p.runBatchOnce(ctx, run, p.decodeRun(run), single, false)
+		wait, _, err = p.runBatchOnce(ctx, run, p.decodeRun(ctx, run), single, false)
 	}
 	return wait, err
 }

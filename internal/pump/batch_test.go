@@ -642,3 +642,47 @@ func TestABatchEndsAsOneByOne(t *testing.T) {
 		}
 	})
 }
+
+// rawHook is a store that runs hook when the pump reads a long message's text.
+type rawHook struct {
+	*store.DB
+	hook func()
+}
+
+func (r *rawHook) Raw(ctx context.Context, id int64) (string, bool, error) {
+	if r.hook != nil {
+		r.hook()
+	}
+	return r.DB.Raw(ctx, id)
+}
+
+// A long message (a schedule of thousands of flights takes a few hundred milliseconds to
+// decode) is read and decoded before the batch transaction opens: on SQLite that transaction
+// holds the write lock, and the inbox must go on accepting messages meanwhile.
+func TestTheInboxAcceptsWhileALongMessageIsRead(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var rh *rawHook
+		e, _ := batchEnv(t, db, defaultPolicy, nil, true, func(s pump.Store) pump.Store {
+			rh = &rawHook{DB: s.(*store.DB)}
+			return rh
+		})
+		long := strings.Replace(refMsg("STTS", "ADD", "2", stts("B", "b"), 1), "<RECS>", strings.Repeat(" ", store.DueRawLimit+1)+"<RECS>", 1)
+		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), long)
+		var accepted []int64
+		rh.hook = func() {
+			rh.hook = nil
+			var err error
+			if accepted, err = db.InsertMessages(context.Background(), []string{refMsg("STTS", "ADD", "3", stts("C", "c"), 1)}, e.clock.Now()); err != nil {
+				t.Errorf("the inbox could not insert while the pump read a long message: %v", err)
+			}
+		}
+		e.drain()
+		if len(accepted) != 1 {
+			t.Fatalf("no message accepted while the pump read the long message (accepted %v)", accepted)
+		}
+		for _, id := range append(ids, accepted...) {
+			e.want(id, pipeline.Succeeded, "")
+		}
+	})
+}

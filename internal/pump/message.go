@@ -39,17 +39,35 @@ type work struct {
 	dec  pipeline.Decision // what its handler decided
 }
 
-// decodeRun decodes the messages of run whose raw text came with the batch read.
-func (p *Pump) decodeRun(run []*store.Due) []*decoded {
+// rawAhead bounds the raw text decodeRun reads for the messages whose text did not come with
+// the batch read (store.DueRawLimit): a 3,000-flight schedule is about 9 MB, so the first one
+// or two such messages of a run are decoded before the batch transaction, the rest at their
+// turn.
+const rawAhead = 16 << 20
+
+// decodeRun decodes the messages of run before the batch transaction opens (decoding needs no
+// database, and on SQLite the transaction holds the write lock from its start: a 3,000-flight
+// schedule takes a few hundred milliseconds to decode). A message whose text did not come
+// with the batch read has it read first, while rawAhead allows; one that is left out, or
+// whose read fails or finds no text, is left nil: decodeDue reads and decodes it at its turn,
+// where a failure is handled.
+func (p *Pump) decodeRun(ctx context.Context, run []*store.Due) []*decoded {
 	out := make([]*decoded, len(run))
 	if p.opt.Authority != nil {
 		return out // phase A decodes each message at its turn
 	}
+	budget := rawAhead
 	for i, m := range run {
-		if m.RawLater || !m.RawOK {
-			continue
+		raw, ok := m.Raw, m.RawOK && !m.RawLater
+		if m.RawLater && budget > 0 {
+			var err error
+			raw, ok, err = p.db.Raw(ctx, m.ID)
+			ok = ok && err == nil
+			budget -= len(raw)
 		}
-		out[i] = p.decodeText(m.ID, m.Raw)
+		if ok {
+			out[i] = p.decodeText(m.ID, raw)
+		}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -187,58 +188,43 @@ func (b *Batch) Flush(ctx context.Context) error {
 	return nil
 }
 
-// backfillChunk is how many back-fill UPDATEs one MySQL round trip carries.
+// backfillChunk is how many messages' back-fills one MySQL statement carries.
 const backfillChunk = 100
 
-// backfillRows writes the back-fills of rows, as backfill does each. On MySQL many UPDATEs go
-// in one round trip (a multi-statement query); a chunk the database refuses a value of (MySQL
-// stops at that statement, the ones before it are done) is done again one by one by backfill,
-// which sets what it can and logs the rest (a value cut to fit is then logged twice): each
-// UPDATE sets values, so doing one twice is the same as once.
+// backfillRows writes the back-fills of rows, as backfill does each. The back-fills of a
+// chunk are one UPDATE of CMINMSGS joined to the chunk's values (joinedBackfill): one
+// statement for the database to parse and run instead of one per message (on MySQL, one per
+// message in a multi-statement query; on SQLite, inside the batch's hold of the write lock).
+// A chunk the database refuses a value of (the statement changes nothing) is done again one
+// by one by backfill, which sets what it can and logs the rest (a value cut to fit is then
+// logged twice).
 func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) error {
 	if len(rows) == 0 || d.Shadow() {
 		return nil // nothing to fill, or (shadow mode) the legacy's columns are the legacy's
 	}
-	if d.Dialect != MySQL {
-		for _, r := range rows {
-			if err := d.backfill(ctx, tx, r.id, r.b, r.at); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	cols, err := d.columns(ctx, tx)
-	if err != nil {
-		return err
-	}
-	if cols == nil {
-		return nil // no CMINMSGS: nothing to fill
+	if err != nil || cols == nil {
+		return err // nil: no CMINMSGS, nothing to fill
 	}
 	o := d.legacyOpts()
 	for start := 0; start < len(rows); start += backfillChunk {
 		chunk := rows[start:min(start+backfillChunk, len(rows))]
-		var q strings.Builder
-		var args []any
+		var j joinedBackfill
 		for _, r := range chunk {
 			sets, a, misfits := backfillSets(cols, r.b, o.Location, r.at)
 			if len(misfits) > 0 {
 				o.Logger.Warn("legacy back-fill: values do not fit their CMINMSGS columns", "msg_id", r.id, "misfits", strings.Join(misfits, "; "))
 			}
-			if len(sets) == 0 {
+			j.add(r.id, sets, a)
+		}
+		if q, args := j.statement(d.Dialect); q != "" {
+			_, err := tx.ExecContext(ctx, q, args...)
+			if err == nil {
 				continue
 			}
-			q.WriteString(`UPDATE CMINMSGS SET ` + strings.Join(sets, ", ") + ` WHERE CMINMSGS_ID = ?;`)
-			args = append(append(args, a...), r.id)
-		}
-		if q.Len() == 0 {
-			continue
-		}
-		_, err := tx.ExecContext(ctx, q.String(), args...)
-		if err == nil {
-			continue
-		}
-		if !IsDataError(err) {
-			return Unavailable(fmt.Errorf("back-fill CMINMSGS %d..%d: %w", chunk[0].id, chunk[len(chunk)-1].id, err))
+			if !IsDataError(err) {
+				return Unavailable(fmt.Errorf("back-fill CMINMSGS %d..%d: %w", chunk[0].id, chunk[len(chunk)-1].id, err))
+			}
 		}
 		for _, r := range chunk {
 			if err := d.backfill(ctx, tx, r.id, r.b, r.at); err != nil {
@@ -247,6 +233,63 @@ func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) e
 		}
 	}
 	return nil
+}
+
+// joinedBackfill builds the UPDATE that back-fills several messages at once: CMINMSGS joined
+// to a derived table of one row of values per message, the SET list backfillSets gives (the
+// same columns for every message: each legacy column it knows, set to a value or NULL)
+// taking its values from the row. A message whose SET list differs from the first one's, if
+// ever, makes the chunk go one by one (mixed).
+type joinedBackfill struct {
+	n     int      // messages added
+	sets  []string // the first message's SET list
+	rows  strings.Builder
+	args  []any
+	mixed bool
+}
+
+func (j *joinedBackfill) add(id int64, sets []string, args []any) {
+	switch j.n++; {
+	case j.n == 1:
+		j.sets = sets
+	case !slices.Equal(sets, j.sets):
+		j.mixed = true
+	}
+	if j.rows.Len() == 0 {
+		j.rows.WriteString("SELECT ? AS msgx_id")
+		for i := range args {
+			fmt.Fprintf(&j.rows, ", ? AS msgx_v%d", i)
+		}
+	} else {
+		j.rows.WriteString(" UNION ALL SELECT ?" + strings.Repeat(", ?", len(args)))
+	}
+	j.args = append(append(j.args, id), args...)
+}
+
+// statement returns the joined UPDATE; "" when there is none (no message, no column to set,
+// or mixed SET lists).
+func (j *joinedBackfill) statement(dialect Dialect) (string, []any) {
+	if len(j.sets) == 0 || j.mixed {
+		return "", nil
+	}
+	sets := make([]string, len(j.sets))
+	v := 0
+	for i, s := range j.sets {
+		var b strings.Builder
+		for _, c := range s {
+			if c != '?' {
+				b.WriteRune(c)
+				continue
+			}
+			fmt.Fprintf(&b, "msgx_v.msgx_v%d", v)
+			v++
+		}
+		sets[i] = b.String()
+	}
+	if dialect == MySQL {
+		return `UPDATE CMINMSGS JOIN (` + j.rows.String() + `) msgx_v ON CMINMSGS.CMINMSGS_ID = msgx_v.msgx_id SET ` + strings.Join(sets, ", "), j.args
+	}
+	return `UPDATE CMINMSGS SET ` + strings.Join(sets, ", ") + ` FROM (` + j.rows.String() + `) msgx_v WHERE CMINMSGS.CMINMSGS_ID = msgx_v.msgx_id`, j.args
 }
 
 // BeginBatch opens a batch transaction. The pump lease is not checked here but at Commit:

@@ -163,14 +163,15 @@ func (b *Batch) SendQueued(ctx context.Context) ([]QueuedResult, error) {
 	return out, nil
 }
 
-// build makes q's statements: a savepoint (sent for the first of a part only), the identity bind with SUCCEEDED, the writes of
-// its reference records over what the batch knows of them (which each write advances), its
-// flight's statement, and the note of a reference message that changed nothing.
+// build makes q's statements: a savepoint (sent for the first of a part only), the identity
+// bind with SUCCEEDED, the writes of its reference records over what the batch knows of them
+// (which each write advances), and its flight's statement. The note of a reference message
+// that changed nothing (known here, from what the batch knows of its records) goes in the
+// bind: one statement and one row write instead of a second UPDATE of its row.
 func (b *Batch) build(q *queued) {
 	b.n++
 	q.sp = fmt.Sprintf("msgx_sp%d", b.n)
-	bind, args := bindSucceeded(q.id, q.s, q.now)
-	q.stmts = append(q.stmts[:0], qstmt{q: "SAVEPOINT " + q.sp}, qstmt{q: bind, args: args})
+	q.stmts = append(q.stmts[:0], qstmt{q: "SAVEPOINT " + q.sp}, qstmt{})
 	q.changes = 0
 	for _, ch := range q.s.Decision.Ref {
 		k := refID{ch.Type, ch.Record.Key}
@@ -190,10 +191,12 @@ func (b *Batch) build(q *queued) {
 	if q.flight != nil {
 		q.stmts = append(q.stmts, *q.flight)
 	}
-	if len(q.s.Decision.Ref) > 0 && q.changes == 0 && q.flight == nil && len(q.s.Decision.Events) == 0 {
-		note, nargs := noteUnchanged(q.id, q.s)
-		q.stmts = append(q.stmts, qstmt{q: note, args: nargs})
+	s := q.s
+	if len(s.Decision.Ref) > 0 && q.changes == 0 && q.flight == nil && len(s.Decision.Events) == 0 {
+		s.Note = unchangedNote(s.Note)
 	}
+	bind, args := bindSucceeded(q.id, s, q.now)
+	q.stmts[1] = qstmt{q: bind, args: args}
 }
 
 // sendPart sends part in one round trip and returns how many of its messages are written;

@@ -476,8 +476,12 @@ func bindSucceeded(id int64, s Success, now time.Time) (string, []any) {
 // noteUnchanged is the statement that notes a reference message whose every record was
 // already as sent (only the apply knows it).
 func noteUnchanged(id int64, s Success) (string, []any) {
-	note := strings.TrimPrefix(s.Note+"; nothing changed: every record was already as sent", "; ")
-	return `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, []any{nullStr(Fit(note, NoteWidth)), id}
+	return `UPDATE PROC_STATE SET NOTE = ? WHERE CMINMSGS_ID = ?`, []any{nullStr(Fit(unchangedNote(s.Note), NoteWidth)), id}
+}
+
+// unchangedNote is the note of a reference message whose every record was already as sent.
+func unchangedNote(note string) string {
+	return strings.TrimPrefix(note+"; nothing changed: every record was already as sent", "; ")
 }
 
 // eventChunk is how many MSG_EVENT rows one INSERT carries at most, eventBytes how many

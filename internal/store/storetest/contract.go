@@ -107,6 +107,7 @@ var contractCases = []struct {
 	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
 	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
 	{"ADeferringBatchWritesEveryEventInOrder", aDeferringBatchWritesEveryEventInOrder},
+	{"ABatchBackFillsEachMessageWithItsOwnMeta", aBatchBackFillsEachMessageWithItsOwnMeta},
 	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
 	{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
 	{"StateCounterMatchesCountByState", stateCounterMatchesCountByState},
@@ -183,6 +184,82 @@ func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db Store) {
 		if m1 < m0 || (m1 == m0 && i1 != i0+1) {
 			t.Fatalf("events out of order at %d: %s then %s", i, seen[i-1], seen[i])
 		}
+	}
+}
+
+// A batch whose messages defer their back-fills (DeferWrites) writes each message's META into
+// its own CMINMSGS row at Flush, however many messages share a statement: 250 messages (more
+// than one chunk), each with a sender, type, sequence and send time of its own, one without a
+// sequence (NULL), and the rows of the messages not in the batch left as they were.
+func aBatchBackFillsEachMessageWithItsOwnMeta(t *testing.T, db Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	raws := make([]string, 252)
+	for i := range raws {
+		raws[i] = fmt.Sprintf("<m n='%d'/>", i)
+	}
+	ids, err := db.InsertMessages(ctx, raws, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := db.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.DeferWrites()
+	pending := store.Version{State: pipeline.Pending}
+	for i, id := range ids[1:251] {
+		meta := store.Backfill{SNDR: fmt.Sprintf("S%d", i), TYPE: fmt.Sprintf("T%d", i%7), STYP: "CTOT", SEQN: fmt.Sprint(1000 + i),
+			DTTM: now.Add(time.Duration(i) * time.Second)}
+		if i == 7 {
+			meta.SEQN = ""
+		}
+		s := store.Success{From: pending, TypeTag: "FLOP-CTOT", Identity: fmt.Sprintf("B|%d", i), Meta: meta}
+		if _, _, err := b.Succeed(ctx, id, s, nil, now); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.SQLDB().QueryContext(ctx, `SELECT CMINMSGS_ID, CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_TYPE,
+		CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT FROM CMINMSGS ORDER BY CMINMSGS_ID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for ; rows.Next(); n++ {
+		var id int64
+		var name, typ, styp, sent sql.NullString
+		var seq sql.NullInt64
+		if err := rows.Scan(&id, &name, &typ, &styp, &seq, &sent); err != nil {
+			t.Fatal(err)
+		}
+		i := n - 1
+		want := fmt.Sprintf("S%d T%d CTOT %d", i, i%7, 1000+i)
+		switch {
+		case n == 0 || n == 251:
+			want = "  " // not in the batch: no back-fill
+		case i == 7:
+			want = "S7 T0 CTOT"
+		}
+		got := strings.TrimSpace(name.String) + " " + strings.TrimSpace(typ.String) + " " + strings.TrimSpace(styp.String)
+		if seq.Valid {
+			got += fmt.Sprintf(" %d", seq.Int64)
+		}
+		if id != ids[n] || got != want || sent.Valid != (want != "  ") {
+			t.Fatalf("CMINMSGS %d: back-fill %q (sent %v), want %q", id, got, sent, want)
+		}
+		if sent.Valid && !strings.HasPrefix(sent.String, now.Add(time.Duration(i)*time.Second).Format("2006-01-02 15:04:05")) {
+			t.Fatalf("CMINMSGS %d: sent %q, want the message's own DTTM %s", id, sent.String, now.Add(time.Duration(i)*time.Second))
+		}
+	}
+	if err := rows.Err(); err != nil || n != 252 {
+		t.Fatalf("%d CMINMSGS rows read (%v), want 252", n, err)
 	}
 }
 
