@@ -200,7 +200,7 @@ func (d *Dispatcher) recordDelivery(ctx context.Context, s *delivery) error {
 	}
 	err := d.commits.commit(ctx, func(tx store.EventTx) error {
 		var err error
-		if s.marked, err = tx.MarkSent(s.ids, s.now); err != nil {
+		if s.marked, err = tx.MarkSent(s.name, s.ids, s.now); err != nil {
 			return err
 		}
 		if s.sendErr == nil || s.interrupted {

@@ -185,7 +185,10 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout/time.Millisecond)) + ")&_pragma=foreign_keys(ON)&_txlock=immediate"
+	// temp_store(MEMORY): the statement and savepoint journals (a multi-row UPDATE such as the
+	// dispatcher's SENT marks keeps one) stay in memory instead of a temporary file written
+	// page by page; the durable journal is the WAL.
+	path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout/time.Millisecond)) + ")&_pragma=foreign_keys(ON)&_pragma=temp_store(MEMORY)&_txlock=immediate"
 	// The registered driver, its connections with a statement cache (stmtcache.go).
 	plain, err := sql.Open("sqlite", path)
 	if err != nil {
