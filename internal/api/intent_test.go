@@ -39,7 +39,7 @@ func deliver(t *testing.T, db *store.DB, target, outcomes string, now time.Time)
 	for i, o := range outcomes {
 		err := db.EventTx(ctx, func(tx store.EventTx) error {
 			if o == 'S' {
-				_, err := tx.MarkSent([]int64{pending[i].EventID}, now)
+				_, err := tx.MarkSent(target, []int64{pending[i].EventID}, now)
 				return err
 			}
 			_, err := tx.Change([]*store.Event{&pending[i]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})

@@ -177,7 +177,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	p1, _ := db.PendingEvents(ctx, "T1", 3)
 	p2, _ := db.PendingEvents(ctx, "T2", 1)
 	err := db.EventTx(ctx, func(tx store.EventTx) error {
-		if _, err := tx.MarkSent([]int64{p1[0].EventID, p1[1].EventID}, t1); err != nil {
+		if _, err := tx.MarkSent("T1", []int64{p1[0].EventID, p1[1].EventID}, t1); err != nil {
 			return err
 		}
 		_, err := tx.Change([]*store.Event{&p2[0]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})

@@ -160,13 +160,52 @@ func (d *dayBench) latency(ctx context.Context, r *Result) error {
 	if err != nil {
 		return err
 	}
-	lat, err := d.rec.targetLatencies(ctx, posted, events)
+	decided, err := d.sys.decidedAt(ctx, posted)
+	if err != nil {
+		return err
+	}
+	lat, err := d.rec.targetLatencies(ctx, posted, events, decided)
 	if err != nil {
 		return err
 	}
 	r.SentObserved = "commit"
 	lat.report(r)
 	return nil
+}
+
+// decidedAt reads when the pump decided each posted message (PROCESSED_AT, written in the
+// transaction it committed the message in).
+func (s *system) decidedAt(ctx context.Context, posted map[int64]postTimes) (map[int64]time.Time, error) {
+	lo, hi := idRange(posted)
+	rows, err := s.db.SQLDB().QueryContext(ctx, `SELECT CMINMSGS_ID, PROCESSED_AT FROM PROC_STATE WHERE CMINMSGS_ID BETWEEN ? AND ?`, lo, hi)
+	if err != nil {
+		return nil, store.Unavailable(fmt.Errorf("read the latency phase's decisions: %w", err))
+	}
+	defer rows.Close()
+	out := make(map[int64]time.Time, len(posted))
+	for rows.Next() {
+		var id int64
+		var at store.NullTime
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, store.Unavailable(fmt.Errorf("read the latency phase's decisions: %w", err))
+		}
+		if _, ok := posted[id]; ok && at.Valid {
+			out[id] = at.Time
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, store.Unavailable(fmt.Errorf("read the latency phase's decisions: %w", err))
+	}
+	return out, nil
+}
+
+// idRange returns the lowest and highest id of posted.
+func idRange(posted map[int64]postTimes) (lo, hi int64) {
+	lo = math.MaxInt64
+	for id := range posted {
+		lo, hi = min(lo, id), max(hi, id)
+	}
+	return lo, hi
 }
 
 // event is one event of a message the latency phase posted.
@@ -177,10 +216,7 @@ type event struct {
 
 // eventsOf reads the events of the posted messages (their ids are those of the phase).
 func (s *system) eventsOf(ctx context.Context, posted map[int64]postTimes) ([]event, error) {
-	lo, hi := int64(math.MaxInt64), int64(0)
-	for id := range posted {
-		lo, hi = min(lo, id), max(hi, id)
-	}
+	lo, hi := idRange(posted)
 	rows, err := s.db.SQLDB().QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TARGET FROM MSG_EVENT WHERE CMINMSGS_ID BETWEEN ? AND ?`, lo, hi)
 	if err != nil {
 		return nil, store.Unavailable(fmt.Errorf("read the latency phase's events: %w", err))

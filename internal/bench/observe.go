@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,7 @@ type Deliveries struct {
 	targetOf  map[int64]string    // event id → target
 	acked     map[int64]time.Time // event id → sink acknowledgement
 	committed map[int64]time.Time // event id → SENT committed
+	pumped    []time.Time         // the pump's commits that inserted events, in order
 }
 
 // NewDeliveries returns an empty record.
@@ -108,6 +110,26 @@ func (d *Deliveries) Sent(_ string, ids []int64) {
 		d.committed[id] = at
 	}
 	d.mu.Unlock()
+}
+
+// PumpCommitted notes a commit of the pump that inserted events (the pump's OnEvents, called
+// right after it, before the dispatcher's Wake).
+func (d *Deliveries) PumpCommitted() {
+	at := d.clock.Now()
+	d.mu.Lock()
+	d.pumped = append(d.pumped, at)
+	d.mu.Unlock()
+}
+
+// pumpCommitAfter returns the first commit of the pump noted at or after t: the commit of the
+// batch a message decided at t was in (the pump commits its batches one after the other, and
+// a message with events is in a batch that inserted events). False when none was noted.
+func (d *Deliveries) pumpCommitAfter(t time.Time) (time.Time, bool) {
+	i, _ := slices.BinarySearchFunc(d.pumped, t, func(c, t time.Time) int { return c.Compare(t) })
+	if i == len(d.pumped) {
+		return time.Time{}, false
+	}
+	return d.pumped[i], true
 }
 
 // Uncommitted counts the events on targets a sink acknowledged but whose SENT commit has not

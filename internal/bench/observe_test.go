@@ -72,3 +72,40 @@ func TestHeapSamplerSeesTheHeap(t *testing.T) {
 	}
 	_ = buf[len(buf)-1]
 }
+
+// TestStagesSplitRequestToSent: a message's request→SENT splits at the inbox's answer, at the
+// commit of the pump's batch it was decided in (the first commit noted after its decision),
+// at its sink's acknowledgement and at the dispatcher's SENT commit; the batched target is
+// left out of the stages.
+func TestStagesSplitRequestToSent(t *testing.T) {
+	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clock := &stepClock{t: base}
+	d := NewDeliveries(clock)
+	sink := d.Sink(okSink{})
+	d.PumpCommitted() // +1ms: an earlier batch
+	decided := map[int64]time.Time{7: clock.t.Add(500 * time.Microsecond)}
+	d.PumpCommitted()                                                                     // +2ms: message 7's batch
+	d.PumpCommitted()                                                                     // +3ms: a later one
+	sink.Send(context.Background(), []target.Record{{EventID: 1, MsgID: 7, Target: "F"}}) // acked at +4ms
+	d.Sent("F", []int64{1})                                                               // +5ms
+	sink.Send(context.Background(), []target.Record{{EventID: 2, MsgID: 7, Target: "KAFKA_SCHD"}})
+	d.Sent("KAFKA_SCHD", []int64{2}) // +7ms
+	posted := map[int64]postTimes{7: {start: base.Add(-10 * time.Millisecond), answered: base.Add(-4 * time.Millisecond)}}
+	events := []event{{id: 1, msg: 7, target: "F"}, {id: 2, msg: 7, target: "KAFKA_SCHD"}}
+	l, err := d.targetLatencies(context.Background(), posted, events, decided)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	l.report(&r)
+	want := Stages{Accept: TargetLatency{Messages: 1, P50Ms: 6, P99Ms: 6, P999Ms: 6},
+		Process: TargetLatency{Messages: 1, P50Ms: 6, P99Ms: 6, P999Ms: 6},
+		Deliver: TargetLatency{Messages: 1, P50Ms: 3, P99Ms: 3, P999Ms: 3},
+		Send:    TargetLatency{Messages: 1, P50Ms: 2, P99Ms: 2, P999Ms: 2}}
+	if *r.Stages != want {
+		t.Errorf("stages %+v, want %+v", *r.Stages, want)
+	}
+	if got := r.Targets["KAFKA_SCHD"].P50Ms; got != 17 {
+		t.Errorf("KAFKA_SCHD request→SENT %v ms, want 17", got)
+	}
+}

@@ -60,4 +60,18 @@ func writeDayLatency(p func(string, ...any), r Result) {
 		}
 		p("    %s, ms\tp50 %.1f  p99 %.1f  p999 %.1f\ttargets.%s\t%d messages%s", t, l.P50Ms, l.P99Ms, l.P999Ms, t, l.Messages, note)
 	}
+	if st := r.Stages; st != nil {
+		p("  its stages, event-by-event targets\t\t")
+		for _, s := range []struct {
+			name, key, what string
+			l               TargetLatency
+		}{
+			{"accept", "accept", "request → inbox answer", st.Accept},
+			{"process", "process", "inbox answer → pump commit", st.Process},
+			{"deliver", "deliver", "pump commit → SENT commit, per target", st.Deliver},
+			{"  of which send", "send", "pump commit → sink acknowledged", st.Send},
+		} {
+			p("    %s, ms\tp50 %.1f  p99 %.1f  p999 %.1f\tstages.%s\t%s", s.name, s.l.P50Ms, s.l.P99Ms, s.l.P999Ms, s.key, s.what)
+		}
+	}
 }

@@ -127,10 +127,12 @@ type Result struct {
 	// last event on any target) and per target, KAFKA_SCHD included (sent every
 	// schd.flush-period, SchdFlushPeriodMs). The classic workload's p50 and p99 run from the
 	// client's receipt of the id to the last SENT on the event-by-event targets.
-	AcceptToSentP999Ms    float64                  `json:"accept_to_sent_p999_ms,omitempty"`
-	Targets               map[string]TargetLatency `json:"targets,omitempty"`
-	MessagesWithoutEvents int                      `json:"messages_without_events"`
-	SchdFlushPeriodMs     float64                  `json:"schd_flush_period_ms"`
+	AcceptToSentP999Ms float64                  `json:"accept_to_sent_p999_ms,omitempty"`
+	Targets            map[string]TargetLatency `json:"targets,omitempty"`
+	// Stages splits the day workload's request→SENT on the event-by-event targets in parts.
+	Stages                *Stages `json:"stages,omitempty"`
+	MessagesWithoutEvents int     `json:"messages_without_events"`
+	SchdFlushPeriodMs     float64 `json:"schd_flush_period_ms"`
 	// Flights and SnapshotS: the schedule's flights and the time from posting it (and, on
 	// the day workload, the reference data before it) to it SUCCEEDED.
 	Flights       int     `json:"flights"`

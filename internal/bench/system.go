@@ -74,6 +74,11 @@ func startSystem(ctx context.Context, cfg config.Config, db DB, build app.Builde
 		return nil, 0, err
 	}
 	s = &system{db: db, clock: clock, app: a, url: a.URL, done: make(chan error, 1)}
+	if d := a.Dispatcher; d != nil {
+		// The pump's commits that inserted events, noted before the Wake app.New wires: the end
+		// of the process stage (Stages).
+		a.Pump.SetOnEvents(func() { rec.PumpCommitted(); d.Wake() })
+	}
 	// The pump's first step adopts the gateway rows of CMINMSGS and logs the backlog: a scan
 	// whose cost follows the table, paid once per start. It is measured on its own so that it
 	// does not count as part of the snapshot. (The queue is empty: nothing it writes is fenced.)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 
 // BenchmarkDeliver measures delivery through the real dispatcher and the real sinks, on the
 // embedded SQLite outbox: "throughput" inserts b.N events at once and reports events/s until
-// all are SENT; "latency" inserts events one transaction at a time at a steady rate (as the
+// all are SENT, and the process's CPU per event; "latency" inserts events one transaction at a time at a steady rate (as the
 // pump commits them, with a Wake after each) and reports the commit-to-SENT latency.
 //
 //	go test ./internal/dispatch -run XXX -bench Deliver -benchtime 5000x
@@ -101,7 +102,7 @@ func benchThroughput(b *testing.B, tc target.Config) {
 	db := storetest.SQLite(b)
 	insertEvents(b, db, b.N, 0)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	d, cancel, wg := startDispatcher(b, db, tc)
 	d.Wake()
 	waitSent(b, db, b.N)
@@ -110,6 +111,14 @@ func benchThroughput(b *testing.B, tc target.Config) {
 	cancel()
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/event")
+}
+
+// cpuTime is the CPU time the process has used so far, user and system.
+func cpuTime() time.Duration {
+	var r syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r)
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
 }
 
 func benchLatency(b *testing.B, tc target.Config) {
@@ -152,7 +161,8 @@ func benchLatency(b *testing.B, tc target.Config) {
 // rate, and a message's latency is from its commit to the SENT commit of the last of its
 // three events. The targets' outcomes share one commit per round ("shared") or commit one
 // transaction each ("alone"); the two run alternately on fresh databases. sent-commits/msg is
-// the dispatcher's durable commits per message.
+// the dispatcher's durable commits per message, cpu-µs/msg the process's CPU per message (the
+// dispatcher's, and the inserts and the waits of the benchmark itself).
 //
 //	go test ./internal/dispatch -run XXX -bench Round -benchtime 2000x
 func BenchmarkRound(b *testing.B) {
@@ -200,6 +210,7 @@ func benchRound(b *testing.B, alone bool) {
 	committed := make([]time.Time, b.N)
 	evIDs := make([][]int64, b.N)
 	b.ResetTimer()
+	cpu := cpuTime()
 	tick := time.NewTicker(time.Second / rate)
 	for i := range b.N {
 		<-tick.C
@@ -224,6 +235,7 @@ func benchRound(b *testing.B, alone bool) {
 	tick.Stop()
 	waitSent(b, db, 3*b.N)
 	b.StopTimer()
+	cpuPerMsg := float64((cpuTime() - cpu).Microseconds()) / float64(b.N)
 	// SENT is committed before OnSent runs: wait for the last OnSent to record its events.
 	eventually(b, "OnSent for every SENT event", func() bool {
 		mu.Lock()
@@ -249,4 +261,5 @@ func benchRound(b *testing.B, alone bool) {
 	b.ReportMetric(pct(0.5), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(ce.txs.Load())/float64(b.N), "sent-commits/msg")
+	b.ReportMetric(cpuPerMsg, "cpu-µs/msg")
 }

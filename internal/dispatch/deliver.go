@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -47,6 +48,28 @@ func record(e *Event) (target.Record, error) {
 	if err != nil {
 		return target.Record{}, fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, err)
 	}
+	value, ok := appendEnvelope(make([]byte, 0, len(payload)+160), e, payload)
+	if !ok {
+		if value, err = encodeEnvelope(e, payload); err != nil {
+			return target.Record{}, err
+		}
+	}
+	return target.Record{
+		EventID:  e.EventID,
+		MsgID:    e.MsgID,
+		TypeTag:  e.TypeTag,
+		Target:   e.Target,
+		Kind:     e.Kind,
+		Key:      e.Key(),
+		Value:    value,
+		Delete:   e.Kind == KindESDelete,
+		Document: payload,
+	}, nil
+}
+
+// encodeEnvelope returns the JSON of e's Envelope around payload (compact JSON), as
+// encoding/json writes it with HTML escaping off.
+func encodeEnvelope(e *Event, payload []byte) ([]byte, error) {
 	env := Envelope{
 		EventID:   e.EventID,
 		MsgID:     e.MsgID,
@@ -61,19 +84,42 @@ func record(e *Event) (target.Record, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(env); err != nil {
-		return target.Record{}, fmt.Errorf("encode event %d: %w", e.EventID, err)
+		return nil, fmt.Errorf("encode event %d: %w", e.EventID, err)
 	}
-	return target.Record{
-		EventID:  e.EventID,
-		MsgID:    e.MsgID,
-		TypeTag:  e.TypeTag,
-		Target:   e.Target,
-		Kind:     e.Kind,
-		Key:      e.Key(),
-		Value:    bytes.TrimSuffix(b.Bytes(), []byte("\n")),
-		Delete:   e.Kind == KindESDelete,
-		Document: payload,
-	}, nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// appendEnvelope appends to b what encodeEnvelope returns, without reflection, when e's
+// strings are printable ASCII without a quote or a backslash (written as they are) and its
+// creation year has four digits: an event's envelope is most of the dispatcher's encoding.
+// Otherwise it returns false and encodeEnvelope decides (TestEnvelopeMatchesEncodingJSON).
+func appendEnvelope(b []byte, e *Event, payload []byte) ([]byte, bool) {
+	created := e.CreatedAt.UTC()
+	key := e.Key()
+	if y := created.Year(); y < 0 || y > 9999 || !plain(e.TypeTag) || !plain(e.Target) || !plain(e.Kind) || !plain(key) {
+		return b, false
+	}
+	b = strconv.AppendInt(append(b, `{"event_id":`...), e.EventID, 10)
+	b = strconv.AppendInt(append(b, `,"msg_id":`...), e.MsgID, 10)
+	b = append(append(append(b, `,"type_tag":"`...), e.TypeTag...), '"')
+	b = append(append(append(b, `,"target":"`...), e.Target...), '"')
+	b = append(append(append(b, `,"kind":"`...), e.Kind...), '"')
+	if key != "" {
+		b = append(append(append(b, `,"flight_key":"`...), key...), '"')
+	}
+	b = created.AppendFormat(append(b, `,"created_at":"`...), time.RFC3339Nano)
+	b = append(append(append(b, `","payload":`...), payload...), '}')
+	return b, true
+}
+
+// plain reports whether encoding/json writes s as it is between its quotes.
+func plain(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // DeliverOnce sends what is due at the head of the per-event target name: the run of
@@ -200,7 +246,7 @@ func (d *Dispatcher) recordDelivery(ctx context.Context, s *delivery) error {
 	}
 	err := d.commits.commit(ctx, func(tx store.EventTx) error {
 		var err error
-		if s.marked, err = tx.MarkSent(s.ids, s.now); err != nil {
+		if s.marked, err = tx.MarkSent(s.name, s.ids, s.now); err != nil {
 			return err
 		}
 		if s.sendErr == nil || s.interrupted {

@@ -194,7 +194,7 @@ func (d *Dispatcher) recordSchd(ctx context.Context, s *schdSend) error {
 	defer wcancel()
 	err := d.db.EventTx(wctx, func(tx store.EventTx) error {
 		var err error
-		if s.marked, err = tx.MarkSent(s.sentIDs, s.now); err != nil {
+		if s.marked, err = tx.MarkSent(s.name, s.sentIDs, s.now); err != nil {
 			return err
 		}
 		if s.sendErr == nil || s.interrupted {

@@ -174,8 +174,10 @@ type EventChange struct {
 
 // EventTx is the outbox inside one transaction.
 type EventTx interface {
-	// MarkSent marks the events ids SENT at now, those still PENDING, and returns how many.
-	MarkSent(ids []int64, now time.Time) (int, error)
+	// MarkSent marks the events ids of target SENT at now, those still PENDING, and returns
+	// how many; an id of another target is left alone. It adds them to target's SENT total in
+	// the same transaction.
+	MarkSent(target string, ids []int64, now time.Time) (int, error)
 	// Change applies c to each of evs whose row is still PENDING with the attempts, error
 	// class and last error that were read (the fence), and returns how many rows it changed:
 	// a row another writer changed first (a replay, a delivery) is left as that writer left
@@ -195,53 +197,63 @@ type eventTx struct {
 	dialect Dialect
 }
 
-// eventChunk bounds the ids of one UPDATE.
-const eventIDChunk = 500
+// eventIDChunk bounds the ids of one UPDATE (a power of two: paddedIDArgs).
+const eventIDChunk = 512
 
 // maxEventError bounds LAST_ERROR of an event; a sink's error can quote a whole response body.
 const maxEventError = 2000
 
-func (x eventTx) MarkSent(ids []int64, now time.Time) (int, error) {
+func (x eventTx) MarkSent(target string, ids []int64, now time.Time) (int, error) {
 	marked := 0
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids) // an id twice would be counted twice in MSG_EVENT_SENT
 	for chunk := range slices.Chunk(ids, eventIDChunk) {
-		args := append([]any{T(now)}, idArgs(chunk)...)
+		args := append([]any{T(now), target}, paddedIDArgs(chunk)...)
 		res, err := x.tx.ExecContext(x.ctx, `UPDATE MSG_EVENT SET STATE = 'SENT', SENT_AT = ?, NEXT_ATTEMPT_AT = NULL
-WHERE STATE = 'PENDING' AND EVENT_ID IN (`+placeholders(len(chunk))+`)`, args...)
+WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID IN (`+placeholders(len(args)-2)+`)`, args...)
 		if err != nil {
-			return marked, Unavailable(fmt.Errorf("mark events %d..%d sent: %w", chunk[0], chunk[len(chunk)-1], err))
+			return marked, Unavailable(fmt.Errorf("mark events %d..%d of %s sent: %w", chunk[0], chunk[len(chunk)-1], target, err))
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
 			return marked, Unavailable(err)
 		}
 		marked += int(n)
-		if n > 0 {
-			if err := x.countSent(chunk, now); err != nil {
-				return marked, err
-			}
-		}
 	}
-	return marked, nil
+	if marked == 0 {
+		return 0, nil
+	}
+	return marked, x.countSent(target, marked)
 }
 
-// countSent adds the events of ids just marked SENT at now to their targets' totals in
-// MSG_EVENT_SENT, in the transaction that marked them, so a target's SENT count is one row's
-// read however many events it has sent (EventCounts).
-func (x eventTx) countSent(ids []int64, now time.Time) error {
+// countSent adds n events just marked SENT to target's total in MSG_EVENT_SENT, in the
+// transaction that marked them, so a target's SENT count is one row's read however many
+// events it has sent (EventCounts).
+func (x eventTx) countSent(target string, n int) error {
 	upsert := ` ON CONFLICT (TARGET) DO UPDATE SET SENT = MSG_EVENT_SENT.SENT + excluded.SENT`
 	if x.dialect == MySQL {
 		upsert = ` ON DUPLICATE KEY UPDATE SENT = SENT + VALUES(SENT)`
 	}
-	args := append([]any{T(now)}, idArgs(ids)...)
-	_, err := x.tx.ExecContext(x.ctx, `INSERT INTO MSG_EVENT_SENT (TARGET, SENT) SELECT TARGET, COUNT(*) FROM MSG_EVENT
-WHERE STATE = 'SENT' AND SENT_AT = ? AND EVENT_ID IN (`+placeholders(len(ids))+`) GROUP BY TARGET`+upsert, args...)
-	if err != nil {
-		return Unavailable(fmt.Errorf("count events %d..%d sent: %w", ids[0], ids[len(ids)-1], err))
+	if _, err := x.tx.ExecContext(x.ctx, `INSERT INTO MSG_EVENT_SENT (TARGET, SENT) VALUES (?, ?)`+upsert, target, n); err != nil {
+		return Unavailable(fmt.Errorf("count %d events of %s sent: %w", n, target, err))
 	}
 	return nil
+}
+
+// paddedIDArgs returns the ids (at least one) as query arguments, the last repeated up to
+// the next power of two: an IN list then has one of a few lengths, and SQLite's statement
+// cache keeps their few texts compiled instead of compiling one per length.
+func paddedIDArgs(ids []int64) []any {
+	n := 1
+	for n < len(ids) {
+		n *= 2
+	}
+	args := make([]any, n)
+	for i := range args {
+		args[i] = ids[min(i, len(ids)-1)]
+	}
+	return args
 }
 
 // fenced is the condition of every write that moves a PENDING event on (backoff, DEAD): the

@@ -185,7 +185,10 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout/time.Millisecond)) + ")&_pragma=foreign_keys(ON)&_txlock=immediate"
+	// temp_store(MEMORY): the statement and savepoint journals (a multi-row UPDATE such as the
+	// dispatcher's SENT marks keeps one) stay in memory instead of a temporary file written
+	// page by page; the durable journal is the WAL.
+	path += sep + "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout/time.Millisecond)) + ")&_pragma=foreign_keys(ON)&_pragma=temp_store(MEMORY)&_txlock=immediate"
 	// The registered driver, its connections with a statement cache (stmtcache.go).
 	plain, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -194,7 +197,12 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	connector := cachingConnector{drv: plain.Driver(), dsn: path, gate: newWriteGate(sqliteBusyTimeout)}
 	db := sql.OpenDB(connector)
 	plain.Close()
+	// Every connection stays open once opened (database/sql keeps 2 idle by default): the
+	// pump, the inbox and each delivery target use one at the same time, and one closed on
+	// its return was opened again for the next read, its schema parsed, its statements
+	// compiled and its page cache filled anew.
 	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
 	d := &DB{SQL: db, Dialect: SQLite, leaseSQL: leasePool(connector)}
 	if err := db.PingContext(ctx); err != nil {
 		d.Close()
@@ -240,7 +248,10 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 		return nil, fmt.Errorf("store: open mysql: %w", err)
 	}
 	db := sql.OpenDB(nodes)
+	// As on SQLite, connections stay open (up to their lifetime) rather than be closed beyond
+	// database/sql's 2 idle and dialled again, with their session set-up, for the next query.
 	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
 	db.SetConnMaxLifetime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

@@ -937,21 +937,29 @@ func sentOnceAndMalformedNeverReplayed(t *testing.T, db Store, head []store.Even
 	// SENT only moves PENDING rows.
 	var marked int
 	err := db.EventTx(ctx, func(tx store.EventTx) (err error) {
-		marked, err = tx.MarkSent([]int64{head[0].EventID, head[1].EventID, head[2].EventID, head[3].EventID}, now)
+		marked, err = tx.MarkSent("T1", []int64{head[0].EventID, head[1].EventID, head[2].EventID, head[3].EventID}, now)
 		return err
 	})
 	if err != nil || marked != 4 {
 		t.Fatalf("marked %d %v", marked, err)
 	}
+	// An id of another target is left alone.
+	t2, _ := db.PendingEvents(ctx, "T2", 1)
 	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
-		marked, err = tx.MarkSent([]int64{head[0].EventID}, now)
+		marked, err = tx.MarkSent("T1", []int64{t2[0].EventID}, now)
+		return err
+	})
+	if err != nil || marked != 0 {
+		t.Fatalf("marked an event of T2 as T1's: %d %v", marked, err)
+	}
+	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+		marked, err = tx.MarkSent("T1", []int64{head[0].EventID}, now)
 		return err
 	})
 	if err != nil || marked != 0 {
 		t.Fatalf("marked a SENT row again: %d %v", marked, err)
 	}
 	// A MALFORMED dead event is never replayed.
-	t2, _ := db.PendingEvents(ctx, "T2", 1)
 	db.EventTx(ctx, func(tx store.EventTx) error {
 		_, err := tx.Change([]*store.Event{&t2[0]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Malformed, LastError: "bad"})
 		return err
@@ -1136,7 +1144,7 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 	}
 	sendIDs = append(sendIDs, a[0].EventID, a[700].EventID) // twice: counted once
 	err = db.EventTx(ctx, func(tx store.EventTx) error {
-		n, err := tx.MarkSent(sendIDs, now.Add(time.Second))
+		n, err := tx.MarkSent("A", sendIDs, now.Add(time.Second))
 		if err == nil && n != 1200 {
 			err = fmt.Errorf("marked %d of 1200", n)
 		}
@@ -1147,9 +1155,12 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 	}
 	// Marked again: nothing more counted. A rolled-back mark counts nothing.
 	rollback := errors.New("roll back")
-	db.EventTx(ctx, func(tx store.EventTx) error { _, err := tx.MarkSent(sendIDs[:10], now.Add(2*time.Second)); return err })
+	db.EventTx(ctx, func(tx store.EventTx) error {
+		_, err := tx.MarkSent("A", sendIDs[:10], now.Add(2*time.Second))
+		return err
+	})
 	err = db.EventTx(ctx, func(tx store.EventTx) error {
-		if _, err := tx.MarkSent([]int64{a[1200].EventID}, now.Add(3*time.Second)); err != nil {
+		if _, err := tx.MarkSent("A", []int64{a[1200].EventID}, now.Add(3*time.Second)); err != nil {
 			return err
 		}
 		return rollback
@@ -1159,7 +1170,7 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 	}
 	l, _ := db.PendingEvents(ctx, long, 2)
 	db.EventTx(ctx, func(tx store.EventTx) error {
-		if _, err := tx.MarkSent([]int64{l[0].EventID}, now.Add(time.Second)); err != nil {
+		if _, err := tx.MarkSent(long, []int64{l[0].EventID}, now.Add(time.Second)); err != nil {
 			return err
 		}
 		_, err := tx.Change([]*store.Event{&l[1]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})
