@@ -343,11 +343,13 @@ func (p *Pump) takeRun(ctx context.Context, r *batch, run []*store.Due, decs []*
 
 // committed reports the outcomes of committed batch r and judges how it ended.
 func (p *Pump) committed(r *batch, now time.Time) (time.Duration, bool, error) {
-	for _, f := range r.reports {
-		f()
-	}
+	// The dispatcher first: the reports (a log line and metrics per message) need not delay
+	// the delivery of what was just committed.
 	if r.events > 0 && p.opt.OnEvents != nil {
 		p.opt.OnEvents()
+	}
+	for _, f := range r.reports {
+		f()
 	}
 	if r.stop.kind != endBefore {
 		p.setTrouble(nil)

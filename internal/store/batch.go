@@ -301,15 +301,6 @@ func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
 	}
-	if d.Dialect == SQLite {
-		// SQLite copies each page a savepoint changes to a sub-journal, a temporary file by
-		// default: in memory it costs no system call per page (a rollback to a savepoint
-		// needs it only until the commit; the durable journal is the WAL).
-		if _, err := conn.ExecContext(ctx, `PRAGMA temp_store = MEMORY`); err != nil {
-			conn.Close()
-			return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
-		}
-	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		conn.Close()
