@@ -171,13 +171,7 @@ func (s *Store) RebuildFrom(ctx context.Context, src RebuildSource, days []strin
 				if err != nil {
 					return written, deleted, fmt.Errorf("rebuild %s: read flight %d: %w", day, id, err)
 				}
-				rows[i] = rebuildRow{flid: id, gone: e == nil}
-				if e != nil {
-					rows[i] = rebuildRow{flid: id, day: e.Day, rec: e.Record, ver: e.Version}
-					if e.MsgID != nil {
-						rows[i].msg = *e.MsgID
-					}
-				}
+				rows[i] = rowOf(id, e)
 			}
 			w, d, err := s.rebuildChunk(ctx, watermark, rows)
 			written, deleted = written+w, deleted+d
@@ -201,6 +195,19 @@ type rebuildRow struct {
 	rec      []byte
 	ver, msg int64
 	upd      time.Time
+}
+
+// rowOf is the row that makes flight id in Redis what e (FLIGHT_STATE's entry) holds: its
+// record, version, message and update time; nil (no such flight) deletes it.
+func rowOf(id int64, e *flight.Entry) rebuildRow {
+	if e == nil {
+		return rebuildRow{flid: id, gone: true}
+	}
+	r := rebuildRow{flid: id, day: e.Day, rec: e.Record, ver: e.Version, upd: e.UpdatedAt}
+	if e.MsgID != nil {
+		r.msg = *e.MsgID
+	}
+	return r
 }
 
 // rebuildChunk writes rows in one script.

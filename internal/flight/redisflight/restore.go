@@ -69,14 +69,7 @@ func (s *Store) RestoreFrom(ctx context.Context, p RestoreParams) (RestoreResult
 		if err != nil {
 			return res, fmt.Errorf("restore flight %d: read FLIGHT_STATE: %w", p.FLID, err)
 		}
-		row := rebuildRow{flid: p.FLID, gone: e == nil}
-		if e != nil {
-			row = rebuildRow{flid: p.FLID, day: e.Day, rec: e.Record, ver: e.Version}
-			if e.MsgID != nil {
-				row.msg = *e.MsgID
-			}
-		}
-		err = s.restoreChunk(ctx, []rebuildRow{row}, &res)
+		err = s.restoreChunk(ctx, []rebuildRow{rowOf(p.FLID, e)}, &res)
 		return res, err
 	}
 	days := []string{p.Day}
@@ -174,13 +167,7 @@ func (s *Store) restoreDay(ctx context.Context, p RestoreParams, day string, res
 			if err != nil {
 				return fmt.Errorf("restore %s: read flight %d: %w", day, id, err)
 			}
-			rows[i] = rebuildRow{flid: id, gone: e == nil}
-			if e != nil {
-				rows[i] = rebuildRow{flid: id, day: e.Day, rec: e.Record, ver: e.Version}
-				if e.MsgID != nil {
-					rows[i].msg = *e.MsgID
-				}
-			}
+			rows[i] = rowOf(id, e)
 		}
 		if err := s.restoreChunk(ctx, rows, res); err != nil {
 			return fmt.Errorf("restore %s: %w", day, err)
