@@ -132,11 +132,16 @@ func (g *galeraNodes) database(t *testing.T) string {
 	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", g.ports[0], name)
 }
 
-// hostsFrom lists the cluster's nodes starting with node first (1..3).
-func (g *galeraNodes) hostsFrom(first int) string {
+// hostsFrom lists the cluster's nodes starting with node first (1..3), in order.
+func (g *galeraNodes) hostsFrom(first int) string { return g.hostsStep(first, 1) }
+
+// hostsStep lists the cluster's nodes starting with node first (1..3), step apart (1 in
+// order, -1 in reverse).
+func (g *galeraNodes) hostsStep(first, step int) string {
 	var hs []string
+	n := len(g.ports)
 	for i := range g.ports {
-		hs = append(hs, fmt.Sprintf("127.0.0.1:%d", g.ports[(first-1+i)%len(g.ports)]))
+		hs = append(hs, fmt.Sprintf("127.0.0.1:%d", g.ports[((first-1+step*i)%n+n)%n]))
 	}
 	return strings.Join(hs, ",")
 }
@@ -284,8 +289,16 @@ func TestGaleraNodeKills(t *testing.T) {
 	began := time.Now()
 	dsn := g.database(t)
 	data := t.TempDir()
+	// The inboxes list the nodes in reverse: a node each shares with the pump sends them the
+	// other way when it dies, so they part and a later kill can hit an inbox's node alone (in
+	// the same order all three meet on one node after two kills, as a connection only moves
+	// when its node fails, and stay there).
 	env := func(first int, pump bool) []string {
-		return []string{"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn, "MSGX_DATABASE_HOSTS=" + g.hostsFrom(first),
+		step := -1
+		if pump {
+			step = 1
+		}
+		return []string{"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn, "MSGX_DATABASE_HOSTS=" + g.hostsStep(first, step),
 			"MSGX_PIPELINE_AUTOSTART=" + strconv.FormatBool(pump), "MSGX_SCHD_FLUSH_PERIOD=200ms"}
 	}
 	pump := start(t, data, env(1, true)...)
