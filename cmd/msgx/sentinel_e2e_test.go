@@ -42,6 +42,13 @@ const (
 
 func TestPhaseARedisSentinelFailover(t *testing.T) {
 	t.Parallel()
+	snNeedBinaries(t)
+	eachDB(t, testPhaseARedisSentinelFailover)
+}
+
+// snNeedBinaries skips t (fails it with MSGX_TEST_REQUIRE_SERVICES=1) without Debian's
+// redis-server and redis-sentinel.
+func snNeedBinaries(t *testing.T) {
 	for _, bin := range []string{doRedisBin, snRedisSentinel} {
 		if _, err := os.Stat(bin); err != nil {
 			if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
@@ -50,7 +57,18 @@ func TestPhaseARedisSentinelFailover(t *testing.T) {
 			t.Skipf("%s: %v", bin, err)
 		}
 	}
-	eachDB(t, testPhaseARedisSentinelFailover)
+}
+
+// snStartCluster runs a master, its replica and three sentinels watching it, and waits until
+// they agree.
+func snStartCluster(t *testing.T) (m, rep *snNode, sentinels []string) {
+	m = snStartNode(t, ogFreePort(t), t.TempDir(), nil)
+	rep = snStartNode(t, ogFreePort(t), t.TempDir(), m)
+	for range 3 {
+		sentinels = append(sentinels, snStartSentinel(t, m))
+	}
+	snReady(t, sentinels, m.addr(), rep)
+	return m, rep, sentinels
 }
 
 // snNode is a redis-server of the test: its port, its data directory, its process.
@@ -249,13 +267,7 @@ func (l *snLoad) check(db dbEnv, master string) {
 
 func testPhaseARedisSentinelFailover(t *testing.T, db dbEnv) {
 	ctx := context.Background()
-	m := snStartNode(t, ogFreePort(t), t.TempDir(), nil)
-	rep := snStartNode(t, ogFreePort(t), t.TempDir(), m)
-	var sentinels []string
-	for range 3 {
-		sentinels = append(sentinels, snStartSentinel(t, m))
-	}
-	snReady(t, sentinels, m.addr(), rep)
+	m, rep, sentinels := snStartCluster(t)
 
 	var s *server
 	t.Cleanup(func() {
@@ -353,23 +365,10 @@ func testPhaseARedisSentinelFailover(t *testing.T, db dbEnv) {
 // flight there equals what the API answers. On both databases.
 func TestPhaseBProjectionThroughSentinel(t *testing.T) {
 	t.Parallel()
-	for _, bin := range []string{doRedisBin, snRedisSentinel} {
-		if _, err := os.Stat(bin); err != nil {
-			if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
-				t.Fatalf("%s: %v (Debian's redis-server and redis-sentinel packages)", bin, err)
-			}
-			t.Skipf("%s: %v", bin, err)
-		}
-	}
+	snNeedBinaries(t)
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		ctx := context.Background()
-		m := snStartNode(t, ogFreePort(t), t.TempDir(), nil)
-		rep := snStartNode(t, ogFreePort(t), t.TempDir(), m)
-		var sentinels []string
-		for range 3 {
-			sentinels = append(sentinels, snStartSentinel(t, m))
-		}
-		snReady(t, sentinels, m.addr(), rep)
+		m, rep, sentinels := snStartCluster(t)
 		cfg := filepath.Join(t.TempDir(), "msgx.yaml")
 		os.WriteFile(cfg, []byte(`targets:
   KAFKA_FLOP: {sink: file}
