@@ -88,7 +88,8 @@ func insertEvents(b *testing.B, db *store.DB, n, from int) {
 func waitSent(b *testing.B, db *store.DB, n int) {
 	for {
 		var sent int
-		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE STATE = 'SENT'`).Scan(&sent); err != nil {
+		isSent, _ := store.EventView{T: "MSG_EVENT"}.Is(pipeline.EventSent)
+		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE ` + isSent).Scan(&sent); err != nil {
 			b.Fatal(err)
 		}
 		if sent >= n {
@@ -136,7 +137,7 @@ func benchLatency(b *testing.B, tc target.Config) {
 	tick.Stop()
 	waitSent(b, db, b.N)
 	b.StopTimer()
-	rows, err := db.SQL.Query(`SELECT CREATED_AT, SENT_AT FROM MSG_EVENT`)
+	rows, err := db.SQL.Query(`SELECT CREATED_AT, ` + store.EventView{T: "MSG_EVENT"}.SentAt() + ` FROM MSG_EVENT`)
 	if err != nil {
 		b.Fatal(err)
 	}

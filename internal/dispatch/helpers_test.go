@@ -137,7 +137,8 @@ VALUES (?, 'FLOP-CHOT', ?, ?, ?, ?, 'PENDING', 0, ?)`, e.msgID, e.target, e.kind
 	return id
 }
 
-// row is the delivery state of one event as stored.
+// row is the delivery state of one event as the store shows it (store.EventView: a row the
+// delivery mark covers is SENT).
 type row struct {
 	State         string
 	Attempts      int
@@ -151,7 +152,8 @@ type row struct {
 func get(t *testing.T, db *store.DB, id int64) row {
 	t.Helper()
 	var r row
-	if err := db.SQL.QueryRow(`SELECT STATE, ATTEMPTS, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, SENT_AT, ERROR_CLASS, LAST_ERROR
+	v := store.EventView{T: "MSG_EVENT"}
+	if err := db.SQL.QueryRow(`SELECT `+v.State()+`, ATTEMPTS, `+v.NextAttemptAt()+`, FIRST_FAILED_AT, `+v.SentAt()+`, ERROR_CLASS, LAST_ERROR
 FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&r.State, &r.Attempts, &r.NextAttemptAt, &r.FirstFailedAt, &r.SentAt, &r.Class, &r.LastError); err != nil {
 		t.Fatalf("event %d: %v", id, err)
 	}

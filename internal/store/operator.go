@@ -505,7 +505,8 @@ func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, erro
 		where, args = append(where, "TARGET = ?"), append(args, q.Target)
 	}
 	if q.State != "" {
-		where, args = append(where, "STATE = ?"), append(args, string(q.State))
+		cond, cargs := eventTable.Is(q.State)
+		where, args = append(where, cond), append(args, cargs...)
 	}
 	if q.FLID != 0 {
 		where, args = append(where, "FLIGHT_KEY = ?"), append(args, strconv.FormatInt(q.FLID, 10))
@@ -513,8 +514,8 @@ func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, erro
 	if q.MsgID != 0 {
 		where, args = append(where, "CMINMSGS_ID = ?"), append(args, q.MsgID)
 	}
-	sqlq := `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, STATE, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
-CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END
+	sqlq := `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, ` + eventTable.State() + `, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
+CREATED_AT, ` + eventTable.SentAt() + `, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END
 FROM MSG_EVENT WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(` ORDER BY %s LIMIT %d`, order, clampLimit(q.Limit))
 	rows, err := d.SQL.QueryContext(ctx, sqlq, append([]any{inline}, args...)...)
 	if err != nil {
