@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -145,7 +144,7 @@ ERROR_CLASS, LAST_ERROR, CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, 
 // mark covers: the PENDING rows above target's delivery mark and the RETRY (replayed) rows,
 // almost always none.
 func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
-	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?") +
+	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(d.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?") +
 		` ORDER BY EVENT_ID LIMIT ?`
 	retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
 	q := `(` + above + `) UNION ALL (` + retry + `)`
@@ -165,7 +164,7 @@ func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Eve
 func (d *DB) PendingAtLeast(ctx context.Context, target string, n int) (bool, error) {
 	var got int
 	err := d.SQL.QueryRowContext(ctx, `SELECT
- (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `+MarkOf("?")+`
+ (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT`+headIndex(d.Dialect)+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `+MarkOf("?")+`
    ORDER BY EVENT_ID LIMIT ?) a)
  + (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = '`+eventRetry+`' LIMIT ?) r)`,
 		target, target, n, target, n).Scan(&got)
@@ -230,7 +229,7 @@ func (x eventTx) MarkSent(target string, ids []int64, now time.Time) (int, error
 	// The PENDING rows above the mark up to the run's last id: the run itself, with the rows
 	// another writer moved on (DEAD) left out. The mark rises past the ones delivered here, up
 	// to the first that was not (a gap: another instance's stale run).
-	above, err := queryIDs(x.ctx, x.tx, "mark events sent: read the run", `SELECT EVENT_ID FROM MSG_EVENT
+	above, err := queryIDs(x.ctx, x.tx, "mark events sent: read the run", `SELECT EVENT_ID FROM MSG_EVENT`+headIndex(x.dialect)+`
 WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ? ORDER BY EVENT_ID`, target, mark, ids[len(ids)-1])
 	if err != nil {
 		return 0, err
@@ -481,30 +480,21 @@ type EventFilter struct {
 
 // ListEvents returns the events f selects, in EVENT_ID order (newest first with f.Newest).
 func (d *DB) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
-	var where []string
-	var args []any
+	sel := eventSelect{cols: eventTable.cols(), target: f.Target, byTarget: true, state: f.State, order: "EVENT_ID", limit: clampLimit(f.Limit)}
 	if f.Target != "" {
-		where, args = append(where, "TARGET = ?"), append(args, f.Target)
-	}
-	if f.State != "" {
-		cond, cargs := eventTable.Is(f.State)
-		where, args = append(where, cond), append(args, cargs...)
+		sel.where, sel.args = append(sel.where, "TARGET = ?"), append(sel.args, f.Target)
 	}
 	if f.AfterID > 0 {
-		where, args = append(where, "EVENT_ID > ?"), append(args, f.AfterID)
-	}
-	limit := clampLimit(f.Limit)
-	q := `SELECT ` + eventTable.cols() + ` FROM MSG_EVENT`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+		sel.where, sel.args = append(sel.where, "EVENT_ID > ?"), append(sel.args, f.AfterID)
 	}
 	if f.Newest {
-		q += " ORDER BY EVENT_ID DESC"
-	} else {
-		q += " ORDER BY EVENT_ID"
+		sel.order = "EVENT_ID DESC"
 	}
-	q += " LIMIT ?"
-	evs, err := queryEvents(ctx, d.SQL, q, append(args, limit)...)
+	q, args, err := d.stateQuery(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := queryEvents(ctx, d.SQL, q, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("list events: %w", err))
 	}
@@ -541,7 +531,7 @@ func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
 			sent                                sql.NullInt64
 			oldestPend, oldestRetry, oldestDead NullTime
 		)
-		above := `FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?")
+		above := `FROM MSG_EVENT` + headIndex(d.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?")
 		err := d.SQL.QueryRowContext(ctx, `SELECT
  (SELECT COUNT(*) `+above+`),
  (SELECT CREATED_AT `+above+` ORDER BY EVENT_ID LIMIT 1),

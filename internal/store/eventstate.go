@@ -1,6 +1,12 @@
 package store
 
-import "msgx/internal/pipeline"
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"msgx/internal/pipeline"
+)
 
 // An event's state is not only its STATE column. A target's events are delivered in EVENT_ID
 // order, so a delivery raises the target's delivery mark (MSG_EVENT_SENT.UPTO_EVENT_ID, with
@@ -80,4 +86,89 @@ func (v EventView) cols() string {
 		v.col("KIND") + `, ` + v.col("FLIGHT_KEY") + `, ` + v.State() + `, ` + v.col("ATTEMPTS") + `, ` + v.col("ERROR_CLASS") + `, ` +
 		v.col("LAST_ERROR") + `, ` + v.col("CREATED_AT") + `, ` + v.SentAt() + `, ` + v.NextAttemptAt() + `, ` +
 		v.col("FIRST_FAILED_AT") + `, ` + v.col("PAYLOAD")
+}
+
+// headIndex returns the hint, after MSG_EVENT in a FROM clause, that reads a target's rows
+// above its mark on the (TARGET, STATE, EVENT_ID) index: MariaDB's optimizer may otherwise walk
+// the primary key from the mark, through every other target's rows since then (all of them,
+// for a target with few pending). SQLite's planner takes the index by itself.
+func headIndex(d Dialect) string {
+	if d == MySQL {
+		return ` FORCE INDEX (IDX_EVT_HEAD)`
+	}
+	return ""
+}
+
+// eventSelect is a SELECT of MSG_EVENT rows by effective state (stateQuery).
+type eventSelect struct {
+	cols     string // the select list
+	colsArgs []any  // its arguments
+	where    []string
+	args     []any
+	target   string // the TARGET = ? of where, "" when there is none
+	byTarget bool   // where has no condition more selective than the target's (headIndex)
+	state    pipeline.EventStatus
+	order    string // EVENT_ID or EVENT_ID DESC
+	limit    int
+}
+
+// stateQuery returns the SQL of s and its arguments. A state that is two stored states
+// (PENDING: RETRY, or PENDING above the mark; SENT: SENT, or PENDING at or below it) is a
+// UNION ALL of one SELECT per stored state, each ordered and cut on its own index range of
+// (TARGET, STATE, EVENT_ID), then ordered and cut as a whole: an OR of the two would have the
+// database walk every row of the other state in EVENT_ID order (a listing of a target's
+// newest SENT event through all its pending ones). With a target, its mark is read first.
+func (d *DB) stateQuery(ctx context.Context, s eventSelect) (string, []any, error) {
+	mark, markArgs, hint := MarkOf("MSG_EVENT.TARGET"), []any(nil), ""
+	if s.target != "" {
+		var m int64
+		err := d.SQL.QueryRowContext(ctx, `SELECT COALESCE(MAX(UPTO_EVENT_ID), 0) FROM MSG_EVENT_SENT WHERE TARGET = ?`, s.target).Scan(&m)
+		if err != nil {
+			return "", nil, Unavailable(fmt.Errorf("read the delivery mark of %s: %w", s.target, err))
+		}
+		mark, markArgs = "?", []any{m}
+		if s.byTarget {
+			hint = headIndex(d.Dialect)
+		}
+	}
+	type branch struct {
+		cond string
+		args []any
+	}
+	var branches []branch
+	switch s.state {
+	case "":
+		branches = []branch{{}}
+	case pipeline.EventPending:
+		branches = []branch{{`STATE = '` + eventRetry + `'`, nil}, {`STATE = 'PENDING' AND EVENT_ID > ` + mark, markArgs}}
+	case pipeline.EventSent:
+		branches = []branch{{`STATE = 'SENT'`, nil}, {`STATE = 'PENDING' AND EVENT_ID <= ` + mark, markArgs}}
+	default:
+		branches = []branch{{`STATE = ?`, []any{string(s.state)}}}
+	}
+	if len(branches) == 1 {
+		hint = "" // the hint is for a target's range of one stored state
+	}
+	var parts []string
+	var args []any
+	for _, b := range branches {
+		where := s.where
+		if b.cond != "" {
+			where = append(where[:len(where):len(where)], b.cond)
+		}
+		q := `SELECT ` + s.cols + ` FROM MSG_EVENT` + hint
+		if len(where) > 0 {
+			q += ` WHERE ` + strings.Join(where, " AND ")
+		}
+		parts = append(parts, q+` ORDER BY `+s.order+` LIMIT ?`)
+		args = append(append(append(append(args, s.colsArgs...), s.args...), b.args...), s.limit)
+	}
+	if len(parts) == 1 {
+		return parts[0], args, nil
+	}
+	q := `(` + strings.Join(parts, `) UNION ALL (`) + `)`
+	if d.Dialect == SQLite {
+		q = `SELECT * FROM (` + strings.Join(parts, `) UNION ALL SELECT * FROM (`) + `)`
+	}
+	return q + ` ORDER BY ` + s.order + ` LIMIT ?`, append(args, s.limit), nil
 }
