@@ -501,7 +501,11 @@ func (d *DB) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	if evs == nil {
 		evs = []Event{}
 	}
-	return evs, nil
+	ptrs := make([]*Event, len(evs))
+	for i := range evs {
+		ptrs[i] = &evs[i]
+	}
+	return evs, d.fillSentAt(ctx, ptrs)
 }
 
 // EventCount is how many events of a target are in a state, and when the oldest was created.

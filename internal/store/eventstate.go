@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"msgx/internal/pipeline"
@@ -14,7 +16,7 @@ import (
 // eventTx.MarkSent). The effective state of a row is:
 //
 //   - STATE 'PENDING' at or below its target's mark: SENT, sent at the time of the first raise
-//     at or above its id, with no next attempt;
+//     at or above its id (fillSentAt), with no next attempt;
 //   - STATE 'RETRY' (a replayed event, ReplayEvents): PENDING whatever the mark, until its
 //     delivery writes its row SENT;
 //   - otherwise STATE as stored (PENDING above the mark, SENT, DEAD).
@@ -52,13 +54,6 @@ func (v EventView) State() string {
 		` THEN 'SENT' ELSE ` + v.col("STATE") + ` END`
 }
 
-// SentAt returns the SQL of the row's delivery time: SENT_AT, or for a row the mark covers
-// the time of the first raise at or above it.
-func (v EventView) SentAt() string {
-	return `CASE WHEN ` + v.covered() + ` THEN (SELECT mr.SENT_AT FROM MSG_EVENT_MARK mr WHERE mr.TARGET = ` + v.col("TARGET") +
-		` AND mr.UPTO_EVENT_ID >= ` + v.col("EVENT_ID") + ` ORDER BY mr.UPTO_EVENT_ID LIMIT 1) ELSE ` + v.col("SENT_AT") + ` END`
-}
-
 // NextAttemptAt returns the SQL of the row's next attempt: none once SENT.
 func (v EventView) NextAttemptAt() string {
 	return `CASE WHEN ` + v.covered() + ` THEN NULL ELSE ` + v.col("NEXT_ATTEMPT_AT") + ` END`
@@ -79,12 +74,12 @@ func (v EventView) Is(st pipeline.EventStatus) (string, []any) {
 	return v.col("STATE") + ` = ?`, []any{string(st)}
 }
 
-// cols returns the columns queryEvents scans, with the effective STATE, SENT_AT and
-// NEXT_ATTEMPT_AT.
+// cols returns the columns queryEvents scans, with the effective STATE and NEXT_ATTEMPT_AT;
+// the sent time of a row the mark covers is filled in by fillSentAt.
 func (v EventView) cols() string {
 	return v.col("EVENT_ID") + `, ` + v.col("CMINMSGS_ID") + `, ` + v.col("TYPE_TAG") + `, ` + v.col("TARGET") + `, ` +
 		v.col("KIND") + `, ` + v.col("FLIGHT_KEY") + `, ` + v.State() + `, ` + v.col("ATTEMPTS") + `, ` + v.col("ERROR_CLASS") + `, ` +
-		v.col("LAST_ERROR") + `, ` + v.col("CREATED_AT") + `, ` + v.SentAt() + `, ` + v.NextAttemptAt() + `, ` +
+		v.col("LAST_ERROR") + `, ` + v.col("CREATED_AT") + `, ` + v.col("SENT_AT") + `, ` + v.NextAttemptAt() + `, ` +
 		v.col("FIRST_FAILED_AT") + `, ` + v.col("PAYLOAD")
 }
 
@@ -171,4 +166,49 @@ func (d *DB) stateQuery(ctx context.Context, s eventSelect) (string, []any, erro
 		q = `SELECT * FROM (` + strings.Join(parts, `) UNION ALL SELECT * FROM (`) + `)`
 	}
 	return q + ` ORDER BY ` + s.order + ` LIMIT ?`, append(args, s.limit), nil
+}
+
+// fillSentAt sets the sent time of the events of evs that the delivery mark made SENT (stored
+// PENDING, without SENT_AT): the time of the first raise of their target's mark at or above
+// each. It reads MSG_EVENT_MARK in primary key ranges, each from the lowest id still without
+// one: a correlated subquery per row would have MariaDB read every raise of the target below
+// the row (it looks a dependent subquery up by TARGET alone, not by a range).
+func (d *DB) fillSentAt(ctx context.Context, evs []*Event) error {
+	byTarget := map[string][]*Event{}
+	for _, e := range evs {
+		if e.State == pipeline.EventSent && e.SentAt == nil {
+			byTarget[e.Target] = append(byTarget[e.Target], e)
+		}
+	}
+	for target, es := range byTarget {
+		slices.SortFunc(es, func(a, b *Event) int { return cmp.Compare(a.EventID, b.EventID) })
+		for len(es) > 0 {
+			rows, err := d.SQL.QueryContext(ctx, `SELECT UPTO_EVENT_ID, SENT_AT FROM MSG_EVENT_MARK
+WHERE TARGET = ? AND UPTO_EVENT_ID >= ? ORDER BY UPTO_EVENT_ID LIMIT ?`, target, es[0].EventID, min(len(es), 256))
+			if err != nil {
+				return Unavailable(fmt.Errorf("sent times of %s's events: %w", target, err))
+			}
+			read := 0
+			for rows.Next() {
+				var upto int64
+				var at NullTime
+				if err := rows.Scan(&upto, &at); err != nil {
+					rows.Close()
+					return Unavailable(fmt.Errorf("sent times of %s's events: %w", target, err))
+				}
+				read++
+				for len(es) > 0 && es[0].EventID <= upto {
+					es[0].SentAt, es = at.Ptr(), es[1:]
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return Unavailable(fmt.Errorf("sent times of %s's events: %w", target, err))
+			}
+			if read == 0 {
+				break // no raise at or above them (none is deleted while it covers a row)
+			}
+		}
+	}
+	return nil
 }

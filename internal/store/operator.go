@@ -512,7 +512,7 @@ func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, erro
 	}
 	sqlq, args, err := d.stateQuery(ctx, eventSelect{
 		cols: `EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, ` + eventTable.State() + `, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
-CREATED_AT, ` + eventTable.SentAt() + `, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END`,
+CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END`,
 		colsArgs: []any{inline}, where: where, args: args, target: q.Target, byTarget: q.FLID == 0 && q.MsgID == 0, state: q.State,
 		order: order, limit: clampLimit(q.Limit)})
 	if err != nil {
@@ -548,10 +548,21 @@ CREATED_AT, ` + eventTable.SentAt() + `, ` + eventTable.NextAttemptAt() + `, FIR
 		}
 		out = append(out, e)
 	}
+	if err := rows.Err(); err != nil {
+		return nil, Unavailable(err)
+	}
+	rows.Close()
+	ptrs := make([]*Event, len(out))
+	for i := range out {
+		ptrs[i] = &out[i].Event
+	}
+	if err := d.fillSentAt(ctx, ptrs); err != nil {
+		return nil, err
+	}
 	if reverse {
 		slices.Reverse(out)
 	}
-	return out, Unavailable(rows.Err())
+	return out, nil
 }
 
 // EventPayload returns the stored payload of event id exactly as stored.
