@@ -222,31 +222,26 @@ func (x eventTx) MarkSent(target string, ids []int64, now time.Time) (int, error
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	mark, err := x.lockMark(target)
-	if err != nil {
-		return 0, err
-	}
 	// The PENDING rows above the mark up to the run's last id: the run itself, with the rows
 	// another writer moved on (DEAD) left out. The mark rises past the ones delivered here, up
 	// to the first that was not (a gap: another instance's stale run).
-	above, err := queryIDs(x.ctx, x.tx, "mark events sent: read the run", `SELECT EVENT_ID FROM MSG_EVENT`+headIndex(x.dialect)+`
-WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ? ORDER BY EVENT_ID`, target, mark, ids[len(ids)-1])
+	mark, above, err := x.readRun(target, ids[len(ids)-1])
 	if err != nil {
 		return 0, err
 	}
 	upto, marked := mark, 0
 	for _, id := range above {
-		if _, ok := slices.BinarySearch(ids, id.(int64)); !ok {
+		if _, ok := slices.BinarySearch(ids, id); !ok {
 			break
 		}
-		upto, marked = id.(int64), marked+1
+		upto, marked = id, marked+1
 	}
 	// The rest, one row each: a replayed (RETRY) event, or one beyond a gap. An id at or below
 	// the mark that is PENDING was delivered before: it is not counted again.
 	var rest []int64
 	j := 0
 	for _, id := range ids { // ids less above[:marked], both in order
-		if j < marked && above[j].(int64) == id {
+		if j < marked && above[j] == id {
 			j++
 			continue
 		}
@@ -277,6 +272,51 @@ WHERE TARGET = ? AND (STATE = '`+eventRetry+`' OR (STATE = 'PENDING' AND EVENT_I
 	return marked, x.countSent(target, marked, upto)
 }
 
+// readRun returns target's delivery mark and, in order, the ids of its PENDING rows above it
+// up to upto, in one statement that locks the mark's row and those rows on MySQL until the end
+// of the transaction (lockMark).
+func (x eventTx) readRun(target string, upto int64) (int64, []int64, error) {
+	q := `SELECT s.UPTO_EVENT_ID, e.EVENT_ID FROM MSG_EVENT_SENT s LEFT JOIN MSG_EVENT e` + headIndex(x.dialect) + `
+ON e.TARGET = s.TARGET AND e.STATE = 'PENDING' AND e.EVENT_ID > s.UPTO_EVENT_ID AND e.EVENT_ID <= ? WHERE s.TARGET = ?`
+	if x.dialect == MySQL {
+		q += ` FOR UPDATE`
+	}
+	for range 2 {
+		rows, err := x.tx.QueryContext(x.ctx, q, upto, target)
+		if err != nil {
+			return 0, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+		}
+		var (
+			mark  int64
+			found bool
+			ids   []int64
+		)
+		for rows.Next() {
+			var id sql.NullInt64
+			if err := rows.Scan(&mark, &id); err != nil {
+				rows.Close()
+				return 0, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+			}
+			found = true
+			if id.Valid {
+				ids = append(ids, id.Int64)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+		}
+		if found {
+			slices.Sort(ids)
+			return mark, ids, nil
+		}
+		if err := x.addMark(target); err != nil {
+			return 0, nil, err
+		}
+	}
+	return 0, nil, Unavailable(fmt.Errorf("read the delivery mark of %s: no row after adding it", target))
+}
+
 // lockMark returns target's delivery mark, its MSG_EVENT_SENT row locked until the end of the
 // transaction on MySQL (on SQLite the transaction holds the database's write lock), so that
 // two instances' writes of the same target take turns: each reads the mark the other left.
@@ -295,15 +335,23 @@ func (x eventTx) lockMark(target string) (int64, error) {
 		if err != sql.ErrNoRows {
 			return 0, Unavailable(fmt.Errorf("read the delivery mark of %s: %w", target, err))
 		}
-		ins := `INSERT INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES (?, 0, 0) ON CONFLICT (TARGET) DO NOTHING`
-		if x.dialect == MySQL {
-			ins = `INSERT IGNORE INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES (?, 0, 0)`
-		}
-		if _, err := x.tx.ExecContext(x.ctx, ins, target); err != nil {
-			return 0, Unavailable(fmt.Errorf("add the delivery mark of %s: %w", target, err))
+		if err := x.addMark(target); err != nil {
+			return 0, err
 		}
 	}
 	return 0, Unavailable(fmt.Errorf("read the delivery mark of %s: no row after adding it", target))
+}
+
+// addMark adds target's MSG_EVENT_SENT row (mark 0, nothing sent) unless it has one.
+func (x eventTx) addMark(target string) error {
+	ins := `INSERT INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES (?, 0, 0) ON CONFLICT (TARGET) DO NOTHING`
+	if x.dialect == MySQL {
+		ins = `INSERT IGNORE INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES (?, 0, 0)`
+	}
+	if _, err := x.tx.ExecContext(x.ctx, ins, target); err != nil {
+		return Unavailable(fmt.Errorf("add the delivery mark of %s: %w", target, err))
+	}
+	return nil
 }
 
 // countSent adds n events just marked SENT to target's total in MSG_EVENT_SENT and raises its
