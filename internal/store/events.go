@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -140,18 +141,30 @@ const pendingCols = `EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, 
 ERROR_CLASS, LAST_ERROR, CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, PAYLOAD`
 
 // PendingEvents returns up to limit PENDING events of target in EVENT_ID order: the head first.
-// It reads two ranges of the (TARGET, STATE, EVENT_ID) index, never the delivered rows the
-// mark covers: the PENDING rows above target's delivery mark and the RETRY (replayed) rows,
-// almost always none.
+// It reads ranges of the (TARGET, STATE, EVENT_ID) index, never the delivered rows the mark
+// covers: the PENDING rows above target's delivery mark, and the RETRY (replayed) rows. As
+// there are almost never any of those, the first read asks only whether there are; the two
+// ranges are read together (a UNION ALL, a tenth of a millisecond more on MariaDB) only when
+// there are, or when nothing is above the mark.
 func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
-	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(d.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?") +
-		` ORDER BY EVENT_ID LIMIT ?`
+	const fromAbove = ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `
+	anyRetry := `CASE WHEN EXISTS (SELECT 1 FROM MSG_EVENT r WHERE r.TARGET = ? AND r.STATE = '` + eventRetry + `') THEN '` +
+		eventRetry + `' ELSE 'PENDING' END`
+	evs, err := queryEvents(ctx, d.SQL, `SELECT `+strings.Replace(pendingCols, `'PENDING'`, anyRetry, 1)+` FROM MSG_EVENT`+
+		headIndex(d.Dialect)+fromAbove+MarkOf("?")+` ORDER BY EVENT_ID LIMIT ?`, target, target, target, limit)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
+	}
+	if len(evs) > 0 && evs[0].State == pipeline.EventPending {
+		return evs, nil
+	}
+	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(d.Dialect) + fromAbove + MarkOf("?") + ` ORDER BY EVENT_ID LIMIT ?`
 	retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
 	q := `(` + above + `) UNION ALL (` + retry + `)`
 	if d.Dialect == SQLite {
 		q = `SELECT * FROM (` + above + `) UNION ALL SELECT * FROM (` + retry + `)`
 	}
-	evs, err := queryEvents(ctx, d.SQL, q, target, target, limit, target, limit)
+	evs, err = queryEvents(ctx, d.SQL, q, target, target, limit, target, limit)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
 	}
