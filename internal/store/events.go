@@ -424,9 +424,21 @@ type EventCount struct {
 // scan of the (TARGET, STATE, EVENT_ID) index (one seek per target), each target's PENDING and
 // DEAD counts from its index range, the oldest of each from its first row in EVENT_ID order,
 // and the SENT count from MSG_EVENT_SENT (every event ever sent, including rows since
-// deleted). A state with no events is left out.
+// deleted). A state with no events is left out. All are read in one snapshot (readSnapshot),
+// so an event the dispatcher marks SENT meanwhile is counted once.
 func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
-	targets, err := d.eventTargets(ctx)
+	var out []EventCount
+	err := d.readSnapshot(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = eventCounts(ctx, tx)
+		return err
+	})
+	return out, err
+}
+
+// eventCounts is EventCounts in transaction tx.
+func eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, error) {
+	targets, err := eventTargets(ctx, tx)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("event counts: %w", err))
 	}
@@ -437,7 +449,7 @@ func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
 			sent                   sql.NullInt64
 			oldestPend, oldestDead NullTime
 		)
-		err := d.SQL.QueryRowContext(ctx, `SELECT
+		err := tx.QueryRowContext(ctx, `SELECT
  (SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING'),
  (SELECT CREATED_AT FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'PENDING' ORDER BY EVENT_ID LIMIT 1),
  (SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'DEAD'),
@@ -462,8 +474,8 @@ func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
 // eventTargets returns, sorted, every target that has events in MSG_EVENT or has sent any:
 // a recursive query seeks the index once per target (a loose index scan) instead of reading
 // every row.
-func (d *DB) eventTargets(ctx context.Context) ([]string, error) {
-	rows, err := d.SQL.QueryContext(ctx, `WITH RECURSIVE t (NAME) AS (
+func eventTargets(ctx context.Context, q querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t (NAME) AS (
   SELECT MIN(TARGET) FROM MSG_EVENT
   UNION ALL
   SELECT (SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > t.NAME) FROM t WHERE t.NAME IS NOT NULL

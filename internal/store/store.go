@@ -345,6 +345,30 @@ func txOn(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	return nil
 }
 
+// readSnapshot runs fn in a read-only transaction whose reads all see the database as of its
+// first read, so counts read in several statements add up even while the pump commits. On
+// MySQL it is REPEATABLE READ (the sessions run READ COMMITTED, where each statement sees what
+// is committed when it starts); on SQLite a deferred BEGIN, a WAL read transaction, which
+// neither takes the write lock (the DSN's _txlock=immediate is for writes) nor waits for the
+// write gate (stmtcache.go).
+func (d *DB) readSnapshot(ctx context.Context, fn func(*sql.Tx) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if d.Dialect == MySQL {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := d.SQL.BeginTx(ctx, opts)
+	if err != nil {
+		return Unavailable(fmt.Errorf("store: begin a read: %w", err))
+	}
+	defer tx.Rollback() // it wrote nothing
+	return fn(tx)
+}
+
+// rowQuerier is what a count needs of a pool or a transaction.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // ErrUnavailable marks a failure to reach the database; the inbox answers 503 on it.
 var ErrUnavailable = errors.New("database unavailable")
 

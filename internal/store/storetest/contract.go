@@ -111,6 +111,7 @@ var contractCases = []struct {
 	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
 	{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
 	{"StateCounterMatchesCountByState", stateCounterMatchesCountByState},
+	{"StateCounterCountsACommittedBatchOnce", stateCounterCountsACommittedBatchOnce},
 }
 
 // A batch whose messages defer their events (DeferWrites) writes them at Flush, in message
@@ -1297,4 +1298,83 @@ func stateCounterMatchesCountByState(t *testing.T, db Store) {
 		t.Fatal(err)
 	}
 	same("a finished row deleted, after a refresh")
+}
+
+// A StateCounter reads one call's counts in one snapshot: a pump batch committed between its
+// count of the unfinished states and that of the finished ones (here PENDING messages made
+// SUCCEEDED, above the base's head) is counted in its old states, not in both, so the counts
+// add up to the messages; the next call counts it in its new ones. The reads hold no write
+// lock: the batch commits at once, not after a wait of the busy timeout.
+func stateCounterCountsACommittedBatchOnce(t *testing.T, db Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<1/>", "<2/>", "<3/>", "<4/>", "<5/>", "<6/>", "<7/>", "<8/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	succeed := func(i int) {
+		t.Helper()
+		if _, _, err := db.Succeed(ctx, ids[i], store.Success{TypeTag: "X-Y", Identity: fmt.Sprintf("once|%d", i)}, nil, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	succeed(0)
+	succeed(1)
+	c := db.NewStateCounter()
+	c.Every = time.Hour
+	if _, err := c.Counts(ctx, now); err != nil { // the base: 2 SUCCEEDED below ids[2]
+		t.Fatal(err)
+	}
+	succeed(2)
+	succeed(3)
+	if err := db.Record(ctx, ids[4], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1,
+		FirstFailedAt: now, NextAttemptAt: now, LastError: "down"}, now); err != nil {
+		t.Fatal(err)
+	}
+	before, err := db.CountByState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.BetweenReads = func() {
+		c.BetweenReads = nil
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		b, err := db.BeginBatch(bctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for i := 5; i < 8; i++ {
+			s := store.Success{From: store.Version{State: pipeline.Pending}, TypeTag: "X-Y", Identity: fmt.Sprintf("once|%d", i)}
+			if _, _, err := b.Succeed(bctx, ids[i], s, nil, now); err != nil {
+				b.Rollback()
+				t.Error(err)
+				return
+			}
+		}
+		if err := b.Commit(bctx); err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := c.Counts(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BetweenReads != nil {
+		t.Fatal("the batch was not committed between the reads")
+	}
+	total := 0
+	for _, n := range got {
+		total += n
+	}
+	if total != len(ids) || fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("a batch committed between the reads: counts %v (%d messages), want %v (%d)", got, total, before, len(ids))
+	}
+	after, err := db.CountByState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = c.Counts(ctx, now); err != nil || fmt.Sprint(got) != fmt.Sprint(after) || after[pipeline.Pending] != 0 {
+		t.Fatalf("the next call: counts %v %v, CountByState %v", got, err, after)
+	}
 }
