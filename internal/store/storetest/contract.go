@@ -93,6 +93,7 @@ var contractCases = []struct {
 	{"LeaseContract", leaseContract},
 	{"ArchiveMovesOnlySucceededAndSkippedMessages", archiveMovesOnlySucceededAndSkippedMessages},
 	{"ArchiveWorksInChunks", archiveWorksInChunks},
+	{"ArchiveBoundsAChunkByItsBytes", archiveBoundsAChunkByItsBytes},
 	{"ReplayAfterArchiveReadsTheHistory", replayAfterArchiveReadsTheHistory},
 	{"TimesKeepMicrosecondsInUTC", timesKeepMicrosecondsInUTC},
 	{"FenceStopsAReplacedPump", fenceStopsAReplacedPump},
@@ -619,6 +620,39 @@ func archiveWorksInChunks(t *testing.T, db Store) {
 	db.SQLDB().QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
 	if live != len(ids)-want || hst != want {
 		t.Fatalf("after archive: %d live, %d history; want %d and %d", live, hst, len(ids)-want, want)
+	}
+}
+
+// Schedules of megabytes each are archived a few per transaction, not ArchiveChunk at once
+// (hundreds of megabytes in one transaction, one Galera write set).
+func archiveBoundsAChunkByItsBytes(t *testing.T, db Store) {
+	ctx := context.Background()
+	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+	big := store.ArchiveChunkBytes * 2 / 5 // two fit in a chunk, three do not
+	raws := make([]string, 3)
+	for i := range raws {
+		raws[i] = fmt.Sprintf("<m n=\"%d\">%s</m>", i, strings.Repeat("é", big/2))
+	}
+	var ids []int64
+	for _, raw := range raws { // one per commit: three in one are over MariaDB's packet
+		got, err := db.InsertMessages(ctx, []string{raw}, old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	Exec(t, db, `UPDATE PROC_STATE SET STATE = 'SUCCEEDED', PROCESSED_AT = '2026-11-01 09:00:00.000000'`)
+	var reports []int
+	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour), old.Add(48*time.Hour), func(moved int) { reports = append(reports, moved) })
+	if err != nil || n != 3 {
+		t.Fatalf("archived %d (%v), want 3", n, err)
+	}
+	if !slices.Equal(reports, []int{2, 3}) {
+		t.Fatalf("progress per chunk %v, want [2 3]: two messages of %d bytes per chunk of at most %d", reports, big, store.ArchiveChunkBytes)
+	}
+	var hst string
+	if err := db.SQLDB().QueryRow(`SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS_HST WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&hst); err != nil || hst != raws[2] {
+		t.Fatalf("the third message in the history: %d bytes (%v), want %d", len(hst), err, len(raws[2]))
 	}
 }
 
