@@ -54,7 +54,6 @@ func (d *DB) ride(ctx context.Context, op string, fn func(*sql.Tx) error) error 
 	// Queued for the gate too: a host that takes r first cancels the wait.
 	tx, err := d.SQL.BeginTx(rctx, nil)
 	q.mu.Lock()
-	var group []*rider
 	switch {
 	case r.taken: // a host carries r: give the gate back if it came all the same
 		q.mu.Unlock()
@@ -66,7 +65,7 @@ func (d *DB) ride(ctx context.Context, op string, fn func(*sql.Tx) error) error 
 		q.mu.Unlock()
 		return Unavailable(fmt.Errorf("store: begin: %w", err))
 	default: // r leads: its transaction carries every rider queued
-		group = q.takeLocked(r)
+		group := q.takeLocked(r)
 		q.mu.Unlock()
 		err = carry(ctx, tx, group)
 		if err == nil {
