@@ -187,8 +187,9 @@ type EventTx interface {
 
 // EventTx runs fn in one transaction; fn's error rolls it back. A transaction that ends in a
 // conflict (IsConflict) is done again from its start, a bounded number of times (RetryTx).
+// On SQLite fn rides the commit of the transaction that holds the write lock next (riders.go).
 func (d *DB) EventTx(ctx context.Context, fn func(EventTx) error) error {
-	return d.RetryTx(ctx, "dispatch", func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: d.Dialect}) })
+	return d.ride(ctx, "dispatch", func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: d.Dialect}) })
 }
 
 type eventTx struct {

@@ -75,6 +75,8 @@ type DB struct {
 	myHosts   []string         // MySQL: database.hosts, the nodes in order (failover.go)
 
 	conflictHook func(op string) // set by SetConflictHook (conflict.go)
+
+	riders *riders // SQLite: the short writes waiting to ride a commit (riders.go); nil on MySQL
 }
 
 //go:embed migrations
@@ -203,7 +205,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	// compiled and its page cache filled anew.
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	d := &DB{SQL: db, Dialect: SQLite, leaseSQL: leasePool(connector)}
+	d := &DB{SQL: db, Dialect: SQLite, leaseSQL: leasePool(connector), riders: &riders{}}
 	if err := db.PingContext(ctx); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))

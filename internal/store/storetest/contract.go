@@ -107,6 +107,7 @@ var contractCases = []struct {
 	{"DueReadsStateAndRawInOrder", dueReadsStateAndRawInOrder},
 	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
 	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
+	{"WritesDuringABatchKeepTheirOwnOutcome", writesDuringABatchKeepTheirOwnOutcome},
 	{"ADeferringBatchWritesEveryEventInOrder", aDeferringBatchWritesEveryEventInOrder},
 	{"ABatchBackFillsEachMessageWithItsOwnMeta", aBatchBackFillsEachMessageWithItsOwnMeta},
 	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
@@ -413,6 +414,70 @@ func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
 // a batch of an instance that lost the lease commits nothing (ErrFenced), and (MySQL, where
 // the lease row has a lock of its own) an open batch does not keep the lease from being
 // renewed or taken: the row is locked only for the commit.
+// writesDuringABatchKeepTheirOwnOutcome: the inbox's insert and an outbox write made while
+// the pump's batch is open return once they are durable (or with their own error), whether
+// the batch commits or rolls back (on SQLite they ride the batch's commit: riders.go).
+func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x",
+		From: store.Version{State: pipeline.Pending}}
+	refused := errors.New("refused")
+	for i, commit := range []bool{true, false} {
+		b, err := db.BeginBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Record(ctx, ids[i], dead, now); err != nil {
+			t.Fatal(err)
+		}
+		type inserted struct {
+			ids []int64
+			err error
+		}
+		inbox, outbox := make(chan inserted, 1), make(chan error, 1)
+		go func() {
+			got, err := db.InsertMessages(ctx, []string{"<during/>"}, now)
+			inbox <- inserted{got, err}
+		}()
+		go func() {
+			outbox <- db.EventTx(ctx, func(tx store.EventTx) error {
+				if _, err := tx.MarkSent("T", []int64{1}, now); err != nil {
+					return err
+				}
+				return refused
+			})
+		}()
+		time.Sleep(20 * time.Millisecond) // both wait for the batch's lock on SQLite
+		want := pipeline.Pending
+		if commit {
+			want = pipeline.Dead
+			if err := b.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			b.Rollback()
+		}
+		in := <-inbox
+		if in.err != nil || len(in.ids) != 1 || in.ids[0] <= ids[1] {
+			t.Fatalf("insert during a batch (commit %v): %v %v", commit, in.ids, in.err)
+		}
+		if m, err := db.GetMessage(ctx, in.ids[0]); err != nil || m.State != pipeline.Pending {
+			t.Fatalf("message inserted during a batch (commit %v): %+v %v", commit, m, err)
+		}
+		if err := <-outbox; !errors.Is(err, refused) {
+			t.Fatalf("outbox write during a batch (commit %v): %v, want %v", commit, err, refused)
+		}
+		if m, err := db.GetMessage(ctx, ids[i]); err != nil || m.State != want {
+			t.Fatalf("the batch's own write (commit %v): %+v %v", commit, m, err)
+		}
+	}
+}
+
 func batchIsFencedAndRollsBack(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
