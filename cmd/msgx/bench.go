@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"msgx/internal/app"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"msgx/internal/app"
 	"msgx/internal/bench"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -26,6 +26,7 @@ func benchCmd(args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	dsn := fs.String("dsn", "", "sqlite: run on this new `FILE` instead of a temporary one")
 	database := fs.String("database", "", "mysql: the scratch database `NAME` to create and drop (default "+bench.DefaultDatabase+")")
+	sinkDir := fs.String("sink-dir", "", "where the file sinks write, in a temporary `DIR` of their own (default: "+bench.MemoryDir+" if present)")
 	floorTime := fs.Duration("floor-time", bench.DefaultFloorTime, "how long (`D`) each floor measurement runs")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the processed phase to `FILE`")
 	history := fs.Int("history", 0, "`H`: finished messages put in the bench database first (processing cost must not grow with it)")
@@ -40,8 +41,7 @@ func benchCmd(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
-	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database}, bench.Options{
+	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, SinkDir: *sinkDir}, bench.Options{
 		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),

@@ -45,7 +45,8 @@ func TestBench(t *testing.T) {
 
 func benchOnce(t *testing.T, db dbEnv, workload string) {
 	profile := filepath.Join(t.TempDir(), "cpu.prof")
-	args := []string{"bench", "--json", "--messages", "200", "--rate", "100", "--floor-time", "500ms", "--cpuprofile", profile}
+	sinks := t.TempDir()
+	args := []string{"bench", "--json", "--messages", "200", "--rate", "100", "--floor-time", "500ms", "--cpuprofile", profile, "--sink-dir", sinks}
 	if workload != "day" {
 		args = append(args, "--workload", workload)
 	}
@@ -72,6 +73,9 @@ func benchOnce(t *testing.T, db dbEnv, workload string) {
 	}
 	if targets, _ := res["targets"].(map[string]any); workload == "day" && len(targets) != 4 {
 		t.Errorf("targets %v, want request→SENT on each of the four", res["targets"])
+	}
+	if left, _ := os.ReadDir(sinks); res["sinks_dir"] != sinks || len(left) > 0 {
+		t.Errorf("sinks_dir %v, want %s (--sink-dir), and nothing left in it (%d entries)", res["sinks_dir"], sinks, len(left))
 	}
 	if res["driver"] != db.Driver {
 		t.Errorf("driver %v, want %s", res["driver"], db.Driver)

@@ -36,7 +36,6 @@ package main_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -46,7 +45,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,6 +52,7 @@ import (
 	"msgx/internal/client"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/syncbuf"
 )
 
 var binary string
@@ -172,22 +171,7 @@ type server struct {
 }
 
 // syncBuffer collects a process's output; the test reads it while the process writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ syncbuf.Buffer }
 
 // start runs msgx serve with the given extra environment and waits for /healthz. With no
 // MSGX_DATABASE_* in env it runs on the SQLite file in dataDir; dbEnv.start runs it on the

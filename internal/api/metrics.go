@@ -22,7 +22,7 @@ type MetricsStore interface {
 	CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error)
 	Head(ctx context.Context) (*store.Message, error)
 	Pauses(ctx context.Context) ([]store.Pause, error)
-	DeadCounts(ctx context.Context) (store.DeadCounts, error)
+	DeadCountsWith(ctx context.Context, events []store.EventCount) (store.DeadCounts, error)
 	store.Events
 }
 
@@ -93,7 +93,11 @@ func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, cou
 		paused[p.Name] = true
 	}
 	s.PumpPaused = paused[store.PumpPause]
-	dead, err := db.DeadCounts(ctx)
+	events, err := db.EventCounts(ctx) // once, for the dead events and the targets
+	if err != nil {
+		return nil, err
+	}
+	dead, err := db.DeadCountsWith(ctx, events)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +105,7 @@ func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, cou
 		store.DeadMessage: {Dead: dead.Messages.Dead, Acknowledged: dead.Messages.Acknowledged},
 		store.DeadEvent:   {Dead: dead.Events.Dead, Acknowledged: dead.Events.Acknowledged},
 	}
-	stats, err := dispatch.Stats(ctx, db, now)
+	stats, err := dispatch.StatsWith(ctx, db, events, now)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,11 @@ func (c *countingStore) Head(ctx context.Context) (*store.Message, error) {
 	c.count("Head")
 	return c.DB.Head(ctx)
 }
+func (c *countingStore) DeadCounts(ctx context.Context) (store.DeadCounts, error) {
+	c.count("DeadCounts")
+	c.count("EventCounts") // store.DB's DeadCounts reads the outbox's counts itself
+	return c.DB.DeadCounts(ctx)
+}
 func (c *countingStore) EventCounts(ctx context.Context) ([]store.EventCount, error) {
 	c.count("EventCounts")
 	return c.DB.EventCounts(ctx)
@@ -124,7 +129,7 @@ func wantLines(t testing.TB, body string, want ...string) {
 }
 
 // The inbox counts what it stores; the sampler reads the state through index-bounded
-// queries; a scrape then shows it with ages taken at the scrape's time, and makes no call to
+// queries, the outbox's counts once; a scrape then shows it with ages taken at the scrape's time, and makes no call to
 // the database but the ping of msgx_database_up. An instance with no sample (a standby)
 // shows no queue gauges, and says it does not hold the lease.
 func TestMetricsScrapeReadsNoTable(t *testing.T) {
@@ -186,9 +191,13 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cs.taken()
 	snap, err := api.SampleState(ctx, cs, clock, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := cs.taken()["EventCounts"]; n != 1 {
+		t.Errorf("a sample read the outbox's counts %d times, want once", n)
 	}
 	// Counted by a StateCounter instead (as `msgx serve` does): the same counts.
 	snap2, err := api.SampleState(ctx, cs, clock, api.CounterCounts(db.NewStateCounter(), clock))

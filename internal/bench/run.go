@@ -63,7 +63,7 @@ type Options struct {
 	Config    config.Config // msgx's settings (pipeline, delivery, schd, sis.timezone, http limits)
 	DB        DB            // the bench database (not migrated yet); never the production one
 	Build     app.Builder   // msgx on DB, as serve builds it (app.On(DB); Scratch.Build)
-	WorkDir   string        // a temporary directory for the file sinks
+	WorkDir   string        // a temporary directory for the file sinks (RunOnScratch: ScratchOptions.SinkDir)
 	Workload  string        // WorkloadDay (when empty) or WorkloadClassic
 	Messages  int           // N (DefaultMessages when 0): FLOPs of a day, or the classic phases' messages
 	Flights   int           // the day workload's flights (0: as many as give about N FLOPs)
@@ -111,6 +111,7 @@ type Result struct {
 	Driver   string  `json:"driver"`
 	Workload string  `json:"workload"`
 	Database string  `json:"database"`
+	Sinks    string  `json:"sinks_dir"` // where the file sinks wrote (RunOnScratch)
 	Messages int     `json:"messages"`
 	Clients  int     `json:"clients"`
 	Rate     float64 `json:"rate"`

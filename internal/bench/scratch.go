@@ -34,9 +34,19 @@ type ScratchOptions struct {
 	// Database is the scratch MySQL database, created on the configured server and dropped at
 	// the end (DefaultDatabase when empty).
 	Database string
-	// WorkDir is the bench's temporary directory (the default SQLite file, the file sinks).
+	// WorkDir is the bench's temporary directory (the default SQLite file).
 	WorkDir string
+	// SinkDir is where RunOnScratch makes the file sinks' temporary directory: empty, in
+	// MemoryDir when the system has one, else in WorkDir's.
+	SinkDir string
 }
+
+// MemoryDir is a memory-backed directory (tmpfs) the file sinks write to by default: they
+// stand in for the remote services of production (Kafka, Redis, Elasticsearch), whose
+// acknowledgement costs the database's disk nothing, whereas a file sink's fsync on that disk
+// queues with the database's own commits (on the development machine it doubled the send
+// stage's p50 and took request→SENT p99 from ~60 ms to ~100 ms).
+const MemoryDir = "/dev/shm"
 
 // Scratch is the open bench database; Close closes it and removes what the bench created.
 type Scratch struct {

@@ -156,3 +156,26 @@ func TestMySQLScratchUnreachable(t *testing.T) {
 		t.Fatalf("err %v, want store.ErrUnavailable", err)
 	}
 }
+
+// The file sinks write to memory when the system has a memory-backed directory (they stand
+// in for remote services, whose acknowledgement costs the database's disk nothing), else
+// beside the bench's database.
+func TestSinkDirDefaultsToMemory(t *testing.T) {
+	work := t.TempDir()
+	dir, err := sinkDir("", work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	want := work
+	if fi, err := os.Stat(MemoryDir); err == nil && fi.IsDir() {
+		want = MemoryDir
+	}
+	if filepath.Dir(dir) != want {
+		t.Errorf("the sinks' directory %s is not in %s", dir, want)
+	}
+	own := t.TempDir()
+	if dir, err := sinkDir(own, work); err != nil || filepath.Dir(dir) != own {
+		t.Errorf("sinkDir(%s) = %s, %v; want a directory in it", own, dir, err)
+	}
+}

@@ -18,9 +18,10 @@ import (
 // commit with its writes once it has sent. The first commit that finds no group forming leads
 // one: it may wait while other steps are still sending (Options.CommitLinger, none by
 // default), then begins the transaction, and takes into the group every write queued by the
-// time the transaction has begun. On SQLite beginning means waiting for the write lock behind
-// the pump and the inbox, so the writes that come while the leader waits for it ride along:
-// the wait the database imposes anyway is the group's window. A write that comes after the
+// time the transaction has begun. On SQLite the transaction rides the commit of whichever
+// transaction holds the write lock (the pump's batch, the inbox's insert: store's riders), and
+// the group is taken when that one carries it, so the writes that come while the leader waits
+// ride along: the wait the database imposes anyway is the group's window. A write that comes after the
 // group was taken leads the next group at once (its transaction queues for the lock right
 // behind). Each step still waits for its own commit before its next read, so a target's
 // events are marked in order, and its writes keep their fences. When the shared transaction

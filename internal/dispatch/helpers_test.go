@@ -1,7 +1,6 @@
 package dispatch_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"msgx/internal/dispatch"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
+	"msgx/internal/syncbuf"
 	"msgx/internal/target"
 )
 
@@ -183,24 +183,13 @@ func wantState(t *testing.T, db *store.DB, state string, evIDs ...int64) {
 }
 
 // logBuf collects JSON log lines.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type logBuf struct{ syncbuf.Buffer }
 
 // lines returns the decoded log lines whose msg is msg.
 func (l *logBuf) lines(t *testing.T, msg string) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}

@@ -139,6 +139,11 @@ func Stats(ctx context.Context, db store.Events, now time.Time) ([]TargetStats, 
 	if err != nil {
 		return nil, err
 	}
+	return StatsWith(ctx, db, counts, now)
+}
+
+// StatsWith is Stats with the outbox's counts already read (store.Events.EventCounts).
+func StatsWith(ctx context.Context, db store.Events, counts []store.EventCount, now time.Time) ([]TargetStats, error) {
 	byName := map[string]*TargetStats{}
 	for _, c := range counts {
 		s := byName[c.Target]

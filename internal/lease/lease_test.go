@@ -6,12 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
+	"msgx/internal/syncbuf"
 )
 
 // handClock is a clock the test sets.
@@ -406,24 +406,6 @@ func (h *hungDB) RenewLease(ctx context.Context, name, holder string, ttl time.D
 
 func (h *hungDB) Ping(ctx context.Context) error { return h.wait(ctx) }
 
-// syncBuffer is a log destination safe for the keeper's goroutine and the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A database that hangs (takes the calls, answers nothing) is noticed within one renewal
 // period, in real time, and the warning is logged before the workers are stopped: they may be
 // stuck in a query of their own until the connection's read deadline, and the operator must
@@ -433,7 +415,7 @@ func TestHungDatabaseIsNoticedWithinARenewalPeriod(t *testing.T) {
 	clock := pipeline.SystemClock{}
 	f := &fakeLeases{clock: &handClock{}}
 	db := &hungDB{leaseConn: leaseConn{f: f, who: "a"}, hang: make(chan struct{})}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	stopping := make(chan time.Time, 1)
 	release := make(chan struct{})
 	k := &Keeper{

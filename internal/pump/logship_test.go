@@ -1,13 +1,11 @@
 package pump_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,25 +15,8 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/store/storetest"
+	"msgx/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for the pump's and the test's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // With logstash gone, the pump processes every message as it would without log shipping:
 // the shipped lines beyond the queue are dropped and counted, the local log has them all,
@@ -57,7 +38,7 @@ func TestPumpIsUnaffectedByLogstashDown(t *testing.T) {
 
 	traces := logship.NewTraces(1000)
 	db.SetTraceHook(traces.Remember)
-	var local syncBuffer
+	var local syncbuf.Buffer
 	log := slog.New(logship.Correlate(logship.Tee(slog.NewJSONHandler(&local, nil), slog.NewJSONHandler(ship, nil)), traces))
 	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: clock, Logger: log,

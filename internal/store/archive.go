@@ -24,9 +24,14 @@ func (d *DB) Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
 	return "", false, nil
 }
 
-// ArchiveChunk is how many messages one archive transaction moves: a table of millions of
-// rows is archived in many short transactions, never one that holds the database for long.
-const ArchiveChunk = 500
+// ArchiveChunk is how many messages one archive transaction moves at most, and
+// ArchiveChunkBytes how many bytes of message text (at least one message, however large): a
+// table of millions of rows, or of schedules of megabytes each, is archived in many short
+// transactions, never one that holds the database (or a Galera write set) for long.
+const (
+	ArchiveChunk      = 500
+	ArchiveChunkBytes = 8 << 20
+)
 
 // Archive moves the messages that finished for good (SUCCEEDED or SKIPPED) with ids up to
 // maxID and processed before `before` from CMINMSGS to CMINMSGS_HST, ArchiveChunk rows per
@@ -83,14 +88,13 @@ func queryIDs(ctx context.Context, tx *sql.Tx, what, query string, args ...any) 
 	return ids, nil
 }
 
-// archiveChunk moves up to ArchiveChunk archivable rows with ids in (after, maxID] and returns
-// how many it moved and the highest id it looked at (0 when there was none).
+// archiveChunk moves up to ArchiveChunk archivable rows, and ArchiveChunkBytes of their text,
+// with ids in (after, maxID] and returns how many it moved and the highest id it took (0 when
+// there was none).
 func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before, now time.Time) (moved int, last int64, err error) {
 	err = d.Tx(ctx, func(tx *sql.Tx) error {
 		moved, last = 0, 0
-		ids, err := queryIDs(ctx, tx, "archive", `SELECT c.CMINMSGS_ID FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
-			WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_ID <= ? AND p.STATE IN (?, ?) AND p.PROCESSED_AT < ?
-			ORDER BY c.CMINMSGS_ID LIMIT ?`, after, maxID, pipeline.Succeeded, pipeline.Skipped, T(before), ArchiveChunk)
+		ids, err := archivable(ctx, tx, after, maxID, before)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -115,4 +119,38 @@ func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before, now t
 		return nil
 	})
 	return moved, last, err
+}
+
+// archivable returns the ids of the next chunk to archive after `after`: in id order, up to
+// ArchiveChunk of them and as many as fit ArchiveChunkBytes of text, at least one.
+func archivable(ctx context.Context, tx *sql.Tx, after, maxID int64, before time.Time) ([]any, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT c.CMINMSGS_ID, OCTET_LENGTH(c.CMINMSGS_CLOB_MSG) FROM CMINMSGS c
+		JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
+		WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_ID <= ? AND p.STATE IN (?, ?) AND p.PROCESSED_AT < ?
+		ORDER BY c.CMINMSGS_ID LIMIT ?`, after, maxID, pipeline.Succeeded, pipeline.Skipped, T(before), ArchiveChunk)
+	if err != nil {
+		return nil, Unavailable(fmt.Errorf("archive: select: %w", err))
+	}
+	defer rows.Close()
+	var (
+		ids   []any
+		bytes int64
+	)
+	for rows.Next() {
+		var (
+			id int64
+			n  sql.NullInt64
+		)
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, Unavailable(fmt.Errorf("archive: %w", err))
+		}
+		if bytes += n.Int64; len(ids) > 0 && bytes > ArchiveChunkBytes {
+			break
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Unavailable(fmt.Errorf("archive: %w", err))
+	}
+	return ids, nil
 }

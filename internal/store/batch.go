@@ -317,13 +317,22 @@ func (b *Batch) Tx() *sql.Tx { return b.tx }
 // MySQL, so a take-over waits for this commit rather than overlapping it) and commits the
 // batch; on return without error every message of it is durable. A batch of an instance
 // that no longer holds the lease is rolled back (ErrFenced): nothing of it is written.
+// On SQLite the batch carries the writes queued to ride (riders.go) into its commit.
 func (b *Batch) Commit(ctx context.Context) error {
 	defer b.conn.Close()
 	if err := b.d.checkFence(ctx, b.tx); err != nil {
 		b.tx.Rollback()
 		return err
 	}
-	if err := b.tx.Commit(); err != nil {
+	group := b.d.riders.take()
+	err := carry(ctx, b.tx, group)
+	if err != nil {
+		b.tx.Rollback()
+	} else {
+		err = b.tx.Commit()
+	}
+	settle(group, err == nil)
+	if err != nil {
 		return Unavailable(fmt.Errorf("store: commit batch: %w", err))
 	}
 	return nil

@@ -22,12 +22,16 @@ import (
 // Every, which also takes in what changes the rows below the head: finished rows deleted by
 // retention, and a gateway row adopted late below the head. Between two bases those two can
 // make the finished counts differ from the rows by what happened meanwhile; everything else
-// is exact.
+// is exact. A call reads all its counts in one snapshot (and a refresh its head and its base),
+// so a batch the pump commits meanwhile is counted once, in its old states or its new.
 type StateCounter struct {
 	db *DB
 	// Every is how old the base may get before a call counts it again in the background
 	// (default a minute).
 	Every time.Duration
+	// BetweenReads, if set, runs in each call between its count of the unfinished states and
+	// that of the finished ones: a test's seam, to commit a batch there.
+	BetweenReads func()
 
 	mu         sync.Mutex
 	base       map[pipeline.ProcStatus]int // SUCCEEDED and SKIPPED below `below`
@@ -71,11 +75,18 @@ func (c *StateCounter) Counts(ctx context.Context, now time.Time) (map[pipeline.
 			c.mu.Unlock()
 		}()
 	}
-	out, err := c.db.CountStates(ctx, pipeline.Pending, pipeline.Failed, pipeline.Dead)
-	if err != nil {
-		return nil, err
-	}
-	above, err := c.db.countFinished(ctx, `CMINMSGS_ID >= ?`, below)
+	var out, above map[pipeline.ProcStatus]int
+	err := c.db.readSnapshot(ctx, func(tx *sql.Tx) error {
+		var err error
+		if out, err = countStates(ctx, tx, pipeline.Pending, pipeline.Failed, pipeline.Dead); err != nil {
+			return err
+		}
+		if c.BetweenReads != nil {
+			c.BetweenReads()
+		}
+		above, err = countFinished(ctx, tx, `CMINMSGS_ID >= ?`, below)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -87,15 +98,21 @@ func (c *StateCounter) Counts(ctx context.Context, now time.Time) (map[pipeline.
 
 // Refresh counts the base again: the finished messages below the current head.
 func (c *StateCounter) Refresh(ctx context.Context, now time.Time) error {
-	var head sql.NullInt64
-	err := c.db.SQL.QueryRowContext(ctx, `SELECT MIN(ID) FROM (
+	var (
+		head sql.NullInt64
+		base map[pipeline.ProcStatus]int
+	)
+	err := c.db.readSnapshot(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT MIN(ID) FROM (
   SELECT MIN(CMINMSGS_ID) AS ID FROM PROC_STATE WHERE STATE = 'PENDING'
   UNION ALL SELECT MIN(CMINMSGS_ID) FROM PROC_STATE WHERE STATE = 'FAILED'
   UNION ALL SELECT MAX(CMINMSGS_ID) + 1 FROM PROC_STATE) h`).Scan(&head)
-	if err != nil {
-		return Unavailable(fmt.Errorf("count messages: find the head: %w", err))
-	}
-	base, err := c.db.countFinished(ctx, `CMINMSGS_ID < ?`, head.Int64)
+		if err != nil {
+			return Unavailable(fmt.Errorf("count messages: find the head: %w", err))
+		}
+		base, err = countFinished(ctx, tx, `CMINMSGS_ID < ?`, head.Int64)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -112,13 +129,13 @@ func (c *StateCounter) every() time.Duration {
 	return c.Every
 }
 
-// countFinished counts the SUCCEEDED and SKIPPED messages whose id meets cond (one ? for id),
-// each over its range of the (STATE, CMINMSGS_ID) index.
-func (d *DB) countFinished(ctx context.Context, cond string, id int64) (map[pipeline.ProcStatus]int, error) {
+// countFinished counts on q the SUCCEEDED and SKIPPED messages whose id meets cond (one ? for
+// id), each over its range of the (STATE, CMINMSGS_ID) index.
+func countFinished(ctx context.Context, q rowQuerier, cond string, id int64) (map[pipeline.ProcStatus]int, error) {
 	out := map[pipeline.ProcStatus]int{}
 	for _, st := range finishedStates {
 		var n int
-		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ? AND `+cond, string(st), id).Scan(&n); err != nil {
+		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ? AND `+cond, string(st), id).Scan(&n); err != nil {
 			return nil, Unavailable(fmt.Errorf("count %s messages: %w", st, err))
 		}
 		out[st] = n

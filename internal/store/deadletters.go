@@ -124,14 +124,20 @@ func (d *DB) AckDead(ctx context.Context, kind string, ids []int64, by, note str
 // acknowledgement of a row replayed since does not count). It reads the DEAD index ranges (of
 // the events, target by target) and the acknowledgements.
 func (d *DB) DeadCounts(ctx context.Context) (DeadCounts, error) {
-	var out DeadCounts
-	if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, pipeline.Dead).Scan(&out.Messages.Dead); err != nil {
-		return out, Unavailable(fmt.Errorf("dead messages: %w", err))
-	}
 	// The DEAD events target by target (IDX_EVT_HEAD), as the status counts them.
 	counts, err := d.EventCounts(ctx)
 	if err != nil {
-		return out, err
+		return DeadCounts{}, err
+	}
+	return d.DeadCountsWith(ctx, counts)
+}
+
+// DeadCountsWith is DeadCounts with the outbox's counts already read (EventCounts), so the
+// metrics' sampler reads them once for these and for the targets.
+func (d *DB) DeadCountsWith(ctx context.Context, counts []EventCount) (DeadCounts, error) {
+	var out DeadCounts
+	if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, pipeline.Dead).Scan(&out.Messages.Dead); err != nil {
+		return out, Unavailable(fmt.Errorf("dead messages: %w", err))
 	}
 	for _, c := range counts {
 		if c.State == pipeline.EventDead {

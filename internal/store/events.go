@@ -212,8 +212,9 @@ type EventTx interface {
 
 // EventTx runs fn in one transaction; fn's error rolls it back. A transaction that ends in a
 // conflict (IsConflict) is done again from its start, a bounded number of times (RetryTx).
+// On SQLite fn rides the commit of the transaction that holds the write lock next (riders.go).
 func (d *DB) EventTx(ctx context.Context, fn func(EventTx) error) error {
-	return d.RetryTx(ctx, "dispatch", func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: d.Dialect}) })
+	return d.ride(ctx, "dispatch", func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: d.Dialect}) })
 }
 
 type eventTx struct {
@@ -583,9 +584,21 @@ type EventCount struct {
 // DEAD counts from its index ranges (PENDING: the rows above the delivery mark and the RETRY
 // rows, as PendingEvents reads them), the oldest of each from its first row in EVENT_ID order,
 // and the SENT count from MSG_EVENT_SENT (every event ever sent, including rows since
-// deleted). A state with no events is left out.
+// deleted). A state with no events is left out. All are read in one snapshot (readSnapshot),
+// so an event the dispatcher marks SENT meanwhile is counted once.
 func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
-	targets, err := d.eventTargets(ctx)
+	var out []EventCount
+	err := d.readSnapshot(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = d.eventCounts(ctx, tx)
+		return err
+	})
+	return out, err
+}
+
+// eventCounts is EventCounts in transaction tx.
+func (d *DB) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, error) {
+	targets, err := eventTargets(ctx, tx)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("event counts: %w", err))
 	}
@@ -597,7 +610,7 @@ func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
 			oldestPend, oldestRetry, oldestDead NullTime
 		)
 		above := `FROM MSG_EVENT` + headIndex(d.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?")
-		err := d.SQL.QueryRowContext(ctx, `SELECT
+		err := tx.QueryRowContext(ctx, `SELECT
  (SELECT COUNT(*) `+above+`),
  (SELECT CREATED_AT `+above+` ORDER BY EVENT_ID LIMIT 1),
  (SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET = ? AND STATE = '`+eventRetry+`'),
@@ -629,8 +642,8 @@ func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
 // eventTargets returns, sorted, every target that has events in MSG_EVENT or has sent any:
 // a recursive query seeks the index once per target (a loose index scan) instead of reading
 // every row.
-func (d *DB) eventTargets(ctx context.Context) ([]string, error) {
-	rows, err := d.SQL.QueryContext(ctx, `WITH RECURSIVE t (NAME) AS (
+func eventTargets(ctx context.Context, q querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t (NAME) AS (
   SELECT MIN(TARGET) FROM MSG_EVENT
   UNION ALL
   SELECT (SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > t.NAME) FROM t WHERE t.NAME IS NOT NULL

@@ -40,7 +40,7 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 		return nil, fmt.Errorf("%w: the inbox writes CMINMSGS; in shadow mode the legacy gateway fills it", ErrShadow)
 	}
 	ids := make([]int64, 0, len(raws))
-	err := d.RetryTx(ctx, "inbox", func(tx *sql.Tx) error {
+	err := d.ride(ctx, "inbox", func(tx *sql.Tx) error {
 		ids = ids[:0]
 		if err := d.lockInbox(ctx, tx); err != nil {
 			return err

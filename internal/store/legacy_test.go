@@ -4,7 +4,6 @@ package store_test
 // created first with the exact column types of docs/sis-format.md §4.1, then msgx migrates it.
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/syncbuf"
 )
 
 var shanghai = mustZone("Asia/Shanghai")
@@ -37,19 +36,10 @@ func mustZone(name string) *time.Location {
 	return loc
 }
 
-// syncLog collects log lines.
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *syncLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 type legacyEnv struct {
 	db      *store.DB
 	dialect string
-	log     *syncLog
+	log     *syncbuf.Buffer
 }
 
 // openLegacy creates the legacy CMINMSGS (storetest.LegacyCMINMSGSFor, with constraint
@@ -82,7 +72,7 @@ func openLegacy(t *testing.T, dialect, isolation, constraint string, opt store.L
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate on the legacy table: %v", err)
 	}
-	l := &syncLog{}
+	l := &syncbuf.Buffer{}
 	if opt.Location == nil {
 		opt.Location = shanghai
 	}

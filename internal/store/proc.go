@@ -168,10 +168,15 @@ func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, err
 // are, not what the whole table is (CountByState reads every row). A state with no messages
 // is 0.
 func (d *DB) CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error) {
+	return countStates(ctx, d.SQL, states...)
+}
+
+// countStates is CountStates on q.
+func countStates(ctx context.Context, q rowQuerier, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error) {
 	out := make(map[pipeline.ProcStatus]int, len(states))
 	for _, st := range states {
 		var n int
-		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, string(st)).Scan(&n); err != nil {
+		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, string(st)).Scan(&n); err != nil {
 			return nil, Unavailable(fmt.Errorf("count %s messages: %w", st, err))
 		}
 		out[st] = n

@@ -8,10 +8,10 @@ package store
 // reset (SQLite re-prepares a statement by itself when the schema changed).
 //
 // Only statements inside a transaction, and SELECTs, are cached: there no step waits for the
-// write lock (the transactions are BEGIN IMMEDIATE; a read in WAL mode takes none), so the
-// context of the call that prepared a statement, which modernc's busy handler watches, does
-// not matter. A statement whose rows
-// are still open (a query nested in the loop over its own rows) is run uncached.
+// write lock (the write transactions are BEGIN IMMEDIATE, the read-only ones and the reads in
+// WAL mode take none), so the context of the call that prepared a statement, which modernc's
+// busy handler watches, does not matter. A statement whose rows are still open (a query
+// nested in the loop over its own rows) is run uncached.
 
 import (
 	"container/list"
@@ -158,11 +158,13 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 }
 
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	held, err := c.gate.enter(ctx)
-	if err != nil {
-		return nil, err
+	if !opts.ReadOnly { // a read-only one is a deferred BEGIN: it never takes the write lock
+		held, err := c.gate.enter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.held = held
 	}
-	c.held = held
 	tx, err := c.innerConn.BeginTx(ctx, opts)
 	if err != nil {
 		c.leave()
@@ -233,8 +235,8 @@ func (t cachingTx) Rollback() error {
 	return t.tx.Rollback()
 }
 
-// writeGate queues the transactions of one SQLite database in the process, first come first
-// served. Every transaction here is BEGIN IMMEDIATE, so only one runs at a time anyway; left
+// writeGate queues the write transactions of one SQLite database in the process, first come
+// first served. Every one is BEGIN IMMEDIATE, so only one runs at a time anyway; left
 // to SQLite, the others poll the lock with sleeps of 1, 2, 5, … 100 ms (the busy handler),
 // and under load a writer that just missed the lock sleeps on while the pump, the inbox
 // and the dispatcher's targets take turns: that was most of accept→SENT. Queued here, the

@@ -75,6 +75,8 @@ type DB struct {
 	myHosts   []string         // MySQL: database.hosts, the nodes in order (failover.go)
 
 	conflictHook func(op string) // set by SetConflictHook (conflict.go)
+
+	riders *riders // SQLite: the short writes waiting to ride a commit (riders.go); nil on MySQL
 }
 
 //go:embed migrations
@@ -203,7 +205,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	// compiled and its page cache filled anew.
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	d := &DB{SQL: db, Dialect: SQLite, leaseSQL: leasePool(connector)}
+	d := &DB{SQL: db, Dialect: SQLite, leaseSQL: leasePool(connector), riders: &riders{}}
 	if err := db.PingContext(ctx); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
@@ -343,6 +345,30 @@ func txOn(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 		return Unavailable(fmt.Errorf("store: commit: %w", err))
 	}
 	return nil
+}
+
+// readSnapshot runs fn in a read-only transaction whose reads all see the database as of its
+// first read, so counts read in several statements add up even while the pump commits. On
+// MySQL it is REPEATABLE READ (the sessions run READ COMMITTED, where each statement sees what
+// is committed when it starts); on SQLite a deferred BEGIN, a WAL read transaction, which
+// neither takes the write lock (the DSN's _txlock=immediate is for writes) nor waits for the
+// write gate (stmtcache.go).
+func (d *DB) readSnapshot(ctx context.Context, fn func(*sql.Tx) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if d.Dialect == MySQL {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := d.SQL.BeginTx(ctx, opts)
+	if err != nil {
+		return Unavailable(fmt.Errorf("store: begin a read: %w", err))
+	}
+	defer tx.Rollback() // it wrote nothing
+	return fn(tx)
+}
+
+// rowQuerier is what a count needs of a pool or a transaction.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // ErrUnavailable marks a failure to reach the database; the inbox answers 503 on it.

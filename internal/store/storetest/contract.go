@@ -93,6 +93,7 @@ var contractCases = []struct {
 	{"LeaseContract", leaseContract},
 	{"ArchiveMovesOnlySucceededAndSkippedMessages", archiveMovesOnlySucceededAndSkippedMessages},
 	{"ArchiveWorksInChunks", archiveWorksInChunks},
+	{"ArchiveBoundsAChunkByItsBytes", archiveBoundsAChunkByItsBytes},
 	{"ReplayAfterArchiveReadsTheHistory", replayAfterArchiveReadsTheHistory},
 	{"TimesKeepMicrosecondsInUTC", timesKeepMicrosecondsInUTC},
 	{"FenceStopsAReplacedPump", fenceStopsAReplacedPump},
@@ -106,11 +107,13 @@ var contractCases = []struct {
 	{"DueReadsStateAndRawInOrder", dueReadsStateAndRawInOrder},
 	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
 	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
+	{"WritesDuringABatchKeepTheirOwnOutcome", writesDuringABatchKeepTheirOwnOutcome},
 	{"ADeferringBatchWritesEveryEventInOrder", aDeferringBatchWritesEveryEventInOrder},
 	{"ABatchBackFillsEachMessageWithItsOwnMeta", aBatchBackFillsEachMessageWithItsOwnMeta},
 	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
 	{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
 	{"StateCounterMatchesCountByState", stateCounterMatchesCountByState},
+	{"StateCounterCountsACommittedBatchOnce", stateCounterCountsACommittedBatchOnce},
 }
 
 // A batch whose messages defer their events (DeferWrites) writes them at Flush, in message
@@ -411,6 +414,70 @@ func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
 // a batch of an instance that lost the lease commits nothing (ErrFenced), and (MySQL, where
 // the lease row has a lock of its own) an open batch does not keep the lease from being
 // renewed or taken: the row is locked only for the commit.
+// writesDuringABatchKeepTheirOwnOutcome: the inbox's insert and an outbox write made while
+// the pump's batch is open return once they are durable (or with their own error), whether
+// the batch commits or rolls back (on SQLite they ride the batch's commit: riders.go).
+func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x",
+		From: store.Version{State: pipeline.Pending}}
+	refused := errors.New("refused")
+	for i, commit := range []bool{true, false} {
+		b, err := db.BeginBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Record(ctx, ids[i], dead, now); err != nil {
+			t.Fatal(err)
+		}
+		type inserted struct {
+			ids []int64
+			err error
+		}
+		inbox, outbox := make(chan inserted, 1), make(chan error, 1)
+		go func() {
+			got, err := db.InsertMessages(ctx, []string{"<during/>"}, now)
+			inbox <- inserted{got, err}
+		}()
+		go func() {
+			outbox <- db.EventTx(ctx, func(tx store.EventTx) error {
+				if _, err := tx.MarkSent("T", []int64{1}, now); err != nil {
+					return err
+				}
+				return refused
+			})
+		}()
+		time.Sleep(20 * time.Millisecond) // both wait for the batch's lock on SQLite
+		want := pipeline.Pending
+		if commit {
+			want = pipeline.Dead
+			if err := b.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			b.Rollback()
+		}
+		in := <-inbox
+		if in.err != nil || len(in.ids) != 1 || in.ids[0] <= ids[1] {
+			t.Fatalf("insert during a batch (commit %v): %v %v", commit, in.ids, in.err)
+		}
+		if m, err := db.GetMessage(ctx, in.ids[0]); err != nil || m.State != pipeline.Pending {
+			t.Fatalf("message inserted during a batch (commit %v): %+v %v", commit, m, err)
+		}
+		if err := <-outbox; !errors.Is(err, refused) {
+			t.Fatalf("outbox write during a batch (commit %v): %v, want %v", commit, err, refused)
+		}
+		if m, err := db.GetMessage(ctx, ids[i]); err != nil || m.State != want {
+			t.Fatalf("the batch's own write (commit %v): %+v %v", commit, m, err)
+		}
+	}
+}
+
 func batchIsFencedAndRollsBack(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
@@ -618,6 +685,39 @@ func archiveWorksInChunks(t *testing.T, db Store) {
 	db.SQLDB().QueryRow(`SELECT COUNT(*) FROM CMINMSGS_HST`).Scan(&hst)
 	if live != len(ids)-want || hst != want {
 		t.Fatalf("after archive: %d live, %d history; want %d and %d", live, hst, len(ids)-want, want)
+	}
+}
+
+// Schedules of megabytes each are archived a few per transaction, not ArchiveChunk at once
+// (hundreds of megabytes in one transaction, one Galera write set).
+func archiveBoundsAChunkByItsBytes(t *testing.T, db Store) {
+	ctx := context.Background()
+	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+	big := store.ArchiveChunkBytes * 2 / 5 // two fit in a chunk, three do not
+	raws := make([]string, 3)
+	for i := range raws {
+		raws[i] = fmt.Sprintf("<m n=\"%d\">%s</m>", i, strings.Repeat("é", big/2))
+	}
+	var ids []int64
+	for _, raw := range raws { // one per commit: three in one are over MariaDB's packet
+		got, err := db.InsertMessages(ctx, []string{raw}, old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	Exec(t, db, `UPDATE PROC_STATE SET STATE = 'SUCCEEDED', PROCESSED_AT = '2026-11-01 09:00:00.000000'`)
+	var reports []int
+	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour), old.Add(48*time.Hour), func(moved int) { reports = append(reports, moved) })
+	if err != nil || n != 3 {
+		t.Fatalf("archived %d (%v), want 3", n, err)
+	}
+	if !slices.Equal(reports, []int{2, 3}) {
+		t.Fatalf("progress per chunk %v, want [2 3]: two messages of %d bytes per chunk of at most %d", reports, big, store.ArchiveChunkBytes)
+	}
+	var hst string
+	if err := db.SQLDB().QueryRow(`SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS_HST WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&hst); err != nil || hst != raws[2] {
+		t.Fatalf("the third message in the history: %d bytes (%v), want %d", len(hst), err, len(raws[2]))
 	}
 }
 
@@ -1297,4 +1397,83 @@ func stateCounterMatchesCountByState(t *testing.T, db Store) {
 		t.Fatal(err)
 	}
 	same("a finished row deleted, after a refresh")
+}
+
+// A StateCounter reads one call's counts in one snapshot: a pump batch committed between its
+// count of the unfinished states and that of the finished ones (here PENDING messages made
+// SUCCEEDED, above the base's head) is counted in its old states, not in both, so the counts
+// add up to the messages; the next call counts it in its new ones. The reads hold no write
+// lock: the batch commits at once, not after a wait of the busy timeout.
+func stateCounterCountsACommittedBatchOnce(t *testing.T, db Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ids, err := db.InsertMessages(ctx, []string{"<1/>", "<2/>", "<3/>", "<4/>", "<5/>", "<6/>", "<7/>", "<8/>"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	succeed := func(i int) {
+		t.Helper()
+		if _, _, err := db.Succeed(ctx, ids[i], store.Success{TypeTag: "X-Y", Identity: fmt.Sprintf("once|%d", i)}, nil, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	succeed(0)
+	succeed(1)
+	c := db.NewStateCounter()
+	c.Every = time.Hour
+	if _, err := c.Counts(ctx, now); err != nil { // the base: 2 SUCCEEDED below ids[2]
+		t.Fatal(err)
+	}
+	succeed(2)
+	succeed(3)
+	if err := db.Record(ctx, ids[4], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1,
+		FirstFailedAt: now, NextAttemptAt: now, LastError: "down"}, now); err != nil {
+		t.Fatal(err)
+	}
+	before, err := db.CountByState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.BetweenReads = func() {
+		c.BetweenReads = nil
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		b, err := db.BeginBatch(bctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for i := 5; i < 8; i++ {
+			s := store.Success{From: store.Version{State: pipeline.Pending}, TypeTag: "X-Y", Identity: fmt.Sprintf("once|%d", i)}
+			if _, _, err := b.Succeed(bctx, ids[i], s, nil, now); err != nil {
+				b.Rollback()
+				t.Error(err)
+				return
+			}
+		}
+		if err := b.Commit(bctx); err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := c.Counts(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BetweenReads != nil {
+		t.Fatal("the batch was not committed between the reads")
+	}
+	total := 0
+	for _, n := range got {
+		total += n
+	}
+	if total != len(ids) || fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("a batch committed between the reads: counts %v (%d messages), want %v (%d)", got, total, before, len(ids))
+	}
+	after, err := db.CountByState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = c.Counts(ctx, now); err != nil || fmt.Sprint(got) != fmt.Sprint(after) || after[pipeline.Pending] != 0 {
+		t.Fatalf("the next call: counts %v %v, CountByState %v", got, err, after)
+	}
 }
