@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 )
@@ -341,9 +342,10 @@ func (g *galeraNodes) drained(t *testing.T, dsn string, logs fmt.Stringer) *stor
 	}
 	t.Cleanup(func() { db.Close() })
 	var open, pending int
+	sent, _ := store.EventView{T: "MSG_EVENT"}.Is(pipeline.EventSent)
 	if !waitUntil(2*time.Minute, func() bool {
 		db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE NOT IN ('SUCCEEDED', 'SKIPPED')`).Scan(&open)
-		db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE STATE <> 'SENT'`).Scan(&pending)
+		db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE NOT ` + sent).Scan(&pending)
 		return open == 0 && pending == 0
 	}) {
 		t.Fatalf("after the kills: %d messages not finished, %d events not sent\n%s", open, pending, logs)

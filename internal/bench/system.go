@@ -228,10 +228,15 @@ func (s *system) pendingEventsOn(ctx context.Context, targets []string) (int, er
 	}
 	in := func(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
 	var pending, dead int
-	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(on))+`) AND STATE = 'PENDING'`, on...).Scan(&pending); err != nil {
+	view := store.EventView{T: "MSG_EVENT"}
+	isPending, pargs := view.Is(pipeline.EventPending)
+	isDead, dargs := view.Is(pipeline.EventDead)
+	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(on))+`) AND `+isPending,
+		append(on, pargs...)...).Scan(&pending); err != nil {
 		return 0, store.Unavailable(fmt.Errorf("count pending events: %w", err))
 	}
-	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(all))+`) AND STATE = 'DEAD'`, all...).Scan(&dead); err != nil {
+	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(all))+`) AND `+isDead,
+		append(all, dargs...)...).Scan(&dead); err != nil {
 		return 0, store.Unavailable(fmt.Errorf("count dead events: %w", err))
 	}
 	if dead > 0 {

@@ -88,7 +88,8 @@ func insertEvents(b *testing.B, db *store.DB, n, from int) {
 func waitSent(b *testing.B, db *store.DB, n int) {
 	for {
 		var sent int
-		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE STATE = 'SENT'`).Scan(&sent); err != nil {
+		isSent, _ := store.EventView{T: "MSG_EVENT"}.Is(pipeline.EventSent)
+		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE ` + isSent).Scan(&sent); err != nil {
 			b.Fatal(err)
 		}
 		if sent >= n {
@@ -136,18 +137,21 @@ func benchLatency(b *testing.B, tc target.Config) {
 	tick.Stop()
 	waitSent(b, db, b.N)
 	b.StopTimer()
-	rows, err := db.SQL.Query(`SELECT CREATED_AT, SENT_AT FROM MSG_EVENT`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rows.Close()
 	var lat []time.Duration
-	for rows.Next() {
-		var c, s store.NullTime
-		if err := rows.Scan(&c, &s); err != nil {
+	for after := int64(0); ; {
+		evs, err := db.ListEvents(context.Background(), store.EventFilter{AfterID: after, Limit: 1000})
+		if err != nil {
 			b.Fatal(err)
 		}
-		lat = append(lat, s.Time.Sub(c.Time))
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			if e.SentAt != nil {
+				lat = append(lat, e.SentAt.Sub(e.CreatedAt))
+			}
+		}
+		after = evs[len(evs)-1].EventID
 	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }

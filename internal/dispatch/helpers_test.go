@@ -137,7 +137,8 @@ VALUES (?, 'FLOP-CHOT', ?, ?, ?, ?, 'PENDING', 0, ?)`, e.msgID, e.target, e.kind
 	return id
 }
 
-// row is the delivery state of one event as stored.
+// row is the delivery state of one event as the store shows it (ListEvents: a row the
+// delivery mark covers is SENT).
 type row struct {
 	State         string
 	Attempts      int
@@ -150,12 +151,25 @@ type row struct {
 
 func get(t *testing.T, db *store.DB, id int64) row {
 	t.Helper()
-	var r row
-	if err := db.SQL.QueryRow(`SELECT STATE, ATTEMPTS, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, SENT_AT, ERROR_CLASS, LAST_ERROR
-FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&r.State, &r.Attempts, &r.NextAttemptAt, &r.FirstFailedAt, &r.SentAt, &r.Class, &r.LastError); err != nil {
+	evs, err := db.ListEvents(context.Background(), store.EventFilter{AfterID: id - 1, Limit: 1})
+	if err != nil || len(evs) == 0 || evs[0].EventID != id {
 		t.Fatalf("event %d: %v", id, err)
 	}
-	return r
+	e := evs[0]
+	at := func(p *time.Time) store.NullTime {
+		if p == nil {
+			return store.NullTime{}
+		}
+		return store.NullTime{Time: *p, Valid: true}
+	}
+	str := func(p *string) sql.NullString {
+		if p == nil {
+			return sql.NullString{}
+		}
+		return sql.NullString{String: *p, Valid: true}
+	}
+	return row{State: string(e.State), Attempts: e.Attempts, NextAttemptAt: at(e.NextAttemptAt), FirstFailedAt: at(e.FirstFailedAt),
+		SentAt: at(e.SentAt), Class: str(e.ErrorClass), LastError: str(e.LastError)}
 }
 
 // wantState fails t unless each event is in state.

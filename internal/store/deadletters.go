@@ -161,7 +161,7 @@ func (d *DB) DeadCountsWith(ctx context.Context, counts []EventCount) (DeadCount
 // ListAcks returns the newest acknowledgements of kind ("" for both), with each row's state
 // now; at most limit (clamped as every listing).
 func (d *DB) ListAcks(ctx context.Context, kind string, limit int) ([]Ack, error) {
-	q := `SELECT a.KIND, a.REF_ID, a.ACKED_BY, a.ACKED_AT, a.NOTE, COALESCE(p.STATE, e.STATE, '')
+	q := `SELECT a.KIND, a.REF_ID, a.ACKED_BY, a.ACKED_AT, a.NOTE, COALESCE(p.STATE, ` + EventView{T: "e"}.State() + `, '')
 		FROM DEAD_ACK a
 		LEFT JOIN PROC_STATE p ON a.KIND = 'message' AND p.CMINMSGS_ID = a.REF_ID
 		LEFT JOIN MSG_EVENT e ON a.KIND = 'event' AND e.EVENT_ID = a.REF_ID`

@@ -504,19 +504,21 @@ func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, erro
 	if q.Target != "" {
 		where, args = append(where, "TARGET = ?"), append(args, q.Target)
 	}
-	if q.State != "" {
-		where, args = append(where, "STATE = ?"), append(args, string(q.State))
-	}
 	if q.FLID != 0 {
 		where, args = append(where, "FLIGHT_KEY = ?"), append(args, strconv.FormatInt(q.FLID, 10))
 	}
 	if q.MsgID != 0 {
 		where, args = append(where, "CMINMSGS_ID = ?"), append(args, q.MsgID)
 	}
-	sqlq := `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, STATE, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
-CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END
-FROM MSG_EVENT WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(` ORDER BY %s LIMIT %d`, order, clampLimit(q.Limit))
-	rows, err := d.SQL.QueryContext(ctx, sqlq, append([]any{inline}, args...)...)
+	sqlq, args, err := d.stateQuery(ctx, eventSelect{
+		cols: `EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, ` + eventTable.State() + `, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
+CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END`,
+		colsArgs: []any{inline}, where: where, args: args, target: q.Target, byTarget: q.FLID == 0 && q.MsgID == 0, state: q.State,
+		order: order, limit: clampLimit(q.Limit)})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.SQL.QueryContext(ctx, sqlq, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("search events: %w", err))
 	}
@@ -546,10 +548,21 @@ FROM MSG_EVENT WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(` ORDER BY %
 		}
 		out = append(out, e)
 	}
+	if err := rows.Err(); err != nil {
+		return nil, Unavailable(err)
+	}
+	rows.Close()
+	ptrs := make([]*Event, len(out))
+	for i := range out {
+		ptrs[i] = &out[i].Event
+	}
+	if err := d.fillSentAt(ctx, ptrs); err != nil {
+		return nil, err
+	}
 	if reverse {
 		slices.Reverse(out)
 	}
-	return out, Unavailable(rows.Err())
+	return out, nil
 }
 
 // EventPayload returns the stored payload of event id exactly as stored.

@@ -111,7 +111,8 @@ func (d *DB) EnqueueScheduledJob(ctx context.Context, kind, key string, now time
 // when set, is told the running total after each chunk. PENDING and DEAD events are never
 // touched. A target's events are delivered in EVENT_ID order, so its walk stops at the first
 // SENT event that is not old enough (one replayed and delivered late waits for its own age).
-// It stops between chunks when ctx ends, keeping what it deleted.
+// The events SENT by the delivery mark (see EventView) go by the age of the mark's raise that
+// covered them (purgeMarked). It stops between chunks when ctx ends, keeping what it deleted.
 func (d *DB) PurgeSentEvents(ctx context.Context, before time.Time, progress func(int)) (int, error) {
 	total := 0
 	target := ""
@@ -125,6 +126,15 @@ func (d *DB) PurgeSentEvents(ctx context.Context, before time.Time, progress fun
 			return total, nil
 		}
 		target = next.String
+		n, err := d.purgeMarked(ctx, target, before, func(n int) {
+			if progress != nil {
+				progress(total + n)
+			}
+		})
+		total += n
+		if err != nil {
+			return total, err
+		}
 		var after int64
 		for ctx.Err() == nil {
 			n, last, done, err := d.purgeEventChunk(ctx, target, after, before)
@@ -142,6 +152,72 @@ func (d *DB) PurgeSentEvents(ctx context.Context, before time.Time, progress fun
 		}
 	}
 	return total, ctx.Err()
+}
+
+// purgeMarked deletes the PENDING rows of target that its delivery mark covers and whose
+// raise (MSG_EVENT_MARK) is older than before, PurgeChunk per statement, walking the raises in
+// order up to the first that is not old enough; then the raises that no longer cover a row.
+// progress is told its running total after each chunk.
+func (d *DB) purgeMarked(ctx context.Context, target string, before time.Time, progress func(int)) (int, error) {
+	var upto int64
+	rows, err := d.SQL.QueryContext(ctx, `SELECT UPTO_EVENT_ID, SENT_AT FROM MSG_EVENT_MARK WHERE TARGET = ? ORDER BY UPTO_EVENT_ID`, target)
+	if err != nil {
+		return 0, Unavailable(fmt.Errorf("purge events of %s: read the delivery marks: %w", target, err))
+	}
+	for rows.Next() {
+		var id int64
+		var at NullTime
+		if err := rows.Scan(&id, &at); err != nil {
+			rows.Close()
+			return 0, Unavailable(err)
+		}
+		if !at.Valid || !at.Time.Before(before) {
+			break
+		}
+		upto = id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, Unavailable(err)
+	}
+	if upto == 0 {
+		return 0, nil
+	}
+	total := 0
+	for ctx.Err() == nil {
+		var ids []any
+		deleted := 0
+		err := d.Tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			ids, deleted = nil, 0
+			ids, err = queryIDs(ctx, tx, "purge events of "+target, `SELECT EVENT_ID FROM MSG_EVENT
+WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT ?`, target, upto, PurgeChunk)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = 'PENDING'`, ids...)
+			if err != nil {
+				return Unavailable(fmt.Errorf("purge events of %s: delete %d: %w", target, len(ids), err))
+			}
+			n, _ := res.RowsAffected()
+			deleted = int(n)
+			return nil
+		})
+		total += deleted
+		if err != nil {
+			return total, err
+		}
+		if len(ids) > 0 {
+			progress(total)
+		}
+		if len(ids) < PurgeChunk {
+			if _, err := d.SQL.ExecContext(ctx, `DELETE FROM MSG_EVENT_MARK WHERE TARGET = ? AND UPTO_EVENT_ID <= ?`, target, upto); err != nil {
+				return total, Unavailable(fmt.Errorf("purge events of %s: delete the delivery marks up to %d: %w", target, upto, err))
+			}
+			return total, nil
+		}
+	}
+	return total, nil
 }
 
 // purgeEventChunk deletes the old SENT events among the next PurgeChunk SENT events of target

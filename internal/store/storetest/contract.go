@@ -1278,8 +1278,8 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 	})
 	checkEventCounts(t, db, "after the marks", now, later, long)
 	// Retention deletes SENT rows: the totals count every event ever sent.
-	if _, err := db.SQLDB().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE STATE = 'SENT'`); err != nil {
-		t.Fatal(err)
+	if n, err := db.PurgeSentEvents(ctx, now.Add(time.Hour), nil); err != nil || n != 1201 {
+		t.Fatalf("purged %d of 1201 SENT events: %v", n, err)
 	}
 	checkEventCounts(t, db, "after the SENT rows are deleted", now, later, long)
 }
