@@ -274,16 +274,10 @@ WHERE TARGET = ? AND (STATE = '`+eventRetry+`' OR (STATE = 'PENDING' AND EVENT_I
 		}
 		marked += int(n)
 	}
-	if upto > mark {
-		if _, err := x.tx.ExecContext(x.ctx, `INSERT INTO MSG_EVENT_MARK (TARGET, UPTO_EVENT_ID, SENT_AT) VALUES (?, ?, ?)`,
-			target, upto, T(now)); err != nil {
-			return 0, Unavailable(fmt.Errorf("raise the delivery mark of %s to %d: %w", target, upto, err))
-		}
-	}
-	if marked == 0 {
+	if marked == 0 { // the mark rises only past rows marked here
 		return 0, nil
 	}
-	return marked, x.countSent(target, marked, upto)
+	return marked, x.countSent(target, marked, mark, upto, now)
 }
 
 // readRun returns target's delivery mark and, in order, the ids of its PENDING rows above it
@@ -369,16 +363,31 @@ func (x eventTx) addMark(target string) error {
 }
 
 // countSent adds n events just marked SENT to target's total in MSG_EVENT_SENT and raises its
-// delivery mark to upto, in the transaction that marked them, so a target's SENT count is one
-// row's read however many events it has sent (EventCounts). The mark never moves back.
-func (x eventTx) countSent(target string, n int, upto int64) error {
+// delivery mark from mark to upto, recording the raise at now in MSG_EVENT_MARK when it rose,
+// in the transaction that marked them: a target's SENT count is one row's read however many
+// events it has sent (EventCounts). On MySQL the two writes are one round trip (a
+// multi-statement query): a round of one event per target paid a round trip more for the mark
+// than the row UPDATE it replaced.
+func (x eventTx) countSent(target string, n int, mark, upto int64, now time.Time) error {
 	upsert := ` ON CONFLICT (TARGET) DO UPDATE SET SENT = MSG_EVENT_SENT.SENT + excluded.SENT,
 UPTO_EVENT_ID = MAX(MSG_EVENT_SENT.UPTO_EVENT_ID, excluded.UPTO_EVENT_ID)`
 	if x.dialect == MySQL {
 		upsert = ` ON DUPLICATE KEY UPDATE SENT = SENT + VALUES(SENT), UPTO_EVENT_ID = GREATEST(UPTO_EVENT_ID, VALUES(UPTO_EVENT_ID))`
 	}
-	if _, err := x.tx.ExecContext(x.ctx, `INSERT INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES (?, ?, ?)`+upsert, target, n, upto); err != nil {
-		return Unavailable(fmt.Errorf("count %d events of %s sent: %w", n, target, err))
+	count := `INSERT INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES (?, ?, ?)` + upsert
+	countArgs := []any{target, n, upto}
+	if upto > mark {
+		const raise = `INSERT INTO MSG_EVENT_MARK (TARGET, UPTO_EVENT_ID, SENT_AT) VALUES (?, ?, ?)`
+		raiseArgs := []any{target, upto, T(now)}
+		if x.dialect == MySQL {
+			count, countArgs = raise+`;
+`+count, append(raiseArgs, countArgs...)
+		} else if _, err := x.tx.ExecContext(x.ctx, raise, raiseArgs...); err != nil {
+			return Unavailable(fmt.Errorf("raise the delivery mark of %s to %d: %w", target, upto, err))
+		}
+	}
+	if _, err := x.tx.ExecContext(x.ctx, count, countArgs...); err != nil {
+		return Unavailable(fmt.Errorf("count %d events of %s sent (mark %d to %d): %w", n, target, mark, upto, err))
 	}
 	return nil
 }
