@@ -410,11 +410,7 @@ func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
 	}
 }
 
-// A batch checks the lease when it commits, not before: a batch rolled back writes nothing,
-// a batch of an instance that lost the lease commits nothing (ErrFenced), and (MySQL, where
-// the lease row has a lock of its own) an open batch does not keep the lease from being
-// renewed or taken: the row is locked only for the commit.
-// writesDuringABatchKeepTheirOwnOutcome: the inbox's insert and an outbox write made while
+// The inbox's insert and an outbox write made while
 // the pump's batch is open return once they are durable (or with their own error), whether
 // the batch commits or rolls back (on SQLite they ride the batch's commit: riders.go).
 func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
@@ -478,6 +474,10 @@ func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
 	}
 }
 
+// A batch checks the lease when it commits, not before: a batch rolled back writes nothing,
+// a batch of an instance that lost the lease commits nothing (ErrFenced), and (MySQL, where
+// the lease row has a lock of its own) an open batch does not keep the lease from being
+// renewed or taken: the row is locked only for the commit.
 func batchIsFencedAndRollsBack(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
