@@ -410,9 +410,9 @@ func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
 	}
 }
 
-// The inbox's insert and an outbox write made while
-// the pump's batch is open return once they are durable (or with their own error), whether
-// the batch commits or rolls back (on SQLite they ride the batch's commit: riders.go).
+// The inbox's insert and an outbox write made while the pump's batch is open return once they
+// are durable (or with their own error), whether the batch commits or rolls back (on SQLite
+// they ride the batch's commit: riders.go).
 func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
