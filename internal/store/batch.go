@@ -119,6 +119,9 @@ type Batch struct {
 	queue      []*queued
 	queueBytes int
 	refs       map[refID]refState
+	// fenceChecked says Flush checked the lease in its last round trip (MySQL), so Commit
+	// need not check it again.
+	fenceChecked bool
 }
 
 // deferred is what the messages of a batch leave for Flush: their events in order, their
@@ -166,26 +169,98 @@ func (b *Batch) DeferWrites() {
 // back (and done again without DeferWrites).
 var ErrFlush = errors.New("the batch's deferred writes failed")
 
-// Flush writes what the batch's messages deferred (DeferWrites): their events in message
-// order (EVENT_ID follows it, as one by one), eventChunk rows per statement, then their
-// back-fills, then the flights they named (MSG_FLIGHT, flightChunk rows per statement). An error wraps ErrFlush (and ErrFenced or the database's error); the batch must
-// then be rolled back.
+// Flush writes what the batch's messages deferred (DeferWrites): their back-fills, then their
+// events in message order (EVENT_ID follows it, as one by one), eventChunk rows per statement,
+// then the flights they named (MSG_FLIGHT, flightChunk rows per statement). On MySQL the
+// events, the flights and the lease check Commit would make go in one multi-statement round
+// trip (multiExec): after the queue, a batch's writes cost the back-fill's round trip, that
+// one and the COMMIT, instead of one each. An error wraps ErrFlush (and the database's
+// error); the batch must then be rolled back.
 func (b *Batch) Flush(ctx context.Context) error {
 	if b.later == nil {
 		return nil
 	}
 	l := *b.later
 	*b.later = deferred{}
-	if _, err := insertEventRows(ctx, b.tx, l.events); err != nil {
-		return fmt.Errorf("%w: %w", ErrFlush, err)
-	}
 	if err := b.d.backfillRows(ctx, b.tx, l.backfills); err != nil {
 		return fmt.Errorf("%w: %w", ErrFlush, err)
 	}
-	if err := insertFlightRows(ctx, b.tx, b.d.Dialect, l.flights); err != nil {
+	var x execer = b.tx
+	var m *multiExec
+	if b.d.Dialect == MySQL {
+		m = &multiExec{b: b}
+		x = m
+	}
+	if _, err := insertEventRows(ctx, x, l.events); err != nil {
 		return fmt.Errorf("%w: %w", ErrFlush, err)
 	}
+	if err := insertFlightRows(ctx, x, b.d.Dialect, l.flights); err != nil {
+		return fmt.Errorf("%w: %w", ErrFlush, err)
+	}
+	if m == nil {
+		return nil
+	}
+	fence := b.d.fence != nil
+	if fence {
+		m.add(fenceUpdate, b.d.fence.name, b.d.fence.holder)
+	}
+	rows, err := m.send(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrFlush, Unavailable(err))
+	}
+	// A lease lost shows as no row changed: Commit checks it again and says so (ErrFenced).
+	b.fenceChecked = fence && len(rows) > 0 && rows[len(rows)-1] == 1
 	return nil
+}
+
+// execer is what the writes of a batch need of a transaction (or of a multiExec).
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// multiExec gathers statements that need nothing read back and sends them in the batch's
+// transaction as multi-statement queries (MySQL), each of at most about queueBytes.
+type multiExec struct {
+	b    *Batch
+	q    []string
+	args []any
+	size int
+}
+
+// ExecContext adds a statement; it is sent with the others (send), or at once with those
+// before it when they would make the query too large. Its result is nil.
+func (m *multiExec) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	n := len(query)
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			n += 2 * len(s) // escaped, at worst
+		} else {
+			n += 24
+		}
+	}
+	if m.size > 0 && m.size+n > queueBytes {
+		if _, err := m.send(ctx); err != nil {
+			return nil, err
+		}
+	}
+	m.add(query, args...)
+	m.size += n
+	return nil, nil
+}
+
+func (m *multiExec) add(query string, args ...any) {
+	m.q = append(m.q, query)
+	m.args = append(m.args, args...)
+}
+
+// send sends the statements gathered in one round trip and returns the rows each changed.
+func (m *multiExec) send(ctx context.Context) ([]int64, error) {
+	if len(m.q) == 0 {
+		return nil, nil
+	}
+	rows, err := m.b.execAll(ctx, strings.Join(m.q, ";\n"), m.args)
+	m.q, m.args, m.size = nil, nil, 0
+	return rows, err
 }
 
 // backfillChunk is how many messages' back-fills one MySQL statement carries.
@@ -320,9 +395,11 @@ func (b *Batch) Tx() *sql.Tx { return b.tx }
 // On SQLite the batch carries the writes queued to ride (riders.go) into its commit.
 func (b *Batch) Commit(ctx context.Context) error {
 	defer b.conn.Close()
-	if err := b.d.checkFence(ctx, b.tx); err != nil {
-		b.tx.Rollback()
-		return err
+	if !b.fenceChecked {
+		if err := b.d.checkFence(ctx, b.tx); err != nil {
+			b.tx.Rollback()
+			return err
+		}
 	}
 	group := b.d.riders.take()
 	err := carry(ctx, b.tx, group)

@@ -93,7 +93,7 @@ func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
 		return nil
 	}
 	if d.Dialect == MySQL {
-		res, err := tx.ExecContext(ctx, `UPDATE PUMP_LEASE SET FENCE_CHECKS = FENCE_CHECKS + 1 WHERE NAME = ? AND HOLDER = ?`, d.fence.name, d.fence.holder)
+		res, err := tx.ExecContext(ctx, fenceUpdate, d.fence.name, d.fence.holder)
 		if err != nil {
 			return Unavailable(fmt.Errorf("check the pump lease: %w", err))
 		}
@@ -113,6 +113,9 @@ func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
 	}
 	return nil
 }
+
+// fenceUpdate is the lease check on MySQL: it changes one row while the lease is the holder's.
+const fenceUpdate = `UPDATE PUMP_LEASE SET FENCE_CHECKS = FENCE_CHECKS + 1 WHERE NAME = ? AND HOLDER = ?`
 
 // RenewLease extends a lease holder holds; it fails when the lease was lost. An update that
 // ends in a conflict (the pump's batch holds the row, a Galera node certified another change

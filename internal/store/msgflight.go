@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -33,7 +32,7 @@ func flightRowsOf(msgID int64, flids []int64) []flightRow {
 
 // insertFlightRows writes rows, flightChunk per multi-row INSERT. A row already there (the
 // message recorded again: a retry, a replay, a batch done again) is left as it is.
-func insertFlightRows(ctx context.Context, tx *sql.Tx, dialect Dialect, rows []flightRow) error {
+func insertFlightRows(ctx context.Context, tx execer, dialect Dialect, rows []flightRow) error {
 	for len(rows) > 0 {
 		n := min(len(rows), flightChunk)
 		chunk := rows[:n]

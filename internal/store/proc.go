@@ -516,7 +516,7 @@ type eventRow struct {
 
 // insertEventRows inserts rows in order (EVENT_ID follows it), eventChunk rows per statement,
 // and returns how many it inserted.
-func insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow) (int, error) {
+func insertEventRows(ctx context.Context, tx execer, rows []eventRow) (int, error) {
 	const row = `(?, ?, ?, ?, ?, ?, ?, 0, ?)`
 	for start, end := 0, 0; start < len(rows); start = end {
 		size := 0
