@@ -159,26 +159,12 @@ func (d *DB) PurgeSentEvents(ctx context.Context, before time.Time, progress fun
 // order up to the first that is not old enough; then the raises that no longer cover a row.
 // progress is told its running total after each chunk.
 func (d *DB) purgeMarked(ctx context.Context, target string, before time.Time, progress func(int)) (int, error) {
-	var upto int64
-	rows, err := d.SQL.QueryContext(ctx, `SELECT UPTO_EVENT_ID, SENT_AT FROM MSG_EVENT_MARK WHERE TARGET = ? ORDER BY UPTO_EVENT_ID`, target)
+	// The raises older than before, up to the first that is not (a clock that ran behind can
+	// leave an old raise above a young one), found by the database: the raises of a day are
+	// not all sent to msgx to stop at the first young one.
+	upto, err := d.oldRaises(ctx, target, before)
 	if err != nil {
-		return 0, Unavailable(fmt.Errorf("purge events of %s: read the delivery marks: %w", target, err))
-	}
-	for rows.Next() {
-		var id int64
-		var at NullTime
-		if err := rows.Scan(&id, &at); err != nil {
-			rows.Close()
-			return 0, Unavailable(err)
-		}
-		if !at.Valid || !at.Time.Before(before) {
-			break
-		}
-		upto = id
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, Unavailable(err)
+		return 0, err
 	}
 	if upto == 0 {
 		return 0, nil
@@ -218,6 +204,26 @@ WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT
 		}
 	}
 	return total, nil
+}
+
+// oldRaises returns the highest raise of target's delivery mark below its first raise made at
+// or after before (in EVENT_ID order), 0 when there is none: the events up to it were sent
+// before `before`.
+func (d *DB) oldRaises(ctx context.Context, target string, before time.Time) (int64, error) {
+	var young, upto sql.NullInt64
+	err := d.SQL.QueryRowContext(ctx, `SELECT UPTO_EVENT_ID FROM MSG_EVENT_MARK WHERE TARGET = ? AND SENT_AT >= ?
+ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
+	if err == nil || err == sql.ErrNoRows {
+		q, args := `SELECT MAX(UPTO_EVENT_ID) FROM MSG_EVENT_MARK WHERE TARGET = ?`, []any{target}
+		if young.Valid {
+			q, args = q+` AND UPTO_EVENT_ID < ?`, append(args, young.Int64)
+		}
+		err = d.SQL.QueryRowContext(ctx, q, args...).Scan(&upto)
+	}
+	if err != nil {
+		return 0, Unavailable(fmt.Errorf("purge events of %s: read the delivery marks: %w", target, err))
+	}
+	return upto.Int64, nil
 }
 
 // purgeEventChunk deletes the old SENT events among the next PurgeChunk SENT events of target
