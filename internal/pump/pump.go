@@ -387,12 +387,13 @@ const (
 // inbox.adopt-from-id and inbox.adopt-since, are adopted (store.LegacyOptions).
 //
 // At start it logs the backlog and adopts it. Then each step: two index lookups tell whether
-// CMINMSGS grew; the new ids that have no PROC_STATE row are adopted when they are visible,
+// CMINMSGS grew, and a count of the new ids' PROC_STATE rows, in the same statement, whether
+// any lacks one (the inbox's own rows all have one); those are adopted when they are visible,
 // and the ids that are not visible yet (a gateway transaction still open, with a lower id
 // than rows already committed) are remembered and looked up again each step, so such a row
 // joins within a poll interval. A sweep each minute catches anything else.
 func (p *Pump) adopt(ctx context.Context, now time.Time) error {
-	msgs, states, err := p.db.Heads(ctx)
+	msgs, states, stated, err := p.db.Heads(ctx, p.hw)
 	if err != nil {
 		return err
 	}
@@ -409,13 +410,15 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 			}
 			lo = msgs - gapWindow
 		}
-		missing, err := p.db.Unstated(ctx, lo, msgs)
-		if err != nil {
-			return err
-		}
-		for _, id := range missing {
-			if len(p.gaps) < maxGaps {
-				p.gaps[id] = now
+		if lo != p.hw || stated != msgs-lo { // else every new id has its state: none to look for
+			missing, err := p.db.Unstated(ctx, lo, msgs)
+			if err != nil {
+				return err
+			}
+			for _, id := range missing {
+				if len(p.gaps) < maxGaps {
+					p.gaps[id] = now
+				}
 			}
 		}
 		p.hw = msgs

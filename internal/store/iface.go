@@ -23,8 +23,9 @@ type Inbox interface {
 // Adoption brings rows another program (the legacy gateway) inserted straight into CMINMSGS
 // into the order.
 type Adoption interface {
-	// Heads returns the highest CMINMSGS id and the highest id with a processing state.
-	Heads(ctx context.Context) (msgs, states int64, err error)
+	// Heads returns the highest CMINMSGS id, the highest id with a processing state and how
+	// many ids in (after, msgs] have one.
+	Heads(ctx context.Context, after int64) (msgs, states, stated int64, err error)
 	// AdoptLegacy gives a PENDING state to the adoptable rows with ids in (afterID, upTo].
 	AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time) (int, error)
 	// Backlog counts the rows waiting to be adopted and when the oldest was received.

@@ -89,6 +89,16 @@ func idGapsNeverHold(t *testing.T, db Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Heads counts the ids with a state in (after, msgs]: all of them only where there is no
+	// gap (the adoption then reads no ids).
+	msgs, _, stated, err := db.Heads(ctx, ids[0])
+	if err != nil || msgs != ids[len(ids)-1] || stated != int64(len(ids)-1) || stated == msgs-ids[0] {
+		t.Fatalf("Heads after %d: msgs %d, %d ids with a state (%v); want %d and %d, fewer than the range's %d",
+			ids[0], msgs, stated, err, ids[len(ids)-1], len(ids)-1, msgs-ids[0])
+	}
+	if _, _, stated, err := db.Heads(ctx, msgs-1); err != nil || stated != 1 {
+		t.Fatalf("Heads after %d: %d ids with a state (%v), want the last one", msgs-1, stated, err)
+	}
 	for _, m := range missing {
 		if slices.Contains(ids, m) {
 			t.Fatalf("Unstated %v names a stored message %d", missing, m)

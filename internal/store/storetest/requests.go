@@ -475,7 +475,7 @@ func shadowWritesNoLegacyTable(t *testing.T, db Store) {
 	if n, _, err := db.Backlog(ctx); err != nil || n != 2 {
 		t.Fatalf("shadow backlog %d (%v), want the 2 VALID rows above the watermark", n, err)
 	}
-	msgs, _, err := db.Heads(ctx)
+	msgs, _, _, err := db.Heads(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
