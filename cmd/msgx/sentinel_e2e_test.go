@@ -97,12 +97,15 @@ func snStartSentinel(t *testing.T, master *snNode) string {
 	port := ogFreePort(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
+	// down-after 3 s, not 1: on a loaded machine a promoted replica busy with its first sync
+	// answered late for over a second, and the sentinels failed over again to the old master
+	// just back (TestPhaseARedisSentinelFailover in CI), which the scenario does not expect.
 	os.WriteFile(conf, []byte(fmt.Sprintf(`port %d
 bind 127.0.0.1
 protected-mode no
 dir %s
 sentinel monitor %s 127.0.0.1 %d 2
-sentinel down-after-milliseconds %[3]s 1000
+sentinel down-after-milliseconds %[3]s 3000
 sentinel failover-timeout %[3]s 4000
 sentinel parallel-syncs %[3]s 1
 `, port, dir, snMaster, master.port)), 0o644)
