@@ -160,11 +160,7 @@ func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Eve
 	}
 	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(d.Dialect) + fromAbove + MarkOf("?") + ` ORDER BY EVENT_ID LIMIT ?`
 	retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
-	q := `(` + above + `) UNION ALL (` + retry + `)`
-	if d.Dialect == SQLite {
-		q = `SELECT * FROM (` + above + `) UNION ALL SELECT * FROM (` + retry + `)`
-	}
-	evs, err = queryEvents(ctx, d.SQL, q, target, target, limit, target, limit)
+	evs, err = queryEvents(ctx, d.SQL, unionAll(d.Dialect, above, retry), target, target, limit, target, limit)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
 	}

@@ -161,10 +161,7 @@ func (d *DB) stateQuery(ctx context.Context, s eventSelect) (string, []any, erro
 	if len(parts) == 1 {
 		return parts[0], args, nil
 	}
-	q := `(` + strings.Join(parts, `) UNION ALL (`) + `)`
-	if d.Dialect == SQLite {
-		q = `SELECT * FROM (` + strings.Join(parts, `) UNION ALL SELECT * FROM (`) + `)`
-	}
+	q := unionAll(d.Dialect, parts...)
 	return q + ` ORDER BY ` + s.order + ` LIMIT ?`, append(args, s.limit), nil
 }
 
@@ -211,4 +208,13 @@ WHERE TARGET = ? AND UPTO_EVENT_ID >= ? ORDER BY UPTO_EVENT_ID LIMIT ?`, target,
 		}
 	}
 	return nil
+}
+
+// unionAll joins SELECTs that are each ordered and limited by a UNION ALL: MySQL takes them in
+// parentheses, SQLite only as subqueries.
+func unionAll(dialect Dialect, parts ...string) string {
+	if dialect == SQLite {
+		return `SELECT * FROM (` + strings.Join(parts, `) UNION ALL SELECT * FROM (`) + `)`
+	}
+	return `(` + strings.Join(parts, `) UNION ALL (`) + `)`
 }
