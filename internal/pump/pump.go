@@ -146,6 +146,11 @@ type Pump struct {
 	marks   *markState             // phase A's guard against a Redis that lost data (redismark.go)
 
 	path handle // the message path (stages.go)
+
+	// ahead is the next batch's messages being read and decoded during a batch's
+	// transaction; pre is what the step took of them (ahead.go).
+	ahead *readAhead
+	pre   map[int64]*decoded
 }
 
 // Notable is an outcome an operator should see without reading the log: a message parked,
@@ -260,6 +265,7 @@ func (p *Pump) Wake() {
 // Run processes messages until ctx ends. The message in hand when ctx ends is finished first.
 func (p *Pump) Run(ctx context.Context) error {
 	p.log.Info("pump started", "poll_interval", p.opt.PollInterval.String())
+	defer p.waitAhead()
 	for {
 		wait, err := p.Step(context.WithoutCancel(ctx))
 		p.opt.Metrics.PumpStepped()
