@@ -153,6 +153,9 @@ func benchLatency(b *testing.B, tc target.Config) {
 		}
 		after = evs[len(evs)-1].EventID
 	}
+	if len(lat) == 0 {
+		b.Fatal("no event has a SENT time")
+	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
 	b.ReportMetric(pct(0.5), "p50-ms")
@@ -259,6 +262,12 @@ func benchRound(b *testing.B, alone bool) {
 		if !last.IsZero() {
 			lat = append(lat, last.Sub(committed[i]))
 		}
+	}
+	if len(lat) == 0 {
+		b.Fatalf("no event of the %d messages has a SENT time (%d recorded)", b.N, len(sentAt))
+	}
+	if len(lat) == 0 {
+		b.Fatalf("no event of the %d messages has a SENT time (%d recorded)", b.N, len(sentAt))
 	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
