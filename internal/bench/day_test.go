@@ -61,6 +61,9 @@ func TestDayWorkload(t *testing.T) {
 					t.Errorf("%s: %+v, want messages and ordered positive percentiles", target, l)
 				}
 			}
+			if e := r.EventTargets; e == nil || e.Messages == 0 || !(e.P50Ms > 0) || e.P999Ms < e.P50Ms {
+				t.Errorf("event_targets %+v, want messages and ordered positive percentiles", e)
+			}
 			// KAFKA_SCHD waits for its flush: its p99 is at least the overall's share of it,
 			// and the overall p99 covers every target's.
 			if schd := r.Targets[handler.TargetSchd]; schd.P99Ms > r.AcceptToSentP999Ms {

@@ -49,7 +49,8 @@ type Stages struct {
 type latencies struct {
 	perTarget map[string][]time.Duration
 	overall   []time.Duration
-	noEvents  int // posted messages that emitted no event
+	events    []time.Duration // per message, to the last of its events on the event-by-event targets
+	noEvents  int             // posted messages that emitted no event
 
 	accept, process, deliver, send []time.Duration
 }
@@ -57,6 +58,8 @@ type latencies struct {
 func (l latencies) report(r *Result) {
 	all := latencyOf(l.overall)
 	r.AcceptToSentP50Ms, r.AcceptToSentP99Ms, r.AcceptToSentP999Ms = all.P50Ms, all.P99Ms, all.P999Ms
+	events := latencyOf(l.events)
+	r.EventTargets = &events
 	r.Targets = map[string]TargetLatency{}
 	for t, ds := range l.perTarget {
 		r.Targets[t] = latencyOf(ds)
@@ -82,12 +85,15 @@ func (d *Deliveries) targetLatencies(ctx context.Context, posted map[int64]postT
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	last, acked := map[msgTarget]time.Time{}, map[msgTarget]time.Time{}
-	lastAny := map[int64]time.Time{}
+	lastAny, lastEvent := map[int64]time.Time{}, map[int64]time.Time{}
 	for _, e := range events {
 		k := msgTarget{e.msg, e.target}
 		last[k] = later(last[k], d.committed[e.id])
 		acked[k] = later(acked[k], d.acked[e.id])
 		lastAny[e.msg] = later(lastAny[e.msg], d.committed[e.id])
+		if e.target != handler.TargetSchd {
+			lastEvent[e.msg] = later(lastEvent[e.msg], d.committed[e.id])
+		}
 	}
 	l := latencies{perTarget: map[string][]time.Duration{}}
 	for k, at := range last {
@@ -100,6 +106,9 @@ func (d *Deliveries) targetLatencies(ctx context.Context, posted map[int64]postT
 			continue
 		}
 		l.overall = append(l.overall, at.Sub(p.start))
+		if at, ok := lastEvent[msg]; ok {
+			l.events = append(l.events, at.Sub(p.start))
+		}
 	}
 	if len(l.overall) == 0 {
 		return l, fmt.Errorf("%w: no message of the latency phase emitted an event", errFailed)

@@ -49,6 +49,10 @@ func writeDayLatency(p func(string, ...any), r Result) {
 	p("  request→SENT, all targets, ms\tp50 %.1f\taccept_to_sent_p50_ms\tat %.0f msg/s, SENT seen at the %s", r.AcceptToSentP50Ms, r.LatencyRatePerS, r.SentObserved)
 	p("\tp99 %.1f\taccept_to_sent_p99_ms", r.AcceptToSentP99Ms)
 	p("\tp999 %.1f\taccept_to_sent_p999_ms", r.AcceptToSentP999Ms)
+	if e := r.EventTargets; e != nil {
+		p("  request→SENT, event-by-event targets, ms\tp50 %.1f  p99 %.1f  p999 %.1f\tevent_targets\tall but %s: a message's last SENT there",
+			e.P50Ms, e.P99Ms, e.P999Ms, handler.TargetSchd)
+	}
 	for _, t := range handler.Targets {
 		l, ok := r.Targets[t]
 		if !ok {

@@ -130,6 +130,9 @@ type Result struct {
 	// client's receipt of the id to the last SENT on the event-by-event targets.
 	AcceptToSentP999Ms float64                  `json:"accept_to_sent_p999_ms,omitempty"`
 	Targets            map[string]TargetLatency `json:"targets,omitempty"`
+	// EventTargets is the day workload's request→SENT of a message's last event on the
+	// event-by-event targets (all but KAFKA_SCHD): the figure to read against a latency target.
+	EventTargets *TargetLatency `json:"event_targets,omitempty"`
 	// Stages splits the day workload's request→SENT on the event-by-event targets in parts.
 	Stages                *Stages `json:"stages,omitempty"`
 	MessagesWithoutEvents int     `json:"messages_without_events"`

@@ -65,6 +65,7 @@ type DB interface {
 	Migrate(ctx context.Context) (int64, error)
 	SetPause(ctx context.Context, name, by, reason string, now time.Time) error
 	ClearPause(ctx context.Context, name string) (bool, error)
+	EventCounts(ctx context.Context) ([]store.EventCount, error)
 	Close() error
 }
 

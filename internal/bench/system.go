@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,30 +218,25 @@ func (s *system) pendingEvents(ctx context.Context) (int, error) {
 }
 
 // pendingEventsOn counts the events not yet SENT on targets, and fails when one went DEAD on
-// any target. Both counts read the head index (TARGET, STATE, EVENT_ID).
+// any target. It reads the store's counts (EventCounts), which read only the index ranges
+// above each delivery mark: a count of the PENDING state as stored (the delivered rows under
+// the mark included) took 8 ms a poll on MariaDB after a day, every 10 ms while draining.
 func (s *system) pendingEventsOn(ctx context.Context, targets []string) (int, error) {
-	var on, all []any
-	for _, t := range targets {
-		on = append(on, t)
+	counts, err := s.db.EventCounts(ctx)
+	if err != nil {
+		return 0, err
 	}
-	for _, t := range handler.Targets {
-		all = append(all, t)
-	}
-	in := func(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
-	var pending, dead int
-	view := store.EventView{T: "MSG_EVENT"}
-	isPending, pargs := view.Is(pipeline.EventPending)
-	isDead, dargs := view.Is(pipeline.EventDead)
-	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(on))+`) AND `+isPending,
-		append(on, pargs...)...).Scan(&pending); err != nil {
-		return 0, store.Unavailable(fmt.Errorf("count pending events: %w", err))
-	}
-	if err := s.db.SQLDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET IN (`+in(len(all))+`) AND `+isDead,
-		append(all, dargs...)...).Scan(&dead); err != nil {
-		return 0, store.Unavailable(fmt.Errorf("count dead events: %w", err))
+	var pending, dead int64
+	for _, c := range counts {
+		switch {
+		case c.State == pipeline.EventDead:
+			dead += c.Count
+		case c.State == pipeline.EventPending && slices.Contains(targets, c.Target):
+			pending += c.Count
+		}
 	}
 	if dead > 0 {
 		return 0, fmt.Errorf("%d events went DEAD: the file sinks refused them", dead)
 	}
-	return pending, nil
+	return int(pending), nil
 }

@@ -8,9 +8,9 @@ import (
 )
 
 // readAhead is the next batch's messages, read and decoded while the batch before them is in
-// its transaction. The due read and the decoding were a quarter of the pump's time per
-// message on SQLite, with the batch's write lock free and a core idle; now they overlap the
-// transaction of the batch before.
+// its transaction (Options.ReadAhead). The due read and the decoding were a quarter of the
+// pump's time per message on SQLite, with the batch's write lock free and a core idle; now
+// they overlap the transaction of the batch before.
 //
 // It is only a cache of decoded texts: the next step's due read still says which messages are
 // due, in which state, and leaves out the text of those decoded ahead (raw text never changes
@@ -23,9 +23,10 @@ type readAhead struct {
 }
 
 // startAhead reads and decodes, in the background, the due messages after the batch that ends
-// at after. Phase A decodes each message at its turn (decodeRun), so it reads nothing ahead.
+// at after, when Options.ReadAhead says to. Phase A decodes each message at its turn
+// (decodeRun), so it reads nothing ahead.
 func (p *Pump) startAhead(ctx context.Context, after int64) {
-	if p.ahead != nil || p.opt.Authority != nil {
+	if !p.opt.ReadAhead || p.ahead != nil || p.opt.Authority != nil {
 		return
 	}
 	a := &readAhead{after: after, upto: after, decs: map[int64]*decoded{}, done: make(chan struct{})}

@@ -49,7 +49,7 @@ func TestTheNextBatchIsDecodedAhead(t *testing.T) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		spy := &dueSpy{Store: db, ahead: make(chan struct{}, 10)}
 		e.pump = pump.New(spy, handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: e.clock,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 2})
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 2, ReadAhead: true})
 		var raws []string
 		for i := range 7 {
 			raws = append(raws, refMsg("STTS", "ADD", fmt.Sprint(i+1), stts(fmt.Sprintf("S%d", i), "s"), 1))

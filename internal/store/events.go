@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -279,71 +280,74 @@ WHERE TARGET = ? AND (STATE = '`+eventRetry+`' OR (STATE = 'PENDING' AND EVENT_I
 // readRun returns target's delivery mark and, in order, the ids of its PENDING rows above it
 // up to upto, in one statement that locks the mark's row and those rows on MySQL until the end
 // of the transaction (lockMark).
-func (x eventTx) readRun(target string, upto int64) (int64, []int64, error) {
+func (x eventTx) readRun(target string, upto int64) (mark int64, ids []int64, err error) {
 	q := `SELECT s.UPTO_EVENT_ID, e.EVENT_ID FROM MSG_EVENT_SENT s LEFT JOIN MSG_EVENT e` + headIndex(x.dialect) + `
 ON e.TARGET = s.TARGET AND e.STATE = 'PENDING' AND e.EVENT_ID > s.UPTO_EVENT_ID AND e.EVENT_ID <= ? WHERE s.TARGET = ?`
 	if x.dialect == MySQL {
 		q += ` FOR UPDATE`
 	}
-	for range 2 {
+	failed := func(err error) (bool, error) {
+		return false, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+	}
+	err = x.markRow(target, func() (bool, error) {
 		rows, err := x.tx.QueryContext(x.ctx, q, upto, target)
 		if err != nil {
-			return 0, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+			return failed(err)
 		}
-		var (
-			mark  int64
-			found bool
-			ids   []int64
-		)
+		defer rows.Close()
+		found := false
 		for rows.Next() {
 			var id sql.NullInt64
 			if err := rows.Scan(&mark, &id); err != nil {
-				rows.Close()
-				return 0, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+				return failed(err)
 			}
 			found = true
 			if id.Valid {
 				ids = append(ids, id.Int64)
 			}
 		}
-		rows.Close()
 		if err := rows.Err(); err != nil {
-			return 0, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+			return failed(err)
 		}
-		if found {
-			slices.Sort(ids)
-			return mark, ids, nil
-		}
-		if err := x.addMark(target); err != nil {
-			return 0, nil, err
-		}
-	}
-	return 0, nil, Unavailable(fmt.Errorf("read the delivery mark of %s: no row after adding it", target))
+		return found, nil
+	})
+	slices.Sort(ids)
+	return mark, ids, err
 }
 
 // lockMark returns target's delivery mark, its MSG_EVENT_SENT row locked until the end of the
 // transaction on MySQL (on SQLite the transaction holds the database's write lock), so that
 // two instances' writes of the same target take turns: each reads the mark the other left.
-// A target without the row gets one (mark 0) first, so that there is a row to lock.
-func (x eventTx) lockMark(target string) (int64, error) {
+func (x eventTx) lockMark(target string) (mark int64, err error) {
 	q := `SELECT UPTO_EVENT_ID FROM MSG_EVENT_SENT WHERE TARGET = ?`
 	if x.dialect == MySQL {
 		q += ` FOR UPDATE`
 	}
-	for range 2 {
-		var mark int64
-		err := x.tx.QueryRowContext(x.ctx, q, target).Scan(&mark)
-		if err == nil {
-			return mark, nil
+	err = x.markRow(target, func() (bool, error) {
+		switch err := x.tx.QueryRowContext(x.ctx, q, target).Scan(&mark); {
+		case errors.Is(err, sql.ErrNoRows):
+			return false, nil
+		case err != nil:
+			return false, Unavailable(fmt.Errorf("read the delivery mark of %s: %w", target, err))
 		}
-		if err != sql.ErrNoRows {
-			return 0, Unavailable(fmt.Errorf("read the delivery mark of %s: %w", target, err))
+		return true, nil
+	})
+	return mark, err
+}
+
+// markRow runs read, which reads target's MSG_EVENT_SENT row and says whether there is one. A
+// target without the row gets one (mark 0, nothing sent) and is read again, so that there is
+// a row to lock.
+func (x eventTx) markRow(target string, read func() (bool, error)) error {
+	for range 2 {
+		if found, err := read(); err != nil || found {
+			return err
 		}
 		if err := x.addMark(target); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return 0, Unavailable(fmt.Errorf("read the delivery mark of %s: no row after adding it", target))
+	return Unavailable(fmt.Errorf("read the delivery mark of %s: no row after adding it", target))
 }
 
 // addMark adds target's MSG_EVENT_SENT row (mark 0, nothing sent) unless it has one.
