@@ -190,7 +190,6 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 		FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
 		BatchSize: cfg.Pipeline.BatchSize,
 		BatchWait: cfg.Pipeline.BatchWait,
-		ReadAhead: db.Dialect == store.SQLite,
 		Paused:    pauseWatch(db, store.PumpPause, log),
 		OnNotable: recordProblem(db, log),
 	}

@@ -219,9 +219,7 @@ func (p *Pump) dueRun(ctx context.Context, single bool) ([]*store.Due, *store.Jo
 	if p.blocked || single {
 		limit = 1 // the head was waiting: look at it alone until it moves
 	}
-	q := store.DueQuery{Limit: limit}
-	p.takeAhead(&q)
-	due, err := p.db.Due(ctx, q)
+	due, err := p.db.Due(ctx, limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -268,9 +266,6 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 	if err != nil {
 		wait, err = p.abandon(ctx, head, err, p.opt.Clock.Now(), single)
 		return wait, false, err
-	}
-	if len(run) == p.opt.BatchSize {
-		p.startAhead(ctx, run[len(run)-1].ID) // a full batch: more are waiting
 	}
 	defer r.rollbackOnPanic()
 	taken := p.takeRun(ctx, r, run, decs)

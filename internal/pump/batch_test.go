@@ -395,7 +395,7 @@ func TestALongMessageAndTheBatchWait(t *testing.T) {
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 10, BatchWait: 5 * time.Millisecond})
 		long := strings.Replace(refMsg("STTS", "ADD", "2", stts("B", "b"), 1), "<RECS>", strings.Repeat(" ", store.DueRawLimit+1)+"<RECS>", 1)
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), long, refMsg("STTS", "ADD", "3", stts("C", "c"), 1))
-		due, err := db.Due(context.Background(), store.DueQuery{Limit: 10})
+		due, err := db.Due(context.Background(), 10)
 		if err != nil || len(due) != 3 || due[0].RawLater || !due[1].RawLater || due[1].Raw != "" || !due[1].RawOK {
 			t.Fatalf("due with a long message: %v", err)
 		}

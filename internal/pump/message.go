@@ -58,11 +58,6 @@ func (p *Pump) decodeRun(ctx context.Context, run []*store.Due) []*decoded {
 	}
 	budget := rawAhead
 	for i, m := range run {
-		if d, ok := p.pre[m.ID]; ok {
-			out[i] = d // decoded ahead (ahead.go)
-			delete(p.pre, m.ID)
-			continue
-		}
 		raw, ok := m.Raw, m.RawOK && !m.RawLater
 		if m.RawLater && budget > 0 {
 			var err error

@@ -58,12 +58,6 @@ type Options struct {
 	// BatchWait is how long a batch may wait for more messages when fewer than BatchSize are
 	// due (pipeline.batch-wait); 0 takes what is due now. A lone message never waits.
 	BatchWait time.Duration
-	// ReadAhead makes a full batch read and decode the next one during its transaction
-	// (ahead.go). It pays where the pump's own CPU bounds it and a core is idle (SQLite, in
-	// process); on MariaDB the server bounds it, and a second due read per batch cost the
-	// server more than the overlap saved (at 2,000 msg/s, near the pump's capacity, request
-	// to SENT p50 rose from 45 to 71-82 ms).
-	ReadAhead bool
 	// FlightsIn returns the flight store through the batch transaction (phase B: the SQL
 	// flight store's InTx), the handlers' view and the writer of the batch's flights, so each
 	// handler sees the effects of the messages before it in the batch. Nil: handlers read
@@ -152,11 +146,6 @@ type Pump struct {
 	marks   *markState             // phase A's guard against a Redis that lost data (redismark.go)
 
 	path handle // the message path (stages.go)
-
-	// ahead is the next batch's messages being read and decoded during a batch's
-	// transaction; pre is what the step took of them (ahead.go).
-	ahead *readAhead
-	pre   map[int64]*decoded
 }
 
 // Notable is an outcome an operator should see without reading the log: a message parked,
@@ -271,7 +260,6 @@ func (p *Pump) Wake() {
 // Run processes messages until ctx ends. The message in hand when ctx ends is finished first.
 func (p *Pump) Run(ctx context.Context) error {
 	p.log.Info("pump started", "poll_interval", p.opt.PollInterval.String())
-	defer p.waitAhead()
 	for {
 		wait, err := p.Step(context.WithoutCancel(ctx))
 		p.opt.Metrics.PumpStepped()

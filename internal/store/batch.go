@@ -18,8 +18,8 @@ import (
 // text in one read, and one transaction in which a run of them commits, a savepoint per
 // message, so the run shares one durable commit (one fsync) instead of paying one each.
 type Batching interface {
-	// Due returns up to q.Limit unfinished messages (PENDING or FAILED) in id order.
-	Due(ctx context.Context, q DueQuery) ([]*Due, error)
+	// Due returns up to limit unfinished messages (PENDING or FAILED) in id order.
+	Due(ctx context.Context, limit int) ([]*Due, error)
 	// BeginBatch opens the batch transaction; the pump lease is checked in it at Commit.
 	BeginBatch(ctx context.Context) (*Batch, error)
 }
@@ -46,39 +46,23 @@ type Due struct {
 // thousands of flights are waiting.
 const DueRawLimit = 64 << 10
 
-// DueQuery says which due messages Due reads.
-type DueQuery struct {
-	Limit int // at most this many (1 when under 1)
-	// After leaves out the messages up to this id: the pump reads the next batch's messages
-	// while the batch before them, up to After, is still in its transaction.
-	After int64
-	// The messages with ids in (KnownFrom, KnownTo] come without their raw text (RawLater):
-	// the pump decoded them ahead, and raw text never changes once written.
-	KnownFrom, KnownTo int64
-}
-
-// Due returns up to q.Limit unfinished messages in id order, each with its raw text (up to
-// DueRawLimit), in one query. Each state is read by its own seek on IDX_PROC_HEAD (STATE,
-// CMINMSGS_ID), as Head does, so the read costs limit rows however long the backlog is.
-func (d *DB) Due(ctx context.Context, dq DueQuery) ([]*Due, error) {
-	limit := max(dq.Limit, 1)
-	// A known message's text is left out before its length is computed (which reads the
-	// whole text): a CASE's branches are evaluated in order.
-	text := func(t string) string {
-		known := fmt.Sprintf(`%[1]s.CMINMSGS_ID > ? AND %[1]s.CMINMSGS_ID <= ?`, t)
-		return fmt.Sprintf(`CASE WHEN %[3]s THEN NULL WHEN LENGTH(%[1]s.CMINMSGS_CLOB_MSG) <= %[2]d THEN %[1]s.CMINMSGS_CLOB_MSG END,
-			CASE WHEN %[3]s THEN 0 ELSE LENGTH(%[1]s.CMINMSGS_CLOB_MSG) <= %[2]d END`, t, DueRawLimit, known)
+// Due returns up to limit unfinished messages in id order, each with its raw text (up to
+// DueRawLimit), in one query. Each state is read by its own seek on IDX_PROC_HEAD (STATE, CMINMSGS_ID), as Head
+// does, so the read costs limit rows however long the backlog is.
+func (d *DB) Due(ctx context.Context, limit int) ([]*Due, error) {
+	if limit <= 0 {
+		limit = 1
 	}
-	q := fmt.Sprintf(`SELECT `+messageCols+`, p.IDENTITY_KEY, c.CMINMSGS_ID, %[2]s, h.CMINMSGS_ID, %[3]s
-		FROM (SELECT CMINMSGS_ID FROM (SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = ? AND CMINMSGS_ID > ? ORDER BY CMINMSGS_ID LIMIT %[1]d) a
-			UNION ALL SELECT CMINMSGS_ID FROM (SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = ? AND CMINMSGS_ID > ? ORDER BY CMINMSGS_ID LIMIT %[1]d) b) due
+	q := fmt.Sprintf(`SELECT `+messageCols+`, p.IDENTITY_KEY,
+			c.CMINMSGS_ID, CASE WHEN LENGTH(c.CMINMSGS_CLOB_MSG) <= %[2]d THEN c.CMINMSGS_CLOB_MSG END, LENGTH(c.CMINMSGS_CLOB_MSG) <= %[2]d,
+			h.CMINMSGS_ID, CASE WHEN LENGTH(h.CMINMSGS_CLOB_MSG) <= %[2]d THEN h.CMINMSGS_CLOB_MSG END, LENGTH(h.CMINMSGS_CLOB_MSG) <= %[2]d
+		FROM (SELECT CMINMSGS_ID FROM (SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = ? ORDER BY CMINMSGS_ID LIMIT %[1]d) a
+			UNION ALL SELECT CMINMSGS_ID FROM (SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = ? ORDER BY CMINMSGS_ID LIMIT %[1]d) b) due
 		JOIN PROC_STATE p ON p.CMINMSGS_ID = due.CMINMSGS_ID
 		LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID
 		LEFT JOIN CMINMSGS_HST h ON c.CMINMSGS_ID IS NULL AND h.CMINMSGS_ID = p.CMINMSGS_ID
-		ORDER BY p.CMINMSGS_ID LIMIT %[1]d`, limit, text("c"), text("h"))
-	known := []any{dq.KnownFrom, dq.KnownTo, dq.KnownFrom, dq.KnownTo}
-	args := append(append(known, known...), pipeline.Pending, dq.After, pipeline.Failed, dq.After)
-	rows, err := d.SQL.QueryContext(ctx, q, args...)
+		ORDER BY p.CMINMSGS_ID LIMIT %[1]d`, limit, DueRawLimit)
+	rows, err := d.SQL.QueryContext(ctx, q, pipeline.Pending, pipeline.Failed)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("due messages: %w", err))
 	}

@@ -61,7 +61,7 @@ func idGapsNeverHold(t *testing.T, db Store) {
 	if ids[len(ids)-1]-ids[0] < int64(len(ids)-1)+3*2 {
 		t.Fatalf("ids %v have no gaps: the case proves nothing", ids)
 	}
-	due, err := db.Due(ctx, store.DueQuery{Limit: 100})
+	due, err := db.Due(ctx, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func idGapsNeverHold(t *testing.T, db Store) {
 			t.Fatal(err)
 		}
 		skipIDs(t, db, "MSG_EVENT", "EVENT_ID", 2)
-		due, err := db.Due(ctx, store.DueQuery{Limit: 1})
+		due, err := db.Due(ctx, 1)
 		if err != nil || len(due) != 1 || due[0].ID != ids[k+1] {
 			t.Fatalf("after %d finished: head %+v %v, want %d", id, due, err, ids[k+1])
 		}

@@ -379,7 +379,7 @@ func traceIDIsStoredWithTheMessage(t *testing.T, db Store) {
 	if err != nil || head.TraceID != trace {
 		t.Fatalf("head: %+v %v", head, err)
 	}
-	due, err := db.Due(ctx, store.DueQuery{Limit: 10})
+	due, err := db.Due(ctx, 10)
 	if err != nil || len(due) != 3 || due[0].TraceID != trace || due[1].TraceID != "" {
 		t.Fatalf("due: %v", err)
 	}
