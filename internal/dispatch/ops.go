@@ -173,6 +173,7 @@ func StatsWith(ctx context.Context, db store.Events, counts []store.EventCount, 
 			}
 			if len(head) == 1 {
 				s.Head = &head[0]
+				s.Head.Payload = store.ShownPayload(s.Head.Raw)
 				if h := s.Head.LastError; h != nil {
 					// An older msgx stored the error as the sink formed it.
 					r := secret.Redact(*h)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -110,7 +111,8 @@ func (d *Dispatcher) dropMalformed(ctx context.Context, evs []Event, now time.Ti
 	batch := evs[:0:0]
 	for i := range evs {
 		e := &evs[i]
-		if _, err := compactJSON(e.Raw); err != nil {
+		if !json.Valid(e.Raw) {
+			_, err := compactJSON(e.Raw) // fails too, saying where
 			if err := d.malformed(ctx, e, fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, err), now); err != nil {
 				return nil, err
 			}

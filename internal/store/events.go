@@ -22,7 +22,8 @@ import (
 
 // Events is the outbox's contract.
 type Events interface {
-	// PendingEvents returns up to limit PENDING events of target in EVENT_ID order.
+	// PendingEvents returns up to limit PENDING events of target in EVENT_ID order, for
+	// delivery: their Raw payloads, which the dispatcher checks as it sends them, and no Payload.
 	PendingEvents(ctx context.Context, target string, limit int) ([]Event, error)
 	// PendingAtLeast reports whether target has at least n PENDING events.
 	PendingAtLeast(ctx context.Context, target string, n int) (bool, error)
@@ -102,8 +103,9 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// queryEvents runs a SELECT of EventView.cols (or pendingCols) and scans every row.
-func queryEvents(ctx context.Context, q querier, query string, args ...any) ([]Event, error) {
+// queryEvents runs a SELECT of EventView.cols (or pendingCols) and scans every row; shown says
+// to fill each event's Payload, the operator's view of it (Raw is always filled).
+func queryEvents(ctx context.Context, q querier, shown bool, query string, args ...any) ([]Event, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -127,14 +129,22 @@ func queryEvents(ctx context.Context, q querier, query string, args ...any) ([]E
 		e.LastError = strPtr(lastErr)
 		e.CreatedAt = created.Time
 		e.SentAt, e.NextAttemptAt, e.FirstFailedAt = sent.Ptr(), next.Ptr(), firstAt.Ptr()
-		if json.Valid(e.Raw) {
-			e.Payload = json.RawMessage(e.Raw)
-		} else {
-			e.Payload, _ = json.Marshal(string(e.Raw))
+		if shown {
+			e.Payload = ShownPayload(e.Raw)
 		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// ShownPayload is an event's stored payload as the operator's view shows it (Event.Payload): as
+// it is when it is JSON, else as a JSON string, so one bad row never breaks a listing.
+func ShownPayload(raw []byte) json.RawMessage {
+	if json.Valid(raw) {
+		return json.RawMessage(raw)
+	}
+	p, _ := json.Marshal(string(raw))
+	return p
 }
 
 // pendingCols are EventView.cols of a row known to be pending (a RETRY row is PENDING outside).
@@ -151,7 +161,7 @@ func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Eve
 	const fromAbove = ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `
 	anyRetry := `CASE WHEN EXISTS (SELECT 1 FROM MSG_EVENT r WHERE r.TARGET = ? AND r.STATE = '` + eventRetry + `') THEN '` +
 		eventRetry + `' ELSE 'PENDING' END`
-	evs, err := queryEvents(ctx, d.SQL, `SELECT `+strings.Replace(pendingCols, `'PENDING'`, anyRetry, 1)+` FROM MSG_EVENT`+
+	evs, err := queryEvents(ctx, d.SQL, false, `SELECT `+strings.Replace(pendingCols, `'PENDING'`, anyRetry, 1)+` FROM MSG_EVENT`+
 		headIndex(d.Dialect)+fromAbove+MarkOf("?")+` ORDER BY EVENT_ID LIMIT ?`, target, target, target, limit)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
@@ -161,7 +171,7 @@ func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Eve
 	}
 	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(d.Dialect) + fromAbove + MarkOf("?") + ` ORDER BY EVENT_ID LIMIT ?`
 	retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
-	evs, err = queryEvents(ctx, d.SQL, unionAll(d.Dialect, above, retry), target, target, limit, target, limit)
+	evs, err = queryEvents(ctx, d.SQL, false, unionAll(d.Dialect, above, retry), target, target, limit, target, limit)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
 	}
@@ -565,7 +575,7 @@ func (d *DB) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	evs, err := queryEvents(ctx, d.SQL, q, args...)
+	evs, err := queryEvents(ctx, d.SQL, true, q, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("list events: %w", err))
 	}
