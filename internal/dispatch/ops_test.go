@@ -143,7 +143,7 @@ func TestListAndStats(t *testing.T) {
 		}
 		f, n := stats[0], stats[1]
 		if f.Target != "KAFKA_FLOP" || f.Pending != 2 || f.Sent != 1 || f.Dead != 0 || f.OldestPendingAge != time.Hour ||
-			f.Head == nil || f.Head.EventID != head || f.Head.Attempts != 1 {
+			f.Head == nil || f.Head.EventID != head || f.Head.Attempts != 1 || string(f.Head.Payload) != `{"FLID":12}` {
 			t.Fatalf("KAFKA_FLOP stats: %+v", f)
 		}
 		if n.Target != "REDIS_NOTIFY" || n.Pending != 0 || n.Dead != 1 || n.OldestPendingAt != nil || n.Head != nil || n.OldestPendingAge != 0 {
