@@ -121,10 +121,14 @@ type Pump struct {
 	lastSweep time.Time
 
 	// Adoption (see adopt): whether the start-up adoption ran, the highest CMINMSGS id
-	// looked at, and the ids below it still missing, with when they were first missed.
+	// looked at, and the ids below it still missing, with when they were first missed; the
+	// servers' id step (store.Adoption.IDStep) and, when it is over 1, the classes of ids
+	// modulo it that present ids were in, with when one last was.
 	started bool
 	hw      int64
 	gaps    map[int64]time.Time
+	step    int64
+	classes map[int64]time.Time
 
 	// solo makes the next steps process one message at a time, after a batch that could not
 	// be committed, until one message's outcome is recorded (see stepBatch).
@@ -411,11 +415,11 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 			lo = msgs - gapWindow
 		}
 		if lo != p.hw || stated != msgs-lo { // else every new id has its state: none to look for
-			missing, err := p.db.Unstated(ctx, lo, msgs)
+			missing, present, err := p.db.Unstated(ctx, lo, msgs)
 			if err != nil {
 				return err
 			}
-			for _, id := range missing {
+			for _, id := range p.givenOut(missing, present, now) {
 				if len(p.gaps) < maxGaps {
 					p.gaps[id] = now
 				}
@@ -430,6 +434,9 @@ func (p *Pump) adopt(ctx context.Context, now time.Time) error {
 	}
 	if now.Sub(p.lastSweep) >= sweepEvery || now.Before(p.lastSweep) {
 		p.lastSweep = now
+		if err := p.readStep(ctx); err != nil {
+			return err
+		}
 		if err := p.adoptLegacy(ctx, max(states-sweepDepth, 0), msgs, now, "by", "sweep"); err != nil {
 			return err
 		}
@@ -453,7 +460,42 @@ func (p *Pump) adoptAtStart(ctx context.Context, msgs int64, now time.Time) erro
 	}
 	p.started, p.lastSweep, p.hw = true, now, max(msgs-gapWindow, 0)
 	p.gaps = map[int64]time.Time{}
+	return p.readStep(ctx)
+}
+
+// readStep reads the servers' id step; a new one forgets the classes seen under the old.
+func (p *Pump) readStep(ctx context.Context) error {
+	step, err := p.db.IDStep(ctx)
+	if err != nil {
+		return err
+	}
+	if step != p.step {
+		p.step, p.classes = step, map[int64]time.Time{}
+	}
 	return nil
+}
+
+// givenOut returns the ids of missing that a server may have given out, to be looked for
+// again (the gaps): all of them when ids step by 1; on a Galera cluster, where each node's ids
+// step by the cluster's size (1, 4, 7… on one node), only those in a class modulo the step
+// that a present id was in within gapTTL. The others are ids of nodes nothing was written
+// through, two in three of all ids when one node takes every write: looked for each step,
+// they filled the gaps and cost a read of thousands of ids per step. A row of a node first
+// written through in an open transaction is not tracked; the sweep adopts it.
+func (p *Pump) givenOut(missing, present []int64, now time.Time) []int64 {
+	if p.step <= 1 {
+		return missing
+	}
+	for _, id := range present {
+		p.classes[id%p.step] = now
+	}
+	out := missing[:0]
+	for _, id := range missing {
+		if seen, ok := p.classes[id%p.step]; ok && now.Sub(seen) <= gapTTL {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // adoptLegacy adopts the adoptable rows with ids in (from, to] (store.Adoption.AdoptLegacy) and

@@ -720,37 +720,57 @@ func stateIDs(ctx context.Context, q interface {
 	return out, rows.Err()
 }
 
-// Unstated returns the ids in (after, upTo] that have no PROC_STATE row: rows not adopted, or
-// ids that are not (yet) visible in CMINMSGS at all, such as a gateway row whose transaction
-// has not committed. The caller bounds the range.
-func (d *DB) Unstated(ctx context.Context, after, upTo int64) ([]int64, error) {
+// Unstated returns the ids in (after, upTo] that have no PROC_STATE row (missing): rows not
+// adopted, or ids that are not (yet) visible in CMINMSGS at all, such as a gateway row whose
+// transaction has not committed, or an id no server gave out; and the ids of the range that
+// have a CMINMSGS row or a PROC_STATE row (present): which servers' ids the range holds (IDStep).
+// One statement. The caller bounds the range.
+func (d *DB) Unstated(ctx context.Context, after, upTo int64) (missing, present []int64, err error) {
 	if upTo <= after {
-		return nil, nil
+		return nil, nil, nil
 	}
-	rows, err := d.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID`, after, upTo)
+	rows, err := d.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, 1 FROM PROC_STATE WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ?
+		UNION ALL SELECT CMINMSGS_ID, 0 FROM CMINMSGS WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ?`, after, upTo, after, upTo)
 	if err != nil {
-		return nil, Unavailable(err)
+		return nil, nil, Unavailable(err)
 	}
 	defer rows.Close()
-	var out []int64
-	next := after + 1
+	stated, seen := map[int64]bool{}, map[int64]bool{}
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
+		var st bool
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, nil, err
 		}
-		for ; next < id; next++ {
-			out = append(out, next)
-		}
-		next = id + 1
+		seen[id] = true
+		stated[id] = stated[id] || st
 	}
 	if err := rows.Err(); err != nil {
-		return nil, Unavailable(err)
+		return nil, nil, Unavailable(err)
 	}
-	for ; next <= upTo; next++ {
-		out = append(out, next)
+	for id := after + 1; id <= upTo; id++ {
+		if !stated[id] {
+			missing = append(missing, id)
+		}
+		if seen[id] {
+			present = append(present, id)
+		}
 	}
-	return out, nil
+	return missing, present, nil
+}
+
+// IDStep returns how far apart the ids one server gives out are: AUTO_INCREMENT's increment
+// (on a Galera cluster its size, wsrep_auto_increment_control), 1 on SQLite. Ids in a class
+// modulo the step that no present id is in were given out by no server the range heard from.
+func (d *DB) IDStep(ctx context.Context) (int64, error) {
+	if d.Dialect != MySQL {
+		return 1, nil
+	}
+	var step int64
+	if err := d.SQL.QueryRowContext(ctx, `SELECT @@auto_increment_increment`).Scan(&step); err != nil {
+		return 0, Unavailable(fmt.Errorf("read auto_increment_increment: %w", err))
+	}
+	return max(step, 1), nil
 }
 
 // Backlog says how many CMINMSGS rows are waiting to be adopted and when the oldest was

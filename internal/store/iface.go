@@ -30,8 +30,11 @@ type Adoption interface {
 	AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time) (int, error)
 	// Backlog counts the rows waiting to be adopted and when the oldest was received.
 	Backlog(ctx context.Context) (n int, oldest *time.Time, err error)
-	// Unstated returns the ids in (after, upTo] that have no processing state.
-	Unstated(ctx context.Context, after, upTo int64) ([]int64, error)
+	// Unstated returns the ids in (after, upTo] that have no processing state, and those
+	// that have a CMINMSGS row or a processing state.
+	Unstated(ctx context.Context, after, upTo int64) (missing, present []int64, err error)
+	// IDStep returns how far apart the ids one server gives out are (1 but on Galera).
+	IDStep(ctx context.Context) (int64, error)
 	// Visible returns those of ids committed in CMINMSGS and, of them, the adoptable ones.
 	Visible(ctx context.Context, ids []int64) (visible, adoptable []int64, err error)
 	// AdoptIDs adopts the adoptable ones of ids and returns those with a state afterwards.

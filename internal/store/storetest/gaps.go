@@ -37,11 +37,12 @@ func skipIDs(t *testing.T, db Store, table, col string, n int64) {
 	Exec(t, db, fmt.Sprintf(`ALTER TABLE %s AUTO_INCREMENT = %d`, table, max+n+1))
 }
 
-// With gaps between CMINMSGS ids and between EVENT_IDs, nothing waits for an id that never
-// comes: the inbox's ids grow in the order of its messages, the pump's head moves from each
-// message to the next one that exists (Due), a finished message makes the next existing one
-// the head, the adoption reports the ids missing in a range without holding anything (they
-// are only looked up again, never waited for), and each target's pending events are read
+// With gaps between CMINMSGS ids and between EVENT_IDs, nothing waits for an id that never comes:
+// the inbox's ids grow in the order of its messages, the pump's head moves from each message to
+// the next one that exists (Due), a finished message makes the next existing one the head, the
+// adoption reports the ids missing in a range without holding anything (they are only looked up
+// again, never waited for; with the ids present, whose classes modulo the servers' id step say
+// which missing ids a server may have given out), and each target's pending events are read
 // across the gaps in EVENT_ID order.
 func idGapsNeverHold(t *testing.T, db Store) {
 	ctx := context.Background()
@@ -85,9 +86,22 @@ func idGapsNeverHold(t *testing.T, db Store) {
 			t.Fatalf("after %d finished: head %+v %v, want %d", id, due, err, ids[k+1])
 		}
 	}
-	missing, err := db.Unstated(ctx, ids[0], ids[len(ids)-1])
+	missing, present, err := db.Unstated(ctx, ids[0], ids[len(ids)-1])
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(present, ids[1:]) {
+		t.Fatalf("Unstated after %d: present %v, want every message after it %v", ids[0], present, ids[1:])
+	}
+	// One server gives out ids of one class modulo its step (on a Galera node, 1, 4, 7…).
+	step, err := db.IDStep(ctx)
+	if err != nil || step < 1 {
+		t.Fatalf("IDStep: %d %v", step, err)
+	}
+	for _, id := range ids {
+		if id%step != ids[0]%step {
+			t.Fatalf("inbox ids %v are not of one class modulo the step %d", ids, step)
+		}
 	}
 	// Heads counts the ids with a state in (after, msgs]: all of them only where there is no
 	// gap (the adoption then reads no ids).
