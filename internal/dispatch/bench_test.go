@@ -87,12 +87,17 @@ func insertEvents(b *testing.B, db *store.DB, n, from int) {
 
 func waitSent(b *testing.B, db *store.DB, n int) {
 	for {
-		var sent int
-		isSent, _ := store.EventView{T: "MSG_EVENT"}.Is(pipeline.EventSent)
-		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM MSG_EVENT WHERE ` + isSent).Scan(&sent); err != nil {
+		counts, err := db.EventCounts(context.Background())
+		if err != nil {
 			b.Fatal(err)
 		}
-		if sent >= n {
+		var sent int64
+		for _, c := range counts {
+			if c.State == pipeline.EventSent {
+				sent += c.Count
+			}
+		}
+		if sent >= int64(n) {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)

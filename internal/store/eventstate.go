@@ -59,21 +59,6 @@ func (v EventView) NextAttemptAt() string {
 	return `CASE WHEN ` + v.covered() + ` THEN NULL ELSE ` + v.col("NEXT_ATTEMPT_AT") + ` END`
 }
 
-// Is returns the SQL condition (and its arguments) that the row's effective state is st,
-// written so that a query with TARGET = ? reads index ranges of (TARGET, STATE, EVENT_ID): a
-// PENDING row above the mark or a RETRY row; a SENT row or a PENDING row at or below the
-// mark; another state as stored.
-func (v EventView) Is(st pipeline.EventStatus) (string, []any) {
-	switch st {
-	case pipeline.EventPending:
-		return `(` + v.col("STATE") + ` = '` + eventRetry + `' OR (` + v.col("STATE") + ` = 'PENDING' AND ` +
-			v.col("EVENT_ID") + ` > ` + MarkOf(v.col("TARGET")) + `))`, nil
-	case pipeline.EventSent:
-		return `(` + v.col("STATE") + ` = 'SENT' OR ` + v.covered() + `)`, nil
-	}
-	return v.col("STATE") + ` = ?`, []any{string(st)}
-}
-
 // cols returns the columns queryEvents scans, with the effective STATE and NEXT_ATTEMPT_AT;
 // the sent time of a row the mark covers is filled in by fillSentAt.
 func (v EventView) cols() string {
