@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // abdgUpd is an ABDG UPD of one airbridge with SEQN 1243, the SEQN real AODBs put on most of
@@ -119,5 +120,53 @@ func TestIdentityE2EModeSeqnAndTheUpgradeToContent(t *testing.T) {
 		s.duplicateOf(again, first)
 		s.await(resent, "SUCCEEDED", state("SUCCEEDED", ""))
 		s.haveRef("ABDG", "A215")
+	})
+}
+
+// stamped is msg (built with META DTTM 20260101000000, as the e2e builders do) stamped at dttm.
+func stamped(msg, dttm string) string {
+	return strings.Replace(msg, "<DTTM>20260101000000</DTTM>", "<DTTM>"+dttm+"</DTTM>", 1)
+}
+
+// A new operation that repeats an earlier one is applied, a re-send is SKIPPED: stand 201,
+// 202, then 201 again for one flight, the three FLOPs with one SEQN and each its own META DTTM,
+// are all SUCCEEDED and the flight ends at 201; AIRL ADD, DEL, ADD of one airline with one SEQN
+// leave it present; a byte-identical re-send of the first FLOP after the third is SKIPPED as
+// its duplicate and changes nothing.
+func TestIdentityE2EARepeatedOperationIsApplied(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, db dbEnv) {
+		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
+		day := tomorrow(t)
+		dnld := s.post(e2eSchd(830001, e2eFltr(93001, "CA1401", "D", day.Add(10*time.Hour), "")))
+		s.await(dnld, "snapshot SUCCEEDED", state("SUCCEEDED", ""))
+		stand := func(st, dttm string) string { return stamped(e2eFlop(830002, "STND", 93001, "<STND>"+st+"</STND>"), dttm) }
+		ops := []int64{
+			s.post(stand("201", "20260101080000")),
+			s.post(stand("202", "20260101080100")),
+			s.post(stand("201", "20260101080200")),
+		}
+		for _, id := range ops {
+			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+		}
+		if got := s.flight(93001)["STND"]; got != "201" {
+			t.Fatalf("stand after 201, 202, 201: %v", got)
+		}
+		airl := func(styp, dttm string) string {
+			return fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>830003</SEQN><DTTM>%s</DTTM><TYPE>AIRL</TYPE><STYP>%s</STYP></META>`+
+				`<RECS>1</RECS><AIRL><ITOP>3U</ITOP><ICOP>CSC</ICOP><ONAM>Sichuan Airlines</ONAM><ONMC>四川航空</ONMC><DORI>D</DORI></AIRL></MSG>`, dttm, styp)
+		}
+		refs := []int64{s.post(airl("ADD", "20260101090000")), s.post(airl("DEL", "20260101090100")), s.post(airl("ADD", "20260101090200"))}
+		for _, id := range refs {
+			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+		}
+		s.haveRef("AIRL", "3U")
+		resent := s.post(stand("201", "20260101080000"))
+		s.duplicateOf(resent, ops[0])
+		later := s.post(stand("203", "20260101080300"))
+		s.await(later, "SUCCEEDED", state("SUCCEEDED", ""))
+		if got := s.flight(93001)["STND"]; got != "203" {
+			t.Fatalf("stand after a re-send of 201 and 203: %v", got)
+		}
 	})
 }

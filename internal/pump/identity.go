@@ -7,10 +7,14 @@ package pump
 // real AODBs reuse SEQN (docs/sis-format.md §5.1). In identity.mode content (the default) a
 // message binds SNDR|TYPE|STYP|SEQN while no other message holds it; when another does, the
 // holder's stored raw text is compared with this message's by their canonical digests
-// (sis.ContentDigest): the same content is SKIPPED duplicate-of the holder, other content binds
-// SNDR|TYPE|STYP|SEQN|#<digest>, whose holder in turn is a duplicate's. Identities bound under
-// the plain key before content mode existed keep working: a re-send still finds its holder by
-// the plain key and the same content. In modes seqn and seqn-day the key alone decides.
+// (sis.ContentDigest, META DTTM included: a re-send keeps the sender's bytes, a new operation
+// that repeats an old one has a new DTTM): the same content is SKIPPED duplicate-of the holder,
+// other content binds SNDR|TYPE|STYP|SEQN|#<digest>, whose holder in turn is a duplicate's.
+// Identities bound before keep working: under the plain key (before content mode existed) a
+// re-send still finds its holder by the plain key and the same content; under the legacy
+// digest (before DTTM counted, sis.ContentDigests) a re-send finds its holder by that digest,
+// and is its duplicate when the holder's text has its digest, DTTM included. In modes seqn and
+// seqn-day the key alone decides.
 
 import (
 	"context"
@@ -48,14 +52,30 @@ func (p *Pump) identify(ctx context.Context, bound holderOf, id int64, raw strin
 	if err != nil {
 		return v, fmt.Errorf("content of message %d: %w", id, err)
 	}
-	theirs, ok, err := p.holderDigest(ctx, v.holder)
-	if err != nil {
+	if same, err := p.sameAs(ctx, v.holder, mine); err != nil || same {
+		return v, err // the same message sent again
+	}
+	v, err = held(ctx, bound, id, pipeline.ContentIdentity(key, mine.digest))
+	if err != nil || v.holder != 0 || v.applied {
 		return v, err
 	}
-	if ok && theirs == mine {
-		return v, nil // the same message sent again
+	// A message bound under its legacy digest before DTTM counted holds this one's re-sends.
+	old, err := held(ctx, bound, id, pipeline.ContentIdentity(key, mine.legacy))
+	if err != nil || old.applied {
+		return old, err
 	}
-	return held(ctx, bound, id, pipeline.ContentIdentity(key, mine))
+	if old.holder != 0 {
+		if same, err := p.sameAs(ctx, old.holder, mine); err != nil || same {
+			return old, err
+		}
+	}
+	return v, nil
+}
+
+// sameAs reports whether the message holder has the content digest of d.
+func (p *Pump) sameAs(ctx context.Context, holder int64, d digests) (bool, error) {
+	theirs, ok, err := p.holderDigest(ctx, holder)
+	return ok && theirs == d.digest, err
 }
 
 // held is the verdict of one identity from its holder.
@@ -72,17 +92,20 @@ func held(ctx context.Context, bound holderOf, id int64, identity string) (verdi
 	return verdict{identity: identity, holder: holder}, nil
 }
 
-// digest returns the canonical content digest of message id from its raw text, remembered.
-func (p *Pump) digest(id int64, raw string) (string, error) {
+// digests are a message's content digest and its legacy digest (sis.ContentDigests).
+type digests struct{ digest, legacy string }
+
+// digest returns the canonical content digests of message id from its raw text, remembered.
+func (p *Pump) digest(id int64, raw string) (digests, error) {
 	if d, ok := p.digests[id]; ok {
 		return d, nil
 	}
-	d, err := sis.ContentDigest([]byte(raw))
+	d, l, err := sis.ContentDigests([]byte(raw))
 	if err != nil {
-		return "", err
+		return digests{}, err
 	}
-	p.remember(id, d)
-	return d, nil
+	p.remember(id, digests{d, l})
+	return digests{d, l}, nil
 }
 
 // holderDigest returns the content digest of the message holding an identity, from its stored
@@ -91,7 +114,7 @@ func (p *Pump) digest(id int64, raw string) (string, error) {
 // as the duplicate of one whose content cannot be compared).
 func (p *Pump) holderDigest(ctx context.Context, holder int64) (string, bool, error) {
 	if d, ok := p.digests[holder]; ok {
-		return d, true, nil
+		return d.digest, true, nil
 	}
 	raw, ok, err := p.db.Raw(ctx, holder)
 	if err != nil {
@@ -101,19 +124,19 @@ func (p *Pump) holderDigest(ctx context.Context, holder int64) (string, bool, er
 		p.log.Warn("the raw text of an identity's holder is missing; the message with its SEQN counts as another message", "holder_msg_id", holder)
 		return "", false, nil
 	}
-	d, err := sis.ContentDigest([]byte(raw))
+	d, l, err := sis.ContentDigests([]byte(raw))
 	if err != nil {
 		p.log.Warn("the raw text of an identity's holder has no content digest; the message with its SEQN counts as another message",
 			"holder_msg_id", holder, "err", err.Error())
 		return "", false, nil
 	}
-	p.remember(holder, d)
+	p.remember(holder, digests{d, l})
 	return d, true, nil
 }
 
-func (p *Pump) remember(id int64, digest string) {
+func (p *Pump) remember(id int64, digest digests) {
 	if p.digests == nil || len(p.digests) >= maxDigests {
-		p.digests = make(map[int64]string)
+		p.digests = make(map[int64]digests)
 	}
 	p.digests[id] = digest
 }

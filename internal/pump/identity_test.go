@@ -21,19 +21,24 @@ import (
 // stnd is a FLOP STND of flight 5001 with SEQN 3 (every one of them reuses it), laid out
 // compactly, with MSG's two schema attributes in the order given.
 func stnd(stand string, attrsSwapped bool) string {
+	return stndAt(stand, attrsSwapped, "20261201080000")
+}
+
+// stndAt is stnd stamped with META DTTM dttm: another DTTM is another operation.
+func stndAt(stand string, attrsSwapped bool, dttm string) string {
 	attrs := `xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="unisysaodbsis.xsd"`
 	if attrsSwapped {
 		attrs = `xsi:noNamespaceSchemaLocation='unisysaodbsis.xsd'   xmlns:xsi='http://www.w3.org/2001/XMLSchema-instance'`
 	}
-	return `<MSG ` + attrs + `><META><SNDR>AODB</SNDR><SEQN>3</SEQN><DTTM>20261201080000</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>` +
+	return `<MSG ` + attrs + `><META><SNDR>AODB</SNDR><SEQN>3</SEQN><DTTM>` + dttm + `</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>` +
 		`<FLOP><FLID>5001</FLID><FFID>X</FFID><STND>` + stand + `</STND></FLOP></MSG>`
 }
 
-// stndIndented is stnd(stand, false) sent again later: indented with tabs and spaces, an XML
-// declaration, and a later META DTTM.
+// stndIndented is stnd(stand, false) sent again later, laid out again: indented with tabs and
+// spaces, and an XML declaration (its META DTTM is the one the sender stamped the first time).
 func stndIndented(stand string) string {
 	return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<MSG xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:noNamespaceSchemaLocation=\"unisysaodbsis.xsd\">\n" +
-		"  <META>\n\t<SNDR>AODB</SNDR>\n\t<SEQN>3</SEQN>\n\t<DTTM>20261202093000</DTTM>\n\t<TYPE>FLOP</TYPE>\n\t<STYP>STND</STYP>\n  </META>\n" +
+		"  <META>\n\t<SNDR>AODB</SNDR>\n\t<SEQN>3</SEQN>\n\t<DTTM>20261201080000</DTTM>\n\t<TYPE>FLOP</TYPE>\n\t<STYP>STND</STYP>\n  </META>\n" +
 		"  <FLOP>\n    <FLID>5001</FLID>\n    <FFID>X</FFID>\n    <STND>" + stand + "</STND>\n  </FLOP>\n</MSG>\n"
 }
 
@@ -74,7 +79,7 @@ func (e *env) wantDuplicate(id, holder int64) {
 
 // In identity.mode content (the default) a duplicate is the same message sent again: a
 // message reusing an earlier one's SEQN with other content is applied, and a re-send (the very
-// bytes, or laid out again with another META DTTM, or with MSG's attributes in another order)
+// bytes, or laid out again, or with MSG's attributes in another order)
 // of either is SKIPPED as the duplicate of the one it repeats, inside one batch and across
 // batches, on every path of the pump.
 func TestAReusedSEQNIsAppliedAndAResendIsADuplicate(t *testing.T) {
@@ -108,6 +113,71 @@ func TestAReusedSEQNIsAppliedAndAResendIsADuplicate(t *testing.T) {
 		e.wantDuplicate(more[3], more[2])
 		if s := stand(); s != "120" {
 			t.Fatalf("stand after a third content: %s", s)
+		}
+	})
+}
+
+// A new operation that repeats an earlier one (stand 201, 202, then 201 again, one SEQN, each
+// with its own META DTTM) is applied, not taken for a re-send of the first, inside one batch and
+// across batches, on every path; the very bytes of the first sent again after the third are
+// still its duplicate.
+func TestARepeatedOperationIsApplied(t *testing.T) {
+	t.Parallel()
+	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
+		ids := e.post(
+			schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")),
+			stndAt("201", false, "20261201080000"),
+			stndAt("202", false, "20261201080100"),
+			stndAt("201", false, "20261201080200"),
+		)
+		e.drain()
+		for _, id := range ids {
+			e.want(id, pipeline.Succeeded, "")
+		}
+		if s := stand(); s != "201" {
+			t.Fatalf("stand after 201, 202, 201: %s", s)
+		}
+		more := e.post(stndAt("201", false, "20261201080000"), stndAt("202", true, "20261201080300"), stndAt("201", false, "20261201080200"))
+		e.drain()
+		e.wantDuplicate(more[0], ids[1])
+		e.want(more[1], pipeline.Succeeded, "")
+		e.wantDuplicate(more[2], ids[3])
+		if s := stand(); s != "202" {
+			t.Fatalf("stand after two re-sends and 202 again: %s", s)
+		}
+	})
+}
+
+// A message bound under its content identity before META DTTM counted (the legacy digest,
+// SNDR|TYPE|STYP|SEQN|#<digest without DTTM>) still holds its re-sends after the upgrade, and
+// a new operation repeating it with another DTTM is applied.
+func TestALegacyContentIdentityStillHoldsItsResends(t *testing.T) {
+	t.Parallel()
+	identityPaths(t, pipeline.IdentityContent, func(t *testing.T, e *env, stand func() string) {
+		ids := e.post(schd("1", "DNLD", flightRec(5001, "CA1501", "01DEC261300")), stnd("118", false))
+		e.drain()
+		// As the old build left a reused SEQN with other content: SUCCEEDED under the legacy digest.
+		raw := stnd("120", false)
+		_, legacy, err := sis.ContentDigests([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := e.post(raw)
+		identity := pipeline.ContentIdentity("AODB|FLOP|STND|3", legacy)
+		storetest.Exec(t, e.db, fmt.Sprintf(`UPDATE PROC_STATE SET STATE = 'SUCCEEDED', IDENTITY = '%s', IDENTITY_KEY = '%s' WHERE CMINMSGS_ID = %d`,
+			identity, store.IdentityKey(identity), old[0]))
+		resent := e.post(stndIndented("120"))
+		e.drain()
+		e.want(ids[1], pipeline.Succeeded, "")
+		e.wantDuplicate(resent[0], old[0])
+		if s := stand(); s != "118" {
+			t.Fatalf("stand %s: a re-send of a message bound under its legacy digest was applied", s)
+		}
+		again := e.post(stndAt("120", false, "20261201090000"))
+		e.drain()
+		e.want(again[0], pipeline.Succeeded, "")
+		if s := stand(); s != "120" {
+			t.Fatalf("stand %s: a new operation repeating a legacy-bound message was not applied", s)
 		}
 	})
 }

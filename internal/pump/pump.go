@@ -144,7 +144,7 @@ type Pump struct {
 	trouble *Trouble // the head whose outcome the pump cannot write; nil when none
 
 	parked  *prometheus.CounterVec // msgx_messages_parked_total{class}
-	digests map[int64]string       // content digests of messages met (identity.go)
+	digests map[int64]digests      // content digests of messages met (identity.go)
 	recent  []Notable              // the last notable outcomes, newest last (under mu)
 	hand    *InHand                // what the pump works on (InHand); guarded by mu
 	marks   *markState             // phase A's guard against a Redis that lost data (redismark.go)

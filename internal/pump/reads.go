@@ -176,7 +176,8 @@ func readHolders(ctx context.Context, b *store.Batch, out map[string]int64, ids 
 }
 
 // contentIdentities returns the content identities of the decoded messages of run whose key
-// out says another message holds, or which share their key with an earlier one of the run.
+// out says another message holds, or which share their key with an earlier one of the run:
+// each under its digest and its legacy digest (identify looks both up).
 func (p *Pump) contentIdentities(run []*store.Due, decs []*decoded, out map[string]int64) []string {
 	var ids []string
 	first := map[string]int64{} // each key's first message in the run
@@ -191,7 +192,7 @@ func (p *Pump) contentIdentities(run []*store.Due, decs []*decoded, out map[stri
 		}
 		if h := out[k]; (h != 0 && h != id) || (seen && f != id) {
 			if dg, err := p.digest(id, d.raw); err == nil {
-				ids = append(ids, pipeline.ContentIdentity(d.identity, dg))
+				ids = append(ids, pipeline.ContentIdentity(d.identity, dg.digest), pipeline.ContentIdentity(d.identity, dg.legacy))
 			}
 		}
 	}

@@ -25,37 +25,55 @@ import (
 //   - `<X/>` and `<X></X>` are the same (both "no value"), and an entity or character reference
 //     is the character it stands for;
 //   - comments, processing instructions (the XML declaration) and directives do not count;
-//   - META/DTTM does not count: a sender that builds the same message again stamps a new time.
+//   - META/DTTM counts: a re-send keeps the bytes the sender built, its DTTM included, while a
+//     new operation, even one that repeats an earlier one (stand 201, 202, 201 again), is
+//     stamped with a new time.
 //
 // Element names and values are compared exactly (case included). The digest is 32 lower-case
 // hex digits (128 bits of SHA-256). raw must be well-formed XML with an MSG root, as a message
 // that decoded is; anything else is a MALFORMED error.
 func ContentDigest(raw []byte) (string, error) {
-	h := sha256.New()
+	d, _, err := ContentDigests(raw)
+	return d, err
+}
+
+// ContentDigests returns raw's ContentDigest and its legacy digest: the same canonical content
+// with META/DTTM left out, the digest msgx bound content identities with before DTTM counted
+// (a re-send of a message processed then is found by it).
+func ContentDigests(raw []byte) (digest, legacy string, err error) {
+	h, l := sha256.New(), sha256.New()
 	s := getScanner(raw, true)
-	err := canonical(s, h)
+	err = canonical(s, h, l)
 	s.release()
 	if errors.Is(err, errUnsure) {
 		// The codec's scanner does not vouch for this document: encoding/xml reads it.
 		h.Reset()
-		err = canonical(&xmlTokens{d: NewDecoder(raw)}, h)
+		l.Reset()
+		err = canonical(&xmlTokens{d: NewDecoder(raw)}, h, l)
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+	return hex.EncodeToString(h.Sum(nil)[:16]), hex.EncodeToString(l.Sum(nil)[:16]), nil
 }
 
-// canonical writes the canonical form of the document d tokenizes to h: each token with its
-// kind and length-prefixed parts, so no two different documents write the same bytes.
-func canonical(d tokenizer, h hash.Hash) error {
+// canonical writes the canonical form of the document d tokenizes to h, and to legacy the
+// same with META/DTTM left out: each token with its kind and length-prefixed parts, so no two
+// different documents write the same bytes.
+func canonical(d tokenizer, h, legacy hash.Hash) error {
 	var stack []string
 	var text bytes.Buffer // the character data since the last tag
-	skip := 0             // depth of the open META/DTTM being left out (0: none)
+	skip := 0             // depth of the open META/DTTM, which legacy leaves out (0: none)
 	root := false
+	part := func(kind byte, b []byte) {
+		writePart(h, kind, b)
+		if skip == 0 {
+			writePart(legacy, kind, b)
+		}
+	}
 	flush := func() {
-		if t := bytes.TrimSpace(text.Bytes()); len(t) > 0 && skip == 0 {
-			writePart(h, 'T', t)
+		if t := bytes.TrimSpace(text.Bytes()); len(t) > 0 {
+			part('T', t)
 		}
 		text.Reset()
 	}
@@ -80,28 +98,24 @@ func canonical(d tokenizer, h hash.Hash) error {
 			if skip == 0 && len(stack) == 3 && stack[0] == "MSG" && stack[1] == "META" && name == "DTTM" {
 				skip = len(stack)
 			}
-			if skip != 0 {
-				continue
-			}
-			writePart(h, 'S', []byte(name))
+			part('S', []byte(name))
 			attrs := make([][2]string, 0, len(t.Attr))
 			for _, a := range t.Attr {
 				attrs = append(attrs, [2]string{qname(a.Name), strings.TrimSpace(a.Value)})
 			}
 			slices.SortFunc(attrs, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 			for _, a := range attrs {
-				writePart(h, 'A', []byte(a[0]))
-				writePart(h, 'V', []byte(a[1]))
+				part('A', []byte(a[0]))
+				part('V', []byte(a[1]))
 			}
 		case tokEnd:
 			flush()
 			if len(stack) == 0 {
 				return pipeline.Errorf(pipeline.Malformed, "content digest: unexpected end element </%s>", qname(d.endName()))
 			}
+			part('E', nil)
 			if skip == len(stack) {
 				skip = 0
-			} else if skip == 0 {
-				writePart(h, 'E', nil)
 			}
 			stack = stack[:len(stack)-1]
 		case tokText:
