@@ -206,20 +206,31 @@ WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT
 	return total, nil
 }
 
+// SetBetweenRaiseReads sets a function run by RETENTION between its two reads of a target's
+// delivery marks (oldRaises): a test's seam, to commit a delivery there.
+func (d *DB) SetBetweenRaiseReads(fn func()) { d.betweenRaiseReads = fn }
+
 // oldRaises returns the highest raise of target's delivery mark below its first raise made at
 // or after before (in EVENT_ID order), 0 when there is none: the events up to it were sent
-// before `before`.
+// before `before`. Both reads see one snapshot: a raise committed between them (a delivery a
+// moment ago, above every old raise) would otherwise count as the highest old one.
 func (d *DB) oldRaises(ctx context.Context, target string, before time.Time) (int64, error) {
 	var young, upto sql.NullInt64
-	err := d.SQL.QueryRowContext(ctx, `SELECT UPTO_EVENT_ID FROM MSG_EVENT_MARK WHERE TARGET = ? AND SENT_AT >= ?
+	err := d.readSnapshot(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT UPTO_EVENT_ID FROM MSG_EVENT_MARK WHERE TARGET = ? AND SENT_AT >= ?
 ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
-	if err == nil || err == sql.ErrNoRows {
+		if err != nil && err != sql.ErrNoRows {
+			return err
+		}
+		if d.betweenRaiseReads != nil {
+			d.betweenRaiseReads()
+		}
 		q, args := `SELECT MAX(UPTO_EVENT_ID) FROM MSG_EVENT_MARK WHERE TARGET = ?`, []any{target}
 		if young.Valid {
 			q, args = q+` AND UPTO_EVENT_ID < ?`, append(args, young.Int64)
 		}
-		err = d.SQL.QueryRowContext(ctx, q, args...).Scan(&upto)
-	}
+		return tx.QueryRowContext(ctx, q, args...).Scan(&upto)
+	})
 	if err != nil {
 		return 0, Unavailable(fmt.Errorf("purge events of %s: read the delivery marks: %w", target, err))
 	}

@@ -76,6 +76,8 @@ type DB struct {
 
 	conflictHook func(op string) // set by SetConflictHook (conflict.go)
 
+	betweenRaiseReads func() // set by SetBetweenRaiseReads (retention.go)
+
 	riders *riders // SQLite: the short writes waiting to ride a commit (riders.go); nil on MySQL
 }
 

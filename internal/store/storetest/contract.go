@@ -48,6 +48,7 @@ type Store interface {
 	SetLegacy(o store.LegacyOptions)
 	SetShadow(afterID int64)
 	SetTraceHook(fn func(msgID int64, traceID string))
+	SetBetweenRaiseReads(fn func())
 
 	// The reads and writes one consumer each declares where it uses them (the inbox's traced
 	// insert, the metrics' counts, the console's throughput, the shadow's watermark…).

@@ -22,6 +22,7 @@ func init() {
 		{"DeliveryMarkShowsRunsSentAndKeepsDeadAndReplayed", deliveryMarkShowsRunsSent},
 		{"DeliveryMarkPassesOnlyDeliveredRows", deliveryMarkPassesOnlyDeliveredRows},
 		{"PurgeSentEventsDeletesMarkedEventsByTheirAge", purgeSentEventsDeletesMarkedEvents},
+		{"PurgeSentEventsKeepsADeliveryCommittedBetweenItsReads", purgeKeepsADeliveryBetweenItsReads},
 	}...)
 }
 
@@ -302,4 +303,26 @@ func purgeSentEventsDeletesMarkedEvents(t *testing.T, db Store) {
 		t.Fatalf("purged %d, want 2: %v", n, err)
 	}
 	wantShown(t, db, "R", "after the last purge")
+}
+
+// RETENTION reads a target's delivery marks in one snapshot: a delivery committed between its
+// read of the first young raise (none yet) and its read of the highest old one is not taken
+// for an old raise, and the events it delivered a moment ago keep their history.
+func purgeKeepsADeliveryBetweenItsReads(t *testing.T, db Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	evs := markEvents(t, db, "K", 3, now.Add(-10*24*time.Hour))
+	markSent(t, db, "K", now.Add(-9*24*time.Hour), &evs[0], &evs[1])
+	db.SetBetweenRaiseReads(func() {
+		db.SetBetweenRaiseReads(nil)
+		markSent(t, db, "K", now, &evs[2])
+	})
+	defer db.SetBetweenRaiseReads(nil)
+	n, err := db.PurgeSentEvents(ctx, now.Add(-7*24*time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(shown(t, db, "K"), " "); n != 2 || got != "SENT@08:00:00" {
+		t.Fatalf("purged %d, left %q: want the 2 old deliveries purged and the one delivered between the reads kept (SENT@08:00:00)", n, got)
+	}
 }
