@@ -71,7 +71,7 @@ func flopTolerance(t *testing.T, db dbEnv, env ...string) {
 
 	// A CHOT entry whose chocks time is misspelt would have stored the chocks without it.
 	chtn := s.post(e2eFlop(820003, "CHOT", 92002, fmt.Sprintf(`<CHOT CSNO="1"><CHTN>%s</CHTN><CHID>OFF</CHID><CHST>202</CHST></CHOT>`, sisTime(at(11, 40)))))
-	dead(chtn, "MALFORMED", "CHOT[1]: unknown element CHTN (did you mean CHTM?)")
+	dead(chtn, "MALFORMED", "CHOT[1]: CHOT entry has <CHTN> but no <CHTM>, which would clear it (did you mean CHTM?)")
 	if got := fmt.Sprint(flight(92002)["CHOT"]); got != chocks0 || !strings.Contains(chocks0, "ON") {
 		t.Errorf("chocks after the refused CHOT: %s, want the snapshot's %s", got, chocks0)
 	}

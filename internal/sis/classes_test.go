@@ -74,7 +74,7 @@ func TestRejectionClasses(t *testing.T) {
 		{"duration does not exist", flop("DELY", `<DELY CODE="WX" DURA="0175"/>`), mf, `DURA "0175"`},
 		{"FDEL not empty", flop("FDEL", "<FDEL>x</FDEL>"), mf, "must be empty"},
 		{"PORT without PORT", flop("PORT", ""), mf, "PORT: missing"},
-		{"misspelt STYP element", flop("STND", "<STDN>214</STDN>"), mf, "unknown element STDN in FLOP STND (did you mean STND?)"},
+		{"misspelt STYP element", flop("STND", "<STDN>214</STDN>"), mf, "FLOP STND record has <STDN> but no <STND>, which would clear it (did you mean STND?)"},
 		{"element inside a simple element", flop("STND", "<STND><CODE>214</CODE></STND>"), ce, "STND contains an element <CODE>"},
 		// SCHD
 		{"no SCHD wrapper", schdMsg("DNLD", "<RECS>0</RECS>"), mf, "no <SCHD>"},

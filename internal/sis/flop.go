@@ -512,25 +512,19 @@ var flopAllowed = func() map[string]map[string]bool {
 	return m
 }()
 
-// flopGroupRequired are, per group, the children an entry cannot do without (its key or what
-// it allocates): an entry that lacks one and holds an unknown child is MALFORMED.
-var flopGroupRequired = map[string][]string{
-	"PORT": {"POID"}, "ABTM": {"ABDG"}, "CHDT": {"CHUT"}, "CHOT": {"CHTM"}, "CKDT": {"CHKC"},
-	"CLDT": {"BELT"}, "GTDT": {"GATE"}, "PSDT": {"PSST"}, "ERUT": {"APCD"}, "SRVT": {"SRTC", "SRQT"},
-	"VIPF": {"VPCD"}, "VIPT": {"VSCD"}, "PSHT": {"PUST"}, "TIPT": {"TRST"},
-}
+// flopEntryOmit are, per group, the children the reader knows for an entry that a FLOP entry
+// does not carry (SCHS's day offsets of an ERUT stop): their absence clears nothing.
+var flopEntryOmit = map[string][]string{"ERUT": {"SADC", "SDDC"}}
 
-// flopExtra applies the rules against silent clears (docs/sis-format.md §2.3: an absent payload
-// element, or a child absent from a group entry, means "clear"):
-//
-//   - a record that lacks one of its STYP's elements and holds anything beyond the common
-//     ones (an element of another STYP, or one SIS does not define for FLOP) is MALFORMED,
-//     naming what it holds and what it lacks (for a misspelt tag: the element probably meant);
-//   - an unknown child of one of the STYP's group entries is MALFORMED when it is one edit
-//     from a child the entry lacks (a misspelling: that value would be cleared) or when the
-//     entry lacks a required child (flopGroupRequired);
-//
-// and reports everything else it reads past as a warning.
+// entryText stands, in what an element lacks, for its text where the element carries a value
+// as text (the reason of FDIV, FRET and FLAB; the description of a DELY entry).
+const entryText = "#text"
+
+// flopExtra applies the rule against silent clears (docs/sis-format.md §6.1-2: an absent payload
+// element, or a child absent from a group entry, means "clear") to the record and to each
+// entry of its STYP's groups alike: one that lacks some of what it carries and holds a stray
+// element (another STYP's, or one SIS does not define there) is MALFORMED (see strayClear).
+// Everything else it reads past is reported as a warning.
 func (c *conv) flopExtra(styp string, x *xrec) {
 	own := flopOwn(styp)
 	expected := 0
@@ -556,8 +550,7 @@ func (c *conv) flopExtra(styp string, x *xrec) {
 			}
 		}
 	}
-	if len(missing) > 0 && len(unknown)+len(other) > 0 {
-		c.failSilentClear(styp, missing, unknown, other)
+	if c.err = strayClear(c.where(), "FLOP "+styp+" record", append(other, unknown...), missing); c.err != nil {
 		return
 	}
 	label := "FLOP " + styp
@@ -566,54 +559,95 @@ func (c *conv) flopExtra(styp string, x *xrec) {
 		c.warn.Addf("element %s in %s record %d ignored: not an element of FLOP %s", e, label, c.n, styp)
 	}
 	x.nestedUnknown(flopKnown, func(u nested) {
-		if c.err == nil && u.group() != "" && slices.Contains(own, u.path[0].name) && c.groupClear(u) {
+		if c.err != nil {
 			return
+		}
+		if u.group() != "" && slices.Contains(own, u.path[0].name) {
+			what := u.group() + " entry"
+			if !flopLists[u.group()] && u.group() != "VIPT" {
+				what = u.group() + " element"
+			}
+			if c.err = strayClear(c.where()+" "+u.where(), what, u.strays(), u.flopLacks()); c.err != nil {
+				return
+			}
 		}
 		u.warn(label, c.n, c.warn)
 	})
 }
 
-// failSilentClear refuses a record that lacks its STYP's elements missing and holds the
-// unexpected elements unknown (not SIS's) and other (another STYP's).
-func (c *conv) failSilentClear(styp string, missing, unknown, other []string) {
-	for _, u := range unknown {
-		if s := suggest(u, missing); s != "" {
-			c.err = pipeline.Errorf(pipeline.Malformed, "%s: unknown element %s in FLOP %s (did you mean %s?)", c.where(), short(u), styp, s)
-			return
+// strayClear is the rule against silent clears, in one place for a FLOP record and for an
+// entry of its STYP's groups: what (at where) holds the stray elements found and lacks
+// missing, whose absence would clear a value the stray may have been meant for. With either
+// list empty it returns nil; otherwise a MALFORMED error naming both, with the element
+// probably meant where a stray is one edit (or a letter case) from a missing one:
+//
+//	FLOP[1] FLID 7001 CHOT[1]: CHOT entry has <STND> but no <CHST>, which would clear it
+//	FLOP[1] FLID 7001: FLOP STND record has <STDN> but no <STND>, which would clear it (did you mean STND?)
+func strayClear(where, what string, found, missing []string) error {
+	if len(found) == 0 || len(missing) == 0 {
+		return nil
+	}
+	lacks := make([]string, len(missing))
+	for i, m := range missing {
+		lacks[i] = "<" + m + ">"
+		if m == entryText {
+			lacks[i] = "text"
 		}
 	}
-	if len(other) == 0 {
-		name := unknown[0]
-		hint := didYouMean(name, append(missing, sortedNames(flopKnown)...))
-		c.err = pipeline.Errorf(pipeline.Malformed, "%s: unknown element %s in FLOP %s%s; the record has no %s, which would clear it",
-			c.where(), short(name), styp, hint, strings.Join(missing, ", "))
-		return
+	var hints []string
+	for _, f := range found {
+		if s := oneEdit(f, missing); s != "" {
+			if len(found) == 1 {
+				hints = append(hints, s)
+			} else {
+				hints = append(hints, s+" for "+short(f))
+			}
+		}
 	}
-	c.err = pipeline.Errorf(pipeline.Malformed, "%s: FLOP %s record has %s but no %s, which would clear it",
-		c.where(), styp, tags(append(other, unknown...)), tags(missing))
+	hint := ""
+	if len(hints) > 0 {
+		hint = " (did you mean " + strings.Join(hints, ", ") + "?)"
+	}
+	return pipeline.Errorf(pipeline.Malformed, "%s: %s has %s but no %s, which would clear it%s",
+		where, what, tags(found), strings.Join(lacks, ", "), hint)
 }
 
-// groupClear refuses (MALFORMED, true) an unknown child of a group entry that lacks the child
-// it probably stands for, or a required one; false leaves it a warning.
-func (c *conv) groupClear(u nested) bool {
-	missing := u.missing()
-	if s := suggest(u.name, missing); s != "" && (strings.EqualFold(s, u.name) || editDistance(strings.ToUpper(u.name), s) <= 1) {
-		c.err = pipeline.Errorf(pipeline.Malformed, "%s %s: unknown element %s (did you mean %s?); the entry has no %s, which would clear it",
-			c.where(), u.where(), short(u.name), s, s)
-		return true
-	}
-	var lacks []string
-	for _, r := range flopGroupRequired[u.group()] {
-		if slices.Contains(missing, r) {
-			lacks = append(lacks, r)
+// oneEdit returns the candidate name is one edit (or a letter case) away from, or "".
+func oneEdit(name string, candidates []string) string {
+	for _, c := range candidates {
+		if c != entryText && (strings.EqualFold(c, name) || editDistance(strings.ToUpper(name), c) <= 1) {
+			return c
 		}
 	}
-	if len(lacks) == 0 {
-		return false
+	return ""
+}
+
+// flopLacks returns what the FLOP group entry holding u lacks of what it carries, each
+// absence a clear: the children it does not hold (not even empty), and its text (entryText)
+// where the group carries one and it is blank.
+func (u nested) flopLacks() []string {
+	var out []string
+	for _, name := range u.children() {
+		if !slices.Contains(flopEntryOmit[u.group()], name) && !presentIn(u.entry, u.plan, name) {
+			out = append(out, name)
+		}
 	}
-	c.err = pipeline.Errorf(pipeline.Malformed, "%s %s: unknown element %s%s, and the entry has no %s (required)",
-		c.where(), u.where(), short(u.name), u.hint(), tags(lacks))
-	return true
+	if u.plan.char >= 0 && strings.TrimSpace(u.entry.Field(u.plan.char).String()) == "" {
+		out = append(out, entryText)
+	}
+	return out
+}
+
+// strays returns the children of the entry holding u that its group does not define, each
+// once, in message order.
+func (u nested) strays() []string {
+	var out []string
+	for _, n := range *u.entry.Field(u.plan.anyElem).Addr().Interface().(*[]string) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // tags formats names as <A>, <B>.

@@ -281,16 +281,16 @@ func TestFlopUnknownElements(t *testing.T) {
 		name, styp, payload string
 		part                string
 	}{
-		{"misspelt", "STND", "<STDN>214</STDN>", "FLOP[1] FLID 7001: unknown element STDN in FLOP STND (did you mean STND?)"},
-		{"longer tag", "CHOT", `<CHOTX CSNO="1"><CHTM>15MAR261000</CHTM></CHOTX>`, "unknown element CHOTX in FLOP CHOT (did you mean CHOT?)"},
-		{"wrong case", "APPT", "<appt>15MAR261000</appt>", "unknown element appt in FLOP APPT (did you mean APPT?)"},
-		{"empty misspelt clear", "PADT", "<PDAT/>", "unknown element PDAT in FLOP PADT (did you mean PADT?)"},
-		{"one of several", "HNAG", "<FHAG>1</FHAG><PHAG>2</PHAG><MHGA>3</MHGA>", "unknown element MHGA in FLOP HNAG (did you mean MHAG?)"},
-		{"the close one is named", "TOBT", "<XXXXXXXX/><TBOT>15MAR261000</TBOT>", "unknown element TBOT in FLOP TOBT (did you mean TOBT?)"},
-		{"nothing close", "TOBT", "<REMARKS>x</REMARKS>", "unknown element REMARKS in FLOP TOBT; the record has no TOBT, which would clear it"},
+		{"misspelt", "STND", "<STDN>214</STDN>", "FLOP[1] FLID 7001: FLOP STND record has <STDN> but no <STND>, which would clear it (did you mean STND?)"},
+		{"longer tag", "CHOT", `<CHOTX CSNO="1"><CHTM>15MAR261000</CHTM></CHOTX>`, "FLOP CHOT record has <CHOTX> but no <CHOT>, which would clear it (did you mean CHOT?)"},
+		{"wrong case", "APPT", "<appt>15MAR261000</appt>", "FLOP APPT record has <appt> but no <APPT>, which would clear it (did you mean APPT?)"},
+		{"empty misspelt clear", "PADT", "<PDAT/>", "FLOP PADT record has <PDAT> but no <PADT>, which would clear it (did you mean PADT?)"},
+		{"one of several", "HNAG", "<FHAG>1</FHAG><PHAG>2</PHAG><MHGA>3</MHGA>", "FLOP HNAG record has <MHGA> but no <MHAG>, which would clear it (did you mean MHAG?)"},
+		{"the close one is named", "TOBT", "<XXXXXXXX/><TBOT>15MAR261000</TBOT>", "FLOP TOBT record has <XXXXXXXX>, <TBOT> but no <TOBT>, which would clear it (did you mean TOBT for TBOT?)"},
+		{"nothing close", "TOBT", "<REMARKS>x</REMARKS>", "FLOP TOBT record has <REMARKS> but no <TOBT>, which would clear it"},
 		{"PORT", "PORT", "<PROT><POID>O</POID></PROT>", "did you mean PORT?"},
 		{"FDEL", "FDEL", "<FDELL/>", "did you mean FDEL?"},
-		{"second record", "STND", "<STND>1</STND></FLOP><FLOP><FLID>7002</FLID><Stnd>2</Stnd>", "FLOP[2] FLID 7002: unknown element Stnd in FLOP STND (did you mean STND?)"},
+		{"second record", "STND", "<STND>1</STND></FLOP><FLOP><FLID>7002</FLID><Stnd>2</Stnd>", "FLOP[2] FLID 7002: FLOP STND record has <Stnd> but no <STND>, which would clear it (did you mean STND?)"},
 		{"other STYP's element", "STND", "<TRML>T2</TRML>", "FLOP[1] FLID 7001: FLOP STND record has <TRML> but no <STND>, which would clear it"},
 		{"other STYP's time", "APPT", "<BOTM>15MAR261000</BOTM>", "FLOP APPT record has <BOTM> but no <APPT>"},
 		{"an operation msgx does not decode", "STND", "<ESTT>15MAR261000</ESTT>", "FLOP STND record has <ESTT> but no <STND>"},
@@ -314,7 +314,7 @@ func TestFlopUnknownElements(t *testing.T) {
 		{"absent, only the flight's identity: clear", "TOBT", "<ALCD>3U</ALCD><FLNO>3U8881</FLNO><MVIN>D</MVIN><SODT>15MAR261030</SODT>", nil},
 		{"other STYP's element beside the element", "APPT", "<APPT/><BOTM>15MAR261000</BOTM>", []string{
 			"element BOTM in FLOP APPT record 1 ignored: not an element of FLOP APPT"}},
-		{"inside a group", "CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHTX/></CHOT>`, []string{
+		{"inside a complete group entry", "CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHID>ON</CHID><CHST/><CHTX/></CHOT>`, []string{
 			"unknown element CHTX in FLOP CHOT record 1 CHOT[1] ignored (did you mean CHTM?)"}},
 		{"around the record", "APPT", "<APPT/></FLOP><NOTE/><FLOP><FLID>7002</FLID><APPT/>", []string{
 			"unknown element NOTE in MSG ignored"}},
@@ -332,27 +332,31 @@ func TestFlopUnknownElements(t *testing.T) {
 	}
 }
 
-// A misspelt or unknown child of a group entry: the entry would be stored without the child
-// it lacks (a clear), so it is MALFORMED when the unknown child is one edit from a child the
-// entry lacks, or when the entry lacks a required child; otherwise a warning with the
-// did-you-mean.
+// A misspelt or unknown child of a group entry: the entry would be stored without the
+// children it lacks (a clear), so it is MALFORMED when the entry lacks any, naming the unknown
+// child and what the entry lacks (did-you-mean when one edit away); beside a complete entry a
+// warning with the did-you-mean.
 func TestFlopGroupUnknownChildren(t *testing.T) {
 	rejects := []struct {
 		name, styp, payload string
 		part                string
 	}{
 		{"chocks time misspelt", "CHOT", `<CHOT CSNO="1"><CHTN>15MAR261000</CHTN><CHID>ON</CHID><CHST>213</CHST></CHOT>`,
-			"FLOP[1] FLID 7001 CHOT[1]: unknown element CHTN (did you mean CHTM?); the entry has no CHTM, which would clear it"},
+			"FLOP[1] FLID 7001 CHOT[1]: CHOT entry has <CHTN> but no <CHTM>, which would clear it (did you mean CHTM?)"},
 		{"stand start misspelt", "PSDT", `<PSDT PSNO="1"><PSST>213</PSST><STTS>15MAR261000</STTS><STET>15MAR261100</STET></PSDT>`,
-			"FLOP[1] FLID 7001 PSDT[1]: unknown element STTS (did you mean STST?)"},
-		{"wrong case", "GTDT", `<GTDT GTNO="1"><GATE>B1</GATE><gotm>15MAR261000</gotm></GTDT>`, "GTDT[1]: unknown element gotm (did you mean GOTM?)"},
+			"FLOP[1] FLID 7001 PSDT[1]: PSDT entry has <STTS> but no <STST>, which would clear it (did you mean STST?)"},
+		{"wrong case", "GTDT", `<GTDT GTNO="1"><GATE>B1</GATE><gotm>15MAR261000</gotm></GTDT>`, "GTDT[1]: GTDT entry has <gotm> but no <PGOT>, <PGCT>, <GOTM>, <GCTM>, <GTYP>, which would clear it (did you mean GOTM?)"},
 		{"second entry", "CKDT", `<CKDT CKNO="1"><CHKC>A1</CHKC></CKDT><CKDT CKNO="2"><CHCK>A2</CHCK></CKDT>`,
-			"CKDT[2]: unknown element CHCK (did you mean CHKC?)"},
+			"CKDT[2]: CKDT entry has <CHCK> but no <CHKC>, <CCLS>, <PCOT>, <PCCT>, <COTM>, <CCTM>, <CTYP>, which would clear it (did you mean CHKC?)"},
 		{"required child missing", "CHOT", `<CHOT CSNO="1"><CHID>ON</CHID><NOTE>x</NOTE></CHOT>`,
-			"CHOT[1]: unknown element NOTE, and the entry has no <CHTM> (required)"},
-		{"an entry of only a misspelt child", "ERUT", `<ERUT><APDC>PEK</APDC></ERUT>`, "ERUT[1]: unknown element APDC (did you mean APCD?)"},
-		{"PORT time", "PORT", `<PORT><POTN>15MAR261000</POTN><POID>O</POID></PORT>`, "PORT[1]: unknown element POTN (did you mean POTM?)"},
-		{"nested entry", "VIPF", `<VIPF><VPCD>V1</VPCD><VIPT><VSDC>S1</VSDC></VIPT></VIPF>`, "VIPF[1]/VIPT[1]: unknown element VSDC (did you mean VSCD?)"},
+			"CHOT[1]: CHOT entry has <NOTE> but no <CHTM>, <CHST>, which would clear it"},
+		{"an entry of only a misspelt child", "ERUT", `<ERUT><APDC>PEK</APDC></ERUT>`, "ERUT[1]: ERUT entry has <APDC> but no <APCD>, <SCAT>, <SCDT>, which would clear it (did you mean APCD?)"},
+		{"PORT time", "PORT", `<PORT><POTN>15MAR261000</POTN><POID>O</POID></PORT>`, "PORT[1]: PORT entry has <POTN> but no <POTM>, which would clear it (did you mean POTM?)"},
+		{"nothing close, optional child lacking", "GTDT", `<GTDT GTNO="1"><GATE>B1</GATE><PGOT/><PGCT/><GOTM/><GTYP/><REMARK>x</REMARK></GTDT>`,
+			"GTDT[1]: GTDT entry has <REMARK> but no <GCTM>, which would clear it"},
+		{"a child missing beside another STYP's element", "CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHID>ON</CHID><STND>214</STND></CHOT>`,
+			"CHOT[1]: CHOT entry has <STND> but no <CHST>, which would clear it"},
+		{"nested entry", "VIPF", `<VIPF><VPCD>V1</VPCD><VIPT><VSDC>S1</VSDC></VIPT></VIPF>`, "VIPF[1]/VIPT[1]: VIPT entry has <VSDC> but no <VSCD>, <VTQY>, <VTST>, <VTET>, which would clear it (did you mean VSCD?)"},
 	}
 	for _, tt := range rejects {
 		t.Run(tt.name, func(t *testing.T) {
@@ -365,7 +369,7 @@ func TestFlopGroupUnknownChildren(t *testing.T) {
 	}{
 		{"beside every child", "CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHID>ON</CHID><CHST>213</CHST><CHDI/></CHOT>`, []string{
 			"unknown element CHDI in FLOP CHOT record 1 CHOT[1] ignored (did you mean CHID?)"}},
-		{"nothing close, required present", "GTDT", `<GTDT GTNO="1"><GATE>B1</GATE><REMARK>x</REMARK></GTDT>`, []string{
+		{"nothing close, every child present", "GTDT", `<GTDT GTNO="1"><GATE>B1</GATE><PGOT/><PGCT/><GOTM/><GCTM/><GTYP/><REMARK>x</REMARK></GTDT>`, []string{
 			"unknown element REMARK in FLOP GTDT record 1 GTDT[1] ignored"}},
 	}
 	for _, tt := range accepts {
@@ -391,4 +395,130 @@ func TestMetaWarnings(t *testing.T) {
 	if want := []string{"unknown element RCVR in META ignored"}; !slices.Equal(msg.Warnings, want) {
 		t.Errorf("warnings %q, want %q", msg.Warnings, want)
 	}
+}
+
+// No value lost by any stray element (issue 32): a FLOP record or group entry that lacks one
+// of the elements it carries (whose absence clears a value) and holds a stray element (another
+// STYP's, or one SIS does not define there, at any edit distance) is MALFORMED, naming what it
+// holds and what it lacks, with a did-you-mean where the stray is one edit from the lacking
+// element; the same entry with nothing lacking reads past the stray with a warning. Every
+// group a FLOP STYP carries, and every STYP's record, is held to it.
+func TestFlopStrayElementNeverClears(t *testing.T) {
+	const stray = "<ZZZZ>214</ZZZZ>"
+	groups := []struct {
+		styp, full string
+		drop       string // a child (or the text) to take out of full; the stray stands in its place
+		lacks      string // how the refusal names what drop took out
+	}{
+		{"PORT", `<PORT><POID>O</POID><POTM>15MAR261000</POTM></PORT>`, "<POTM>15MAR261000</POTM>", "<POTM>"},
+		{"ABTM", `<ABTM ASNO="1"><ABDG>B1</ABDG><ABOP>A</ABOP><AOTM>15MAR261000</AOTM></ABTM>`, "<AOTM>15MAR261000</AOTM>", "<AOTM>"},
+		{"CHDT", `<CHDT CHNO="1"><CHUT>C3</CHUT><CCLS>Y</CCLS><PCBT>15MAR260800</PCBT><PCET>15MAR260930</PCET><CBTM>15MAR260805</CBTM><CETM>15MAR260935</CETM><CTYP>D</CTYP></CHDT>`, "<CETM>15MAR260935</CETM>", "<CETM>"},
+		{"CHOT", `<CHOT CSNO="1"><CHTM>15MAR261000</CHTM><CHID>ON</CHID><CHST>213</CHST></CHOT>`, "<CHST>213</CHST>", "<CHST>"},
+		{"CKDT", `<CKDT CKNO="1"><CHKC>K12</CHKC><CCLS>Y</CCLS><PCOT>15MAR260700</PCOT><PCCT>15MAR260900</PCCT><COTM>15MAR260702</COTM><CCTM>15MAR260901</CCTM><CTYP>D</CTYP></CKDT>`, "<CCTM>15MAR260901</CCTM>", "<CCTM>"},
+		{"CLDT", `<CLDT CLNO="1"><BELT>7</BELT><BCLS>Y</BCLS><PCOT>15MAR261100</PCOT><PCCT>15MAR261140</PCCT><FBAG>15MAR261105</FBAG><LBAG>15MAR261135</LBAG><BTYP>D</BTYP></CLDT>`, "<LBAG>15MAR261135</LBAG>", "<LBAG>"},
+		{"GTDT", `<GTDT GTNO="1"><GATE>B1</GATE><PGOT>15MAR260900</PGOT><PGCT>15MAR261000</PGCT><GOTM>15MAR260905</GOTM><GCTM>15MAR261002</GCTM><GTYP>D</GTYP></GTDT>`, "<GCTM>15MAR261002</GCTM>", "<GCTM>"},
+		{"PSDT", `<PSDT PSNO="1"><PSST>213</PSST><STST>15MAR260900</STST><STET>15MAR261100</STET></PSDT>`, "<STET>15MAR261100</STET>", "<STET>"},
+		{"ERUT", `<ERUT RTNO="1"><APCD>PEK</APCD><SCAT>15MAR260900</SCAT><SCDT>15MAR261000</SCDT></ERUT>`, "<SCDT>15MAR261000</SCDT>", "<SCDT>"},
+		{"SRVT", `<SRVT><SRTC>GPU</SRTC><SRQT>1</SRQT><SRST>15MAR260900</SRST><SRET>15MAR260930</SRET><SRPR>12</SRPR><SANR>AB</SANR><SARR>late truck</SARR></SRVT>`, "<SARR>late truck</SARR>", "<SARR>"},
+		{"VIPF", `<VIPF><VPCD>V1</VPCD><VFES>3</VFES><VIPT><VSCD>L</VSCD><VTQY>1</VTQY><VTST>15MAR260900</VTST><VTET>15MAR260930</VTET></VIPT></VIPF>`, "<VFES>3</VFES>", "<VFES>"},
+		{"VIPF", `<VIPF><VPCD>V1</VPCD><VFES>3</VFES><VIPT><VSCD>L</VSCD><VTQY>1</VTQY><VTST>15MAR260900</VTST><VTET>15MAR260930</VTET></VIPT></VIPF>`, "<VTET>15MAR260930</VTET>", "<VTET>"},
+		{"PSHT", `<PSHT PSHN="1"><PSTM>15MAR261030</PSTM><PSID>IN</PSID><PUST>213</PUST></PSHT>`, "<PSID>IN</PSID>", "<PSID>"},
+		{"TIPT", `<TIPT><TRTM>15MAR261020</TRTM><TRST>213</TRST></TIPT>`, "<TRTM>15MAR261020</TRTM>", "<TRTM>"},
+		{"DELY", `<DELY CODE="WX" DURA="0010">thunderstorm</DELY>`, "thunderstorm", "text"},
+		{"FDIV", `<FDIV DDES="CKG" DDIR="TO">fog</FDIV>`, "fog", "text"},
+		{"FRET", `<FRET REID="A">bird strike</FRET>`, "bird strike", "text"},
+		{"FLAB", `<FLAB ARES="G">wind shear</FLAB>`, "wind shear", "text"},
+	}
+	for _, g := range groups {
+		t.Run(g.styp+" without "+g.lacks, func(t *testing.T) {
+			if !strings.Contains(g.full, g.drop) {
+				t.Fatalf("%q is not in %s", g.drop, g.full)
+			}
+			// Nothing lacking: the stray is read past with a warning.
+			msg, err := Decode(flopMsg(g.styp, flop7001(strings.Replace(g.full, g.drop, g.drop+stray, 1))), Options{})
+			if err != nil {
+				t.Fatalf("complete entry beside a stray: %v", err)
+			}
+			if len(msg.Warnings) != 1 || !strings.Contains(msg.Warnings[0], "unknown element ZZZZ in FLOP "+g.styp+" record 1 ") {
+				t.Errorf("complete entry beside a stray: warnings %q, want one naming ZZZZ", msg.Warnings)
+			}
+			// Lacking what the stray stands in for: refused, naming both.
+			part := "has <ZZZZ> but no " + g.lacks + ", which would clear it"
+			wantReject(t, flopMsg(g.styp, flop7001(strings.Replace(g.full, g.drop, stray, 1))), pipeline.Malformed, part)
+			// Lacking it with nothing stray beside: cleared, as before.
+			if _, err := Decode(flopMsg(g.styp, flop7001(strings.Replace(g.full, g.drop, "", 1))), Options{}); err != nil {
+				t.Errorf("entry without %s and nothing stray: %v", g.lacks, err)
+			}
+		})
+	}
+
+	// Every STYP's record: a stray where its element belongs is refused, naming both.
+	for _, styp := range FlopSTYPs() {
+		t.Run(styp+" record", func(t *testing.T) {
+			wantReject(t, flopMsg(styp, flop7001(stray)), pipeline.Malformed,
+				fmt.Sprintf("FLOP[1] FLID 7001: FLOP %s record has <ZZZZ> but no <%s>", styp, flopOwn(styp)[0]))
+		})
+	}
+
+	// The case of issue 32: a chocks-on entry with the stand under STND, not CHST.
+	for _, tt := range []struct {
+		name, entry string
+		parts       []string
+	}{
+		{"stand under another STYP's tag", `<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID><STND>214</STND></CHOT>`,
+			[]string{"FLOP[1] FLID 7001 CHOT[1]: CHOT entry has <STND> but no <CHST>, which would clear it"}},
+		{"one edit away", `<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID><CHTS>214</CHTS></CHOT>`,
+			[]string{"CHOT[1]: CHOT entry has <CHTS> but no <CHST>, which would clear it (did you mean CHST?)"}},
+		{"letter case", `<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID><chst>214</chst></CHOT>`,
+			[]string{"CHOT entry has <chst> but no <CHST>", "(did you mean CHST?)"}},
+		{"second entry", `<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID><CHST>213</CHST></CHOT><CHOT CSNO="2"><CHTM>15MAR261105</CHTM><CHID>OFF</CHID><STAND>214</STAND></CHOT>`,
+			[]string{"CHOT[2]: CHOT entry has <STAND> but no <CHST>"}},
+		{"several strays", `<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><STND>214</STND><CHDI>ON</CHDI></CHOT>`,
+			[]string{"CHOT[1]: CHOT entry has <STND>, <CHDI> but no <CHID>, <CHST>, which would clear it (did you mean CHID for CHDI?)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wantReject(t, flopMsg("CHOT", flop7001(tt.entry)), pipeline.Malformed, tt.parts...)
+		})
+	}
+	if err := wantNoHint(flopMsg("CHOT", flop7001(`<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID><STND>214</STND></CHOT>`))); err != nil {
+		t.Error(err)
+	}
+
+	// The documented ways to clear the stand where chocked keep clearing it, silently.
+	for _, entry := range []string{
+		`<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID></CHOT>`,
+		`<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID><CHST/></CHOT>`,
+		`<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID><CHST></CHST></CHOT>`,
+	} {
+		msg, err := Decode(flopMsg("CHOT", flop7001(entry)), Options{})
+		if err != nil {
+			t.Errorf("%s: %v", entry, err)
+			continue
+		}
+		f := msg.Body.(*FlopBody).Records[0]
+		if len(f.CHOT) != 1 || f.CHOT[0].CHST != "" || f.CHOT[0].CHID != "ON" || len(msg.Warnings) != 0 {
+			t.Errorf("%s: CHOT %+v, warnings %q; want the entry with no CHST and no warning", entry, f.CHOT, msg.Warnings)
+		}
+	}
+	// An explicit empty <CHST/> says "clear" itself: a stray beside it is only read past.
+	msg, err := Decode(flopMsg("CHOT", flop7001(`<CHOT CSNO="1"><CHTM>15MAR261005</CHTM><CHID>ON</CHID><CHST/><STND>214</STND></CHOT>`)), Options{})
+	if err != nil {
+		t.Fatalf("explicit clear beside a stray: %v", err)
+	}
+	if want := []string{"unknown element STND in FLOP CHOT record 1 CHOT[1] ignored"}; !slices.Equal(msg.Warnings, want) {
+		t.Errorf("explicit clear beside a stray: warnings %q, want %q", msg.Warnings, want)
+	}
+}
+
+// wantNoHint returns an error when the refusal of raw suggests an element: a stray far from
+// what the entry lacks gets no did-you-mean.
+func wantNoHint(raw []byte) error {
+	_, err := Decode(raw, Options{})
+	if err == nil {
+		return fmt.Errorf("accepted, want MALFORMED")
+	}
+	if strings.Contains(err.Error(), "did you mean") {
+		return fmt.Errorf("refusal %q suggests an element; the stray is not one edit from it", err)
+	}
+	return nil
 }

@@ -30,6 +30,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(schsOf(schsHead, "1", schsFLTR))
 	f.Add(flopMsg("STND", flop7001(`<STDN>214</STDN><stnd/>`)))
 	f.Add(flopMsg("CHOT", flop7001(`<CHOT CSNO="1"><CHTX/><CHTM><X/>15MAR261000</CHTM></CHOT><ZZZZ/>`)))
+	f.Add(flopMsg("VIPF", flop7001(`<VIPF><VPCD>V1</VPCD><VSCD/><VIPT><VSCD>L</VSCD><VTST>15MAR260900</VTST><VETT/></VIPT></VIPF>`)))
+	f.Add(flopMsg("FDIV", flop7001(`<FDIV DDES="CKG" DDIR="TO"><RSN>fog</RSN></FDIV>`)))
 	f.Add(schdOf(3, baseFLTR(7001), baseFLTR(7001), withFLTR("<MVIN>D</MVIN>", "<MVIN>Q</MVIN><NOTE/>")))
 	f.Add(refInline("AIRL", `<RECS>2</RECS><AIRL><ITOP>CA</ITOP><SUBC><CODX/></SUBC></AIRL><AIRL><ITOPX/><ONAM><A/></ONAM></AIRL>`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
