@@ -140,7 +140,9 @@ func TestIdentityE2EARepeatedOperationIsApplied(t *testing.T) {
 		day := tomorrow(t)
 		dnld := s.post(e2eSchd(830001, e2eFltr(93001, "CA1401", "D", day.Add(10*time.Hour), "")))
 		s.await(dnld, "snapshot SUCCEEDED", state("SUCCEEDED", ""))
-		stand := func(st, dttm string) string { return stamped(e2eFlop(830002, "STND", 93001, "<STND>"+st+"</STND>"), dttm) }
+		stand := func(st, dttm string) string {
+			return stamped(e2eFlop(830002, "STND", 93001, "<STND>"+st+"</STND>"), dttm)
+		}
 		ops := []int64{
 			s.post(stand("201", "20260101080000")),
 			s.post(stand("202", "20260101080100")),
