@@ -84,10 +84,12 @@ type work struct {
 	cache   *recordCache // the Registry's decoded records; nil for none
 	entries map[int64]*entry
 	order   []int64
+	newer   *pipeline.Newer // what later messages set, for a message out of order (newer.go)
+	kept    []string        // what finish left as later messages set it, for the note
 }
 
 func newWork(ctx context.Context, view View, cache *recordCache) *work {
-	return &work{ctx: ctx, view: view, cache: cache, entries: map[int64]*entry{}}
+	return &work{ctx: ctx, view: view, cache: cache, entries: map[int64]*entry{}, newer: newerOf(view)}
 }
 
 // setOld sets the entry's stored state from the stored bytes b (entry.setOld), taking the
@@ -348,6 +350,9 @@ type window struct{ from, to time.Time }
 // touched flight whose record changed, in the order the flights were first touched. An
 // unchanged flight gets neither.
 func (w *work) finish(d *pipeline.Decision, win *window) (changed int, err error) {
+	if w.kept, err = w.guard(); err != nil {
+		return 0, err
+	}
 	if err := w.maintainCodeShares(); err != nil {
 		return 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -49,6 +50,10 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message, cache *recordC
 			why := "is not in the store"
 			if e.old != nil {
 				why = "was deleted by an earlier record of the message"
+			} else if by := w.newer.Deleter(f.FLID, time.Time{}); by > 0 {
+				// Out of order: the flight was there, and a later message deleted it.
+				w.kept = append(w.kept, fmt.Sprintf("FLOP[%d] %s: flight %d %s", i+1, f.STYP, f.FLID, pipeline.Kept("deleted", by)))
+				continue
 			}
 			orphans = append(orphans, fmt.Sprintf("FLOP[%d] %s: flight FLID %d %s (FFID %s)", i+1, f.STYP, f.FLID, why, f.FFID))
 			continue
@@ -64,13 +69,15 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message, cache *recordC
 	if len(orphans) == len(body.Records) {
 		return d, pipeline.Errorf(pipeline.Orphan, "%s", strings.Join(orphans, "; "))
 	}
+	deletedLater := w.kept
 	if _, err := w.finish(&d, nil); err != nil {
 		return pipeline.Decision{}, err
 	}
+	w.kept = append(deletedLater, w.kept...)
 	for _, o := range orphans {
 		d.Warnings = append(d.Warnings, o+"; record not applied")
 	}
-	d.Note = flopNote(msg.Meta.STYP, len(body.Records), len(orphans), d.Flights)
+	d.Note = withKept(flopNote(msg.Meta.STYP, len(body.Records), len(orphans), d.Flights), w.kept)
 	return d, nil
 }
 

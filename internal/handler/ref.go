@@ -17,8 +17,8 @@ var refSTYPs = []string{"ADD", "UPD", "DEL", "DNLD", "RESP"}
 // STYP of ADD, UPD, DEL, DNLD and RESP, and the same handler as the fallback of each TYPE,
 // since the legacy treats any other STYP of a reference TYPE as ADD/UPD (docs/sis-format.md §2.1).
 func RegisterRef(r *Registry, opt Options) {
-	h := Func(func(ctx context.Context, _ View, msg *sis.Message) (pipeline.Decision, error) {
-		return decideRef(msg, opt)
+	h := Func(func(ctx context.Context, view View, msg *sis.Message) (pipeline.Decision, error) {
+		return decideRef(msg, newerOf(view), opt)
 	})
 	for _, typ := range sis.RefTypes {
 		for _, styp := range refSTYPs {
@@ -33,7 +33,7 @@ func RegisterRef(r *Registry, opt Options) {
 // under its key is left as it is (an upsert does not write it, a delete does not delete it,
 // a replace keeps it). A replace with an invalid record whose key could not be read deletes
 // nothing, since that record might be any stored one.
-func decideRef(msg *sis.Message, opt Options) (pipeline.Decision, error) {
+func decideRef(msg *sis.Message, newer *pipeline.Newer, opt Options) (pipeline.Decision, error) {
 	var d pipeline.Decision
 	body, ok := msg.Body.(*sis.RefBody)
 	if !ok {
@@ -78,10 +78,11 @@ func decideRef(msg *sis.Message, opt Options) (pipeline.Decision, error) {
 	if n := len(body.Invalid); n > 0 {
 		head += fmt.Sprintf(", %d invalid kept as stored", n)
 	}
+	kept := guardRefs(newer, &d)
 	if len(recs) == 0 && len(d.Ref) == 0 {
 		head += "; nothing changed"
 	}
-	d.Note = head
+	d.Note = withKept(head, kept)
 	return d, nil
 }
 
