@@ -23,9 +23,11 @@ type Newer struct {
 }
 
 // FlightSetters are the later messages that set fields of one flight: each field's last
-// setter (a schedule's FLTR sets every field it carries), the last that deleted it.
+// setter (a schedule's FLTR sets every field it carries), the last whose text is gone (All:
+// it may have set any field), the last that deleted it.
 type FlightSetters struct {
 	Fields  map[string]int64
+	All     int64
 	Deleted int64
 }
 
@@ -48,7 +50,7 @@ func (n *Newer) Setter(flid int64, sodt time.Time, field string) int64 {
 	}
 	var last int64
 	if s := n.Flights[flid]; s != nil {
-		last = max(s.Fields[field], s.Deleted)
+		last = max(s.Fields[field], s.All, s.Deleted)
 	}
 	return max(last, n.windowDelete(flid, sodt))
 }
@@ -61,7 +63,7 @@ func (n *Newer) LastSetter(flid int64, sodt time.Time) int64 {
 	}
 	var last int64
 	if s := n.Flights[flid]; s != nil {
-		last = s.Deleted
+		last = max(s.All, s.Deleted)
 		for _, id := range s.Fields {
 			last = max(last, id)
 		}
@@ -78,7 +80,7 @@ func (n *Newer) Deleter(flid int64, sodt time.Time) int64 {
 	}
 	var del, set int64
 	if s := n.Flights[flid]; s != nil {
-		del = s.Deleted
+		del, set = s.Deleted, s.All
 		for _, id := range s.Fields {
 			set = max(set, id)
 		}

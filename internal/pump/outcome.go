@@ -85,6 +85,7 @@ func (p *Pump) succeeded(m *store.Message, tag, identity string, events, changed
 		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Succeeded), At: now, Note: note, Warnings: warnings})
 	}
 	p.finished(m, pipeline.Succeeded, "", tag, now)
+	p.appliedUpTo(m.ID)
 	p.log.Info("message SUCCEEDED", args...)
 }
 

@@ -149,6 +149,12 @@ type Pump struct {
 	hand    *InHand                // what the pump works on (InHand); guarded by mu
 	marks   *markState             // phase A's guard against a Redis that lost data (redismark.go)
 
+	// The highest applied message this pump knows (newer.go): a message below it is decided
+	// out of its order. Read from the database at the first need after each start of Run.
+	applied      int64
+	appliedKnown bool
+	later        map[int64]*sis.Message // later messages decoded for a message out of order
+
 	path handle // the message path (stages.go)
 }
 
@@ -264,6 +270,7 @@ func (p *Pump) Wake() {
 // Run processes messages until ctx ends. The message in hand when ctx ends is finished first.
 func (p *Pump) Run(ctx context.Context) error {
 	p.log.Info("pump started", "poll_interval", p.opt.PollInterval.String())
+	p.appliedKnown = false // another instance may have applied messages while this one waited
 	for {
 		wait, err := p.Step(context.WithoutCancel(ctx))
 		p.opt.Metrics.PumpStepped()

@@ -128,8 +128,10 @@ func (p *Pump) applying(next handle) handle {
 		}
 		dec, found, err := r.commit.prior(ctx, p, w)
 		if err == nil && !found {
-			w.h, w.view = h, r.reads.viewOf(&p.opt, r.b.Tx())
-			if _, err = next(ctx, r, w); err == nil {
+			w.h = h
+			if w.view, err = p.viewInOrder(ctx, w, r.reads.viewOf(&p.opt, r.b.Tx())); err != nil {
+				// what the later messages set could not be read: tried again (INFRA)
+			} else if _, err = next(ctx, r, w); err == nil {
 				dec, err = r.commit.ahead(ctx, w, w.dec)
 			} else {
 				err = p.failedOnRedis(ctx, err) // an ORPHAN may be a flight Redis lost (redismark.go)

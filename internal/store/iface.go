@@ -55,6 +55,11 @@ type Processing interface {
 	// Succeed commits an applied message with its effects; ErrIdentityTaken or ErrChanged
 	// when it must not.
 	Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error)
+	// AppliedAfter returns the SUCCEEDED messages after one that may have set something of
+	// the flights and reference TYPEs given (nothing goes backwards, I6).
+	AppliedAfter(ctx context.Context, after int64, flids []int64, refTypes []string) ([]int64, error)
+	// LastApplied returns the highest SUCCEEDED message id, 0 when none.
+	LastApplied(ctx context.Context) (int64, error)
 }
 
 // Messages is what operators read of messages and how they move them.

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -88,4 +90,75 @@ func (d *DB) ProcessedBetween(ctx context.Context, from, to time.Time) ([]time.T
 		}
 	}
 	return out, Unavailable(rows.Err())
+}
+
+// windowTags are the type tags of the schedules that replace a window: a flight they do not
+// name may be one they deleted.
+var windowTags = []any{"SCHD-DNLD", "SCHD-RESP"}
+
+// AppliedAfter returns, in id order, the SUCCEEDED messages after message `after` that may
+// have set something of flids or of the reference TYPEs refTypes: the messages naming one of
+// flids (MSG_FLIGHT), the schedules replacing a window when flids is not empty, and every
+// message of one of refTypes (its type tags TYPE-…). They are what a message applied out of
+// its order must not undo (invariant I6); a message retention purged is no longer among them.
+func (d *DB) AppliedAfter(ctx context.Context, after int64, flids []int64, refTypes []string) ([]int64, error) {
+	seen := map[int64]bool{}
+	add := func(q string, args ...any) error {
+		rows, err := d.SQL.QueryContext(ctx, q, args...)
+		if err != nil {
+			return Unavailable(fmt.Errorf("messages applied after %d: %w", after, err))
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return Unavailable(fmt.Errorf("messages applied after %d: %w", after, err))
+			}
+			seen[id] = true
+		}
+		return Unavailable(rows.Err())
+	}
+	for part := range slices.Chunk(flids, flightChunk) {
+		args := []any{after}
+		for _, f := range part {
+			args = append(args, f)
+		}
+		if err := add(`SELECT f.CMINMSGS_ID FROM MSG_FLIGHT f JOIN PROC_STATE p ON p.CMINMSGS_ID = f.CMINMSGS_ID
+WHERE f.CMINMSGS_ID > ? AND p.STATE = 'SUCCEEDED' AND f.FLID IN (`+placeholders(len(part))+`)`, args...); err != nil {
+			return nil, err
+		}
+	}
+	var tags []string
+	var args []any
+	if len(flids) > 0 {
+		tags = append(tags, `TYPE_TAG IN (`+placeholders(len(windowTags))+`)`)
+		args = append(args, windowTags...)
+	}
+	for _, typ := range refTypes {
+		// TYPE-anything: from "TYPE-" up to "TYPE." ('.' follows '-'), a range, no LIKE escapes.
+		tags = append(tags, `(TYPE_TAG >= ? AND TYPE_TAG < ?)`)
+		args = append(args, typ+"-", typ+".")
+	}
+	if len(tags) > 0 {
+		if err := add(`SELECT CMINMSGS_ID FROM PROC_STATE WHERE STATE = 'SUCCEEDED' AND CMINMSGS_ID > ? AND (`+strings.Join(tags, ` OR `)+`)`,
+			append([]any{after}, args...)...); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]int64, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// LastApplied returns the highest SUCCEEDED message id, 0 when there is none: one seek on
+// IDX_PROC_HEAD (STATE, CMINMSGS_ID). A message below it is applied out of its order.
+func (d *DB) LastApplied(ctx context.Context) (int64, error) {
+	var id sql.NullInt64
+	if err := d.SQL.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM PROC_STATE WHERE STATE = 'SUCCEEDED'`).Scan(&id); err != nil {
+		return 0, Unavailable(fmt.Errorf("the last applied message: %w", err))
+	}
+	return id.Int64, nil
 }

@@ -257,3 +257,56 @@ func processedBetweenReadsTheRange(t *testing.T, db Store) {
 		t.Fatalf("processed in [%s, %s]: %v, want its two ends", from, to, got)
 	}
 }
+
+// AppliedAfter finds the SUCCEEDED messages after one that may have set a flight it names
+// (MSG_FLIGHT, and every window-replacing schedule) or a record of a reference TYPE (every
+// type tag of the TYPE, a fallback STYP included, not another TYPE's); nothing parked, failed
+// or before it. LastApplied is the highest SUCCEEDED id.
+func appliedAfterFindsWhatMaySet(t *testing.T, db Store) {
+	ctx := context.Background()
+	big := int64(math.MaxInt64)
+	ids, err := db.InsertMessages(ctx, []string{"<before/>", "<stnd/>", "<orphan/>", "<dnld/>", "<airl/>", "<airl-other/>", "<airc/>", "<big/>", "<adft/>", "<pending/>"}, opNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := store.Version{State: pipeline.Pending}
+	succeed := func(i int, tag string, flids ...int64) {
+		t.Helper()
+		if _, _, err := db.Succeed(ctx, ids[i], store.Success{From: pending, TypeTag: tag, Identity: fmt.Sprintf("after|%d", i), Flights: flids}, nil, opNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	succeed(0, "AIRL-ADD")
+	succeed(1, "FLOP-STND", 61101)
+	if err := db.Record(ctx, ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "not stored",
+		TypeTag: "FLOP-STND", FirstFailedAt: opNow, From: pending, Flights: []int64{61101}}, opNow); err != nil {
+		t.Fatal(err)
+	}
+	succeed(3, "SCHD-DNLD", 61201)
+	succeed(4, "AIRL-DEL")
+	succeed(5, "AIRL-ZZZZ")
+	succeed(6, "AIRC-ADD")
+	succeed(7, "FLOP-FDEL", big)
+	succeed(8, "SCHD-ADFT", 61301)
+	got, err := db.AppliedAfter(ctx, ids[0], []int64{61101, big}, []string{"AIRL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "applied after the first, for 61101, the largest FLID and AIRL", got, []int64{ids[1], ids[3], ids[4], ids[5], ids[7]})
+	got, err = db.AppliedAfter(ctx, ids[3], []int64{61301}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "applied after the DNLD, for 61301", got, []int64{ids[8]})
+	got, err = db.AppliedAfter(ctx, ids[0], nil, []string{"AIRC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "applied after the first, for AIRC", got, []int64{ids[6]})
+	if got, err = db.AppliedAfter(ctx, ids[0], nil, nil); err != nil || len(got) != 0 {
+		t.Fatalf("applied after, naming nothing: %v %v", got, err)
+	}
+	if last, err := db.LastApplied(ctx); err != nil || last != ids[8] {
+		t.Fatalf("last applied %d %v, want %d (the pending one after it does not count)", last, err, ids[8])
+	}
+}

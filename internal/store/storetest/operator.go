@@ -25,6 +25,7 @@ var operatorCases = []struct {
 	{"AuditLogKeepsEdgeValues", auditKeepsEdgeValues},
 	{"SearchByFlightTagTimeAndText", searchByFlight},
 	{"SearchByFlightFindsEveryOutcome", searchByFlightFindsEveryOutcome},
+	{"AppliedAfterFindsWhatMaySetAFlightOrARecord", appliedAfterFindsWhatMaySet},
 	{"SearchByFlightThroughBatches", searchByFlightThroughBatches},
 	{"SearchByFlightLargeSchedule", searchByFlightLargeSchedule},
 	{"ProcessedBetweenReadsTheRange", processedBetweenReadsTheRange},

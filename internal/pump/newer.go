@@ -1,0 +1,166 @@
+package pump
+
+// Nothing goes backwards (invariant I6): a message below the highest applied one — a replay of
+// a parked message, a late row the adoption takes — is decided with what the applied messages
+// after it set of the flights and reference records it names (pipeline.Newer), and its
+// handler leaves those fields as stored (handler/newer.go). In order, nothing is read for it.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"msgx/internal/handler"
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+)
+
+// maxLater bounds the pump's memory of the later messages it decoded for Newer (a replay of a
+// class decides many parked messages against the same later ones).
+const maxLater = 32
+
+// outOfOrderView is the view of a message decided out of its order: the batch's view and what
+// the later messages set.
+type outOfOrderView struct {
+	handler.View
+	newer *pipeline.Newer
+}
+
+// Newer implements handler.OutOfOrder.
+func (v outOfOrderView) Newer() *pipeline.Newer { return v.newer }
+
+// viewInOrder returns the view w's handler decides with: view when w's message is after every
+// applied one, else view with what the applied messages after it set.
+func (p *Pump) viewInOrder(ctx context.Context, w *work, view handler.View) (handler.View, error) {
+	w.view = view
+	if !p.appliedKnown {
+		id, err := p.db.LastApplied(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.applied, p.appliedKnown = max(p.applied, id), true
+	}
+	if w.m.ID > p.applied {
+		return view, nil
+	}
+	n, err := p.newerThan(ctx, w)
+	if err != nil || n == nil {
+		return view, err
+	}
+	return outOfOrderView{View: view, newer: n}, nil
+}
+
+// applied notes that message id is applied (its success durable).
+func (p *Pump) appliedUpTo(id int64) { p.applied = max(p.applied, id) }
+
+// newerThan gathers what the applied messages after w's set of the flights and reference
+// TYPE w's message names (and, for a window replace, of the stored flights in its window).
+func (p *Pump) newerThan(ctx context.Context, w *work) (*pipeline.Newer, error) {
+	msg := w.d.msg
+	flids := flightsOf(msg)
+	inWindow, err := windowFlights(ctx, w.view, msg)
+	if err != nil {
+		return nil, err
+	}
+	flids = append(flids, inWindow...)
+	var types []string
+	if b, ok := msg.Body.(*sis.RefBody); ok {
+		types = []string{b.Type}
+	}
+	if len(flids) == 0 && len(types) == 0 {
+		return nil, nil
+	}
+	ids, err := p.db.AppliedAfter(ctx, w.m.ID, flids, types)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	n := &pipeline.Newer{Msg: w.m.ID}
+	want, typeSet := map[int64]bool{}, map[string]bool{}
+	for _, f := range flids {
+		want[f] = true
+	}
+	for _, t := range types {
+		typeSet[t] = true
+	}
+	for _, id := range ids {
+		later, ok, err := p.laterMessage(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			// Its text is gone or unreadable: it may have set anything the message names.
+			p.log.Warn("a later message's text cannot be read; the message out of order leaves everything it may have set",
+				"msg_id", w.m.ID, "later_msg_id", id)
+			for f := range want {
+				if n.Flights == nil {
+					n.Flights = map[int64]*pipeline.FlightSetters{}
+				}
+				if n.Flights[f] == nil {
+					n.Flights[f] = &pipeline.FlightSetters{Fields: map[string]int64{}}
+				}
+				n.Flights[f].All = max(n.Flights[f].All, id)
+			}
+			for t := range typeSet {
+				if n.RefTypes == nil {
+					n.RefTypes = map[string]int64{}
+				}
+				n.RefTypes[t] = max(n.RefTypes[t], id)
+			}
+			continue
+		}
+		handler.Asserts(later, id, n, want, typeSet)
+	}
+	p.log.Info("message out of order: deciding it with what later messages set", "msg_id", w.m.ID, "later_messages", len(ids))
+	return n, nil
+}
+
+// laterMessage returns applied message id decoded, remembered; ok is false when its text is
+// gone or no longer decodes.
+func (p *Pump) laterMessage(ctx context.Context, id int64) (*sis.Message, bool, error) {
+	if m, ok := p.later[id]; ok {
+		return m, m != nil, nil
+	}
+	raw, ok, err := p.db.Raw(ctx, id)
+	if err != nil {
+		return nil, false, fmt.Errorf("later message %d: %w", id, err)
+	}
+	var msg *sis.Message
+	if ok {
+		msg, _ = p.decode(id, raw)
+	}
+	if p.later == nil || len(p.later) >= maxLater {
+		p.later = map[int64]*sis.Message{}
+	}
+	p.later[id] = msg
+	return msg, msg != nil, nil
+}
+
+// windowFlights returns the stored flights in the window a DNLD or RESP replaces (the SODTs
+// of its FLTRs), which it deletes when it does not name them.
+func windowFlights(ctx context.Context, view handler.View, msg *sis.Message) ([]int64, error) {
+	b, ok := msg.Body.(*sis.SchdBody)
+	if !ok || len(b.Flights) == 0 || (msg.Meta.STYP != "DNLD" && msg.Meta.STYP != "RESP") {
+		return nil, nil
+	}
+	from, to := b.Flights[0].SODT, b.Flights[0].SODT
+	for _, f := range b.Flights {
+		if f.SODT.Before(from) {
+			from = f.SODT
+		}
+		if f.SODT.After(to) {
+			to = f.SODT
+		}
+	}
+	recs, err := view.FlightsBetween(ctx, from, to)
+	if err != nil {
+		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read flights in the window: %w", err))
+	}
+	out := make([]int64, 0, len(recs))
+	for _, r := range recs {
+		var f struct{ FLID int64 }
+		if json.Unmarshal(r, &f) == nil && f.FLID != 0 {
+			out = append(out, f.FLID)
+		}
+	}
+	return out, nil
+}
