@@ -11,6 +11,10 @@ import (
 // age); the ids and counts still cover everything that would move.
 const MaxPreviewItems = 200
 
+// MaxForesee bounds the messages a replay's dry run decides to say what each would set and
+// leave (Foresee): each reads the messages applied after it.
+const MaxForesee = 50
+
 // PreviewItem is one message or event a replay would move, as a dry run describes it.
 type PreviewItem struct {
 	ID int64 `json:"id"`
@@ -23,6 +27,18 @@ type PreviewItem struct {
 	// ago that was by the server's clock.
 	Since      *time.Time `json:"since"`
 	AgeSeconds float64    `json:"age_seconds"`
+	// Sets, Leaves and Fails (messages, when the server can foresee them) say what the message
+	// would do if applied now: the fields and records it would set, what it would leave as a
+	// later message set it (nothing goes backwards), or the error it would fail with.
+	Sets   []string `json:"sets,omitempty"`
+	Leaves []string `json:"leaves,omitempty"`
+	Fails  string   `json:"fails,omitempty"`
+}
+
+// Foresight is what a message would do if applied now (Server.Foresee).
+type Foresight struct {
+	Sets, Leaves []string
+	Fails        string
 }
 
 // messagePreview describes up to MaxPreviewItems of the messages ids; a message gone between
@@ -41,6 +57,13 @@ func (s *Server) messagePreview(ctx context.Context, ids []int64) ([]PreviewItem
 		it := PreviewItem{ID: id, Tag: deref(m.TypeTag), Class: deref(m.ErrorClass), Since: m.ReceivedAt}
 		if m.ReceivedAt != nil {
 			it.AgeSeconds = now.Sub(*m.ReceivedAt).Seconds()
+		}
+		if s.Foresee != nil && len(out) < MaxForesee {
+			f, err := s.Foresee(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			it.Sets, it.Leaves, it.Fails = f.Sets, f.Leaves, f.Fails
 		}
 		out = append(out, it)
 	}

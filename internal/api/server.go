@@ -52,6 +52,9 @@ type Server struct {
 	Inbox       *Inbox
 	Clock       pipeline.Clock
 	Log         *slog.Logger
+	// Foresee, when set, says what a message would do if applied now: a replay's dry run shows
+	// it for each message it would move.
+	Foresee func(ctx context.Context, id int64) (Foresight, error)
 	// PumpRunning says whether this process runs the pump (status shows it).
 	PumpRunning bool
 	// PumpState, when set, says at each request whether the pump runs in this process and,

@@ -320,6 +320,11 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	if w.runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}
+	// A replay's dry run says what each message would set and leave (nothing goes backwards).
+	srv.Foresee = func(ctx context.Context, id int64) (api.Foresight, error) {
+		f, err := p.Foresee(ctx, id)
+		return api.Foresight{Sets: f.Sets, Leaves: f.Leaves, Fails: f.Fails}, err
+	}
 	if srv.Auth.Open() {
 		log.Warn("no auth.tokens configured: the API and the console answer only to loopback clients (127.0.0.1, ::1); the inbox stays open (http.inbox-allow restricts it)")
 	}

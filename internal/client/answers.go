@@ -204,6 +204,11 @@ type ReplayItem struct {
 	Target     string  `json:"target"`
 	Class      string  `json:"error_class"`
 	AgeSeconds float64 `json:"age_seconds"`
+	// Sets, Leaves and Fails (messages) say what it would do if applied now: the fields and
+	// records it would set, what it would leave as a later message set it, or its error.
+	Sets   []string `json:"sets"`
+	Leaves []string `json:"leaves"`
+	Fails  string   `json:"fails"`
 }
 
 // ParkAnswer is the answer of POST /api/v1/messages/{id}/park.

@@ -296,6 +296,15 @@ func WritePreview(w io.Writer, res ReplayAnswer, events bool) {
 		}
 		age := (time.Duration(it.AgeSeconds) * time.Second).String()
 		fmt.Fprintf(w, "%10d  %-28s  %-12s  %s\n", it.ID, OrDash(label), OrDash(it.Class), age)
+		if it.Fails != "" {
+			fmt.Fprintf(w, "%10s  would fail: %s\n", "", OneLine(it.Fails, 200))
+		}
+		if len(it.Sets) > 0 {
+			fmt.Fprintf(w, "%10s  would set: %s\n", "", strings.Join(it.Sets, ", "))
+		}
+		for _, l := range it.Leaves {
+			fmt.Fprintf(w, "%10s  would leave: %s\n", "", l)
+		}
 	}
 	if more := res.Moved - len(res.Items); more > 0 {
 		fmt.Fprintf(w, "… and %d more (the table shows the first %d)\n", more, len(res.Items))

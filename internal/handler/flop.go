@@ -77,7 +77,7 @@ func decideFlop(ctx context.Context, view View, msg *sis.Message, cache *recordC
 	for _, o := range orphans {
 		d.Warnings = append(d.Warnings, o+"; record not applied")
 	}
-	d.Note = withKept(flopNote(msg.Meta.STYP, len(body.Records), len(orphans), d.Flights), w.kept)
+	d.Note = withKept(&d, flopNote(msg.Meta.STYP, len(body.Records), len(orphans), d.Flights), w.kept)
 	return d, nil
 }
 

@@ -257,8 +257,10 @@ func guardRefs(n *pipeline.Newer, d *pipeline.Decision) []string {
 	return kept
 }
 
-// withKept appends to note what a message out of order left as later messages set it.
-func withKept(note string, kept []string) string {
+// withKept returns note with what a message out of order left as later messages set it, and
+// sets d.Kept to that list.
+func withKept(d *pipeline.Decision, note string, kept []string) string {
+	d.Kept = kept
 	if len(kept) == 0 {
 		return note
 	}

@@ -82,7 +82,7 @@ func decideRef(msg *sis.Message, newer *pipeline.Newer, opt Options) (pipeline.D
 	if len(recs) == 0 && len(d.Ref) == 0 {
 		head += "; nothing changed"
 	}
-	d.Note = withKept(head, kept)
+	d.Note = withKept(&d, head, kept)
 	return d, nil
 }
 

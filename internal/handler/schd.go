@@ -116,7 +116,7 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message, cache *recordC
 		d.Ref = append(d.Ref, gens...)
 	}
 	c.count(d.Flights, live)
-	d.Note = withKept(c.note(), w.kept)
+	d.Note = withKept(&d, c.note(), w.kept)
 	return d, nil
 }
 

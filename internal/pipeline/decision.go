@@ -70,6 +70,9 @@ type Decision struct {
 	// Warnings are what the handler noticed but applied anyway (an invalid FLTR left out of
 	// a snapshot, a RECS mismatch); they are stored with the message and shown by the API.
 	Warnings []string `json:",omitempty"`
+	// Kept are what a message decided out of its inbox order left as a later message set it
+	// ("flight 5001 STND kept: set by message 3, newer"); the note names them too.
+	Kept []string `json:",omitempty"`
 }
 
 // Empty reports whether d changes nothing.

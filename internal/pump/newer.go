@@ -43,22 +43,23 @@ func (p *Pump) viewInOrder(ctx context.Context, w *work, view handler.View) (han
 	if w.m.ID > p.applied {
 		return view, nil
 	}
-	n, err := p.newerThan(ctx, w)
+	n, err := p.newerThan(ctx, w.m.ID, w.d.msg, view, &p.later)
 	if err != nil || n == nil {
 		return view, err
 	}
+	p.log.Info("message out of order: deciding it with what later messages set", "msg_id", w.m.ID)
 	return outOfOrderView{View: view, newer: n}, nil
 }
 
 // applied notes that message id is applied (its success durable).
 func (p *Pump) appliedUpTo(id int64) { p.applied = max(p.applied, id) }
 
-// newerThan gathers what the applied messages after w's set of the flights and reference
-// TYPE w's message names (and, for a window replace, of the stored flights in its window).
-func (p *Pump) newerThan(ctx context.Context, w *work) (*pipeline.Newer, error) {
-	msg := w.d.msg
+// newerThan gathers what the applied messages after message id (decoded as msg) set of the
+// flights and reference TYPE it names (and, for a window replace, of the stored flights in
+// its window, read through view), remembering the later messages it decodes in later.
+func (p *Pump) newerThan(ctx context.Context, id int64, msg *sis.Message, view handler.View, later *map[int64]*sis.Message) (*pipeline.Newer, error) {
 	flids := flightsOf(msg)
-	inWindow, err := windowFlights(ctx, w.view, msg)
+	inWindow, err := windowFlights(ctx, view, msg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +71,11 @@ func (p *Pump) newerThan(ctx context.Context, w *work) (*pipeline.Newer, error) 
 	if len(flids) == 0 && len(types) == 0 {
 		return nil, nil
 	}
-	ids, err := p.db.AppliedAfter(ctx, w.m.ID, flids, types)
+	ids, err := p.db.AppliedAfter(ctx, id, flids, types)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	n := &pipeline.Newer{Msg: w.m.ID}
+	n := &pipeline.Newer{Msg: id}
 	want, typeSet := map[int64]bool{}, map[string]bool{}
 	for _, f := range flids {
 		want[f] = true
@@ -82,15 +83,15 @@ func (p *Pump) newerThan(ctx context.Context, w *work) (*pipeline.Newer, error) 
 	for _, t := range types {
 		typeSet[t] = true
 	}
-	for _, id := range ids {
-		later, ok, err := p.laterMessage(ctx, id)
+	for _, lid := range ids {
+		lmsg, ok, err := p.laterMessage(ctx, lid, later)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			// Its text is gone or unreadable: it may have set anything the message names.
 			p.log.Warn("a later message's text cannot be read; the message out of order leaves everything it may have set",
-				"msg_id", w.m.ID, "later_msg_id", id)
+				"msg_id", id, "later_msg_id", lid)
 			for f := range want {
 				if n.Flights == nil {
 					n.Flights = map[int64]*pipeline.FlightSetters{}
@@ -98,26 +99,25 @@ func (p *Pump) newerThan(ctx context.Context, w *work) (*pipeline.Newer, error) 
 				if n.Flights[f] == nil {
 					n.Flights[f] = &pipeline.FlightSetters{Fields: map[string]int64{}}
 				}
-				n.Flights[f].All = max(n.Flights[f].All, id)
+				n.Flights[f].All = max(n.Flights[f].All, lid)
 			}
 			for t := range typeSet {
 				if n.RefTypes == nil {
 					n.RefTypes = map[string]int64{}
 				}
-				n.RefTypes[t] = max(n.RefTypes[t], id)
+				n.RefTypes[t] = max(n.RefTypes[t], lid)
 			}
 			continue
 		}
-		handler.Asserts(later, id, n, want, typeSet)
+		handler.Asserts(lmsg, lid, n, want, typeSet)
 	}
-	p.log.Info("message out of order: deciding it with what later messages set", "msg_id", w.m.ID, "later_messages", len(ids))
 	return n, nil
 }
 
-// laterMessage returns applied message id decoded, remembered; ok is false when its text is
-// gone or no longer decodes.
-func (p *Pump) laterMessage(ctx context.Context, id int64) (*sis.Message, bool, error) {
-	if m, ok := p.later[id]; ok {
+// laterMessage returns applied message id decoded, remembered in later; ok is false when its
+// text is gone or no longer decodes.
+func (p *Pump) laterMessage(ctx context.Context, id int64, later *map[int64]*sis.Message) (*sis.Message, bool, error) {
+	if m, ok := (*later)[id]; ok {
 		return m, m != nil, nil
 	}
 	raw, ok, err := p.db.Raw(ctx, id)
@@ -128,10 +128,10 @@ func (p *Pump) laterMessage(ctx context.Context, id int64) (*sis.Message, bool, 
 	if ok {
 		msg, _ = p.decode(id, raw)
 	}
-	if p.later == nil || len(p.later) >= maxLater {
-		p.later = map[int64]*sis.Message{}
+	if *later == nil || len(*later) >= maxLater {
+		*later = map[int64]*sis.Message{}
 	}
-	p.later[id] = msg
+	(*later)[id] = msg
 	return msg, msg != nil, nil
 }
 
