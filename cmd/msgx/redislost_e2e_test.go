@@ -45,9 +45,9 @@ func flightRow(t *testing.T, db dbEnv, flid int64) string {
 	return fmt.Sprintf("%d %s %s", ver, upd, rec)
 }
 
-// TestPhaseAFlightDeletedFromRedisIsRestored: a flight hash DEL'd in Redis is reported by the
-// consistency check; PROJECTION_REBUILD keeps its FLIGHT_STATE row (and names it) instead of
-// deleting it; REDIS_RESTORE of that flight, through `msgx job run`, brings it back into Redis
+// TestPhaseAFlightDeletedFromRedisIsRestored: a flight hash DEL'd in Redis: PROJECTION_REBUILD
+// keeps its FLIGHT_STATE row (and names it) instead of deleting it; the consistency check
+// reports it; REDIS_RESTORE of that flight, through `msgx job run`, brings it back into Redis
 // with FLIGHT_STATE untouched, and the API and Redis agree again.
 func TestPhaseAFlightDeletedFromRedisIsRestored(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) {
@@ -66,17 +66,18 @@ func TestPhaseAFlightDeletedFromRedisIsRestored(t *testing.T) {
 		if n := rdb.Del(ctx, prefix+"flight:99101").Val(); n != 1 {
 			t.Fatalf("DEL: %d", n)
 		}
-		rep := s.postJSON("/api/v1/consistency", "")
-		if got := fmt.Sprint(rep["mismatches"]); got != fmt.Sprintf("[map[day:%s fields:[missing] flid:99101 where:authoritative]]", day.Format(time.DateOnly)) {
-			t.Fatalf("consistency after the DEL: %s", got)
-		}
-
+		// The rebuild before the check: the check stops the pump (a flight Redis lost), and a
+		// stopped pump runs no job but REDIS_RESTORE.
 		res := s.jobRun("PROJECTION_REBUILD")
 		if !strings.Contains(res, "1 rows Redis lacks kept (FLID 99101)") || !strings.Contains(res, "0 deleted") {
 			t.Fatalf("PROJECTION_REBUILD: %q", res)
 		}
 		if got := flightRow(t, db, 99101); got != row {
 			t.Fatalf("FLIGHT_STATE row changed by the rebuild:\n%s\n%s", row, got)
+		}
+		rep := s.postJSON("/api/v1/consistency", "")
+		if got := fmt.Sprint(rep["mismatches"]); got != fmt.Sprintf("[map[day:%s fields:[missing] flid:99101 where:authoritative]]", day.Format(time.DateOnly)) {
+			t.Fatalf("consistency after the DEL: %s", got)
 		}
 
 		res = s.jobRun("REDIS_RESTORE", "--flid", "99101")

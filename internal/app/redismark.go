@@ -113,7 +113,13 @@ func (r *phaseARedis) restore(ctx context.Context, params string, doing func(str
 	if !rp.All() {
 		summary += "; the marks are unchanged"
 		if r.pump != nil && r.pump.Halted() != nil {
-			summary += "; the pump stays stopped until everything is restored (REDIS_RESTORE without flid or day)"
+			// A flight Redis lost, restored, lets the pump go on; lost marks need everything.
+			switch halt, err := r.guard.Check(ctx); {
+			case err == nil && halt == "":
+				summary += "; the pump goes on"
+			case err == nil:
+				summary += "; the pump stays stopped: " + halt + " (REDIS_RESTORE without flid or day restores everything)"
+			}
 		}
 		return summary, rows, nil
 	}

@@ -21,7 +21,9 @@ import (
 // for the active days, and reports every flight they disagree on: in phase A Redis
 // (authoritative) with FLIGHT_STATE, its mirror; in phase B with the REDIS_FLIGHT target
 // FLIGHT_STATE (authoritative) with Redis, its projection. It repairs nothing: a mismatch is
-// logged, counted and listed for an operator, and only PROJECTION_REBUILD repairs it.
+// logged, counted and listed for an operator, and only PROJECTION_REBUILD repairs it. In phase
+// A a flight the mirror holds and Redis lacks is also told to Redis's store (MissingNoter),
+// whose guard stops the pump until REDIS_RESTORE brings the flight back.
 
 // Mismatch is one flight the two stores disagree on: the record's top-level fields whose
 // values differ, "version", "day", or "missing" (absent from one store: Where says which).
@@ -210,6 +212,14 @@ func (s *Sentinel) days(now time.Time) []string {
 	return ActiveDays(now, s.Location)
 }
 
+// MissingNoter is an authoritative store that is told, after each check, of the flights the
+// mirror holds and it lacks ("where": "authoritative"): phase A's Redis (redisflight.Store),
+// whose guard then stops the pump for each flight Redis lost, as the pump does when a message
+// finds one.
+type MissingNoter interface {
+	NoteMissing(flids []int64)
+}
+
 // Sentinel runs comparisons and keeps the last report. Auth is the authoritative store
 // (Redis in phase A, FLIGHT_STATE in phase B), Mirror the other.
 type Sentinel struct {
@@ -268,6 +278,17 @@ func (s *Sentinel) check(ctx context.Context, keep func(int64) bool) (Report, er
 		log.Warn("consistency: Redis and FLIGHT_STATE differ", "flid", m.FLID, "day", m.Day, "fields", m.Fields, "missing_in", m.Where)
 	}
 	mismatches.Add(float64(len(r.Mismatches)))
+	if n, ok := s.Auth.(MissingNoter); ok {
+		var lost []int64
+		for _, m := range r.Mismatches {
+			if m.Where == "authoritative" {
+				lost = append(lost, m.FLID)
+			}
+		}
+		if len(lost) > 0 {
+			n.NoteMissing(lost)
+		}
+	}
 	log.Info("consistency check done", "checked", r.Checked, "mismatches", len(r.Mismatches))
 	s.mu.Lock()
 	s.last = &r

@@ -70,3 +70,45 @@ func (s *Store) HasFlights(ctx context.Context) (bool, error) {
 	}
 	return true, nil
 }
+
+// MirrorVersions returns the version FLIGHT_STATE holds of each of flids it has (absent ones
+// are not in the map), read through tx when it is not nil (the pump's batch transaction, which
+// sees the mirror writes of the messages before in the batch), else from the database. Phase
+// A asks it only of flights Redis lacks: a flight the mirror holds and Redis does not is one
+// Redis lost (redisflight.Guard).
+func (s *Store) MirrorVersions(ctx context.Context, tx *sql.Tx, flids []int64) (map[int64]int64, error) {
+	var q interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	} = s.db.SQLDB()
+	if tx != nil {
+		q = tx
+	}
+	out := make(map[int64]int64, len(flids))
+	const chunk = 500
+	for len(flids) > 0 {
+		part := flids[:min(chunk, len(flids))]
+		flids = flids[len(part):]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		rows, err := q.QueryContext(ctx, `SELECT FLID, VERSION FROM FLIGHT_STATE WHERE FLID IN (`+marks(len(part))+`)`, args...)
+		if err != nil {
+			return nil, store.Unavailable(fmt.Errorf("read the versions of %d flights in FLIGHT_STATE: %w", len(part), err))
+		}
+		for rows.Next() {
+			var flid, ver int64
+			if err := rows.Scan(&flid, &ver); err != nil {
+				rows.Close()
+				return nil, store.Unavailable(fmt.Errorf("read the versions of flights in FLIGHT_STATE: %w", err))
+			}
+			out[flid] = ver
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, store.Unavailable(fmt.Errorf("read the versions of flights in FLIGHT_STATE: %w", err))
+		}
+	}
+	return out, nil
+}

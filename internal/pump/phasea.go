@@ -43,6 +43,7 @@ package pump
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/gob"
 	"fmt"
 	"time"
@@ -98,6 +99,13 @@ type authoritative struct {
 	// down is the INFRA failure of the markers' read before the batch began: Redis does not
 	// answer, the message in hand fails with it (nil: it answered).
 	down error
+	// p, tx and w are the pump, the batch transaction and the message in hand (set by prior),
+	// for the look-up of a flight Redis lost (lostflight.go); lost, once it found one, ends
+	// the batch before w (halted).
+	p    *Pump
+	tx   *sql.Tx
+	w    *work
+	lost error
 }
 
 // preMarkers are the markers of a phase A run, read before its batch transaction begins, so
@@ -124,8 +132,11 @@ func (p *Pump) readMarkers(ctx context.Context, run []*store.Due) *preMarkers {
 // without asking Redis again inside the transaction: the batch records it and ends.
 func (p *Pump) beginAuthoritative(r *batch, pre *preMarkers) {
 	a := p.opt.Authority
-	c := &authoritative{a: a, apply: a.ApplyMessage, after: p.opt.AfterAuthority}
+	c := &authoritative{a: a, apply: a.ApplyMessage, after: p.opt.AfterAuthority, p: p, tx: r.b.Tx()}
 	r.commit = c
+	if p.marks != nil {
+		p.marks.batch = c
+	}
 	if pre.err != nil {
 		if pipeline.ClassOf(pre.err) == pipeline.Infra {
 			c.down = pre.err
@@ -140,6 +151,7 @@ func (p *Pump) beginAuthoritative(r *batch, pre *preMarkers) {
 }
 
 func (c *authoritative) prior(ctx context.Context, p *Pump, w *work) (pipeline.Decision, bool, error) {
+	c.w = w
 	if c.down != nil {
 		return pipeline.Decision{}, false, c.down
 	}
@@ -160,6 +172,13 @@ func (c *authoritative) prior(ctx context.Context, p *Pump, w *work) (pipeline.D
 }
 
 func (c *authoritative) ahead(ctx context.Context, w *work, dec pipeline.Decision) (pipeline.Decision, error) {
+	if skippedRecords(w, dec) {
+		// A FLOP that left records out for flights it found absent: one of them may be a
+		// flight Redis lost, whose record would be dropped (lostflight.go).
+		if err := c.p.lostFlight(ctx, c, w); err != nil {
+			return pipeline.Decision{}, err
+		}
+	}
 	if len(dec.Flights) == 0 {
 		return dec, nil
 	}
@@ -180,6 +199,9 @@ func (c *authoritative) ahead(ctx context.Context, w *work, dec pipeline.Decisio
 	}
 	return dec, nil
 }
+
+// halted ends the batch before the message in hand once it named a flight Redis lost.
+func (c *authoritative) halted(*batch) error { return c.lost }
 
 func encodeMarker(dec pipeline.Decision) ([]byte, error) {
 	var buf bytes.Buffer

@@ -6,7 +6,8 @@ package pump
 // transaction. While they disagree (Redis empty, another picture, or behind SQL) the pump
 // applies nothing and runs no job but the repair, REDIS_RESTORE, which it runs at once,
 // ahead of the message order; status, the gauge msgx_pump_halted, /readyz and the console
-// name the reason. Once the marks agree again it goes on by itself.
+// name the reason. Once the marks agree again it goes on by itself. A single flight Redis
+// lost (the mirror holds it, Redis does not) stops it the same way (lostflight.go).
 
 import (
 	"context"
@@ -47,6 +48,9 @@ type markState struct {
 	halt  *Halt
 	// checkErr is the last failed check's error text, logged once.
 	checkErr string
+	// batch is the committer of the phase A batch in hand, whose message a decision's ORPHAN
+	// is looked up for (lostflight.go); only the pump's goroutine uses it.
+	batch *authoritative
 }
 
 // SetMarks turns phase A's guard on. Call it before Run.
@@ -67,11 +71,11 @@ func (p *Pump) Halted() *Halt {
 }
 
 // HaltMetric is the gauge msgx_pump_halted: 1 while the pump stops applying because Redis
-// lost data (status and /readyz say why), 0 otherwise.
+// lost data, its marks or a flight (status and /readyz say why), 0 otherwise.
 func (p *Pump) HaltMetric() prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "msgx_pump_halted",
-		Help: "1 while the pump applies nothing because Redis lost data (phase A: its epoch or high-water mark disagrees with SQL's); REDIS_RESTORE repairs it.",
+		Help: "1 while the pump applies nothing because Redis lost data (phase A: its epoch or high-water mark disagrees with SQL's, or it lacks a flight the mirror holds); REDIS_RESTORE repairs it.",
 	}, func() float64 {
 		if p.Halted() != nil {
 			return 1
@@ -154,9 +158,12 @@ func (p *Pump) commitMarks(ctx context.Context, r *batch) error {
 }
 
 // failedOnRedis judges a handler's failure in phase A: a decision made on flights read from a
-// Redis that lost data since the step began (a FLOP finding its flight gone: ORPHAN) is not
-// the message's fault. The marks are compared again; when they disagree the failure is
-// INFRA ("Redis lost data"), so the message is retried once Redis is restored, never parked.
+// Redis that lost data (a FLOP finding its flight gone: ORPHAN) is not the message's fault.
+// The marks are compared again; when they disagree (Redis lost data since the step began) the
+// failure is INFRA ("Redis lost data"), so the message is retried once Redis is restored,
+// never parked. When they agree, an ORPHAN whose flight the mirror holds is a flight Redis
+// lost: the pump stops and the batch ends before the message, which is not recorded
+// (lostflight.go).
 func (p *Pump) failedOnRedis(ctx context.Context, err error) error {
 	if p.marks == nil {
 		return err
@@ -165,8 +172,13 @@ func (p *Pump) failedOnRedis(ctx context.Context, err error) error {
 		return err
 	}
 	reason, cerr := p.marks.marks.Check(ctx)
-	if cerr != nil || reason == "" {
-		return err
+	if cerr == nil && reason != "" {
+		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("%s; the decision (%v) was made on it and is not kept", reason, err))
 	}
-	return pipeline.Wrap(pipeline.Infra, fmt.Errorf("%s; the decision (%v) was made on it and is not kept", reason, err))
+	if c := p.marks.batch; c != nil && pipeline.ClassOf(err) == pipeline.Orphan {
+		if lerr := p.lostFlight(ctx, c, c.w); lerr != nil {
+			return lerr
+		}
+	}
+	return err
 }

@@ -18,6 +18,9 @@ type MarkStore interface {
 	RedisMark(ctx context.Context, prefix string) (flight.Mark, bool, error)
 	SetRedisMark(ctx context.Context, prefix string, m flight.Mark, now time.Time) error
 	HasFlights(ctx context.Context) (bool, error)
+	// MirrorVersions reads the versions FLIGHT_STATE holds of flids, through tx when not nil
+	// (lostflight.go).
+	MirrorVersions(ctx context.Context, tx *sql.Tx, flids []int64) (map[int64]int64, error)
 }
 
 // Guard keeps phase A from applying messages to a Redis that lost data. Redis and SQL each
@@ -26,7 +29,10 @@ type MarkStore interface {
 // (Commit). Before each step the pump asks Check: Redis without the epoch (restarted empty,
 // flushed), with another one, or with a mark below SQL's (a failover to a replica that had
 // not received the last scripts, an older snapshot) stops the pump, with the reason, until
-// REDIS_RESTORE writes FLIGHT_STATE back into Redis with the marks (Restored).
+// REDIS_RESTORE writes FLIGHT_STATE back into Redis with the marks (Restored). A single flight
+// Redis lost (a stray DEL, an eviction) leaves the marks agreeing: the guard learns of it when
+// a message's decision finds the flight absent (LostFlights) or the consistency sentinel does
+// (Store.NoteMissing), and Check stops the pump for it the same way (lostflight.go).
 type Guard struct {
 	s      *Store
 	sql    MarkStore
@@ -36,6 +42,9 @@ type Guard struct {
 	loaded bool // the SQL mark was read
 	has    bool // there is one
 	mark   flight.Mark
+	// lost holds the flights Redis lost and the mirror holds, with the mirror's version: Check
+	// reports them until Redis holds each again or the mirror no longer does (lostflight.go).
+	lost map[int64]int64
 }
 
 // NewGuard turns the guard on for s: from now on its scripts carry the marks, and refuse to
@@ -85,7 +94,7 @@ func (g *Guard) Check(ctx context.Context) (halt string, err error) {
 			Thousands(g.mark.MsgID), markText(rm)), nil
 	}
 	g.s.adopt(rm.Epoch, rm.Mark)
-	return "", nil
+	return g.lostFlights(ctx, rm)
 }
 
 // first starts the marks when SQL has none: the epoch Redis has, or a new one for a Redis
@@ -153,6 +162,7 @@ func (g *Guard) Restore(ctx context.Context, mark int64) (flight.Mark, error) {
 	}
 	g.mu.Lock()
 	g.mark, g.has, g.loaded = m, true, true
+	g.lost = nil // Redis holds FLIGHT_STATE's flights again
 	g.mu.Unlock()
 	return m, nil
 }

@@ -113,8 +113,10 @@ func TestGuardStopsOnARedisThatLostData(t *testing.T) {
 		if m := state(t, db, chot); m.State != pipeline.Pending {
 			t.Fatalf("CHOT applied to an empty Redis: %s/%s", m.State, m.Class())
 		}
-		// The marks written back (as REDIS_RESTORE does after writing the flights): it
-		// resumes by itself.
+		// The flights and the marks written back (as REDIS_RESTORE does): it resumes by itself.
+		if _, err := rs.RestoreFrom(ctx, redisflight.RestoreParams{Source: mirror}); err != nil {
+			t.Fatal(err)
+		}
 		if err := rs.SetMarks(ctx, rm.Epoch, snap); err != nil {
 			t.Fatal(err)
 		}
@@ -122,8 +124,24 @@ func TestGuardStopsOnARedisThatLostData(t *testing.T) {
 		if p.Halted() != nil {
 			t.Fatalf("still halted: %+v", p.Halted())
 		}
-		if m := state(t, db, chot); m.State == pipeline.Pending {
-			t.Fatalf("CHOT not processed after the marks agree")
+		if m := state(t, db, chot); m.State != pipeline.Succeeded {
+			t.Fatalf("CHOT after the marks agree: %s/%s", m.State, m.Class())
+		}
+		// The marks alone written back over an empty Redis: they agree, but the next FLOP
+		// finds its flight in the mirror only, and the pump stops before it (lostflight.go).
+		if err := rs.Wipe(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.SetMarks(ctx, rm.Epoch, chot); err != nil {
+			t.Fatal(err)
+		}
+		chot2 := insert(t, db, clock, strings.Replace(testdata(t, "flop/chot.xml"), "510037", "510038", 1))[0]
+		steps(t, p)
+		if h := p.Halted(); h == nil || !strings.HasPrefix(h.Reason, "Redis lost flight 7002: in the mirror at version 2") {
+			t.Fatalf("halt with the marks alone written back: %+v", h)
+		}
+		if m := state(t, db, chot2); m.State != pipeline.Pending || m.Attempts != 0 {
+			t.Fatalf("CHOT of a flight in the mirror only: %s/%s after %d attempts", m.State, m.Class(), m.Attempts)
 		}
 	})
 }

@@ -36,6 +36,9 @@ type guard struct {
 	epoch string // verified by the Guard's check; "" until then
 	mark  int64  // Redis's mark as the scripts left it
 	known bool   // false after a script whose answer was lost (it may have moved the mark)
+	// suspects are the flights the consistency sentinel found in the mirror and not in Redis
+	// (NoteMissing), for the Guard's next check to judge (lostflight.go).
+	suspects map[int64]bool
 }
 
 // RedisMarks are the marks as read from Redis.
