@@ -91,3 +91,78 @@ func TestAReplayNeverOverwritesANewerValue(t *testing.T) {
 		}
 	})
 }
+
+// A message parked for a reason a fix removes (here a handler that panicked: CODEC_ERROR),
+// replayed after the fix once later FLOPs changed its flight, gives the flight a clean run
+// gives that applied every message in inbox order with the fix in place: the field no later
+// message set takes the replayed value, the one a later message set keeps the later value.
+func TestAReplayAfterAFixEqualsACleanRun(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		flights := flight.New(db, clock, time.UTC)
+		policy := defaultPolicy
+		policy.Park = pipeline.DefaultPark
+		pumpWith := func(reg *handler.Registry) *env {
+			return &env{db: db, clock: clock, t: t, pump: pump.New(db, reg, pump.Options{
+				Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Flights: flights, View: flights, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
+				BatchSize: 50, SIS: sis.Options{Location: time.UTC},
+			})}
+		}
+		day := func(flid int64, seqn int) []string {
+			f := func(styp, payload, dttm string) string {
+				return strings.Replace(flopAt(styp, payload, dttm), "<FLID>5001</FLID>", fmt.Sprintf("<FLID>%d</FLID>", flid), 1)
+			}
+			return []string{
+				schd(fmt.Sprint(seqn), "ADFT", flightRec(flid, "CA1501", "01DEC261300")),
+				f("CTOT", "<CTOT>01DEC261320</CTOT>", "20261201070000"),
+				f("EOBT", "<EOBT>01DEC261300</EOBT>", "20261201070100"),
+				f("STND", "<STND>305</STND>", "20261201070200"),
+				f("EOBT", "<EOBT>01DEC261310</EOBT>", "20261201070300"),
+				f("REMC", "<REMC>DLA</REMC>", "20261201070400"),
+			}
+		}
+		fixed := handler.Default(handler.Options{})
+		clean := pumpWith(fixed)
+		for _, id := range clean.post(day(5001, 1)...) {
+			clean.drain()
+			clean.want(id, pipeline.Succeeded, "")
+		}
+
+		// The bug: the CTOT and EOBT handlers panic on the messages stamped before 07:02.
+		broken := handler.Default(handler.Options{})
+		for _, tag := range []string{"FLOP-CTOT", "FLOP-EOBT"} {
+			real, _ := fixed.Lookup(tag)
+			broken.Replace(tag, handler.Func(func(ctx context.Context, v handler.View, m *sis.Message) (pipeline.Decision, error) {
+				if m.Meta.DTTM.Before(time.Date(2026, 12, 1, 7, 2, 0, 0, time.UTC)) {
+					panic("a handler bug")
+				}
+				return real.Decide(ctx, v, m)
+			}))
+		}
+		e := pumpWith(broken)
+		ids := e.post(day(5002, 2)...)
+		e.drain()
+		e.want(ids[1], pipeline.Dead, pipeline.CodecError)
+		e.want(ids[2], pipeline.Dead, pipeline.CodecError)
+		e.want(ids[4], pipeline.Succeeded, "")
+		if res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.CodecError}, nil, clock.Now()); err != nil || res.Moved != 2 {
+			t.Fatalf("replay: %+v %v", res, err)
+		}
+		e = pumpWith(fixed)
+		e.drain()
+		for _, id := range []int64{ids[1], ids[2], ids[4]} {
+			e.want(id, pipeline.Succeeded, "")
+		}
+		want, got := record(t, flights, 5001), record(t, flights, 5002)
+		delete(want, "FLID")
+		delete(got, "FLID")
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("replayed after the fix:\n%v\na clean run in order:\n%v", got, want)
+		}
+		if got["EOBT"] == nil || !strings.Contains(fmt.Sprint(got["EOBT"]), "13:10") {
+			t.Fatalf("EOBT %v: want the later 13:10", got["EOBT"])
+		}
+	})
+}
