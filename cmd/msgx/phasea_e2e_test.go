@@ -82,10 +82,9 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 				ids = append(ids, ref)
 				events[ref] = 0 // reference data: no events by default
 			case 40, 80:
-				// An earlier FLOP sent again (the same content, built again with another META
-				// DTTM): SKIPPED as its duplicate.
-				again := e2eFlop(980001+i-5, "REMC", int64(97001+(i-5)%flights), fmt.Sprintf("<REMC>remark %d</REMC>", i-5))
-				dup := loader.post(strings.Replace(again, "<DTTM>20260101000000</DTTM>", "<DTTM>20260101000500</DTTM>", 1))
+				// An earlier FLOP sent again (the bytes the sender built, META DTTM included):
+				// SKIPPED as its duplicate.
+				dup := loader.post(e2eFlop(980001+i-5, "REMC", int64(97001+(i-5)%flights), fmt.Sprintf("<REMC>remark %d</REMC>", i-5)))
 				ids = append(ids, dup)
 				skipped[dup] = true
 			}
