@@ -59,6 +59,7 @@ func replayNeverGoesBackwards(t *testing.T, db dbEnv, phaseA bool, env ...string
 	if !strings.Contains(m.Note, kept) {
 		t.Errorf("the replayed stand's note %q does not name the field it left (%s)", m.Note, kept)
 	}
+	s.mustCLI([]string{"applied out of order: " + kept}, "message", fmt.Sprint(parkedStand), "--history")
 	s.await(parkedCTOT, "SUCCEEDED", state("SUCCEEDED", ""))
 	after := s.flight(flid)
 	if after["STND"] != "305" || after["REMC"] != "SCH" || after["CTOT"] == nil {

@@ -85,6 +85,10 @@ func TestAReplayNeverOverwritesANewerValue(t *testing.T) {
 			!strings.Contains(m.Note, fmt.Sprintf("STND kept: set by message %d, newer", ids[3])) {
 			t.Errorf("the replayed stand's note: %q", m.Note)
 		}
+		hist, err := e.db.MessageHistory(context.Background(), ids[0])
+		if err != nil || len(hist) == 0 || !strings.Contains(hist[len(hist)-1].Detail, "applied out of order: flight 5001 STND kept: set by message") {
+			t.Errorf("the replayed stand's history: %+v %v", hist, err)
+		}
 		e.want(ids[1], pipeline.Succeeded, "")
 		if s, c := field("STND"), field("CTOT"); s != "305" || !strings.HasPrefix(c, "2026-12-01T13:20:00") {
 			t.Fatalf("after the replay: stand %s (want the newer 305), CTOT %s (want the replayed 13:20)", s, c)
@@ -163,6 +167,56 @@ func TestAReplayAfterAFixEqualsACleanRun(t *testing.T) {
 		}
 		if got["EOBT"] == nil || !strings.Contains(fmt.Sprint(got["EOBT"]), "13:10") {
 			t.Fatalf("EOBT %v: want the later 13:10", got["EOBT"])
+		}
+	})
+}
+
+// Reference data out of order, through the pump on both databases: an ADD parked by a bug and
+// replayed after a later DEL of its record leaves the record deleted (a clean run: ADD, DEL);
+// a parked ADD no later message overrides is applied.
+func TestAReplayedReferenceRecordStaysAsLaterMessagesLeftIt(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		policy := defaultPolicy
+		policy.Park = pipeline.DefaultPark
+		pumpWith := func(reg *handler.Registry) *env {
+			return &env{db: db, clock: clock, t: t, pump: pump.New(db, reg, pump.Options{
+				Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC},
+			})}
+		}
+		airl := func(styp, itop, dttm string) string {
+			return `<MSG><META><SNDR>AODB</SNDR><SEQN>7</SEQN><DTTM>` + dttm + `</DTTM><TYPE>AIRL</TYPE><STYP>` + styp + `</STYP></META>` +
+				`<RECS>1</RECS><AIRL><ITOP>` + itop + `</ITOP><ICOP>` + itop + `A</ICOP><ONAM>航空 ` + itop + `</ONAM><DORI>D</DORI></AIRL></MSG>`
+		}
+		fixed := handler.Default(handler.Options{})
+		broken := handler.Default(handler.Options{})
+		real, _ := fixed.Lookup("AIRL-ADD")
+		broken.Replace("AIRL-ADD", handler.Func(func(ctx context.Context, v handler.View, m *sis.Message) (pipeline.Decision, error) {
+			if m.Meta.DTTM.Before(time.Date(2026, 12, 1, 7, 5, 0, 0, time.UTC)) {
+				panic("a handler bug")
+			}
+			return real.Decide(ctx, v, m)
+		}))
+		e := pumpWith(broken)
+		ids := e.post(airl("ADD", "3U", "20261201070000"), airl("ADD", "MU", "20261201070100"), airl("DEL", "3U", "20261201070200"))
+		e.drain()
+		e.want(ids[0], pipeline.Dead, pipeline.CodecError)
+		e.want(ids[2], pipeline.Succeeded, "")
+		if res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.CodecError}, nil, clock.Now()); err != nil || res.Moved != 2 {
+			t.Fatalf("replay: %+v %v", res, err)
+		}
+		e = pumpWith(fixed)
+		e.drain()
+		if m := e.want(ids[0], pipeline.Succeeded, ""); !strings.Contains(m.Note, fmt.Sprintf("AIRL 3U record kept: set by message %d, newer", ids[2])) {
+			t.Errorf("the replayed ADD's note: %q", m.Note)
+		}
+		e.want(ids[1], pipeline.Succeeded, "")
+		if r, err := db.RefGet(context.Background(), "AIRL", "3U"); err != nil || r != nil {
+			t.Fatalf("AIRL 3U after a replayed ADD older than its DEL: %+v %v, want it deleted", r, err)
+		}
+		if r, err := db.RefGet(context.Background(), "AIRL", "MU"); err != nil || r == nil {
+			t.Fatalf("AIRL MU: %+v %v, want it added", r, err)
 		}
 	})
 }

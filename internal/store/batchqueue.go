@@ -82,8 +82,8 @@ type QueuedResult struct {
 // store counts it written from here on: a caller whose queued message is not written (a
 // SendQueued failure) must not decide further messages on that view.
 func (b *Batch) Queue(id int64, s Success, flights FlightWriter, now time.Time) (ok bool) {
-	if b.d.Dialect != MySQL || b.later == nil || strings.EqualFold(s.Meta.STYP, "RESP") {
-		return false
+	if b.d.Dialect != MySQL || b.later == nil || strings.EqualFold(s.Meta.STYP, "RESP") || len(s.Decision.Kept) > 0 {
+		return false // a message out of order (rare) also writes its history: the plain path
 	}
 	dec := s.Decision
 	size := 600 + len(s.Identity) + len(s.Note)

@@ -458,6 +458,13 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 		if _, err := d.matchAnswer(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
+		// Applied out of its order: its history names what it left as later messages set it.
+		if len(s.Decision.Kept) > 0 {
+			detail := "applied out of order: " + strings.Join(s.Decision.Kept, "; ")
+			if err := insertHistory(ctx, tx, id, pipeline.Succeeded, "", s.From.Attempts+1, detail, "", now); err != nil {
+				return classifyWrite(fmt.Sprintf("history of %d", id), err)
+			}
+		}
 		if len(s.Decision.Ref) == 0 || refChanged > 0 || len(s.Decision.Flights) > 0 || events > 0 {
 			return nil
 		}
