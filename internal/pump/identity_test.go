@@ -1,18 +1,11 @@
 package pump_test
 
 import (
-	"database/sql"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
-	"msgx/internal/flight"
-	"msgx/internal/handler"
 	"msgx/internal/pipeline"
-	"msgx/internal/pump"
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -43,30 +36,12 @@ func stndIndented(stand string) string {
 }
 
 // identityPaths runs fn for each way the pump processes a message, on both databases: one by
-// one, batched (on MariaDB the batch queues its writes), and in phase A batched and one by one.
+// one, batched (on MariaDB the batch queues its writes), and in phase A batched and one by one
+// (pumpPaths); stand returns flight 5001's stand.
 func identityPaths(t *testing.T, mode pipeline.IdentityMode, fn func(t *testing.T, e *env, stand func() string)) {
-	phaseB := func(size int) func(t *testing.T, db *store.DB) {
-		return func(t *testing.T, db *store.DB) {
-			clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
-			flights := flight.New(db, clock, time.UTC)
-			p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
-				Policy: defaultPolicy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Flights: flights, View: flights, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
-				BatchSize: size, SIS: sis.Options{Location: time.UTC}, Identity: mode,
-			})
-			fn(t, &env{db: db, clock: clock, pump: p, t: t}, func() string { return fmt.Sprint(record(t, flights, 5001)["STND"]) })
-		}
-	}
-	phaseA := func(solo bool) func(t *testing.T, db *store.DB) {
-		return func(t *testing.T, db *store.DB) {
-			a := newPhaseA(t, db, defaultPolicy, phaseAOptions{solo: solo, identity: mode})
-			fn(t, a.env, func() string { a.version(5001); return fmt.Sprint(redisRecord(t, a.rs, 5001)["STND"]) })
-		}
-	}
-	t.Run("one-by-one", func(t *testing.T) { storetest.Each(t, phaseB(1)) })
-	t.Run("batch", func(t *testing.T) { storetest.Each(t, phaseB(50)) })
-	t.Run("phase-a-batch", func(t *testing.T) { storetest.Each(t, phaseA(false)) })
-	t.Run("phase-a-one-by-one", func(t *testing.T) { storetest.Each(t, phaseA(true)) })
+	pumpPaths(t, defaultPolicy, mode, func(t *testing.T, e *env, field func(string) string) {
+		fn(t, e, func() string { return field("STND") })
+	})
 }
 
 // wantDuplicate checks message id is SKIPPED as the duplicate of holder.

@@ -19,12 +19,10 @@ import (
 	"msgx/internal/store/storetest"
 )
 
-// orderPaths runs fn for each way the pump processes a message (one by one, batched, phase A
-// batched and one by one), on both databases, with deterministic failures parked at once;
-// field returns a field of flight 5001 as stored.
-func orderPaths(t *testing.T, fn func(t *testing.T, e *env, field func(name string) string)) {
-	policy := defaultPolicy
-	policy.Park = pipeline.DefaultPark
+// pumpPaths runs fn for each way the pump processes a message (one by one, batched, phase A
+// batched and one by one), on both databases, with policy and identity mode; field returns a
+// field of flight 5001 as stored.
+func pumpPaths(t *testing.T, policy pipeline.RetryPolicy, mode pipeline.IdentityMode, fn func(t *testing.T, e *env, field func(name string) string)) {
 	phaseB := func(size int) func(t *testing.T, db *store.DB) {
 		return func(t *testing.T, db *store.DB) {
 			clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
@@ -32,14 +30,14 @@ func orderPaths(t *testing.T, fn func(t *testing.T, e *env, field func(name stri
 			p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
 				Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Flights: flights, View: flights, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
-				BatchSize: size, SIS: sis.Options{Location: time.UTC},
+				BatchSize: size, SIS: sis.Options{Location: time.UTC}, Identity: mode,
 			})
 			fn(t, &env{db: db, clock: clock, pump: p, t: t}, func(name string) string { return fmt.Sprint(record(t, flights, 5001)[name]) })
 		}
 	}
 	phaseA := func(solo bool) func(t *testing.T, db *store.DB) {
 		return func(t *testing.T, db *store.DB) {
-			a := newPhaseA(t, db, policy, phaseAOptions{solo: solo})
+			a := newPhaseA(t, db, policy, phaseAOptions{solo: solo, identity: mode})
 			fn(t, a.env, func(name string) string { a.version(5001); return fmt.Sprint(redisRecord(t, a.rs, 5001)[name]) })
 		}
 	}
@@ -47,6 +45,13 @@ func orderPaths(t *testing.T, fn func(t *testing.T, e *env, field func(name stri
 	t.Run("batch", func(t *testing.T) { storetest.Each(t, phaseB(50)) })
 	t.Run("phase-a-batch", func(t *testing.T) { storetest.Each(t, phaseA(false)) })
 	t.Run("phase-a-one-by-one", func(t *testing.T) { storetest.Each(t, phaseA(true)) })
+}
+
+// parking is the default policy with deterministic failures parked at once.
+func parking() pipeline.RetryPolicy {
+	p := defaultPolicy
+	p.Park = pipeline.DefaultPark
+	return p
 }
 
 // flopAt is a FLOP of flight 5001 with SEQN 3 stamped at dttm, whose record carries payload.
@@ -61,7 +66,7 @@ func flopAt(styp, payload, dttm string) string {
 // (CTOT, which a schedule keeps) and leaves the stand, naming it in the note, on every path.
 func TestAReplayNeverOverwritesANewerValue(t *testing.T) {
 	t.Parallel()
-	orderPaths(t, func(t *testing.T, e *env, field func(string) string) {
+	pumpPaths(t, parking(), pipeline.IdentityContent, func(t *testing.T, e *env, field func(string) string) {
 		ids := e.post(
 			flopAt("STND", "<STND>201</STND>", "20261201070000"),
 			flopAt("CTOT", "<CTOT>01DEC261320</CTOT>", "20261201070100"),
@@ -105,11 +110,9 @@ func TestAReplayAfterAFixEqualsACleanRun(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 		flights := flight.New(db, clock, time.UTC)
-		policy := defaultPolicy
-		policy.Park = pipeline.DefaultPark
 		pumpWith := func(reg *handler.Registry) *env {
 			return &env{db: db, clock: clock, t: t, pump: pump.New(db, reg, pump.Options{
-				Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Policy: parking(), Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Flights: flights, View: flights, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
 				BatchSize: 50, SIS: sis.Options{Location: time.UTC},
 			})}
@@ -178,11 +181,9 @@ func TestAReplayedReferenceRecordStaysAsLaterMessagesLeftIt(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
-		policy := defaultPolicy
-		policy.Park = pipeline.DefaultPark
 		pumpWith := func(reg *handler.Registry) *env {
 			return &env{db: db, clock: clock, t: t, pump: pump.New(db, reg, pump.Options{
-				Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC},
+				Policy: parking(), Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC},
 			})}
 		}
 		airl := func(styp, itop, dttm string) string {
