@@ -55,6 +55,15 @@ type Config struct {
 		// InboxAllow restricts the inbox (POST /cminmsgs/send) to these source networks
 		// (CIDR or single address) and/or tokens ("token:NAME" of auth.tokens); empty: open.
 		InboxAllow Strings `yaml:"inbox-allow"`
+		// InboxOrigins are the browser origins ("https://ops.example") whose pages may post to
+		// the inbox: a post carrying another Origin, or Sec-Fetch-Site cross-site or
+		// same-site, is refused 403. Empty: every browser post is refused (the gateway sends
+		// neither header).
+		InboxOrigins Strings `yaml:"inbox-origins"`
+		// MaxStreams bounds the live-list streams (SSE) open at once, MaxStreamsPerToken those
+		// of one token (or session's token); beyond them a stream is answered 429.
+		MaxStreams         int `yaml:"max-streams"`
+		MaxStreamsPerToken int `yaml:"max-streams-per-token"`
 		// AdminAddr, when set, is a second listener serving the API and the console; http.addr
 		// then serves only the inbox, /healthz and /metrics.
 		AdminAddr string `yaml:"admin-addr"`
@@ -287,6 +296,8 @@ func Default() Config {
 	c.HTTP.MaxBodyBytes = 32 << 20
 	c.HTTP.MaxInflightBytes = 128 << 20
 	c.HTTP.InboxDeadline = 5 * time.Second
+	c.HTTP.MaxStreams = 256
+	c.HTTP.MaxStreamsPerToken = 16
 	c.Database.Driver = "sqlite"
 	c.Database.WaitTimeout = 2 * time.Minute
 	c.Pipeline.PollInterval = time.Second
@@ -473,6 +484,28 @@ func (c *Config) validateHTTP() error {
 	}
 	if c.HTTP.InboxDeadline < 100*time.Millisecond || c.HTTP.InboxDeadline > 10*time.Minute {
 		return bad("http.inbox-deadline", "must be between 100ms and 10m, got %s", c.HTTP.InboxDeadline)
+	}
+	if c.HTTP.MaxStreams < 1 {
+		return bad("http.max-streams", "must be at least 1, got %d", c.HTTP.MaxStreams)
+	}
+	if c.HTTP.MaxStreamsPerToken < 1 || c.HTTP.MaxStreamsPerToken > c.HTTP.MaxStreams {
+		return bad("http.max-streams-per-token", "must be 1..http.max-streams (%d), got %d", c.HTTP.MaxStreams, c.HTTP.MaxStreamsPerToken)
+	}
+	for _, o := range c.HTTP.InboxOrigins {
+		if err := checkOrigin(o); err != nil {
+			return bad("http.inbox-origins", "%v", err)
+		}
+	}
+	return nil
+}
+
+// checkOrigin says what is wrong with o as an entry of http.inbox-origins: a browser origin,
+// scheme (http or https) and host with an optional port, nothing after them.
+func checkOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q is not an origin (scheme://host[:port], e.g. https://ops.example)", o)
 	}
 	return nil
 }
