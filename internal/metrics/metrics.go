@@ -44,6 +44,7 @@ type Metrics struct {
 	inboxTimeouts   prometheus.Counter
 	dbConflicts     *prometheus.CounterVec
 	actions         *prometheus.CounterVec
+	doors           doors // doors.go
 
 	lastPumpStep atomic.Int64 // unix nanoseconds of the pump's last step; 0: never
 
@@ -163,6 +164,8 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 		}, []string{"action"}),
 	}
 	m.registerAll(version, up)
+	m.doors = newDoors()
+	m.Register(m.doors.collectors()...)
 	return m
 }
 
