@@ -206,7 +206,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 		return err
 	}
 	a.closers = append(a.closers, func() { runner.History.Close() })
-	popt.Jobs = runner
+	popt.Jobs, popt.JobInfraDeadline = runner, cfg.Jobs.InfraDeadline
 	runner.Rebuild, runner.Consistency = a.fstores.rebuild, a.fstores.consistency
 	w.runner = runner
 	w.metrics.Known(targetNames(cfg), reg.Tags())

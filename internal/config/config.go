@@ -232,6 +232,11 @@ type Config struct {
 		// RebuildDays is the span of local days PROJECTION_REBUILD and the consistency
 		// sentinel cover, "FROM..TO" in days from today ("-1..7": yesterday … a week ahead).
 		RebuildDays string `yaml:"rebuild-days"`
+		// InfraDeadline is how long a job failing INFRA (a dependency down: the database,
+		// Redis, the history sink) is retried with the pipeline's backoff, from its first
+		// failure, before it is DEAD; 0: INFRA failures follow pipeline.max-attempts and
+		// pipeline.head-deadline as the other classes do.
+		InfraDeadline time.Duration `yaml:"infra-deadline"`
 	} `yaml:"jobs"`
 
 	// History is HISTORY_SWEEP's: how many local days of flights the flight store keeps
@@ -324,6 +329,7 @@ func Default() Config {
 	c.Jobs.HistorySweepAt = "03:30"
 	c.Jobs.RetentionAt = "04:00"
 	c.Jobs.RebuildDays = "-1..7"
+	c.Jobs.InfraDeadline = 10 * time.Minute
 	c.History.KeepDays = 3
 	c.History.Elasticsearch.Index = "msgx-flight-history"
 	c.History.Elasticsearch.Timeout = 30 * time.Second
@@ -802,6 +808,9 @@ func (c *Config) validateIdentity() error {
 func (c *Config) validateJobs() error {
 	if _, _, err := ParseDayRange(c.Jobs.RebuildDays); err != nil {
 		return bad("jobs.rebuild-days", "%v", err)
+	}
+	if c.Jobs.InfraDeadline < 0 {
+		return bad("jobs.infra-deadline", "must be 0 (off) or positive, got %s", c.Jobs.InfraDeadline)
 	}
 	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt,
 		"consistency-check.daily-at": c.ConsistencyCheck.DailyAt} {

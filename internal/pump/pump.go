@@ -52,6 +52,11 @@ type Options struct {
 	Copies map[string][]string
 	// Jobs runs a PUMP_JOB; nil means jobs are left for a later version.
 	Jobs JobRunner
+	// JobInfraDeadline is how long a job failing INFRA is retried, with Policy's backoff and
+	// no attempt limit, from its first failure before it is DEAD (jobs.infra-deadline), so a
+	// job rides out what time fixes (Redis or the database down for a minute at the start);
+	// 0: INFRA failures follow Policy as the other classes do.
+	JobInfraDeadline time.Duration
 	// BatchSize is how many due messages one transaction may commit (pipeline.batch-size);
 	// 0 means DefaultBatchSize, 1 processes them one by one.
 	BatchSize int
@@ -549,13 +554,15 @@ func (p *Pump) adoptGaps(ctx context.Context, now time.Time) error {
 
 func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Duration, error) {
 	first := timeOr(j.FirstFailedAt, now)
-	if j.FirstFailedAt != nil && p.opt.Policy.Overdue(first, now) {
+	// The class of the failures so far is not kept: the longer deadline holds here, the
+	// failure's own class decides below.
+	if deadline := max(p.opt.Policy.HeadDeadline, p.opt.JobInfraDeadline); j.FirstFailedAt != nil && deadline > 0 && now.Sub(first) > deadline {
 		last := "failing"
 		if j.LastError != nil {
 			last = *j.LastError
 		}
-		p.log.Error("job DEAD", "job_id", j.ID, "kind", j.Kind, "attempts", j.Attempts, "err", last+"; head deadline passed")
-		return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: store.JobDead, Attempts: j.Attempts, FirstFailed: first, LastErr: last + "; head deadline " + p.opt.Policy.HeadDeadline.String() + " passed"}, now)
+		p.log.Error("job DEAD", "job_id", j.ID, "kind", j.Kind, "attempts", j.Attempts, "err", last+"; deadline passed")
+		return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: store.JobDead, Attempts: j.Attempts, FirstFailed: first, LastErr: last + "; head deadline " + deadline.String() + " passed"}, now)
 	}
 	if j.NextAttemptAt != nil && j.NextAttemptAt.After(now) {
 		return min(j.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
@@ -569,13 +576,24 @@ func (p *Pump) runJob(ctx context.Context, j *store.Job, now time.Time) (time.Du
 		return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: store.JobDone, Attempts: j.Attempts + 1, Result: result}, now)
 	}
 	attempts := j.Attempts + 1
-	v := p.opt.Policy.OnFailure(pipeline.ClassOf(err), attempts, first, now)
-	state := store.JobFailed
+	class := pipeline.ClassOf(err)
+	policy := p.opt.Policy
+	if class == pipeline.Infra && p.opt.JobInfraDeadline > 0 {
+		// INFRA: what time fixes. Retried with the backoff until its own deadline.
+		policy.MaxAttempts, policy.HeadDeadline = 0, p.opt.JobInfraDeadline
+	}
+	v := policy.OnFailure(class, attempts, first, now)
+	state, last := store.JobFailed, err.Error()
 	if v.Dead {
 		state = store.JobDead
+		if class == pipeline.Infra && p.opt.JobInfraDeadline > 0 {
+			last += fmt.Sprintf("; failing INFRA for %s since %s (jobs.infra-deadline %s)", now.Sub(first).Round(time.Millisecond), first.UTC().Format(time.RFC3339), p.opt.JobInfraDeadline)
+		} else if v.Reason != "" {
+			last += "; " + v.Reason
+		}
 	}
-	p.log.Warn("job "+state, "job_id", j.ID, "kind", j.Kind, "attempts", attempts, "err", err.Error())
-	return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: state, Attempts: attempts, Next: v.NextAttemptAt, FirstFailed: first, LastErr: err.Error()}, now)
+	p.log.Warn("job "+state, "job_id", j.ID, "kind", j.Kind, "attempts", attempts, "class", string(class), "err", last)
+	return 0, p.db.FinishJob(ctx, j.ID, store.JobOutcome{State: state, Attempts: attempts, Next: v.NextAttemptAt, FirstFailed: first, LastErr: last}, now)
 }
 
 func timeOr(t *time.Time, def time.Time) time.Time {
