@@ -27,6 +27,7 @@ import (
 	"msgx/internal/logship"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
+	"msgx/internal/ratelog"
 	"msgx/internal/store"
 )
 
@@ -53,6 +54,7 @@ type Inbox struct {
 	db      InboxStore
 	clock   pipeline.Clock
 	log     *slog.Logger
+	refused *ratelog.Limiter // the 503s' warnings: the first at once, then a count a minute
 	maxBody int64
 	wake    func()
 	queue   chan *inboxReq
@@ -88,7 +90,7 @@ func NewInbox(db InboxStore, clock pipeline.Clock, log *slog.Logger, maxBody int
 	if wake == nil {
 		wake = func() {}
 	}
-	return &Inbox{db: db, clock: clock, log: log, maxBody: maxBody, wake: wake, queue: make(chan *inboxReq, maxBatch)}
+	return &Inbox{db: db, clock: clock, log: log, refused: &ratelog.Limiter{Log: log, Clock: clock}, maxBody: maxBody, wake: wake, queue: make(chan *inboxReq, maxBatch)}
 }
 
 // Run is the writer goroutine; it returns when ctx ends, after answering what it has taken.
@@ -224,7 +226,7 @@ var ErrDeadline = errors.New("the database did not store the message in time")
 func (in *Inbox) timedOut(r *inboxReq) error {
 	r.gone.Store(true)
 	in.Metrics.InboxTimedOut()
-	in.log.Warn("inbox post answered 503: the database did not store the message within http.inbox-deadline",
+	in.refused.Warn("inbox post answered 503: the database did not store the message within http.inbox-deadline",
 		"deadline", in.Deadline.String(), "bytes", len(r.raw))
 	return fmt.Errorf("%w: not stored within http.inbox-deadline (%s)", ErrDeadline, in.Deadline)
 }
