@@ -148,7 +148,7 @@ func (g *galeraNodes) hostsStep(first, step int) string {
 }
 
 var nodeGauge = regexp.MustCompile(`msgx_db_node\{node="127\.0\.0\.1:(\d+)"\} 1`)
-var failoverCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total (\d+)`)
+var failoverCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total\{reason="failed"\} (\d+)`)
 
 // dbNode reads from s's metrics the node (1..3) of g it uses and how often it moved.
 func (s *server) dbNode(g *galeraNodes) (node int, failovers int) {

@@ -493,17 +493,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 type Nodes interface {
 	Current() string
 	All() []string
-	Failovers() int64
+	Failovers() map[string]int64 // by reason: start, failed
 }
 
-// DatabaseNodes returns the instruments of a MySQL database's nodes: msgx_db_failovers_total,
-// the moves to another node, and msgx_db_node{node}, 1 for the node connections go to and 0
-// for the others. Both are read from n at each scrape.
+// DatabaseNodes returns the instruments of a MySQL database's nodes:
+// msgx_db_failovers_total{reason}, the moves to another node, and msgx_db_node{node}, 1 for
+// the node connections go to and 0 for the others. Both are read from n at each scrape.
 func DatabaseNodes(n Nodes) []prometheus.Collector {
-	out := []prometheus.Collector{prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "msgx_db_failovers_total",
-		Help: "Times msgx moved to another database node because its node failed or was not synced (database.hosts).",
-	}, func() float64 { return float64(n.Failovers()) })}
+	out := []prometheus.Collector{failovers{n}}
 	for _, node := range n.All() {
 		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "msgx_db_node",
@@ -517,4 +514,25 @@ func DatabaseNodes(n Nodes) []prometheus.Collector {
 		}))
 	}
 	return out
+}
+
+var descFailovers = prometheus.NewDesc("msgx_db_failovers_total",
+	"Times msgx moved to another database node (database.hosts), by reason: failed (the node in use failed or was not synced), start (msgx started while the first node was down: nothing failed over).",
+	[]string{"reason"}, nil)
+
+// failovers is msgx_db_failovers_total{reason}, read from Nodes at each scrape.
+type failovers struct{ n Nodes }
+
+func (f failovers) Describe(ch chan<- *prometheus.Desc) { ch <- descFailovers }
+
+func (f failovers) Collect(ch chan<- prometheus.Metric) {
+	moves := f.n.Failovers()
+	reasons := make([]string, 0, len(moves))
+	for r := range moves {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		ch <- prometheus.MustNewConstMetric(descFailovers, prometheus.CounterValue, float64(moves[r]), r)
+	}
 }

@@ -48,11 +48,14 @@ func TestNamesListEveryMetric(t *testing.T) {
 
 type nodes struct{ cur string }
 
-func (n *nodes) Current() string  { return n.cur }
-func (n *nodes) All() []string    { return []string{"db1:3306", "db2:3306"} }
-func (n *nodes) Failovers() int64 { return 3 }
+func (n *nodes) Current() string { return n.cur }
+func (n *nodes) All() []string   { return []string{"db1:3306", "db2:3306"} }
+func (n *nodes) Failovers() map[string]int64 {
+	return map[string]int64{"start": 1, "failed": 3}
+}
 
-// The database node gauges say which node msgx uses, read at the scrape, and count the moves.
+// The database node gauges say which node msgx uses, read at the scrape, and count the moves
+// by reason: a start with the first node down is not counted as a failover.
 func TestDatabaseNodes(t *testing.T) {
 	n := &nodes{cur: "db1:3306"}
 	m := metrics.New(nil, "v", nil)
@@ -69,11 +72,11 @@ func TestDatabaseNodes(t *testing.T) {
 			case "msgx_db_node":
 				got[s.GetLabel()[0].GetValue()] = s.GetGauge().GetValue()
 			case "msgx_db_failovers_total":
-				got["failovers"] = s.GetCounter().GetValue()
+				got["failovers "+s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
 			}
 		}
 	}
-	if got["db1:3306"] != 0 || got["db2:3306"] != 1 || got["failovers"] != 3 {
+	if got["db1:3306"] != 0 || got["db2:3306"] != 1 || got["failovers failed"] != 3 || got["failovers start"] != 1 {
 		t.Fatalf("node metrics %v", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -24,9 +25,22 @@ type Nodes interface {
 	Current() string
 	// All are the configured nodes, in the order they are tried.
 	All() []string
-	// Failovers counts the moves to another node since the start.
-	Failovers() int64
+	// Failovers counts the moves to another node since the start by reason, every one of
+	// FailoverReasons present (0 until its first move).
+	Failovers() map[string]int64
 }
+
+// The reasons of a move to another node (msgx_db_failovers_total{reason}).
+const (
+	// FailoverStart is a move before msgx ever connected: it starts while its first node is
+	// down, and moves at every start until that node is back; nothing failed over.
+	FailoverStart = "start"
+	// FailoverFailed is a move away from the node in use, because it failed or was not synced.
+	FailoverFailed = "failed"
+)
+
+// FailoverReasons are the reasons Nodes.Failovers counts.
+var FailoverReasons = []string{FailoverStart, FailoverFailed}
 
 // nodeConnector opens connections to the current node of a list, and makes the next node that
 // answers and is synced the current one when it cannot (sequential failover). A connection to
@@ -38,9 +52,12 @@ type nodeConnector struct {
 	session []string           // run on every new connection
 	log     *slog.Logger
 
-	cur       atomic.Int32
-	failovers atomic.Int64
-	moving    chan struct{} // a one-slot lock: one connection attempt decides at a time
+	cur atomic.Int32
+	// connected is set at the first connection made: a move before it is the start's.
+	connected atomic.Bool
+	mu        sync.Mutex
+	failovers map[string]int64 // by reason
+	moving    chan struct{}    // a one-slot lock: one connection attempt decides at a time
 }
 
 func newNodeConnector(cfg *mysqldrv.Config, hosts []string, session []string, log *slog.Logger) (*nodeConnector, error) {
@@ -71,7 +88,25 @@ func (c *nodeConnector) Current() string { return c.nodes[c.cur.Load()] }
 func (c *nodeConnector) All() []string { return append([]string(nil), c.nodes...) }
 
 // Failovers implements Nodes.
-func (c *nodeConnector) Failovers() int64 { return c.failovers.Load() }
+func (c *nodeConnector) Failovers() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(FailoverReasons))
+	for _, r := range FailoverReasons {
+		out[r] = c.failovers[r]
+	}
+	return out
+}
+
+// moved counts a move to another node for reason.
+func (c *nodeConnector) moved(reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failovers == nil {
+		c.failovers = map[string]int64{}
+	}
+	c.failovers[reason]++
+}
 
 // Driver implements driver.Connector.
 func (c *nodeConnector) Driver() driver.Driver { return c.conns[0].Driver() }
@@ -99,10 +134,15 @@ func (c *nodeConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		}
 		if k != start {
 			c.cur.Store(int32(k))
-			c.failovers.Add(1)
+			reason := FailoverFailed
+			if !c.connected.Load() {
+				reason = FailoverStart
+			}
+			c.moved(reason)
 			c.log.Warn("database node failed; moved to the next node", "node", c.nodes[k], "from", c.nodes[start],
-				"err", errors.Join(errs...).Error())
+				"reason", reason, "err", errors.Join(errs...).Error())
 		}
+		c.connected.Store(true)
 		return &nodeConn{Conn: conn, owner: c, node: k}, nil
 	}
 	if len(c.nodes) == 1 {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -47,8 +49,8 @@ func TestHostsFailOverToTheNextNode(t *testing.T) {
 	}
 	defer db.Close()
 	n := db.Nodes()
-	if n.Current() != cfg.Addr || n.Failovers() != 1 {
-		t.Fatalf("current node %s after %d failovers, want %s after 1", n.Current(), n.Failovers(), cfg.Addr)
+	if moves := n.Failovers(); n.Current() != cfg.Addr || moves[store.FailoverStart] != 1 || moves[store.FailoverFailed] != 0 {
+		t.Fatalf("current node %s after moves %v, want %s after one at the start", n.Current(), moves, cfg.Addr)
 	}
 	if !strings.Contains(logs.String(), "node="+cfg.Addr) || !strings.Contains(logs.String(), "moved to the next node") {
 		t.Fatalf("the log does not name the node msgx moved to:\n%s", logs.String())
@@ -60,6 +62,86 @@ func TestHostsFailOverToTheNextNode(t *testing.T) {
 	_, err = store.OpenWith(context.Background(), "mysql", dsn, store.OpenOptions{Hosts: []string{down, closedAddr(t)}})
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("no node answers: %v, want an unavailable database", err)
+	}
+}
+
+// proxy forwards connections to addr until it is closed, which cuts them: a node that dies.
+type proxy struct {
+	l     net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, addr string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l}
+	t.Cleanup(p.close)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) close() {
+	p.l.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// msgx_db_failovers_total{reason}: the node in use dying is a failover (failed); a start
+// while the first node is down is not one (start, the test above), so a restart with the first
+// node down for maintenance does not look like a cluster in trouble.
+func TestFailoverCountsItsReason(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.MySQLDSN(t)
+	cfg, err := mysqldrv.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startProxy(t, cfg.Addr)
+	ctx := context.Background()
+	db, err := store.OpenWith(ctx, "mysql", dsn, store.OpenOptions{Hosts: []string{first.l.Addr().String(), cfg.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n := db.Nodes()
+	if moves := n.Failovers(); n.Current() != first.l.Addr().String() || moves[store.FailoverStart] != 0 || moves[store.FailoverFailed] != 0 {
+		t.Fatalf("started on %s with moves %v, want the first node and none", n.Current(), moves)
+	}
+	first.close()
+	for i := 0; ; i++ {
+		if err := db.SQL.PingContext(ctx); err == nil {
+			break
+		} else if i == 10 {
+			t.Fatalf("the second node never answered: %v", err)
+		}
+	}
+	if moves := n.Failovers(); n.Current() != cfg.Addr || moves[store.FailoverStart] != 0 || moves[store.FailoverFailed] != 1 {
+		t.Fatalf("after the first node died: on %s with moves %v, want the second and one failed", n.Current(), moves)
 	}
 }
 
