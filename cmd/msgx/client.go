@@ -154,11 +154,33 @@ func status(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return app.ExitError{Code: 2}
 	}
-	var st client.Status
-	if printed, err := show(srv(*server), "/api/v1/status", *asJSON, &st); printed || err != nil {
+	var raw json.RawMessage
+	if err := srv(*server).Get("/api/v1/status", &raw); err != nil {
 		return err
 	}
-	client.WriteStatus(os.Stdout, st)
+	var st client.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	if *asJSON {
+		os.Stdout.Write(append(raw, '\n'))
+	} else {
+		client.WriteStatus(os.Stdout, st, time.Now())
+	}
+	return statusExit(st)
+}
+
+// statusExit is msgx status's exit: 0 while everything runs, else what stops work (the worst
+// first): exitHalted, exitPaused, exitTargetPaused. The first lines said why.
+func statusExit(st client.Status) error {
+	switch {
+	case st.Halted() != nil:
+		return app.ExitError{Code: exitHalted}
+	case st.PumpPaused():
+		return app.ExitError{Code: exitPaused}
+	case st.TargetsPaused() > 0:
+		return app.ExitError{Code: exitTargetPaused}
+	}
 	return nil
 }
 

@@ -52,6 +52,10 @@ const (
 	exitConfig     = app.ExitConfig     // the configuration is invalid, or the database refused it (credentials, unknown database)
 	exitNoDatabase = app.ExitNoDatabase // serve: the database did not answer within database.wait-timeout
 	exitUndecided  = 6                  // shadow diff: no difference found, but a legacy row id could be several flights
+	// status: what stops work, the worst of them (its first lines say why).
+	exitHalted       = 7 // the pump is halted (phase A: Redis lost data)
+	exitPaused       = 8 // an operator paused the pump
+	exitTargetPaused = 9 // an operator paused a delivery target (the pump runs)
 )
 
 func main() {

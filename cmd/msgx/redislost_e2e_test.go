@@ -189,6 +189,9 @@ func testPhaseARedisFlushedUnderLoad(t *testing.T, db dbEnv) {
 	if m := metricsText(t, s); !strings.Contains(m, "msgx_pump_halted 1") {
 		t.Fatalf("metric msgx_pump_halted not 1")
 	}
+	if out, err := s.cli(nil, "status"); exitCode(err) != 7 || !strings.HasPrefix(out, "HALTED: Redis lost its data: mark ") {
+		t.Fatalf("msgx status while halted: exit %d\n%s", exitCode(err), out)
+	}
 	// Nothing went on behind the hole: no message ORPHAN or DEAD, and Redis holds nothing
 	// but what the first FLOP after the flush may have left (its script refused: nothing).
 	time.Sleep(300 * time.Millisecond)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"sort"
 	"strconv"
@@ -13,21 +14,20 @@ import (
 
 // The msgx command's text for the typed answers: the status, a flight's changes, a job.
 
-// WriteStatus writes the status as msgx status prints it: the pump, pauses, counts, the head,
-// dead letters, recent problems, targets, the pump's trouble, jobs, then every other section.
-func WriteStatus(w io.Writer, st Status) {
+// WriteStatus writes the status as msgx status prints it: first what stops work, one line
+// each (Alarms, ages taken at now), then the pump, counts, the head, dead letters, recent
+// problems, targets, the pump's trouble, jobs, then every other section.
+func WriteStatus(w io.Writer, st Status, now time.Time) {
+	for _, line := range Alarms(st, now) {
+		fmt.Fprintln(w, line)
+	}
+	st.Extra = maps.Clone(st.Extra) // its sections are taken out as they are written
+	delete(st.Extra, "pump_halted") // said above
 	fmt.Fprintf(w, "pump running: %v", st.PumpRunning)
 	if st.LeaseHolder != "" {
 		fmt.Fprintf(w, " (lease: %s)", st.LeaseHolder)
 	}
 	fmt.Fprintln(w)
-	for _, p := range st.Paused {
-		fmt.Fprintf(w, "PAUSED %s by %s since %s", p.Name, p.By, p.At.Format(time.RFC3339))
-		if p.Reason != "" {
-			fmt.Fprintf(w, ": %s", p.Reason)
-		}
-		fmt.Fprintf(w, " (msgx resume%s)\n", map[bool]string{true: " --target " + strings.TrimPrefix(p.Name, "target:"), false: ""}[strings.HasPrefix(p.Name, "target:")])
-	}
 	for _, s := range []string{"PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD"} {
 		fmt.Fprintf(w, "%-10s %d\n", s, st.Counts[s])
 	}
@@ -72,6 +72,99 @@ func WriteStatus(w io.Writer, st Status) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "%s: %s\n", k, st.Extra[k])
 	}
+}
+
+// Halt is why the pump applies nothing (phase A: Redis lost data; the status's section
+// "pump_halted"), and since when.
+type Halt struct {
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// Halted returns the pump's halt, or nil when it is not halted (or the server has no such
+// section: phase B).
+func (st Status) Halted() *Halt {
+	var h *Halt
+	if raw, ok := st.Extra["pump_halted"]; ok && json.Unmarshal(raw, &h) == nil && h != nil && h.Reason != "" {
+		return h
+	}
+	return nil
+}
+
+// PumpPaused reports whether an operator paused the pump.
+func (st Status) PumpPaused() bool {
+	for _, p := range st.Paused {
+		if p.Name == "pump" {
+			return true
+		}
+	}
+	return false
+}
+
+// TargetsPaused is how many delivery targets an operator paused.
+func (st Status) TargetsPaused() int {
+	n := 0
+	for _, p := range st.Paused {
+		if strings.HasPrefix(p.Name, "target:") {
+			n++
+		}
+	}
+	return n
+}
+
+// Alarms are the lines msgx status starts with, what stops work: "HALTED: REASON" while the
+// pump is halted, "PAUSED for 1 h 12 min by NAME: REASON" while it is paused, and a line per
+// paused target ("target KAFKA_FLOP PAUSED for 10 min by NAME: REASON"); none when all runs.
+// Ages are taken at now.
+func Alarms(st Status, now time.Time) []string {
+	var out []string
+	if h := st.Halted(); h != nil {
+		line := "HALTED: " + h.Reason
+		if !h.Since.IsZero() {
+			line += fmt.Sprintf(" (for %s, since %s)", Age(now.Sub(h.Since)), h.Since.Format(time.RFC3339))
+		}
+		out = append(out, line)
+	}
+	var targets []string
+	for _, p := range st.Paused {
+		reason := p.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		what, resume := "", "msgx resume"
+		if t, ok := strings.CutPrefix(p.Name, "target:"); ok {
+			what, resume = "target "+t+" ", "msgx resume --target "+t
+		}
+		line := fmt.Sprintf("%sPAUSED for %s by %s: %s (since %s; %s)", what, Age(now.Sub(p.At)), p.By, reason, p.At.Format(time.RFC3339), resume)
+		if what == "" {
+			out = append(out, line)
+		} else {
+			targets = append(targets, line)
+		}
+	}
+	return append(out, targets...)
+}
+
+// Age writes d as an operator reads it: "45 s", "12 min", "1 h 12 min", "3 d 4 h".
+func Age(d time.Duration) string {
+	d = max(d, 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d/time.Minute))
+	case d < 24*time.Hour:
+		h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+		if m == 0 {
+			return fmt.Sprintf("%d h", h)
+		}
+		return fmt.Sprintf("%d h %d min", h, m)
+	}
+	days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
+	if h == 0 {
+		return fmt.Sprintf("%d d", days)
+	}
+	return fmt.Sprintf("%d d %d h", days, h)
 }
 
 // takeSection takes the status section key out of extra and decodes it into v; ok is false
