@@ -119,8 +119,10 @@ FROM c`, n, n-largePendingTail, largeDeadEvery, ts, n-largePendingTail, largeDea
 // statusServer serves the status route and /metrics as `msgx serve` wires them.
 func statusServer(t testing.TB, db *store.DB, clock pipeline.Clock) (*httptest.Server, *metrics.Metrics) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := metrics.New(clock, "test", api.DatabaseUp(db))
-	srv := &api.Server{DB: db, Inbox: api.NewInbox(db, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
+	health := api.NewHealth(db, clock)
+	health.Check(context.Background())
+	m := metrics.New(clock, "test", api.DatabaseUp(health))
+	srv := &api.Server{Health: health, DB: db, Inbox: api.NewInbox(db, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
 		Counts:      api.CounterCounts(db.NewStateCounter(), clock),
 		Extra:       []func(*http.ServeMux){api.MetricsRoute(m)},
 		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, clock)}}

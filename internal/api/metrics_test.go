@@ -139,11 +139,14 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	clock := &clockAt{t: t0}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := metrics.New(clock, "v-test", api.DatabaseUp(cs))
-	inbox := api.NewInbox(db, clock, log, 1<<20, nil)
-	inbox.Metrics = m
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	health := api.NewHealth(cs, clock)
+	health.Check(ctx)
+	m := metrics.New(clock, "v-test", api.DatabaseUp(health))
+	m.Register(health.SampleAges(m.SampledAt))
+	inbox := api.NewInbox(db, clock, log, 1<<20, nil)
+	inbox.Metrics = m
 	go inbox.Run(ctx)
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
 	ts := httptest.NewServer(srv.Handler())
@@ -214,8 +217,8 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	for range 3 {
 		body = scrape(t, ts.URL)
 	}
-	if calls := cs.taken(); fmt.Sprint(calls) != "map[Ping:3]" {
-		t.Fatalf("three scrapes called the database: %v, want three pings and nothing else", calls)
+	if calls := cs.taken(); len(calls) != 0 {
+		t.Fatalf("three scrapes called the database: %v, want nothing (msgx_database_up is the background check's)", calls)
 	}
 	wantLines(t, body,
 		`msgx_messages_received_total{source="inbox"} 3`,
@@ -224,13 +227,19 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 		`msgx_target_oldest_pending_age_seconds{target="T1"} 60`, `msgx_oldest_pending_event_age_seconds{target="T1"} 60`,
 		`msgx_target_blocked_since_seconds{target="T1"} 0`,
 		`msgx_head_blocked_seconds 50`, `msgx_head_message_attempts 1`,
-		`msgx_state_sample_timestamp_seconds 1.796112e+09`,
-		`msgx_database_up 1`)
+		`msgx_state_sample_timestamp_seconds 1.796112e+09`, `msgx_sample_age_seconds{sample="state"} 60`,
+		`msgx_database_up 0`, `msgx_sample_age_seconds{sample="database"} 60`)
+	// The check a second before: up, and 1 s old.
+	clock.set(t0.Add(59 * time.Second))
+	health.Check(ctx)
+	clock.set(t0.Add(time.Minute))
+	wantLines(t, scrape(t, ts.URL), `msgx_database_up 1`, `msgx_sample_age_seconds{sample="database"} 1`)
 	// The head was received at the inbox's clock (t0): 60 s old at the scrape.
 	wantLines(t, body, `msgx_head_age_seconds 60`)
 
-	// The database gone: the scrape says so, still without a query.
+	// The database gone: the next check, then the scrape say so, still without a query.
 	db.Close()
+	health.Check(ctx)
 	wantLines(t, scrape(t, ts.URL), `msgx_database_up 0`)
 }
 

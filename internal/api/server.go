@@ -95,6 +95,13 @@ type Server struct {
 	// PumpHalted, when set, says why this process's pump applies nothing although it runs
 	// ("" when it applies): phase A with a Redis that lost data. /readyz answers 503 with it.
 	PumpHalted func() string
+	// Health, when set, is the database check /readyz answers from (Health.Run keeps it
+	// fresh): the request reads memory only. Nil: /readyz checks the database itself.
+	Health *Health
+	// RedisPersistence, when set, says what /readyz reports of Redis's persistence (phase A:
+	// "not checked", "persistent", "volatile", …) and why the instance is not ready because
+	// of it ("" when that is fine).
+	RedisPersistence func() (state, notReady string)
 	// StreamPoll is how often a list's stream (GET /api/v1/messages/stream, …) reads the
 	// store (default DefaultStreamPoll); StreamHeartbeat how often it sends a comment line when
 	// idle (default DefaultStreamHeartbeat).
@@ -180,7 +187,15 @@ func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
 // Readiness is the answer of GET /readyz.
 type Readiness struct {
 	Ready    bool   `json:"ready"`
-	Database string `json:"database"` // up, down
+	Database string `json:"database"` // up, down, not checked
+	// DatabaseCheckedAt is when the database check this answer comes from ended, and
+	// DatabaseCheckAge how many seconds ago a check last succeeded (since the start when
+	// none has): the check runs in the background, never in the request.
+	DatabaseCheckedAt *time.Time `json:"database_checked_at,omitempty"`
+	DatabaseCheckAge  float64    `json:"database_check_age_seconds"`
+	// RedisPersistence is phase A's Redis persistence as last read ("not checked" until Redis
+	// answers); empty in phase B.
+	RedisPersistence string `json:"redis_persistence,omitempty"`
 	// Reason says why the instance is not ready; empty when it is.
 	Reason string `json:"reason,omitempty"`
 	// Pump says where the pump runs, from the lease row; nil when the database did not answer.
@@ -200,27 +215,47 @@ type PumpWhere struct {
 // an unexpired pump lease, so messages accepted here will be processed; when this instance is
 // the holder, its pump must also have stepped within PumpStepStale. Otherwise 503 with the
 // reason. The holder renews its lease every few seconds, so an unexpired lease means the
-// holder is alive; a node that stands by can see from it where the pump runs.
+// holder is alive; a node that stands by can see from it where the pump runs. It answers
+// from the background check (Health): a check that last succeeded more than Health.Stale ago
+// is a database that does not answer.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
 	rd := Readiness{Database: "up"}
 	notReady := func(reason string) {
 		rd.Reason = secret.Redact(reason)
 		writeJSON(w, http.StatusServiceUnavailable, rd)
 	}
-	if err := s.DB.Ping(ctx); err != nil {
-		rd.Database = "down"
-		notReady("database unreachable: " + err.Error())
-		return
+	h := s.Health
+	if h == nil {
+		h = NewHealth(s.DB, s.Clock)
+		h.Check(r.Context())
 	}
-	holder, until, err := s.DB.LeaseHolder(ctx, LeaseName)
-	if err != nil {
-		rd.Database = "down"
-		notReady("cannot read the pump lease: " + err.Error())
-		return
-	}
+	c := h.Last()
 	now := s.Clock.Now()
+	age := h.okAge()
+	rd.DatabaseCheckAge = age.Seconds()
+	if !c.At.IsZero() {
+		at := c.At.UTC()
+		rd.DatabaseCheckedAt = &at
+	}
+	var redisWhy string
+	if s.RedisPersistence != nil {
+		rd.RedisPersistence, redisWhy = s.RedisPersistence()
+	}
+	switch {
+	case c.At.IsZero():
+		rd.Database = "not checked"
+		notReady("the database has not been checked yet (msgx is starting)")
+		return
+	case c.Err != nil:
+		rd.Database = "down"
+		notReady(fmt.Sprintf("database unreachable: %s (last answered %s ago)", c.Err.Error(), ageText(c.OKAt, age)))
+		return
+	case age > h.stale():
+		rd.Database = "down"
+		notReady(fmt.Sprintf("the database has not answered a check for %s (more than %s): it does not answer", age.Round(time.Second), h.stale()))
+		return
+	}
+	holder, until := c.Holder, c.Until
 	rd.Pump = &PumpWhere{Holder: holder, ThisInstance: holder != "" && holder == s.Instance}
 	if holder != "" {
 		u := until.UTC()
@@ -256,8 +291,20 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if redisWhy != "" {
+		notReady(redisWhy)
+		return
+	}
 	rd.Ready = true
 	writeJSON(w, http.StatusOK, rd)
+}
+
+// ageText says how long ago at was ("never" when zero).
+func ageText(at time.Time, age time.Duration) string {
+	if at.IsZero() {
+		return "never since the start"
+	}
+	return age.Round(time.Second).String()
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {

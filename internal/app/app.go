@@ -92,6 +92,7 @@ type App struct {
 	o         Options
 	log       *slog.Logger
 	inbox     *api.Inbox
+	health    *api.Health // the database check /readyz and msgx_database_up answer from
 	registrar *eureka.Registrar
 	fstores   flightStores
 	httpSrv   *http.Server
@@ -120,6 +121,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 		}
 	}
 	w := &wiring{runPump: cfg.Autostart(), holder: lease.InstanceName()}
+	a.health = api.NewHealth(db, clock)
 	if !w.runPump {
 		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")
 	}
@@ -170,7 +172,8 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 		o.Registry(reg)
 	}
 	flights := flight.New(db, clock, cfg.Location())
-	w.metrics = metrics.New(clock, metricsVersion(o.Version), api.DatabaseUp(db))
+	w.metrics = metrics.New(clock, metricsVersion(o.Version), api.DatabaseUp(a.health))
+	w.metrics.Register(a.health.SampleAges(w.metrics.SampledAt))
 	db.SetConflictHook(w.metrics.ConflictRetried)
 	if n := db.Nodes(); n != nil {
 		w.metrics.Register(metrics.DatabaseNodes(n)...)
@@ -316,7 +319,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	}
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
-		ConfigView: cfg.Redacted, Loc: cfg.Location(), Metrics: m}
+		ConfigView: cfg.Redacted, Loc: cfg.Location(), Metrics: m, Health: a.health}
 	if w.runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}
@@ -402,6 +405,9 @@ func (a *App) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	inboxCtx, cancelInbox := context.WithCancel(context.Background())
 	wg.Go(func() { a.inbox.Run(inboxCtx) })
+	// The database check behind /readyz and msgx_database_up, in the background on every
+	// instance, so that they answer from memory while the database hangs.
+	wg.Go(func() { a.health.Run(inboxCtx) })
 	keeperCtx, cancelKeeper := context.WithCancel(context.Background())
 	defer cancelKeeper()
 	keeperErr := make(chan error, 1)

@@ -99,7 +99,7 @@ var (
 // New returns the instruments, registered with a new registry together with the Go runtime's
 // and the process's collectors and msgx_build_info{version,commit}. clock tells the ages of
 // the state gauges at a scrape; up, when set, says at each scrape whether the database
-// answers (msgx_database_up; it must be cheap: a ping).
+// answers (msgx_database_up; it must answer from memory: api.Health.Up).
 func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 	if clock == nil {
 		clock = pipeline.SystemClock{}
@@ -184,7 +184,7 @@ func (m *Metrics) registerAll(version string, up func() bool) {
 	if up != nil {
 		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "msgx_database_up",
-			Help: "1 when the database answered a ping at this scrape, else 0.",
+			Help: "1 when the last database check (a ping every second, in the background) succeeded and is at most 10 s old, else 0; msgx_sample_age_seconds{sample=\"database\"} says how old it is.",
 		}, func() float64 {
 			if up() {
 				return 1
@@ -400,6 +400,17 @@ func (m *Metrics) snapshot() *Snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.snap
+}
+
+// SampledAt returns when the state sample the gauges show was read; zero when there is none.
+func (m *Metrics) SampledAt() time.Time {
+	if m == nil {
+		return time.Time{}
+	}
+	if s := m.snapshot(); s != nil {
+		return s.At
+	}
+	return time.Time{}
 }
 
 func flag(b bool) float64 {
