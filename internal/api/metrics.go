@@ -83,11 +83,12 @@ func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, cou
 	if err != nil {
 		return nil, err
 	}
-	paused := map[string]bool{}
+	paused := map[string]time.Time{} // since when, by pause name
 	for _, p := range pauses {
-		paused[p.Name] = true
+		paused[p.Name] = p.At
 	}
-	s.PumpPaused = paused[store.PumpPause]
+	s.PumpPausedAt = paused[store.PumpPause]
+	_, s.PumpPaused = paused[store.PumpPause]
 	events, err := db.EventCounts(ctx) // once, for the dead events and the targets
 	if err != nil {
 		return nil, err
@@ -116,8 +117,9 @@ func SampleState(ctx context.Context, db MetricsStore, clock pipeline.Clock, cou
 	}
 	slices.SortFunc(stats, func(a, b dispatch.TargetStats) int { return strings.Compare(a.Target, b.Target) })
 	for _, t := range stats {
+		pausedAt, isPaused := paused[store.TargetPause(t.Target)]
 		ts := metrics.TargetSample{Target: t.Target, Pending: t.Pending, Dead: t.Dead, Sent: t.Sent,
-			Paused: paused[store.TargetPause(t.Target)], Rejecting: t.Rejecting}
+			Paused: isPaused, PausedAt: pausedAt, Rejecting: t.Rejecting}
 		if t.OldestPendingAt != nil {
 			ts.OldestPendingAt = *t.OldestPendingAt
 		}

@@ -173,6 +173,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	}
 	flights := flight.New(db, clock, cfg.Location())
 	w.metrics = metrics.New(clock, metricsVersion(o.Version), api.DatabaseUp(a.health))
+	w.metrics.SetPauseWarn(cfg.Alerts.PauseWarn)
 	w.metrics.Register(a.health.SampleAges(w.metrics.SampledAt))
 	db.SetConflictHook(w.metrics.ConflictRetried)
 	if n := db.Nodes(); n != nil {

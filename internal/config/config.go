@@ -140,6 +140,14 @@ type Config struct {
 		SampleInterval time.Duration `yaml:"sample-interval"`
 	} `yaml:"metrics"`
 
+	// Alerts are thresholds of the alert rules in deploy/ that msgx exports as gauges, so the
+	// configuration sets them without editing the rules file.
+	Alerts struct {
+		// PauseWarn is how long the pump or a target may stay paused before
+		// MsgxPausedTooLong fires (msgx_pause_warn_seconds).
+		PauseWarn time.Duration `yaml:"pause-warn"`
+	} `yaml:"alerts"`
+
 	ConsistencyCheck struct {
 		OnStartup        bool    `yaml:"on-startup"`
 		DailySampleRatio float64 `yaml:"daily-sample-ratio"`
@@ -316,6 +324,7 @@ func Default() Config {
 	c.Schd.FlushPeriod = 3 * time.Second
 	c.Schd.FlushLimit = 500
 	c.Metrics.SampleInterval = 5 * time.Second
+	c.Alerts.PauseWarn = time.Hour
 	c.ConsistencyCheck.OnStartup = true
 	c.ConsistencyCheck.DailySampleRatio = 0.01
 	c.ConsistencyCheck.DailyAt = "05:00"
@@ -591,6 +600,9 @@ func (c *Config) validatePipeline() error {
 	}
 	if err := c.validateIdentity(); err != nil {
 		return err
+	}
+	if c.Alerts.PauseWarn < time.Minute {
+		return bad("alerts.pause-warn", "must be at least 1m, got %s", c.Alerts.PauseWarn)
 	}
 	if c.Metrics.SampleInterval < 100*time.Millisecond {
 		return bad("metrics.sample-interval", "must be at least 100ms, got %s", c.Metrics.SampleInterval)

@@ -44,6 +44,7 @@ type Metrics struct {
 	inboxTimeouts   prometheus.Counter
 	dbConflicts     *prometheus.CounterVec
 	actions         *prometheus.CounterVec
+	pauseWarn       prometheus.Gauge
 	doors           doors // doors.go
 
 	lastPumpStep atomic.Int64 // unix nanoseconds of the pump's last step; 0: never
@@ -61,8 +62,9 @@ type Snapshot struct {
 	// Head is the lowest unfinished message; nil when there is none.
 	Head    *HeadSample
 	Targets []TargetSample
-	// PumpPaused says an operator paused the pump (msgx pause).
-	PumpPaused bool
+	// PumpPaused says an operator paused the pump (msgx pause), since PumpPausedAt.
+	PumpPaused   bool
+	PumpPausedAt time.Time
 	// Dead are the dead letters per kind ("message", "event"): how many, and how many of
 	// them an operator acknowledged; nil when not sampled.
 	Dead map[string]DeadSample
@@ -86,6 +88,7 @@ type TargetSample struct {
 	OldestPendingAt     time.Time // zero when nothing is pending
 	BlockedSince        time.Time // the failing head's first failure; zero when not blocked
 	Paused              bool      // an operator paused it (msgx pause --target)
+	PausedAt            time.Time // since when it is paused; zero when it is not
 	Rejecting           bool      // its latest deliveries all went DEAD (dispatch.TargetStats)
 }
 
@@ -158,6 +161,10 @@ func New(clock pipeline.Clock, version string, up func() bool) *Metrics {
 			Name: "msgx_db_conflict_retries_total",
 			Help: "Transactions redone after a deadlock, lock wait timeout or Galera certification conflict, by operation.",
 		}, []string{"op"}),
+		pauseWarn: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "msgx_pause_warn_seconds",
+			Help: "alerts.pause-warn in seconds: MsgxPausedTooLong fires when msgx_paused_seconds exceeds it.",
+		}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_operator_actions_total",
 			Help: "Operator actions this instance's API took (each one is also in the audit log), by action: pump.pause, target.resume, message.park, message.replay, events.replay, job.enqueue, …",
@@ -178,8 +185,9 @@ func (m *Metrics) registerAll(version string, up func() bool) {
 		ConstLabels: prometheus.Labels{"version": version, "commit": Commit()},
 	})
 	build.Set(1)
+	m.pauseWarn.Set(DefaultPauseWarn.Seconds())
 	m.Register(m.received, m.finished, m.processing, m.acceptToFinish, m.eventsSent, m.eventsDead,
-		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, m.inboxTimeouts, m.dbConflicts, m.actions, build, &stateCollector{m: m})
+		m.deliveryLatency, m.pumpStep, m.dispatchStep, m.leaseHeld, m.inboxTimeouts, m.dbConflicts, m.actions, m.pauseWarn, build, &stateCollector{m: m})
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if up != nil {
 		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -278,6 +286,19 @@ func (m *Metrics) OperatorAction(action string) {
 		return
 	}
 	m.actions.WithLabelValues(action).Inc()
+}
+
+// DefaultPauseWarn is alerts.pause-warn's default, msgx_pause_warn_seconds until SetPauseWarn.
+const DefaultPauseWarn = time.Hour
+
+// SetPauseWarn sets msgx_pause_warn_seconds, the pause MsgxPausedTooLong tolerates
+// (alerts.pause-warn): the rule compares msgx_paused_seconds with it, so the configuration
+// sets the threshold of a rules file that names no number.
+func (m *Metrics) SetPauseWarn(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.pauseWarn.Set(d.Seconds())
 }
 
 // Received counts n messages made durable from source ("inbox" or "gateway").
@@ -437,6 +458,7 @@ var (
 	descHeadAtt     = prometheus.NewDesc("msgx_head_message_attempts", "Failed attempts of the head message (0 when it has not failed or there is none).", nil, nil)
 	descPumpPaused  = prometheus.NewDesc("msgx_pump_paused", "1 while an operator has paused the pump (msgx pause), else 0; the alerts on a blocked or lagging queue hold while it is 1.", nil, nil)
 	descTgtPaused   = prometheus.NewDesc("msgx_target_paused", "1 while an operator has paused the target (msgx pause --target), else 0; its lag and blocked alerts hold while it is 1.", []string{"target"}, nil)
+	descPausedAge   = prometheus.NewDesc("msgx_paused_seconds", "How long an operator has paused the pump (what=\"pump\") or a target (what=\"<TARGET>\"), 0 while it runs; MsgxPausedTooLong fires past msgx_pause_warn_seconds.", []string{"what"}, nil)
 	descRejecting   = prometheus.NewDesc("msgx_target_rejecting", "1 while the target rejects what it is given: its latest deliveries (at least 3 since its last success) all went DEAD, else 0.", []string{"target"}, nil)
 	descDeadLetters = prometheus.NewDesc("msgx_dead_letters", "Dead letters (DEAD messages, DEAD events) by kind, and whether an operator acknowledged them (acknowledged=\"false\": those that call for attention).", []string{"kind", "acknowledged"}, nil)
 	descSampled     = prometheus.NewDesc("msgx_state_sample_timestamp_seconds", "Unix time of the state sample the msgx_messages, msgx_events, head and target gauges come from.", nil, nil)
@@ -444,7 +466,7 @@ var (
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descEvents, descOldest, descOldestOld, descBlocked, descHeadAge, descHeadBlocked, descHeadAtt,
-		descPumpPaused, descTgtPaused, descRejecting, descDeadLetters, descSampled} {
+		descPumpPaused, descTgtPaused, descPausedAge, descRejecting, descDeadLetters, descSampled} {
 		ch <- d
 	}
 }
@@ -481,6 +503,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descHeadBlocked, headBlocked)
 	gauge(descHeadAtt, attempts)
 	gauge(descPumpPaused, flag(s.PumpPaused))
+	gauge(descPausedAge, age(s.PumpPausedAt), "pump")
 	for _, kind := range []string{"message", "event"} {
 		if d, ok := s.Dead[kind]; ok {
 			gauge(descDeadLetters, float64(d.Dead-d.Acknowledged), kind, "false")
@@ -489,6 +512,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, t := range s.Targets {
 		gauge(descTgtPaused, flag(t.Paused), t.Target)
+		gauge(descPausedAge, age(t.PausedAt), t.Target)
 		gauge(descRejecting, flag(t.Rejecting), t.Target)
 		gauge(descEvents, float64(t.Pending), t.Target, string(pipeline.EventPending))
 		gauge(descEvents, float64(t.Dead), t.Target, string(pipeline.EventDead))
