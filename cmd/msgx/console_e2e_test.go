@@ -313,6 +313,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	held := s.post(refWithSender("AODB", 2, "HLD"))
 	b.waitText("#head-why", "paused by ops")
 	b.waitText("#head-id", fmt.Sprint(held))
+	b.waitText("#alarm", "PAUSED for ", " by ops: database maintenance") // the header, on every page
 	b.shot("pump-paused")
 	if m := a.message(held); m.State != "PENDING" {
 		t.Fatalf("a message sent while the pump is paused is %s", m.State)
@@ -322,6 +323,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	a.await(held, "SUCCEEDED after the resume", state("SUCCEEDED", ""))
 	b.waitText("#head-why", "Nothing waits")
 	b.waitText("#pump-state", "running")
+	b.waitJS("the header's pause gone", `document.getElementById('alarm').hidden`)
 
 	// Pause KAFKA_FLOP: a new change of flight 93002 is delivered everywhere but there.
 	b.waitJS("the KAFKA_FLOP row", `!!document.getElementById('target-pause-KAFKA_FLOP')`)
@@ -333,6 +335,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	a.awaitEvent(change, "ES_FLIGHT", "SENT")
 	b.visit(s.url, fmt.Sprintf("#/message/%d", change))
 	b.waitText("#message-events", "ES_FLIGHT", "KAFKA_FLOP")
+	b.waitText("#alarm", "paused: KAFKA_FLOP")
 	b.waitJS("KAFKA_FLOP's event waiting", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('KAFKA_FLOP') && r.textContent.includes('PENDING'))`)
 	b.waitJS("ES_FLIGHT's event sent", `[...document.querySelectorAll('#events-table tbody tr')].some(r => r.textContent.includes('ES_FLIGHT') && r.textContent.includes('SENT'))`)
 	b.shot("paused-target-events-wait")

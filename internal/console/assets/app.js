@@ -343,6 +343,7 @@ function route() {
     location.hash = '#/login?next=' + encodeURIComponent(hash);
     return;
   }
+  if (session.user) api('GET', API.status).then(renderAlarm).catch(() => {});
   Promise.resolve(views[name]({ arg, params, gen, view })).catch(e => {
     if (gen !== generation) return;
     fill(view, h('p', { class: 'error', id: 'view-error' }, describe(e)));
@@ -350,6 +351,23 @@ function route() {
 }
 
 function alive(gen) { return gen === generation; }
+
+// renderAlarm shows in the header, on every page, what stops work: the pump halted (phase A:
+// Redis lost data) or paused (for how long, by whom, why), and the paused targets; hidden
+// while everything runs. The overview renders it at each refresh, every other page on arrival.
+function renderAlarm(st) {
+  const el = document.getElementById('alarm');
+  const halted = st.extra && st.extra.pump_halted;
+  const pump = st.pump_paused;
+  const targets = (st.paused || []).filter(p => p.name.startsWith('target:')).map(p => p.name.slice(7));
+  let text = halted ? 'HALTED: ' + halted.reason
+    : pump ? `PAUSED for ${fmtAge((Date.now() - new Date(pump.paused_at).getTime()) / 1000)} by ${pump.paused_by}` + (pump.reason ? ': ' + pump.reason : '')
+    : '';
+  if (targets.length) text += (text ? '; ' : '') + 'paused: ' + targets.join(', ');
+  el.textContent = text;
+  el.classList.toggle('halted', !!halted);
+  el.hidden = !text;
+}
 
 // setQuery changes the current route's query without adding a history entry per keystroke.
 function go(path, params) {
@@ -424,6 +442,7 @@ views.overview = async ({ gen, view }) => {
       renderPump(pump, st);
       renderTargets(targets, st);
       renderRecent(recent, st);
+      renderAlarm(st);
       if (tick % 5 === 0) {
         api('GET', API.throughput).then(tp => alive(gen) && renderThroughput(chart, tp))
           .catch(e => alive(gen) && fill(chart, h('h2', {}, 'Throughput'), h('p', { class: 'muted' }, describe(e))));
