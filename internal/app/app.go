@@ -122,6 +122,9 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	}
 	w := &wiring{runPump: cfg.Autostart(), holder: lease.InstanceName()}
 	a.health = api.NewHealth(db, clock)
+	if w.bodyLimit, err = bodyLimit(ctx, cfg, db, log); err != nil {
+		return nil, err
+	}
 	if !w.runPump {
 		log.Warn("pipeline.autostart is false: serving the inbox and the API only; no message is processed by this instance")
 	}
@@ -160,6 +163,10 @@ type wiring struct {
 	counts  api.StateCounts // the status's and the sampler's message counts
 	runner  *jobs.Runner
 	reqs    *requests.Service
+
+	// bodyLimit is the inbox's effective body limit (http.max-body-bytes, or less on a
+	// database that cannot store more in one statement).
+	bodyLimit int64
 }
 
 // newPump builds the pump with its handlers, the phase's flight stores and the job runner,
@@ -309,7 +316,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	if w.runPump {
 		wake, dispWake = p.Wake, a.Dispatcher.Kick
 	}
-	inbox := api.NewInbox(db, clock, log, cfg.HTTP.MaxBodyBytes, wake)
+	inbox := api.NewInbox(db, clock, log, w.bodyLimit, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	inbox.Deadline = cfg.HTTP.InboxDeadline
 	inbox.Metrics = m
@@ -320,7 +327,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	}
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
-		ConfigView: cfg.Redacted, Loc: cfg.Location(), Metrics: m, Health: a.health}
+		ConfigView: configView(cfg, w.bodyLimit), Loc: cfg.Location(), Metrics: m, Health: a.health}
 	if w.runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}

@@ -98,3 +98,46 @@ type driverLog struct{ log *slog.Logger }
 func (d driverLog) Print(v ...any) {
 	d.log.Warn("mysql driver", "detail", strings.TrimSpace(fmt.Sprint(v...)))
 }
+
+// EffectiveBodyLimit is the inbox's body limit: http.max-body-bytes (configured), or the
+// database's own limit when it is smaller (store.DB.MaxMessageBytes; 0: none).
+func EffectiveBodyLimit(configured, database int64) int64 {
+	if database > 0 && database < configured {
+		return database
+	}
+	return configured
+}
+
+// bodyLimit returns the inbox's effective body limit on db and logs it, with why when the
+// database lowers http.max-body-bytes: a body over it is answered 413 before it is stored,
+// never with a database error.
+func bodyLimit(ctx context.Context, cfg config.Config, db *store.DB, log *slog.Logger) (int64, error) {
+	dbLimit, err := db.MaxMessageBytes(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the database's message size limit: %w", err)
+	}
+	limit := EffectiveBodyLimit(cfg.HTTP.MaxBodyBytes, dbLimit)
+	if limit < cfg.HTTP.MaxBodyBytes {
+		log.Info("inbox body limit lowered to what the database stores in one statement", "effective_max_body_bytes", limit,
+			"http.max-body-bytes", cfg.HTTP.MaxBodyBytes, "database_limit_bytes", dbLimit,
+			"why", "MariaDB's max_allowed_packet less headroom for the statement, or the CMINMSGS_CLOB_MSG column")
+	} else {
+		log.Info("inbox body limit", "effective_max_body_bytes", limit, "http.max-body-bytes", cfg.HTTP.MaxBodyBytes)
+	}
+	return limit, nil
+}
+
+// configView is GET /api/v1/config: the redacted configuration, with the inbox's effective
+// body limit as http.effective-max-body-bytes.
+func configView(cfg config.Config, bodyLimit int64) func() (map[string]any, error) {
+	return func() (map[string]any, error) {
+		v, err := cfg.Redacted()
+		if err != nil {
+			return nil, err
+		}
+		if h, ok := v["http"].(map[string]any); ok {
+			h["effective-max-body-bytes"] = bodyLimit
+		}
+		return v, nil
+	}
+}

@@ -75,3 +75,18 @@ func TestOutageAtStartRefusedCredentialsAreCode4(t *testing.T) {
 		t.Fatalf("waitForDatabase: %v, want exit code %d", err, ExitConfig)
 	}
 }
+
+// The inbox takes the smaller of http.max-body-bytes and the database's limit (0: none).
+func TestEffectiveBodyLimit(t *testing.T) {
+	for _, c := range []struct{ configured, database, want int64 }{
+		{32 << 20, 0, 32 << 20},                    // SQLite: no limit of its own
+		{32 << 20, 14675968, 14675968},             // a stock MariaDB: 16 MiB packet less headroom
+		{1 << 20, 14675968, 1 << 20},               // configured under the database's
+		{14675968, 14675968, 14675968},             // equal
+		{64 << 20, 1<<30 - 1<<27 - 4096, 64 << 20}, // a 1 GiB packet
+	} {
+		if got := EffectiveBodyLimit(c.configured, c.database); got != c.want {
+			t.Errorf("EffectiveBodyLimit(%d, %d) = %d, want %d", c.configured, c.database, got, c.want)
+		}
+	}
+}

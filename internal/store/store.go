@@ -273,6 +273,27 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 	return d, nil
 }
 
+// MaxMessageBytes returns the largest message the inbox can store, 0 when the database sets
+// no limit (SQLite). On MySQL it is max_allowed_packet less an eighth (what the statement's
+// escaping of quotes, backslashes and line ends may add to the text) and 4 KiB (the rest of
+// the statement), and no more than the CMINMSGS_CLOB_MSG column holds: a body over it could
+// only be refused by the database. A message under it with unusually many characters to
+// escape is still refused before it is sent (ErrTooLarge), never by the server.
+func (d *DB) MaxMessageBytes(ctx context.Context) (int64, error) {
+	if d.maxPacket <= 0 {
+		return 0, nil
+	}
+	limit := int64(d.maxPacket - d.maxPacket/8 - packetSlack)
+	cols, err := d.columns(ctx, d.SQL)
+	if err != nil {
+		return 0, err
+	}
+	if c := cols[colClob]; c.bytes > 0 && int64(c.bytes) < limit {
+		limit = int64(c.bytes)
+	}
+	return max(limit, 1), nil
+}
+
 // Nodes tells which MySQL node msgx uses and how often it moved to another; nil on SQLite.
 func (d *DB) Nodes() Nodes {
 	if d.nodes == nil {
