@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -392,6 +391,9 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if !boundedInput(w, r) {
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }
@@ -402,11 +404,8 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 // JSON, which a cross-site form or simple fetch cannot send without a preflight msgx never
 // grants. Bearer requests carry their credential themselves, so a page cannot forge them.
 func csrfSafe(r *http.Request, p Principal) (bool, string) {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return false, fmt.Sprintf("cross-origin request from %q refused", o)
-		}
+	if o := foreignOrigin(r); o != "" {
+		return false, fmt.Sprintf("cross-origin request from %q refused", o)
 	}
 	switch p.Via {
 	case "cookie":
@@ -430,6 +429,24 @@ func csrfSafe(r *http.Request, p Principal) (bool, string) {
 // /api/v1/logout and GET /api/v1/me.
 func (s *Server) authRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/login", func(w http.ResponseWriter, r *http.Request) {
+		// A page of another origin may not log a browser in (login CSRF), as it may not
+		// change anything else; an address that failed too often waits (LoginWindow).
+		if o := foreignOrigin(r); o != "" {
+			s.Metrics.LoginRefused("origin")
+			s.quiet().Warn("login refused 403: a page of another origin", "origin", clip(o, MaxEcho), "remote", r.RemoteAddr)
+			writeError(w, http.StatusForbidden, "csrf", fmt.Sprintf("cross-origin log-in from %q refused", o))
+			return
+		}
+		key := loginKey(r)
+		if wait := s.doors.logins.wait(key, s.Clock.Now()); wait > 0 {
+			s.Metrics.LoginRefused("backoff")
+			s.quiet().Warn("login refused 429: too many failed log-ins from the address", "remote", r.RemoteAddr, "address", key.String(),
+				"failures", LoginFailures, "retry_after_seconds", retryAfter(wait))
+			w.Header().Set("Retry-After", retryAfter(wait))
+			writeError(w, http.StatusTooManyRequests, "too_many_logins", fmt.Sprintf(
+				"%d failed log-ins from %s within %s: log-ins from it are refused for %s more", LoginFailures, key, LoginWindow, wait.Round(time.Second)))
+			return
+		}
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if mt != "application/json" {
 			writeError(w, http.StatusUnsupportedMediaType, "bad_media_type", "send the token as application/json: {\"token\":\"…\"}")
@@ -452,16 +469,23 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 		}
 		p, id, exp, ok := s.Auth.login(req.Token)
 		if !ok {
-			s.Log.Warn("login refused", "remote", r.RemoteAddr)
+			n := s.doors.logins.failed(key, s.Clock.Now())
+			s.Metrics.LoginRefused("bad_token")
+			s.quiet().Warn("login refused: the token is not one of auth.tokens", "remote", r.RemoteAddr, "failures_in_window", n)
 			writeError(w, http.StatusUnauthorized, "bad_token", "the token is not one of auth.tokens")
 			return
 		}
+		s.doors.logins.succeeded(key)
 		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", Expires: exp, HttpOnly: true,
 			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 		s.Log.Info("login", "actor", p.Name, "role", p.Role, "remote", r.RemoteAddr)
 		writeJSON(w, http.StatusOK, p)
 	})
 	mux.HandleFunc("POST /api/v1/logout", func(w http.ResponseWriter, r *http.Request) {
+		if o := foreignOrigin(r); o != "" {
+			writeError(w, http.StatusForbidden, "csrf", fmt.Sprintf("cross-origin log-out from %q refused", o))
+			return
+		}
 		s.Auth.logout(r)
 		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		writeJSON(w, http.StatusOK, map[string]bool{"logged_out": true})

@@ -47,6 +47,11 @@ type Inbox struct {
 	// and the commit it waits for is cut at the same bound. 0: no deadline. Set it before
 	// serving.
 	Deadline time.Duration
+	// Origins are the browser origins whose pages may post (http.inbox-origins): a post with
+	// another Origin, or Sec-Fetch-Site cross-site or same-site, is answered 403
+	// foreign_origin before its body is read. Empty: every post a web page makes is refused.
+	// Set it before serving.
+	Origins []string
 
 	flightMu sync.Mutex
 	inflight int64
@@ -233,6 +238,13 @@ func (in *Inbox) timedOut(r *inboxReq) error {
 
 // ServeHTTP is POST /cminmsgs/send.
 func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if why, refused := browserRefusal(r, in.Origins); refused {
+		in.Metrics.InboxRefused("origin")
+		in.refused.Warn("inbox post refused 403: made by a web page of an origin http.inbox-origins does not list",
+			"origin", clip(r.Header.Get("Origin"), MaxEcho), "sec_fetch_site", clip(r.Header.Get("Sec-Fetch-Site"), 40), "remote", r.RemoteAddr)
+		writeError(w, http.StatusForbidden, "foreign_origin", why)
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")

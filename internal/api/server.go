@@ -106,9 +106,14 @@ type Server struct {
 	// store (default DefaultStreamPoll); StreamHeartbeat how often it sends a comment line when
 	// idle (default DefaultStreamHeartbeat).
 	StreamPoll, StreamHeartbeat time.Duration
+	// MaxStreams bounds the streams open at once (http.max-streams; 0: DefaultMaxStreams) and
+	// MaxStreamsPerToken those of one token (http.max-streams-per-token; 0:
+	// DefaultMaxStreamsPerToken): beyond them a stream is answered 429 with Retry-After.
+	MaxStreams, MaxStreamsPerToken int
 
 	streamsOnce, stopOnce sync.Once
 	streamsDone           chan struct{} // closed by StopStreams
+	doors                 doorState     // the streams and failed log-ins counted (doors.go)
 }
 
 // DefaultPumpStepStale is Server.PumpStepStale's default: an idle pump steps every poll
@@ -155,7 +160,7 @@ func (s *Server) Handler() http.Handler {
 		add(mux)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %q", r.Method, r.URL.Path))
 	})
 	return s.Auth.Wrap(mux)
 }
@@ -665,12 +670,20 @@ type ErrorBody struct {
 }
 
 // writeError writes the error answer; msg is redacted (secret.Redact), as it often quotes an
-// error from the database or a sink.
+// error from the database or a sink, and then cut (clipEcho): an input it quotes shows at
+// most MaxEcho characters.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorBody{Error: secret.Redact(msg), Code: code})
+	writeJSON(w, status, ErrorBody{Error: clipEcho(secret.Redact(msg)), Code: code})
 }
 
+// writeStoreError answers a store error: the database refusing the request's input is the
+// caller's 400 bad_input (the same request fails the same way every time), an unavailable
+// database 503 with Retry-After, anything else 500.
 func writeStoreError(w http.ResponseWriter, err error) {
+	if inputError(err) {
+		writeError(w, http.StatusBadRequest, "bad_input", "the database refused the request's input: "+err.Error())
+		return
+	}
 	if errors.Is(err, store.ErrUnavailable) {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, "database_unavailable", err.Error())

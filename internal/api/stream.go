@@ -86,6 +86,11 @@ func streamStart(w http.ResponseWriter, r *http.Request, newest func(context.Con
 
 // serveFeed answers a list's stream request (its parameters checked by the caller).
 func serveFeed[T any](s *Server, w http.ResponseWriter, r *http.Request, f feed[T]) {
+	release, ok := s.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	after, ok := streamStart(w, r, f.newest)
 	if !ok {
 		return

@@ -319,6 +319,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	inbox := api.NewInbox(db, clock, log, w.bodyLimit, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	inbox.Deadline = cfg.HTTP.InboxDeadline
+	inbox.Origins = cfg.HTTP.InboxOrigins
 	inbox.Metrics = m
 	a.inbox = inbox
 	tokens := make([]api.Token, len(cfg.Auth.Tokens))
@@ -328,6 +329,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
 		ConfigView: configView(cfg, w.bodyLimit), Loc: cfg.Location(), Metrics: m, Health: a.health}
+	srv.MaxStreams, srv.MaxStreamsPerToken = cfg.HTTP.MaxStreams, cfg.HTTP.MaxStreamsPerToken
 	if w.runPump {
 		srv.LastPumpStep = m.LastPumpStep
 	}
