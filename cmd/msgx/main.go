@@ -12,6 +12,7 @@ import (
 
 	"msgx/internal/app"
 	"msgx/internal/cli"
+	"msgx/internal/secret"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; otherwise `msgx version`
@@ -95,11 +96,11 @@ func run(argv []string) int {
 		return 0
 	case isExit:
 		if e.Msg != "" {
-			fmt.Fprintln(os.Stderr, e.Msg)
+			fmt.Fprintln(os.Stderr, secret.Redact(e.Msg))
 		}
 		return e.Code
 	}
-	fmt.Fprintln(os.Stderr, "msgx "+name+": "+err.Error())
+	fmt.Fprintln(os.Stderr, "msgx "+name+": "+secret.Redact(err.Error())) // a start error may quote a URL
 	return exitFailure
 }
 

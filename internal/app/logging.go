@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"msgx/internal/config"
 	"msgx/internal/logship"
@@ -20,6 +23,14 @@ const traceMemory = 100000
 // message gets its trace_id. stop ends the shipping (writing what is queued for a moment).
 func Logger(cfg config.Config) (log *slog.Logger, traces *logship.Traces, stop func()) {
 	traces = logship.NewTraces(traceMemory)
+	// The URLs of targets marked show-path keep their path wherever msgx shows them.
+	var shown []string
+	for _, t := range cfg.Targets {
+		if t.ShowPath {
+			shown = append(shown, t.URLs()...)
+		}
+	}
+	secret.ShowPaths(shown...)
 	h := newLogger(cfg).Handler()
 	stop = func() {}
 	if addr := cfg.Log.Logstash.Addr; addr != "" {
@@ -32,9 +43,9 @@ func Logger(cfg config.Config) (log *slog.Logger, traces *logship.Traces, stop f
 			// logstash.
 			switch {
 			case err != nil && !down:
-				fmt.Fprintf(os.Stderr, "msgx: logstash %s: %v (lines are queued, then dropped and counted in msgx_log_dropped_total; connecting again)\n", addr, err)
+				fmt.Fprintln(os.Stderr, secret.Redact(fmt.Sprintf("msgx: logstash %s: %v (lines are queued, then dropped and counted in msgx_log_dropped_total; connecting again)", addr, err)))
 			case connected && down:
-				fmt.Fprintf(os.Stderr, "msgx: logstash %s: connected again\n", addr)
+				fmt.Fprintln(os.Stderr, secret.Redact(fmt.Sprintf("msgx: logstash %s: connected again", addr)))
 			}
 			down = !connected
 		}
@@ -45,7 +56,18 @@ func Logger(cfg config.Config) (log *slog.Logger, traces *logship.Traces, stop f
 		go func() { ship.Run(ctx); close(done) }()
 		stop = func() { cancel(); <-done }
 	}
-	return slog.New(logship.Correlate(h, traces)), traces, stop
+	log = slog.New(logship.Correlate(h, traces))
+	redis.SetLogger(redisLog{log})
+	return log, traces, stop
+}
+
+// redisLog writes go-redis's own lines (a pool that cannot dial, a Sentinel failover) as WARN
+// lines of the log, so that they are redacted as every line is: they quote the address,
+// credentials and all.
+type redisLog struct{ log *slog.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	r.log.Warn(strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "redis")
 }
 
 func newLogger(cfg config.Config) *slog.Logger {

@@ -140,21 +140,30 @@ func (c Config) Redacted() (map[string]any, error) {
 	mask(&c.Redis.Password)
 	mask(&c.Redis.Sentinel.Password)
 	mask(&c.History.Elasticsearch.Password)
-	c.History.Elasticsearch.URL = secret.Redact(c.History.Elasticsearch.URL)
-	c.Eureka.ServiceURL = secret.Redact(c.Eureka.ServiceURL)
+	// Every URL and address shows its scheme, host and port only (internal/secret); a
+	// target's with its path when it says show-path.
+	urls := func(list string) string {
+		var out []string
+		for _, u := range strings.Split(list, ",") {
+			out = append(out, secret.URL(strings.TrimSpace(u), false))
+		}
+		return strings.Join(out, ",")
+	}
+	c.History.Elasticsearch.URL = urls(c.History.Elasticsearch.URL)
+	c.Eureka.ServiceURL = urls(c.Eureka.ServiceURL)
+	c.Log.Logstash.Addr = urls(c.Log.Logstash.Addr)
+	c.Redis.Addr = urls(c.Redis.Addr)
+	c.Redis.Sentinel.Addrs = append(Strings(nil), c.Redis.Sentinel.Addrs...)
+	for i, a := range c.Redis.Sentinel.Addrs {
+		c.Redis.Sentinel.Addrs[i] = urls(a)
+	}
 	targets := make(map[string]targetconf.Config, len(c.Targets))
 	for name, t := range c.Targets {
 		mask(&t.Password)
 		mask(&t.Secret)
 		mask(&t.APIKey)
 		mask(&t.SASL.Password)
-		t.URL = secret.Redact(t.URL)
-		addrs := make([]string, len(t.Addresses))
-		for i, a := range t.Addresses {
-			addrs[i] = secret.Redact(a)
-		}
-		t.Addresses = addrs
-		targets[name] = t
+		targets[name] = t.Shown()
 	}
 	c.Targets = targets
 	tokens := make(Tokens, len(c.Auth.Tokens))

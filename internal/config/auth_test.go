@@ -58,9 +58,12 @@ targets:
   REDIS_NOTIFY: {sink: redis, channel: c, password: RedisPass3}
   ES_FLIGHT: {sink: elasticsearch, index: i, addresses: ["https://es:EsPass4@es:9200"]}
   WEBHOOK_OPS: {sink: webhook, url: "https://u:HookPass5@h/x?token=HookTok6", secret: HmacKey7, copy-of: REDIS_NOTIFY}
+  CHAT: {sink: webhook, url: "https://chat.example/hooks/ChatPath12/XYZ?code=ChatCode13#access_token=ChatFrag14", secret: k, copy-of: REDIS_NOTIFY}
+  SHOWN: {sink: webhook, url: "https://shown.example/msgx/in?x=1&sig=ShownSig15#ShownFrag16", secret: k, copy-of: REDIS_NOTIFY, show-path: true}
+  KAFKA_SCHD: {sink: kafka, brokers: ["u:KafkaPass17@k:9092", "k2:9092/KafkaPath18"], topic: t}
 redis: {password: RedisPass8}
-history: {elasticsearch: {url: "https://es:EsUrlPass9@es:9200", index: h, password: EsPass10}}
-eureka: {service-url: "http://eu:EurekaPass11@eureka:8761/eureka"}
+history: {elasticsearch: {url: "https://es:EsUrlPass9@es:9200/EsPath19,https://es2:9200?token=EsTok20", index: h, password: EsPass10}}
+eureka: {service-url: "http://eu:EurekaPass11@eureka:8761/eureka/EurekaPath21"}
 `), 0o644)
 	c, err := Load(path, nil)
 	if err != nil {
@@ -71,9 +74,16 @@ eureka: {service-url: "http://eu:EurekaPass11@eureka:8761/eureka"}
 		t.Fatal(err)
 	}
 	b, _ := yaml.Marshal(v)
-	for _, s := range []string{"DbPass1", "SaslPass2", "RedisPass3", "EsPass4", "HookPass5", "HookTok6", "HmacKey7", "RedisPass8", "EsUrlPass9", "EsPass10", "EurekaPass11", goodHash} {
+	for _, s := range []string{"DbPass1", "SaslPass2", "RedisPass3", "EsPass4", "HookPass5", "HookTok6", "HmacKey7", "RedisPass8", "EsUrlPass9", "EsPass10", "EurekaPass11", goodHash,
+		"ChatPath12", "ChatCode13", "ChatFrag14", "ShownSig15", "ShownFrag16", "KafkaPass17", "KafkaPath18", "EsPath19", "EsTok20", "EurekaPath21"} {
 		if strings.Contains(string(b), s) {
 			t.Errorf("the config view shows %q:\n%s", s, b)
+		}
+	}
+	for _, want := range []string{"msgx:xxxxx@tcp(db:3306)/aodb", "name: ops", "https://chat.example/xxxxx", "https://shown.example/msgx/in?x=1&sig=xxxxx#xxxxx",
+		"u:xxxxx@k:9092", "k2:9092/xxxxx", "https://es:xxxxx@es:9200/xxxxx,https://es2:9200/xxxxx", "http://eu:xxxxx@eureka:8761/xxxxx"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the config view does not show %q:\n%s", want, b)
 		}
 	}
 	if !strings.Contains(string(b), "msgx:xxxxx@tcp(db:3306)/aodb") || !strings.Contains(string(b), "name: ops") {

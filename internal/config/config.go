@@ -858,7 +858,7 @@ func (c *Config) validateJobs() error {
 		return bad("retention.dead-letters", "must not be negative (0 keeps acknowledged dead letters for ever), got %s", c.Retention.DeadLetters)
 	}
 	if a := c.Log.Logstash.Addr; a != "" {
-		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" || strings.ContainsAny(port, "/?#@ ") {
 			return bad("log.logstash.addr", "%q is not host:port", a)
 		}
 	}

@@ -42,6 +42,7 @@ func TestJobsRetentionAndLogShippingKeys(t *testing.T) {
 		"MSGX_RETENTION_EVENTS=-1h":              "retention.events",
 		"MSGX_RETENTION_ARCHIVE=90d":             "retention.archive",
 		"MSGX_LOG_LOGSTASH_ADDR=logstash":        "log.logstash.addr",
+		"MSGX_LOG_LOGSTASH_ADDR=ls:5044/x?t=1":   "log.logstash.addr",
 		"MSGX_LOG_LOGSTASH_QUEUE_SIZE=0":         "log.logstash.queue-size",
 	} {
 		if _, err := Load("", []string{env}); err == nil || !strings.Contains(err.Error(), key) {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"msgx/internal/secret"
 )
 
 // The sink kinds a target can use (Config.Sink).
@@ -118,10 +120,53 @@ type Config struct {
 
 	// Common.
 	Timeout time.Duration `yaml:"timeout"` // per send; default 10s
+	// ShowPath lets msgx show the path and the ordinary query parameters of this target's
+	// URLs (url, addresses, brokers, addr) wherever it shows them (the configuration view,
+	// errors, logs); by default only their scheme, host and port show, as a webhook's path
+	// is often its token. Secret parameters (token=, code=, sig=, key=, …), the fragment and
+	// the userinfo are masked either way (internal/secret).
+	ShowPath bool `yaml:"show-path"`
 	// CopyOf names a target the handlers emit to (REDIS_NOTIFY, KAFKA_FLOP, …): this target
 	// receives a copy of each of its events, in its own FIFO. It is how a webhook (or a
 	// second Kafka cluster) gets events; empty means the target's own events only.
 	CopyOf string `yaml:"copy-of"`
+}
+
+// URLs returns the URLs and addresses of the target (url, addresses, brokers, addr), as
+// configured.
+func (c Config) URLs() []string {
+	var out []string
+	for _, u := range append(append([]string{c.URL, c.Addr}, c.Addresses...), c.Brokers...) {
+		if u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Shown returns c as msgx shows it (the configuration view): each URL and address as
+// secret.URL shows it, with its path when ShowPath is set. Passwords and keys are left to the
+// caller.
+func (c Config) Shown() Config {
+	show := func(s string) string { return secret.URL(s, c.ShowPath) }
+	list := func(l []string) []string {
+		if l == nil {
+			return nil
+		}
+		out := make([]string, len(l))
+		for i, s := range l {
+			out[i] = show(s)
+		}
+		return out
+	}
+	if c.URL != "" {
+		c.URL = show(c.URL)
+	}
+	if c.Addr != "" {
+		c.Addr = show(c.Addr)
+	}
+	c.Addresses, c.Brokers = list(c.Addresses), list(c.Brokers)
+	return c
 }
 
 // TLSConfig is the tls block of a network target. Files are PEM.
