@@ -174,7 +174,7 @@ func doStartRedis(t *testing.T, port int, dir string, extra ...string) *doRedis 
 	t.Helper()
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no",
 		"--protected-mode", "no", "--user", doWatcher, "on", ">" + doWatcherPass, "~*", "&*", "+@all"}
-	r := &doRedis{cmd: exec.Command(doRedisBin, append(args, extra...)...), logs: &syncBuffer{}, done: make(chan struct{})}
+	r := &doRedis{cmd: dieWithTest(exec.Command(doRedisBin, append(args, extra...)...)), logs: &syncBuffer{}, done: make(chan struct{})}
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)

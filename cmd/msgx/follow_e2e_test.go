@@ -18,7 +18,7 @@ func TestMessagesFollowPrintsArrivals(t *testing.T) {
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		first := s.post(e2eFlop(840001, "STND", 94999, "<STND>118</STND>"))
-		cmd := exec.Command(binary, "messages", "--follow", "--limit", "5")
+		cmd := dieWithTest(exec.Command(binary, "messages", "--follow", "--limit", "5"))
 		cmd.Env = append(os.Environ(), "MSGX_SERVER="+s.url, "MSGX_TOKEN=")
 		out := &syncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out

@@ -128,7 +128,7 @@ func (d dbEnv) command(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := dieWithTest(exec.CommandContext(ctx, binary, args...))
 	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+freeAddr(t), "MSGX_DATA_DIR="+d.DataDir)
 	cmd.Env = append(cmd.Env, d.Env...)
 	return cmd
@@ -179,7 +179,7 @@ type syncBuffer struct{ syncbuf.Buffer }
 func start(t *testing.T, dataDir string, env ...string) *server {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(binary, "serve")
+	cmd := dieWithTest(exec.Command(binary, "serve"))
 	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+addr, "MSGX_DATA_DIR="+dataDir)
 	// The daily jobs would be enqueued at start or not depending on the time of day the test
 	// runs: off, unless a test turns them on.

@@ -56,7 +56,7 @@ type ogServer struct {
 func ogStart(t *testing.T, bin, name string, env ...string) *ogServer {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", ogFreePort(t))
-	cmd := exec.Command(bin, "serve")
+	cmd := dieWithTest(exec.Command(bin, "serve"))
 	cmd.Env = append(append(os.Environ(), "MSGX_HTTP_ADDR="+addr), env...)
 	s := &ogServer{t: t, name: name, cmd: cmd, url: "http://" + addr, logs: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
@@ -375,7 +375,7 @@ func (m *privateMariaDB) start() {
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
-	m.cmd = exec.Command(m.daemon, args...)
+	m.cmd = dieWithTest(exec.Command(m.daemon, args...))
 	m.cmd.Stdout, m.cmd.Stderr = m.stderrs, m.stderrs
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)

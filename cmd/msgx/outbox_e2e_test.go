@@ -183,7 +183,7 @@ func TestUndefinedTargetStopsTheStart(t *testing.T) {
 	data := t.TempDir()
 	cfg := filepath.Join(data, "msgx.yaml")
 	os.WriteFile(cfg, []byte("targets:\n  KAFKA_FLOP: {sink: file}\n"), 0o644)
-	cmd := exec.Command(binary, "serve", "--config", cfg)
+	cmd := dieWithTest(exec.Command(binary, "serve", "--config", cfg))
 	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+freeAddr(t), "MSGX_DATA_DIR="+data)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "is not defined, but events are emitted to it") {

@@ -279,7 +279,7 @@ func TestPhaseARefusesTheProjectionTarget(t *testing.T) {
 	t.Parallel()
 	env, _ := phaseBProjection(t)
 	data := t.TempDir()
-	cmd := exec.Command(binary, "serve")
+	cmd := dieWithTest(exec.Command(binary, "serve"))
 	cmd.Env = append(os.Environ(), "MSGX_HTTP_ADDR="+freeAddr(t), "MSGX_DATA_DIR="+data, env[0], "MSGX_PHASE=A")
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 || !strings.Contains(string(out), "targets.REDIS_FLIGHT.sink") {

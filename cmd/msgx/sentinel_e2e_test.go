@@ -109,7 +109,7 @@ sentinel down-after-milliseconds %[3]s 3000
 sentinel failover-timeout %[3]s 4000
 sentinel parallel-syncs %[3]s 1
 `, port, dir, snMaster, master.port)), 0o644)
-	cmd := exec.Command(snRedisSentinel, conf)
+	cmd := dieWithTest(exec.Command(snRedisSentinel, conf))
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -46,9 +46,9 @@ func testSimulateAgainstAServer(t *testing.T, db dbEnv) {
 	// stream took over two minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "simulate", "--server", strings.TrimPrefix(s.url, "http://"),
+	cmd := dieWithTest(exec.CommandContext(ctx, binary, "simulate", "--server", strings.TrimPrefix(s.url, "http://"),
 		"--flights", "300", "--speed", "600", "--hours", "0.5", "--faults", "all", "--fault-rate", "0.005",
-		"--seed", "12", "--day", day, "--json")
+		"--seed", "12", "--day", day, "--json"))
 	cmd.Env = os.Environ()
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
