@@ -418,6 +418,8 @@ func (a *App) Run(ctx context.Context) error {
 	// The database check behind /readyz and msgx_database_up, in the background on every
 	// instance, so that they answer from memory while the database hangs.
 	wg.Go(func() { a.health.Run(inboxCtx) })
+	// Phase A: Redis's persistence read again when Redis first answers and after a reconnect.
+	wg.Go(func() { a.fstores.redis.watchPersistence(inboxCtx) })
 	keeperCtx, cancelKeeper := context.WithCancel(context.Background())
 	defer cancelKeeper()
 	keeperErr := make(chan error, 1)

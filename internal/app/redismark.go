@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,7 @@ type phaseARedis struct {
 	clock  pipeline.Clock
 	log    *slog.Logger
 	pump   *pump.Pump
+	pers   persistenceState
 }
 
 func newPhaseARedis(cfg config.Config, rs *redisflight.Store, mirror *flight.Store, clock pipeline.Clock, log *slog.Logger) *phaseARedis {
@@ -59,6 +61,7 @@ func (r *phaseARedis) wireServer(srv *api.Server, p *pump.Pump, m *metrics.Metri
 		return ""
 	}
 	m.Register(p.HaltMetric())
+	srv.RedisPersistence = r.readiness
 }
 
 // restore is REDIS_RESTORE: FLIGHT_STATE written back into Redis, everything (no parameter:
@@ -166,30 +169,70 @@ func rebuildFromRedis(ctx context.Context, rs *redisflight.Store, mirror *flight
 // that keeps nothing on disk (appendonly no, no save point) ends the start (exit 4, naming
 // the settings) unless redis.allow-volatile accepts it, which is then said at every start
 // (WARN) and by the gauge msgx_redis_volatile. A Redis that does not answer, or refuses
-// CONFIG, is logged and not checked.
+// CONFIG, is logged and checked again by watchPersistence when it first answers; until then
+// /readyz says "not checked" (and is 503 unless redis.allow-volatile).
 func (r *phaseARedis) checkPersistence(ctx context.Context, m *metrics.Metrics) error {
 	if r == nil {
 		return nil
 	}
-	volatile := 0.0
 	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "msgx_redis_volatile",
-		Help: "Phase A: 1 when msgx runs on a Redis that keeps nothing on disk (redis.allow-volatile), 0 otherwise.",
-	}, func() float64 { return volatile }))
+		Help: "Phase A: 1 when msgx runs on a Redis that keeps nothing on disk (as last read: at the start, when Redis first answers, and after each reconnect), 0 otherwise or while not known.",
+	}, func() float64 {
+		if p, ok := r.persistence(); ok && p.Volatile() {
+			return 1
+		}
+		return 0
+	}))
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	dials := r.rs.Dials()
 	p, err := r.rs.Persistence(cctx)
 	if err != nil {
-		r.log.Warn("phase A: cannot read Redis's persistence settings (appendonly, appendfsync, save); not checked", "addr", r.rs.Where(), "err", err.Error())
+		r.log.Warn("phase A: cannot read Redis's persistence settings (appendonly, appendfsync, save); not checked yet: checked when Redis answers", "addr", r.rs.Where(), "err", err.Error())
 		return nil
 	}
-	what := fmt.Sprintf("appendonly is %q and save is %q", p.AppendOnly, p.Save)
+	if p.Volatile() && !r.cfg.Redis.AllowVolatile {
+		return ExitError{Code: ExitConfig, Msg: fmt.Sprintf("msgx serve: config: redis at %s keeps nothing on disk: %s, so a restart loses the phase-A flight picture; "+
+			"set appendonly yes (appendfsync everysec or always) in Redis (docs/deployment.md#redis), or redis.allow-volatile: true to accept it", r.rs.Where(), persistenceText(p))}
+	}
+	r.notePersistence(p, dials)
+	return nil
+}
+
+// persistenceState is Redis's persistence as last read; known is false until it has been.
+type persistenceState struct {
+	mu    sync.Mutex
+	known bool
+	p     redisflight.Persistence
+	dials uint64 // the client's connections count when it was read (redisflight.Store.Dials)
+}
+
+func (r *phaseARedis) persistence() (redisflight.Persistence, bool) {
+	r.pers.mu.Lock()
+	defer r.pers.mu.Unlock()
+	return r.pers.p, r.pers.known
+}
+
+func persistenceText(p redisflight.Persistence) string {
+	return fmt.Sprintf("appendonly is %q and save is %q", p.AppendOnly, p.Save)
+}
+
+// notePersistence records p, read when the client had made dials connections, and logs it
+// when it is the first reading or differs from the last.
+func (r *phaseARedis) notePersistence(p redisflight.Persistence, dials uint64) {
+	r.pers.mu.Lock()
+	first, changed := !r.pers.known, r.pers.p != p
+	r.pers.known, r.pers.p, r.pers.dials = true, p, dials
+	r.pers.mu.Unlock()
+	if !first && !changed {
+		return
+	}
 	switch {
 	case p.Volatile() && !r.cfg.Redis.AllowVolatile:
-		return ExitError{Code: ExitConfig, Msg: fmt.Sprintf("msgx serve: config: redis at %s keeps nothing on disk: %s, so a restart loses the phase-A flight picture; "+
-			"set appendonly yes (appendfsync everysec or always) in Redis (docs/deployment.md#redis), or redis.allow-volatile: true to accept it", r.rs.Where(), what)}
+		r.log.Error("phase A: Redis keeps nothing on disk: a restart of Redis loses the flight picture; /readyz answers 503 until it persists "+
+			"(set appendonly yes in Redis, docs/deployment.md#redis) or redis.allow-volatile accepts it", "addr", r.rs.Where(), "appendonly", p.AppendOnly, "save", p.Save)
 	case p.Volatile():
-		volatile = 1
 		r.log.Warn("phase A: Redis keeps nothing on disk (redis.allow-volatile: true): a restart of Redis loses the flight picture; the pump then stops until REDIS_RESTORE",
 			"addr", r.rs.Where(), "appendonly", p.AppendOnly, "save", p.Save)
 	case strings.EqualFold(p.AppendOnly, "yes") && strings.EqualFold(p.AppendFsync, "no"):
@@ -198,5 +241,57 @@ func (r *phaseARedis) checkPersistence(ctx context.Context, m *metrics.Metrics) 
 	default:
 		r.log.Info("phase A: Redis persistence", "appendonly", p.AppendOnly, "appendfsync", p.AppendFsync, "save", p.Save)
 	}
-	return nil
+}
+
+// persistenceEvery is how often watchPersistence looks whether Redis's persistence must be
+// read: while it is not known, and after each reconnect.
+const persistenceEvery = time.Second
+
+// watchPersistence reads Redis's persistence again until ctx ends: while it is not known (Redis
+// did not answer at the start), and whenever the client has opened a connection since the last
+// reading (a reconnect: Redis restarted, perhaps with other settings, or a new master).
+func (r *phaseARedis) watchPersistence(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	t := time.NewTicker(persistenceEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.pers.mu.Lock()
+		due := !r.pers.known || r.rs.Dials() != r.pers.dials
+		r.pers.mu.Unlock()
+		if !due {
+			continue
+		}
+		dials := r.rs.Dials()
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		p, err := r.rs.Persistence(cctx)
+		cancel()
+		if err == nil {
+			r.notePersistence(p, dials)
+		}
+	}
+}
+
+// readiness is what /readyz says of Redis's persistence, and why the instance is not ready
+// because of it ("" when it is fine): not known yet (unless redis.allow-volatile), or volatile
+// and not accepted.
+func (r *phaseARedis) readiness() (state, notReady string) {
+	p, ok := r.persistence()
+	switch {
+	case !ok && r.cfg.Redis.AllowVolatile:
+		return "not checked", ""
+	case !ok:
+		return "not checked", "Redis's persistence is not checked yet (Redis has not answered CONFIG GET since the start): phase A refuses a Redis that keeps nothing on disk unless redis.allow-volatile"
+	case p.Volatile() && r.cfg.Redis.AllowVolatile:
+		return "volatile (redis.allow-volatile)", ""
+	case p.Volatile():
+		return "volatile", fmt.Sprintf("Redis at %s keeps nothing on disk (%s): set appendonly yes in Redis, or redis.allow-volatile: true to accept it", r.rs.Where(), persistenceText(p))
+	}
+	return fmt.Sprintf("appendonly %s, appendfsync %s, save %q", p.AppendOnly, p.AppendFsync, p.Save), ""
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,7 +36,7 @@ func (e *NoAnswerError) Unwrap() error { return e.Err }
 // connection from the pool), is not retried by the client (the pump retries a message by its
 // backoff, and a retried script could overlap the one that timed out), and a call that times
 // out fails with *NoAnswerError.
-func newClient(opt Options) (*redis.Client, string) {
+func newClient(opt Options) (*redis.Client, string, *atomic.Uint64) {
 	t := opt.Timeout
 	if t <= 0 {
 		t = DefaultTimeout
@@ -53,14 +54,17 @@ func newClient(opt Options) (*redis.Client, string) {
 		rdb = redis.NewClient(&redis.Options{Addr: opt.Addr, DB: opt.DB, Password: opt.Password,
 			DialTimeout: t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, MaxRetries: -1})
 	}
-	rdb.AddHook(noAnswerHook{where: where, timeout: t})
-	return rdb, where
+	dials := new(atomic.Uint64)
+	rdb.AddHook(noAnswerHook{where: where, timeout: t, dials: dials})
+	return rdb, where, dials
 }
 
-// noAnswerHook turns a call's timeout into *NoAnswerError.
+// noAnswerHook turns a call's timeout into *NoAnswerError, and counts the connections made
+// (Store.Dials).
 type noAnswerHook struct {
 	where   string
 	timeout time.Duration
+	dials   *atomic.Uint64
 }
 
 func (h noAnswerHook) wrap(err error) error {
@@ -77,6 +81,9 @@ func (h noAnswerHook) wrap(err error) error {
 func (h noAnswerHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := next(ctx, network, addr)
+		if err == nil {
+			h.dials.Add(1)
+		}
 		return c, h.wrap(err)
 	}
 }

@@ -37,3 +37,8 @@ func (s *Store) Persistence(ctx context.Context) (Persistence, error) {
 	}
 	return p, nil
 }
+
+// Dials counts the connections the client has opened to Redis since New: one that grows
+// after an outage is a reconnect (to the same server restarted, or to a new master), whose
+// persistence may differ from what was read before.
+func (s *Store) Dials() uint64 { return s.dials.Load() }

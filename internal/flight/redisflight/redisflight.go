@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -56,6 +57,7 @@ type Options struct {
 type Store struct {
 	rdb       *redis.Client
 	where     string // the server: its address, or the Sentinel master and sentinels
+	dials     *atomic.Uint64
 	p         string
 	markerTTL time.Duration
 	clock     pipeline.Clock
@@ -82,8 +84,8 @@ func New(opt Options) *Store {
 	if opt.Location == nil {
 		opt.Location = time.UTC
 	}
-	rdb, where := newClient(opt)
-	return &Store{rdb: rdb, where: where, p: opt.Prefix, markerTTL: opt.MarkerTTL, clock: opt.Clock, loc: opt.Location}
+	rdb, where, dials := newClient(opt)
+	return &Store{rdb: rdb, where: where, dials: dials, p: opt.Prefix, markerTTL: opt.MarkerTTL, clock: opt.Clock, loc: opt.Location}
 }
 
 // Close closes the client.
