@@ -101,6 +101,7 @@ func (p *Pump) alreadyApplied(ctx context.Context, out outlet, m *store.Message,
 	}
 	out.later(func() {
 		p.finished(m, pipeline.Succeeded, "", tag, now)
+		p.appliedUpTo(m.ID)
 		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", note)
 	})
 	return nil
