@@ -464,7 +464,7 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 				writeError(w, status, code, msg)
 				return
 			}
-			writeJSON(w, http.StatusOK, p)
+			writeJSON(w, http.StatusOK, s.session(p))
 			return
 		}
 		p, id, exp, ok := s.Auth.login(req.Token)
@@ -479,7 +479,7 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", Expires: exp, HttpOnly: true,
 			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 		s.Log.Info("login", "actor", p.Name, "role", p.Role, "remote", r.RemoteAddr)
-		writeJSON(w, http.StatusOK, p)
+		writeJSON(w, http.StatusOK, s.session(p))
 	})
 	mux.HandleFunc("POST /api/v1/logout", func(w http.ResponseWriter, r *http.Request) {
 		if o := foreignOrigin(r); o != "" {
@@ -491,15 +491,23 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]bool{"logged_out": true})
 	})
 	mux.HandleFunc("GET /api/v1/me", func(w http.ResponseWriter, r *http.Request) {
-		loc := s.Loc
-		if loc == nil {
-			loc = time.UTC
-		}
-		writeJSON(w, http.StatusOK, struct {
-			Principal
-			Timezone string `json:"timezone"`
-		}{PrincipalOf(r), loc.String()})
+		writeJSON(w, http.StatusOK, s.session(PrincipalOf(r)))
 	})
+}
+
+// Session is the answer of the log-in and of GET /api/v1/me: who is logged in, and the
+// airport's zone (sis.timezone) in which the console shows every time from its first page.
+type Session struct {
+	Principal
+	Timezone string `json:"timezone"`
+}
+
+func (s *Server) session(p Principal) Session {
+	loc := s.Loc
+	if loc == nil {
+		loc = time.UTC
+	}
+	return Session{Principal: p, Timezone: loc.String()}
 }
 
 // audit logs an operator's action with the token's name and writes it to the audit log.
