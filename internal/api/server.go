@@ -49,9 +49,13 @@ type Server struct {
 	// JobProgress, when set, returns the job in hand (nil when none runs): the jobs' answers
 	// show its progress.
 	JobProgress func() *jobs.Progress
-	Inbox       *Inbox
-	Clock       pipeline.Clock
-	Log         *slog.Logger
+	// JobKinds, when set, says of every job kind whether this configuration runs it and why
+	// not (jobs.Runner.Kinds): GET /api/v1/jobs/kinds lists them and POST /api/v1/jobs refuses
+	// one that cannot run (409 job_cannot_run). Nil: every kind is taken to run.
+	JobKinds func() []jobs.KindInfo
+	Inbox    *Inbox
+	Clock    pipeline.Clock
+	Log      *slog.Logger
 	// Foresee, when set, says what a message would do if applied now: a replay's dry run shows
 	// it for each message it would move.
 	Foresee func(ctx context.Context, id int64) (Foresight, error)
@@ -155,6 +159,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/jobs", s.enqueueJob)
 	mux.HandleFunc("GET /api/v1/jobs", s.listJobs)
 	mux.HandleFunc("GET /api/v1/jobs/stream", s.streamJobs)
+	mux.HandleFunc("GET /api/v1/jobs/kinds", s.jobKinds)
 	mux.HandleFunc("GET /api/v1/jobs/{id}", s.getJob)
 	for _, add := range s.Extra {
 		add(mux)
@@ -590,6 +595,9 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 	if !slices.Contains(jobs.Kinds, req.Kind) {
 		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known%s (%s)",
 			req.Kind, suggest.DidYouMean(strings.ToUpper(req.Kind), jobs.Kinds), strings.Join(jobs.Kinds, ", ")))
+		return
+	}
+	if s.cannotRun(w, req.Kind) {
 		return
 	}
 	j, err := s.DB.EnqueueJob(r.Context(), req.Kind, req.Params, s.Clock.Now())

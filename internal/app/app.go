@@ -358,6 +358,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
 	srv.StatusExtra = a.statusExtra(w.runner)
 	srv.JobProgress = w.runner.Current
+	srv.JobKinds = w.runner.Kinds
 	a.fstores.redis.wireServer(srv, p, m)
 	return srv
 }

@@ -203,7 +203,7 @@ func (r *Runner) RunJob(ctx context.Context, j *store.Job) (string, error) {
 		err = r.retention(ctx, &rep)
 	case ProjectionRebuild:
 		if r.Rebuild == nil {
-			return "", pipeline.Errorf(pipeline.Unsupported, "PROJECTION_REBUILD runs in phase A, or in phase B with the REDIS_FLIGHT target (sink redis-flights)")
+			return "", r.unsupported(j.Kind)
 		}
 		var rows map[string]int
 		rep.summary, rows, err = r.Rebuild(ctx, j.Params, r.doing)
@@ -212,7 +212,7 @@ func (r *Runner) RunJob(ctx context.Context, j *store.Job) (string, error) {
 		}
 	case RedisRestore:
 		if r.Restore == nil {
-			return "", pipeline.Errorf(pipeline.Unsupported, "REDIS_RESTORE runs in phase A (Redis holds the flights)")
+			return "", r.unsupported(j.Kind)
 		}
 		var rows map[string]int
 		rep.summary, rows, err = r.Restore(ctx, j.Params, r.doing)
@@ -221,7 +221,7 @@ func (r *Runner) RunJob(ctx context.Context, j *store.Job) (string, error) {
 		}
 	case ConsistencyCheck:
 		if r.Consistency == nil {
-			return "", pipeline.Errorf(pipeline.Unsupported, "CONSISTENCY_CHECK runs in phase A, or in phase B with the REDIS_FLIGHT target (sink redis-flights)")
+			return "", r.unsupported(j.Kind)
 		}
 		rep.summary, err = r.Consistency(ctx)
 	default:
