@@ -4,7 +4,8 @@
 #   scripts/galera-cluster.sh up          bootstrap node 1, join 2 and 3, wait until all are synced
 #   scripts/galera-cluster.sh down        stop every node and delete the cluster's directory
 #   scripts/galera-cluster.sh kill N      kill -9 node N (1..3)
-#   scripts/galera-cluster.sh start N     start node N again: it rejoins (IST when it can)
+#   scripts/galera-cluster.sh start N     start node N again: it rejoins by IST (after a kill -9, at
+#                                         the position mariadbd --wsrep-recover finds)
 #   scripts/galera-cluster.sh stop N      stop node N cleanly
 #   scripts/galera-cluster.sh status      one line per node: port, state, cluster size
 #   scripts/galera-cluster.sh dsns        the three nodes' DSNs for msgx, one per line
@@ -96,6 +97,19 @@ launch() { # node, extra mariadbd flags
   echo $! >"$DIR/node$n/node.pid"
 }
 
+recovered_position() { # node: after a kill -9 the node's grastate.dat says seqno -1, and it would
+  # ask for a full state transfer (its donor leaving sync meanwhile); mariadbd --wsrep-recover
+  # reads the last committed position from InnoDB, and started at it the node asks for the
+  # incremental transfer (IST) of what it missed, from a donor's gcache.
+  local n=$1 d="$DIR/node$1" pos
+  grep -q '^seqno: *-1' "$d/data/grastate.dat" 2>/dev/null || return 0
+  rm -f "$d/recover.log"
+  /usr/sbin/mariadbd --defaults-file="$d/my.cnf" --wsrep-recover --log-error="$d/recover.log" </dev/null >/dev/null 2>&1 || true
+  pos=$(grep -o 'Recovered position: *[^ ]*' "$d/recover.log" 2>/dev/null | tail -1 | awk '{print $NF}')
+  [ -n "$pos" ] && echo "$pos"
+  return 0
+}
+
 wait_synced() { # node, seconds
   local n=$1 i state
   for i in $(seq 1 $(($2 * 2))); do
@@ -170,11 +184,13 @@ case "$cmd" in
     rm -f "$DIR/node$2/node.pid" ;;
   start)
     check_node "${2:-}"
-    launch "$2"
+    pos=
+    running "$2" || { write_config "$2"; pos=$(recovered_position "$2"); }
+    launch "$2" ${pos:+--wsrep-start-position="$pos"}
     wait_synced "$2" 90 ;;
   stop) check_node "${2:-}"; stop_node "$2" ;;
   status) status ;;
   dsns)
     for n in $(seq 1 $NODES); do echo "root@tcp(127.0.0.1:$(sql_port "$n"))/"; done ;;
-  *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
