@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +23,11 @@ type Finder struct {
 	Flights FlightReader
 	Ref     store.Reference  // AIRL: the IATA ↔ ICAO carrier designators; nil: none
 	Bodies  store.BodySearch // nil: no body search
-	Clock   pipeline.Clock
-	Loc     *time.Location // the airport's zone (the days of the flight store)
+	// ByFlight finds the messages that named the flights a flight number matched (MSG_FLIGHT):
+	// the FLOPs, which carry only the FLID. Nil: none are listed.
+	ByFlight store.FlightMessages
+	Clock    pipeline.Clock
+	Loc      *time.Location // the airport's zone (the days of the flight store)
 	// Back and Ahead are how many days before and after today the flight searches read
 	// (defaults DefaultFindBack, DefaultFindAhead).
 	Back, Ahead int
@@ -182,6 +186,9 @@ type FindAnswer struct {
 	More bool `json:"more"`
 	// Searched says in words what was searched.
 	Searched string `json:"searched"`
+	// Timezone is the zone of the times in the labels: the airport's (sis.timezone), or UTC
+	// when the caller asked tz=UTC.
+	Timezone string `json:"timezone"`
 }
 
 // flightLabel is one line about a flight: number, movement, scheduled local time, stand,
@@ -209,8 +216,16 @@ func flightLabel(ff flightFacts, loc *time.Location) string {
 	return strings.Join(parts, ", ") + " (FLID " + strconv.FormatInt(ff.FLID, 10) + ")"
 }
 
-// Find searches everything for q and returns at most limit hits of each kind.
+// Find searches everything for q and returns at most limit hits of each kind, its labels in
+// airport time.
 func (f *Finder) Find(ctx context.Context, q string, limit int) (FindAnswer, error) {
+	return f.FindIn(ctx, q, limit, nil)
+}
+
+// FindIn is Find with the labels' times in zone (nil: the airport's): the flights q names,
+// then the messages, newest first — those that named the flights of the flight number q is
+// (MSG_FLIGHT: the FLOPs, which carry only the FLID) and those whose body holds q, each once.
+func (f *Finder) FindIn(ctx context.Context, q string, limit int, zone *time.Location) (FindAnswer, error) {
 	q = strings.TrimSpace(q)
 	days := f.days()
 	ans := FindAnswer{Query: q, Hits: []Hit{}, Days: [2]string{days[0], days[len(days)-1]}}
@@ -218,10 +233,21 @@ func (f *Finder) Find(ctx context.Context, q string, limit int) (FindAnswer, err
 	if loc == nil {
 		loc = time.UTC
 	}
+	if zone != nil {
+		loc = zone
+	}
+	ans.Timezone = loc.String()
 	if err := f.findFlights(ctx, q, days, limit, loc, &ans); err != nil {
 		return ans, err
 	}
 	what := fmt.Sprintf("flights of %s to %s by flight number, registration, stand and gate", ans.Days[0], ans.Days[1])
+	var messages []Hit
+	if err := f.flightMessages(ctx, limit, loc, &ans, &messages); err != nil {
+		return ans, err
+	}
+	if len(messages) > 0 || ans.More {
+		what += "; the messages that named the flights of that number"
+	}
 	if f.Bodies != nil {
 		scan := f.BodyScan
 		if scan <= 0 {
@@ -233,12 +259,73 @@ func (f *Finder) Find(ctx context.Context, q string, limit int) (FindAnswer, err
 		}
 		ans.MessagesScanned, ans.More = bh.Scanned, ans.More || bh.More
 		for _, m := range bh.Messages {
-			ans.Hits = append(ans.Hits, messageHit(m, loc))
+			messages = append(messages, messageHit(m, loc))
 		}
 		what += fmt.Sprintf("; the bodies of the newest %d messages", scan)
 	}
+	ans.Hits = append(ans.Hits, newestOnce(messages, limit, &ans.More)...)
 	ans.Searched = what
 	return ans, nil
+}
+
+// flightMessages adds to messages the messages that named the flights ans found by their
+// number (MSG_FLIGHT), at most limit.
+func (f *Finder) flightMessages(ctx context.Context, limit int, loc *time.Location, ans *FindAnswer, messages *[]Hit) error {
+	if f.ByFlight == nil {
+		return nil
+	}
+	var flids []int64
+	labels := map[int64]string{}
+	for _, h := range ans.Hits {
+		if h.Kind == "flight" && h.Match == "flno" {
+			flids = append(flids, h.ID)
+			labels[h.ID] = strings.SplitN(h.Label, ",", 2)[0]
+		}
+	}
+	if len(flids) == 0 {
+		return nil
+	}
+	fh, err := f.ByFlight.MessagesOfFlights(ctx, flids, limit)
+	if err != nil {
+		return err
+	}
+	ans.More = ans.More || fh.More
+	for _, m := range fh.Messages {
+		h := messageHit(m, loc)
+		h.Match = "flight"
+		var named []string
+		for _, flid := range fh.Named[m.ID] {
+			named = append(named, fmt.Sprintf("%s (FLID %d)", labels[flid], flid))
+		}
+		if len(named) > 0 {
+			h.Label += ", flight " + strings.Join(named, ", ")
+		}
+		*messages = append(*messages, h)
+	}
+	return nil
+}
+
+// newestOnce returns the message hits newest first, each message once (a message that named
+// the flight keeps that match over its body's), at most limit; more is set when some were
+// left out.
+func newestOnce(hits []Hit, limit int, more *bool) []Hit {
+	seen := map[int64]int{}
+	out := []Hit{}
+	for _, h := range hits {
+		if i, ok := seen[h.ID]; ok {
+			if out[i].Match == "body" && h.Match == "flight" {
+				out[i] = h
+			}
+			continue
+		}
+		seen[h.ID] = len(out)
+		out = append(out, h)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	if len(out) > limit {
+		out, *more = out[:limit], true
+	}
+	return out
 }
 
 // findFlights adds to ans the flight with FLID q (when q is a number) and the flights of days
@@ -298,7 +385,11 @@ func messageHit(m *store.Message, loc *time.Location) Hit {
 func FindRoutes(f *Finder) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/find", func(w http.ResponseWriter, r *http.Request) {
-			if !allowParams(w, r, "q", "limit") {
+			if !allowParams(w, r, "q", "limit", "tz") {
+				return
+			}
+			zone, ok := zoneParam(w, r)
+			if !ok {
 				return
 			}
 			q := strings.TrimSpace(r.URL.Query().Get("q"))
@@ -311,7 +402,7 @@ func FindRoutes(f *Finder) func(*http.ServeMux) {
 				writeError(w, http.StatusBadRequest, "bad_limit", fmt.Sprintf("limit must be 1..%d, got %q", store.MaxPageLimit, r.URL.Query().Get("limit")))
 				return
 			}
-			ans, err := f.Find(r.Context(), q, limit)
+			ans, err := f.FindIn(r.Context(), q, limit, zone)
 			if err != nil {
 				writeStoreError(w, err)
 				return
@@ -319,4 +410,22 @@ func FindRoutes(f *Finder) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, ans)
 		})
 	}
+}
+
+// zoneParam reads tz, the zone an answer's labels show times in, for scripts: UTC (or any
+// IANA zone name); nil when absent (the airport's). An unknown zone is 400 bad_tz.
+func zoneParam(w http.ResponseWriter, r *http.Request) (*time.Location, bool) {
+	tz := r.URL.Query().Get("tz")
+	if tz == "" {
+		return nil, true
+	}
+	if strings.EqualFold(tz, "UTC") || tz == "Z" {
+		return time.UTC, true
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil || strings.EqualFold(tz, "Local") {
+		writeError(w, http.StatusBadRequest, "bad_tz", fmt.Sprintf("tz %q is not a zone: give UTC or an IANA name (Asia/Shanghai)", tz))
+		return nil, false
+	}
+	return loc, true
 }

@@ -347,7 +347,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
 	a.registrar = newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
 	// Search: flights of the days around today, message bodies of the newest messages.
-	finder := &api.Finder{Flights: a.fstores.reader, Ref: db, Bodies: db, Clock: clock, Loc: cfg.Location()}
+	finder := &api.Finder{Flights: a.fstores.reader, Ref: db, Bodies: db, ByFlight: db, Clock: clock, Loc: cfg.Location()}
 	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db, finder), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db), a.fstores.routes)
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	m.Register(w.reqs.Collectors()...)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // BodySearch finds messages by the text of their bodies (CMINMSGS_CLOB_MSG, live or
@@ -85,4 +86,97 @@ func (d *DB) SearchBodies(ctx context.Context, text string, within, limit int) (
 		out.Messages = append(out.Messages, m)
 	}
 	return out, Unavailable(rows.Err())
+}
+
+// FlightMessages finds the messages that named any of a set of flights (MSG_FLIGHT): the
+// FLOPs and schedules of the flights a flight number is, whose bodies carry only the FLID.
+type FlightMessages interface {
+	MessagesOfFlights(ctx context.Context, flids []int64, limit int) (FlightHits, error)
+}
+
+var _ FlightMessages = (*DB)(nil)
+
+// MaxFlightsSearched is how many FLIDs one MessagesOfFlights takes at most.
+const MaxFlightsSearched = MaxPageLimit
+
+// FlightHits is the answer of MessagesOfFlights: the messages, newest first, and whether more
+// than the limit matched.
+type FlightHits struct {
+	Messages []*Message `json:"messages"`
+	// Named says, by message id, which of the flights asked each message named, in FLID order.
+	Named map[int64][]int64 `json:"named"`
+	More  bool              `json:"more"`
+}
+
+// MessagesOfFlights returns up to limit (100 for 0, at most MaxPageLimit) of the messages that
+// named any of flids (MSG_FLIGHT, whatever their outcome), newest first, each once however
+// many of the flights it named. FLIDs that are not positive name no message (no FLID is 0) and
+// repeated ones count once; more than MaxFlightsSearched distinct FLIDs is an error. It reads
+// the flights' ranges of MSG_FLIGHT's primary key (FLID, CMINMSGS_ID), then each message by
+// its primary key.
+func (d *DB) MessagesOfFlights(ctx context.Context, flids []int64, limit int) (FlightHits, error) {
+	limit = clampLimit(limit)
+	out := FlightHits{Messages: []*Message{}, Named: map[int64][]int64{}}
+	seen := map[int64]bool{}
+	var args []any
+	for _, f := range flids {
+		if f > 0 && !seen[f] {
+			seen[f] = true
+			args = append(args, f)
+		}
+	}
+	if len(args) == 0 {
+		return out, nil
+	}
+	if len(args) > MaxFlightsSearched {
+		return out, fmt.Errorf("the messages of %d flights: at most %d at a time", len(args), MaxFlightsSearched)
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")
+	q := `SELECT ` + messageCols + ` FROM (SELECT DISTINCT f.CMINMSGS_ID FROM MSG_FLIGHT f WHERE f.FLID IN (` + marks + `)` +
+		fmt.Sprintf(` ORDER BY f.CMINMSGS_ID DESC LIMIT %d) x`, limit+1) +
+		` JOIN PROC_STATE p ON p.CMINMSGS_ID = x.CMINMSGS_ID` + messageJoins + ` ORDER BY p.CMINMSGS_ID DESC`
+	rows, err := d.SQL.QueryContext(ctx, q, args...)
+	if err != nil {
+		return out, Unavailable(fmt.Errorf("the messages of flights %v: %w", args, err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		m, err := d.scanMessage(rows)
+		if err != nil {
+			return out, Unavailable(fmt.Errorf("the messages of flights: %w", err))
+		}
+		if len(out.Messages) == limit {
+			out.More = true
+			break
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	if err := rows.Err(); err != nil || len(out.Messages) == 0 {
+		return out, Unavailable(err)
+	}
+	rows.Close()
+	return out, d.namedFlights(ctx, args, marks, &out)
+}
+
+// namedFlights fills out.Named: which of the FLIDs flids (placeholders marks) each of
+// out.Messages named.
+func (d *DB) namedFlights(ctx context.Context, flids []any, marks string, out *FlightHits) error {
+	args := append([]any{}, flids...)
+	for _, m := range out.Messages {
+		args = append(args, m.ID)
+	}
+	msgMarks := strings.TrimSuffix(strings.Repeat("?,", len(out.Messages)), ",")
+	rows, err := d.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, FLID FROM MSG_FLIGHT WHERE FLID IN (`+marks+`) AND CMINMSGS_ID IN (`+msgMarks+`) ORDER BY CMINMSGS_ID, FLID`, args...)
+	if err != nil {
+		return Unavailable(fmt.Errorf("the flights the messages named: %w", err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, flid int64
+		if err := rows.Scan(&id, &flid); err != nil {
+			return Unavailable(fmt.Errorf("the flights the messages named: %w", err))
+		}
+		out.Named[id] = append(out.Named[id], flid)
+	}
+	return Unavailable(rows.Err())
 }

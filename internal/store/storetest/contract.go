@@ -34,6 +34,7 @@ type Store interface {
 	store.Events
 	store.Operator
 	store.BodySearch
+	store.FlightMessages
 	store.Requests
 	store.Retention
 	store.Scheduling

@@ -2,6 +2,9 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,13 +13,15 @@ import (
 	"msgx/internal/store"
 )
 
-// findCases are the contract of find.go: the bounded search of message bodies.
+// findCases are the contract of find.go: the bounded search of message bodies, and the
+// messages of the flights a flight number is (MSG_FLIGHT).
 var findCases = []struct {
 	name string
 	fn   func(t *testing.T, db Store)
 }{
 	{"BodySearchReadsTheNewestBodiesOnly", bodySearchReadsTheNewest},
 	{"TextFilterSearchesBodiesWhenAsked", textFilterSearchesBodies},
+	{"MessagesOfFlightsNewestFirst", messagesOfFlightsNewestFirst},
 }
 
 // findBodies are message bodies with edge values: a flight number in ASCII, CJK and 4-byte
@@ -125,5 +130,83 @@ func textFilterSearchesBodies(t *testing.T, db Store) {
 	}
 	if got := search(store.MessageQuery{Text: "CA8241", BodyWithin: 100, State: pipeline.Pending}); !sameIDs(got, []int64{ids[0], ids[1], ids[3]}) {
 		t.Errorf("text with bodies, PENDING: %v", got)
+	}
+}
+
+// messagesOfFlightsNewestFirst: the messages that named any of a set of flights, whatever
+// their outcome, newest first and each once, with the edge FLIDs (0, negative, the largest,
+// repeated, more than a search takes) and a message archived to CMINMSGS_HST.
+func messagesOfFlightsNewestFirst(t *testing.T, db Store) {
+	ctx := context.Background()
+	const a, b = 71001, 71002
+	big := int64(math.MaxInt64)
+	ids, err := db.InsertMessages(ctx, []string{"<schd/>", "<flop-a/>", "<orphan-b/>", "<other/>", "<flop-big/>", "<flop-b/>"}, opNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := store.Version{State: pipeline.Pending}
+	succeed := func(id int64, tag string, flids ...int64) {
+		t.Helper()
+		if _, _, err := db.Succeed(ctx, id, store.Success{From: pending, TypeTag: tag, Identity: fmt.Sprintf("AODB|%s|%d", tag, id), Flights: flids}, nil, opNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	succeed(ids[0], "SCHD-DNLD", a, b, 71003) // a schedule naming both flights and another
+	succeed(ids[1], "FLOP-STND", a)
+	if err := db.Record(ctx, ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "flight 71002 not stored; parked",
+		TypeTag: "FLOP-CHOT", From: pending, Flights: []int64{b}}, opNow); err != nil {
+		t.Fatal(err)
+	}
+	succeed(ids[3], "FLOP-STND", 71009)
+	succeed(ids[4], "FLOP-REMC", big)
+	succeed(ids[5], "FLOP-GTDT", b)
+	// The schedule archived: its body in CMINMSGS_HST, still found.
+	if _, err := db.Archive(ctx, ids[0], opNow.Add(time.Hour), opNow.Add(2*time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	ofFlights := func(flids []int64, limit int) ([]int64, bool) {
+		t.Helper()
+		got, err := db.MessagesOfFlights(ctx, flids, limit)
+		if err != nil {
+			t.Fatalf("flights %v: %v", flids, err)
+		}
+		return bodyIDs(got.Messages), got.More
+	}
+	for _, c := range []struct {
+		name  string
+		flids []int64
+		limit int
+		want  []int64
+		more  bool
+	}{
+		{"both flights, newest first, the schedule once", []int64{a, b}, 0, []int64{ids[5], ids[2], ids[1], ids[0]}, false},
+		{"repeated FLIDs count once", []int64{b, b, a, b}, 0, []int64{ids[5], ids[2], ids[1], ids[0]}, false},
+		{"one flight, its parked ORPHAN too", []int64{b}, 0, []int64{ids[5], ids[2], ids[0]}, false},
+		{"limited", []int64{a, b}, 2, []int64{ids[5], ids[2]}, true},
+		{"the largest FLID", []int64{big}, 0, []int64{ids[4]}, false},
+		{"zero and negative name nothing", []int64{0, -1, math.MinInt64}, 0, nil, false},
+		{"none", nil, 0, nil, false},
+		{"a flight nobody named", []int64{71004}, 0, nil, false},
+	} {
+		got, more := ofFlights(c.flids, c.limit)
+		if !sameIDs(got, append([]int64{}, c.want...)) || more != c.more {
+			t.Errorf("%s: %v more=%v, want %v more=%v", c.name, got, more, c.want, c.more)
+		}
+	}
+	if got, err := db.MessagesOfFlights(ctx, []int64{b, a, big}, 0); err != nil || !slices.Equal(got.Named[ids[0]], []int64{a, b}) ||
+		!slices.Equal(got.Named[ids[5]], []int64{b}) || !slices.Equal(got.Named[ids[4]], []int64{big}) || len(got.Named) != 5 {
+		t.Errorf("the flights each message named: %v %v", got.Named, err)
+	}
+	// As many FLIDs as a search takes, and one more.
+	many := make([]int64, store.MaxFlightsSearched)
+	for i := range many {
+		many[i] = int64(80001 + i)
+	}
+	many[len(many)-1] = a
+	if got, _ := ofFlights(many, 0); !sameIDs(got, []int64{ids[1], ids[0]}) {
+		t.Errorf("%d flights: %v", len(many), got)
+	}
+	if _, err := db.MessagesOfFlights(ctx, append(many, 99999), 0); err == nil {
+		t.Errorf("%d flights: no error", len(many)+1)
 	}
 }
