@@ -362,7 +362,7 @@ func Load(path string, environ []string) (Config, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return c, fmt.Errorf("config: %w", err)
+			return c, fmt.Errorf("config: %w%s", err, missingHint(path, err))
 		}
 		var doc yaml.Node
 		if err := yaml.Unmarshal(b, &doc); err != nil {
