@@ -151,6 +151,7 @@ func status(args []string) error {
 	fs := prog.Flags("status")
 	server := serverFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
+	utcFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return app.ExitError{Code: 2}
 	}
@@ -165,7 +166,7 @@ func status(args []string) error {
 	if *asJSON {
 		os.Stdout.Write(append(raw, '\n'))
 	} else {
-		client.WriteStatus(os.Stdout, st, time.Now())
+		client.WriteStatus(os.Stdout, st, time.Now(), zoneOf(srv(*server)))
 	}
 	return statusExit(st)
 }

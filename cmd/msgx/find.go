@@ -18,6 +18,7 @@ func findCmd(args []string) error {
 	server := clientFlags(fs)
 	limit := fs.Int("limit", 50, fmt.Sprintf("at most this many hits of each kind (1..%d)", store.MaxPageLimit))
 	asJSON := fs.Bool("json", false, "print the raw JSON")
+	utcFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx find [--server URL] [--limit N] [--json] TEXT…"}
 	}
@@ -26,14 +27,18 @@ func findCmd(args []string) error {
 	}
 	*limit = capLimit("find", *limit)
 	c := srv(*server)
-	ans, err := c.Find(strings.Join(fs.Args(), " "), *limit)
+	tz := ""
+	if showUTC {
+		tz = "UTC"
+	}
+	ans, err := c.Find(strings.Join(fs.Args(), " "), *limit, tz)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		return printJSON(ans)
 	}
-	fmt.Fprintf(os.Stderr, "searched %s\n", ans.Searched)
+	fmt.Fprintf(os.Stderr, "searched %s (times %s)\n", ans.Searched, client.OrDash(ans.Timezone))
 	if len(ans.Hits) == 0 {
 		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx find: nothing matches %q", ans.Query)}
 	}
@@ -44,10 +49,6 @@ func findCmd(args []string) error {
 	if len(flights) != 1 {
 		return nil
 	}
-	rec, err := c.Flight(flights[0])
-	if err != nil {
-		return err
-	}
 	fmt.Printf("\nflight %d (msgx flight %d; its history: msgx flight --history %d):\n", flights[0], flights[0], flights[0])
-	return printJSON(rec)
+	return printFlight(c, flights[0], false)
 }

@@ -69,12 +69,12 @@ func findAFlight(t *testing.T, db dbEnv) {
 	}
 
 	// The CLI: the hit and, being the only flight, its record.
-	s.mustCLI([]string{"flight", "94001", "registration", `"FLNO": "CA8241"`, `"RENO": "B-6543"`}, "find", "B-6543")
-	out := s.mustCLI([]string{"94001", "flno", "CA8241, departure", `"FLNO": "CA8241"`, "bodies of the newest 50000 messages"}, "find", "CA8241")
+	s.mustCLI([]string{"flight", "94001", "registration", "FLNO  CA8241", "RENO  B-6543"}, "find", "B-6543")
+	out := s.mustCLI([]string{"94001", "flno", "CA8241, departure", "FLNO  CA8241", "bodies of the newest 50000 messages"}, "find", "CA8241")
 	if strings.Contains(out, "94003") {
 		t.Errorf("msgx find CA8241 lists CA8242:\n%s", out)
 	}
-	if out, _ := s.cli(nil, "find", "CA8242"); !strings.Contains(out, "94003") || !strings.Contains(out, "94004") || strings.Contains(out, `"FLNO"`) {
+	if out, _ := s.cli(nil, "find", "CA8242"); !strings.Contains(out, "94003") || !strings.Contains(out, "94004") || strings.Contains(out, "FLNO  ") {
 		t.Errorf("msgx find CA8242: both flights, no record:\n%s", out)
 	}
 	if out, err := s.cli(nil, "find", "ZZ9999"); err == nil || !strings.Contains(out, `nothing matches "ZZ9999"`) {

@@ -22,7 +22,8 @@ var version = ""
 // prog is msgx's command table (commands.txt, read in init) and its help and flag machinery.
 // Adding a command is an entry in commands.txt (its synopsis, summary and help with examples)
 // and its function in runs; the function builds its flags with prog.Flags.
-var prog = &cli.Program{Name: "msgx", Title: "msgx — AODB message exchange"}
+var prog = &cli.Program{Name: "msgx", Title: "msgx — AODB message exchange",
+	Hints: map[string]string{"flights": "board", "fids": "board", "departures": "board", "arrivals": "board"}}
 
 //go:embed commands.txt
 var commandsText string
@@ -30,7 +31,7 @@ var commandsText string
 // runs are the commands' functions by name.
 var runs = map[string]func([]string) error{
 	"serve": serve, "send": send, "status": status, "messages": messages, "message": message,
-	"replay": replay, "events": events, "flight": flightCmd, "find": findCmd, "park": park, "ack": ackCmd,
+	"replay": replay, "events": events, "flight": flightCmd, "board": boardCmd, "find": findCmd, "park": park, "ack": ackCmd,
 	"pause":  func(args []string) error { return pauseCmd(args, "pause") },
 	"resume": func(args []string) error { return pauseCmd(args, "resume") },
 	"jobs":   jobsCmd, "job": jobCmd, "audit": auditCmd, "token": token, "request": request,

@@ -16,8 +16,8 @@ func messages(args []string) error {
 	server := serverFlags(fs)
 	state := fs.String("state", "", "only this state `S` (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
 	class := fs.String("class", "", "only this error class `C`")
-	after := fs.Int64("after", 0, "only ids above this `ID`")
-	limit := fs.Int("limit", 50, "at most `N` messages (up to 1000)")
+	page := listFlags(fs, "messages", 50)
+	limit := page.limit
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	flid := fs.Int64("flid", 0, "only messages that changed this flight")
 	tag := fs.String("tag", "", "only this type tag (FLOP-CHOT) or TYPE (FLOP)")
@@ -26,7 +26,7 @@ func messages(args []string) error {
 	text := fs.String("q", "", "only messages whose identity, last error or note contains this text, or whose body does (newest 50,000 messages)")
 	follow := fs.Bool("follow", false, "print the newest messages, then each one taken as it arrives (newest at the bottom) until Ctrl-C")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--after ID] [--limit N] [--json] [--follow]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--json] [--follow]"}
 	}
 	var err error
 	if *state, err = checkChoice("messages", "state", *state, procStates); err != nil {
@@ -35,29 +35,28 @@ func messages(args []string) error {
 	if *class, err = checkChoice("messages", "class", *class, classNames()); err != nil {
 		return err
 	}
-	*limit = capLimit("messages", *limit)
 	if *follow {
+		*limit = capLimit("messages", *limit)
 		filters, err := url.ParseQuery(client.WithFilters(url.Values{}, "flid", client.NonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class))
 		if err != nil {
 			return err
 		}
 		return followMessages(srv(*server), filters, *limit, *asJSON)
 	}
-	q := client.WithFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
-		"flid", client.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
+	pq, err := page.query("messages")
+	if err != nil {
+		return err
+	}
+	q := client.WithFilters(pq, "flid", client.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
 	var out client.MessageList
 	if printed, err := show(srv(*server), "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	defer func() {
-		if out.NextAfter != nil {
-			fmt.Printf("more: --after %d\n", *out.NextAfter)
-		}
-	}()
 	client.WriteMessageHeader(os.Stdout)
 	for _, m := range out.Messages {
 		client.WriteMessageLine(os.Stdout, m)
 	}
+	page.more(out.Page)
 	return nil
 }
 
@@ -68,6 +67,7 @@ func message(args []string) (err error) {
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	rawBody := fs.Bool("raw", false, "print the raw text as received, nothing else")
 	history := fs.Bool("history", false, "also print the message's history (each attempt, park and replay)")
+	utcFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx message [--server URL] [--json] [--raw] [--history] ID"}
 	}
@@ -83,17 +83,14 @@ func message(args []string) (err error) {
 		os.Stdout.Write(b)
 		return nil
 	}
-	if *history {
-		defer func() {
-			if err == nil {
-				err = printHistory(*server, id)
-			}
-		}()
-	}
 	var m client.Message
 	if printed, err := show(srv(*server), fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
 		return err
 	}
-	client.WriteMessage(os.Stdout, m)
+	z := zoneOf(srv(*server))
+	client.WriteMessage(os.Stdout, m, z)
+	if *history {
+		return printHistory(*server, id, z)
+	}
 	return nil
 }

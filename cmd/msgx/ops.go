@@ -4,10 +4,11 @@ package main
 // talk to the ops API (docs/api.md) with the bearer token of --token or MSGX_TOKEN.
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"msgx/internal/app"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -22,12 +23,12 @@ import (
 	"msgx/internal/suggest"
 )
 
-func printHistory(server string, id int64) error {
+func printHistory(server string, id int64, z client.Zone) error {
 	history, err := srv(server).MessageHistory(id)
 	if err != nil {
 		return err
 	}
-	client.WriteHistory(os.Stdout, history)
+	client.WriteHistory(os.Stdout, history, z)
 	return nil
 }
 
@@ -46,11 +47,10 @@ func events(args []string) error {
 	tgt := fs.String("target", "", "only events of this target")
 	state := fs.String("state", "", "only events in this state (PENDING, SENT, DEAD)")
 	msgID := fs.Int64("msg-id", 0, "only events of this message")
-	after := fs.Int64("after", 0, "only event ids above this one")
-	limit := fs.Int("limit", 50, "at most this many (up to 1000)")
+	page := listFlags(fs, "events", 50)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx events [--server URL] [--flid N] [--target T] [--state S] [--msg-id N] [--after ID] [--limit N] [--json]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx events [--server URL] [--flid N] [--target T] [--state S] [--msg-id N] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--json]"}
 	}
 	var err error
 	if *state, err = checkChoice("events", "state", *state, eventStates); err != nil {
@@ -59,14 +59,17 @@ func events(args []string) error {
 	if err := checkTarget("events", srv(*server), *tgt); err != nil {
 		return err
 	}
-	*limit = capLimit("events", *limit)
-	q := client.WithFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}},
-		"flid", client.NonZero(*flid), "msg_id", client.NonZero(*msgID), "target", *tgt, "state", *state)
+	pq, err := page.query("events")
+	if err != nil {
+		return err
+	}
+	q := client.WithFilters(pq, "flid", client.NonZero(*flid), "msg_id", client.NonZero(*msgID), "target", *tgt, "state", *state)
 	var out client.EventList
 	if printed, err := show(srv(*server), "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	fmt.Printf("%8s  %-13s  %-7s  %8s  %8s  %8s  %s\n", "event", "target", "state", "attempts", "message", "flight", "payload / last error")
+	tw := client.Table(os.Stdout)
+	fmt.Fprintln(tw, "event\ttarget\tstate\tattempts\tmessage\tflight\tpayload / last error")
 	for _, e := range out.Events {
 		text := fmt.Sprintf("%d bytes", e.PayloadBytes)
 		if e.PayloadElided {
@@ -75,11 +78,10 @@ func events(args []string) error {
 		if e.LastError != nil {
 			text = client.OrText(e.ErrorClass, "?") + ": " + *e.LastError
 		}
-		fmt.Printf("%8d  %-13s  %-7s  %8d  %8d  %8s  %s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, client.OrText(e.FlightKey, "-"), client.OneLine(text, 120))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, client.OrText(e.FlightKey, "-"), client.OneLine(text, 120))
 	}
-	if out.NextAfter != nil {
-		fmt.Printf("more: --after %d\n", *out.NextAfter)
-	}
+	tw.Flush()
+	page.more(out.Page)
 	return nil
 }
 
@@ -88,24 +90,26 @@ func flightCmd(args []string) error {
 	fs := prog.Flags("flight")
 	server := clientFlags(fs)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
+	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
+	utcFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx flight [--server URL] [--history] FLID"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx flight [--server URL] [--history] [--utc] [--json] FLID"}
 	}
 	flid, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || flid <= 0 {
 		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx flight: %q is not a FLID", fs.Arg(0))}
 	}
 	if !*history {
-		rec, err := srv(*server).Flight(flid)
-		if err != nil {
-			return err
-		}
-		return printJSON(rec)
+		return printFlight(srv(*server), flid, *asJSON)
 	}
+	z := zoneOf(srv(*server))
 	n := 0
 	err = srv(*server).FlightHistory(flid, func(c client.FlightChange) {
+		if n == 0 {
+			fmt.Printf("flight %d: every change (times %s)\n", flid, z.Name())
+		}
 		n++
-		fmt.Printf("%s  message %d %s  %s (event %d)\n", c.At.Format(time.RFC3339), c.MsgID, c.TypeTag, c.Op, c.EventID)
+		fmt.Printf("%s  message %d %s  %s (event %d)\n", z.Cell(c.At), c.MsgID, c.TypeTag, c.Op, c.EventID)
 		fields := make([]string, 0, len(c.Changes))
 		for k := range c.Changes {
 			fields = append(fields, k)
@@ -121,6 +125,24 @@ func flightCmd(args []string) error {
 	if n == 0 {
 		fmt.Printf("flight %d: no recorded changes\n", flid)
 	}
+	return nil
+}
+
+// printFlight prints flight flid's record as labelled rows in the command's zone, or with
+// asJSON the API's answer as it is.
+func printFlight(c *client.Client, flid int64, asJSON bool) error {
+	rec, err := c.Flight(flid)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(rec)
+	}
+	var e client.FlightEntry
+	if err := json.Unmarshal(rec, &e); err != nil {
+		return fmt.Errorf("flight %d: the answer is not a flight: %w", flid, err)
+	}
+	client.WriteFlight(os.Stdout, e, zoneOf(c))
 	return nil
 }
 
@@ -193,6 +215,7 @@ func pauseCmd(args []string, name string) error {
 	server := clientFlags(fs)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
 	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
+	utcFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx " + name + " [--server URL] [--target T] [--reason TEXT]"}
 	}
@@ -209,7 +232,7 @@ func pauseCmd(args []string, name string) error {
 	}
 	switch {
 	case res.Paused && res.Pause != nil:
-		fmt.Printf("%s paused by %s since %s", what, res.Pause.By, res.Pause.At.Format(time.RFC3339))
+		fmt.Printf("%s paused by %s since %s", what, res.Pause.By, zoneOf(srv(*server)).Time(res.Pause.At))
 		if res.Pause.Reason != "" {
 			fmt.Printf(": %s", res.Pause.Reason)
 		}
@@ -227,49 +250,121 @@ func pauseCmd(args []string, name string) error {
 	return nil
 }
 
-// jobs lists the pump jobs (any role), shows one with its progress (`msgx jobs ID`), or
-// starts one with --start KIND (admin).
+// jobs lists the pump jobs (any role), shows one with its progress (`msgx jobs ID`), lists
+// the kinds and whether each can run here (--kinds), or starts one with --start KIND (admin).
 func jobsCmd(args []string) error {
 	fs := prog.Flags("jobs")
 	server := clientFlags(fs)
-	start := fs.String("start", "", "enqueue a job of this kind (ARCHIVE)")
+	start := fs.String("start", "", "enqueue a job of this `KIND` (ARCHIVE)")
+	kinds := fs.Bool("kinds", false, "list the job kinds and whether each can run in the server's configuration, and why not")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx jobs [--server URL] [--start KIND] [--json] [ID]"}
+	page := listFlags(fs, "jobs", 100)
+	utcFlag(fs)
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx jobs [--server URL] [--start KIND | --kinds] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc] [--json] [ID]"}
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() > 1 {
 		return usage
 	}
-	if *start != "" {
+	c := srv(*server)
+	switch {
+	case *kinds:
+		return printKinds(c, *asJSON)
+	case *start != "":
 		kind, err := jobKind("jobs", *start)
 		if err != nil {
 			return err
 		}
-		j, err := srv(*server).StartJob(kind)
+		j, err := c.StartJob(kind)
 		if err != nil {
-			return err
+			return jobRefused("jobs", kind, err)
 		}
 		fmt.Printf("job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
 		return nil
-	}
-	if fs.NArg() == 1 {
+	case fs.NArg() == 1:
 		id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 		if err != nil || id <= 0 {
 			return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx jobs: %q is not a job id", fs.Arg(0))}
 		}
-		return showJob(srv(*server), id, *asJSON)
+		return showJob(c, id, *asJSON)
 	}
-	var out client.JobList
-	if printed, err := show(srv(*server), "/api/v1/jobs", *asJSON, &out); printed || err != nil {
+	if _, err := page.query("jobs"); err != nil {
 		return err
 	}
-	if len(out.Jobs) == 0 {
+	var out client.JobList
+	if printed, err := show(c, "/api/v1/jobs", *asJSON, &out); printed || err != nil {
+		return err
+	}
+	// The server answers its newest 100 jobs; the paging flags choose among them.
+	list, more := pageJobs(out.Jobs, page)
+	if len(list) == 0 {
 		fmt.Println("no jobs")
 		return nil
 	}
-	fmt.Printf("%6s  %-8s  %-9s  %8s  %-20s  %s\n", "job", "kind", "state", "after", "created", "result / last error / doing")
-	for _, j := range out.Jobs {
-		fmt.Printf("%6d  %-8s  %-9s  %8d  %-20s  %s\n", j.ID, j.Kind, client.JobState(j), j.AfterMsgID, j.CreatedAt.Format(time.RFC3339), client.OneLine(client.JobText(j), 100))
+	z := zoneOf(c)
+	tw := client.Table(os.Stdout)
+	fmt.Fprintf(tw, "job\tkind\tstate\tafter\t%s\tresult / last error / doing\n", z.Head("created"))
+	for _, j := range list {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Kind, client.JobState(j), j.AfterMsgID, z.Cell(j.CreatedAt), client.OneLine(client.JobText(j), 100))
+	}
+	tw.Flush()
+	if more != "" {
+		fmt.Println("more: " + more)
 	}
 	return nil
+}
+
+// pageJobs picks from jobs (newest first) those of the listing's page: ids between --after
+// and --before, in --order, at most --limit; more is the flag of the page after it ("").
+func pageJobs(jobs []client.Job, page *listing) (out []client.Job, more string) {
+	asc := strings.EqualFold(*page.order, "asc")
+	for _, j := range jobs {
+		if (*page.after > 0 && j.ID <= *page.after) || (*page.before > 0 && j.ID >= *page.before) {
+			continue
+		}
+		out = append(out, j)
+	}
+	if asc {
+		slices.Reverse(out)
+	}
+	if len(out) > *page.limit {
+		if asc {
+			more = fmt.Sprintf("--after %d --order asc", out[*page.limit-1].ID)
+		} else {
+			more = fmt.Sprintf("--before %d", out[*page.limit-1].ID)
+		}
+		out = out[:*page.limit]
+	}
+	return out, more
+}
+
+// printKinds prints every job kind, whether the server can run it, and why not.
+func printKinds(c *client.Client, asJSON bool) error {
+	var out struct {
+		Kinds []client.JobKind `json:"kinds"`
+	}
+	if printed, err := show(c, "/api/v1/jobs/kinds", asJSON, &out); printed || err != nil {
+		return err
+	}
+	tw := client.Table(os.Stdout)
+	fmt.Fprintln(tw, "kind\trunnable\twhy not")
+	for _, k := range out.Kinds {
+		runnable := "yes"
+		if !k.Runnable {
+			runnable = "no"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Kind, runnable, client.OrDash(k.Reason))
+	}
+	return tw.Flush()
+}
+
+// jobRefused is the error of a job the server would not queue: one that cannot run in its
+// configuration (409 job_cannot_run) is said with the reason and what can run; nothing was
+// queued.
+func jobRefused(cmd, kind string, err error) error {
+	var e *client.Error
+	if errors.As(err, &e) && e.Code == "job_cannot_run" {
+		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx %s: %s; nothing was queued ('msgx jobs --kinds' lists what can run here)", cmd, e.Message)}
+	}
+	return err
 }
 
 // showJob prints one job: its state, attempts, times and result, error or progress.
@@ -278,7 +373,7 @@ func showJob(c *client.Client, id int64, asJSON bool) error {
 	if printed, err := show(c, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
 		return err
 	}
-	client.WriteJob(os.Stdout, j)
+	client.WriteJob(os.Stdout, j, zoneOf(c))
 	return nil
 }
 
@@ -297,21 +392,28 @@ func jobKind(cmd, kind string) (string, error) {
 func auditCmd(args []string) error {
 	fs := prog.Flags("audit")
 	server := clientFlags(fs)
-	after := fs.Int64("after", 0, "only entries above this id")
-	limit := fs.Int("limit", 100, "at most this many (up to 1000)")
+	page := listFlags(fs, "entries", 100)
+	utcFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx audit [--server URL] [--after ID] [--limit N]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx audit [--server URL] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc]"}
 	}
-	out, err := srv(*server).Audit(*after, capLimit("audit", *limit))
+	q, err := page.query("audit")
 	if err != nil {
 		return err
 	}
+	c := srv(*server)
+	out, err := c.Audit(q)
+	if err != nil {
+		return err
+	}
+	z := zoneOf(c)
+	tw := client.Table(os.Stdout)
+	fmt.Fprintf(tw, "id\t%s\tactor\trole\taction\tsubject\tdetail\n", z.Head("at"))
 	for _, a := range out.Audit {
-		fmt.Printf("%6d  %s  %-12s %-8s  %-14s %s  %s\n", a.ID, a.At.Format(time.RFC3339), a.Actor, a.Role, a.Action, a.Subject, client.OneLine(a.Detail, 100))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, z.Cell(a.At), a.Actor, a.Role, a.Action, client.OrDash(a.Subject), client.OneLine(a.Detail, 100))
 	}
-	if out.NextAfter != nil {
-		fmt.Printf("more: --after %d\n", *out.NextAfter)
-	}
+	tw.Flush()
+	page.more(out.Page)
 	return nil
 }
 
@@ -356,7 +458,7 @@ func jobCmd(args []string) error {
 	c := srv(*server)
 	j, err := c.StartJobWith(kind, params())
 	if err != nil {
-		return err
+		return jobRefused("job", kind, err)
 	}
 	fmt.Fprintf(os.Stderr, "job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
 	if *noWait {

@@ -155,7 +155,7 @@ func TestTargetPauseHoldsItsEvents(t *testing.T) {
 		out := s.mustCLI([]string{fmt.Sprintf("message %d SCHD-DNLD  insert", snap), fmt.Sprintf("message %d FLOP-STND  update", stnd), `STND   "201" → "231"`},
 			"flight", "92001", "--history")
 		_ = out
-		s.mustCLI([]string{`"FLID": 92001`}, "flight", "92001")
+		s.mustCLI([]string{"FLID  92001"}, "flight", "92001")
 		s.mustCLI([]string{fmt.Sprint(snap), fmt.Sprint(stnd)}, "messages", "--flid", "92001")
 		s.mustCLI([]string{"dry run: would move 0 dead events", "note: replayed events are delivered again"}, "replay", "--events", "--target", "KAFKA_FLOP", "--dry-run")
 		if out, err := s.cli(nil, "replay", "--events", "--target", "KAFKA_FLOPP"); err == nil || !strings.Contains(out, `unknown target "KAFKA_FLOPP" (did you mean KAFKA_FLOP?)`) {

@@ -5,9 +5,7 @@ import (
 	"msgx/internal/app"
 	"msgx/internal/cli"
 	"msgx/internal/client"
-	"net/url"
 	"os"
-	"strconv"
 )
 
 const requestUsage = `usage:
@@ -57,24 +55,29 @@ func requestsList(args []string) error {
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	configFlag(fs)
 	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")
-	after := fs.Int64("after", 0, "only ids above this `ID`")
-	limit := fs.Int("limit", 50, "at most `N` requests (up to 1000)")
+	page := listFlags(fs, "requests", 50)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
+	utcFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx requests [--server URL] [--state S] [--after ID] [--limit N] [--json]"}
+		return app.ExitError{Code: exitUsage, Msg: "usage: msgx requests [--server URL] [--state S] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc] [--json]"}
 	}
 	var err error
 	if *state, err = checkChoice("requests", "state", *state, reqStates); err != nil {
 		return err
 	}
-	*limit = capLimit("requests", *limit)
-	q := client.WithFilters(url.Values{"order": {"asc"}, "after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}}, "state", *state)
+	pq, err := page.query("requests")
+	if err != nil {
+		return err
+	}
+	q := client.WithFilters(pq, "state", *state)
 	var out struct {
 		Requests []client.Request `json:"requests"`
+		client.Page
 	}
 	if printed, err := show(srv(*server), "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	client.WriteRequests(os.Stdout, out.Requests)
+	client.WriteRequests(os.Stdout, out.Requests, zoneOf(srv(*server)))
+	page.more(out.Page)
 	return nil
 }

@@ -31,6 +31,9 @@ type Program struct {
 	Title    string    // the first line of `PROG help`
 	Commands []Command // in the order `PROG help` lists them
 	Footer   string    // ends `PROG help`, after the list of commands
+	// Hints are words a user may type for a command, with the command they mean ("flights":
+	// "board"): Unknown suggests that command before the closest name.
+	Hints map[string]string
 
 	// HelpWanted is set when the command line asks for the command's help (-h, -help, --help
 	// among its flags), for commands whose flags do not come from Flags; helpPrinted once a
@@ -93,9 +96,17 @@ func (p *Program) Names() []string {
 }
 
 // Unknown is the message for a command name the program does not have, with the one it
-// probably meant.
+// probably meant: the command a hint names (Hints), else the closest name.
 func (p *Program) Unknown(name string) string {
-	return fmt.Sprintf("%s: unknown command %q%s\nRun '%s help' for the list of commands.", p.Name, name, suggest.DidYouMean(name, p.Names()), p.Name)
+	hint := suggest.DidYouMean(name, p.Names())
+	if cmd, ok := p.Hints[strings.ToLower(name)]; ok {
+		hint = " (did you mean " + cmd + "?"
+		if closest := suggest.Closest(name, p.Names()); closest != "" && closest != cmd {
+			hint += " or " + closest + "?"
+		}
+		hint += ")"
+	}
+	return fmt.Sprintf("%s: unknown command %q%s\nRun '%s help' for the list of commands.", p.Name, name, hint, p.Name)
 }
 
 // Run runs cmd with args. It reports helped when the command line asked for the command's

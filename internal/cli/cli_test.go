@@ -18,3 +18,20 @@ func TestFlagProblem(t *testing.T) {
 		}
 	}
 }
+
+// A word a user types for a command (a hint) is answered with that command, and the closest
+// name besides it; any other unknown name with the closest name.
+func TestUnknownSuggestsTheHintedCommand(t *testing.T) {
+	t.Parallel()
+	p := &Program{Name: "msgx", Commands: []Command{{Name: "flight"}, {Name: "board"}, {Name: "status"}},
+		Hints: map[string]string{"flights": "board"}}
+	for in, want := range map[string]string{
+		"flights": `msgx: unknown command "flights" (did you mean board? or flight?)`,
+		"Flights": `msgx: unknown command "Flights" (did you mean board? or flight?)`,
+		"statsu":  `msgx: unknown command "statsu" (did you mean status?)`,
+	} {
+		if got := p.Unknown(in); got != want+"\nRun 'msgx help' for the list of commands." {
+			t.Errorf("Unknown(%q) = %q", in, got)
+		}
+	}
+}

@@ -129,6 +129,16 @@ func (c *Client) TargetNames() []string {
 type MessageList struct {
 	Messages  []Message `json:"messages"`
 	NextAfter *int64    `json:"next_after"`
+	Page
+}
+
+// Page is the paging every listing answers with (docs/api.md, Listings): Next and Prev are the
+// query parameters of the pages beside this one ("before=41"), nil when nothing is there.
+type Page struct {
+	Order     string  `json:"order"`
+	Truncated bool    `json:"truncated"`
+	Next      *string `json:"next"`
+	Prev      *string `json:"prev"`
 }
 
 // HistoryEntry is one attempt, park or replay of a message.
@@ -154,6 +164,7 @@ func (c *Client) MessageHistory(id int64) ([]HistoryEntry, error) {
 type EventList struct {
 	Events    []Event `json:"events"`
 	NextAfter *int64  `json:"next_after"`
+	Page
 }
 
 // FlightChange is one change of a flight: the message, and each field's old and new value.
@@ -230,6 +241,7 @@ type AuditPage struct {
 		Detail  string    `json:"detail"`
 	} `json:"audit"`
 	NextAfter *int64 `json:"next_after"`
+	Page
 }
 
 // Request is a data request (RQRD, RQFD) as the API answers it.

@@ -326,6 +326,24 @@ func (c *Client) StartJobWith(kind, params string) (Job, error) {
 	return j, err
 }
 
+// JobKind is a job kind and whether the server's configuration can run it (GET
+// /api/v1/jobs/kinds); Reason says why not.
+type JobKind struct {
+	Kind     string `json:"kind"`
+	Runnable bool   `json:"runnable"`
+	Reason   string `json:"reason"`
+}
+
+// JobKinds lists every job kind an operator may enqueue, whether it can run on the server and
+// why not.
+func (c *Client) JobKinds() ([]JobKind, error) {
+	var out struct {
+		Kinds []JobKind `json:"kinds"`
+	}
+	err := c.Get("/api/v1/jobs/kinds", &out)
+	return out.Kinds, err
+}
+
 // Jobs lists the pump jobs, newest first.
 func (c *Client) Jobs() ([]Job, error) {
 	var out JobList

@@ -23,12 +23,16 @@ type FindAnswer struct {
 	MessagesScanned int       `json:"messages_scanned"`
 	More            bool      `json:"more"`
 	Searched        string    `json:"searched"`
+	Timezone        string    `json:"timezone"`
 }
 
 // Find searches flights and messages for q, at most limit hits of each kind (0: the server's
-// default).
-func (c *Client) Find(q string, limit int) (FindAnswer, error) {
+// default), the labels' times in zone tz ("": the airport's; "UTC" for scripts).
+func (c *Client) Find(q string, limit int, tz string) (FindAnswer, error) {
 	v := url.Values{"q": {q}}
+	if tz != "" {
+		v.Set("tz", tz)
+	}
 	if limit > 0 {
 		v.Set("limit", fmt.Sprint(limit))
 	}

@@ -71,10 +71,11 @@ func (c *Client) Flight(flid int64) (json.RawMessage, error) {
 	return rec, err
 }
 
-// Audit returns up to limit entries of the audit log with ids above after.
-func (c *Client) Audit(after int64, limit int) (AuditPage, error) {
+// Audit returns a page of the audit log: query holds the listing's parameters (limit,
+// before, after, order; docs/api.md, Listings).
+func (c *Client) Audit(query url.Values) (AuditPage, error) {
 	var out AuditPage
-	err := c.Get(fmt.Sprintf("/api/v1/audit?order=asc&after=%d&limit=%d", after, limit), &out)
+	err := c.Get("/api/v1/audit?"+query.Encode(), &out)
 	return out, err
 }
 

@@ -35,14 +35,14 @@ func TestStatusStartsWithHaltsAndPauses(t *testing.T) {
 		{name: "running", answer: `{"counts":{},"pump_running":true,"paused":[],"extra":{"pump_halted":null}}`,
 			first: []string{"pump running: true"}},
 		{name: "halted", answer: `{"counts":{},"pump_running":true,"paused":[],"extra":{"pump_halted":{"reason":"Redis lost data: its epoch 3 is not SQL's 2","since":"2026-12-01T10:00:00Z"}}}`,
-			first:  []string{"HALTED: Redis lost data: its epoch 3 is not SQL's 2 (for 12 min, since 2026-12-01T10:00:00Z)", "pump running: true"},
+			first:  []string{"HALTED: Redis lost data: its epoch 3 is not SQL's 2 (for 12 min, since 2026-12-01 10:00:00 UTC)", "pump running: true"},
 			halted: true},
 		{name: "paused", answer: `{"counts":{},"pump_running":true,"paused":[{"name":"pump","paused_by":"ops","reason":"downstream maintenance","paused_at":"2026-12-01T09:00:00Z"},{"name":"target:KAFKA_FLOP","paused_by":"li","reason":"","paused_at":"2026-12-01T10:02:00Z"}]}`,
-			first: []string{"PAUSED for 1 h 12 min by ops: downstream maintenance (since 2026-12-01T09:00:00Z; msgx resume)",
-				"target KAFKA_FLOP PAUSED for 10 min by li: no reason given (since 2026-12-01T10:02:00Z; msgx resume --target KAFKA_FLOP)", "pump running: true"},
+			first: []string{"PAUSED for 1 h 12 min by ops: downstream maintenance (since 2026-12-01 09:00:00 UTC; msgx resume)",
+				"target KAFKA_FLOP PAUSED for 10 min by li: no reason given (since 2026-12-01 10:02:00 UTC; msgx resume --target KAFKA_FLOP)", "pump running: true"},
 			pump: true, targets: 1},
 		{name: "target paused", answer: `{"counts":{},"pump_running":true,"paused":[{"name":"target:ES_FLIGHT","paused_by":"li","reason":"reindex","paused_at":"2026-11-28T06:00:00Z"}]}`,
-			first:   []string{"target ES_FLIGHT PAUSED for 3 d 4 h by li: reindex (since 2026-11-28T06:00:00Z; msgx resume --target ES_FLIGHT)", "pump running: true"},
+			first:   []string{"target ES_FLIGHT PAUSED for 3 d 4 h by li: reindex (since 2026-11-28 06:00:00 UTC; msgx resume --target ES_FLIGHT)", "pump running: true"},
 			targets: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestStatusStartsWithHaltsAndPauses(t *testing.T) {
 				t.Errorf("halted %v, pump paused %v, targets paused %d", st.Halted(), st.PumpPaused(), st.TargetsPaused())
 			}
 			var b bytes.Buffer
-			client.WriteStatus(&b, st, now)
+			client.WriteStatus(&b, st, now, client.UTC)
 			lines := strings.Split(b.String(), "\n")
 			for i, want := range c.first {
 				if lines[i] != want {

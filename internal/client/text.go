@@ -16,9 +16,9 @@ import (
 
 // WriteStatus writes the status as msgx status prints it: first what stops work, one line
 // each (Alarms, ages taken at now), then the pump, counts, the head, dead letters, recent
-// problems, targets, the pump's trouble, jobs, then every other section.
-func WriteStatus(w io.Writer, st Status, now time.Time) {
-	for _, line := range Alarms(st, now) {
+// problems, targets, the pump's trouble, jobs, then every other section. Times are in z.
+func WriteStatus(w io.Writer, st Status, now time.Time, z Zone) {
+	for _, line := range Alarms(st, now, z) {
 		fmt.Fprintln(w, line)
 	}
 	st.Extra = maps.Clone(st.Extra) // its sections are taken out as they are written
@@ -39,13 +39,13 @@ func WriteStatus(w io.Writer, st Status, now time.Time) {
 			dead.Messages.Unacknowledged, dead.Events.Unacknowledged, dead.Messages.Acknowledged, dead.Events.Acknowledged)
 	}
 	if _, ok, err := takeSection(st.Extra, "recent", &recent); ok && err == nil && len(recent) > 0 {
-		fmt.Fprintln(w, "recent problems and operator actions (newest first):")
+		fmt.Fprintf(w, "recent problems and operator actions (newest first, times %s):\n", z.Name())
 		for _, n := range recent {
 			if n.Kind == "action" {
-				fmt.Fprintf(w, "  %s %s by %s on %s\n", n.At.Format(time.RFC3339), n.Note, n.Actor, n.Subject)
+				fmt.Fprintf(w, "  %s %s by %s on %s\n", z.Cell(n.At), n.Note, n.Actor, n.Subject)
 				continue
 			}
-			fmt.Fprintf(w, "  %s message %d %s %s %s\n", n.At.Format(time.RFC3339), n.MsgID, n.TypeTag, n.State, n.Class)
+			fmt.Fprintf(w, "  %s message %d %s %s %s\n", z.Cell(n.At), n.MsgID, n.TypeTag, n.State, n.Class)
 			if n.Note != "" {
 				fmt.Fprintf(w, "    %s\n", n.Note)
 			}
@@ -56,14 +56,14 @@ func WriteStatus(w io.Writer, st Status, now time.Time) {
 	}
 	var targets []TargetStatus
 	if raw, ok, err := takeSection(st.Extra, "targets", &targets); ok {
-		writeTargets(w, raw, targets, err)
+		writeTargets(w, raw, targets, err, z)
 	}
 	var tr *PumpTrouble
 	if _, ok, err := takeSection(st.Extra, "pump_trouble", &tr); ok && err == nil && tr != nil {
 		fmt.Fprintf(w, "pump: cannot record the outcome of message %d: %d failure(s) since %s, next try %s\n  error: %s\n",
-			tr.MsgID, tr.Failures, tr.Since.Format(time.RFC3339), tr.Next.Format(time.RFC3339), tr.LastError)
+			tr.MsgID, tr.Failures, z.Time(tr.Since), z.Time(tr.Next), tr.LastError)
 	}
-	writeJobs(w, st.Extra)
+	writeJobs(w, st.Extra, z)
 	keys := make([]string, 0, len(st.Extra))
 	for k := range st.Extra {
 		keys = append(keys, k)
@@ -115,13 +115,13 @@ func (st Status) TargetsPaused() int {
 // Alarms are the lines msgx status starts with, what stops work: "HALTED: REASON" while the
 // pump is halted, "PAUSED for 1 h 12 min by NAME: REASON" while it is paused, and a line per
 // paused target ("target KAFKA_FLOP PAUSED for 10 min by NAME: REASON"); none when all runs.
-// Ages are taken at now.
-func Alarms(st Status, now time.Time) []string {
+// Ages are taken at now, times written in z.
+func Alarms(st Status, now time.Time, z Zone) []string {
 	var out []string
 	if h := st.Halted(); h != nil {
 		line := "HALTED: " + h.Reason
 		if !h.Since.IsZero() {
-			line += fmt.Sprintf(" (for %s, since %s)", Age(now.Sub(h.Since)), h.Since.Format(time.RFC3339))
+			line += fmt.Sprintf(" (for %s, since %s)", Age(now.Sub(h.Since)), z.Time(h.Since))
 		}
 		out = append(out, line)
 	}
@@ -135,7 +135,7 @@ func Alarms(st Status, now time.Time) []string {
 		if t, ok := strings.CutPrefix(p.Name, "target:"); ok {
 			what, resume = "target "+t+" ", "msgx resume --target "+t
 		}
-		line := fmt.Sprintf("%sPAUSED for %s by %s: %s (since %s; %s)", what, Age(now.Sub(p.At)), p.By, reason, p.At.Format(time.RFC3339), resume)
+		line := fmt.Sprintf("%sPAUSED for %s by %s: %s (since %s; %s)", what, Age(now.Sub(p.At)), p.By, reason, z.Time(p.At), resume)
 		if what == "" {
 			out = append(out, line)
 		} else {
@@ -194,7 +194,7 @@ func writeHead(w io.Writer, st Status) {
 }
 
 // printTargets prints the status's delivery targets (raw when they could not be read: err).
-func writeTargets(w io.Writer, raw json.RawMessage, targets []TargetStatus, err error) {
+func writeTargets(w io.Writer, raw json.RawMessage, targets []TargetStatus, err error, z Zone) {
 	if err != nil {
 		fmt.Fprintf(w, "targets: %s\n", raw)
 		return
@@ -212,13 +212,9 @@ func writeTargets(w io.Writer, raw json.RawMessage, targets []TargetStatus, err 
 		fmt.Fprintf(w, "%-14s %8d %6d %8d %s\n", t.Target, t.Pending, t.Dead, t.Sent, age)
 		switch {
 		case t.BlockedSince != nil && t.Head != nil:
-			next := "-"
-			if t.NextAttempt != nil {
-				next = t.NextAttempt.Format(time.RFC3339)
-			}
 			fmt.Fprintf(w, "  BLOCKED since %s (%s), head event %d, %d attempt(s), next attempt %s, %s: %s\n",
-				t.BlockedSince.Format(time.RFC3339), time.Since(*t.BlockedSince).Round(time.Second), t.Head.EventID,
-				t.Head.Attempts, next, OrText(t.ErrorClass, "?"), OrText(t.LastError, ""))
+				z.Time(*t.BlockedSince), time.Since(*t.BlockedSince).Round(time.Second), t.Head.EventID,
+				t.Head.Attempts, z.TimeOf(t.NextAttempt), OrText(t.ErrorClass, "?"), OrText(t.LastError, ""))
 		case t.Head != nil && t.Head.LastError != nil:
 			fmt.Fprintf(w, "  head event %d, %d attempt(s): %s\n", t.Head.EventID, t.Head.Attempts, *t.Head.LastError)
 		}
@@ -230,7 +226,7 @@ func writeTargets(w io.Writer, raw json.RawMessage, targets []TargetStatus, err 
 
 // printJobs prints, for msgx status, the job in hand and the last job of each kind, and takes
 // their sections out of extra.
-func writeJobs(w io.Writer, extra map[string]json.RawMessage) {
+func writeJobs(w io.Writer, extra map[string]json.RawMessage, z Zone) {
 	var j *JobInHand
 	if _, ok, err := takeSection(extra, "job", &j); ok && err == nil && j != nil {
 		fmt.Fprintf(w, "job in hand: %s (job %d) for %s: %s\n", j.Kind, j.JobID, j.RunningFor, j.Doing)
@@ -243,7 +239,7 @@ func writeJobs(w io.Writer, extra map[string]json.RawMessage) {
 	if _, ok, err := takeSection(extra, "last_jobs", &list); !ok || err != nil || len(list) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "last jobs:")
+	fmt.Fprintf(w, "last jobs (times %s):\n", z.Name())
 	for _, j := range list {
 		what := ""
 		switch {
@@ -252,9 +248,9 @@ func writeJobs(w io.Writer, extra map[string]json.RawMessage) {
 		case j.LastError != nil:
 			what = *j.LastError
 		}
-		when := j.CreatedAt.Format(time.RFC3339)
+		when := z.Cell(j.CreatedAt)
 		if j.FinishedAt != nil {
-			when = j.FinishedAt.Format(time.RFC3339)
+			when = z.Cell(*j.FinishedAt)
 		}
 		fmt.Fprintf(w, "  %-13s job %d %s %s: %s\n", j.Kind, j.ID, j.State, when, what)
 	}
@@ -316,8 +312,8 @@ func OrText(s *string, def string) string {
 }
 
 // WriteMessage writes one message as msgx message prints it: state, class, identity, times,
-// last error, note, warnings and the data request it answered.
-func WriteMessage(w io.Writer, m Message) {
+// last error, note, warnings and the data request it answered; times in z.
+func WriteMessage(w io.Writer, m Message, z Zone) {
 	fmt.Fprintf(w, "message %d: %s %s, attempts %d\n", m.ID, OrText(m.TypeTag, "?"), m.State, m.Attempts)
 	if m.ErrorClass != nil {
 		fmt.Fprintf(w, "class:      %s\n", *m.ErrorClass)
@@ -326,10 +322,10 @@ func WriteMessage(w io.Writer, m Message) {
 		fmt.Fprintf(w, "identity:   %s\n", *m.Identity)
 	}
 	if m.ReceivedAt != nil {
-		fmt.Fprintf(w, "received:   %s\n", m.ReceivedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "received:   %s\n", z.Time(*m.ReceivedAt))
 	}
 	if m.ProcessedAt != nil {
-		fmt.Fprintf(w, "processed:  %s\n", m.ProcessedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "processed:  %s\n", z.Time(*m.ProcessedAt))
 	}
 	if m.LastError != nil {
 		fmt.Fprintf(w, "last error: %s\n", *m.LastError)
@@ -345,9 +341,10 @@ func WriteMessage(w io.Writer, m Message) {
 	}
 }
 
-// WriteHistory writes a message's history: each attempt, park and replay, with who did it.
-func WriteHistory(w io.Writer, history []HistoryEntry) {
-	fmt.Fprintln(w, "history:")
+// WriteHistory writes a message's history: each attempt, park and replay, with who did it;
+// times in z.
+func WriteHistory(w io.Writer, history []HistoryEntry, z Zone) {
+	fmt.Fprintf(w, "history (times %s):\n", z.Name())
 	if len(history) == 0 {
 		fmt.Fprintln(w, "  (nothing recorded)")
 	}
@@ -356,15 +353,15 @@ func WriteHistory(w io.Writer, history []HistoryEntry) {
 		if e.Actor != "" {
 			who = " by " + e.Actor
 		}
-		fmt.Fprintf(w, "  %s  %-9s %-11s attempts %d%s: %s\n", e.At.Format(time.RFC3339), e.State, OrText(e.Class, "-"), e.Attempts, who, OneLine(e.Detail, 160))
+		fmt.Fprintf(w, "  %s  %-9s %-11s attempts %d%s: %s\n", z.Cell(e.At), e.State, OrText(e.Class, "-"), e.Attempts, who, OneLine(e.Detail, 160))
 	}
 }
 
-// WriteJob writes one job: its state, attempts, times and result, error or progress.
-func WriteJob(w io.Writer, j Job) {
-	fmt.Fprintf(w, "job %d %s: %s, %d attempt(s), after message %d, created %s\n", j.ID, j.Kind, JobState(j), j.Attempts, j.AfterMsgID, j.CreatedAt.Format(time.RFC3339))
+// WriteJob writes one job: its state, attempts, times (in z) and result, error or progress.
+func WriteJob(w io.Writer, j Job, z Zone) {
+	fmt.Fprintf(w, "job %d %s: %s, %d attempt(s), after message %d, created %s\n", j.ID, j.Kind, JobState(j), j.Attempts, j.AfterMsgID, z.Time(j.CreatedAt))
 	if j.FinishedAt != nil {
-		fmt.Fprintf(w, "finished %s\n", j.FinishedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "finished %s\n", z.Time(*j.FinishedAt))
 	}
 	if t := JobText(j); t != "" {
 		fmt.Fprintln(w, t)
@@ -457,29 +454,33 @@ func WriteMessageLine(w io.Writer, m Message) {
 	fmt.Fprintf(w, "%8d  %-9s  %-11s  %-10s  %s\n", m.ID, m.State, OrText(m.ErrorClass, "-"), OrText(m.TypeTag, "?"), OneLine(text, 120))
 }
 
-// WriteHits writes find's hits as a table (kind, id, day, match, what) and returns the ids of
-// the flights among them.
+// WriteHits writes find's hits as an aligned table (kind, id, day, match, what) and returns
+// the ids of the flights among them.
 func WriteHits(w io.Writer, ans FindAnswer) (flights []int64) {
-	fmt.Fprintf(w, "%-7s  %10s  %-10s  %-12s  %s\n", "kind", "id", "day", "match", "what")
+	tw := Table(w)
+	fmt.Fprintln(tw, "kind\tid\tday\tmatch\twhat")
 	for _, h := range ans.Hits {
-		fmt.Fprintf(w, "%-7s  %10d  %-10s  %-12s  %s\n", h.Kind, h.ID, h.Day, h.Match, h.Label)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", h.Kind, h.ID, OrDash(h.Day), h.Match, h.Label)
 		if h.Kind == "flight" {
 			flights = append(flights, h.ID)
 		}
 	}
+	tw.Flush()
 	return flights
 }
 
-// WriteRequests writes data requests as a table: id, type, what, state, SEQN, re-sends, when
-// sent (or how long it waits for the gateway), when finished and the answering message.
-func WriteRequests(w io.Writer, requests []Request) {
+// WriteRequests writes data requests as an aligned table: id, type, what, state, SEQN,
+// re-sends, when sent (or how long it waits for the gateway), when finished (in z) and the
+// answering message.
+func WriteRequests(w io.Writer, requests []Request, z Zone) {
 	at := func(t *time.Time) string {
 		if t == nil {
 			return "-"
 		}
-		return t.UTC().Format(time.RFC3339)
+		return z.Cell(*t)
 	}
-	fmt.Fprintf(w, "%6s  %-4s  %-27s  %-10s  %-6s  %7s  %-28s  %-20s  %s\n", "id", "type", "what", "state", "seqn", "resends", "sent_at", "finished_at", "answer")
+	tw := Table(w)
+	fmt.Fprintf(tw, "id\ttype\twhat\tstate\tseqn\tresends\t%s\t%s\tanswer\n", z.Head("sent"), z.Head("finished"))
 	for _, r := range requests {
 		what := r.STYP
 		if r.Type == "RQFD" {
@@ -494,7 +495,8 @@ func WriteRequests(w io.Writer, requests []Request) {
 			// Not sent by the gateway yet: never re-sent while so.
 			sent = "waiting for gateway " + (time.Duration(*r.WaitingForGateway) * time.Second).String()
 		}
-		fmt.Fprintf(w, "%6d  %-4s  %-27s  %-10s  %-6s  %7d  %-28s  %-20s  %s\n", r.ID, r.Type, strings.TrimSpace(what), r.State, r.SEQN, r.Resends,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Type, OrDash(strings.TrimSpace(what)), r.State, OrDash(r.SEQN), r.Resends,
 			sent, at(r.FinishedAt), answer)
 	}
+	tw.Flush()
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"msgx/internal/app"
+	"msgx/internal/client"
+)
+
+// boardCmd prints the flight board of an airport day as a table, in airport time, filtered as
+// the console's board is (movement, airline, terminal); --watch redraws it in place on a
+// terminal (plain output, one board after another, when piped) until Ctrl-C.
+func boardCmd(args []string) error {
+	fs := prog.Flags("board")
+	server := clientFlags(fs)
+	day := fs.String("day", "", "the airport `DAY` (YYYY-MM-DD; default today at the airport)")
+	movement := fs.String("movement", "", "only arrivals (`A`, arrivals) or departures (D, departures)")
+	airline := fs.String("airline", "", "only this carrier `CODE` or flight number prefix (CA, CA82)")
+	terminal := fs.String("terminal", "", "only this `TERMINAL`")
+	watch := fs.Bool("watch", false, "redraw the board every --every until Ctrl-C (in place on a terminal)")
+	every := fs.Duration("every", 5*time.Second, "how often --watch redraws")
+	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
+	utcFlag(fs)
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx board [--server URL] [--day YYYY-MM-DD] [--movement A|D] [--airline CODE] [--terminal T] [--utc] [--watch [--every D]] [--json]"}
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return usage
+	}
+	if *day != "" {
+		if _, err := time.Parse(time.DateOnly, *day); err != nil {
+			return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --day %q is not a date YYYY-MM-DD", *day)}
+		}
+	}
+	mv, err := boardMovement(*movement)
+	if err != nil {
+		return err
+	}
+	if *every < time.Second {
+		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --every %s: at least 1s", *every)}
+	}
+	f := client.BoardFilter{Movement: mv, Airline: *airline, Terminal: *terminal}
+	c := srv(*server)
+	if *asJSON {
+		var raw any
+		path := "/api/v1/flights"
+		if *day != "" {
+			path += "?day=" + *day
+		}
+		if err := c.Get(path, &raw); err != nil {
+			return err
+		}
+		return printJSON(raw)
+	}
+	statuses := c.Statuses()
+	draw := func() (string, error) {
+		b, err := c.Board(*day)
+		if err != nil {
+			return "", err
+		}
+		z := client.UTC
+		if !showUTC {
+			loc, err := time.LoadLocation(b.Timezone)
+			if err != nil {
+				return "", fmt.Errorf("the board's zone %q is not known on this machine: %w", b.Timezone, err)
+			}
+			z = client.Zone{Loc: loc}
+		}
+		var out strings.Builder
+		fmt.Fprintf(&out, "flights of %s (airport day, %s)", b.Day, b.Timezone)
+		if z.Name() != b.Timezone {
+			fmt.Fprintf(&out, ", times in %s", z.Name())
+		}
+		out.WriteString("\n")
+		n := client.WriteBoard(&out, b, f, z, statuses)
+		fmt.Fprintf(&out, "%d of %d flights", n, b.Count)
+		if n < b.Count {
+			out.WriteString(" (filtered)")
+		}
+		fmt.Fprintf(&out, "; at %s\n", z.Time(time.Now()))
+		return out.String(), nil
+	}
+	if !*watch {
+		text, err := draw()
+		if err != nil {
+			return err
+		}
+		fmt.Print(text)
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	onTerminal := term.IsTerminal(int(os.Stdout.Fd()))
+	for first := true; ; first = false {
+		text, err := draw()
+		switch {
+		case err != nil && first:
+			return err
+		case err != nil:
+			text = fmt.Sprintf("could not refresh (%v); trying again in %s\n", err, *every)
+		}
+		if onTerminal {
+			fmt.Print("\x1b[H\x1b[2J") // home and clear: the board redraws in place
+		} else if !first {
+			fmt.Println()
+		}
+		fmt.Print(text)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(*every):
+		}
+	}
+}
+
+// boardMovement reads --movement: A, D, arrivals, departures (letter case ignored).
+func boardMovement(s string) (string, error) {
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "":
+		return "", nil
+	case "A", "ARR", "ARRIVAL", "ARRIVALS":
+		return "A", nil
+	case "D", "DEP", "DEPARTURE", "DEPARTURES":
+		return "D", nil
+	}
+	return "", app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --movement %q is neither A (arrivals) nor D (departures)", s)}
+}

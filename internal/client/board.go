@@ -1,0 +1,202 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Board is GET /api/v1/flights?day=…'s answer: the flights of an airport day, in SODT then
+// FLID order, and the zone the airport's times are in.
+type Board struct {
+	Day      string            `json:"day"`
+	Today    string            `json:"today"`
+	Timezone string            `json:"timezone"`
+	Count    int               `json:"count"`
+	Flights  []json.RawMessage `json:"flights"`
+}
+
+// Board returns the flights of the airport day day (today at the airport when "").
+func (c *Client) Board(day string) (Board, error) {
+	path := "/api/v1/flights"
+	if day != "" {
+		path += "?" + url.Values{"day": {day}}.Encode()
+	}
+	var b Board
+	err := c.Get(path, &b)
+	return b, err
+}
+
+// Statuses returns the status codes' descriptions (reference data STTS: code → STTD), empty
+// when they cannot be read.
+func (c *Client) Statuses() map[string]string {
+	var out struct {
+		Records []struct {
+			Key    string         `json:"key"`
+			Fields map[string]any `json:"fields"`
+		} `json:"records"`
+	}
+	m := map[string]string{}
+	if c.Get("/api/v1/ref/STTS", &out) != nil {
+		return m
+	}
+	for _, r := range out.Records {
+		if d, ok := r.Fields["STTD"].(string); ok {
+			m[r.Key] = d
+		}
+	}
+	return m
+}
+
+// BoardFilter keeps the flights of a board as the console's filters do: Movement A or D,
+// Airline a carrier code or a prefix of the flight number, Terminal; "" keeps all.
+type BoardFilter struct {
+	Movement, Airline, Terminal string
+}
+
+// boardFlight is what a board shows of a flight record.
+type boardFlight struct {
+	FLID                         int64
+	ALCD, FLNO, MVIN, TRML, STND string
+	ACFT, RENO, FTSS, EXSC       string
+	REMC, EXSR                   string
+	SODT, ESTT, IEST, EOBT, TOBT time.Time
+	ACTT, CNCL                   time.Time
+	PSDT                         []struct{ PSST string }
+	GTDT                         []struct{ GATE string }
+	CLDT                         []struct{ BELT string }
+	CHOT                         []struct {
+		CHTM time.Time
+		CHID string
+	}
+	FDIV *struct{ DDES, DDIR, TEXT string }
+	DELY []struct {
+		CODE string
+		DURA int
+	}
+}
+
+func (f BoardFilter) keeps(r boardFlight) bool {
+	al := strings.ToUpper(strings.TrimSpace(f.Airline))
+	return (f.Movement == "" || strings.EqualFold(r.MVIN, f.Movement)) && (f.Terminal == "" || r.TRML == f.Terminal) &&
+		(al == "" || strings.ToUpper(r.ALCD) == al || strings.HasPrefix(strings.ToUpper(r.FLNO), al))
+}
+
+// WriteBoard writes the board as an aligned table: flight, A/D, scheduled, estimated, actual
+// (HH:MM in z, with the date when it is not the board's day), terminal, stand, gate, belt,
+// aircraft, status and remarks; statuses are the status codes' descriptions. It returns how
+// many flights it showed.
+func WriteBoard(w io.Writer, b Board, f BoardFilter, z Zone, statuses map[string]string) int {
+	tw := Table(w)
+	fmt.Fprintf(tw, "flight\tFLID\tA/D\t%s\testimated\tactual\tterminal\tstand\tgate\tbelt\taircraft\tstatus\tremarks\n", z.Head("scheduled"))
+	hm := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		lt := t.In(z.loc())
+		if d := lt.Format(time.DateOnly); d != b.Day {
+			return lt.Format("15:04 01-02")
+		}
+		return lt.Format("15:04")
+	}
+	n := 0
+	for _, raw := range b.Flights {
+		var r boardFlight
+		if json.Unmarshal(raw, &r) != nil || !f.keeps(r) {
+			continue
+		}
+		n++
+		// The estimate: ESTT, else for an arrival IEST, for a departure EOBT, TOBT, then IEST.
+		ests := []time.Time{r.ESTT, r.IEST}
+		if r.MVIN != "A" {
+			ests = []time.Time{r.ESTT, r.EOBT, r.TOBT, r.IEST}
+		}
+		var est time.Time
+		for _, t := range ests {
+			if !t.IsZero() {
+				est = t
+				break
+			}
+		}
+		act := r.ACTT
+		if act.IsZero() {
+			want := "OFF"
+			if r.MVIN == "A" {
+				want = "ON"
+			}
+			for _, c := range r.CHOT {
+				if strings.EqualFold(c.CHID, want) && !c.CHTM.IsZero() {
+					act = c.CHTM
+				}
+			}
+		}
+		stand := r.STND
+		if stand == "" {
+			stand = joinOf(len(r.PSDT), func(i int) string { return r.PSDT[i].PSST })
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.FLNO, r.FLID, r.MVIN, hm(r.SODT), hm(est), hm(act),
+			r.TRML, stand, joinOf(len(r.GTDT), func(i int) string { return r.GTDT[i].GATE }),
+			joinOf(len(r.CLDT), func(i int) string { return r.CLDT[i].BELT }), strings.TrimSpace(r.ACFT+" "+r.RENO),
+			boardStatus(r, statuses), OneLine(boardRemarks(r), 60))
+	}
+	tw.Flush()
+	return n
+}
+
+func joinOf(n int, at func(int) string) string {
+	var out []string
+	for i := range n {
+		if s := at(i); s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func boardStatus(r boardFlight, statuses map[string]string) string {
+	switch {
+	case !r.CNCL.IsZero():
+		return "CNL cancelled"
+	case r.FDIV != nil && r.FDIV.DDES != "":
+		return "DIV diverted to " + r.FDIV.DDES
+	}
+	code := r.FTSS
+	if code == "" {
+		code = r.EXSC
+	}
+	if d := statuses[code]; d != "" {
+		return code + " " + d
+	}
+	return code
+}
+
+func boardRemarks(r boardFlight) string {
+	out := []string{}
+	for _, s := range []string{r.REMC, r.EXSR} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	if r.FDIV != nil && r.FDIV.DDES != "" {
+		dir := r.FDIV.DDIR
+		if dir == "" {
+			dir = "TO"
+		}
+		s := "diverted " + dir + " " + r.FDIV.DDES
+		if r.FDIV.TEXT != "" {
+			s += ": " + r.FDIV.TEXT
+		}
+		out = append(out, s)
+	}
+	for _, d := range r.DELY {
+		s := "delay " + d.CODE
+		if d.DURA != 0 {
+			s += fmt.Sprintf(" %d min", d.DURA)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
+}
