@@ -58,8 +58,6 @@ type nodeConnector struct {
 	mu        sync.Mutex
 	failovers map[string]int64 // by reason
 	moving    chan struct{}    // a one-slot lock: one connection attempt decides at a time
-
-	live liveConns // with several nodes: the network connections to each, for markDown (probe.go)
 }
 
 func newNodeConnector(cfg *mysqldrv.Config, hosts []string, session []string, log *slog.Logger) (*nodeConnector, error) {
@@ -71,12 +69,9 @@ func newNodeConnector(cfg *mysqldrv.Config, hosts []string, session []string, lo
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	c := &nodeConnector{nodes: hosts, session: session, log: log, moving: make(chan struct{}, 1)}
-	for k, h := range hosts {
+	for _, h := range hosts {
 		nc := cfg.Clone()
 		nc.Net, nc.Addr = net, h
-		if len(hosts) > 1 {
-			nc.DialFunc = c.dialer(k)
-		}
 		conn, err := mysqldrv.NewConnector(nc)
 		if err != nil {
 			return nil, fmt.Errorf("store: mysql node %s: %w", h, err)

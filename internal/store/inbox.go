@@ -40,7 +40,7 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 		return nil, fmt.Errorf("%w: the inbox writes CMINMSGS; in shadow mode the legacy gateway fills it", ErrShadow)
 	}
 	ids := make([]int64, 0, len(raws))
-	insert := func(tx *sql.Tx) error {
+	err := d.ride(ctx, "inbox", func(tx *sql.Tx) error {
 		ids = ids[:0]
 		if err := d.lockInbox(ctx, tx); err != nil {
 			return err
@@ -87,9 +87,7 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 			after = cand[len(cand)-1]
 		}
 		return nil
-	}
-	// A node lost under the commit: once more, on the next node (probe.go).
-	err := d.onNextNode(ctx, func() error { return d.ride(ctx, "inbox", insert) })
+	})
 	if err != nil {
 		return nil, err
 	}

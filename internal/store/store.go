@@ -21,7 +21,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -80,8 +79,6 @@ type DB struct {
 	betweenRaiseReads func() // set by SetBetweenRaiseReads (retention.go)
 
 	riders *riders // SQLite: the short writes waiting to ride a commit (riders.go); nil on MySQL
-
-	stopProbe func() // MySQL with several nodes: ends the probe of the current node (probe.go)
 }
 
 //go:embed migrations
@@ -157,10 +154,6 @@ type OpenOptions struct {
 	Hosts []string
 	// Log receives a line each time msgx moves to another node; nil: not logged.
 	Log *slog.Logger
-	// ProbeEvery and ProbeTimeout set the probe of the current node when there are several
-	// Hosts (probe.go): how often, and how long it may take before the node is marked down
-	// (0: DefaultProbeEvery, DefaultProbeTimeout).
-	ProbeEvery, ProbeTimeout time.Duration
 }
 
 // OpenWith is Open with options: for MySQL, several nodes of which it uses one at a time,
@@ -269,12 +262,6 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, strings.Join(nodes.All(), ","), err))
 	}
 	d := &DB{SQL: db, Dialect: MySQL, leaseSQL: leasePool(nodes), nodes: nodes, myCfg: cfg, mySession: session, myHosts: o.Hosts}
-	if len(o.Hosts) > 1 {
-		every, timeout := cmp.Or(o.ProbeEvery, DefaultProbeEvery), cmp.Or(o.ProbeTimeout, DefaultProbeTimeout)
-		pctx, stop := context.WithCancel(context.Background())
-		go nodes.runProbe(pctx, every, timeout)
-		d.stopProbe = stop
-	}
 	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
@@ -317,9 +304,6 @@ func (d *DB) Nodes() Nodes {
 
 // Close closes the database.
 func (d *DB) Close() error {
-	if d.stopProbe != nil {
-		d.stopProbe()
-	}
 	if d.leaseSQL != nil {
 		d.leaseSQL.Close()
 	}
