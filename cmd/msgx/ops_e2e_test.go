@@ -141,7 +141,11 @@ func TestTargetPauseHoldsItsEvents(t *testing.T) {
 				t.Fatalf("an event of the paused target moved: %+v", e)
 			}
 		}
-		s.mustCLI([]string{"PAUSED target:KAFKA_FLOP", "msgx resume --target KAFKA_FLOP"}, "status")
+		// A paused target is what status says first, and its exit code (9) says so to a script.
+		status, err := s.cli(nil, "status")
+		if exitCode(err) != 9 || !strings.HasPrefix(status, "target KAFKA_FLOP PAUSED for ") || !strings.Contains(status, "msgx resume --target KAFKA_FLOP") {
+			t.Fatalf("msgx status with KAFKA_FLOP paused: exit %d, want 9, starting with the paused target:\n%s", exitCode(err), status)
+		}
 		s.mustCLI([]string{"target KAFKA_FLOP running"}, "resume", "--target", "KAFKA_FLOP")
 		waitFor(t, "KAFKA_FLOP delivered", func() bool {
 			evs := s.events("target=KAFKA_FLOP&flid=92001")
