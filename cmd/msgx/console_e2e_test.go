@@ -203,6 +203,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 		"MSGX_PIPELINE_MAX_ATTEMPTS=100000",
 		"MSGX_PIPELINE_HEAD_DEADLINE=1h",
 		"MSGX_PIPELINE_BACKOFF_MS=500",
+		"MSGX_SIS_TIMEZONE=Asia/Shanghai",
 	)
 	// A sender whose text is markup: the console must show it as text, never as an element.
 	markup := s.post(refWithSender(`&lt;img src=x id=injected&gt;`, 1, "XSS"))
@@ -219,7 +220,8 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 		t.Fatalf("the message behind a FAILED head is %s, want PENDING", m.State)
 	}
 
-	b := newBrowser(t, chromium)
+	// A browser in UTC: every time the console shows is airport time all the same.
+	b := newBrowser(t, chromium, chromedp.Env("TZ=UTC"))
 	// Anonymous: the console asks for a token; a wrong one is refused.
 	b.visit(s.url, "")
 	b.waitJS("the login page", `location.hash.startsWith('#/login') && !!document.getElementById('login-token')`)
@@ -359,9 +361,10 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText(`#flights-table tr[data-id="93002"]`, "CA1302")
 	b.shot("flights-board")
 	b.run("open flight 93002", chromedp.Click(chromedp.CSS(`#flights-table tr[data-id="93002"] a`)))
-	first := day.Add(11*time.Hour + 5*time.Minute).UTC().Format(time.RFC3339)
-	second := day.Add(11*time.Hour + 15*time.Minute).UTC().Format(time.RFC3339)
-	b.waitText("#flight-record", "CA1302", second)
+	// In airport time (day is midnight in Shanghai), as labelled rows, not JSON.
+	first := day.Add(11*time.Hour + 5*time.Minute).Format(time.DateTime)
+	second := day.Add(11*time.Hour + 15*time.Minute).Format(time.DateTime)
+	b.waitText("#flight-record", "CA1302", "Estimated off-block (EOBT)", second)
 	b.waitText("#flight-history-list", "SCHD-DNLD", "insert", "FLOP-EOBT", "update", first, second)
 	b.waitText("#flight-messages", fmt.Sprint(snap), fmt.Sprint(behind), fmt.Sprint(change))
 	b.shot("flight-history")
@@ -523,4 +526,157 @@ func (a *bearerAPI) awaitEvent(id int64, target, state string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// After a fresh log-in, in a browser whose zone is UTC, every page of the console shows
+// airport time (sis.timezone Asia/Shanghai) from its first render, without a reload, names
+// the zone, and shows "null" nowhere: the log-in answer once carried no zone, so a message
+// taken at 10:07 airport time showed "Received 02:07" and the header read
+// "otto (operator)null". The flight page shows its record's times and groups (PSDT, GTDT,
+// CKDT, CHOT) as labelled rows in airport time, not JSON; the board's day is written
+// YYYY-MM-DD whatever the browser's locale; the job form offers a job that cannot run here
+// disabled, with the reason.
+func TestConsoleAirportTimeFromLogIn(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, db dbEnv) { consoleAirportTime(t, db) })
+}
+
+func consoleAirportTime(t *testing.T, db dbEnv) {
+	chromium := chromiumPath(t)
+	s := db.start(t,
+		"MSGX_AUTH_TOKENS=otto:operator:"+tokenHash(operatorSecret)+",boss:admin:"+tokenHash(adminSecret),
+		"MSGX_PIPELINE_POLL_INTERVAL=50ms",
+		"MSGX_SIS_TIMEZONE=Asia/Shanghai",
+	)
+	shanghai, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := tomorrow(t)
+	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	groups := fmt.Sprintf(`<PSDT PSNO="1"><PSST>201</PSST><STST>%s</STST><STET>%s</STET></PSDT>`, sisTime(at(9, 0)), sisTime(at(10, 20))) +
+		fmt.Sprintf(`<GTDT GTNO="1"><GATE>B12</GATE><PGOT>%s</PGOT><PGCT>%s</PGCT><GTYP>D</GTYP></GTDT>`, sisTime(at(9, 20)), sisTime(at(9, 45))) +
+		fmt.Sprintf(`<CKDT CKNO="1"><CHKC>K101</CHKC><CCLS>Y</CCLS><PCOT>%s</PCOT><PCCT>%s</PCCT><CTYP>D</CTYP></CKDT>`, sisTime(at(7, 0)), sisTime(at(9, 15)))
+	a := &bearerAPI{t: t, s: s, token: adminSecret}
+	snap := s.post(e2eSchd(860001, e2eFltr(97001, "CA1701", "D", at(10, 0), groups)))
+	a.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
+	chocks := s.post(e2eFlop(860002, "CHOT", 97001, fmt.Sprintf(`<CHOT CSNO="1"><CHTM>%s</CHTM><CHID>OFF</CHID><CHST>201</CHST></CHOT>`, sisTime(at(10, 7)))))
+	orphan := s.post(e2eFlop(860003, "STND", 97999, "<STND>118</STND>")) // no such flight: DEAD ORPHAN
+	a.await(chocks, "SUCCEEDED", state("SUCCEEDED", ""))
+	a.await(orphan, "DEAD ORPHAN", state("DEAD", "ORPHAN"))
+	job := a.startJob("ARCHIVE") // the jobs and the audit log have a time to show
+	received := a.message(chocks).ReceivedAt
+	if received == nil {
+		t.Fatalf("message %d has no received_at", chocks)
+	}
+	airport, utc := received.In(shanghai).Format(time.DateTime), received.UTC().Format(time.DateTime)
+	// A job that cannot run in this configuration: phase B (the default) has no REDIS_FLIGHT
+	// target here, so PROJECTION_REBUILD has nothing to rebuild.
+	var kinds struct {
+		Kinds []struct {
+			Kind     string `json:"kind"`
+			Runnable bool   `json:"runnable"`
+			Reason   string `json:"reason"`
+		} `json:"kinds"`
+	}
+	a.getJSON("/api/v1/jobs/kinds", &kinds)
+	reason := ""
+	for _, k := range kinds.Kinds {
+		if k.Kind == "PROJECTION_REBUILD" && !k.Runnable {
+			reason = k.Reason
+		}
+	}
+	if reason == "" {
+		t.Fatalf("PROJECTION_REBUILD is runnable on a phase B server without REDIS_FLIGHT: %+v", kinds)
+	}
+
+	b := newBrowser(t, chromium, chromedp.Env("TZ=UTC"))
+	b.visit(s.url, "")
+	b.waitJS("the login page", `location.hash.startsWith('#/login') && !!document.getElementById('login-token')`)
+	b.waitJS("a browser in UTC", `Intl.DateTimeFormat().resolvedOptions().timeZone === 'UTC'`)
+	b.run("log in as the admin", chromedp.SendKeys(chromedp.CSS("#login-token"), adminSecret), chromedp.Click(chromedp.CSS("#login-submit")))
+	b.waitText("#who", "boss", "(admin)", "Asia/Shanghai")
+	// From here on the page is never loaded again: each page is opened as a click would.
+	b.run("mark the document", chromedp.Evaluate[chromedp.Void](`window.sameDocument = true`))
+	open := func(hash string) {
+		t.Helper()
+		b.run("open "+hash, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = %q`, hash)))
+	}
+	// airportTimes: every <time> on the page shows its instant in Shanghai (UTC+8, no
+	// daylight saving): computed here apart from the console's own formatting; and the page's
+	// text holds no "null", "undefined", "NaN", "Invalid Date" nor a raw UTC time.
+	check := func(page string, minTimes int) {
+		t.Helper()
+		b.waitJS(page+" in airport time", fmt.Sprintf(`(() => {
+			if (!window.sameDocument) throw new Error('the page was loaded again');
+			const ts = [...document.querySelectorAll('#view time')];
+			if (ts.length < %d) return false;
+			const want = d => new Date(new Date(d).getTime() + 8 * 3600e3).toISOString().slice(0, 19).replace('T', ' ');
+			const bad = ts.filter(el => el.textContent !== want(el.getAttribute('datetime')));
+			if (bad.length) throw new Error('not in airport time: ' + bad.map(el => el.getAttribute('datetime') + ' shown ' + el.textContent).join(', '));
+			const text = document.body.innerText;
+			const wrong = /\bnull\b|\bundefined\b|\bNaN\b|Invalid Date|\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?(\.\d+)?Z/.exec(text);
+			if (wrong) throw new Error('the page shows ' + JSON.stringify(wrong[0]) + ': ' + text.slice(Math.max(0, wrong.index - 80), wrong.index + 80));
+			return document.getElementById('who-zone').textContent.includes('Asia/Shanghai');
+		})()`, minTimes))
+		b.shot(page)
+	}
+
+	b.waitText("#head-why", "Nothing waits")
+	check("overview", 1) // the recent problems: the orphan's time
+	open("#/messages")
+	row := fmt.Sprintf(`#messages-table tr[data-id="%d"]`, chocks)
+	b.waitText(row, "FLOP-CHOT", airport)
+	b.waitJS("not UTC", fmt.Sprintf(`!document.querySelector(%q).textContent.includes(%q)`, row, utc))
+	check("messages", 3)
+	open(fmt.Sprintf("#/message/%d", chocks))
+	b.waitText("#summary", airport)
+	b.waitText("#decoded-json", "+08:00")
+	check("message", 2)
+	open("#/flights?day=" + day.Format(time.DateOnly))
+	b.waitText(`#flights-table tr[data-id="97001"] td.sched`, "10:00")
+	// The day is an ISO date, typed as such; a day written otherwise is refused, saying how.
+	b.waitJS("the day picker in ISO", fmt.Sprintf(`(el => el.type === 'text' && el.value === %q)(document.getElementById('flights-day'))`, day.Format(time.DateOnly)))
+	b.run("type a day in another format", chromedp.SetValue(chromedp.CSS("#flights-day"), "12/03/2026"), chromedp.Click(chromedp.CSS("#board-show")))
+	b.waitText("#flights-day-error", "YYYY-MM-DD")
+	next := day.AddDate(0, 0, 1).Format(time.DateOnly)
+	b.run("type the next day", chromedp.SetValue(chromedp.CSS("#flights-day"), next), chromedp.Click(chromedp.CSS("#board-show")))
+	b.waitJS("the next day's board", fmt.Sprintf(`location.hash.includes('day=%s') && document.querySelector('#view h1')?.textContent.includes('Flights of %s')`, next, next))
+	open("#/flight/97001")
+	b.waitText("#record-fields", "Flight number (FLNO)", "CA1701", "Scheduled (SODT)", at(10, 0).Format(time.DateTime))
+	b.waitText("#record-PSDT", "Stands (PSDT)", "Stand (PSST)", "201", at(9, 0).Format(time.DateTime), at(10, 20).Format(time.DateTime))
+	b.waitText("#record-GTDT", "Gates (GTDT)", "B12", "Planned open (PGOT)", at(9, 20).Format(time.DateTime))
+	b.waitText("#record-CKDT", "Check-in counters (CKDT)", "K101", at(7, 0).Format(time.DateTime))
+	b.waitText("#record-CHOT", "Chocks (CHOT)", "OFF", at(10, 7).Format(time.DateTime))
+	b.waitText("#flight-history-list", "Chocks (CHOT)", at(10, 7).Format(time.DateTime))
+	b.waitJS("no JSON in the record", `!/[{}"]/.test(document.getElementById('flight-record').innerText)`)
+	check("flight", 8)
+	open("#/events")
+	b.waitJS("the events", `document.querySelectorAll('#events-table tbody tr').length > 0`)
+	check("events", 1)
+	open("#/dead")
+	b.waitText(fmt.Sprintf(`#dead-messages tr[data-id="%d"]`, orphan), "ORPHAN")
+	check("dead letters", 1)
+	open("#/requests")
+	b.waitText("#live-state", "live")
+	check("requests", 0)
+	open("#/jobs")
+	b.waitText(fmt.Sprintf(`#jobs-table tr[data-id="%d"]`, job), "ARCHIVE")
+	// PROJECTION_REBUILD is shown, disabled, with the server's reason; ARCHIVE can be started.
+	b.waitText(`#job-kinds tr[data-id="PROJECTION_REBUILD"]`, "cannot run", reason)
+	b.waitJS("PROJECTION_REBUILD disabled", `document.querySelector('#job-kind option[value="PROJECTION_REBUILD"]').disabled &&
+		!document.querySelector('#job-kind option[value="ARCHIVE"]').disabled && document.getElementById('job-kind').value !== 'PROJECTION_REBUILD'`)
+	check("jobs", 1)
+	open(fmt.Sprintf("#/jobs/%d", job))
+	b.waitText("#job-detail", "ARCHIVE", "DONE")
+	check("job", 2)
+	open("#/audit")
+	b.waitText("#audit-table", "job.enqueue", "boss")
+	check("audit", 1)
+	open("#/find?q=CA1701&list=1")
+	b.waitText("#find-hits", "97001")
+	check("find", 0)
+	open("#/")
+	b.waitText("#head-why", "Nothing waits")
+	check("overview again", 1)
 }

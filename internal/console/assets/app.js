@@ -24,6 +24,7 @@ const API = {
   flightHistory: flid => `/api/v1/flights/${encodeURIComponent(flid)}/history`,
   requests: '/api/v1/requests',
   jobs: '/api/v1/jobs',
+  jobKinds: '/api/v1/jobs/kinds',
   dead: '/api/v1/dead',
   deadAck: '/api/v1/dead/ack',
   audit: '/api/v1/audit',
@@ -83,15 +84,105 @@ function msgLink(id) { return link('/message/' + encodeURIComponent(id), String(
 function flightLink(flid) { return link('/flight/' + encodeURIComponent(flid), String(flid)); }
 function stateSpan(st) { return h('span', { class: 'state-' + String(st || '').replace(/[^A-Z_]/g, '') }, st || ''); }
 
-// fmtTime shows s in airport time (the zone GET /api/v1/me names), else the browser's.
+// ---- airport time ---------------------------------------------------------------------------
+// Every time the console shows is airport time: the zone (sis.timezone) that the log-in and
+// GET /api/v1/me answer, named in the header on every page. Never the browser's zone: a
+// console in a UTC browser showed "Received 02:07" for a message taken at 10:07.
+
+// zone is the airport's zone, UTC until the server has named it.
+function zone() { return session.tz || 'UTC'; }
+
+// RFC3339 matches a full timestamp as the API writes it (UTC "…Z" or with an offset).
+const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/;
+
+// fmtTime shows s in airport time, "2026-12-04 10:07:00".
 function fmtTime(s) {
   if (!s) return '';
+  const z = zoneParts(s, zone());
+  return z ? `${z.day} ${z.hms}` : String(s);
+}
+
+// timeEl is fmtTime(s) in an element whose tooltip names the zone.
+function timeEl(s) {
+  if (!s) return '';
+  return h('time', { datetime: s, title: 'airport time, ' + zone() }, fmtTime(s));
+}
+
+// zoneFields returns the calendar fields of instant d in zone tz (numbers), or null.
+function zoneFields(d, tz) {
+  let parts;
+  try {
+    parts = zoneFormat(tz).formatToParts(d);
+  } catch (e) {
+    return null;
+  }
+  const p = Object.fromEntries(parts.map(x => [x.type, Number(x.value)]));
+  return { y: p.year, mo: p.month, d: p.day, h: p.hour, mi: p.minute, s: p.second };
+}
+
+const zoneFormats = new Map();
+function zoneFormat(tz) {
+  let f = zoneFormats.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit',
+      hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+    zoneFormats.set(tz, f);
+  }
+  return f;
+}
+
+// zoneOffsetMin is zone tz's offset from UTC at instant ms, in minutes (480 for +08:00).
+function zoneOffsetMin(ms, tz) {
+  const f = zoneFields(new Date(ms), tz);
+  if (!f) return 0;
+  return Math.round((Date.UTC(f.y, f.mo - 1, f.d, f.h, f.mi, f.s) - Math.floor(ms / 1000) * 1000) / 60000);
+}
+
+// localISO writes an RFC 3339 time as the same instant in airport time with its offset
+// ("2026-12-04T10:07:00+08:00"), for the JSON the console shows (decoded messages, payloads).
+function localISO(s) {
   const d = new Date(s);
-  if (isNaN(d)) return String(s);
-  const z = session.tz ? zoneParts(s, session.tz) : null;
-  if (z) return `${z.day} ${z.hms}`;
-  const p = n => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  const z = zoneParts(s, zone());
+  if (!z || isNaN(d)) return s;
+  const off = zoneOffsetMin(d.getTime(), zone());
+  const p = n => String(Math.floor(Math.abs(n))).padStart(2, '0');
+  return `${z.day}T${z.hms}${off === 0 ? 'Z' : (off < 0 ? '-' : '+') + p(off / 60) + ':' + p(off % 60)}`;
+}
+
+// jsonText is JSON for reading, with every RFC 3339 time in airport time.
+function jsonText(v) {
+  return JSON.stringify(v, (k, x) => typeof x === 'string' && RFC3339.test(x) ? localISO(x) : x, 2);
+}
+
+// airportInstant reads "YYYY-MM-DD", "YYYY-MM-DD HH:MM" or "YYYY-MM-DDTHH:MM[:SS]" as airport
+// time (or an RFC 3339 time with its own zone) and returns the instant, or null.
+function airportInstant(text) {
+  const t = String(text || '').trim();
+  if (RFC3339.test(t)) return new Date(t);
+  const m = /^(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d)(?::(\d\d))?)?$/.exec(t);
+  if (!m) return null;
+  const [y, mo, d, hh, mi, ss] = m.slice(1).map(x => Number(x || 0));
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || hh > 23 || mi > 59 || ss > 59) return null;
+  const wall = Date.UTC(y, mo - 1, d, hh, mi, ss);
+  // The offset at the wall time read as UTC, then at the instant that gives (a zone change
+  // between them moves it once more).
+  let at = wall - zoneOffsetMin(wall, zone()) * 60000;
+  at = wall - zoneOffsetMin(at, zone()) * 60000;
+  return new Date(at);
+}
+
+// isoDay says whether s is a date written YYYY-MM-DD that exists.
+function isoDay(s) {
+  const m = /^(\d{4})-(\d\d)-(\d\d)$/.exec(String(s || ''));
+  if (!m) return false;
+  const d = new Date(Date.UTC(+m[1], +m[2] - 1, +m[3]));
+  return d.getUTCFullYear() === +m[1] && d.getUTCMonth() === +m[2] - 1 && d.getUTCDate() === +m[3];
+}
+
+// addDays moves an ISO day by n days.
+function addDays(day, n) {
+  const [y, m, d] = day.split('-').map(Number);
+  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10);
 }
 
 function fmtAge(seconds) {
@@ -136,7 +227,7 @@ function anyValue(v) {
       const keys = [...new Set(v.flatMap(Object.keys))];
       return table(keys.map(k => ({ head: k, cell: r => cellValue(k, r[k]) })), v);
     }
-    return h('span', {}, v.map(x => typeof x === 'object' ? JSON.stringify(x) : String(x)).join(', '));
+    return h('span', {}, v.map(x => typeof x === 'object' ? jsonText(x) : RFC3339.test(String(x)) ? fmtTime(x) : String(x)).join(', '));
   }
   if (typeof v === 'object') {
     return h('dl', { class: 'kv' }, Object.entries(v).flatMap(([k, x]) => [h('dt', {}, k), h('dd', {}, cellValue(k, x))]));
@@ -148,8 +239,8 @@ function cellValue(key, v) {
   if (v === null || v === undefined) return '';
   if (/msg_id$/.test(key) && typeof v === 'number') return msgLink(v);
   if (key === 'state' && typeof v === 'string') return stateSpan(v);
-  if (/(_at|^at|since|time)$/.test(key) && typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v)) return fmtTime(v);
-  if (typeof v === 'object') return h('code', {}, JSON.stringify(v));
+  if (typeof v === 'string' && RFC3339.test(v)) return timeEl(v);
+  if (typeof v === 'object') return h('code', {}, jsonText(v).replace(/\s*\n\s*/g, ' '));
   return String(v);
 }
 
@@ -218,13 +309,18 @@ function can(role) {
   return (ROLE_RANK[session.user.role] || 0) >= ROLE_RANK[role];
 }
 
+// setSession takes the answer of the log-in or of GET /api/v1/me: who, the CSRF token, and the
+// airport's zone, so that the first page after logging in shows airport time.
+function setSession(me) {
+  session.user = { name: me.name || 'unknown', role: me.role || 'viewer' };
+  if (me.csrf_token) session.csrf = me.csrf_token;
+  session.auth = me.via !== 'loopback';
+  if (me.timezone) session.tz = me.timezone;
+}
+
 async function loadSession() {
   try {
-    const me = await api('GET', API.me, undefined, { noRedirect: true });
-    session.user = { name: me.name || 'unknown', role: me.role || 'viewer' };
-    if (me.csrf_token) session.csrf = me.csrf_token;
-    session.auth = me.via !== 'loopback';
-    session.tz = me.timezone || '';
+    setSession(await api('GET', API.me, undefined, { noRedirect: true }));
   } catch (e) {
     session.user = null;
     if (e.status !== 401) flash('Who you are is unknown: ' + describe(e), true);
@@ -241,10 +337,11 @@ function renderWho() {
     el.append(link('/login', 'Log in'));
     return;
   }
-  el.append(h('span', { id: 'who-name' }, session.user.name), ' ',
-    h('span', { id: 'who-role', class: 'muted' }, '(' + session.user.role + ')'),
-    session.tz ? h('span', { id: 'who-zone', class: 'muted', title: 'every time is airport time (sis.timezone)' }, ' · ' + session.tz) : null);
-  if (session.auth) el.append(h('button', { id: 'logout', type: 'button', onclick: logout }, 'Log out'));
+  // fill, not append: append writes a left-out part as the text "null".
+  fill(el, h('span', { id: 'who-name' }, session.user.name), ' ',
+    h('span', { id: 'who-role', class: 'muted' }, '(' + session.user.role + ')'), ' ',
+    h('span', { id: 'who-zone', class: 'zone', title: 'every time the console shows is airport time (sis.timezone)' }, 'airport time ' + zone()),
+    session.auth ? h('button', { id: 'logout', type: 'button', onclick: logout }, 'Log out') : null);
 }
 
 async function logout() {
@@ -394,9 +491,11 @@ views.login = ({ params, view }) => {
     try {
       const res = await api('POST', API.login, { token: input.value }, { noRedirect: true });
       input.value = '';
-      session.user = { name: res.name, role: res.role || 'viewer' };
-      session.csrf = res.csrf_token || '';
-      session.auth = res.via !== 'loopback';
+      session.csrf = '';
+      setSession(res);
+      // A server whose log-in does not name the zone yet: ask GET /api/v1/me before the
+      // first page, rather than show it in another zone.
+      if (!res.timezone) await loadSession();
       renderWho();
       location.hash = '#' + (params.get('next') || '/');
     } catch (e) {
@@ -493,7 +592,7 @@ function renderHead(el, st) {
       h('dt', {}, 'Message'), h('dd', { id: 'head-id' }, msgLink(hd.id), ' ', hd.type_tag || '', ' ', h('span', { class: 'muted' }, hd.identity || '')),
       h('dt', {}, 'State'), h('dd', {}, stateSpan(hd.state), hd.error_class ? ' ' + hd.error_class : '', ` after ${hd.attempts} attempt(s)`),
       hd.last_error ? [h('dt', {}, 'Last error'), h('dd', { class: 'error' }, hd.last_error)] : null,
-      h('dt', {}, 'Received'), h('dd', {}, fmtTime(hd.received_at), ' ', h('span', { class: 'muted' }, ago(hd.received_at)))));
+      h('dt', {}, 'Received'), h('dd', {}, timeEl(hd.received_at), ' ', h('span', { class: 'muted' }, ago(hd.received_at)))));
     if (can('operator')) kids.push(h('div', { class: 'actions' }, parkButton(hd.id, 'head-park')));
   }
   const halted = st.extra && st.extra.pump_halted;
@@ -548,7 +647,7 @@ function renderTargets(el, st) {
     { head: 'Dead', class: 'num', cell: t => t.dead ? link('/events?state=DEAD&target=' + encodeURIComponent(t.target), String(t.dead)) : '0' },
     { head: 'Sent', class: 'num', cell: t => String(t.sent) },
     { head: 'Oldest pending', cell: t => t.oldest_pending_at ? fmtAge(t.oldest_pending_age_s) : '' },
-    { head: 'Blocked since', cell: t => t.blocked_since ? [fmtTime(t.blocked_since), h('div', { class: 'error' }, (t.error_class || '') + ' ' + (t.last_error || ''))] : '' },
+    { head: 'Blocked since', cell: t => t.blocked_since ? [timeEl(t.blocked_since), h('div', { class: 'error' }, (t.error_class || '') + ' ' + (t.last_error || ''))] : '' },
   ];
   if (can('operator')) {
     cols.push({ head: 'Actions', cell: t => h('span', { class: 'actions' },
@@ -565,7 +664,7 @@ function renderTargets(el, st) {
 function renderRecent(el, st) {
   const rec = (st.extra && Array.isArray(st.extra.recent)) ? st.extra.recent : [];
   fill(el, h('h2', {}, 'Recent problems and operator actions'), table([
-    { head: 'At', cell: r => fmtTime(r.at) },
+    { head: 'At', cell: r => timeEl(r.at) },
     { head: 'What', cell: r => r.kind === 'action' ? `${r.actor || '?'} on ${r.subject || ''}` : [msgLink(r.msg_id), ' ', r.type_tag || ''] },
     { head: 'State', cell: r => r.kind === 'action' ? 'action' : [stateSpan(r.state), r.error_class ? ' ' + r.error_class : ''] },
     { head: 'Note', cell: r => r.note || '' },
@@ -695,24 +794,38 @@ views.messages = async ({ params, gen, view }) => {
     sel('state', 'State', STATES), sel('class', 'Class', CLASSES),
     inp('tag', 'Type tag', { placeholder: 'FLOP-CHOT', size: 12 }),
     inp('flid', 'Flight (FLID)', { inputmode: 'numeric', size: 10 }),
-    inp('from', 'Received from', { type: 'datetime-local' }), inp('to', 'to', { type: 'datetime-local' }),
+    inp('from', 'Received from (airport time)', { placeholder: 'YYYY-MM-DD HH:MM', size: 16, autocomplete: 'off' }),
+    inp('to', 'to', { placeholder: 'YYYY-MM-DD HH:MM', size: 16, autocomplete: 'off' }),
     inp('q', 'Text', { placeholder: 'identity, error, note, body', size: 22,
       title: 'A substring of the identity, the last error or the note of any message, or of the body of one of the newest 50,000 messages' }),
     h('button', { type: 'submit', class: 'primary', id: 'filter-apply' }, 'Filter'),
     h('a', { href: '#/messages' }, 'clear'));
+  const timeErr = h('p', { class: 'error', id: 'filter-time-error', hidden: true });
   form.addEventListener('submit', ev => {
     ev.preventDefault();
     const q = {};
     for (const k of MSG_FILTERS) q[k] = form.elements[k].value.trim();
+    for (const k of ['from', 'to']) {
+      if (q[k] && !airportInstant(q[k])) {
+        timeErr.textContent = `"${q[k]}" is not a time written YYYY-MM-DD HH:MM (airport time, ${zone()})`;
+        timeErr.hidden = false;
+        return;
+      }
+    }
     go('/messages', q);
   });
   const list = h('div', { id: 'message-list' }, h('p', { class: 'muted' }, 'Loading…'));
-  fill(view, h('h1', {}, 'Messages'), form, list);
+  fill(view, h('h1', {}, 'Messages'), form, timeErr, list);
 
+  // from and to are airport time as typed (the address keeps them so); the API takes instants.
   const q = new URLSearchParams();
   for (const k of MSG_FILTERS) {
     if (!f[k]) continue;
-    q.set(k, (k === 'from' || k === 'to') ? new Date(f[k]).toISOString() : f[k]);
+    if (k === 'from' || k === 'to') {
+      const at = airportInstant(f[k]);
+      if (!at) throw new Error(`${k}: "${f[k]}" is not a time written YYYY-MM-DD HH:MM (airport time, ${zone()})`);
+      q.set(k, at.toISOString());
+    } else q.set(k, f[k]);
   }
   q.set('limit', '100');
   for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
@@ -723,7 +836,7 @@ views.messages = async ({ params, gen, view }) => {
   const selected = new Set();
   const cols = [
     { head: 'Id', cell: m => msgLink(m.id) },
-    { head: 'Received', cell: m => fmtTime(m.received_at) },
+    { head: 'Received', cell: m => timeEl(m.received_at) },
     { head: 'State', cell: m => [stateSpan(m.state), m.error_class ? ' ' + m.error_class : ''] },
     { head: 'Type', cell: m => m.type_tag || '' },
     { head: 'Identity', cell: m => m.identity || '' },
@@ -740,16 +853,14 @@ views.messages = async ({ params, gen, view }) => {
   const followable = firstPage && !f.flid && !f.q && !f.from && !f.to;
   const matches = m => (!f.state || m.state === f.state) && (!f.class || m.error_class === f.class) &&
     (!f.tag || (f.tag.includes('-') ? m.type_tag === f.tag.toUpperCase() : String(m.type_tag || '').startsWith(f.tag.toUpperCase() + '-')));
-  const tableBox = h('div', {});
-  const draw = rows => fill(tableBox, table(cols, rows, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' }));
+  const lt = liveTable(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' });
   const head = [];
   if (followable) {
-    head.push(followList({ gen, url: API.messages + '/stream?after=' + listSince(ms, m => m.id, res), rows: ms, key: m => m.id, matches, draw, what: 'message' }));
+    head.push(followList({ gen, url: API.messages + '/stream?after=' + listSince(ms, m => m.id, res), list: lt, matches, what: 'message', name: 'messages' }));
   } else if (firstPage) {
     head.push(h('p', { class: 'muted', id: 'live-state' }, 'Not following new messages with a flight, text or time filter: reload to see new ones.'));
   }
-  draw(ms);
-  const kids = [head, tableBox];
+  const kids = [head, lt.el];
   if (f.q) {
     kids.push(h('p', { class: 'muted', id: 'text-hint' }, 'Text is looked for in the identity, last error and note of every message, and in the body of the newest 50,000 messages only.'));
   }
@@ -787,47 +898,171 @@ function pageLinks(path, params, res, firstPage) {
     res.next ? to(res.next, 'next-page', 'Older →') : null);
 }
 
-// followList makes the first page of a newest-first list follow its stream (url, the list's
-// filters and after=listSince): arrivals wait behind an "N new" bar (a click shows them) so
-// that the rows do not move under the reader, or, in tail mode, go on top as they come; an
-// update replaces its row, or arrives when the list lacks it (it came to match the filter).
-// key names a row, matches (optional) says whether the list shows one, draw(rows) shows them.
-// It returns what goes above the list: the tail switch, the connection's state, the bar.
-function followList({ gen, url, rows, key, matches, draw, what }) {
-  const fresh = []; // arrivals not shown yet, newest first
-  const newBar = h('button', { type: 'button', id: 'new-bar', class: 'new-bar', hidden: true, onclick: () => showFresh() });
-  const tail = h('input', { type: 'checkbox', id: 'tail-toggle', checked: localStorage.getItem('msgx.tail') === '1' });
-  const liveNote = h('span', { class: 'muted', id: 'live-state' });
-  const at = (list, r) => list.findIndex(x => key(x) === key(r));
-  const showFresh = () => {
-    rows = fresh.splice(0).concat(rows);
-    newBar.hidden = true;
-    draw(rows);
+// LIST_WINDOW is how many rows a live list holds: arrivals go on top and the oldest rows
+// beyond it leave (the older pages still show them). A list that kept every row and redrew
+// itself on each arrival took a tab from 650 MB to 2.6 GB in a 40-flight burst.
+const LIST_WINDOW = 500;
+// LIST_FLUSH_MS gathers the arrivals and changes of a burst into one change of the page.
+const LIST_FLUSH_MS = 100;
+
+// liveTable is a newest-first table that takes arrivals and changes without being redrawn:
+// arrivals are inserted on top, the rows beyond LIST_WINDOW removed from the bottom, a
+// changed row replaced in place. cols are as table()'s; opts.rowId names a row (the list's
+// key: numbers growing with time), opts.id, opts.rowClass and opts.empty as table()'s.
+function liveTable(cols, rows, opts) {
+  const key = r => String(opts.rowId(r));
+  const body = h('tbody', {});
+  const tbl = h('table', { id: opts.id }, h('thead', {}, h('tr', {}, cols.map(c => h('th', { class: c.class }, c.head)))), body);
+  const empty = h('p', { class: 'muted' }, opts.empty || 'Nothing here.');
+  const el = h('div', { class: 'live-table' }, empty, tbl);
+  const shown = new Map(); // key → tr
+  const rowEl = r => h('tr', { 'data-id': key(r), class: opts.rowClass ? opts.rowClass(r) : null },
+    cols.map(c => h('td', { class: c.class }, c.cell(r))));
+  const settle = () => {
+    while (shown.size > LIST_WINDOW) {
+      const last = body.lastElementChild;
+      shown.delete(last.dataset.id);
+      last.remove();
+    }
+    empty.hidden = shown.size > 0;
+    tbl.hidden = shown.size === 0;
   };
-  const arrive = r => {
-    if (!alive(gen) || (matches && !matches(r)) || at(rows, r) >= 0 || at(fresh, r) >= 0) return;
-    fresh.unshift(r);
-    if (tail.checked) { showFresh(); return; }
-    newBar.textContent = `${fresh.length} new — show`;
+  const lt = {
+    el,
+    key,
+    size: () => shown.size,
+    has: r => shown.has(key(r)),
+    // oldest is the key of the bottom row (a number), or -Infinity when the window has room.
+    oldest: () => shown.size < LIST_WINDOW ? -Infinity : Number(body.lastElementChild.dataset.id),
+    // replace shows r's new value in place; false when r is not shown.
+    replace(r) {
+      const tr = shown.get(key(r));
+      if (!tr) return false;
+      const next = rowEl(r);
+      tr.replaceWith(next);
+      shown.set(key(r), next);
+      return true;
+    },
+    // prepend puts rs (newest first) on top, in one change of the page.
+    prepend(rs) {
+      const frag = document.createDocumentFragment();
+      for (const r of rs.slice(0, LIST_WINDOW)) {
+        if (lt.replace(r)) continue;
+        const tr = rowEl(r);
+        shown.set(key(r), tr);
+        frag.append(tr);
+      }
+      body.prepend(frag);
+      settle();
+    },
+    // reset shows rs (newest first) instead of every row (a page read again).
+    reset(rs) {
+      body.replaceChildren();
+      shown.clear();
+      lt.prepend(rs);
+    },
+  };
+  lt.prepend(rows || []);
+  return lt;
+}
+
+// followList makes the first page of a newest-first list (a liveTable) follow its stream
+// (url, the list's filters and after=listSince): arrivals wait behind an "N new" bar (a click
+// shows them) so that the rows do not move under the reader, or, with Tail on, go on top as
+// they come; an update replaces its row, or arrives when the list lacks it and it is newer
+// than the list's oldest row (it came to match the filter). matches (optional) says whether
+// the list shows a row. Arrivals and changes are applied every LIST_FLUSH_MS, a burst at
+// once; the rows waiting behind the bar are bounded by LIST_WINDOW as the list is. Tail is
+// per list (name), off until turned on, and remembered for that list in this tab only.
+// It returns what goes above the list: the tail switch, the connection's state, the bar.
+function followList({ gen, url, list, matches, what, name }) {
+  const fresh = new Map(); // arrivals not shown yet, oldest first, at most LIST_WINDOW
+  let freshCount = 0; // arrivals behind the bar, those beyond the window included
+  const tailKey = 'msgx.tail.' + name;
+  const newBar = h('button', { type: 'button', id: 'new-bar', class: 'new-bar', hidden: true, onclick: () => showFresh() });
+  const tail = h('input', { type: 'checkbox', id: 'tail-toggle', checked: sessionGet(tailKey) === '1' });
+  const liveNote = h('span', { class: 'muted', id: 'live-state' });
+  let arrivals = [], updates = new Map(), timer = 0, dropped = 0;
+  const newestFirst = rows => rows.reverse();
+  const showFresh = () => {
+    list.prepend(newestFirst([...fresh.values()]));
+    fresh.clear();
+    freshCount = 0;
+    newBar.hidden = true;
+  };
+  const wanted = r => !matches || matches(r);
+  const flush = () => {
+    timer = 0;
+    if (!alive(gen)) return;
+    const came = arrivals;
+    const changed = updates;
+    arrivals = [];
+    updates = new Map();
+    const add = [];
+    for (const came1 of came) {
+      const k = list.key(came1);
+      // A change read in the same interval is the newer value of the arrival.
+      const r = changed.get(k) || came1;
+      changed.delete(k);
+      if (!wanted(r) || fresh.has(k)) continue;
+      if (list.replace(r)) continue;
+      add.push(r);
+    }
+    for (const r of changed.values()) {
+      const k = list.key(r);
+      if (list.replace(r)) continue;
+      if (fresh.has(k)) { fresh.set(k, r); continue; }
+      // Now in a state the filter selects, and within the window: it arrives.
+      if (wanted(r) && Number(k) > list.oldest()) add.push(r);
+    }
+    const skipped = dropped;
+    dropped = 0;
+    if (!add.length) return;
+    add.sort((a, b) => Number(list.key(a)) - Number(list.key(b)));
+    if (tail.checked) {
+      list.prepend(newestFirst(add));
+      return;
+    }
+    for (const r of add) fresh.set(list.key(r), r);
+    for (const k of fresh.keys()) {
+      if (fresh.size <= LIST_WINDOW) break;
+      fresh.delete(k);
+    }
+    freshCount += add.length + skipped;
+    newBar.textContent = `${freshCount} new — show`;
     newBar.hidden = false;
+  };
+  const later = () => { if (!timer) timer = setTimeout(flush, LIST_FLUSH_MS); };
+  const arrive = r => {
+    if (!alive(gen)) return;
+    arrivals.push(r);
+    if (arrivals.length > 2 * LIST_WINDOW) { // a throttled (hidden) tab: keep what the window holds
+      dropped += arrivals.length - LIST_WINDOW;
+      arrivals = arrivals.slice(-LIST_WINDOW);
+    }
+    later();
   };
   const update = r => {
     if (!alive(gen)) return;
-    const i = at(rows, r);
-    if (i >= 0) { rows[i] = r; draw(rows); return; }
-    const j = at(fresh, r);
-    if (j >= 0) fresh[j] = r;
-    else arrive(r); // now in a state the filter selects
+    updates.set(list.key(r), r);
+    later();
   };
   tail.addEventListener('change', () => {
-    localStorage.setItem('msgx.tail', tail.checked ? '1' : '0');
-    if (tail.checked && fresh.length) showFresh();
+    sessionSet(tailKey, tail.checked ? '1' : '0');
+    if (tail.checked && fresh.size) showFresh();
   });
   openLive(url, arrive, update, state => {
     if (alive(gen)) liveNote.textContent = state;
   });
-  return [h('div', { class: 'actions live' }, h('label', { title: `Show each new ${what} on top as it arrives` }, tail, ' Tail'), ' ', liveNote), newBar];
+  return [h('div', { class: 'actions live' }, h('label', { title: `Show each new ${what} on top as it arrives (this list only)` }, tail, ' Tail'), ' ', liveNote), newBar];
 }
+
+// sessionGet and sessionSet keep a setting for this tab (sessionStorage), or not at all
+// where the browser refuses storage.
+function sessionGet(k) { try { return sessionStorage.getItem(k); } catch (e) { return null; } }
+function sessionSet(k, v) { try { sessionStorage.setItem(k, v); } catch (e) { /* not kept */ } }
+// Tail was once one setting for every list, kept for good: forget it.
+try { localStorage.removeItem('msgx.tail'); } catch (e) { /* no storage */ }
 
 // listSince is the stream cursor of a first page: its newest row, or, when it is empty, the
 // answer's prev cursor ("after=N").
@@ -915,10 +1150,10 @@ views.message = async ({ arg, gen, view }) => {
       h('dt', {}, 'Type tag'), h('dd', {}, m.type_tag || ''),
       h('dt', {}, 'Identity'), h('dd', {}, m.identity || ''),
       h('dt', {}, 'Attempts'), h('dd', {}, String(m.attempts)),
-      h('dt', {}, 'Received'), h('dd', {}, fmtTime(m.received_at)),
-      h('dt', {}, 'Processed'), h('dd', {}, fmtTime(m.processed_at)),
-      m.next_attempt_at ? [h('dt', {}, 'Next attempt'), h('dd', {}, fmtTime(m.next_attempt_at))] : null,
-      m.first_failed_at ? [h('dt', {}, 'First failed'), h('dd', {}, fmtTime(m.first_failed_at))] : null,
+      h('dt', {}, 'Received'), h('dd', {}, timeEl(m.received_at)),
+      h('dt', {}, 'Processed'), h('dd', {}, timeEl(m.processed_at)),
+      m.next_attempt_at ? [h('dt', {}, 'Next attempt'), h('dd', {}, timeEl(m.next_attempt_at))] : null,
+      m.first_failed_at ? [h('dt', {}, 'First failed'), h('dd', {}, timeEl(m.first_failed_at))] : null,
       h('dt', {}, 'Note'), h('dd', { id: 'msg-note' }, m.note || ''),
       h('dt', {}, 'Last error'), h('dd', { class: 'error', id: 'msg-error' }, m.last_error || ''),
       h('dt', {}, 'Warnings'), h('dd', { id: 'msg-warnings' }, (m.warnings || []).length ? h('ul', {}, m.warnings.map(w => h('li', { class: 'warn' }, w))) : 'none'),
@@ -932,7 +1167,7 @@ views.message = async ({ arg, gen, view }) => {
     if (!alive(gen)) return;
     fill(decodedBox, h('h2', {}, 'Decoded'),
       d.error ? h('p', { class: 'error', id: 'decode-error' }, `${d.class}: ${d.error}`) : null,
-      d.decoded ? h('pre', { id: 'decoded-json' }, JSON.stringify(d.decoded, null, 2)) : null);
+      d.decoded ? [h('p', { class: 'muted' }, 'Times in airport time, ' + zone() + '.'), h('pre', { id: 'decoded-json' }, jsonText(d.decoded))] : null);
   }).catch(e => alive(gen) && fill(decodedBox, h('h2', {}, 'Decoded'), h('p', { class: 'muted' }, describe(e))));
   api('GET', API.history(id)).then(res => alive(gen) && renderHistory(historyBox, res))
     .catch(e => alive(gen) && fill(historyBox, h('h2', {}, 'History'), h('p', { class: 'muted' }, describe(e))));
@@ -960,7 +1195,7 @@ function renderRaw(box, raw) {
 function renderHistory(box, res) {
   const list = Array.isArray(res) ? res : (res.history || []);
   fill(box, h('h2', {}, 'History'), h('div', { id: 'history-list' }, table([
-    { head: 'At', cell: e => fmtTime(e.at) },
+    { head: 'At', cell: e => timeEl(e.at) },
     { head: 'State', cell: e => [stateSpan(e.state), e.error_class ? ' ' + e.error_class : ''] },
     { head: 'Attempts', class: 'num', cell: e => String(e.attempts ?? '') },
     { head: 'Detail', cell: e => e.detail || '' },
@@ -971,6 +1206,11 @@ function renderHistory(box, res) {
 // ---- events ---------------------------------------------------------------------------------------
 
 function eventsTable(evs, selectable, selected) {
+  return table(eventCols(selectable, selected), evs, { id: 'events-table', rowId: e => e.event_id, empty: 'No event.' });
+}
+
+// eventCols are the columns of a list of events; selectable adds a box to pick DEAD ones.
+function eventCols(selectable, selected) {
   const cols = [
     { head: 'Event', cell: e => String(e.event_id) },
     { head: 'Target', cell: e => e.target },
@@ -979,16 +1219,16 @@ function eventsTable(evs, selectable, selected) {
     { head: 'Message', cell: e => msgLink(e.msg_id) },
     { head: 'State', cell: e => [stateSpan(e.state), e.error_class ? ' ' + e.error_class : ''] },
     { head: 'Tries', class: 'num', cell: e => String(e.attempts) },
-    { head: 'Created', cell: e => fmtTime(e.created_at) },
-    { head: 'Sent', cell: e => fmtTime(e.sent_at) },
+    { head: 'Created', cell: e => timeEl(e.created_at) },
+    { head: 'Sent', cell: e => timeEl(e.sent_at) },
     { head: 'Last error', cell: e => e.last_error ? h('span', { class: 'error' }, e.last_error) : '' },
     { head: 'Payload', cell: e => e.payload_elided ? h('span', { class: 'muted' }, `${e.payload_bytes} bytes, not listed`)
-      : e.payload !== undefined && e.payload !== null ? h('details', {}, h('summary', {}, 'show'), h('pre', {}, JSON.stringify(e.payload, null, 2))) : '' },
+      : e.payload !== undefined && e.payload !== null ? h('details', {}, h('summary', {}, 'show'), h('pre', {}, jsonText(e.payload))) : '' },
   ];
   if (selectable) {
     cols.unshift({ head: '', cell: e => e.state === 'DEAD' ? h('input', { type: 'checkbox', 'aria-label': 'select event ' + e.event_id, checked: selected.has(e.event_id), onchange: ev => ev.target.checked ? selected.add(e.event_id) : selected.delete(e.event_id) }) : '' });
   }
-  return table(cols, evs, { id: 'events-table', rowId: e => e.event_id, empty: 'No event.' });
+  return cols;
 }
 
 views.events = async ({ params, gen, view }) => {
@@ -1020,15 +1260,14 @@ views.events = async ({ params, gen, view }) => {
       replayDeadEvents(target, selected.size, [...selected]);
     } }, 'Replay selected…'));
   }
-  const tableBox = h('div', {});
-  const draw = rows => fill(tableBox, eventsTable(rows, can('operator') && !!target, selected));
+  const lt = liveTable(eventCols(can('operator') && !!target, selected), evs, { id: 'events-table', rowId: e => e.event_id, empty: 'No event.' });
+  const tableBox = lt.el;
   const firstPage = !params.get('after') && !params.get('before');
   // The stream filters as the list does (q), a state too: an event that comes to match
   // arrives then.
   q.delete('limit');
   const head = firstPage ? followList({ gen, url: API.events + '/stream?' + q.toString() + '&after=' + listSince(evs, e => e.event_id, res),
-    rows: evs, key: e => e.event_id, draw, what: 'event' }) : [];
-  draw(evs);
+    list: lt, what: 'event', name: 'events' }) : [];
   fill(view, h('h1', {}, 'Events', target ? ' of ' + target : ''), form, actions, head, tableBox, pageLinks('/events', params, res, firstPage));
 };
 
@@ -1067,20 +1306,18 @@ views.dead = async ({ gen, view }) => {
     kids.push(h('div', { class: 'actions' }, h('label', {}, 'Replay class ', classSel),
       h('button', { type: 'button', id: 'replay-class-go', onclick: () => replayMessages({ classes: [classSel.value] }) }, 'Preview and replay…')));
   }
-  const deadBox = h('div', {});
-  const drawDead = rows => fill(deadBox, table([
+  const dl = liveTable([
     { head: 'Id', cell: m => msgLink(m.id) },
-    { head: 'Received', cell: m => fmtTime(m.received_at) },
+    { head: 'Received', cell: m => timeEl(m.received_at) },
     { head: 'Class', cell: m => m.error_class || '' },
     { head: 'Type', cell: m => m.type_tag || '' },
     { head: 'Last error / note', cell: m => [m.last_error ? h('span', { class: 'error' }, m.last_error) : '', m.note ? h('div', {}, m.note) : null] },
     { head: 'Acknowledged', cell: m => acked[m.id]
       ? h('span', { class: 'muted', id: 'acked-message-' + m.id }, `by ${acked[m.id].acked_by} ${fmtTime(acked[m.id].acked_at)}` + (acked[m.id].note ? ': ' + acked[m.id].note : ''))
       : can('operator') ? h('button', { type: 'button', id: 'ack-message-' + m.id, onclick: () => ackDead('message', [m.id], 'message ' + m.id) }, 'Acknowledge…') : '' },
-  ], rows, { id: 'dead-messages', rowId: m => m.id, empty: 'No DEAD message.' }));
+  ], ms, { id: 'dead-messages', rowId: m => m.id, empty: 'No DEAD message.' });
   // The messages that go DEAD from now on (the stream starts at the newest recent problem).
-  kids.push(followList({ gen, url: API.dead + '/stream', rows: ms, key: m => m.id, draw: drawDead, what: 'dead letter' }), deadBox);
-  drawDead(ms);
+  kids.push(followList({ gen, url: API.dead + '/stream', list: dl, what: 'dead letter', name: 'dead' }), dl.el);
   if (msgs.next) kids.push(h('p', {}, link('/messages?state=DEAD&' + msgs.next, 'More…')));
   if (st.failed) {
     kids.push(h('h2', {}, 'Events'), h('p', { class: 'banner', id: 'dead-events-error', role: 'alert' },
@@ -1109,19 +1346,14 @@ views.dead = async ({ gen, view }) => {
 const BOARD_REFRESH_MS = 5000;
 const BOARD_CHANGED_MS = 60000;
 
-// zoneParts returns the date (YYYY-MM-DD) and time (HH:MM) of s in zone tz, or null.
+// zoneParts returns the date (YYYY-MM-DD) and time (HH:MM, HH:MM:SS) of s in zone tz, or null.
 function zoneParts(s, tz) {
   const d = new Date(s);
   if (!s || isNaN(d)) return null;
-  let parts;
-  try {
-    parts = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit',
-      hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(d);
-  } catch (e) {
-    return null;
-  }
-  const p = Object.fromEntries(parts.map(x => [x.type, x.value]));
-  return { day: `${p.year}-${p.month}-${p.day}`, hm: `${p.hour}:${p.minute}`, hms: `${p.hour}:${p.minute}:${p.second}` };
+  const f = zoneFields(d, tz);
+  if (!f) return null;
+  const p = n => String(n).padStart(2, '0');
+  return { day: `${f.y}-${p(f.mo)}-${p(f.d)}`, hm: `${p(f.h)}:${p(f.mi)}`, hms: `${p(f.h)}:${p(f.mi)}:${p(f.s)}` };
 }
 
 // boardTime shows s as HH:MM in tz, with its date when that is not the board's day.
@@ -1209,17 +1441,32 @@ views.flights = async ({ params, gen, view }) => {
   const [first, statuses] = await Promise.all([api('GET', API.flights + q), boardStatuses()]);
   if (!alive(gen)) return;
   const day = first.day, tz = first.timezone || 'UTC';
-  const input = h('input', { type: 'date', name: 'day', id: 'flights-day', value: day });
+  // The day is written YYYY-MM-DD whatever the browser's locale (a date input shows the
+  // locale's format, 12/03/2026 in one browser and 03.12.2026 in the next).
+  const input = h('input', { type: 'text', name: 'day', id: 'flights-day', value: day, size: 10, maxlength: 10,
+    pattern: '\\d{4}-\\d{2}-\\d{2}', placeholder: 'YYYY-MM-DD', inputmode: 'numeric', autocomplete: 'off', title: 'a day at the airport, YYYY-MM-DD' });
+  const dayErr = h('span', { class: 'error', id: 'flights-day-error', hidden: true });
+  const dayLink = (n, text, id) => h('a', { href: '#/flights?' + new URLSearchParams(Object.assign({}, Object.fromEntries(params), { day: addDays(day, n) })).toString(), id }, text);
+  const dayNav = h('span', { class: 'day-nav' }, dayLink(-1, '◀ ' + addDays(day, -1), 'day-prev'), ' ',
+    first.today && first.today !== day ? [h('a', { href: '#/flights?' + new URLSearchParams(Object.assign({}, Object.fromEntries(params), { day: first.today })).toString(), id: 'day-today' }, 'today'), ' '] : null,
+    dayLink(1, addDays(day, 1) + ' ▶', 'day-next'));
   const ad = h('select', { name: 'ad', id: 'board-ad' }, [['', 'all'], ['A', 'arrivals'], ['D', 'departures']].map(([v, t]) => h('option', { value: v, selected: f.ad === v || null }, t)));
   const airline = h('input', { name: 'airline', id: 'board-airline', value: f.airline, placeholder: 'CA', size: 6 });
   const terms = [...new Set((first.flights || []).map(r => r.TRML).filter(Boolean))].sort();
   const terminal = h('select', { name: 'terminal', id: 'board-terminal' }, h('option', { value: '' }, 'all'),
     terms.map(t => h('option', { value: t, selected: f.terminal === t || null }, t)));
-  const form = h('form', { class: 'filters' }, h('label', {}, 'Day (airport time)', input), h('label', {}, 'Movement', ad),
-    h('label', {}, 'Airline', airline), h('label', {}, 'Terminal', terminal), h('button', { type: 'submit', class: 'primary' }, 'Show'));
+  const form = h('form', { class: 'filters', novalidate: true }, h('label', {}, 'Day (airport time, YYYY-MM-DD)', input), h('label', {}, 'Movement', ad),
+    h('label', {}, 'Airline', airline), h('label', {}, 'Terminal', terminal), h('button', { type: 'submit', class: 'primary', id: 'board-show' }, 'Show'), dayNav, dayErr);
   form.addEventListener('submit', ev => {
     ev.preventDefault();
-    go('/flights', { day: input.value, ad: ad.value, airline: airline.value.trim(), terminal: terminal.value });
+    const d = input.value.trim();
+    if (!isoDay(d)) {
+      dayErr.textContent = `"${d}" is not a day written YYYY-MM-DD (${day}, say)`;
+      dayErr.hidden = false;
+      input.focus();
+      return;
+    }
+    go('/flights', { day: d, ad: ad.value, airline: airline.value.trim(), terminal: terminal.value });
   });
   for (const el of [ad, terminal]) el.addEventListener('change', () => form.requestSubmit());
   const title = h('h1', {});
@@ -1258,6 +1505,96 @@ views.flights = async ({ params, gen, view }) => {
   setTimeout(poll, BOARD_REFRESH_MS);
 };
 
+// ---- a flight's record: labelled rows, times in airport time ----------------------------
+
+// FIELDS labels a flight record's fields (docs/payloads.md), in the order the flight page
+// shows them; a field not named here is shown after them under its SIS name.
+const FIELDS = [
+  ['FLNO', 'Flight number'], ['ALCD', 'Airline'], ['FLID', 'AODB flight id'], ['FFID', 'Flight key'],
+  ['MVIN', 'Movement'], ['FLIN', 'Domestic/international'], ['FLTY', 'Flight type'],
+  ['SODT', 'Scheduled'], ['ESTT', 'Estimated'], ['ACTT', 'Actual'],
+  ['EOBT', 'Estimated off-block'], ['TOBT', 'Target off-block'], ['COBT', 'Calculated off-block'], ['CTOT', 'Calculated take-off'],
+  ['IEST', 'Internal estimate'], ['APPT', 'Approved (start-up)'], ['BOTM', 'Boarding open'], ['LACL', 'Last call'],
+  ['FINT', 'Finals'], ['EGSR', 'Engine start requested'], ['EGST', 'Engine start'], ['CNCL', 'Cancelled at'],
+  ['PEDT', 'Estimated departure, previous station'], ['PADT', 'Actual departure, previous station'],
+  ['NEAT', 'Estimated arrival, next station'], ['NAAT', 'Actual arrival, next station'],
+  ['FTSS', 'Status'], ['EXSC', 'External status'], ['EXSR', 'External status remark'], ['REMC', 'Remark'],
+  ['FDIV', 'Diversion'], ['FRET', 'Return'], ['FLAB', 'Aborted landing'],
+  ['ACFT', 'Aircraft type'], ['RENO', 'Registration'], ['TRML', 'Terminal'], ['STND', 'Stand'], ['RUNW', 'Runway'],
+  ['MAXP', 'Maximum passengers'], ['PAXC', 'Passengers'], ['LBNO', 'Bags'], ['LBWT', 'Bag weight'],
+  ['VIPP', 'VIPs'], ['VIPR', 'VIP ranking'],
+  ['TAOP', 'Turnaround operator'], ['TAFL', 'Turnaround flight'], ['TAID', 'Turnaround FLID'],
+  ['CSOP', 'Code-share operator'], ['CSFT', 'Code-share flight'], ['MAID', 'Code-share master FLID'], ['CSFL', 'Code-share flights'],
+  ['FHAG', 'Ramp handler'], ['PHAG', 'Passenger handler'], ['MHAG', 'Maintenance handler'],
+];
+const FIELD_LABEL = Object.fromEntries(FIELDS);
+
+// GROUPS are a record's repeated groups: a title and each part's label (docs/payloads.md).
+const GROUPS = {
+  PSDT: ['Stands', { PSNO: 'No.', PSST: 'Stand', STST: 'From', STET: 'Until', PSTM: 'Push-back', PSID: 'Push indicator', TRTM: 'Tractor in place' }],
+  GTDT: ['Gates', { GTNO: 'No.', GATE: 'Gate', PGOT: 'Planned open', PGCT: 'Planned close', GOTM: 'Opened', GCTM: 'Closed', GTYP: 'D/I' }],
+  CKDT: ['Check-in counters', { CKNO: 'No.', CHKC: 'Counter', CCLS: 'Class', PCOT: 'Planned open', PCCT: 'Planned close', COTM: 'Opened', CCTM: 'Closed', CTYP: 'D/I' }],
+  CLDT: ['Baggage belts', { CLNO: 'No.', BELT: 'Belt', BCLS: 'Class', PCOT: 'Planned open', PCCT: 'Planned close', FBAG: 'First bag', LBAG: 'Last bag', BTYP: 'D/I' }],
+  CHDT: ['Chutes', { CHNO: 'No.', CHUT: 'Chute', CCLS: 'Class', PCBT: 'Planned begin', PCET: 'Planned end', CBTM: 'Began', CETM: 'Ended', CTYP: 'D/I' }],
+  CHOT: ['Chocks', { CSNO: 'No.', CHTM: 'Time', CHID: 'On/off', CHST: 'Stand' }],
+  ABTM: ['Airbridges', { ASNO: 'No.', ABDG: 'Airbridge', ABOP: 'Operation', AOTM: 'Time' }],
+  DELY: ['Delays', { CODE: 'Code', STRT: 'From', DURA: 'Minutes', TEXT: 'Comment' }],
+  ERUT: ['Route', { RTNO: 'No.', APCD: 'Airport', SCAT: 'Scheduled arrival', SCDT: 'Scheduled departure', SADC: 'Arrival day change', SDDC: 'Departure day change' }],
+  SRVT: ['Services', { SRTC: 'Service', SRQT: 'Quantity', SRST: 'Start', SRET: 'End', SRPR: 'Provider', SANR: 'Abnormal reason', SARR: 'Abnormal remark' }],
+  VIPF: ['VIPs', { VPCD: 'VIP', VFES: 'Entourage', VIPT: 'Services' }],
+  PORT: ['Port', { POID: 'Open/close', POTM: 'Time' }],
+};
+
+// fieldValue shows one value of a record (or of a change) for reading: a time in airport
+// time, a group as a table with labelled columns, a code with its meaning.
+function fieldValue(field, v) {
+  if (v === null || v === undefined || v === '') return h('span', { class: 'muted' }, '—');
+  if (typeof v === 'string' && RFC3339.test(v)) return timeEl(v);
+  if (field === 'MVIN') return v === 'A' ? 'A (arrival)' : v === 'D' ? 'D (departure)' : String(v);
+  if (field === 'FDIV' && typeof v === 'object') return [v.DDIR || 'TO', ' ', v.DDES || '', v.TEXT ? ': ' + v.TEXT : ''];
+  if (field === 'FRET' && typeof v === 'object') return [v.REID === 'A' ? 'air return' : v.REID === 'G' ? 'ground return' : v.REID || '', v.TEXT ? ': ' + v.TEXT : ''];
+  if (field === 'FLAB' && typeof v === 'object') return [v.ARES || '', v.TEXT ? ': ' + v.TEXT : ''];
+  if (Array.isArray(v) && v.every(x => x && typeof x === 'object' && !Array.isArray(x))) return groupTable(field, v);
+  if (Array.isArray(v)) return v.map(x => typeof x === 'object' ? jsonText(x) : String(x)).join(', ');
+  if (typeof v === 'object') return h('dl', { class: 'kv' }, Object.entries(v).flatMap(([k, x]) => [h('dt', {}, k), h('dd', {}, fieldValue(k, x))]));
+  return String(v);
+}
+
+// groupTable shows a group's entries (PSDT, CHOT, …) with its parts labelled, in its order.
+function groupTable(field, entries) {
+  if (!entries.length) return h('span', { class: 'muted' }, 'none');
+  const labels = (GROUPS[field] || [field, {}])[1];
+  const keys = [...new Set([...Object.keys(labels), ...entries.flatMap(Object.keys)])]
+    .filter(k => entries.some(e => e[k] !== undefined && e[k] !== null && e[k] !== ''));
+  const t = table(keys.map(k => ({ head: labels[k] ? `${labels[k]} (${k})` : k, cell: e => fieldValue(k, e[k]) })), entries);
+  t.classList.add('group');
+  return t;
+}
+
+// fieldName is a field's label with its SIS name: "Stands (PSDT)".
+function fieldName(k) {
+  const label = FIELD_LABEL[k] || (GROUPS[k] || [])[0];
+  return label ? `${label} (${k})` : String(k);
+}
+
+// recordView shows a flight record as labelled rows: each field in FIELDS' order, then each
+// group as a table; times in airport time.
+function recordView(rec) {
+  const rows = [];
+  const seen = new Set();
+  const row = (k, label) => {
+    seen.add(k);
+    if (rec[k] === undefined || rec[k] === null || rec[k] === '' || GROUPS[k]) return;
+    rows.push(h('dt', { 'data-field': k }, label === k ? k : `${label} (${k})`), h('dd', { 'data-field': k }, fieldValue(k, rec[k])));
+  };
+  for (const [k, label] of FIELDS) row(k, label);
+  for (const k of Object.keys(rec)) if (!seen.has(k) && !GROUPS[k] && !Array.isArray(rec[k])) row(k, k);
+  const groups = Object.keys(GROUPS).concat(Object.keys(rec).filter(k => !GROUPS[k] && Array.isArray(rec[k]) && !FIELD_LABEL[k]))
+    .filter(k => Array.isArray(rec[k]) && rec[k].length)
+    .map(k => h('div', { class: 'group', id: 'record-' + k }, h('h3', {}, `${(GROUPS[k] || [k])[0]} (${k})`), fieldValue(k, rec[k])));
+  return [h('dl', { class: 'kv record', id: 'record-fields' }, rows), groups];
+}
+
 views.flight = async ({ arg, params, gen, view }) => {
   const flid = arg;
   const found = params.get('q') ? h('p', { class: 'muted', id: 'flight-found' }, 'Found by searching ', h('q', {}, params.get('q')), '; ',
@@ -1276,7 +1613,8 @@ views.flight = async ({ arg, params, gen, view }) => {
   const record = rec ? (rec.record || rec) : null;
   fill(view, h('h1', {}, `Flight ${flid} `, record ? h('span', { class: 'muted' }, `${record.FLNO || ''} ${record.MVIN === 'A' ? 'arrival' : record.MVIN === 'D' ? 'departure' : ''}`) : ''),
     found, h('section', { class: 'card', id: 'flight-record' }, h('h2', {}, 'Record'),
-      rec ? [h('p', { class: 'muted' }, `local day ${rec.day || ''}, version ${rec.version ?? ''}, last changed by message `, rec.msg_id ? msgLink(rec.msg_id) : '—'), anyValue(record)]
+      rec ? [h('p', { class: 'muted' }, `local day ${rec.day || ''}, version ${rec.version ?? ''}, last changed by message `, rec.msg_id ? msgLink(rec.msg_id) : '—',
+        `; times in airport time, ${zone()}.`), recordView(record)]
         : h('p', { class: 'muted' }, 'No stored record (deleted, never scheduled, or swept).')),
     histBox, msgsBox, evBox);
   api('GET', API.flightHistory(flid)).then(res => {
@@ -1287,7 +1625,7 @@ views.flight = async ({ arg, params, gen, view }) => {
   api('GET', API.messages + '?flid=' + encodeURIComponent(flid) + '&limit=100').then(res => {
     if (!alive(gen)) return;
     fill(msgsBox, h('h2', {}, 'Messages'), table([
-      { head: 'Id', cell: m => msgLink(m.id) }, { head: 'Received', cell: m => fmtTime(m.received_at) },
+      { head: 'Id', cell: m => msgLink(m.id) }, { head: 'Received', cell: m => timeEl(m.received_at) },
       { head: 'State', cell: m => [stateSpan(m.state), m.error_class ? ' ' + m.error_class : ''] },
       { head: 'Type', cell: m => m.type_tag || '' }, { head: 'Note', cell: m => m.note || '' },
     ], res.messages || [], { empty: 'No message names this flight.' }));
@@ -1307,16 +1645,16 @@ function flightHistory(list) {
     const changes = e.changes || e.fields || e.diff;
     return h('li', {},
       e.msg_id ? ['message ', msgLink(e.msg_id), ' '] : '',
-      e.type_tag ? e.type_tag + ' ' : '', e.at || e.changed_at ? h('span', { class: 'muted' }, fmtTime(e.at || e.changed_at)) : '',
+      e.type_tag ? e.type_tag + ' ' : '', e.at || e.changed_at ? h('span', { class: 'muted' }, timeEl(e.at || e.changed_at)) : '',
       e.op ? ' ' + e.op : '',
       Array.isArray(changes) ? table([
-        { head: 'Field', cell: c => c.field || c.name || '' },
-        { head: 'Old', cell: c => cellValue('old', c.old) },
-        { head: 'New', cell: c => cellValue('new', c.new) },
+        { head: 'Field', cell: c => fieldName(c.field || c.name || '') },
+        { head: 'Old', cell: c => fieldValue(c.field || c.name, c.old) },
+        { head: 'New', cell: c => fieldValue(c.field || c.name, c.new) },
       ], changes) : changes && typeof changes === 'object' ? table([
-        { head: 'Field', cell: c => c[0] },
-        { head: 'Old', cell: c => cellValue('old', c[1] && c[1].old) },
-        { head: 'New', cell: c => cellValue('new', c[1] && c[1].new) },
+        { head: 'Field', cell: c => fieldName(c[0]) },
+        { head: 'Old', cell: c => fieldValue(c[0], c[1] && c[1].old) },
+        { head: 'New', cell: c => fieldValue(c[0], c[1] && c[1].new) },
       ], Object.entries(changes)) : anyValue(Object.fromEntries(Object.entries(e).filter(([k]) => !['msg_id', 'type_tag', 'at', 'op'].includes(k)))));
   }));
 }
@@ -1336,20 +1674,18 @@ views.requests = async ({ params, gen, view }) => {
   }
   if (!alive(gen)) return;
   const list = Array.isArray(res) ? res : (res.requests || []);
-  const box = h('div', {});
-  const draw = rows => fill(box, table([
+  const lt = liveTable([
     { head: 'Id', cell: r => String(r.id) }, { head: 'Type', cell: r => `${r.type || ''} ${r.styp || ''}` },
     { head: 'Window', cell: r => r.stdb ? `${r.stdb} – ${r.stde || ''}` : '' },
     { head: 'State', cell: r => stateSpan(r.state) }, { head: 'Re-sent', class: 'num', cell: r => String(r.resends ?? '') },
-    { head: 'Created', cell: r => fmtTime(r.created_at) }, { head: 'Sent', cell: r => r.waiting_for_gateway_s != null ? `waiting for gateway ${fmtAge(r.waiting_for_gateway_s)}` : fmtTime(r.sent_at) },
-    { head: 'Deadline', cell: r => fmtTime(r.deadline_at) }, { head: 'Finished', cell: r => fmtTime(r.finished_at) },
+    { head: 'Created', cell: r => timeEl(r.created_at) }, { head: 'Sent', cell: r => r.waiting_for_gateway_s != null ? `waiting for gateway ${fmtAge(r.waiting_for_gateway_s)}` : timeEl(r.sent_at) },
+    { head: 'Deadline', cell: r => timeEl(r.deadline_at) }, { head: 'Finished', cell: r => timeEl(r.finished_at) },
     { head: 'Answer', cell: r => r.answer_msg_id ? msgLink(r.answer_msg_id) : '' },
-  ], rows, { id: 'requests-table', rowId: r => r.id, empty: 'No request yet.' }));
+  ], list, { id: 'requests-table', rowId: r => r.id, empty: 'No request yet.' });
   const firstPage = !params.get('after') && !params.get('before');
-  const head = firstPage ? followList({ gen, url: API.requests + '/stream?after=' + listSince(list, r => r.id, res), rows: list, key: r => r.id, draw, what: 'request' }) : [];
-  draw(list);
+  const head = firstPage ? followList({ gen, url: API.requests + '/stream?after=' + listSince(list, r => r.id, res), list: lt, what: 'request', name: 'requests' }) : [];
   fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, 'The data requests msgx sent to the AODB (RQRD, RQFD) and the messages that answered them.'),
-    head, box, pageLinks('/requests', params, res, firstPage));
+    head, lt.el, pageLinks('/requests', params, res, firstPage));
 };
 
 // JOB_KINDS are the jobs an admin may start, with what each does (README "Retention and
@@ -1377,30 +1713,20 @@ function jobProgress(j) {
 // is still to finish. An admin also gets the form that starts one.
 views.jobs = async ({ arg, gen, view }) => {
   const kids = [h('h1', {}, arg ? 'Job ' + arg : 'Jobs')];
-  if (!arg && can('admin')) {
-    const kind = h('select', { id: 'job-kind' }, Object.keys(JOB_KINDS).map(k => h('option', { value: k }, k)));
-    const params = h('input', { id: 'job-params', type: 'text', placeholder: 'prune, flid=N, day=YYYY-MM-DD', size: 28 });
-    kids.push(h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('label', {}, ' Parameters ', params), h('button', { type: 'button', id: 'job-start', onclick: async () => {
-      const p = params.value.trim();
-      const done = await confirmAction({
-        title: 'Start a ' + kind.value + ' job' + (p ? ' (' + p + ')' : ''),
-        body: [JOB_KINDS[kind.value], 'It runs in the message order, after every message accepted so far.'],
-        confirmText: 'Start', act: () => api('POST', API.jobs, p ? { kind: kind.value, params: p } : { kind: kind.value }),
-      });
-      if (done) { flash(`Job ${done.id} queued.`); location.hash = '#/jobs/' + done.id; }
-    } }, 'Start…')));
-  }
+  if (!arg && can('admin')) kids.push(await jobForm());
+  if (!alive(gen)) return;
   const box = h('div', { id: arg ? 'job-detail' : 'jobs-list' });
   kids.push(box);
   fill(view, ...kids);
-  const draw = list => fill(box, table([
+  const cols = [
     { head: 'Id', cell: j => h('a', { href: '#/jobs/' + j.id }, String(j.id)) }, { head: 'Kind', cell: j => j.kind },
     { head: 'State', cell: j => j.progress ? h('span', { class: 'warn' }, 'RUNNING') : stateSpan(j.state) },
     { head: 'Attempts', class: 'num', cell: j => String(j.attempts) },
     { head: 'After message', cell: j => j.after_msg_id ? msgLink(j.after_msg_id) : '' },
-    { head: 'Created', cell: j => fmtTime(j.created_at) }, { head: 'Finished', cell: j => fmtTime(j.finished_at) },
+    { head: 'Created', cell: j => timeEl(j.created_at) }, { head: 'Finished', cell: j => timeEl(j.finished_at) },
     { head: 'Progress / result / error', cell: jobProgress },
-  ], list, { id: 'jobs-table', rowId: j => j.id, empty: 'No job yet.' }));
+  ];
+  const opts = { id: 'jobs-table', rowId: j => j.id, empty: 'No job yet.' };
   const refresh = async () => {
     if (!alive(gen)) return;
     let list;
@@ -1412,12 +1738,59 @@ views.jobs = async ({ arg, gen, view }) => {
     }
     if (!alive(gen)) return;
     if (!arg) {
-      box.before(...followList({ gen, url: API.jobs + '/stream?after=' + listSince(list, j => j.id, {}), rows: list, key: j => j.id, draw, what: 'job' }));
-    } else if (list.some(jobActive)) setTimeout(refresh, 2000);
-    draw(list);
+      const lt = liveTable(cols, list, opts);
+      box.before(...followList({ gen, url: API.jobs + '/stream?after=' + listSince(list, j => j.id, {}), list: lt, what: 'job', name: 'jobs' }));
+      fill(box, lt.el);
+      return;
+    }
+    if (list.some(jobActive)) setTimeout(refresh, 2000);
+    fill(box, table(cols, list, opts));
   };
   await refresh();
 };
+
+// jobForm is an admin's form to start a job: the kinds this server can run (GET
+// /api/v1/jobs/kinds), and those it cannot shown disabled with the reason (PROJECTION_REBUILD
+// in phase B without a REDIS_FLIGHT target would go DEAD at once). A server without the
+// route has every kind offered, saying it cannot tell.
+async function jobForm() {
+  let kinds, unknown = '';
+  try {
+    kinds = (await api('GET', API.jobKinds)).kinds;
+    if (!Array.isArray(kinds)) throw new APIError(200, API.jobKinds + ': invalid answer (no kinds)', 'invalid_answer', API.jobKinds);
+  } catch (e) {
+    kinds = Object.keys(JOB_KINDS).map(k => ({ kind: k, runnable: true }));
+    unknown = 'This server does not say which jobs can run here (' + describe(e) + '): every kind is offered.';
+  }
+  const info = Object.fromEntries(kinds.map(k => [k.kind, k]));
+  const firstRunnable = (kinds.find(k => k.runnable) || {}).kind;
+  const kind = h('select', { id: 'job-kind' }, kinds.map(k => h('option', {
+    value: k.kind, disabled: !k.runnable, selected: k.kind === firstRunnable,
+    title: k.runnable ? JOB_KINDS[k.kind] || '' : 'cannot run here: ' + (k.reason || 'no reason given'),
+  }, k.kind + (k.runnable ? '' : ' (cannot run here)'))));
+  const params = h('input', { id: 'job-params', type: 'text', placeholder: 'prune, flid=N, day=YYYY-MM-DD', size: 28 });
+  const start = h('button', { type: 'button', id: 'job-start', disabled: !firstRunnable, onclick: async () => {
+    const k = info[kind.value];
+    if (!k || !k.runnable) return;
+    const p = params.value.trim();
+    const done = await confirmAction({
+      title: 'Start a ' + k.kind + ' job' + (p ? ' (' + p + ')' : ''),
+      body: [JOB_KINDS[k.kind] || k.kind, 'It runs in the message order, after every message accepted so far.'],
+      confirmText: 'Start', act: () => api('POST', API.jobs, p ? { kind: k.kind, params: p } : { kind: k.kind }),
+    });
+    if (done) { flash(`Job ${done.id} queued.`); location.hash = '#/jobs/' + done.id; }
+  } }, 'Start…');
+  kind.addEventListener('change', () => { start.disabled = !(info[kind.value] || {}).runnable; });
+  const list = table([
+    { head: 'Kind', cell: k => k.kind },
+    { head: 'Here', cell: k => k.runnable ? h('span', { class: 'ok' }, 'can run') : h('span', { class: 'muted job-reason' }, 'cannot run: ' + (k.reason || 'no reason given')) },
+    { head: 'What it does', cell: k => JOB_KINDS[k.kind] || '' },
+  ], kinds, { id: 'job-kinds', rowId: k => k.kind, rowClass: k => k.runnable ? null : 'disabled' });
+  return h('section', { class: 'card', id: 'job-form' }, h('h2', {}, 'Start a job'),
+    h('div', { class: 'actions' }, h('label', {}, 'Kind ', kind), h('label', {}, ' Parameters ', params), start),
+    unknown ? h('p', { class: 'warn', id: 'job-kinds-unknown' }, unknown) : null,
+    h('details', { open: kinds.some(k => !k.runnable) || null }, h('summary', {}, 'Job kinds and whether they can run here'), list));
+}
 
 views.audit = async ({ params, gen, view }) => {
   const q = new URLSearchParams({ limit: '200' });
@@ -1425,11 +1798,15 @@ views.audit = async ({ params, gen, view }) => {
   const res = await api('GET', API.audit + '?' + q.toString());
   if (!alive(gen)) return;
   const list = Array.isArray(res) ? res : (res.audit || res.entries || []);
-  const box = h('div', { id: 'audit-list' });
-  const draw = rows => fill(box, anyValue(rows));
+  const lt = liveTable([
+    { head: 'Id', class: 'num', cell: a => String(a.id) }, { head: 'At', cell: a => timeEl(a.at) },
+    { head: 'Actor', cell: a => a.actor || '' }, { head: 'Role', cell: a => a.role || '' },
+    { head: 'Action', cell: a => a.action || '' }, { head: 'Subject', cell: a => a.subject || '' },
+    { head: 'Detail', cell: a => a.detail || '' }, { head: 'Remote', cell: a => a.remote || '' },
+  ], list, { id: 'audit-table', rowId: a => a.id, empty: 'No action recorded yet.' });
+  const box = h('div', { id: 'audit-list' }, lt.el);
   const firstPage = !params.get('after') && !params.get('before');
-  const head = firstPage ? followList({ gen, url: API.audit + '/stream?after=' + listSince(list, a => a.id, res), rows: list, key: a => a.id, draw, what: 'action' }) : [];
-  draw(list);
+  const head = firstPage ? followList({ gen, url: API.audit + '/stream?after=' + listSince(list, a => a.id, res), list: lt, what: 'action', name: 'audit' }) : [];
   fill(view, h('h1', {}, 'Audit log'), h('p', { class: 'muted' }, 'Every action taken through the API or this console, with the token that took it, newest first.'),
     head, box, pageLinks('/audit', params, res, firstPage));
 };
