@@ -232,6 +232,8 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText("#who", "ops", "operator")
 	// The overview: the head, and why it waits.
 	b.waitText("#head-why", "FAILED INFRA", "everything behind it waits")
+	// Its next attempt in airport time, as every time the console shows, never the API's UTC.
+	b.waitJS("the head's next attempt in airport time", `/next attempt \d{4}-\d\d-\d\d \d\d:\d\d:\d\d:/.test(document.getElementById('head-why').textContent)`)
 	b.waitText("#head-id", fmt.Sprint(head), "FLOP-CTOT")
 	b.waitText("#count-FAILED", "1")
 	b.waitText("#pump-state", "running")
@@ -314,6 +316,7 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.waitText("#pump-state", "paused by ops", "database maintenance")
 	held := s.post(refWithSender("AODB", 2, "HLD"))
 	b.waitText("#head-why", "paused by ops")
+	b.waitJS("the pause's time in airport time", `/since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(/.test(document.getElementById('head-why').textContent)`)
 	b.waitText("#head-id", fmt.Sprint(held))
 	b.waitText("#alarm", "PAUSED for ", " by ops: database maintenance") // the header, on every page
 	b.shot("pump-paused")

@@ -154,6 +154,16 @@ function jsonText(v) {
   return JSON.stringify(v, (k, x) => typeof x === 'string' && RFC3339.test(x) ? localISO(x) : x, 2);
 }
 
+// INNER_TIME finds RFC 3339 times inside a server's text (a head's "next attempt
+// 2026-12-04T02:07:00Z", an error, a note).
+const INNER_TIME = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)/g;
+
+// srvText is a server's free text with every RFC 3339 time in it written in airport time.
+function srvText(s) {
+  if (s === null || s === undefined) return '';
+  return String(s).replace(INNER_TIME, t => fmtTime(t));
+}
+
 // airportInstant reads "YYYY-MM-DD", "YYYY-MM-DD HH:MM" or "YYYY-MM-DDTHH:MM[:SS]" as airport
 // time (or an RFC 3339 time with its own zone) and returns the instant, or null.
 function airportInstant(text) {
@@ -241,7 +251,7 @@ function cellValue(key, v) {
   if (key === 'state' && typeof v === 'string') return stateSpan(v);
   if (typeof v === 'string' && RFC3339.test(v)) return timeEl(v);
   if (typeof v === 'object') return h('code', {}, jsonText(v).replace(/\s*\n\s*/g, ' '));
-  return String(v);
+  return typeof v === 'string' ? srvText(v) : String(v);
 }
 
 // ---- API ------------------------------------------------------------------------------------
@@ -457,7 +467,7 @@ function renderAlarm(st) {
   const halted = st.extra && st.extra.pump_halted;
   const pump = st.pump_paused;
   const targets = (st.paused || []).filter(p => p.name.startsWith('target:')).map(p => p.name.slice(7));
-  let text = halted ? 'HALTED: ' + halted.reason
+  let text = halted ? 'HALTED: ' + srvText(halted.reason)
     : pump ? `PAUSED for ${fmtAge((Date.now() - new Date(pump.paused_at).getTime()) / 1000)} by ${pump.paused_by}` + (pump.reason ? ': ' + pump.reason : '')
     : '';
   if (targets.length) text += (text ? '; ' : '') + 'paused: ' + targets.join(', ');
@@ -587,23 +597,23 @@ function renderHead(el, st) {
   if (!hd) {
     kids.push(h('p', { class: 'why idle', id: 'head-why' }, 'Nothing waits: every message is finished.'));
   } else {
-    kids.push(h('p', { class: 'why', id: 'head-why' }, hd.why || ''));
+    kids.push(h('p', { class: 'why', id: 'head-why' }, srvText(hd.why)));
     kids.push(h('dl', { class: 'kv' },
       h('dt', {}, 'Message'), h('dd', { id: 'head-id' }, msgLink(hd.id), ' ', hd.type_tag || '', ' ', h('span', { class: 'muted' }, hd.identity || '')),
       h('dt', {}, 'State'), h('dd', {}, stateSpan(hd.state), hd.error_class ? ' ' + hd.error_class : '', ` after ${hd.attempts} attempt(s)`),
-      hd.last_error ? [h('dt', {}, 'Last error'), h('dd', { class: 'error' }, hd.last_error)] : null,
+      hd.last_error ? [h('dt', {}, 'Last error'), h('dd', { class: 'error' }, srvText(hd.last_error))] : null,
       h('dt', {}, 'Received'), h('dd', {}, timeEl(hd.received_at), ' ', h('span', { class: 'muted' }, ago(hd.received_at)))));
     if (can('operator')) kids.push(h('div', { class: 'actions' }, parkButton(hd.id, 'head-park')));
   }
   const halted = st.extra && st.extra.pump_halted;
   if (halted) {
     kids.push(h('p', { class: 'error', id: 'pump-halted' },
-      `The pump applies nothing since ${fmtTime(halted.since)}: ${halted.reason}. Run REDIS_RESTORE (Jobs) to write FLIGHT_STATE back into Redis; the pump then resumes by itself.`));
+      `The pump applies nothing since ${fmtTime(halted.since)}: ${srvText(halted.reason)}. Run REDIS_RESTORE (Jobs) to write FLIGHT_STATE back into Redis; the pump then resumes by itself.`));
   }
   const trouble = st.extra && st.extra.pump_trouble;
   if (trouble) {
     kids.push(h('p', { class: 'error', id: 'pump-trouble' },
-      `The pump cannot record the outcome of message ${trouble.msg_id}: ${trouble.failures} failure(s) since ${fmtTime(trouble.since)}, next try ${fmtTime(trouble.next_attempt_at)}: ${trouble.last_error}`));
+      `The pump cannot record the outcome of message ${trouble.msg_id}: ${trouble.failures} failure(s) since ${fmtTime(trouble.since)}, next try ${fmtTime(trouble.next_attempt_at)}: ${srvText(trouble.last_error)}`));
   }
   fill(el, ...kids);
 }
@@ -619,11 +629,11 @@ function renderPump(el, st) {
     : st.pump_running ? 'running' : 'not running here';
   kids.push(h('dl', { class: 'kv' },
     h('dt', {}, 'Pump'), h('dd', { id: 'pump-state', class: pumpPause ? 'warn' : st.pump_running ? 'ok' : 'warn' }, state),
-    st.pump_state && !pumpPause ? [h('dt', {}, 'Detail'), h('dd', {}, st.pump_state)] : null,
+    st.pump_state && !pumpPause ? [h('dt', {}, 'Detail'), h('dd', {}, srvText(st.pump_state))] : null,
     h('dt', {}, 'Dispatcher'), h('dd', { id: 'dispatcher-state', class: pausedTargets.length ? 'warn' : null }, dispatcher),
     h('dt', {}, 'Lease holder'), h('dd', { id: 'lease-holder' }, st.lease_holder || 'nobody'),
-    ex.job ? [h('dt', {}, 'Job in hand'), h('dd', { id: 'job-in-hand' }, `${ex.job.kind} (job ${ex.job.job_id}) for ${ex.job.running_for}: ${ex.job.doing || ''}`)] : null,
-    ex.in_hand ? [h('dt', {}, 'Message in hand'), h('dd', { id: 'message-in-hand' }, `${ex.in_hand.msg_id} ${ex.in_hand.tag || ''} for ${ex.in_hand.running_for}: ${ex.in_hand.doing}`)] : null,
+    ex.job ? [h('dt', {}, 'Job in hand'), h('dd', { id: 'job-in-hand' }, `${ex.job.kind} (job ${ex.job.job_id}) for ${ex.job.running_for}: ${srvText(ex.job.doing)}`)] : null,
+    ex.in_hand ? [h('dt', {}, 'Message in hand'), h('dd', { id: 'message-in-hand' }, `${ex.in_hand.msg_id} ${ex.in_hand.tag || ''} for ${ex.in_hand.running_for}: ${srvText(ex.in_hand.doing)}`)] : null,
     ex.shadow && ex.shadow.mode === 'shadow' ? [h('dt', {}, 'Mode'), h('dd', { class: 'warn' }, `shadow: adopting above message ${ex.shadow.after_id}, writing no legacy table`)] : null));
   if (can('operator')) {
     kids.push(h('div', { class: 'actions' }, pumpPause
@@ -647,7 +657,7 @@ function renderTargets(el, st) {
     { head: 'Dead', class: 'num', cell: t => t.dead ? link('/events?state=DEAD&target=' + encodeURIComponent(t.target), String(t.dead)) : '0' },
     { head: 'Sent', class: 'num', cell: t => String(t.sent) },
     { head: 'Oldest pending', cell: t => t.oldest_pending_at ? fmtAge(t.oldest_pending_age_s) : '' },
-    { head: 'Blocked since', cell: t => t.blocked_since ? [timeEl(t.blocked_since), h('div', { class: 'error' }, (t.error_class || '') + ' ' + (t.last_error || ''))] : '' },
+    { head: 'Blocked since', cell: t => t.blocked_since ? [timeEl(t.blocked_since), h('div', { class: 'error' }, (t.error_class || '') + ' ' + srvText(t.last_error))] : '' },
   ];
   if (can('operator')) {
     cols.push({ head: 'Actions', cell: t => h('span', { class: 'actions' },
@@ -667,7 +677,7 @@ function renderRecent(el, st) {
     { head: 'At', cell: r => timeEl(r.at) },
     { head: 'What', cell: r => r.kind === 'action' ? `${r.actor || '?'} on ${r.subject || ''}` : [msgLink(r.msg_id), ' ', r.type_tag || ''] },
     { head: 'State', cell: r => r.kind === 'action' ? 'action' : [stateSpan(r.state), r.error_class ? ' ' + r.error_class : ''] },
-    { head: 'Note', cell: r => r.note || '' },
+    { head: 'Note', cell: r => srvText(r.note) },
   ], rec, { id: 'recent-table', rowId: r => r.id, empty: 'No problem recorded.' }));
 }
 
@@ -841,7 +851,7 @@ views.messages = async ({ params, gen, view }) => {
     { head: 'Type', cell: m => m.type_tag || '' },
     { head: 'Identity', cell: m => m.identity || '' },
     { head: 'Tries', class: 'num', cell: m => String(m.attempts) },
-    { head: 'Note / last error', cell: m => [m.note || '', m.last_error ? h('div', { class: 'error' }, m.last_error) : null, (m.warnings || []).length ? h('div', { class: 'warn' }, `${m.warnings.length} warning(s)`) : null] },
+    { head: 'Note / last error', cell: m => [srvText(m.note), m.last_error ? h('div', { class: 'error' }, srvText(m.last_error)) : null, (m.warnings || []).length ? h('div', { class: 'warn' }, `${m.warnings.length} warning(s)`) : null] },
   ];
   const replayable = m => (m.state === 'DEAD' || m.state === 'FAILED') && m.error_class !== 'MALFORMED';
   if (can('operator')) {
@@ -1154,9 +1164,9 @@ views.message = async ({ arg, gen, view }) => {
       h('dt', {}, 'Processed'), h('dd', {}, timeEl(m.processed_at)),
       m.next_attempt_at ? [h('dt', {}, 'Next attempt'), h('dd', {}, timeEl(m.next_attempt_at))] : null,
       m.first_failed_at ? [h('dt', {}, 'First failed'), h('dd', {}, timeEl(m.first_failed_at))] : null,
-      h('dt', {}, 'Note'), h('dd', { id: 'msg-note' }, m.note || ''),
-      h('dt', {}, 'Last error'), h('dd', { class: 'error', id: 'msg-error' }, m.last_error || ''),
-      h('dt', {}, 'Warnings'), h('dd', { id: 'msg-warnings' }, (m.warnings || []).length ? h('ul', {}, m.warnings.map(w => h('li', { class: 'warn' }, w))) : 'none'),
+      h('dt', {}, 'Note'), h('dd', { id: 'msg-note' }, srvText(m.note)),
+      h('dt', {}, 'Last error'), h('dd', { class: 'error', id: 'msg-error' }, srvText(m.last_error)),
+      h('dt', {}, 'Warnings'), h('dd', { id: 'msg-warnings' }, (m.warnings || []).length ? h('ul', {}, m.warnings.map(w => h('li', { class: 'warn' }, srvText(w)))) : 'none'),
       m.flid || m.flids ? [h('dt', {}, 'Flights'), h('dd', {}, [].concat(m.flids || m.flid).map((f, i) => [i ? ', ' : '', flightLink(f)]))] : null)),
     historyBox, rawBox, decodedBox, eventsBox, extra);
 
@@ -1198,7 +1208,7 @@ function renderHistory(box, res) {
     { head: 'At', cell: e => timeEl(e.at) },
     { head: 'State', cell: e => [stateSpan(e.state), e.error_class ? ' ' + e.error_class : ''] },
     { head: 'Attempts', class: 'num', cell: e => String(e.attempts ?? '') },
-    { head: 'Detail', cell: e => e.detail || '' },
+    { head: 'Detail', cell: e => srvText(e.detail) },
     { head: 'By', cell: e => e.actor || h('span', { class: 'muted' }, 'pump') },
   ], list, { empty: 'Nothing recorded yet (messages processed before msgx kept a history have only their state).' })));
 }
@@ -1221,7 +1231,7 @@ function eventCols(selectable, selected) {
     { head: 'Tries', class: 'num', cell: e => String(e.attempts) },
     { head: 'Created', cell: e => timeEl(e.created_at) },
     { head: 'Sent', cell: e => timeEl(e.sent_at) },
-    { head: 'Last error', cell: e => e.last_error ? h('span', { class: 'error' }, e.last_error) : '' },
+    { head: 'Last error', cell: e => e.last_error ? h('span', { class: 'error' }, srvText(e.last_error)) : '' },
     { head: 'Payload', cell: e => e.payload_elided ? h('span', { class: 'muted' }, `${e.payload_bytes} bytes, not listed`)
       : e.payload !== undefined && e.payload !== null ? h('details', {}, h('summary', {}, 'show'), h('pre', {}, jsonText(e.payload))) : '' },
   ];
@@ -1311,7 +1321,7 @@ views.dead = async ({ gen, view }) => {
     { head: 'Received', cell: m => timeEl(m.received_at) },
     { head: 'Class', cell: m => m.error_class || '' },
     { head: 'Type', cell: m => m.type_tag || '' },
-    { head: 'Last error / note', cell: m => [m.last_error ? h('span', { class: 'error' }, m.last_error) : '', m.note ? h('div', {}, m.note) : null] },
+    { head: 'Last error / note', cell: m => [m.last_error ? h('span', { class: 'error' }, srvText(m.last_error)) : '', m.note ? h('div', {}, srvText(m.note)) : null] },
     { head: 'Acknowledged', cell: m => acked[m.id]
       ? h('span', { class: 'muted', id: 'acked-message-' + m.id }, `by ${acked[m.id].acked_by} ${fmtTime(acked[m.id].acked_at)}` + (acked[m.id].note ? ': ' + acked[m.id].note : ''))
       : can('operator') ? h('button', { type: 'button', id: 'ack-message-' + m.id, onclick: () => ackDead('message', [m.id], 'message ' + m.id) }, 'Acknowledge…') : '' },
@@ -1627,7 +1637,7 @@ views.flight = async ({ arg, params, gen, view }) => {
     fill(msgsBox, h('h2', {}, 'Messages'), table([
       { head: 'Id', cell: m => msgLink(m.id) }, { head: 'Received', cell: m => timeEl(m.received_at) },
       { head: 'State', cell: m => [stateSpan(m.state), m.error_class ? ' ' + m.error_class : ''] },
-      { head: 'Type', cell: m => m.type_tag || '' }, { head: 'Note', cell: m => m.note || '' },
+      { head: 'Type', cell: m => m.type_tag || '' }, { head: 'Note', cell: m => srvText(m.note) },
     ], res.messages || [], { empty: 'No message names this flight.' }));
   }).catch(e => alive(gen) && fill(msgsBox, h('h2', {}, 'Messages'), h('p', { class: 'muted' }, describe(e))));
   api('GET', API.events + '?flid=' + encodeURIComponent(flid) + '&limit=200').then(res => {
@@ -1704,8 +1714,8 @@ const jobActive = j => j.progress || j.state === 'PENDING' || j.state === 'FAILE
 
 // jobProgress is what a job is doing while it runs, else its result or last error.
 function jobProgress(j) {
-  if (j.progress) return h('span', { class: 'warn job-doing' }, `running ${fmtAge(j.progress.running_seconds)}: ${j.progress.doing}`);
-  return [j.result || '', j.last_error ? h('div', { class: 'error' }, j.last_error) : null];
+  if (j.progress) return h('span', { class: 'warn job-doing' }, `running ${fmtAge(j.progress.running_seconds)}: ${srvText(j.progress.doing)}`);
+  return [srvText(j.result), j.last_error ? h('div', { class: 'error' }, srvText(j.last_error)) : null];
 }
 
 // views.jobs lists the jobs (every role), following the jobs stream (new jobs behind the
@@ -1802,7 +1812,7 @@ views.audit = async ({ params, gen, view }) => {
     { head: 'Id', class: 'num', cell: a => String(a.id) }, { head: 'At', cell: a => timeEl(a.at) },
     { head: 'Actor', cell: a => a.actor || '' }, { head: 'Role', cell: a => a.role || '' },
     { head: 'Action', cell: a => a.action || '' }, { head: 'Subject', cell: a => a.subject || '' },
-    { head: 'Detail', cell: a => a.detail || '' }, { head: 'Remote', cell: a => a.remote || '' },
+    { head: 'Detail', cell: a => srvText(a.detail) }, { head: 'Remote', cell: a => a.remote || '' },
   ], list, { id: 'audit-table', rowId: a => a.id, empty: 'No action recorded yet.' });
   const box = h('div', { id: 'audit-list' }, lt.el);
   const firstPage = !params.get('after') && !params.get('before');
