@@ -253,7 +253,9 @@ func TestConsoleKeepsTheLastFiguresWhenStatusFails(t *testing.T) {
 	breaker := &statusBreaker{proxy: httputil.NewSingleHostReverseProxy(target)}
 	breaker.mode.Store("")
 	front := httptest.NewServer(breaker)
-	defer front.Close()
+	// Closed after the browser (cleanups run last first): Close waits for the page's open
+	// live connections, which only the browser's end ends.
+	t.Cleanup(front.Close)
 
 	b := newBrowser(t, chromium)
 	b.visit(front.URL, "#/")
