@@ -128,7 +128,13 @@ func testObservability(t *testing.T, db dbEnv) {
 		t.Fatal(err)
 	}
 	if c == nil {
-		if rb := b.readyz(); rb.code != 503 || !strings.Contains(rb.Reason, "no instance holds the pump lease") {
+		// /readyz answers from the last background check (a second apart): it says so at the
+		// next check.
+		rb := b.readyz()
+		for deadline := time.Now().Add(5 * time.Second); rb.code != 503 && time.Now().Before(deadline); rb = b.readyz() {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if rb.code != 503 || !strings.Contains(rb.Reason, "no instance holds the pump lease") {
 			t.Errorf("/readyz once the only pump stopped: %+v", rb)
 		}
 		return
@@ -144,7 +150,11 @@ func testObservability(t *testing.T, db dbEnv) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if rb := b.readyz(); rb.code != 200 || rb.Pump.Holder == ra.Pump.Holder {
+	rb := b.readyz()
+	for deadline := time.Now().Add(5 * time.Second); (rb.code != 200 || rb.Pump.Holder == ra.Pump.Holder) && time.Now().Before(deadline); rb = b.readyz() {
+		time.Sleep(100 * time.Millisecond) // the API-only instance sees the take-over at its next check
+	}
+	if rb.code != 200 || rb.Pump.Holder == ra.Pump.Holder {
 		t.Errorf("/readyz of the API-only instance after the take-over: %+v", rb)
 	}
 }

@@ -158,7 +158,7 @@ func TestScheduledJobsHistoryAndLogShipping(t *testing.T) {
 		// msgx status tells the last job of each kind.
 		cmd := dbe.command(t, "status", "--server", s.url)
 		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "last jobs:") || !strings.Contains(string(out), "swept 2 flights") {
+		if err != nil || !strings.Contains(string(out), "last jobs") || !strings.Contains(string(out), "swept 2 flights") {
 			t.Fatalf("msgx status: %v\n%s", err, out)
 		}
 		if _, err := os.Stat(filepath.Join(dbe.DataDir, "history")); err != nil {
