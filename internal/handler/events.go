@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -409,6 +410,16 @@ func diff(old, cur []byte) (map[string]fieldChange, error) {
 		}
 	}
 	return fieldChanges(a, b), nil
+}
+
+// ChangedFields returns the top-level fields whose values differ between two records (nil:
+// absent), sorted: what a write of cur over old sets.
+func ChangedFields(old, cur []byte) ([]string, error) {
+	changes, err := diff(old, cur)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(changes)), nil
 }
 
 // flopPayload is the KAFKA_FLOP payload {"FLID":…,"op":…,"changes":{field:{"old":…,"new":…}}}

@@ -52,11 +52,11 @@ func Asserts(msg *sis.Message, id int64, n *pipeline.Newer, flights map[int64]bo
 			}
 			switch r.Kind() {
 			case sis.FlopDelete:
-				deleted(n, r.FLID, id)
+				n.SetDeleted(r.FLID, id)
 			case sis.FlopStand:
-				set(n, r.FLID, id, "PSDT")
+				n.SetFields(r.FLID, id, "PSDT")
 			default:
-				set(n, r.FLID, id, sis.FlopFields(r.STYP)...)
+				n.SetFields(r.FLID, id, sis.FlopFields(r.STYP)...)
 			}
 		}
 	case *sis.SchdBody:
@@ -65,13 +65,12 @@ func Asserts(msg *sis.Message, id int64, n *pipeline.Newer, flights map[int64]bo
 		if !refTypes[b.Type] {
 			return
 		}
-		switch msg.Meta.STYP {
-		case "DNLD", "RESP":
-			n.RefTypes = setMax(n.RefTypes, b.Type, id)
-		default:
-			for _, r := range b.Records {
-				n.Refs = setMax(n.Refs, pipeline.RefKey(b.Type, r.Key), id)
-			}
+		if replaces(msg.Meta.STYP) {
+			n.SetRefType(b.Type, id)
+			return
+		}
+		for _, r := range b.Records {
+			n.SetRef(b.Type, r.Key, id)
 		}
 	}
 }
@@ -81,12 +80,12 @@ func flightAsserts(styp string, b *sis.SchdBody, id int64, n *pipeline.Newer, fl
 	if len(b.Flights) == 0 {
 		return
 	}
-	if styp == "DNLD" || styp == "RESP" {
+	if replaces(styp) {
 		bad := invalidFltrs(b.Invalid, true)
 		if !bad.unknownKey {
-			w := pipeline.Window{ID: id, From: b.Flights[0].SODT, To: b.Flights[0].SODT, Named: map[int64]bool{}}
+			w := pipeline.Window{ID: id, Named: map[int64]bool{}}
+			w.From, w.To = span(b.Flights)
 			for _, f := range b.Flights {
-				w.From, w.To = minTime(w.From, f.SODT), maxTime(w.To, f.SODT)
 				if flights[f.FLID] {
 					w.Named[f.FLID] = true
 				}
@@ -104,48 +103,16 @@ func flightAsserts(styp string, b *sis.SchdBody, id int64, n *pipeline.Newer, fl
 			continue
 		}
 		if styp == "DEL" {
-			deleted(n, f.FLID, id)
+			n.SetDeleted(f.FLID, id)
 			continue
 		}
 		for _, rf := range recFields {
 			if rf.key == "CTOT" || rf.key == "CSFL" || (rf.key == "ERUT" && len(f.ERUT) == 0) {
 				continue
 			}
-			set(n, f.FLID, id, rf.key)
+			n.SetFields(f.FLID, id, rf.key)
 		}
 	}
-}
-
-func setters(n *pipeline.Newer, flid int64) *pipeline.FlightSetters {
-	if n.Flights == nil {
-		n.Flights = map[int64]*pipeline.FlightSetters{}
-	}
-	s := n.Flights[flid]
-	if s == nil {
-		s = &pipeline.FlightSetters{Fields: map[string]int64{}}
-		n.Flights[flid] = s
-	}
-	return s
-}
-
-func set(n *pipeline.Newer, flid, id int64, fields ...string) {
-	s := setters(n, flid)
-	for _, f := range fields {
-		s.Fields[f] = max(s.Fields[f], id)
-	}
-}
-
-func deleted(n *pipeline.Newer, flid, id int64) {
-	s := setters(n, flid)
-	s.Deleted = max(s.Deleted, id)
-}
-
-func setMax(m map[string]int64, k string, id int64) map[string]int64 {
-	if m == nil {
-		m = map[string]int64{}
-	}
-	m[k] = max(m[k], id)
-	return m
 }
 
 // guard leaves as stored what a later message set of each flight w touches (see above): a

@@ -53,7 +53,7 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message, cache *recordC
 		return d, err
 	}
 	styp := msg.Meta.STYP
-	replace := styp == "DNLD" || styp == "RESP"
+	replace := replaces(styp)
 	bad := invalidFltrs(body.Invalid, replace)
 	d.Warnings = append(d.Warnings, bad.warnings...)
 	valid := bad.filter(body.Flights, &d)
@@ -120,16 +120,38 @@ func decideSchd(ctx context.Context, view View, msg *sis.Message, cache *recordC
 	return d, nil
 }
 
+// replaces reports whether a message of STYP styp replaces what it covers: a SCHD DNLD or RESP
+// its window, a reference DNLD or RESP its whole TYPE.
+func replaces(styp string) bool { return styp == "DNLD" || styp == "RESP" }
+
+// span returns the earliest and the latest SODT of flights, which is not empty.
+func span(flights []sis.Flight) (from, to time.Time) {
+	from, to = flights[0].SODT, flights[0].SODT
+	for _, f := range flights {
+		from, to = minTime(from, f.SODT), maxTime(to, f.SODT)
+	}
+	return from, to
+}
+
+// WindowOf returns the SODTs a SCHD DNLD or RESP spans: the window whose stored flights (from
+// today's local midnight on) it replaces, deleting those it does not name. ok is false for any
+// other message.
+func WindowOf(msg *sis.Message) (from, to time.Time, ok bool) {
+	b, isSchd := msg.Body.(*sis.SchdBody)
+	if !isSchd || len(b.Flights) == 0 || !replaces(msg.Meta.STYP) {
+		return from, to, false
+	}
+	from, to = span(b.Flights)
+	return from, to, true
+}
+
 // replaceWindow loads the stored flights of the snapshot's window into w and marks for
 // deletion those the message does not name. Every FLTR of the message counts as naming its
 // flight, the ignored past ones and the invalid ones with a readable FLID too: a stored flight
 // is deleted only when the message does not name it at all. When an invalid FLTR has no
 // readable FLID it might name any stored flight, so nothing is deleted.
 func replaceWindow(ctx context.Context, view View, w *work, body *sis.SchdBody, bad *badFltrs, today time.Time) (*window, error) {
-	from, to := body.Flights[0].SODT, body.Flights[0].SODT
-	for _, f := range body.Flights {
-		from, to = minTime(from, f.SODT), maxTime(to, f.SODT)
-	}
+	from, to := span(body.Flights)
 	from = maxTime(from, today)
 	win := &window{from: from, to: to}
 	stored, err := view.FlightsBetween(ctx, from, to)

@@ -39,6 +39,53 @@ type Window struct {
 	Named    map[int64]bool
 }
 
+// SetFields notes that later message id set fields of flight flid.
+func (n *Newer) SetFields(flid, id int64, fields ...string) {
+	s := n.setters(flid)
+	for _, f := range fields {
+		s.Fields[f] = max(s.Fields[f], id)
+	}
+}
+
+// SetAll notes that later message id may have set every field of flight flid (its text is
+// gone).
+func (n *Newer) SetAll(flid, id int64) {
+	s := n.setters(flid)
+	s.All = max(s.All, id)
+}
+
+// SetDeleted notes that later message id deleted flight flid.
+func (n *Newer) SetDeleted(flid, id int64) {
+	s := n.setters(flid)
+	s.Deleted = max(s.Deleted, id)
+}
+
+// SetRef notes that later message id upserted or deleted the reference record typ/key.
+func (n *Newer) SetRef(typ, key string, id int64) { n.Refs = setMax(n.Refs, RefKey(typ, key), id) }
+
+// SetRefType notes that later message id replaced (or may have set) the whole TYPE typ.
+func (n *Newer) SetRefType(typ string, id int64) { n.RefTypes = setMax(n.RefTypes, typ, id) }
+
+func (n *Newer) setters(flid int64) *FlightSetters {
+	if n.Flights == nil {
+		n.Flights = map[int64]*FlightSetters{}
+	}
+	s := n.Flights[flid]
+	if s == nil {
+		s = &FlightSetters{Fields: map[string]int64{}}
+		n.Flights[flid] = s
+	}
+	return s
+}
+
+func setMax(m map[string]int64, k string, id int64) map[string]int64 {
+	if m == nil {
+		m = map[string]int64{}
+	}
+	m[k] = max(m[k], id)
+	return m
+}
+
 // RefKey is the key of one reference record in Newer.Refs.
 func RefKey(typ, key string) string { return typ + "|" + key }
 

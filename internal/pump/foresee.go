@@ -2,9 +2,7 @@ package pump
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
@@ -90,23 +88,11 @@ func setsOf(ctx context.Context, view handler.View, d pipeline.Decision) ([]stri
 		case !ok:
 			out = append(out, fmt.Sprintf("flight %d created", w.FLID))
 		default:
-			var a, b map[string]json.RawMessage
-			if json.Unmarshal(old, &a) != nil || json.Unmarshal(w.Record, &b) != nil {
+			fields, err := handler.ChangedFields(old, w.Record)
+			if err != nil {
 				out = append(out, fmt.Sprintf("flight %d", w.FLID))
 				continue
 			}
-			var fields []string
-			for k, v := range b {
-				if string(a[k]) != string(v) {
-					fields = append(fields, k)
-				}
-			}
-			for k := range a {
-				if _, ok := b[k]; !ok {
-					fields = append(fields, k)
-				}
-			}
-			slices.Sort(fields)
 			for _, f := range fields {
 				out = append(out, fmt.Sprintf("flight %d %s", w.FLID, f))
 			}

@@ -32,7 +32,6 @@ func (v outOfOrderView) Newer() *pipeline.Newer { return v.newer }
 // viewInOrder returns the view w's handler decides with: view when w's message is after every
 // applied one, else view with what the applied messages after it set.
 func (p *Pump) viewInOrder(ctx context.Context, w *work, view handler.View) (handler.View, error) {
-	w.view = view
 	if !p.appliedKnown {
 		id, err := p.db.LastApplied(ctx)
 		if err != nil {
@@ -93,19 +92,10 @@ func (p *Pump) newerThan(ctx context.Context, id int64, msg *sis.Message, view h
 			p.log.Warn("a later message's text cannot be read; the message out of order leaves everything it may have set",
 				"msg_id", id, "later_msg_id", lid)
 			for f := range want {
-				if n.Flights == nil {
-					n.Flights = map[int64]*pipeline.FlightSetters{}
-				}
-				if n.Flights[f] == nil {
-					n.Flights[f] = &pipeline.FlightSetters{Fields: map[string]int64{}}
-				}
-				n.Flights[f].All = max(n.Flights[f].All, lid)
+				n.SetAll(f, lid)
 			}
 			for t := range typeSet {
-				if n.RefTypes == nil {
-					n.RefTypes = map[string]int64{}
-				}
-				n.RefTypes[t] = max(n.RefTypes[t], lid)
+				n.SetRefType(t, lid)
 			}
 			continue
 		}
@@ -138,18 +128,9 @@ func (p *Pump) laterMessage(ctx context.Context, id int64, later *map[int64]*sis
 // windowFlights returns the stored flights in the window a DNLD or RESP replaces (the SODTs
 // of its FLTRs), which it deletes when it does not name them.
 func windowFlights(ctx context.Context, view handler.View, msg *sis.Message) ([]int64, error) {
-	b, ok := msg.Body.(*sis.SchdBody)
-	if !ok || len(b.Flights) == 0 || (msg.Meta.STYP != "DNLD" && msg.Meta.STYP != "RESP") {
+	from, to, ok := handler.WindowOf(msg)
+	if !ok {
 		return nil, nil
-	}
-	from, to := b.Flights[0].SODT, b.Flights[0].SODT
-	for _, f := range b.Flights {
-		if f.SODT.Before(from) {
-			from = f.SODT
-		}
-		if f.SODT.After(to) {
-			to = f.SODT
-		}
 	}
 	recs, err := view.FlightsBetween(ctx, from, to)
 	if err != nil {
