@@ -11,18 +11,13 @@ import (
 
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
-	"msgx/internal/syncbuf"
+	"msgx/internal/testkit"
 )
-
-// handClock is a clock the test sets.
-type handClock struct{ t time.Time }
-
-func (c *handClock) Now() time.Time { return c.t }
 
 // fakeLeases is one PUMP_LEASE row with the semantics of the store's, and a switch that
 // makes the database unreachable for some clients at some times.
 type fakeLeases struct {
-	clock  *handClock
+	clock  *testkit.Clock
 	holder string
 	until  time.Time
 	// down says whether client who cannot reach the database now.
@@ -40,7 +35,7 @@ type leaseConn struct {
 }
 
 func (c *leaseConn) unreachable() error {
-	if c.f.down != nil && c.f.down(c.who, c.f.clock.t) {
+	if c.f.down != nil && c.f.down(c.who, c.f.clock.Now()) {
 		return store.Unavailable(errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"))
 	}
 	return nil
@@ -87,7 +82,7 @@ func (c *leaseConn) RenewLease(_ context.Context, name, holder string, ttl time.
 
 func (c *leaseConn) Ping(context.Context) error {
 	c.pings++
-	if c.f.down != nil && c.f.down(c.who, c.f.clock.t) {
+	if c.f.down != nil && c.f.down(c.who, c.f.clock.Now()) {
 		return errors.New("dial tcp 127.0.0.1:3306: connect: connection refused")
 	}
 	return nil
@@ -118,7 +113,7 @@ type node struct {
 var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 
 func newNode(f *fakeLeases, holder string, standby bool, isDead func(string) bool) *node {
-	n := &node{conn: &leaseConn{f: f, who: holder}, next: f.clock.t}
+	n := &node{conn: &leaseConn{f: f, who: holder}, next: f.clock.Now()}
 	if isDead == nil {
 		isDead = func(string) bool { return false }
 	}
@@ -130,10 +125,10 @@ func newNode(f *fakeLeases, holder string, standby bool, isDead func(string) boo
 				panic("workers started twice")
 			}
 			n.running = true
-			n.runs = append(n.runs, [2]time.Time{f.clock.t})
+			n.runs = append(n.runs, [2]time.Time{f.clock.Now()})
 			return func() {
 				n.running = false
-				n.runs[len(n.runs)-1][1] = f.clock.t
+				n.runs[len(n.runs)-1][1] = f.clock.Now()
 			}
 		},
 	}
@@ -141,7 +136,7 @@ func newNode(f *fakeLeases, holder string, standby bool, isDead func(string) boo
 }
 
 // simulate moves the nodes in time order until end, then closes the open run periods.
-func simulate(t *testing.T, clock *handClock, end time.Time, nodes ...*node) {
+func simulate(t *testing.T, clock *testkit.Clock, end time.Time, nodes ...*node) {
 	t.Helper()
 	for {
 		var n *node
@@ -150,7 +145,7 @@ func simulate(t *testing.T, clock *handClock, end time.Time, nodes ...*node) {
 				continue
 			}
 			if !c.dieAt.IsZero() && !c.dieAt.After(c.next) {
-				clock.t = c.dieAt
+				clock.Set(c.dieAt)
 				c.dead = true
 				if c.running {
 					c.runs[len(c.runs)-1][1] = c.dieAt
@@ -165,18 +160,18 @@ func simulate(t *testing.T, clock *handClock, end time.Time, nodes ...*node) {
 		if n == nil || n.next.After(end) {
 			break
 		}
-		clock.t = n.next
+		clock.Set(n.next)
 		wait, err := n.k.Step(context.Background())
 		if err != nil {
 			n.err = err
 			continue
 		}
 		if wait <= 0 {
-			t.Fatalf("%s: step asked for no wait at %s: a hot loop", n.k.Holder, clock.t.Sub(t0))
+			t.Fatalf("%s: step asked for no wait at %s: a hot loop", n.k.Holder, clock.Now().Sub(t0))
 		}
-		n.next = clock.t.Add(wait)
+		n.next = clock.Now().Add(wait)
 	}
-	clock.t = end
+	clock.Set(end)
 	for _, c := range nodes {
 		if c.running {
 			c.runs[len(c.runs)-1][1] = end
@@ -204,7 +199,7 @@ func noOverlap(t *testing.T, nodes ...*node) {
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func TestOutagePausesThePumpAndResumes(t *testing.T) {
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	f := &fakeLeases{clock: clock, down: func(_ string, now time.Time) bool {
 		return !now.Before(at(20*time.Second)) && now.Before(at(50*time.Second))
 	}}
@@ -250,7 +245,7 @@ func TestOutagePausesThePumpAndResumes(t *testing.T) {
 }
 
 func TestTakeOverByStandbyWithinTheLeaseTime(t *testing.T) {
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	f := &fakeLeases{clock: clock}
 	a := newNode(f, "host-a/pid-1/aa", true, nil)
 	b := newNode(f, "host-b/pid-2/bb", true, nil)
@@ -278,7 +273,7 @@ func TestTakeOverByStandbyWithinTheLeaseTime(t *testing.T) {
 }
 
 func TestOutageOfOneInstanceHandsTheLeaseOver(t *testing.T) {
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	// a loses the database from 20s to 60s; b can reach it all along.
 	f := &fakeLeases{clock: clock, down: func(who string, now time.Time) bool {
 		return who == "a" && !now.Before(at(20*time.Second)) && now.Before(at(60*time.Second))
@@ -302,7 +297,7 @@ func TestOutageOfOneInstanceHandsTheLeaseOver(t *testing.T) {
 }
 
 func TestTakeOverByAnotherStopsThePumpAtOnce(t *testing.T) {
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	f := &fakeLeases{clock: clock}
 	a := newNode(f, "a", true, nil)
 	simulate(t, clock, at(12*time.Second), a)
@@ -318,7 +313,7 @@ func TestTakeOverByAnotherStopsThePumpAtOnce(t *testing.T) {
 }
 
 func TestTakeOverOfADeadProcessOfThisHostIsImmediate(t *testing.T) {
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	f := &fakeLeases{clock: clock, holder: "here/pid-7/dead", until: at(14 * time.Second)}
 	a := newNode(f, "here/pid-8/live", true, func(h string) bool { return h == "here/pid-7/dead" })
 	simulate(t, clock, at(time.Second), a)
@@ -328,7 +323,7 @@ func TestTakeOverOfADeadProcessOfThisHostIsImmediate(t *testing.T) {
 }
 
 func TestTakeOverImpossibleWithoutStandbyExitsWithCode3(t *testing.T) {
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	f := &fakeLeases{clock: clock, holder: "live", until: at(10 * time.Second)}
 	a := newNode(f, "a", false, nil)
 	_, err := a.k.Step(context.Background())
@@ -356,7 +351,7 @@ func TestOutageRetryDelayIsCapped(t *testing.T) {
 // Two standbys of one host see the holder die: one takes the lease over, the other, beaten to
 // it, stands by behind the winner without a pause in between.
 func TestTakeOverOfADeadProcessByTwoStandbys(t *testing.T) {
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	f := &fakeLeases{clock: clock, holder: "here/pid-7/dead", until: at(14 * time.Second)}
 	dead := func(h string) bool { return h == "here/pid-7/dead" }
 	a := newNode(f, "here/pid-8/a", true, dead)
@@ -413,9 +408,9 @@ func (h *hungDB) Ping(ctx context.Context) error { return h.wait(ctx) }
 func TestHungDatabaseIsNoticedWithinARenewalPeriod(t *testing.T) {
 	t.Parallel()
 	clock := pipeline.SystemClock{}
-	f := &fakeLeases{clock: &handClock{}}
+	f := &fakeLeases{clock: &testkit.Clock{}}
 	db := &hungDB{leaseConn: leaseConn{f: f, who: "a"}, hang: make(chan struct{})}
-	logs := &syncbuf.Buffer{}
+	logs := &testkit.Buffer{}
 	stopping := make(chan time.Time, 1)
 	release := make(chan struct{})
 	k := &Keeper{
@@ -435,7 +430,7 @@ func TestHungDatabaseIsNoticedWithinARenewalPeriod(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	waitFor(t, 3*time.Second, "the lease taken", func() bool { r, _ := k.State(); return r })
+	testkit.Eventually(t, 3*time.Second, "the lease taken", func() bool { r, _ := k.State(); return r })
 	hungAt := time.Now()
 	close(db.hang)
 	var stopAt time.Time
@@ -454,16 +449,4 @@ func TestHungDatabaseIsNoticedWithinARenewalPeriod(t *testing.T) {
 		t.Errorf("state while the database hangs: %q", note)
 	}
 	close(release)
-}
-
-// waitFor polls cond until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
