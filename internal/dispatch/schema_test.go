@@ -79,8 +79,8 @@ func (v *schemaView) CodeSharesOf(_ context.Context, masters []int64) ([][]byte,
 }
 
 func (v *schemaView) RefKeys(context.Context, string) ([]string, error) { return nil, nil }
-func (v *schemaView) Now() time.Time                                     { return time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC) }
-func (v *schemaView) Location() *time.Location                           { return v.zone }
+func (v *schemaView) Now() time.Time                                    { return time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC) }
+func (v *schemaView) Location() *time.Location                          { return v.zone }
 
 // payloadCheck decides SIS messages on a view, applies them as the store would, and checks
 // every payload each target would send for their events against docs/schemas.
