@@ -186,7 +186,9 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	if n := db.Nodes(); n != nil {
 		w.metrics.Register(metrics.DatabaseNodes(n)...)
 	}
-	w.counts = api.CounterCounts(db.NewStateCounter(), clock)
+	counter := db.NewStateCounter()
+	w.counts = api.CounterCounts(counter, clock)
+	a.closers = append(a.closers, counter.Wait) // its background recount ends before the database closes
 	popt := pump.Options{
 		Metrics:      w.metrics,
 		Policy:       cfg.RetryPolicy(),
@@ -348,7 +350,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	a.registrar = newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
 	// Search: flights of the days around today, message bodies of the newest messages.
 	finder := &api.Finder{Flights: a.fstores.reader, Ref: db, Bodies: db, ByFlight: db, Clock: clock, Loc: cfg.Location()}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db, finder), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db), a.fstores.routes)
+	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db, finder, boardAsOf(pump.NewBoards(p, db))), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db), a.fstores.routes)
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	m.Register(w.reqs.Collectors()...)
 	if a.registrar != nil {
@@ -442,7 +444,7 @@ func (a *App) Run(ctx context.Context) error {
 		close(regDone)
 	}
 	log.Info("msgx serving", "addr", a.o.Listener.Addr().String(), "version", a.o.Release, "pump", a.Keeper != nil, "driver", a.Cfg.Database.Driver, "data_dir", a.Cfg.DataDir)
-	a.fstores.start(ctx) // phase A: the consistency check on start-up
+	wg.Go(func() { a.fstores.start(inboxCtx) }) // phase A: the consistency check on start-up
 
 	var exit error
 	select {

@@ -127,17 +127,16 @@ func sentinel(cfg config.Config, auth, mirror flight.Reader, clock pipeline.Cloc
 	return &flight.Sentinel{Auth: auth, Mirror: mirror, Clock: clock, Location: cfg.Location(), Logger: log, Days: &span}
 }
 
-// sentinelStart runs the consistency check on start-up (consistency-check.on-startup).
+// sentinelStart runs the consistency check on start-up (consistency-check.on-startup); Run
+// calls it in its run group, which ends it at shutdown and waits for it.
 func sentinelStart(cfg config.Config, sen *flight.Sentinel, log *slog.Logger) func(ctx context.Context) {
 	return func(ctx context.Context) {
 		if !cfg.ConsistencyCheck.OnStartup {
 			return
 		}
-		go func() {
-			if _, err := sen.Check(ctx); err != nil {
-				log.Error("consistency check on start-up failed", "err", err.Error())
-			}
-		}()
+		if _, err := sen.Check(ctx); err != nil && ctx.Err() == nil {
+			log.Error("consistency check on start-up failed", "err", err.Error())
+		}
 	}
 }
 

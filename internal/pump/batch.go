@@ -197,8 +197,9 @@ func (p *Pump) stepRun(ctx context.Context, head *store.Due, due []*store.Due, j
 	run := cut(due, job)
 	if p.opt.BatchWait > 0 && len(run) > 1 && len(run) < p.opt.BatchSize {
 		// A backlog that does not fill a batch may wait for more; a lone message never does.
-		t := time.NewTimer(p.opt.BatchWait)
-		<-t.C
+		if !pipeline.Sleep(ctx, p.opt.BatchWait) {
+			return 0, ctx.Err()
+		}
 		var err error
 		if due, job, err = p.dueRun(ctx, false); err != nil {
 			return 0, err

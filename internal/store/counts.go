@@ -38,10 +38,15 @@ type StateCounter struct {
 	below      int64
 	at         time.Time // when the base was counted
 	refreshing bool
+	refresh    sync.WaitGroup // the background recount, joined by Wait
 }
 
 // NewStateCounter returns a StateCounter over d.
 func (d *DB) NewStateCounter() *StateCounter { return &StateCounter{db: d, Every: time.Minute} }
+
+// Wait returns once the background recount a call started, if any, has ended: the owner's
+// shutdown joins it before it closes the database.
+func (c *StateCounter) Wait() { c.refresh.Wait() }
 
 // finishedStates are the states counted through the base.
 var finishedStates = []pipeline.ProcStatus{pipeline.Succeeded, pipeline.Skipped}
@@ -66,17 +71,17 @@ func (c *StateCounter) Counts(ctx context.Context, now time.Time) (map[pipeline.
 		c.mu.Unlock()
 	}
 	if stale {
-		go func() {
+		c.refresh.Go(func() {
 			rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			c.Refresh(rctx, now) // a failure keeps the old base; the next call tries again
 			c.mu.Lock()
 			c.refreshing = false
 			c.mu.Unlock()
-		}()
+		})
 	}
 	var out, above map[pipeline.ProcStatus]int
-	err := c.db.readSnapshot(ctx, func(tx *sql.Tx) error {
+	err := c.db.readSnapshotOn(ctx, c.db.long(), func(tx *sql.Tx) error {
 		var err error
 		if out, err = countStates(ctx, tx, pipeline.Pending, pipeline.Failed, pipeline.Dead); err != nil {
 			return err
@@ -102,7 +107,7 @@ func (c *StateCounter) Refresh(ctx context.Context, now time.Time) error {
 		head sql.NullInt64
 		base map[pipeline.ProcStatus]int
 	)
-	err := c.db.readSnapshot(ctx, func(tx *sql.Tx) error {
+	err := c.db.readSnapshotOn(ctx, c.db.long(), func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT MIN(ID) FROM (
   SELECT MIN(CMINMSGS_ID) AS ID FROM PROC_STATE WHERE STATE = 'PENDING'
   UNION ALL SELECT MIN(CMINMSGS_ID) FROM PROC_STATE WHERE STATE = 'FAILED'
