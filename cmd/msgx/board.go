@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -27,11 +28,15 @@ func boardCmd(args []string) error {
 	terminal := fs.String("terminal", "", "only this `TERMINAL`")
 	watch := fs.Bool("watch", false, "redraw the board every --every until Ctrl-C (in place on a terminal)")
 	every := fs.Duration("every", 5*time.Second, "how often --watch redraws")
+	at := fs.String("at", "", "the board as it stood at `TIME` (08:15 on --day, 2026-12-06T08:15, airport time; UTC with --utc), rebuilt from the messages applied by then")
 	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
 	utcFlag(fs)
-	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx board [--server URL] [--day YYYY-MM-DD] [--movement A|D] [--airline CODE] [--terminal T] [--utc] [--watch [--every D]] [--json]"}
+	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx board [--server URL] [--day YYYY-MM-DD] [--at HH:MM] [--movement A|D] [--airline CODE] [--terminal T] [--utc] [--watch [--every D]] [--json]"}
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return usage
+	}
+	if *at != "" && *watch {
+		return app.ExitError{Code: exitUsage, Msg: "msgx board: --at shows one past minute; it does not go with --watch"}
 	}
 	if *day != "" {
 		if _, err := time.Parse(time.DateOnly, *day); err != nil {
@@ -49,9 +54,19 @@ func boardCmd(args []string) error {
 	c := srv(*server)
 	if *asJSON {
 		var raw any
-		path := "/api/v1/flights"
+		q := url.Values{}
 		if *day != "" {
-			path += "?day=" + *day
+			q.Set("day", *day)
+		}
+		if *at != "" {
+			q.Set("as_of", *at)
+			if showUTC {
+				q.Set("tz", "UTC")
+			}
+		}
+		path := "/api/v1/flights"
+		if len(q) > 0 {
+			path += "?" + q.Encode()
 		}
 		if err := c.Get(path, &raw); err != nil {
 			return err
@@ -60,7 +75,13 @@ func boardCmd(args []string) error {
 	}
 	statuses := c.Statuses()
 	draw := func() (string, error) {
-		b, err := c.Board(*day)
+		var b client.Board
+		var err error
+		if *at != "" {
+			b, err = c.BoardAsOf(*day, *at, showUTC)
+		} else {
+			b, err = c.Board(*day)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -82,6 +103,17 @@ func boardCmd(args []string) error {
 		fmt.Fprintf(&out, "%d of %d flights", n, b.Count)
 		if n < b.Count {
 			out.WriteString(" (filtered)")
+		}
+		if b.AsOf != nil {
+			fmt.Fprintf(&out, "; as it stood at %s, rebuilt from %d applied messages", z.Time(*b.AsOf), b.Messages)
+			if b.HistoryFrom != nil {
+				fmt.Fprintf(&out, " (history kept from %s)", z.Time(*b.HistoryFrom))
+			}
+			out.WriteString("\n")
+			for _, w := range b.Warnings {
+				fmt.Fprintf(&out, "warning: %s\n", w)
+			}
+			return out.String(), nil
 		}
 		fmt.Fprintf(&out, "; at %s\n", z.Time(time.Now()))
 		return out.String(), nil

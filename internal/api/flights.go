@@ -3,8 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"msgx/internal/flight"
@@ -25,17 +28,24 @@ const seasonType = "SCHS"
 //	GET /api/v1/flights?day=YYYY-MM-DD  the flights of a local day, by SODT then FLID
 //	                                    (no day: today in the airport's zone), and when
 //	                                    each last changed (changed, by FLID)
+//	GET /api/v1/flights?day=…&as_of=T   the same board as it stood at T, rebuilt from the
+//	                                    messages applied by then (asOf; see AsOfBoard)
 //	GET /api/v1/flights?flno=CA8241     the flights of that number in the search window of
 //	                                    find (or of day, when given), by day then SODT
 //	GET /api/v1/flights/{flid}          one flight's record (404 when absent)
 //	GET /api/v1/seasons                 the stored seasonal schedules
 //
-// find, when set, answers flno (nil: flno is refused as an unknown parameter).
-func FlightRoutes(flights FlightReader, db store.Reference, find *Finder) func(*http.ServeMux) {
+// find, when set, answers flno (nil: flno is refused as an unknown parameter); asOf, when
+// given (at most one), answers as_of (none: as_of is refused as an unknown parameter).
+func FlightRoutes(flights FlightReader, db store.Reference, find *Finder, asOf ...BoardAsOf) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/flights", func(w http.ResponseWriter, r *http.Request) {
 			if find != nil && r.URL.Query().Has("flno") {
 				flightsByNumber(w, r, find)
+				return
+			}
+			if len(asOf) > 0 && asOf[0] != nil && r.URL.Query().Has("as_of") {
+				flightsAsOf(w, r, asOf[0], find)
 				return
 			}
 			flightsOfDay(w, r, flights, find)
@@ -175,4 +185,139 @@ func recordsOf(es []flight.Entry) []json.RawMessage {
 		recs = append(recs, e.Record)
 	}
 	return recs
+}
+
+// BoardAsOf returns the flights of a local day as they stood at a time (pump.Boards.At,
+// adapted by the wiring). A time older than the retained history is an error for which
+// BeforeHistory answers true and the history's start.
+type BoardAsOf func(ctx context.Context, day string, at time.Time) (*AsOfBoard, error)
+
+// AsOfBoard is a local day's board as it stood at a time.
+type AsOfBoard struct {
+	// Flights are the records then, by SODT then FLID, and Changed when each last changed by
+	// then (the processing time of the message that changed it) with that message.
+	Flights []json.RawMessage
+	Changed map[int64]AsOfChange
+	// Messages is how many applied messages the board was folded from.
+	Messages    int
+	HistoryFrom time.Time
+	Warnings    []string
+}
+
+// AsOfChange is when a flight last changed by the board's time, and by which message.
+type AsOfChange struct {
+	At    time.Time
+	MsgID int64
+}
+
+// BeforeHistoryError says a time is older than the retained history, which starts at From.
+type BeforeHistoryError struct{ At, From time.Time }
+
+func (e *BeforeHistoryError) Error() string {
+	return fmt.Sprintf("as_of %s is before the retained history, which starts at %s: older messages were purged by retention, so the board of that time cannot be rebuilt",
+		e.At.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339))
+}
+
+// ParseAsOf reads an as_of value: an RFC 3339 time with its offset (2026-12-06T08:15:00+08:00,
+// …Z), a date and time without one (2026-12-06T08:15, seconds optional) or a time of day
+// (08:15, seconds optional) on day, both in loc (the airport's zone, or tz's).
+func ParseAsOf(v, day string, loc *time.Location) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
+			return t, nil
+		}
+	}
+	for _, layout := range []string{"15:04:05", "15:04"} {
+		if _, err := time.Parse(layout, v); err == nil {
+			return time.ParseInLocation("2006-01-02 "+layout, day+" "+v, loc)
+		}
+	}
+	return time.Time{}, fmt.Errorf("as_of must be an RFC 3339 time (2026-12-06T08:15:00+08:00), a local date and time (2026-12-06T08:15) or a time of day on the board's day (08:15), got %q", v)
+}
+
+// flightsAsOf answers GET /api/v1/flights?day=…&as_of=…[&tz=…]: the board of the day as it
+// stood at as_of, with the day's zone, the time (as_of, UTC), when the retained history starts
+// (history_from) and what the rebuild could not follow (warnings); changed ages are counted
+// from as_of. A time in the future is 400 bad_as_of; one before the retained history 409
+// before_history with history_from.
+func flightsAsOf(w http.ResponseWriter, r *http.Request, asOf BoardAsOf, find *Finder) {
+	if !allowParams(w, r, "day", "as_of", "tz") {
+		return
+	}
+	zone, ok := zoneParam(w, r)
+	if !ok {
+		return
+	}
+	today, loc := find.today()
+	if zone == nil {
+		zone = loc
+	}
+	q := r.URL.Query()
+	day := q.Get("day")
+	if !q.Has("day") {
+		day = today
+	}
+	if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
+		WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
+		return
+	}
+	at, err := ParseAsOf(q.Get("as_of"), day, zone)
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, "bad_as_of", err.Error())
+		return
+	}
+	now := find.now()
+	if at.After(now) {
+		WriteError(w, http.StatusBadRequest, "bad_as_of", fmt.Sprintf("as_of %s is in the future (now is %s)", at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+		return
+	}
+	b, err := asOf(r.Context(), day, at)
+	var before *BeforeHistoryError
+	if errors.As(err, &before) {
+		WriteJSON(w, http.StatusConflict, struct {
+			ErrorBody
+			AsOf        time.Time `json:"as_of"`
+			HistoryFrom time.Time `json:"history_from"`
+		}{ErrorBody{Error: before.Error(), Code: "before_history"}, at.UTC(), before.From.UTC()})
+		return
+	}
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	lastChanged := make(map[int64]asOfChanged, len(b.Changed))
+	for id, c := range b.Changed {
+		lastChanged[id] = asOfChanged{changed{At: c.At.UTC(), AgeS: max(0, int64(at.Sub(c.At)/time.Second))}, c.MsgID}
+	}
+	warnings := b.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	var from *time.Time
+	if !b.HistoryFrom.IsZero() {
+		f := b.HistoryFrom.UTC()
+		from = &f
+	}
+	WriteJSON(w, http.StatusOK, struct {
+		Day         string                `json:"day"`
+		Today       string                `json:"today"`
+		Timezone    string                `json:"timezone"`
+		AsOf        time.Time             `json:"as_of"`
+		HistoryFrom *time.Time            `json:"history_from"`
+		Messages    int                   `json:"messages"`
+		Count       int                   `json:"count"`
+		Flights     []json.RawMessage     `json:"flights"`
+		Changed     map[int64]asOfChanged `json:"changed"`
+		Warnings    []string              `json:"warnings"`
+	}{day, today, loc.String(), at.UTC(), from, b.Messages, len(b.Flights), b.Flights, lastChanged, warnings})
+}
+
+// asOfChanged is changed with the message that made the change.
+type asOfChanged struct {
+	changed
+	MsgID int64 `json:"msg_id"`
 }

@@ -17,6 +17,13 @@ type Board struct {
 	Timezone string            `json:"timezone"`
 	Count    int               `json:"count"`
 	Flights  []json.RawMessage `json:"flights"`
+	// AsOf, HistoryFrom, Messages and Warnings are set on a board as of a past time
+	// (BoardAsOf): the time (UTC), when the retained history starts, how many applied
+	// messages the board was rebuilt from, and what the rebuild could not follow.
+	AsOf        *time.Time `json:"as_of,omitempty"`
+	HistoryFrom *time.Time `json:"history_from,omitempty"`
+	Messages    int        `json:"messages,omitempty"`
+	Warnings    []string   `json:"warnings,omitempty"`
 }
 
 // Board returns the flights of the airport day day (today at the airport when "").
@@ -27,6 +34,24 @@ func (c *Client) Board(day string) (Board, error) {
 	}
 	var b Board
 	err := c.Get(path, &b)
+	return b, err
+}
+
+// BoardAsOf returns the flights of the airport day day (today at the airport when "") as
+// they stood at asOf: GET /api/v1/flights?day=…&as_of=…. asOf is a time of day on that day
+// (08:15), a date and time (2026-12-06T08:15), both in the airport's zone (in UTC when utc),
+// or an RFC 3339 time with its offset. A time before the retained history is an error
+// (409 before_history) that names where the history starts.
+func (c *Client) BoardAsOf(day, asOf string, utc bool) (Board, error) {
+	q := url.Values{"as_of": {asOf}}
+	if day != "" {
+		q.Set("day", day)
+	}
+	if utc {
+		q.Set("tz", "UTC")
+	}
+	var b Board
+	err := c.Get("/api/v1/flights?"+q.Encode(), &b)
 	return b, err
 }
 

@@ -1,0 +1,459 @@
+package pump
+
+// The board as of a past time: a local day's flights as they stood at a minute, folded again
+// in memory from the messages the pump applied up to then, with the same handlers, decode
+// and view contract as the pump (and Foresee) use. Nothing is written.
+//
+// Which time counts: the time the pump applied a message (PROC_STATE.PROCESSED_AT), not its
+// META DTTM nor when it was received: "as it stood then" is what the flight store, and so
+// the board and every delivery, held at that time. A message applied at or before `at` is
+// folded; one applied after it is not, even when it was received before (a parked message
+// replayed later counts from its replay).
+//
+// Which messages: every SUCCEEDED schedule (SCHD-…) applied by then with a FLTR on the day
+// or a replaced window that covers it, and every SUCCEEDED message naming (MSG_FLIGHT) a
+// flight one of those schedules put on the day: the FLOPs, FDELs and schedules of those
+// flights, wherever they moved. They are folded in inbox (id) order, each decided with the
+// view at its own processing time (a schedule ignores FLTRs before its own day), which is
+// what the pump's ordering guarantees (invariant I1; I6 makes a message applied out of its
+// order leave what later ones set, so id order gives what was stored).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"msgx/internal/handler"
+	"msgx/internal/pipeline"
+	"msgx/internal/sis"
+	"msgx/internal/store"
+)
+
+// History is what a board as of a past time reads (*store.DB implements it).
+type History interface {
+	SchedulesUpTo(ctx context.Context, at time.Time) ([]store.Applied, error)
+	AppliedNamingUpTo(ctx context.Context, flids []int64, at time.Time) ([]store.Applied, error)
+	Raws(ctx context.Context, ids []int64) (map[int64]string, error)
+	HistoryFrom(ctx context.Context) (time.Time, bool, error)
+}
+
+// BeforeHistoryError says a time is older than the retained history: retention purged the
+// messages before From, so a board of that time cannot be rebuilt.
+type BeforeHistoryError struct {
+	At, From time.Time
+}
+
+func (e *BeforeHistoryError) Error() string {
+	return fmt.Sprintf("%s is before the retained history, which starts at %s (older messages were purged by retention)",
+		e.At.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339))
+}
+
+// DayBoard is a local day's flights as they stood at a time.
+type DayBoard struct {
+	Day string
+	At  time.Time
+	// Flights are the day's flights then, by SODT then FLID.
+	Flights []BoardFlight
+	// Messages is how many applied messages were folded.
+	Messages int
+	// HistoryFrom is when the oldest message kept was processed (see History.HistoryFrom).
+	HistoryFrom time.Time
+	// Warnings say where the fold could not follow what the pump did (a message whose text is
+	// gone, one that no longer decides as it did).
+	Warnings []string
+}
+
+// BoardFlight is one flight of a DayBoard: its record then, and the message that last changed
+// it by then with when the pump applied it.
+type BoardFlight struct {
+	FLID      int64
+	SODT      time.Time
+	Record    json.RawMessage
+	MsgID     int64
+	ChangedAt time.Time
+}
+
+// schedSummary is what a schedule says about days: the FLIDs of its FLTRs by local day and
+// the window it replaces (a DNLD or RESP), remembered by message id (a text never changes).
+type schedSummary struct {
+	days     map[string][]int64
+	window   bool
+	from, to time.Time
+}
+
+// asofCache keeps the summaries of the schedules (small) and the last few decoded messages
+// (large), so that a board asked again minute by minute decodes only what it did not see.
+type asofCache struct {
+	mu      sync.Mutex
+	sums    map[int64]*schedSummary
+	decoded map[int64]*sis.Message
+	size    int // bytes of raw text behind decoded
+}
+
+// maxAsofDecoded bounds the raw bytes whose decoded messages the board cache keeps.
+const maxAsofDecoded = 64 << 20
+
+func (c *asofCache) summary(id int64) (*schedSummary, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.sums[id]
+	return s, ok
+}
+
+func (c *asofCache) putSummary(id int64, s *schedSummary) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sums == nil || len(c.sums) > 100_000 {
+		c.sums = map[int64]*schedSummary{}
+	}
+	c.sums[id] = s
+}
+
+func (c *asofCache) message(id int64) (*sis.Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.decoded[id]
+	return m, ok
+}
+
+func (c *asofCache) putMessage(id int64, m *sis.Message, size int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.decoded == nil || c.size+size > maxAsofDecoded {
+		c.decoded, c.size = map[int64]*sis.Message{}, 0
+	}
+	c.decoded[id] = m
+	c.size += size
+}
+
+// Boards rebuilds boards as of past times with a pump's handlers, decoder and view,
+// remembering what it decoded (texts never change) so that a board asked again minute by
+// minute decodes only what it did not see. It is safe for concurrent use.
+type Boards struct {
+	p    *Pump
+	h    History
+	asof asofCache
+}
+
+// NewBoards returns the board rebuilder of p reading h.
+func NewBoards(p *Pump, h History) *Boards { return &Boards{p: p, h: h} }
+
+// At returns the flights of local day (YYYY-MM-DD in the airport's zone) as they stood at
+// `at`, folded from the messages applied by then (see the top of this file). A time before
+// the retained history is a *BeforeHistoryError. It reads and decides without writing, and
+// leaves the pump's own state alone, so the API may call it beside a running pump.
+func (bs *Boards) At(ctx context.Context, day string, at time.Time) (*DayBoard, error) {
+	p, h := bs.p, bs.h
+	view := p.opt.View
+	if view == nil {
+		return nil, errors.New("board as of a time: the pump has no view")
+	}
+	loc := view.Location()
+	start, err := time.ParseInLocation(time.DateOnly, day, loc)
+	if err != nil {
+		return nil, fmt.Errorf("board as of a time: day %q is not YYYY-MM-DD", day)
+	}
+	end := start.AddDate(0, 0, 1)
+	b := &DayBoard{Day: day, At: at, Flights: []BoardFlight{}}
+	from, ok, err := h.HistoryFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return b, nil // nothing processed yet: an empty board
+	}
+	b.HistoryFrom = from
+	if at.Before(from) {
+		return nil, &BeforeHistoryError{At: at, From: from}
+	}
+	scheds, err := h.SchedulesUpTo(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := bs.summaries(ctx, scheds, b)
+	if err != nil {
+		return nil, err
+	}
+	// The schedules of the day, and the flights they put on it.
+	flids := map[int64]bool{}
+	fold := map[int64]store.Applied{}
+	for _, a := range scheds {
+		s := sums[a.ID]
+		if s == nil {
+			continue
+		}
+		named := s.days[day]
+		covers := s.window && !s.to.Before(start) && s.from.Before(end)
+		if len(named) == 0 && !covers {
+			continue
+		}
+		fold[a.ID] = a
+		for _, f := range named {
+			flids[f] = true
+		}
+	}
+	ids := make([]int64, 0, len(flids))
+	for f := range flids {
+		ids = append(ids, f)
+	}
+	slices.Sort(ids)
+	naming, err := h.AppliedNamingUpTo(ctx, ids, at)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range naming {
+		fold[a.ID] = a
+	}
+	order := make([]store.Applied, 0, len(fold))
+	for _, a := range fold {
+		order = append(order, a)
+	}
+	slices.SortFunc(order, func(x, y store.Applied) int { return cmpID(x.ID, y.ID) })
+	msgs, err := bs.decodedAll(ctx, order, b)
+	if err != nil {
+		return nil, err
+	}
+	mem := newMemView(loc)
+	for _, a := range order {
+		msg := msgs[a.ID]
+		if msg == nil {
+			continue
+		}
+		hd, ok := p.reg.Lookup(msg.Tag())
+		if !ok {
+			b.Warnings = append(b.Warnings, fmt.Sprintf("message %d (%s) has no handler now; left out", a.ID, msg.Tag()))
+			continue
+		}
+		mem.now = a.At
+		d, err := decideSafely(ctx, hd, mem, msg)
+		if err != nil {
+			if _, skip := handler.AsSkip(err); !skip {
+				b.Warnings = append(b.Warnings, fmt.Sprintf("message %d (%s) applied at %s does not apply again (%v): the messages before it that it needs may be purged",
+					a.ID, msg.Tag(), a.At.UTC().Format(time.RFC3339), err))
+			}
+			continue
+		}
+		mem.apply(d, a)
+		b.Messages++
+	}
+	for id, e := range mem.flights {
+		if e.day != day {
+			continue
+		}
+		b.Flights = append(b.Flights, BoardFlight{FLID: id, SODT: e.sodt, Record: e.rec, MsgID: e.msg, ChangedAt: e.at})
+	}
+	sort.Slice(b.Flights, func(i, j int) bool {
+		x, y := b.Flights[i], b.Flights[j]
+		if !x.SODT.Equal(y.SODT) {
+			return x.SODT.Before(y.SODT)
+		}
+		return x.FLID < y.FLID
+	})
+	return b, nil
+}
+
+func cmpID(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// summaries returns the summary of each schedule of scheds, decoding (and remembering) those
+// it has not seen; a schedule whose text is gone or no longer decodes is named in b's warnings.
+func (bs *Boards) summaries(ctx context.Context, scheds []store.Applied, b *DayBoard) (map[int64]*schedSummary, error) {
+	p, h := bs.p, bs.h
+	out := make(map[int64]*schedSummary, len(scheds))
+	var missing []int64
+	for _, a := range scheds {
+		if s, ok := bs.asof.summary(a.ID); ok {
+			out[a.ID] = s
+		} else {
+			missing = append(missing, a.ID)
+		}
+	}
+	for part := range slices.Chunk(missing, 64) {
+		raws, err := h.Raws(ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range part {
+			raw, ok := raws[id]
+			if !ok {
+				b.Warnings = append(b.Warnings, fmt.Sprintf("schedule %d: its text is gone; left out", id))
+				continue
+			}
+			msg, err := p.decode(id, raw)
+			if err != nil {
+				b.Warnings = append(b.Warnings, fmt.Sprintf("schedule %d no longer decodes (%v); left out", id, err))
+				continue
+			}
+			s := summarize(msg, p.opt.View.Location())
+			bs.asof.putSummary(id, s)
+			bs.asof.putMessage(id, msg, len(raw))
+			out[id] = s
+		}
+	}
+	return out, nil
+}
+
+// summarize returns what schedule msg says about days.
+func summarize(msg *sis.Message, loc *time.Location) *schedSummary {
+	s := &schedSummary{days: map[string][]int64{}}
+	body, ok := msg.Body.(*sis.SchdBody)
+	if !ok {
+		return s
+	}
+	for _, f := range body.Flights {
+		d := f.SODT.In(loc).Format(time.DateOnly)
+		s.days[d] = append(s.days[d], f.FLID)
+	}
+	s.from, s.to, s.window = handler.WindowOf(msg)
+	return s
+}
+
+// decodedAll returns the messages of order decoded, by id, reading the texts it has not
+// decoded recently; a message whose text is gone is named in b's warnings and left out.
+func (bs *Boards) decodedAll(ctx context.Context, order []store.Applied, b *DayBoard) (map[int64]*sis.Message, error) {
+	p, h := bs.p, bs.h
+	out := make(map[int64]*sis.Message, len(order))
+	var missing []int64
+	for _, a := range order {
+		if m, ok := bs.asof.message(a.ID); ok {
+			out[a.ID] = m
+		} else {
+			missing = append(missing, a.ID)
+		}
+	}
+	for part := range slices.Chunk(missing, 500) {
+		raws, err := h.Raws(ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range part {
+			raw, ok := raws[id]
+			if !ok {
+				b.Warnings = append(b.Warnings, fmt.Sprintf("message %d: its text is gone; what it changed is missing from the board", id))
+				continue
+			}
+			msg, err := p.decode(id, raw)
+			if err != nil {
+				b.Warnings = append(b.Warnings, fmt.Sprintf("message %d no longer decodes (%v); what it changed is missing from the board", id, err))
+				continue
+			}
+			bs.asof.putMessage(id, msg, len(raw))
+			out[id] = msg
+		}
+	}
+	return out, nil
+}
+
+// memView is the flights folded so far, as a handler.View: the handlers read it as they read
+// the flight store, at the processing time of the message being folded.
+type memView struct {
+	loc     *time.Location
+	now     time.Time
+	flights map[int64]*memFlight
+}
+
+type memFlight struct {
+	rec  json.RawMessage
+	day  string
+	sodt time.Time
+	maid int64
+	msg  int64
+	at   time.Time
+}
+
+func newMemView(loc *time.Location) *memView {
+	return &memView{loc: loc, flights: map[int64]*memFlight{}}
+}
+
+// apply writes d's flight changes, each changed flight remembering message a as its last.
+func (v *memView) apply(d pipeline.Decision, a store.Applied) {
+	for _, w := range d.Flights {
+		if w.Delete {
+			delete(v.flights, w.FLID)
+			continue
+		}
+		if old, ok := v.flights[w.FLID]; ok && string(old.rec) == string(w.Record) {
+			continue
+		}
+		var m struct {
+			SODT time.Time `json:"SODT"`
+			MAID int64     `json:"MAID"`
+		}
+		_ = json.Unmarshal(w.Record, &m)
+		day := w.Day
+		if day == "" {
+			day = m.SODT.In(v.loc).Format(time.DateOnly)
+		}
+		v.flights[w.FLID] = &memFlight{rec: w.Record, day: day, sodt: m.SODT, maid: m.MAID, msg: a.ID, at: a.At}
+	}
+}
+
+func (v *memView) Flight(_ context.Context, flid int64) ([]byte, bool, error) {
+	if f, ok := v.flights[flid]; ok {
+		return f.rec, true, nil
+	}
+	return nil, false, nil
+}
+
+func (v *memView) FlightsOf(_ context.Context, flids []int64) ([][]byte, error) {
+	var out [][]byte
+	for _, id := range flids {
+		if f, ok := v.flights[id]; ok {
+			out = append(out, f.rec)
+		}
+	}
+	return out, nil
+}
+
+func (v *memView) FlightsBetween(_ context.Context, from, to time.Time) ([][]byte, error) {
+	var out [][]byte
+	for _, f := range v.flights {
+		if !f.sodt.Before(from) && !f.sodt.After(to) {
+			out = append(out, f.rec)
+		}
+	}
+	return out, nil
+}
+
+func (v *memView) CodeShareFlights(context.Context) ([][]byte, error) {
+	var out [][]byte
+	for _, f := range v.flights {
+		if f.maid != 0 {
+			out = append(out, f.rec)
+		}
+	}
+	return out, nil
+}
+
+func (v *memView) CodeSharesOf(_ context.Context, masters []int64) ([][]byte, error) {
+	want := map[int64]bool{}
+	for _, m := range masters {
+		want[m] = true
+	}
+	var out [][]byte
+	for _, f := range v.flights {
+		if f.maid != 0 && want[f.maid] {
+			out = append(out, f.rec)
+		}
+	}
+	return out, nil
+}
+
+// RefKeys answers no records: no flight handler reads reference data (only seasons do).
+func (v *memView) RefKeys(context.Context, string) ([]string, error) { return nil, nil }
+
+func (v *memView) Now() time.Time { return v.now }
+
+func (v *memView) Location() *time.Location { return v.loc }
