@@ -192,6 +192,7 @@ func start(t *testing.T, dataDir string, env ...string) *server {
 	}
 	s := &server{t: t, cmd: cmd, url: "http://" + addr, logs: logs, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() { checkAPIAnswers(t, s.url) })
 	t.Cleanup(func() { s.stop() })
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
