@@ -72,10 +72,17 @@ func (c *payloadCapture) count(target string) int {
 // delivered every event it marked SENT, and nothing went DEAD.
 func TestSimulatedDayPayloadsMatchTheSchemas(t *testing.T) {
 	t.Parallel()
-	eachDB(t, testSimulatedDayPayloadsMatchTheSchemas)
+	eachDB(t, func(t *testing.T, db dbEnv) { simulatedDayPayloads(t, db) })
 }
 
-func testSimulatedDayPayloadsMatchTheSchemas(t *testing.T, db dbEnv) {
+// TestSimulatedDayPayloadsMatchTheSchemasPhaseA is the same day in phase A: the records the
+// payloads are made of come from the Redis flight store.
+func TestSimulatedDayPayloadsMatchTheSchemasPhaseA(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, db dbEnv) { simulatedDayPayloads(t, db, phaseAEnv(t)...) })
+}
+
+func simulatedDayPayloads(t *testing.T, db dbEnv, env ...string) {
 	capt := &payloadCapture{ids: map[string]map[int64]bool{}}
 	rdb := redisForE2E(t)
 
@@ -178,7 +185,7 @@ func testSimulatedDayPayloadsMatchTheSchemas(t *testing.T, db dbEnv) {
 `, brokers[0], notifyChannel, legacyChannel, es.URL, hook.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := db.start(t, "MSGX_CONFIG="+cfg, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_PIPELINE_BATCH_WAIT=200ms")
+	s := db.start(t, append([]string{"MSGX_CONFIG=" + cfg, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_PIPELINE_BATCH_WAIT=200ms"}, env...)...)
 
 	// The day: 40 flights over half an hour of schedule, every operation and fault kind, as
 	// fast as the server takes them. A safety deadline, not a timing assertion.
