@@ -13,6 +13,7 @@ import (
 
 	"msgx/internal/api"
 	"msgx/internal/flight"
+	"msgx/internal/openapicheck"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -72,7 +73,12 @@ func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 func getJSON(t *testing.T, h http.Handler, path string, into any) int {
 	t.Helper()
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	req := httptest.NewRequest("GET", path, nil)
+	h.ServeHTTP(w, req)
+	// Every answer as docs/openapi/openapi.json describes it.
+	if err := openapicheck.Check(req, w.Code, w.Header(), w.Body.Bytes()); err != nil {
+		t.Error(err)
+	}
 	if into != nil && w.Code == http.StatusOK {
 		if err := json.Unmarshal(w.Body.Bytes(), into); err != nil {
 			t.Fatalf("%s: %v: %s", path, err, w.Body)

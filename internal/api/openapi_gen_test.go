@@ -347,6 +347,28 @@ func (g *schemaGen) routes() []op {
 		"count":   obj{"type": "integer"},
 		"flights": obj{"type": "array", "items": g.flightRecord()},
 	})
+	asOfBoard := object([]any{"day", "today", "timezone", "as_of", "history_from", "messages", "count", "flights", "changed", "warnings"}, obj{
+		"day":          obj{"type": "string", "format": "date"},
+		"today":        obj{"type": "string", "format": "date"},
+		"timezone":     obj{"type": "string"},
+		"as_of":        obj{"type": "string", "format": "date-time", "description": "the instant read (UTC)"},
+		"history_from": obj{"type": []any{"string", "null"}, "format": "date-time", "description": "the processing time of the oldest message kept"},
+		"messages":     obj{"type": "integer", "description": "how many applied messages the board was folded from"},
+		"count":        obj{"type": "integer"},
+		"flights":      obj{"type": "array", "items": g.flightRecord()},
+		"changed": obj{"type": "object", "propertyNames": obj{"pattern": "^-?[0-9]+$"}, "description": "by FLID: when the record last changed by as_of, and by which message",
+			"additionalProperties": object([]any{"changed_at", "changed_age_s", "msg_id"}, obj{
+				"changed_at":    obj{"type": "string", "format": "date-time"},
+				"changed_age_s": obj{"type": "integer", "description": "whole seconds from changed_at to as_of"},
+				"msg_id":        obj{"type": "integer", "format": "int64"}})},
+		"warnings": obj{"type": "array", "items": obj{"type": "string"}},
+	})
+	beforeHistory := object([]any{"error", "code", "as_of", "history_from"}, obj{
+		"error":        obj{"type": "string"},
+		"code":         obj{"const": "before_history"},
+		"as_of":        obj{"type": "string", "format": "date-time"},
+		"history_from": obj{"type": "string", "format": "date-time"},
+	})
 	season := object([]any{"key", "version", "msg_id", "updated_at", "season"}, obj{
 		"key":        obj{"type": "string"},
 		"version":    obj{"type": "integer", "format": "int64"},
@@ -449,12 +471,17 @@ func (g *schemaGen) routes() []op {
 			ok: jsonOK("the kinds", g.ref(api.JobKinds{}))},
 		{method: "GET", path: "/api/v1/jobs/{id}", role: viewer, summary: "One job", ok: jsonOK("the job", g.ref(api.JobInfo{})), errors: []int{400, 404}},
 
-		{method: "GET", path: "/api/v1/flights", role: viewer, summary: "The flights of a local day, or of a flight number (flno)",
+		{method: "GET", path: "/api/v1/flights", role: viewer, summary: "The flights of a local day (live, or as of a past time), or of a flight number (flno)",
 			query: []param{
 				{"day", "a local date YYYY-MM-DD (default: today in the airport's zone)", str("")},
 				{"flno", "a flight number (CA8241, CA8241A, CCA8241): its flights in the days around today, or in day", str("")},
+				{"as_of", "the board as it stood then: a time of day on day (08:15), a local date and time (2026-12-06T08:15) or RFC 3339 with its offset", str("")},
+				{"tz", "with as_of: the zone of a local as_of (UTC or an IANA name; default the airport's)", str("")},
 			},
-			ok:     jsonOK("the flights of the day, or (with flno) of the number", obj{"oneOf": []any{flightsOfDay, flightsByNumber}}),
+			ok: map[int]answer{
+				200: {desc: "the flights of the day (live, or with as_of as they stood then), or (with flno) of the number", json: obj{"oneOf": []any{flightsOfDay, asOfBoard, flightsByNumber}}},
+				409: {desc: "before_history: as_of is before the retained history, which starts at history_from", json: beforeHistory},
+			},
 			errors: []int{400}},
 		{method: "GET", path: "/api/v1/flights/{flid}", role: viewer, summary: "One flight", ok: jsonOK("the flight", g.ref(flight.Entry{})), errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/seasons", role: viewer, summary: "The seasons (SCHS)", ok: jsonOK("the seasons", object([]any{"seasons"}, obj{"seasons": obj{"type": "array", "items": season}}))},
