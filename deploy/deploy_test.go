@@ -22,7 +22,7 @@ import (
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
-	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 const (
@@ -59,12 +59,7 @@ func registered(t *testing.T) []string {
 func promtool(t *testing.T) string {
 	t.Helper()
 	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if storetest.RequireServices() {
-			t.Fatal("promtool not found (apt-get install prometheus); MSGX_TEST_REQUIRE_SERVICES=1 requires it")
-		}
-		t.Skip("promtool not found (apt-get install prometheus): the rules are not checked")
-	}
+	testkit.RequireService(t, "promtool (apt-get install prometheus; without it the rules are not checked)", err)
 	return path
 }
 

@@ -19,6 +19,7 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 const (
@@ -414,14 +415,10 @@ func TestListingsAreBoundedAndParametersChecked(t *testing.T) {
 	}
 }
 
-type stepClock struct{ t time.Time }
-
-func (c *stepClock) Now() time.Time { return c.t }
-
 // A session ends SessionTTL after its login (by the injected clock).
 func TestSessionsExpire(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{t: time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
 	db := storetest.SQLite(t)
 	srv := &api.Server{DB: db, Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)}
 	f := &fixture{db: db, h: srv.Handler()}
@@ -430,11 +427,11 @@ func TestSessionsExpire(t *testing.T) {
 		t.Fatalf("login: %d %s", w.Code, w.Body)
 	}
 	cookie := map[string]string{"Cookie": strings.SplitN(w.Header().Get("Set-Cookie"), ";", 2)[0]}
-	clock.t = clock.t.Add(api.SessionTTL - time.Second)
+	clock.Add(api.SessionTTL - time.Second)
 	if w := f.do(t, call{method: "GET", path: "/api/v1/me", header: cookie}); w.Code != 200 {
 		t.Fatalf("before the end: %d %s", w.Code, w.Body)
 	}
-	clock.t = clock.t.Add(time.Second)
+	clock.Add(time.Second)
 	if w := f.do(t, call{method: "GET", path: "/api/v1/me", header: cookie}); w.Code != 401 || !strings.Contains(w.Body.String(), "session_expired") {
 		t.Fatalf("after the end: %d %s", w.Code, w.Body)
 	}

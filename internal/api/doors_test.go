@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"msgx/internal/metrics"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // messageCount is how many messages db holds.
@@ -125,19 +125,6 @@ func TestLoginRefusesAForeignOrigin(t *testing.T) {
 	}
 }
 
-// settable is a clock a test moves.
-type settable struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *settable) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *settable) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // After 10 failed log-ins from an address within a minute, its attempts are answered 429 with
 // Retry-After until the minute since its first failure has passed, a right token included;
 // other addresses log in as before. The refusals are counted and logged a line a minute.
@@ -146,7 +133,7 @@ func TestFailedLoginsBackOff(t *testing.T) {
 	f := newFixture(t, storetest.SQLite(t), testTokens, api.InboxRule{})
 	m := metrics.New(nil, "test", nil)
 	f.srv.Metrics = m
-	clock := &settable{t: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	f.srv.Clock = clock
 	try := func(secret, remote string) *httptest.ResponseRecorder {
 		return f.do(t, call{method: "POST", path: "/api/v1/login", body: `{"token":"` + secret + `"}`, remote: remote})
@@ -155,7 +142,7 @@ func TestFailedLoginsBackOff(t *testing.T) {
 		if w := try("wrong-secret-0123456789", "192.0.2.7:5000"); w.Code != http.StatusUnauthorized {
 			t.Fatalf("failure %d: %d %s, want 401", i, w.Code, w.Body)
 		}
-		clock.add(time.Second)
+		clock.Add(time.Second)
 	}
 	for _, secret := range []string{"wrong-secret-0123456789", viewerSecret} {
 		w := try(secret, "192.0.2.7:5001")
@@ -166,7 +153,7 @@ func TestFailedLoginsBackOff(t *testing.T) {
 	if w := try(viewerSecret, "192.0.2.8:5000"); w.Code != http.StatusOK {
 		t.Fatalf("another address: %d %s", w.Code, w.Body)
 	}
-	clock.add(50 * time.Second)
+	clock.Add(50 * time.Second)
 	if w := try(viewerSecret, "192.0.2.7:5000"); w.Code != http.StatusOK {
 		t.Fatalf("after the window: %d %s", w.Code, w.Body)
 	}

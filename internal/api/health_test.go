@@ -17,6 +17,7 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // hangingStore is a database that, once hung, never returns from a call (as a Galera node
@@ -90,15 +91,7 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 		t.Logf("%s answered %d in %s", path, resp.StatusCode, time.Since(start).Round(time.Millisecond))
 		return resp.StatusCode, string(b)
 	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for end := time.Now().Add(20 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(end) {
-				t.Fatalf("never: %s", what)
-			}
-		}
-	}
-	waitFor("a check and a state sample", func() bool { return health.Up() && !m.SampledAt().IsZero() })
+	testkit.Eventually(t, 20*time.Second, "a check and a state sample", func() bool { return health.Up() && !m.SampledAt().IsZero() })
 	if code, body := get("/readyz"); code != 200 {
 		t.Fatalf("/readyz before the hang: %d %s", code, body)
 	}

@@ -15,6 +15,7 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // deliver gives target n events of one message, then marks them in order: 'S' SENT, 'D' DEAD.
@@ -60,7 +61,7 @@ func TestMetricsKnowPausesAndRejection(t *testing.T) {
 	db := storetest.SQLite(t)
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	clock := &clockAt{t: t0}
+	clock := testkit.NewClock(t0)
 	deliver(t, db, "T", "SDDD", t0) // delivered once, then rejected three times: rejecting
 	deliver(t, db, "U", "DDDS", t0) // rejected, then delivered: not rejecting
 	deliver(t, db, "V", "SDD", t0)  // two rejections only: not (yet) rejecting

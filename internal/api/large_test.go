@@ -18,6 +18,7 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // The large outbox: n MSG_EVENT rows over three targets, as a long-running airport leaves
@@ -187,7 +188,7 @@ func TestStatusAndMetricsOverALargeOutbox(t *testing.T) {
 	n := largeEvents()
 	created := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	want := buildLargeOutbox(t, db, n, created)
-	clock := &clockAt{t: created.Add(90 * time.Second)}
+	clock := testkit.NewClock(created.Add(90 * time.Second))
 	ts, m := statusServer(t, db, clock)
 
 	start := time.Now()
@@ -252,7 +253,7 @@ func BenchmarkStatusLargeOutbox(b *testing.B) {
 	db := storetest.SQLite(b)
 	created := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	buildLargeOutbox(b, db, n, created)
-	clock := &clockAt{t: created.Add(time.Minute)}
+	clock := testkit.NewClock(created.Add(time.Minute))
 	ts, _ := statusServer(b, db, clock)
 	start := time.Now()
 	getStatus(b, ts.URL)

@@ -18,25 +18,8 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
-
-// clockAt is a clock set by hand.
-type clockAt struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clockAt) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clockAt) set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // countingStore counts every call the sampler and the scrape could make to the database.
 type countingStore struct {
@@ -137,7 +120,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	db := storetest.SQLite(t)
 	cs := &countingStore{DB: db}
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	clock := &clockAt{t: t0}
+	clock := testkit.NewClock(t0)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -213,7 +196,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	m.SetSnapshot(snap)
 	cs.taken()
 
-	clock.set(t0.Add(time.Minute))
+	clock.Set(t0.Add(time.Minute))
 	for range 3 {
 		body = scrape(t, ts.URL)
 	}
@@ -230,9 +213,9 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 		`msgx_state_sample_timestamp_seconds 1.796112e+09`, `msgx_sample_age_seconds{sample="state"} 60`,
 		`msgx_database_up 0`, `msgx_sample_age_seconds{sample="database"} 60`)
 	// The check a second before: up, and 1 s old.
-	clock.set(t0.Add(59 * time.Second))
+	clock.Set(t0.Add(59 * time.Second))
 	health.Check(ctx)
-	clock.set(t0.Add(time.Minute))
+	clock.Set(t0.Add(time.Minute))
 	wantLines(t, scrape(t, ts.URL), `msgx_database_up 1`, `msgx_sample_age_seconds{sample="database"} 1`)
 	// The head was received at the inbox's clock (t0): 60 s old at the scrape.
 	wantLines(t, body, `msgx_head_age_seconds 60`)
@@ -251,7 +234,7 @@ func TestHealthRoutes(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	clock := &clockAt{t: t0}
+	clock := testkit.NewClock(t0)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var lastStep time.Time
 	var mu sync.Mutex
@@ -295,7 +278,7 @@ func TestHealthRoutes(t *testing.T) {
 		t.Errorf("standby's readiness: %+v", r)
 	}
 	// Its lease expired and nobody took over: the pump runs nowhere.
-	clock.set(t0.Add(16 * time.Second))
+	clock.Set(t0.Add(16 * time.Second))
 	code, r = get("/readyz")
 	check("expired lease", code, r, 503, "expired")
 

@@ -12,12 +12,8 @@ import (
 
 	"msgx/internal/config"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
-
-// handClock is a clock the test sets.
-type handClock struct{ t time.Time }
-
-func (c *handClock) Now() time.Time { return c.t }
 
 var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 
@@ -32,11 +28,11 @@ func TestOutageAtStartGivesUpWithCode5(t *testing.T) {
 	l.Close()
 	cfg := config.Default()
 	cfg.Database.Driver, cfg.Database.DSN, cfg.Database.WaitTimeout = "mysql", "root@tcp("+addr+")/msgx?timeout=1s", 20*time.Second
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	var slept []time.Duration
 	sleep := func(_ context.Context, d time.Duration) bool {
 		slept = append(slept, d)
-		clock.t = clock.t.Add(d)
+		clock.Add(d)
 		return true
 	}
 	var logs strings.Builder
@@ -64,7 +60,7 @@ func TestOutageAtStartRefusedCredentialsAreCode4(t *testing.T) {
 	i := strings.Index(dsn, "@")
 	cfg := config.Default()
 	cfg.Database.Driver, cfg.Database.DSN = "mysql", "msgx_no_such_user:wrong"+dsn[i:]
-	clock := &handClock{t: t0}
+	clock := testkit.NewClock(t0)
 	sleep := func(context.Context, time.Duration) bool {
 		t.Fatal("waited for a database that refused the credentials")
 		return false

@@ -3,14 +3,12 @@ package bench
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"msgx/internal/target"
+	"msgx/internal/testkit"
 )
-
-type stepClock struct{ t time.Time }
-
-func (c *stepClock) Now() time.Time { c.t = c.t.Add(time.Millisecond); return c.t }
 
 type okSink struct{}
 
@@ -20,7 +18,7 @@ func (okSink) Close() error                                              { retur
 // TestDeliveriesPreferTheCommit: SENT is when the dispatcher reported its commit; an event whose
 // commit was not seen falls back to its sink's acknowledgement, and says so.
 func TestDeliveriesPreferTheCommit(t *testing.T) {
-	clock := &stepClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testkit.NewStepClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), time.Millisecond) // each Now moves it 1 ms
 	d := NewDeliveries(clock)
 	sink := d.Sink(okSink{})
 	// message 7 has events 1 (FLOP) and 2 (NOTIFY); message 8 has event 3 (FLOP) and event 4 on
@@ -51,26 +49,26 @@ func TestDeliveriesPreferTheCommit(t *testing.T) {
 	}
 }
 
+// The sampler's ticker runs in synctest's fake time: one tick after buf is filled, the sampling
+// goroutine (not Stop's last sample) has seen it, with no real wait.
 func TestHeapSamplerSeesTheHeap(t *testing.T) {
-	h := StartHeapSampler(time.Millisecond)
-	buf := make([]byte, 8<<20)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
-	// Wait for the sampling goroutine (not Stop's last sample) to have seen buf.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		h.mu.Lock()
-		seen := h.peak >= 8<<20
-		h.mu.Unlock()
-		if seen || time.Now().After(deadline) {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		h := StartHeapSampler(time.Millisecond)
+		buf := make([]byte, 8<<20)
+		for i := range buf {
+			buf[i] = byte(i)
 		}
-	}
-	peak := h.Stop()
-	if peak < 8<<20 {
-		t.Errorf("peak %d bytes, below the 8 MB held", peak)
-	}
-	_ = buf[len(buf)-1]
+		time.Sleep(time.Millisecond) // one tick
+		synctest.Wait()              // the tick's sample is taken
+		h.mu.Lock()
+		seen := h.peak
+		h.mu.Unlock()
+		peak := h.Stop()
+		if seen < 8<<20 || peak < 8<<20 {
+			t.Errorf("peak %d bytes by the sampling goroutine, %d at Stop, below the 8 MB held", seen, peak)
+		}
+		_ = buf[len(buf)-1]
+	})
 }
 
 // TestStagesSplitRequestToSent: a message's request→SENT splits at the inbox's answer, at the
@@ -79,11 +77,11 @@ func TestHeapSamplerSeesTheHeap(t *testing.T) {
 // left out of the stages.
 func TestStagesSplitRequestToSent(t *testing.T) {
 	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	clock := &stepClock{t: base}
+	clock := testkit.NewStepClock(base, time.Millisecond)
 	d := NewDeliveries(clock)
 	sink := d.Sink(okSink{})
 	d.PumpCommitted() // +1ms: an earlier batch
-	decided := map[int64]time.Time{7: clock.t.Add(500 * time.Microsecond)}
+	decided := map[int64]time.Time{7: base.Add(time.Millisecond + 500*time.Microsecond)}
 	d.PumpCommitted()                                                                     // +2ms: message 7's batch
 	d.PumpCommitted()                                                                     // +3ms: a later one
 	sink.Send(context.Background(), []target.Record{{EventID: 1, MsgID: 7, Target: "F"}}) // acked at +4ms

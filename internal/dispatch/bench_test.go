@@ -20,6 +20,7 @@ import (
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 	"msgx/internal/target"
+	"msgx/internal/testkit"
 )
 
 // BenchmarkDeliver measures delivery through the real dispatcher and the real sinks, on the
@@ -249,7 +250,7 @@ func benchRound(b *testing.B, alone bool) {
 	b.StopTimer()
 	cpuPerMsg := float64((cpuTime() - cpu).Microseconds()) / float64(b.N)
 	// SENT is committed before OnSent runs: wait for the last OnSent to record its events.
-	eventually(b, "OnSent for every SENT event", func() bool {
+	testkit.Eventually(b, 5*time.Second, "OnSent for every SENT event", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(sentAt) >= 3*b.N

@@ -14,6 +14,7 @@ import (
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 	"msgx/internal/target"
+	"msgx/internal/testkit"
 )
 
 // countingEvents is the outbox with its transactions counted, and a Change that fails while
@@ -65,10 +66,10 @@ func meetSinks(t *testing.T, n int) func(outcome func([]target.Record) (int, err
 }
 
 // roundHarness is a dispatcher over a counting outbox with fake sinks for the targets named.
-func roundHarness(t *testing.T, db *store.DB, opt dispatch.Options, names ...string) (*dispatch.Dispatcher, *countingEvents, map[string]*fakeSink, *fakeClock) {
+func roundHarness(t *testing.T, db *store.DB, opt dispatch.Options, names ...string) (*dispatch.Dispatcher, *countingEvents, map[string]*fakeSink, *testkit.Clock) {
 	t.Helper()
 	ce := &countingEvents{DB: db}
-	clock := newClock()
+	clock := testkit.NewClock(t0)
 	fakes := map[string]*fakeSink{}
 	sinks := map[string]target.Sink{}
 	for _, n := range names {
@@ -182,7 +183,7 @@ func TestCommitLingerIsBounded(t *testing.T) {
 		ce := &countingEvents{DB: db}
 		flop := &fakeSink{}
 		d := dispatch.New(ce, map[string]target.Sink{"KAFKA_FLOP": flop, "WEBHOOK_DOWN": hung},
-			dispatch.Options{Policy: policy, Clock: newClock(), Logger: slog.New(slog.DiscardHandler), CommitLinger: 50 * time.Millisecond})
+			dispatch.Options{Policy: policy, Clock: testkit.NewClock(t0), Logger: slog.New(slog.DiscardHandler), CommitLinger: 50 * time.Millisecond})
 		insert(t, db, ev{target: "WEBHOOK_DOWN", kind: "notify"})
 		a := insert(t, db, ev{target: "KAFKA_FLOP", key: "1"})
 		wg.Go(func() { d.DeliverOnce(context.Background(), "WEBHOOK_DOWN") })

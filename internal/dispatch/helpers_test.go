@@ -14,32 +14,12 @@ import (
 	"msgx/internal/dispatch"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
-	"msgx/internal/syncbuf"
 	"msgx/internal/target"
+	"msgx/internal/testkit"
 )
 
 // t0 is the fake clock's start: microsecond-aligned, as the database keeps it.
 var t0 = time.Date(2026, 3, 14, 8, 0, 0, 0, time.UTC)
-
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: t0} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // fakeSink records every Send call; fail, when set, decides each call's outcome.
 type fakeSink struct {
@@ -183,7 +163,7 @@ func wantState(t *testing.T, db *store.DB, state string, evIDs ...int64) {
 }
 
 // logBuf collects JSON log lines.
-type logBuf struct{ syncbuf.Buffer }
+type logBuf struct{ testkit.Buffer }
 
 // lines returns the decoded log lines whose msg is msg.
 func (l *logBuf) lines(t *testing.T, msg string) []map[string]any {
@@ -212,14 +192,14 @@ var policy = pipeline.RetryPolicy{MaxAttempts: 5, Steps: pipeline.DefaultBackoff
 type harness struct {
 	d     *dispatch.Dispatcher
 	db    *store.DB
-	clock *fakeClock
+	clock *testkit.Clock
 	sinks map[string]*fakeSink
 	log   *logBuf
 }
 
 func newHarness(t *testing.T, db *store.DB, opt dispatch.Options, targets ...string) *harness {
 	t.Helper()
-	h := &harness{db: db, clock: newClock(), sinks: map[string]*fakeSink{}, log: &logBuf{}}
+	h := &harness{db: db, clock: testkit.NewClock(t0), sinks: map[string]*fakeSink{}, log: &logBuf{}}
 	sinks := map[string]target.Sink{}
 	for _, name := range targets {
 		s := &fakeSink{}

@@ -23,6 +23,7 @@ import (
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 	"msgx/internal/target"
+	"msgx/internal/testkit"
 )
 
 // TestKafkaOutageThroughTheDispatcher runs the real dispatcher on the real Kafka sink against
@@ -63,7 +64,7 @@ func TestKafkaOutageThroughTheDispatcher(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sink.Close()
-		clock := newClock()
+		clock := testkit.NewClock(t0)
 		d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": sink}, dispatch.Options{
 			Policy: pipeline.RetryPolicy{MaxAttempts: 100, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
 			Clock:  clock,
@@ -159,7 +160,7 @@ func TestKafkaSchdBatchSplitsUnderTheRecordLimit(t *testing.T) {
 		}
 		defer sink.Close()
 		d := dispatch.New(db, map[string]target.Sink{schd: sink}, dispatch.Options{
-			SchdTarget: schd, FlushLimit: 2000, Policy: policy, Clock: newClock(),
+			SchdTarget: schd, FlushLimit: 2000, Policy: policy, Clock: testkit.NewClock(t0),
 		})
 
 		// 1,000 flights of about 3 KB, then a newer record for every tenth: 1,100 events.
@@ -346,7 +347,7 @@ func TestKafkaWindowThroughTheDispatcher(t *testing.T) {
 		}
 		defer real.Close()
 		sink := &countingSink{Sink: real}
-		clock := newClock()
+		clock := testkit.NewClock(t0)
 		d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": sink}, dispatch.Options{
 			Policy:    pipeline.RetryPolicy{MaxAttempts: 100, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
 			Clock:     clock,

@@ -10,6 +10,7 @@ import (
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 	"msgx/internal/target"
+	"msgx/internal/testkit"
 )
 
 // sample returns the value of the metric name whose target label is tgt: a counter's value,
@@ -43,7 +44,7 @@ func sample(t *testing.T, m *metrics.Metrics, name, tgt string) (value float64, 
 func TestDeliveryMovesTheMetrics(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := newClock()
+		clock := testkit.NewClock(t0)
 		m := metrics.New(clock, "test", nil)
 		h := newHarness(t, db, dispatch.Options{Policy: policy, Clock: clock, Metrics: m, SchdTarget: "KAFKA_SCHD"}, "WEBHOOK_OPS", "KAFKA_SCHD")
 		bad := insert(t, db, ev{target: "WEBHOOK_OPS", kind: "notify"})

@@ -20,6 +20,7 @@ import (
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 	"msgx/internal/target"
+	"msgx/internal/testkit"
 )
 
 // deliveryPolicy is what `msgx serve` gives the dispatcher: the pump's steps and cap, no
@@ -244,7 +245,7 @@ func TestLoopSleepsTheWholeBackoff(t *testing.T) {
 		go func() { done <- h.d.Run(ctx) }()
 		defer func() { cancel(); <-done }()
 
-		eventually(t, "the failing head's loop to sleep", func() bool { return len(tm.asked("DOWN")) == 1 })
+		testkit.Eventually(t, 5*time.Second, "the failing head's loop to sleep", func() bool { return len(tm.asked("DOWN")) == 1 })
 		if w := tm.asked("DOWN"); w[0] != 10*time.Second {
 			t.Fatalf("failing head's loop sleeps %s, want its backoff 10s (not the 50ms poll)", w[0])
 		}
@@ -252,7 +253,7 @@ func TestLoopSleepsTheWholeBackoff(t *testing.T) {
 			behind := insert(t, db, ev{target: "DOWN", kind: "notify"})
 			other := insert(t, db, ev{target: "UP", kind: "notify"})
 			h.d.Wake()
-			eventually(t, fmt.Sprintf("UP event %d delivered on Wake", i), func() bool { return state(t, db, other) == "SENT" })
+			testkit.Eventually(t, 5*time.Second, fmt.Sprintf("UP event %d delivered on Wake", i), func() bool { return state(t, db, other) == "SENT" })
 			if state(t, db, behind) != "PENDING" {
 				t.Fatalf("event %d behind the failing head was sent", behind)
 			}
@@ -271,7 +272,7 @@ func TestLoopSleepsTheWholeBackoff(t *testing.T) {
 		down.succeed()
 		h.clock.Add(10 * time.Second)
 		tm.fire["DOWN"] <- time.Time{}
-		eventually(t, "the DOWN target drained", func() bool {
+		testkit.Eventually(t, 5*time.Second, "the DOWN target drained", func() bool {
 			all, _ := dispatch.List(context.Background(), db, dispatch.Filter{Target: "DOWN", State: "PENDING"})
 			return len(all) == 0
 		})
@@ -318,7 +319,7 @@ func TestLoopBacksOffADatabaseFailure(t *testing.T) {
 	go func() { done <- d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	eventually(t, "the loop to back off", func() bool { return len(tm.asked("UP")) == 1 })
+	testkit.Eventually(t, 5*time.Second, "the loop to back off", func() bool { return len(tm.asked("UP")) == 1 })
 	if w := tm.asked("UP")[0]; w != 7*time.Second {
 		t.Fatalf("after a database failure the loop sleeps %s, want 7s", w)
 	}
@@ -333,7 +334,7 @@ func TestLoopBacksOffADatabaseFailure(t *testing.T) {
 	}
 	flaky.down.Store(false)
 	tm.fire["UP"] <- time.Time{}
-	eventually(t, "delivery after the database is back", func() bool { return state(t, db, id) == "SENT" })
+	testkit.Eventually(t, 5*time.Second, "delivery after the database is back", func() bool { return state(t, db, id) == "SENT" })
 }
 
 // A replay through the dispatcher kicks even a loop whose head is backing off: the replayed
@@ -356,14 +357,14 @@ func TestReplayKicksABackingOffLoop(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, "the head to back off", func() bool { return len(tm.asked("DOWN")) == 1 })
+	testkit.Eventually(t, 5*time.Second, "the head to back off", func() bool { return len(tm.asked("DOWN")) == 1 })
 	if got := ids(down.last(t)); got[0] != head {
 		t.Fatalf("first send %v, want head %d first", got, head)
 	}
 	if moved, _, err := h.d.Replay(context.Background(), "DOWN", []int64{dead}); err != nil || moved != 1 {
 		t.Fatalf("replay: %d, %v", moved, err)
 	}
-	eventually(t, "the replayed event to be tried", func() bool { return down.numCalls() == 2 })
+	testkit.Eventually(t, 5*time.Second, "the replayed event to be tried", func() bool { return down.numCalls() == 2 })
 	if got := ids(down.last(t)); got[0] != dead {
 		t.Fatalf("send after the replay %v, want the replayed event %d first", got, dead)
 	}

@@ -13,6 +13,7 @@ import (
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 	"msgx/internal/target"
+	"msgx/internal/testkit"
 )
 
 // blockSink holds every Send until released or until its context ends.
@@ -37,19 +38,6 @@ func (s *blockSink) Send(ctx context.Context, recs []target.Record) (int, error)
 }
 
 func (s *blockSink) Close() error { return nil }
-
-// eventually polls cond for up to 5s: the tests wait on it for what the dispatcher's
-// goroutines do, instead of sleeping a guessed time.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func state(t *testing.T, db *store.DB, id int64) string { return get(t, db, id).State }
 
@@ -77,7 +65,7 @@ func TestRunWakeDeliversAndCancelStops(t *testing.T) {
 		a := insert(t, db, ev{target: "KAFKA_FLOP", key: "1"})
 		s := insert(t, db, ev{target: "KAFKA_SCHD", kind: "schd", key: "1"})
 		d.Wake() // … and the others deliver at once on Wake
-		eventually(t, "KAFKA_FLOP and KAFKA_SCHD delivered", func() bool {
+		testkit.Eventually(t, 5*time.Second, "KAFKA_FLOP and KAFKA_SCHD delivered", func() bool {
 			return state(t, db, a) == "SENT" && state(t, db, s) == "SENT"
 		})
 		if err := d.Run(ctx); err == nil {

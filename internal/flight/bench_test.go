@@ -19,6 +19,7 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 const (
@@ -128,7 +129,7 @@ func BenchmarkSnapshotThenFlops(b *testing.B) {
 					db = storetest.MySQL(b)
 				}
 				ctx := context.Background()
-				clock := &fakeClock{t: time.Date(2026, 3, 15, 1, 0, 0, 0, shanghai).UTC()}
+				clock := testkit.NewClock(time.Date(2026, 3, 15, 1, 0, 0, 0, shanghai).UTC())
 				fs := flight.New(db, clock, shanghai)
 				p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
 					Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,16 +19,10 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 var shanghai, _ = time.LoadLocation("Asia/Shanghai")
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 func rec(flid int64, sodt time.Time, extra string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"FLID": flid, "FLNO": "CA1", "SODT": sodt.UTC()})
@@ -63,7 +56,7 @@ func countEvents(t *testing.T, db *store.DB) int {
 func TestPumpSnapshotAndFlop(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, shanghai).UTC()}
+		clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, shanghai).UTC())
 		fs := flight.New(db, clock, shanghai)
 		p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
 			Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},

@@ -17,6 +17,7 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // BenchmarkPhaseAAgainstB runs the workload of BenchmarkSnapshotThenFlops (a 3,000-flight SCHD
@@ -46,7 +47,7 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 						db = storetest.MySQL(b)
 					}
 					ctx := context.Background()
-					clock := &fakeClock{t: time.Date(2026, 3, 15, 1, 0, 0, 0, shanghai).UTC()}
+					clock := testkit.NewClock(time.Date(2026, 3, 15, 1, 0, 0, 0, shanghai).UTC())
 					fs := flight.New(db, clock, shanghai)
 					opt := pump.Options{
 						Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},

@@ -23,21 +23,10 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 var shanghai, _ = time.LoadLocation("Asia/Shanghai")
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // seedFlights stores n flights on each of days, FLIDs day-index*1000+1…, and returns them by
 // day.
@@ -161,7 +150,7 @@ var sweepNow = time.Date(2026, 11, 23, 3, 30, 0, 0, shanghai)
 func TestHistorySweepDeletesOnlyTheSuccessSet(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: sweepNow}
+		clock := testkit.NewClock(sweepNow)
 		fs := flight.New(db, clock, shanghai)
 		seedFlights(t, db, fs, 7, "2026-11-18", "2026-11-19", "2026-11-20", "2026-11-23")
 		node, es := newESNode(t)
@@ -217,7 +206,7 @@ func TestHistorySweepDeletesOnlyTheSuccessSet(t *testing.T) {
 // finishes (the messages behind it are not held up), saying why.
 func TestHistorySweepWithTheSinkDownDeletesNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := &fakeClock{t: sweepNow}
+		clock := testkit.NewClock(sweepNow)
 		fs := flight.New(db, clock, shanghai)
 		seedFlights(t, db, fs, 4, "2026-11-01", "2026-11-22")
 		node, es := newESNode(t)
@@ -237,7 +226,7 @@ func TestHistorySweepWithTheSinkDownDeletesNothing(t *testing.T) {
 // flights are deleted.
 func TestHistorySweepToFiles(t *testing.T) {
 	db := storetest.SQLite(t)
-	clock := &fakeClock{t: sweepNow}
+	clock := testkit.NewClock(sweepNow)
 	fs := flight.New(db, clock, shanghai)
 	seedFlights(t, db, fs, 5, "2026-11-10", "2026-11-21")
 	dir := filepath.Join(t.TempDir(), "history")
@@ -280,7 +269,7 @@ func (s *blockingSink) Close() error { return nil }
 // While a job runs, Current tells its kind, what it is doing and for how long.
 func TestProgressShowsTheJobInHand(t *testing.T) {
 	db := storetest.SQLite(t)
-	clock := &fakeClock{t: sweepNow}
+	clock := testkit.NewClock(sweepNow)
 	fs := flight.New(db, clock, shanghai)
 	seedFlights(t, db, fs, 5, "2026-11-19")
 	sink := &blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
@@ -320,7 +309,7 @@ func TestRetentionJobReportsRowsPerTable(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 30, 20, 0, 0, 0, time.UTC)
-		clock := &fakeClock{t: now}
+		clock := testkit.NewClock(now)
 		old := now.Add(-200 * 24 * time.Hour)
 		ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, old)
 		if err != nil {
@@ -372,7 +361,7 @@ func TestRetentionJobReportsRowsPerTable(t *testing.T) {
 func TestSchedulerEnqueuesOncePerDay(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 11, 23, 2, 59, 0, 0, shanghai)}
+		clock := testkit.NewClock(time.Date(2026, 11, 23, 2, 59, 0, 0, shanghai))
 		entries := []jobs.Entry{}
 		for kind, at := range map[string]string{jobs.Archive: "03:00", jobs.HistorySweep: "03:30", jobs.Retention: "off"} {
 			h, m, on, err := jobkind.ParseAt(at)

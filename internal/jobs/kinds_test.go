@@ -10,13 +10,14 @@ import (
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
+	"msgx/internal/testkit"
 )
 
 // A kind the runner is not set up for is not runnable, with the reason; running one anyway
 // fails UNSUPPORTED with the same reason.
 func TestRunnableSaysWhyAKindCannotRun(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC))
 	r := &jobs.Runner{Clock: clock}
 	if ok, why := r.Runnable(jobs.ProjectionRebuild); ok || why != "phase B without a REDIS_FLIGHT target: nothing to rebuild" {
 		t.Errorf("PROJECTION_REBUILD without Rebuild: %v %q", ok, why)

@@ -5,23 +5,20 @@ import (
 	"time"
 
 	"msgx/internal/metrics"
+	"msgx/internal/testkit"
 )
-
-type at struct{ t time.Time }
-
-func (c *at) Now() time.Time { return c.t }
 
 // msgx_paused_seconds{what} is each pause's age at the scrape (0 for what runs), and
 // msgx_pause_warn_seconds is alerts.pause-warn: MsgxPausedTooLong compares the two.
 func TestPausedSecondsAndTheirThreshold(t *testing.T) {
-	clock := &at{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	m := metrics.New(clock, "v", nil)
-	m.SetSnapshot(&metrics.Snapshot{At: clock.t, PumpPaused: true, PumpPausedAt: clock.t.Add(-72 * time.Minute),
+	m.SetSnapshot(&metrics.Snapshot{At: clock.Now(), PumpPaused: true, PumpPausedAt: clock.Now().Add(-72 * time.Minute),
 		Targets: []metrics.TargetSample{
-			{Target: "KAFKA_FLOP", Paused: true, PausedAt: clock.t.Add(-10 * time.Minute)},
+			{Target: "KAFKA_FLOP", Paused: true, PausedAt: clock.Now().Add(-10 * time.Minute)},
 			{Target: "REDIS_NOTIFY"},
 		}})
-	clock.t = clock.t.Add(5 * time.Second) // the scrape comes after the sample
+	clock.Add(5 * time.Second) // the scrape comes after the sample
 	got := gauges(t, m, "msgx_paused_seconds", "what")
 	want := map[string]float64{"pump": 72*60 + 5, "KAFKA_FLOP": 10*60 + 5, "REDIS_NOTIFY": 0}
 	for k, v := range want {

@@ -19,13 +19,14 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // batchEnv is an env whose pump batches (whatever DefaultBatchSize is) over the SQL flight
 // store; txView says whether the handlers read through the batch transaction (ViewIn) or
 // through a view that cannot see it (the pump then ends the batch before such a reader).
 func batchEnv(t *testing.T, db *store.DB, policy pipeline.RetryPolicy, reg *handler.Registry, txView bool, wrap func(pump.Store) pump.Store) (*env, *flight.Store) {
-	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	flights := flight.New(db, clock, time.UTC)
 	if reg == nil {
 		reg = handler.Default(handler.Options{})

@@ -18,6 +18,7 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // A real deadlock in the middle of a batch on MariaDB: another transaction, heavier (so InnoDB
@@ -29,7 +30,7 @@ func TestDeadlockedBatchIsDoneAgainNotCharged(t *testing.T) {
 	t.Parallel()
 	db := storetest.MySQL(t)
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	m := metrics.New(clock, "test", nil)
 	// The pump's batches lock the lease row first (the fence), as under `msgx serve`.
 	if err := db.AcquireLease(ctx, store.PumpLease, "test/pid-1/x", time.Hour, clock.Now()); err != nil {

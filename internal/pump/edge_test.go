@@ -16,6 +16,7 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // withMeta is a reference message with the given META values.
@@ -79,7 +80,7 @@ func TestPanicInAHandlerIsTheMessagesCodecError(t *testing.T) {
 			m["boom"]++ // a nil-map write: a real bug, not a deliberate panic(...)
 			return pipeline.Decision{}, nil
 		}))
-		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		policy := defaultPolicy
 		policy.MaxAttempts = 1
 		p := pump.New(db, reg, pump.Options{Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

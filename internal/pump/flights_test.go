@@ -18,6 +18,7 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // Every decoded message that names a flight is found by it, whatever its outcome — applied,
@@ -28,7 +29,7 @@ func TestEveryOutcomeIsFoundByItsFlight(t *testing.T) {
 	for _, size := range []int{1, 50} {
 		t.Run(fmt.Sprintf("batch=%d", size), func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
-				clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+				clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 				flights := flight.New(db, clock, time.UTC)
 				policy := defaultPolicy
 				policy.Park = []pipeline.ErrorClass{pipeline.Orphan}

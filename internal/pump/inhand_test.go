@@ -12,6 +12,7 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/sis"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // TestInHandShowsTheMessageBeingDecided: while a handler takes its time (a large snapshot),
@@ -21,7 +22,7 @@ func TestInHandShowsTheMessageBeingDecided(t *testing.T) {
 	t.Parallel()
 	for _, batch := range []int{1, 50} {
 		db := storetest.SQLite(t)
-		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		entered, release := make(chan struct{}), make(chan struct{})
 		reg := handler.Default(handler.Options{})
 		reg.Replace("STTS-ADD", handler.Func(func(ctx context.Context, view handler.View, msg *sis.Message) (pipeline.Decision, error) {

@@ -16,12 +16,13 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // outageJobs fails every run with class until the clock reaches until, then succeeds; it
 // records when it ran.
 type outageJobs struct {
-	clock *fakeClock
+	clock *testkit.Clock
 	class pipeline.ErrorClass
 	until time.Time
 	mu    sync.Mutex
@@ -42,7 +43,7 @@ func (o *outageJobs) RunJob(context.Context, *store.Job) (string, error) {
 // jobAfter enqueues a HISTORY_SWEEP, steps the pump (moving the clock by each wait it
 // reports, a second at least) until the job is finished or limit has passed, and returns it
 // as stored.
-func jobAfter(t *testing.T, db *store.DB, clock *fakeClock, runner pump.JobRunner, infraDeadline, limit time.Duration) *store.Job {
+func jobAfter(t *testing.T, db *store.DB, clock *testkit.Clock, runner pump.JobRunner, infraDeadline, limit time.Duration) *store.Job {
 	t.Helper()
 	policy := defaultPolicy // 5 attempts, 1-2-4-8-16 s, head deadline 10 m
 	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
@@ -79,7 +80,7 @@ func jobAfter(t *testing.T, db *store.DB, clock *fakeClock, runner pump.JobRunne
 func TestJobRidesOutAnInfraOutage(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := &fakeClock{t: time.Date(2026, 12, 1, 3, 30, 0, 0, time.UTC)}
+		clock := testkit.NewClock(time.Date(2026, 12, 1, 3, 30, 0, 0, time.UTC))
 		start := clock.Now()
 		run := &outageJobs{clock: clock, class: pipeline.Infra, until: start.Add(3 * time.Minute)}
 		j := jobAfter(t, db, clock, run, 10*time.Minute, 20*time.Minute)
@@ -105,7 +106,7 @@ func TestJobRidesOutAnInfraOutage(t *testing.T) {
 func TestJobInfraDeadline(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := &fakeClock{t: time.Date(2026, 12, 1, 3, 30, 0, 0, time.UTC)}
+		clock := testkit.NewClock(time.Date(2026, 12, 1, 3, 30, 0, 0, time.UTC))
 		run := &outageJobs{clock: clock, class: pipeline.Infra, until: clock.Now().Add(time.Hour)}
 		j := jobAfter(t, db, clock, run, 4*time.Minute, time.Hour)
 		if j.State != store.JobDead || j.FirstFailedAt == nil || j.FinishedAt == nil {
@@ -129,7 +130,7 @@ func TestJobOtherFailuresKeepTheAttemptLimit(t *testing.T) {
 			class    pipeline.ErrorClass
 			deadline time.Duration
 		}{{pipeline.CodecError, 10 * time.Minute}, {pipeline.Infra, 0}} {
-			clock := &fakeClock{t: time.Date(2026, 12, 1, 3, 30, 0, 0, time.UTC)}
+			clock := testkit.NewClock(time.Date(2026, 12, 1, 3, 30, 0, 0, time.UTC))
 			run := &outageJobs{clock: clock, class: c.class, until: clock.Now().Add(time.Hour)}
 			j := jobAfter(t, db, clock, run, c.deadline, time.Hour)
 			if j.State != store.JobDead || j.Attempts != defaultPolicy.MaxAttempts || len(run.runs) != defaultPolicy.MaxAttempts ||

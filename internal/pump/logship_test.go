@@ -15,7 +15,7 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/store/storetest"
-	"msgx/internal/syncbuf"
+	"msgx/internal/testkit"
 )
 
 // With logstash gone, the pump processes every message as it would without log shipping:
@@ -38,9 +38,9 @@ func TestPumpIsUnaffectedByLogstashDown(t *testing.T) {
 
 	traces := logship.NewTraces(1000)
 	db.SetTraceHook(traces.Remember)
-	var local syncbuf.Buffer
+	var local testkit.Buffer
 	log := slog.New(logship.Correlate(logship.Tee(slog.NewJSONHandler(&local, nil), slog.NewJSONHandler(ship, nil)), traces))
-	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: clock, Logger: log,
 		Jobs: &jobs.Runner{DB: db, Clock: clock}})
 	const n = 60

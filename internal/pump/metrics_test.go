@@ -14,6 +14,7 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // series returns every sample of metric name: a counter's value or a histogram's count and
@@ -52,7 +53,7 @@ func TestFinishedMessagesMoveTheMetrics(t *testing.T) {
 	for _, size := range []int{1, 200} {
 		t.Run(fmt.Sprintf("batch-%d", size), func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
-				clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+				clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 				m := metrics.New(clock, "test", nil)
 				policy := defaultPolicy
 				policy.Park = pipeline.DefaultPark

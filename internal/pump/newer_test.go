@@ -17,6 +17,7 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // pumpPaths runs fn for each way the pump processes a message (one by one, batched, phase A
@@ -25,7 +26,7 @@ import (
 func pumpPaths(t *testing.T, policy pipeline.RetryPolicy, mode pipeline.IdentityMode, fn func(t *testing.T, e *env, field func(name string) string)) {
 	phaseB := func(size int) func(t *testing.T, db *store.DB) {
 		return func(t *testing.T, db *store.DB) {
-			clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+			clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 			flights := flight.New(db, clock, time.UTC)
 			p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
 				Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -108,7 +109,7 @@ func TestAReplayNeverOverwritesANewerValue(t *testing.T) {
 func TestAReplayAfterAFixEqualsACleanRun(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		flights := flight.New(db, clock, time.UTC)
 		pumpWith := func(reg *handler.Registry) *env {
 			return &env{db: db, clock: clock, t: t, pump: pump.New(db, reg, pump.Options{
@@ -180,7 +181,7 @@ func TestAReplayAfterAFixEqualsACleanRun(t *testing.T) {
 func TestAReplayedReferenceRecordStaysAsLaterMessagesLeftIt(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		pumpWith := func(reg *handler.Registry) *env {
 			return &env{db: db, clock: clock, t: t, pump: pump.New(db, reg, pump.Options{
 				Policy: parking(), Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC},

@@ -20,6 +20,7 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // phaseA is the test bed of the phase A pump: Redis authoritative under a key prefix of the
@@ -46,7 +47,7 @@ type phaseAOptions struct {
 }
 
 func newPhaseA(t *testing.T, db *store.DB, policy pipeline.RetryPolicy, o phaseAOptions) *phaseA {
-	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	rs := redisflight.New(redisflight.Options{Addr: flighttest.RedisAddr(), Prefix: flighttest.RedisPrefix(t), Clock: clock, Location: time.UTC})
 	t.Cleanup(func() { rs.Close() })
 	a := &phaseA{env: &env{db: db, clock: clock, t: t}, rs: rs, mirror: flight.New(db, clock, time.UTC)}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,20 +16,8 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
-
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func refMsg(typ, styp, seqn, records string, recs int) string {
 	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
@@ -46,13 +33,13 @@ const unknownType = `<MSG><META><SNDR>AODB</SNDR><SEQN>9</SEQN><DTTM>20261201080
 
 type env struct {
 	db    *store.DB
-	clock *fakeClock
+	clock *testkit.Clock
 	pump  *pump.Pump
 	t     *testing.T
 }
 
 func newEnv(t *testing.T, db *store.DB, policy pipeline.RetryPolicy) *env {
-	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
 		Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Jobs: &jobs.Runner{DB: db, Clock: clock},
@@ -348,7 +335,7 @@ func (failingJobs) RunJob(context.Context, *store.Job) (string, error) {
 func TestFailingJobHitsTheHeadDeadline(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		policy := defaultPolicy
 		policy.MaxAttempts = 1000
 		p := pump.New(db, handler.Default(handler.Options{}), pump.Options{

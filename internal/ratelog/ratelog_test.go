@@ -10,11 +10,8 @@ import (
 	"time"
 
 	"msgx/internal/ratelog"
+	"msgx/internal/testkit"
 )
-
-type clock struct{ t time.Time }
-
-func (c *clock) Now() time.Time { return c.t }
 
 // lines decodes the JSON log lines of buf.
 func lines(t *testing.T, buf *bytes.Buffer) []map[string]any {
@@ -38,7 +35,7 @@ func lines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 // next warning is logged at once again.
 func TestStormIsCounted(t *testing.T) {
 	var buf bytes.Buffer
-	c := &clock{t: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)}
+	c := testkit.NewClock(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
 	var due []func()
 	l := &ratelog.Limiter{Log: slog.New(slog.NewJSONHandler(&buf, nil)), Every: time.Minute, Clock: c,
 		After: func(d time.Duration, f func()) {
@@ -48,9 +45,9 @@ func TestStormIsCounted(t *testing.T) {
 			due = append(due, f)
 		}}
 	const msg = "inbox post answered 503"
-	start := c.t
+	start := c.Now()
 	for i := 0; i < 374; i++ {
-		c.t = start.Add(time.Duration(i) * 55 * time.Second / 374)
+		c.Set(start.Add(time.Duration(i) * 55 * time.Second / 374))
 		l.Warn(msg, "remote", fmt.Sprintf("10.0.0.%d", i%4))
 	}
 	l.Warn("another warning") // its own window
@@ -62,7 +59,7 @@ func TestStormIsCounted(t *testing.T) {
 		t.Fatalf("%d windows scheduled, want 2", len(due))
 	}
 	buf.Reset()
-	c.t = start.Add(time.Minute)
+	c.Set(start.Add(time.Minute))
 	due[0]()
 	due[1]() // nothing more came: no line
 	got = lines(t, &buf)
@@ -75,9 +72,9 @@ func TestStormIsCounted(t *testing.T) {
 		t.Fatalf("%d windows scheduled, want the storm's second", len(due))
 	}
 	buf.Reset()
-	c.t = start.Add(2 * time.Minute)
+	c.Set(start.Add(2 * time.Minute))
 	due[2]()
-	c.t = start.Add(5 * time.Minute)
+	c.Set(start.Add(5 * time.Minute))
 	l.Warn(msg, "remote", "10.0.0.9")
 	l.Warn("another warning")
 	if got = lines(t, &buf); len(got) != 2 || got[0]["remote"] != "10.0.0.9" {

@@ -14,6 +14,7 @@ import (
 	"msgx/internal/requests"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 var shanghai = func() *time.Location {
@@ -77,10 +78,6 @@ func TestXMLCarriesTheMetaAndTheBody(t *testing.T) {
 	}
 }
 
-type clock struct{ t time.Time }
-
-func (c *clock) Now() time.Time { return c.t }
-
 // eachDialect runs fn on SQLite, MariaDB, and MariaDB with the legacy's own COUTMSGS.
 func eachDialect(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	for _, d := range storetest.Dialects() {
@@ -102,7 +99,7 @@ func TestStepResendsThenExpires(t *testing.T) {
 	eachDialect(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		db.SetLegacy(store.LegacyOptions{Location: shanghai})
-		clk := &clock{time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)}
+		clk := testkit.NewClock(time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC))
 		svc := requests.New(db, requests.Options{Clock: clk, Location: shanghai, Timeout: time.Minute, MaxResends: 2})
 		r, err := svc.Create(ctx, requests.Spec{Type: "RQRD", RefType: "AIRL"})
 		if err != nil {
@@ -122,28 +119,28 @@ func TestStepResendsThenExpires(t *testing.T) {
 			}
 			return got
 		}
-		gatewaySends(t, db, r.CoutmsgsID, clk.t.Add(5*time.Second))
+		gatewaySends(t, db, r.CoutmsgsID, clk.Now().Add(5*time.Second))
 		if got := step(); got.State != store.ReqSent {
 			t.Fatalf("after the gateway sent it: %+v", got)
 		}
 		seen := map[int64]bool{r.CoutmsgsID: true}
 		for i := 1; i <= 2; i++ {
-			clk.t = clk.t.Add(time.Minute + 5*time.Second)
+			clk.Add(time.Minute + 5*time.Second)
 			got := step()
 			if got.State != store.ReqRegistered || got.Resends != i || seen[got.CoutmsgsID] {
 				t.Fatalf("re-send %d: %+v", i, got)
 			}
 			seen[got.CoutmsgsID] = true
-			gatewaySends(t, db, got.CoutmsgsID, clk.t)
+			gatewaySends(t, db, got.CoutmsgsID, clk.Now())
 			if got := step(); got.State != store.ReqSent {
 				t.Fatalf("re-send %d after the gateway sent it: %+v", i, got)
 			}
 		}
-		clk.t = clk.t.Add(30 * time.Second)
+		clk.Add(30 * time.Second)
 		if got := step(); got.State != store.ReqSent {
 			t.Fatalf("before the deadline: %+v", got)
 		}
-		clk.t = clk.t.Add(30 * time.Second)
+		clk.Add(30 * time.Second)
 		if got := step(); got.State != store.ReqExpired || got.Resends != 2 || got.FinishedAt == nil {
 			t.Fatalf("after the last re-send's timeout: %+v", got)
 		}
@@ -163,7 +160,7 @@ func TestDeadlineRunsFromTheGatewaysSend(t *testing.T) {
 		ctx := context.Background()
 		db.SetLegacy(store.LegacyOptions{Location: shanghai})
 		t0 := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
-		clk := &clock{t0}
+		clk := testkit.NewClock(t0)
 		svc := requests.New(db, requests.Options{Clock: clk, Location: shanghai, Timeout: 15 * time.Second, MaxResends: 3})
 		sent, err := svc.Create(ctx, requests.Spec{Type: "RQRD", RefType: "AIRL"})
 		if err != nil {
@@ -191,9 +188,9 @@ func TestDeadlineRunsFromTheGatewaysSend(t *testing.T) {
 		}
 		// Each second from t0 to t0+20s: one re-send at most, and none before t0+21s.
 		for s := 0; s <= 20; s++ {
-			clk.t = t0.Add(time.Duration(s) * time.Second)
+			clk.Set(t0.Add(time.Duration(s) * time.Second))
 			if s == 6 {
-				gatewaySends(t, db, sent.CoutmsgsID, clk.t)
+				gatewaySends(t, db, sent.CoutmsgsID, clk.Now())
 			}
 			if err := svc.Step(ctx); err != nil {
 				t.Fatal(err)
@@ -205,7 +202,7 @@ func TestDeadlineRunsFromTheGatewaysSend(t *testing.T) {
 		if r := get(sent.ID); r.State != store.ReqSent || r.DeadlineAt == nil || !r.DeadlineAt.Equal(t0.Add(21*time.Second)) {
 			t.Fatalf("the sent request: %+v, want SENT with deadline t0+21s", r)
 		}
-		clk.t = t0.Add(21 * time.Second)
+		clk.Set(t0.Add(21 * time.Second))
 		if err := svc.Step(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -216,9 +213,9 @@ func TestDeadlineRunsFromTheGatewaysSend(t *testing.T) {
 		// Nobody sends anything more: an hour of steps re-sends nothing, expires nothing,
 		// and queues no second COUTMSGS row behind an unsent one.
 		for s := 22; s <= 3600; s += 29 {
-			clk.t = t0.Add(time.Duration(s) * time.Second)
+			clk.Set(t0.Add(time.Duration(s) * time.Second))
 			if s+29 > 3600 {
-				clk.t = t0.Add(time.Hour)
+				clk.Set(t0.Add(time.Hour))
 			}
 			if err := svc.Step(ctx); err != nil {
 				t.Fatal(err)
@@ -257,8 +254,8 @@ func TestDeadlineRunsFromTheGatewaysSend(t *testing.T) {
 			t.Fatalf("metrics: %v, want 2 waiting, the oldest for 3600 s", got)
 		}
 		// Once the gateway sends them, they are no longer waiting.
-		gatewaySends(t, db, resent.CoutmsgsID, clk.t)
-		gatewaySends(t, db, unsent.CoutmsgsID, clk.t)
+		gatewaySends(t, db, resent.CoutmsgsID, clk.Now())
+		gatewaySends(t, db, unsent.CoutmsgsID, clk.Now())
 		if err := svc.Step(ctx); err != nil {
 			t.Fatal(err)
 		}

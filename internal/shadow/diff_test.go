@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"msgx/internal/testkit"
 )
 
 var shanghai = func() *time.Location {
@@ -200,12 +201,7 @@ func TestSubscribeReadsTheChannel(t *testing.T) {
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatalf("Redis is not reachable (%v) (MSGX_TEST_REQUIRE_SERVICES=1)", err)
-		}
-		t.Skipf("Redis is not reachable (%v); start redis-server to run this test", err)
-	}
+	testkit.RequireService(t, "Redis at 127.0.0.1:6379 (start redis-server to run this test)", rdb.Ping(ctx).Err())
 	channel := fmt.Sprintf("msgx:test:%s:%d:FLOP", t.Name(), time.Now().UnixNano())
 	lines, _ := os.ReadFile("../../testdata/shadow/legacy.jsonl")
 	want := strings.Split(strings.TrimSpace(string(lines)), "\n")

@@ -3,18 +3,10 @@ package simulate
 import (
 	"context"
 	"errors"
+	"msgx/internal/testkit"
 	"testing"
 	"time"
 )
-
-// fakeClock moves only when the play sleeps.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) sleep(_ context.Context, d time.Duration) error {
-	c.now = c.now.Add(d)
-	return nil
-}
 
 // At speed X the stream takes its simulated span divided by X, each message sent no earlier
 // than its simulated offset divided by X; at speed 0 it never waits.
@@ -22,14 +14,14 @@ func TestPlayPacesBySpeed(t *testing.T) {
 	s := generate(t, Options{Flights: 20, Seed: 1})
 	span := s.Messages[len(s.Messages)-1].At.Sub(s.Messages[0].At)
 	for _, speed := range []float64{0, 60, 600} {
-		clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-		start := clock.now
+		clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // it moves only when the play sleeps
+		start := clock.Now()
 		var id int64
-		res, err := Play(context.Background(), s, PlayOptions{Speed: speed, Clock: clock, Sleep: clock.sleep,
+		res, err := Play(context.Background(), s, PlayOptions{Speed: speed, Clock: clock, Sleep: clock.Sleep,
 			Send: func(_ context.Context, i int, m Message) (int64, error) {
 				if speed > 0 {
-					if due := start.Add(time.Duration(float64(m.At.Sub(s.Messages[0].At)) / speed)); clock.now.Before(due) {
-						t.Fatalf("speed %v: message %d sent at %s, due %s", speed, i, clock.now, due)
+					if due := start.Add(time.Duration(float64(m.At.Sub(s.Messages[0].At)) / speed)); clock.Now().Before(due) {
+						t.Fatalf("speed %v: message %d sent at %s, due %s", speed, i, clock.Now(), due)
 					}
 				}
 				id++

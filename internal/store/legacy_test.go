@@ -23,7 +23,7 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
-	"msgx/internal/syncbuf"
+	"msgx/internal/testkit"
 )
 
 var shanghai = mustZone("Asia/Shanghai")
@@ -39,7 +39,7 @@ func mustZone(name string) *time.Location {
 type legacyEnv struct {
 	db      *store.DB
 	dialect string
-	log     *syncbuf.Buffer
+	log     *testkit.Buffer
 }
 
 // openLegacy creates the legacy CMINMSGS (storetest.LegacyCMINMSGSFor, with constraint
@@ -72,7 +72,7 @@ func openLegacy(t *testing.T, dialect, isolation, constraint string, opt store.L
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate on the legacy table: %v", err)
 	}
-	l := &syncbuf.Buffer{}
+	l := &testkit.Buffer{}
 	if opt.Location == nil {
 		opt.Location = shanghai
 	}

@@ -119,6 +119,3 @@ func records(target string, first int64, n int, keys ...string) []Record {
 	}
 	return recs
 }
-
-// requireServices reports whether a missing server must fail the test instead of skipping it.
-func requireServices() bool { return os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"msgx/internal/targetconf"
+	"msgx/internal/testkit"
 )
 
 const testRedisAddr = "127.0.0.1:6379"
@@ -23,11 +24,7 @@ func redisOrSkip(t *testing.T) *redis.Client {
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		msg := fmt.Sprintf("Redis is not reachable at %s (%v); start redis-server to run this test", testRedisAddr, err)
-		if requireServices() {
-			t.Fatal(msg + " (MSGX_TEST_REQUIRE_SERVICES=1)")
-		}
-		t.Skip(msg)
+		testkit.RequireService(t, "Redis at "+testRedisAddr+" (start redis-server to run this test)", err)
 	}
 	t.Cleanup(func() { rdb.Close() })
 	return rdb

@@ -20,6 +20,7 @@ import (
 	"msgx/internal/flight"
 	"msgx/internal/flight/redisflight"
 	"msgx/internal/pipeline"
+	"msgx/internal/testkit"
 )
 
 // Shanghai is the airport zone the suite runs in (a day boundary away from UTC).
@@ -340,10 +341,7 @@ func RedisPrefix(t testing.TB) string {
 	cancel()
 	if err != nil {
 		c.Close()
-		if os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatalf("Redis at %s is required (MSGX_TEST_REQUIRE_SERVICES=1) but not reachable: %v", RedisAddr(), err)
-		}
-		t.Skipf("Redis at %s not reachable, skipping (set MSGX_TEST_REQUIRE_SERVICES=1 to fail instead): %v", RedisAddr(), err)
+		testkit.RequireService(t, "Redis at "+RedisAddr(), err)
 	}
 	prefix := fmt.Sprintf("msgxtest:%d:%d:", time.Now().UnixNano()%1e9, rand.IntN(1e6))
 	t.Cleanup(func() {

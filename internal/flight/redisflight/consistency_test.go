@@ -15,6 +15,7 @@ import (
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // The sentinel finds a flight altered by hand in Redis and one missing from it, and nothing
@@ -22,7 +23,7 @@ import (
 func TestSentinelFindsAlteredAndMissingFlights(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
-	clock := &fakeClock{t: now}
+	clock := testkit.NewClock(now)
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 	mirror := flight.New(storetest.SQLite(t), clock, flighttest.Shanghai)
 	var ws []pipeline.FlightWrite
@@ -98,7 +99,7 @@ func TestSentinelNamesOnlyTheFieldThatChanged(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
-		clock := &fakeClock{t: now}
+		clock := testkit.NewClock(now)
 		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 		mirror := flight.New(db, clock, flighttest.Shanghai)
 		const groups = `"STND":"201","PAXC":1.5,` +

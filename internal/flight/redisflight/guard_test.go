@@ -18,6 +18,7 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // guarded is phaseA with the guard on and, with batch, the batching of serve (ViewIn and the
@@ -69,7 +70,7 @@ func state(t *testing.T, db *store.DB, id int64) *store.Message {
 func TestGuardStopsOnARedisThatLostData(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+		clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 		mirror := flight.New(db, clock, flighttest.Shanghai)
 		p, _ := guarded(db, rs, clock, nil, false)
@@ -152,7 +153,7 @@ func TestGuardStopsOnARedisThatLostData(t *testing.T) {
 func TestGuardCatchesALossWithinABatch(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+		clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 		ids := insert(t, db, clock, testdata(t, "schd/dnld.xml"), testdata(t, "flop/chot.xml"))
 		wiped := false
@@ -196,7 +197,7 @@ func TestGuardCatchesALossWithinABatch(t *testing.T) {
 func TestGuardFirstStart(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.SQLite(t)
-	clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+	clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 	insert(t, db, clock, testdata(t, "schd/dnld.xml"))
 	steps(t, phaseA(db, rs, clock, nil)) // before the marks
@@ -228,7 +229,7 @@ func TestGuardFirstStart(t *testing.T) {
 // TestGuardScriptsNeedVerifiedMarks: with the guard on, a script before any check (Redis did
 // not answer it) is refused INFRA rather than run unguarded.
 func TestGuardScriptsNeedVerifiedMarks(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+	clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 	redisflight.NewGuard(rs, nil, clock, nil)
 	_, _, err := rs.ApplyMessage(context.Background(), 1, nil, []byte("m"), clock.Now())
@@ -270,7 +271,7 @@ func (w *wipeAfterCheck) Check(ctx context.Context) (string, error) {
 func TestGuardDoesNotParkAnOrphanOfALostRedis(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.SQLite(t)
-	clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+	clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 	p := pump.New(db, handler.Default(handler.Options{}), phaseAOptions(db, rs, clock, nil))
 	w := &wipeAfterCheck{Guard: redisflight.NewGuard(rs, flight.New(db, clock, flighttest.Shanghai), clock, nil), rs: rs}

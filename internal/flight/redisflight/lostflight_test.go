@@ -16,6 +16,7 @@ import (
 	"msgx/internal/pump"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // delFlight deletes flight flid's hash in Redis by hand, as a stray DEL does: the day set
@@ -61,7 +62,7 @@ func TestGuardStopsOnAFlightRedisLost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
 				ctx := context.Background()
-				clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+				clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 				rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 				mirror := flight.New(db, clock, flighttest.Shanghai)
 				p, _ := guarded(db, rs, clock, nil, batch)
@@ -117,7 +118,7 @@ func TestGuardStopsOnAFlightRedisLost(t *testing.T) {
 func TestGuardTellsAnOrphanFromALostFlightInABatch(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+		clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 		mirror := flight.New(db, clock, flighttest.Shanghai)
 		p, _ := guarded(db, rs, clock, nil, true)
@@ -168,7 +169,7 @@ func TestGuardTellsAnOrphanFromALostFlightInABatch(t *testing.T) {
 func TestSentinelStopsThePumpOnAFlightRedisLost(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.SQLite(t)
-	clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+	clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 	mirror := flight.New(db, clock, flighttest.Shanghai)
 	p, g := guarded(db, rs, clock, nil, true)
@@ -218,7 +219,7 @@ func TestSentinelStopsThePumpOnAFlightRedisLost(t *testing.T) {
 // stops nothing.
 func TestSentinelSuspectIsJudgedAfterTheCommit(t *testing.T) {
 	db := storetest.SQLite(t)
-	clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+	clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 	p, _ := guarded(db, rs, clock, nil, true)
 	insert(t, db, clock, testdata(t, "schd/dnld.xml"), testdata(t, "flop/fdel.xml"))

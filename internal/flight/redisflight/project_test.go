@@ -15,6 +15,7 @@ import (
 	"msgx/internal/flight/redisflight"
 	"msgx/internal/pipeline"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // changeOf is the projection's change of event eid for write w of message msg.
@@ -91,7 +92,7 @@ func TestProjectionFollowsFlightState(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
 			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
-			clock := &fakeClock{t: now}
+			clock := testkit.NewClock(now)
 			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
 			eid := int64(0)
@@ -161,7 +162,7 @@ func TestRebuildRedisFromFlightState(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
 			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
-			clock := &fakeClock{t: now}
+			clock := testkit.NewClock(now)
 			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
 			d16, d17 := now.Add(24*time.Hour), now.Add(48*time.Hour)
@@ -237,7 +238,7 @@ func TestRebuildFlightStateInChunks(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
 			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
-			clock := &fakeClock{t: now}
+			clock := testkit.NewClock(now)
 			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
 			d16 := now.Add(24 * time.Hour)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,14 +18,8 @@ import (
 	"msgx/internal/sis"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 // crash is what the failpoint panics with: the process dying between the Redis script and
 // the SQL commit.
@@ -52,7 +45,7 @@ func phaseAOptions(db *store.DB, rs *redisflight.Store, clock pipeline.Clock, af
 func TestPumpPhaseA(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+		clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 		mirror := flight.New(db, clock, flighttest.Shanghai)
 		p := phaseA(db, rs, clock, nil)
@@ -146,7 +139,7 @@ func TestPumpPhaseA(t *testing.T) {
 func TestPumpPhaseARedisDown(t *testing.T) {
 	db := storetest.SQLite(t)
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC()}
+	clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 	rs := redisflight.New(redisflight.Options{Addr: "127.0.0.1:1", Location: flighttest.Shanghai, Clock: clock})
 	defer rs.Close()
 	raw, _ := os.ReadFile("../../../testdata/schd/dnld.xml")

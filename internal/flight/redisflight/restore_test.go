@@ -13,6 +13,7 @@ import (
 	"msgx/internal/flight/redisflight"
 	"msgx/internal/pipeline"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 // TestRebuildKeepsWhatRedisLacks: the phase-A rebuild (FLIGHT_STATE from Redis) keeps, and
@@ -20,7 +21,7 @@ import (
 func TestRebuildKeepsWhatRedisLacks(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
-	clock := &fakeClock{t: now}
+	clock := testkit.NewClock(now)
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 	sq := flight.New(storetest.SQLite(t), clock, flighttest.Shanghai)
 	d16 := now.Add(24 * time.Hour)
@@ -59,7 +60,7 @@ func TestRestoreRedisFromFlightState(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
 			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
-			clock := &fakeClock{t: now}
+			clock := testkit.NewClock(now)
 			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
 			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
 			d16, d17 := now.Add(24*time.Hour), now.Add(48*time.Hour)

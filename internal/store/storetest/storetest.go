@@ -18,11 +18,11 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"msgx/internal/store"
+	"msgx/internal/testkit"
 )
 
-// RequireServices reports whether tests must fail, not skip, when a server is absent
-// (MSGX_TEST_REQUIRE_SERVICES=1, as CI sets it).
-func RequireServices() bool { return os.Getenv("MSGX_TEST_REQUIRE_SERVICES") == "1" }
+// RequireServices is testkit.RequireServices, for the tests that have not moved to testkit yet.
+func RequireServices() bool { return testkit.RequireServices() }
 
 // MySQLServerDSN is the DSN of the MariaDB server tests use, without a database name.
 func MySQLServerDSN() string {
@@ -64,10 +64,7 @@ func MySQLDSN(t testing.TB) string {
 		cancel()
 	}
 	if err != nil {
-		if RequireServices() {
-			t.Fatalf("MariaDB at %s is required (MSGX_TEST_REQUIRE_SERVICES=1) but not reachable: %v", cfg.Addr, err)
-		}
-		t.Skipf("MariaDB at %s not reachable, skipping (set MSGX_TEST_REQUIRE_SERVICES=1 to fail instead): %v", cfg.Addr, err)
+		testkit.RequireService(t, "MariaDB at "+cfg.Addr, err)
 	}
 	name := fmt.Sprintf("msgx_test_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
 	if _, err := admin.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4"); err != nil {
