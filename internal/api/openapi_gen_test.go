@@ -617,10 +617,22 @@ func generateOpenAPI(t *testing.T) []byte {
 		op["responses"] = resp
 		item[strings.ToLower(o.method)] = op
 	}
+	// A request body's fields may each be left out (encoding/json requires none; the handler
+	// says what is missing): its types' schemas list no required fields.
+	for _, name := range []string{"ReplayRequest", "AckRequest", "RequestSpec"} {
+		delete(g.schemas[name].(obj), "required")
+	}
 	responses := obj{}
 	for code, d := range errorDesc {
-		responses[fmt.Sprintf("E%d", code)] = obj{"description": d,
+		r := obj{"description": d,
 			"content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/Error"}}}}
+		switch code {
+		case 401:
+			r["headers"] = obj{"WWW-Authenticate": obj{"description": "Bearer realm=\"msgx\"", "schema": obj{"type": "string"}}}
+		case 429, 503:
+			r["headers"] = obj{"Retry-After": obj{"description": "seconds to wait before trying again (429, the inbox's 503s)", "schema": obj{"type": "integer"}}}
+		}
+		responses[fmt.Sprintf("E%d", code)] = r
 	}
 	doc := obj{
 		"openapi": "3.1.0",
