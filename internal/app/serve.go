@@ -52,6 +52,7 @@ func Serve(cfg config.Config, version string) error {
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
+	startNotifier(ctx, a) // Type=notify under systemd: READY=1 once /readyz answers 200
 	return a.Run(ctx)
 }
 
