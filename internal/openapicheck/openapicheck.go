@@ -75,8 +75,9 @@ func Check(req *http.Request, status int, header http.Header, body []byte) error
 		if !documented(req.URL.Path) {
 			return nil
 		}
-		if status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusRequestURITooLong {
-			// A route that does not exist answers 404 (no route) in the error shape.
+		if status >= 400 {
+			// No route (404), a method no route takes (405), or the doors in front of the
+			// routes (401, 403, 414, 400): in the error shape.
 			return checkError(req, status, body)
 		}
 		return fmt.Errorf("%s %s answered %d but the document has no such operation: %v", req.Method, req.URL.Path, status, err)
