@@ -56,8 +56,7 @@ func kcatConsume(t *testing.T, kcat, broker, topic string) []kcatRecord {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := dieWithTest(exec.CommandContext(ctx, kcat, "-C", "-b", broker, "-t", topic, "-o", "beginning", "-e", "-J", "-q",
-		"-X", "api.version.request=true"))
+	cmd := dieWithTest(exec.CommandContext(ctx, kcat, "-C", "-b", broker, "-t", topic, "-o", "beginning", "-e", "-J", "-q"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
