@@ -30,6 +30,7 @@ func checkAPIAnswers(t *testing.T, serverURL string) {
 		return
 	}
 	failures, checked := apiAnswers.Take(u.Host)
+	t.Logf("%d API answers of %s checked against docs/openapi/openapi.json", checked, serverURL)
 	if len(failures) > 0 {
 		t.Errorf("%d of the %d API answers of %s do not match docs/openapi/openapi.json:\n%s",
 			len(failures), checked, serverURL, strings.Join(failures, "\n"))

@@ -260,6 +260,7 @@ type answer struct {
 	desc  string
 	json  obj    // application/json
 	media string // another media type, its body a string
+	text  obj    // the schema of that string (nil: any string)
 }
 
 // op is one operation of the document.
@@ -379,7 +380,7 @@ func (g *schemaGen) routes() []op {
 	id := obj{"type": "object", "additionalProperties": false, "required": []any{"id"}, "properties": obj{"id": obj{"type": "integer", "format": "int64"}}}
 	return []op{
 		{method: "POST", path: "/cminmsgs/send", role: public, summary: "The inbox: store one SIS XML message for the pump (the README's HTTP table has its answers and limits)",
-			ok:     map[int]answer{200: {desc: "stored: the message's CMINMSGS id, as text (the gateway's contract), or as {\"id\"} when Accept asks for application/json", json: id, media: "text/plain"}},
+			ok:     map[int]answer{200: {desc: "stored: the message's CMINMSGS id, as text (the gateway's contract), or as {\"id\"} when Accept asks for application/json", json: id, media: "text/plain", text: obj{"type": "string", "pattern": "^[0-9]+$"}}},
 			errors: []int{400, 403, 405, 409, 413, 415, 422, 500, 503}},
 		{method: "GET", path: "/healthz", role: public, summary: "The database answers; whether the pump runs here",
 			ok: jsonOK("healthy", object([]any{"status", "pump_running", "pump_paused"}, obj{
@@ -597,7 +598,11 @@ func generateOpenAPI(t *testing.T) []byte {
 				content["application/json"] = obj{"schema": a.json}
 			}
 			if a.media != "" {
-				content[a.media] = obj{"schema": obj{"type": "string"}}
+				text := a.text
+				if text == nil {
+					text = obj{"type": "string"}
+				}
+				content[a.media] = obj{"schema": text}
 			}
 			resp[fmt.Sprint(code)] = obj{"description": a.desc, "content": content}
 		}
