@@ -71,6 +71,15 @@ func values(lines []unitLine, key string) []string {
 	return vs
 }
 
+// skipShort skips t under -short (.ci/run's race run): it builds and runs the msgx binary, in
+// which -race would watch nothing, and the plain run ran it.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: builds and runs the msgx binary, which the race detector does not watch; the plain run ran it")
+	}
+}
+
 // buildMsgx builds msgx (as production does: no test hooks) into a temporary directory.
 func buildMsgx(t *testing.T) string {
 	t.Helper()
@@ -154,6 +163,7 @@ func installedUnit(t *testing.T, bin string) string {
 // systemd-analyze security --offline=true scores its exposure (docs/deployment.md quotes it);
 // above 2.0 ("OK" ends at 3.9) the hardening has been weakened.
 func TestSystemdUnitVerifies(t *testing.T) {
+	skipShort(t)
 	analyze := systemdAnalyze(t)
 	unit := installedUnit(t, buildMsgx(t))
 	out, err := exec.Command(analyze, "verify", "--man=no", unit).CombinedOutput()
@@ -178,6 +188,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 // starting msgx are 503); WATCHDOG=1 follows; SIGTERM brings STOPPING=1 and exit 0 within
 // TimeoutStopSec.
 func TestSystemdUnitStartStop(t *testing.T) {
+	skipShort(t)
 	lines := readUnit(t)
 	bin := buildMsgx(t)
 	args := strings.Fields(values(lines, "ExecStart")[0])[1:]
