@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -138,6 +139,36 @@ type Boards struct {
 	p    *Pump
 	h    History
 	asof asofCache
+
+	mu   sync.Mutex
+	days map[string]*dayFold // by local day; at most maxDayFolds
+}
+
+// maxDayFolds bounds the days whose folds Boards keeps.
+const maxDayFolds = 4
+
+// checkpointEvery is how many folded messages apart a day's fold keeps a copy of its flights.
+const checkpointEvery = 200
+
+// dayFold is a day's fold kept for the next board of that day: the messages folded, in order,
+// decoded, and every checkpointEvery of them a copy of the flights. It is kept only when the
+// messages were applied in id order (each PROCESSED_AT at or after the one before), so that a
+// time cuts the order in two: any board of the day at a time up to upTo is the copy before
+// that time, then the messages after the copy up to the time. A purge (historyFrom moves)
+// drops it; a message applied later than upTo cannot change a time before it.
+type dayFold struct {
+	historyFrom time.Time
+	upTo        time.Time
+	order       []store.Applied
+	msgs        map[int64]*sis.Message
+	checkpoints []checkpoint
+}
+
+// checkpoint is the flights after folding order[:next].
+type checkpoint struct {
+	next     int
+	messages int
+	flights  map[int64]*memFlight
 }
 
 // NewBoards returns the board rebuilder of p reading h.
@@ -170,6 +201,9 @@ func (bs *Boards) At(ctx context.Context, day string, at time.Time) (*DayBoard, 
 	b.HistoryFrom = from
 	if at.Before(from) {
 		return nil, &BeforeHistoryError{At: at, From: from}
+	}
+	if kept, ok := bs.fromFold(ctx, day, at, from, b); ok {
+		return kept, nil
 	}
 	scheds, err := h.SchedulesUpTo(ctx, at)
 	if err != nil {
@@ -218,8 +252,80 @@ func (bs *Boards) At(ctx context.Context, day string, at time.Time) (*DayBoard, 
 	if err != nil {
 		return nil, err
 	}
+	inOrder := true
+	for i := 1; i < len(order); i++ {
+		if order[i].At.Before(order[i-1].At) {
+			inOrder = false
+		}
+	}
+	var cps []checkpoint
 	mem := newMemView(loc)
-	for _, a := range order {
+	bs.fold(ctx, mem, order, msgs, 0, at, b, inOrder, &cps)
+	if inOrder && len(b.Warnings) == 0 {
+		bs.keep(day, &dayFold{historyFrom: from, upTo: at, order: order, msgs: msgs, checkpoints: cps})
+	}
+	return bs.result(mem, b), nil
+}
+
+// fromFold answers a board of day at `at` from the day's kept fold, when it covers that time.
+func (bs *Boards) fromFold(ctx context.Context, day string, at, from time.Time, b *DayBoard) (*DayBoard, bool) {
+	bs.mu.Lock()
+	f := bs.days[day]
+	bs.mu.Unlock()
+	if f == nil || !f.historyFrom.Equal(from) || at.After(f.upTo) {
+		return nil, false
+	}
+	var cp *checkpoint
+	for i := range f.checkpoints {
+		c := &f.checkpoints[i]
+		if c.next == 0 || !f.order[c.next-1].At.After(at) {
+			cp = c
+		}
+	}
+	if cp == nil {
+		return nil, false
+	}
+	mem := newMemView(bs.p.opt.View.Location())
+	for id, fl := range cp.flights {
+		mem.flights[id] = fl
+	}
+	b.Messages = cp.messages
+	bs.fold(ctx, mem, f.order, f.msgs, cp.next, at, b, false, nil)
+	return bs.result(mem, b), true
+}
+
+// keep remembers f as day's fold, forgetting another day's when too many are kept.
+func (bs *Boards) keep(day string, f *dayFold) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if bs.days == nil {
+		bs.days = map[string]*dayFold{}
+	}
+	if _, held := bs.days[day]; !held && len(bs.days) >= maxDayFolds {
+		for k := range bs.days {
+			delete(bs.days, k)
+			break
+		}
+	}
+	bs.days[day] = f
+}
+
+// fold decides order[from:] in turn on mem, each at its own processing time, up to the first
+// applied after at; with keep it appends a checkpoint to cps every checkpointEvery messages
+// (and one before the first).
+func (bs *Boards) fold(ctx context.Context, mem *memView, order []store.Applied, msgs map[int64]*sis.Message, from int, at time.Time, b *DayBoard, keep bool, cps *[]checkpoint) {
+	p := bs.p
+	for i := from; i < len(order); i++ {
+		if keep && i%checkpointEvery == 0 {
+			*cps = append(*cps, checkpoint{next: i, messages: b.Messages, flights: maps.Clone(mem.flights)})
+		}
+		a := order[i]
+		if a.At.After(at) {
+			if keep {
+				continue // cannot happen: order holds only messages applied by at
+			}
+			break
+		}
 		msg := msgs[a.ID]
 		if msg == nil {
 			continue
@@ -241,8 +347,12 @@ func (bs *Boards) At(ctx context.Context, day string, at time.Time) (*DayBoard, 
 		mem.apply(d, a)
 		b.Messages++
 	}
+}
+
+// result puts the flights of b's day in mem into b, by SODT then FLID.
+func (bs *Boards) result(mem *memView, b *DayBoard) *DayBoard {
 	for id, e := range mem.flights {
-		if e.day != day {
+		if e.day != b.Day {
 			continue
 		}
 		b.Flights = append(b.Flights, BoardFlight{FLID: id, SODT: e.sodt, Record: e.rec, MsgID: e.msg, ChangedAt: e.at})
@@ -254,7 +364,7 @@ func (bs *Boards) At(ctx context.Context, day string, at time.Time) (*DayBoard, 
 		}
 		return x.FLID < y.FLID
 	})
-	return b, nil
+	return b
 }
 
 func cmpID(a, b int64) int {

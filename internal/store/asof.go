@@ -28,27 +28,51 @@ func (d *DB) SchedulesUpTo(ctx context.Context, at time.Time) ([]Applied, error)
 }
 
 // AppliedNamingUpTo returns the SUCCEEDED messages applied at or before at that named one of
-// flids (MSG_FLIGHT), in id order.
+// flids (MSG_FLIGHT), in id order. It reads MSG_FLIGHT by its primary key (FLID, …) and then
+// PROC_STATE by its own, two seeks per row: a join let SQLite walk PROC_STATE instead (10 s for
+// a 1,000-flight day).
 func (d *DB) AppliedNamingUpTo(ctx context.Context, flids []int64, at time.Time) ([]Applied, error) {
 	seen := map[int64]bool{}
-	var out []Applied
+	var ids []int64
 	for part := range slices.Chunk(flids, flightChunk) {
-		args := []any{T(at)}
-		for _, f := range part {
-			args = append(args, f)
+		args := make([]any, len(part))
+		for i, f := range part {
+			args[i] = f
 		}
-		as, err := d.applied(ctx, fmt.Sprintf("messages naming %d flights", len(part)),
-			`SELECT DISTINCT p.CMINMSGS_ID, p.PROCESSED_AT, p.TYPE_TAG FROM MSG_FLIGHT f JOIN PROC_STATE p ON p.CMINMSGS_ID = f.CMINMSGS_ID
-WHERE p.STATE = 'SUCCEEDED' AND p.PROCESSED_AT <= ? AND f.FLID IN (`+placeholders(len(part))+`)`, args...)
+		rows, err := d.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID FROM MSG_FLIGHT WHERE FLID IN (`+placeholders(len(part))+`)`, args...)
+		if err != nil {
+			return nil, Unavailable(fmt.Errorf("messages naming %d flights: %w", len(part), err))
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, Unavailable(fmt.Errorf("messages naming %d flights: %w", len(part), err))
+			}
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, Unavailable(fmt.Errorf("messages naming %d flights: %w", len(part), err))
+		}
+	}
+	slices.Sort(ids)
+	var out []Applied
+	for part := range slices.Chunk(ids, flightChunk) {
+		args := []any{T(at)}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		as, err := d.applied(ctx, fmt.Sprintf("the states of %d messages", len(part)),
+			`SELECT CMINMSGS_ID, PROCESSED_AT, TYPE_TAG FROM PROC_STATE WHERE STATE = 'SUCCEEDED' AND PROCESSED_AT <= ? AND CMINMSGS_ID IN (`+placeholders(len(part))+`)`, args...)
 		if err != nil {
 			return nil, err
 		}
-		for _, a := range as {
-			if !seen[a.ID] {
-				seen[a.ID] = true
-				out = append(out, a)
-			}
-		}
+		out = append(out, as...)
 	}
 	slices.SortFunc(out, func(a, b Applied) int { return cmpInt64(a.ID, b.ID) })
 	return out, nil
