@@ -30,13 +30,25 @@ func OpenDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, cloc
 	return waitForDatabase(ctx, cfg, log, clock, pipeline.Sleep)
 }
 
+// StoreOptions are the store's options of cfg's database section: its nodes, the statements'
+// deadlines and the probe of the node in use (database.probe-timeout 0: none). log receives
+// the moves to another node.
+func StoreOptions(cfg config.Config, log *slog.Logger) store.OpenOptions {
+	o := store.OpenOptions{Hosts: cfg.Database.Hosts, Log: log, StatementTimeout: cfg.Database.StatementTimeout,
+		LongStatementTimeout: cfg.Database.LongStatementTimeout, ProbeEvery: cfg.Database.ProbeEvery, ProbeTimeout: cfg.Database.ProbeTimeout}
+	if o.ProbeTimeout == 0 {
+		o.ProbeTimeout = -1
+	}
+	return o
+}
+
 // waitForDatabase is OpenDatabase; sleep waits d or until ctx ends (false then).
 func waitForDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, clock pipeline.Clock,
 	sleep func(context.Context, time.Duration) bool) (*store.DB, error) {
 	limit := cfg.Database.WaitTimeout
 	began := clock.Now()
 	for attempt := 1; ; attempt++ {
-		db, err := store.OpenWith(ctx, cfg.Database.Driver, cfg.Database.DSN, store.OpenOptions{Hosts: cfg.Database.Hosts, Log: log})
+		db, err := store.OpenWith(ctx, cfg.Database.Driver, cfg.Database.DSN, StoreOptions(cfg, log))
 		if err == nil {
 			db, err = migrated(ctx, db, cfg, log)
 			if err == nil {

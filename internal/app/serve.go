@@ -59,7 +59,7 @@ func Serve(cfg config.Config, version string) error {
 // Migrate is `msgx migrate`: it applies the embedded migrations to cfg's database and returns
 // the schema version.
 func Migrate(ctx context.Context, cfg config.Config) (int64, error) {
-	db, err := store.OpenWith(ctx, cfg.Database.Driver, cfg.Database.DSN, store.OpenOptions{Hosts: cfg.Database.Hosts})
+	db, err := store.OpenWith(ctx, cfg.Database.Driver, cfg.Database.DSN, StoreOptions(cfg, nil))
 	if err != nil {
 		return 0, err
 	}

@@ -91,6 +91,18 @@ type Config struct {
 		// logging each try; then it exits with code 5. 0 waits without limit. A SQLite file
 		// that cannot be opened is not waited for.
 		WaitTimeout time.Duration `yaml:"wait-timeout"`
+
+		// A hung node is left in seconds (issue 33). StatementTimeout is the deadline of
+		// ordinary statements on mysql (the connections' readTimeout and writeTimeout unless
+		// the DSN names them); LongStatementTimeout that of the long ones (the archive, the
+		// retention sweeps, the status counts; migrations have none). With several hosts
+		// ProbeEvery and ProbeTimeout set the probe of the node in use: one that does not
+		// answer SELECT 1 within ProbeTimeout is marked down and its connections closed (0: no
+		// probe).
+		StatementTimeout     time.Duration `yaml:"statement-timeout"`
+		LongStatementTimeout time.Duration `yaml:"long-statement-timeout"`
+		ProbeEvery           time.Duration `yaml:"probe-every"`
+		ProbeTimeout         time.Duration `yaml:"probe-timeout"`
 	} `yaml:"database"`
 
 	Pipeline struct {
@@ -313,6 +325,10 @@ func Default() Config {
 	c.HTTP.MaxStreamsPerToken = 16
 	c.Database.Driver = "sqlite"
 	c.Database.WaitTimeout = 2 * time.Minute
+	c.Database.StatementTimeout = 5 * time.Second
+	c.Database.LongStatementTimeout = 5 * time.Minute
+	c.Database.ProbeEvery = time.Second
+	c.Database.ProbeTimeout = 2 * time.Second
 	c.Pipeline.PollInterval = time.Second
 	c.Pipeline.MaxAttempts = 5
 	c.Pipeline.BackoffMs = []int{1000, 2000, 4000, 8000, 16000}
@@ -554,6 +570,20 @@ func (c *Config) validateDatabase() error {
 	}
 	if c.Database.WaitTimeout < 0 {
 		return bad("database.wait-timeout", "must not be negative (0 waits without limit), got %s", c.Database.WaitTimeout)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"database.statement-timeout", c.Database.StatementTimeout}, {"database.long-statement-timeout", c.Database.LongStatementTimeout}} {
+		if d.v <= 0 {
+			return bad(d.key, "must be positive, got %s", d.v)
+		}
+	}
+	if c.Database.ProbeEvery <= 0 {
+		return bad("database.probe-every", "must be positive, got %s", c.Database.ProbeEvery)
+	}
+	if c.Database.ProbeTimeout < 0 {
+		return bad("database.probe-timeout", "must not be negative (0: no probe), got %s", c.Database.ProbeTimeout)
 	}
 	return nil
 }

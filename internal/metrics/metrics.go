@@ -528,7 +528,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 type Nodes interface {
 	Current() string
 	All() []string
-	Failovers() map[string]int64 // by reason: start, failed
+	Failovers() map[string]int64 // by reason: start, failed, hung
 }
 
 // DatabaseNodes returns the instruments of a MySQL database's nodes:
@@ -552,7 +552,7 @@ func DatabaseNodes(n Nodes) []prometheus.Collector {
 }
 
 var descFailovers = prometheus.NewDesc("msgx_db_failovers_total",
-	"Times msgx moved to another database node (database.hosts), by reason: failed (the node in use failed or was not synced), start (msgx started while the first node was down: nothing failed over).",
+	"Times msgx moved to another database node (database.hosts), by reason: failed (the node in use failed or was not synced), hung (the node in use did not answer the probe within database.probe-timeout: marked down, its connections closed), start (msgx started while the first node was down: nothing failed over).",
 	[]string{"reason"}, nil)
 
 // failovers is msgx_db_failovers_total{reason}, read from Nodes at each scrape.

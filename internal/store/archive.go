@@ -92,7 +92,7 @@ func queryIDs(ctx context.Context, tx *sql.Tx, what, query string, args ...any) 
 // with ids in (after, maxID] and returns how many it moved and the highest id it took (0 when
 // there was none).
 func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before, now time.Time) (moved int, last int64, err error) {
-	err = d.Tx(ctx, func(tx *sql.Tx) error {
+	err = d.longTx(ctx, func(tx *sql.Tx) error {
 		moved, last = 0, 0
 		ids, err := archivable(ctx, tx, after, maxID, before)
 		if err != nil || len(ids) == 0 {

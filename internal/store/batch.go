@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	mysqldrv "github.com/go-sql-driver/mysql"
+
 	"msgx/internal/pipeline"
 )
 
@@ -501,7 +503,7 @@ func (b *Batch) execAll(ctx context.Context, q string, args []any) ([]int64, err
 		}
 		res, err := ex.ExecContext(ctx, q, nv)
 		if err != nil {
-			return err
+			return notBadConn(err)
 		}
 		all, ok := res.(interface{ AllRowsAffected() []int64 })
 		if !ok {
@@ -511,6 +513,22 @@ func (b *Batch) execAll(ctx context.Context, q string, args []any) ([]int64, err
 		return nil
 	})
 	return rows, err
+}
+
+// notBadConn returns err so that it no longer matches driver.ErrBadConn, as the invalid
+// connection it is. Conn.Raw closes its sql.Conn when its function fails with ErrBadConn, and
+// that close waits for the Conn's lock, which the batch's own transaction on the Conn holds
+// until it ends: the pump's goroutine waited for itself for ever. The driver answers
+// ErrBadConn when a statement could not be written at all, which is what a connection closed
+// under the batch gives (the probe closing a hung node's connections, probe.go): in the node
+// kill test the pump went silent, and the lease keeper waiting for it to stop with it. The
+// connection is still given up: its nodeConn noted the failure, and the transaction's
+// rollback fails on it and releases it.
+func notBadConn(err error) error {
+	if errors.Is(err, driver.ErrBadConn) {
+		return fmt.Errorf("%w (the connection was closed: %s)", mysqldrv.ErrInvalidConn, err.Error())
+	}
+	return err
 }
 
 // lead runs the savepoint statement step gave, alone, for a step whose first statement does

@@ -17,25 +17,101 @@ import (
 // every caller for as long as it stays silent; with them a read or write that hears nothing
 // for that long fails, the connection is dropped, and the caller treats the database as
 // unavailable.
+//
+// Ordinary statements (the inbox's insert, the pump's reads and commits, the dispatcher's
+// marks: each a few milliseconds) get a short deadline, DefaultStatementTimeout
+// (database.statement-timeout), which is the readTimeout and writeTimeout of the service's
+// pools. The long ones get their own pool with DefaultLongTimeout
+// (database.long-statement-timeout): the archive, the retention sweeps and the status counts
+// (DB.long); migrations run without a read deadline at all (migrationDB).
 const (
-	DefaultDialTimeout  = 5 * time.Second
-	DefaultReadTimeout  = 30 * time.Second
-	DefaultWriteTimeout = 30 * time.Second
+	DefaultDialTimeout      = 5 * time.Second
+	DefaultStatementTimeout = 5 * time.Second
+	DefaultLongTimeout      = 5 * time.Minute
+
+	// DefaultReadTimeout and DefaultWriteTimeout are the service pools' readTimeout and
+	// writeTimeout when the DSN and OpenOptions.StatementTimeout name none.
+	DefaultReadTimeout  = DefaultStatementTimeout
+	DefaultWriteTimeout = DefaultStatementTimeout
 )
 
-// applyDeadlines gives cfg the default dial, read and write timeouts where dsn does not name
-// them (a DSN that names one keeps its value, 0 included: no timeout).
-func applyDeadlines(cfg *mysqldrv.Config, dsn string) {
+// applyDeadlines gives cfg the dial timeout and the statement deadline (readTimeout and
+// writeTimeout) where dsn does not name them (a DSN that names one keeps its value, 0
+// included: no timeout). stmt is the statement deadline, 0: DefaultStatementTimeout.
+func applyDeadlines(cfg *mysqldrv.Config, dsn string, stmt time.Duration) {
+	if stmt <= 0 {
+		stmt = DefaultStatementTimeout
+	}
 	set := dsnParams(dsn)
 	if _, ok := set["timeout"]; !ok {
 		cfg.Timeout = DefaultDialTimeout
 	}
 	if _, ok := set["readTimeout"]; !ok {
-		cfg.ReadTimeout = DefaultReadTimeout
+		cfg.ReadTimeout = stmt
 	}
 	if _, ok := set["writeTimeout"]; !ok {
-		cfg.WriteTimeout = DefaultWriteTimeout
+		cfg.WriteTimeout = stmt
 	}
+}
+
+// openLong opens the long statements' pool (MySQL): the service's connections with the long
+// deadline as readTimeout and writeTimeout (unless the DSN names its own), on nodes of their
+// own that follow the service pool's current node. limit 0: DefaultLongTimeout.
+func (d *DB) openLong(dsn string, limit time.Duration) error {
+	if limit <= 0 {
+		limit = DefaultLongTimeout
+	}
+	cfg := d.myCfg.Clone()
+	set := dsnParams(dsn)
+	if _, ok := set["readTimeout"]; !ok {
+		cfg.ReadTimeout = limit
+	}
+	if _, ok := set["writeTimeout"]; !ok {
+		cfg.WriteTimeout = limit
+	}
+	nodes, err := newNodeConnector(cfg, d.myHosts, d.mySession, nil)
+	if err != nil {
+		return fmt.Errorf("store: open mysql for long statements: %w", err)
+	}
+	nodes.share(d.nodes)
+	db := sql.OpenDB(nodes)
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxLifetime(5 * time.Minute)
+	d.longSQL, d.longCfg, d.longConn = db, cfg, nodes
+	return nil
+}
+
+// longNodes is the long statements' pool's connector (MySQL).
+func (d *DB) longNodes() (*nodeConnector, bool) { return d.longConn, d.longConn != nil }
+
+// long is the pool of long statements: the archive, the retention sweeps, the status
+// counts. It is the service's pool on SQLite.
+func (d *DB) long() *sql.DB {
+	if d.longSQL != nil {
+		return d.longSQL
+	}
+	return d.SQL
+}
+
+// longTx is Tx on the long statements' pool.
+func (d *DB) longTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return txOn(ctx, d.long(), fn)
+}
+
+// LongTimeouts returns the read and write timeouts of the long statements' pool (0 on
+// SQLite).
+func (d *DB) LongTimeouts() (read, write time.Duration) {
+	if d.longCfg == nil {
+		return 0, 0
+	}
+	return d.longCfg.ReadTimeout, d.longCfg.WriteTimeout
+}
+
+// LongExec runs one statement on the long statements' pool (tests show its deadline).
+func (d *DB) LongExec(ctx context.Context, q string) error {
+	_, err := d.long().ExecContext(ctx, q)
+	return err
 }
 
 // dsnParams returns the parameters after the DSN's "?" (none when it has none or they do

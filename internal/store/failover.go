@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 )
@@ -37,10 +38,14 @@ const (
 	FailoverStart = "start"
 	// FailoverFailed is a move away from the node in use, because it failed or was not synced.
 	FailoverFailed = "failed"
+	// FailoverHung is a move away from the node in use because it did not answer the probe
+	// within database.probe-timeout (stopped, frozen, cut off): it was marked down and every
+	// connection to it closed (probe.go).
+	FailoverHung = "hung"
 )
 
 // FailoverReasons are the reasons Nodes.Failovers counts.
-var FailoverReasons = []string{FailoverStart, FailoverFailed}
+var FailoverReasons = []string{FailoverStart, FailoverFailed, FailoverHung}
 
 // nodeConnector opens connections to the current node of a list, and makes the next node that
 // answers and is synced the current one when it cannot (sequential failover). A connection to
@@ -52,12 +57,20 @@ type nodeConnector struct {
 	session []string           // run on every new connection
 	log     *slog.Logger
 
-	cur atomic.Int32
+	// cur is the current node's index; a pool that follows another (the long statements',
+	// share) shares it, and live, with that pool's connector.
+	cur *atomic.Int32
 	// connected is set at the first connection made: a move before it is the start's.
 	connected atomic.Bool
 	mu        sync.Mutex
 	failovers map[string]int64 // by reason
 	moving    chan struct{}    // a one-slot lock: one connection attempt decides at a time
+
+	live *liveConns // with several nodes: the network connections to each, for markDown (probe.go)
+
+	// attempt bounds the connection to one node (open: the handshake, the synced check and
+	// the session set-up) when there are several: the probe's timeout. 0: the caller's bound.
+	attempt time.Duration
 }
 
 func newNodeConnector(cfg *mysqldrv.Config, hosts []string, session []string, log *slog.Logger) (*nodeConnector, error) {
@@ -68,10 +81,13 @@ func newNodeConnector(cfg *mysqldrv.Config, hosts []string, session []string, lo
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c := &nodeConnector{nodes: hosts, session: session, log: log, moving: make(chan struct{}, 1)}
-	for _, h := range hosts {
+	c := &nodeConnector{nodes: hosts, session: session, log: log, moving: make(chan struct{}, 1), cur: new(atomic.Int32), live: &liveConns{}}
+	for k, h := range hosts {
 		nc := cfg.Clone()
 		nc.Net, nc.Addr = net, h
+		if len(hosts) > 1 {
+			nc.DialFunc = c.dialer(k)
+		}
 		conn, err := mysqldrv.NewConnector(nc)
 		if err != nil {
 			return nil, fmt.Errorf("store: mysql node %s: %w", h, err)
@@ -79,6 +95,14 @@ func newNodeConnector(cfg *mysqldrv.Config, hosts []string, session []string, lo
 		c.conns = append(c.conns, conn)
 	}
 	return c, nil
+}
+
+// share makes c (the long statements' pool) go to other's current node and move with it:
+// both use one current node, and markDown closes the connections of both.
+func (c *nodeConnector) share(other *nodeConnector) {
+	if other != nil && len(other.nodes) == len(c.nodes) {
+		c.cur, c.live = other.cur, other.live
+	}
 }
 
 // Current implements Nodes.
@@ -124,7 +148,17 @@ func (c *nodeConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	var errs []error
 	for i := range c.nodes {
 		k := (start + i) % len(c.nodes)
-		conn, err := c.open(ctx, k)
+		octx, cancel := ctx, context.CancelFunc(func() {})
+		if len(c.nodes) > 1 && c.attempt > 0 && i < len(c.nodes)-1 {
+			// A node that takes the connection and answers nothing (hung, or a joiner that
+			// holds the handshake during its state transfer) must not eat the caller's whole
+			// deadline, nor hold every other connection attempt behind the one-slot lock:
+			// past the attempt's bound the next node is tried. The last node tried has the
+			// caller's deadline.
+			octx, cancel = context.WithTimeout(ctx, c.attempt)
+		}
+		conn, err := c.open(octx, k)
+		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.nodes[k], err))
 			if ctx.Err() != nil {

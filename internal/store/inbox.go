@@ -40,8 +40,11 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 		return nil, fmt.Errorf("%w: the inbox writes CMINMSGS; in shadow mode the legacy gateway fills it", ErrShadow)
 	}
 	ids := make([]int64, 0, len(raws))
-	err := d.ride(ctx, "inbox", func(tx *sql.Tx) error {
-		ids = ids[:0]
+	// built says the transaction's statements all succeeded: an error after it is its
+	// commit's, whose outcome is unknown (committed, perhaps, with only the answer lost).
+	built := false
+	insert := func(tx *sql.Tx) error {
+		ids, built = ids[:0], false
 		if err := d.lockInbox(ctx, tx); err != nil {
 			return err
 		}
@@ -86,12 +89,87 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 			}
 			after = cand[len(cand)-1]
 		}
+		built = true
 		return nil
-	})
+	}
+	err := d.ride(ctx, "inbox", insert)
+	if err != nil && d.nextNodeMayHelp(ctx, err) {
+		// The node was lost under the insert (it hung and the probe closed its connections,
+		// it died, it left sync): once more on the next node, within the caller's deadline
+		// (http.inbox-deadline), before the sender sees a 503. A commit whose outcome is
+		// unknown is looked up first, so a message the lost node committed is never stored
+		// twice.
+		d.nodes.log.Warn("database node lost under the inbox's insert; trying the next node once", "node", d.nodes.Current(),
+			"at_commit", built, "err", err.Error())
+		if built {
+			var stored bool
+			stored, err = d.storedAs(ctx, ids, raws)
+			switch {
+			case err != nil:
+				return nil, Unavailable(fmt.Errorf("the inbox's commit was cut by a lost node and its outcome cannot be read: %w", err))
+			case stored:
+				return ids, nil
+			}
+		}
+		err = d.ride(ctx, "inbox", insert)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// nextNodeMayHelp says whether an inbox insert that failed with err may be done on the next
+// node: err is a lost node's (nodeLost), there are several nodes and ctx lasts.
+func (d *DB) nextNodeMayHelp(ctx context.Context, err error) bool {
+	return d.nodes != nil && len(d.nodes.nodes) > 1 && nodeLost(err) && ctx.Err() == nil
+}
+
+// storedAs says whether the inbox's insert whose commit was cut is durable after all: the
+// rows of ids hold raws, with their PROC_STATE rows (on Galera a read that waits for every
+// transaction the cluster ordered before it, wsrep_sync_wait, so a commit the lost node
+// replicated is seen). All of them or none: the transaction was one; anything else is an
+// error.
+func (d *DB) storedAs(ctx context.Context, ids []int64, raws []string) (bool, error) {
+	if len(ids) != len(raws) || len(ids) == 0 {
+		return false, fmt.Errorf("%d ids for %d messages", len(ids), len(raws))
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := d.SQL.QueryContext(ctx, `SELECT c.CMINMSGS_ID, c.CMINMSGS_CLOB_MSG FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
+WHERE c.CMINMSGS_ID IN (`+placeholders(len(ids))+`)`, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	want := make(map[int64]string, len(ids))
+	for i, id := range ids {
+		want[id] = raws[i]
+	}
+	found := 0
+	for rows.Next() {
+		var id int64
+		var raw string
+		if err := rows.Scan(&id, &raw); err != nil {
+			return false, err
+		}
+		if w, ok := want[id]; !ok || w != raw {
+			return false, fmt.Errorf("CMINMSGS %d holds another message than the one inserted", id)
+		}
+		found++
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	switch found {
+	case 0:
+		return false, nil
+	case len(ids):
+		return true, nil
+	}
+	return false, fmt.Errorf("%d of the transaction's %d messages are stored", found, len(ids))
 }
 
 // lockInbox takes the inbox lock in tx on MySQL (SQLite's write lock is one already). It

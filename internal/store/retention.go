@@ -119,7 +119,7 @@ func (d *DB) PurgeSentEvents(ctx context.Context, before time.Time, progress fun
 	for ctx.Err() == nil {
 		// The next target: one seek on IDX_EVT_HEAD (TARGET, STATE, EVENT_ID) per target.
 		var next sql.NullString
-		if err := d.SQL.QueryRowContext(ctx, `SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > ?`, target).Scan(&next); err != nil {
+		if err := d.long().QueryRowContext(ctx, `SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > ?`, target).Scan(&next); err != nil {
 			return total, Unavailable(fmt.Errorf("purge events: next target: %w", err))
 		}
 		if !next.Valid {
@@ -173,7 +173,7 @@ func (d *DB) purgeMarked(ctx context.Context, target string, before time.Time, p
 	for ctx.Err() == nil {
 		var ids []any
 		deleted := 0
-		err := d.Tx(ctx, func(tx *sql.Tx) error {
+		err := d.longTx(ctx, func(tx *sql.Tx) error {
 			var err error
 			ids, deleted = nil, 0
 			ids, err = queryIDs(ctx, tx, "purge events of "+target, `SELECT EVENT_ID FROM MSG_EVENT
@@ -197,7 +197,7 @@ WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT
 			progress(total)
 		}
 		if len(ids) < PurgeChunk {
-			if _, err := d.SQL.ExecContext(ctx, `DELETE FROM MSG_EVENT_MARK WHERE TARGET = ? AND UPTO_EVENT_ID <= ?`, target, upto); err != nil {
+			if _, err := d.long().ExecContext(ctx, `DELETE FROM MSG_EVENT_MARK WHERE TARGET = ? AND UPTO_EVENT_ID <= ?`, target, upto); err != nil {
 				return total, Unavailable(fmt.Errorf("purge events of %s: delete the delivery marks up to %d: %w", target, upto, err))
 			}
 			return total, nil
@@ -216,7 +216,7 @@ func (d *DB) SetBetweenRaiseReads(fn func()) { d.betweenRaiseReads = fn }
 // moment ago, above every old raise) would otherwise count as the highest old one.
 func (d *DB) oldRaises(ctx context.Context, target string, before time.Time) (int64, error) {
 	var young, upto sql.NullInt64
-	err := d.readSnapshot(ctx, func(tx *sql.Tx) error {
+	err := d.readSnapshotOn(ctx, d.long(), func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT UPTO_EVENT_ID FROM MSG_EVENT_MARK WHERE TARGET = ? AND SENT_AT >= ?
 ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
 		if err != nil && err != sql.ErrNoRows {
@@ -240,7 +240,7 @@ ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
 // purgeEventChunk deletes the old SENT events among the next PurgeChunk SENT events of target
 // after EVENT_ID after. done says the walk of this target is over.
 func (d *DB) purgeEventChunk(ctx context.Context, target string, after int64, before time.Time) (deleted int, last int64, done bool, err error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT EVENT_ID, COALESCE(SENT_AT, CREATED_AT) FROM MSG_EVENT
+	rows, err := d.long().QueryContext(ctx, `SELECT EVENT_ID, COALESCE(SENT_AT, CREATED_AT) FROM MSG_EVENT
 		WHERE TARGET = ? AND STATE = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, target, pipeline.EventSent, after, PurgeChunk)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: select: %w", target, err))
@@ -272,7 +272,7 @@ func (d *DB) purgeEventChunk(ctx context.Context, target string, after int64, be
 	if len(ids) == 0 {
 		return 0, last, done, nil
 	}
-	res, err := d.SQL.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = ?`,
+	res, err := d.long().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = ?`,
 		append(ids, pipeline.EventSent)...)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: delete %d: %w", target, len(ids), err))
@@ -322,7 +322,7 @@ func (d *DB) purgeMessagesChunked(ctx context.Context, what, pick string, args, 
 	for ctx.Err() == nil {
 		var r PurgeResult
 		found := 0
-		err := d.Tx(ctx, func(tx *sql.Tx) error {
+		err := d.longTx(ctx, func(tx *sql.Tx) error {
 			r, found = PurgeResult{}, 0
 			ids, err := queryIDs(ctx, tx, what, pick, args...)
 			if err != nil || len(ids) == 0 {

@@ -21,6 +21,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -79,6 +80,12 @@ type DB struct {
 	betweenRaiseReads func() // set by SetBetweenRaiseReads (retention.go)
 
 	riders *riders // SQLite: the short writes waiting to ride a commit (riders.go); nil on MySQL
+
+	longSQL  *sql.DB          // MySQL: the long statements' pool (deadlines.go); nil on SQLite
+	longCfg  *mysqldrv.Config // MySQL: its connections' configuration
+	longConn *nodeConnector   // MySQL: its connector
+
+	stopProbe func() // MySQL with several nodes: ends the probe of the current node (probe.go)
 }
 
 //go:embed migrations
@@ -154,6 +161,16 @@ type OpenOptions struct {
 	Hosts []string
 	// Log receives a line each time msgx moves to another node; nil: not logged.
 	Log *slog.Logger
+	// StatementTimeout is the deadline of ordinary statements on MySQL, the connections'
+	// readTimeout and writeTimeout unless the DSN names them (database.statement-timeout;
+	// 0: DefaultStatementTimeout). LongStatementTimeout is the long statements' (the
+	// archive, the retention sweeps, the status counts; database.long-statement-timeout; 0:
+	// DefaultLongTimeout). Migrations have none.
+	StatementTimeout, LongStatementTimeout time.Duration
+	// ProbeEvery and ProbeTimeout set the probe of the current node when there are several
+	// Hosts (probe.go): how often, and how long it may go unanswered before the node is
+	// marked down (0: DefaultProbeEvery, DefaultProbeTimeout; ProbeTimeout < 0: no probe).
+	ProbeEvery, ProbeTimeout time.Duration
 }
 
 // OpenWith is Open with options: for MySQL, several nodes of which it uses one at a time,
@@ -238,7 +255,7 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
 	cfg.Loc = time.UTC
-	applyDeadlines(cfg, dsn)
+	applyDeadlines(cfg, dsn, o.StatementTimeout)
 	// Every session runs at an explicit isolation level (READ COMMITTED unless the DSN
 	// names one with transaction_isolation=REPEATABLE-READ) and waits at most
 	// innodb_lock_wait_timeout (10 s unless the DSN says otherwise) for a row lock, so
@@ -262,6 +279,22 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, strings.Join(nodes.All(), ","), err))
 	}
 	d := &DB{SQL: db, Dialect: MySQL, leaseSQL: leasePool(nodes), nodes: nodes, myCfg: cfg, mySession: session, myHosts: o.Hosts}
+	if err := d.openLong(dsn, o.LongStatementTimeout); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if len(o.Hosts) > 1 && o.ProbeTimeout >= 0 {
+		every, timeout := cmp.Or(o.ProbeEvery, DefaultProbeEvery), cmp.Or(o.ProbeTimeout, DefaultProbeTimeout)
+		nodes.attempt = timeout
+		if d.longSQL != nil {
+			if ln, ok := d.longNodes(); ok {
+				ln.attempt = timeout
+			}
+		}
+		pctx, stop := context.WithCancel(context.Background())
+		go nodes.runProbe(pctx, every, timeout)
+		d.stopProbe = stop
+	}
 	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
@@ -304,6 +337,12 @@ func (d *DB) Nodes() Nodes {
 
 // Close closes the database.
 func (d *DB) Close() error {
+	if d.stopProbe != nil {
+		d.stopProbe()
+	}
+	if d.longSQL != nil {
+		d.longSQL.Close()
+	}
 	if d.leaseSQL != nil {
 		d.leaseSQL.Close()
 	}
@@ -377,11 +416,16 @@ func txOn(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 // neither takes the write lock (the DSN's _txlock=immediate is for writes) nor waits for the
 // write gate (stmtcache.go).
 func (d *DB) readSnapshot(ctx context.Context, fn func(*sql.Tx) error) error {
+	return d.readSnapshotOn(ctx, d.SQL, fn)
+}
+
+// readSnapshotOn is readSnapshot on pool db (the long statements' for the status counts).
+func (d *DB) readSnapshotOn(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	opts := &sql.TxOptions{ReadOnly: true}
 	if d.Dialect == MySQL {
 		opts.Isolation = sql.LevelRepeatableRead
 	}
-	tx, err := d.SQL.BeginTx(ctx, opts)
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return Unavailable(fmt.Errorf("store: begin a read: %w", err))
 	}
