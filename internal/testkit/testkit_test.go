@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"fmt"
+	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -163,5 +165,24 @@ func TestRequireServiceSkipsOrFails(t *testing.T) {
 	stopped, skipped, msg = run(func(tb testing.TB) { RequireService(tb, "Redis at 127.0.0.1:6379", down) })
 	if !stopped || skipped || !strings.Contains(msg, "Redis at 127.0.0.1:6379 is required") || !strings.Contains(msg, "connection refused") {
 		t.Fatalf("under the variable: stopped %v skipped %v %q, want a failure naming Redis and the error", stopped, skipped, msg)
+	}
+}
+
+// No production package imports testkit: only the tests and the test-support packages
+// (storetest, flighttest) do, so msgx's binary carries none of it.
+func TestOnlyTestsImportIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "msgx/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	support := map[string]bool{"msgx/internal/store/storetest": true, "msgx/internal/flight/flighttest": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if !support[pkg] && slices.Contains(strings.Fields(imports), "msgx/internal/testkit") {
+			t.Errorf("%s, a production package, imports testkit", pkg)
+		}
 	}
 }
