@@ -168,7 +168,7 @@ func TestKafkaInteropKcat(t *testing.T) {
 		for i, f := range flids {
 			fltrs = append(fltrs, e2eFltr(f, fmt.Sprintf("CA%04d", 3100+i), "D", day.Add(time.Duration(8*60+i*7)*time.Minute), ""))
 		}
-		last := s.post(e2eSchd(870001, fltrs...))
+		s.post(e2eSchd(870001, fltrs...))
 		// Three rounds of EOBT changes, the flights interleaved, so each partition holds
 		// several flights' records and a flight's order is not just its partition's.
 		eobt := map[int64]string{}
@@ -177,12 +177,12 @@ func TestKafkaInteropKcat(t *testing.T) {
 			for i, f := range flids {
 				at := day.Add(time.Duration(9*60+round*10+i) * time.Minute)
 				seqn++
-				last = s.post(e2eFlop(seqn, "EOBT", f, "<EOBT>"+sisTime(at)+"</EOBT>"))
+				s.post(e2eFlop(seqn, "EOBT", f, "<EOBT>"+sisTime(at)+"</EOBT>"))
 				eobt[f] = at.UTC().Format(time.RFC3339)
 			}
 		}
 		deleted := flids[len(flids)-1]
-		last = s.post(e2eFlop(seqn+1, "FDEL", deleted, "<FDEL/>"))
+		last := s.post(e2eFlop(seqn+1, "FDEL", deleted, "<FDEL/>"))
 		s.await(last, "SUCCEEDED", state("SUCCEEDED", ""))
 
 		// Every event SENT (none DEAD): then both topics hold all there is to read.
