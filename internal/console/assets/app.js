@@ -1445,10 +1445,32 @@ async function boardStatuses() {
   }
 }
 
+// boardAt reads the board's time control: a time of day (08:15, seconds optional) or a local
+// date and time (2026-12-06T08:15 or with a space), airport time; '' is the live board.
+const boardAt = s => /^\d{2}:\d{2}(:\d{2})?$/.test(s) || /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2})?$/.test(s);
+
 views.flights = async ({ params, gen, view }) => {
   const f = { ad: params.get('ad') || '', airline: params.get('airline') || '', terminal: params.get('terminal') || '' };
-  const q = params.get('day') ? '?day=' + encodeURIComponent(params.get('day')) : '';
-  const [first, statuses] = await Promise.all([api('GET', API.flights + q), boardStatuses()]);
+  // at: the board as it stood then (GET /api/v1/flights?as_of=, rebuilt from the messages);
+  // none: the live board, refreshed every BOARD_REFRESH_MS.
+  const at = (params.get('at') || '').trim();
+  const qp = new URLSearchParams();
+  if (params.get('day')) qp.set('day', params.get('day'));
+  if (at) qp.set('as_of', at.replace(' ', 'T'));
+  const q = qp.toString() ? '?' + qp.toString() : '';
+  let first, statuses;
+  try {
+    [first, statuses] = await Promise.all([api('GET', API.flights + q), boardStatuses()]);
+  } catch (e) {
+    if (!at) throw e;
+    // A time the server cannot rebuild (before the kept history, in the future): say why,
+    // with the way back to the live board.
+    if (!alive(gen)) return;
+    fill(view, h('h1', {}, 'Flights as of ' + at),
+      h('p', { class: 'error', id: 'board-asof-error' }, describe(e)),
+      h('p', {}, h('a', { href: '#/flights?' + new URLSearchParams(Object.assign({}, Object.fromEntries(params), { at: '' })).toString(), id: 'board-live' }, 'Back to the live board')));
+    return;
+  }
   if (!alive(gen)) return;
   const day = first.day, tz = first.timezone || 'UTC';
   // The day is written YYYY-MM-DD whatever the browser's locale (a date input shows the
@@ -1465,8 +1487,12 @@ views.flights = async ({ params, gen, view }) => {
   const terms = [...new Set((first.flights || []).map(r => r.TRML).filter(Boolean))].sort();
   const terminal = h('select', { name: 'terminal', id: 'board-terminal' }, h('option', { value: '' }, 'all'),
     terms.map(t => h('option', { value: t, selected: f.terminal === t || null }, t)));
+  const asOf = h('input', { type: 'text', name: 'at', id: 'board-asof', value: at, size: 16, maxlength: 19, placeholder: 'HH:MM (live)', autocomplete: 'off',
+    title: 'show the board as it stood at this airport time: HH:MM on the day shown, or YYYY-MM-DDTHH:MM; empty: the live board' });
+  const live = at ? h('button', { type: 'button', id: 'board-live' }, 'Live') : null;
   const form = h('form', { class: 'filters', novalidate: true }, h('label', {}, 'Day (airport time, YYYY-MM-DD)', input), h('label', {}, 'Movement', ad),
-    h('label', {}, 'Airline', airline), h('label', {}, 'Terminal', terminal), h('button', { type: 'submit', class: 'primary', id: 'board-show' }, 'Show'), dayNav, dayErr);
+    h('label', {}, 'Airline', airline), h('label', {}, 'Terminal', terminal), h('label', {}, 'As of (airport time)', asOf),
+    h('button', { type: 'submit', class: 'primary', id: 'board-show' }, 'Show'), live, dayNav, dayErr);
   form.addEventListener('submit', ev => {
     ev.preventDefault();
     const d = input.value.trim();
@@ -1476,8 +1502,16 @@ views.flights = async ({ params, gen, view }) => {
       input.focus();
       return;
     }
-    go('/flights', { day: d, ad: ad.value, airline: airline.value.trim(), terminal: terminal.value });
+    const t = asOf.value.trim();
+    if (t && !boardAt(t)) {
+      dayErr.textContent = `"${t}" is not a time written HH:MM or YYYY-MM-DDTHH:MM (airport time)`;
+      dayErr.hidden = false;
+      asOf.focus();
+      return;
+    }
+    go('/flights', { day: d, ad: ad.value, airline: airline.value.trim(), terminal: terminal.value, at: t });
   });
+  if (live) live.addEventListener('click', () => { asOf.value = ''; form.requestSubmit(); });
   for (const el of [ad, terminal]) el.addEventListener('change', () => form.requestSubmit());
   const title = h('h1', {});
   const updated = h('p', { class: 'muted', id: 'board-updated' });
@@ -1489,16 +1523,27 @@ views.flights = async ({ params, gen, view }) => {
   const render = res => {
     const changed = res.changed || {};
     const rows = boardFilter(res.flights || [], f);
-    fill(title, `Flights of ${day} `, h('span', { class: 'muted' }, `(${rows.length} of ${res.count ?? 0}) `),
+    const then = res.as_of ? zoneParts(res.as_of, tz) : null;
+    fill(title, `Flights of ${day} `, then ? h('span', { id: 'board-asof-title' }, `as of ${then.day} ${then.hms} `) : null,
+      h('span', { class: 'muted' }, `(${rows.length} of ${res.count ?? 0}) `),
       h('span', { id: 'board-zone', class: 'zone' }, `airport time, ${tz}`));
     fill(box, table(boardColumns(tz, day, statuses), rows, { id: 'flights-table', rowId: r => r.FLID,
       rowClass: r => (changed[r.FLID]?.changed_age_s ?? Infinity) * 1000 < BOARD_CHANGED_MS ? 'changed' : null,
-      empty: 'No flight stored for this day' + (rows.length < (res.count ?? 0) ? ' matches the filters.' : '.') }));
-    const at = zoneParts(new Date().toISOString(), tz);
-    updated.textContent = `Updated ${at ? at.hm : ''} airport time; refreshes every ${BOARD_REFRESH_MS / 1000} s; rows changed in the last minute are highlighted.`;
+      empty: 'No flight stored for this day' + (then ? ' at that time' : '') + (rows.length < (res.count ?? 0) ? ' matches the filters.' : '.') }));
+    if (then) {
+      const from = res.history_from ? zoneParts(res.history_from, tz) : null;
+      fill(updated, `As it stood at ${then.day} ${then.hms} airport time, rebuilt from ${res.messages ?? 0} applied messages` +
+        (from ? ` (history kept from ${from.day} ${from.hms})` : '') + '; rows changed in the minute before are highlighted. Clear the time (Live) to return to the live board.',
+        (res.warnings || []).map(w => h('span', { class: 'error board-asof-warning' }, ' Warning: ' + w)));
+      updated.classList.remove('error');
+      return;
+    }
+    const now = zoneParts(new Date().toISOString(), tz);
+    updated.textContent = `Updated ${now ? now.hm : ''} airport time; refreshes every ${BOARD_REFRESH_MS / 1000} s; rows changed in the last minute are highlighted.`;
     updated.classList.remove('error');
   };
   render(first);
+  if (at) return; // a past time does not change: no refresh
   const poll = async () => {
     if (!alive(gen)) return;
     try {
@@ -1610,6 +1655,7 @@ views.flight = async ({ arg, params, gen, view }) => {
   const found = params.get('q') ? h('p', { class: 'muted', id: 'flight-found' }, 'Found by searching ', h('q', {}, params.get('q')), '; ',
     link('/find?' + new URLSearchParams({ q: params.get('q'), list: '1' }).toString(), `all ${params.get('hits') || ''} hits`), '.') : '';
   const histBox = h('section', { class: 'card', id: 'flight-history' }, h('h2', {}, 'History'), h('p', { class: 'muted' }, 'Loading…'));
+  const fieldsBox = h('section', { class: 'card', id: 'flight-fields' }, h('h2', {}, 'Changes by field'), h('p', { class: 'muted' }, 'Loading…'));
   const msgsBox = h('section', { class: 'card', id: 'flight-messages' }, h('h2', {}, 'Messages'), h('p', { class: 'muted' }, 'Loading…'));
   const evBox = h('section', { class: 'card', id: 'flight-events' }, h('h2', {}, 'Events'), h('p', { class: 'muted' }, 'Loading…'));
   let rec;
@@ -1626,12 +1672,14 @@ views.flight = async ({ arg, params, gen, view }) => {
       rec ? [h('p', { class: 'muted' }, `local day ${rec.day || ''}, version ${rec.version ?? ''}, last changed by message `, rec.msg_id ? msgLink(rec.msg_id) : '—',
         `; times in airport time, ${zone()}.`), recordView(record)]
         : h('p', { class: 'muted' }, 'No stored record (deleted, never scheduled, or swept).')),
-    histBox, msgsBox, evBox);
+    fieldsBox, histBox, msgsBox, evBox);
   api('GET', API.flightHistory(flid)).then(res => {
     if (!alive(gen)) return;
     const list = Array.isArray(res) ? res : (res.history || res.changes || []);
     fill(histBox, h('h2', {}, 'History'), h('div', { id: 'flight-history-list' }, flightHistory(list)));
-  }).catch(e => alive(gen) && fill(histBox, h('h2', {}, 'History'), h('p', { class: 'muted' }, describe(e))));
+    fill(fieldsBox, h('h2', {}, 'Changes by field'), h('p', { class: 'muted' }, 'Each field with every value it took, when (the time msgx applied the message, airport time) and by which message; ',
+      'the board as it stood at any of these times: Flights, As of.'), h('div', { id: 'flight-fields-list' }, fieldChanges(list)));
+  }).catch(e => alive(gen) && [histBox, fieldsBox].forEach(b => fill(b, h('h2', {}, b === histBox ? 'History' : 'Changes by field'), h('p', { class: 'muted' }, describe(e)))));
   api('GET', API.messages + '?flid=' + encodeURIComponent(flid) + '&limit=100').then(res => {
     if (!alive(gen)) return;
     fill(msgsBox, h('h2', {}, 'Messages'), table([
@@ -1646,6 +1694,26 @@ views.flight = async ({ arg, params, gen, view }) => {
     fill(evBox, h('h2', {}, 'Events'), eventsTable(evs, false));
   }).catch(e => alive(gen) && fill(evBox, h('h2', {}, 'Events'), h('p', { class: 'muted' }, describe(e))));
 };
+
+// fieldChanges regroups a flight's history by field: for each field that changed, every change
+// in order with its time, message, and old → new value.
+function fieldChanges(list) {
+  const by = new Map();
+  for (const e of Array.isArray(list) ? list : []) {
+    const changes = e.changes && typeof e.changes === 'object' && !Array.isArray(e.changes) ? Object.entries(e.changes) : [];
+    for (const [k, c] of changes) {
+      if (!by.has(k)) by.set(k, []);
+      by.get(k).push({ at: e.at, msg_id: e.msg_id, type_tag: e.type_tag, old: c && c.old, new: c && c.new });
+    }
+  }
+  if (by.size === 0) return h('p', { class: 'muted' }, 'No change recorded.');
+  return [...by.entries()].map(([k, cs]) => h('div', { class: 'group', 'data-field': k }, h('h3', {}, fieldName(k)), table([
+    { head: 'When', cell: c => timeEl(c.at) },
+    { head: 'Message', cell: c => c.msg_id ? [msgLink(c.msg_id), ' ', c.type_tag || ''] : '' },
+    { head: 'Old', cell: c => fieldValue(k, c.old) },
+    { head: 'New', cell: c => fieldValue(k, c.new) },
+  ], cs)));
+}
 
 // flightHistory lists each message that changed the flight with its field changes (old → new),
 // falling back to a plain table for shapes it does not know.
