@@ -12,7 +12,8 @@ import (
 // the airport in Asia/Shanghai: a flight's gate changes from B12 to B14; the live board shows
 // B14; the time control set to a minute between the two (airport time) shows B12, names the
 // time and the messages it was rebuilt from, and does not refresh back to B14; Live returns
-// to the live board; a time before the kept history says so with the way back.
+// to the live board; a time before the kept history says so with the way back. The flight's
+// page lists the gate's two changes, each with its message.
 func TestConsoleBoardAsOf(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) { consoleBoardAsOf(t, db) })
@@ -62,6 +63,17 @@ func consoleBoardAsOf(t *testing.T, db dbEnv) {
 
 	b.run("back to live", chromedp.Click(chromedp.CSS("#board-live")))
 	b.waitJS("the live board again", row+`.includes('B14') && !document.getElementById('board-asof-title') && document.getElementById('board-asof').value === ''`)
+
+	// The flight's page: the gate's changes, each with its time and message.
+	b.run("open the flight", chromedp.Evaluate[chromedp.Void](`location.hash = '#/flight/98001'`))
+	b.waitJS("the gate's changes by field", fmt.Sprintf(`(() => {
+		const g = document.querySelector('#flight-fields [data-field="GTDT"]');
+		if (!g) return false;
+		const t = g.querySelector('table'); const rows = t && t.tBodies[0] ? [...t.tBodies[0].rows].map(r => r.textContent) : [];
+		return rows.length === 2 && rows[0].includes('B12') && rows[1].includes('B12') && rows[1].includes('B14') &&
+			rows[0].includes('%d') && rows[1].includes('%d') && g.textContent.includes('Gates (GTDT)');
+	})()`, snap, change))
+	b.shot("flight-fields")
 
 	// Before anything was processed: before the kept history, said so, with the way back.
 	before := mark.Add(-time.Hour).In(day.Location()).Format("2006-01-02T15:04")
