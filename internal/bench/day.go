@@ -75,6 +75,9 @@ func simulatedDay(day time.Time, flights int, seed int64, loc *time.Location) (d
 type dayBench struct {
 	*bench
 	a, b dayPart
+	// backlogStart and backlogDone are when day A's backlog began and ended processing: the
+	// past times asOf rebuilds its board at.
+	backlogStart, backlogDone time.Time
 }
 
 func newDayBench(b *bench) (*dayBench, error) {
@@ -100,8 +103,11 @@ func (d *dayBench) steps() []step {
 	return []step{
 		{fmt.Sprintf("reference data and schedule of a day of %d flights", d.a.flights), d.schedule},
 		{fmt.Sprintf("accept the day's %d FLOPs from %d clients", len(d.a.ops), d.o.Clients), d.accept},
+		{"note the time the backlog starts", d.markBacklogStart},
 		{fmt.Sprintf("process the backlog of %d FLOPs", len(d.a.ops)), d.process},
+		{"note the time the backlog was done", d.markBacklog},
 		{fmt.Sprintf("reference data and schedule of the next day (%d flights)", d.b.flights), d.nextSchedule},
+		{fmt.Sprintf("the board of the first day (%d flights) as of the end of its backlog, against a live board refresh", d.a.flights), d.asOf},
 		{fmt.Sprintf("request→SENT of the next day's %d FLOPs at %g/s", len(d.b.ops), d.o.Rate), d.latency},
 	}
 }

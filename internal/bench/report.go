@@ -30,6 +30,15 @@ func WriteTable(w io.Writer, r Result) error {
 		p("  accept→SENT p99, ms\t%.1f\taccept_to_sent_p99_ms", r.AcceptToSentP99Ms)
 	}
 	p("  %d-flight schedule (SCHD DNLD), s\t%.2f\tsnapshot_s", r.Flights, r.SnapshotS)
+	if r.BoardMs > 0 {
+		match := "equal to the live board"
+		if !r.AsOfMatchesLive {
+			match = "DIFFERS from the live board"
+		}
+		p("  live board refresh (%d flights), ms\t%.1f\tboard_ms", r.AsOfFlights, r.BoardMs)
+		p("  board as of a past time, first of the day, ms\t%.1f\tas_of_cold_ms\t%.2f× a live refresh\tfolded from %d messages, %s", r.AsOfColdMs, r.AsOfColdVsBoard, r.AsOfMessages, match)
+		p("  board as of other past times, ms\t%.1f\tas_of_ms\t%.2f× a live refresh\tmedian of %d times within the backlog", r.AsOfMs, r.AsOfVsBoard, asOfRepeats)
+	}
 	p("  peak heap in use, MB\t%.1f\tpeak_heap_mb", r.PeakHeapMB)
 	p("  pump start-up (adoption scan), s\t%.2f\tpump_start_s", r.PumpStartS)
 	if err := tw.Flush(); err != nil {
