@@ -7,6 +7,9 @@
 #   scripts/galera-cluster.sh start N     start node N again: it rejoins by IST (after a kill -9, at
 #                                         the position mariadbd --wsrep-recover finds)
 #   scripts/galera-cluster.sh stop N      stop node N cleanly
+#   scripts/galera-cluster.sh hang N      SIGSTOP node N: it holds its connections and answers nothing
+#   scripts/galera-cluster.sh resume N    SIGCONT node N and wait until it is synced again (the
+#                                         cluster left it meanwhile; it rejoins by IST)
 #   scripts/galera-cluster.sh status      one line per node: port, state, cluster size
 #   scripts/galera-cluster.sh dsns        the three nodes' DSNs for msgx, one per line
 #
@@ -189,8 +192,17 @@ case "$cmd" in
     launch "$2" ${pos:+--wsrep-start-position="$pos"}
     wait_synced "$2" 90 ;;
   stop) check_node "${2:-}"; stop_node "$2" ;;
+  hang)
+    check_node "${2:-}"
+    pid=$(cat "$DIR/node$2/node.pid" 2>/dev/null) || die "node $2 is not running"
+    kill -STOP "$pid" 2>/dev/null || die "node $2 is not running" ;;
+  resume)
+    check_node "${2:-}"
+    pid=$(cat "$DIR/node$2/node.pid" 2>/dev/null) || die "node $2 is not running"
+    kill -CONT "$pid" 2>/dev/null || die "node $2 is not running"
+    wait_synced "$2" 120 ;;
   status) status ;;
   dsns)
     for n in $(seq 1 $NODES); do echo "root@tcp(127.0.0.1:$(sql_port "$n"))/"; done ;;
-  *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,6 +222,28 @@ type galeraLoad struct {
 	refused int           // answers other than 200 (503 while a node fails over) and lost connections
 	posts   int           // every post tried
 	slowest time.Duration // the longest a post waited for its answer
+	window  loadWindow    // the same since the last cut (a hang's figures)
+}
+
+// loadWindow is the senders' figures over a stretch of the run.
+type loadWindow struct {
+	posts, refused int
+	slowest        time.Duration
+}
+
+// cut returns the figures since the last cut and starts a new stretch.
+func (l *galeraLoad) cut() loadWindow {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.window
+	l.window = loadWindow{}
+	return w
+}
+
+// String is the figures of issue 33: the slowest answer and the share of posts refused.
+func (w loadWindow) String() string {
+	return fmt.Sprintf("slowest answer to a sender %s; %d of %d posts refused (%.2f%%)",
+		w.slowest.Round(time.Millisecond), w.refused, w.posts, 100*float64(w.refused)/float64(max(w.posts, 1)))
 }
 
 func galeraFlop(f, k int, flid int64) string {
@@ -275,9 +299,12 @@ func (l *galeraLoad) send(body string, turn int) (int64, bool) {
 		l.mu.Unlock()
 		sent := time.Now()
 		resp, err := hc.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+		took := time.Since(sent)
 		l.mu.Lock()
 		l.posts++
-		l.slowest = max(l.slowest, time.Since(sent))
+		l.slowest = max(l.slowest, took)
+		l.window.posts++
+		l.window.slowest = max(l.window.slowest, took)
 		l.mu.Unlock()
 		if err == nil {
 			var id int64
@@ -289,6 +316,7 @@ func (l *galeraLoad) send(body string, turn int) (int64, bool) {
 		}
 		l.mu.Lock()
 		l.refused++
+		l.window.refused++
 		l.mu.Unlock()
 		time.Sleep(100 * time.Millisecond) // a sender's pause before it tries again, not a wait for a state
 	}
@@ -313,14 +341,7 @@ func TestGaleraNodeKills(t *testing.T) {
 	// other way when it dies, so they part and a later kill can hit an inbox's node alone (in
 	// the same order all three meet on one node after two kills, as a connection only moves
 	// when its node fails, and stay there).
-	env := func(first int, pump bool) []string {
-		step := -1
-		if pump {
-			step = 1
-		}
-		return []string{"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn, "MSGX_DATABASE_HOSTS=" + g.hostsStep(first, step),
-			"MSGX_PIPELINE_AUTOSTART=" + strconv.FormatBool(pump), "MSGX_SCHD_FLUSH_PERIOD=200ms"}
-	}
+	env := func(first int, pump bool) []string { return galeraEnv(g, dsn, first, pump) }
 	pump := start(t, data, env(1, true)...)
 	inboxes := []*server{start(t, data, env(2, false)...), start(t, data, env(3, false)...)}
 
@@ -332,7 +353,7 @@ func TestGaleraNodeKills(t *testing.T) {
 	kills, inboxKills := galeraKills(t, g, pump, inboxes, galeraKillCount())
 	close(load.stop)
 	load.wg.Wait()
-	db := g.drained(t, dsn, pump.logs)
+	db := g.drained(t, dsn, dumper{pump})
 	checkGaleraRun(t, db, load, data)
 	_, failovers := pump.dbNode(g)
 	t.Logf("%d node kills (%d of an inbox's node only) in %s; %d messages acknowledged, %d refusals retried by the senders; the pump failed over %d times",
@@ -344,6 +365,184 @@ func TestGaleraNodeKills(t *testing.T) {
 	if inboxKills == 0 {
 		t.Error("no kill hit an inbox's node alone")
 	}
+}
+
+// dumper shows a server's output with a dump of its goroutines at the end: when the pump
+// stalls, what each goroutine waits for (a statement that never returns, a lock, a channel).
+type dumper struct{ s *server }
+
+// String sends the server SIGQUIT (the Go runtime prints every goroutine's stack and exits)
+// and returns its output.
+func (d dumper) String() string {
+	if d.s.cmd.ProcessState == nil {
+		d.s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case err := <-d.s.done:
+			d.s.done <- err
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return d.s.logs.String()
+}
+
+var hungCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total\{reason="hung"\} (\d+)`)
+
+// hungMoves is how often s moved off a node that did not answer its probe (-1: no answer).
+func (s *server) hungMoves() int {
+	b, err := s.api().Raw("/metrics")
+	if err != nil {
+		return -1
+	}
+	if m := hungCounter.FindSubmatch(b); m != nil {
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
+	}
+	return 0
+}
+
+// metricsTime is how long s takes to answer GET /metrics (5 s at most) and its error.
+func (s *server) metricsTime() (time.Duration, error) {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	began := time.Now()
+	resp, err := hc.Get(s.url + "/metrics")
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != 200 {
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+	}
+	return time.Since(began), err
+}
+
+// whole waits until every node of g says it is synced in a primary component of all three.
+func (g *galeraNodes) whole(t *testing.T) {
+	t.Helper()
+	var out string
+	if !waitUntil(2*time.Minute, func() bool {
+		out, _ = g.script(t, 30*time.Second, "status")
+		return strings.Count(out, "size=3 state=Synced") == len(g.ports)
+	}) {
+		t.Fatalf("the Galera cluster is not whole again:\n%s", out)
+	}
+}
+
+// galeraEnv is the environment of a msgx of the node tests on g's database dsn: the pump with
+// the nodes from first in order, an inbox in reverse.
+func galeraEnv(g *galeraNodes, dsn string, first int, pump bool) []string {
+	step := -1
+	if pump {
+		step = 1
+	}
+	return []string{"MSGX_DATABASE_DRIVER=mysql", "MSGX_DATABASE_DSN=" + dsn, "MSGX_DATABASE_HOSTS=" + g.hostsStep(first, step),
+		"MSGX_PIPELINE_AUTOSTART=" + strconv.FormatBool(pump), "MSGX_SCHD_FLUSH_PERIOD=200ms"}
+}
+
+// TestGaleraNodeHang is TestGaleraNodeKills with nodes that hang instead of dying (issue 33,
+// item 5): under the same load it stops (SIGSTOP) the node the pump uses for 20 s, then the
+// node an inbox uses that the pump does not, and resumes each (SIGCONT; it rejoins by IST).
+// msgx must leave a hung node within seconds: the pump moves off it (its probe marks it down)
+// and goes on working during the hang, and every msgx answers GET /metrics within 1 s all the
+// while. At the end nothing is lost, doubled or out of order (checkGaleraRun). The slowest
+// answer a sender waited for and the share of posts refused are reported per hang against the
+// issue's goal (at most 5 s, under 1 %), and asserted only loosely: the slowest below the
+// senders' 15 s (the old behaviour was 60 s).
+func TestGaleraNodeHang(t *testing.T) {
+	t.Parallel()
+	g := killsCluster
+	g.hold(t)
+	began := time.Now()
+	dsn := g.database(t)
+	data := t.TempDir()
+	pump := start(t, data, galeraEnv(g, dsn, 1, true)...)
+	inboxes := []*server{start(t, data, galeraEnv(g, dsn, 2, false)...), start(t, data, galeraEnv(g, dsn, 3, false)...)}
+	all := append([]*server{pump}, inboxes...)
+
+	snapshot, flids := galeraFlights(t, 6)
+	pump.await(pump.post(snapshot), "snapshot SUCCEEDED", state("SUCCEEDED", ""))
+	load := &galeraLoad{inboxes: inboxes, flids: flids, stop: make(chan struct{})}
+	load.run()
+	const hang = 20 * time.Second
+	var report []string
+	for round, whose := range []string{"the pump's", "an inbox's"} {
+		before := pump.finished()
+		if !waitUntil(time.Minute, func() bool { return pump.finished() >= before+10 }) {
+			t.Fatalf("hang %d: the pump made no progress before it (%d finished)\n%s", round+1, pump.finished(), dumper{pump})
+		}
+		// A node that rejoined (the last hang's) is synced before the cluster's other nodes
+		// have it in their view: hanging another one meanwhile would leave a node alone,
+		// without quorum, which no client can help.
+		g.whole(t)
+		node, _ := pump.dbNode(g)
+		victim, hit := node, pump
+		if round == 1 {
+			victim = 0
+			for _, s := range inboxes {
+				if in, _ := s.dbNode(g); in != 0 && in != node {
+					victim, hit = in, s
+				}
+			}
+			if victim == 0 {
+				t.Fatalf("hang 2: every inbox uses the pump's node %d", node)
+			}
+		}
+		if victim == 0 {
+			t.Fatalf("hang %d: the pump's metrics name no database node\n%s", round+1, pump.logs)
+		}
+		moves := hit.hungMoves()
+		load.cut()
+		if out, err := g.script(t, 30*time.Second, "hang", strconv.Itoa(victim)); err != nil {
+			t.Fatalf("hang node %d: %v\n%s", victim, err, out)
+		}
+		hungAt := time.Now()
+		resumed := false
+		resume := func() {
+			if !resumed {
+				resumed = true
+				if out, err := g.script(t, 3*time.Minute, "resume", strconv.Itoa(victim)); err != nil {
+					t.Errorf("resume node %d: %v\n%s", victim, err, out)
+				}
+			}
+		}
+		t.Cleanup(resume) // a node left stopped would hold the next test's cluster
+		during := pump.finished()
+		var slowMetrics time.Duration
+		for time.Since(hungAt) < hang {
+			for i, s := range all {
+				took, err := s.metricsTime()
+				slowMetrics = max(slowMetrics, took)
+				if err != nil || took > time.Second {
+					t.Errorf("hang %d, %s after it began: msgx %d answered /metrics in %s (%v), want within 1 s",
+						round+1, time.Since(hungAt).Round(100*time.Millisecond), i, took.Round(time.Millisecond), err)
+				}
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		left, _ := hit.dbNode(g)
+		moved := hit.hungMoves()
+		progress := pump.finished() - during
+		resume()
+		w := load.cut()
+		line := fmt.Sprintf("hang %d (%s node %d, %s): %s; msgx moved to node %d (probe downs %d→%d); the pump finished %d messages during the hang; slowest /metrics %s",
+			round+1, whose, victim, hang, w, left, moves, moved, progress, slowMetrics.Round(time.Millisecond))
+		t.Log(line)
+		report = append(report, line)
+		if left == victim || moved <= moves {
+			t.Errorf("hang %d: msgx stayed on the hung node %d (now node %d, probe downs %d→%d)\n%s", round+1, victim, left, moves, moved, hit.logs)
+		}
+		if progress < 10 {
+			t.Errorf("hang %d: the pump finished only %d messages during the %s hang\n%s", round+1, progress, hang, dumper{pump})
+		}
+		if w.slowest >= 15*time.Second {
+			t.Errorf("hang %d: a sender waited %s for its answer, want well below the old 60 s (under the senders' 15 s)", round+1, w.slowest.Round(time.Millisecond))
+		}
+	}
+	close(load.stop)
+	load.wg.Wait()
+	db := g.drained(t, dsn, dumper{pump})
+	checkGaleraRun(t, db, load, data)
+	t.Logf("2 hangs in %s; %d messages acknowledged; issue 33's goal per node lost: no sender waits more than 5 s, under 1 %% refused:\n%s",
+		time.Since(began).Round(time.Second), len(load.acks), strings.Join(report, "\n"))
 }
 
 // galeraKillCount is how many kills a Galera test makes: 10, or 30 with MSGX_TEST_LONG=1.
@@ -404,7 +603,7 @@ func galeraKills(t *testing.T, g *galeraNodes, pump *server, inboxes []*server, 
 	for kills < want {
 		before := pump.finished()
 		if !waitUntil(time.Minute, func() bool { return pump.finished() >= before+10 }) {
-			t.Fatalf("kill %d: the pump made no progress (%d finished)\n%s", kills, pump.finished(), pump.logs)
+			t.Fatalf("kill %d: the pump made no progress (%d finished)\n%s", kills, pump.finished(), dumper{pump})
 		}
 		node, moves := pump.dbNode(g)
 		victim := node
@@ -434,7 +633,7 @@ func galeraKills(t *testing.T, g *galeraNodes, pump *server, inboxes []*server, 
 		}
 		after := pump.finished()
 		if !waitUntil(time.Minute, func() bool { return pump.finished() >= after+10 }) {
-			t.Fatalf("kill %d of node %d: the pump made no progress afterwards\n%s", kills, victim, pump.logs)
+			t.Fatalf("kill %d of node %d: the pump made no progress afterwards\n%s", kills, victim, dumper{pump})
 		}
 		if out, err := g.script(t, 3*time.Minute, "start", strconv.Itoa(victim)); err != nil {
 			t.Fatalf("restart node %d: %v\n%s", victim, err, out)
