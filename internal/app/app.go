@@ -350,7 +350,10 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	a.registrar = newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
 	// Search: flights of the days around today, message bodies of the newest messages.
 	finder := &api.Finder{Flights: a.fstores.reader, Ref: db, Bodies: db, ByFlight: db, Clock: clock, Loc: cfg.Location()}
-	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db, finder, boardAsOf(pump.NewBoards(p, db))), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db), a.fstores.routes)
+	// Boards as of a past time; yesterday's, today's and tomorrow's folds kept up to date.
+	boards := pump.NewBoards(p, db)
+	a.closers = append(a.closers, boards.Keep(time.Minute))
+	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db, finder, boardAsOf(boards)), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db), a.fstores.routes)
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	m.Register(w.reqs.Collectors()...)
 	if a.registrar != nil {

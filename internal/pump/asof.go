@@ -145,7 +145,7 @@ type Boards struct {
 }
 
 // maxDayFolds bounds the days whose folds Boards keeps.
-const maxDayFolds = 4
+const maxDayFolds = 6
 
 // checkpointEvery is how many folded messages apart a day's fold keeps a copy of its flights.
 const checkpointEvery = 200
@@ -162,6 +162,10 @@ type dayFold struct {
 	order       []store.Applied
 	msgs        map[int64]*sis.Message
 	checkpoints []checkpoint
+	// final is the flights after the whole order, and finalMessages how many it folded: a
+	// later board of the day whose messages are these and more folds only the more.
+	final         map[int64]*memFlight
+	finalMessages int
 }
 
 // checkpoint is the flights after folding order[:next].
@@ -248,23 +252,82 @@ func (bs *Boards) At(ctx context.Context, day string, at time.Time) (*DayBoard, 
 		order = append(order, a)
 	}
 	slices.SortFunc(order, func(x, y store.Applied) int { return cmpID(x.ID, y.ID) })
-	msgs, err := bs.decodedAll(ctx, order, b)
-	if err != nil {
-		return nil, err
-	}
 	inOrder := true
 	for i := 1; i < len(order); i++ {
 		if order[i].At.Before(order[i-1].At) {
 			inOrder = false
 		}
 	}
-	var cps []checkpoint
+	// A kept fold of the day whose messages are the first of these: fold only the rest.
+	bs.mu.Lock()
+	f := bs.days[day]
+	bs.mu.Unlock()
+	base := 0
+	if inOrder && f != nil && f.historyFrom.Equal(from) && at.After(f.upTo) && len(order) >= len(f.order) &&
+		slices.EqualFunc(order[:len(f.order)], f.order, func(x, y store.Applied) bool { return x.ID == y.ID && x.At.Equal(y.At) }) {
+		base = len(f.order)
+	}
+	msgs, err := bs.decodedAll(ctx, order[base:], b)
+	if err != nil {
+		return nil, err
+	}
 	mem := newMemView(loc)
-	bs.fold(ctx, mem, order, msgs, 0, at, b, inOrder, &cps)
+	var cps []checkpoint
+	if base > 0 {
+		maps.Copy(msgs, f.msgs)
+		maps.Copy(mem.flights, f.final)
+		b.Messages = f.finalMessages
+		cps = slices.Clone(f.checkpoints)
+	}
+	bs.fold(ctx, mem, order, msgs, base, at, b, inOrder, &cps)
 	if inOrder && len(b.Warnings) == 0 {
-		bs.keep(day, &dayFold{historyFrom: from, upTo: at, order: order, msgs: msgs, checkpoints: cps})
+		// A message applied just before `at` may not be committed yet: the fold answers later
+		// boards only up to a minute before now.
+		upTo := at
+		if limit := p.opt.Clock.Now().Add(-keepMargin); upTo.After(limit) {
+			upTo = limit
+		}
+		bs.keep(day, &dayFold{historyFrom: from, upTo: upTo, order: order, msgs: msgs, checkpoints: cps,
+			final: maps.Clone(mem.flights), finalMessages: b.Messages})
 	}
 	return bs.result(mem, b), nil
+}
+
+// keepMargin is how long before now a kept fold answers boards: a message the pump applied
+// (its PROCESSED_AT) is committed by then.
+const keepMargin = time.Minute
+
+// Keep keeps the folds of the airport's yesterday, today and tomorrow up to date (the boards
+// an ops room looks back on), every `every` until ctx ends, so that a board of those days as
+// of a past time is answered from a kept fold and folds only the messages since the last
+// round. It returns a function that stops it and waits for it to end.
+func (bs *Boards) Keep(every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			at := bs.p.opt.Clock.Now().Add(-keepMargin)
+			today := at.In(bs.p.opt.View.Location())
+			for _, d := range []int{0, 1, -1} {
+				day := today.AddDate(0, 0, d).Format(time.DateOnly)
+				if _, err := bs.At(ctx, day, at); err != nil && ctx.Err() == nil {
+					var before *BeforeHistoryError
+					if !errors.As(err, &before) {
+						bs.p.log.Warn("keeping the board of a day for looks back failed; the next board asked folds it", "day", day, "err", err.Error())
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // fromFold answers a board of day at `at` from the day's kept fold, when it covers that time.
