@@ -12,15 +12,22 @@ import (
 )
 
 // The board as of a past time (GET /api/v1/flights?as_of=), measured on the day workload:
-// day A's board as it stood when its FLOP backlog was processed (every message of the day
-// folded again: the first board of a day, "cold") against one live board refresh of the same
-// day (the console's board polls GET /api/v1/flights?day= every 5 s); then the board at other
-// past times within the backlog (the next boards of that day, as an operator steps through
-// the day: from the server's kept fold). All are asked over HTTP of the running server, after
-// the next day's schedule, so the times are in the past; the cold board must equal the live one.
+// day A's board as it stood when its FLOP backlog was processed against one live board
+// refresh of the same day (the console's board polls GET /api/v1/flights?day= every 5 s);
+// then the board at other past times within the backlog (as an operator steps through the
+// day). All are asked over HTTP of the running server once the end of the backlog is more
+// than two minutes past, so that msgx serve's background round (Boards.Keep: every minute,
+// tomorrow's fold among others, up to a minute before now) has folded day A as a server
+// would have by then; the first board must equal the live one. The cost of folding a day
+// from nothing is BenchmarkFoldDay's (internal/pump) and the first figures of
+// docs/benchmarks.md.
 
 // asOfRepeats is how many times each board is asked after the first; the figures are medians.
 const asOfRepeats = 5
+
+// asOfWait is how long after the backlog the boards are asked: two rounds of msgx serve's
+// background fold (a minute apart, each up to a minute before now) and a little more.
+const asOfWait = 125 * time.Second
 
 // markBacklog notes the time day A's backlog was done: the past time its board is rebuilt at.
 func (d *dayBench) markBacklog(context.Context, *Result) error {
@@ -70,6 +77,13 @@ func (d *dayBench) asOf(ctx context.Context, r *Result) error {
 		slices.Sort(ds)
 		return Millis(ds[len(ds)/2])
 	}
+	if wait := time.Until(d.backlogDone.Add(asOfWait)); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 	liveQ := url.Values{"day": {day}}
 	asOfQ := url.Values{"day": {day}, "as_of": {d.backlogDone.UTC().Format(time.RFC3339Nano)}}
 	var lives, asofs []time.Duration
@@ -77,7 +91,7 @@ func (d *dayBench) asOf(ctx context.Context, r *Result) error {
 	if err != nil {
 		return err
 	}
-	past, cold, err := get(asOfQ)
+	past, first, err := get(asOfQ)
 	if err != nil {
 		return err
 	}
@@ -98,8 +112,8 @@ func (d *dayBench) asOf(ctx context.Context, r *Result) error {
 	}
 	r.AsOfFlights, r.AsOfMessages = past.Count, past.Messages
 	r.AsOfMatchesLive = past.Count == live.Count && len(past.Warnings) == 0 && equalRecords(past.Flights, live.Flights)
-	r.BoardMs, r.AsOfColdMs, r.AsOfMs = median(lives), Millis(cold), median(asofs)
-	r.AsOfColdVsBoard, r.AsOfVsBoard = Ratio(r.AsOfColdMs, r.BoardMs), Ratio(r.AsOfMs, r.BoardMs)
+	r.BoardMs, r.AsOfFirstMs, r.AsOfMs = median(lives), Millis(first), median(asofs)
+	r.AsOfFirstVsBoard, r.AsOfVsBoard = Ratio(r.AsOfFirstMs, r.BoardMs), Ratio(r.AsOfMs, r.BoardMs)
 	return nil
 }
 

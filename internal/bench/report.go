@@ -36,7 +36,7 @@ func WriteTable(w io.Writer, r Result) error {
 			match = "DIFFERS from the live board"
 		}
 		p("  live board refresh (%d flights), ms\t%.1f\tboard_ms", r.AsOfFlights, r.BoardMs)
-		p("  board as of a past time, first of the day, ms\t%.1f\tas_of_cold_ms\t%.2f× a live refresh\tfolded from %d messages, %s", r.AsOfColdMs, r.AsOfColdVsBoard, r.AsOfMessages, match)
+		p("  board as of the backlog's end, ms\t%.1f\tas_of_first_ms\t%.2f× a live refresh\tfolded from %d messages, %s", r.AsOfFirstMs, r.AsOfFirstVsBoard, r.AsOfMessages, match)
 		p("  board as of other past times, ms\t%.1f\tas_of_ms\t%.2f× a live refresh\tmedian of %d times within the backlog", r.AsOfMs, r.AsOfVsBoard, asOfRepeats)
 	}
 	p("  peak heap in use, MB\t%.1f\tpeak_heap_mb", r.PeakHeapMB)

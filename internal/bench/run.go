@@ -149,17 +149,17 @@ type Result struct {
 
 	// The board as of a past time (day workload, asof.go): one live board refresh of day A
 	// (GET /api/v1/flights?day=, median), day A's board rebuilt as of the end of its backlog
-	// (?as_of=), the first time (cold: every text read, decoded and folded) and at five other
-	// times within the backlog (median: from the kept fold), their ratios to the live refresh, the flights and messages of the rebuilt board, and whether
+	// (?as_of=) two minutes later, first at the end of the backlog and then at five other times
+	// within it (median), their ratios to the live refresh, the flights and messages of the rebuilt board, and whether
 	// it equals the live board (it must: nothing touched day A since).
-	BoardMs         float64 `json:"board_ms,omitempty"`
-	AsOfColdMs      float64 `json:"as_of_cold_ms,omitempty"`
-	AsOfMs          float64 `json:"as_of_ms,omitempty"`
-	AsOfColdVsBoard float64 `json:"as_of_cold_vs_board,omitempty"`
-	AsOfVsBoard     float64 `json:"as_of_vs_board,omitempty"`
-	AsOfFlights     int     `json:"as_of_flights,omitempty"`
-	AsOfMessages    int     `json:"as_of_messages,omitempty"`
-	AsOfMatchesLive bool    `json:"as_of_matches_live,omitempty"`
+	BoardMs          float64 `json:"board_ms,omitempty"`
+	AsOfFirstMs      float64 `json:"as_of_first_ms,omitempty"`
+	AsOfMs           float64 `json:"as_of_ms,omitempty"`
+	AsOfFirstVsBoard float64 `json:"as_of_first_vs_board,omitempty"`
+	AsOfVsBoard      float64 `json:"as_of_vs_board,omitempty"`
+	AsOfFlights      int     `json:"as_of_flights,omitempty"`
+	AsOfMessages     int     `json:"as_of_messages,omitempty"`
+	AsOfMatchesLive  bool    `json:"as_of_matches_live,omitempty"`
 
 	// LatencyRatePerS is the rate the latency phase achieved (R unless the inbox fell behind).
 	LatencyRatePerS float64 `json:"latency_rate_per_s"`
