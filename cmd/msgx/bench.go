@@ -42,7 +42,7 @@ func benchCmd(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, SinkDir: *sinkDir}, bench.Options{
-		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history,
+		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history, AsOfWait: bench.DefaultAsOfWait,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Progress: os.Stderr,

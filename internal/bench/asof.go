@@ -15,8 +15,8 @@ import (
 // day A's board as it stood when its FLOP backlog was processed against one live board
 // refresh of the same day (the console's board polls GET /api/v1/flights?day= every 5 s);
 // then the board at other past times within the backlog (as an operator steps through the
-// day). All are asked over HTTP of the running server once the end of the backlog is more
-// than two minutes past, so that msgx serve's background round (Boards.Keep: every minute,
+// day). All are asked over HTTP of the running server once the end of the backlog is
+// Options.AsOfWait past (msgx bench: more than two minutes), so that msgx serve's background round (Boards.Keep: every minute,
 // tomorrow's fold among others, up to a minute before now) has folded day A as a server
 // would have by then; the first board must equal the live one. The cost of folding a day
 // from nothing is BenchmarkFoldDay's (internal/pump) and the first figures of
@@ -25,9 +25,9 @@ import (
 // asOfRepeats is how many times each board is asked after the first; the figures are medians.
 const asOfRepeats = 5
 
-// asOfWait is how long after the backlog the boards are asked: two rounds of msgx serve's
-// background fold (a minute apart, each up to a minute before now) and a little more.
-const asOfWait = 125 * time.Second
+// DefaultAsOfWait is msgx bench's Options.AsOfWait: two rounds of msgx serve's background
+// fold (a minute apart, each up to a minute before now) and a little more.
+const DefaultAsOfWait = 125 * time.Second
 
 // markBacklog notes the time day A's backlog was done: the past time its board is rebuilt at.
 func (d *dayBench) markBacklog(context.Context, *Result) error {
@@ -77,7 +77,7 @@ func (d *dayBench) asOf(ctx context.Context, r *Result) error {
 		slices.Sort(ds)
 		return Millis(ds[len(ds)/2])
 	}
-	if wait := time.Until(d.backlogDone.Add(asOfWait)); wait > 0 {
+	if wait := time.Until(d.backlogDone.Add(d.o.AsOfWait)); d.o.AsOfWait > 0 && wait > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

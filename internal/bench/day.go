@@ -107,7 +107,7 @@ func (d *dayBench) steps() []step {
 		{fmt.Sprintf("process the backlog of %d FLOPs", len(d.a.ops)), d.process},
 		{"note the time the backlog was done", d.markBacklog},
 		{fmt.Sprintf("reference data and schedule of the next day (%d flights)", d.b.flights), d.nextSchedule},
-		{fmt.Sprintf("the board of the first day (%d flights) as of times in its backlog, against a live board refresh (asked %s after it)", d.a.flights, asOfWait), d.asOf},
+		{fmt.Sprintf("the board of the first day (%d flights) as of times in its backlog, against a live board refresh (asked %s after it)", d.a.flights, d.o.AsOfWait), d.asOf},
 		{fmt.Sprintf("request→SENT of the next day's %d FLOPs at %g/s", len(d.b.ops), d.o.Rate), d.latency},
 	}
 }

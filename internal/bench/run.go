@@ -60,11 +60,15 @@ const (
 
 // Options configure Run.
 type Options struct {
-	Config    config.Config // msgx's settings (pipeline, delivery, schd, sis.timezone, http limits)
-	DB        DB            // the bench database (not migrated yet); never the production one
-	Build     app.Builder   // msgx on DB, as serve builds it (app.On(DB); Scratch.Build)
-	WorkDir   string        // a temporary directory for the file sinks (RunOnScratch: ScratchOptions.SinkDir)
-	Workload  string        // WorkloadDay (when empty) or WorkloadClassic
+	Config   config.Config // msgx's settings (pipeline, delivery, schd, sis.timezone, http limits)
+	DB       DB            // the bench database (not migrated yet); never the production one
+	Build    app.Builder   // msgx on DB, as serve builds it (app.On(DB); Scratch.Build)
+	WorkDir  string        // a temporary directory for the file sinks (RunOnScratch: ScratchOptions.SinkDir)
+	Workload string        // WorkloadDay (when empty) or WorkloadClassic
+	// AsOfWait is how long after the first day's backlog its boards as of a past time are
+	// asked (day workload; 0: at once). msgx bench waits DefaultAsOfWait, so that msgx serve's
+	// background fold has had its rounds, as it would for an ops room looking back.
+	AsOfWait  time.Duration
 	Messages  int           // N (DefaultMessages when 0): FLOPs of a day, or the classic phases' messages
 	Flights   int           // the day workload's flights (0: as many as give about N FLOPs)
 	Rate      float64       // R, messages per second in the latency phase (DefaultRate when 0)
