@@ -37,6 +37,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -52,12 +53,24 @@ import (
 	"msgx/internal/client"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
-	"msgx/internal/syncbuf"
+	"msgx/internal/testkit"
 )
 
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() && flag.Lookup("test.skip").Value.String() == "" {
+		// The race run of .ci/run: only the tests of this package's own code, none that runs
+		// the binary (see endToEndTests), so no binary to build.
+		skip, err := endToEndTests()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "listing the end-to-end tests: %v\n", err)
+			os.Exit(1)
+		}
+		flag.Set("test.skip", skip)
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "msgx-e2e")
 	if err != nil {
 		panic(err)
@@ -171,7 +184,7 @@ type server struct {
 }
 
 // syncBuffer collects a process's output; the test reads it while the process writes.
-type syncBuffer struct{ syncbuf.Buffer }
+type syncBuffer struct{ testkit.Buffer }
 
 // start runs msgx serve with the given extra environment and waits for /healthz. With no
 // MSGX_DATABASE_* in env it runs on the SQLite file in dataDir; dbEnv.start runs it on the

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"msgx/internal/testkit"
 )
 
 // cli runs `msgx args…` against s (MSGX_SERVER) with env added, and returns its combined
@@ -171,16 +173,10 @@ func TestTargetPauseHoldsItsEvents(t *testing.T) {
 	})
 }
 
+// waitFor is testkit.Eventually with the end-to-end tests' limit, 20 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("never: %s", what)
+	testkit.Eventually(t, 20*time.Second, what, cond)
 }
 
 // With tokens configured the CLI needs one (--token or MSGX_TOKEN), a viewer cannot act and
