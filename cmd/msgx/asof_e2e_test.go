@@ -206,7 +206,7 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 		t.Fatal(err)
 	}
 	var refused any
-	err = s.api().Get("/api/v1/flights?"+url.Values{"day": {date}, "as_of": {marks[1].UTC().Format(time.RFC3339)}}.Encode(), &refused)
+	err = s.api().Get(ctx, "/api/v1/flights?"+url.Values{"day": {date}, "as_of": {marks[1].UTC().Format(time.RFC3339)}}.Encode(), &refused)
 	if err == nil || !strings.Contains(err.Error(), "before_history") && !strings.Contains(err.Error(), "before the retained history") {
 		t.Errorf("as_of before the kept history: %v, want 409 before_history", err)
 	}

@@ -12,14 +12,16 @@ import (
 
 	"golang.org/x/term"
 
+	"msgx/client"
 	"msgx/internal/app"
-	"msgx/internal/client"
+	"msgx/internal/cli"
 )
 
 // boardCmd prints the flight board of an airport day as a table, in airport time, filtered as
 // the console's board is (movement, airline, terminal); --watch redraws it in place on a
 // terminal (plain output, one board after another, when piped) until Ctrl-C.
 func boardCmd(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("board")
 	server := clientFlags(fs)
 	day := fs.String("day", "", "the airport `DAY` (YYYY-MM-DD; default today at the airport)")
@@ -50,7 +52,7 @@ func boardCmd(args []string) error {
 	if *every < time.Second {
 		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --every %s: at least 1s", *every)}
 	}
-	f := client.BoardFilter{Movement: mv, Airline: *airline, Terminal: *terminal}
+	f := cli.BoardFilter{Movement: mv, Airline: *airline, Terminal: *terminal}
 	c := srv(*server)
 	if *asJSON {
 		var raw any
@@ -68,30 +70,30 @@ func boardCmd(args []string) error {
 		if len(q) > 0 {
 			path += "?" + q.Encode()
 		}
-		if err := c.Get(path, &raw); err != nil {
+		if err := c.Get(ctx, path, &raw); err != nil {
 			return err
 		}
 		return printJSON(raw)
 	}
-	statuses := c.Statuses()
+	statuses := c.Statuses(ctx)
 	draw := func() (string, error) {
 		var b client.Board
 		var err error
 		if *at != "" {
-			b, err = c.BoardAsOf(*day, *at, showUTC)
+			b, err = c.BoardAsOf(ctx, *day, *at, showUTC)
 		} else {
-			b, err = c.Board(*day)
+			b, err = c.Board(ctx, *day)
 		}
 		if err != nil {
 			return "", err
 		}
-		z := client.UTC
+		z := cli.UTC
 		if !showUTC {
 			loc, err := time.LoadLocation(b.Timezone)
 			if err != nil {
 				return "", fmt.Errorf("the board's zone %q is not known on this machine: %w", b.Timezone, err)
 			}
-			z = client.Zone{Loc: loc}
+			z = cli.Zone{Loc: loc}
 		}
 		var out strings.Builder
 		fmt.Fprintf(&out, "flights of %s (airport day, %s)", b.Day, b.Timezone)
@@ -99,7 +101,7 @@ func boardCmd(args []string) error {
 			fmt.Fprintf(&out, ", times in %s", z.Name())
 		}
 		out.WriteString("\n")
-		n := client.WriteBoard(&out, b, f, z, statuses)
+		n := cli.WriteBoard(&out, b, f, z, statuses)
 		fmt.Fprintf(&out, "%d of %d flights", n, b.Count)
 		if n < b.Count {
 			out.WriteString(" (filtered)")

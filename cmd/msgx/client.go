@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,8 +15,8 @@ import (
 
 	"golang.org/x/term"
 
+	"msgx/client"
 	"msgx/internal/cli"
-	"msgx/internal/client"
 	"msgx/internal/config"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -51,17 +52,17 @@ func configFlag(fs *flag.FlagSet) {
 
 // serverURL is where the server is: --server, else $MSGX_SERVER, else the http.addr
 // (http.admin-addr for the API, when set) of the config file (--config, else $MSGX_CONFIG),
-// else the local default (client.ServerURL).
+// else the local default (cli.ServerURL).
 func serverURL(flagValue string, inbox bool) (string, error) {
 	if flagValue != "" || os.Getenv("MSGX_SERVER") != "" {
-		return client.ServerURL(flagValue), nil
+		return cli.ServerURL(flagValue), nil
 	}
 	path := configFile
 	if path == "" {
 		path = os.Getenv("MSGX_CONFIG")
 	}
 	if path == "" {
-		return client.ServerURL(""), nil
+		return cli.ServerURL(""), nil
 	}
 	cfg, err := config.Load(path, os.Environ())
 	if err != nil {
@@ -99,8 +100,9 @@ func clientOf(flagValue string, inbox bool) *client.Client {
 // show GETs path and, with asJSON, prints the answer as it came (printed is then true);
 // otherwise it decodes the answer into out for the command to print its way.
 func show(c *client.Client, path string, asJSON bool, out any) (printed bool, err error) {
+	ctx := context.Background()
 	var raw json.RawMessage
-	if err := c.Get(path, &raw); err != nil {
+	if err := c.Get(ctx, path, &raw); err != nil {
 		return false, err
 	}
 	if asJSON {
@@ -111,6 +113,7 @@ func show(c *client.Client, path string, asJSON bool, out any) (printed bool, er
 }
 
 func send(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("send")
 	server := serverFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -121,9 +124,9 @@ func send(args []string) error {
 	}
 	failed := 0
 	// Many files on a terminal: a progress bar on stderr, kept below the id lines.
-	var bar *client.Progress
+	var bar *cli.Progress
 	if fs.NArg() > 1 && term.IsTerminal(int(os.Stderr.Fd())) {
-		bar = client.NewProgress("send", fs.NArg())
+		bar = cli.NewProgress("send", fs.NArg())
 		defer bar.Finish()
 	}
 	for i, path := range fs.Args() {
@@ -131,7 +134,7 @@ func send(args []string) error {
 		var id int64
 		b, err := os.ReadFile(path)
 		if err == nil {
-			id, err = srvInbox(*server).Send(b)
+			id, err = srvInbox(*server).Send(ctx, b)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
@@ -148,6 +151,7 @@ func send(args []string) error {
 }
 
 func status(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("status")
 	server := serverFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -156,7 +160,7 @@ func status(args []string) error {
 		return app.ExitError{Code: 2}
 	}
 	var raw json.RawMessage
-	if err := srv(*server).Get("/api/v1/status", &raw); err != nil {
+	if err := srv(*server).Get(ctx, "/api/v1/status", &raw); err != nil {
 		return err
 	}
 	var st client.Status
@@ -166,7 +170,7 @@ func status(args []string) error {
 	if *asJSON {
 		os.Stdout.Write(append(raw, '\n'))
 	} else {
-		client.WriteStatus(os.Stdout, st, time.Now(), zoneOf(srv(*server)))
+		cli.WriteStatus(os.Stdout, st, time.Now(), zoneOf(srv(*server)))
 	}
 	return statusExit(st)
 }
@@ -186,6 +190,7 @@ func statusExit(st client.Status) error {
 }
 
 func replay(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("replay")
 	server := serverFlags(fs)
 	classes := fs.String("class", "", "error classes (`C[,C…]`) of the messages to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN); not with --events")
@@ -213,13 +218,13 @@ func replay(args []string) error {
 	if len(cl) == 0 && len(ids) == 0 {
 		return app.ExitError{Code: exitUsage, Msg: "usage: msgx replay --class C[,C…] [--id N…] [--dry-run] | msgx replay --events [--target T] [--id N…] [--dry-run]"}
 	}
-	res, err := srv(*server).Replay(cl, ids, *dryRun)
+	res, err := srv(*server).Replay(ctx, cl, ids, *dryRun)
 	if err != nil {
 		return err
 	}
 	if *dryRun {
 		fmt.Printf("dry run: would move %d messages to PENDING, skip %d\n", res.Moved, res.Skipped)
-		client.WritePreview(os.Stdout, res, false)
+		cli.WritePreview(os.Stdout, res, false)
 		return nil
 	}
 	fmt.Printf("moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
@@ -266,16 +271,17 @@ func replayClasses(classes string) ([]string, error) {
 
 // replayEvents replays (or with dryRun previews) the DEAD events of target and ids.
 func replayEvents(c *client.Client, target string, ids []int64, dryRun bool) error {
+	ctx := context.Background()
 	if err := checkTarget("replay", c, target); err != nil {
 		return err
 	}
-	res, err := c.ReplayEvents(target, ids, dryRun)
+	res, err := c.ReplayEvents(ctx, target, ids, dryRun)
 	if err != nil {
 		return err
 	}
 	if dryRun {
 		fmt.Printf("dry run: would move %d dead events to PENDING, skip %d\n", res.Moved, res.Skipped)
-		client.WritePreview(os.Stdout, res, true)
+		cli.WritePreview(os.Stdout, res, true)
 	} else {
 		fmt.Printf("moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
 	}
@@ -300,10 +306,11 @@ func classNames() []string {
 // learning the targets from the server's status; when the status cannot be read, or lists no
 // targets yet, the server itself judges the name.
 func checkTarget(cmd string, server *client.Client, name string) error {
+	ctx := context.Background()
 	if name == "" {
 		return nil
 	}
-	names := server.TargetNames()
+	names := server.TargetNames(ctx)
 	if len(names) == 0 || slices.Contains(names, name) {
 		return nil
 	}

@@ -5,6 +5,7 @@ package main
 // --limit, as the API's listings take them: docs/api.md, Listings).
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/url"
@@ -12,8 +13,9 @@ import (
 	"strconv"
 	"strings"
 
+	"msgx/client"
 	"msgx/internal/app"
-	"msgx/internal/client"
+	"msgx/internal/cli"
 )
 
 // showUTC is --utc: print times in UTC, for scripts, instead of airport time.
@@ -27,16 +29,17 @@ func utcFlag(fs *flag.FlagSet) {
 // zoneOf is the zone the command prints times in: UTC with --utc, else the airport's, which
 // the server names (GET /api/v1/me). When the server cannot tell, the times are UTC and
 // stderr says why.
-func zoneOf(c *client.Client) client.Zone {
+func zoneOf(c *client.Client) cli.Zone {
+	ctx := context.Background()
 	if showUTC {
-		return client.UTC
+		return cli.UTC
 	}
-	loc, err := c.AirportZone()
+	loc, err := c.AirportZone(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "msgx: times in UTC: the airport's zone is not known (%v)\n", err)
-		return client.UTC
+		return cli.UTC
 	}
-	return client.Zone{Loc: loc}
+	return cli.Zone{Loc: loc}
 }
 
 // listing is the paging of a list command: newest first unless --order asc, --before and

@@ -1,19 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 
 	"msgx/internal/app"
 	"msgx/internal/cli"
-	"msgx/internal/client"
 	"msgx/internal/store"
 )
 
 // findCmd searches flights and messages for its arguments and prints the hits; when exactly
 // one flight matches, its record too, as `msgx flight` prints it.
 func findCmd(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("find")
 	server := clientFlags(fs)
 	limit := fs.Int("limit", 50, fmt.Sprintf("at most this many hits of each kind (1..%d)", store.MaxPageLimit))
@@ -31,18 +32,18 @@ func findCmd(args []string) error {
 	if showUTC {
 		tz = "UTC"
 	}
-	ans, err := c.Find(strings.Join(fs.Args(), " "), *limit, tz)
+	ans, err := c.Find(ctx, strings.Join(fs.Args(), " "), *limit, tz)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		return printJSON(ans)
 	}
-	fmt.Fprintf(os.Stderr, "searched %s (times %s)\n", ans.Searched, client.OrDash(ans.Timezone))
+	fmt.Fprintf(os.Stderr, "searched %s (times %s)\n", ans.Searched, cli.OrDash(ans.Timezone))
 	if len(ans.Hits) == 0 {
 		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx find: nothing matches %q", ans.Query)}
 	}
-	flights := client.WriteHits(os.Stdout, ans)
+	flights := cli.WriteHits(os.Stdout, ans)
 	if ans.More {
 		fmt.Fprintf(os.Stderr, "more hits than --limit %d: narrow the search or raise --limit\n", *limit)
 	}

@@ -9,7 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"msgx/internal/client"
+	"msgx/client"
+	"msgx/internal/cli"
 )
 
 // followMessages is messages --follow: like tail -f, the newest limit messages the filters
@@ -19,7 +20,7 @@ func followMessages(c *client.Client, filters url.Values, limit int, asJSON bool
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if !asJSON {
-		client.WriteMessageHeader(os.Stdout)
+		cli.WriteMessageHeader(os.Stdout)
 	}
 	return c.FollowMessages(ctx, filters, limit, func(ms []client.Message) { printMessages(ms, asJSON) }, func(err error) {
 		if err != nil {
@@ -37,7 +38,7 @@ func printMessages(ms []client.Message, asJSON bool) {
 			b, _ := json.Marshal(m)
 			os.Stdout.Write(append(b, '\n'))
 		} else {
-			client.WriteMessageLine(os.Stdout, m)
+			cli.WriteMessageLine(os.Stdout, m)
 		}
 	}
 }

@@ -166,7 +166,8 @@ var failoverCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total\{reason="
 
 // dbNode reads from s's metrics the node (1..3) of g it uses and how often it moved.
 func (s *server) dbNode(g *galeraNodes) (node int, failovers int) {
-	b, err := s.api().Raw("/metrics")
+	ctx := context.Background()
+	b, err := s.api().Raw(ctx, "/metrics")
 	if err != nil {
 		return 0, -1
 	}
@@ -182,10 +183,11 @@ func (s *server) dbNode(g *galeraNodes) (node int, failovers int) {
 
 // finished is how many messages s's status counts SUCCEEDED or SKIPPED (-1: no answer).
 func (s *server) finished() int {
+	ctx := context.Background()
 	var st struct {
 		Counts map[string]int `json:"counts"`
 	}
-	if s.api().Get("/api/v1/status", &st) != nil {
+	if s.api().Get(ctx, "/api/v1/status", &st) != nil {
 		return -1
 	}
 	return st.Counts["SUCCEEDED"] + st.Counts["SKIPPED"]

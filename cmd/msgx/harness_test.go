@@ -50,7 +50,7 @@ import (
 	"testing"
 	"time"
 
-	"msgx/internal/client"
+	"msgx/client"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
 	"msgx/internal/testkit"
@@ -276,12 +276,13 @@ func (s *server) post(body string) int64 {
 // message is a message as the API shows it (the typed client's).
 type message = client.Message
 
-// api is the typed client of s (internal/client), as the msgx command's.
+// api is the typed client of s (msgx/client), as the msgx command's.
 func (s *server) api() *client.Client { return client.New(s.url, "") }
 
 func (s *server) message(id int64) message {
+	ctx := context.Background()
 	s.t.Helper()
-	m, err := s.api().Message(id)
+	m, err := s.api().Message(ctx, id)
 	if err != nil {
 		s.t.Fatalf("GET message %d: %v", id, err)
 	}
@@ -289,8 +290,9 @@ func (s *server) message(id int64) message {
 }
 
 func (s *server) getJSON(path string, v any) {
+	ctx := context.Background()
 	s.t.Helper()
-	if err := s.api().Get(path, v); err != nil {
+	if err := s.api().Get(ctx, path, v); err != nil {
 		s.t.Fatalf("GET %s: %v", path, err)
 	}
 }
@@ -317,8 +319,9 @@ func state(st, class string) func(message) bool {
 type listedEvent = client.Event
 
 func (s *server) events(query string) []listedEvent {
+	ctx := context.Background()
 	s.t.Helper()
-	evs, err := s.api().Events(query)
+	evs, err := s.api().Events(ctx, query)
 	if err != nil {
 		s.t.Fatalf("GET events %s: %v", query, err)
 	}

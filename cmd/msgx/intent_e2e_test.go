@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,6 +138,7 @@ func TestJobsForEveryRole(t *testing.T) {
 // acknowledgements) survive a restart; RETENTION deletes the acknowledged dead events and
 // keeps the unacknowledged ones.
 func TestDeadLettersAsAWorkQueue(t *testing.T) {
+	ctx := context.Background()
 	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -235,7 +237,7 @@ func TestDeadLettersAsAWorkQueue(t *testing.T) {
 			t.Errorf("dead events after RETENTION: %d, want the unacknowledged one", len(evs.Events))
 		}
 		// The acknowledged message is gone; the recent problems keep its record.
-		if m, err := s.api().Message(orphan); err == nil {
+		if m, err := s.api().Message(ctx, orphan); err == nil {
 			t.Errorf("RETENTION kept the acknowledged message: %s", m.State)
 		}
 		s.getJSON("/api/v1/problems", &pr)

@@ -70,6 +70,7 @@ func TestConsoleDeadLettersFollow(t *testing.T) {
 }
 
 func deadLettersFollow(t *testing.T, db dbEnv) {
+	ctx := context.Background()
 	chromium := chromiumPath(t)
 	s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 	b := newBrowser(t, chromium)
@@ -90,7 +91,7 @@ func deadLettersFollow(t *testing.T, db dbEnv) {
 
 	b.visit(s.url, "#/jobs")
 	b.waitText("#live-state", "live")
-	j, err := s.api().StartJob("ARCHIVE")
+	j, err := s.api().StartJob(ctx, "ARCHIVE")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"msgx/client"
 	"msgx/internal/app"
 	"msgx/internal/cli"
-	"msgx/internal/client"
 	"net/url"
 	"os"
 	"strconv"
@@ -37,7 +38,7 @@ func messages(args []string) error {
 	}
 	if *follow {
 		*limit = capLimit("messages", *limit)
-		filters, err := url.ParseQuery(client.WithFilters(url.Values{}, "flid", client.NonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class))
+		filters, err := url.ParseQuery(cli.WithFilters(url.Values{}, "flid", cli.NonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class))
 		if err != nil {
 			return err
 		}
@@ -47,14 +48,14 @@ func messages(args []string) error {
 	if err != nil {
 		return err
 	}
-	q := client.WithFilters(pq, "flid", client.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
+	q := cli.WithFilters(pq, "flid", cli.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
 	var out client.MessageList
 	if printed, err := show(srv(*server), "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	client.WriteMessageHeader(os.Stdout)
+	cli.WriteMessageHeader(os.Stdout)
 	for _, m := range out.Messages {
-		client.WriteMessageLine(os.Stdout, m)
+		cli.WriteMessageLine(os.Stdout, m)
 	}
 	page.more(out.Page)
 	return nil
@@ -62,6 +63,7 @@ func messages(args []string) error {
 
 // message shows one message in full: state, class, last error, note and every warning.
 func message(args []string) (err error) {
+	ctx := context.Background()
 	fs := prog.Flags("message")
 	server := serverFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -76,7 +78,7 @@ func message(args []string) (err error) {
 		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0))}
 	}
 	if *rawBody {
-		b, err := srv(*server).Raw(fmt.Sprintf("/api/v1/messages/%d/raw", id))
+		b, err := srv(*server).Raw(ctx, fmt.Sprintf("/api/v1/messages/%d/raw", id))
 		if err != nil {
 			return err
 		}
@@ -88,7 +90,7 @@ func message(args []string) (err error) {
 		return err
 	}
 	z := zoneOf(srv(*server))
-	client.WriteMessage(os.Stdout, m, z)
+	cli.WriteMessage(os.Stdout, m, z)
 	if *history {
 		return printHistory(*server, id, z)
 	}

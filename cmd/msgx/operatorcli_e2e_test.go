@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"msgx/internal/client"
+	"msgx/client"
 )
 
 // The operator's command line at the API's level (issue 34), through the binary on SQLite and
@@ -26,6 +27,7 @@ func TestOperatorCommandLine(t *testing.T) {
 }
 
 func operatorCommandLine(t *testing.T, db dbEnv) {
+	ctx := context.Background()
 	day := tomorrow(t)
 	date := day.Format(time.DateOnly)
 	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
@@ -144,7 +146,7 @@ func operatorCommandLine(t *testing.T, db dbEnv) {
 	if resp.StatusCode != http.StatusConflict {
 		t.Errorf("POST /api/v1/jobs PROJECTION_REBUILD: %d, want 409", resp.StatusCode)
 	}
-	if jobs, err := s.api().Jobs(); err != nil || len(jobs) != 0 {
+	if jobs, err := s.api().Jobs(ctx); err != nil || len(jobs) != 0 {
 		t.Errorf("jobs after the refusals: %+v %v, want none", jobs, err)
 	}
 	kinds := s.mustCLI([]string{"ARCHIVE", "yes"}, "jobs", "--kinds")
@@ -156,7 +158,7 @@ func operatorCommandLine(t *testing.T, db dbEnv) {
 	s.mustCLI([]string{"enqueued"}, "jobs", "--start", "ARCHIVE")
 	s.mustCLI([]string{"enqueued"}, "jobs", "--start", "RETENTION")
 	waitFor(t, "the jobs done or dead", func() bool {
-		jobs, _ := s.api().Jobs()
+		jobs, _ := s.api().Jobs(ctx)
 		return len(jobs) == 2 && jobs[0].State != "PENDING" && jobs[1].State != "PENDING"
 	})
 	table := s.mustCLI([]string{"created (Asia/Shanghai)"}, "jobs")

@@ -4,6 +4,7 @@ package main
 // talk to the ops API (docs/api.md) with the bearer token of --token or MSGX_TOKEN.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,19 +17,20 @@ import (
 	"strings"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/cli"
-	"msgx/internal/client"
 	"msgx/internal/jobs/jobkind"
 	"msgx/internal/suggest"
 )
 
-func printHistory(server string, id int64, z client.Zone) error {
-	history, err := srv(server).MessageHistory(id)
+func printHistory(server string, id int64, z cli.Zone) error {
+	ctx := context.Background()
+	history, err := srv(server).MessageHistory(ctx, id)
 	if err != nil {
 		return err
 	}
-	client.WriteHistory(os.Stdout, history, z)
+	cli.WriteHistory(os.Stdout, history, z)
 	return nil
 }
 
@@ -63,12 +65,12 @@ func events(args []string) error {
 	if err != nil {
 		return err
 	}
-	q := client.WithFilters(pq, "flid", client.NonZero(*flid), "msg_id", client.NonZero(*msgID), "target", *tgt, "state", *state)
+	q := cli.WithFilters(pq, "flid", cli.NonZero(*flid), "msg_id", cli.NonZero(*msgID), "target", *tgt, "state", *state)
 	var out client.EventList
 	if printed, err := show(srv(*server), "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	tw := client.Table(os.Stdout)
+	tw := cli.Table(os.Stdout)
 	fmt.Fprintln(tw, "event\ttarget\tstate\tattempts\tmessage\tflight\tpayload / last error")
 	for _, e := range out.Events {
 		text := fmt.Sprintf("%d bytes", e.PayloadBytes)
@@ -76,9 +78,9 @@ func events(args []string) error {
 			text += " (elided: msgx event payload via GET /api/v1/events/" + strconv.FormatInt(e.EventID, 10) + "/payload)"
 		}
 		if e.LastError != nil {
-			text = client.OrText(e.ErrorClass, "?") + ": " + *e.LastError
+			text = cli.OrText(e.ErrorClass, "?") + ": " + *e.LastError
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, client.OrText(e.FlightKey, "-"), client.OneLine(text, 120))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, cli.OrText(e.FlightKey, "-"), cli.OneLine(text, 120))
 	}
 	tw.Flush()
 	page.more(out.Page)
@@ -87,6 +89,7 @@ func events(args []string) error {
 
 // flightCmd shows a flight's record, or with --history every change of it.
 func flightCmd(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("flight")
 	server := clientFlags(fs)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
@@ -104,7 +107,7 @@ func flightCmd(args []string) error {
 	}
 	z := zoneOf(srv(*server))
 	n := 0
-	err = srv(*server).FlightHistory(flid, func(c client.FlightChange) {
+	err = srv(*server).FlightHistory(ctx, flid, func(c client.FlightChange) {
 		if n == 0 {
 			fmt.Printf("flight %d: every change (times %s)\n", flid, z.Name())
 		}
@@ -116,7 +119,7 @@ func flightCmd(args []string) error {
 		}
 		sort.Strings(fields)
 		for _, k := range fields {
-			client.WriteChange(os.Stdout, k, string(c.Changes[k].Old), string(c.Changes[k].New))
+			cli.WriteChange(os.Stdout, k, string(c.Changes[k].Old), string(c.Changes[k].New))
 		}
 	})
 	if err != nil {
@@ -131,7 +134,8 @@ func flightCmd(args []string) error {
 // printFlight prints flight flid's record as labelled rows in the command's zone, or with
 // asJSON the API's answer as it is.
 func printFlight(c *client.Client, flid int64, asJSON bool) error {
-	rec, err := c.Flight(flid)
+	ctx := context.Background()
+	rec, err := c.Flight(ctx, flid)
 	if err != nil {
 		return err
 	}
@@ -142,12 +146,13 @@ func printFlight(c *client.Client, flid int64, asJSON bool) error {
 	if err := json.Unmarshal(rec, &e); err != nil {
 		return fmt.Errorf("flight %d: the answer is not a flight: %w", flid, err)
 	}
-	client.WriteFlight(os.Stdout, e, zoneOf(c))
+	cli.WriteFlight(os.Stdout, e, zoneOf(c))
 	return nil
 }
 
 // park sets a message aside: DEAD with class PARKED, replayable.
 func park(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("park")
 	server := clientFlags(fs)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
@@ -158,7 +163,7 @@ func park(args []string) error {
 	if err != nil || id <= 0 {
 		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx park: %q is not a message id", fs.Arg(0))}
 	}
-	res, err := srv(*server).Park(id, *reason)
+	res, err := srv(*server).Park(ctx, id, *reason)
 	if err != nil {
 		return err
 	}
@@ -169,6 +174,7 @@ func park(args []string) error {
 // ackCmd acknowledges dead letters: DEAD messages (IDs), or DEAD events with --events; kept
 // for audit, they leave the counts that call for attention.
 func ackCmd(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("ack")
 	server := clientFlags(fs)
 	events := fs.Bool("events", false, "the ids are DEAD events' ids (default: DEAD messages' ids)")
@@ -194,7 +200,7 @@ func ackCmd(args []string) error {
 	if *events {
 		kind = "event"
 	}
-	res, err := srv(*server).AckDead(kind, ids, *note)
+	res, err := srv(*server).AckDead(ctx, kind, ids, *note)
 	if err != nil {
 		return err
 	}
@@ -211,6 +217,7 @@ func ackCmd(args []string) error {
 
 // pauseCmd pauses (name "pause") or resumes ("resume") the pump, or one target with --target.
 func pauseCmd(args []string, name string) error {
+	ctx := context.Background()
 	fs := prog.Flags(name)
 	server := clientFlags(fs)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
@@ -222,7 +229,7 @@ func pauseCmd(args []string, name string) error {
 	if err := checkTarget(name, srv(*server), *tgt); err != nil {
 		return err
 	}
-	res, err := srv(*server).SetPaused(name == "pause", *tgt, *reason)
+	res, err := srv(*server).SetPaused(ctx, name == "pause", *tgt, *reason)
 	if err != nil {
 		return err
 	}
@@ -253,6 +260,7 @@ func pauseCmd(args []string, name string) error {
 // jobs lists the pump jobs (any role), shows one with its progress (`msgx jobs ID`), lists
 // the kinds and whether each can run here (--kinds), or starts one with --start KIND (admin).
 func jobsCmd(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("jobs")
 	server := clientFlags(fs)
 	start := fs.String("start", "", "enqueue a job of this `KIND` (ARCHIVE)")
@@ -273,7 +281,7 @@ func jobsCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		j, err := c.StartJob(kind)
+		j, err := c.StartJob(ctx, kind)
 		if err != nil {
 			return jobRefused("jobs", kind, err)
 		}
@@ -300,10 +308,10 @@ func jobsCmd(args []string) error {
 		return nil
 	}
 	z := zoneOf(c)
-	tw := client.Table(os.Stdout)
+	tw := cli.Table(os.Stdout)
 	fmt.Fprintf(tw, "job\tkind\tstate\tafter\t%s\tresult / last error / doing\n", z.Head("created"))
 	for _, j := range list {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Kind, client.JobState(j), j.AfterMsgID, z.Cell(j.CreatedAt), client.OneLine(client.JobText(j), 100))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Kind, cli.JobState(j), j.AfterMsgID, z.Cell(j.CreatedAt), cli.OneLine(cli.JobText(j), 100))
 	}
 	tw.Flush()
 	if more != "" {
@@ -344,14 +352,14 @@ func printKinds(c *client.Client, asJSON bool) error {
 	if printed, err := show(c, "/api/v1/jobs/kinds", asJSON, &out); printed || err != nil {
 		return err
 	}
-	tw := client.Table(os.Stdout)
+	tw := cli.Table(os.Stdout)
 	fmt.Fprintln(tw, "kind\trunnable\twhy not")
 	for _, k := range out.Kinds {
 		runnable := "yes"
 		if !k.Runnable {
 			runnable = "no"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Kind, runnable, client.OrDash(k.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Kind, runnable, cli.OrDash(k.Reason))
 	}
 	return tw.Flush()
 }
@@ -373,7 +381,7 @@ func showJob(c *client.Client, id int64, asJSON bool) error {
 	if printed, err := show(c, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
 		return err
 	}
-	client.WriteJob(os.Stdout, j, zoneOf(c))
+	cli.WriteJob(os.Stdout, j, zoneOf(c))
 	return nil
 }
 
@@ -390,6 +398,7 @@ func jobKind(cmd, kind string) (string, error) {
 
 // auditCmd lists the audit log (admin).
 func auditCmd(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("audit")
 	server := clientFlags(fs)
 	page := listFlags(fs, "entries", 100)
@@ -402,15 +411,15 @@ func auditCmd(args []string) error {
 		return err
 	}
 	c := srv(*server)
-	out, err := c.Audit(q)
+	out, err := c.Audit(ctx, q)
 	if err != nil {
 		return err
 	}
 	z := zoneOf(c)
-	tw := client.Table(os.Stdout)
+	tw := cli.Table(os.Stdout)
 	fmt.Fprintf(tw, "id\t%s\tactor\trole\taction\tsubject\tdetail\n", z.Head("at"))
 	for _, a := range out.Audit {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, z.Cell(a.At), a.Actor, a.Role, a.Action, client.OrDash(a.Subject), client.OneLine(a.Detail, 100))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, z.Cell(a.At), a.Actor, a.Role, a.Action, cli.OrDash(a.Subject), cli.OneLine(a.Detail, 100))
 	}
 	tw.Flush()
 	page.more(out.Page)
@@ -441,6 +450,7 @@ func token(args []string) error {
 // 0) or DEAD (its last error, exit 1). A failed attempt that will be retried is told and
 // waited for. --no-wait only enqueues.
 func jobCmd(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("job")
 	server := clientFlags(fs)
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
@@ -456,7 +466,7 @@ func jobCmd(args []string) error {
 		return err
 	}
 	c := srv(*server)
-	j, err := c.StartJobWith(kind, params())
+	j, err := c.StartJobWith(ctx, kind, params())
 	if err != nil {
 		return jobRefused("job", kind, err)
 	}
@@ -465,7 +475,7 @@ func jobCmd(args []string) error {
 		fmt.Println(j.ID)
 		return nil
 	}
-	x, done, err := c.FollowJob(j.ID, *timeout,
+	x, done, err := c.FollowJob(ctx, j.ID, *timeout,
 		func(doing string) { fmt.Fprintf(os.Stderr, "job %d: %s\n", j.ID, doing) },
 		func(attempt int, e string) {
 			fmt.Fprintf(os.Stderr, "job %d: attempt %d failed, to be retried: %s\n", j.ID, attempt, e)
@@ -476,8 +486,8 @@ func jobCmd(args []string) error {
 	case !done:
 		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s not finished after %s; it goes on ('msgx jobs' shows it)", j.ID, j.Kind, *timeout)}
 	case x.State == "DEAD":
-		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, client.OrText(x.LastError, ""))}
+		return app.ExitError{Code: exitFailure, Msg: fmt.Sprintf("msgx job: job %d %s DEAD after %d attempts: %s", j.ID, j.Kind, x.Attempts, cli.OrText(x.LastError, ""))}
 	}
-	fmt.Println(client.OrText(x.Result, ""))
+	fmt.Println(cli.OrText(x.Result, ""))
 	return nil
 }

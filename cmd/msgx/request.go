@@ -1,10 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"msgx/client"
 	"msgx/internal/app"
 	"msgx/internal/cli"
-	"msgx/internal/client"
 	"os"
 )
 
@@ -15,6 +16,7 @@ TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or
 
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
 func request(args []string) error {
+	ctx := context.Background()
 	fs := prog.Flags("request")
 	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
 	configFlag(fs)
@@ -32,9 +34,9 @@ func request(args []string) error {
 		if *from != "" || *to != "" {
 			return app.ExitError{Code: exitUsage, Msg: "msgx request ref: --from and --to are for a schedule request\n" + requestUsage}
 		}
-		r, err = srv(*server).RequestReference(pos[1])
+		r, err = srv(*server).RequestReference(ctx, pos[1])
 	case len(pos) == 1 && pos[0] == "schedule":
-		r, err = srv(*server).RequestSchedule(*from, *to)
+		r, err = srv(*server).RequestSchedule(ctx, *from, *to)
 	default:
 		return app.ExitError{Code: exitUsage, Msg: requestUsage}
 	}
@@ -69,7 +71,7 @@ func requestsList(args []string) error {
 	if err != nil {
 		return err
 	}
-	q := client.WithFilters(pq, "state", *state)
+	q := cli.WithFilters(pq, "state", *state)
 	var out struct {
 		Requests []client.Request `json:"requests"`
 		client.Page
@@ -77,7 +79,7 @@ func requestsList(args []string) error {
 	if printed, err := show(srv(*server), "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	client.WriteRequests(os.Stdout, out.Requests, zoneOf(srv(*server)))
+	cli.WriteRequests(os.Stdout, out.Requests, zoneOf(srv(*server)))
 	page.more(out.Page)
 	return nil
 }

@@ -1,7 +1,9 @@
 // Package cli is the command-line machinery of a program of subcommands, msgx: the command
 // table read from text, each command's flags (with --help, the flags spelled with two dashes
 // and a mistyped flag answered with the one it probably meant), `PROG help [COMMAND]`, and the
-// flag helpers the commands share (Reorder, IDList).
+// flag helpers the commands share (Reorder, IDList); and the commands' text for the API's
+// answers (msgx/client's types): the status, the board, a flight, jobs, messages, in the
+// airport's zone (Zone).
 package cli
 
 import (

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"msgx/internal/client"
+	"msgx/client"
+	"msgx/internal/cli"
 )
 
 // RunOptions say what `msgx simulate` generates and where it sends it.
@@ -48,7 +49,7 @@ func (e *DayTakenError) Error() string {
 // checkDay refuses (DayTakenError) a run whose day the server already has flights on, unless
 // o.Replace; then, or when the flights cannot be read (a token without the viewer role, an
 // older server), it warns and goes on.
-func checkDay(o RunOptions, day string) error {
+func checkDay(ctx context.Context, o RunOptions, day string) error {
 	warn := o.Warn
 	if warn == nil {
 		warn = func(string) {}
@@ -56,7 +57,7 @@ func checkDay(o RunOptions, day string) error {
 	var board struct {
 		Count int `json:"count"`
 	}
-	if err := o.Server.Get("/api/v1/flights?day="+day, &board); err != nil {
+	if err := o.Server.Get(ctx, "/api/v1/flights?day="+day, &board); err != nil {
 		warn(fmt.Sprintf("cannot tell whether %s already has flights on %s (%v): if it has, this run's schedule replaces them", o.Server.URL, day, err))
 		return nil
 	}
@@ -121,12 +122,12 @@ func Run(ctx context.Context, o RunOptions) (Report, error) {
 			return rep, fmt.Errorf("cannot reach msgx at %s: %w", rep.Server, err)
 		}
 		resp.Body.Close()
-		if err := checkDay(o, rep.Day); err != nil {
+		if err := checkDay(ctx, o, rep.Day); err != nil {
 			return rep, err
 		}
 		send = func(ctx context.Context, _ int, m Message) (int64, error) { return c.SendRetrying(ctx, m.Body) }
 	}
-	bar := client.NewProgress("simulate", len(stream.Messages))
+	bar := cli.NewProgress("simulate", len(stream.Messages))
 	res, err := Play(ctx, stream, PlayOptions{Speed: o.Speed, Send: send, GiveUpAfter: 10,
 		Progress: func(done int, m Message, _ error) {
 			bar.Update(done, m.At.In(o.Loc).Format("15:04")+" "+m.Tag)

@@ -1,80 +1,14 @@
-package client
+package cli
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
+
+	"msgx/client"
 )
-
-// Board is GET /api/v1/flights?day=…'s answer: the flights of an airport day, in SODT then
-// FLID order, and the zone the airport's times are in.
-type Board struct {
-	Day      string            `json:"day"`
-	Today    string            `json:"today"`
-	Timezone string            `json:"timezone"`
-	Count    int               `json:"count"`
-	Flights  []json.RawMessage `json:"flights"`
-	// AsOf, HistoryFrom, Messages and Warnings are set on a board as of a past time
-	// (BoardAsOf): the time (UTC), when the retained history starts, how many applied
-	// messages the board was rebuilt from, and what the rebuild could not follow.
-	AsOf        *time.Time `json:"as_of,omitempty"`
-	HistoryFrom *time.Time `json:"history_from,omitempty"`
-	Messages    int        `json:"messages,omitempty"`
-	Warnings    []string   `json:"warnings,omitempty"`
-}
-
-// Board returns the flights of the airport day day (today at the airport when "").
-func (c *Client) Board(day string) (Board, error) {
-	path := "/api/v1/flights"
-	if day != "" {
-		path += "?" + url.Values{"day": {day}}.Encode()
-	}
-	var b Board
-	err := c.Get(path, &b)
-	return b, err
-}
-
-// BoardAsOf returns the flights of the airport day day (today at the airport when "") as
-// they stood at asOf: GET /api/v1/flights?day=…&as_of=…. asOf is a time of day on that day
-// (08:15), a date and time (2026-12-06T08:15), both in the airport's zone (in UTC when utc),
-// or an RFC 3339 time with its offset. A time before the retained history is an error
-// (409 before_history) that names where the history starts.
-func (c *Client) BoardAsOf(day, asOf string, utc bool) (Board, error) {
-	q := url.Values{"as_of": {asOf}}
-	if day != "" {
-		q.Set("day", day)
-	}
-	if utc {
-		q.Set("tz", "UTC")
-	}
-	var b Board
-	err := c.Get("/api/v1/flights?"+q.Encode(), &b)
-	return b, err
-}
-
-// Statuses returns the status codes' descriptions (reference data STTS: code → STTD), empty
-// when they cannot be read.
-func (c *Client) Statuses() map[string]string {
-	var out struct {
-		Records []struct {
-			Key    string         `json:"key"`
-			Fields map[string]any `json:"fields"`
-		} `json:"records"`
-	}
-	m := map[string]string{}
-	if c.Get("/api/v1/ref/STTS", &out) != nil {
-		return m
-	}
-	for _, r := range out.Records {
-		if d, ok := r.Fields["STTD"].(string); ok {
-			m[r.Key] = d
-		}
-	}
-	return m
-}
 
 // BoardFilter keeps the flights of a board as the console's filters do: Movement A or D,
 // Airline a carrier code or a prefix of the flight number, Terminal; "" keeps all.
@@ -114,7 +48,7 @@ func (f BoardFilter) keeps(r boardFlight) bool {
 // (HH:MM in z, with the date when it is not the board's day), terminal, stand, gate, belt,
 // aircraft, status and remarks; statuses are the status codes' descriptions. It returns how
 // many flights it showed.
-func WriteBoard(w io.Writer, b Board, f BoardFilter, z Zone, statuses map[string]string) int {
+func WriteBoard(w io.Writer, b client.Board, f BoardFilter, z Zone, statuses map[string]string) int {
 	tw := Table(w)
 	fmt.Fprintf(tw, "flight\tFLID\tA/D\t%s\testimated\tactual\tterminal\tstand\tgate\tbelt\taircraft\tstatus\tremarks\n", z.Head("scheduled"))
 	hm := func(t time.Time) string {

@@ -1,24 +1,14 @@
-package client
+package cli
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"msgx/client"
 	"strings"
 	"time"
 )
-
-// FlightEntry is GET /api/v1/flights/{flid}'s answer: the stored record and what the store
-// knows of it.
-type FlightEntry struct {
-	Day       string          `json:"day"`
-	FLID      int64           `json:"FLID"`
-	Version   int64           `json:"version"`
-	MsgID     *int64          `json:"msg_id"`
-	Record    json.RawMessage `json:"record"`
-	UpdatedAt time.Time       `json:"updated_at"`
-}
 
 // field is one key of a JSON object and its value, in the object's order.
 type field struct {
@@ -52,7 +42,7 @@ func fieldsOf(b []byte) []field {
 // times (RFC 3339 in the record) in z, a group (PSDT, CHOT, GTDT, …) as a row per entry with
 // each part labelled by its SIS name, an object (FDIV, FRET, FLAB) as its labelled parts, a
 // list (CSFL) as its items.
-func WriteFlight(w io.Writer, e FlightEntry, z Zone) {
+func WriteFlight(w io.Writer, e client.FlightEntry, z Zone) {
 	fmt.Fprintf(w, "flight %d, day %s, version %d", e.FLID, e.Day, e.Version)
 	if e.MsgID != nil {
 		fmt.Fprintf(w, ", last changed by message %d", *e.MsgID)

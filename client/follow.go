@@ -23,7 +23,7 @@ func (c *Client) FollowMessages(ctx context.Context, filters url.Values, limit i
 	}
 	q.Set("limit", strconv.Itoa(limit))
 	var first MessageList
-	if err := c.Get("/api/v1/messages?"+q.Encode(), &first); err != nil {
+	if err := c.Get(ctx, "/api/v1/messages?"+q.Encode(), &first); err != nil {
 		return err
 	}
 	slices.Reverse(first.Messages)
@@ -42,7 +42,7 @@ func (c *Client) FollowMessages(ctx context.Context, filters url.Values, limit i
 		q.Set("limit", "1000")
 		q.Set("after", strconv.FormatInt(after, 10))
 		var page MessageList
-		if err := c.Get("/api/v1/messages?"+q.Encode(), &page); err != nil {
+		if err := c.Get(ctx, "/api/v1/messages?"+q.Encode(), &page); err != nil {
 			if !failing && ctx.Err() == nil {
 				trouble(err)
 			}

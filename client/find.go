@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -28,7 +29,7 @@ type FindAnswer struct {
 
 // Find searches flights and messages for q, at most limit hits of each kind (0: the server's
 // default), the labels' times in zone tz ("": the airport's; "UTC" for scripts).
-func (c *Client) Find(q string, limit int, tz string) (FindAnswer, error) {
+func (c *Client) Find(ctx context.Context, q string, limit int, tz string) (FindAnswer, error) {
 	v := url.Values{"q": {q}}
 	if tz != "" {
 		v.Set("tz", tz)
@@ -37,13 +38,13 @@ func (c *Client) Find(q string, limit int, tz string) (FindAnswer, error) {
 		v.Set("limit", fmt.Sprint(limit))
 	}
 	var out FindAnswer
-	err := c.Get("/api/v1/find?"+v.Encode(), &out)
+	err := c.Get(ctx, "/api/v1/find?"+v.Encode(), &out)
 	return out, err
 }
 
 // FlightsByNumber returns the records of the flights numbered flno in the server's search
 // window of days, or of day when it is not "".
-func (c *Client) FlightsByNumber(flno, day string) ([]json.RawMessage, error) {
+func (c *Client) FlightsByNumber(ctx context.Context, flno, day string) ([]json.RawMessage, error) {
 	v := url.Values{"flno": {flno}}
 	if day != "" {
 		v.Set("day", day)
@@ -51,6 +52,6 @@ func (c *Client) FlightsByNumber(flno, day string) ([]json.RawMessage, error) {
 	var out struct {
 		Flights []json.RawMessage `json:"flights"`
 	}
-	err := c.Get("/api/v1/flights?"+v.Encode(), &out)
+	err := c.Get(ctx, "/api/v1/flights?"+v.Encode(), &out)
 	return out.Flights, err
 }

@@ -1,8 +1,11 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -69,9 +72,9 @@ type AckResult struct {
 }
 
 // AckDead acknowledges the DEAD messages or events (kind "message" or "event") ids, with a note.
-func (c *Client) AckDead(kind string, ids []int64, note string) (AckResult, error) {
+func (c *Client) AckDead(ctx context.Context, kind string, ids []int64, note string) (AckResult, error) {
 	var out AckResult
-	err := c.PostJSON("/api/v1/dead/ack", map[string]any{"kind": kind, "ids": ids, "note": note}, &out)
+	err := c.PostJSON(ctx, "/api/v1/dead/ack", map[string]any{"kind": kind, "ids": ids, "note": note}, &out)
 	return out, err
 }
 
@@ -107,7 +110,7 @@ type PumpTrouble struct {
 
 // TargetNames returns the delivery targets the server's status lists (nil when the status
 // cannot be read or lists none yet).
-func (c *Client) TargetNames() []string {
+func (c *Client) TargetNames(ctx context.Context) []string {
 	var st struct {
 		Extra struct {
 			Targets []struct {
@@ -115,7 +118,7 @@ func (c *Client) TargetNames() []string {
 			} `json:"targets"`
 		} `json:"extra"`
 	}
-	if c.Get("/api/v1/status", &st) != nil {
+	if c.Get(ctx, "/api/v1/status", &st) != nil {
 		return nil
 	}
 	var names []string
@@ -130,6 +133,15 @@ type MessageList struct {
 	Messages  []Message `json:"messages"`
 	NextAfter *int64    `json:"next_after"`
 	Page
+}
+
+// Messages lists the messages filters select, one page (GET /api/v1/messages): state=DEAD,
+// class=ORPHAN, flid=…, q=TEXT, limit, order, before and after as docs/api.md lists them.
+// The answer's Next and Prev are the query of the pages beside it.
+func (c *Client) Messages(ctx context.Context, filters url.Values) (MessageList, error) {
+	var out MessageList
+	err := c.Get(ctx, "/api/v1/messages?"+filters.Encode(), &out)
+	return out, err
 }
 
 // Page is the paging every listing answers with (docs/api.md, Listings): Next and Prev are the
@@ -152,11 +164,11 @@ type HistoryEntry struct {
 }
 
 // MessageHistory returns message id's history.
-func (c *Client) MessageHistory(id int64) ([]HistoryEntry, error) {
+func (c *Client) MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, error) {
 	var h struct {
 		History []HistoryEntry `json:"history"`
 	}
-	err := c.Get(fmt.Sprintf("/api/v1/messages/%d/history", id), &h)
+	err := c.Get(ctx, fmt.Sprintf("/api/v1/messages/%d/history", id), &h)
 	return h.History, err
 }
 
@@ -178,14 +190,14 @@ type FlightChange struct {
 }
 
 // FlightHistory calls each with every change of flight flid, oldest first, a page at a time.
-func (c *Client) FlightHistory(flid int64, each func(FlightChange)) error {
+func (c *Client) FlightHistory(ctx context.Context, flid int64, each func(FlightChange)) error {
 	after := int64(0)
 	for {
 		var out struct {
 			Changes   []FlightChange `json:"changes"`
 			NextAfter *int64         `json:"next_after"`
 		}
-		if err := c.Get(fmt.Sprintf("/api/v1/flights/%d/history?limit=1000&after=%d", flid, after), &out); err != nil {
+		if err := c.Get(ctx, fmt.Sprintf("/api/v1/flights/%d/history?limit=1000&after=%d", flid, after), &out); err != nil {
 			return err
 		}
 		for _, ch := range out.Changes {
@@ -268,11 +280,11 @@ type Request struct {
 // FollowJob polls job id every 250 ms until it is DONE or DEAD (done is then true) or until
 // timeout has passed, telling doing what the job says it is doing whenever that changes, and
 // failed each new error of an attempt that will be retried.
-func (c *Client) FollowJob(id int64, timeout time.Duration, doing func(string), failed func(attempt int, err string)) (j Job, done bool, err error) {
+func (c *Client) FollowJob(ctx context.Context, id int64, timeout time.Duration, doing func(string), failed func(attempt int, err string)) (j Job, done bool, err error) {
 	deadline := time.Now().Add(timeout)
 	lastDoing, lastErr := "", ""
 	for {
-		x, err := c.Job(id)
+		x, err := c.Job(ctx, id)
 		if err != nil {
 			return Job{}, false, err
 		}
@@ -292,7 +304,9 @@ func (c *Client) FollowJob(id int64, timeout time.Duration, doing func(string), 
 		if time.Now().After(deadline) {
 			return Job{}, false, nil
 		}
-		time.Sleep(250 * time.Millisecond)
+		if !sleep(ctx, 250*time.Millisecond) {
+			return Job{}, false, ctx.Err()
+		}
 	}
 }
 
@@ -301,4 +315,58 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// Halt is why the pump applies nothing (phase A: Redis lost data; the status's section
+// "pump_halted"), and since when.
+type Halt struct {
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// Halted returns the pump's halt, or nil when it is not halted (or the server has no such
+// section: phase B).
+func (st Status) Halted() *Halt {
+	var h *Halt
+	if raw, ok := st.Extra["pump_halted"]; ok && json.Unmarshal(raw, &h) == nil && h != nil && h.Reason != "" {
+		return h
+	}
+	return nil
+}
+
+// PumpPaused reports whether an operator paused the pump.
+func (st Status) PumpPaused() bool {
+	for _, p := range st.Paused {
+		if p.Name == "pump" {
+			return true
+		}
+	}
+	return false
+}
+
+// TargetsPaused is how many delivery targets an operator paused.
+func (st Status) TargetsPaused() int {
+	n := 0
+	for _, p := range st.Paused {
+		if strings.HasPrefix(p.Name, "target:") {
+			n++
+		}
+	}
+	return n
+}
+
+// JobInHand is the job the pump runs, as the status names it.
+type JobInHand struct {
+	JobID      int64  `json:"job_id"`
+	Kind       string `json:"kind"`
+	Doing      string `json:"doing"`
+	RunningFor string `json:"running_for"`
+}
+
+// MessageInHand is the message the pump works on, as the status names it.
+type MessageInHand struct {
+	MsgID      int64  `json:"msg_id"`
+	Tag        string `json:"tag"`
+	Doing      string `json:"doing"`
+	RunningFor string `json:"running_for"`
 }

@@ -1,10 +1,11 @@
-package client
+package cli
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"msgx/client"
 	"net/url"
 	"sort"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 // WriteStatus writes the status as msgx status prints it: first what stops work, one line
 // each (Alarms, ages taken at now), then the pump, counts, the head, dead letters, recent
 // problems, targets, the pump's trouble, jobs, then every other section. Times are in z.
-func WriteStatus(w io.Writer, st Status, now time.Time, z Zone) {
+func WriteStatus(w io.Writer, st client.Status, now time.Time, z Zone) {
 	for _, line := range Alarms(st, now, z) {
 		fmt.Fprintln(w, line)
 	}
@@ -32,8 +33,8 @@ func WriteStatus(w io.Writer, st Status, now time.Time, z Zone) {
 		fmt.Fprintf(w, "%-10s %d\n", s, st.Counts[s])
 	}
 	writeHead(w, st)
-	var recent []RecentNote
-	var dead DeadCounts
+	var recent []client.RecentNote
+	var dead client.DeadCounts
 	if _, ok, err := takeSection(st.Extra, "dead", &dead); ok && err == nil && (dead.Messages.Dead > 0 || dead.Events.Dead > 0) {
 		fmt.Fprintf(w, "dead letters to look at: %d messages, %d events (acknowledged, kept for audit: %d, %d)\n",
 			dead.Messages.Unacknowledged, dead.Events.Unacknowledged, dead.Messages.Acknowledged, dead.Events.Acknowledged)
@@ -54,11 +55,11 @@ func WriteStatus(w io.Writer, st Status, now time.Time, z Zone) {
 			}
 		}
 	}
-	var targets []TargetStatus
+	var targets []client.TargetStatus
 	if raw, ok, err := takeSection(st.Extra, "targets", &targets); ok {
 		writeTargets(w, raw, targets, err, z)
 	}
-	var tr *PumpTrouble
+	var tr *client.PumpTrouble
 	if _, ok, err := takeSection(st.Extra, "pump_trouble", &tr); ok && err == nil && tr != nil {
 		fmt.Fprintf(w, "pump: cannot record the outcome of message %d: %d failure(s) since %s, next try %s\n  error: %s\n",
 			tr.MsgID, tr.Failures, z.Time(tr.Since), z.Time(tr.Next), tr.LastError)
@@ -74,49 +75,11 @@ func WriteStatus(w io.Writer, st Status, now time.Time, z Zone) {
 	}
 }
 
-// Halt is why the pump applies nothing (phase A: Redis lost data; the status's section
-// "pump_halted"), and since when.
-type Halt struct {
-	Reason string    `json:"reason"`
-	Since  time.Time `json:"since"`
-}
-
-// Halted returns the pump's halt, or nil when it is not halted (or the server has no such
-// section: phase B).
-func (st Status) Halted() *Halt {
-	var h *Halt
-	if raw, ok := st.Extra["pump_halted"]; ok && json.Unmarshal(raw, &h) == nil && h != nil && h.Reason != "" {
-		return h
-	}
-	return nil
-}
-
-// PumpPaused reports whether an operator paused the pump.
-func (st Status) PumpPaused() bool {
-	for _, p := range st.Paused {
-		if p.Name == "pump" {
-			return true
-		}
-	}
-	return false
-}
-
-// TargetsPaused is how many delivery targets an operator paused.
-func (st Status) TargetsPaused() int {
-	n := 0
-	for _, p := range st.Paused {
-		if strings.HasPrefix(p.Name, "target:") {
-			n++
-		}
-	}
-	return n
-}
-
 // Alarms are the lines msgx status starts with, what stops work: "HALTED: REASON" while the
 // pump is halted, "PAUSED for 1 h 12 min by NAME: REASON" while it is paused, and a line per
 // paused target ("target KAFKA_FLOP PAUSED for 10 min by NAME: REASON"); none when all runs.
 // Ages are taken at now, times written in z.
-func Alarms(st Status, now time.Time, z Zone) []string {
+func Alarms(st client.Status, now time.Time, z Zone) []string {
 	var out []string
 	if h := st.Halted(); h != nil {
 		line := "HALTED: " + h.Reason
@@ -178,7 +141,7 @@ func takeSection(extra map[string]json.RawMessage, key string, v any) (raw json.
 }
 
 // printHead prints the status's head message and why it waits.
-func writeHead(w io.Writer, st Status) {
+func writeHead(w io.Writer, st client.Status) {
 	if st.Head == nil {
 		fmt.Fprintln(w, "head: none (nothing waiting)")
 		return
@@ -194,7 +157,7 @@ func writeHead(w io.Writer, st Status) {
 }
 
 // printTargets prints the status's delivery targets (raw when they could not be read: err).
-func writeTargets(w io.Writer, raw json.RawMessage, targets []TargetStatus, err error, z Zone) {
+func writeTargets(w io.Writer, raw json.RawMessage, targets []client.TargetStatus, err error, z Zone) {
 	if err != nil {
 		fmt.Fprintf(w, "targets: %s\n", raw)
 		return
@@ -227,15 +190,15 @@ func writeTargets(w io.Writer, raw json.RawMessage, targets []TargetStatus, err 
 // printJobs prints, for msgx status, the job in hand and the last job of each kind, and takes
 // their sections out of extra.
 func writeJobs(w io.Writer, extra map[string]json.RawMessage, z Zone) {
-	var j *JobInHand
+	var j *client.JobInHand
 	if _, ok, err := takeSection(extra, "job", &j); ok && err == nil && j != nil {
 		fmt.Fprintf(w, "job in hand: %s (job %d) for %s: %s\n", j.Kind, j.JobID, j.RunningFor, j.Doing)
 	}
-	var h *MessageInHand
+	var h *client.MessageInHand
 	if _, ok, err := takeSection(extra, "in_hand", &h); ok && err == nil && h != nil {
 		fmt.Fprintf(w, "message in hand: %d %s for %s: %s\n", h.MsgID, h.Tag, h.RunningFor, h.Doing)
 	}
-	var list []Job
+	var list []client.Job
 	if _, ok, err := takeSection(extra, "last_jobs", &list); !ok || err != nil || len(list) == 0 {
 		return
 	}
@@ -269,7 +232,7 @@ func WriteChange(w io.Writer, field, old, cur string) {
 }
 
 // jobState is a job's state, RUNNING while it runs.
-func JobState(j Job) string {
+func JobState(j client.Job) string {
 	if j.Progress != nil {
 		return "RUNNING"
 	}
@@ -277,7 +240,7 @@ func JobState(j Job) string {
 }
 
 // jobText is what a job did (its result), why it failed, or, while it runs, what it is doing.
-func JobText(j Job) string {
+func JobText(j client.Job) string {
 	switch {
 	case j.Progress != nil:
 		return fmt.Sprintf("%s (for %s)", j.Progress.Doing, time.Duration(j.Progress.RunningSeconds*float64(time.Second)).Round(time.Second))
@@ -285,22 +248,6 @@ func JobText(j Job) string {
 		return *j.LastError
 	}
 	return OrText(j.Result, "")
-}
-
-// JobInHand is the job the pump runs, as the status names it.
-type JobInHand struct {
-	JobID      int64  `json:"job_id"`
-	Kind       string `json:"kind"`
-	Doing      string `json:"doing"`
-	RunningFor string `json:"running_for"`
-}
-
-// MessageInHand is the message the pump works on, as the status names it.
-type MessageInHand struct {
-	MsgID      int64  `json:"msg_id"`
-	Tag        string `json:"tag"`
-	Doing      string `json:"doing"`
-	RunningFor string `json:"running_for"`
 }
 
 // OrText is *s, or def when s is nil or empty.
@@ -313,7 +260,7 @@ func OrText(s *string, def string) string {
 
 // WriteMessage writes one message as msgx message prints it: state, class, identity, times,
 // last error, note, warnings and the data request it answered; times in z.
-func WriteMessage(w io.Writer, m Message, z Zone) {
+func WriteMessage(w io.Writer, m client.Message, z Zone) {
 	fmt.Fprintf(w, "message %d: %s %s, attempts %d\n", m.ID, OrText(m.TypeTag, "?"), m.State, m.Attempts)
 	if m.ErrorClass != nil {
 		fmt.Fprintf(w, "class:      %s\n", *m.ErrorClass)
@@ -343,7 +290,7 @@ func WriteMessage(w io.Writer, m Message, z Zone) {
 
 // WriteHistory writes a message's history: each attempt, park and replay, with who did it;
 // times in z.
-func WriteHistory(w io.Writer, history []HistoryEntry, z Zone) {
+func WriteHistory(w io.Writer, history []client.HistoryEntry, z Zone) {
 	fmt.Fprintf(w, "history (times %s):\n", z.Name())
 	if len(history) == 0 {
 		fmt.Fprintln(w, "  (nothing recorded)")
@@ -358,7 +305,7 @@ func WriteHistory(w io.Writer, history []HistoryEntry, z Zone) {
 }
 
 // WriteJob writes one job: its state, attempts, times (in z) and result, error or progress.
-func WriteJob(w io.Writer, j Job, z Zone) {
+func WriteJob(w io.Writer, j client.Job, z Zone) {
 	fmt.Fprintf(w, "job %d %s: %s, %d attempt(s), after message %d, created %s\n", j.ID, j.Kind, JobState(j), j.Attempts, j.AfterMsgID, z.Time(j.CreatedAt))
 	if j.FinishedAt != nil {
 		fmt.Fprintf(w, "finished %s\n", z.Time(*j.FinishedAt))
@@ -370,7 +317,7 @@ func WriteJob(w io.Writer, j Job, z Zone) {
 
 // WritePreview writes a replay's dry run as a table (id, tag or target / tag, class, age),
 // and how many more would move than it shows.
-func WritePreview(w io.Writer, res ReplayAnswer, events bool) {
+func WritePreview(w io.Writer, res client.ReplayAnswer, events bool) {
 	if len(res.Items) == 0 {
 		return
 	}
@@ -443,7 +390,7 @@ func WriteMessageHeader(w io.Writer) {
 
 // WriteMessageLine writes one message as a line: id, state, class, type tag, then its note
 // or last error and how many warnings it has.
-func WriteMessageLine(w io.Writer, m Message) {
+func WriteMessageLine(w io.Writer, m client.Message) {
 	text := m.Note
 	if m.State == "FAILED" || m.State == "DEAD" || m.State == "SKIPPED" {
 		text = OrText(m.LastError, m.Note)
@@ -456,7 +403,7 @@ func WriteMessageLine(w io.Writer, m Message) {
 
 // WriteHits writes find's hits as an aligned table (kind, id, day, match, what) and returns
 // the ids of the flights among them.
-func WriteHits(w io.Writer, ans FindAnswer) (flights []int64) {
+func WriteHits(w io.Writer, ans client.FindAnswer) (flights []int64) {
 	tw := Table(w)
 	fmt.Fprintln(tw, "kind\tid\tday\tmatch\twhat")
 	for _, h := range ans.Hits {
@@ -472,7 +419,7 @@ func WriteHits(w io.Writer, ans FindAnswer) (flights []int64) {
 // WriteRequests writes data requests as an aligned table: id, type, what, state, SEQN,
 // re-sends, when sent (or how long it waits for the gateway), when finished (in z) and the
 // answering message.
-func WriteRequests(w io.Writer, requests []Request, z Zone) {
+func WriteRequests(w io.Writer, requests []client.Request, z Zone) {
 	at := func(t *time.Time) string {
 		if t == nil {
 			return "-"

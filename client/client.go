@@ -1,5 +1,15 @@
-// Package client is msgx's HTTP API (docs/api.md) as Go calls: the msgx command's client
-// subcommands and the end-to-end tests talk to a running server through it.
+// Package client is msgx's HTTP API (docs/api.md, docs/openapi/openapi.json) as Go calls:
+// the request and answer types and a typed Client, for programs that script msgx — list the
+// dead letters, replay a class, follow a job, read the board — and for the msgx command's own
+// client subcommands. It imports nothing but the standard library.
+//
+// Every call takes a context first; an answer other than 2xx is an *Error carrying the API's
+// error code:
+//
+//	c := client.New("http://msgx.example:8080", os.Getenv("MSGX_TOKEN"))
+//	dead, err := c.Messages(ctx, url.Values{"state": {"DEAD"}})
+//	...
+//	res, err := c.Replay(ctx, []string{"ORPHAN"}, nil, false)
 package client
 
 import (
@@ -10,13 +20,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"msgx/internal/config"
-	"msgx/internal/pipeline"
 )
 
 // Client talks to one msgx server.
@@ -29,23 +35,6 @@ type Client struct {
 // New returns a client of the server at url (a URL, host:port or :port) with token.
 func New(url, token string) *Client {
 	return &Client{URL: NormalizeServer(url), Token: token, HTTP: &http.Client{Timeout: 60 * time.Second}}
-}
-
-// ServerURL returns flagValue, else MSGX_SERVER, else the local address of http.addr. A value
-// may be a URL (http://host:8080, https://msgx.example) or, like the go tool's flags that take
-// an address, just host:port or :port (http is then assumed; :port is this host).
-func ServerURL(flagValue string) string {
-	if flagValue != "" {
-		return NormalizeServer(flagValue)
-	}
-	if s := os.Getenv("MSGX_SERVER"); s != "" {
-		return NormalizeServer(s)
-	}
-	addr := os.Getenv(config.EnvName("http.addr"))
-	if addr == "" {
-		addr = config.Default().HTTP.Addr
-	}
-	return AddrURL(addr)
 }
 
 // AddrURL is the URL a client on this host reaches a listen address (http.addr) at: an
@@ -92,8 +81,8 @@ func (e *Error) Error() string {
 
 // Do sends one request to path (with its query) and decodes a JSON answer into out (nil: the
 // answer is dropped).
-func (c *Client) Do(method, path string, body []byte, contentType string, out any) error {
-	b, err := c.send(context.Background(), method, path, body, contentType, true)
+func (c *Client) Do(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
+	b, err := c.send(ctx, method, path, body, contentType, true)
 	if err != nil || out == nil {
 		return err
 	}
@@ -101,21 +90,23 @@ func (c *Client) Do(method, path string, body []byte, contentType string, out an
 }
 
 // Get GETs path and decodes the JSON answer into out.
-func (c *Client) Get(path string, out any) error { return c.Do("GET", path, nil, "", out) }
+func (c *Client) Get(ctx context.Context, path string, out any) error {
+	return c.Do(ctx, "GET", path, nil, "", out)
+}
 
 // PostJSON POSTs in as JSON to path and decodes the JSON answer into out.
-func (c *Client) PostJSON(path string, in, out any) error {
+func (c *Client) PostJSON(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	return c.Do("POST", path, body, "application/json", out)
+	return c.Do(ctx, "POST", path, body, "application/json", out)
 }
 
 // Raw GETs path and returns the body as it is (raw texts, payloads). An error answer without
 // an API error says only its status.
-func (c *Client) Raw(path string) ([]byte, error) {
-	b, err := c.send(context.Background(), "GET", path, nil, "", false)
+func (c *Client) Raw(ctx context.Context, path string) ([]byte, error) {
+	b, err := c.send(ctx, "GET", path, nil, "", false)
 	if e, ok := err.(*Error); ok && e.Message == "" {
 		return nil, fmt.Errorf("%s", e.Text)
 	}
@@ -159,11 +150,11 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, con
 
 // Send posts one SIS message to the inbox and returns the id it is stored under (the inbox
 // answered that it is durable).
-func (c *Client) Send(body []byte) (int64, error) {
+func (c *Client) Send(ctx context.Context, body []byte) (int64, error) {
 	var res struct {
 		ID int64 `json:"id"`
 	}
-	err := c.Do("POST", "/cminmsgs/send", body, "application/xml; charset=utf-8", &res)
+	err := c.Do(ctx, "POST", "/cminmsgs/send", body, "application/xml; charset=utf-8", &res)
 	return res.ID, err
 }
 
@@ -176,7 +167,7 @@ func (c *Client) SendRetrying(ctx context.Context, body []byte) (int64, error) {
 		if err == nil || retry == 0 || time.Now().Add(retry).After(deadline) {
 			return id, err
 		}
-		if !pipeline.Sleep(ctx, retry) {
+		if !sleep(ctx, retry) {
 			return 0, ctx.Err()
 		}
 	}
@@ -246,9 +237,9 @@ func (m Message) Class() string {
 }
 
 // Message returns message id.
-func (c *Client) Message(id int64) (Message, error) {
+func (c *Client) Message(ctx context.Context, id int64) (Message, error) {
 	var m Message
-	err := c.Get(fmt.Sprintf("/api/v1/messages/%d", id), &m)
+	err := c.Get(ctx, fmt.Sprintf("/api/v1/messages/%d", id), &m)
 	return m, err
 }
 
@@ -269,11 +260,11 @@ type Event struct {
 
 // Events lists the outbox events that query (url-encoded filters: target=…&state=…) selects,
 // up to 1000.
-func (c *Client) Events(query string) ([]Event, error) {
+func (c *Client) Events(ctx context.Context, query string) ([]Event, error) {
 	var out struct {
 		Events []Event `json:"events"`
 	}
-	err := c.Get("/api/v1/events?order=asc&limit=1000&"+query, &out)
+	err := c.Get(ctx, "/api/v1/events?order=asc&limit=1000&"+query, &out)
 	return out.Events, err
 }
 
@@ -300,9 +291,9 @@ type JobProgress struct {
 }
 
 // Job returns one job (GET /api/v1/jobs/{id}) with its progress while it runs.
-func (c *Client) Job(id int64) (Job, error) {
+func (c *Client) Job(ctx context.Context, id int64) (Job, error) {
 	var j Job
-	err := c.Get(fmt.Sprintf("/api/v1/jobs/%d", id), &j)
+	err := c.Get(ctx, fmt.Sprintf("/api/v1/jobs/%d", id), &j)
 	return j, err
 }
 
@@ -312,17 +303,17 @@ type JobList struct {
 }
 
 // StartJob enqueues a pump job of kind (admin); it runs in the message order.
-func (c *Client) StartJob(kind string) (Job, error) {
+func (c *Client) StartJob(ctx context.Context, kind string) (Job, error) {
 	var j Job
-	err := c.PostJSON("/api/v1/jobs", map[string]string{"kind": kind}, &j)
+	err := c.PostJSON(ctx, "/api/v1/jobs", map[string]string{"kind": kind}, &j)
 	return j, err
 }
 
 // StartJobWith enqueues a pump job of kind with its parameters (jobs.Params: "prune",
 // "flid=7002", "day=2026-03-15").
-func (c *Client) StartJobWith(kind, params string) (Job, error) {
+func (c *Client) StartJobWith(ctx context.Context, kind, params string) (Job, error) {
 	var j Job
-	err := c.PostJSON("/api/v1/jobs", map[string]string{"kind": kind, "params": params}, &j)
+	err := c.PostJSON(ctx, "/api/v1/jobs", map[string]string{"kind": kind, "params": params}, &j)
 	return j, err
 }
 
@@ -336,24 +327,24 @@ type JobKind struct {
 
 // JobKinds lists every job kind an operator may enqueue, whether it can run on the server and
 // why not.
-func (c *Client) JobKinds() ([]JobKind, error) {
+func (c *Client) JobKinds(ctx context.Context) ([]JobKind, error) {
 	var out struct {
 		Kinds []JobKind `json:"kinds"`
 	}
-	err := c.Get("/api/v1/jobs/kinds", &out)
+	err := c.Get(ctx, "/api/v1/jobs/kinds", &out)
 	return out.Kinds, err
 }
 
 // Jobs lists the pump jobs, newest first.
-func (c *Client) Jobs() ([]Job, error) {
+func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 	var out JobList
-	err := c.Get("/api/v1/jobs", &out)
+	err := c.Get(ctx, "/api/v1/jobs", &out)
 	return out.Jobs, err
 }
 
 // JobDoing says what job id is doing, from the status's job section ("" when it is not the
 // job in hand, or the status cannot be read).
-func (c *Client) JobDoing(id int64) string {
+func (c *Client) JobDoing(ctx context.Context, id int64) string {
 	var st struct {
 		Extra struct {
 			Job *struct {
@@ -362,8 +353,20 @@ func (c *Client) JobDoing(id int64) string {
 			} `json:"job"`
 		} `json:"extra"`
 	}
-	if c.Get("/api/v1/status", &st) != nil || st.Extra.Job == nil || st.Extra.Job.JobID != id {
+	if c.Get(ctx, "/api/v1/status", &st) != nil || st.Extra.Job == nil || st.Extra.Job.JobID != id {
 		return ""
 	}
 	return st.Extra.Job.Doing
+}
+
+// sleep waits d or until ctx ends, and says whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -1,4 +1,4 @@
-package client_test
+package cli_test
 
 import (
 	"bytes"
@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"msgx/internal/client"
+	"msgx/client"
+	"msgx/internal/cli"
 )
 
 // status decodes a GET /api/v1/status answer as the server writes it.
@@ -51,7 +52,7 @@ func TestStatusStartsWithHaltsAndPauses(t *testing.T) {
 				t.Errorf("halted %v, pump paused %v, targets paused %d", st.Halted(), st.PumpPaused(), st.TargetsPaused())
 			}
 			var b bytes.Buffer
-			client.WriteStatus(&b, st, now, client.UTC)
+			cli.WriteStatus(&b, st, now, cli.UTC)
 			lines := strings.Split(b.String(), "\n")
 			for i, want := range c.first {
 				if lines[i] != want {
@@ -73,7 +74,7 @@ func TestAge(t *testing.T) {
 		-time.Second: "0 s", 45 * time.Second: "45 s", 12*time.Minute + 59*time.Second: "12 min", time.Hour: "1 h",
 		72 * time.Minute: "1 h 12 min", 24 * time.Hour: "1 d", 76 * time.Hour: "3 d 4 h",
 	} {
-		if got := client.Age(d); got != want {
+		if got := cli.Age(d); got != want {
 			t.Errorf("Age(%s) = %q, want %q", d, got, want)
 		}
 	}
