@@ -391,7 +391,8 @@ var hungCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total\{reason="hung
 
 // hungMoves is how often s moved off a node that did not answer its probe (-1: no answer).
 func (s *server) hungMoves() int {
-	b, err := s.api().Raw("/metrics")
+	ctx := context.Background()
+	b, err := s.api().Raw(ctx, "/metrics")
 	if err != nil {
 		return -1
 	}
