@@ -16,18 +16,14 @@ import (
 // refresh of the same day (the console's board polls GET /api/v1/flights?day= every 5 s);
 // then the board at other past times within the backlog (as an operator steps through the
 // day). All are asked over HTTP of the running server once the end of the backlog is
-// Options.AsOfWait past (msgx bench: more than two minutes), so that msgx serve's background round (Boards.Keep: every minute,
-// tomorrow's fold among others, up to a minute before now) has folded day A as a server
-// would have by then; the first board must equal the live one. The cost of folding a day
+// Options.AsOfWait past (msgx bench --as-of-wait; 125 s lets msgx serve's background round,
+// Boards.Keep, every minute up to a minute before now, fold day A as a server would have by
+// then; 0 asks at once, folding from what the server has); the first board must equal the live one. The cost of folding a day
 // from nothing is BenchmarkFoldDay's (internal/pump) and the first figures of
 // docs/benchmarks.md.
 
 // asOfRepeats is how many times each board is asked after the first; the figures are medians.
 const asOfRepeats = 5
-
-// DefaultAsOfWait is msgx bench's Options.AsOfWait: two rounds of msgx serve's background
-// fold (a minute apart, each up to a minute before now) and a little more.
-const DefaultAsOfWait = 125 * time.Second
 
 // markBacklog notes the time day A's backlog was done: the past time its board is rebuilt at.
 func (d *dayBench) markBacklog(context.Context, *Result) error {

@@ -66,8 +66,8 @@ type Options struct {
 	WorkDir  string        // a temporary directory for the file sinks (RunOnScratch: ScratchOptions.SinkDir)
 	Workload string        // WorkloadDay (when empty) or WorkloadClassic
 	// AsOfWait is how long after the first day's backlog its boards as of a past time are
-	// asked (day workload; 0: at once). msgx bench waits DefaultAsOfWait, so that msgx serve's
-	// background fold has had its rounds, as it would for an ops room looking back.
+	// asked (day workload; 0: at once; msgx bench --as-of-wait). 125 s lets msgx serve's
+	// background fold have its rounds, as it would for an ops room looking back.
 	AsOfWait  time.Duration
 	Messages  int           // N (DefaultMessages when 0): FLOPs of a day, or the classic phases' messages
 	Flights   int           // the day workload's flights (0: as many as give about N FLOPs)
