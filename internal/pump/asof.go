@@ -151,7 +151,10 @@ const maxDayFolds = 6
 const checkpointEvery = 200
 
 // dayFold is a day's fold kept for the next board of that day: the messages folded, in order,
-// decoded, and every checkpointEvery of them a copy of the flights. It is kept only when the
+// and every checkpointEvery of them a copy of the flights (the copies share the records: a
+// fold replaces a flight's record, never changes it). The decoded messages are not kept: a
+// board from the fold decodes the at most checkpointEvery after its copy, through the bounded
+// cache, so what the kept days hold does not grow with the messages' texts. It is kept only when the
 // messages were applied in id order (each PROCESSED_AT at or after the one before), so that a
 // time cuts the order in two: any board of the day at a time up to upTo is the copy before
 // that time, then the messages after the copy up to the time. A purge (historyFrom moves)
@@ -160,7 +163,6 @@ type dayFold struct {
 	historyFrom time.Time
 	upTo        time.Time
 	order       []store.Applied
-	msgs        map[int64]*sis.Message
 	checkpoints []checkpoint
 	// final is the flights after the whole order, and finalMessages how many it folded: a
 	// later board of the day whose messages are these and more folds only the more.
@@ -274,7 +276,6 @@ func (bs *Boards) At(ctx context.Context, day string, at time.Time) (*DayBoard, 
 	mem := newMemView(loc)
 	var cps []checkpoint
 	if base > 0 {
-		maps.Copy(msgs, f.msgs)
 		maps.Copy(mem.flights, f.final)
 		b.Messages = f.finalMessages
 		cps = slices.Clone(f.checkpoints)
@@ -287,7 +288,7 @@ func (bs *Boards) At(ctx context.Context, day string, at time.Time) (*DayBoard, 
 		if limit := p.opt.Clock.Now().Add(-keepMargin); upTo.After(limit) {
 			upTo = limit
 		}
-		bs.keep(day, &dayFold{historyFrom: from, upTo: upTo, order: order, msgs: msgs, checkpoints: cps,
+		bs.keep(day, &dayFold{historyFrom: from, upTo: upTo, order: order, checkpoints: cps,
 			final: maps.Clone(mem.flights), finalMessages: b.Messages})
 	}
 	return bs.result(mem, b), nil
@@ -352,8 +353,18 @@ func (bs *Boards) fromFold(ctx context.Context, day string, at, from time.Time, 
 	for id, fl := range cp.flights {
 		mem.flights[id] = fl
 	}
+	end := cp.next
+	for end < len(f.order) && !f.order[end].At.After(at) {
+		end++
+	}
+	warned := len(b.Warnings)
+	msgs, err := bs.decodedAll(ctx, f.order[cp.next:end], b)
+	if err != nil {
+		b.Warnings = b.Warnings[:warned]
+		return nil, false // the fold from nothing reads them again, and says what failed
+	}
 	b.Messages = cp.messages
-	bs.fold(ctx, mem, f.order, f.msgs, cp.next, at, b, false, nil)
+	bs.fold(ctx, mem, f.order, msgs, cp.next, at, b, false, nil)
 	return bs.result(mem, b), true
 }
 
