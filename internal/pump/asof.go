@@ -454,7 +454,7 @@ func cmpID(a, b int64) int {
 // summaries returns the summary of each schedule of scheds, decoding (and remembering) those
 // it has not seen; a schedule whose text is gone or no longer decodes is named in b's warnings.
 func (bs *Boards) summaries(ctx context.Context, scheds []store.Applied, b *DayBoard) (map[int64]*schedSummary, error) {
-	p, h := bs.p, bs.h
+	p := bs.p
 	out := make(map[int64]*schedSummary, len(scheds))
 	var missing []int64
 	for _, a := range scheds {
@@ -464,27 +464,13 @@ func (bs *Boards) summaries(ctx context.Context, scheds []store.Applied, b *DayB
 			missing = append(missing, a.ID)
 		}
 	}
-	for part := range slices.Chunk(missing, 64) {
-		raws, err := h.Raws(ctx, part)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range part {
-			raw, ok := raws[id]
-			if !ok {
-				b.Warnings = append(b.Warnings, fmt.Sprintf("schedule %d: its text is gone; left out", id))
-				continue
-			}
-			msg, err := p.decode(id, raw)
-			if err != nil {
-				b.Warnings = append(b.Warnings, fmt.Sprintf("schedule %d no longer decodes (%v); left out", id, err))
-				continue
-			}
-			s := summarize(msg, p.opt.View.Location())
-			bs.asof.putSummary(id, s)
-			bs.asof.putMessage(id, msg, len(raw))
-			out[id] = s
-		}
+	err := bs.decodeTexts(ctx, missing, 64, "schedule", "left out", b, func(id int64, msg *sis.Message) {
+		s := summarize(msg, p.opt.View.Location())
+		bs.asof.putSummary(id, s)
+		out[id] = s
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -507,7 +493,6 @@ func summarize(msg *sis.Message, loc *time.Location) *schedSummary {
 // decodedAll returns the messages of order decoded, by id, reading the texts it has not
 // decoded recently; a message whose text is gone is named in b's warnings and left out.
 func (bs *Boards) decodedAll(ctx context.Context, order []store.Applied, b *DayBoard) (map[int64]*sis.Message, error) {
-	p, h := bs.p, bs.h
 	out := make(map[int64]*sis.Message, len(order))
 	var missing []int64
 	for _, a := range order {
@@ -517,27 +502,40 @@ func (bs *Boards) decodedAll(ctx context.Context, order []store.Applied, b *DayB
 			missing = append(missing, a.ID)
 		}
 	}
-	for part := range slices.Chunk(missing, 500) {
-		raws, err := h.Raws(ctx, part)
+	err := bs.decodeTexts(ctx, missing, 500, "message", "what it changed is missing from the board", b, func(id int64, msg *sis.Message) {
+		out[id] = msg
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decodeTexts reads the texts of ids, chunk at a time, decodes each (remembering it in the
+// cache) and gives it to got; a text that is gone or no longer decodes is named in b's
+// warnings as kind with what the board loses (lost), and left out.
+func (bs *Boards) decodeTexts(ctx context.Context, ids []int64, chunk int, kind, lost string, b *DayBoard, got func(id int64, msg *sis.Message)) error {
+	for part := range slices.Chunk(ids, chunk) {
+		raws, err := bs.h.Raws(ctx, part)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, id := range part {
 			raw, ok := raws[id]
 			if !ok {
-				b.Warnings = append(b.Warnings, fmt.Sprintf("message %d: its text is gone; what it changed is missing from the board", id))
+				b.Warnings = append(b.Warnings, fmt.Sprintf("%s %d: its text is gone; %s", kind, id, lost))
 				continue
 			}
-			msg, err := p.decode(id, raw)
+			msg, err := bs.p.decode(id, raw)
 			if err != nil {
-				b.Warnings = append(b.Warnings, fmt.Sprintf("message %d no longer decodes (%v); what it changed is missing from the board", id, err))
+				b.Warnings = append(b.Warnings, fmt.Sprintf("%s %d no longer decodes (%v); %s", kind, id, err, lost))
 				continue
 			}
 			bs.asof.putMessage(id, msg, len(raw))
-			out[id] = msg
+			got(id, msg)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // memView is the flights folded so far, as a handler.View: the handlers read it as they read
