@@ -91,7 +91,12 @@ running() { # node
 
 launch() { # node, extra mariadbd flags
   local n=$1; shift
-  running "$n" && return 0
+  # Already running: go on. A node left stopped by `hang` (a test that ended before its resume)
+  # answers nothing until it gets SIGCONT, and starting it again cannot take its ports.
+  if running "$n"; then
+    kill -CONT "$(cat "$DIR/node$n/node.pid")" 2>/dev/null || true
+    return 0
+  fi
   write_config "$n"
   # setsid: the node outlives the shell that started it and gets none of its signals.
   setsid /usr/sbin/mariadbd --defaults-file="$DIR/node$n/my.cnf" "$@" \
