@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -190,21 +189,10 @@ func simulatedDayPayloads(t *testing.T, db dbEnv, env ...string) {
 	// The day: 40 flights over half an hour of schedule, every operation and fault kind, as
 	// fast as the server takes them. A safety deadline, not a timing assertion.
 	day := tomorrow(t).Format(time.DateOnly)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	cmd := dieWithTest(exec.CommandContext(ctx, binary, "simulate", "--server", strings.TrimPrefix(s.url, "http://"),
-		"--flights", "40", "--speed", "0", "--hours", "0.5", "--faults", "all", "--fault-rate", "0.02",
-		"--seed", "37", "--day", day, "--json"))
-	cmd.Env = os.Environ()
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("msgx simulate: %v\n%s\n%s", err, out, stderr.String())
-	}
-	var run simulateRun
-	if err := json.Unmarshal(out, &run); err != nil || run.Failed != 0 || run.Flights != 40 {
-		t.Fatalf("summary: %+v %v\n%s", run, err, out)
+	run, out, _ := simulate(t, s, "--flights", "40", "--speed", "0", "--hours", "0.5", "--faults", "all", "--fault-rate", "0.02",
+		"--seed", "37", "--day", day)
+	if run.Failed != 0 || run.Flights != 40 {
+		t.Fatalf("summary: %+v\n%s", run, out)
 	}
 	// A deletion too: the simulated day deletes no flight.
 	var board struct {

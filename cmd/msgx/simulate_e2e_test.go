@@ -37,29 +37,35 @@ func TestSimulateAgainstAServer(t *testing.T) {
 	eachDB(t, testSimulateAgainstAServer)
 }
 
+// simulate runs `msgx simulate --json` with args against s and returns its summary, its output
+// and what it wrote on stderr (its progress lines).
+// Its deadline is a safety net, not a timing assertion: on a loaded 2-core machine a
+// half-minute stream took over two minutes.
+func simulate(t *testing.T, s *server, args ...string) (run simulateRun, out []byte, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := dieWithTest(exec.CommandContext(ctx, binary, append([]string{"simulate", "--server", strings.TrimPrefix(s.url, "http://"), "--json"}, args...)...))
+	cmd.Env = os.Environ()
+	var errs syncBuffer
+	cmd.Stderr = &errs
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("msgx simulate: %v\n%s\n%s", err, out, errs.String())
+	}
+	if err := json.Unmarshal(out, &run); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out)
+	}
+	return run, out, errs.String()
+}
+
 func testSimulateAgainstAServer(t *testing.T, db dbEnv) {
 	// The pump waits for a batch to fill a little instead of committing each message alone,
 	// so it contends less with the inbox for the database.
 	s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_PIPELINE_BATCH_WAIT=500ms")
 	day := tomorrow(t).Format(time.DateOnly)
-	// A safety deadline, not a timing assertion: on a loaded 2-core machine the half-minute
-	// stream took over two minutes.
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	cmd := dieWithTest(exec.CommandContext(ctx, binary, "simulate", "--server", strings.TrimPrefix(s.url, "http://"),
-		"--flights", "300", "--speed", "600", "--hours", "0.5", "--faults", "all", "--fault-rate", "0.005",
-		"--seed", "12", "--day", day, "--json"))
-	cmd.Env = os.Environ()
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("msgx simulate: %v\n%s\n%s", err, out, stderr.String())
-	}
-	var run simulateRun
-	if err := json.Unmarshal(out, &run); err != nil {
-		t.Fatalf("summary: %v\n%s", err, out)
-	}
+	run, _, stderr := simulate(t, s, "--flights", "300", "--speed", "600", "--hours", "0.5", "--faults", "all", "--fault-rate", "0.005",
+		"--seed", "12", "--day", day)
 	if run.Flights != 300 || run.Failed != 0 || run.Messages != run.Generated || run.Messages < 2500 ||
 		run.LastID-run.FirstID+1 != int64(run.Messages) {
 		t.Fatalf("summary: %+v", run)
@@ -69,8 +75,8 @@ func testSimulateAgainstAServer(t *testing.T, db dbEnv) {
 			t.Fatalf("no %s in the stream: %+v", f, run.Faults)
 		}
 	}
-	if !strings.Contains(stderr.String(), fmt.Sprintf("simulate: %d/%d (100%%)", run.Messages, run.Messages)) {
-		t.Errorf("no progress lines on stderr:\n%s", stderr.String())
+	if !strings.Contains(stderr, fmt.Sprintf("simulate: %d/%d (100%%)", run.Messages, run.Messages)) {
+		t.Errorf("no progress lines on stderr:\n%s", stderr)
 	}
 
 	// Wait for the queue to drain, then compare the server's counts with the summary.
