@@ -53,15 +53,20 @@ func TestFlightsAsOf(t *testing.T) {
 		} `json:"changed"`
 		Warnings []string `json:"warnings"`
 	}
-	for q, want := range map[string]time.Time{
-		"day=2026-12-03&as_of=08:15":                       time.Date(2026, 12, 3, 8, 15, 0, 0, loc),
-		"day=2026-12-02&as_of=23:59:30":                    time.Date(2026, 12, 2, 23, 59, 30, 0, loc),
-		"as_of=08:15":                                      time.Date(2026, 12, 3, 8, 15, 0, 0, loc), // today at the airport
-		"day=2026-12-03&as_of=2026-12-02T20:00":            time.Date(2026, 12, 2, 20, 0, 0, 0, loc),
-		"day=2026-12-03&as_of=03:15&tz=UTC":                time.Date(2026, 12, 3, 3, 15, 0, 0, time.UTC),
-		"day=2026-12-03&as_of=2026-12-03T00:15:00Z":        time.Date(2026, 12, 3, 0, 15, 0, 0, time.UTC),
-		"day=2026-12-03&as_of=2026-12-03T08:15:00%2B08:00": time.Date(2026, 12, 3, 0, 15, 0, 0, time.UTC),
+	// A slice, not a map: the check after the loop reads the third case's day.
+	for _, c := range []struct {
+		q    string
+		want time.Time
+	}{
+		{"day=2026-12-03&as_of=08:15", time.Date(2026, 12, 3, 8, 15, 0, 0, loc)},
+		{"day=2026-12-02&as_of=23:59:30", time.Date(2026, 12, 2, 23, 59, 30, 0, loc)},
+		{"as_of=08:15", time.Date(2026, 12, 3, 8, 15, 0, 0, loc)}, // today at the airport
+		{"day=2026-12-03&as_of=2026-12-02T20:00", time.Date(2026, 12, 2, 20, 0, 0, 0, loc)},
+		{"day=2026-12-03&as_of=03:15&tz=UTC", time.Date(2026, 12, 3, 3, 15, 0, 0, time.UTC)},
+		{"day=2026-12-03&as_of=2026-12-03T00:15:00Z", time.Date(2026, 12, 3, 0, 15, 0, 0, time.UTC)},
+		{"day=2026-12-03&as_of=2026-12-03T08:15:00%2B08:00", time.Date(2026, 12, 3, 0, 15, 0, 0, time.UTC)},
 	} {
+		q, want := c.q, c.want
 		ans.Changed = nil
 		if code := getJSON(t, mux, "/api/v1/flights?"+q, &ans); code != 200 {
 			t.Fatalf("%s: %d", q, code)
