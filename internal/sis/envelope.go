@@ -459,7 +459,7 @@ func misspeltMeta(f map[string]string, name string) string {
 		}
 	}
 	for _, k := range others {
-		if suggest(k, []string{name}) != "" {
+		if closestTag(k, []string{name}) != "" {
 			return fmt.Sprintf("META has <%s> where <%s> is expected (misspelt?)", k, name)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/suggest"
 )
 
 // A FLTR or FLOP element is read in one pass into xrec, whose fields are the raw texts (see
@@ -715,10 +716,10 @@ func sortedNames(set map[string]bool) []string {
 	return out
 }
 
-// suggest returns the candidate name probably meant by name: one equal ignoring letter case,
+// closestTag returns the candidate name probably meant by name: one equal ignoring letter case,
 // else the first of the nearest within edit distance 2 (so list the likeliest first); "" if
 // none is close.
-func suggest(name string, candidates []string) string {
+func closestTag(name string, candidates []string) string {
 	for _, c := range candidates {
 		if strings.EqualFold(c, name) {
 			return c
@@ -733,42 +734,21 @@ func suggest(name string, candidates []string) string {
 	return best
 }
 
-// didYouMean formats suggest's answer as " (did you mean X?)", or "".
+// didYouMean formats closestTag's answer as " (did you mean X?)", or "".
 func didYouMean(name string, candidates []string) string {
-	if s := suggest(name, candidates); s != "" {
+	if s := closestTag(name, candidates); s != "" {
 		return " (did you mean " + s + "?)"
 	}
 	return ""
 }
 
-// editDistance is the edit distance between a and b counting an insertion, a deletion, a
-// substitution or a swap of two neighbours as one edit (optimal string alignment; bytes: SIS
-// tags are ASCII). A tag is short and the candidates are four letters, so the table is small.
+// editDistance is suggest.Distance, without the work when the lengths alone put a and b
+// farther apart than any suggestion goes (a tag is short and the candidates four letters).
 func editDistance(a, b string) int {
 	if len(a) > len(b)+2 || len(b) > len(a)+2 {
-		return 3 // farther than any suggestion goes, without the work
+		return 3
 	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
+	return suggest.Distance(a, b)
 }
 
 // conv converts one record as read into typed values and keeps the first error. Its place
@@ -1043,35 +1023,36 @@ func (c *conv) fdiv(xs []xfdiv) *Divert {
 }
 
 func (c *conv) fret(xs []xfret) *AirReturn {
-	x := only(c, "FRET", xs)
-	if x == nil {
-		return nil
+	if x := only(c, "FRET", xs); x != nil {
+		if code, text, ok := c.coded("FRET@REID", x.REID, x.Text, "A", "G"); ok {
+			return &AirReturn{REID: code, TEXT: text}
+		}
 	}
-	text := strings.TrimSpace(x.Text)
-	if x.REID == nil && text == "" {
-		return nil
-	}
-	v := &AirReturn{REID: c.mandatoryAttr("FRET@REID", x.REID), TEXT: text}
-	if v.REID != "" {
-		c.enumValue("FRET@REID", v.REID, "A", "G")
-	}
-	return v
+	return nil
 }
 
 func (c *conv) flab(xs []xflab) *LandingAbort {
-	x := only(c, "FLAB", xs)
-	if x == nil {
-		return nil
+	if x := only(c, "FLAB", xs); x != nil {
+		if code, text, ok := c.coded("FLAB@ARES", x.ARES, x.Text, "O", "G"); ok {
+			return &LandingAbort{ARES: code, TEXT: text}
+		}
 	}
-	text := strings.TrimSpace(x.Text)
-	if x.ARES == nil && text == "" {
-		return nil
+	return nil
+}
+
+// coded reads an element of one mandatory coded attribute and a free text (FRET, FLAB): not
+// ok when both are absent (the element is empty), else the code, checked against allowed,
+// and the text.
+func (c *conv) coded(attr string, code *string, text string, allowed ...string) (string, string, bool) {
+	text = strings.TrimSpace(text)
+	if code == nil && text == "" {
+		return "", "", false
 	}
-	v := &LandingAbort{ARES: c.mandatoryAttr("FLAB@ARES", x.ARES), TEXT: text}
-	if v.ARES != "" {
-		c.enumValue("FLAB@ARES", v.ARES, "O", "G")
+	v := c.mandatoryAttr(attr, code)
+	if v != "" {
+		c.enumValue(attr, v, allowed...)
 	}
-	return v
+	return v, text, true
 }
 
 // ---- groups ----

@@ -367,7 +367,7 @@ func (s *scanner) attr() (xml.Attr, error) {
 	if bytes.IndexByte(seg, '<') >= 0 {
 		return xml.Attr{}, s.fail("unescaped < inside quoted string")
 	}
-	v, err := s.decode(seg)
+	v, err := s.decode(seg, true)
 	if err != nil {
 		return xml.Attr{}, err
 	}
@@ -385,7 +385,7 @@ func (s *scanner) scanText() (tokKind, error) {
 	if bytes.Contains(seg, []byte("]]>")) {
 		return 0, s.fail("unescaped ]]> not in CDATA section")
 	}
-	v, err := s.decode(seg)
+	v, err := s.decode(seg, true)
 	if err != nil {
 		return 0, err
 	}
@@ -394,18 +394,18 @@ func (s *scanner) scanText() (tokKind, error) {
 	return tokText, nil
 }
 
-// decode resolves the entities of a text or attribute value and turns \r\n and \r into \n;
-// it returns seg itself when there is nothing to change. Validating, it also checks the
-// result is UTF-8 within the XML character range.
-func (s *scanner) decode(seg []byte) ([]byte, error) {
+// decode turns \r\n and \r into \n and, with entities (a text or an attribute value, not a
+// CDATA section), resolves the entities; it returns seg itself when there is nothing to
+// change. Validating, it also checks the result is UTF-8 within the XML character range.
+func (s *scanner) decode(seg []byte, entities bool) ([]byte, error) {
 	out := seg
-	if bytes.IndexByte(seg, '&') >= 0 || bytes.IndexByte(seg, '\r') >= 0 {
+	if (entities && bytes.IndexByte(seg, '&') >= 0) || bytes.IndexByte(seg, '\r') >= 0 {
 		s.buf = s.buf[:0]
 		var prev byte
 		for i := 0; i < len(seg); i++ {
 			b := seg[i]
 			switch {
-			case b == '&':
+			case b == '&' && entities:
 				r, n, ok := entityAt(seg[i:])
 				if !ok {
 					return nil, s.fail("invalid character entity")
@@ -544,7 +544,7 @@ func (s *scanner) scanBang() (isText bool, err error) {
 		if i < 0 {
 			return false, s.fail("unexpected EOF in CDATA section")
 		}
-		v, err := s.decodeCDATA(body[:i])
+		v, err := s.decode(body[:i], false)
 		if err != nil {
 			return false, err
 		}
@@ -558,30 +558,6 @@ func (s *scanner) scanBang() (isText bool, err error) {
 		return false, errUnsure
 	}
 	return false, s.skipDirective()
-}
-
-// decodeCDATA turns the line ends of a CDATA section into \n (nothing else is special there).
-func (s *scanner) decodeCDATA(seg []byte) ([]byte, error) {
-	out := seg
-	if bytes.IndexByte(seg, '\r') >= 0 {
-		s.buf = s.buf[:0]
-		var prev byte
-		for _, b := range seg {
-			switch {
-			case b == '\r':
-				s.buf = append(s.buf, '\n')
-			case b == '\n' && prev == '\r':
-			default:
-				s.buf = append(s.buf, b)
-			}
-			prev = b
-		}
-		out = s.buf
-	}
-	if s.validate && !validChars(out) {
-		return nil, errUnsure
-	}
-	return out, nil
 }
 
 // skipDirective passes over <!DOCTYPE …> and the like as encoding/xml does: quoted '>' and

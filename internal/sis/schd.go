@@ -50,14 +50,9 @@ func decodeSCHD(raw []byte, meta Meta, opt Options, w *Warnings) (any, error) {
 	err := forWrapperChildren(raw, "SCHD", w, func(d *scanner, st *xml.StartElement) error {
 		switch st.Name.Local {
 		case "RECS":
-			if recs >= 0 {
-				return pipeline.Errorf(pipeline.Malformed, "SCHD/RECS: appears twice")
-			}
-			v, err := readRecs(d, st, "SCHD/RECS")
-			if err != nil {
+			if err := readRecs(d, st, "SCHD", &recs); err != nil {
 				return err
 			}
-			recs = v
 			if body.Flights == nil {
 				body.Flights = make([]Flight, 0, min(recs, len(raw)/256+1))
 			}
@@ -154,19 +149,25 @@ func allInvalid(record string, n int, inv []Invalid) error {
 	return pipeline.Errorf(class, "every %s of the message is invalid (%d): %s%s", record, n, strings.Join(reasons, "; "), more)
 }
 
-// readRecs reads a RECS element: a non-negative decimal count. Anything else is MALFORMED.
-func readRecs(d *scanner, st *xml.StartElement, where string) (int, error) {
+// readRecs reads the RECS element of wrapper (SCHD, SCHS) into *recs, which is -1 until
+// then: a non-negative decimal count, once. Anything else is MALFORMED.
+func readRecs(d *scanner, st *xml.StartElement, wrapper string, recs *int) error {
+	where := wrapper + "/RECS"
+	if *recs >= 0 {
+		return pipeline.Errorf(pipeline.Malformed, "%s: appears twice", where)
+	}
 	var x xtext
 	if err := readText(d, &x); err != nil {
-		return 0, pipeline.Errorf(pipeline.Malformed, "%s: not well-formed XML: %v", where, err)
+		return pipeline.Errorf(pipeline.Malformed, "%s: not well-formed XML: %v", where, err)
 	}
 	s := x.s
 	if s == "" {
-		return 0, pipeline.Errorf(pipeline.Malformed, "%s: missing", where)
+		return pipeline.Errorf(pipeline.Malformed, "%s: missing", where)
 	}
 	v, err := strconv.ParseUint(s, 10, 31)
 	if err != nil {
-		return 0, pipeline.Errorf(pipeline.Malformed, "%s %q: not a count", where, s)
+		return pipeline.Errorf(pipeline.Malformed, "%s %q: not a count", where, s)
 	}
-	return int(v), nil
+	*recs = int(v)
+	return nil
 }

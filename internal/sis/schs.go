@@ -72,14 +72,9 @@ func decodeSCHS(raw []byte, _ Meta, opt Options, w *Warnings) (any, error) {
 	err := forWrapperChildren(raw, "SCHS", w, func(d *scanner, st *xml.StartElement) error {
 		switch name := st.Name.Local; name {
 		case "RECS":
-			if recs >= 0 {
-				return pipeline.Errorf(pipeline.Malformed, "SCHS/RECS: appears twice")
-			}
-			v, err := readRecs(d, st, "SCHS/RECS")
-			if err != nil {
+			if err := readRecs(d, st, "SCHS", &recs); err != nil {
 				return err
 			}
-			recs = v
 			if body.Flights == nil {
 				body.Flights = make([]SeasonFlight, 0, min(recs, len(raw)/256+1))
 			}
