@@ -87,18 +87,10 @@ func (o *Options) defaults() {
 	if o.Workload == "" {
 		o.Workload = WorkloadDay
 	}
-	if o.Messages <= 0 {
-		o.Messages = DefaultMessages
-	}
-	if o.Rate <= 0 {
-		o.Rate = DefaultRate
-	}
-	if o.Clients <= 0 {
-		o.Clients = DefaultClients
-	}
-	if o.FloorTime <= 0 {
-		o.FloorTime = DefaultFloorTime
-	}
+	o.Messages = pipeline.OrDefault(o.Messages, DefaultMessages)
+	o.Rate = pipeline.OrDefault(o.Rate, DefaultRate)
+	o.Clients = pipeline.OrDefault(o.Clients, DefaultClients)
+	o.FloorTime = pipeline.OrDefault(o.FloorTime, DefaultFloorTime)
 	if o.Clock == nil {
 		o.Clock = pipeline.SystemClock{}
 	}

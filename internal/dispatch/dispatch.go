@@ -118,27 +118,15 @@ type Options struct {
 }
 
 func (o Options) normalized() Options {
-	if o.PollInterval <= 0 {
-		o.PollInterval = DefaultPollInterval
-	}
+	o.PollInterval = pipeline.OrDefault(o.PollInterval, DefaultPollInterval)
 	if o.PollInterval < MinPollInterval {
 		o.PollInterval = MinPollInterval
 	}
-	if o.FlushPeriod <= 0 {
-		o.FlushPeriod = DefaultFlushPeriod
-	}
-	if o.FlushLimit <= 0 {
-		o.FlushLimit = DefaultFlushLimit
-	}
-	if o.SendBatch <= 0 {
-		o.SendBatch = DefaultSendBatch
-	}
-	if o.SendRuns <= 0 {
-		o.SendRuns = DefaultSendRuns
-	}
-	if o.ShutdownGrace <= 0 {
-		o.ShutdownGrace = DefaultShutdownGrace
-	}
+	o.FlushPeriod = pipeline.OrDefault(o.FlushPeriod, DefaultFlushPeriod)
+	o.FlushLimit = pipeline.OrDefault(o.FlushLimit, DefaultFlushLimit)
+	o.SendBatch = pipeline.OrDefault(o.SendBatch, DefaultSendBatch)
+	o.SendRuns = pipeline.OrDefault(o.SendRuns, DefaultSendRuns)
+	o.ShutdownGrace = pipeline.OrDefault(o.ShutdownGrace, DefaultShutdownGrace)
 	if o.Clock == nil {
 		o.Clock = pipeline.SystemClock{}
 	}

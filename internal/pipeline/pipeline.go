@@ -250,3 +250,12 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// OrDefault returns v, or def when v is zero or negative: how a count or a duration an option
+// leaves unset takes its default.
+func OrDefault[T ~int | ~int64 | ~float64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}

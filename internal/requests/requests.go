@@ -177,9 +177,7 @@ func New(db store.Requests, opt Options) *Service {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 10 * time.Minute
 	}
-	if opt.PollInterval <= 0 {
-		opt.PollInterval = time.Second
-	}
+	opt.PollInterval = pipeline.OrDefault(opt.PollInterval, time.Second)
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}

@@ -219,9 +219,7 @@ func Generate(opt Options) (*Stream, error) {
 	if opt.Span <= 0 {
 		opt.Span = 16 * time.Hour
 	}
-	if opt.FaultRate <= 0 {
-		opt.FaultRate = 0.01
-	}
+	opt.FaultRate = pipeline.OrDefault(opt.FaultRate, 0.01)
 	if opt.FaultRate > 0.5 {
 		return nil, fmt.Errorf("simulate: fault rate %v is over 0.5", opt.FaultRate)
 	}
