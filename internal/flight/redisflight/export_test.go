@@ -10,8 +10,8 @@ import (
 // ApplyAfterRead is ApplyMessage with between run after the versions are read and before the
 // script: the tests' other writer.
 func ApplyAfterRead(s *Store, ctx context.Context, msgID int64, writes []pipeline.FlightWrite, marker []byte, between func()) error {
-	afterRead = between
-	defer func() { afterRead = nil }()
-	_, _, err := s.ApplyMessage(ctx, msgID, writes, marker, time.Now())
+	c := *s // the same client and guard, with the hook
+	c.afterRead = between
+	_, _, err := c.ApplyMessage(ctx, msgID, writes, marker, time.Now())
 	return err
 }

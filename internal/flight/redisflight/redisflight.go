@@ -63,6 +63,7 @@ type Store struct {
 	clock     pipeline.Clock
 	loc       *time.Location
 	guard     *guard // the marks its scripts keep and check (mark.go); nil: none
+	afterRead func() // a test's other writer, run between the versions' read and the script (export_test.go)
 }
 
 var _ flight.Contract = (*Store)(nil)
@@ -199,8 +200,8 @@ func (s *Store) apply(ctx context.Context, msgID int64, writes []pipeline.Flight
 	if err != nil {
 		return nil, false, err
 	}
-	if afterRead != nil {
-		afterRead()
+	if s.afterRead != nil {
+		s.afterRead()
 	}
 	return s.script(ctx, msgID, writes, maids, ids, vers, marker, now)
 }
@@ -245,9 +246,6 @@ func (s *Store) script(ctx context.Context, msgID int64, writes []pipeline.Fligh
 		return nil, false, pipeline.Wrap(pipeline.Infra, fmt.Errorf("message %d: flight %v at version %v, not the one read: %w", msgID, res[1], res[2], ErrChangedUnderUs))
 	}
 }
-
-// afterRead is a test's other writer (export_test.go).
-var afterRead func()
 
 // Marker returns the marker recorded for message msgID, if it is there.
 func (s *Store) Marker(ctx context.Context, msgID int64) ([]byte, bool, error) {
