@@ -1,6 +1,6 @@
 // The operator's actions, each confirmed in the dialog: park, pause and resume the pump or
 // a target, replay messages or dead events, acknowledge dead letters.
-import { API, api, describe } from './api.js';
+import { api, describe, routes } from './api.js';
 import { flash, h, msgLink, table } from './dom.js';
 import { confirmAction } from './modal.js';
 import { route } from './router.js';
@@ -15,7 +15,7 @@ async function parkMessage(id) {
     title: `Park message ${id}`,
     body: ['It goes DEAD with class PARKED and the queue moves on behind it. It stays replayable.'],
     reason: true, confirmText: 'Park',
-    act: reason => api('POST', API.park(id), { reason }),
+    act: reason => api(routes.park, { args: { id }, body: { reason } }),
   });
   if (done) { flash(`Message ${id} parked.`); route(); }
 }
@@ -26,7 +26,7 @@ export async function pumpAction(verb) {
     title: pause ? 'Pause the pump' : 'Resume the pump',
     body: [pause ? 'No message is processed until it is resumed; the inbox keeps accepting.' : 'Processing goes on from the head of the queue.'],
     reason: pause, confirmText: pause ? 'Pause' : 'Resume',
-    act: reason => api('POST', API.pump(verb), pause ? { reason } : {}),
+    act: reason => api(pause ? routes.pumpPause : routes.pumpResume, { body: pause ? { reason } : {} }),
   });
   if (done) { flash(pause ? 'Pump paused.' : 'Pump resumed.'); route(); }
 }
@@ -37,7 +37,7 @@ export async function targetAction(name, verb) {
     title: `${pause ? 'Pause' : 'Resume'} target ${name}`,
     body: [pause ? `Events for ${name} wait (PENDING) until it is resumed; other targets go on.` : `${name} delivers its waiting events in order.`],
     reason: pause, confirmText: pause ? 'Pause' : 'Resume',
-    act: reason => api('POST', API.target(name, verb), pause ? { reason } : {}),
+    act: reason => api(pause ? routes.targetPause : routes.targetResume, { args: { name }, body: pause ? { reason } : {} }),
   });
   if (done) { flash(`Target ${name} ${pause ? 'paused' : 'resumed'}.`); route(); }
 }
@@ -46,7 +46,7 @@ export async function replayDeadEvents(target, count, ids) {
   const req = ids && ids.length ? { target, ids } : { target };
   let preview;
   try {
-    preview = await api('POST', API.eventsReplay, Object.assign({ dry_run: true }, req));
+    preview = await api(routes.eventsReplay, { body: Object.assign({ dry_run: true }, req) });
   } catch (e) {
     preview = { error: describe(e) };
   }
@@ -56,7 +56,7 @@ export async function replayDeadEvents(target, count, ids) {
   body.push(h('p', {}, preview.note || 'Replayed events are delivered after the newer events of this target that were delivered meanwhile: receivers order and deduplicate by event_id.'));
   const done = await confirmAction({
     title: `Replay dead events of ${target}`, body, confirmText: 'Replay',
-    act: () => api('POST', API.eventsReplay, req),
+    act: () => api(routes.eventsReplay, { body: req }),
   });
   if (done) { flash(`Replayed: ${done.moved} moved, ${done.skipped} skipped.`); route(); }
 }
@@ -65,7 +65,7 @@ export async function replayDeadEvents(target, count, ids) {
 export async function replayMessages(req) {
   let preview;
   try {
-    preview = await api('POST', API.replay, Object.assign({ dry_run: true }, req));
+    preview = await api(routes.replay, { body: Object.assign({ dry_run: true }, req) });
   } catch (e) {
     preview = { error: describe(e) };
   }
@@ -93,7 +93,7 @@ export async function replayMessages(req) {
   const what = req.ids ? `message(s) ${req.ids.join(', ')}` : `class(es) ${req.classes.join(', ')}`;
   const done = await confirmAction({
     title: 'Replay ' + what, body, confirmText: 'Replay',
-    act: () => api('POST', API.replay, req),
+    act: () => api(routes.replay, { body: req }),
   });
   if (done) { flash(`Replayed: ${done.moved} moved, ${done.skipped} skipped.`); route(); }
 }
@@ -106,7 +106,7 @@ export async function ackDead(kind, ids, what) {
     body: ['An acknowledged dead letter is kept for audit but no longer counted as waiting for attention. Replay still works.',
       kind === 'event' ? 'RETENTION deletes acknowledged dead events after retention.dead-letters.' : ''],
     reason: true, confirmText: 'Acknowledge',
-    act: note => api('POST', API.deadAck, { kind, ids, note }),
+    act: note => api(routes.deadAck, { body: { kind, ids, note } }),
   });
   if (done) { flash(`${done.acked.length} acknowledged` + (done.already.length ? `, ${done.already.length} already were` : '') + '.'); route(); }
 }

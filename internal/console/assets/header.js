@@ -1,13 +1,13 @@
 // The header on every page: who is logged in (and the log-out), and the alarm saying what
 // stops work.
-import { API, api, describe } from './api.js';
+import { api, describe, routes } from './api.js';
 import { fill, flash, h, link } from './dom.js';
 import { can, session, setSession, zone } from './session.js';
 import { fmtAge, srvText } from './time.js';
 
 export async function loadSession() {
   try {
-    setSession(await api('GET', API.me, undefined, { noRedirect: true }));
+    setSession(await api(routes.me, { noRedirect: true }));
   } catch (e) {
     session.user = null;
     if (e.status !== 401) flash('Who you are is unknown: ' + describe(e), true);
@@ -32,7 +32,7 @@ export function renderWho() {
 }
 
 async function logout() {
-  try { await api('POST', API.logout, {}, { noRedirect: true }); } catch (e) { /* already out */ }
+  try { await api(routes.logout, { body: {}, noRedirect: true }); } catch (e) { /* already out */ }
   session.user = null;
   session.csrf = '';
   renderWho();

@@ -188,5 +188,5 @@ try { localStorage.removeItem('msgx.tail'); } catch (e) { /* no storage */ }
 // listSince is the stream cursor of a first page: its newest row, or, when it is empty, the
 // answer's prev cursor ("after=N").
 export function listSince(rows, key, res) {
-  return encodeURIComponent(rows.length ? key(rows[0]) : Number(String(res.prev || 'after=0').split('=')[1]) || 0);
+  return rows.length ? key(rows[0]) : Number(String(res.prev || 'after=0').split('=')[1]) || 0;
 }

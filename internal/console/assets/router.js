@@ -1,6 +1,6 @@
 // Hash routes: which view shows (#/NAME/ARG?QUERY), the navigation generation that stops
 // a left view's timers, and the event stream the shown view follows.
-import { API, api, describe } from './api.js';
+import { api, describe, routes } from './api.js';
 import { fill, h } from './dom.js';
 import { renderAlarm } from './header.js';
 import { session } from './session.js';
@@ -28,7 +28,7 @@ export function route() {
     location.hash = '#/login?next=' + encodeURIComponent(hash);
     return;
   }
-  if (session.user) api('GET', API.status).then(renderAlarm).catch(() => {});
+  if (session.user) api(routes.status).then(renderAlarm).catch(() => {});
   Promise.resolve(views[name]({ arg, params, gen, view })).catch(e => {
     if (gen !== generation) return;
     fill(view, h('p', { class: 'error', id: 'view-error' }, describe(e)));

@@ -1,6 +1,6 @@
 // #/dead: the dead letters, messages and events, to replay or acknowledge.
 import { ackDead, replayDeadEvents, replayMessages } from '../actions.js';
-import { API, CLASSES, api, failedRoute } from '../api.js';
+import { CLASSES, api, failedRoute, routes, url } from '../api.js';
 import { fill, h, link, msgLink, table, timeEl } from '../dom.js';
 import { followList, liveTable } from '../live.js';
 import { alive } from '../router.js';
@@ -9,9 +9,9 @@ import { fmtTime, srvText } from '../time.js';
 
 export const deadView = async ({ gen, view }) => {
   const [msgs, st, dead] = await Promise.all([
-    api('GET', API.messages + '?state=DEAD&limit=200'),
-    api('GET', API.status).catch(e => ({ failed: e })),
-    api('GET', API.dead + '?kind=message&limit=1000').catch(() => ({ acks: [] })),
+    api(routes.messages, { query: { state: 'DEAD', limit: 200 } }),
+    api(routes.status).catch(e => ({ failed: e })),
+    api(routes.dead, { query: { kind: 'message', limit: 1000 } }).catch(() => ({ acks: [] })),
   ]);
   if (!alive(gen)) return;
   const acked = {};
@@ -38,11 +38,11 @@ export const deadView = async ({ gen, view }) => {
       : can('operator') ? h('button', { type: 'button', id: 'ack-message-' + m.id, onclick: () => ackDead('message', [m.id], 'message ' + m.id) }, 'Acknowledge…') : '' },
   ], ms, { id: 'dead-messages', rowId: m => m.id, empty: 'No DEAD message.' });
   // The messages that go DEAD from now on (the stream starts at the newest recent problem).
-  kids.push(followList({ gen, url: API.dead + '/stream', list: dl, what: 'dead letter', name: 'dead' }), dl.el);
+  kids.push(followList({ gen, url: url(routes.deadStream), list: dl, what: 'dead letter', name: 'dead' }), dl.el);
   if (msgs.next) kids.push(h('p', {}, link('/messages?state=DEAD&' + msgs.next, 'More…')));
   if (st.failed) {
     kids.push(h('h2', {}, 'Events'), h('p', { class: 'banner', id: 'dead-events-error', role: 'alert' },
-      'Dead events unknown: ', failedRoute(API.status, st.failed)));
+      'Dead events unknown: ', failedRoute(url(routes.status), st.failed)));
     fill(view, ...kids);
     return;
   }
@@ -52,7 +52,7 @@ export const deadView = async ({ gen, view }) => {
     { head: 'Dead', class: 'num', cell: t => String(t.dead) },
     { head: '', cell: t => can('operator') ? [h('button', { type: 'button', onclick: () => replayDeadEvents(t.target, t.dead) }, 'Replay all…'), ' ',
       h('button', { type: 'button', id: 'ack-events-' + t.target, onclick: async () => {
-        const evs = await api('GET', API.events + '?state=DEAD&limit=1000&target=' + encodeURIComponent(t.target));
+        const evs = await api(routes.events, { query: { state: 'DEAD', limit: 1000, target: t.target } });
         const ids = (evs.events || []).map(e => e.event_id);
         if (ids.length) ackDead('event', ids, `${ids.length} dead event(s) of ${t.target}`);
       } }, 'Acknowledge all…')] : '' },

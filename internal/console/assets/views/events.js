@@ -1,7 +1,7 @@
 // #/events: the outbox events, by target, state and flight; and the events table the
 // message and flight pages show.
 import { replayDeadEvents } from '../actions.js';
-import { API, api } from '../api.js';
+import { api, routes, url } from '../api.js';
 import { fill, flash, flightLink, h, msgLink, stateSpan, table, timeEl } from '../dom.js';
 import { followList, listSince, liveTable, pageLinks } from '../live.js';
 import { alive, go } from '../router.js';
@@ -36,7 +36,7 @@ function eventCols(selectable, selected) {
 
 export const eventsView = async ({ params, gen, view }) => {
   const target = params.get('target') || '', state = params.get('state') || '', flid = params.get('flid') || '';
-  const st = await api('GET', API.status).catch(() => ({}));
+  const st = await api(routes.status).catch(() => ({}));
   const names = (st.extra && Array.isArray(st.extra.targets) ? st.extra.targets : []).map(t => t.target);
   const form = h('form', { class: 'filters', id: 'event-filters' },
     h('label', {}, 'Target', h('select', { name: 'target', id: 'filter-target' }, h('option', { value: '' }, 'any'), names.map(n => h('option', { value: n, selected: n === target }, n)))),
@@ -52,7 +52,7 @@ export const eventsView = async ({ params, gen, view }) => {
   if (state) q.set('state', state);
   if (flid) q.set('flid', flid);
   for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
-  const res = await api('GET', API.events + '?' + q.toString());
+  const res = await api(routes.events, { query: q });
   if (!alive(gen)) return;
   const evs = res.events || [];
   const selected = new Set();
@@ -69,7 +69,8 @@ export const eventsView = async ({ params, gen, view }) => {
   // The stream filters as the list does (q), a state too: an event that comes to match
   // arrives then.
   q.delete('limit');
-  const head = firstPage ? followList({ gen, url: API.events + '/stream?' + q.toString() + '&after=' + listSince(evs, e => e.event_id, res),
+  q.set('after', listSince(evs, e => e.event_id, res));
+  const head = firstPage ? followList({ gen, url: url(routes.eventsStream, {}, q),
     list: lt, what: 'event', name: 'events' }) : [];
   fill(view, h('h1', {}, 'Events', target ? ' of ' + target : ''), form, actions, head, tableBox, pageLinks('/events', params, res, firstPage));
 };

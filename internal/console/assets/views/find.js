@@ -1,5 +1,5 @@
 // #/find?q=: flights and messages by number, FLID, registration, stand, gate or text.
-import { API, api } from '../api.js';
+import { api, routes } from '../api.js';
 import { fill, flightLink, h, msgLink, table } from '../dom.js';
 import { alive } from '../router.js';
 
@@ -8,7 +8,7 @@ export const findView = async ({ params, gen, view }) => {
   document.getElementById('search-q').value = q;
   if (!q) { fill(view, h('h1', {}, 'Find'), h('p', { class: 'muted' }, 'Type a flight number, FLID, registration, stand, gate or text in the search box above.')); return; }
   fill(view, h('h1', {}, 'Find ', h('q', {}, q)), h('p', { class: 'muted' }, 'Searching…'));
-  const res = await api('GET', API.find + '?' + new URLSearchParams({ q }).toString());
+  const res = await api(routes.find, { query: { q } });
   if (!alive(gen)) return;
   const hits = res.hits || [];
   const flights = hits.filter(x => x.kind === 'flight');

@@ -1,5 +1,5 @@
 // #/flight/FLID: one flight's record as labelled rows, its changes, messages and events.
-import { API, api, describe } from '../api.js';
+import { api, describe, routes } from '../api.js';
 import { anyValue, fill, h, link, msgLink, stateSpan, table, timeEl } from '../dom.js';
 import { alive } from '../router.js';
 import { zone } from '../session.js';
@@ -104,7 +104,7 @@ export const flightView = async ({ arg, params, gen, view }) => {
   const evBox = h('section', { class: 'card', id: 'flight-events' }, h('h2', {}, 'Events'), h('p', { class: 'muted' }, 'Loading…'));
   let rec;
   try {
-    rec = await api('GET', API.flight(flid));
+    rec = await api(routes.flight, { args: { flid } });
   } catch (e) {
     if (e.status !== 404) throw e;
     rec = null;
@@ -117,14 +117,14 @@ export const flightView = async ({ arg, params, gen, view }) => {
         `; times in airport time, ${zone()}.`), recordView(record)]
         : h('p', { class: 'muted' }, 'No stored record (deleted, never scheduled, or swept).')),
     fieldsBox, histBox, msgsBox, evBox);
-  api('GET', API.flightHistory(flid)).then(res => {
+  api(routes.flightHistory, { args: { flid } }).then(res => {
     if (!alive(gen)) return;
     const list = Array.isArray(res) ? res : (res.history || res.changes || []);
     fill(histBox, h('h2', {}, 'History'), h('div', { id: 'flight-history-list' }, flightHistory(list)));
     fill(fieldsBox, h('h2', {}, 'Changes by field'), h('p', { class: 'muted' }, 'Each field with every value it took, when (the time msgx applied the message, airport time) and by which message; ',
       'the board as it stood at any of these times: Flights, As of.'), h('div', { id: 'flight-fields-list' }, fieldChanges(list)));
   }).catch(e => alive(gen) && [histBox, fieldsBox].forEach(b => fill(b, h('h2', {}, b === histBox ? 'History' : 'Changes by field'), h('p', { class: 'muted' }, describe(e)))));
-  api('GET', API.messages + '?flid=' + encodeURIComponent(flid) + '&limit=100').then(res => {
+  api(routes.messages, { query: { flid, limit: 100 } }).then(res => {
     if (!alive(gen)) return;
     fill(msgsBox, h('h2', {}, 'Messages'), table([
       { head: 'Id', cell: m => msgLink(m.id) }, { head: 'Received', cell: m => timeEl(m.received_at) },
@@ -132,7 +132,7 @@ export const flightView = async ({ arg, params, gen, view }) => {
       { head: 'Type', cell: m => m.type_tag || '' }, { head: 'Note', cell: m => srvText(m.note) },
     ], res.messages || [], { empty: 'No message names this flight.' }));
   }).catch(e => alive(gen) && fill(msgsBox, h('h2', {}, 'Messages'), h('p', { class: 'muted' }, describe(e))));
-  api('GET', API.events + '?flid=' + encodeURIComponent(flid) + '&limit=200').then(res => {
+  api(routes.events, { query: { flid, limit: 200 } }).then(res => {
     if (!alive(gen)) return;
     const evs = (res.events || []).filter(e => String(e.flight_key) === String(flid));
     fill(evBox, h('h2', {}, 'Events'), eventsTable(evs, false));

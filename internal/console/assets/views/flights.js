@@ -1,5 +1,5 @@
 // #/flights: the board of an airport day, live or as it stood at a past time.
-import { API, api, describe } from '../api.js';
+import { api, describe, routes } from '../api.js';
 import { fill, flightLink, h, table } from '../dom.js';
 import { alive, go } from '../router.js';
 import { addDays, isoDay, zoneParts } from '../time.js';
@@ -81,7 +81,7 @@ function boardFilter(fl, f) {
 
 async function boardStatuses() {
   try {
-    const res = await api('GET', '/api/v1/ref/STTS');
+    const res = await api(routes.ref, { args: { type: 'STTS' } });
     return Object.fromEntries((res.records || []).map(e => [e.key, e.fields || {}]));
   } catch (e) {
     return {};
@@ -100,10 +100,9 @@ export const flightsView = async ({ params, gen, view }) => {
   const qp = new URLSearchParams();
   if (params.get('day')) qp.set('day', params.get('day'));
   if (at) qp.set('as_of', at.replace(' ', 'T'));
-  const q = qp.toString() ? '?' + qp.toString() : '';
   let first, statuses;
   try {
-    [first, statuses] = await Promise.all([api('GET', API.flights + q), boardStatuses()]);
+    [first, statuses] = await Promise.all([api(routes.flights, { query: qp }), boardStatuses()]);
   } catch (e) {
     if (!at) throw e;
     // A time the server cannot rebuild (before the kept history, in the future): say why,
@@ -190,7 +189,7 @@ export const flightsView = async ({ params, gen, view }) => {
   const poll = async () => {
     if (!alive(gen)) return;
     try {
-      const res = await api('GET', API.flights + '?day=' + encodeURIComponent(day));
+      const res = await api(routes.flights, { query: { day } });
       if (!alive(gen)) return;
       render(res);
     } catch (e) {

@@ -1,5 +1,5 @@
 // #/jobs and #/jobs/ID: the pump jobs and their progress; an admin starts one here.
-import { API, APIError, api, describe } from '../api.js';
+import { APIError, api, describe, routes, url } from '../api.js';
 import { fill, flash, h, msgLink, stateSpan, table, timeEl } from '../dom.js';
 import { followList, listSince, liveTable } from '../live.js';
 import { confirmAction } from '../modal.js';
@@ -50,7 +50,7 @@ export const jobsView = async ({ arg, gen, view }) => {
     if (!alive(gen)) return;
     let list;
     try {
-      list = arg ? [await api('GET', API.jobs + '/' + encodeURIComponent(arg))] : ((await api('GET', API.jobs)).jobs || []);
+      list = arg ? [await api(routes.job, { args: { id: arg } })] : ((await api(routes.jobs)).jobs || []);
     } catch (e) {
       if (alive(gen)) fill(box, h('p', { class: 'error', id: 'jobs-error' }, describe(e)));
       return;
@@ -58,7 +58,7 @@ export const jobsView = async ({ arg, gen, view }) => {
     if (!alive(gen)) return;
     if (!arg) {
       const lt = liveTable(cols, list, opts);
-      box.before(...followList({ gen, url: API.jobs + '/stream?after=' + listSince(list, j => j.id, {}), list: lt, what: 'job', name: 'jobs' }));
+      box.before(...followList({ gen, url: url(routes.jobsStream, {}, { after: listSince(list, j => j.id, {}) }), list: lt, what: 'job', name: 'jobs' }));
       fill(box, lt.el);
       return;
     }
@@ -75,8 +75,8 @@ export const jobsView = async ({ arg, gen, view }) => {
 async function jobForm() {
   let kinds, unknown = '';
   try {
-    kinds = (await api('GET', API.jobKinds)).kinds;
-    if (!Array.isArray(kinds)) throw new APIError(200, API.jobKinds + ': invalid answer (no kinds)', 'invalid_answer', API.jobKinds);
+    kinds = (await api(routes.jobKinds)).kinds;
+    if (!Array.isArray(kinds)) throw new APIError(200, url(routes.jobKinds) + ': invalid answer (no kinds)', 'invalid_answer', url(routes.jobKinds));
   } catch (e) {
     kinds = Object.keys(JOB_KINDS).map(k => ({ kind: k, runnable: true }));
     unknown = 'This server does not say which jobs can run here (' + describe(e) + '): every kind is offered.';
@@ -95,7 +95,7 @@ async function jobForm() {
     const done = await confirmAction({
       title: 'Start a ' + k.kind + ' job' + (p ? ' (' + p + ')' : ''),
       body: [JOB_KINDS[k.kind] || k.kind, 'It runs in the message order, after every message accepted so far.'],
-      confirmText: 'Start', act: () => api('POST', API.jobs, p ? { kind: k.kind, params: p } : { kind: k.kind }),
+      confirmText: 'Start', act: () => api(routes.jobStart, { body: p ? { kind: k.kind, params: p } : { kind: k.kind } }),
     });
     if (done) { flash(`Job ${done.id} queued.`); location.hash = '#/jobs/' + done.id; }
   } }, 'Start…');

@@ -1,5 +1,5 @@
 // #/login: the token form, exchanged for a session cookie.
-import { API, api, describe } from '../api.js';
+import { api, describe, routes } from '../api.js';
 import { fill, h } from '../dom.js';
 import { loadSession, renderWho } from '../header.js';
 import { session, setSession } from '../session.js';
@@ -17,7 +17,7 @@ export const loginView = ({ params, view }) => {
     ev.preventDefault();
     err.hidden = true;
     try {
-      const res = await api('POST', API.login, { token: input.value }, { noRedirect: true });
+      const res = await api(routes.login, { body: { token: input.value }, noRedirect: true });
       input.value = '';
       session.csrf = '';
       setSession(res);

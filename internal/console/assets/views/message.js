@@ -1,6 +1,6 @@
 // #/message/ID: one message, its history, raw and decoded body, and its events.
 import { parkButton, replayMessages } from '../actions.js';
-import { API, api, describe } from '../api.js';
+import { api, describe, routes } from '../api.js';
 import { anyValue, fill, flightLink, h, stateSpan, table, timeEl } from '../dom.js';
 import { alive } from '../router.js';
 import { can, zone } from '../session.js';
@@ -35,7 +35,7 @@ function prettyXML(src) {
 
 export const messageView = async ({ arg, gen, view }) => {
   const id = arg;
-  const m = await api('GET', API.message(id));
+  const m = await api(routes.message, { args: { id } });
   if (!alive(gen)) return;
   const actions = h('div', { class: 'actions' });
   if (can('operator')) {
@@ -53,7 +53,7 @@ export const messageView = async ({ arg, gen, view }) => {
     // A RESP answers a data request of msgx's: find the request whose answer it is.
     const box = h('section', { class: 'card', id: 'request' }, h('h2', {}, 'Request it answered'), h('p', { class: 'muted' }, 'Looking…'));
     extra.push(box);
-    api('GET', API.requests + '?limit=1000').then(res => {
+    api(routes.requests, { query: { limit: 1000 } }).then(res => {
       if (!alive(gen)) return;
       const req = (res.requests || []).find(r => String(r.answer_msg_id) === String(m.id));
       fill(box, h('h2', {}, 'Request it answered'), req ? anyValue(req) : h('p', { class: 'muted' }, 'None of the last 1,000 requests names this message as its answer (an unrequested RESP, or the AODB sent it on its own).'));
@@ -78,17 +78,17 @@ export const messageView = async ({ arg, gen, view }) => {
     historyBox, rawBox, decodedBox, eventsBox, extra);
 
   // Each part loads on its own: one that the server lacks says so and the rest still show.
-  api('GET', API.raw(id), undefined, { text: true }).then(raw => alive(gen) && renderRaw(rawBox, raw))
+  api(routes.raw, { args: { id }, text: true }).then(raw => alive(gen) && renderRaw(rawBox, raw))
     .catch(e => alive(gen) && fill(rawBox, h('h2', {}, 'Raw body'), h('p', { class: 'muted' }, describe(e))));
-  api('GET', API.decoded(id)).then(d => {
+  api(routes.decoded, { args: { id } }).then(d => {
     if (!alive(gen)) return;
     fill(decodedBox, h('h2', {}, 'Decoded'),
       d.error ? h('p', { class: 'error', id: 'decode-error' }, `${d.class}: ${d.error}`) : null,
       d.decoded ? [h('p', { class: 'muted' }, 'Times in airport time, ' + zone() + '.'), h('pre', { id: 'decoded-json' }, jsonText(d.decoded))] : null);
   }).catch(e => alive(gen) && fill(decodedBox, h('h2', {}, 'Decoded'), h('p', { class: 'muted' }, describe(e))));
-  api('GET', API.history(id)).then(res => alive(gen) && renderHistory(historyBox, res))
+  api(routes.history, { args: { id } }).then(res => alive(gen) && renderHistory(historyBox, res))
     .catch(e => alive(gen) && fill(historyBox, h('h2', {}, 'History'), h('p', { class: 'muted' }, describe(e))));
-  api('GET', API.events + '?msg_id=' + encodeURIComponent(id) + '&limit=200').then(res => {
+  api(routes.events, { query: { msg_id: id, limit: 200 } }).then(res => {
     if (!alive(gen)) return;
     // A server that ignores msg_id would list every event: keep only this message's.
     const evs = (res.events || []).filter(e => String(e.msg_id) === String(id));

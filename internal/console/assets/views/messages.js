@@ -1,6 +1,6 @@
 // #/messages: the messages with their filters, following new ones.
 import { replayMessages } from '../actions.js';
-import { API, CLASSES, STATES, api } from '../api.js';
+import { CLASSES, STATES, api, routes, url } from '../api.js';
 import { fill, flash, h, link, msgLink, stateSpan, timeEl } from '../dom.js';
 import { followList, listSince, liveTable, pageLinks } from '../live.js';
 import { alive, go } from '../router.js';
@@ -54,7 +54,7 @@ export const messagesView = async ({ params, gen, view }) => {
   }
   q.set('limit', '100');
   for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
-  const res = await api('GET', API.messages + '?' + q.toString());
+  const res = await api(routes.messages, { query: q });
   if (!alive(gen)) return;
   // Newest first; the first page follows the stream of arrivals (followList).
   const ms = res.messages || [];
@@ -81,7 +81,7 @@ export const messagesView = async ({ params, gen, view }) => {
   const lt = liveTable(cols, ms, { id: 'messages-table', rowId: m => m.id, empty: 'No message matches.' });
   const head = [];
   if (followable) {
-    head.push(followList({ gen, url: API.messages + '/stream?after=' + listSince(ms, m => m.id, res), list: lt, matches, what: 'message', name: 'messages' }));
+    head.push(followList({ gen, url: url(routes.messagesStream, {}, { after: listSince(ms, m => m.id, res) }), list: lt, matches, what: 'message', name: 'messages' }));
   } else if (firstPage) {
     head.push(h('p', { class: 'muted', id: 'live-state' }, 'Not following new messages with a flight, text or time filter: reload to see new ones.'));
   }

@@ -1,7 +1,7 @@
 // #/ (the overview): counts, the head of the queue, the pump, throughput, targets and
 // recent problems, refreshed every few seconds.
 import { parkButton, pumpAction, replayDeadEvents, targetAction } from '../actions.js';
-import { API, APIError, STATES, api, describe, failedRoute } from '../api.js';
+import { APIError, STATES, api, describe, failedRoute, routes, url } from '../api.js';
 import { fill, h, link, msgLink, stateSpan, svg, table, timeEl } from '../dom.js';
 import { renderAlarm } from '../header.js';
 import { alive } from '../router.js';
@@ -28,10 +28,10 @@ export const overviewView = async ({ gen, view }) => {
   const refresh = async () => {
     if (!alive(gen)) return;
     try {
-      const st = await api('GET', API.status);
+      const st = await api(routes.status);
       if (!alive(gen)) return;
       if (!st || typeof st !== 'object' || !st.counts || typeof st.counts !== 'object') {
-        throw new APIError(200, `${API.status}: invalid answer (no counts): ${JSON.stringify(st).slice(0, 120)}`, 'invalid_answer', API.status);
+        throw new APIError(200, `${url(routes.status)}: invalid answer (no counts): ${JSON.stringify(st).slice(0, 120)}`, 'invalid_answer', url(routes.status));
       }
       renderCounts(counts, st);
       renderHead(head, st);
@@ -40,7 +40,7 @@ export const overviewView = async ({ gen, view }) => {
       renderRecent(recent, st);
       renderAlarm(st);
       if (tick % 5 === 0) {
-        api('GET', API.throughput).then(tp => alive(gen) && renderThroughput(chart, tp))
+        api(routes.throughput).then(tp => alive(gen) && renderThroughput(chart, tp))
           .catch(e => alive(gen) && fill(chart, h('h2', {}, 'Throughput'), h('p', { class: 'muted' }, describe(e))));
       }
       tick++;
@@ -51,7 +51,7 @@ export const overviewView = async ({ gen, view }) => {
       for (const el of [...figures, chart]) { el.classList.remove('stale'); el.hidden = false; }
     } catch (e) {
       if (!alive(gen)) return;
-      const what = failedRoute(API.status, e);
+      const what = failedRoute(url(routes.status), e);
       fill(banner, h('b', {}, 'Status unknown: '), what,
         h('div', { id: 'stale-note' }, goodAt ? `The figures below are stale: the last good answer was at ${fmtTime(goodAt)}.` : 'No figures yet: no good answer so far.'));
       banner.hidden = false;

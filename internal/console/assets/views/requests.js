@@ -1,5 +1,5 @@
 // #/requests: the data requests msgx sent to the AODB and their answers.
-import { API, api, describe } from '../api.js';
+import { api, describe, routes, url } from '../api.js';
 import { fill, h, msgLink, stateSpan, timeEl } from '../dom.js';
 import { followList, listSince, liveTable, pageLinks } from '../live.js';
 import { alive } from '../router.js';
@@ -10,7 +10,7 @@ export const requestsView = async ({ params, gen, view }) => {
   const q = new URLSearchParams({ limit: '200' });
   for (const k of ['after', 'before']) if (params.get(k)) q.set(k, params.get(k));
   try {
-    res = await api('GET', API.requests + '?' + q.toString());
+    res = await api(routes.requests, { query: q });
   } catch (e) {
     if (!alive(gen)) return;
     fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, describe(e)));
@@ -27,7 +27,7 @@ export const requestsView = async ({ params, gen, view }) => {
     { head: 'Answer', cell: r => r.answer_msg_id ? msgLink(r.answer_msg_id) : '' },
   ], list, { id: 'requests-table', rowId: r => r.id, empty: 'No request yet.' });
   const firstPage = !params.get('after') && !params.get('before');
-  const head = firstPage ? followList({ gen, url: API.requests + '/stream?after=' + listSince(list, r => r.id, res), list: lt, what: 'request', name: 'requests' }) : [];
+  const head = firstPage ? followList({ gen, url: url(routes.requestsStream, {}, { after: listSince(list, r => r.id, res) }), list: lt, what: 'request', name: 'requests' }) : [];
   fill(view, h('h1', {}, 'Requests'), h('p', { class: 'muted' }, 'The data requests msgx sent to the AODB (RQRD, RQFD) and the messages that answered them.'),
     head, lt.el, pageLinks('/requests', params, res, firstPage));
 };
