@@ -37,7 +37,7 @@ export function route() {
 
 export function alive(gen) { return gen === generation; }
 
-// setQuery changes the current route's query without adding a history entry per keystroke.
+// go opens the view at path with params, those not empty, as its query.
 export function go(path, params) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params || {})) if (v !== '' && v !== null && v !== undefined) q.set(k, v);
