@@ -8,6 +8,7 @@
 import { fill, h, link } from './dom.js';
 import { loadSession } from './header.js';
 import { go, route, views } from './router.js';
+import { fmtTime } from './time.js';
 import { auditView } from './views/audit.js';
 import { deadView } from './views/dead.js';
 import { eventsView } from './views/events.js';
@@ -44,6 +45,10 @@ document.getElementById('search').addEventListener('submit', ev => {
   const q = document.getElementById('search-q').value.trim();
   if (q) go('/find', { q });
 });
+
+// fmtTime stays a global of the page, as every function of the one classic script was: the
+// browser tests call it there to check the console's airport time apart from the pages.
+window.fmtTime = fmtTime;
 
 window.addEventListener('hashchange', route);
 window.addEventListener('keydown', ev => {
