@@ -280,9 +280,9 @@ func anchor(heading string) string {
 	return b.String()
 }
 
-// Every alert has a runbook_url that names a heading of docs/operations.md, the alert's own.
+// Every alert has a runbook_url that names a heading of docs/runbook.md, the alert's own.
 func TestAlertsLinkTheirRunbook(t *testing.T) {
-	doc, err := os.ReadFile("../docs/operations.md")
+	doc, err := os.ReadFile("../docs/runbook.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +300,12 @@ func TestAlertsLinkTheirRunbook(t *testing.T) {
 			}
 			n++
 			url := r.Annotations["runbook_url"]
-			want := "docs/operations.md#" + anchor(r.Alert)
+			want := "docs/runbook.md#" + anchor(r.Alert)
 			if url != want {
 				t.Errorf("alert %s: runbook_url %q, want %q", r.Alert, url, want)
 			}
 			if !anchors[anchor(r.Alert)] {
-				t.Errorf("alert %s: docs/operations.md has no heading %q", r.Alert, r.Alert)
+				t.Errorf("alert %s: docs/runbook.md has no heading %q", r.Alert, r.Alert)
 			}
 		}
 	}

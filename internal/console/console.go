@@ -1,8 +1,9 @@
-// Package console serves the operator's web console: one HTML page with its script and style
-// sheet, embedded in the binary, that reads and acts through the JSON API of the same server.
-// There is no build step and nothing is loaded from elsewhere; the page refuses inline script
-// and any other origin (Content-Security-Policy), and its script writes server data as text,
-// never as markup.
+// Package console serves the operator's web console: one HTML page with its scripts (native
+// ES modules: app.js, one module per view under views/, and small shared ones; api.js names
+// every API route they call) and style sheet, embedded in the binary, that reads and acts
+// through the JSON API of the same server. There is no build step and nothing is loaded from
+// elsewhere; the page refuses inline script and any other origin (Content-Security-Policy),
+// and its scripts write server data as text, never as markup.
 //
 // Beside the assets it adds two small read-only routes the console needs and the API lacks:
 // the throughput of the last hour and a message decoded to JSON.
@@ -48,7 +49,7 @@ var securityHeaders = map[string]string{
 // Routes adds the console to an API mux (api.Server's Extra):
 //
 //	GET /                                        the console page
-//	GET /console/{file}                          its script and style sheet
+//	GET /console/{file}                          its scripts and style sheet
 //	GET /api/v1/console/throughput               messages finished per minute, last hour
 //	GET /api/v1/console/messages/{id}/decoded    a message decoded as `msgx decode` does
 func Routes(db Store, clock pipeline.Clock, opt sis.Options) func(*http.ServeMux) {
