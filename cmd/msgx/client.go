@@ -17,7 +17,6 @@ import (
 
 	"msgx/client"
 	"msgx/internal/cli"
-	"msgx/internal/config"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/suggest"
@@ -64,7 +63,7 @@ func serverURL(flagValue string, inbox bool) (string, error) {
 	if path == "" {
 		return cli.ServerURL(""), nil
 	}
-	cfg, err := config.Load(path, os.Environ())
+	cfg, err := app.LoadConfig(path, os.Environ())
 	if err != nil {
 		return "", fmt.Errorf("the server's address: %w", err)
 	}

@@ -1,15 +1,18 @@
 // Package config is msgx's one typed configuration: every key with its default (seed §6 plus
 // the database, HTTP, data directory, SIS and delivery settings), read from an optional YAML
-// file and then from MSGX_* environment variables, and validated so that a bad value stops
-// the start with a message naming its key.
+// file and then from MSGX_* environment variables, and checked so that a bad value stops the
+// start with a message naming its key.
 //
 // An environment variable's name is the key path upper-cased, dots and dashes turned into
 // underscores, prefixed MSGX_: pipeline.max-attempts → MSGX_PIPELINE_MAX_ATTEMPTS.
 //
-// The configuration is plain data: it imports only leaf packages (the targets' settings from
-// internal/targetconf, the job kinds and times from internal/jobs/jobkind, and the shared
-// vocabulary of pipeline, sis, legacyflop, secret and suggest), never the sinks, stores or
-// jobs that use it, so that what depends on it compiles without their client libraries.
+// The configuration holds the typed sections, the defaults, the loading and the generic
+// checks (Validate); a rule that belongs to a subsystem is that subsystem's own check over its
+// section, run by the wiring root (app.LoadConfig). So config is plain data: it imports only
+// leaf packages (the targets' settings from internal/targetconf, the job kinds and times from
+// internal/jobs/jobkind, and the shared vocabulary of pipeline, sis, secret and suggest), never
+// the sinks, stores or jobs that use it, so that what depends on it compiles without their
+// client libraries.
 package config
 
 import (
@@ -23,7 +26,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +33,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"msgx/internal/jobs/jobkind"
-	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/targetconf"
@@ -372,7 +373,8 @@ func Default() Config {
 	return c
 }
 
-// Load reads the YAML file at path (none when empty), then the environment, then validates.
+// Load reads the YAML file at path (none when empty), then the environment, then validates
+// (Validate).
 func Load(path string, environ []string) (Config, error) {
 	c := Default()
 	if path != "" {
@@ -440,13 +442,17 @@ func describeYAMLError(doc []byte, err error) string {
 	})
 }
 
-// Validate checks every value and fills the derived defaults (the SQLite path). The first
-// bad value ends it, the sections checked in the order below.
+// Validate checks the values that need no subsystem to judge them (a duration positive, a
+// port in range, a zone known, an enumeration's word) and fills the derived defaults (the
+// SQLite path, legacy.timezone). The first bad value ends it, the sections checked in the
+// order below. The rules that belong to a subsystem (a target's settings, the pump's batch
+// limits and identity, the daily jobs' times, the redis block) are the subsystem's, run by
+// the wiring root (app.LoadConfig) after Load.
 func (c *Config) Validate() error {
 	for _, validate := range []func() error{
 		c.validatePhase, c.validateHTTP, c.validateDatabase, c.validatePipeline, c.validateZones,
 		c.validateMode, c.validateRequests, c.validateAuth, c.validateEureka, c.validateLog,
-		c.validateJobs, c.validateTargets,
+		c.validateJobs,
 	} {
 		if err := validate(); err != nil {
 			return err
@@ -460,37 +466,9 @@ func bad(key, format string, args ...any) error {
 	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
 }
 
-// validatePhase checks phase and, in phase A, the redis flight store's keys.
+// validatePhase checks phase (the redis block is redisflight's to check).
 func (c *Config) validatePhase() error {
-	if c.Redis.Timeout <= 0 || c.Redis.Timeout > MaxRedisTimeout {
-		return bad("redis.timeout", "must be more than 0 and at most %s (a renewal of the pump lease may wait that long behind a Redis call on SQLite), got %s",
-			MaxRedisTimeout, c.Redis.Timeout)
-	}
-	if s := c.Redis.Sentinel; s.Master != "" && len(s.Addrs) == 0 {
-		return bad("redis.sentinel.addrs", "must list the sentinels (host:port) when redis.sentinel.master is set")
-	}
-	if s := c.Redis.Sentinel; s.Master == "" && len(s.Addrs) > 0 {
-		return bad("redis.sentinel.master", "must name the master the sentinels watch when redis.sentinel.addrs is set")
-	}
-	switch c.Phase {
-	case "B":
-	case "A":
-		if c.Redis.Addr == "" {
-			return bad("redis.addr", "must not be empty in phase A")
-		}
-		if c.Redis.DB < 0 {
-			return bad("redis.db", "must not be negative, got %d", c.Redis.DB)
-		}
-		if c.Redis.KeyPrefix == "" {
-			return bad("redis.key-prefix", "must not be empty in phase A")
-		}
-		if c.Redis.MarkerTTL < time.Hour {
-			return bad("redis.marker-ttl", "must be at least 1h (well past any retry), got %s", c.Redis.MarkerTTL)
-		}
-		if c.Pipeline.HeadDeadline > 0 && c.Redis.MarkerTTL <= c.Pipeline.HeadDeadline {
-			return bad("redis.marker-ttl", "must be longer than pipeline.head-deadline (%s), got %s", c.Pipeline.HeadDeadline, c.Redis.MarkerTTL)
-		}
-	default:
+	if c.Phase != "A" && c.Phase != "B" {
 		return bad("phase", "%q is not A or B", c.Phase)
 	}
 	return nil
@@ -588,8 +566,9 @@ func (c *Config) validateDatabase() error {
 	return nil
 }
 
-// validatePipeline checks the keys of the pump and the dispatcher: pipeline, delivery, schd,
-// identity, metrics and consistency-check.
+// validatePipeline checks the generic keys of the pump and the dispatcher: pipeline, delivery,
+// schd, metrics and consistency-check (the batch limits, the parked classes and identity are
+// the pump's to check).
 func (c *Config) validatePipeline() error {
 	if c.Pipeline.PollInterval < 50*time.Millisecond {
 		return bad("pipeline.poll-interval", "%s is under the 50ms minimum", c.Pipeline.PollInterval)
@@ -611,25 +590,11 @@ func (c *Config) validatePipeline() error {
 	if c.Pipeline.HeadDeadline <= 0 {
 		return bad("pipeline.head-deadline", "must be positive, got %s", c.Pipeline.HeadDeadline)
 	}
-	for _, name := range c.Pipeline.ParkClasses {
-		if cl, ok := pipeline.ParseErrorClass(name); !ok || !cl.Parkable() {
-			return bad("pipeline.park-classes", "%q cannot be parked: list any of CODEC_ERROR, UNSUPPORTED, ORPHAN (MALFORMED is always DEAD at once; INFRA is what retries are for)", name)
-		}
-	}
-	if c.Pipeline.BatchSize < 1 || c.Pipeline.BatchSize > 10000 {
-		return bad("pipeline.batch-size", "must be between 1 (one message per transaction) and 10000, got %d", c.Pipeline.BatchSize)
-	}
-	if c.Pipeline.BatchWait < 0 || c.Pipeline.BatchWait > time.Second {
-		return bad("pipeline.batch-wait", "must be between 0 (take what is due now) and 1s, got %s", c.Pipeline.BatchWait)
-	}
 	if c.Delivery.HeadDeadline <= 0 {
 		return bad("delivery.head-deadline", "must be positive, got %s", c.Delivery.HeadDeadline)
 	}
 	if c.Schd.FlushPeriod <= 0 {
 		return bad("schd.flush-period", "must be positive, got %s", c.Schd.FlushPeriod)
-	}
-	if err := c.validateIdentity(); err != nil {
-		return err
 	}
 	if c.Alerts.PauseWarn < time.Minute {
 		return bad("alerts.pause-warn", "must be at least 1m, got %s", c.Alerts.PauseWarn)
@@ -670,20 +635,13 @@ func (c *Config) validateZones() error {
 	return nil
 }
 
-// validateMode checks mode and the shadow's settings: its own redis key space in phase A and
-// where it starts.
+// validateMode checks mode and where a shadow starts (its redis key space and targets are
+// redisflight's and target's to check).
 func (c *Config) validateMode() error {
 	switch c.Mode {
 	case "normal", "shadow":
 	default:
 		return bad("mode", "%q is not normal or shadow", c.Mode)
-	}
-	if c.Shadow() && c.Phase == "A" && overlaps(c.Redis.KeyPrefix, DefaultRedisKeyPrefix) {
-		// The production msgx (and what reads its flights) uses the default key space: a
-		// shadow writing there would change the flights they read, or a wipe of its own
-		// prefix would delete them.
-		return bad("redis.key-prefix", "%q overlaps the production msgx's key space %q; a shadow in phase A writes its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say)",
-			c.Redis.KeyPrefix, DefaultRedisKeyPrefix)
 	}
 	if c.ShadowOptions.StartAfterID < -1 {
 		return bad("shadow.start-after-id", "must be -1 (the stored watermark) or an id, got %d", c.ShadowOptions.StartAfterID)
@@ -730,44 +688,6 @@ func (c *Config) validateLog() error {
 	}
 	if c.Log.Format != "json" && c.Log.Format != "text" {
 		return bad("log.format", "%q is not json or text", c.Log.Format)
-	}
-	return nil
-}
-
-// validateTargets checks each delivery target, in the order of their names, fills a
-// redis-flights projection from the redis block, and keeps a shadow's targets off the
-// production msgx's keys and the legacy's channel.
-func (c *Config) validateTargets() error {
-	names := make([]string, 0, len(c.Targets))
-	for n := range c.Targets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := c.Targets[n].Validate(n); err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
-	}
-	if t, ok := c.Targets[targetconf.FlightProjection]; ok && t.Sink == targetconf.SinkRedisFlights {
-		if c.Phase == "A" {
-			return bad("targets."+targetconf.FlightProjection+".sink", "redis-flights keeps Redis as a projection of FLIGHT_STATE in phase B; in phase A Redis is the flight store itself (remove the target, docs/redis-flights.md)")
-		}
-		t = c.flightProjection(t)
-		c.Targets[targetconf.FlightProjection] = t
-		if c.Shadow() && overlaps(t.KeyPrefix, DefaultRedisKeyPrefix) {
-			// The projection is the same layout as phase A's flight store: a shadow's must not
-			// write the production msgx's keys either.
-			return bad("targets."+targetconf.FlightProjection+".key-prefix", "%q overlaps the production msgx's key space %q; a shadow projects its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say; redis.key-prefix sets it too)",
-				t.KeyPrefix, DefaultRedisKeyPrefix)
-		}
-	}
-	for _, n := range names {
-		// A shadow runs beside the legacy: nothing it publishes may reach the legacy's
-		// consumers through the legacy's own channel (a format legacy target defaults to it).
-		if t := c.Targets[n]; c.Shadow() && t.Sink == targetconf.SinkRedis &&
-			(strings.TrimSpace(t.Channel) == legacyflop.DefaultChannel || t.Format == targetconf.FormatLegacy && t.Channel == "") {
-			return bad("targets."+n+".channel", "in shadow mode a redis target needs a channel of msgx's own (FLOP-msgx, say), not the legacy's %s", legacyflop.DefaultChannel)
-		}
 	}
 	return nil
 }
@@ -827,38 +747,14 @@ func (c *Config) RegistryName() string {
 	return c.ServiceName
 }
 
-// validateIdentity resolves identity.mode: unset is content, or seqn-day when the older
-// identity.include-day-boundary is true; that key set beside another mode is a contradiction.
-func (c *Config) validateIdentity() error {
-	if c.Identity.Mode == "" {
-		c.Identity.Mode = string(pipeline.IdentityContent)
-		if c.Identity.IncludeDayBoundary {
-			c.Identity.Mode = string(pipeline.IdentitySeqnDay)
-		}
-	}
-	m, ok := pipeline.ParseIdentityMode(c.Identity.Mode)
-	if !ok {
-		return bad("identity.mode", "%q is not content, seqn or seqn-day", c.Identity.Mode)
-	}
-	if c.Identity.IncludeDayBoundary && m != pipeline.IdentitySeqnDay {
-		return bad("identity.include-day-boundary", "true is the older spelling of identity.mode seqn-day, but identity.mode is %s: drop one of the two", m)
-	}
-	return nil
-}
-
-// validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
+// validateJobs checks the keys of the rebuild span, history, retention and log shipping (the
+// daily jobs' times are the jobs' to check).
 func (c *Config) validateJobs() error {
 	if _, _, err := ParseDayRange(c.Jobs.RebuildDays); err != nil {
 		return bad("jobs.rebuild-days", "%v", err)
 	}
 	if c.Jobs.InfraDeadline < 0 {
 		return bad("jobs.infra-deadline", "must be 0 (off) or positive, got %s", c.Jobs.InfraDeadline)
-	}
-	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt,
-		"consistency-check.daily-at": c.ConsistencyCheck.DailyAt} {
-		if _, _, _, err := jobkind.ParseAt(v); err != nil {
-			return bad(key, "%v", err)
-		}
 	}
 	if c.History.KeepDays < 0 || c.History.KeepDays > 3650 {
 		return bad("history.keep-days", "must be between 0 (keep only today) and 3650, got %d", c.History.KeepDays)
@@ -949,17 +845,9 @@ func (c Config) RebuildDays() (from, to int) {
 	return from, to
 }
 
-// MaxRedisTimeout is the longest redis.timeout: a Redis call may keep the pump's batch (on
-// SQLite the one write transaction) open that long, and the lease keeper gives a renewal 5 s.
-const MaxRedisTimeout = 4 * time.Second
-
 // DefaultRedisKeyPrefix is redis.key-prefix's default: the key space of a production msgx's
-// flights in Redis, which a shadow in phase A may not share (Validate).
+// flights in Redis, which a shadow may not share (app.LoadConfig has it checked).
 const DefaultRedisKeyPrefix = "msgx:"
-
-// overlaps reports whether one of the key prefixes a and b starts with the other: their key
-// spaces then share keys, or a scan of one finds the other's.
-func overlaps(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
 
 // Shadow reports whether msgx runs in shadow mode (mode: shadow).
 func (c Config) Shadow() bool { return c.Mode == "shadow" }
