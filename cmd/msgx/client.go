@@ -329,7 +329,7 @@ func decode(args []string) error {
 	if err != nil {
 		return err
 	}
-	out, err := sis.Explain(raw, cfg.Decoding(), pipeline.IdentityMode(cfg.Identity.Mode))
+	out, err := sis.Explain(raw, app.Decoding(cfg), pipeline.IdentityMode(cfg.Identity.Mode))
 	if err != nil {
 		printJSON(out)
 		return app.ExitError{Code: 1, Msg: err.Error()}

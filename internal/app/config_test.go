@@ -53,7 +53,7 @@ func TestPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, d := c.RetryPolicy(), c.DeliveryPolicy()
+	p, d := retryPolicy(c), deliveryPolicy(c)
 	if p.MaxAttempts != 5 || p.HeadDeadline != 10*time.Minute || p.Cap != time.Minute || len(p.Park) != 3 {
 		t.Errorf("pump policy %+v", p)
 	}
@@ -84,7 +84,7 @@ func TestSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(c.Schedule()); got != "[{ARCHIVE 3 0} {HISTORY_SWEEP 3 30} {RETENTION 4 0}]" {
+	if got := fmt.Sprint(schedule(c)); got != "[{ARCHIVE 3 0} {HISTORY_SWEEP 3 30} {RETENTION 4 0}]" {
 		t.Fatalf("default schedule %s", got)
 	}
 	path := filepath.Join(t.TempDir(), "msgx.yaml")
@@ -93,7 +93,7 @@ func TestSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(c.Schedule()); got != "[{HISTORY_SWEEP 2 15}]" {
+	if got := fmt.Sprint(schedule(c)); got != "[{HISTORY_SWEEP 2 15}]" {
 		t.Fatalf("loaded: schedule %s", got)
 	}
 }
@@ -131,7 +131,7 @@ func TestConsistencyCheckIsScheduledInPhaseA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range c.Schedule() {
+		for _, e := range schedule(c) {
 			if e.Kind == jobs.ConsistencyCheck {
 				return e.Hour == 5 && e.Minute == 0
 			}
@@ -162,7 +162,7 @@ func TestFlightProjectionTarget(t *testing.T) {
 		t.Fatalf("the configured target does not copy ES_FLIGHT: %+v", c.Targets["REDIS_FLIGHT"])
 	}
 	kinds := ""
-	for _, e := range c.Schedule() {
+	for _, e := range schedule(c) {
 		kinds += e.Kind + " "
 	}
 	if !strings.Contains(kinds, "CONSISTENCY_CHECK") {
@@ -172,7 +172,7 @@ func TestFlightProjectionTarget(t *testing.T) {
 		t.Fatalf("phase A with REDIS_FLIGHT: %v", err)
 	}
 	plain, _ := LoadConfig("", nil)
-	for _, e := range plain.Schedule() {
+	for _, e := range schedule(plain) {
 		if e.Kind == "CONSISTENCY_CHECK" {
 			t.Fatal("phase B without REDIS_FLIGHT schedules the consistency check")
 		}

@@ -9,10 +9,9 @@
 // The configuration holds the typed sections, the defaults, the loading and the generic
 // checks (Validate); a rule that belongs to a subsystem is that subsystem's own check over its
 // section, run by the wiring root (app.LoadConfig). So config is plain data: it imports only
-// leaf packages (the targets' settings from internal/targetconf, the job kinds and times from
-// internal/jobs/jobkind, and the shared vocabulary of pipeline, sis, secret and suggest), never
-// the sinks, stores or jobs that use it, so that what depends on it compiles without their
-// client libraries.
+// the targets' settings (internal/targetconf), the masking of secrets (internal/secret) and
+// the did-you-mean of unknown keys (internal/suggest), never the sinks, stores, codecs or jobs
+// that use it, so that what depends on it compiles without them.
 package config
 
 import (
@@ -32,9 +31,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"msgx/internal/jobs/jobkind"
-	"msgx/internal/pipeline"
-	"msgx/internal/sis"
 	"msgx/internal/targetconf"
 )
 
@@ -346,7 +342,7 @@ func Default() Config {
 	c.ConsistencyCheck.DailySampleRatio = 0.01
 	c.ConsistencyCheck.DailyAt = "05:00"
 	c.SIS.Timezone = "Asia/Shanghai"
-	c.SIS.MaxRecords = sis.DefaultMaxRecords
+	c.SIS.MaxRecords = DefaultSISMaxRecords
 	c.Log.Level = "info"
 	c.Log.Format = "json"
 	c.Eureka.Heartbeat = 30 * time.Second
@@ -794,27 +790,10 @@ func (c *Config) validateJobs() error {
 	return nil
 }
 
-// Schedule returns the daily jobs that are switched on (validated by Validate).
-func (c *Config) Schedule() []jobkind.Entry {
-	var out []jobkind.Entry
-	for _, e := range []struct{ kind, at string }{{jobkind.Archive, c.Jobs.ArchiveAt}, {jobkind.HistorySweep, c.Jobs.HistorySweepAt}, {jobkind.Retention, c.Jobs.RetentionAt}} {
-		if h, m, on, err := jobkind.ParseAt(e.at); err == nil && on {
-			out = append(out, jobkind.Entry{Kind: e.kind, Hour: h, Minute: m})
-		}
-	}
-	// The consistency sentinel's daily sample (phase A, or phase B with REDIS_FLIGHT).
-	if h, m, on, err := jobkind.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.ConsistencyCheck.DailySampleRatio > 0 && c.hasFlightMirror() {
-		out = append(out, jobkind.Entry{Kind: jobkind.ConsistencyCheck, Hour: h, Minute: m})
-	}
-	return out
-}
-
-// hasFlightMirror reports whether two flight stores are kept, for the sentinel to compare:
-// phase A (Redis, FLIGHT_STATE its mirror), or phase B with the REDIS_FLIGHT projection.
-func (c *Config) hasFlightMirror() bool {
-	_, proj := c.FlightProjection()
-	return c.Phase == "A" || proj
-}
+// DefaultSISMaxRecords is sis.max-records's default, which package sis takes as its own when
+// a decoder is given no limit: well above a large airport's daily schedule (a few thousand
+// FLTRs) or a full reference list.
+const DefaultSISMaxRecords = 20000
 
 // ParseDayRange reads a span of days relative to today, "FROM..TO" ("-1..7"): both between
 // -366 and 366, FROM not after TO, at most 62 days.
@@ -860,38 +839,6 @@ func (c *Config) Autostart() bool {
 	return c.Database.Driver == "sqlite"
 }
 
-// RetryPolicy is the pump's retry policy: pipeline.max-attempts, backoff-ms, backoff-cap-ms,
-// head-deadline and park-classes.
-func (c *Config) RetryPolicy() pipeline.RetryPolicy {
-	return pipeline.RetryPolicy{
-		MaxAttempts:  c.Pipeline.MaxAttempts,
-		Steps:        c.Backoff(),
-		Cap:          time.Duration(c.Pipeline.BackoffCapMs) * time.Millisecond,
-		HeadDeadline: c.Pipeline.HeadDeadline,
-		Park:         c.ParkClasses(),
-	}
-}
-
-// DeliveryPolicy is the dispatcher's: the pump's backoff and cap, but no attempt limit and
-// delivery.head-deadline, so an INFRA failure (network, 5xx, broker down) keeps the head event
-// PENDING and a sink outage delays events but never kills them. Nothing is parked.
-func (c *Config) DeliveryPolicy() pipeline.RetryPolicy {
-	p := c.RetryPolicy()
-	p.MaxAttempts = 0
-	p.HeadDeadline = c.Delivery.HeadDeadline
-	p.Park = nil
-	return p
-}
-
-// ParkClasses returns pipeline.park-classes as classes (validated by Validate).
-func (c *Config) ParkClasses() []pipeline.ErrorClass {
-	out := make([]pipeline.ErrorClass, 0, len(c.Pipeline.ParkClasses))
-	for _, name := range c.Pipeline.ParkClasses {
-		out = append(out, pipeline.ErrorClass(name))
-	}
-	return out
-}
-
 // List is a list of words written as a YAML list or as one comma-separated string (as the
 // environment gives it); blanks are dropped and each word is upper-cased.
 type List []string
@@ -934,15 +881,6 @@ func splitWords(s string, norm func(string) string) []string {
 	return out
 }
 
-// Backoff returns the backoff steps as durations.
-func (c *Config) Backoff() []time.Duration {
-	out := make([]time.Duration, len(c.Pipeline.BackoffMs))
-	for i, ms := range c.Pipeline.BackoffMs {
-		out[i] = time.Duration(ms) * time.Millisecond
-	}
-	return out
-}
-
 // Location returns the airport's zone.
 func (c *Config) Location() *time.Location {
 	loc, err := time.LoadLocation(c.SIS.Timezone)
@@ -950,12 +888,6 @@ func (c *Config) Location() *time.Location {
 		return time.UTC
 	}
 	return loc
-}
-
-// Decoding returns how SIS messages are decoded: in the airport's zone, with at most
-// sis.max-records records each.
-func (c *Config) Decoding() sis.Options {
-	return sis.Options{Location: c.Location(), MaxRecords: c.SIS.MaxRecords}
 }
 
 // LegacyLocation returns the zone of the legacy CMINMSGS datetime columns (legacy.timezone,
