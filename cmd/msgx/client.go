@@ -17,7 +17,6 @@ import (
 
 	"msgx/client"
 	"msgx/internal/cli"
-	"msgx/internal/config"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/suggest"
@@ -64,7 +63,7 @@ func serverURL(flagValue string, inbox bool) (string, error) {
 	if path == "" {
 		return cli.ServerURL(""), nil
 	}
-	cfg, err := config.Load(path, os.Environ())
+	cfg, err := app.LoadConfig(path, os.Environ())
 	if err != nil {
 		return "", fmt.Errorf("the server's address: %w", err)
 	}
@@ -330,7 +329,7 @@ func decode(args []string) error {
 	if err != nil {
 		return err
 	}
-	out, err := sis.Explain(raw, cfg.Decoding(), pipeline.IdentityMode(cfg.Identity.Mode))
+	out, err := sis.Explain(raw, app.Decoding(cfg), pipeline.IdentityMode(cfg.Identity.Mode))
 	if err != nil {
 		printJSON(out)
 		return app.ExitError{Code: 1, Msg: err.Error()}

@@ -15,7 +15,7 @@ func loadConfig(fs *flag.FlagSet, args []string) (config.Config, []string, error
 	if err := fs.Parse(args); err != nil {
 		return config.Config{}, nil, app.ExitError{Code: exitUsage}
 	}
-	cfg, err := config.Load(*path, os.Environ())
+	cfg, err := app.LoadConfig(*path, os.Environ())
 	if err != nil {
 		return cfg, nil, app.ExitError{Code: exitConfig, Msg: "msgx " + fs.Name() + ": " + err.Error()}
 	}

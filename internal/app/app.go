@@ -191,10 +191,10 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	a.closers = append(a.closers, counter.Wait) // its background recount ends before the database closes
 	popt := pump.Options{
 		Metrics:      w.metrics,
-		Policy:       cfg.RetryPolicy(),
+		Policy:       retryPolicy(cfg),
 		PollInterval: cfg.Pipeline.PollInterval,
 		Identity:     pipeline.IdentityMode(cfg.Identity.Mode),
-		SIS:          cfg.Decoding(),
+		SIS:          Decoding(cfg),
 		Clock:        clock,
 		Logger:       log,
 		Flights:      flights,
@@ -247,7 +247,7 @@ func (a *App) newDispatcher(ctx context.Context, w *wiring) error {
 		}
 	}
 	disp := dispatch.New(db, sinks, dispatch.Options{
-		Policy:       cfg.DeliveryPolicy(),
+		Policy:       deliveryPolicy(cfg),
 		PollInterval: cfg.Pipeline.PollInterval,
 		SchdTarget:   handler.TargetSchd,
 		FlushPeriod:  cfg.Schd.FlushPeriod,
@@ -290,7 +290,7 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 			var wg sync.WaitGroup
 			wg.Go(func() { p.Run(wctx) })
 			// The daily jobs are enqueued by the instance that runs the pump.
-			sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: cfg.Schedule(), Logger: log, Wake: p.Wake}
+			sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: schedule(cfg), Logger: log, Wake: p.Wake}
 			wg.Go(func() { sched.Run(wctx) })
 			wg.Go(func() {
 				api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval, targetNames(cfg)...)
@@ -360,7 +360,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 		m.Register(a.registrar.Failures())
 	}
 	// The web console at / (embedded assets) and its two read-only routes.
-	srv.Extra = append(srv.Extra, console.Routes(db, clock, cfg.Decoding()))
+	srv.Extra = append(srv.Extra, console.Routes(db, clock, Decoding(cfg)))
 	srv.StatusExtra = a.statusExtra(w.runner)
 	srv.JobProgress = w.runner.Current
 	srv.JobKinds = w.runner.Kinds

@@ -1,39 +1,25 @@
 // Package config is msgx's one typed configuration: every key with its default (seed §6 plus
 // the database, HTTP, data directory, SIS and delivery settings), read from an optional YAML
-// file and then from MSGX_* environment variables, and validated so that a bad value stops
-// the start with a message naming its key.
+// file and then from MSGX_* environment variables, and checked so that a bad value stops the
+// start with a message naming its key.
 //
 // An environment variable's name is the key path upper-cased, dots and dashes turned into
 // underscores, prefixed MSGX_: pipeline.max-attempts → MSGX_PIPELINE_MAX_ATTEMPTS.
 //
-// The configuration is plain data: it imports only leaf packages (the targets' settings from
-// internal/targetconf, the job kinds and times from internal/jobs/jobkind, and the shared
-// vocabulary of pipeline, sis, legacyflop, secret and suggest), never the sinks, stores or
-// jobs that use it, so that what depends on it compiles without their client libraries.
+// The configuration holds the typed sections, the defaults, the loading and the generic
+// checks (Validate); a rule that belongs to a subsystem is that subsystem's own check over its
+// section, run by the wiring root (app.LoadConfig). So config is plain data: it imports only
+// the targets' settings (internal/targetconf), the masking of secrets (internal/secret) and
+// the did-you-mean of unknown keys (internal/suggest), never the sinks, stores, codecs or jobs
+// that use it, so that what depends on it compiles without them.
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
-	"os"
-	"path/filepath"
-	"reflect"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
-	"msgx/internal/jobs/jobkind"
-	"msgx/internal/legacyflop"
-	"msgx/internal/pipeline"
-	"msgx/internal/sis"
 	"msgx/internal/targetconf"
 )
 
@@ -311,6 +297,15 @@ type Config struct {
 	} `yaml:"redis"`
 }
 
+// DefaultRedisKeyPrefix is redis.key-prefix's default: the key space of a production msgx's
+// flights in Redis, which a shadow may not share (app.LoadConfig has it checked).
+const DefaultRedisKeyPrefix = "msgx:"
+
+// DefaultSISMaxRecords is sis.max-records's default, which package sis takes as its own when
+// a decoder is given no limit: well above a large airport's daily schedule (a few thousand
+// FLTRs) or a full reference list.
+const DefaultSISMaxRecords = 20000
+
 // Default returns the configuration msgx runs with when nothing is set.
 func Default() Config {
 	var c Config
@@ -345,7 +340,7 @@ func Default() Config {
 	c.ConsistencyCheck.DailySampleRatio = 0.01
 	c.ConsistencyCheck.DailyAt = "05:00"
 	c.SIS.Timezone = "Asia/Shanghai"
-	c.SIS.MaxRecords = sis.DefaultMaxRecords
+	c.SIS.MaxRecords = DefaultSISMaxRecords
 	c.Log.Level = "info"
 	c.Log.Format = "json"
 	c.Eureka.Heartbeat = 30 * time.Second
@@ -370,406 +365,6 @@ func Default() Config {
 	c.Redis.Timeout = 2 * time.Second
 	c.Requests.MaxResends = 2
 	return c
-}
-
-// Load reads the YAML file at path (none when empty), then the environment, then validates.
-func Load(path string, environ []string) (Config, error) {
-	c := Default()
-	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return c, fmt.Errorf("config: %w%s", err, missingHint(path, err))
-		}
-		var doc yaml.Node
-		if err := yaml.Unmarshal(b, &doc); err != nil {
-			return c, fmt.Errorf("config %s: %v", path, err)
-		}
-		if problems := checkYAML(&doc); len(problems) > 0 {
-			return c, fmt.Errorf("config %s: %s", path, strings.Join(problems, "; "))
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-			return c, fmt.Errorf("config %s: %s", path, describeYAMLError(b, err))
-		}
-	}
-	if err := applyEnv(&c, environ); err != nil {
-		return c, err
-	}
-	if err := c.Validate(); err != nil {
-		return c, err
-	}
-	return c, nil
-}
-
-var yamlLine = regexp.MustCompile(`line (\d+): `)
-
-// describeYAMLError rewrites yaml's "line N: cannot unmarshal …" so that each problem names
-// the key at that line (pipeline.max-attempts), not only its line.
-func describeYAMLError(doc []byte, err error) string {
-	var root yaml.Node
-	if yaml.Unmarshal(doc, &root) != nil {
-		return err.Error()
-	}
-	keys := map[int]string{}
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		switch n.Kind {
-		case yaml.DocumentNode, yaml.SequenceNode:
-			for _, c := range n.Content {
-				walk(c, path)
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i].Value
-				if path != "" {
-					k = path + "." + k
-				}
-				keys[n.Content[i].Line] = k
-				walk(n.Content[i+1], k)
-			}
-		}
-	}
-	walk(&root, "")
-	return yamlLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
-		line, _ := strconv.Atoi(yamlLine.FindStringSubmatch(m)[1])
-		if k, ok := keys[line]; ok {
-			return fmt.Sprintf("line %d: %s: ", line, k)
-		}
-		return m
-	})
-}
-
-// Validate checks every value and fills the derived defaults (the SQLite path). The first
-// bad value ends it, the sections checked in the order below.
-func (c *Config) Validate() error {
-	for _, validate := range []func() error{
-		c.validatePhase, c.validateHTTP, c.validateDatabase, c.validatePipeline, c.validateZones,
-		c.validateMode, c.validateRequests, c.validateAuth, c.validateEureka, c.validateLog,
-		c.validateJobs, c.validateTargets,
-	} {
-		if err := validate(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// bad is the error of an invalid value: it names the key.
-func bad(key, format string, args ...any) error {
-	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
-}
-
-// validatePhase checks phase and, in phase A, the redis flight store's keys.
-func (c *Config) validatePhase() error {
-	if c.Redis.Timeout <= 0 || c.Redis.Timeout > MaxRedisTimeout {
-		return bad("redis.timeout", "must be more than 0 and at most %s (a renewal of the pump lease may wait that long behind a Redis call on SQLite), got %s",
-			MaxRedisTimeout, c.Redis.Timeout)
-	}
-	if s := c.Redis.Sentinel; s.Master != "" && len(s.Addrs) == 0 {
-		return bad("redis.sentinel.addrs", "must list the sentinels (host:port) when redis.sentinel.master is set")
-	}
-	if s := c.Redis.Sentinel; s.Master == "" && len(s.Addrs) > 0 {
-		return bad("redis.sentinel.master", "must name the master the sentinels watch when redis.sentinel.addrs is set")
-	}
-	switch c.Phase {
-	case "B":
-	case "A":
-		if c.Redis.Addr == "" {
-			return bad("redis.addr", "must not be empty in phase A")
-		}
-		if c.Redis.DB < 0 {
-			return bad("redis.db", "must not be negative, got %d", c.Redis.DB)
-		}
-		if c.Redis.KeyPrefix == "" {
-			return bad("redis.key-prefix", "must not be empty in phase A")
-		}
-		if c.Redis.MarkerTTL < time.Hour {
-			return bad("redis.marker-ttl", "must be at least 1h (well past any retry), got %s", c.Redis.MarkerTTL)
-		}
-		if c.Pipeline.HeadDeadline > 0 && c.Redis.MarkerTTL <= c.Pipeline.HeadDeadline {
-			return bad("redis.marker-ttl", "must be longer than pipeline.head-deadline (%s), got %s", c.Pipeline.HeadDeadline, c.Redis.MarkerTTL)
-		}
-	default:
-		return bad("phase", "%q is not A or B", c.Phase)
-	}
-	return nil
-}
-
-// validateHTTP checks the instance's name, data directory and listener.
-func (c *Config) validateHTTP() error {
-	if c.ServiceName == "" {
-		return bad("service-name", "must not be empty")
-	}
-	if c.DataDir == "" {
-		return bad("data-dir", "must not be empty")
-	}
-	if c.HTTP.Addr == "" {
-		return bad("http.addr", "must not be empty")
-	}
-	if c.HTTP.MaxBodyBytes <= 0 {
-		return bad("http.max-body-bytes", "must be positive, got %d", c.HTTP.MaxBodyBytes)
-	}
-	if c.HTTP.MaxInflightBytes < c.HTTP.MaxBodyBytes {
-		return bad("http.max-inflight-bytes", "must be at least http.max-body-bytes (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxInflightBytes)
-	}
-	if c.HTTP.InboxDeadline < 100*time.Millisecond || c.HTTP.InboxDeadline > 10*time.Minute {
-		return bad("http.inbox-deadline", "must be between 100ms and 10m, got %s", c.HTTP.InboxDeadline)
-	}
-	if c.HTTP.MaxStreams < 1 {
-		return bad("http.max-streams", "must be at least 1, got %d", c.HTTP.MaxStreams)
-	}
-	if c.HTTP.MaxStreamsPerToken < 1 || c.HTTP.MaxStreamsPerToken > c.HTTP.MaxStreams {
-		return bad("http.max-streams-per-token", "must be 1..http.max-streams (%d), got %d", c.HTTP.MaxStreams, c.HTTP.MaxStreamsPerToken)
-	}
-	for _, o := range c.HTTP.InboxOrigins {
-		if err := checkOrigin(o); err != nil {
-			return bad("http.inbox-origins", "%v", err)
-		}
-	}
-	return nil
-}
-
-// checkOrigin says what is wrong with o as an entry of http.inbox-origins: a browser origin,
-// scheme (http or https) and host with an optional port, nothing after them.
-func checkOrigin(o string) error {
-	u, err := url.Parse(o)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q is not an origin (scheme://host[:port], e.g. https://ops.example)", o)
-	}
-	return nil
-}
-
-// validateDatabase checks database.* and fills the SQLite file's default path.
-func (c *Config) validateDatabase() error {
-	switch c.Database.Driver {
-	case "sqlite":
-		if c.Database.DSN == "" {
-			c.Database.DSN = filepath.Join(c.DataDir, "msgx.db")
-		}
-	case "mysql":
-		if c.Database.DSN == "" {
-			return bad("database.dsn", "required for driver mysql (user:password@tcp(host:3306)/database)")
-		}
-	default:
-		return bad("database.driver", "%q is not sqlite or mysql", c.Database.Driver)
-	}
-	if len(c.Database.Hosts) > 0 && c.Database.Driver != "mysql" {
-		return bad("database.hosts", "only for driver mysql (a Galera cluster's nodes), not %s", c.Database.Driver)
-	}
-	seen := map[string]bool{}
-	for _, h := range c.Database.Hosts {
-		if _, port, err := net.SplitHostPort(h); err != nil || port == "" {
-			return bad("database.hosts", "%q is not host:port", h)
-		}
-		if seen[h] {
-			return bad("database.hosts", "%s is listed twice", h)
-		}
-		seen[h] = true
-	}
-	if c.Database.WaitTimeout < 0 {
-		return bad("database.wait-timeout", "must not be negative (0 waits without limit), got %s", c.Database.WaitTimeout)
-	}
-	for _, d := range []struct {
-		key string
-		v   time.Duration
-	}{{"database.statement-timeout", c.Database.StatementTimeout}, {"database.long-statement-timeout", c.Database.LongStatementTimeout}} {
-		if d.v <= 0 {
-			return bad(d.key, "must be positive, got %s", d.v)
-		}
-	}
-	if c.Database.ProbeEvery <= 0 {
-		return bad("database.probe-every", "must be positive, got %s", c.Database.ProbeEvery)
-	}
-	if c.Database.ProbeTimeout < 0 {
-		return bad("database.probe-timeout", "must not be negative (0: no probe), got %s", c.Database.ProbeTimeout)
-	}
-	return nil
-}
-
-// validatePipeline checks the keys of the pump and the dispatcher: pipeline, delivery, schd,
-// identity, metrics and consistency-check.
-func (c *Config) validatePipeline() error {
-	if c.Pipeline.PollInterval < 50*time.Millisecond {
-		return bad("pipeline.poll-interval", "%s is under the 50ms minimum", c.Pipeline.PollInterval)
-	}
-	if c.Pipeline.MaxAttempts < 1 {
-		return bad("pipeline.max-attempts", "must be at least 1, got %d", c.Pipeline.MaxAttempts)
-	}
-	if len(c.Pipeline.BackoffMs) == 0 {
-		return bad("pipeline.backoff-ms", "needs at least one step")
-	}
-	for _, ms := range c.Pipeline.BackoffMs {
-		if ms <= 0 {
-			return bad("pipeline.backoff-ms", "step %d is not positive", ms)
-		}
-	}
-	if c.Pipeline.BackoffCapMs <= 0 {
-		return bad("pipeline.backoff-cap-ms", "must be positive, got %d", c.Pipeline.BackoffCapMs)
-	}
-	if c.Pipeline.HeadDeadline <= 0 {
-		return bad("pipeline.head-deadline", "must be positive, got %s", c.Pipeline.HeadDeadline)
-	}
-	for _, name := range c.Pipeline.ParkClasses {
-		if cl, ok := pipeline.ParseErrorClass(name); !ok || !cl.Parkable() {
-			return bad("pipeline.park-classes", "%q cannot be parked: list any of CODEC_ERROR, UNSUPPORTED, ORPHAN (MALFORMED is always DEAD at once; INFRA is what retries are for)", name)
-		}
-	}
-	if c.Pipeline.BatchSize < 1 || c.Pipeline.BatchSize > 10000 {
-		return bad("pipeline.batch-size", "must be between 1 (one message per transaction) and 10000, got %d", c.Pipeline.BatchSize)
-	}
-	if c.Pipeline.BatchWait < 0 || c.Pipeline.BatchWait > time.Second {
-		return bad("pipeline.batch-wait", "must be between 0 (take what is due now) and 1s, got %s", c.Pipeline.BatchWait)
-	}
-	if c.Delivery.HeadDeadline <= 0 {
-		return bad("delivery.head-deadline", "must be positive, got %s", c.Delivery.HeadDeadline)
-	}
-	if c.Schd.FlushPeriod <= 0 {
-		return bad("schd.flush-period", "must be positive, got %s", c.Schd.FlushPeriod)
-	}
-	if err := c.validateIdentity(); err != nil {
-		return err
-	}
-	if c.Alerts.PauseWarn < time.Minute {
-		return bad("alerts.pause-warn", "must be at least 1m, got %s", c.Alerts.PauseWarn)
-	}
-	if c.Metrics.SampleInterval < 100*time.Millisecond {
-		return bad("metrics.sample-interval", "must be at least 100ms, got %s", c.Metrics.SampleInterval)
-	}
-	if c.Schd.FlushLimit < 1 {
-		return bad("schd.flush-limit", "must be at least 1, got %d", c.Schd.FlushLimit)
-	}
-	if r := c.ConsistencyCheck.DailySampleRatio; r < 0 || r > 1 {
-		return bad("consistency-check.daily-sample-ratio", "%v is not between 0 and 1", r)
-	}
-	return nil
-}
-
-// validateZones checks the airport's zone and records, and the cut-over's legacy zone and
-// adoption bounds, filling legacy.timezone from sis.timezone when unset.
-func (c *Config) validateZones() error {
-	if _, err := time.LoadLocation(c.SIS.Timezone); err != nil || c.SIS.Timezone == "" {
-		return bad("sis.timezone", "%q is not a known time zone", c.SIS.Timezone)
-	}
-	if c.SIS.MaxRecords < 1 {
-		return bad("sis.max-records", "must be at least 1, got %d", c.SIS.MaxRecords)
-	}
-	if c.Legacy.Timezone == "" {
-		c.Legacy.Timezone = c.SIS.Timezone
-	}
-	if _, err := time.LoadLocation(c.Legacy.Timezone); err != nil {
-		return bad("legacy.timezone", "%q is not a known time zone", c.Legacy.Timezone)
-	}
-	if c.Inbox.AdoptFromID < 0 {
-		return bad("inbox.adopt-from-id", "must not be negative, got %d", c.Inbox.AdoptFromID)
-	}
-	if _, err := c.AdoptSince(); err != nil {
-		return bad("inbox.adopt-since", "%v", err)
-	}
-	return nil
-}
-
-// validateMode checks mode and the shadow's settings: its own redis key space in phase A and
-// where it starts.
-func (c *Config) validateMode() error {
-	switch c.Mode {
-	case "normal", "shadow":
-	default:
-		return bad("mode", "%q is not normal or shadow", c.Mode)
-	}
-	if c.Shadow() && c.Phase == "A" && overlaps(c.Redis.KeyPrefix, DefaultRedisKeyPrefix) {
-		// The production msgx (and what reads its flights) uses the default key space: a
-		// shadow writing there would change the flights they read, or a wipe of its own
-		// prefix would delete them.
-		return bad("redis.key-prefix", "%q overlaps the production msgx's key space %q; a shadow in phase A writes its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say)",
-			c.Redis.KeyPrefix, DefaultRedisKeyPrefix)
-	}
-	if c.ShadowOptions.StartAfterID < -1 {
-		return bad("shadow.start-after-id", "must be -1 (the stored watermark) or an id, got %d", c.ShadowOptions.StartAfterID)
-	}
-	return nil
-}
-
-// validateRequests checks the data requests to the AODB.
-func (c *Config) validateRequests() error {
-	if c.Requests.Timeout <= 0 {
-		return bad("requests.timeout", "must be positive, got %s", c.Requests.Timeout)
-	}
-	if c.Requests.MaxResends < 0 || c.Requests.MaxResends > 100 {
-		return bad("requests.max-resends", "must be between 0 and 100, got %d", c.Requests.MaxResends)
-	}
-	return nil
-}
-
-// validateEureka checks the Eureka registration.
-func (c *Config) validateEureka() error {
-	if c.Eureka.Heartbeat <= 0 {
-		return bad("eureka.heartbeat", "must be positive, got %s", c.Eureka.Heartbeat)
-	}
-	if c.Eureka.Port < 0 || c.Eureka.Port > 65535 {
-		return bad("eureka.port", "must be between 0 (the port of http.addr) and 65535, got %d", c.Eureka.Port)
-	}
-	if c.Eureka.Enabled && len(c.EurekaURLs()) == 0 {
-		return bad("eureka.service-url", "required with eureka.enabled (http://eureka:8761/eureka, comma-separated for several)")
-	}
-	for _, u := range c.EurekaURLs() {
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return bad("eureka.service-url", "%q is not an http or https URL", u)
-		}
-	}
-	return nil
-}
-
-// validateLog checks the log's level and format (validateJobs its shipping).
-func (c *Config) validateLog() error {
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		return bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
-	}
-	if c.Log.Format != "json" && c.Log.Format != "text" {
-		return bad("log.format", "%q is not json or text", c.Log.Format)
-	}
-	return nil
-}
-
-// validateTargets checks each delivery target, in the order of their names, fills a
-// redis-flights projection from the redis block, and keeps a shadow's targets off the
-// production msgx's keys and the legacy's channel.
-func (c *Config) validateTargets() error {
-	names := make([]string, 0, len(c.Targets))
-	for n := range c.Targets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := c.Targets[n].Validate(n); err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
-	}
-	if t, ok := c.Targets[targetconf.FlightProjection]; ok && t.Sink == targetconf.SinkRedisFlights {
-		if c.Phase == "A" {
-			return bad("targets."+targetconf.FlightProjection+".sink", "redis-flights keeps Redis as a projection of FLIGHT_STATE in phase B; in phase A Redis is the flight store itself (remove the target, docs/redis-flights.md)")
-		}
-		t = c.flightProjection(t)
-		c.Targets[targetconf.FlightProjection] = t
-		if c.Shadow() && overlaps(t.KeyPrefix, DefaultRedisKeyPrefix) {
-			// The projection is the same layout as phase A's flight store: a shadow's must not
-			// write the production msgx's keys either.
-			return bad("targets."+targetconf.FlightProjection+".key-prefix", "%q overlaps the production msgx's key space %q; a shadow projects its flights under a prefix of its own that neither starts with %[2]q nor is the start of it (msgx-shadow:, say; redis.key-prefix sets it too)",
-				t.KeyPrefix, DefaultRedisKeyPrefix)
-		}
-	}
-	for _, n := range names {
-		// A shadow runs beside the legacy: nothing it publishes may reach the legacy's
-		// consumers through the legacy's own channel (a format legacy target defaults to it).
-		if t := c.Targets[n]; c.Shadow() && t.Sink == targetconf.SinkRedis &&
-			(strings.TrimSpace(t.Channel) == legacyflop.DefaultChannel || t.Format == targetconf.FormatLegacy && t.Channel == "") {
-			return bad("targets."+n+".channel", "in shadow mode a redis target needs a channel of msgx's own (FLOP-msgx, say), not the legacy's %s", legacyflop.DefaultChannel)
-		}
-	}
-	return nil
 }
 
 // flightProjection fills the settings a redis-flights target leaves unset from the redis
@@ -827,99 +422,6 @@ func (c *Config) RegistryName() string {
 	return c.ServiceName
 }
 
-// validateIdentity resolves identity.mode: unset is content, or seqn-day when the older
-// identity.include-day-boundary is true; that key set beside another mode is a contradiction.
-func (c *Config) validateIdentity() error {
-	if c.Identity.Mode == "" {
-		c.Identity.Mode = string(pipeline.IdentityContent)
-		if c.Identity.IncludeDayBoundary {
-			c.Identity.Mode = string(pipeline.IdentitySeqnDay)
-		}
-	}
-	m, ok := pipeline.ParseIdentityMode(c.Identity.Mode)
-	if !ok {
-		return bad("identity.mode", "%q is not content, seqn or seqn-day", c.Identity.Mode)
-	}
-	if c.Identity.IncludeDayBoundary && m != pipeline.IdentitySeqnDay {
-		return bad("identity.include-day-boundary", "true is the older spelling of identity.mode seqn-day, but identity.mode is %s: drop one of the two", m)
-	}
-	return nil
-}
-
-// validateJobs checks the keys of the scheduled jobs, history, retention and log shipping.
-func (c *Config) validateJobs() error {
-	if _, _, err := ParseDayRange(c.Jobs.RebuildDays); err != nil {
-		return bad("jobs.rebuild-days", "%v", err)
-	}
-	if c.Jobs.InfraDeadline < 0 {
-		return bad("jobs.infra-deadline", "must be 0 (off) or positive, got %s", c.Jobs.InfraDeadline)
-	}
-	for key, v := range map[string]string{"jobs.archive-at": c.Jobs.ArchiveAt, "jobs.history-sweep-at": c.Jobs.HistorySweepAt, "jobs.retention-at": c.Jobs.RetentionAt,
-		"consistency-check.daily-at": c.ConsistencyCheck.DailyAt} {
-		if _, _, _, err := jobkind.ParseAt(v); err != nil {
-			return bad(key, "%v", err)
-		}
-	}
-	if c.History.KeepDays < 0 || c.History.KeepDays > 3650 {
-		return bad("history.keep-days", "must be between 0 (keep only today) and 3650, got %d", c.History.KeepDays)
-	}
-	es := c.History.Elasticsearch
-	for _, u := range strings.Split(es.URL, ",") {
-		if u = strings.TrimSpace(u); u == "" {
-			continue
-		}
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return bad("history.elasticsearch.url", "%q is not an http(s) URL", u)
-		}
-	}
-	if strings.TrimSpace(es.URL) != "" && es.Index == "" {
-		return bad("history.elasticsearch.index", "must not be empty when history.elasticsearch.url is set")
-	}
-	if es.Timeout <= 0 {
-		return bad("history.elasticsearch.timeout", "must be positive, got %s", es.Timeout)
-	}
-	if c.Retention.Events < 0 {
-		return bad("retention.events", "must not be negative (0 keeps SENT events for ever), got %s", c.Retention.Events)
-	}
-	if c.Retention.Archive < 0 {
-		return bad("retention.archive", "must not be negative (0 keeps archived messages for ever), got %s", c.Retention.Archive)
-	}
-	if c.Retention.DeadLetters < 0 {
-		return bad("retention.dead-letters", "must not be negative (0 keeps acknowledged dead letters for ever), got %s", c.Retention.DeadLetters)
-	}
-	if a := c.Log.Logstash.Addr; a != "" {
-		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" || strings.ContainsAny(port, "/?#@ ") {
-			return bad("log.logstash.addr", "%q is not host:port", a)
-		}
-	}
-	if q := c.Log.Logstash.QueueSize; q < 1 || q > 1<<20 {
-		return bad("log.logstash.queue-size", "must be between 1 and 1048576, got %d", q)
-	}
-	return nil
-}
-
-// Schedule returns the daily jobs that are switched on (validated by Validate).
-func (c *Config) Schedule() []jobkind.Entry {
-	var out []jobkind.Entry
-	for _, e := range []struct{ kind, at string }{{jobkind.Archive, c.Jobs.ArchiveAt}, {jobkind.HistorySweep, c.Jobs.HistorySweepAt}, {jobkind.Retention, c.Jobs.RetentionAt}} {
-		if h, m, on, err := jobkind.ParseAt(e.at); err == nil && on {
-			out = append(out, jobkind.Entry{Kind: e.kind, Hour: h, Minute: m})
-		}
-	}
-	// The consistency sentinel's daily sample (phase A, or phase B with REDIS_FLIGHT).
-	if h, m, on, err := jobkind.ParseAt(c.ConsistencyCheck.DailyAt); err == nil && on && c.ConsistencyCheck.DailySampleRatio > 0 && c.hasFlightMirror() {
-		out = append(out, jobkind.Entry{Kind: jobkind.ConsistencyCheck, Hour: h, Minute: m})
-	}
-	return out
-}
-
-// hasFlightMirror reports whether two flight stores are kept, for the sentinel to compare:
-// phase A (Redis, FLIGHT_STATE its mirror), or phase B with the REDIS_FLIGHT projection.
-func (c *Config) hasFlightMirror() bool {
-	_, proj := c.FlightProjection()
-	return c.Phase == "A" || proj
-}
-
 // ParseDayRange reads a span of days relative to today, "FROM..TO" ("-1..7"): both between
 // -366 and 366, FROM not after TO, at most 62 days.
 func ParseDayRange(s string) (from, to int, err error) {
@@ -949,18 +451,6 @@ func (c Config) RebuildDays() (from, to int) {
 	return from, to
 }
 
-// MaxRedisTimeout is the longest redis.timeout: a Redis call may keep the pump's batch (on
-// SQLite the one write transaction) open that long, and the lease keeper gives a renewal 5 s.
-const MaxRedisTimeout = 4 * time.Second
-
-// DefaultRedisKeyPrefix is redis.key-prefix's default: the key space of a production msgx's
-// flights in Redis, which a shadow in phase A may not share (Validate).
-const DefaultRedisKeyPrefix = "msgx:"
-
-// overlaps reports whether one of the key prefixes a and b starts with the other: their key
-// spaces then share keys, or a scan of one finds the other's.
-func overlaps(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
-
 // Shadow reports whether msgx runs in shadow mode (mode: shadow).
 func (c Config) Shadow() bool { return c.Mode == "shadow" }
 
@@ -972,89 +462,6 @@ func (c *Config) Autostart() bool {
 	return c.Database.Driver == "sqlite"
 }
 
-// RetryPolicy is the pump's retry policy: pipeline.max-attempts, backoff-ms, backoff-cap-ms,
-// head-deadline and park-classes.
-func (c *Config) RetryPolicy() pipeline.RetryPolicy {
-	return pipeline.RetryPolicy{
-		MaxAttempts:  c.Pipeline.MaxAttempts,
-		Steps:        c.Backoff(),
-		Cap:          time.Duration(c.Pipeline.BackoffCapMs) * time.Millisecond,
-		HeadDeadline: c.Pipeline.HeadDeadline,
-		Park:         c.ParkClasses(),
-	}
-}
-
-// DeliveryPolicy is the dispatcher's: the pump's backoff and cap, but no attempt limit and
-// delivery.head-deadline, so an INFRA failure (network, 5xx, broker down) keeps the head event
-// PENDING and a sink outage delays events but never kills them. Nothing is parked.
-func (c *Config) DeliveryPolicy() pipeline.RetryPolicy {
-	p := c.RetryPolicy()
-	p.MaxAttempts = 0
-	p.HeadDeadline = c.Delivery.HeadDeadline
-	p.Park = nil
-	return p
-}
-
-// ParkClasses returns pipeline.park-classes as classes (validated by Validate).
-func (c *Config) ParkClasses() []pipeline.ErrorClass {
-	out := make([]pipeline.ErrorClass, 0, len(c.Pipeline.ParkClasses))
-	for _, name := range c.Pipeline.ParkClasses {
-		out = append(out, pipeline.ErrorClass(name))
-	}
-	return out
-}
-
-// List is a list of words written as a YAML list or as one comma-separated string (as the
-// environment gives it); blanks are dropped and each word is upper-cased.
-type List []string
-
-// UnmarshalYAML accepts a sequence or a comma-separated scalar.
-func (l *List) UnmarshalYAML(n *yaml.Node) error {
-	items, err := listItems(n, upperWord)
-	*l = items
-	return err
-}
-
-func upperWord(w string) string { return strings.ToUpper(strings.TrimSpace(w)) }
-
-func splitList(s string) List { return splitWords(s, upperWord) }
-
-// listItems reads a YAML list or a comma-separated string into its non-empty words, each
-// passed through norm (List: upper case; Strings: as written).
-func listItems(n *yaml.Node, norm func(string) string) ([]string, error) {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		return splitWords(n.Value, norm), nil
-	case yaml.SequenceNode:
-		var items []string
-		if err := n.Decode(&items); err != nil {
-			return nil, err
-		}
-		return splitWords(strings.Join(items, ","), norm), nil
-	}
-	return nil, fmt.Errorf("line %d: want a list or a comma-separated string", n.Line)
-}
-
-// splitWords splits s at commas and keeps the non-empty words, each passed through norm.
-func splitWords(s string, norm func(string) string) []string {
-	out := []string{}
-	for _, w := range strings.Split(s, ",") {
-		if w = norm(w); w != "" {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// Backoff returns the backoff steps as durations.
-func (c *Config) Backoff() []time.Duration {
-	out := make([]time.Duration, len(c.Pipeline.BackoffMs))
-	for i, ms := range c.Pipeline.BackoffMs {
-		out[i] = time.Duration(ms) * time.Millisecond
-	}
-	return out
-}
-
 // Location returns the airport's zone.
 func (c *Config) Location() *time.Location {
 	loc, err := time.LoadLocation(c.SIS.Timezone)
@@ -1062,12 +469,6 @@ func (c *Config) Location() *time.Location {
 		return time.UTC
 	}
 	return loc
-}
-
-// Decoding returns how SIS messages are decoded: in the airport's zone, with at most
-// sis.max-records records each.
-func (c *Config) Decoding() sis.Options {
-	return sis.Options{Location: c.Location(), MaxRecords: c.SIS.MaxRecords}
 }
 
 // LegacyLocation returns the zone of the legacy CMINMSGS datetime columns (legacy.timezone,
@@ -1100,130 +501,4 @@ func (c *Config) AdoptSince() (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%q is not a time (2026-12-01 06:00:00, 2026-12-01 or RFC 3339)", s)
-}
-
-// EnvName returns the environment variable of a key path ("pipeline.max-attempts").
-func EnvName(key string) string {
-	r := strings.NewReplacer(".", "_", "-", "_")
-	return "MSGX_" + strings.ToUpper(r.Replace(key))
-}
-
-// Keys lists every key path of the configuration that an environment variable can set.
-func Keys() []string {
-	var out []string
-	walk(reflect.ValueOf(&Config{}).Elem(), "", func(key string, _ reflect.Value) error {
-		out = append(out, key)
-		return nil
-	})
-	return out
-}
-
-func applyEnv(c *Config, environ []string) error {
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "MSGX_") {
-			env[k] = v
-		}
-	}
-	return walk(reflect.ValueOf(c).Elem(), "", func(key string, f reflect.Value) error {
-		v, ok := env[EnvName(key)]
-		if !ok {
-			return nil
-		}
-		if err := setValue(f, v); err != nil {
-			return fmt.Errorf("config: %s (from %s=%q): %v", key, EnvName(key), v, err)
-		}
-		return nil
-	})
-}
-
-// walk calls fn for every settable leaf of v with its key path; maps (targets) are skipped.
-func walk(v reflect.Value, prefix string, fn func(string, reflect.Value) error) error {
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-		if tag == "" || tag == "-" {
-			continue
-		}
-		key := tag
-		if prefix != "" {
-			key = prefix + "." + tag
-		}
-		f := v.Field(i)
-		if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(time.Duration(0)) {
-			if err := walk(f, key, fn); err != nil {
-				return err
-			}
-			continue
-		}
-		if f.Kind() == reflect.Map {
-			continue
-		}
-		if err := fn(key, f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func setValue(f reflect.Value, s string) error {
-	s = strings.TrimSpace(s)
-	switch {
-	case f.Type() == reflect.TypeOf(time.Duration(0)):
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("not a duration (like 1s, 500ms, 10m)")
-		}
-		f.SetInt(int64(d))
-	case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Bool:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return fmt.Errorf("not true or false")
-		}
-		f.Set(reflect.ValueOf(&b))
-	case f.Kind() == reflect.Bool:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return fmt.Errorf("not true or false")
-		}
-		f.SetBool(b)
-	case f.Kind() == reflect.String:
-		f.SetString(s)
-	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("not an integer")
-		}
-		f.SetInt(n)
-	case f.Kind() == reflect.Float64:
-		x, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return fmt.Errorf("not a number")
-		}
-		f.SetFloat(x)
-	case f.Type() == reflect.TypeOf(List{}):
-		f.Set(reflect.ValueOf(splitList(s)))
-	case f.Type() == reflect.TypeOf(Strings{}):
-		f.Set(reflect.ValueOf(splitStrings(s)))
-	case f.Type() == reflect.TypeOf(Tokens{}):
-		ts, err := parseTokens(s)
-		if err != nil {
-			return err
-		}
-		f.Set(reflect.ValueOf(ts))
-	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int:
-		parts := strings.Split(s, ",")
-		out := reflect.MakeSlice(f.Type(), len(parts), len(parts))
-		for i, p := range parts {
-			n, err := strconv.Atoi(strings.TrimSpace(p))
-			if err != nil {
-				return fmt.Errorf("not a comma-separated list of integers")
-			}
-			out.Index(i).SetInt(int64(n))
-		}
-		f.Set(out)
-	default:
-		return fmt.Errorf("cannot be set from the environment")
-	}
-	return nil
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,33 +33,5 @@ func TestEurekaConfig(t *testing.T) {
 		if _, err := Load("", []string{env}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want an error naming %s", env, err, key)
 		}
-	}
-}
-
-func TestShadowKeepsOffTheLegacyChannel(t *testing.T) {
-	dir := t.TempDir()
-	write := func(channel string) string {
-		p := dir + "/msgx.yaml"
-		y := "mode: shadow\ntargets:\n  LEGACY_FLOP: {sink: redis, format: legacy, copy-of: REDIS_NOTIFY" + channel + "}\n"
-		if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	for _, ch := range []string{"", ", channel: FLOP"} {
-		if _, err := Load(write(ch), nil); err == nil || !strings.Contains(err.Error(), "targets.LEGACY_FLOP.channel") {
-			t.Errorf("%q: %v, want an error naming targets.LEGACY_FLOP.channel", ch, err)
-		}
-	}
-	if _, err := Load(write(", channel: FLOP-msgx"), nil); err != nil {
-		t.Error(err)
-	}
-	// Whatever its format, a redis target of a shadow stays off the legacy's channel.
-	p := dir + "/other.yaml"
-	if err := os.WriteFile(p, []byte("mode: shadow\ntargets:\n  NOTIFY2: {sink: redis, channel: ' FLOP', copy-of: REDIS_NOTIFY}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Load(p, nil); err == nil || !strings.Contains(err.Error(), "targets.NOTIFY2.channel") {
-		t.Errorf("a json target on channel FLOP: %v, want an error naming targets.NOTIFY2.channel", err)
 	}
 }

@@ -29,8 +29,8 @@ import (
 	"msgx/internal/store"
 )
 
-// The job kinds, as jobkind declares them (the configuration names the daily ones there
-// without importing the jobs).
+// The job kinds, as jobkind declares them (the CLI names them there without importing the
+// jobs).
 const (
 	Archive           = jobkind.Archive
 	HistorySweep      = jobkind.HistorySweep

@@ -52,6 +52,7 @@ import (
 	"strings"
 	"time"
 
+	"msgx/internal/config"
 	"msgx/internal/pipeline"
 )
 
@@ -94,9 +95,10 @@ type Options struct {
 	MaxRecords int
 }
 
-// DefaultMaxRecords is the records a message may carry when Options.MaxRecords is 0: well
-// above a large airport's daily schedule (a few thousand FLTRs) or a full reference list.
-const DefaultMaxRecords = 20000
+// DefaultMaxRecords is the records a message may carry when Options.MaxRecords is 0: the
+// configuration's default of sis.max-records, so that a decoder given no limit holds the one
+// an operator who set none runs with.
+const DefaultMaxRecords = config.DefaultSISMaxRecords
 
 func (o Options) maxRecords() int {
 	if o.MaxRecords > 0 {

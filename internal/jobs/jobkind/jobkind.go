@@ -1,6 +1,6 @@
 // Package jobkind names the jobs of internal/jobs and reads the local times of day the daily
-// ones run at (jobs.archive-at and the like). It imports nothing of msgx, so that the
-// configuration can build and check the daily schedule without the jobs themselves (their
+// ones run at (jobs.archive-at and the like). It imports nothing of msgx, so that what only
+// names the kinds or reads the times (the CLI) builds without the jobs themselves (their
 // stores and history sinks).
 package jobkind
 
