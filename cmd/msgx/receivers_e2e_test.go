@@ -2,7 +2,7 @@ package main_test
 
 // Stand-ins for the systems msgx delivers to, for the end-to-end tests that read what every
 // target sent during a simulated day: the schema test (schemas_e2e_test.go) validates each
-// payload.
+// payload, the golden comparison (golden_e2e_test.go) compares the bytes with a record.
 
 import (
 	"bufio"
@@ -44,9 +44,12 @@ type receivers struct {
 	brokers                      []string
 	notifyChannel, legacyChannel string
 	esURL, hookURL               string
+	rdb                          *redis.Client
 
 	mu  sync.Mutex
 	got []delivery
+	// barriers are the barrier messages the Redis subscriber has seen (see redisBarrier).
+	barriers map[string]bool
 }
 
 // delivery is one thing a target sent, as its receiver got it.
@@ -69,7 +72,7 @@ type delivery struct {
 // newReceivers starts the receivers; name makes their Redis channels the test's own.
 func newReceivers(t *testing.T, name string) *receivers {
 	t.Helper()
-	r := &receivers{}
+	r := &receivers{rdb: redisForE2E(t), barriers: map[string]bool{}}
 
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, flopTopic, schdTopic))
 	if err != nil {
@@ -80,7 +83,7 @@ func newReceivers(t *testing.T, name string) *receivers {
 
 	prefix := fmt.Sprintf("msgx:test:e2e:%s:%d", name, time.Now().UnixNano())
 	r.notifyChannel, r.legacyChannel = prefix+":notify", prefix+":FLOP-msgx"
-	sub := redisForE2E(t).Subscribe(context.Background(), r.notifyChannel, r.legacyChannel)
+	sub := r.rdb.Subscribe(context.Background(), r.notifyChannel, r.legacyChannel)
 	for range 2 {
 		if _, err := sub.Receive(context.Background()); err != nil {
 			t.Fatal(err)
@@ -148,7 +151,16 @@ func (r *receivers) count(target string) int {
 	return len(ids)
 }
 
+// barrierPrefix starts a message redisBarrier publishes; the subscriber keeps it apart.
+const barrierPrefix = "msgx-test-barrier:"
+
 func (r *receivers) gotRedis(channel string, body []byte) {
+	if b, ok := bytes.CutPrefix(body, []byte(barrierPrefix)); ok {
+		r.mu.Lock()
+		r.barriers[channel+" "+string(b)] = true
+		r.mu.Unlock()
+		return
+	}
 	if channel == r.legacyChannel {
 		r.add(delivery{Target: "LEGACY_FLOP", Sink: "redis", Stream: "LEGACY_FLOP", Where: "LEGACY_FLOP", Body: body})
 		return
@@ -161,6 +173,32 @@ func (r *receivers) gotRedis(channel string, body []byte) {
 		d.EventID = env.EventID
 	}
 	r.add(d)
+}
+
+// redisBarrier returns once the subscriber has got every message published to the Redis
+// channels before it was called: it publishes a message of its own to each and waits for
+// both. A channel's subscriber gets the messages in the order Redis took the PUBLISHes, and
+// msgx marks an event SENT only after its PUBLISH was answered.
+func (r *receivers) redisBarrier(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	token := fmt.Sprint(time.Now().UnixNano())
+	for _, ch := range []string{r.notifyChannel, r.legacyChannel} {
+		if err := r.rdb.Publish(ctx, ch, barrierPrefix+token).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r.mu.Lock()
+		seen := r.barriers[r.notifyChannel+" "+token] && r.barriers[r.legacyChannel+" "+token]
+		r.mu.Unlock()
+		if seen {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Redis subscriber did not get the barrier messages")
+		}
+	}
 }
 
 // bulk is the Elasticsearch node's _bulk: it keeps each action with its document and answers
@@ -314,6 +352,19 @@ func (s *server) awaitIdle(targets ...string) map[string]int {
 			s.t.Fatalf("not drained: %+v %+v\n%s", st, tgs, s.logs)
 		}
 	}
+}
+
+// newestEvent is the id of the newest event of target (0 when it has none).
+func (s *server) newestEvent(target string) int64 {
+	s.t.Helper()
+	var page client.EventList
+	if err := s.api().Get(context.Background(), "/api/v1/events?target="+target+"&order=desc&limit=1", &page); err != nil {
+		s.t.Fatalf("GET the newest %s event: %v", target, err)
+	}
+	if len(page.Events) == 0 {
+		return 0
+	}
+	return page.Events[0].EventID
 }
 
 // headerObject turns headers into a JSON object, name → value (the last of a repeated one).
