@@ -10,20 +10,17 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/term"
-
 	"msgx/client"
-	"msgx/internal/app"
 	"msgx/internal/cli"
 )
 
 // boardCmd prints the flight board of an airport day as a table, in airport time, filtered as
 // the console's board is (movement, airline, terminal); --watch redraws it in place on a
 // terminal (plain output, one board after another, when piped) until Ctrl-C.
-func boardCmd(args []string) error {
+func boardCmd(e *cli.Env, args []string) error {
 	ctx := context.Background()
-	fs := prog.Flags("board")
-	server := clientFlags(fs)
+	fs := e.Flags("board")
+	r := remoteFlags(e, fs, apiServerUsage, true)
 	day := fs.String("day", "", "the airport `DAY` (YYYY-MM-DD; default today at the airport)")
 	movement := fs.String("movement", "", "only arrivals (`A`, arrivals) or departures (D, departures)")
 	airline := fs.String("airline", "", "only this carrier `CODE` or flight number prefix (CA, CA82)")
@@ -32,17 +29,17 @@ func boardCmd(args []string) error {
 	every := fs.Duration("every", 5*time.Second, "how often --watch redraws")
 	at := fs.String("at", "", "the board as it stood at `TIME` (08:15 on --day, 2026-12-06T08:15, airport time; UTC with --utc), rebuilt from the messages applied by then")
 	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
-	utcFlag(fs)
-	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx board [--server URL] [--day YYYY-MM-DD] [--at HH:MM] [--movement A|D] [--airline CODE] [--terminal T] [--utc] [--watch [--every D]] [--json]"}
+	r.utcFlag(fs)
+	usage := cli.UsageError("usage: msgx board [--server URL] [--day YYYY-MM-DD] [--at HH:MM] [--movement A|D] [--airline CODE] [--terminal T] [--utc] [--watch [--every D]] [--json]")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return usage
 	}
 	if *at != "" && *watch {
-		return app.ExitError{Code: exitUsage, Msg: "msgx board: --at shows one past minute; it does not go with --watch"}
+		return cli.UsageError("msgx board: --at shows one past minute; it does not go with --watch")
 	}
 	if *day != "" {
 		if _, err := time.Parse(time.DateOnly, *day); err != nil {
-			return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --day %q is not a date YYYY-MM-DD", *day)}
+			return cli.UsageError(fmt.Sprintf("msgx board: --day %q is not a date YYYY-MM-DD", *day))
 		}
 	}
 	mv, err := boardMovement(*movement)
@@ -50,10 +47,13 @@ func boardCmd(args []string) error {
 		return err
 	}
 	if *every < time.Second {
-		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --every %s: at least 1s", *every)}
+		return cli.UsageError(fmt.Sprintf("msgx board: --every %s: at least 1s", *every))
 	}
 	f := cli.BoardFilter{Movement: mv, Airline: *airline, Terminal: *terminal}
-	c := srv(*server)
+	c, err := r.api()
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		var raw any
 		q := url.Values{}
@@ -62,7 +62,7 @@ func boardCmd(args []string) error {
 		}
 		if *at != "" {
 			q.Set("as_of", *at)
-			if showUTC {
+			if r.utc {
 				q.Set("tz", "UTC")
 			}
 		}
@@ -73,14 +73,14 @@ func boardCmd(args []string) error {
 		if err := c.Get(ctx, path, &raw); err != nil {
 			return err
 		}
-		return printJSON(raw)
+		return cli.WriteJSON(e.Stdout, raw)
 	}
 	statuses := c.Statuses(ctx)
 	draw := func() (string, error) {
 		var b client.Board
 		var err error
 		if *at != "" {
-			b, err = c.BoardAsOf(ctx, *day, *at, showUTC)
+			b, err = c.BoardAsOf(ctx, *day, *at, r.utc)
 		} else {
 			b, err = c.Board(ctx, *day)
 		}
@@ -88,7 +88,7 @@ func boardCmd(args []string) error {
 			return "", err
 		}
 		z := cli.UTC
-		if !showUTC {
+		if !r.utc {
 			loc, err := time.LoadLocation(b.Timezone)
 			if err != nil {
 				return "", fmt.Errorf("the board's zone %q is not known on this machine: %w", b.Timezone, err)
@@ -125,12 +125,12 @@ func boardCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Print(text)
+		fmt.Fprint(e.Stdout, text)
 		return nil
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	onTerminal := term.IsTerminal(int(os.Stdout.Fd()))
+	onTerminal := cli.IsTerminal(e.Stdout)
 	for first := true; ; first = false {
 		text, err := draw()
 		switch {
@@ -140,11 +140,11 @@ func boardCmd(args []string) error {
 			text = fmt.Sprintf("could not refresh (%v); trying again in %s\n", err, *every)
 		}
 		if onTerminal {
-			fmt.Print("\x1b[H\x1b[2J") // home and clear: the board redraws in place
+			fmt.Fprint(e.Stdout, "\x1b[H\x1b[2J") // home and clear: the board redraws in place
 		} else if !first {
-			fmt.Println()
+			fmt.Fprintln(e.Stdout)
 		}
-		fmt.Print(text)
+		fmt.Fprint(e.Stdout, text)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -163,5 +163,5 @@ func boardMovement(s string) (string, error) {
 	case "D", "DEP", "DEPARTURE", "DEPARTURES":
 		return "D", nil
 	}
-	return "", app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --movement %q is neither A (arrivals) nor D (departures)", s)}
+	return "", cli.UsageError(fmt.Sprintf("msgx board: --movement %q is neither A (arrivals) nor D (departures)", s))
 }

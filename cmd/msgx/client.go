@@ -13,120 +13,115 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"msgx/client"
 	"msgx/internal/cli"
-	"msgx/internal/config"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/suggest"
 )
 
-var httpClient = &http.Client{Timeout: 60 * time.Second}
-
-// apiToken is the bearer token the client sends: --token, else MSGX_TOKEN. The flag's
-// default is empty so that usage never prints the secret.
-var apiToken = os.Getenv("MSGX_TOKEN")
-
-// configFile is the msgx config file a client command reads the server's address from
-// (--config, before or after the command; "": $MSGX_CONFIG).
-var configFile string
-
-// tokenFlag adds --token and --config to a command that talks to the server.
-func tokenFlag(fs *flag.FlagSet) {
-	fs.Func("token", "API token, sent as Authorization: Bearer (default $MSGX_TOKEN)", func(s string) error {
-		apiToken = s
-		return nil
-	})
-	configFlag(fs)
+// remote is what a command that talks to the server was told of it: --server, --config
+// (default MSGX_CONFIG), --token (default MSGX_TOKEN), and --utc for a command that prints
+// times.
+type remote struct {
+	e                     *cli.Env
+	server, config, token string
+	utc                   bool
 }
 
-// configFlag adds --config to a command that talks to the server.
-func configFlag(fs *flag.FlagSet) {
+// The usages of --server: the API's commands' and the others'.
+const (
+	apiServerUsage = "msgx server URL (default $MSGX_SERVER, else the local http.addr)"
+	serverUsage    = "the msgx server: a `URL` or host:port"
+)
+
+// remoteFlags adds --server (its usage serverUsage or apiServerUsage), --config and, with
+// token, --token to fs. The token flag's default is empty so that usage never prints the
+// secret.
+func remoteFlags(e *cli.Env, fs *flag.FlagSet, usage string, token bool) *remote {
+	r := &remote{e: e, token: e.Getenv("MSGX_TOKEN")}
+	fs.StringVar(&r.server, "server", "", usage)
+	if token {
+		fs.Func("token", "API token, sent as Authorization: Bearer (default $MSGX_TOKEN)", func(s string) error {
+			r.token = s
+			return nil
+		})
+	}
 	fs.Func("config", "msgx config `FILE` whose http.addr is the server (default $MSGX_CONFIG; --server and $MSGX_SERVER win)", func(s string) error {
-		configFile = s
+		r.config = s
 		return nil
 	})
+	return r
 }
 
-// serverURL is where the server is: --server, else $MSGX_SERVER, else the http.addr
-// (http.admin-addr for the API, when set) of the config file (--config, else $MSGX_CONFIG),
-// else the local default (cli.ServerURL).
-func serverURL(flagValue string, inbox bool) (string, error) {
-	if flagValue != "" || os.Getenv("MSGX_SERVER") != "" {
-		return cli.ServerURL(flagValue), nil
-	}
-	path := configFile
-	if path == "" {
-		path = os.Getenv("MSGX_CONFIG")
-	}
-	if path == "" {
-		return cli.ServerURL(""), nil
-	}
-	cfg, err := config.Load(path, os.Environ())
+// utcFlag adds --utc to a command that prints times.
+func (r *remote) utcFlag(fs *flag.FlagSet) {
+	fs.BoolVar(&r.utc, "utc", false, "print times in UTC (for scripts) instead of airport time (sis.timezone)")
+}
+
+// api is the client of the server's API (Env.ServerURL) with the token; inbox the client of
+// its inbox (http.addr, never http.admin-addr). A config file that cannot be read ends the
+// command (exitConfig, as serve's).
+func (r *remote) api() (*client.Client, error)   { return r.client(false) }
+func (r *remote) inbox() (*client.Client, error) { return r.client(true) }
+
+func (r *remote) client(inbox bool) (*client.Client, error) {
+	u, err := r.e.ServerURL(r.server, r.config, inbox)
 	if err != nil {
-		return "", fmt.Errorf("the server's address: %w", err)
+		fmt.Fprintln(r.e.Stderr, "msgx: "+err.Error())
+		return nil, app.ExitError{Code: exitConfig}
 	}
-	addr := cfg.HTTP.Addr
-	if !inbox && cfg.HTTP.AdminAddr != "" {
-		addr = cfg.HTTP.AdminAddr // the API and the console listen there
-	}
-	return client.AddrURL(addr), nil
+	return &client.Client{URL: u, Token: r.token, HTTP: &http.Client{Timeout: 60 * time.Second}}, nil
 }
 
-// serverFlags adds --server and --token and returns the server flag.
-func serverFlags(fs *flag.FlagSet) *string {
-	tokenFlag(fs)
-	return fs.String("server", "", "the msgx server: a `URL` or host:port")
-}
-
-// srv is the client of the server's API (serverURL) with the token. A config file that
-// cannot be read ends the command (exitConfig, as serve's).
-func srv(flagValue string) *client.Client { return clientOf(flagValue, false) }
-
-// srvInbox is the client of the server's inbox (http.addr, never http.admin-addr).
-func srvInbox(flagValue string) *client.Client { return clientOf(flagValue, true) }
-
-func clientOf(flagValue string, inbox bool) *client.Client {
-	u, err := serverURL(flagValue, inbox)
+// zone is the zone the command prints times in: UTC with --utc, else the airport's, which
+// the server names (GET /api/v1/me). When the server cannot tell, the times are UTC and
+// stderr says why.
+func (r *remote) zone(ctx context.Context, c *client.Client) cli.Zone {
+	if r.utc {
+		return cli.UTC
+	}
+	loc, err := c.AirportZone(ctx)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "msgx: "+err.Error())
-		os.Exit(exitConfig)
+		fmt.Fprintf(r.e.Stderr, "msgx: times in UTC: the airport's zone is not known (%v)\n", err)
+		return cli.UTC
 	}
-	return &client.Client{URL: u, Token: apiToken, HTTP: httpClient}
+	return cli.Zone{Loc: loc}
 }
 
 // show GETs path and, with asJSON, prints the answer as it came (printed is then true);
 // otherwise it decodes the answer into out for the command to print its way.
-func show(c *client.Client, path string, asJSON bool, out any) (printed bool, err error) {
-	ctx := context.Background()
+func (r *remote) show(ctx context.Context, c *client.Client, path string, asJSON bool, out any) (printed bool, err error) {
 	var raw json.RawMessage
 	if err := c.Get(ctx, path, &raw); err != nil {
 		return false, err
 	}
 	if asJSON {
-		os.Stdout.Write(append(raw, '\n'))
+		r.e.Stdout.Write(append(raw, '\n'))
 		return true, nil
 	}
 	return false, json.Unmarshal(raw, out)
 }
 
-func send(args []string) error {
+func send(e *cli.Env, args []string) error {
 	ctx := context.Background()
-	fs := prog.Flags("send")
-	server := serverFlags(fs)
+	fs := e.Flags("send")
+	r := remoteFlags(e, fs, serverUsage, true)
 	if err := fs.Parse(args); err != nil {
-		return app.ExitError{Code: 2}
+		return cli.ErrUsage
 	}
 	if fs.NArg() == 0 {
-		return app.ExitError{Code: 2, Msg: "usage: msgx send [--server URL] FILE…"}
+		return cli.UsageError("usage: msgx send [--server URL] FILE…")
+	}
+	c, err := r.inbox()
+	if err != nil {
+		return err
 	}
 	failed := 0
 	// Many files on a terminal: a progress bar on stderr, kept below the id lines.
 	var bar *cli.Progress
-	if fs.NArg() > 1 && term.IsTerminal(int(os.Stderr.Fd())) {
-		bar = cli.NewProgress("send", fs.NArg())
+	if fs.NArg() > 1 && cli.IsTerminal(e.Stderr) {
+		bar = cli.NewProgress(e.Stderr, "send", fs.NArg())
 		defer bar.Finish()
 	}
 	for i, path := range fs.Args() {
@@ -134,14 +129,14 @@ func send(args []string) error {
 		var id int64
 		b, err := os.ReadFile(path)
 		if err == nil {
-			id, err = srvInbox(*server).Send(ctx, b)
+			id, err = c.Send(ctx, b)
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
+			fmt.Fprintf(e.Stderr, "%s: %v\n", path, err)
 			failed++
 			continue
 		}
-		fmt.Printf("%d\t%s\n", id, path)
+		fmt.Fprintf(e.Stdout, "%d\t%s\n", id, path)
 		bar.Update(i+1, filepath.Base(path))
 	}
 	if failed > 0 {
@@ -150,17 +145,21 @@ func send(args []string) error {
 	return nil
 }
 
-func status(args []string) error {
+func status(e *cli.Env, args []string) error {
 	ctx := context.Background()
-	fs := prog.Flags("status")
-	server := serverFlags(fs)
+	fs := e.Flags("status")
+	r := remoteFlags(e, fs, serverUsage, true)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	utcFlag(fs)
+	r.utcFlag(fs)
 	if err := fs.Parse(args); err != nil {
-		return app.ExitError{Code: 2}
+		return cli.ErrUsage
+	}
+	c, err := r.api()
+	if err != nil {
+		return err
 	}
 	var raw json.RawMessage
-	if err := srv(*server).Get(ctx, "/api/v1/status", &raw); err != nil {
+	if err := c.Get(ctx, "/api/v1/status", &raw); err != nil {
 		return err
 	}
 	var st client.Status
@@ -168,9 +167,9 @@ func status(args []string) error {
 		return err
 	}
 	if *asJSON {
-		os.Stdout.Write(append(raw, '\n'))
+		e.Stdout.Write(append(raw, '\n'))
 	} else {
-		cli.WriteStatus(os.Stdout, st, time.Now(), zoneOf(srv(*server)))
+		cli.WriteStatus(e.Stdout, st, time.Now(), r.zone(ctx, c))
 	}
 	return statusExit(st)
 }
@@ -189,10 +188,10 @@ func statusExit(st client.Status) error {
 	return nil
 }
 
-func replay(args []string) error {
+func replay(e *cli.Env, args []string) error {
 	ctx := context.Background()
-	fs := prog.Flags("replay")
-	server := serverFlags(fs)
+	fs := e.Flags("replay")
+	r := remoteFlags(e, fs, serverUsage, true)
 	classes := fs.String("class", "", "error classes (`C[,C…]`) of the messages to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN); not with --events")
 	events := fs.Bool("events", false, "replay DEAD delivery events (chosen by --target and --id) instead of messages")
 	tgt := fs.String("target", "", "with --events: only this target `T`")
@@ -200,36 +199,40 @@ func replay(args []string) error {
 	var ids cli.IDList
 	fs.Var(&ids, "id", "message (or, with --events, event) id `N` to replay (repeatable)")
 	if err := fs.Parse(args); err != nil {
-		return app.ExitError{Code: exitUsage}
+		return cli.ErrUsage
 	}
 	if fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx replay: unexpected argument %q; ids go with --id N", fs.Arg(0))}
+		return cli.UsageError(fmt.Sprintf("msgx replay: unexpected argument %q; ids go with --id N", fs.Arg(0)))
 	}
 	if err := replayModeFlags(fs, *events); err != nil {
 		return err
 	}
+	c, err := r.api()
+	if err != nil {
+		return err
+	}
 	if *events {
-		return replayEvents(srv(*server), *tgt, ids, *dryRun)
+		return replayEvents(ctx, e, c, *tgt, ids, *dryRun)
 	}
 	cl, err := replayClasses(*classes)
 	if err != nil {
 		return err
 	}
 	if len(cl) == 0 && len(ids) == 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx replay --class C[,C…] [--id N…] [--dry-run] | msgx replay --events [--target T] [--id N…] [--dry-run]"}
+		return cli.UsageError("usage: msgx replay --class C[,C…] [--id N…] [--dry-run] | msgx replay --events [--target T] [--id N…] [--dry-run]")
 	}
-	res, err := srv(*server).Replay(ctx, cl, ids, *dryRun)
+	res, err := c.Replay(ctx, cl, ids, *dryRun)
 	if err != nil {
 		return err
 	}
 	if *dryRun {
-		fmt.Printf("dry run: would move %d messages to PENDING, skip %d\n", res.Moved, res.Skipped)
-		cli.WritePreview(os.Stdout, res, false)
+		fmt.Fprintf(e.Stdout, "dry run: would move %d messages to PENDING, skip %d\n", res.Moved, res.Skipped)
+		cli.WritePreview(e.Stdout, res, false)
 		return nil
 	}
-	fmt.Printf("moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
+	fmt.Fprintf(e.Stdout, "moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
 	for _, id := range res.IDs {
-		fmt.Println(id)
+		fmt.Fprintln(e.Stdout, id)
 	}
 	return nil
 }
@@ -243,11 +246,11 @@ func replayModeFlags(fs *flag.FlagSet, events bool) error {
 		switch {
 		case err != nil:
 		case events && f.Name == "class":
-			err = app.ExitError{Code: exitUsage, Msg: "msgx replay: --class does not apply with --events (dead events are chosen by --target T and --id N); " +
-				"to replay messages of a class, drop --events; nothing was replayed"}
+			err = cli.UsageError("msgx replay: --class does not apply with --events (dead events are chosen by --target T and --id N); " +
+				"to replay messages of a class, drop --events; nothing was replayed")
 		case !events && f.Name == "target":
-			err = app.ExitError{Code: exitUsage, Msg: "msgx replay: --target applies only with --events (to replay a target's dead events: msgx replay --events --target T); " +
-				"messages are chosen by --class and --id; nothing was replayed"}
+			err = cli.UsageError("msgx replay: --target applies only with --events (to replay a target's dead events: msgx replay --events --target T); " +
+				"messages are chosen by --class and --id; nothing was replayed")
 		}
 	})
 	return err
@@ -260,8 +263,8 @@ func replayClasses(classes string) ([]string, error) {
 	for _, c := range strings.Split(classes, ",") {
 		if c = strings.TrimSpace(c); c != "" {
 			if _, ok := pipeline.ParseErrorClass(strings.ToUpper(c)); !ok {
-				return nil, app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx replay: unknown class %q%s; the classes are %s",
-					c, suggest.DidYouMean(c, classNames()), strings.Join(classNames(), ", "))}
+				return nil, cli.UsageError(fmt.Sprintf("msgx replay: unknown class %q%s; the classes are %s",
+					c, suggest.DidYouMean(c, classNames()), strings.Join(classNames(), ", ")))
 			}
 			cl = append(cl, strings.ToUpper(c))
 		}
@@ -270,9 +273,8 @@ func replayClasses(classes string) ([]string, error) {
 }
 
 // replayEvents replays (or with dryRun previews) the DEAD events of target and ids.
-func replayEvents(c *client.Client, target string, ids []int64, dryRun bool) error {
-	ctx := context.Background()
-	if err := checkTarget("replay", c, target); err != nil {
+func replayEvents(ctx context.Context, e *cli.Env, c *client.Client, target string, ids []int64, dryRun bool) error {
+	if err := checkTarget(ctx, "replay", c, target); err != nil {
 		return err
 	}
 	res, err := c.ReplayEvents(ctx, target, ids, dryRun)
@@ -280,19 +282,17 @@ func replayEvents(c *client.Client, target string, ids []int64, dryRun bool) err
 		return err
 	}
 	if dryRun {
-		fmt.Printf("dry run: would move %d dead events to PENDING, skip %d\n", res.Moved, res.Skipped)
-		cli.WritePreview(os.Stdout, res, true)
+		fmt.Fprintf(e.Stdout, "dry run: would move %d dead events to PENDING, skip %d\n", res.Moved, res.Skipped)
+		cli.WritePreview(e.Stdout, res, true)
 	} else {
-		fmt.Printf("moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
+		fmt.Fprintf(e.Stdout, "moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
 	}
 	if res.Note != "" {
-		fmt.Println("note: " + res.Note)
+		fmt.Fprintln(e.Stdout, "note: "+res.Note)
 	}
 	return nil
 }
 
-// printPreview prints a dry run's items as a table (id, tag or target, class, age) and says
-// how many more would move than the table shows.
 // classNames lists the error classes by name.
 func classNames() []string {
 	out := make([]string, len(pipeline.Classes))
@@ -305,8 +305,7 @@ func classNames() []string {
 // checkTarget answers a --target the server does not know with the target it probably meant,
 // learning the targets from the server's status; when the status cannot be read, or lists no
 // targets yet, the server itself judges the name.
-func checkTarget(cmd string, server *client.Client, name string) error {
-	ctx := context.Background()
+func checkTarget(ctx context.Context, cmd string, server *client.Client, name string) error {
 	if name == "" {
 		return nil
 	}
@@ -314,17 +313,17 @@ func checkTarget(cmd string, server *client.Client, name string) error {
 	if len(names) == 0 || slices.Contains(names, name) {
 		return nil
 	}
-	return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx %s: unknown target %q%s; the server's targets are %s",
-		cmd, name, suggest.DidYouMean(name, names), strings.Join(names, ", "))}
+	return cli.UsageError(fmt.Sprintf("msgx %s: unknown target %q%s; the server's targets are %s",
+		cmd, name, suggest.DidYouMean(name, names), strings.Join(names, ", ")))
 }
 
-func decode(args []string) error {
-	cfg, rest, err := loadConfig(prog.Flags("decode"), args)
+func decode(e *cli.Env, args []string) error {
+	cfg, rest, err := loadConfig(e, e.Flags("decode"), args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return app.ExitError{Code: 2, Msg: "usage: msgx decode [--config FILE] FILE"}
+		return cli.UsageError("usage: msgx decode [--config FILE] FILE")
 	}
 	raw, err := os.ReadFile(rest[0])
 	if err != nil {
@@ -332,8 +331,8 @@ func decode(args []string) error {
 	}
 	out, err := sis.Explain(raw, cfg.Decoding(), pipeline.IdentityMode(cfg.Identity.Mode))
 	if err != nil {
-		printJSON(out)
+		cli.WriteJSON(e.Stdout, out)
 		return app.ExitError{Code: 1, Msg: err.Error()}
 	}
-	return printJSON(out)
+	return cli.WriteJSON(e.Stdout, out)
 }

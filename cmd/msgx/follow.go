@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"os/signal"
 	"syscall"
 
@@ -16,29 +15,29 @@ import (
 // followMessages is messages --follow: like tail -f, the newest limit messages the filters
 // select (oldest of them first), then every message taken since, newest at the bottom, until
 // Ctrl-C (client.FollowMessages asks the server every half second).
-func followMessages(c *client.Client, filters url.Values, limit int, asJSON bool) error {
+func followMessages(e *cli.Env, c *client.Client, filters url.Values, limit int, asJSON bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if !asJSON {
-		cli.WriteMessageHeader(os.Stdout)
+		cli.WriteMessageHeader(e.Stdout)
 	}
-	return c.FollowMessages(ctx, filters, limit, func(ms []client.Message) { printMessages(ms, asJSON) }, func(err error) {
+	return c.FollowMessages(ctx, filters, limit, func(ms []client.Message) { printMessages(e, ms, asJSON) }, func(err error) {
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "msgx: %v (asking again every %v)\n", err, client.FollowPoll)
+			fmt.Fprintf(e.Stderr, "msgx: %v (asking again every %v)\n", err, client.FollowPoll)
 			return
 		}
-		fmt.Fprintln(os.Stderr, "msgx: the server answers again")
+		fmt.Fprintln(e.Stderr, "msgx: the server answers again")
 	})
 }
 
 // printMessages prints ms, a JSON line each with asJSON.
-func printMessages(ms []client.Message, asJSON bool) {
+func printMessages(e *cli.Env, ms []client.Message, asJSON bool) {
 	for _, m := range ms {
 		if asJSON {
 			b, _ := json.Marshal(m)
-			os.Stdout.Write(append(b, '\n'))
+			e.Stdout.Write(append(b, '\n'))
 		} else {
-			cli.WriteMessageLine(os.Stdout, m)
+			cli.WriteMessageLine(e.Stdout, m)
 		}
 	}
 }

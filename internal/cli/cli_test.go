@@ -5,7 +5,7 @@ import "testing"
 // A mistyped flag is put in the README's spelling with the flag probably meant.
 func TestFlagProblem(t *testing.T) {
 	t.Parallel()
-	fs := (&Program{Name: "msgx"}).Flags("send")
+	fs := (&Env{Program: &Program{Name: "msgx"}}).Flags("send")
 	fs.String("server", "", "")
 	for in, want := range map[string]string{
 		"flag provided but not defined: -sever":  "unknown flag --sever (did you mean --server?)",

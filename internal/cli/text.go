@@ -447,3 +447,10 @@ func WriteRequests(w io.Writer, requests []client.Request, z Zone) {
 	}
 	tw.Flush()
 }
+
+// WriteJSON writes v as indented JSON, as a command's --json prints an answer.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

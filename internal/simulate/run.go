@@ -127,7 +127,7 @@ func Run(ctx context.Context, o RunOptions) (Report, error) {
 		}
 		send = func(ctx context.Context, _ int, m Message) (int64, error) { return c.SendRetrying(ctx, m.Body) }
 	}
-	bar := cli.NewProgress("simulate", len(stream.Messages))
+	bar := cli.NewProgress(os.Stderr, "simulate", len(stream.Messages))
 	res, err := Play(ctx, stream, PlayOptions{Speed: o.Speed, Send: send, GiveUpAfter: 10,
 		Progress: func(done int, m Message, _ error) {
 			bar.Update(done, m.At.In(o.Loc).Format("15:04")+" "+m.Tag)
