@@ -87,38 +87,7 @@ func boardCmd(e *cli.Env, args []string) error {
 		if err != nil {
 			return "", err
 		}
-		z := cli.UTC
-		if !r.utc {
-			loc, err := time.LoadLocation(b.Timezone)
-			if err != nil {
-				return "", fmt.Errorf("the board's zone %q is not known on this machine: %w", b.Timezone, err)
-			}
-			z = cli.Zone{Loc: loc}
-		}
-		var out strings.Builder
-		fmt.Fprintf(&out, "flights of %s (airport day, %s)", b.Day, b.Timezone)
-		if z.Name() != b.Timezone {
-			fmt.Fprintf(&out, ", times in %s", z.Name())
-		}
-		out.WriteString("\n")
-		n := cli.WriteBoard(&out, b, f, z, statuses)
-		fmt.Fprintf(&out, "%d of %d flights", n, b.Count)
-		if n < b.Count {
-			out.WriteString(" (filtered)")
-		}
-		if b.AsOf != nil {
-			fmt.Fprintf(&out, "; as it stood at %s, rebuilt from %d applied messages", z.Time(*b.AsOf), b.Messages)
-			if b.HistoryFrom != nil {
-				fmt.Fprintf(&out, " (history kept from %s)", z.Time(*b.HistoryFrom))
-			}
-			out.WriteString("\n")
-			for _, w := range b.Warnings {
-				fmt.Fprintf(&out, "warning: %s\n", w)
-			}
-			return out.String(), nil
-		}
-		fmt.Fprintf(&out, "; at %s\n", z.Time(time.Now()))
-		return out.String(), nil
+		return cli.BoardPage(b, f, r.utc, statuses, time.Now())
 	}
 	if !*watch {
 		text, err := draw()

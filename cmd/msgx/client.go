@@ -225,15 +225,7 @@ func replay(e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *dryRun {
-		fmt.Fprintf(e.Stdout, "dry run: would move %d messages to PENDING, skip %d\n", res.Moved, res.Skipped)
-		cli.WritePreview(e.Stdout, res, false)
-		return nil
-	}
-	fmt.Fprintf(e.Stdout, "moved %d to PENDING, skipped %d\n", res.Moved, res.Skipped)
-	for _, id := range res.IDs {
-		fmt.Fprintln(e.Stdout, id)
-	}
+	cli.WriteReplay(e.Stdout, res, false, *dryRun)
 	return nil
 }
 
@@ -281,15 +273,7 @@ func replayEvents(ctx context.Context, e *cli.Env, c *client.Client, target stri
 	if err != nil {
 		return err
 	}
-	if dryRun {
-		fmt.Fprintf(e.Stdout, "dry run: would move %d dead events to PENDING, skip %d\n", res.Moved, res.Skipped)
-		cli.WritePreview(e.Stdout, res, true)
-	} else {
-		fmt.Fprintf(e.Stdout, "moved %d dead events to PENDING, skipped %d\n", res.Moved, res.Skipped)
-	}
-	if res.Note != "" {
-		fmt.Fprintln(e.Stdout, "note: "+res.Note)
-	}
+	cli.WriteReplay(e.Stdout, res, true, dryRun)
 	return nil
 }
 

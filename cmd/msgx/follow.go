@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os/signal"
@@ -21,23 +20,11 @@ func followMessages(e *cli.Env, c *client.Client, filters url.Values, limit int,
 	if !asJSON {
 		cli.WriteMessageHeader(e.Stdout)
 	}
-	return c.FollowMessages(ctx, filters, limit, func(ms []client.Message) { printMessages(e, ms, asJSON) }, func(err error) {
+	return c.FollowMessages(ctx, filters, limit, func(ms []client.Message) { cli.WriteMessages(e.Stdout, ms, asJSON) }, func(err error) {
 		if err != nil {
 			fmt.Fprintf(e.Stderr, "msgx: %v (asking again every %v)\n", err, client.FollowPoll)
 			return
 		}
 		fmt.Fprintln(e.Stderr, "msgx: the server answers again")
 	})
-}
-
-// printMessages prints ms, a JSON line each with asJSON.
-func printMessages(e *cli.Env, ms []client.Message, asJSON bool) {
-	for _, m := range ms {
-		if asJSON {
-			b, _ := json.Marshal(m)
-			e.Stdout.Write(append(b, '\n'))
-		} else {
-			cli.WriteMessageLine(e.Stdout, m)
-		}
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"msgx/internal/app"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -57,19 +56,7 @@ func events(e *cli.Env, args []string) error {
 	if printed, err := r.show(ctx, c, "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	tw := cli.Table(e.Stdout)
-	fmt.Fprintln(tw, "event\ttarget\tstate\tattempts\tmessage\tflight\tpayload / last error")
-	for _, e := range out.Events {
-		text := fmt.Sprintf("%d bytes", e.PayloadBytes)
-		if e.PayloadElided {
-			text += " (elided: msgx event payload via GET /api/v1/events/" + strconv.FormatInt(e.EventID, 10) + "/payload)"
-		}
-		if e.LastError != nil {
-			text = cli.OrText(e.ErrorClass, "?") + ": " + *e.LastError
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", e.EventID, e.Target, e.State, e.Attempts, e.MsgID, cli.OrText(e.FlightKey, "-"), cli.OneLine(text, 120))
-	}
-	tw.Flush()
+	cli.WriteEvents(e.Stdout, out.Events)
 	page.More(out.Page)
 	return nil
 }
@@ -103,15 +90,7 @@ func flightCmd(e *cli.Env, args []string) error {
 			fmt.Fprintf(e.Stdout, "flight %d: every change (times %s)\n", flid, z.Name())
 		}
 		n++
-		fmt.Fprintf(e.Stdout, "%s  message %d %s  %s (event %d)\n", z.Cell(c.At), c.MsgID, c.TypeTag, c.Op, c.EventID)
-		fields := make([]string, 0, len(c.Changes))
-		for k := range c.Changes {
-			fields = append(fields, k)
-		}
-		sort.Strings(fields)
-		for _, k := range fields {
-			cli.WriteChange(e.Stdout, k, string(c.Changes[k].Old), string(c.Changes[k].New))
-		}
+		cli.WriteFlightChange(e.Stdout, c, z)
 	})
 	if err != nil {
 		return err
@@ -202,14 +181,7 @@ func ackCmd(e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.Stdout, "acknowledged %d dead %s(s) %v", len(res.Acked), kind, res.Acked)
-	if len(res.Already) > 0 {
-		fmt.Fprintf(e.Stdout, "; already acknowledged: %v", res.Already)
-	}
-	fmt.Fprintln(e.Stdout)
-	if len(res.NotDead) > 0 {
-		fmt.Fprintf(e.Stdout, "not DEAD (unknown or replayed), left alone: %v\n", res.NotDead)
-	}
+	cli.WriteAck(e.Stdout, kind, res)
 	return nil
 }
 
@@ -239,23 +211,7 @@ func pauseCmd(e *cli.Env, args []string, name string) error {
 	if *tgt != "" {
 		what = "target " + *tgt
 	}
-	switch {
-	case res.Paused && res.Pause != nil:
-		fmt.Fprintf(e.Stdout, "%s paused by %s since %s", what, res.Pause.By, r.zone(ctx, c).Time(res.Pause.At))
-		if res.Pause.Reason != "" {
-			fmt.Fprintf(e.Stdout, ": %s", res.Pause.Reason)
-		}
-		if !res.Changed {
-			fmt.Fprint(e.Stdout, " (it already was)")
-		}
-		fmt.Fprintln(e.Stdout)
-	default:
-		fmt.Fprintf(e.Stdout, "%s running", what)
-		if !res.Changed {
-			fmt.Fprint(e.Stdout, " (it was not paused)")
-		}
-		fmt.Fprintln(e.Stdout)
-	}
+	cli.WritePause(e.Stdout, what, res, func() cli.Zone { return r.zone(ctx, c) })
 	return nil
 }
 
@@ -308,20 +264,11 @@ func jobsCmd(e *cli.Env, args []string) error {
 	}
 	// The server answers its newest 100 jobs; the paging flags choose among them.
 	list, more := pageJobs(out.Jobs, page)
-	if len(list) == 0 {
-		fmt.Fprintln(e.Stdout, "no jobs")
-		return nil
+	z := cli.UTC
+	if len(list) > 0 {
+		z = r.zone(ctx, c)
 	}
-	z := r.zone(ctx, c)
-	tw := cli.Table(e.Stdout)
-	fmt.Fprintf(tw, "job\tkind\tstate\tafter\t%s\tresult / last error / doing\n", z.Head("created"))
-	for _, j := range list {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Kind, cli.JobState(j), j.AfterMsgID, z.Cell(j.CreatedAt), cli.OneLine(cli.JobText(j), 100))
-	}
-	tw.Flush()
-	if more != "" {
-		fmt.Fprintln(e.Stdout, "more: "+more)
-	}
+	cli.WriteJobs(e.Stdout, list, more, z)
 	return nil
 }
 
@@ -357,16 +304,7 @@ func printKinds(ctx context.Context, e *cli.Env, r *remote, c *client.Client, as
 	if printed, err := r.show(ctx, c, "/api/v1/jobs/kinds", asJSON, &out); printed || err != nil {
 		return err
 	}
-	tw := cli.Table(e.Stdout)
-	fmt.Fprintln(tw, "kind\trunnable\twhy not")
-	for _, k := range out.Kinds {
-		runnable := "yes"
-		if !k.Runnable {
-			runnable = "no"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Kind, runnable, cli.OrDash(k.Reason))
-	}
-	return tw.Flush()
+	return cli.WriteKinds(e.Stdout, out.Kinds)
 }
 
 // jobRefused is the error of a job the server would not queue: one that cannot run in its
@@ -423,13 +361,7 @@ func auditCmd(e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	z := r.zone(ctx, c)
-	tw := cli.Table(e.Stdout)
-	fmt.Fprintf(tw, "id\t%s\tactor\trole\taction\tsubject\tdetail\n", z.Head("at"))
-	for _, a := range out.Audit {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, z.Cell(a.At), a.Actor, a.Role, a.Action, cli.OrDash(a.Subject), cli.OneLine(a.Detail, 100))
-	}
-	tw.Flush()
+	cli.WriteAudit(e.Stdout, out, r.zone(ctx, c))
 	page.More(out.Page)
 	return nil
 }
