@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 func boardCmd(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("board")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	day := fs.String("day", "", "the airport `DAY` (YYYY-MM-DD; default today at the airport)")
 	movement := fs.String("movement", "", "only arrivals (`A`, arrivals) or departures (D, departures)")
 	airline := fs.String("airline", "", "only this carrier `CODE` or flight number prefix (CA, CA82)")
@@ -29,7 +28,7 @@ func boardCmd(e *cli.Env, args []string) error {
 	every := fs.Duration("every", 5*time.Second, "how often --watch redraws")
 	at := fs.String("at", "", "the board as it stood at `TIME` (08:15 on --day, 2026-12-06T08:15, airport time; UTC with --utc), rebuilt from the messages applied by then")
 	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
-	r.utcFlag(fs)
+	r.UTCFlag(fs)
 	usage := cli.UsageError("usage: msgx board [--server URL] [--day YYYY-MM-DD] [--at HH:MM] [--movement A|D] [--airline CODE] [--terminal T] [--utc] [--watch [--every D]] [--json]")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return usage
@@ -42,7 +41,7 @@ func boardCmd(e *cli.Env, args []string) error {
 			return cli.UsageError(fmt.Sprintf("msgx board: --day %q is not a date YYYY-MM-DD", *day))
 		}
 	}
-	mv, err := boardMovement(*movement)
+	mv, err := e.Movement("board", *movement)
 	if err != nil {
 		return err
 	}
@@ -50,7 +49,7 @@ func boardCmd(e *cli.Env, args []string) error {
 		return cli.UsageError(fmt.Sprintf("msgx board: --every %s: at least 1s", *every))
 	}
 	f := cli.BoardFilter{Movement: mv, Airline: *airline, Terminal: *terminal}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
@@ -62,7 +61,7 @@ func boardCmd(e *cli.Env, args []string) error {
 		}
 		if *at != "" {
 			q.Set("as_of", *at)
-			if r.utc {
+			if r.UTC {
 				q.Set("tz", "UTC")
 			}
 		}
@@ -80,14 +79,14 @@ func boardCmd(e *cli.Env, args []string) error {
 		var b client.Board
 		var err error
 		if *at != "" {
-			b, err = c.BoardAsOf(ctx, *day, *at, r.utc)
+			b, err = c.BoardAsOf(ctx, *day, *at, r.UTC)
 		} else {
 			b, err = c.Board(ctx, *day)
 		}
 		if err != nil {
 			return "", err
 		}
-		return cli.BoardPage(b, f, r.utc, statuses, time.Now())
+		return cli.BoardPage(b, f, r.UTC, statuses, time.Now())
 	}
 	if !*watch {
 		text, err := draw()
@@ -120,17 +119,4 @@ func boardCmd(e *cli.Env, args []string) error {
 		case <-time.After(*every):
 		}
 	}
-}
-
-// boardMovement reads --movement: A, D, arrivals, departures (letter case ignored).
-func boardMovement(s string) (string, error) {
-	switch strings.ToUpper(strings.TrimSpace(s)) {
-	case "":
-		return "", nil
-	case "A", "ARR", "ARRIVAL", "ARRIVALS":
-		return "A", nil
-	case "D", "DEP", "DEPARTURE", "DEPARTURES":
-		return "D", nil
-	}
-	return "", cli.UsageError(fmt.Sprintf("msgx board: --movement %q is neither A (arrivals) nor D (departures)", s))
 }

@@ -15,10 +15,10 @@ import (
 func findCmd(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("find")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	limit := fs.Int("limit", 50, fmt.Sprintf("at most this many hits of each kind (1..%d)", client.MaxPageLimit))
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	r.utcFlag(fs)
+	r.UTCFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
 		return cli.UsageError("usage: msgx find [--server URL] [--limit N] [--json] TEXT…")
 	}
@@ -26,12 +26,12 @@ func findCmd(e *cli.Env, args []string) error {
 		return cli.UsageError(fmt.Sprintf("msgx find: --limit %d: give at least 1", *limit))
 	}
 	*limit = e.CapLimit("find", *limit)
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
 	tz := ""
-	if r.utc {
+	if r.UTC {
 		tz = "UTC"
 	}
 	ans, err := c.Find(ctx, strings.Join(fs.Args(), " "), *limit, tz)

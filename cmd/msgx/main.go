@@ -99,8 +99,12 @@ func run(argv []string, stdout, stderr io.Writer, environ []string) int {
 		return 0
 	}
 	exit, isExit := err.(app.ExitError)
-	if usage, ok := err.(cli.UsageError); ok {
-		exit, isExit = app.ExitError{Code: exitUsage, Msg: string(usage)}, true
+	switch err := err.(type) {
+	case cli.UsageError:
+		exit, isExit = app.ExitError{Code: exitUsage, Msg: string(err)}, true
+	case cli.ConfigError:
+		fmt.Fprintln(stderr, "msgx: "+err.Error())
+		return exitConfig
 	}
 	if !isExit {
 		fmt.Fprintln(stderr, "msgx "+name+": "+secret.Redact(err.Error())) // a start error may quote a URL

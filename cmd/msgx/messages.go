@@ -14,7 +14,7 @@ import (
 func messages(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("messages")
-	r := remoteFlags(e, fs, serverUsage, true)
+	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	state := fs.String("state", "", "only this state `S` (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
 	class := fs.String("class", "", "only this error class `C`")
 	page := e.ListFlags(fs, "messages", 50)
@@ -32,10 +32,10 @@ func messages(e *cli.Env, args []string) error {
 	if *state, err = e.Choice("messages", "state", *state, []string{string(pipeline.Pending), string(pipeline.Succeeded), string(pipeline.Skipped), string(pipeline.Failed), string(pipeline.Dead)}); err != nil {
 		return err
 	}
-	if *class, err = e.Choice("messages", "class", *class, classNames()); err != nil {
+	if *class, err = e.Choice("messages", "class", *class, cli.ErrorClasses()); err != nil {
 		return err
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func messages(e *cli.Env, args []string) error {
 	}
 	q := cli.WithFilters(pq, "flid", cli.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
 	var out client.MessageList
-	if printed, err := r.show(ctx, c, "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
+	if printed, err := r.Show(ctx, c, "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
 	cli.WriteMessageHeader(e.Stdout)
@@ -68,11 +68,11 @@ func messages(e *cli.Env, args []string) error {
 func message(e *cli.Env, args []string) (err error) {
 	ctx := context.Background()
 	fs := e.Flags("message")
-	r := remoteFlags(e, fs, serverUsage, true)
+	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	rawBody := fs.Bool("raw", false, "print the raw text as received, nothing else")
 	history := fs.Bool("history", false, "also print the message's history (each attempt, park and replay)")
-	r.utcFlag(fs)
+	r.UTCFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return cli.UsageError("usage: msgx message [--server URL] [--json] [--raw] [--history] ID")
 	}
@@ -80,7 +80,7 @@ func message(e *cli.Env, args []string) (err error) {
 	if err != nil || id <= 0 {
 		return cli.UsageError(fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0)))
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
@@ -93,10 +93,10 @@ func message(e *cli.Env, args []string) (err error) {
 		return nil
 	}
 	var m client.Message
-	if printed, err := r.show(ctx, c, fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
+	if printed, err := r.Show(ctx, c, fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
 		return err
 	}
-	z := r.zone(ctx, c)
+	z := r.Zone(ctx, c)
 	cli.WriteMessage(e.Stdout, m, z)
 	if *history {
 		history, err := c.MessageHistory(ctx, id)

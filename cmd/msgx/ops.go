@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"msgx/internal/app"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,16 +16,14 @@ import (
 	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/cli"
-	"msgx/internal/jobs/jobkind"
 	"msgx/internal/pipeline"
-	"msgx/internal/suggest"
 )
 
 // events lists outbox events.
 func events(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("events")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	flid := fs.Int64("flid", 0, "only events of this flight")
 	tgt := fs.String("target", "", "only events of this target")
 	state := fs.String("state", "", "only events in this state (PENDING, SENT, DEAD)")
@@ -40,11 +37,11 @@ func events(e *cli.Env, args []string) error {
 	if *state, err = e.Choice("events", "state", *state, []string{string(pipeline.EventPending), string(pipeline.EventSent), string(pipeline.EventDead)}); err != nil {
 		return err
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
-	if err := checkTarget(ctx, "events", c, *tgt); err != nil {
+	if err := r.CheckTarget(ctx, c, "events", *tgt); err != nil {
 		return err
 	}
 	pq, err := page.Query()
@@ -53,7 +50,7 @@ func events(e *cli.Env, args []string) error {
 	}
 	q := cli.WithFilters(pq, "flid", cli.NonZero(*flid), "msg_id", cli.NonZero(*msgID), "target", *tgt, "state", *state)
 	var out client.EventList
-	if printed, err := r.show(ctx, c, "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
+	if printed, err := r.Show(ctx, c, "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
 	cli.WriteEvents(e.Stdout, out.Events)
@@ -65,10 +62,10 @@ func events(e *cli.Env, args []string) error {
 func flightCmd(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("flight")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
 	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
-	r.utcFlag(fs)
+	r.UTCFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return cli.UsageError("usage: msgx flight [--server URL] [--history] [--utc] [--json] FLID")
 	}
@@ -76,14 +73,14 @@ func flightCmd(e *cli.Env, args []string) error {
 	if err != nil || flid <= 0 {
 		return cli.UsageError(fmt.Sprintf("msgx flight: %q is not a FLID", fs.Arg(0)))
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
 	if !*history {
 		return printFlight(ctx, e, r, c, flid, *asJSON)
 	}
-	z := r.zone(ctx, c)
+	z := r.Zone(ctx, c)
 	n := 0
 	err = c.FlightHistory(ctx, flid, func(c client.FlightChange) {
 		if n == 0 {
@@ -103,7 +100,7 @@ func flightCmd(e *cli.Env, args []string) error {
 
 // printFlight prints flight flid's record as labelled rows in the command's zone, or with
 // asJSON the API's answer as it is.
-func printFlight(ctx context.Context, e *cli.Env, r *remote, c *client.Client, flid int64, asJSON bool) error {
+func printFlight(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Client, flid int64, asJSON bool) error {
 	rec, err := c.Flight(ctx, flid)
 	if err != nil {
 		return err
@@ -115,7 +112,7 @@ func printFlight(ctx context.Context, e *cli.Env, r *remote, c *client.Client, f
 	if err := json.Unmarshal(rec, &f); err != nil {
 		return fmt.Errorf("flight %d: the answer is not a flight: %w", flid, err)
 	}
-	cli.WriteFlight(e.Stdout, f, r.zone(ctx, c))
+	cli.WriteFlight(e.Stdout, f, r.Zone(ctx, c))
 	return nil
 }
 
@@ -123,7 +120,7 @@ func printFlight(ctx context.Context, e *cli.Env, r *remote, c *client.Client, f
 func park(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("park")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
 		return cli.UsageError("usage: msgx park [--server URL] --reason TEXT ID")
@@ -132,7 +129,7 @@ func park(e *cli.Env, args []string) error {
 	if err != nil || id <= 0 {
 		return cli.UsageError(fmt.Sprintf("msgx park: %q is not a message id", fs.Arg(0)))
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
@@ -149,31 +146,22 @@ func park(e *cli.Env, args []string) error {
 func ackCmd(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("ack")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	events := fs.Bool("events", false, "the ids are DEAD events' ids (default: DEAD messages' ids)")
 	note := fs.String("note", "", "why (kept with the acknowledgement and in the audit log)")
 	usage := cli.UsageError("usage: msgx ack [--server URL] [--events] [--note TEXT] ID [ID…]")
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
 		return usage
 	}
-	ids := make([]int64, 0, fs.NArg())
-	for _, a := range fs.Args() {
-		for _, f := range strings.Split(a, ",") {
-			id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-			if err != nil || id <= 0 {
-				return cli.UsageError(fmt.Sprintf("msgx ack: %q is not an id", f))
-			}
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) > client.MaxAckIDs {
-		return cli.UsageError(fmt.Sprintf("msgx ack: %d ids; at most %d at a time", len(ids), client.MaxAckIDs))
+	ids, err := e.IDs("ack", fs.Args(), client.MaxAckIDs)
+	if err != nil {
+		return err
 	}
 	kind := "message"
 	if *events {
 		kind = "event"
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
@@ -189,18 +177,18 @@ func ackCmd(e *cli.Env, args []string) error {
 func pauseCmd(e *cli.Env, args []string, name string) error {
 	ctx := context.Background()
 	fs := e.Flags(name)
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
 	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
-	r.utcFlag(fs)
+	r.UTCFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return cli.UsageError("usage: msgx " + name + " [--server URL] [--target T] [--reason TEXT]")
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
-	if err := checkTarget(ctx, name, c, *tgt); err != nil {
+	if err := r.CheckTarget(ctx, c, name, *tgt); err != nil {
 		return err
 	}
 	res, err := c.SetPaused(ctx, name == "pause", *tgt, *reason)
@@ -211,7 +199,7 @@ func pauseCmd(e *cli.Env, args []string, name string) error {
 	if *tgt != "" {
 		what = "target " + *tgt
 	}
-	cli.WritePause(e.Stdout, what, res, func() cli.Zone { return r.zone(ctx, c) })
+	cli.WritePause(e.Stdout, what, res, func() cli.Zone { return r.Zone(ctx, c) })
 	return nil
 }
 
@@ -220,17 +208,17 @@ func pauseCmd(e *cli.Env, args []string, name string) error {
 func jobsCmd(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("jobs")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	start := fs.String("start", "", "enqueue a job of this `KIND` (ARCHIVE)")
 	kinds := fs.Bool("kinds", false, "list the job kinds and whether each can run in the server's configuration, and why not")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	page := e.ListFlags(fs, "jobs", 100)
-	r.utcFlag(fs)
+	r.UTCFlag(fs)
 	usage := cli.UsageError("usage: msgx jobs [--server URL] [--start KIND | --kinds] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc] [--json] [ID]")
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() > 1 {
 		return usage
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
@@ -238,7 +226,7 @@ func jobsCmd(e *cli.Env, args []string) error {
 	case *kinds:
 		return printKinds(ctx, e, r, c, *asJSON)
 	case *start != "":
-		kind, err := jobKind("jobs", *start)
+		kind, err := e.JobKind("jobs", *start)
 		if err != nil {
 			return err
 		}
@@ -259,49 +247,25 @@ func jobsCmd(e *cli.Env, args []string) error {
 		return err
 	}
 	var out client.JobList
-	if printed, err := r.show(ctx, c, "/api/v1/jobs", *asJSON, &out); printed || err != nil {
+	if printed, err := r.Show(ctx, c, "/api/v1/jobs", *asJSON, &out); printed || err != nil {
 		return err
 	}
 	// The server answers its newest 100 jobs; the paging flags choose among them.
-	list, more := pageJobs(out.Jobs, page)
+	list, more := page.Jobs(out.Jobs)
 	z := cli.UTC
 	if len(list) > 0 {
-		z = r.zone(ctx, c)
+		z = r.Zone(ctx, c)
 	}
 	cli.WriteJobs(e.Stdout, list, more, z)
 	return nil
 }
 
-// pageJobs picks from jobs (newest first) those of the listing's page: ids between --after
-// and --before, in --order, at most --limit; more is the flag of the page after it ("").
-func pageJobs(jobs []client.Job, page *cli.Listing) (out []client.Job, more string) {
-	asc := strings.EqualFold(page.Order, "asc")
-	for _, j := range jobs {
-		if (page.After > 0 && j.ID <= page.After) || (page.Before > 0 && j.ID >= page.Before) {
-			continue
-		}
-		out = append(out, j)
-	}
-	if asc {
-		slices.Reverse(out)
-	}
-	if len(out) > page.Limit {
-		if asc {
-			more = fmt.Sprintf("--after %d --order asc", out[page.Limit-1].ID)
-		} else {
-			more = fmt.Sprintf("--before %d", out[page.Limit-1].ID)
-		}
-		out = out[:page.Limit]
-	}
-	return out, more
-}
-
 // printKinds prints every job kind, whether the server can run it, and why not.
-func printKinds(ctx context.Context, e *cli.Env, r *remote, c *client.Client, asJSON bool) error {
+func printKinds(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Client, asJSON bool) error {
 	var out struct {
 		Kinds []client.JobKind `json:"kinds"`
 	}
-	if printed, err := r.show(ctx, c, "/api/v1/jobs/kinds", asJSON, &out); printed || err != nil {
+	if printed, err := r.Show(ctx, c, "/api/v1/jobs/kinds", asJSON, &out); printed || err != nil {
 		return err
 	}
 	return cli.WriteKinds(e.Stdout, out.Kinds)
@@ -319,33 +283,22 @@ func jobRefused(cmd, kind string, err error) error {
 }
 
 // showJob prints one job: its state, attempts, times and result, error or progress.
-func showJob(ctx context.Context, e *cli.Env, r *remote, c *client.Client, id int64, asJSON bool) error {
+func showJob(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Client, id int64, asJSON bool) error {
 	var j client.Job
-	if printed, err := r.show(ctx, c, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
+	if printed, err := r.Show(ctx, c, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
 		return err
 	}
-	cli.WriteJob(e.Stdout, j, r.zone(ctx, c))
+	cli.WriteJob(e.Stdout, j, r.Zone(ctx, c))
 	return nil
-}
-
-// jobKind returns kind in upper case when it is a job kind, else a usage error that suggests
-// the closest one.
-func jobKind(cmd, kind string) (string, error) {
-	k := strings.ToUpper(strings.TrimSpace(kind))
-	if slices.Contains(jobkind.Kinds, k) {
-		return k, nil
-	}
-	return "", cli.UsageError(fmt.Sprintf("msgx %s: unknown job kind %q%s; the kinds are %s",
-		cmd, kind, suggest.DidYouMean(k, jobkind.Kinds), strings.Join(jobkind.Kinds, ", ")))
 }
 
 // auditCmd lists the audit log (admin).
 func auditCmd(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("audit")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	page := e.ListFlags(fs, "entries", 100)
-	r.utcFlag(fs)
+	r.UTCFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return cli.UsageError("usage: msgx audit [--server URL] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc]")
 	}
@@ -353,7 +306,7 @@ func auditCmd(e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
@@ -361,7 +314,7 @@ func auditCmd(e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cli.WriteAudit(e.Stdout, out, r.zone(ctx, c))
+	cli.WriteAudit(e.Stdout, out, r.Zone(ctx, c))
 	page.More(out.Page)
 	return nil
 }
@@ -392,7 +345,7 @@ func token(e *cli.Env, args []string) error {
 func jobCmd(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("job")
-	r := remoteFlags(e, fs, apiServerUsage, true)
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
 	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
 	params := jobParamFlags(fs)
@@ -401,11 +354,11 @@ func jobCmd(e *cli.Env, args []string) error {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
 		return usage
 	}
-	kind, err := jobKind("job", fs.Arg(1))
+	kind, err := e.JobKind("job", fs.Arg(1))
 	if err != nil {
 		return err
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}

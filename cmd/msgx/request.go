@@ -16,7 +16,7 @@ TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or
 func request(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("request")
-	r := remoteFlags(e, fs, serverUsage, false)
+	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
 	to := fs.String("to", "", "schedule: end of the window (STDE), a `TIME`")
 	// Flags may come before or after the kind and the TYPE.
@@ -24,7 +24,7 @@ func request(e *cli.Env, args []string) error {
 		return cli.UsageError(requestUsage)
 	}
 	pos := fs.Args()
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
@@ -55,11 +55,11 @@ func request(e *cli.Env, args []string) error {
 func requestsList(e *cli.Env, args []string) error {
 	ctx := context.Background()
 	fs := e.Flags("requests")
-	r := remoteFlags(e, fs, serverUsage, false)
+	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")
 	page := e.ListFlags(fs, "requests", 50)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	r.utcFlag(fs)
+	r.UTCFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return cli.UsageError("usage: msgx requests [--server URL] [--state S] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc] [--json]")
 	}
@@ -76,14 +76,14 @@ func requestsList(e *cli.Env, args []string) error {
 		Requests []client.Request `json:"requests"`
 		client.Page
 	}
-	c, err := r.api()
+	c, err := r.API()
 	if err != nil {
 		return err
 	}
-	if printed, err := r.show(ctx, c, "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
+	if printed, err := r.Show(ctx, c, "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	cli.WriteRequests(e.Stdout, out.Requests, r.zone(ctx, c))
+	cli.WriteRequests(e.Stdout, out.Requests, r.Zone(ctx, c))
 	page.More(out.Page)
 	return nil
 }

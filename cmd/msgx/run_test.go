@@ -11,6 +11,7 @@ import (
 
 	"msgx/client"
 	"msgx/internal/api"
+	"msgx/internal/cli"
 	"msgx/internal/store"
 )
 
@@ -104,7 +105,7 @@ func TestRunUsageErrors(t *testing.T) {
 			messages.Synopsis + "\nRun 'msgx help messages' for the flags and examples.\nusage: msgx messages " + messages.Synopsis + "\n"},
 		{[]string{"messages", "--state", "dead", "--order", "sideways"}, "msgx messages: --order \"sideways\" is neither desc (newest first, the default) nor asc (oldest first)\n"},
 		{[]string{"events", "--state", "SNET"}, "msgx events: --state \"SNET\" is not one of PENDING, SENT, DEAD (did you mean SENT?)\n"},
-		{[]string{"replay", "--class", "exhusted"}, "msgx replay: unknown class \"exhusted\" (did you mean EXHAUSTED?); the classes are " + strings.Join(classNames(), ", ") + "\n"},
+		{[]string{"replay", "--class", "exhusted"}, "msgx replay: unknown class \"exhusted\" (did you mean EXHAUSTED?); the classes are " + strings.Join(cli.ErrorClasses(), ", ") + "\n"},
 		{[]string{"ack", "--events", "0"}, "msgx ack: \"0\" is not an id\n"},
 		{[]string{"jobs", "--start", "ARCHIV"}, "msgx jobs: unknown job kind \"ARCHIV\" (did you mean ARCHIVE?); the kinds are ARCHIVE, HISTORY_SWEEP, RETENTION, PROJECTION_REBUILD, CONSISTENCY_CHECK, REDIS_RESTORE\n"},
 		{[]string{"board", "--movement", "Q"}, "msgx board: --movement \"Q\" is neither A (arrivals) nor D (departures)\n"},

@@ -28,7 +28,7 @@ func simulateCmd(e *cli.Env, args []string) error {
 	zone := fs.String("timezone", "", "the airport's `ZONE` (default sis.timezone: MSGX_SIS_TIMEZONE, else "+config.Default().SIS.Timezone+")")
 	first := fs.String("first", "06:00", "local `HH:MM` of the first scheduled time")
 	hours := fs.Float64("hours", 16, "`H` hours the scheduled times spread over")
-	r := remoteFlags(e, fs, serverUsage, false)
+	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	out := fs.String("out", "", "write the messages to numbered files in `DIR` instead of posting them")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	replace := fs.Bool("replace", false, "post the schedule even when the server already has flights on that day (they are replaced)")
@@ -44,7 +44,7 @@ func simulateCmd(e *cli.Env, args []string) error {
 	if *flights < 1 || *speed < 0 || *hours <= 0 || *hours > 24 || *faultRate <= 0 || *faultRate > 0.5 {
 		return usageErr("--flights must be at least 1, --speed not negative, --hours in (0, 24], --fault-rate in (0, 0.5]")
 	}
-	if *out != "" && r.server != "" {
+	if *out != "" && r.Server() {
 		return usageErr("--server and --out exclude each other")
 	}
 	fl, err := sim.ParseFaults(*faults)
@@ -71,7 +71,7 @@ func simulateCmd(e *cli.Env, args []string) error {
 		Span:  time.Duration(*hours * float64(time.Hour)),
 	}}
 	if *out == "" {
-		if o.Server, err = r.inbox(); err != nil {
+		if o.Server, err = r.Inbox(); err != nil {
 			return err
 		}
 	}
