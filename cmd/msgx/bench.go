@@ -16,7 +16,7 @@ import (
 )
 
 // benchCmd runs `msgx bench`.
-func benchCmd(e *cli.Env, args []string) error {
+func benchCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("bench")
 	workload := fs.String("workload", bench.WorkloadDay, "`W`: day (the simulator's airport day: reference data, schedule, FLOPs of every STYP) or classic (reference adds and FLOPs on a 3,000-flight snapshot)")
 	messages := fs.Int("messages", bench.DefaultMessages, "`N`: messages in the accept, process and latency phases (day: FLOPs of each simulated day)")
@@ -40,7 +40,7 @@ func benchCmd(e *cli.Env, args []string) error {
 		fmt.Fprint(e.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, --workload is day or classic, and no arguments follow the flags\n\nRun 'msgx help bench' for the flags and examples.\n")
 		return cli.ErrUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, SinkDir: *sinkDir}, bench.Options{
 		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history, AsOfWait: *asOfWait,

@@ -16,8 +16,7 @@ import (
 // boardCmd prints the flight board of an airport day as a table, in airport time, filtered as
 // the console's board is (movement, airline, terminal); --watch redraws it in place on a
 // terminal (plain output, one board after another, when piped) until Ctrl-C.
-func boardCmd(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func boardCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("board")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	day := fs.String("day", "", "the airport `DAY` (YYYY-MM-DD; default today at the airport)")
@@ -96,27 +95,7 @@ func boardCmd(e *cli.Env, args []string) error {
 		fmt.Fprint(e.Stdout, text)
 		return nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	onTerminal := cli.IsTerminal(e.Stdout)
-	for first := true; ; first = false {
-		text, err := draw()
-		switch {
-		case err != nil && first:
-			return err
-		case err != nil:
-			text = fmt.Sprintf("could not refresh (%v); trying again in %s\n", err, *every)
-		}
-		if onTerminal {
-			fmt.Fprint(e.Stdout, "\x1b[H\x1b[2J") // home and clear: the board redraws in place
-		} else if !first {
-			fmt.Fprintln(e.Stdout)
-		}
-		fmt.Fprint(e.Stdout, text)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(*every):
-		}
-	}
+	return cli.Watch(ctx, e.Stdout, *every, draw)
 }

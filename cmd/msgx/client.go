@@ -16,8 +16,7 @@ import (
 	"msgx/internal/sis"
 )
 
-func send(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func send(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("send")
 	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	if err := fs.Parse(args); err != nil {
@@ -58,8 +57,7 @@ func send(e *cli.Env, args []string) error {
 	return nil
 }
 
-func status(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func status(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("status")
 	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -101,8 +99,7 @@ func statusExit(st client.Status) error {
 	return nil
 }
 
-func replay(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func replay(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("replay")
 	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	classes := fs.String("class", "", "error classes (`C[,C…]`) of the messages to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN); not with --events")
@@ -174,7 +171,7 @@ func replayEvents(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Clie
 	return nil
 }
 
-func decode(e *cli.Env, args []string) error {
+func decode(ctx context.Context, e *cli.Env, args []string) error {
 	cfg, rest, err := loadConfig(e, e.Flags("decode"), args)
 	if err != nil {
 		return err

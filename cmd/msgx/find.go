@@ -12,8 +12,7 @@ import (
 
 // findCmd searches flights and messages for its arguments and prints the hits; when exactly
 // one flight matches, its record too, as `msgx flight` prints it.
-func findCmd(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func findCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("find")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	limit := fs.Int("limit", 50, fmt.Sprintf("at most this many hits of each kind (1..%d)", client.MaxPageLimit))

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"io"
@@ -31,11 +32,11 @@ var commandsText string
 
 func init() {
 	// The commands' functions by name.
-	runs := map[string]func(*cli.Env, []string) error{
+	runs := map[string]func(context.Context, *cli.Env, []string) error{
 		"serve": serve, "send": send, "status": status, "messages": messages, "message": message,
 		"replay": replay, "events": events, "flight": flightCmd, "board": boardCmd, "find": findCmd, "park": park, "ack": ackCmd,
-		"pause":  func(e *cli.Env, args []string) error { return pauseCmd(e, args, "pause") },
-		"resume": func(e *cli.Env, args []string) error { return pauseCmd(e, args, "resume") },
+		"pause":  func(ctx context.Context, e *cli.Env, args []string) error { return pauseCmd(ctx, e, args, "pause") },
+		"resume": func(ctx context.Context, e *cli.Env, args []string) error { return pauseCmd(ctx, e, args, "resume") },
 		"jobs":   jobsCmd, "job": jobCmd, "audit": auditCmd, "token": token, "request": request,
 		"requests": requestsList, "simulate": simulateCmd, "shadow": shadowCmd, "decode": decode,
 		"migrate": migrate, "bench": benchCmd, "version": versionCmd, "help": helpCmd,
@@ -94,7 +95,7 @@ func run(argv []string, stdout, stderr io.Writer, environ []string) int {
 		fmt.Fprintln(stderr, prog.Unknown(name))
 		return exitUsage
 	}
-	helped, err := e.Run(cmd, args)
+	helped, err := e.Run(context.Background(), cmd, args)
 	if helped || err == nil {
 		return 0
 	}
@@ -144,4 +145,4 @@ func globalConfig(e *cli.Env, argv []string) (rest []string, ok bool) {
 }
 
 // helpCmd is `msgx help [COMMAND]`.
-func helpCmd(e *cli.Env, args []string) error { return e.Help(args) }
+func helpCmd(ctx context.Context, e *cli.Env, args []string) error { return e.Help(ctx, args) }

@@ -3,16 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"os/signal"
+	"strconv"
+	"syscall"
+
 	"msgx/client"
 	"msgx/internal/cli"
 	"msgx/internal/pipeline"
-	"net/url"
-	"strconv"
 )
 
 // messages lists messages with their state, class, note and warnings.
-func messages(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func messages(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("messages")
 	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	state := fs.String("state", "", "only this state `S` (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
@@ -45,7 +47,7 @@ func messages(e *cli.Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return followMessages(e, c, filters, page.Limit, *asJSON)
+		return followMessages(ctx, e, c, filters, page.Limit, *asJSON)
 	}
 	pq, err := page.Query()
 	if err != nil {
@@ -65,8 +67,7 @@ func messages(e *cli.Env, args []string) error {
 }
 
 // message shows one message in full: state, class, last error, note and every warning.
-func message(e *cli.Env, args []string) (err error) {
-	ctx := context.Background()
+func message(ctx context.Context, e *cli.Env, args []string) (err error) {
 	fs := e.Flags("message")
 	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -106,4 +107,22 @@ func message(e *cli.Env, args []string) (err error) {
 		cli.WriteHistory(e.Stdout, history, z)
 	}
 	return nil
+}
+
+// followMessages is messages --follow: like tail -f, the newest limit messages the filters
+// select (oldest of them first), then every message taken since, newest at the bottom, until
+// Ctrl-C (client.FollowMessages asks the server every half second).
+func followMessages(ctx context.Context, e *cli.Env, c *client.Client, filters url.Values, limit int, asJSON bool) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if !asJSON {
+		cli.WriteMessageHeader(e.Stdout)
+	}
+	return c.FollowMessages(ctx, filters, limit, func(ms []client.Message) { cli.WriteMessages(e.Stdout, ms, asJSON) }, func(err error) {
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "msgx: %v (asking again every %v)\n", err, client.FollowPoll)
+			return
+		}
+		fmt.Fprintln(e.Stderr, "msgx: the server answers again")
+	})
 }

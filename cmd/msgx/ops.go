@@ -20,8 +20,7 @@ import (
 )
 
 // events lists outbox events.
-func events(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func events(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("events")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	flid := fs.Int64("flid", 0, "only events of this flight")
@@ -59,8 +58,7 @@ func events(e *cli.Env, args []string) error {
 }
 
 // flightCmd shows a flight's record, or with --history every change of it.
-func flightCmd(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func flightCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("flight")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
@@ -117,8 +115,7 @@ func printFlight(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Clien
 }
 
 // park sets a message aside: DEAD with class PARKED, replayable.
-func park(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func park(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("park")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
@@ -143,8 +140,7 @@ func park(e *cli.Env, args []string) error {
 
 // ackCmd acknowledges dead letters: DEAD messages (IDs), or DEAD events with --events; kept
 // for audit, they leave the counts that call for attention.
-func ackCmd(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func ackCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("ack")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	events := fs.Bool("events", false, "the ids are DEAD events' ids (default: DEAD messages' ids)")
@@ -174,8 +170,7 @@ func ackCmd(e *cli.Env, args []string) error {
 }
 
 // pauseCmd pauses (name "pause") or resumes ("resume") the pump, or one target with --target.
-func pauseCmd(e *cli.Env, args []string, name string) error {
-	ctx := context.Background()
+func pauseCmd(ctx context.Context, e *cli.Env, args []string, name string) error {
 	fs := e.Flags(name)
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
@@ -205,8 +200,7 @@ func pauseCmd(e *cli.Env, args []string, name string) error {
 
 // jobs lists the pump jobs (any role), shows one with its progress (`msgx jobs ID`), lists
 // the kinds and whether each can run here (--kinds), or starts one with --start KIND (admin).
-func jobsCmd(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func jobsCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("jobs")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	start := fs.String("start", "", "enqueue a job of this `KIND` (ARCHIVE)")
@@ -293,8 +287,7 @@ func showJob(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Client, i
 }
 
 // auditCmd lists the audit log (admin).
-func auditCmd(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func auditCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("audit")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	page := e.ListFlags(fs, "entries", 100)
@@ -320,7 +313,7 @@ func auditCmd(e *cli.Env, args []string) error {
 }
 
 // token prints the configured form of a token secret (hash) or makes a new secret (new).
-func token(e *cli.Env, args []string) error {
+func token(ctx context.Context, e *cli.Env, args []string) error {
 	var secret string
 	switch {
 	case len(args) == 2 && args[0] == "hash":
@@ -342,8 +335,7 @@ func token(e *cli.Env, args []string) error {
 // the status's job section, on stderr) and ends when it is DONE (its result on stdout, exit
 // 0) or DEAD (its last error, exit 1). A failed attempt that will be retried is told and
 // waited for. --no-wait only enqueues.
-func jobCmd(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func jobCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("job")
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")

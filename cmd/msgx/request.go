@@ -13,8 +13,7 @@ const requestUsage = `usage:
 TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or RFC 3339`
 
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
-func request(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func request(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("request")
 	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
@@ -52,8 +51,7 @@ func request(e *cli.Env, args []string) error {
 }
 
 // requestsList prints the data requests with their state.
-func requestsList(e *cli.Env, args []string) error {
-	ctx := context.Background()
+func requestsList(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("requests")
 	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")

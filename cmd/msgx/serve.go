@@ -28,7 +28,7 @@ func loadConfig(e *cli.Env, fs *flag.FlagSet, args []string) (config.Config, []s
 }
 
 // serve runs the server: app.Serve.
-func serve(e *cli.Env, args []string) error {
+func serve(ctx context.Context, e *cli.Env, args []string) error {
 	cfg, _, err := loadConfig(e, e.Flags("serve"), args)
 	if err != nil {
 		return err
@@ -36,12 +36,12 @@ func serve(e *cli.Env, args []string) error {
 	return app.Serve(cfg, version)
 }
 
-func migrate(e *cli.Env, args []string) error {
+func migrate(ctx context.Context, e *cli.Env, args []string) error {
 	cfg, _, err := loadConfig(e, e.Flags("migrate"), args)
 	if err != nil {
 		return err
 	}
-	v, err := app.Migrate(context.Background(), cfg)
+	v, err := app.Migrate(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func migrate(e *cli.Env, args []string) error {
 }
 
 // versionCmd is `msgx version`.
-func versionCmd(e *cli.Env, args []string) error {
+func versionCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("version")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return cli.ErrUsage

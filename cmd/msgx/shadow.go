@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"msgx/internal/app"
 	"strings"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // shadowCmd runs `msgx shadow SUBCOMMAND`.
-func shadowCmd(e *cli.Env, args []string) error {
+func shadowCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if len(args) == 0 || args[0] != "diff" {
 		if e.HelpWanted() {
 			return nil // run prints the help

@@ -17,7 +17,7 @@ import (
 	"msgx/internal/suggest"
 )
 
-func simulateCmd(e *cli.Env, args []string) error {
+func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
 	fs := e.Flags("simulate")
 	flights := fs.Int("flights", 100, "`N` flights in the day's schedule")
 	speed := fs.Float64("speed", 0, "`X` times real time (60: an hour a minute); 0 sends as fast as possible")
@@ -63,7 +63,7 @@ func simulateCmd(e *cli.Env, args []string) error {
 	if !isFlagSet(fs, "seed") {
 		*seed = time.Now().UnixNano() % 1_000_000
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	o := sim.RunOptions{Speed: *speed, Out: *out, Options: sim.Options{
 		Flights: *flights, Day: d, Loc: loc, Seed: *seed, Faults: fl, FaultRate: *faultRate,

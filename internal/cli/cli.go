@@ -8,6 +8,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ import (
 // command's.
 type Command struct {
 	Name     string
-	Run      func(e *Env, args []string) error
+	Run      func(ctx context.Context, e *Env, args []string) error
 	Synopsis string // the flags and arguments, as in the README: "[--server URL] FILE…"
 	Summary  string // one line for `PROG help`
 	Help     string // what `PROG help NAME` prints between the usage line and the flags; ends with examples
@@ -82,7 +83,7 @@ func (e *Env) HelpWanted() bool { return e.helpWanted }
 // comes the footer of `PROG help`, then each command is a line "== NAME SYNOPSIS", a line
 // with its summary, then its help. runs are the commands' functions by name; text must name
 // each of them, and only them.
-func (p *Program) ReadTable(text string, runs map[string]func(*Env, []string) error) error {
+func (p *Program) ReadTable(text string, runs map[string]func(context.Context, *Env, []string) error) error {
 	preamble, table, _ := strings.Cut(text, "\n== ")
 	_, footer, _ := strings.Cut(preamble, "\n\n")
 	p.Footer = strings.TrimSpace(footer) + "\n"
@@ -148,9 +149,9 @@ func (p *Program) Unknown(name string) string {
 // Run runs cmd with args. It reports helped when the command line asked for the command's
 // help (or was `PROG help COMMAND`), which is then printed (by the command's FlagSet, else
 // here); the command's error is then of no account.
-func (e *Env) Run(cmd Command, args []string) (helped bool, err error) {
+func (e *Env) Run(ctx context.Context, cmd Command, args []string) (helped bool, err error) {
 	e.helpWanted = cmd.Name != "help" && WantsHelp(args)
-	err = cmd.Run(e, args)
+	err = cmd.Run(ctx, e, args)
 	if e.helpWanted || e.helpPrinted {
 		if !e.helpPrinted { // a command that does not build its flags with Flags
 			fmt.Fprint(e.Stdout, e.Program.CommandHelp(cmd, nil))
@@ -269,7 +270,7 @@ const ErrUsage = UsageError("")
 
 // Help is the command `PROG help [COMMAND]`. Its error is a UsageError when the command line
 // has more than one argument or names a command the program does not have.
-func (e *Env) Help(args []string) error {
+func (e *Env) Help(ctx context.Context, args []string) error {
 	p := e.Program
 	if len(args) == 0 {
 		fmt.Fprint(e.Stdout, p.Usage())
@@ -292,7 +293,7 @@ func (e *Env) Help(args []string) error {
 	}
 	// The command itself prints its help with its flags when asked, as `PROG CMD --help` does.
 	e.helpWanted = true
-	cmd.Run(e, []string{"--help"})
+	cmd.Run(ctx, e, []string{"--help"})
 	if !e.helpPrinted {
 		fmt.Fprint(e.Stdout, p.CommandHelp(cmd, nil))
 	}

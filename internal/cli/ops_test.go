@@ -2,7 +2,10 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -239,4 +242,30 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	same(t, "JSON", b.String(), "{\n  \"ids\": [\n    4\n  ],\n  \"moved\": 1\n}\n")
+}
+
+// Piped, a watched board is one text after another with a blank line between; a failed
+// redraw is said and tried again; a failed first draw ends the watch; the end of the context
+// ends it after the text in hand.
+func TestWatch(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	draw := func() (string, error) {
+		n++
+		switch n {
+		case 2:
+			return "", errors.New("connection refused")
+		case 3:
+			cancel()
+		}
+		return fmt.Sprintf("board %d\n", n), nil
+	}
+	var b bytes.Buffer
+	if err := cli.Watch(ctx, &b, time.Millisecond, draw); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "watch", b.String(), "board 1\n\ncould not refresh (connection refused); trying again in 1ms\n\nboard 3\n")
+	if err := cli.Watch(context.Background(), &b, time.Millisecond, func() (string, error) { return "", errors.New("no server") }); err == nil || err.Error() != "no server" {
+		t.Errorf("a first draw that fails: %v", err)
+	}
 }
