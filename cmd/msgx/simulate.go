@@ -76,6 +76,7 @@ func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
 		}
 	}
 	o.Replace = *replace
+	o.Progress = e.Stderr
 	o.Warn = func(w string) { fmt.Fprintln(e.Stderr, "msgx simulate: warning: "+w) }
 	rep, err := sim.Run(ctx, o)
 	var taken *sim.DayTakenError
