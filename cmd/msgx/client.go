@@ -23,7 +23,7 @@ func send(ctx context.Context, e *cli.Env, args []string) error {
 		return cli.ErrUsage
 	}
 	if fs.NArg() == 0 {
-		return cli.UsageError("usage: msgx send [--server URL] FILE…")
+		return e.Usage("send")
 	}
 	c, err := r.Inbox()
 	if err != nil {
@@ -177,7 +177,7 @@ func decode(ctx context.Context, e *cli.Env, args []string) error {
 		return err
 	}
 	if len(rest) != 1 {
-		return cli.UsageError("usage: msgx decode [--config FILE] FILE")
+		return e.Usage("decode")
 	}
 	raw, err := os.ReadFile(rest[0])
 	if err != nil {

@@ -28,7 +28,7 @@ func messages(ctx context.Context, e *cli.Env, args []string) error {
 	text := fs.String("q", "", "only messages whose identity, last error or note contains this text, or whose body does (newest 50,000 messages)")
 	follow := fs.Bool("follow", false, "print the newest messages, then each one taken as it arrives (newest at the bottom) until Ctrl-C")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return cli.UsageError("usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--json] [--follow]")
+		return e.Usage("messages")
 	}
 	var err error
 	if *state, err = e.Choice("messages", "state", *state, []string{string(pipeline.Pending), string(pipeline.Succeeded), string(pipeline.Skipped), string(pipeline.Failed), string(pipeline.Dead)}); err != nil {

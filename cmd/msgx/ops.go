@@ -30,7 +30,7 @@ func events(ctx context.Context, e *cli.Env, args []string) error {
 	page := e.ListFlags(fs, "events", 50)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return cli.UsageError("usage: msgx events [--server URL] [--flid N] [--target T] [--state S] [--msg-id N] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--json]")
+		return e.Usage("events")
 	}
 	var err error
 	if *state, err = e.Choice("events", "state", *state, []string{string(pipeline.EventPending), string(pipeline.EventSent), string(pipeline.EventDead)}); err != nil {
@@ -65,7 +65,7 @@ func flightCmd(ctx context.Context, e *cli.Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
 	r.UTCFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
-		return cli.UsageError("usage: msgx flight [--server URL] [--history] [--utc] [--json] FLID")
+		return e.Usage("flight")
 	}
 	flid, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || flid <= 0 {
@@ -120,7 +120,7 @@ func park(ctx context.Context, e *cli.Env, args []string) error {
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
-		return cli.UsageError("usage: msgx park [--server URL] --reason TEXT ID")
+		return e.Usage("park")
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || id <= 0 {
@@ -145,9 +145,8 @@ func ackCmd(ctx context.Context, e *cli.Env, args []string) error {
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	events := fs.Bool("events", false, "the ids are DEAD events' ids (default: DEAD messages' ids)")
 	note := fs.String("note", "", "why (kept with the acknowledgement and in the audit log)")
-	usage := cli.UsageError("usage: msgx ack [--server URL] [--events] [--note TEXT] ID [ID…]")
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
-		return usage
+		return e.Usage("ack")
 	}
 	ids, err := e.IDs("ack", fs.Args(), client.MaxAckIDs)
 	if err != nil {
@@ -208,9 +207,8 @@ func jobsCmd(ctx context.Context, e *cli.Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	page := e.ListFlags(fs, "jobs", 100)
 	r.UTCFlag(fs)
-	usage := cli.UsageError("usage: msgx jobs [--server URL] [--start KIND | --kinds] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc] [--json] [ID]")
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() > 1 {
-		return usage
+		return e.Usage("jobs")
 	}
 	c, err := r.API()
 	if err != nil {
@@ -293,7 +291,7 @@ func auditCmd(ctx context.Context, e *cli.Env, args []string) error {
 	page := e.ListFlags(fs, "entries", 100)
 	r.UTCFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return cli.UsageError("usage: msgx audit [--server URL] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc]")
+		return e.Usage("audit")
 	}
 	q, err := page.Query()
 	if err != nil {
@@ -341,10 +339,9 @@ func jobCmd(ctx context.Context, e *cli.Env, args []string) error {
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
 	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
 	params := jobParamFlags(fs)
-	usage := cli.UsageError("usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day YYYY-MM-DD] [--params S]")
 	// The flags may come before or after "run KIND".
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
-		return usage
+		return cli.UsageError("usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day YYYY-MM-DD] [--params S]")
 	}
 	kind, err := e.JobKind("job", fs.Arg(1))
 	if err != nil {

@@ -59,7 +59,7 @@ func requestsList(ctx context.Context, e *cli.Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	r.UTCFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return cli.UsageError("usage: msgx requests [--server URL] [--state S] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc] [--json]")
+		return e.Usage("requests")
 	}
 	var err error
 	if *state, err = e.Choice("requests", "state", *state, []string{client.RequestRegistered, client.RequestSent, client.RequestDone, client.RequestExpired}); err != nil {

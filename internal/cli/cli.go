@@ -264,6 +264,13 @@ type UsageError string
 
 func (e UsageError) Error() string { return string(e) }
 
+// Usage is the usage error of command name: "usage: PROG NAME SYNOPSIS", with the synopsis
+// the command table gives it.
+func (e *Env) Usage(name string) UsageError {
+	cmd, _ := e.Program.Lookup(name)
+	return UsageError("usage: " + e.Program.Name + " " + name + " " + cmd.Synopsis)
+}
+
 // ErrUsage is a bad command line that has been said already (the flag package's error, on
 // stderr): the caller answers it with its exit code for one and says nothing more.
 const ErrUsage = UsageError("")

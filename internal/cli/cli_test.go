@@ -35,3 +35,12 @@ func TestUnknownSuggestsTheHintedCommand(t *testing.T) {
 		}
 	}
 }
+
+// A command's usage error says its synopsis as the command table has it.
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	e := &Env{Program: &Program{Name: "msgx", Commands: []Command{{Name: "send", Synopsis: "[--server URL] FILE…"}}}}
+	if got := e.Usage("send"); got != "usage: msgx send [--server URL] FILE…" {
+		t.Errorf("Usage(send) = %q", got)
+	}
+}
