@@ -1,9 +1,11 @@
 // Package cli is the command-line machinery of a program of subcommands, msgx: the command
-// table read from text, each command's flags (with --help, the flags spelled with two dashes
-// and a mistyped flag answered with the one it probably meant), `PROG help [COMMAND]`, and the
-// flag helpers the commands share (Reorder, IDList); and the commands' text for the API's
-// answers (msgx/client's types): the status, the board, a flight, jobs, messages, in the
-// airport's zone (Zone).
+// table read from text, one run of a command line (Env: its output streams, its environment,
+// whether it asked for help), each command's flags (with --help, the flags spelled with two
+// dashes and a mistyped flag answered with the one it probably meant), `PROG help [COMMAND]`,
+// and the flag helpers the commands share (Reorder, IDList, the listings' paging, the checks of
+// flag values, the server's address and client: Remote); and the commands' text for the API's
+// answers (msgx/client's types): the status, the board, a flight, jobs, messages, events, the
+// audit log, in the airport's zone (Zone).
 package cli
 
 import (
