@@ -5,19 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/signal"
 	"syscall"
 
 	"msgx/internal/app"
 	"msgx/internal/bench"
+	"msgx/internal/cli"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
 // benchCmd runs `msgx bench`.
-func benchCmd(args []string) error {
-	fs := prog.Flags("bench")
+func benchCmd(ctx context.Context, e *cli.Env, args []string) error {
+	fs := e.Flags("bench")
 	workload := fs.String("workload", bench.WorkloadDay, "`W`: day (the simulator's airport day: reference data, schedule, FLOPs of every STYP) or classic (reference adds and FLOPs on a 3,000-flight snapshot)")
 	messages := fs.Int("messages", bench.DefaultMessages, "`N`: messages in the accept, process and latency phases (day: FLOPs of each simulated day)")
 	flights := fs.Int("flights", 0, "day: `F` flights a day (default: as many as give about N FLOPs)")
@@ -31,30 +31,30 @@ func benchCmd(args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the processed phase to `FILE`")
 	asOfWait := fs.Duration("as-of-wait", 0, "day: how long (`D`) after the first day's backlog its boards as of a past time are asked (125s: after two of msgx serve's background folds, as an ops room looks back; 0: at once, a fold from what the server has)")
 	history := fs.Int("history", 0, "`H`: finished messages put in the bench database first (processing cost must not grow with it)")
-	cfg, rest, err := loadConfig(fs, args)
+	cfg, rest, err := loadConfig(e, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 || *asOfWait < 0 || *flights < 0 ||
 		(*workload != bench.WorkloadDay && *workload != bench.WorkloadClassic) {
-		fmt.Fprint(os.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, --workload is day or classic, and no arguments follow the flags\n\nRun 'msgx help bench' for the flags and examples.\n")
-		return app.ExitError{Code: exitUsage}
+		fmt.Fprint(e.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, --workload is day or classic, and no arguments follow the flags\n\nRun 'msgx help bench' for the flags and examples.\n")
+		return cli.ErrUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, SinkDir: *sinkDir}, bench.Options{
 		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history, AsOfWait: *asOfWait,
 		Clock:    pipeline.SystemClock{},
-		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		Progress: os.Stderr,
+		Log:      slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Progress: e.Stderr,
 	}, *cpuProfile)
 	if err != nil {
 		return benchError(ctx, err)
 	}
 	if *asJSON {
-		return printJSON(res)
+		return cli.WriteJSON(e.Stdout, res)
 	}
-	return bench.WriteTable(os.Stdout, res)
+	return bench.WriteTable(e.Stdout, res)
 }
 
 // benchError gives an unreachable database its own exit code and a plain message.

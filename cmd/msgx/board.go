@@ -6,24 +6,19 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/term"
-
 	"msgx/client"
-	"msgx/internal/app"
 	"msgx/internal/cli"
 )
 
 // boardCmd prints the flight board of an airport day as a table, in airport time, filtered as
 // the console's board is (movement, airline, terminal); --watch redraws it in place on a
 // terminal (plain output, one board after another, when piped) until Ctrl-C.
-func boardCmd(args []string) error {
-	ctx := context.Background()
-	fs := prog.Flags("board")
-	server := clientFlags(fs)
+func boardCmd(ctx context.Context, e *cli.Env, args []string) error {
+	fs := e.Flags("board")
+	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	day := fs.String("day", "", "the airport `DAY` (YYYY-MM-DD; default today at the airport)")
 	movement := fs.String("movement", "", "only arrivals (`A`, arrivals) or departures (D, departures)")
 	airline := fs.String("airline", "", "only this carrier `CODE` or flight number prefix (CA, CA82)")
@@ -32,28 +27,31 @@ func boardCmd(args []string) error {
 	every := fs.Duration("every", 5*time.Second, "how often --watch redraws")
 	at := fs.String("at", "", "the board as it stood at `TIME` (08:15 on --day, 2026-12-06T08:15, airport time; UTC with --utc), rebuilt from the messages applied by then")
 	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
-	utcFlag(fs)
-	usage := app.ExitError{Code: exitUsage, Msg: "usage: msgx board [--server URL] [--day YYYY-MM-DD] [--at HH:MM] [--movement A|D] [--airline CODE] [--terminal T] [--utc] [--watch [--every D]] [--json]"}
+	r.UTCFlag(fs)
+	usage := cli.UsageError("usage: msgx board [--server URL] [--day YYYY-MM-DD] [--at HH:MM] [--movement A|D] [--airline CODE] [--terminal T] [--utc] [--watch [--every D]] [--json]")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return usage
 	}
 	if *at != "" && *watch {
-		return app.ExitError{Code: exitUsage, Msg: "msgx board: --at shows one past minute; it does not go with --watch"}
+		return cli.UsageError("msgx board: --at shows one past minute; it does not go with --watch")
 	}
 	if *day != "" {
 		if _, err := time.Parse(time.DateOnly, *day); err != nil {
-			return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --day %q is not a date YYYY-MM-DD", *day)}
+			return cli.UsageError(fmt.Sprintf("msgx board: --day %q is not a date YYYY-MM-DD", *day))
 		}
 	}
-	mv, err := boardMovement(*movement)
+	mv, err := e.Movement("board", *movement)
 	if err != nil {
 		return err
 	}
 	if *every < time.Second {
-		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --every %s: at least 1s", *every)}
+		return cli.UsageError(fmt.Sprintf("msgx board: --every %s: at least 1s", *every))
 	}
 	f := cli.BoardFilter{Movement: mv, Airline: *airline, Terminal: *terminal}
-	c := srv(*server)
+	c, err := r.API()
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		var raw any
 		q := url.Values{}
@@ -62,7 +60,7 @@ func boardCmd(args []string) error {
 		}
 		if *at != "" {
 			q.Set("as_of", *at)
-			if showUTC {
+			if r.UTC {
 				q.Set("tz", "UTC")
 			}
 		}
@@ -73,95 +71,31 @@ func boardCmd(args []string) error {
 		if err := c.Get(ctx, path, &raw); err != nil {
 			return err
 		}
-		return printJSON(raw)
+		return cli.WriteJSON(e.Stdout, raw)
 	}
 	statuses := c.Statuses(ctx)
 	draw := func() (string, error) {
 		var b client.Board
 		var err error
 		if *at != "" {
-			b, err = c.BoardAsOf(ctx, *day, *at, showUTC)
+			b, err = c.BoardAsOf(ctx, *day, *at, r.UTC)
 		} else {
 			b, err = c.Board(ctx, *day)
 		}
 		if err != nil {
 			return "", err
 		}
-		z := cli.UTC
-		if !showUTC {
-			loc, err := time.LoadLocation(b.Timezone)
-			if err != nil {
-				return "", fmt.Errorf("the board's zone %q is not known on this machine: %w", b.Timezone, err)
-			}
-			z = cli.Zone{Loc: loc}
-		}
-		var out strings.Builder
-		fmt.Fprintf(&out, "flights of %s (airport day, %s)", b.Day, b.Timezone)
-		if z.Name() != b.Timezone {
-			fmt.Fprintf(&out, ", times in %s", z.Name())
-		}
-		out.WriteString("\n")
-		n := cli.WriteBoard(&out, b, f, z, statuses)
-		fmt.Fprintf(&out, "%d of %d flights", n, b.Count)
-		if n < b.Count {
-			out.WriteString(" (filtered)")
-		}
-		if b.AsOf != nil {
-			fmt.Fprintf(&out, "; as it stood at %s, rebuilt from %d applied messages", z.Time(*b.AsOf), b.Messages)
-			if b.HistoryFrom != nil {
-				fmt.Fprintf(&out, " (history kept from %s)", z.Time(*b.HistoryFrom))
-			}
-			out.WriteString("\n")
-			for _, w := range b.Warnings {
-				fmt.Fprintf(&out, "warning: %s\n", w)
-			}
-			return out.String(), nil
-		}
-		fmt.Fprintf(&out, "; at %s\n", z.Time(time.Now()))
-		return out.String(), nil
+		return cli.BoardPage(b, f, r.UTC, statuses, time.Now())
 	}
 	if !*watch {
 		text, err := draw()
 		if err != nil {
 			return err
 		}
-		fmt.Print(text)
+		fmt.Fprint(e.Stdout, text)
 		return nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	onTerminal := term.IsTerminal(int(os.Stdout.Fd()))
-	for first := true; ; first = false {
-		text, err := draw()
-		switch {
-		case err != nil && first:
-			return err
-		case err != nil:
-			text = fmt.Sprintf("could not refresh (%v); trying again in %s\n", err, *every)
-		}
-		if onTerminal {
-			fmt.Print("\x1b[H\x1b[2J") // home and clear: the board redraws in place
-		} else if !first {
-			fmt.Println()
-		}
-		fmt.Print(text)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(*every):
-		}
-	}
-}
-
-// boardMovement reads --movement: A, D, arrivals, departures (letter case ignored).
-func boardMovement(s string) (string, error) {
-	switch strings.ToUpper(strings.TrimSpace(s)) {
-	case "":
-		return "", nil
-	case "A", "ARR", "ARRIVAL", "ARRIVALS":
-		return "A", nil
-	case "D", "DEP", "DEPARTURE", "DEPARTURES":
-		return "D", nil
-	}
-	return "", app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx board: --movement %q is neither A (arrivals) nor D (departures)", s)}
+	return cli.Watch(ctx, e.Stdout, *every, draw)
 }

@@ -4,9 +4,10 @@
 package main
 
 import (
+	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -19,27 +20,27 @@ import (
 // reports the module version and VCS commit the Go toolchain embedded (app.ReadBuild).
 var version = ""
 
-// prog is msgx's command table (commands.txt, read in init) and its help and flag machinery.
-// Adding a command is an entry in commands.txt (its synopsis, summary and help with examples)
-// and its function in runs; the function builds its flags with prog.Flags.
+// prog is msgx's command table (commands.txt, read in init) and its help and flag machinery;
+// it does not change after init. Adding a command is an entry in commands.txt (its synopsis,
+// summary and help with examples) and its function in runs; the function builds its flags with
+// the run's Env.Flags.
 var prog = &cli.Program{Name: "msgx", Title: "msgx — AODB message exchange",
 	Hints: map[string]string{"flights": "board", "fids": "board", "departures": "board", "arrivals": "board"}}
 
 //go:embed commands.txt
 var commandsText string
 
-// runs are the commands' functions by name.
-var runs = map[string]func([]string) error{
-	"serve": serve, "send": send, "status": status, "messages": messages, "message": message,
-	"replay": replay, "events": events, "flight": flightCmd, "board": boardCmd, "find": findCmd, "park": park, "ack": ackCmd,
-	"pause":  func(args []string) error { return pauseCmd(args, "pause") },
-	"resume": func(args []string) error { return pauseCmd(args, "resume") },
-	"jobs":   jobsCmd, "job": jobCmd, "audit": auditCmd, "token": token, "request": request,
-	"requests": requestsList, "simulate": simulateCmd, "shadow": shadowCmd, "decode": decode,
-	"migrate": migrate, "bench": benchCmd, "version": versionCmd, "help": helpCmd,
-}
-
 func init() {
+	// The commands' functions by name.
+	runs := map[string]func(context.Context, *cli.Env, []string) error{
+		"serve": serve, "send": send, "status": status, "messages": messages, "message": message,
+		"replay": replay, "events": events, "flight": flightCmd, "board": boardCmd, "find": findCmd, "park": park, "ack": ackCmd,
+		"pause":  func(ctx context.Context, e *cli.Env, args []string) error { return pauseCmd(ctx, e, args, "pause") },
+		"resume": func(ctx context.Context, e *cli.Env, args []string) error { return pauseCmd(ctx, e, args, "resume") },
+		"jobs":   jobsCmd, "job": jobCmd, "audit": auditCmd, "token": token, "request": request,
+		"requests": requestsList, "simulate": simulateCmd, "shadow": shadowCmd, "decode": decode,
+		"migrate": migrate, "bench": benchCmd, "version": versionCmd, "help": helpCmd,
+	}
 	if err := prog.ReadTable(commandsText, runs); err != nil {
 		panic("commands.txt: " + err.Error())
 	}
@@ -61,22 +62,25 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Environ()))
 }
 
-// run runs one command line and returns the exit code.
-func run(argv []string) int {
+// run runs one command line (argv, without the program's name) with the environment environ
+// (KEY=VALUE, as os.Environ), writing to stdout and stderr, and returns the exit code. It
+// touches no state of the process, so a test runs it as often as it likes.
+func run(argv []string, stdout, stderr io.Writer, environ []string) int {
+	e := &cli.Env{Program: prog, Stdout: stdout, Stderr: stderr, Environ: environ, LoadConfig: app.LoadConfig}
 	if len(argv) == 0 {
-		fmt.Fprint(os.Stderr, prog.Usage())
+		fmt.Fprint(stderr, prog.Usage())
 		return exitUsage
 	}
-	argv, ok := globalConfig(argv)
+	argv, ok := globalConfig(e, argv)
 	if !ok {
-		fmt.Fprintln(os.Stderr, "msgx: --config needs a FILE\n"+prog.Usage())
+		fmt.Fprintln(stderr, "msgx: --config needs a FILE\n"+prog.Usage())
 		return exitUsage
 	}
 	if len(argv) == 0 {
-		fmt.Fprint(os.Stderr, prog.Usage())
+		fmt.Fprint(stderr, prog.Usage())
 		return exitUsage
 	}
 	name, args := argv[0], argv[1:]
@@ -88,28 +92,36 @@ func run(argv []string) int {
 	}
 	cmd, ok := prog.Lookup(name)
 	if !ok {
-		fmt.Fprintln(os.Stderr, prog.Unknown(name))
+		fmt.Fprintln(stderr, prog.Unknown(name))
 		return exitUsage
 	}
-	helped, err := prog.Run(cmd, args)
-	switch e, isExit := err.(app.ExitError); {
-	case helped || err == nil:
+	helped, err := e.Run(context.Background(), cmd, args)
+	if helped || err == nil {
 		return 0
-	case isExit:
-		if e.Msg != "" {
-			fmt.Fprintln(os.Stderr, secret.Redact(e.Msg))
-		}
-		return e.Code
 	}
-	fmt.Fprintln(os.Stderr, "msgx "+name+": "+secret.Redact(err.Error())) // a start error may quote a URL
-	return exitFailure
+	exit, isExit := err.(app.ExitError)
+	switch err := err.(type) {
+	case cli.UsageError:
+		exit, isExit = app.ExitError{Code: exitUsage, Msg: string(err)}, true
+	case cli.ConfigError:
+		fmt.Fprintln(stderr, "msgx: "+err.Error())
+		return exitConfig
+	}
+	if !isExit {
+		fmt.Fprintln(stderr, "msgx "+name+": "+secret.Redact(err.Error())) // a start error may quote a URL
+		return exitFailure
+	}
+	if exit.Msg != "" {
+		fmt.Fprintln(stderr, secret.Redact(exit.Msg))
+	}
+	return exit.Code
 }
 
 // globalConfig takes a --config FILE given before the command (msgx --config cfg.yaml
 // status) off argv: it is then the config of every command, the server's (serve, migrate…)
 // as MSGX_CONFIG, and the one client commands read the server's address from. ok is false
 // when --config has no FILE.
-func globalConfig(argv []string) (rest []string, ok bool) {
+func globalConfig(e *cli.Env, argv []string) (rest []string, ok bool) {
 	for len(argv) > 0 {
 		a := argv[0]
 		var path string
@@ -127,23 +139,10 @@ func globalConfig(argv []string) (rest []string, ok bool) {
 		if path == "" {
 			return nil, false
 		}
-		configFile = path
-		os.Setenv("MSGX_CONFIG", path)
+		e.Setenv("MSGX_CONFIG", path)
 	}
 	return argv, true
 }
 
 // helpCmd is `msgx help [COMMAND]`.
-func helpCmd(args []string) error {
-	if err := prog.Help(args); err != nil {
-		return app.ExitError{Code: exitUsage, Msg: err.Error()}
-	}
-	return nil
-}
-
-// printJSON prints v as indented JSON on stdout.
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func helpCmd(ctx context.Context, e *cli.Env, args []string) error { return e.Help(ctx, args) }

@@ -3,22 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
-	"msgx/client"
-	"msgx/internal/app"
-	"msgx/internal/cli"
 	"net/url"
-	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
+
+	"msgx/client"
+	"msgx/internal/cli"
+	"msgx/internal/pipeline"
 )
 
 // messages lists messages with their state, class, note and warnings.
-func messages(args []string) error {
-	fs := prog.Flags("messages")
-	server := serverFlags(fs)
+func messages(ctx context.Context, e *cli.Env, args []string) error {
+	fs := e.Flags("messages")
+	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	state := fs.String("state", "", "only this state `S` (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
 	class := fs.String("class", "", "only this error class `C`")
-	page := listFlags(fs, "messages", 50)
-	limit := page.limit
+	page := e.ListFlags(fs, "messages", 50)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	flid := fs.Int64("flid", 0, "only messages that changed this flight")
 	tag := fs.String("tag", "", "only this type tag (FLOP-CHOT) or TYPE (FLOP)")
@@ -27,72 +28,101 @@ func messages(args []string) error {
 	text := fs.String("q", "", "only messages whose identity, last error or note contains this text, or whose body does (newest 50,000 messages)")
 	follow := fs.Bool("follow", false, "print the newest messages, then each one taken as it arrives (newest at the bottom) until Ctrl-C")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx messages [--server URL] [--state S] [--class C] [--flid N] [--tag T] [--from T] [--to T] [--q TEXT] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--json] [--follow]"}
+		return e.Usage("messages")
 	}
 	var err error
-	if *state, err = checkChoice("messages", "state", *state, procStates); err != nil {
+	if *state, err = e.Choice("messages", "state", *state, []string{string(pipeline.Pending), string(pipeline.Succeeded), string(pipeline.Skipped), string(pipeline.Failed), string(pipeline.Dead)}); err != nil {
 		return err
 	}
-	if *class, err = checkChoice("messages", "class", *class, classNames()); err != nil {
+	if *class, err = e.Choice("messages", "class", *class, cli.ErrorClasses()); err != nil {
+		return err
+	}
+	c, err := r.API()
+	if err != nil {
 		return err
 	}
 	if *follow {
-		*limit = capLimit("messages", *limit)
+		page.Limit = e.CapLimit("messages", page.Limit)
 		filters, err := url.ParseQuery(cli.WithFilters(url.Values{}, "flid", cli.NonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class))
 		if err != nil {
 			return err
 		}
-		return followMessages(srv(*server), filters, *limit, *asJSON)
+		return followMessages(ctx, e, c, filters, page.Limit, *asJSON)
 	}
-	pq, err := page.query("messages")
+	pq, err := page.Query()
 	if err != nil {
 		return err
 	}
 	q := cli.WithFilters(pq, "flid", cli.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
 	var out client.MessageList
-	if printed, err := show(srv(*server), "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
+	if printed, err := r.Show(ctx, c, "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
 		return err
 	}
-	cli.WriteMessageHeader(os.Stdout)
+	cli.WriteMessageHeader(e.Stdout)
 	for _, m := range out.Messages {
-		cli.WriteMessageLine(os.Stdout, m)
+		cli.WriteMessageLine(e.Stdout, m)
 	}
-	page.more(out.Page)
+	page.More(out.Page)
 	return nil
 }
 
 // message shows one message in full: state, class, last error, note and every warning.
-func message(args []string) (err error) {
-	ctx := context.Background()
-	fs := prog.Flags("message")
-	server := serverFlags(fs)
+func message(ctx context.Context, e *cli.Env, args []string) (err error) {
+	fs := e.Flags("message")
+	r := e.RemoteFlags(fs, cli.ServerUsage, true)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	rawBody := fs.Bool("raw", false, "print the raw text as received, nothing else")
 	history := fs.Bool("history", false, "also print the message's history (each attempt, park and replay)")
-	utcFlag(fs)
+	r.UTCFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx message [--server URL] [--json] [--raw] [--history] ID"}
+		return cli.UsageError("usage: msgx message [--server URL] [--json] [--raw] [--history] ID")
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || id <= 0 {
-		return app.ExitError{Code: exitUsage, Msg: fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0))}
+		return cli.UsageError(fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0)))
+	}
+	c, err := r.API()
+	if err != nil {
+		return err
 	}
 	if *rawBody {
-		b, err := srv(*server).Raw(ctx, fmt.Sprintf("/api/v1/messages/%d/raw", id))
+		b, err := c.Raw(ctx, fmt.Sprintf("/api/v1/messages/%d/raw", id))
 		if err != nil {
 			return err
 		}
-		os.Stdout.Write(b)
+		e.Stdout.Write(b)
 		return nil
 	}
 	var m client.Message
-	if printed, err := show(srv(*server), fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
+	if printed, err := r.Show(ctx, c, fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
 		return err
 	}
-	z := zoneOf(srv(*server))
-	cli.WriteMessage(os.Stdout, m, z)
+	z := r.Zone(ctx, c)
+	cli.WriteMessage(e.Stdout, m, z)
 	if *history {
-		return printHistory(*server, id, z)
+		history, err := c.MessageHistory(ctx, id)
+		if err != nil {
+			return err
+		}
+		cli.WriteHistory(e.Stdout, history, z)
 	}
 	return nil
+}
+
+// followMessages is messages --follow: like tail -f, the newest limit messages the filters
+// select (oldest of them first), then every message taken since, newest at the bottom, until
+// Ctrl-C (client.FollowMessages asks the server every half second).
+func followMessages(ctx context.Context, e *cli.Env, c *client.Client, filters url.Values, limit int, asJSON bool) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if !asJSON {
+		cli.WriteMessageHeader(e.Stdout)
+	}
+	return c.FollowMessages(ctx, filters, limit, func(ms []client.Message) { cli.WriteMessages(e.Stdout, ms, asJSON) }, func(err error) {
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "msgx: %v (asking again every %v)\n", err, client.FollowPoll)
+			return
+		}
+		fmt.Fprintln(e.Stderr, "msgx: the server answers again")
+	})
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"msgx/client"
-	"msgx/internal/app"
 	"msgx/internal/cli"
-	"os"
 )
 
 const requestUsage = `usage:
@@ -15,59 +13,59 @@ const requestUsage = `usage:
 TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or RFC 3339`
 
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
-func request(args []string) error {
-	ctx := context.Background()
-	fs := prog.Flags("request")
-	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
-	configFlag(fs)
+func request(ctx context.Context, e *cli.Env, args []string) error {
+	fs := e.Flags("request")
+	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
 	to := fs.String("to", "", "schedule: end of the window (STDE), a `TIME`")
 	// Flags may come before or after the kind and the TYPE.
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil {
-		return app.ExitError{Code: exitUsage, Msg: requestUsage}
+		return cli.UsageError(requestUsage)
 	}
 	pos := fs.Args()
-	var r client.Request
-	var err error
+	c, err := r.API()
+	if err != nil {
+		return err
+	}
+	var q client.Request
 	switch {
 	case len(pos) == 2 && (pos[0] == "ref" || pos[0] == "reference"):
 		if *from != "" || *to != "" {
-			return app.ExitError{Code: exitUsage, Msg: "msgx request ref: --from and --to are for a schedule request\n" + requestUsage}
+			return cli.UsageError("msgx request ref: --from and --to are for a schedule request\n" + requestUsage)
 		}
-		r, err = srv(*server).RequestReference(ctx, pos[1])
+		q, err = c.RequestReference(ctx, pos[1])
 	case len(pos) == 1 && pos[0] == "schedule":
-		r, err = srv(*server).RequestSchedule(ctx, *from, *to)
+		q, err = c.RequestSchedule(ctx, *from, *to)
 	default:
-		return app.ExitError{Code: exitUsage, Msg: requestUsage}
+		return cli.UsageError(requestUsage)
 	}
 	if err != nil {
 		return err
 	}
-	what := r.STYP
-	if r.Type == "RQFD" {
-		what = r.STDB + "–" + r.STDE
+	what := q.STYP
+	if q.Type == "RQFD" {
+		what = q.STDB + "–" + q.STDE
 	}
-	fmt.Printf("request %d %s %s queued in COUTMSGS row %d with SEQN %s: %s\n", r.ID, r.Type, what, r.CoutmsgsID, r.SEQN, r.State)
+	fmt.Fprintf(e.Stdout, "request %d %s %s queued in COUTMSGS row %d with SEQN %s: %s\n", q.ID, q.Type, what, q.CoutmsgsID, q.SEQN, q.State)
 	return nil
 }
 
 // requestsList prints the data requests with their state.
-func requestsList(args []string) error {
-	fs := prog.Flags("requests")
-	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
-	configFlag(fs)
+func requestsList(ctx context.Context, e *cli.Env, args []string) error {
+	fs := e.Flags("requests")
+	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")
-	page := listFlags(fs, "requests", 50)
+	page := e.ListFlags(fs, "requests", 50)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	utcFlag(fs)
+	r.UTCFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx requests [--server URL] [--state S] [--order desc|asc] [--before ID] [--after ID] [--limit N] [--utc] [--json]"}
+		return e.Usage("requests")
 	}
 	var err error
-	if *state, err = checkChoice("requests", "state", *state, reqStates); err != nil {
+	if *state, err = e.Choice("requests", "state", *state, []string{client.RequestRegistered, client.RequestSent, client.RequestDone, client.RequestExpired}); err != nil {
 		return err
 	}
-	pq, err := page.query("requests")
+	pq, err := page.Query()
 	if err != nil {
 		return err
 	}
@@ -76,10 +74,14 @@ func requestsList(args []string) error {
 		Requests []client.Request `json:"requests"`
 		client.Page
 	}
-	if printed, err := show(srv(*server), "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
+	c, err := r.API()
+	if err != nil {
 		return err
 	}
-	cli.WriteRequests(os.Stdout, out.Requests, zoneOf(srv(*server)))
-	page.more(out.Page)
+	if printed, err := r.Show(ctx, c, "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
+		return err
+	}
+	cli.WriteRequests(e.Stdout, out.Requests, r.Zone(ctx, c))
+	page.More(out.Page)
 	return nil
 }

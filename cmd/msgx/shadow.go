@@ -1,23 +1,24 @@
 package main
 
 import (
+	"context"
 	"msgx/internal/app"
-	"os"
 	"strings"
 
+	"msgx/internal/cli"
 	"msgx/internal/legacyflop"
 	"msgx/internal/shadow"
 )
 
 // shadowCmd runs `msgx shadow SUBCOMMAND`.
-func shadowCmd(args []string) error {
+func shadowCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if len(args) == 0 || args[0] != "diff" {
-		if prog.HelpWanted {
+		if e.HelpWanted() {
 			return nil // run prints the help
 		}
-		return app.ExitError{Code: exitUsage, Msg: "usage: msgx shadow diff …; run 'msgx help shadow'"}
+		return cli.UsageError("usage: msgx shadow diff …; run 'msgx help shadow'")
 	}
-	fs := prog.Flags("shadow")
+	fs := e.Flags("shadow")
 	legacyFile := fs.String("legacy", "", "the legacy's notifications: a capture of JSON lines")
 	legacyChannel := fs.String("legacy-channel", "", "the legacy's notifications: a Redis channel (FLOP)")
 	msgxFile := fs.String("msgx", "", "msgx's notifications: a capture of JSON lines")
@@ -28,12 +29,12 @@ func shadowCmd(args []string) error {
 	rowIDs := fs.String("legacy-ids", "", `file of "rowid FLID" lines`)
 	saveLegacy := fs.String("save-legacy", "", "write what the legacy channel carried to this file")
 	saveMsgx := fs.String("save-msgx", "", "write what the msgx channel carried to this file")
-	cfg, rest, err := loadConfig(fs, args[1:])
+	cfg, rest, err := loadConfig(e, fs, args[1:])
 	if err != nil {
 		return err
 	}
 	usage := func(msg string) error {
-		return app.ExitError{Code: exitUsage, Msg: "msgx shadow diff: " + msg}
+		return cli.UsageError("msgx shadow diff: " + msg)
 	}
 	switch {
 	case len(rest) > 0:
@@ -49,11 +50,11 @@ func shadowCmd(args []string) error {
 	}
 	rep, err := shadow.Run(shadow.Sources{LegacyFile: *legacyFile, LegacyChannel: *legacyChannel,
 		MsgxFile: *msgxFile, MsgxChannel: *msgxChannel, For: *period, Redis: *addr, RedisPassword: *password,
-		SaveLegacy: *saveLegacy, SaveMsgx: *saveMsgx, RowIDs: *rowIDs, Loc: cfg.LegacyLocation(), Status: os.Stderr})
+		SaveLegacy: *saveLegacy, SaveMsgx: *saveMsgx, RowIDs: *rowIDs, Loc: cfg.LegacyLocation(), Status: e.Stderr})
 	if err != nil {
 		return err
 	}
-	rep.Write(os.Stdout)
+	rep.Write(e.Stdout)
 	switch rep.Verdict() {
 	case "DIFFERENT":
 		return app.ExitError{Code: exitFailure}

@@ -6,19 +6,19 @@ import (
 	"flag"
 	"fmt"
 	"msgx/internal/app"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"msgx/internal/cli"
 	"msgx/internal/config"
 	sim "msgx/internal/simulate"
 	"msgx/internal/suggest"
 )
 
-func simulateCmd(args []string) error {
-	fs := prog.Flags("simulate")
+func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
+	fs := e.Flags("simulate")
 	flights := fs.Int("flights", 100, "`N` flights in the day's schedule")
 	speed := fs.Float64("speed", 0, "`X` times real time (60: an hour a minute); 0 sends as fast as possible")
 	faults := fs.String("faults", "", "faults to mix in, comma-separated: `LIST` of malformed, orphan, unknown-styp, duplicate-seqn, or all")
@@ -28,16 +28,15 @@ func simulateCmd(args []string) error {
 	zone := fs.String("timezone", "", "the airport's `ZONE` (default sis.timezone: MSGX_SIS_TIMEZONE, else "+config.Default().SIS.Timezone+")")
 	first := fs.String("first", "06:00", "local `HH:MM` of the first scheduled time")
 	hours := fs.Float64("hours", 16, "`H` hours the scheduled times spread over")
-	server := fs.String("server", "", "the msgx server: a `URL` or host:port")
-	configFlag(fs)
+	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	out := fs.String("out", "", "write the messages to numbered files in `DIR` instead of posting them")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	replace := fs.Bool("replace", false, "post the schedule even when the server already has flights on that day (they are replaced)")
 	if err := fs.Parse(args); err != nil {
-		return app.ExitError{Code: exitUsage}
+		return cli.ErrUsage
 	}
 	usageErr := func(format string, a ...any) error {
-		return app.ExitError{Code: exitUsage, Msg: "msgx simulate: " + fmt.Sprintf(format, a...) + "\nRun 'msgx help simulate' for the flags and examples."}
+		return cli.UsageError("msgx simulate: " + fmt.Sprintf(format, a...) + "\nRun 'msgx help simulate' for the flags and examples.")
 	}
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
@@ -45,7 +44,7 @@ func simulateCmd(args []string) error {
 	if *flights < 1 || *speed < 0 || *hours <= 0 || *hours > 24 || *faultRate <= 0 || *faultRate > 0.5 {
 		return usageErr("--flights must be at least 1, --speed not negative, --hours in (0, 24], --fault-rate in (0, 0.5]")
 	}
-	if *out != "" && *server != "" {
+	if *out != "" && r.Server() {
 		return usageErr("--server and --out exclude each other")
 	}
 	fl, err := sim.ParseFaults(*faults)
@@ -53,7 +52,7 @@ func simulateCmd(args []string) error {
 		word := strings.TrimPrefix(strings.TrimSuffix(err.Error(), `"`), `unknown fault "`)
 		return usageErr("%v%s; faults are %s, or all", err, suggest.DidYouMean(word, sim.FaultNames()), strings.Join(sim.FaultNames(), ", "))
 	}
-	d, loc, problem := simulateDay(*zone, *day)
+	d, loc, problem := simulateDay(e, *zone, *day)
 	if problem != "" {
 		return usageErr("%s", problem)
 	}
@@ -64,7 +63,7 @@ func simulateCmd(args []string) error {
 	if !isFlagSet(fs, "seed") {
 		*seed = time.Now().UnixNano() % 1_000_000
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	o := sim.RunOptions{Speed: *speed, Out: *out, Options: sim.Options{
 		Flights: *flights, Day: d, Loc: loc, Seed: *seed, Faults: fl, FaultRate: *faultRate,
@@ -72,22 +71,25 @@ func simulateCmd(args []string) error {
 		Span:  time.Duration(*hours * float64(time.Hour)),
 	}}
 	if *out == "" {
-		o.Server = srvInbox(*server)
+		if o.Server, err = r.Inbox(); err != nil {
+			return err
+		}
 	}
 	o.Replace = *replace
-	o.Warn = func(w string) { fmt.Fprintln(os.Stderr, "msgx simulate: warning: "+w) }
+	o.Progress = e.Stderr
+	o.Warn = func(w string) { fmt.Fprintln(e.Stderr, "msgx simulate: warning: "+w) }
 	rep, err := sim.Run(ctx, o)
 	var taken *sim.DayTakenError
 	if errors.As(err, &taken) {
-		return app.ExitError{Code: exitUsage, Msg: "msgx simulate: " + err.Error() + "."}
+		return cli.UsageError("msgx simulate: " + err.Error() + ".")
 	}
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		printJSON(rep)
+		cli.WriteJSON(e.Stdout, rep)
 	} else {
-		rep.Write(os.Stdout)
+		rep.Write(e.Stdout)
 	}
 	if p := rep.Problem(); p != "" {
 		return app.ExitError{Code: exitFailure, Msg: "msgx simulate: " + p}
@@ -96,9 +98,9 @@ func simulateCmd(args []string) error {
 }
 
 // simulateDay reads --timezone (default sis.timezone) and --day (default today there).
-func simulateDay(zone, day string) (time.Time, *time.Location, string) {
+func simulateDay(e *cli.Env, zone, day string) (time.Time, *time.Location, string) {
 	if zone == "" {
-		zone = os.Getenv(config.EnvName("sis.timezone"))
+		zone = e.Getenv(config.EnvName("sis.timezone"))
 	}
 	if zone == "" {
 		zone = config.Default().SIS.Timezone

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -158,4 +159,32 @@ func boardRemarks(r boardFlight) string {
 		out = append(out, s)
 	}
 	return strings.Join(out, "; ")
+}
+
+// Watch writes the text draw makes to w, again every every until ctx ends: in place on a
+// terminal (home and clear), else one text after another with a blank line between, as
+// piped output keeps them. An error of the first draw ends it; a later one is said instead
+// of the text, and the next draw tries again.
+func Watch(ctx context.Context, w io.Writer, every time.Duration, draw func() (string, error)) error {
+	onTerminal := IsTerminal(w)
+	for first := true; ; first = false {
+		text, err := draw()
+		switch {
+		case err != nil && first:
+			return err
+		case err != nil:
+			text = fmt.Sprintf("could not refresh (%v); trying again in %s\n", err, every)
+		}
+		if onTerminal {
+			fmt.Fprint(w, "\x1b[H\x1b[2J") // home and clear: the text redraws in place
+		} else if !first {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprint(w, text)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
 }

@@ -1,18 +1,22 @@
 // Package cli is the command-line machinery of a program of subcommands, msgx: the command
-// table read from text, each command's flags (with --help, the flags spelled with two dashes
-// and a mistyped flag answered with the one it probably meant), `PROG help [COMMAND]`, and the
-// flag helpers the commands share (Reorder, IDList); and the commands' text for the API's
-// answers (msgx/client's types): the status, the board, a flight, jobs, messages, in the
-// airport's zone (Zone).
+// table read from text, one run of a command line (Env: its output streams, its environment,
+// whether it asked for help), each command's flags (with --help, the flags spelled with two
+// dashes and a mistyped flag answered with the one it probably meant), `PROG help [COMMAND]`,
+// and the flag helpers the commands share (Reorder, IDList, the listings' paging, the checks of
+// flag values, the server's address and client: Remote); and the commands' text for the API's
+// answers (msgx/client's types): the status, the board, a flight, jobs, messages, events, the
+// audit log, in the airport's zone (Zone).
 package cli
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
+	"msgx/internal/config"
 	"msgx/internal/suggest"
 )
 
@@ -21,7 +25,7 @@ import (
 // command's.
 type Command struct {
 	Name     string
-	Run      func(args []string) error
+	Run      func(ctx context.Context, e *Env, args []string) error
 	Synopsis string // the flags and arguments, as in the README: "[--server URL] FILE…"
 	Summary  string // one line for `PROG help`
 	Help     string // what `PROG help NAME` prints between the usage line and the flags; ends with examples
@@ -36,19 +40,57 @@ type Program struct {
 	// Hints are words a user may type for a command, with the command they mean ("flights":
 	// "board"): Unknown suggests that command before the closest name.
 	Hints map[string]string
+}
 
-	// HelpWanted is set when the command line asks for the command's help (-h, -help, --help
+// Env is one run of a Program's command line: where its commands write, the environment they
+// read, and whether the command line asked for help. Commands take it instead of os.Stdout,
+// os.Stderr and os.Getenv, so that a test runs them in its own process, several at once.
+type Env struct {
+	Program        *Program
+	Stdout, Stderr io.Writer
+	Environ        []string // KEY=VALUE, as os.Environ
+
+	// LoadConfig reads a config file as the server would (the file, the MSGX_* environment,
+	// every section's checks); nil: config.Load, its generic checks only.
+	LoadConfig func(path string, environ []string) (config.Config, error)
+
+	// helpWanted is set when the command line asks for the command's help (-h, -help, --help
 	// among its flags), for commands whose flags do not come from Flags; helpPrinted once a
 	// FlagSet from Flags has printed the help.
-	HelpWanted  bool
-	helpPrinted bool
+	helpWanted, helpPrinted bool
 }
+
+// Getenv is the value of the environment variable key, "" when it is not set.
+func (e *Env) Getenv(key string) string {
+	for i := len(e.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Setenv sets the environment variable key to value for the rest of the run; the caller's
+// slice is left as it was.
+func (e *Env) Setenv(key, value string) {
+	env := make([]string, 0, len(e.Environ)+1)
+	for _, kv := range e.Environ {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			env = append(env, kv)
+		}
+	}
+	e.Environ = append(env, key+"="+value)
+}
+
+// HelpWanted reports whether the command line asks for the command's help, for a command
+// whose flags do not come from Flags: Run prints the help after it.
+func (e *Env) HelpWanted() bool { return e.helpWanted }
 
 // ReadTable fills p's Commands and Footer from text: after comment lines and a blank line
 // comes the footer of `PROG help`, then each command is a line "== NAME SYNOPSIS", a line
 // with its summary, then its help. runs are the commands' functions by name; text must name
 // each of them, and only them.
-func (p *Program) ReadTable(text string, runs map[string]func([]string) error) error {
+func (p *Program) ReadTable(text string, runs map[string]func(context.Context, *Env, []string) error) error {
 	preamble, table, _ := strings.Cut(text, "\n== ")
 	_, footer, _ := strings.Cut(preamble, "\n\n")
 	p.Footer = strings.TrimSpace(footer) + "\n"
@@ -114,12 +156,12 @@ func (p *Program) Unknown(name string) string {
 // Run runs cmd with args. It reports helped when the command line asked for the command's
 // help (or was `PROG help COMMAND`), which is then printed (by the command's FlagSet, else
 // here); the command's error is then of no account.
-func (p *Program) Run(cmd Command, args []string) (helped bool, err error) {
-	p.HelpWanted = cmd.Name != "help" && WantsHelp(args)
-	err = cmd.Run(args)
-	if p.HelpWanted || p.helpPrinted {
-		if !p.helpPrinted { // a command that does not build its flags with Flags
-			fmt.Print(p.CommandHelp(cmd, nil))
+func (e *Env) Run(ctx context.Context, cmd Command, args []string) (helped bool, err error) {
+	e.helpWanted = cmd.Name != "help" && WantsHelp(args)
+	err = cmd.Run(ctx, e, args)
+	if e.helpWanted || e.helpPrinted {
+		if !e.helpPrinted { // a command that does not build its flags with Flags
+			fmt.Fprint(e.Stdout, e.Program.CommandHelp(cmd, nil))
 		}
 		return true, nil
 	}
@@ -144,7 +186,8 @@ func WantsHelp(args []string) bool {
 // command's help with examples on stdout (and the command's exit code is then 0: Run), a
 // mistyped flag is answered on stderr with the flag it probably meant, and the flags are
 // listed with two dashes as the README spells them. Parse returns the flag package's error.
-func (p *Program) Flags(name string) *flag.FlagSet {
+func (e *Env) Flags(name string) *flag.FlagSet {
+	p := e.Program
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var msg bytes.Buffer
 	fs.SetOutput(&msg)
@@ -155,13 +198,13 @@ func (p *Program) Flags(name string) *flag.FlagSet {
 			cmd.Name = name
 		}
 		if msg.Len() > 0 { // Parse failed: the flag package said why
-			fmt.Fprintf(os.Stderr, "%s %s: %s\nusage: %s %s %s\nRun '%s help %s' for the flags and examples.\n",
+			fmt.Fprintf(e.Stderr, "%s %s: %s\nusage: %s %s %s\nRun '%s help %s' for the flags and examples.\n",
 				p.Name, name, FlagProblem(fs, strings.TrimSpace(msg.String())), p.Name, name, cmd.Synopsis, p.Name, name)
 			return
 		}
 		// -h, -help or --help among the flags (flag.ErrHelp): the help, and exit code 0.
-		fmt.Print(p.CommandHelp(cmd, fs))
-		p.helpPrinted = true
+		fmt.Fprint(e.Stdout, p.CommandHelp(cmd, fs))
+		e.helpPrinted = true
 	}
 	return fs
 }
@@ -228,11 +271,23 @@ type UsageError string
 
 func (e UsageError) Error() string { return string(e) }
 
+// Usage is the usage error of command name: "usage: PROG NAME SYNOPSIS", with the synopsis
+// the command table gives it.
+func (e *Env) Usage(name string) UsageError {
+	cmd, _ := e.Program.Lookup(name)
+	return UsageError("usage: " + e.Program.Name + " " + name + " " + cmd.Synopsis)
+}
+
+// ErrUsage is a bad command line that has been said already (the flag package's error, on
+// stderr): the caller answers it with its exit code for one and says nothing more.
+const ErrUsage = UsageError("")
+
 // Help is the command `PROG help [COMMAND]`. Its error is a UsageError when the command line
 // has more than one argument or names a command the program does not have.
-func (p *Program) Help(args []string) error {
+func (e *Env) Help(ctx context.Context, args []string) error {
+	p := e.Program
 	if len(args) == 0 {
-		fmt.Print(p.Usage())
+		fmt.Fprint(e.Stdout, p.Usage())
 		return nil
 	}
 	if len(args) > 1 {
@@ -247,14 +302,14 @@ func (p *Program) Help(args []string) error {
 			p.Name, args[0], suggest.DidYouMean(args[0], p.Names()), p.Name))
 	}
 	if cmd.Name == "help" {
-		fmt.Print(p.CommandHelp(cmd, nil))
+		fmt.Fprint(e.Stdout, p.CommandHelp(cmd, nil))
 		return nil
 	}
 	// The command itself prints its help with its flags when asked, as `PROG CMD --help` does.
-	p.HelpWanted = true
-	cmd.Run([]string{"--help"})
-	if !p.helpPrinted {
-		fmt.Print(p.CommandHelp(cmd, nil))
+	e.helpWanted = true
+	cmd.Run(ctx, e, []string{"--help"})
+	if !e.helpPrinted {
+		fmt.Fprint(e.Stdout, p.CommandHelp(cmd, nil))
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import "testing"
 // A mistyped flag is put in the README's spelling with the flag probably meant.
 func TestFlagProblem(t *testing.T) {
 	t.Parallel()
-	fs := (&Program{Name: "msgx"}).Flags("send")
+	fs := (&Env{Program: &Program{Name: "msgx"}}).Flags("send")
 	fs.String("server", "", "")
 	for in, want := range map[string]string{
 		"flag provided but not defined: -sever":  "unknown flag --sever (did you mean --server?)",
@@ -33,5 +33,14 @@ func TestUnknownSuggestsTheHintedCommand(t *testing.T) {
 		if got := p.Unknown(in); got != want+"\nRun 'msgx help' for the list of commands." {
 			t.Errorf("Unknown(%q) = %q", in, got)
 		}
+	}
+}
+
+// A command's usage error says its synopsis as the command table has it.
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	e := &Env{Program: &Program{Name: "msgx", Commands: []Command{{Name: "send", Synopsis: "[--server URL] FILE…"}}}}
+	if got := e.Usage("send"); got != "usage: msgx send [--server URL] FILE…" {
+		t.Errorf("Usage(send) = %q", got)
 	}
 }

@@ -3,8 +3,12 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
+
+	"msgx/client"
+	"msgx/internal/suggest"
 )
 
 // Reorder moves the flags of args before its operands, so `msgx park 12 --reason x` reads
@@ -56,4 +60,88 @@ func (l *IDList) Set(s string) error {
 		*l = append(*l, n)
 	}
 	return nil
+}
+
+// CapLimit returns --limit n as the server will apply it: a value above client.MaxPageLimit
+// is said on stderr to be capped, never capped silently.
+func (e *Env) CapLimit(cmd string, n int) int {
+	if n > client.MaxPageLimit {
+		fmt.Fprintf(e.Stderr, "%s %s: --limit %d is more than a page holds: showing at most %d (page on with --after)\n", e.Program.Name, cmd, n, client.MaxPageLimit)
+		return client.MaxPageLimit
+	}
+	return n
+}
+
+// Choice returns value as one of choices (letter case ignored), "" for "", and answers any
+// other value of --flagName with the choice it probably meant (a UsageError).
+func (e *Env) Choice(cmd, flagName, value string, choices []string) (string, error) {
+	if value == "" {
+		return "", nil
+	}
+	for _, c := range choices {
+		if strings.EqualFold(c, value) {
+			return c, nil
+		}
+	}
+	return "", UsageError(fmt.Sprintf("%s %s: --%s %q is not one of %s%s",
+		e.Program.Name, cmd, flagName, value, strings.Join(choices, ", "), suggest.DidYouMean(strings.ToUpper(value), choices)))
+}
+
+// A Listing is the paging of a list command (docs/api.md, Listings): newest first unless
+// --order asc, --before and --after as cursors, --limit rows.
+type Listing struct {
+	e             *Env
+	cmd           string
+	Order         string
+	Before, After int64
+	Limit         int
+}
+
+// ListFlags adds --order, --before, --after and --limit (default def) to the list command
+// fs, whose rows are what ("messages").
+func (e *Env) ListFlags(fs *flag.FlagSet, what string, def int) *Listing {
+	l := &Listing{e: e, cmd: fs.Name()}
+	fs.StringVar(&l.Order, "order", "desc", "`desc` (newest first) or asc (oldest first)")
+	fs.Int64Var(&l.Before, "before", 0, "only "+what+" with ids below this `ID` (the page after one: its 'more: --before N')")
+	fs.Int64Var(&l.After, "after", 0, "only "+what+" with ids above this `ID`")
+	fs.IntVar(&l.Limit, "limit", def, "at most `N` "+what+" (up to 1000)")
+	return l
+}
+
+// Query returns the listing's query parameters, or a UsageError for an order other than asc
+// or desc, or a negative cursor. A limit over a page is capped (CapLimit).
+func (l *Listing) Query() (url.Values, error) {
+	prog := l.e.Program.Name
+	o := strings.ToLower(strings.TrimSpace(l.Order))
+	if o != "asc" && o != "desc" {
+		return nil, UsageError(fmt.Sprintf("%s %s: --order %q is neither desc (newest first, the default) nor asc (oldest first)", prog, l.cmd, l.Order))
+	}
+	if l.Before < 0 || l.After < 0 {
+		return nil, UsageError(fmt.Sprintf("%s %s: --before and --after are ids (0 or more)", prog, l.cmd))
+	}
+	l.Limit = l.e.CapLimit(l.cmd, l.Limit)
+	q := url.Values{"order": {o}, "limit": {strconv.Itoa(l.Limit)}}
+	if l.Before > 0 {
+		q.Set("before", strconv.FormatInt(l.Before, 10))
+	}
+	if l.After > 0 {
+		q.Set("after", strconv.FormatInt(l.After, 10))
+	}
+	return q, nil
+}
+
+// More writes how to ask for the next page ("more: --before 41"), when the answer has one.
+func (l *Listing) More(p client.Page) {
+	if p.Next == nil {
+		return
+	}
+	name, id, ok := strings.Cut(*p.Next, "=")
+	if !ok {
+		return
+	}
+	extra := ""
+	if strings.ToLower(l.Order) == "asc" {
+		extra = " --order asc"
+	}
+	fmt.Fprintf(l.e.Stdout, "more: --%s %s%s\n", name, id, extra)
 }

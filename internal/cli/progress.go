@@ -26,13 +26,13 @@ type Progress struct {
 	lastPc int
 }
 
-// NewProgress returns the progress of total steps on stderr.
-func NewProgress(label string, total int) *Progress {
-	p := &Progress{w: os.Stderr, label: label, total: total, now: time.Now, every: 5 * time.Second}
-	if fd := int(os.Stderr.Fd()); term.IsTerminal(fd) {
+// NewProgress returns the progress of total steps on w (stderr): a bar when w is a terminal.
+func NewProgress(w io.Writer, label string, total int) *Progress {
+	p := &Progress{w: w, label: label, total: total, now: time.Now, every: 5 * time.Second}
+	if IsTerminal(w) {
 		p.tty = true
 		p.every = 100 * time.Millisecond
-		if w, _, err := term.GetSize(fd); err == nil {
+		if w, _, err := term.GetSize(int(w.(*os.File).Fd())); err == nil {
 			p.width = w
 		}
 	}
@@ -92,4 +92,10 @@ func (p *Progress) Finish() {
 	if p != nil && p.tty && p.drawn {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// IsTerminal reports whether w is a terminal (a bar or a board redrawn in place shows there).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

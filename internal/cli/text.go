@@ -140,7 +140,7 @@ func takeSection(extra map[string]json.RawMessage, key string, v any) (raw json.
 	return raw, true, json.Unmarshal(raw, v)
 }
 
-// printHead prints the status's head message and why it waits.
+// writeHead writes the status's head message and why it waits.
 func writeHead(w io.Writer, st client.Status) {
 	if st.Head == nil {
 		fmt.Fprintln(w, "head: none (nothing waiting)")
@@ -156,7 +156,7 @@ func writeHead(w io.Writer, st client.Status) {
 	}
 }
 
-// printTargets prints the status's delivery targets (raw when they could not be read: err).
+// writeTargets writes the status's delivery targets (raw when they could not be read: err).
 func writeTargets(w io.Writer, raw json.RawMessage, targets []client.TargetStatus, err error, z Zone) {
 	if err != nil {
 		fmt.Fprintf(w, "targets: %s\n", raw)
@@ -187,7 +187,7 @@ func writeTargets(w io.Writer, raw json.RawMessage, targets []client.TargetStatu
 	}
 }
 
-// printJobs prints, for msgx status, the job in hand and the last job of each kind, and takes
+// writeJobs writes, for msgx status, the job in hand and the last job of each kind, and takes
 // their sections out of extra.
 func writeJobs(w io.Writer, extra map[string]json.RawMessage, z Zone) {
 	var j *client.JobInHand
@@ -219,7 +219,7 @@ func writeJobs(w io.Writer, extra map[string]json.RawMessage, z Zone) {
 	}
 }
 
-// printChange prints a field's old and new value in full: on one line when both are short,
+// WriteChange writes a field's old and new value in full: on one line when both are short,
 // else each on a line of its own (two long values that differ only at the end must not look
 // the same).
 func WriteChange(w io.Writer, field, old, cur string) {
@@ -231,7 +231,7 @@ func WriteChange(w io.Writer, field, old, cur string) {
 	fmt.Fprintf(w, "    %-6s old: %s\n    %-6s new: %s\n", field, o, "", n)
 }
 
-// jobState is a job's state, RUNNING while it runs.
+// JobState is a job's state, RUNNING while it runs.
 func JobState(j client.Job) string {
 	if j.Progress != nil {
 		return "RUNNING"
@@ -239,7 +239,7 @@ func JobState(j client.Job) string {
 	return j.State
 }
 
-// jobText is what a job did (its result), why it failed, or, while it runs, what it is doing.
+// JobText is what a job did (its result), why it failed, or, while it runs, what it is doing.
 func JobText(j client.Job) string {
 	switch {
 	case j.Progress != nil:
@@ -446,4 +446,11 @@ func WriteRequests(w io.Writer, requests []client.Request, z Zone) {
 			sent, at(r.FinishedAt), answer)
 	}
 	tw.Flush()
+}
+
+// WriteJSON writes v as indented JSON, as a command's --json prints an answer.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -30,6 +30,8 @@ type RunOptions struct {
 	// Warn, when set, is told what the caller should know before the run goes on (a day
 	// whose schedule it replaces, a check it could not make).
 	Warn func(string)
+	// Progress, when set, is where the run shows how far it has got (msgx's stderr).
+	Progress io.Writer
 }
 
 // DayTakenError is Run's refusal to replace a day's schedule the server already holds: the
@@ -127,7 +129,10 @@ func Run(ctx context.Context, o RunOptions) (Report, error) {
 		}
 		send = func(ctx context.Context, _ int, m Message) (int64, error) { return c.SendRetrying(ctx, m.Body) }
 	}
-	bar := cli.NewProgress("simulate", len(stream.Messages))
+	var bar *cli.Progress // nil shows nothing
+	if o.Progress != nil {
+		bar = cli.NewProgress(o.Progress, "simulate", len(stream.Messages))
+	}
 	res, err := Play(ctx, stream, PlayOptions{Speed: o.Speed, Send: send, GiveUpAfter: 10,
 		Progress: func(done int, m Message, _ error) {
 			bar.Update(done, m.At.In(o.Loc).Format("15:04")+" "+m.Tag)
