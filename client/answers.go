@@ -17,6 +17,7 @@ import (
 type Status struct {
 	Counts      map[string]int `json:"counts"`
 	PumpRunning bool           `json:"pump_running"`
+	PumpState   string         `json:"pump_state"` // why the pump does not run here ("standby: …"), "" when it does
 	LeaseHolder string         `json:"lease_holder"`
 	Head        *struct {
 		ID       int64    `json:"id"`
@@ -33,6 +34,8 @@ type Status struct {
 		Reason string    `json:"reason"`
 		At     time.Time `json:"paused_at"`
 	} `json:"paused"`
+	// PumpPause is the operator's pause of the pump (who, why, since when); nil when it runs.
+	PumpPause *Pause `json:"pump_paused"`
 }
 
 // RecentNote is one entry of the status's "recent" section (the durable recent problems): a
