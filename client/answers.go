@@ -92,6 +92,7 @@ type TargetStatus struct {
 	Rejecting bool `json:"rejecting"`
 	// While the head event fails: since when, and why.
 	BlockedSince *time.Time `json:"blocked_since"`
+	BlockedFor   *float64   `json:"blocked_for_s"` // seconds
 	ErrorClass   *string    `json:"error_class"`
 	LastError    *string    `json:"last_error"`
 	NextAttempt  *time.Time `json:"next_attempt_at"`
