@@ -281,6 +281,9 @@ type Job struct {
 	LastError  *string    `json:"last_error"`
 	// Progress is, while the job runs, what it is doing and for how long; nil otherwise.
 	Progress *JobProgress `json:"progress"`
+	// ScheduleKey is the scheduler's key (kind/local day) of a job it enqueued; "" for one an
+	// operator started.
+	ScheduleKey string `json:"schedule_key"`
 }
 
 // JobProgress is a running job's progress.
