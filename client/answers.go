@@ -151,6 +151,7 @@ func (c *Client) Messages(ctx context.Context, filters url.Values) (MessageList,
 // Page is the paging every listing answers with (docs/api.md, Listings): Next and Prev are the
 // query parameters of the pages beside this one ("before=41"), nil when nothing is there.
 type Page struct {
+	Count     int     `json:"count"` // the items on this page
 	Order     string  `json:"order"`
 	Truncated bool    `json:"truncated"`
 	Next      *string `json:"next"`
