@@ -42,6 +42,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,11 +322,15 @@ type listedEvent = client.Event
 func (s *server) events(query string) []listedEvent {
 	ctx := context.Background()
 	s.t.Helper()
-	evs, err := s.api().Events(ctx, query)
+	filters, err := url.ParseQuery("order=asc&limit=1000&" + query)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	evs, err := s.api().Events(ctx, filters)
 	if err != nil {
 		s.t.Fatalf("GET events %s: %v", query, err)
 	}
-	return evs
+	return evs.Events
 }
 
 func readLines(t *testing.T, path string) [][]byte {
