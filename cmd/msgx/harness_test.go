@@ -39,7 +39,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -256,22 +255,20 @@ func (s *server) stop() error {
 	}
 }
 
+// post posts body to s's inbox and returns the id answered, failing the test when it is not.
 func (s *server) post(body string) int64 {
 	s.t.Helper()
-	resp, err := http.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+	id, err := s.send(body)
 	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		s.t.Fatalf("POST /cminmsgs/send: %d %s", resp.StatusCode, b)
-	}
-	var id int64
-	if _, err := fmt.Sscanf(string(b), "%d", &id); err != nil {
-		s.t.Fatalf("answer %q is not an id", b)
+		s.t.Fatalf("POST /cminmsgs/send: %v", err)
 	}
 	return id
+}
+
+// send posts body to s's inbox and returns the id answered, or why not: for a goroutine other
+// than the test's, which must not call t.Fatal.
+func (s *server) send(body string) (int64, error) {
+	return s.api().Send(context.Background(), []byte(body))
 }
 
 // message is a message as the API shows it (the typed client's).
@@ -290,11 +287,42 @@ func (s *server) message(id int64) message {
 	return m
 }
 
-func (s *server) getJSON(path string, v any) {
-	ctx := context.Background()
+// status is s's GET /api/v1/status.
+func (s *server) status() client.Status {
 	s.t.Helper()
-	if err := s.api().Get(ctx, path, v); err != nil {
-		s.t.Fatalf("GET %s: %v", path, err)
+	st, err := s.api().Status(context.Background())
+	if err != nil {
+		s.t.Fatalf("GET status: %v", err)
+	}
+	return st
+}
+
+// health is s's GET /healthz.
+func (s *server) health() client.Health {
+	s.t.Helper()
+	h, err := s.api().Health(context.Background())
+	if err != nil {
+		s.t.Fatalf("GET /healthz: %v", err)
+	}
+	return h
+}
+
+// ref is s's reference record typ/key, failing the test when it is not stored.
+func (s *server) ref(typ, key string) client.RefRecord {
+	s.t.Helper()
+	r, err := s.api().Ref(context.Background(), typ, key)
+	if err != nil {
+		s.t.Fatalf("GET ref %s/%s: %v", typ, key, err)
+	}
+	return r
+}
+
+// section decodes the extra section name of st into v, failing t when st has none or it
+// does not decode.
+func section(t *testing.T, st client.Status, name string, v any) {
+	t.Helper()
+	if ok, err := st.Section(name, v); !ok || err != nil {
+		t.Fatalf("the status's section %s: present %v, %v", name, ok, err)
 	}
 }
 

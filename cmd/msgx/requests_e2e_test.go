@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/store"
 )
 
@@ -36,21 +38,14 @@ func (s *server) postRaw(path, body string) (int, []byte) {
 }
 
 // dataRequest is a request as GET /api/v1/requests/{id} answers it.
-type dataRequest struct {
-	ID         int64  `json:"id"`
-	Type       string `json:"type"`
-	STYP       string `json:"styp"`
-	State      string `json:"state"`
-	SEQN       string `json:"seqn"`
-	CoutmsgsID int64  `json:"coutmsgs_id"`
-	Resends    int    `json:"resends"`
-	AnswerID   *int64 `json:"answer_msg_id"`
-}
+type dataRequest = client.Request
 
 func (s *server) dataRequest(id int64) dataRequest {
 	s.t.Helper()
-	var r dataRequest
-	s.getJSON(fmt.Sprintf("/api/v1/requests/%d", id), &r)
+	r, err := s.api().DataRequest(context.Background(), id)
+	if err != nil {
+		s.t.Fatalf("GET request %d: %v", id, err)
+	}
 	return r
 }
 
@@ -172,11 +167,7 @@ func testDataRequests(t *testing.T, db dbEnv) {
 		if got.AnswerID == nil || *got.AnswerID != c.msg {
 			t.Fatalf("request %d answered by %v, want message %d", c.req.ID, got.AnswerID, c.msg)
 		}
-		var m struct {
-			AnsweredRequest *int64 `json:"answered_request"`
-		}
-		s.getJSON(fmt.Sprintf("/api/v1/messages/%d", c.msg), &m)
-		if m.AnsweredRequest == nil || *m.AnsweredRequest != c.req.ID {
+		if m := s.message(c.msg); m.AnsweredRequest == nil || *m.AnsweredRequest != c.req.ID {
 			t.Fatalf("message %d names request %v, want %d", c.msg, m.AnsweredRequest, c.req.ID)
 		}
 	}
@@ -226,10 +217,10 @@ func testDataRequests(t *testing.T, db dbEnv) {
 	}
 	s.awaitRequest(lost.ID, "EXPIRED", func(r dataRequest) bool { return r.State == "EXPIRED" && r.Resends == 1 })
 
-	var list struct {
-		Requests []dataRequest `json:"requests"`
+	list, err := s.api().DataRequests(t.Context(), url.Values{"order": {"asc"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.getJSON("/api/v1/requests?order=asc", &list)
 	var states []string
 	for _, r := range list.Requests {
 		states = append(states, r.STYP+":"+r.State)
@@ -355,21 +346,16 @@ func testShadowMode(t *testing.T, db dbEnv) {
 	if got := legacyChecksum(t, legacy.db, tables...); got != sum {
 		t.Fatal("shadow mode changed a legacy CMINMSGS row or column after processing it")
 	}
-	var st struct {
-		Extra struct {
-			Shadow struct {
-				Mode    string `json:"mode"`
-				AfterID int64  `json:"after_id"`
-			} `json:"shadow"`
-		} `json:"extra"`
+	var shadow struct {
+		Mode    string `json:"mode"`
+		AfterID int64  `json:"after_id"`
 	}
-	s.getJSON("/api/v1/status", &st)
-	if st.Extra.Shadow.Mode != "shadow" || st.Extra.Shadow.AfterID != oldWaiting {
-		t.Fatalf("status of the shadow: %+v, want the watermark %d", st.Extra.Shadow, oldWaiting)
+	section(t, s.status(), "shadow", &shadow)
+	if shadow.Mode != "shadow" || shadow.AfterID != oldWaiting {
+		t.Fatalf("status of the shadow: %+v, want the watermark %d", shadow, oldWaiting)
 	}
 	// The effects are msgx's own: the reference records it applied.
-	var rec map[string]any
-	s.getJSON("/api/v1/ref/STTS/SH5", &rec)
+	s.ref("STTS", "SH5")
 
 	// A restart keeps the watermark; a row the gateway inserted meanwhile is processed.
 	s.stop()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"msgx/client"
 	"msgx/docs"
 	"msgx/internal/target"
 )
@@ -195,60 +197,49 @@ func simulatedDayPayloads(t *testing.T, db dbEnv, env ...string) {
 		t.Fatalf("summary: %+v\n%s", run, out)
 	}
 	// A deletion too: the simulated day deletes no flight.
-	var board struct {
-		Flights []struct {
-			FLID int64 `json:"FLID"`
-		} `json:"flights"`
+	ctx := t.Context()
+	board, err := s.api().Board(ctx, day)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.getJSON("/api/v1/flights?day="+day, &board)
-	if len(board.Flights) == 0 {
-		t.Fatalf("no flights on %s", day)
+	var first struct {
+		FLID int64 `json:"FLID"`
 	}
-	fdel := s.post(e2eFlop(970001, "FDEL", board.Flights[0].FLID, "<FDEL/>"))
+	if len(board.Flights) == 0 || json.Unmarshal(board.Flights[0], &first) != nil {
+		t.Fatalf("no flights on %s: %s", day, board.Flights)
+	}
+	fdel := s.post(e2eFlop(970001, "FDEL", first.FLID, "<FDEL/>"))
 	s.await(fdel, "SUCCEEDED", state("SUCCEEDED", ""))
 
 	// Wait until every message is finished and every target has nothing pending.
 	targets := []string{"KAFKA_FLOP", "KAFKA_SCHD", "REDIS_NOTIFY", "LEGACY_FLOP", "ES_FLIGHT",
 		"WEBHOOK_FLOP", "WEBHOOK_SCHD", "WEBHOOK_NOTIFY", "WEBHOOK_ES"}
-	var st struct {
-		Counts map[string]int `json:"counts"`
-		Extra  struct {
-			Targets []struct {
-				Target  string `json:"target"`
-				Pending int    `json:"pending"`
-				Dead    int    `json:"dead"`
-				Sent    int    `json:"sent"`
-			} `json:"targets"`
-		} `json:"extra"`
-	}
+	var st client.Status
+	var stTargets []client.TargetStatus
 	sent := map[string]int{}
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		s.getJSON("/api/v1/status", &st)
+		st = s.status()
+		section(t, st, "targets", &stTargets)
 		busy := st.Counts["PENDING"] + st.Counts["FAILED"]
-		for _, tg := range st.Extra.Targets {
-			busy += tg.Pending
-			sent[tg.Target] = tg.Sent
+		for _, tg := range stTargets {
+			busy += int(tg.Pending)
+			sent[tg.Target] = int(tg.Sent)
 			if tg.Dead > 0 {
 				t.Fatalf("target %s has %d DEAD events\n%s", tg.Target, tg.Dead, s.logs)
 			}
 		}
-		if busy == 0 && len(st.Extra.Targets) >= len(targets) {
+		if busy == 0 && len(stTargets) >= len(targets) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not drained: %+v\n%s", st, s.logs)
+			t.Fatalf("not drained: %v %+v\n%s", st.Counts, stTargets, s.logs)
 		}
 	}
 
 	// Kafka: read both topics back from the start, up to the newest KAFKA_SCHD event (the
 	// last batch record names it: a batch keeps the newest event of each flight).
-	var newest struct {
-		Events []struct {
-			EventID int64 `json:"event_id"`
-		} `json:"events"`
-	}
-	s.getJSON("/api/v1/events?target=KAFKA_SCHD&order=desc&limit=1", &newest)
-	if len(newest.Events) != 1 {
+	newest, err := s.api().Events(ctx, url.Values{"target": {"KAFKA_SCHD"}, "order": {"desc"}, "limit": {"1"}})
+	if err != nil || len(newest.Events) != 1 {
 		t.Fatalf("no KAFKA_SCHD event: %+v", newest)
 	}
 	consumeKafka(t, brokers, capt, sent["KAFKA_FLOP"], newest.Events[0].EventID)
