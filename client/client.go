@@ -508,7 +508,7 @@ type Mismatch struct {
 // report; it repairs nothing (a rebuild does).
 func (c *Client) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
 	var rep ConsistencyReport
-	err := c.Do(ctx, "POST", "/api/v1/consistency", nil, "", &rep)
+	err := c.PostJSON(ctx, "/api/v1/consistency", struct{}{}, &rep)
 	return rep, err
 }
 
