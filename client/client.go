@@ -512,6 +512,12 @@ func (c *Client) CheckConsistency(ctx context.Context) (ConsistencyReport, error
 	return rep, err
 }
 
+// Metrics returns the server's metrics (GET /metrics) in the Prometheus text format.
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	b, err := c.send(ctx, "GET", "/metrics", nil, "", false)
+	return string(b), err
+}
+
 // sleep waits d or until ctx ends, and says whether d passed.
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,25 +18,13 @@ import (
 	"msgx/client"
 )
 
-// metricsText reads s's /metrics.
-func (s *server) metricsText() string {
-	s.t.Helper()
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
 // waitMetric waits until s's /metrics has line.
 func (s *server) waitMetric(line string) {
 	s.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(s.metricsText(), "\n"+line+"\n") {
+	for !strings.Contains(s.metrics(), "\n"+line+"\n") {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("/metrics never showed %q:\n%s", line, s.metricsText())
+			s.t.Fatalf("/metrics never showed %q:\n%s", line, s.metrics())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -50,7 +37,7 @@ func TestMonitoringKnowsPauses(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_METRICS_SAMPLE_INTERVAL=100ms")
-		body := s.metricsText()
+		body := s.metrics()
 		for _, want := range []string{`msgx_events_sent_total{target="KAFKA_FLOP"} 0`, `msgx_events_dead_total{target="REDIS_NOTIFY"} 0`,
 			`msgx_messages_finished_total{class="ORPHAN",state="DEAD",type_tag="FLOP-STND"} 0`,
 			`msgx_job_last_success_timestamp_seconds{kind="ARCHIVE"} 0`, `msgx_operator_actions_total{action="pump.pause"} 0`} {
@@ -72,7 +59,7 @@ func TestMonitoringKnowsPauses(t *testing.T) {
 		s.waitMetric(`msgx_pump_paused 1`)
 		s.waitMetric(`msgx_target_paused{target="KAFKA_FLOP"} 1`)
 		s.waitMetric(`msgx_operator_actions_total{action="target.pause"} 1`)
-		if !strings.Contains(s.metricsText(), "\n"+`msgx_target_paused{target="REDIS_NOTIFY"} 0`+"\n") {
+		if !strings.Contains(s.metrics(), "\n"+`msgx_target_paused{target="REDIS_NOTIFY"} 0`+"\n") {
 			t.Error("a target that is not paused shows as paused")
 		}
 		s.mustCLI([]string{"the pump running"}, "resume")

@@ -3,9 +3,7 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -266,13 +264,7 @@ func TestPhaseASentinelAndRebuild(t *testing.T) {
 				t.Fatalf("mismatch not logged\n%s", s.logs)
 			}
 		}
-		resp, err := http.Get(s.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		metrics, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(metrics), "msgx_consistency_mismatches_total 2") {
+		if metrics := s.metrics(); !strings.Contains(metrics, "msgx_consistency_mismatches_total 2") {
 			t.Fatalf("metric:\n%s", metrics)
 		}
 		job := s.startJob("PROJECTION_REBUILD")

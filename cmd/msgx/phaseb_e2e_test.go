@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -153,13 +152,7 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		if !strings.Contains(s.logs.String(), "consistency check done") {
 			t.Fatalf("no consistency check logged\n%s", s.logs)
 		}
-		resp, err := http.Get(s.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		metrics, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(metrics), "msgx_consistency_mismatches_total 2") {
+		if metrics := s.metrics(); !strings.Contains(metrics, "msgx_consistency_mismatches_total 2") {
 			t.Fatalf("metric:\n%s", metrics)
 		}
 

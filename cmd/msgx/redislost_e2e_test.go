@@ -182,7 +182,7 @@ func testPhaseARedisFlushedUnderLoad(t *testing.T, db dbEnv) {
 	if h := s.status().Halted(); h == nil || !strings.HasPrefix(h.Reason, "Redis lost its data: mark ") || !strings.HasSuffix(h.Reason, " in SQL, none in Redis") {
 		t.Fatalf("status pump_halted: %+v", h)
 	}
-	if m := metricsText(t, s); !strings.Contains(m, "msgx_pump_halted 1") {
+	if m := s.metrics(); !strings.Contains(m, "msgx_pump_halted 1") {
 		t.Fatalf("metric msgx_pump_halted not 1")
 	}
 	if out, err := s.cli(nil, "status"); exitCode(err) != 7 || !strings.HasPrefix(out, "HALTED: Redis lost its data: mark ") {
@@ -270,7 +270,7 @@ func TestPhaseARefusesAVolatileRedis(t *testing.T) {
 		if !strings.Contains(s.logs.String(), "Redis keeps nothing on disk (redis.allow-volatile: true)") {
 			t.Fatalf("no WARN:\n%s", s.logs)
 		}
-		if m := metricsText(t, s); !strings.Contains(m, "msgx_redis_volatile 1") {
+		if m := s.metrics(); !strings.Contains(m, "msgx_redis_volatile 1") {
 			t.Fatalf("msgx_redis_volatile not 1")
 		}
 		s.stop()
@@ -281,7 +281,7 @@ func TestPhaseARefusesAVolatileRedis(t *testing.T) {
 		if strings.Contains(s.logs.String(), "keeps nothing on disk") {
 			t.Fatalf("WARN with appendonly yes:\n%s", s.logs)
 		}
-		if m := metricsText(t, s); !strings.Contains(m, "msgx_redis_volatile 0") {
+		if m := s.metrics(); !strings.Contains(m, "msgx_redis_volatile 0") {
 			t.Fatalf("msgx_redis_volatile not 0")
 		}
 	})
@@ -289,17 +289,6 @@ func TestPhaseARefusesAVolatileRedis(t *testing.T) {
 
 // redisKeyPrefixDefault is redis.key-prefix's default, the private Redis's keys.
 const redisKeyPrefixDefault = "msgx:"
-
-func metricsText(t *testing.T, s *server) string {
-	t.Helper()
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
 
 // privateRedis starts a redis-server of the test's own on a free loopback port, with its
 // default user open as msgx uses it and extra arguments, and returns its address.

@@ -78,7 +78,7 @@ func TestPhaseAFlightLostFromRedisStopsThePump(t *testing.T) {
 		if h := s.status().Halted(); h == nil || h.Reason != want {
 			t.Fatalf("status pump_halted: %+v", h)
 		}
-		if m := metricsText(t, s); !strings.Contains(m, "msgx_pump_halted 1") {
+		if m := s.metrics(); !strings.Contains(m, "msgx_pump_halted 1") {
 			t.Fatalf("metric msgx_pump_halted not 1")
 		}
 		time.Sleep(300 * time.Millisecond) // steps of the stopped pump
@@ -99,7 +99,7 @@ func TestPhaseAFlightLostFromRedisStopsThePump(t *testing.T) {
 			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
 		}
 		awaitReady(t, s)
-		if m := metricsText(t, s); !strings.Contains(m, "msgx_pump_halted 0") {
+		if m := s.metrics(); !strings.Contains(m, "msgx_pump_halted 0") {
 			t.Fatalf("metric msgx_pump_halted not 0 after the restore")
 		}
 		checkFlights(t, s, db, prefix, flights, changes, stand)
