@@ -40,7 +40,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -215,12 +214,9 @@ func start(t *testing.T, dataDir string, env ...string) *server {
 			t.Fatalf("msgx serve exited early: %v\n%s", err, logs)
 		default:
 		}
-		if resp, err := http.Get(s.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				s.awaitStartLogs()
-				return s
-			}
+		if _, err := s.api().Health(context.Background()); err == nil {
+			s.awaitStartLogs()
+			return s
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

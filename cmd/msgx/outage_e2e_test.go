@@ -96,11 +96,8 @@ func (s *ogServer) healthy(within time.Duration) {
 		if s.exited() {
 			s.t.Fatalf("%s exited: %v", s.name, s.err)
 		}
-		if resp, err := http.Get(s.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if _, err := s.api().Health(context.Background()); err == nil {
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -327,17 +328,12 @@ func testShadowMode(t *testing.T, db dbEnv) {
 	notTaken(t, s, oldWaiting, "a row below the watermark the legacy had not taken")
 
 	// Nothing legacy is written: not by the inbox, not by a data request.
-	if code, body := s.postRaw("/api/v1/requests", `{"type":"RQRD","ref_type":"AIRL"}`); code != http.StatusConflict || !strings.Contains(string(body), "shadow_mode") {
-		t.Fatalf("a data request in shadow: %d %s, want 409 shadow_mode", code, body)
+	var refused *client.Error
+	if _, err := s.api().RequestReference(t.Context(), "AIRL"); !errors.As(err, &refused) || refused.Status != http.StatusConflict || refused.Code != "shadow_mode" {
+		t.Fatalf("a data request in shadow: %v, want 409 shadow_mode", err)
 	}
-	resp, err := http.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(legacyStatus("AODB", "899", "20261201090000", "SHX")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(b), "shadow_mode") {
-		t.Fatalf("the inbox in shadow: %d %s, want 409 shadow_mode", resp.StatusCode, b)
+	if _, err := s.send(legacyStatus("AODB", "899", "20261201090000", "SHX")); !errors.As(err, &refused) || refused.Status != http.StatusConflict || refused.Code != "shadow_mode" {
+		t.Fatalf("the inbox in shadow: %v, want 409 shadow_mode", err)
 	}
 	var n int
 	if err := legacy.db.QueryRow(`SELECT COUNT(*) FROM COUTMSGS`).Scan(&n); err != nil || n != 0 {
