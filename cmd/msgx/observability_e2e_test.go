@@ -190,6 +190,7 @@ func (s *server) metrics() string {
 	return m
 }
 
+// getCode is the HTTP status s answers GET path with (a probe's answer is its status).
 func (s *server) getCode(path string) int {
 	s.t.Helper()
 	resp, err := http.Get(s.url + path)
@@ -210,6 +211,8 @@ type readiness struct {
 	} `json:"pump"`
 }
 
+// readyz is s's /readyz with its status: a probe's answer is its status code, 503 with the
+// same body when not ready.
 func (s *server) readyz() readiness {
 	s.t.Helper()
 	resp, err := http.Get(s.url + "/readyz")

@@ -139,7 +139,8 @@ func (s *ogServer) exitCode(within time.Duration) int {
 
 var ogClient = &http.Client{Timeout: 10 * time.Second}
 
-// ogPosted is the answer to one POST /cminmsgs/send.
+// ogPosted is the answer to one POST /cminmsgs/send: its status and Retry-After header are
+// what the outage tests check, so post sends it raw.
 type ogPosted struct {
 	code       int
 	id         int64

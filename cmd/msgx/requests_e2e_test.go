@@ -26,7 +26,8 @@ import (
 	"msgx/internal/store"
 )
 
-// postRaw posts JSON body to path and returns the status and the answer.
+// postRaw posts JSON body to path and returns the status and the answer as sent: the tests
+// of bad input, of 201 Created and of the legacy /view endpoint read the status itself.
 func (s *server) postRaw(path, body string) (int, []byte) {
 	s.t.Helper()
 	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))

@@ -183,7 +183,7 @@ func snHasUp(reps []map[string]string, port int) bool {
 	return false
 }
 
-// snReadyz returns /readyz's status and body.
+// snReadyz returns /readyz's status and body (a probe's answer is its status code).
 func snReadyz(t *testing.T, s *server) (int, string) {
 	resp, err := http.Get(s.url + "/readyz")
 	if err != nil {
