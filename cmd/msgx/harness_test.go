@@ -10,6 +10,9 @@ package main_test
 //			s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 //			id := s.post(body)
 //			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+//			// the API through the typed client, as a program that imports msgx/client reads it:
+//			board, err := s.api().Board(t.Context(), day)
+//			st := s.status() // and s.message, s.events, s.ref, s.metrics…: the same, failing t
 //			// a restarted or second server on the same database and data directory:
 //			s.stop()
 //			s2 := db.start(t)
@@ -33,6 +36,10 @@ package main_test
 // (GOMAXPROCS by default). A test that cannot share the process must not call it, and say
 // why. Waiting is by polling for the outcome (await, waitFor, ogWaitFor) up to a deadline;
 // a fixed sleep is only for a negative check or a real timeout, and its comment says so.
+//
+// The API is read through the typed client (s.api(), and the helpers on it); a raw HTTP call
+// is for what the client does not show: the status codes of bad input and of the probes,
+// headers, content types, streams, body limits.
 
 import (
 	"bufio"
