@@ -17,6 +17,7 @@ import (
 type Status struct {
 	Counts      map[string]int `json:"counts"`
 	PumpRunning bool           `json:"pump_running"`
+	PumpState   string         `json:"pump_state"` // why the pump does not run here ("standby: …"), "" when it does
 	LeaseHolder string         `json:"lease_holder"`
 	Head        *struct {
 		ID       int64    `json:"id"`
@@ -33,6 +34,8 @@ type Status struct {
 		Reason string    `json:"reason"`
 		At     time.Time `json:"paused_at"`
 	} `json:"paused"`
+	// PumpPause is the operator's pause of the pump (who, why, since when); nil when it runs.
+	PumpPause *Pause `json:"pump_paused"`
 }
 
 // RecentNote is one entry of the status's "recent" section (the durable recent problems): a
@@ -89,6 +92,7 @@ type TargetStatus struct {
 	Rejecting bool `json:"rejecting"`
 	// While the head event fails: since when, and why.
 	BlockedSince *time.Time `json:"blocked_since"`
+	BlockedFor   *float64   `json:"blocked_for_s"` // seconds
 	ErrorClass   *string    `json:"error_class"`
 	LastError    *string    `json:"last_error"`
 	NextAttempt  *time.Time `json:"next_attempt_at"`
@@ -147,6 +151,7 @@ func (c *Client) Messages(ctx context.Context, filters url.Values) (MessageList,
 // Page is the paging every listing answers with (docs/api.md, Listings): Next and Prev are the
 // query parameters of the pages beside this one ("before=41"), nil when nothing is there.
 type Page struct {
+	Count     int     `json:"count"` // the items on this page
 	Order     string  `json:"order"`
 	Truncated bool    `json:"truncated"`
 	Next      *string `json:"next"`

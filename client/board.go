@@ -22,6 +22,16 @@ type Board struct {
 	HistoryFrom *time.Time `json:"history_from,omitempty"`
 	Messages    int        `json:"messages,omitempty"`
 	Warnings    []string   `json:"warnings,omitempty"`
+	// Changed is when each flight (by FLID) last changed, by the answer's time or by AsOf.
+	Changed map[int64]BoardChange `json:"changed"`
+}
+
+// BoardChange is when a flight of a board last changed, how long before the board's time,
+// and, on a board as of a past time, by which message.
+type BoardChange struct {
+	At    time.Time `json:"changed_at"`
+	AgeS  int64     `json:"changed_age_s"`
+	MsgID int64     `json:"msg_id"`
 }
 
 // Board returns the flights of the airport day day (today at the airport when "").

@@ -20,6 +20,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -258,14 +259,13 @@ type Event struct {
 	PayloadElided bool    `json:"payload_elided"`
 }
 
-// Events lists the outbox events that query (url-encoded filters: target=…&state=…) selects,
-// up to 1000.
-func (c *Client) Events(ctx context.Context, query string) ([]Event, error) {
-	var out struct {
-		Events []Event `json:"events"`
-	}
-	err := c.Get(ctx, "/api/v1/events?order=asc&limit=1000&"+query, &out)
-	return out.Events, err
+// Events lists the outbox events filters select, one page (GET /api/v1/events): target,
+// state, msg_id, limit, order, before and after as docs/api.md lists them. The answer's Next
+// and Prev are the query of the pages beside it.
+func (c *Client) Events(ctx context.Context, filters url.Values) (EventList, error) {
+	var out EventList
+	err := c.Get(ctx, "/api/v1/events?"+filters.Encode(), &out)
+	return out, err
 }
 
 // Job is a pump job as GET /api/v1/jobs lists it.
@@ -281,6 +281,9 @@ type Job struct {
 	LastError  *string    `json:"last_error"`
 	// Progress is, while the job runs, what it is doing and for how long; nil otherwise.
 	Progress *JobProgress `json:"progress"`
+	// ScheduleKey is the scheduler's key (kind/local day) of a job it enqueued; "" for one an
+	// operator started.
+	ScheduleKey string `json:"schedule_key"`
 }
 
 // JobProgress is a running job's progress.
@@ -357,6 +360,162 @@ func (c *Client) JobDoing(ctx context.Context, id int64) string {
 		return ""
 	}
 	return st.Extra.Job.Doing
+}
+
+// Status returns the server's status (GET /api/v1/status): the messages by state, the head
+// and why it waits, the pump, its pauses and the extra sections.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := c.Get(ctx, "/api/v1/status", &st)
+	return st, err
+}
+
+// Section decodes the status's extra section name ("targets": []TargetStatus, "recent":
+// []RecentNote, "dead": DeadCounts, "shadow", …) into v, and reports whether the status has
+// it.
+func (st Status) Section(name string, v any) (bool, error) {
+	raw, ok := st.Extra[name]
+	if !ok {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("the status's section %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// Health is GET /healthz's answer: the server answers and reaches its database; PumpRunning
+// says whether this process processes messages now, PumpPaused whether an operator paused
+// the pump.
+type Health struct {
+	Status      string `json:"status"`
+	PumpRunning bool   `json:"pump_running"`
+	PumpPaused  bool   `json:"pump_paused"`
+}
+
+// Health returns the server's health (GET /healthz); a server that cannot reach its database
+// answers 503, an *Error.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.Get(ctx, "/healthz", &h)
+	return h, err
+}
+
+// RefRecord is one reference record (GET /api/v1/ref/{type}/{key}): its fields as the SIS
+// message carried them, and the message that last set it.
+type RefRecord struct {
+	Type      string         `json:"type"`
+	Key       string         `json:"key"`
+	Fields    map[string]any `json:"fields"`
+	Version   int64          `json:"version"`
+	Source    string         `json:"source"`
+	MsgID     *int64         `json:"msg_id"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+// Ref returns the reference record of type typ (AIRL, STTS, …) and key; one that is not
+// stored is an *Error with status 404.
+func (c *Client) Ref(ctx context.Context, typ, key string) (RefRecord, error) {
+	var r RefRecord
+	err := c.Get(ctx, "/api/v1/ref/"+url.PathEscape(typ)+"/"+url.PathEscape(key), &r)
+	return r, err
+}
+
+// Config returns the server's effective configuration (GET /api/v1/config, admin), secrets
+// redacted: its sections by name, keyed as the YAML file spells them.
+func (c *Client) Config(ctx context.Context) (map[string]any, error) {
+	var cfg map[string]any
+	err := c.Get(ctx, "/api/v1/config", &cfg)
+	return cfg, err
+}
+
+// Problems returns the recent problems (GET /api/v1/problems), newest first, at most limit
+// (0: the server's default): messages parked, dead or applied with warnings, and operators'
+// actions. They outlive a restart and the messages they name.
+func (c *Client) Problems(ctx context.Context, limit int) ([]RecentNote, error) {
+	path := "/api/v1/problems"
+	if limit > 0 {
+		path += "?limit=" + strconv.Itoa(limit)
+	}
+	var out struct {
+		Problems []RecentNote `json:"problems"`
+	}
+	err := c.Get(ctx, path, &out)
+	return out.Problems, err
+}
+
+// Season is one stored seasonal schedule (GET /api/v1/seasons): its key (start/end date) and
+// the SCHS fields.
+type Season struct {
+	Key       string         `json:"key"`
+	Version   int64          `json:"version"`
+	MsgID     *int64         `json:"msg_id"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Season    map[string]any `json:"season"`
+}
+
+// Seasons returns the stored seasonal schedules.
+func (c *Client) Seasons(ctx context.Context) ([]Season, error) {
+	var out struct {
+		Seasons []Season `json:"seasons"`
+	}
+	err := c.Get(ctx, "/api/v1/seasons", &out)
+	return out.Seasons, err
+}
+
+// DataRequest returns data request id (GET /api/v1/requests/{id}); one that does not exist
+// is an *Error with status 404.
+func (c *Client) DataRequest(ctx context.Context, id int64) (Request, error) {
+	var r Request
+	err := c.Get(ctx, fmt.Sprintf("/api/v1/requests/%d", id), &r)
+	return r, err
+}
+
+// RequestList is GET /api/v1/requests's answer.
+type RequestList struct {
+	Requests  []Request `json:"requests"`
+	NextAfter *int64    `json:"next_after"`
+	Page
+}
+
+// DataRequests lists the data requests filters select, one page (GET /api/v1/requests):
+// state, limit, order, before and after as docs/api.md lists them.
+func (c *Client) DataRequests(ctx context.Context, filters url.Values) (RequestList, error) {
+	var out RequestList
+	err := c.Get(ctx, "/api/v1/requests?"+filters.Encode(), &out)
+	return out, err
+}
+
+// ConsistencyReport is a comparison of the flights in Redis and in FLIGHT_STATE (POST
+// /api/v1/consistency; phase A, or phase B with a REDIS_FLIGHT target).
+type ConsistencyReport struct {
+	CheckedAt  time.Time  `json:"checked_at"`
+	Days       []string   `json:"days"`
+	Checked    int        `json:"checked"`
+	Mismatches []Mismatch `json:"mismatches"`
+}
+
+// Mismatch is a flight the two stores disagree on: the fields that differ, or "missing" with
+// Where the store it is missing from ("authoritative" or "mirror").
+type Mismatch struct {
+	FLID   int64    `json:"flid"`
+	Day    string   `json:"day"`
+	Where  string   `json:"where"`
+	Fields []string `json:"fields"`
+}
+
+// CheckConsistency compares the flights in Redis and in FLIGHT_STATE now and returns the
+// report; it repairs nothing (a rebuild does).
+func (c *Client) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
+	var rep ConsistencyReport
+	err := c.PostJSON(ctx, "/api/v1/consistency", struct{}{}, &rep)
+	return rep, err
+}
+
+// Metrics returns the server's metrics (GET /metrics) in the Prometheus text format.
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	b, err := c.send(ctx, "GET", "/metrics", nil, "", false)
+	return string(b), err
 }
 
 // sleep waits d or until ctx ends, and says whether d passed.

@@ -42,16 +42,23 @@ func (c *Client) Find(ctx context.Context, q string, limit int, tz string) (Find
 	return out, err
 }
 
-// FlightsByNumber returns the records of the flights numbered flno in the server's search
-// window of days, or of day when it is not "".
-func (c *Client) FlightsByNumber(ctx context.Context, flno, day string) ([]json.RawMessage, error) {
+// NumberedFlights is GET /api/v1/flights?flno=…'s answer: the flights of one number, by day
+// then SODT, in the days searched (first and last).
+type NumberedFlights struct {
+	FLNO    string            `json:"flno"`
+	Days    [2]string         `json:"days"`
+	Count   int               `json:"count"`
+	Flights []json.RawMessage `json:"flights"`
+}
+
+// FlightsByNumber returns the flights numbered flno (however it is written: ca8241, CA08241)
+// in the server's search window of days, or of day when it is not "".
+func (c *Client) FlightsByNumber(ctx context.Context, flno, day string) (NumberedFlights, error) {
 	v := url.Values{"flno": {flno}}
 	if day != "" {
 		v.Set("day", day)
 	}
-	var out struct {
-		Flights []json.RawMessage `json:"flights"`
-	}
+	var out NumberedFlights
 	err := c.Get(ctx, "/api/v1/flights?"+v.Encode(), &out)
-	return out.Flights, err
+	return out, err
 }

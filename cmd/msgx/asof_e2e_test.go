@@ -1,16 +1,15 @@
 package main_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/store/storetest"
 )
 
@@ -83,21 +82,23 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 		ids = append(ids, stepIDs)
 	}
 
-	type board struct {
-		Count       int               `json:"count"`
-		Flights     []json.RawMessage `json:"flights"`
-		AsOf        *time.Time        `json:"as_of"`
-		HistoryFrom *time.Time        `json:"history_from"`
-		Messages    int               `json:"messages"`
-		Warnings    []string          `json:"warnings"`
-		Changed     map[string]struct {
-			At    time.Time `json:"changed_at"`
-			MsgID int64     `json:"msg_id"`
-		} `json:"changed"`
+	type board = client.Board
+	ctx := t.Context()
+	// liveBoard is srv's board of the day now.
+	liveBoard := func(srv *server) board {
+		t.Helper()
+		b, err := srv.api().Board(ctx, date)
+		if err != nil {
+			t.Fatalf("GET the board of %s: %v", date, err)
+		}
+		return b
 	}
 	asOf := func(when time.Time) board {
-		var b board
-		s.getJSON("/api/v1/flights?"+url.Values{"day": {date}, "as_of": {when.UTC().Format(time.RFC3339Nano)}}.Encode(), &b)
+		t.Helper()
+		b, err := s.api().BoardAsOf(ctx, date, when.UTC().Format(time.RFC3339Nano), false)
+		if err != nil {
+			t.Fatalf("GET the board of %s as of %s: %v", date, when, err)
+		}
 		if b.AsOf == nil || !b.AsOf.Equal(when) {
 			t.Fatalf("as_of %s: the answer's as_of is %v", when, b.AsOf)
 		}
@@ -152,9 +153,7 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 			id := replay.post(m)
 			replay.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
 		}
-		var live board
-		replay.getJSON("/api/v1/flights?day="+date, &live)
-		lives = append(lives, live)
+		lives = append(lives, liveBoard(replay))
 		wants = append(wants, replay.mustCLI(nil, "board", "--day", date))
 		b := compare(i, "step")
 		switch i {
@@ -162,7 +161,7 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 			if g := gateOf(b, 96001); g != "B12" {
 				t.Errorf("as of step 2 CA8241's gate is %q, want B12", g)
 			}
-			if c := b.Changed["96001"]; c.MsgID != ids[1][0] || c.At.After(marks[1]) || !c.At.After(marks[0]) {
+			if c := b.Changed[96001]; c.MsgID != ids[1][0] || c.At.After(marks[1]) || !c.At.After(marks[0]) {
 				t.Errorf("as of step 2 CA8241 last changed %+v, want by message %d between %s and %s", c, ids[1][0], marks[0], marks[1])
 			}
 		case 2:
@@ -180,8 +179,7 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 		}
 	}
 	// The last mark equals the live board; a time between two steps is the earlier step's.
-	var live board
-	s.getJSON("/api/v1/flights?day="+date, &live)
+	live := liveBoard(s)
 	if last := asOf(marks[len(marks)-1]); !reflect.DeepEqual(records(last.Flights), records(live.Flights)) {
 		t.Errorf("as of the last step the board differs from the live one:\n%s\n%s", last.Flights, live.Flights)
 	}
@@ -191,7 +189,6 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 
 	// Archived: the texts of the first three steps move to CMINMSGS_HST; the boards are the same.
 	st := db.open(t)
-	ctx := context.Background()
 	moved, err := st.Archive(ctx, ids[2][len(ids[2])-1], time.Now().Add(time.Hour), time.Now(), nil)
 	if err != nil || moved != 4 {
 		t.Fatalf("archive the first three steps: moved %d, %v", moved, err)
@@ -205,8 +202,7 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 	if _, err := st.PurgeArchived(ctx, time.Now().Add(2*time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
-	var refused any
-	err = s.api().Get(ctx, "/api/v1/flights?"+url.Values{"day": {date}, "as_of": {marks[1].UTC().Format(time.RFC3339)}}.Encode(), &refused)
+	_, err = s.api().BoardAsOf(ctx, date, marks[1].UTC().Format(time.RFC3339), false)
 	if err == nil || !strings.Contains(err.Error(), "before_history") && !strings.Contains(err.Error(), "before the retained history") {
 		t.Errorf("as_of before the kept history: %v, want 409 before_history", err)
 	}

@@ -29,8 +29,10 @@ func TestBodyLimitFitsTheDatabase(t *testing.T) {
 			want = packet - packet/8 - 4<<10
 		}
 		s := d.start(t)
-		var cfg map[string]any
-		s.getJSON("/api/v1/config", &cfg)
+		cfg, err := s.api().Config(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
 		httpCfg, _ := cfg["http"].(map[string]any)
 		if got := httpCfg["effective-max-body-bytes"]; got != float64(want) {
 			t.Errorf("http.effective-max-body-bytes %v, want %d", got, want)

@@ -74,7 +74,7 @@ func consoleTailBurst(t *testing.T, db dbEnv) {
 		wg.Go(func() {
 			for i := w; i < burstMessages; i += 4 {
 				flid := int64(98001 + i%burstFlights)
-				id, err := postNoFatal(s.url, e2eFlop(871000+i, "STND", flid, fmt.Sprintf("<STND>%d</STND>", 300+i%97)))
+				id, err := s.send(e2eFlop(871000+i, "STND", flid, fmt.Sprintf("<STND>%d</STND>", 300+i%97)))
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)

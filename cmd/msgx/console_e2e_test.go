@@ -9,10 +9,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +20,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"msgx/client"
 )
 
 // chromiumPath finds Debian's chromium. Under MSGX_TEST_REQUIRE_SERVICES=1 its absence fails
@@ -373,12 +373,10 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.shot("flight-history")
 
 	// Every action is in the audit log under the operator's token name.
-	var audit struct {
-		Audit []struct {
-			Actor, Action, Subject, Detail string
-		} `json:"audit"`
+	audit, err := client.New(s.url, adminSecret).Audit(t.Context(), url.Values{"order": {"asc"}, "limit": {"1000"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	(&bearerAPI{t: t, s: s, token: adminSecret}).getJSON("/api/v1/audit?order=asc&limit=1000", &audit)
 	var done []string
 	for _, e := range audit.Audit {
 		if e.Actor == "ops" {
@@ -412,14 +410,6 @@ func consoleWalkThrough(t *testing.T, db dbEnv) {
 	b.shot("viewer-message")
 }
 
-// consoleEvent is an event as the test checks it.
-type consoleEvent struct {
-	EventID int64  `json:"event_id"`
-	MsgID   int64  `json:"msg_id"`
-	Target  string `json:"target"`
-	State   string `json:"state"`
-}
-
 // bearerAPI reads the server's API with a bearer token (the harness's helpers are anonymous,
 // which a server with auth.tokens refuses).
 type bearerAPI struct {
@@ -428,55 +418,25 @@ type bearerAPI struct {
 	token string
 }
 
-// getJSON reads path into v, failing the test unless the answer is want (200 when omitted).
-func (a *bearerAPI) getJSON(path string, v any, want ...int) {
-	a.t.Helper()
-	req, _ := http.NewRequest("GET", a.s.url+path, nil)
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	code := http.StatusOK
-	if len(want) > 0 {
-		code = want[0]
-	}
-	if resp.StatusCode != code {
-		a.t.Fatalf("GET %s: %d %s, want %d", path, resp.StatusCode, b, code)
-	}
-	if code == http.StatusOK {
-		if err := json.Unmarshal(b, v); err != nil {
-			a.t.Fatalf("GET %s: %v in %s", path, err, b)
-		}
-	}
-}
+// api is the typed client of the server with the token.
+func (a *bearerAPI) api() *client.Client { return client.New(a.s.url, a.token) }
 
 // startJob enqueues a job of kind (the token must be an admin's) and returns its id.
 func (a *bearerAPI) startJob(kind string) int64 {
 	a.t.Helper()
-	req, _ := http.NewRequest("POST", a.s.url+"/api/v1/jobs", strings.NewReader(`{"kind":"`+kind+`"}`))
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var j struct {
-		ID int64 `json:"id"`
-	}
-	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || json.Unmarshal(b, &j) != nil || j.ID == 0 {
-		a.t.Fatalf("POST /api/v1/jobs %s: %d %s", kind, resp.StatusCode, b)
+	j, err := a.api().StartJob(context.Background(), kind)
+	if err != nil || j.ID == 0 {
+		a.t.Fatalf("POST /api/v1/jobs %s: %+v %v", kind, j, err)
 	}
 	return j.ID
 }
 
 func (a *bearerAPI) message(id int64) message {
 	a.t.Helper()
-	var m message
-	a.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &m)
+	m, err := a.api().Message(context.Background(), id)
+	if err != nil {
+		a.t.Fatalf("GET message %d: %v", id, err)
+	}
 	return m
 }
 
@@ -496,17 +456,17 @@ func (a *bearerAPI) await(id int64, what string, cond func(message) bool) messag
 }
 
 // eventsOf lists target's events of message id.
-func (a *bearerAPI) eventsOf(id int64, target string) []consoleEvent {
+func (a *bearerAPI) eventsOf(id int64, target string) []listedEvent {
 	a.t.Helper()
-	var out struct {
-		Events []consoleEvent `json:"events"`
+	out, err := a.api().Events(context.Background(), url.Values{"order": {"asc"}, "limit": {"1000"}, "target": {target}, "msg_id": {fmt.Sprint(id)}})
+	if err != nil {
+		a.t.Fatalf("GET the %s events of message %d: %v", target, id, err)
 	}
-	a.getJSON(fmt.Sprintf("/api/v1/events?order=asc&limit=1000&target=%s&msg_id=%d", target, id), &out)
 	return out.Events
 }
 
 // eventOf returns message id's one event for target.
-func (a *bearerAPI) eventOf(id int64, target string) consoleEvent {
+func (a *bearerAPI) eventOf(id int64, target string) listedEvent {
 	a.t.Helper()
 	evs := a.eventsOf(id, target)
 	if len(evs) != 1 {
@@ -575,16 +535,12 @@ func consoleAirportTime(t *testing.T, db dbEnv) {
 	airport, utc := received.In(shanghai).Format(time.DateTime), received.UTC().Format(time.DateTime)
 	// A job that cannot run in this configuration: phase B (the default) has no REDIS_FLIGHT
 	// target here, so PROJECTION_REBUILD has nothing to rebuild.
-	var kinds struct {
-		Kinds []struct {
-			Kind     string `json:"kind"`
-			Runnable bool   `json:"runnable"`
-			Reason   string `json:"reason"`
-		} `json:"kinds"`
+	kinds, err := a.api().JobKinds(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
-	a.getJSON("/api/v1/jobs/kinds", &kinds)
 	reason := ""
-	for _, k := range kinds.Kinds {
+	for _, k := range kinds {
 		if k.Kind == "PROJECTION_REBUILD" && !k.Runnable {
 			reason = k.Reason
 		}

@@ -2,12 +2,14 @@ package main_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"msgx/client"
 )
 
 // TestKillNineLosesNothing posts messages from several clients, kills the server with
@@ -20,6 +22,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 }
 
 func testKillNineLosesNothing(t *testing.T, db dbEnv) {
+	ctx := t.Context()
 	day := tomorrow(t)
 	a := db.start(t, "MSGX_SCHD_FLUSH_PERIOD=200ms")
 	a.await(a.post(e2eSchd(950000, e2eFltr(96001, "CA1601", "D", day.Add(23*time.Hour), ""))), "snapshot SUCCEEDED", state("SUCCEEDED", ""))
@@ -43,18 +46,17 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 				if i%3 == 0 {
 					kind, body = "flop", e2eFlop(970000+i, "REMC", 96001, fmt.Sprintf("<REMC>remark %d</REMC>", i))
 				}
-				resp, err := http.Post(a.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+				id, err := a.api().Send(ctx, []byte(body))
+				var refused *client.Error
+				if errors.As(err, &refused) {
+					continue
+				}
 				if err != nil {
 					return // the server is gone
 				}
-				var id int64
-				_, scanErr := fmt.Fscan(resp.Body, &id)
-				resp.Body.Close()
-				if resp.StatusCode == 200 && scanErr == nil {
-					mu.Lock()
-					answered[id] = kind
-					mu.Unlock()
-				}
+				mu.Lock()
+				answered[id] = kind
+				mu.Unlock()
 			}
 		}()
 	}
@@ -66,11 +68,7 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 		got := len(answered)
 		mu.Unlock()
 		if got >= 150 {
-			var st struct {
-				Counts map[string]int `json:"counts"`
-			}
-			a.getJSON("/api/v1/status", &st)
-			if st.Counts["SUCCEEDED"] > 20 {
+			if st := a.status(); st.Counts["SUCCEEDED"] > 20 {
 				break
 			}
 		}
@@ -87,10 +85,7 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 	if !strings.Contains(b.logs.String(), "took over the pump lease of a dead instance") {
 		t.Errorf("the restarted server did not take over the dead instance's lease:\n%s", b.logs)
 	}
-	var atRestart struct {
-		Counts map[string]int `json:"counts"`
-	}
-	b.getJSON("/api/v1/status", &atRestart)
+	atRestart := b.status()
 	flops := 0
 	for id, kind := range answered {
 		b.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
@@ -98,11 +93,7 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 			flops++
 		}
 	}
-	var st struct {
-		Counts map[string]int `json:"counts"`
-	}
-	b.getJSON("/api/v1/status", &st)
-	if st.Counts["PENDING"]+st.Counts["FAILED"]+st.Counts["DEAD"] != 0 {
+	if st := b.status(); st.Counts["PENDING"]+st.Counts["FAILED"]+st.Counts["DEAD"] != 0 {
 		t.Fatalf("after recovery: %v", st.Counts)
 	}
 	// Every FLOP changed the remark: four events each, plus the snapshot's four, never doubled.
@@ -113,15 +104,8 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	msgs := map[int64]int{}
-	var list struct {
-		Events []struct {
-			EventID int64 `json:"event_id"`
-			MsgID   int64 `json:"msg_id"`
-			State   string
-		} `json:"events"`
-	}
-	b.getJSON("/api/v1/events?target=KAFKA_FLOP&limit=1000", &list)
-	for _, e := range list.Events {
+	list := b.events("target=KAFKA_FLOP")
+	for _, e := range list {
 		msgs[e.MsgID]++
 		if e.State != "SENT" {
 			t.Fatalf("event %d is %s", e.EventID, e.State)
@@ -147,11 +131,11 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 		}
 		inFile[env.EventID] = true
 	}
-	for _, e := range list.Events {
+	for _, e := range list {
 		if !inFile[e.EventID] {
 			t.Fatalf("SENT event %d is missing from the outbox", e.EventID)
 		}
 	}
 	t.Logf("%s: answered %d messages (%d FLOPs) before SIGKILL, %d still PENDING just after the restart; %d KAFKA_FLOP events, all delivered",
-		db.Name, len(answered), flops, atRestart.Counts["PENDING"], len(list.Events))
+		db.Name, len(answered), flops, atRestart.Counts["PENDING"], len(list))
 }

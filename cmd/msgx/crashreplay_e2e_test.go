@@ -1,13 +1,14 @@
 package main_test
 
 import (
+	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"msgx/client"
 )
 
 // TestKillNineWithReplaysEqualsACleanRun mixes replays of parked messages into a load that a
@@ -25,6 +26,7 @@ func TestKillNineWithReplaysEqualsACleanRun(t *testing.T) {
 const crashFlights = 6 // 99001-99004 scheduled first, 99005-99006 during the load
 
 func testKillNineWithReplays(t *testing.T, db dbEnv) {
+	ctx := t.Context()
 	day := tomorrow(t)
 	fltrs := func(from, to int) []string {
 		var out []string
@@ -60,7 +62,7 @@ func testKillNineWithReplays(t *testing.T, db dbEnv) {
 		go func() {
 			defer load.Done()
 			for i := next(); i <= 600; i = next() {
-				id, err := postNoFatal(a.url, body(i))
+				id, err := a.send(body(i))
 				if err != nil {
 					return // the server is gone
 				}
@@ -79,11 +81,11 @@ func testKillNineWithReplays(t *testing.T, db dbEnv) {
 				return
 			case <-time.After(15 * time.Millisecond):
 			}
-			resp, err := http.Post(a.url+"/api/v1/replay", "application/json", strings.NewReader(`{"classes":["ORPHAN"]}`))
-			if err != nil {
-				return
+			_, err := a.api().Replay(ctx, []string{"ORPHAN"}, nil, false)
+			var refused *client.Error
+			if err != nil && !errors.As(err, &refused) {
+				return // the server is gone
 			}
-			resp.Body.Close()
 		}
 	}()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(answered) }
@@ -113,19 +115,14 @@ func testKillNineWithReplays(t *testing.T, db dbEnv) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			var st struct {
-				Counts map[string]int `json:"counts"`
-			}
-			s.getJSON("/api/v1/status", &st)
+			st := s.status()
 			if st.Counts["PENDING"]+st.Counts["FAILED"] == 0 {
 				if st.Counts["DEAD"] == 0 {
 					return
 				}
-				resp, err := http.Post(s.url+"/api/v1/replay", "application/json", strings.NewReader(`{"classes":["ORPHAN"]}`))
-				if err != nil {
+				if _, err := s.api().Replay(ctx, []string{"ORPHAN"}, nil, false); err != nil {
 					t.Fatal(err)
 				}
-				resp.Body.Close()
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("not settled: %v\n%s", st.Counts, s.logs)

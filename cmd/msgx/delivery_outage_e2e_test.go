@@ -16,8 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +29,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"msgx/client"
 )
 
 // outageLength is how long the Redis target is down: 2 minutes (the issue's case) with
@@ -90,7 +91,7 @@ func testDeliveryOutageLosesNothing(t *testing.T, db dbEnv) {
 	snap := s.post(e2eSchd(950000, fltrs...))
 	s.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
 
-	load := doStartLoad(t, s.url, flights)
+	load := doStartLoad(t, s, flights)
 	waitFor(t, "notifications reaching the channel before the outage", func() bool { return len(sub1.ids()) >= 20 })
 
 	// The outage.
@@ -310,7 +311,7 @@ type doLoad struct {
 	errs  []string
 }
 
-func doStartLoad(t *testing.T, url string, flights []int64) *doLoad {
+func doStartLoad(t *testing.T, s *server, flights []int64) *doLoad {
 	l := &doLoad{stopc: make(chan struct{}), done: make(chan struct{})}
 	t.Cleanup(func() {
 		select {
@@ -331,7 +332,7 @@ func doStartLoad(t *testing.T, url string, flights []int64) *doLoad {
 			case <-tick.C:
 			}
 			body := e2eFlop(951000+i, "STND", flights[i%len(flights)], fmt.Sprintf("<STND>%d</STND>", 100+i%900))
-			id, err := doPost(url, body)
+			id, err := s.send(body)
 			l.mu.Lock()
 			if err != nil {
 				l.errs = append(l.errs, err.Error())
@@ -364,52 +365,17 @@ func (l *doLoad) stop(t *testing.T) []int64 {
 	return slices.Clone(l.ids)
 }
 
-func doPost(url, body string) (int64, error) {
-	resp, err := ogClient.Post(url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("read the answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("POST /cminmsgs/send: %d %s", resp.StatusCode, b)
-	}
-	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-}
-
-// doTarget is one target of GET /api/v1/status's extra.targets.
-type doTarget struct {
-	Target       string     `json:"target"`
-	Pending      int        `json:"pending"`
-	Dead         int        `json:"dead"`
-	BlockedSince *time.Time `json:"blocked_since"`
-	BlockedFor   *float64   `json:"blocked_for_s"`
-	ErrorClass   *string    `json:"error_class"`
-	LastError    *string    `json:"last_error"`
-	NextAttempt  *time.Time `json:"next_attempt_at"`
-	Head         *struct {
-		EventID  int64 `json:"event_id"`
-		Attempts int   `json:"attempts"`
-	} `json:"head"`
-}
-
-func doTargetStatus(t *testing.T, s *server, name string) doTarget {
+// doTargetStatus is target name in s's status (only its name when the status lists it not).
+func doTargetStatus(t *testing.T, s *server, name string) client.TargetStatus {
 	t.Helper()
-	var st struct {
-		Extra struct {
-			Targets []doTarget `json:"targets"`
-		} `json:"extra"`
-	}
-	s.getJSON("/api/v1/status", &st)
-	for _, tg := range st.Extra.Targets {
+	var targets []client.TargetStatus
+	section(t, s.status(), "targets", &targets)
+	for _, tg := range targets {
 		if tg.Target == name {
 			return tg
 		}
 	}
-	return doTarget{Target: name}
+	return client.TargetStatus{Target: name}
 }
 
 // doWatchBlocked polls the status until until: REDIS_NOTIFY must show itself blocked within
@@ -454,13 +420,20 @@ func doWatchBlocked(t *testing.T, s *server, until time.Time) (time.Time, int) {
 // doEvents lists every event the query selects, page by page.
 func doEvents(t *testing.T, s *server, query string) []listedEvent {
 	t.Helper()
+	filters, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filters.Set("order", "asc")
+	filters.Set("limit", "1000")
 	var all []listedEvent
 	after := int64(0)
 	for {
-		var out struct {
-			Events []listedEvent `json:"events"`
+		filters.Set("after", strconv.FormatInt(after, 10))
+		out, err := s.api().Events(t.Context(), filters)
+		if err != nil {
+			t.Fatalf("GET events %s: %v", filters.Encode(), err)
 		}
-		s.getJSON(fmt.Sprintf("/api/v1/events?order=asc&limit=1000&after=%d&%s", after, query), &out)
 		all = append(all, out.Events...)
 		if len(out.Events) < 1000 {
 			return all

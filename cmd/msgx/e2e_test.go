@@ -54,14 +54,7 @@ func testEndToEndOverHTTP(t *testing.T, db dbEnv) {
 	if m := a.message(first); m.State != "PENDING" {
 		t.Fatalf("message behind a FAILED head is %s, want PENDING", m.State)
 	}
-	var st struct {
-		Head *struct {
-			ID  int64  `json:"id"`
-			Why string `json:"why"`
-		} `json:"head"`
-	}
-	a.getJSON("/api/v1/status", &st)
-	if st.Head == nil || st.Head.ID != unknown || !strings.Contains(st.Head.Why, "UNSUPPORTED") {
+	if st := a.status(); st.Head == nil || st.Head.ID != unknown || !strings.Contains(st.Head.Why, "UNSUPPORTED") {
 		t.Fatalf("status head: %+v", st.Head)
 	}
 
@@ -74,11 +67,7 @@ func testEndToEndOverHTTP(t *testing.T, db dbEnv) {
 	if d.LastError == nil || *d.LastError != fmt.Sprintf("duplicate-of:%d", first) {
 		t.Fatalf("duplicate: %+v", d)
 	}
-	var ref struct {
-		Fields map[string]any `json:"fields"`
-	}
-	a.getJSON("/api/v1/ref/AIRL/MU", &ref)
-	if ref.Fields["ONMC"] != "东方航空" {
+	if ref := a.ref("AIRL", "MU"); ref.Fields["ONMC"] != "东方航空" {
 		t.Fatalf("AIRL MU: %+v", ref.Fields)
 	}
 
@@ -92,14 +81,10 @@ func testEndToEndOverHTTP(t *testing.T, db dbEnv) {
 
 	// An instance without the pump (as production runs a pump-less API node) replays.
 	b := db.start(t, "MSGX_PIPELINE_AUTOSTART=false")
-	resp, err := http.Post(b.url+"/api/v1/replay", "application/json",
-		strings.NewReader(fmt.Sprintf(`{"classes":["EXHAUSTED","MALFORMED"],"ids":[%d,%d]}`, unknown, bad)))
+	rr, err := b.api().Replay(t.Context(), []string{"EXHAUSTED", "MALFORMED"}, []int64{unknown, bad}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rr struct{ Moved, Skipped int }
-	json.NewDecoder(resp.Body).Decode(&rr)
-	resp.Body.Close()
 	if rr.Moved != 1 || rr.Skipped != 1 {
 		t.Fatalf("replay answer %+v, want 1 moved, 1 skipped", rr)
 	}
@@ -164,11 +149,7 @@ func testInboxErrors(t *testing.T, db dbEnv) {
 		t.Fatalf("GBK post: %d %+v", resp.StatusCode, ok)
 	}
 	s.await(ok.ID, "SUCCEEDED", state("SUCCEEDED", ""))
-	var ref struct {
-		Fields map[string]any `json:"fields"`
-	}
-	s.getJSON("/api/v1/ref/REGL/EA", &ref)
-	if ref.Fields["RGNC"] != "东亚" {
+	if ref := s.ref("REGL", "EA"); ref.Fields["RGNC"] != "东亚" {
 		t.Fatalf("GBK text not converted: %+v", ref.Fields)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -41,12 +42,7 @@ func TestArchivedMessageKeepsItsReceivedTime(t *testing.T) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 		id := s.post(airline)
 		s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
-		type received struct {
-			ID         int64      `json:"id"`
-			ReceivedAt *time.Time `json:"received_at"`
-		}
-		var before received
-		s.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &before)
+		before := s.message(id)
 		if before.ReceivedAt == nil {
 			t.Fatalf("message %d has no received_at before ARCHIVE", id)
 		}
@@ -54,20 +50,18 @@ func TestArchivedMessageKeepsItsReceivedTime(t *testing.T) {
 		if _, err := db.open(t).SQL.Exec(`UPDATE PROC_STATE SET PROCESSED_AT = ?`, store.T(time.Now().Add(-48*time.Hour))); err != nil {
 			t.Fatal(err)
 		}
-		job := s.postJSON("/api/v1/jobs", `{"kind":"ARCHIVE"}`)
-		if r := s.awaitJob(int64(job["id"].(float64))); !strings.HasPrefix(r, "archived 1 messages") {
+		if r := s.awaitJob(s.startJob("ARCHIVE")); !strings.HasPrefix(r, "archived 1 messages") {
 			t.Fatalf("ARCHIVE: %q, want the message archived", r)
 		}
 
-		var after received
-		s.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &after)
+		after := s.message(id)
 		if after.ReceivedAt == nil || !after.ReceivedAt.Equal(*before.ReceivedAt) {
 			t.Fatalf("archived message %d: received_at %v, want %v", id, after.ReceivedAt, before.ReceivedAt)
 		}
-		var list struct {
-			Messages []received `json:"messages"`
+		list, err := s.api().Messages(t.Context(), url.Values{"state": {"SUCCEEDED"}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.getJSON("/api/v1/messages?state=SUCCEEDED", &list)
 		if len(list.Messages) != 1 || list.Messages[0].ReceivedAt == nil || !list.Messages[0].ReceivedAt.Equal(*before.ReceivedAt) {
 			t.Fatalf("listing of the archived message: %+v, want received_at %v", list.Messages, before.ReceivedAt)
 		}
@@ -144,21 +138,17 @@ func TestInboxRefusesACharsetItCannotTell(t *testing.T) {
 			!strings.Contains(e["error"], `encoding="GBK"`) || !strings.Contains(e["error"], "charset=UTF-8") {
 			t.Fatalf("UTF-8 posted as GBK without a declaration: %d %v, want 415 ambiguous_charset saying how to fix it", status, e)
 		}
-		var list struct {
-			Count int `json:"count"`
+		list, err := s.api().Messages(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.getJSON("/api/v1/messages", &list)
 		if list.Count != 0 {
 			t.Fatalf("a refused body was stored: %d messages", list.Count)
 		}
 		// Sent as what it is, it is taken and read right.
 		id := s.post(`<?xml version="1.0" encoding="UTF-8"?>` + regl("东北"))
 		s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
-		var ref struct {
-			Fields map[string]any `json:"fields"`
-		}
-		s.getJSON("/api/v1/ref/REGL/NE", &ref)
-		if ref.Fields["RGNC"] != "东北" {
+		if ref := s.ref("REGL", "NE"); ref.Fields["RGNC"] != "东北" {
 			t.Fatalf("RGNC %v, want 东北", ref.Fields["RGNC"])
 		}
 	})
@@ -195,7 +185,7 @@ func TestMessageOverMaxRecordsIsParked(t *testing.T) {
 		// With the limit raised, a replay processes the message.
 		s.stop()
 		s = db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_SIS_MAX_RECORDS=4")
-		s.postJSON("/api/v1/replay", fmt.Sprintf(`{"ids":[%d]}`, over))
+		s.replay(over)
 		s.await(over, "SUCCEEDED", state("SUCCEEDED", ""))
 	})
 }

@@ -217,13 +217,8 @@ func TestEurekaDownNeverStopsTheStart(t *testing.T) {
 	s := start(t, t.TempDir(), "MSGX_EUREKA_ENABLED=true", "MSGX_EUREKA_SERVICE_URL="+dead, "MSGX_EUREKA_HEARTBEAT=200ms")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if strings.Contains(string(b), "msgx_eureka_failures_total") && !strings.Contains(string(b), "msgx_eureka_failures_total 0\n") {
+		b := s.metrics()
+		if strings.Contains(b, "msgx_eureka_failures_total") && !strings.Contains(b, "msgx_eureka_failures_total 0\n") {
 			break
 		}
 		if time.Now().After(deadline) {

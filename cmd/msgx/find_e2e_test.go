@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,32 +39,29 @@ func findAFlight(t *testing.T, db dbEnv) {
 	s.mustCLI([]string{`old: "` + remark1 + `"`, `new: "` + remark2 + `"`}, "flight", "--history", "94001")
 
 	// The API: by number, however it is written.
+	ctx := t.Context()
 	for _, flno := range []string{"CA8241", "ca8241", "CA08241"} {
-		var ans struct {
-			Count   int
-			Flights []struct {
-				FLID int64
-				FLNO string
-			}
+		ans, err := s.api().FlightsByNumber(ctx, flno, "")
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.getJSON("/api/v1/flights?flno="+flno, &ans)
-		if ans.Count != 1 || len(ans.Flights) != 1 || ans.Flights[0].FLID != 94001 || ans.Flights[0].FLNO != "CA8241" {
+		var f struct {
+			FLID int64
+			FLNO string
+		}
+		if ans.Count != 1 || len(ans.Flights) != 1 || json.Unmarshal(ans.Flights[0], &f) != nil || f.FLID != 94001 || f.FLNO != "CA8241" {
 			t.Fatalf("flights?flno=%s: %+v", flno, ans)
 		}
 	}
-	var two struct{ Count int }
-	if s.getJSON("/api/v1/flights?flno=CA8242", &two); two.Count != 2 {
-		t.Errorf("flights?flno=CA8242 (with and without suffix): %d, want 2", two.Count)
-	}
-	var found struct {
-		Hits []struct {
-			Kind, Match string
-			ID          int64
-		}
-		Searched string
+	if two, err := s.api().FlightsByNumber(ctx, "CA8242", ""); err != nil || two.Count != 2 {
+		t.Errorf("flights?flno=CA8242 (with and without suffix): %d, want 2 (%v)", two.Count, err)
 	}
 	// The registration names the flight, and the schedule's body holds it.
-	if s.getJSON("/api/v1/find?q=B-6543", &found); len(found.Hits) != 2 || found.Hits[0].ID != 94001 || found.Hits[0].Match != "registration" ||
+	found, err := s.api().Find(ctx, "B-6543", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Hits) != 2 || found.Hits[0].ID != 94001 || found.Hits[0].Match != "registration" ||
 		found.Hits[1].Kind != "message" || found.Hits[1].ID != snap {
 		t.Errorf("find by registration: %+v", found)
 	}

@@ -52,6 +52,7 @@ func TestFlightsEndToEndPhaseA(t *testing.T) {
 }
 
 func flightsEndToEnd(t *testing.T, db dbEnv, env ...string) {
+	ctx := t.Context()
 	day := tomorrow(t)
 	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
 
@@ -79,13 +80,16 @@ func flightsEndToEnd(t *testing.T, db dbEnv, env ...string) {
 	}
 	s.await(ids["orphan"], "DEAD/ORPHAN", state("DEAD", "ORPHAN"))
 
-	var board struct {
-		Day     string           `json:"day"`
-		Flights []map[string]any `json:"flights"`
+	board, err := s.api().Board(ctx, day.Format(time.DateOnly))
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.getJSON("/api/v1/flights?day="+day.Format(time.DateOnly), &board)
 	var got []string
-	for _, f := range board.Flights {
+	for _, raw := range board.Flights {
+		var f map[string]any
+		if err := json.Unmarshal(raw, &f); err != nil {
+			t.Fatal(err)
+		}
 		got = append(got, fmt.Sprintf("%v %v STND=%v CTOT=%v CSFL=%v", f["FLID"], f["FLNO"], f["STND"], f["CTOT"], f["CSFL"]))
 	}
 	ctot := at(10, 12).UTC().Format(time.RFC3339)
@@ -101,18 +105,8 @@ func flightsEndToEnd(t *testing.T, db dbEnv, env ...string) {
 			t.Fatalf("phase A: Redis holds %d flights of the day (%v)\n%s", len(es), err, s.logs)
 		}
 		// The sentinel finds FLIGHT_STATE the mirror of Redis.
-		resp, err := http.Post(s.url+"/api/v1/consistency", "application/json", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rep struct {
-			Checked    int   `json:"checked"`
-			Mismatches []any `json:"mismatches"`
-		}
-		json.NewDecoder(resp.Body).Decode(&rep)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || rep.Checked != len(want) || len(rep.Mismatches) != 0 {
-			t.Fatalf("consistency: %d %+v", resp.StatusCode, rep)
+		if rep := s.checkConsistency(); rep.Checked != len(want) || len(rep.Mismatches) != 0 {
+			t.Fatalf("consistency: %+v", rep)
 		}
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -141,14 +135,11 @@ func flightsEndToEnd(t *testing.T, db dbEnv, env ...string) {
 <FLTR><ALCD>CA</ALCD><FLNO>CA1201</FLNO><MVIN>D</MVIN><STDT>%s</STDT><EDDT>%s</EDDT><DYOP>1234567</DYOP><SCHT>1000</SCHT>
 <FLTY>W</FLTY><FLIN>D</FLIN><ACFT>320</ACFT></FLTR></SCHS></MSG>`, ddMMMyy(sdat), ddMMMyy(edat), ddMMMyy(sdat), ddMMMyy(edat)))
 	s.await(season, "SCHS SUCCEEDED", state("SUCCEEDED", ""))
-	var seasons struct {
-		Seasons []struct {
-			Key    string         `json:"key"`
-			Season map[string]any `json:"season"`
-		} `json:"seasons"`
+	seasons, err := s.api().Seasons(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.getJSON("/api/v1/seasons", &seasons)
-	if len(seasons.Seasons) != 1 || seasons.Seasons[0].Key != sdat.Format(time.DateOnly)+"/"+edat.Format(time.DateOnly) || seasons.Seasons[0].Season["SNAM"] != "Current" {
+	if len(seasons) != 1 || seasons[0].Key != sdat.Format(time.DateOnly)+"/"+edat.Format(time.DateOnly) || seasons[0].Season["SNAM"] != "Current" {
 		t.Fatalf("seasons: %+v", seasons)
 	}
 

@@ -41,13 +41,7 @@ func flopTolerance(t *testing.T, db dbEnv, env ...string) {
 		e2eFltr(92002, "CA1302", "A", at(11, 0), chocks)))
 	s.await(dnld, "snapshot SUCCEEDED", state("SUCCEEDED", ""))
 
-	flight := func(flid int64) map[string]any {
-		var e struct {
-			Record map[string]any `json:"record"`
-		}
-		s.getJSON(fmt.Sprintf("/api/v1/flights/%d", flid), &e)
-		return e.Record
-	}
+	flight := s.flight
 	dead := func(id int64, class string, parts ...string) {
 		t.Helper()
 		m := s.await(id, "DEAD/"+class, state("DEAD", class))

@@ -149,6 +149,7 @@ func TestFrozenDatabaseHoldsNoSender(t *testing.T) {
 
 	var mu sync.Mutex
 	var results []postResult
+	// Raw posts: the test times each answer and reads its status and Retry-After header.
 	client := &http.Client{Timeout: time.Minute}
 	post := func(seqn int) postResult {
 		body := fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20261201091600</DTTM><TYPE>STTS</TYPE><STYP>ADD</STYP></META>`+

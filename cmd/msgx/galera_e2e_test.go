@@ -167,16 +167,16 @@ var failoverCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total\{reason="
 // dbNode reads from s's metrics the node (1..3) of g it uses and how often it moved.
 func (s *server) dbNode(g *galeraNodes) (node int, failovers int) {
 	ctx := context.Background()
-	b, err := s.api().Raw(ctx, "/metrics")
+	b, err := s.api().Metrics(ctx)
 	if err != nil {
 		return 0, -1
 	}
-	if m := nodeGauge.FindSubmatch(b); m != nil {
-		p, _ := strconv.Atoi(string(m[1]))
+	if m := nodeGauge.FindStringSubmatch(b); m != nil {
+		p, _ := strconv.Atoi(m[1])
 		node = p - g.ports[0] + 1
 	}
-	if m := failoverCounter.FindSubmatch(b); m != nil {
-		failovers, _ = strconv.Atoi(string(m[1]))
+	if m := failoverCounter.FindStringSubmatch(b); m != nil {
+		failovers, _ = strconv.Atoi(m[1])
 	}
 	return node, failovers
 }
@@ -184,10 +184,8 @@ func (s *server) dbNode(g *galeraNodes) (node int, failovers int) {
 // finished is how many messages s's status counts SUCCEEDED or SKIPPED (-1: no answer).
 func (s *server) finished() int {
 	ctx := context.Background()
-	var st struct {
-		Counts map[string]int `json:"counts"`
-	}
-	if s.api().Get(ctx, "/api/v1/status", &st) != nil {
+	st, err := s.api().Status(ctx)
+	if err != nil {
 		return -1
 	}
 	return st.Counts["SUCCEEDED"] + st.Counts["SKIPPED"]
@@ -392,12 +390,12 @@ var hungCounter = regexp.MustCompile(`(?m)^msgx_db_failovers_total\{reason="hung
 // hungMoves is how often s moved off a node that did not answer its probe (-1: no answer).
 func (s *server) hungMoves() int {
 	ctx := context.Background()
-	b, err := s.api().Raw(ctx, "/metrics")
+	b, err := s.api().Metrics(ctx)
 	if err != nil {
 		return -1
 	}
-	if m := hungCounter.FindSubmatch(b); m != nil {
-		n, _ := strconv.Atoi(string(m[1]))
+	if m := hungCounter.FindStringSubmatch(b); m != nil {
+		n, _ := strconv.Atoi(m[1])
 		return n
 	}
 	return 0

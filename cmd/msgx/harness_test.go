@@ -10,6 +10,9 @@ package main_test
 //			s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms")
 //			id := s.post(body)
 //			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
+//			// the API through the typed client, as a program that imports msgx/client reads it:
+//			board, err := s.api().Board(t.Context(), day)
+//			st := s.status() // and s.message, s.events, s.ref, s.metrics…: the same, failing t
 //			// a restarted or second server on the same database and data directory:
 //			s.stop()
 //			s2 := db.start(t)
@@ -33,15 +36,18 @@ package main_test
 // (GOMAXPROCS by default). A test that cannot share the process must not call it, and say
 // why. Waiting is by polling for the outcome (await, waitFor, ogWaitFor) up to a deadline;
 // a fixed sleep is only for a negative check or a real timeout, and its comment says so.
+//
+// The API is read through the typed client (s.api(), and the helpers on it); a raw HTTP call
+// is for what the client does not show: the status codes of bad input and of the probes,
+// headers, content types, streams, body limits.
 
 import (
 	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,12 +221,9 @@ func start(t *testing.T, dataDir string, env ...string) *server {
 			t.Fatalf("msgx serve exited early: %v\n%s", err, logs)
 		default:
 		}
-		if resp, err := http.Get(s.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				s.awaitStartLogs()
-				return s
-			}
+		if _, err := s.api().Health(context.Background()); err == nil {
+			s.awaitStartLogs()
+			return s
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -255,22 +258,20 @@ func (s *server) stop() error {
 	}
 }
 
+// post posts body to s's inbox and returns the id answered, failing the test when it is not.
 func (s *server) post(body string) int64 {
 	s.t.Helper()
-	resp, err := http.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
+	id, err := s.send(body)
 	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		s.t.Fatalf("POST /cminmsgs/send: %d %s", resp.StatusCode, b)
-	}
-	var id int64
-	if _, err := fmt.Sscanf(string(b), "%d", &id); err != nil {
-		s.t.Fatalf("answer %q is not an id", b)
+		s.t.Fatalf("POST /cminmsgs/send: %v", err)
 	}
 	return id
+}
+
+// send posts body to s's inbox and returns the id answered, or why not: for a goroutine other
+// than the test's, which must not call t.Fatal.
+func (s *server) send(body string) (int64, error) {
+	return s.api().Send(context.Background(), []byte(body))
 }
 
 // message is a message as the API shows it (the typed client's).
@@ -289,11 +290,42 @@ func (s *server) message(id int64) message {
 	return m
 }
 
-func (s *server) getJSON(path string, v any) {
-	ctx := context.Background()
+// status is s's GET /api/v1/status.
+func (s *server) status() client.Status {
 	s.t.Helper()
-	if err := s.api().Get(ctx, path, v); err != nil {
-		s.t.Fatalf("GET %s: %v", path, err)
+	st, err := s.api().Status(context.Background())
+	if err != nil {
+		s.t.Fatalf("GET status: %v", err)
+	}
+	return st
+}
+
+// health is s's GET /healthz.
+func (s *server) health() client.Health {
+	s.t.Helper()
+	h, err := s.api().Health(context.Background())
+	if err != nil {
+		s.t.Fatalf("GET /healthz: %v", err)
+	}
+	return h
+}
+
+// ref is s's reference record typ/key, failing the test when it is not stored.
+func (s *server) ref(typ, key string) client.RefRecord {
+	s.t.Helper()
+	r, err := s.api().Ref(context.Background(), typ, key)
+	if err != nil {
+		s.t.Fatalf("GET ref %s/%s: %v", typ, key, err)
+	}
+	return r
+}
+
+// section decodes the extra section name of st into v, failing t when st has none or it
+// does not decode.
+func section(t *testing.T, st client.Status, name string, v any) {
+	t.Helper()
+	if ok, err := st.Section(name, v); !ok || err != nil {
+		t.Fatalf("the status's section %s: present %v, %v", name, ok, err)
 	}
 }
 
@@ -321,11 +353,15 @@ type listedEvent = client.Event
 func (s *server) events(query string) []listedEvent {
 	ctx := context.Background()
 	s.t.Helper()
-	evs, err := s.api().Events(ctx, query)
+	filters, err := url.ParseQuery("order=asc&limit=1000&" + query)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	evs, err := s.api().Events(ctx, filters)
 	if err != nil {
 		s.t.Fatalf("GET events %s: %v", query, err)
 	}
-	return evs
+	return evs.Events
 }
 
 func readLines(t *testing.T, path string) [][]byte {

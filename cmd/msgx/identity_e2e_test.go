@@ -53,13 +53,6 @@ func (s *server) duplicateOf(id, holder int64) {
 	}
 }
 
-// haveRef checks the reference record typ/key is stored (getJSON fails the test on a 404).
-func (s *server) haveRef(typ, key string) {
-	s.t.Helper()
-	var rec map[string]any
-	s.getJSON("/api/v1/ref/"+typ+"/"+key, &rec)
-}
-
 // By default (identity.mode content) a duplicate is the same message sent again: two ABDG
 // UPDs with the same SNDR, TYPE, STYP and SEQN but different airbridges are both applied, a
 // byte-identical re-send of the first and a re-send of the second laid out again are SKIPPED
@@ -80,10 +73,10 @@ func TestIdentityE2EAReusedSEQNIsNotADuplicate(t *testing.T) {
 		}
 		s.duplicateOf(again, first)
 		s.duplicateOf(relaid, second)
-		s.haveRef("ABDG", "A214")
-		s.haveRef("ABDG", "A215")
-		s.haveRef("AIRL", "3U")
-		s.haveRef("AIRL", "TV")
+		s.ref("ABDG", "A214")
+		s.ref("ABDG", "A215")
+		s.ref("AIRL", "3U")
+		s.ref("AIRL", "TV")
 		if m := s.message(second); m.Identity == nil || !strings.HasPrefix(*m.Identity, "AODB|ABDG|UPD|1243|#") {
 			t.Fatalf("identity of the reused SEQN: %v", m.Identity)
 		}
@@ -107,7 +100,7 @@ func TestIdentityE2EModeSeqnAndTheUpgradeToContent(t *testing.T) {
 		s.duplicateOf(second, first)
 		s.await(upper, "SUCCEEDED", state("SUCCEEDED", ""))
 		s.await(lower, "SUCCEEDED", state("SUCCEEDED", ""))
-		s.haveRef("AIRL", "TV")
+		s.ref("AIRL", "TV")
 		if m := s.message(first); m.Identity == nil || *m.Identity != "AODB|ABDG|UPD|1243" {
 			t.Fatalf("identity under mode seqn: %v", m.Identity)
 		}
@@ -119,7 +112,7 @@ func TestIdentityE2EModeSeqnAndTheUpgradeToContent(t *testing.T) {
 		resent := s.post(abdgUpd("A215", "Bridge 215", false))
 		s.duplicateOf(again, first)
 		s.await(resent, "SUCCEEDED", state("SUCCEEDED", ""))
-		s.haveRef("ABDG", "A215")
+		s.ref("ABDG", "A215")
 	})
 }
 
@@ -162,7 +155,7 @@ func TestIdentityE2EARepeatedOperationIsApplied(t *testing.T) {
 		for _, id := range refs {
 			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
 		}
-		s.haveRef("AIRL", "3U")
+		s.ref("AIRL", "3U")
 		resent := s.post(stand("201", "20260101080000"))
 		s.duplicateOf(resent, ops[0])
 		later := s.post(stand("203", "20260101080300"))

@@ -2,37 +2,29 @@ package main_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-// metricsText reads s's /metrics.
-func (s *server) metricsText() string {
-	s.t.Helper()
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
+	"msgx/client"
+)
 
 // waitMetric waits until s's /metrics has line.
 func (s *server) waitMetric(line string) {
 	s.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(s.metricsText(), "\n"+line+"\n") {
+	for !strings.Contains(s.metrics(), "\n"+line+"\n") {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("/metrics never showed %q:\n%s", line, s.metricsText())
+			s.t.Fatalf("/metrics never showed %q:\n%s", line, s.metrics())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -45,7 +37,7 @@ func TestMonitoringKnowsPauses(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, db dbEnv) {
 		s := db.start(t, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_METRICS_SAMPLE_INTERVAL=100ms")
-		body := s.metricsText()
+		body := s.metrics()
 		for _, want := range []string{`msgx_events_sent_total{target="KAFKA_FLOP"} 0`, `msgx_events_dead_total{target="REDIS_NOTIFY"} 0`,
 			`msgx_messages_finished_total{class="ORPHAN",state="DEAD",type_tag="FLOP-STND"} 0`,
 			`msgx_job_last_success_timestamp_seconds{kind="ARCHIVE"} 0`, `msgx_operator_actions_total{action="pump.pause"} 0`} {
@@ -61,23 +53,17 @@ func TestMonitoringKnowsPauses(t *testing.T) {
 
 		s.mustCLI([]string{"the pump paused"}, "pause", "--reason", "maintenance")
 		s.mustCLI([]string{"target KAFKA_FLOP paused"}, "pause", "--target", "KAFKA_FLOP", "--reason", "broker upgrade")
-		var h struct {
-			PumpRunning bool `json:"pump_running"`
-			PumpPaused  bool `json:"pump_paused"`
-		}
-		s.getJSON("/healthz", &h)
-		if h.PumpRunning || !h.PumpPaused {
+		if h := s.health(); h.PumpRunning || !h.PumpPaused {
 			t.Errorf("/healthz of a paused pump: %+v", h)
 		}
 		s.waitMetric(`msgx_pump_paused 1`)
 		s.waitMetric(`msgx_target_paused{target="KAFKA_FLOP"} 1`)
 		s.waitMetric(`msgx_operator_actions_total{action="target.pause"} 1`)
-		if !strings.Contains(s.metricsText(), "\n"+`msgx_target_paused{target="REDIS_NOTIFY"} 0`+"\n") {
+		if !strings.Contains(s.metrics(), "\n"+`msgx_target_paused{target="REDIS_NOTIFY"} 0`+"\n") {
 			t.Error("a target that is not paused shows as paused")
 		}
 		s.mustCLI([]string{"the pump running"}, "resume")
-		s.getJSON("/healthz", &h)
-		if !h.PumpRunning || h.PumpPaused {
+		if h := s.health(); !h.PumpRunning || h.PumpPaused {
 			t.Errorf("/healthz of a resumed pump: %+v", h)
 		}
 		s.waitMetric(`msgx_pump_paused 0`)
@@ -108,21 +94,25 @@ func TestJobsForEveryRole(t *testing.T) {
 		if out, err := s.cli(viewer, "jobs", "--start", "ARCHIVE"); err == nil || !strings.Contains(out, "needs admin") {
 			t.Errorf("a job started by a viewer: %v %s", err, out)
 		}
-		a := &bearerAPI{t: t, s: s, token: viewerSecret}
-		var j struct {
-			ID     int64   `json:"id"`
-			Kind   string  `json:"kind"`
-			State  string  `json:"state"`
-			Result *string `json:"result"`
+		asViewer := client.New(s.url, viewerSecret)
+		jobID, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			t.Fatalf("job run printed %q, not an id", out)
 		}
+		var j client.Job
 		waitFor(t, "the job DONE", func() bool {
-			a.getJSON("/api/v1/jobs/"+id, &j)
+			if j, err = asViewer.Job(t.Context(), jobID); err != nil {
+				t.Fatalf("GET /api/v1/jobs/%s: %v", id, err)
+			}
 			return j.State == "DONE"
 		})
 		if fmt.Sprint(j.ID) != id || j.Kind != "ARCHIVE" || j.Result == nil || !strings.Contains(*j.Result, "archived 0 messages") {
 			t.Errorf("GET /api/v1/jobs/%s: %+v", id, j)
 		}
-		a.getJSON("/api/v1/jobs/999999", &j, http.StatusNotFound)
+		var missing *client.Error
+		if _, err := asViewer.Job(t.Context(), 999999); !errors.As(err, &missing) || missing.Status != http.StatusNotFound {
+			t.Fatalf("GET /api/v1/jobs/999999: %v, want %d", err, http.StatusNotFound)
+		}
 		if out, err := s.cli(viewer, "jobs"); err != nil || !strings.Contains(out, "ARCHIVE") || !strings.Contains(out, "DONE") {
 			t.Errorf("jobs as a viewer: %v %s", err, out)
 		}
@@ -163,17 +153,9 @@ func TestDeadLettersAsAWorkQueue(t *testing.T) {
 		orphan := s.post(e2eFlop(860100, "EOBT", 99600, "<EOBT>"+sisTime(day.Add(9*time.Hour))+"</EOBT>"))
 		s.await(orphan, "DEAD", state("DEAD", "ORPHAN"))
 		waitFor(t, "WEBHOOK_OPS rejecting", func() bool {
-			var st struct {
-				Extra struct {
-					Targets []struct {
-						Target    string `json:"target"`
-						Dead      int    `json:"dead"`
-						Rejecting bool   `json:"rejecting"`
-					} `json:"targets"`
-				} `json:"extra"`
-			}
-			s.getJSON("/api/v1/status", &st)
-			for _, x := range st.Extra.Targets {
+			var targets []client.TargetStatus
+			section(t, s.status(), "targets", &targets)
+			for _, x := range targets {
 				if x.Target == "WEBHOOK_OPS" {
 					return x.Rejecting && x.Dead >= 4
 				}
@@ -189,12 +171,11 @@ func TestDeadLettersAsAWorkQueue(t *testing.T) {
 		if out, err := s.cli(nil, "ack", "x1"); err == nil || !strings.Contains(out, `"x1" is not an id`) {
 			t.Errorf("ack of a bad id: %v %s", err, out)
 		}
-		var evs struct {
-			Events []struct {
-				EventID int64 `json:"event_id"`
-			} `json:"events"`
+		deadEvents := url.Values{"state": {"DEAD"}, "target": {"WEBHOOK_OPS"}, "limit": {"1000"}}
+		evs, err := s.api().Events(ctx, deadEvents)
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.getJSON("/api/v1/events?state=DEAD&target=WEBHOOK_OPS&limit=1000", &evs)
 		if len(evs.Events) < 4 {
 			t.Fatalf("dead events of WEBHOOK_OPS: %d", len(evs.Events))
 		}
@@ -213,26 +194,23 @@ func TestDeadLettersAsAWorkQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		s = db.start(t, env...)
-		var pr struct {
-			Problems []struct {
-				Kind  string `json:"kind"`
-				MsgID int64  `json:"msg_id"`
-				Class string `json:"error_class"`
-				Note  string `json:"note"`
-			} `json:"problems"`
+		problems, err := s.api().Problems(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.getJSON("/api/v1/problems", &pr)
 		var sawDead, sawAck bool
-		for _, p := range pr.Problems {
+		for _, p := range problems {
 			sawDead = sawDead || (p.Kind == "outcome" && p.MsgID == orphan && p.Class == "ORPHAN")
 			sawAck = sawAck || (p.Kind == "action" && strings.HasPrefix(p.Note, "dead.ack"))
 		}
 		if !sawDead || !sawAck {
-			t.Errorf("recent problems after a restart: dead message %v, acknowledgement %v: %+v", sawDead, sawAck, pr.Problems)
+			t.Errorf("recent problems after a restart: dead message %v, acknowledgement %v: %+v", sawDead, sawAck, problems)
 		}
 
 		s.mustCLI([]string{fmt.Sprintf("%d dead events and 1 dead messages acknowledged longer than 1ms ago", len(ids))}, "job", "run", "RETENTION")
-		s.getJSON("/api/v1/events?state=DEAD&target=WEBHOOK_OPS&limit=1000", &evs)
+		if evs, err = s.api().Events(ctx, deadEvents); err != nil {
+			t.Fatal(err)
+		}
 		if len(evs.Events) != 1 {
 			t.Errorf("dead events after RETENTION: %d, want the unacknowledged one", len(evs.Events))
 		}
@@ -240,13 +218,15 @@ func TestDeadLettersAsAWorkQueue(t *testing.T) {
 		if m, err := s.api().Message(ctx, orphan); err == nil {
 			t.Errorf("RETENTION kept the acknowledged message: %s", m.State)
 		}
-		s.getJSON("/api/v1/problems", &pr)
+		if problems, err = s.api().Problems(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
 		sawDead = false
-		for _, p := range pr.Problems {
+		for _, p := range problems {
 			sawDead = sawDead || (p.Kind == "outcome" && p.MsgID == orphan)
 		}
 		if !sawDead {
-			t.Errorf("recent problems after RETENTION lost the purged message: %+v", pr.Problems)
+			t.Errorf("recent problems after RETENTION lost the purged message: %+v", problems)
 		}
 	})
 }
@@ -264,22 +244,20 @@ func TestSimulateWarnsBeforeReplacingADay(t *testing.T) {
 		if out, err := simulate("--seed", "1", "--day", day.Format(time.DateOnly)); err != nil {
 			t.Fatalf("first run: %v %s", err, out)
 		}
-		var board struct {
-			Count int `json:"count"`
-		}
 		waitFor(t, "the day's 3 flights", func() bool {
-			s.getJSON("/api/v1/flights?day="+day.Format(time.DateOnly), &board)
+			board, err := s.api().Board(t.Context(), day.Format(time.DateOnly))
+			if err != nil {
+				t.Fatal(err)
+			}
 			return board.Count == 3
 		})
 		// The newest message's id: a run that sends anything moves it (the status's state
 		// counts would not do: their finished part is recounted only every minute).
 		newest := func() int64 {
-			var list struct {
-				Messages []struct {
-					ID int64 `json:"id"`
-				} `json:"messages"`
+			list, err := s.api().Messages(t.Context(), url.Values{"limit": {"1"}})
+			if err != nil {
+				t.Fatal(err)
 			}
-			s.getJSON("/api/v1/messages?limit=1", &list)
 			if len(list.Messages) != 1 {
 				t.Fatalf("GET /api/v1/messages?limit=1: %+v", list)
 			}

@@ -6,12 +6,14 @@ package main_test
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/store/storetest"
 )
 
@@ -86,12 +88,16 @@ func legacyLocal(t *testing.T, at time.Time) string {
 // taken CMINMSGS row id (a gateway row is adopted within a poll interval, or never).
 func messageStatus(t *testing.T, s *server, id int64) int {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("%s/api/v1/messages/%d", s.url, id))
-	if err != nil {
-		t.Fatal(err)
+	_, err := s.api().Message(t.Context(), id)
+	var answer *client.Error
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.As(err, &answer):
+		return answer.Status
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	t.Fatal(err)
+	return 0
 }
 
 // awaitSucceeded waits until msgx has taken row id and the message is final, and fails t
@@ -144,9 +150,8 @@ func TestLegacyE2EBackfillThatDoesNotFitStillSucceeds(t *testing.T) {
 		if !warned {
 			t.Fatalf("no warning about the sequence of message %d\n%s", big, s.logs)
 		}
-		// The message's effects are there: the status it added (getJSON fails t on a 404).
-		var ref map[string]any
-		s.getJSON("/api/v1/ref/STTS/LGB", &ref)
+		// The message's effects are there: the status it added (ref fails t on a 404).
+		s.ref("STTS", "LGB")
 	})
 }
 

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -26,13 +27,10 @@ func TestMessagesByFlightListAParkedOrphan(t *testing.T) {
 				t.Errorf("messages --flid 93999 lists message %d of another flight:\n%s", other, out)
 			}
 		}
-		var found struct {
-			Messages []struct {
-				ID    int64  `json:"id"`
-				State string `json:"state"`
-			} `json:"messages"`
+		found, err := s.api().Messages(t.Context(), url.Values{"flid": {"93999"}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.getJSON("/api/v1/messages?flid=93999", &found)
 		if len(found.Messages) != 1 || found.Messages[0].ID != orphan || found.Messages[0].State != "DEAD" {
 			t.Fatalf("GET /api/v1/messages?flid=93999: %+v, want the parked ORPHAN %d", found.Messages, orphan)
 		}

@@ -1,9 +1,9 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -180,20 +180,17 @@ func metricValue(body, name string) float64 {
 	return 0
 }
 
+// metrics reads s's /metrics.
 func (s *server) metrics() string {
 	s.t.Helper()
-	resp, err := http.Get(s.url + "/metrics")
+	m, err := s.api().Metrics(context.Background())
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("GET /metrics: %v", err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		s.t.Fatalf("/metrics: %d %s", resp.StatusCode, b)
-	}
-	return string(b)
+	return m
 }
 
+// getCode is the HTTP status s answers GET path with (a probe's answer is its status).
 func (s *server) getCode(path string) int {
 	s.t.Helper()
 	resp, err := http.Get(s.url + path)
@@ -214,6 +211,8 @@ type readiness struct {
 	} `json:"pump"`
 }
 
+// readyz is s's /readyz with its status: a probe's answer is its status code, 503 with the
+// same body when not ready.
 func (s *server) readyz() readiness {
 	s.t.Helper()
 	resp, err := http.Get(s.url + "/readyz")

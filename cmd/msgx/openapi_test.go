@@ -10,8 +10,8 @@ import (
 )
 
 // apiAnswers checks every answer the end-to-end tests receive from msgx over HTTP against the
-// OpenAPI document (docs/openapi/openapi.json): the tests' own calls (http.Get, http.Post,
-// s.getJSON, s.post) and the typed client (s.api()) all go through http.DefaultTransport,
+// OpenAPI document (docs/openapi/openapi.json): the tests' own calls (http.Get, http.Post)
+// and the typed client (s.api(), and s.post through it) all go through http.DefaultTransport,
 // which is wrapped here once for the test binary. A server's answers that do not match fail
 // the test that started it (checkAPIAnswers, at its cleanup). The CLI (s.cli) runs in a
 // process of its own and is not seen here.

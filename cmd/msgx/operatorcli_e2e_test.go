@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -113,8 +114,10 @@ func operatorCommandLine(t *testing.T, db dbEnv) {
 
 	// A flight number finds the FLOPs that changed the flight (their bodies carry only the
 	// FLID), newest first, and the schedule; not the other flight's FLOP.
-	var found client.FindAnswer
-	s.getJSON("/api/v1/find?q=CA8241", &found)
+	found, err := s.api().Find(ctx, "CA8241", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var msgs []int64
 	for _, h := range found.Hits {
 		if h.Kind == "message" {
@@ -138,13 +141,9 @@ func operatorCommandLine(t *testing.T, db dbEnv) {
 	if out, err := s.cli(nil, "jobs", "--start", "PROJECTION_REBUILD"); exitCode(err) != 1 || !strings.Contains(out, reason) {
 		t.Errorf("msgx jobs --start PROJECTION_REBUILD: %v\n%s", err, out)
 	}
-	resp, err := http.Post(s.url+"/api/v1/jobs", "application/json", strings.NewReader(`{"kind":"PROJECTION_REBUILD"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusConflict {
-		t.Errorf("POST /api/v1/jobs PROJECTION_REBUILD: %d, want 409", resp.StatusCode)
+	var refused *client.Error
+	if _, err := s.api().StartJob(ctx, "PROJECTION_REBUILD"); !errors.As(err, &refused) || refused.Status != http.StatusConflict {
+		t.Errorf("POST /api/v1/jobs PROJECTION_REBUILD: %v, want 409", err)
 	}
 	if jobs, err := s.api().Jobs(ctx); err != nil || len(jobs) != 0 {
 		t.Errorf("jobs after the refusals: %+v %v, want none", jobs, err)

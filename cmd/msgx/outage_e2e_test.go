@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"msgx/client"
 	"msgx/internal/store/storetest"
 )
 
@@ -94,11 +96,8 @@ func (s *ogServer) healthy(within time.Duration) {
 		if s.exited() {
 			s.t.Fatalf("%s exited: %v", s.name, s.err)
 		}
-		if resp, err := http.Get(s.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if _, err := s.api().Health(context.Background()); err == nil {
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -140,7 +139,8 @@ func (s *ogServer) exitCode(within time.Duration) int {
 
 var ogClient = &http.Client{Timeout: 10 * time.Second}
 
-// ogPosted is the answer to one POST /cminmsgs/send.
+// ogPosted is the answer to one POST /cminmsgs/send: its status and Retry-After header are
+// what the outage tests check, so post sends it raw.
 type ogPosted struct {
 	code       int
 	id         int64
@@ -164,17 +164,12 @@ func (s *ogServer) post(body string) (ogPosted, error) {
 	return p, nil
 }
 
-func (s *ogServer) getJSON(path string, v any) (int, error) {
-	resp, err := ogClient.Get(s.url + path)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return resp.StatusCode, fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	return 200, json.Unmarshal(b, v)
+// api is the typed client of s, with ogClient's timeout: a call during an outage fails
+// instead of hanging.
+func (s *ogServer) api() *client.Client {
+	c := client.New(s.url, "")
+	c.HTTP = ogClient
+	return c
 }
 
 // succeededLines counts the "message SUCCEEDED" log lines per message id.
@@ -197,11 +192,10 @@ func (s *ogServer) succeededLines() map[int64]int {
 func ogAwaitAllFinal(t *testing.T, s *ogServer, ids map[int64]bool, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	var st struct {
-		Counts map[string]int `json:"counts"`
-	}
+	var st client.Status
 	for {
-		if _, err := s.getJSON("/api/v1/status", &st); err == nil && st.Counts["PENDING"]+st.Counts["FAILED"] == 0 {
+		var err error
+		if st, err = s.api().Status(t.Context()); err == nil && st.Counts["PENDING"]+st.Counts["FAILED"] == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -213,10 +207,7 @@ func ogAwaitAllFinal(t *testing.T, s *ogServer, ids map[int64]bool, within time.
 		t.Fatalf("counts after recovery: %v", st.Counts)
 	}
 	for id := range ids {
-		var m struct {
-			State string `json:"state"`
-		}
-		if _, err := s.getJSON(fmt.Sprintf("/api/v1/messages/%d", id), &m); err != nil || m.State != "SUCCEEDED" {
+		if m, err := s.api().Message(t.Context(), id); err != nil || m.State != "SUCCEEDED" {
 			t.Fatalf("message %d answered 200 is %q (%v)", id, m.State, err)
 		}
 	}
@@ -437,11 +428,8 @@ func TestOutageOfMariaDB(t *testing.T) {
 	}
 	p := ogPost(2, 20*time.Millisecond, []*ogServer{s}, flop)
 	ogWaitFor(t, "30 messages accepted, 20 SUCCEEDED", 20*time.Second, func() bool {
-		var st struct {
-			Counts map[string]int `json:"counts"`
-		}
 		a, _ := p.counts()
-		_, err := s.getJSON("/api/v1/status", &st)
+		st, err := s.api().Status(t.Context())
 		return a >= 30 && err == nil && st.Counts["SUCCEEDED"] >= 20
 	})
 
@@ -573,19 +561,12 @@ func ogFlightMessages() (snapshot string, flop func(n int) (string, string)) {
 // message of accepted has exactly one and that no message has more.
 func ogOneEventPerFlop(t *testing.T, s *ogServer, accepted map[int64]string) {
 	t.Helper()
-	type event struct {
-		EventID int64  `json:"event_id"`
-		MsgID   int64  `json:"msg_id"`
-		State   string `json:"state"`
-	}
-	var all []event
+	var all []client.Event
 	ogWaitFor(t, "every KAFKA_FLOP event SENT", 20*time.Second, func() bool {
 		all = all[:0]
 		for after := int64(0); ; {
-			var page struct {
-				Events []event `json:"events"`
-			}
-			if _, err := s.getJSON(fmt.Sprintf("/api/v1/events?order=asc&target=KAFKA_FLOP&limit=500&after=%d", after), &page); err != nil {
+			page, err := s.api().Events(t.Context(), url.Values{"order": {"asc"}, "target": {"KAFKA_FLOP"}, "limit": {"500"}, "after": {fmt.Sprint(after)}})
+			if err != nil {
 				return false
 			}
 			if len(page.Events) == 0 {
@@ -633,11 +614,7 @@ func TestTakeOverAfterKillNine(t *testing.T) {
 	b := ogStart(t, bin, "second", env...)
 	b.healthy(20 * time.Second)
 	b.waitLog("standing by", 1, 10*time.Second)
-	var st struct {
-		PumpRunning bool   `json:"pump_running"`
-		PumpState   string `json:"pump_state"`
-	}
-	if _, err := b.getJSON("/api/v1/status", &st); err != nil || st.PumpRunning || !strings.HasPrefix(st.PumpState, "standby") {
+	if st, err := b.api().Status(t.Context()); err != nil || st.PumpRunning || !strings.HasPrefix(st.PumpState, "standby") {
 		t.Fatalf("status of the standby: %+v %v", st, err)
 	}
 

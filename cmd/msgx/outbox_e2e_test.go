@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/target"
 )
 
@@ -147,23 +148,12 @@ func testSinkDownBlocksOnlyItsTarget(t *testing.T, db dbEnv) {
 	if n := len(readLines(t, db.outbox("KAFKA_FLOP"))); n != 2 {
 		t.Fatalf("KAFKA_FLOP delivered %d, want 2", n)
 	}
-	var st struct {
-		Extra struct {
-			Targets []struct {
-				Target  string `json:"target"`
-				Pending int    `json:"pending"`
-				Head    *struct {
-					Attempts  int     `json:"attempts"`
-					LastError *string `json:"last_error"`
-				} `json:"head"`
-			} `json:"targets"`
-		} `json:"extra"`
-	}
+	var targets []client.TargetStatus
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		s.getJSON("/api/v1/status", &st)
+		section(t, s.status(), "targets", &targets)
 		ok := false
-		for _, tg := range st.Extra.Targets {
+		for _, tg := range targets {
 			if tg.Target == "REDIS_NOTIFY" && tg.Pending == 2 && tg.Head != nil && tg.Head.Attempts > 0 && tg.Head.LastError != nil {
 				ok = true
 			}
@@ -172,7 +162,7 @@ func testSinkDownBlocksOnlyItsTarget(t *testing.T, db dbEnv) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("status does not show the failing Redis head: %+v", st.Extra.Targets)
+			t.Fatalf("status does not show the failing Redis head: %+v", targets)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

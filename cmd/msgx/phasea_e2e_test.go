@@ -3,9 +3,8 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"msgx/client"
 	"msgx/internal/config"
 	"msgx/internal/flight"
 	"msgx/internal/flight/flighttest"
@@ -96,7 +96,7 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 		go func() {
 			defer posted.Done()
 			for i := backlog; i < backlog+later; i++ {
-				id, err := postNoFatal(loader.url, flop(i))
+				id, err := loader.send(flop(i))
 				if err != nil {
 					postErr = err
 					return
@@ -253,9 +253,10 @@ func TestPhaseASentinelAndRebuild(t *testing.T) {
 		if _, err := db.open(t).SQL.Exec(`DELETE FROM FLIGHT_STATE WHERE FLID = 99002`); err != nil {
 			t.Fatal(err)
 		}
-		rep := s.postJSON("/api/v1/consistency", "")
-		if got := fmt.Sprint(rep["checked"], " ", rep["mismatches"]); got != fmt.Sprintf("2 [map[day:%s fields:[STND] flid:99001] map[day:%[1]s fields:[missing] flid:99002 where:mirror]]", day.Format(time.DateOnly)) {
-			t.Fatalf("consistency: %s", got)
+		rep := s.checkConsistency()
+		date := day.Format(time.DateOnly)
+		if want := []client.Mismatch{{FLID: 99001, Day: date, Fields: []string{"STND"}}, {FLID: 99002, Day: date, Where: "mirror", Fields: []string{"missing"}}}; rep.Checked != 2 || !reflect.DeepEqual(rep.Mismatches, want) {
+			t.Fatalf("consistency: %d %+v, want 2 %+v", rep.Checked, rep.Mismatches, want)
 		}
 		// The log reaches the test through a pipe: it may come a little after the answer.
 		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(s.logs.String(), "consistency: Redis and FLIGHT_STATE differ"); time.Sleep(20 * time.Millisecond) {
@@ -263,43 +264,18 @@ func TestPhaseASentinelAndRebuild(t *testing.T) {
 				t.Fatalf("mismatch not logged\n%s", s.logs)
 			}
 		}
-		resp, err := http.Get(s.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		metrics, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(metrics), "msgx_consistency_mismatches_total 2") {
+		if metrics := s.metrics(); !strings.Contains(metrics, "msgx_consistency_mismatches_total 2") {
 			t.Fatalf("metric:\n%s", metrics)
 		}
-		job := s.postJSON("/api/v1/jobs", `{"kind":"PROJECTION_REBUILD"}`)
-		if res := s.awaitJob(int64(job["id"].(float64))); !strings.HasPrefix(res, "rebuilt FLIGHT_STATE from Redis") {
+		job := s.startJob("PROJECTION_REBUILD")
+		if res := s.awaitJob(job); !strings.HasPrefix(res, "rebuilt FLIGHT_STATE from Redis") {
 			t.Fatalf("rebuild result %q", res)
 		}
-		rep = s.postJSON("/api/v1/consistency", "")
-		if fmt.Sprint(rep["checked"], " ", rep["mismatches"]) != "2 []" {
+		rep = s.checkConsistency()
+		if rep.Checked != 2 || len(rep.Mismatches) != 0 {
 			t.Fatalf("after the rebuild: %v", rep)
 		}
 	})
-}
-
-// postNoFatal posts body to the inbox at url and returns the id answered (for a goroutine other
-// than the test's, which must not call t.Fatal).
-func postNoFatal(url, body string) (int64, error) {
-	resp, err := http.Post(url+"/cminmsgs/send", "application/xml", strings.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("POST /cminmsgs/send: %d %s", resp.StatusCode, b)
-	}
-	var id int64
-	if _, err := fmt.Sscanf(string(b), "%d", &id); err != nil {
-		return 0, fmt.Errorf("answer %q is not an id", b)
-	}
-	return id, nil
 }
 
 // TestShadowModeInPhaseA: msgx in shadow mode and phase A beside a legacy whose gateway fills

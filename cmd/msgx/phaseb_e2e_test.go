@@ -4,18 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"msgx/client"
 	"msgx/internal/flight/flighttest"
 )
 
@@ -62,17 +64,17 @@ func sameAsAPI(t *testing.T, s *server, c *redis.Client, prefix string, flids ..
 	ctx := context.Background()
 	for _, flid := range flids {
 		h := c.HGetAll(ctx, fmt.Sprintf("%sflight:%d", prefix, flid)).Val()
-		var e struct {
-			Day     string          `json:"day"`
-			Version int64           `json:"version"`
-			Record  json.RawMessage `json:"record"`
-		}
-		status := getStatus(t, s.url+fmt.Sprintf("/api/v1/flights/%d", flid), &e)
-		if status == 404 {
+		raw, err := s.api().Flight(ctx, flid)
+		var absent *client.Error
+		if errors.As(err, &absent) && absent.Status == http.StatusNotFound {
 			if len(h) != 0 {
 				t.Fatalf("flight %d: absent from FLIGHT_STATE, in Redis %v", flid, h)
 			}
 			continue
+		}
+		var e client.FlightEntry
+		if err != nil || json.Unmarshal(raw, &e) != nil {
+			t.Fatalf("GET flight %d: %v %s", flid, err, raw)
 		}
 		var compact bytes.Buffer
 		json.Compact(&compact, e.Record)
@@ -80,19 +82,6 @@ func sameAsAPI(t *testing.T, s *server, c *redis.Client, prefix string, flids ..
 			t.Fatalf("flight %d: API %s v%d %s, Redis %v", flid, compact.String(), e.Version, e.Day, h)
 		}
 	}
-}
-
-func getStatus(t *testing.T, url string, v any) int {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == 200 {
-		json.NewDecoder(resp.Body).Decode(v)
-	}
-	return resp.StatusCode
 }
 
 // TestPhaseBProjectionSentinelAndRebuild: in phase B with the REDIS_FLIGHT target, Redis
@@ -133,7 +122,7 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		if c.Exists(ctx, prefix+"flight:99503").Val() != 0 || c.SIsMember(ctx, prefix+"day:"+day.Format(time.DateOnly), "99503").Val() {
 			t.Fatal("the flight the second snapshot dropped is still in Redis")
 		}
-		if rep := s.postJSON("/api/v1/consistency", ""); fmt.Sprint(rep["checked"], " ", rep["mismatches"]) != "2 []" {
+		if rep := s.checkConsistency(); rep.Checked != 2 || len(rep.Mismatches) != 0 {
 			t.Fatalf("consistency after delivery: %v", rep)
 		}
 
@@ -141,10 +130,10 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		rec := c.HGet(ctx, prefix+"flight:99501", "rec").Val()
 		c.HSet(ctx, prefix+"flight:99501", "rec", strings.Replace(rec, `"STND":"201"`, `"STND":"777"`, 1))
 		c.Del(ctx, prefix+"flight:99502")
-		rep := s.postJSON("/api/v1/consistency", "")
-		want := fmt.Sprintf("2 [map[day:%s fields:[STND] flid:99501] map[day:%[1]s fields:[missing] flid:99502 where:mirror]]", day.Format(time.DateOnly))
-		if got := fmt.Sprint(rep["checked"], " ", rep["mismatches"]); got != want {
-			t.Fatalf("consistency: %s, want %s", got, want)
+		rep := s.checkConsistency()
+		date := day.Format(time.DateOnly)
+		if want := []client.Mismatch{{FLID: 99501, Day: date, Fields: []string{"STND"}}, {FLID: 99502, Day: date, Where: "mirror", Fields: []string{"missing"}}}; rep.Checked != 2 || !reflect.DeepEqual(rep.Mismatches, want) {
+			t.Fatalf("consistency: %d %+v, want 2 %+v", rep.Checked, rep.Mismatches, want)
 		}
 		// Logged with FLID and fields, counted in the metric (the start-up check found none).
 		logged := func() bool {
@@ -163,13 +152,7 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		if !strings.Contains(s.logs.String(), "consistency check done") {
 			t.Fatalf("no consistency check logged\n%s", s.logs)
 		}
-		resp, err := http.Get(s.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		metrics, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(metrics), "msgx_consistency_mismatches_total 2") {
+		if metrics := s.metrics(); !strings.Contains(metrics, "msgx_consistency_mismatches_total 2") {
 			t.Fatalf("metric:\n%s", metrics)
 		}
 
@@ -182,7 +165,7 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		if !strings.Contains(stderr.String(), "PROJECTION_REBUILD enqueued") {
 			t.Fatalf("job run's stderr: %s", stderr.String())
 		}
-		if rep := s.postJSON("/api/v1/consistency", ""); fmt.Sprint(rep["checked"], " ", rep["mismatches"]) != "2 []" {
+		if rep := s.checkConsistency(); rep.Checked != 2 || len(rep.Mismatches) != 0 {
 			t.Fatalf("consistency after the rebuild: %v", rep)
 		}
 		sameAsAPI(t, s, c, prefix, 99501, 99502, 99503)
@@ -204,18 +187,22 @@ func TestPhaseBProjectionSentinelAndRebuild(t *testing.T) {
 		// Events still pending when a rebuild runs (the target paused) are older than its
 		// mark: delivered after it, they change nothing (else 99501's version would count
 		// its changes twice).
-		s.postJSON("/api/v1/targets/REDIS_FLIGHT/pause", `{"reason":"test"}`)
+		if _, err := s.api().SetPaused(ctx, true, "REDIS_FLIGHT", "test"); err != nil {
+			t.Fatal(err)
+		}
 		for i, stnd := range []string{"321", "322"} {
 			id := s.post(e2eFlop(995006+i, "STND", 99501, "<STND>"+stnd+"</STND>"))
 			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
 		}
-		job := s.postJSON("/api/v1/jobs", `{"kind":"PROJECTION_REBUILD"}`)
-		s.awaitJob(int64(job["id"].(float64)))
+		job := s.startJob("PROJECTION_REBUILD")
+		s.awaitJob(job)
 		sameAsAPI(t, s, c, prefix, 99501, 99502)
-		s.postJSON("/api/v1/targets/REDIS_FLIGHT/resume", "")
+		if _, err := s.api().SetPaused(ctx, false, "REDIS_FLIGHT", ""); err != nil {
+			t.Fatal(err)
+		}
 		s.awaitProjected()
 		sameAsAPI(t, s, c, prefix, 99501, 99502)
-		if rep := s.postJSON("/api/v1/consistency", ""); fmt.Sprint(rep["checked"], " ", rep["mismatches"]) != "2 []" {
+		if rep := s.checkConsistency(); rep.Checked != 2 || len(rep.Mismatches) != 0 {
 			t.Fatalf("consistency after the pending events: %v", rep)
 		}
 	})

@@ -1,13 +1,13 @@
 package main_test
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/store"
 )
 
@@ -51,11 +51,9 @@ func panickingHandler(t *testing.T, db dbEnv) {
 	if !strings.Contains(s.logs.String(), `"stack"`) {
 		t.Fatalf("the panic's stack is not in the log")
 	}
-	resp, err := http.Get(s.url + "/healthz")
-	if err != nil || resp.StatusCode != 200 {
+	if _, err := s.api().Health(t.Context()); err != nil {
 		t.Fatalf("server down after a handler panic: %v", err)
 	}
-	resp.Body.Close()
 	next := s.post(airline)
 	if next <= id {
 		t.Fatalf("inbox answered id %d", next)
@@ -87,18 +85,12 @@ func replayAfterArchive(t *testing.T, dbe dbEnv) {
 	if _, err := db.SQL.Exec(`UPDATE PROC_STATE SET PROCESSED_AT = ?`, old); err != nil {
 		t.Fatal(err)
 	}
-	s.postJSON("/api/v1/jobs", `{"kind":"ARCHIVE"}`)
+	s.startJob("ARCHIVE")
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		var jobs struct {
-			Jobs []struct {
-				State  string  `json:"state"`
-				Result *string `json:"result"`
-			} `json:"jobs"`
-		}
-		s.getJSON("/api/v1/jobs", &jobs)
-		if len(jobs.Jobs) > 0 && jobs.Jobs[0].State == "DONE" {
-			if r := jobs.Jobs[0].Result; r == nil || !strings.HasPrefix(*r, "archived 1 messages;") {
+		jobs := s.jobs()
+		if len(jobs) > 0 && jobs[0].State == "DONE" {
+			if r := jobs[0].Result; r == nil || !strings.HasPrefix(*r, "archived 1 messages;") {
 				t.Fatalf("archive result %v, want 1 message (the SUCCEEDED one)", r)
 			}
 			break
@@ -120,23 +112,38 @@ func replayAfterArchive(t *testing.T, dbe dbEnv) {
 	// The flights arrive; both orphans are replayed and now apply.
 	snap := s.post(e2eSchd(820003, e2eFltr(92001, "CA1301", "D", day.Add(10*time.Hour), ""), e2eFltr(92002, "CA1302", "D", day.Add(11*time.Hour), "")))
 	s.await(snap, "SUCCEEDED", state("SUCCEEDED", ""))
-	s.postJSON("/api/v1/replay", fmt.Sprintf(`{"ids":[%d,%d]}`, orphan, orphan2))
+	s.replay(orphan, orphan2)
 	s.await(orphan, "SUCCEEDED", state("SUCCEEDED", ""))
 	s.await(orphan2, "SUCCEEDED", state("SUCCEEDED", ""))
 }
 
-// postJSON posts body to path and fails the test unless it is answered 2xx.
-func (s *server) postJSON(path, body string) map[string]any {
+// startJob enqueues a job of kind and returns its id, failing the test when it is refused.
+func (s *server) startJob(kind string) int64 {
 	s.t.Helper()
-	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
+	j, err := s.api().StartJob(context.Background(), kind)
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("start a %s job: %v", kind, err)
 	}
-	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	if resp.StatusCode/100 != 2 {
-		s.t.Fatalf("POST %s: %d %v", path, resp.StatusCode, out)
+	return j.ID
+}
+
+// replay moves messages ids back to PENDING, failing the test when the replay is refused.
+func (s *server) replay(ids ...int64) client.ReplayAnswer {
+	s.t.Helper()
+	res, err := s.api().Replay(context.Background(), nil, ids, false)
+	if err != nil {
+		s.t.Fatalf("replay %v: %v", ids, err)
 	}
-	return out
+	return res
+}
+
+// checkConsistency compares the flights in Redis and in FLIGHT_STATE, failing the test when
+// the server cannot.
+func (s *server) checkConsistency() client.ConsistencyReport {
+	s.t.Helper()
+	rep, err := s.api().CheckConsistency(context.Background())
+	if err != nil {
+		s.t.Fatalf("consistency check: %v", err)
+	}
+	return rep
 }

@@ -12,11 +12,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"msgx/client"
 )
 
 // jobRun runs `msgx job run KIND args…` against s and returns its result line.
@@ -56,8 +59,7 @@ func TestPhaseAFlightDeletedFromRedisIsRestored(t *testing.T) {
 		s := db.start(t, append(env, "MSGX_PIPELINE_POLL_INTERVAL=50ms")...)
 		id := s.post(e2eSchd(991001, e2eFltr(99101, "CA1911", "D", day.Add(9*time.Hour), ""), e2eFltr(99102, "CA1912", "D", day.Add(10*time.Hour), "")))
 		s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
-		var before map[string]any
-		s.getJSON("/api/v1/flights/99101", &before)
+		before := s.flightEntry(99101)
 		row := flightRow(t, db, 99101)
 
 		rdb := redisForE2E(t)
@@ -75,9 +77,9 @@ func TestPhaseAFlightDeletedFromRedisIsRestored(t *testing.T) {
 		if got := flightRow(t, db, 99101); got != row {
 			t.Fatalf("FLIGHT_STATE row changed by the rebuild:\n%s\n%s", row, got)
 		}
-		rep := s.postJSON("/api/v1/consistency", "")
-		if got := fmt.Sprint(rep["mismatches"]); got != fmt.Sprintf("[map[day:%s fields:[missing] flid:99101 where:authoritative]]", day.Format(time.DateOnly)) {
-			t.Fatalf("consistency after the DEL: %s", got)
+		rep := s.checkConsistency()
+		if want := []client.Mismatch{{FLID: 99101, Day: day.Format(time.DateOnly), Where: "authoritative", Fields: []string{"missing"}}}; !reflect.DeepEqual(rep.Mismatches, want) {
+			t.Fatalf("consistency after the DEL: %+v, want %+v", rep.Mismatches, want)
 		}
 
 		res = s.jobRun("REDIS_RESTORE", "--flid", "99101")
@@ -87,13 +89,11 @@ func TestPhaseAFlightDeletedFromRedisIsRestored(t *testing.T) {
 		if got := flightRow(t, db, 99101); got != row {
 			t.Fatalf("FLIGHT_STATE row changed by the restore:\n%s\n%s", row, got)
 		}
-		rep = s.postJSON("/api/v1/consistency", "")
-		if fmt.Sprint(rep["checked"], " ", rep["mismatches"]) != "2 []" {
+		rep = s.checkConsistency()
+		if rep.Checked != 2 || len(rep.Mismatches) != 0 {
 			t.Fatalf("consistency after the restore: %v", rep)
 		}
-		var after map[string]any
-		s.getJSON("/api/v1/flights/99101", &after)
-		if fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := s.flightEntry(99101); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("API after the restore:\n%v\nbefore:\n%v", after, before)
 		}
 	})
@@ -138,7 +138,7 @@ func testPhaseARedisFlushedUnderLoad(t *testing.T, db dbEnv) {
 	changes := map[int64]int{}
 	post := func(i int) {
 		f := flights[i%len(flights)]
-		id, err := postNoFatal(s.url, e2eFlop(992100+i, "STND", f, fmt.Sprintf("<STND>%d</STND>", 300+i)))
+		id, err := s.send(e2eFlop(992100+i, "STND", f, fmt.Sprintf("<STND>%d</STND>", 300+i)))
 		if err != nil {
 			t.Error(err)
 			return
@@ -179,14 +179,10 @@ func testPhaseARedisFlushedUnderLoad(t *testing.T, db dbEnv) {
 		}
 	}
 	t.Logf("%s: stopped %s after the FLUSHDB: %s", db.Name, time.Since(flushedAt).Round(time.Millisecond), reason)
-	var st struct {
-		Extra map[string]any `json:"extra"`
+	if h := s.status().Halted(); h == nil || !strings.HasPrefix(h.Reason, "Redis lost its data: mark ") || !strings.HasSuffix(h.Reason, " in SQL, none in Redis") {
+		t.Fatalf("status pump_halted: %+v", h)
 	}
-	s.getJSON("/api/v1/status", &st)
-	if h, _ := st.Extra["pump_halted"].(map[string]any); h == nil || !strings.HasPrefix(fmt.Sprint(h["reason"]), "Redis lost its data: mark ") || !strings.HasSuffix(fmt.Sprint(h["reason"]), " in SQL, none in Redis") {
-		t.Fatalf("status pump_halted: %v", st.Extra["pump_halted"])
-	}
-	if m := metricsText(t, s); !strings.Contains(m, "msgx_pump_halted 1") {
+	if m := s.metrics(); !strings.Contains(m, "msgx_pump_halted 1") {
 		t.Fatalf("metric msgx_pump_halted not 1")
 	}
 	if out, err := s.cli(nil, "status"); exitCode(err) != 7 || !strings.HasPrefix(out, "HALTED: Redis lost its data: mark ") {
@@ -241,8 +237,8 @@ func testPhaseARedisFlushedUnderLoad(t *testing.T, db dbEnv) {
 			t.Fatalf("flight %d in FLIGHT_STATE at version %d (%v), want %d", f, sqlVer, err, want)
 		}
 	}
-	rep := s.postJSON("/api/v1/consistency", "")
-	if fmt.Sprint(rep["mismatches"]) != "[]" {
+	rep := s.checkConsistency()
+	if len(rep.Mismatches) != 0 {
 		t.Fatalf("consistency after the restore: %v", rep)
 	}
 	t.Logf("%s: %d FLOPs, %d posted after the FLUSHDB; all applied exactly once after REDIS_RESTORE (%d failed once on the emptied Redis)",
@@ -274,7 +270,7 @@ func TestPhaseARefusesAVolatileRedis(t *testing.T) {
 		if !strings.Contains(s.logs.String(), "Redis keeps nothing on disk (redis.allow-volatile: true)") {
 			t.Fatalf("no WARN:\n%s", s.logs)
 		}
-		if m := metricsText(t, s); !strings.Contains(m, "msgx_redis_volatile 1") {
+		if m := s.metrics(); !strings.Contains(m, "msgx_redis_volatile 1") {
 			t.Fatalf("msgx_redis_volatile not 1")
 		}
 		s.stop()
@@ -285,7 +281,7 @@ func TestPhaseARefusesAVolatileRedis(t *testing.T) {
 		if strings.Contains(s.logs.String(), "keeps nothing on disk") {
 			t.Fatalf("WARN with appendonly yes:\n%s", s.logs)
 		}
-		if m := metricsText(t, s); !strings.Contains(m, "msgx_redis_volatile 0") {
+		if m := s.metrics(); !strings.Contains(m, "msgx_redis_volatile 0") {
 			t.Fatalf("msgx_redis_volatile not 0")
 		}
 	})
@@ -293,17 +289,6 @@ func TestPhaseARefusesAVolatileRedis(t *testing.T) {
 
 // redisKeyPrefixDefault is redis.key-prefix's default, the private Redis's keys.
 const redisKeyPrefixDefault = "msgx:"
-
-func metricsText(t *testing.T, s *server) string {
-	t.Helper()
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
 
 // privateRedis starts a redis-server of the test's own on a free loopback port, with its
 // default user open as msgx uses it and extra arguments, and returns its address.

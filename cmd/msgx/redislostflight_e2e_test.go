@@ -9,9 +9,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"msgx/client"
 )
 
 // TestPhaseAFlightLostFromRedisStopsThePump: msgx serve in phase A on the test Redis (a key
@@ -72,14 +75,10 @@ func TestPhaseAFlightLostFromRedisStopsThePump(t *testing.T) {
 		want := fmt.Sprintf("Redis lost flight %d: in the mirror at version %d, absent in Redis", lost, mirrorVersion)
 		awaitHalt(t, s, want)
 		t.Logf("%s: stopped %s after the DEL", db.Name, time.Since(delAt).Round(time.Millisecond))
-		var st struct {
-			Extra map[string]any `json:"extra"`
+		if h := s.status().Halted(); h == nil || h.Reason != want {
+			t.Fatalf("status pump_halted: %+v", h)
 		}
-		s.getJSON("/api/v1/status", &st)
-		if h, _ := st.Extra["pump_halted"].(map[string]any); h == nil || h["reason"] != want {
-			t.Fatalf("status pump_halted: %v", st.Extra["pump_halted"])
-		}
-		if m := metricsText(t, s); !strings.Contains(m, "msgx_pump_halted 1") {
+		if m := s.metrics(); !strings.Contains(m, "msgx_pump_halted 1") {
 			t.Fatalf("metric msgx_pump_halted not 1")
 		}
 		time.Sleep(300 * time.Millisecond) // steps of the stopped pump
@@ -100,7 +99,7 @@ func TestPhaseAFlightLostFromRedisStopsThePump(t *testing.T) {
 			s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
 		}
 		awaitReady(t, s)
-		if m := metricsText(t, s); !strings.Contains(m, "msgx_pump_halted 0") {
+		if m := s.metrics(); !strings.Contains(m, "msgx_pump_halted 0") {
 			t.Fatalf("metric msgx_pump_halted not 0 after the restore")
 		}
 		checkFlights(t, s, db, prefix, flights, changes, stand)
@@ -109,9 +108,9 @@ func TestPhaseAFlightLostFromRedisStopsThePump(t *testing.T) {
 		if n := rdb.Del(ctx, fmt.Sprintf("%sflight:%d", prefix, 99303)).Val(); n != 1 {
 			t.Fatalf("DEL: %d", n)
 		}
-		rep := s.postJSON("/api/v1/consistency", "")
-		if got := fmt.Sprint(rep["mismatches"]); got != fmt.Sprintf("[map[day:%s fields:[missing] flid:99303 where:authoritative]]", day.Format(time.DateOnly)) {
-			t.Fatalf("consistency after the DEL: %s", got)
+		rep := s.checkConsistency()
+		if want := []client.Mismatch{{FLID: 99303, Day: day.Format(time.DateOnly), Where: "authoritative", Fields: []string{"missing"}}}; !reflect.DeepEqual(rep.Mismatches, want) {
+			t.Fatalf("consistency after the DEL: %+v, want %+v", rep.Mismatches, want)
 		}
 		awaitHalt(t, s, fmt.Sprintf("Redis lost flight 99303: in the mirror at version %d, absent in Redis", 1+changes[99303]))
 		late := post(99303)
@@ -125,7 +124,7 @@ func TestPhaseAFlightLostFromRedisStopsThePump(t *testing.T) {
 		s.await(late, "SUCCEEDED", state("SUCCEEDED", ""))
 		awaitReady(t, s)
 		checkFlights(t, s, db, prefix, flights, changes, stand)
-		if rep := s.postJSON("/api/v1/consistency", ""); fmt.Sprint(rep["checked"], " ", rep["mismatches"]) != "3 []" {
+		if rep := s.checkConsistency(); rep.Checked != 3 || len(rep.Mismatches) != 0 {
 			t.Fatalf("consistency after the restore: %v", rep)
 		}
 	})

@@ -44,7 +44,7 @@ func TestPhaseARedisPersistenceCheckedWhenRedisAnswers(t *testing.T) {
 		return resp.StatusCode, rd
 	}
 	volatileGauge := func() string {
-		body := scrapeMetrics(t, s.url)
+		body := s.metrics()
 		for _, l := range strings.Split(body, "\n") {
 			if v, ok := strings.CutPrefix(l, "msgx_redis_volatile "); ok {
 				return v
@@ -87,15 +87,4 @@ func TestPhaseARedisPersistenceCheckedWhenRedisAnswers(t *testing.T) {
 	if v := volatileGauge(); v != "0" {
 		t.Errorf("msgx_redis_volatile %s on a Redis with appendonly yes", v)
 	}
-}
-
-func scrapeMetrics(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }

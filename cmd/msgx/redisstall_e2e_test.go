@@ -59,7 +59,7 @@ func testPhaseARedisStall(t *testing.T, db dbEnv) {
 	post := func(i int) {
 		f := flights[i%len(flights)]
 		stand := fmt.Sprint(500 + i)
-		id, err := postNoFatal(s.url, e2eFlop(993100+i, "STND", f, "<STND>"+stand+"</STND>"))
+		id, err := s.send(e2eFlop(993100+i, "STND", f, "<STND>"+stand+"</STND>"))
 		if err != nil {
 			t.Error(err)
 			return

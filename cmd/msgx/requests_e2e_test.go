@@ -10,9 +10,11 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/store"
 )
 
-// postRaw posts JSON body to path and returns the status and the answer.
+// postRaw posts JSON body to path and returns the status and the answer as sent: the tests
+// of bad input, of 201 Created and of the legacy /view endpoint read the status itself.
 func (s *server) postRaw(path, body string) (int, []byte) {
 	s.t.Helper()
 	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
@@ -36,21 +40,14 @@ func (s *server) postRaw(path, body string) (int, []byte) {
 }
 
 // dataRequest is a request as GET /api/v1/requests/{id} answers it.
-type dataRequest struct {
-	ID         int64  `json:"id"`
-	Type       string `json:"type"`
-	STYP       string `json:"styp"`
-	State      string `json:"state"`
-	SEQN       string `json:"seqn"`
-	CoutmsgsID int64  `json:"coutmsgs_id"`
-	Resends    int    `json:"resends"`
-	AnswerID   *int64 `json:"answer_msg_id"`
-}
+type dataRequest = client.Request
 
 func (s *server) dataRequest(id int64) dataRequest {
 	s.t.Helper()
-	var r dataRequest
-	s.getJSON(fmt.Sprintf("/api/v1/requests/%d", id), &r)
+	r, err := s.api().DataRequest(context.Background(), id)
+	if err != nil {
+		s.t.Fatalf("GET request %d: %v", id, err)
+	}
 	return r
 }
 
@@ -172,11 +169,7 @@ func testDataRequests(t *testing.T, db dbEnv) {
 		if got.AnswerID == nil || *got.AnswerID != c.msg {
 			t.Fatalf("request %d answered by %v, want message %d", c.req.ID, got.AnswerID, c.msg)
 		}
-		var m struct {
-			AnsweredRequest *int64 `json:"answered_request"`
-		}
-		s.getJSON(fmt.Sprintf("/api/v1/messages/%d", c.msg), &m)
-		if m.AnsweredRequest == nil || *m.AnsweredRequest != c.req.ID {
+		if m := s.message(c.msg); m.AnsweredRequest == nil || *m.AnsweredRequest != c.req.ID {
 			t.Fatalf("message %d names request %v, want %d", c.msg, m.AnsweredRequest, c.req.ID)
 		}
 	}
@@ -226,10 +219,10 @@ func testDataRequests(t *testing.T, db dbEnv) {
 	}
 	s.awaitRequest(lost.ID, "EXPIRED", func(r dataRequest) bool { return r.State == "EXPIRED" && r.Resends == 1 })
 
-	var list struct {
-		Requests []dataRequest `json:"requests"`
+	list, err := s.api().DataRequests(t.Context(), url.Values{"order": {"asc"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.getJSON("/api/v1/requests?order=asc", &list)
 	var states []string
 	for _, r := range list.Requests {
 		states = append(states, r.STYP+":"+r.State)
@@ -336,17 +329,12 @@ func testShadowMode(t *testing.T, db dbEnv) {
 	notTaken(t, s, oldWaiting, "a row below the watermark the legacy had not taken")
 
 	// Nothing legacy is written: not by the inbox, not by a data request.
-	if code, body := s.postRaw("/api/v1/requests", `{"type":"RQRD","ref_type":"AIRL"}`); code != http.StatusConflict || !strings.Contains(string(body), "shadow_mode") {
-		t.Fatalf("a data request in shadow: %d %s, want 409 shadow_mode", code, body)
+	var refused *client.Error
+	if _, err := s.api().RequestReference(t.Context(), "AIRL"); !errors.As(err, &refused) || refused.Status != http.StatusConflict || refused.Code != "shadow_mode" {
+		t.Fatalf("a data request in shadow: %v, want 409 shadow_mode", err)
 	}
-	resp, err := http.Post(s.url+"/cminmsgs/send", "application/xml", strings.NewReader(legacyStatus("AODB", "899", "20261201090000", "SHX")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(b), "shadow_mode") {
-		t.Fatalf("the inbox in shadow: %d %s, want 409 shadow_mode", resp.StatusCode, b)
+	if _, err := s.send(legacyStatus("AODB", "899", "20261201090000", "SHX")); !errors.As(err, &refused) || refused.Status != http.StatusConflict || refused.Code != "shadow_mode" {
+		t.Fatalf("the inbox in shadow: %v, want 409 shadow_mode", err)
 	}
 	var n int
 	if err := legacy.db.QueryRow(`SELECT COUNT(*) FROM COUTMSGS`).Scan(&n); err != nil || n != 0 {
@@ -355,21 +343,16 @@ func testShadowMode(t *testing.T, db dbEnv) {
 	if got := legacyChecksum(t, legacy.db, tables...); got != sum {
 		t.Fatal("shadow mode changed a legacy CMINMSGS row or column after processing it")
 	}
-	var st struct {
-		Extra struct {
-			Shadow struct {
-				Mode    string `json:"mode"`
-				AfterID int64  `json:"after_id"`
-			} `json:"shadow"`
-		} `json:"extra"`
+	var shadow struct {
+		Mode    string `json:"mode"`
+		AfterID int64  `json:"after_id"`
 	}
-	s.getJSON("/api/v1/status", &st)
-	if st.Extra.Shadow.Mode != "shadow" || st.Extra.Shadow.AfterID != oldWaiting {
-		t.Fatalf("status of the shadow: %+v, want the watermark %d", st.Extra.Shadow, oldWaiting)
+	section(t, s.status(), "shadow", &shadow)
+	if shadow.Mode != "shadow" || shadow.AfterID != oldWaiting {
+		t.Fatalf("status of the shadow: %+v, want the watermark %d", shadow, oldWaiting)
 	}
 	// The effects are msgx's own: the reference records it applied.
-	var rec map[string]any
-	s.getJSON("/api/v1/ref/STTS/SH5", &rec)
+	s.ref("STTS", "SH5")
 
 	// A restart keeps the watermark; a row the gateway inserted meanwhile is processed.
 	s.stop()

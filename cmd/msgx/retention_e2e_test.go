@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,25 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/store"
 )
 
-// jobsOf lists the server's jobs, newest first.
-type listedJob struct {
-	ID          int64   `json:"id"`
-	Kind        string  `json:"kind"`
-	State       string  `json:"state"`
-	Result      *string `json:"result"`
-	ScheduleKey string  `json:"schedule_key"`
-}
-
-func (s *server) jobs() []listedJob {
+// jobs lists the server's jobs, newest first.
+func (s *server) jobs() []client.Job {
 	s.t.Helper()
-	var out struct {
-		Jobs []listedJob `json:"jobs"`
+	jobs, err := s.api().Jobs(context.Background())
+	if err != nil {
+		s.t.Fatalf("GET jobs: %v", err)
 	}
-	s.getJSON("/api/v1/jobs", &out)
-	return out.Jobs
+	return jobs
 }
 
 // awaitJob polls job id until it is DONE and returns its result.
@@ -140,8 +134,8 @@ func TestScheduledJobsHistoryAndLogShipping(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		job := s.postJSON("/api/v1/jobs", `{"kind":"HISTORY_SWEEP"}`)
-		res := s.awaitJob(int64(job["id"].(float64)))
+		job := s.startJob("HISTORY_SWEEP")
+		res := s.awaitJob(job)
 		if !strings.HasPrefix(res, "swept 2 flights of 1 days") || !strings.Contains(res, "FLIGHT_STATE -2") {
 			t.Fatalf("sweep result %q", res)
 		}

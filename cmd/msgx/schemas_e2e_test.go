@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,16 +83,18 @@ func simulatedDayPayloads(t *testing.T, db dbEnv, env ...string) {
 		t.Fatalf("summary: %+v\n%s", run, out)
 	}
 	// A deletion too: the simulated day deletes no flight.
-	var board struct {
-		Flights []struct {
-			FLID int64 `json:"FLID"`
-		} `json:"flights"`
+	ctx := t.Context()
+	board, err := s.api().Board(ctx, day)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.getJSON("/api/v1/flights?day="+day, &board)
-	if len(board.Flights) == 0 {
-		t.Fatalf("no flights on %s", day)
+	var first struct {
+		FLID int64 `json:"FLID"`
 	}
-	fdel := s.post(e2eFlop(970001, "FDEL", board.Flights[0].FLID, "<FDEL/>"))
+	if len(board.Flights) == 0 || json.Unmarshal(board.Flights[0], &first) != nil {
+		t.Fatalf("no flights on %s: %s", day, board.Flights)
+	}
+	fdel := s.post(e2eFlop(970001, "FDEL", first.FLID, "<FDEL/>"))
 	s.await(fdel, "SUCCEEDED", state("SUCCEEDED", ""))
 
 	// Wait until every message is finished and every target has nothing pending.
@@ -101,13 +104,8 @@ func simulatedDayPayloads(t *testing.T, db dbEnv, env ...string) {
 
 	// Kafka: read both topics back from the start, up to the newest KAFKA_SCHD event (the
 	// last batch record names it: a batch keeps the newest event of each flight).
-	var newest struct {
-		Events []struct {
-			EventID int64 `json:"event_id"`
-		} `json:"events"`
-	}
-	s.getJSON("/api/v1/events?target=KAFKA_SCHD&order=desc&limit=1", &newest)
-	if len(newest.Events) != 1 {
+	newest, err := s.api().Events(ctx, url.Values{"target": {"KAFKA_SCHD"}, "order": {"desc"}, "limit": {"1"}})
+	if err != nil || len(newest.Events) != 1 {
 		t.Fatalf("no KAFKA_SCHD event: %+v", newest)
 	}
 	rcv.consumeKafka(t, sent["KAFKA_FLOP"], newest.Events[0].EventID)

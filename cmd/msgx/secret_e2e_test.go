@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"msgx/client"
 )
 
 // hookSecret is the secret query value of the webhook URL: it must appear nowhere.
@@ -86,30 +88,15 @@ jobs: {history-sweep-at: "off"}
 	return s, dead, "http://huser:xxxxx@" + hookAddr + "/xxxxx"
 }
 
-// hookTarget is WEBHOOK_OPS in the status.
-type hookTarget struct {
-	Pending      int64      `json:"pending"`
-	Dead         int64      `json:"dead"`
-	BlockedSince *time.Time `json:"blocked_since"`
-	LastError    *string    `json:"last_error"`
-}
-
 // webhookTarget reads target name from /api/v1/status (nil when it has no events yet),
 // failing the test when the status is not valid JSON.
-func webhookTarget(t *testing.T, s *server, name string) *hookTarget {
+func webhookTarget(t *testing.T, s *server, name string) *client.TargetStatus {
 	t.Helper()
-	var st struct {
-		Extra struct {
-			Targets []struct {
-				Target string `json:"target"`
-				hookTarget
-			} `json:"targets"`
-		} `json:"extra"`
-	}
-	s.getJSON("/api/v1/status", &st)
-	for _, x := range st.Extra.Targets {
-		if x.Target == name {
-			return &x.hookTarget
+	var targets []client.TargetStatus
+	section(t, s.status(), "targets", &targets)
+	for i := range targets {
+		if targets[i].Target == name {
+			return &targets[i]
 		}
 	}
 	return nil

@@ -183,7 +183,7 @@ func snHasUp(reps []map[string]string, port int) bool {
 	return false
 }
 
-// snReadyz returns /readyz's status and body.
+// snReadyz returns /readyz's status and body (a probe's answer is its status code).
 func snReadyz(t *testing.T, s *server) (int, string) {
 	resp, err := http.Get(s.url + "/readyz")
 	if err != nil {
@@ -211,7 +211,7 @@ func (l *snLoad) post() int64 {
 	l.n++
 	l.mu.Unlock()
 	f := l.flights[i%len(l.flights)]
-	id, err := postNoFatal(l.s.url, e2eFlop(994100+i, "STND", f, fmt.Sprintf("<STND>%d</STND>", 100+i)))
+	id, err := l.s.send(e2eFlop(994100+i, "STND", f, fmt.Sprintf("<STND>%d</STND>", 100+i)))
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -338,12 +338,8 @@ func testPhaseARedisSentinelFailover(t *testing.T, db dbEnv) {
 		reason = body
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "Redis lost data: mark ")
 	})
-	var st struct {
-		Extra map[string]any `json:"extra"`
-	}
-	s.getJSON("/api/v1/status", &st)
-	if h, _ := st.Extra["pump_halted"].(map[string]any); h == nil || !strings.Contains(fmt.Sprint(h["reason"]), "a failover to a replica that missed the last writes") {
-		t.Fatalf("status pump_halted: %v", st.Extra["pump_halted"])
+	if h := s.status().Halted(); h == nil || !strings.Contains(h.Reason, "a failover to a replica that missed the last writes") {
+		t.Fatalf("status pump_halted: %+v", h)
 	}
 	waiting := l.post()
 	time.Sleep(time.Second) // the stopped pump must leave it alone: nothing to wait for

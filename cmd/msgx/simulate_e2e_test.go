@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"msgx/client"
 )
 
 // simulateRun is the part of `msgx simulate --json` the test reads.
@@ -80,12 +83,10 @@ func testSimulateAgainstAServer(t *testing.T, db dbEnv) {
 	}
 
 	// Wait for the queue to drain, then compare the server's counts with the summary.
-	var st struct {
-		Counts map[string]int `json:"counts"`
-	}
+	var st client.Status
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		s.getJSON("/api/v1/status", &st)
+		st = s.status()
 		if st.Counts["PENDING"]+st.Counts["FAILED"] == 0 {
 			break
 		}
@@ -101,21 +102,18 @@ func testSimulateAgainstAServer(t *testing.T, db dbEnv) {
 		}
 	}
 	for class, want := range run.DeadBy {
-		var list struct {
-			Messages []struct {
-				ID int64 `json:"id"`
-			} `json:"messages"`
+		list, err := s.api().Messages(t.Context(), url.Values{"state": {"DEAD"}, "limit": {"1000"}, "class": {class}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.getJSON("/api/v1/messages?state=DEAD&limit=1000&class="+class, &list)
 		if len(list.Messages) != want {
 			t.Errorf("DEAD %s: the server has %d, the summary expected %d", class, len(list.Messages), want)
 		}
 	}
-	var board struct {
-		Count   int               `json:"count"`
-		Flights []json.RawMessage `json:"flights"`
+	board, err := s.api().Board(t.Context(), day)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.getJSON("/api/v1/flights?day="+day, &board)
 	if board.Count != 300 {
 		t.Errorf("the board of %s has %d flights, want 300", day, board.Count)
 	}

@@ -44,7 +44,7 @@ func TestStatusSaysItIsPaused(t *testing.T) {
 				t.Errorf("msgx_paused_seconds{what=%q} = %v while paused", what, age)
 			}
 		}
-		if !strings.Contains(s.metricsText(), "\nmsgx_pause_warn_seconds 900\n") {
+		if !strings.Contains(s.metrics(), "\nmsgx_pause_warn_seconds 900\n") {
 			t.Error("msgx_pause_warn_seconds is not alerts.pause-warn (15m)")
 		}
 
@@ -62,7 +62,7 @@ func pausedSeconds(t *testing.T, s *server, what string) float64 {
 	t.Helper()
 	re := regexp.MustCompile(`(?m)^msgx_paused_seconds\{what="` + what + `"\} (\S+)$`)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if m := re.FindStringSubmatch(s.metricsText()); m != nil {
+		if m := re.FindStringSubmatch(s.metrics()); m != nil {
 			if v, _ := strconv.ParseFloat(m[1], 64); v > 0 {
 				return v
 			}

@@ -1,12 +1,14 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"msgx/client"
 )
 
 // The checks of issue 8 (real traffic), through the binary, on SQLite and MariaDB: a
@@ -24,14 +26,22 @@ func e2eRef(seqn int, code, desc string) string {
 <RECS>1</RECS><STTS><STTC>%s</STTC><STTD>%s</STTD><ABNS>N</ABNS></STTS></MSG>`, seqn, code, desc)
 }
 
+// flightEntry returns GET /api/v1/flights/{flid}'s answer as it is (record, version, day…).
+func (s *server) flightEntry(flid int64) map[string]any {
+	s.t.Helper()
+	raw, err := s.api().Flight(context.Background(), flid)
+	var e map[string]any
+	if err != nil || json.Unmarshal(raw, &e) != nil {
+		s.t.Fatalf("GET flight %d: %v %s", flid, err, raw)
+	}
+	return e
+}
+
 // flight returns the stored record of flid (GET /api/v1/flights/{flid}'s "record").
 func (s *server) flight(flid int64) map[string]any {
 	s.t.Helper()
-	var e struct {
-		Record map[string]any `json:"record"`
-	}
-	s.getJSON(fmt.Sprintf("/api/v1/flights/%d", flid), &e)
-	return e.Record
+	rec, _ := s.flightEntry(flid)["record"].(map[string]any)
+	return rec
 }
 
 func TestUnknownFLOPIsParkedAndTheQueueMovesOn(t *testing.T) {
@@ -54,36 +64,22 @@ func testUnknownFLOPIsParked(t *testing.T, db dbEnv) {
 		t.Fatalf("parked message: %+v", m)
 	}
 	// Replayable: it goes back to PENDING and, msgx still not reading ESTT, is parked again.
-	resp, err := http.Post(s.url+"/api/v1/replay", "application/json", strings.NewReader(fmt.Sprintf(`{"ids":[%d]}`, unknown)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res struct{ Moved int }
-	json.NewDecoder(resp.Body).Decode(&res)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || res.Moved != 1 {
-		t.Fatalf("replay of the parked message: %d %+v", resp.StatusCode, res)
+	if res := s.replay(unknown); res.Moved != 1 {
+		t.Fatalf("replay of the parked message: %+v", res)
 	}
 	s.await(unknown, "parked again", func(m message) bool { return m.State == "DEAD" && m.Class() == "UNSUPPORTED" && m.Attempts == 1 })
-	var st struct {
-		Extra struct {
-			Recent []struct {
-				MsgID int64  `json:"msg_id"`
-				State string `json:"state"`
-			} `json:"recent"`
-		} `json:"extra"`
-	}
-	s.getJSON("/api/v1/status", &st)
+	var recent []client.RecentNote
+	section(t, s.status(), "recent", &recent)
 	// The newest problem is the second park. The operator's replay is in the list too (an
 	// action, no message id), and may be recorded after the pump parked the message again.
-	problems := st.Extra.Recent[:0:0]
-	for _, r := range st.Extra.Recent {
+	problems := recent[:0:0]
+	for _, r := range recent {
 		if r.MsgID != 0 {
 			problems = append(problems, r)
 		}
 	}
 	if len(problems) == 0 || problems[0].MsgID != unknown || problems[0].State != "PARKED" {
-		t.Fatalf("status does not show the parked message: %+v", st.Extra.Recent)
+		t.Fatalf("status does not show the parked message: %+v", recent)
 	}
 	out, err := db.command(t, "status", "--server", s.url).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), fmt.Sprintf("message %d FLOP-ESTT PARKED UNSUPPORTED", unknown)) {
