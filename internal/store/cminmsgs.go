@@ -246,9 +246,7 @@ func parseColType(decl string) colType {
 
 // learnColumns reads the column types of CMINMSGS (information_schema on MySQL, table_info
 // on SQLite). It returns nil without error when the table does not exist yet.
-func learnColumns(ctx context.Context, dialect Dialect, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (map[string]colType, error) {
+func learnColumns(ctx context.Context, dialect Dialect, q querier) (map[string]colType, error) {
 	query := `SELECT name, type FROM pragma_table_info('CMINMSGS')`
 	if dialect == MySQL {
 		query = `SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS
@@ -289,9 +287,7 @@ func learnColumns(ctx context.Context, dialect Dialect, q interface {
 
 // columns returns the column types of CMINMSGS, learning them through q the first time the
 // table exists.
-func (d *DB) columns(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (map[string]colType, error) {
+func (d *DB) columns(ctx context.Context, q querier) (map[string]colType, error) {
 	st := d.leg()
 	st.mu.Lock()
 	cols := st.cols
@@ -531,9 +527,7 @@ const adoptChunk = 500
 // adoptCandidates returns the ids in (after, upTo] of rows that are adoptable and have no
 // PROC_STATE row, at most limit, in id order. It is a plain read: it takes no lock, so it
 // never waits for a gateway's open transaction.
-func (d *DB) adoptCandidates(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, cols map[string]colType, after, upTo int64, limit int) ([]int64, error) {
+func (d *DB) adoptCandidates(ctx context.Context, q querier, cols map[string]colType, after, upTo int64, limit int) ([]int64, error) {
 	if from := d.legacyOpts().AdoptFromID; from > 0 {
 		after = max(after, from-1) // the scan starts at the bound, not at the first row
 	}
@@ -697,9 +691,7 @@ func (d *DB) AdoptIDs(ctx context.Context, ids []int64, now time.Time) (stated [
 }
 
 // stateIDs returns those of ids that have a PROC_STATE row.
-func stateIDs(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, ids []int64) ([]int64, error) {
+func stateIDs(ctx context.Context, q querier, ids []int64) ([]int64, error) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
