@@ -1,6 +1,7 @@
 package docs_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -24,9 +25,9 @@ var commandName = regexp.MustCompile(`(?m)^== (\S+)`)
 func cliReference(t *testing.T) string {
 	t.Helper()
 	text := read(t, "cmd/msgx/commands.txt")
-	runs := map[string]func([]string) error{}
+	runs := map[string]func(context.Context, *cli.Env, []string) error{}
 	for _, m := range commandName.FindAllStringSubmatch(text, -1) {
-		runs[m[1]] = func([]string) error { return nil }
+		runs[m[1]] = func(context.Context, *cli.Env, []string) error { return nil }
 	}
 	prog := &cli.Program{Name: "msgx"}
 	if err := prog.ReadTable(text, runs); err != nil {

@@ -189,7 +189,7 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 
 	// Archived: the texts of the first three steps move to CMINMSGS_HST; the boards are the same.
 	st := db.open(t)
-	moved, err := st.Archive(ctx, ids[2][len(ids[2])-1], time.Now().Add(time.Hour), time.Now(), nil)
+	moved, err := st.Archiver.Archive(ctx, ids[2][len(ids[2])-1], time.Now().Add(time.Hour), time.Now(), nil)
 	if err != nil || moved != 4 {
 		t.Fatalf("archive the first three steps: moved %d, %v", moved, err)
 	}
@@ -199,7 +199,7 @@ func boardAsOfE2E(t *testing.T, db dbEnv) {
 
 	// Purged: retention deletes the archived messages; a time before the kept history is
 	// refused, saying where it starts.
-	if _, err := st.PurgeArchived(ctx, time.Now().Add(2*time.Hour), nil); err != nil {
+	if _, err := st.Archiver.PurgeArchived(ctx, time.Now().Add(2*time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.api().BoardAsOf(ctx, date, marks[1].UTC().Format(time.RFC3339), false)

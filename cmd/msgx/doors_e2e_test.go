@@ -40,7 +40,7 @@ func TestDoorsAreBounded(t *testing.T) {
 		viewer := map[string]string{"Authorization": "Bearer " + viewerSecret}
 		st := db.open(t)
 		count := func() int {
-			ms, err := st.SearchMessages(context.Background(), store.MessageQuery{Limit: 1000})
+			ms, err := st.Operations.SearchMessages(context.Background(), store.MessageQuery{Limit: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -568,7 +568,7 @@ func (g *galeraNodes) drained(t *testing.T, dsn string, logs fmt.Stringer) *stor
 	var pending int64
 	if !waitUntil(2*time.Minute, func() bool {
 		db.SQL.QueryRow(`SELECT COUNT(*) FROM PROC_STATE WHERE STATE NOT IN ('SUCCEEDED', 'SKIPPED')`).Scan(&open)
-		counts, err := db.EventCounts(context.Background())
+		counts, err := db.Outbox.EventCounts(context.Background())
 		pending = 0
 		for _, c := range counts {
 			if c.State != pipeline.EventSent {

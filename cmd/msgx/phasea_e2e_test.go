@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"msgx/internal/store/storetest"
 	"reflect"
 	"slices"
 	"strings"
@@ -217,7 +218,7 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 				t.Fatalf("message %d has %d events, want %d (after %d crashes)", id, perMsg[id], events[id], crashes)
 			}
 		}
-		mirror := flight.New(sqlDB, nil, nil)
+		mirror := flight.New(storetest.Flight(sqlDB), nil, nil)
 		for flid, n := range changes {
 			e, err := rs.Get(ctx, flid)
 			if err != nil || e == nil || e.Version != int64(1+n) {
@@ -348,7 +349,7 @@ func TestShadowModeInPhaseA(t *testing.T) {
 		// answered by the API.
 		rs := redisflight.New(redisflight.Options{Addr: flighttest.RedisAddr(), Prefix: prefix})
 		defer rs.Close()
-		mirror := flight.New(db.open(t), nil, nil)
+		mirror := flight.New(storetest.Flight(db.open(t)), nil, nil)
 		for i, flid := range []int64{base, base + 1} {
 			e, err := rs.Get(ctx, flid)
 			if err != nil || e == nil || e.Version != 4 || !strings.Contains(string(e.Record), fmt.Sprintf("shadow remark %d", 4+i)) {

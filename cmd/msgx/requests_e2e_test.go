@@ -67,7 +67,7 @@ func (s *server) awaitRequest(id int64, what string, cond func(dataRequest) bool
 // outbound reads COUTMSGS row id as the gateway does.
 func outbound(t *testing.T, db *store.DB, id int64) *store.Outbound {
 	t.Helper()
-	o, err := db.GetOutbound(context.Background(), id)
+	o, err := db.RequestTracker.GetOutbound(context.Background(), id)
 	if err != nil || o == nil {
 		t.Fatalf("COUTMSGS %d: %v %v", id, o, err)
 	}

@@ -26,7 +26,7 @@ const nasty = `POST http://127.0.0.1:1/hook?key=s3cr3t: Post "http://127.0.0.1:1
 	"\n" + `then https://ops:s3cr3t@hooks.example/x?token=s3cr3t&a=1 and msgx:s3cr3t@tcp(db:3306)/aodb`
 
 // failing is a database that answers the health and count reads with a nasty error.
-type failing struct{ *store.DB }
+type failing struct{ storetest.APIStore }
 
 func (failing) Ping(context.Context) error { return store.Unavailable(errors.New(nasty)) }
 func (failing) LeaseHolder(context.Context, string) (string, time.Time, error) {
@@ -45,28 +45,28 @@ func TestEveryAnswerIsValidJSONWithoutSecrets(t *testing.T) {
 		ctx, now := context.Background(), time.Now()
 		f := newFixture(t, db, nil, api.InboxRule{})
 		// This msgx records the errors (masked as values on the way to the row).
-		ids, err := db.InsertMessages(ctx, []string{"<failed/>", "<old/>"}, now)
+		ids, err := db.Intake.InsertMessages(ctx, []string{"<failed/>", "<old/>"}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 2, LastError: nasty,
+		if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 2, LastError: nasty,
 			NextAttemptAt: now.Add(time.Hour), FirstFailedAt: now}, now); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.AddHistory(ctx, []int64{ids[0]}, store.Action{State: pipeline.Failed, Detail: nasty, Actor: "ops"}, now); err != nil {
+		if err := db.Operations.AddHistory(ctx, []int64{ids[0]}, store.Action{State: pipeline.Failed, Detail: nasty, Actor: "ops"}, now); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.AddAudit(ctx, store.AuditEntry{At: now, Actor: "ops", Role: "operator", Action: "x", Subject: "y", Detail: nasty}); err != nil {
+		if err := db.Operations.AddAudit(ctx, store.AuditEntry{At: now, Actor: "ops", Role: "operator", Action: "x", Subject: "y", Detail: nasty}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.SetPause(ctx, store.TargetPause("KAFKA_FLOP"), "ops", nasty, now); err != nil {
+		if err := db.Operations.SetPause(ctx, store.TargetPause("KAFKA_FLOP"), "ops", nasty, now); err != nil {
 			t.Fatal(err)
 		}
-		job, err := db.EnqueueJob(ctx, "ARCHIVE", "", now)
+		job, err := db.JobQueue.EnqueueJob(ctx, "ARCHIVE", "", now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.FinishJob(ctx, job.ID, store.JobOutcome{State: store.JobFailed, Attempts: 1, Next: now.Add(time.Hour), FirstFailed: now, Result: nasty, LastErr: nasty}, now); err != nil {
+		if err := db.JobQueue.FinishJob(ctx, job.ID, store.JobOutcome{State: store.JobFailed, Attempts: 1, Next: now.Add(time.Hour), FirstFailed: now, Result: nasty, LastErr: nasty}, now); err != nil {
 			t.Fatal(err)
 		}
 		// An older msgx wrote these rows with the secrets in clear.
@@ -91,11 +91,11 @@ func TestEveryAnswerIsValidJSONWithoutSecrets(t *testing.T) {
 		view.Redis.Password = "s3cr3t"
 		view.Eureka.ServiceURL = "http://eu:s3cr3t@eureka:8761/eureka"
 		extra := map[string]func(context.Context) (any, error){
-			"targets": api.TargetStatus(db, pipeline.SystemClock{}),
+			"targets": api.TargetStatus(db.Outbox, pipeline.SystemClock{}),
 			"broken":  func(context.Context) (any, error) { return nil, errors.New(nasty) },
 		}
-		up := (&api.Server{DB: db, Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true, ConfigView: view.Redacted, StatusExtra: extra}).Handler()
-		down := (&api.Server{DB: failing{db}, Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true}).Handler()
+		up := (&api.Server{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true, ConfigView: view.Redacted, StatusExtra: extra}).Handler()
+		down := (&api.Server{DB: failing{storetest.API(db)}, Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true}).Handler()
 		for _, c := range []struct {
 			h                  string // up or down
 			method, path, body string

@@ -49,29 +49,29 @@ func newFixture(t *testing.T, db *store.DB, tokens []api.Token, inbox api.InboxR
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	clock := pipeline.SystemClock{}
-	in := api.NewInbox(db, clock, log, 1<<20, func() {})
+	in := api.NewInbox(db.Intake, clock, log, 1<<20, func() {})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go in.Run(ctx)
-	srv := &api.Server{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, inbox, clock),
+	srv := &api.Server{DB: storetest.API(db), Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, inbox, clock),
 		ConfigView: config.Default().Redacted}
-	finder := &api.Finder{Flights: flight.New(db, clock, nil), Ref: db, Bodies: db, Clock: clock}
-	srv.Extra = append(srv.Extra, api.FindRoutes(finder), api.FlightRoutes(finder.Flights, db, finder))
+	finder := &api.Finder{Flights: flight.New(storetest.Flight(db), clock, nil), Ref: db.RefData, Bodies: db.Operations, Clock: clock}
+	srv.Extra = append(srv.Extra, api.FindRoutes(finder), api.FlightRoutes(finder.Flights, db.RefData, finder))
 	f := &fixture{db: db, srv: srv, h: srv.Handler(), logs: logs}
 	now := time.Now()
-	ids, err := db.InsertMessages(ctx, []string{"<dead/>", "<ok/>", "<pending/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<dead/>", "<ok/>", "<pending/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, now); err != nil {
+	if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.Succeed(ctx, ids[1], store.Success{TypeTag: "FLOP-STND", Identity: "X|FLOP|STND|1", Decision: pipeline.Decision{Events: []pipeline.Event{
+	if _, _, err := db.Processor.Succeed(ctx, ids[1], store.Success{TypeTag: "FLOP-STND", Identity: "X|FLOP|STND|1", Decision: pipeline.Decision{Events: []pipeline.Event{
 		{Target: "KAFKA_FLOP", Kind: "flop", Key: "7001", Payload: json.RawMessage(`{"FLID":7001,"op":"update","changes":{"STND":{"old":"A1","new":"B2"}}}`)},
 	}}}, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	evs, _ := db.SearchEvents(ctx, store.EventQuery{})
+	evs, _ := db.Operations.SearchEvents(ctx, store.EventQuery{})
 	f.ev = evs[0].EventID
 	return f
 }
@@ -325,8 +325,8 @@ func TestRedactionOfAWebhookPassword(t *testing.T) {
 		// A row an older msgx wrote with the password in clear.
 		storetest.Exec(t, db, fmt.Sprintf(`UPDATE MSG_EVENT SET ERROR_CLASS = 'INFRA', ATTEMPTS = 1, FIRST_FAILED_AT = '2026-12-01 00:00:00.000000',
 LAST_ERROR = 'POST https://hookuser:Hunter2pw@hooks.example/x?token=T0psecret: HTTP 503' WHERE EVENT_ID = %d`, f.ev))
-		srv := &api.Server{DB: db, Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, pipeline.SystemClock{})}}
+		srv := &api.Server{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db.Outbox, pipeline.SystemClock{})}}
 		h := srv.Handler()
 		for _, path := range []string{"/api/v1/status", "/api/v1/events", "/api/v1/events?state=PENDING"} {
 			r := httptest.NewRequest("GET", path, nil)
@@ -348,14 +348,14 @@ func TestListingsAreBoundedAndParametersChecked(t *testing.T) {
 	db := storetest.SQLite(t)
 	f := newFixture(t, db, nil, api.InboxRule{})
 	ctx := context.Background()
-	ids, _ := db.InsertMessages(ctx, []string{"<big/>"}, time.Now())
+	ids, _ := db.Intake.InsertMessages(ctx, []string{"<big/>"}, time.Now())
 	var evs []pipeline.Event
 	for i := range 400 {
 		evs = append(evs, pipeline.Event{Target: "ES_FLIGHT", Kind: "es-upsert", Key: fmt.Sprint(i),
 			Payload: json.RawMessage(`{"v":"` + strings.Repeat("x", 15_000) + `"}`)})
 	}
 	evs = append(evs, pipeline.Event{Target: "ES_FLIGHT", Kind: "es-upsert", Key: "big", Payload: json.RawMessage(`{"v":"` + strings.Repeat("y", 3<<20) + `"}`)})
-	if _, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "SCHD-DNLD", Identity: "big", Decision: pipeline.Decision{Events: evs}}, nil, time.Now()); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "SCHD-DNLD", Identity: "big", Decision: pipeline.Decision{Events: evs}}, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	get := func(path string) (int, map[string]json.RawMessage, int) {
@@ -420,7 +420,7 @@ func TestSessionsExpire(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
 	db := storetest.SQLite(t)
-	srv := &api.Server{DB: db, Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)}
+	srv := &api.Server{DB: storetest.API(db), Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)}
 	f := &fixture{db: db, h: srv.Handler()}
 	w := f.do(t, call{method: "POST", path: "/api/v1/login", body: `{"token":"` + viewerSecret + `"}`})
 	if w.Code != 200 {

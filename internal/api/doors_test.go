@@ -20,7 +20,7 @@ import (
 // messageCount is how many messages db holds.
 func messageCount(t *testing.T, db *store.DB) int {
 	t.Helper()
-	ms, err := db.SearchMessages(context.Background(), store.MessageQuery{Limit: 1000})
+	ms, err := db.Operations.SearchMessages(context.Background(), store.MessageQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func findFixture(t *testing.T, db *store.DB) http.Handler {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 3, 9, 0, 0, 0, loc)
-	fs := flight.New(db, fixedClock(now), loc)
+	fs := flight.New(storetest.Flight(db), fixedClock(now), loc)
 	rec := func(day string, flid int64, fields string) pipeline.FlightWrite {
 		return pipeline.FlightWrite{Day: day, FLID: flid, Record: json.RawMessage(`{"FLID":` + jsonInt(flid) + `,` + fields + `}`)}
 	}
@@ -58,12 +58,12 @@ func findFixture(t *testing.T, db *store.DB) http.Handler {
 	if err := fs.Apply(ctx, 1, writes, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.InsertMessages(ctx, []string{`<MSG><FLNO>CA8241</FLNO></MSG>`, `<MSG><REMC>延误 🛫 旅客</REMC></MSG>`, `<MSG/>`}, now); err != nil {
+	if _, err := db.Intake.InsertMessages(ctx, []string{`<MSG><FLNO>CA8241</FLNO></MSG>`, `<MSG><REMC>延误 🛫 旅客</REMC></MSG>`, `<MSG/>`}, now); err != nil {
 		t.Fatal(err)
 	}
-	finder := &api.Finder{Flights: fs, Ref: airlines{db}, Bodies: db, Clock: fixedClock(now), Loc: loc}
+	finder := &api.Finder{Flights: fs, Ref: airlines{db.RefData}, Bodies: db.Operations, Clock: fixedClock(now), Loc: loc}
 	mux := http.NewServeMux()
-	api.FlightRoutes(fs, db, finder)(mux)
+	api.FlightRoutes(fs, db.RefData, finder)(mux)
 	api.FindRoutes(finder)(mux)
 	return mux
 }
@@ -231,7 +231,7 @@ func benchFind(b *testing.B, db *store.DB) {
 	ctx := context.Background()
 	loc, _ := time.LoadLocation("Asia/Shanghai")
 	now := time.Date(2026, 12, 3, 9, 0, 0, 0, loc)
-	fs := flight.New(db, fixedClock(now), loc)
+	fs := flight.New(storetest.Flight(db), fixedClock(now), loc)
 	for day := -3; day <= 2; day++ {
 		d := now.AddDate(0, 0, day)
 		var ws []pipeline.FlightWrite
@@ -251,15 +251,15 @@ func benchFind(b *testing.B, db *store.DB) {
 		for i := range raws {
 			raws[i] = fmt.Sprintf(body, chunk*1000+i)
 		}
-		if _, err := db.InsertMessages(ctx, raws, now); err != nil {
+		if _, err := db.Intake.InsertMessages(ctx, raws, now); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, c := range []struct {
 		name   string
 		bodies store.BodySearch
-	}{{"flights+bodies", db}, {"flights", nil}} {
-		finder := &api.Finder{Flights: fs, Ref: db, Bodies: c.bodies, Clock: fixedClock(now), Loc: loc}
+	}{{"flights+bodies", db.Operations}, {"flights", nil}} {
+		finder := &api.Finder{Flights: fs, Ref: db.RefData, Bodies: c.bodies, Clock: fixedClock(now), Loc: loc}
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
 				ans, err := finder.Find(ctx, "CA1500", 50)

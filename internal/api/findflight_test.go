@@ -24,14 +24,14 @@ func TestFindAFlightsMessagesByItsNumber(t *testing.T) {
 		ctx := context.Background()
 		loc, _ := time.LoadLocation("Asia/Shanghai")
 		now := time.Date(2026, 12, 3, 9, 0, 0, 0, loc)
-		fs := flight.New(db, fixedClock(now), loc)
+		fs := flight.New(storetest.Flight(db), fixedClock(now), loc)
 		if err := fs.Apply(ctx, 1, []pipeline.FlightWrite{
 			{Day: "2026-12-03", FLID: 7001, Record: json.RawMessage(`{"FLID":7001,"ALCD":"CA","FLNO":"CA8241","MVIN":"D","SODT":"2026-12-03T07:10:00Z"}`)},
 			{Day: "2026-12-03", FLID: 7002, Record: json.RawMessage(`{"FLID":7002,"ALCD":"MU","FLNO":"MU5101","MVIN":"A","SODT":"2026-12-03T08:00:00Z"}`)},
 		}, now); err != nil {
 			t.Fatal(err)
 		}
-		ids, err := db.InsertMessages(ctx, []string{
+		ids, err := db.Intake.InsertMessages(ctx, []string{
 			`<MSG><SCHD><FLTR><FLID>7001</FLID><FLNO>CA8241</FLNO></FLTR><FLTR><FLID>7002</FLID><FLNO>MU5101</FLNO></FLTR></SCHD></MSG>`,
 			`<MSG><FLOP><FLID>7001</FLID><STND>212</STND></FLOP></MSG>`,
 			`<MSG><FLOP><FLID>7002</FLID><STND>213</STND></FLOP></MSG>`,
@@ -42,11 +42,11 @@ func TestFindAFlightsMessagesByItsNumber(t *testing.T) {
 		}
 		pending := store.Version{State: pipeline.Pending}
 		for i, flids := range [][]int64{{7001, 7002}, {7001}, {7002}, {7001}} {
-			if _, _, err := db.Succeed(ctx, ids[i], store.Success{From: pending, TypeTag: "FLOP-STND", Identity: "x" + jsonInt(ids[i]), Flights: flids}, nil, now); err != nil {
+			if _, _, err := db.Processor.Succeed(ctx, ids[i], store.Success{From: pending, TypeTag: "FLOP-STND", Identity: "x" + jsonInt(ids[i]), Flights: flids}, nil, now); err != nil {
 				t.Fatal(err)
 			}
 		}
-		finder := &api.Finder{Flights: fs, Ref: airlines{db}, Bodies: db, ByFlight: db, Clock: fixedClock(now), Loc: loc}
+		finder := &api.Finder{Flights: fs, Ref: airlines{db.RefData}, Bodies: db.Operations, ByFlight: db.Flights, Clock: fixedClock(now), Loc: loc}
 		mux := http.NewServeMux()
 		api.FindRoutes(finder)(mux)
 

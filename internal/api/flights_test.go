@@ -28,15 +28,15 @@ func TestFlightsOfADayTellWhenEachChanged(t *testing.T) {
 		write := func(flid int64, at time.Time) {
 			t.Helper()
 			w := pipeline.FlightWrite{Day: "2026-12-03", FLID: flid, Record: json.RawMessage(`{"FLID":` + jsonInt(flid) + `,"SODT":"2026-12-03T02:15:00Z"}`)}
-			if err := flight.New(db, fixedClock(at), loc).Apply(ctx, flid, []pipeline.FlightWrite{w}, at); err != nil {
+			if err := flight.New(storetest.Flight(db), fixedClock(at), loc).Apply(ctx, flid, []pipeline.FlightWrite{w}, at); err != nil {
 				t.Fatal(err)
 			}
 		}
 		write(8001, t0)
 		write(8002, t0.Add(50*time.Second))
-		fs := flight.New(db, fixedClock(t0), loc)
+		fs := flight.New(storetest.Flight(db), fixedClock(t0), loc)
 		mux := http.NewServeMux()
-		api.FlightRoutes(fs, db, &api.Finder{Flights: fs, Clock: fixedClock(t0.Add(90 * time.Second)), Loc: loc})(mux)
+		api.FlightRoutes(fs, db.RefData, &api.Finder{Flights: fs, Clock: fixedClock(t0.Add(90 * time.Second)), Loc: loc})(mux)
 		var ans struct {
 			Changed map[string]struct {
 				At  string `json:"changed_at"`

@@ -23,7 +23,7 @@ import (
 // hangingStore is a database that, once hung, never returns from a call (as a Galera node
 // stopped by SIGSTOP, behind a driver that ignores its context), until the test ends.
 type hangingStore struct {
-	*store.DB
+	storetest.APIStore
 	hung   atomic.Bool
 	freeze chan struct{} // closed at the end of the test
 }
@@ -34,22 +34,22 @@ func (h *hangingStore) hang() {
 	}
 }
 
-func (h *hangingStore) Ping(ctx context.Context) error { h.hang(); return h.DB.Ping(ctx) }
+func (h *hangingStore) Ping(ctx context.Context) error { h.hang(); return h.APIStore.Ping(ctx) }
 func (h *hangingStore) LeaseHolder(ctx context.Context, name string) (string, time.Time, error) {
 	h.hang()
-	return h.DB.LeaseHolder(ctx, name)
+	return h.APIStore.LeaseHolder(ctx, name)
 }
 func (h *hangingStore) CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error) {
 	h.hang()
-	return h.DB.CountByState(ctx)
+	return h.APIStore.CountByState(ctx)
 }
 func (h *hangingStore) Head(ctx context.Context) (*store.Message, error) {
 	h.hang()
-	return h.DB.Head(ctx)
+	return h.APIStore.Head(ctx)
 }
 func (h *hangingStore) Pause(ctx context.Context, name string) (*store.Pause, error) {
 	h.hang()
-	return h.DB.Pause(ctx, name)
+	return h.APIStore.Pause(ctx, name)
 }
 
 // /livez, /readyz and /metrics answer within a second while every database call hangs, from
@@ -59,12 +59,12 @@ func (h *hangingStore) Pause(ctx context.Context, name string) (*store.Pause, er
 func TestHealthRoutesAnswerInAHang(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
-	hs := &hangingStore{DB: db, freeze: make(chan struct{})}
+	hs := &hangingStore{APIStore: storetest.API(db), freeze: make(chan struct{})}
 	clock := pipeline.SystemClock{}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := db.AcquireLease(ctx, api.LeaseName, "other/pid-1/ab", time.Hour, clock.Now()); err != nil {
+	if err := db.Leases.AcquireLease(ctx, api.LeaseName, "other/pid-1/ab", time.Hour, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	health := api.NewHealth(hs, clock)
@@ -73,7 +73,7 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 	m.Register(health.SampleAges(m.SampledAt))
 	go health.Run(ctx)
 	go api.RunSampler(ctx, hs, nil, m, clock, log, 50*time.Millisecond)
-	srv := &api.Server{DB: hs, Inbox: api.NewInbox(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
+	srv := &api.Server{DB: hs, Inbox: api.NewInbox(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
 		Health: health, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()

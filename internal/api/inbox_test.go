@@ -25,11 +25,11 @@ import (
 func newServer(t *testing.T, db *store.DB) (*httptest.Server, *atomic.Int32) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	woken := &atomic.Int32{}
-	inbox := api.NewInbox(db, pipeline.SystemClock{}, log, 1<<20, func() { woken.Add(1) })
+	inbox := api.NewInbox(db.Intake, pipeline.SystemClock{}, log, 1<<20, func() { woken.Add(1) })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go inbox.Run(ctx)
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}
+	srv := &api.Server{DB: storetest.API(db), Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts, woken
@@ -49,11 +49,11 @@ func TestInboxStoresRawAndPendingTogether(t *testing.T) {
 		if resp.StatusCode != 200 || string(b) != "1" {
 			t.Fatalf("answer %d %q, want 200 \"1\"", resp.StatusCode, b)
 		}
-		raw, ok, err := db.Raw(context.Background(), 1)
+		raw, ok, err := db.Processor.Raw(context.Background(), 1)
 		if err != nil || !ok || raw != body {
 			t.Fatalf("stored raw %q %v %v", raw, ok, err)
 		}
-		m, err := db.GetMessage(context.Background(), 1)
+		m, err := db.Operations.GetMessage(context.Background(), 1)
 		if err != nil || m == nil || m.State != pipeline.Pending {
 			t.Fatalf("state: %+v %v", m, err)
 		}
@@ -113,11 +113,11 @@ func TestInboxMessageTheDatabaseRefusesIs413AndSparesItsBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	inbox := api.NewInbox(db, pipeline.SystemClock{}, log, int64(packet)*2, nil)
+	inbox := api.NewInbox(db.Intake, pipeline.SystemClock{}, log, int64(packet)*2, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go inbox.Run(ctx)
-	ts := httptest.NewServer((&api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+	ts := httptest.NewServer((&api.Server{DB: storetest.API(db), Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
 	defer ts.Close()
 
 	big := strings.Repeat("x", packet+1024)
@@ -157,12 +157,12 @@ func TestInboxBoundsTheBytesInFlight(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	inbox := api.NewInbox(db, pipeline.SystemClock{}, log, 1000, nil)
+	inbox := api.NewInbox(db.Intake, pipeline.SystemClock{}, log, 1000, nil)
 	inbox.MaxInflightBytes = 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go inbox.Run(ctx)
-	ts := httptest.NewServer((&api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+	ts := httptest.NewServer((&api.Server{DB: storetest.API(db), Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
 	t.Cleanup(ts.Close)
 
 	post := func(body io.Reader, length int64) (int, string) {
@@ -207,7 +207,7 @@ func TestInboxBoundsTheBytesInFlight(t *testing.T) {
 	if code, rest := post(strings.NewReader(strings.Repeat("d", 400)), 400); code != 200 {
 		t.Fatalf("after the first was stored: %d %q", code, rest)
 	}
-	counts, _ := db.CountByState(context.Background())
+	counts, _ := db.Operations.CountByState(context.Background())
 	if counts[pipeline.Pending] != 2 {
 		t.Fatalf("stored %v, want the two accepted posts only", counts)
 	}
@@ -257,13 +257,13 @@ func TestInboxAnswers503AtTheDeadline(t *testing.T) {
 		var logged syncBuffer
 		log := slog.New(slog.NewTextHandler(&logged, nil))
 		m := metrics.New(nil, "test", nil)
-		inbox := api.NewInbox(db, pipeline.SystemClock{}, log, 1<<20, nil)
+		inbox := api.NewInbox(db.Intake, pipeline.SystemClock{}, log, 1<<20, nil)
 		inbox.Deadline = 500 * time.Millisecond
 		inbox.Metrics = m
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		go inbox.Run(ctx)
-		ts := httptest.NewServer((&api.Server{DB: db, Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+		ts := httptest.NewServer((&api.Server{DB: storetest.API(db), Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
 		t.Cleanup(ts.Close)
 
 		hold, err := db.SQL.BeginTx(ctx, nil)

@@ -22,7 +22,7 @@ import (
 func deliver(t *testing.T, db *store.DB, target, outcomes string, now time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<m/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<m/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,15 +30,15 @@ func deliver(t *testing.T, db *store.DB, target, outcomes string, now time.Time)
 	for range outcomes {
 		evs = append(evs, pipeline.Event{Target: target, Kind: "k", Payload: []byte(`{}`)})
 	}
-	if _, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "i|" + target, Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "i|" + target, Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := db.PendingEvents(ctx, target, len(outcomes))
+	pending, err := db.Outbox.PendingEvents(ctx, target, len(outcomes))
 	if err != nil || len(pending) != len(outcomes) {
 		t.Fatalf("pending events of %s: %d %v", target, len(pending), err)
 	}
 	for i, o := range outcomes {
-		err := db.EventTx(ctx, func(tx store.EventTx) error {
+		err := db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 			if o == 'S' {
 				_, err := tx.MarkSent(target, []int64{pending[i].EventID}, now)
 				return err
@@ -65,22 +65,22 @@ func TestMetricsKnowPausesAndRejection(t *testing.T) {
 	deliver(t, db, "T", "SDDD", t0) // delivered once, then rejected three times: rejecting
 	deliver(t, db, "U", "DDDS", t0) // rejected, then delivered: not rejecting
 	deliver(t, db, "V", "SDD", t0)  // two rejections only: not (yet) rejecting
-	if err := db.SetPause(ctx, store.PumpPause, "ops", "maintenance", t0); err != nil {
+	if err := db.Operations.SetPause(ctx, store.PumpPause, "ops", "maintenance", t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SetPause(ctx, store.TargetPause("T"), "ops", "sink upgrade", t0); err != nil {
+	if err := db.Operations.SetPause(ctx, store.TargetPause("T"), "ops", "sink upgrade", t0); err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New(clock, "v-test", nil)
 	m.Known([]string{"T", "U", "V", "Z"}, []string{"FLOP-CHOT"})
-	snap, err := api.SampleState(ctx, db, clock, nil, "T", "U", "V", "Z")
+	snap, err := api.SampleState(ctx, storetest.API(db), clock, nil, "T", "U", "V", "Z")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.SetSnapshot(snap)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := &api.Server{DB: db, Clock: clock, Log: log, PumpRunning: true, Extra: []func(*http.ServeMux){api.MetricsRoute(m)},
-		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, clock)}}
+	srv := &api.Server{DB: storetest.API(db), Clock: clock, Log: log, PumpRunning: true, Extra: []func(*http.ServeMux){api.MetricsRoute(m)},
+		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db.Outbox, clock)}}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	wantLines(t, scrape(t, ts.URL),
@@ -120,7 +120,7 @@ func TestMetricsKnowPausesAndRejection(t *testing.T) {
 	if h.PumpRunning || !h.PumpPaused {
 		t.Errorf("/healthz with the pump paused: %+v, want pump_running false, pump_paused true", h)
 	}
-	if _, err := db.ClearPause(ctx, store.PumpPause); err != nil {
+	if _, err := db.Operations.ClearPause(ctx, store.PumpPause); err != nil {
 		t.Fatal(err)
 	}
 	getURLJSON(t, ts.URL+"/healthz", &h)

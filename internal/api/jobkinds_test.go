@@ -22,8 +22,8 @@ func TestJobKindsAndAJobThatCannotRun(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		// Phase B without REDIS_FLIGHT: no Rebuild, Restore or Consistency.
-		runner := &jobs.Runner{DB: db, Purge: db, Clock: pipeline.SystemClock{}}
-		srv := &api.Server{DB: db, Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), JobKinds: runner.Kinds}
+		runner := &jobs.Runner{DB: db.Archiver, Purge: db.Archiver, Clock: pipeline.SystemClock{}}
+		srv := &api.Server{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), JobKinds: runner.Kinds}
 		ts := httptest.NewServer(srv.Handler())
 		defer ts.Close()
 
@@ -65,13 +65,13 @@ func TestJobKindsAndAJobThatCannotRun(t *testing.T) {
 			!strings.Contains(e.Error, "phase B without a REDIS_FLIGHT target: nothing to rebuild") {
 			t.Errorf("POST PROJECTION_REBUILD: %d %+v", code, e)
 		}
-		if list, err := db.ListJobs(t.Context(), 10); err != nil || len(list) != 0 {
+		if list, err := db.JobQueue.ListJobs(t.Context(), 10); err != nil || len(list) != 0 {
 			t.Fatalf("a job that cannot run was queued: %v %v", list, err)
 		}
 		if code, e := post("ARCHIVE"); code != http.StatusOK {
 			t.Errorf("POST ARCHIVE: %d %+v", code, e)
 		}
-		if list, err := db.ListJobs(t.Context(), 10); err != nil || len(list) != 1 {
+		if list, err := db.JobQueue.ListJobs(t.Context(), 10); err != nil || len(list) != 1 {
 			t.Fatalf("ARCHIVE not queued: %v %v", list, err)
 		}
 	})

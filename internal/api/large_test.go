@@ -120,13 +120,13 @@ FROM c`, n, n-largePendingTail, largeDeadEvery, ts, n-largePendingTail, largeDea
 // statusServer serves the status route and /metrics as `msgx serve` wires them.
 func statusServer(t testing.TB, db *store.DB, clock pipeline.Clock) (*httptest.Server, *metrics.Metrics) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	health := api.NewHealth(db, clock)
+	health := api.NewHealth(storetest.API(db), clock)
 	health.Check(context.Background())
 	m := metrics.New(clock, "test", api.DatabaseUp(health))
-	srv := &api.Server{Health: health, DB: db, Inbox: api.NewInbox(db, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
-		Counts:      api.CounterCounts(db.NewStateCounter(), clock),
+	srv := &api.Server{Health: health, DB: storetest.API(db), Inbox: api.NewInbox(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
+		Counts:      api.CounterCounts(db.Operations.NewStateCounter(), clock),
 		Extra:       []func(*http.ServeMux){api.MetricsRoute(m)},
-		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, clock)}}
+		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db.Outbox, clock)}}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts, m
@@ -213,12 +213,12 @@ func TestStatusAndMetricsOverALargeOutbox(t *testing.T) {
 		}
 	}
 
-	counts := api.CounterCounts(db.NewStateCounter(), clock)
+	counts := api.CounterCounts(db.Operations.NewStateCounter(), clock)
 	if _, err := counts(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	snap, err := api.SampleState(context.Background(), db, clock, counts)
+	snap, err := api.SampleState(context.Background(), storetest.API(db), clock, counts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,27 +263,27 @@ func BenchmarkStatusLargeOutbox(b *testing.B) {
 			getStatus(b, ts.URL)
 		}
 	})
-	counts := api.CounterCounts(db.NewStateCounter(), clock)
+	counts := api.CounterCounts(db.Operations.NewStateCounter(), clock)
 	if _, err := counts(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("sample", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := api.SampleState(context.Background(), db, clock, counts); err != nil {
+			if _, err := api.SampleState(context.Background(), storetest.API(db), clock, counts); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("event-counts", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := db.EventCounts(context.Background()); err != nil {
+			if _, err := db.Outbox.EventCounts(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("count-by-state", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := db.CountByState(context.Background()); err != nil {
+			if _, err := db.Operations.CountByState(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -25,8 +25,8 @@ import (
 func liveServer(t *testing.T, db *store.DB, tokens []api.Token) (*fixture, *httptest.Server, *requests.Service) {
 	t.Helper()
 	f := newFixture(t, db, tokens, api.InboxRule{})
-	svc := requests.New(db, requests.Options{Clock: pipeline.SystemClock{}, Location: time.UTC, Timeout: time.Minute, MaxResends: 1})
-	f.srv.Extra = append(f.srv.Extra, f.srv.RequestRoutes(svc, db))
+	svc := requests.New(db.RequestTracker, requests.Options{Clock: pipeline.SystemClock{}, Location: time.UTC, Timeout: time.Minute, MaxResends: 1})
+	f.srv.Extra = append(f.srv.Extra, f.srv.RequestRoutes(svc, db.RequestTracker))
 	f.srv.StreamPoll = 50 * time.Millisecond
 	ts := httptest.NewUnstartedServer(f.srv.Handler())
 	ts.Config.RegisterOnShutdown(f.srv.StopStreams)
@@ -89,14 +89,14 @@ func TestEventStreamFollowsTheOutbox(t *testing.T) {
 		all := openStream(t, ts, "/api/v1/events/stream?target=KAFKA_FLOP", "")
 		dead := openStream(t, ts, "/api/v1/events/stream?target=KAFKA_FLOP&state=DEAD", "")
 		ctx := context.Background()
-		ids, err := db.InsertMessages(ctx, []string{"<more/>"}, time.Now())
+		ids, err := db.Intake.InsertMessages(ctx, []string{"<more/>"}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		ev := func(target string) pipeline.Event {
 			return pipeline.Event{Target: target, Kind: "flop", Key: "7002", Payload: json.RawMessage(`{"FLID":7002}`)}
 		}
-		if _, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "FLOP-STND", Identity: "X|FLOP|STND|2", Decision: pipeline.Decision{Events: []pipeline.Event{
+		if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "FLOP-STND", Identity: "X|FLOP|STND|2", Decision: pipeline.Decision{Events: []pipeline.Event{
 			ev("OTHER"), ev("KAFKA_FLOP"),
 		}}}, nil, time.Now()); err != nil {
 			t.Fatal(err)
@@ -105,12 +105,12 @@ func TestEventStreamFollowsTheOutbox(t *testing.T) {
 		if got.Target != "KAFKA_FLOP" || got.State != "PENDING" {
 			t.Fatalf("first event of the KAFKA_FLOP stream: %+v, want the new PENDING KAFKA_FLOP event", got)
 		}
-		pending, err := db.PendingEvents(ctx, "KAFKA_FLOP", 10)
+		pending, err := db.Outbox.PendingEvents(ctx, "KAFKA_FLOP", 10)
 		if err != nil || len(pending) == 0 {
 			t.Fatalf("pending: %v %v", pending, err)
 		}
 		last := pending[len(pending)-1]
-		if err := db.EventTx(ctx, func(tx store.EventTx) error {
+		if err := db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 			_, err := tx.Change([]*store.Event{&last}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})
 			return err
 		}); err != nil {
@@ -143,7 +143,7 @@ func TestDeadStreamSendsMessagesGoneDead(t *testing.T) {
 			{At: now, Kind: "outcome", MsgID: 3, State: "DEAD", Class: "INFRA"}, // replayed since: PENDING
 			{At: now, Kind: "outcome", MsgID: 1, State: "PARKED", Class: "ORPHAN"},
 		} {
-			if err := db.AddProblem(ctx, p); err != nil {
+			if err := db.Triage.AddProblem(ctx, p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -205,8 +205,8 @@ func TestRequestStreamFollowsRequests(t *testing.T) {
 		if got := row[reqRow](t, await(t, "the new request", all, func(e sseEvent) bool { return e.name == "message" })); got.ID != req.ID || got.State != "REGISTERED" {
 			t.Fatalf("arrival: %+v, want request %d REGISTERED", got, req.ID)
 		}
-		storetest.Exec(t, db, fmt.Sprintf(`UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '%s' WHERE COUTMSGS_ID = %d`, db.LegacyNow(time.Now()), req.CoutmsgsID))
-		if _, err := db.MarkSent(ctx, time.Minute, time.Now()); err != nil {
+		storetest.Exec(t, db, fmt.Sprintf(`UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '%s' WHERE COUTMSGS_ID = %d`, db.Intake.LegacyNow(time.Now()), req.CoutmsgsID))
+		if _, err := db.RequestTracker.MarkSent(ctx, time.Minute, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		// Sent as an update when the stream read it REGISTERED (not sent then), else as an arrival.
@@ -229,7 +229,7 @@ func TestJobStreamFollowsProgress(t *testing.T) {
 		var cur atomic.Pointer[jobs.Progress]
 		f.srv.JobProgress = cur.Load
 		ctx := context.Background()
-		old, err := db.EnqueueJob(ctx, "ARCHIVE", "", time.Now())
+		old, err := db.JobQueue.EnqueueJob(ctx, "ARCHIVE", "", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func TestJobStreamFollowsProgress(t *testing.T) {
 			t.Fatalf("update: %+v, want job %d moving 10 messages", got, old.ID)
 		}
 		cur.Store(nil)
-		if err := db.FinishJob(ctx, old.ID, store.JobOutcome{State: store.JobDone, Result: "moved 10"}, time.Now()); err != nil {
+		if err := db.JobQueue.FinishJob(ctx, old.ID, store.JobOutcome{State: store.JobDone, Result: "moved 10"}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		// The progress gone may be told first (an update of the job, still PENDING, without
@@ -256,7 +256,7 @@ func TestJobStreamFollowsProgress(t *testing.T) {
 		if got.ID != old.ID || got.State != "DONE" {
 			t.Errorf("update: %+v, want job %d DONE", got, old.ID)
 		}
-		j, err := db.EnqueueJob(ctx, "RETENTION", "", time.Now())
+		j, err := db.JobQueue.EnqueueJob(ctx, "RETENTION", "", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ import (
 
 // countingStore counts every call the sampler and the scrape could make to the database.
 type countingStore struct {
-	*store.DB
+	storetest.APIStore
 	mu    sync.Mutex
 	calls map[string]int
 }
@@ -45,47 +45,47 @@ func (c *countingStore) taken() map[string]int {
 	return out
 }
 
-func (c *countingStore) Ping(ctx context.Context) error { c.count("Ping"); return c.DB.Ping(ctx) }
+func (c *countingStore) Ping(ctx context.Context) error { c.count("Ping"); return c.APIStore.Ping(ctx) }
 func (c *countingStore) CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error) {
 	c.count("CountByState")
-	return c.DB.CountByState(ctx)
+	return c.APIStore.CountByState(ctx)
 }
 func (c *countingStore) CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error) {
 	c.count("CountStates")
-	return c.DB.CountStates(ctx, states...)
+	return c.APIStore.CountStates(ctx, states...)
 }
 func (c *countingStore) Head(ctx context.Context) (*store.Message, error) {
 	c.count("Head")
-	return c.DB.Head(ctx)
+	return c.APIStore.Head(ctx)
 }
 func (c *countingStore) DeadCounts(ctx context.Context) (store.DeadCounts, error) {
 	c.count("DeadCounts")
 	c.count("EventCounts") // store.DB's DeadCounts reads the outbox's counts itself
-	return c.DB.DeadCounts(ctx)
+	return c.APIStore.DeadCounts(ctx)
 }
 func (c *countingStore) EventCounts(ctx context.Context) ([]store.EventCount, error) {
 	c.count("EventCounts")
-	return c.DB.EventCounts(ctx)
+	return c.APIStore.EventCounts(ctx)
 }
 func (c *countingStore) PendingEvents(ctx context.Context, target string, limit int) ([]store.Event, error) {
 	c.count("PendingEvents")
-	return c.DB.PendingEvents(ctx, target, limit)
+	return c.APIStore.PendingEvents(ctx, target, limit)
 }
 func (c *countingStore) PendingAtLeast(ctx context.Context, target string, n int) (bool, error) {
 	c.count("PendingAtLeast")
-	return c.DB.PendingAtLeast(ctx, target, n)
+	return c.APIStore.PendingAtLeast(ctx, target, n)
 }
 func (c *countingStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
 	c.count("ListEvents")
-	return c.DB.ListEvents(ctx, f)
+	return c.APIStore.ListEvents(ctx, f)
 }
 func (c *countingStore) EventTx(ctx context.Context, fn func(store.EventTx) error) error {
 	c.count("EventTx")
-	return c.DB.EventTx(ctx, fn)
+	return c.APIStore.EventTx(ctx, fn)
 }
 func (c *countingStore) ReplayEvents(ctx context.Context, target string, ids []int64) (int, int, error) {
 	c.count("ReplayEvents")
-	return c.DB.ReplayEvents(ctx, target, ids)
+	return c.APIStore.ReplayEvents(ctx, target, ids)
 }
 
 func scrape(t testing.TB, url string) string {
@@ -118,7 +118,7 @@ func wantLines(t testing.TB, body string, want ...string) {
 func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
-	cs := &countingStore{DB: db}
+	cs := &countingStore{APIStore: storetest.API(db)}
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	clock := testkit.NewClock(t0)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -128,10 +128,10 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	health.Check(ctx)
 	m := metrics.New(clock, "v-test", api.DatabaseUp(health))
 	m.Register(health.SampleAges(m.SampledAt))
-	inbox := api.NewInbox(db, clock, log, 1<<20, nil)
+	inbox := api.NewInbox(db.Intake, clock, log, 1<<20, nil)
 	inbox.Metrics = m
 	go inbox.Run(ctx)
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
+	srv := &api.Server{DB: storetest.API(db), Inbox: inbox, Clock: clock, Log: log, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
@@ -157,17 +157,17 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	// fails and is the head.
 	evs := []pipeline.Event{{Target: "T1", Kind: "k", Payload: []byte(`{}`)}, {Target: "T1", Kind: "k", Payload: []byte(`{}`)},
 		{Target: "T1", Kind: "k", Payload: []byte(`{}`)}, {Target: "T2", Kind: "k", Payload: []byte(`{}`)}}
-	if _, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "i|1", Decision: pipeline.Decision{Events: evs}}, nil, t0); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "i|1", Decision: pipeline.Decision{Events: evs}}, nil, t0); err != nil {
 		t.Fatal(err)
 	}
 	t1 := t0.Add(10 * time.Second)
-	if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, FirstFailedAt: t1,
+	if err := db.Processor.Record(ctx, ids[1], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, FirstFailedAt: t1,
 		NextAttemptAt: t1.Add(time.Second), LastError: "down"}, t1); err != nil {
 		t.Fatal(err)
 	}
-	p1, _ := db.PendingEvents(ctx, "T1", 3)
-	p2, _ := db.PendingEvents(ctx, "T2", 1)
-	err := db.EventTx(ctx, func(tx store.EventTx) error {
+	p1, _ := db.Outbox.PendingEvents(ctx, "T1", 3)
+	p2, _ := db.Outbox.PendingEvents(ctx, "T2", 1)
+	err := db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 		if _, err := tx.MarkSent("T1", []int64{p1[0].EventID, p1[1].EventID}, t1); err != nil {
 			return err
 		}
@@ -186,7 +186,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 		t.Errorf("a sample read the outbox's counts %d times, want once", n)
 	}
 	// Counted by a StateCounter instead (as `msgx serve` does): the same counts.
-	snap2, err := api.SampleState(ctx, cs, clock, api.CounterCounts(db.NewStateCounter(), clock))
+	snap2, err := api.SampleState(ctx, cs, clock, api.CounterCounts(db.Operations.NewStateCounter(), clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestHealthRoutes(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var lastStep time.Time
 	var mu sync.Mutex
-	srv := &api.Server{DB: db, Inbox: api.NewInbox(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
+	srv := &api.Server{DB: storetest.API(db), Inbox: api.NewInbox(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
 		LastPumpStep: func() time.Time { mu.Lock(); defer mu.Unlock(); return lastStep }}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
@@ -269,7 +269,7 @@ func TestHealthRoutes(t *testing.T) {
 	check("no lease", code, r, 503, "no instance holds the pump lease")
 
 	// Another instance holds the lease: this one (a standby) is ready and says who runs the pump.
-	if err := db.AcquireLease(ctx, api.LeaseName, "other/pid-1/ab", 15*time.Second, t0); err != nil {
+	if err := db.Leases.AcquireLease(ctx, api.LeaseName, "other/pid-1/ab", 15*time.Second, t0); err != nil {
 		t.Fatal(err)
 	}
 	code, r = get("/readyz")
@@ -283,7 +283,7 @@ func TestHealthRoutes(t *testing.T) {
 	check("expired lease", code, r, 503, "expired")
 
 	// This instance holds the lease; its pump stepped 10 s ago: ready. Three minutes ago: stuck.
-	if err := db.AcquireLease(ctx, api.LeaseName, "me", 15*time.Second, clock.Now()); err != nil {
+	if err := db.Leases.AcquireLease(ctx, api.LeaseName, "me", 15*time.Second, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

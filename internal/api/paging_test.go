@@ -22,7 +22,7 @@ import (
 func TestRequestListingPagesAsEveryListing(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
-	svc := requests.New(db, requests.Options{Clock: pipeline.SystemClock{}, Location: time.UTC, Timeout: time.Minute, MaxResends: 1})
+	svc := requests.New(db.RequestTracker, requests.Options{Clock: pipeline.SystemClock{}, Location: time.UTC, Timeout: time.Minute, MaxResends: 1})
 	var ids []int64
 	for _, ref := range []string{"AIRL", "CITY", "AIRL"} {
 		r, err := svc.Create(context.Background(), requests.Spec{Type: "RQRD", RefType: ref})
@@ -32,7 +32,7 @@ func TestRequestListingPagesAsEveryListing(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	mux := http.NewServeMux()
-	new(api.Server).RequestRoutes(svc, db)(mux)
+	new(api.Server).RequestRoutes(svc, db.RequestTracker)(mux)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	get := func(query string) (int, []int64, api.ErrorBody) {
@@ -128,7 +128,7 @@ func TestMessageListingNewestFirstPagesBothWays(t *testing.T) {
 		if p, ids = get("limit=2&after=3"); len(ids) != 0 || str(p.Prev) != "after=3" {
 			t.Errorf("nothing newer yet: %v prev %s, want none and the same cursor", ids, str(p.Prev))
 		}
-		if _, err := db.InsertMessages(context.Background(), []string{"<new/>"}, time.Now()); err != nil {
+		if _, err := db.Intake.InsertMessages(context.Background(), []string{"<new/>"}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if p, ids = get("limit=2&after=3"); len(ids) != 1 || ids[0] != 4 || str(p.Prev) != "after=4" || str(p.Next) != "before=4" {

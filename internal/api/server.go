@@ -36,7 +36,9 @@ type Store interface {
 	store.Jobs
 	store.Health
 	store.DeadLetters
-	// Raw returns the raw text of a message, live or archived.
+	// Head and Raw are the pump's (store.Processing): the lowest unfinished message, and the
+	// raw text of a message, live or archived.
+	Head(ctx context.Context) (*store.Message, error)
 	Raw(ctx context.Context, id int64) (raw string, ok bool, err error)
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
 }

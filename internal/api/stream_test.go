@@ -101,7 +101,7 @@ func TestMessageStreamFollowsArrivals(t *testing.T) {
 		live := open("")
 		await(t, "the opening comment", live, func(e sseEvent) bool { return e.name == ":" && strings.Contains(e.data, "after 3") })
 		ctx := context.Background()
-		ids, err := db.InsertMessages(ctx, []string{"<new/>"}, time.Now())
+		ids, err := db.Intake.InsertMessages(ctx, []string{"<new/>"}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestMessageStreamFollowsArrivals(t *testing.T) {
 		if err := json.Unmarshal([]byte(ev.data), &m); err != nil || m.ID != ids[0] || m.State != "PENDING" || ev.id != "4" {
 			t.Fatalf("arrival: %+v (%v), want message %d PENDING with id 4", ev, err, ids[0])
 		}
-		if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, time.Now()); err != nil {
+		if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		ev = await(t, "the state change", live, func(e sseEvent) bool { return e.name == "update" })

@@ -34,7 +34,7 @@ func TestInboxStoresTheTraceIDOfTraceparent(t *testing.T) {
 			}
 		}
 		for id, want := range map[int64]string{1: "0af7651916cd43dd8448eb211c80319c", 2: "", 3: ""} {
-			m, err := db.GetMessage(context.Background(), id)
+			m, err := db.Operations.GetMessage(context.Background(), id)
 			if err != nil || m == nil || m.TraceID != want {
 				t.Fatalf("message %d: %+v %v, want trace %q", id, m, err, want)
 			}

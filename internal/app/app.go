@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 		}
 	}()
 	if o.Traces != nil {
-		db.SetTraceHook(o.Traces.Remember)
+		db.Processor.SetTraceHook(o.Traces.Remember)
 	}
 	if cfg.Shadow() {
 		if err := enterShadow(ctx, db, cfg, clock, log); err != nil {
@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 		}
 	}
 	w := &wiring{runPump: cfg.Autostart(), holder: lease.InstanceName()}
-	a.health = api.NewHealth(db, clock)
+	a.health = api.NewHealth(newAPIStore(db), clock)
 	if w.bodyLimit, err = bodyLimit(ctx, cfg, db, log); err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, o Options) (a *Ap
 	}
 	// Data requests to the AODB: created through the API on any node, followed (SENT,
 	// re-sent, EXPIRED) by the instance that holds the pump lease.
-	w.reqs = requests.New(db, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
+	w.reqs = requests.New(db.RequestTracker, requests.Options{Clock: clock, Location: cfg.Location(), Timeout: cfg.Requests.Timeout,
 		MaxResends: cfg.Requests.MaxResends, PollInterval: cfg.Pipeline.PollInterval, Logger: log})
 	if w.runPump {
 		if err := a.newDispatcher(ctx, w); err != nil {
@@ -178,7 +178,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	if o.Registry != nil {
 		o.Registry(reg)
 	}
-	flights := flight.New(db, clock, cfg.Location())
+	flights := flight.New(flightDB{db, db.RefData}, clock, cfg.Location())
 	w.metrics = metrics.New(clock, metricsVersion(o.Version), api.DatabaseUp(a.health))
 	w.metrics.SetPauseWarn(cfg.Alerts.PauseWarn)
 	w.metrics.Register(a.health.SampleAges(w.metrics.SampledAt))
@@ -186,7 +186,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	if n := db.Nodes(); n != nil {
 		w.metrics.Register(metrics.DatabaseNodes(n)...)
 	}
-	counter := db.NewStateCounter()
+	counter := db.Operations.NewStateCounter()
 	w.counts = api.CounterCounts(counter, clock)
 	a.closers = append(a.closers, counter.Wait) // its background recount ends before the database closes
 	popt := pump.Options{
@@ -223,8 +223,8 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 	runner.Rebuild, runner.Consistency = a.fstores.rebuild, a.fstores.consistency
 	w.runner = runner
 	w.metrics.Known(targetNames(cfg), reg.Tags())
-	knownJobs(ctx, db, log)
-	a.Pump = pump.New(db, reg, popt)
+	knownJobs(ctx, db.JobQueue, log)
+	a.Pump = pump.New(newPumpStore(db), reg, popt)
 	a.fstores.redis.wirePump(a.Pump, runner)
 	return nil
 }
@@ -246,7 +246,7 @@ func (a *App) newDispatcher(ctx context.Context, w *wiring) error {
 			sinks[name] = o.WrapSink(s)
 		}
 	}
-	disp := dispatch.New(db, sinks, dispatch.Options{
+	disp := dispatch.New(db.Outbox, sinks, dispatch.Options{
 		Policy:       deliveryPolicy(cfg),
 		PollInterval: cfg.Pipeline.PollInterval,
 		SchdTarget:   handler.TargetSchd,
@@ -265,8 +265,8 @@ func (a *App) newDispatcher(ctx context.Context, w *wiring) error {
 }
 
 // leaseDB is the database as the lease keeper uses it: every call on the lease's own pool, so
-// a renewal or a check never waits for a connection behind the pump (store.DB.PingLease).
-type leaseDB struct{ *store.DB }
+// a renewal or a check never waits for a connection behind the pump (store.Leases.PingLease).
+type leaseDB struct{ *store.Leases }
 
 // Ping checks the database on the lease's pool.
 func (l leaseDB) Ping(ctx context.Context) error { return l.PingLease(ctx) }
@@ -279,9 +279,9 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 	p, disp, m, counts, reqs := a.Pump, a.Dispatcher, w.metrics, w.counts, w.reqs
 	// Every processing write of the pump checks, in its transaction, that this instance
 	// still holds the lease: a pump that outlived its lease cannot commit.
-	db.SetFence(store.PumpLease, w.holder)
+	db.Leases.SetFence(store.PumpLease, w.holder)
 	return &lease.Keeper{
-		DB: leaseDB{db}, Name: store.PumpLease, Holder: w.holder, TTL: lease.TTL,
+		DB: leaseDB{db.Leases}, Name: store.PumpLease, Holder: w.holder, TTL: lease.TTL,
 		// A SQLite file has one host: a second instance on it is a mistake, not a standby.
 		Standby: cfg.Database.Driver == "mysql",
 		Clock:   clock, Log: log, IsDead: lease.DeadOnThisHost, Metrics: m,
@@ -290,10 +290,10 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 			var wg sync.WaitGroup
 			wg.Go(func() { p.Run(wctx) })
 			// The daily jobs are enqueued by the instance that runs the pump.
-			sched := &jobs.Scheduler{DB: db, Clock: clock, Location: cfg.Location(), Entries: schedule(cfg), Logger: log, Wake: p.Wake}
+			sched := &jobs.Scheduler{DB: db.JobQueue, Clock: clock, Location: cfg.Location(), Entries: schedule(cfg), Logger: log, Wake: p.Wake}
 			wg.Go(func() { sched.Run(wctx) })
 			wg.Go(func() {
-				api.RunSampler(wctx, db, counts, m, clock, log, cfg.Metrics.SampleInterval, targetNames(cfg)...)
+				api.RunSampler(wctx, newAPIStore(db), counts, m, clock, log, cfg.Metrics.SampleInterval, targetNames(cfg)...)
 			})
 			wg.Go(func() {
 				if err := disp.Run(wctx); err != nil {
@@ -318,7 +318,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	if w.runPump {
 		wake, dispWake = p.Wake, a.Dispatcher.Kick
 	}
-	inbox := api.NewInbox(db, clock, log, w.bodyLimit, wake)
+	inbox := api.NewInbox(db.Intake, clock, log, w.bodyLimit, wake)
 	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
 	inbox.Deadline = cfg.HTTP.InboxDeadline
 	inbox.Origins = cfg.HTTP.InboxOrigins
@@ -328,7 +328,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	for i, t := range cfg.Auth.Tokens {
 		tokens[i] = api.Token(t)
 	}
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
+	srv := &api.Server{DB: newAPIStore(db), Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
 		ConfigView: configView(cfg, w.bodyLimit), Loc: cfg.Location(), Metrics: m, Health: a.health}
 	srv.MaxStreams, srv.MaxStreamsPerToken = cfg.HTTP.MaxStreams, cfg.HTTP.MaxStreamsPerToken
@@ -349,18 +349,18 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
 	a.registrar = newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
 	// Search: flights of the days around today, message bodies of the newest messages.
-	finder := &api.Finder{Flights: a.fstores.reader, Ref: db, Bodies: db, ByFlight: db, Clock: clock, Loc: cfg.Location()}
+	finder := &api.Finder{Flights: a.fstores.reader, Ref: db.RefData, Bodies: db.Operations, ByFlight: db.Flights, Clock: clock, Loc: cfg.Location()}
 	// Boards as of a past time; yesterday's, today's and tomorrow's folds kept up to date.
-	boards := pump.NewBoards(p, db)
+	boards := pump.NewBoards(p, db.Flights)
 	a.closers = append(a.closers, boards.Keep(time.Minute))
-	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db, finder, boardAsOf(boards)), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db), a.fstores.routes)
+	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db.RefData, finder, boardAsOf(boards)), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db.RequestTracker), a.fstores.routes)
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	m.Register(w.reqs.Collectors()...)
 	if a.registrar != nil {
 		m.Register(a.registrar.Failures())
 	}
 	// The web console at / (embedded assets) and its two read-only routes.
-	srv.Extra = append(srv.Extra, console.Routes(db, clock, Decoding(cfg)))
+	srv.Extra = append(srv.Extra, console.Routes(consoleStore{db.Flights, db.Processor}, clock, Decoding(cfg)))
 	srv.StatusExtra = a.statusExtra(w.runner)
 	srv.JobProgress = w.runner.Current
 	srv.JobKinds = w.runner.Kinds
@@ -373,18 +373,18 @@ func (a *App) newAPI(w *wiring) *api.Server {
 func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) (any, error) {
 	db, p := a.DB, a.Pump
 	extra := map[string]func(context.Context) (any, error){
-		"targets": api.TargetStatus(db, a.o.Clock),
+		"targets": api.TargetStatus(db.Outbox, a.o.Clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		// The recent problems, durable: parked, dead or warned messages and operator actions.
-		"recent": func(ctx context.Context) (any, error) { return db.RecentProblems(ctx, 10) },
+		"recent": func(ctx context.Context) (any, error) { return db.Triage.RecentProblems(ctx, 10) },
 		// The dead letters, and how many of them an operator acknowledged.
-		"dead": func(ctx context.Context) (any, error) { return db.DeadCounts(ctx) },
+		"dead": func(ctx context.Context) (any, error) { return db.Triage.DeadCounts(ctx) },
 		// The job in hand (null when none): its kind, what it is doing, for how long.
 		"job": func(context.Context) (any, error) { return runner.Current(), nil },
 		// The message in hand (null between steps): a long snapshot shows what it is at.
 		"in_hand":   func(context.Context) (any, error) { return p.InHand(), nil },
-		"last_jobs": lastJobs(db),
+		"last_jobs": lastJobs(db.JobQueue),
 	}
 	if a.Cfg.Shadow() {
 		extra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
@@ -505,7 +505,7 @@ func pauseWatch(db *store.DB, name string, log *slog.Logger) func(ctx context.Co
 	var mu sync.Mutex
 	last := false
 	return func(ctx context.Context) bool {
-		p, err := db.Pause(ctx, name)
+		p, err := db.Operations.Pause(ctx, name)
 		paused := err == nil && p != nil
 		mu.Lock()
 		defer mu.Unlock()
@@ -560,7 +560,7 @@ func recordProblem(db *store.DB, log *slog.Logger) func(pump.Notable) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		err := db.AddProblem(ctx, store.Problem{At: n.At, Kind: "outcome", MsgID: n.MsgID, TypeTag: n.TypeTag, State: n.State, Class: n.Class, Note: note})
+		err := db.Triage.AddProblem(ctx, store.Problem{At: n.At, Kind: "outcome", MsgID: n.MsgID, TypeTag: n.TypeTag, State: n.State, Class: n.Class, Note: note})
 		if err != nil {
 			log.Warn("cannot record a recent problem", "msg_id", n.MsgID, "err", err.Error())
 		}

@@ -89,7 +89,7 @@ func waitForDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, c
 // because the server went away in the middle counts as unavailable, so the caller waits.
 func migrated(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger) (*store.DB, error) {
 	since, _ := cfg.AdoptSince() // validated by config.Load
-	db.SetLegacy(store.LegacyOptions{Location: cfg.LegacyLocation(), AdoptFromID: cfg.Inbox.AdoptFromID, AdoptSince: since, Logger: log})
+	db.Intake.SetLegacy(store.LegacyOptions{Location: cfg.LegacyLocation(), AdoptFromID: cfg.Inbox.AdoptFromID, AdoptSince: since, Logger: log})
 	v, err := db.Migrate(ctx)
 	if err != nil {
 		if perr := db.SQL.PingContext(ctx); perr != nil {
@@ -112,7 +112,7 @@ func (d driverLog) Print(v ...any) {
 }
 
 // EffectiveBodyLimit is the inbox's body limit: http.max-body-bytes (configured), or the
-// database's own limit when it is smaller (store.DB.MaxMessageBytes; 0: none).
+// database's own limit when it is smaller (store.Intake.MaxMessageBytes; 0: none).
 func EffectiveBodyLimit(configured, database int64) int64 {
 	if database > 0 && database < configured {
 		return database
@@ -124,7 +124,7 @@ func EffectiveBodyLimit(configured, database int64) int64 {
 // database lowers http.max-body-bytes: a body over it is answered 413 before it is stored,
 // never with a database error.
 func bodyLimit(ctx context.Context, cfg config.Config, db *store.DB, log *slog.Logger) (int64, error) {
-	dbLimit, err := db.MaxMessageBytes(ctx)
+	dbLimit, err := db.Intake.MaxMessageBytes(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the database's message size limit: %w", err)
 	}

@@ -108,7 +108,7 @@ func projectionStores(cfg config.Config, tc target.Config, db *store.DB, sqlFlig
 		days := span.Days(now, cfg.Location())
 		// The pump runs the job in the message order: no event is produced while it runs,
 		// so every event not yet delivered is at or below the mark.
-		mark, err := db.LastEventID(ctx)
+		mark, err := db.Outbox.LastEventID(ctx)
 		if err != nil {
 			return "", nil, err
 		}

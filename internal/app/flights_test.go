@@ -16,7 +16,7 @@ import (
 // too, and with Redis down deletes nothing (the sweep fails and is retried).
 func TestSweepProjectionDeletesFromRedisFirst(t *testing.T) {
 	ctx := context.Background()
-	sq := flight.New(storetest.SQLite(t), nil, flighttest.Shanghai)
+	sq := flight.New(storetest.Flight(storetest.SQLite(t)), nil, flighttest.Shanghai)
 	rs := flighttest.Redis(t, flighttest.Shanghai, nil)
 	sodt := time.Date(2026, 11, 18, 9, 0, 0, 0, flighttest.Shanghai)
 	var ws []pipeline.FlightWrite

@@ -25,9 +25,9 @@ func jobRunner(cfg config.Config, db *store.DB, flights jobs.FlightHistory, cloc
 		sink = h
 	}
 	return &jobs.Runner{
-		DB: db, Clock: clock,
-		Purge: db, EventsAge: cfg.Retention.Events, ArchivedAge: cfg.Retention.Archive,
-		DeadPurge: db, DeadAge: cfg.Retention.DeadLetters,
+		DB: db.Archiver, Clock: clock,
+		Purge: db.Archiver, EventsAge: cfg.Retention.Events, ArchivedAge: cfg.Retention.Archive,
+		DeadPurge: db.Triage, DeadAge: cfg.Retention.DeadLetters,
 		Flights: flights, History: sink, Location: cfg.Location(), KeepDays: cfg.History.KeepDays,
 		Logger: log,
 	}, nil

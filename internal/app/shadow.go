@@ -20,12 +20,12 @@ func enterShadow(ctx context.Context, db *store.DB, cfg config.Config, clock pip
 	from := "shadow.start-after-id"
 	if wm < 0 {
 		var err error
-		if wm, err = db.ShadowWatermark(ctx, clock.Now()); err != nil {
+		if wm, err = db.Intake.ShadowWatermark(ctx, clock.Now()); err != nil {
 			return fmt.Errorf("shadow watermark: %w", err)
 		}
 		from = "stored at the shadow's first start"
 	}
-	db.SetShadow(wm)
+	db.Intake.SetShadow(wm)
 	log.Warn("shadow mode: reading the legacy CMINMSGS, writing no legacy table; the inbox, ARCHIVE and data requests are refused",
 		"after_id", wm, "watermark", from)
 	return nil
@@ -33,6 +33,6 @@ func enterShadow(ctx context.Context, db *store.DB, cfg config.Config, clock pip
 
 // shadowStatus is the status section of a shadow: that it is one, and its watermark.
 func shadowStatus(db *store.DB) map[string]any {
-	on, after := db.ShadowAfter()
+	on, after := db.Intake.ShadowAfter()
 	return map[string]any{"mode": map[bool]string{true: "shadow", false: "normal"}[on], "after_id": after}
 }

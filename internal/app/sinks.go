@@ -33,7 +33,7 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipel
 			return nil, ExitError{Code: ExitConfig, Msg: fmt.Sprintf("msgx serve: config: targets.%s.copy-of: %q is not a target events are emitted to (%s)", name, tc.CopyOf, strings.Join(handler.Targets, ", "))}
 		}
 	}
-	stats, err := dispatch.Stats(ctx, db, clock.Now())
+	stats, err := dispatch.Stats(ctx, db.Outbox, clock.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func TestDayWorkload(t *testing.T) {
 			cfg := config.Default()
 			cfg.Pipeline.PollInterval = 100 * time.Millisecond
 			cfg.Schd.FlushPeriod = 300 * time.Millisecond
-			r, err := Run(context.Background(), Options{Config: cfg, DB: db, Build: app.On(db), WorkDir: t.TempDir(),
+			r, err := Run(context.Background(), Options{Config: cfg, DB: scratchDB{db, db.Operations, db.Outbox}, Build: app.On(db), WorkDir: t.TempDir(),
 				Flights: 6, Rate: 200, Clients: 4, FloorTime: 200 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)

@@ -19,14 +19,14 @@ func TestFillHistory(t *testing.T) {
 		if err := FillHistory(ctx, db, 1234, now); err != nil {
 			t.Fatal(err)
 		}
-		ids, err := db.InsertMessages(ctx, []string{RefAdd(1)}, now)
+		ids, err := db.Intake.InsertMessages(ctx, []string{RefAdd(1)}, now)
 		if err != nil || ids[0] != 1235 {
 			t.Fatalf("first id after the history: %v %v", ids, err)
 		}
-		if m, _ := db.GetMessage(ctx, 1234); m == nil || m.State != pipeline.Succeeded {
+		if m, _ := db.Operations.GetMessage(ctx, 1234); m == nil || m.State != pipeline.Succeeded {
 			t.Fatalf("history row: %+v", m)
 		}
-		if head, err := db.Head(ctx); err != nil || head == nil || head.ID != 1235 {
+		if head, err := db.Processor.Head(ctx); err != nil || head == nil || head.ID != 1235 {
 			t.Fatalf("head after the history: %+v %v", head, err)
 		}
 	})

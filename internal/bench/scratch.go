@@ -69,6 +69,14 @@ type DB interface {
 	Close() error
 }
 
+// scratchDB is DB over the bench database's owners: the connection, the pause switch
+// (store.Operations) and the outbox's counts.
+type scratchDB struct {
+	*store.DB
+	*store.Operations
+	*store.Outbox
+}
+
 // Close closes the database, then drops it (MySQL) or leaves its removal to the work
 // directory (SQLite).
 func (s *Scratch) Close() error { return s.close() }
@@ -124,7 +132,7 @@ func openSQLiteScratch(ctx context.Context, cfg config.Config, o ScratchOptions)
 	if err != nil {
 		return nil, err
 	}
-	return &Scratch{DB: db, Build: app.On(db), Where: path, close: db.Close}, nil
+	return &Scratch{DB: scratchDB{db, db.Operations, db.Outbox}, Build: app.On(db), Where: path, close: db.Close}, nil
 }
 
 // same reports whether two SQLite paths name the same file.
@@ -184,7 +192,7 @@ func openMySQLScratch(ctx context.Context, cfg config.Config, o ScratchOptions) 
 	if err != nil {
 		return nil, errors.Join(err, drop())
 	}
-	return &Scratch{DB: db, Build: app.On(db), Where: fmt.Sprintf("database %s on %s", name, mc.Addr), close: func() error {
+	return &Scratch{DB: scratchDB{db, db.Operations, db.Outbox}, Build: app.On(db), Where: fmt.Sprintf("database %s on %s", name, mc.Addr), close: func() error {
 		return errors.Join(db.Close(), drop())
 	}}, nil
 }

@@ -57,7 +57,7 @@ func startDispatcher(b *testing.B, db *store.DB, tc target.Config) (*dispatch.Di
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { sink.Close() })
-	d := dispatch.New(db, map[string]target.Sink{benchTarget: sink}, dispatch.Options{
+	d := dispatch.New(db.Outbox, map[string]target.Sink{benchTarget: sink}, dispatch.Options{
 		Policy: pipeline.RetryPolicy{MaxAttempts: 5, Cap: time.Minute, HeadDeadline: 10 * time.Minute},
 		Clock:  pipeline.SystemClock{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		PollInterval: time.Second,
@@ -88,7 +88,7 @@ func insertEvents(b *testing.B, db *store.DB, n, from int) {
 
 func waitSent(b *testing.B, db *store.DB, n int) {
 	for {
-		counts, err := db.EventCounts(context.Background())
+		counts, err := db.Outbox.EventCounts(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func benchLatency(b *testing.B, tc target.Config) {
 	b.StopTimer()
 	var lat []time.Duration
 	for after := int64(0); ; {
-		evs, err := db.ListEvents(context.Background(), store.EventFilter{AfterID: after, Limit: 1000})
+		evs, err := db.Outbox.ListEvents(context.Background(), store.EventFilter{AfterID: after, Limit: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func benchRound(b *testing.B, alone bool) {
 	}
 	var mu sync.Mutex
 	sentAt := map[int64]time.Time{} // event id → SENT committed
-	ce := &countingEvents{DB: db}
+	ce := &countingEvents{Outbox: db.Outbox}
 	d := dispatch.New(ce, sinks, dispatch.Options{
 		Policy: pipeline.RetryPolicy{MaxAttempts: 5, Cap: time.Minute, HeadDeadline: 10 * time.Minute},
 		Clock:  pipeline.SystemClock{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

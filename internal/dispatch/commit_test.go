@@ -20,14 +20,14 @@ import (
 // countingEvents is the outbox with its transactions counted, and a Change that fails while
 // breakChange is set (a write the database refuses).
 type countingEvents struct {
-	*store.DB
+	*store.Outbox
 	txs         atomic.Int64
 	breakChange atomic.Bool
 }
 
 func (c *countingEvents) EventTx(ctx context.Context, fn func(store.EventTx) error) error {
 	c.txs.Add(1)
-	return c.DB.EventTx(ctx, func(tx store.EventTx) error { return fn(breakableTx{EventTx: tx, c: c}) })
+	return c.Outbox.EventTx(ctx, func(tx store.EventTx) error { return fn(breakableTx{EventTx: tx, c: c}) })
 }
 
 type breakableTx struct {
@@ -68,7 +68,7 @@ func meetSinks(t *testing.T, n int) func(outcome func([]target.Record) (int, err
 // roundHarness is a dispatcher over a counting outbox with fake sinks for the targets named.
 func roundHarness(t *testing.T, db *store.DB, opt dispatch.Options, names ...string) (*dispatch.Dispatcher, *countingEvents, map[string]*fakeSink, *testkit.Clock) {
 	t.Helper()
-	ce := &countingEvents{DB: db}
+	ce := &countingEvents{Outbox: db.Outbox}
 	clock := testkit.NewClock(t0)
 	fakes := map[string]*fakeSink{}
 	sinks := map[string]target.Sink{}
@@ -180,7 +180,7 @@ func TestCommitLingerIsBounded(t *testing.T) {
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		defer close(hung.release)
-		ce := &countingEvents{DB: db}
+		ce := &countingEvents{Outbox: db.Outbox}
 		flop := &fakeSink{}
 		d := dispatch.New(ce, map[string]target.Sink{"KAFKA_FLOP": flop, "WEBHOOK_DOWN": hung},
 			dispatch.Options{Policy: policy, Clock: testkit.NewClock(t0), Logger: slog.New(slog.DiscardHandler), CommitLinger: 50 * time.Millisecond})

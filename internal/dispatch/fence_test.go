@@ -22,7 +22,7 @@ var otherWriters = map[string]otherWriter{
 LAST_ERROR = 'broker down (dead: after 5 attempts)', NEXT_ATTEMPT_AT = NULL, FIRST_FAILED_AT = ? WHERE EVENT_ID = ?`, store.T(t0), id); err != nil {
 			t.Error(err)
 		}
-		if moved, _, err := dispatch.Replay(context.Background(), db, "", []int64{id}); err != nil || moved != 1 {
+		if moved, _, err := dispatch.Replay(context.Background(), db.Outbox, "", []int64{id}); err != nil || moved != 1 {
 			t.Errorf("replay during the send: moved %d, %v", moved, err)
 		}
 	},

@@ -131,7 +131,7 @@ type row struct {
 
 func get(t *testing.T, db *store.DB, id int64) row {
 	t.Helper()
-	evs, err := db.ListEvents(context.Background(), store.EventFilter{AfterID: id - 1, Limit: 1})
+	evs, err := db.Outbox.ListEvents(context.Background(), store.EventFilter{AfterID: id - 1, Limit: 1})
 	if err != nil || len(evs) == 0 || evs[0].EventID != id {
 		t.Fatalf("event %d: %v", id, err)
 	}
@@ -210,7 +210,7 @@ func newHarness(t *testing.T, db *store.DB, opt dispatch.Options, targets ...str
 		opt.Clock = h.clock
 	}
 	opt.Logger = slog.New(slog.NewJSONHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.d = dispatch.New(db, sinks, opt)
+	h.d = dispatch.New(db.Outbox, sinks, opt)
 	return h
 }
 

@@ -65,7 +65,7 @@ func TestKafkaOutageThroughTheDispatcher(t *testing.T) {
 		}
 		defer sink.Close()
 		clock := testkit.NewClock(t0)
-		d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": sink}, dispatch.Options{
+		d := dispatch.New(db.Outbox, map[string]target.Sink{"KAFKA_FLOP": sink}, dispatch.Options{
 			Policy: pipeline.RetryPolicy{MaxAttempts: 100, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
 			Clock:  clock,
 		})
@@ -159,7 +159,7 @@ func TestKafkaSchdBatchSplitsUnderTheRecordLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sink.Close()
-		d := dispatch.New(db, map[string]target.Sink{schd: sink}, dispatch.Options{
+		d := dispatch.New(db.Outbox, map[string]target.Sink{schd: sink}, dispatch.Options{
 			SchdTarget: schd, FlushLimit: 2000, Policy: policy, Clock: testkit.NewClock(t0),
 		})
 
@@ -348,7 +348,7 @@ func TestKafkaWindowThroughTheDispatcher(t *testing.T) {
 		defer real.Close()
 		sink := &countingSink{Sink: real}
 		clock := testkit.NewClock(t0)
-		d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": sink}, dispatch.Options{
+		d := dispatch.New(db.Outbox, map[string]target.Sink{"KAFKA_FLOP": sink}, dispatch.Options{
 			Policy:    pipeline.RetryPolicy{MaxAttempts: 100, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
 			Clock:     clock,
 			SendBatch: 10,

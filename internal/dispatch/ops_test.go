@@ -74,7 +74,7 @@ func TestReplay(t *testing.T) {
 			t.Fatalf("replayed event after one failure: %+v", r)
 		}
 		// Replay of a target with nothing dead.
-		if moved, skipped, err := dispatch.Replay(ctx, db, "ES_FLIGHT", nil); err != nil || moved != 0 || skipped != 0 {
+		if moved, skipped, err := dispatch.Replay(ctx, db.Outbox, "ES_FLIGHT", nil); err != nil || moved != 0 || skipped != 0 {
 			t.Fatalf("replay with nothing dead: %d, %d, %v", moved, skipped, err)
 		}
 	})
@@ -95,11 +95,11 @@ func TestListAndStats(t *testing.T) {
 		dead := insert(t, db, ev{target: "REDIS_NOTIFY", kind: "notify"})
 		kill(t, db, dead, pipeline.Exhausted)
 
-		all, err := dispatch.List(ctx, db, dispatch.Filter{})
+		all, err := dispatch.List(ctx, db.Outbox, dispatch.Filter{})
 		if err != nil || len(all) != 4 || all[0].EventID != sent {
 			t.Fatalf("list all: %d events, %v", len(all), err)
 		}
-		pend, err := dispatch.List(ctx, db, dispatch.Filter{Target: "KAFKA_FLOP", State: "pending", Limit: 1})
+		pend, err := dispatch.List(ctx, db.Outbox, dispatch.Filter{Target: "KAFKA_FLOP", State: "pending", Limit: 1})
 		if err != nil || len(pend) != 1 || pend[0].EventID != head {
 			t.Fatalf("list pending head: %+v, %v", pend, err)
 		}
@@ -117,27 +117,27 @@ func TestListAndStats(t *testing.T) {
 				t.Errorf("event JSON %s lacks %s", b, want)
 			}
 		}
-		newest, _ := dispatch.List(ctx, db, dispatch.Filter{Newest: true, Limit: 2})
+		newest, _ := dispatch.List(ctx, db.Outbox, dispatch.Filter{Newest: true, Limit: 2})
 		if len(newest) != 2 || newest[0].EventID != dead {
 			t.Fatalf("newest first: %+v", newest)
 		}
-		page, _ := dispatch.List(ctx, db, dispatch.Filter{AfterID: head})
+		page, _ := dispatch.List(ctx, db.Outbox, dispatch.Filter{AfterID: head})
 		if len(page) != 2 || page[0].EventID <= head {
 			t.Fatalf("after %d: %+v", head, page)
 		}
-		sentList, _ := dispatch.List(ctx, db, dispatch.Filter{State: "SENT"})
+		sentList, _ := dispatch.List(ctx, db.Outbox, dispatch.Filter{State: "SENT"})
 		if len(sentList) != 1 || sentList[0].SentAt == nil || sentList[0].FlightKey == nil {
 			t.Fatalf("sent: %+v", sentList)
 		}
-		if _, err := dispatch.List(ctx, db, dispatch.Filter{State: "DONE"}); err == nil {
+		if _, err := dispatch.List(ctx, db.Outbox, dispatch.Filter{State: "DONE"}); err == nil {
 			t.Fatal("unknown state accepted")
 		}
-		if none, err := dispatch.List(ctx, db, dispatch.Filter{Target: "NOWHERE"}); err != nil || none == nil || len(none) != 0 {
+		if none, err := dispatch.List(ctx, db.Outbox, dispatch.Filter{Target: "NOWHERE"}); err != nil || none == nil || len(none) != 0 {
 			t.Fatalf("empty list: %v, %v", none, err)
 		}
 
 		now := t0.Add(time.Hour)
-		stats, err := dispatch.Stats(ctx, db, now)
+		stats, err := dispatch.Stats(ctx, db.Outbox, now)
 		if err != nil || len(stats) != 2 {
 			t.Fatalf("stats: %+v, %v", stats, err)
 		}

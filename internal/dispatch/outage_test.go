@@ -152,7 +152,7 @@ func TestRefusalsDieAtOnceUnderTheDeliveryPolicy(t *testing.T) {
 
 func targetStats(t *testing.T, db *store.DB, now time.Time, name string) dispatch.TargetStats {
 	t.Helper()
-	all, err := dispatch.Stats(context.Background(), db, now)
+	all, err := dispatch.Stats(context.Background(), db.Outbox, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestLoopSleepsTheWholeBackoff(t *testing.T) {
 		h.clock.Add(10 * time.Second)
 		tm.fire["DOWN"] <- time.Time{}
 		testkit.Eventually(t, 5*time.Second, "the DOWN target drained", func() bool {
-			all, _ := dispatch.List(context.Background(), db, dispatch.Filter{Target: "DOWN", State: "PENDING"})
+			all, _ := dispatch.List(context.Background(), db.Outbox, dispatch.Filter{Target: "DOWN", State: "PENDING"})
 			return len(all) == 0
 		})
 		if n := down.numCalls(); n != 2 {
@@ -305,7 +305,7 @@ func (f *flakyEvents) PendingEvents(ctx context.Context, target string, limit in
 func TestLoopBacksOffADatabaseFailure(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
-	flaky := &flakyEvents{Events: db}
+	flaky := &flakyEvents{Events: db.Outbox}
 	flaky.down.Store(true)
 	sink := &fakeSink{}
 	pol := deliveryPolicy

@@ -48,7 +48,7 @@ func TestRunWakeDeliversAndCancelStops(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		flop, sched := &fakeSink{}, &fakeSink{}
 		hung := newBlockSink()
-		d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": flop, "KAFKA_SCHD": sched, "WEBHOOK_DOWN": hung}, dispatch.Options{
+		d := dispatch.New(db.Outbox, map[string]target.Sink{"KAFKA_FLOP": flop, "KAFKA_SCHD": sched, "WEBHOOK_DOWN": hung}, dispatch.Options{
 			Policy:        policy,
 			PollInterval:  time.Hour, // only Wake can make the loops look again
 			SchdTarget:    "KAFKA_SCHD",
@@ -100,7 +100,7 @@ func TestRunShutdownGraceCutsAHungSend(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		hung := newBlockSink()
-		d := dispatch.New(db, map[string]target.Sink{"WEBHOOK_DOWN": hung}, dispatch.Options{
+		d := dispatch.New(db.Outbox, map[string]target.Sink{"WEBHOOK_DOWN": hung}, dispatch.Options{
 			Policy: policy, ShutdownGrace: 50 * time.Millisecond, Logger: quiet(),
 		})
 		id := insert(t, db, ev{target: "WEBHOOK_DOWN", kind: "notify"})
@@ -123,7 +123,7 @@ func TestRunShutdownGraceCutsAHungSend(t *testing.T) {
 func TestRunRefusesANilSink(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
-	d := dispatch.New(db, map[string]target.Sink{"KAFKA_FLOP": nil}, dispatch.Options{Logger: quiet()})
+	d := dispatch.New(db.Outbox, map[string]target.Sink{"KAFKA_FLOP": nil}, dispatch.Options{Logger: quiet()})
 	if err := d.Run(context.Background()); err == nil {
 		t.Fatal("Run started with a nil sink")
 	}

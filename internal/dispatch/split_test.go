@@ -31,7 +31,7 @@ func limitHarness(t *testing.T, db *store.DB, max int) (*harness, *limitSink) {
 	h := schdHarness(t, db, dispatch.Options{FlushLimit: 1000})
 	s := &limitSink{max: max}
 	h.sinks[schd] = &s.fakeSink
-	h.d = dispatch.New(db, map[string]target.Sink{schd: s}, dispatch.Options{
+	h.d = dispatch.New(db.Outbox, map[string]target.Sink{schd: s}, dispatch.Options{
 		SchdTarget: schd, FlushLimit: 1000, Policy: policy, Clock: h.clock, Logger: logger(h.log),
 	})
 	return h, s

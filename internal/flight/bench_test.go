@@ -130,8 +130,8 @@ func BenchmarkSnapshotThenFlops(b *testing.B) {
 				}
 				ctx := context.Background()
 				clock := testkit.NewClock(time.Date(2026, 3, 15, 1, 0, 0, 0, shanghai).UTC())
-				fs := flight.New(db, clock, shanghai)
-				p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+				fs := flight.New(storetest.Flight(db), clock, shanghai)
+				p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 					Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},
 					Flights: fs, View: fs, Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
 				})
@@ -146,7 +146,7 @@ func BenchmarkSnapshotThenFlops(b *testing.B) {
 						}
 					}
 				}
-				if _, err := db.InsertMessages(ctx, []string{snapshot}, clock.Now()); err != nil {
+				if _, err := db.Intake.InsertMessages(ctx, []string{snapshot}, clock.Now()); err != nil {
 					b.Fatal(err)
 				}
 				runtime.GC()
@@ -156,7 +156,7 @@ func BenchmarkSnapshotThenFlops(b *testing.B) {
 				drain()
 				snapTotal += time.Since(t0)
 				b.StopTimer()
-				if _, err := db.InsertMessages(ctx, flops, clock.Now()); err != nil {
+				if _, err := db.Intake.InsertMessages(ctx, flops, clock.Now()); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -165,7 +165,7 @@ func BenchmarkSnapshotThenFlops(b *testing.B) {
 				flopTotal += time.Since(t0)
 				b.StopTimer()
 				peak = max(peak, stop())
-				counts, _ := db.CountByState(ctx)
+				counts, _ := db.Operations.CountByState(ctx)
 				if counts[pipeline.Succeeded] != 1+benchFlops {
 					b.Fatalf("states after the run: %v", counts)
 				}

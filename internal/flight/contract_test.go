@@ -14,7 +14,9 @@ import (
 func TestFlightStoreContract(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(d.Name, func(t *testing.T) {
-			flighttest.Run(t, func(t *testing.T, loc *time.Location) flight.Contract { return flight.New(d.Open(t), nil, loc) })
+			flighttest.Run(t, func(t *testing.T, loc *time.Location) flight.Contract {
+				return flight.New(storetest.Flight(d.Open(t)), nil, loc)
+			})
 		})
 	}
 }

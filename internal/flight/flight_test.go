@@ -57,14 +57,14 @@ func TestPumpSnapshotAndFlop(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, shanghai).UTC())
-		fs := flight.New(db, clock, shanghai)
-		p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+		fs := flight.New(storetest.Flight(db), clock, shanghai)
+		p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 			Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},
 			Flights: fs, View: fs, Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour, Park: pipeline.DefaultPark},
 		})
 		run := func(raw string) *store.Message {
 			t.Helper()
-			ids, err := db.InsertMessages(ctx, []string{raw}, clock.Now())
+			ids, err := db.Intake.InsertMessages(ctx, []string{raw}, clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestPumpSnapshotAndFlop(t *testing.T) {
 					break
 				}
 			}
-			m, err := db.GetMessage(ctx, ids[0])
+			m, err := db.Operations.GetMessage(ctx, ids[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestPumpSnapshotAndFlop(t *testing.T) {
 		if events != 4*3 {
 			t.Fatalf("%d events after the snapshot, want 12", events)
 		}
-		gen, _ := db.RefGet(ctx, handler.SchdGenType, "2026-03-15")
+		gen, _ := db.RefData.RefGet(ctx, handler.SchdGenType, "2026-03-15")
 		if gen == nil || gen.Version != 1 {
 			t.Fatalf("generation after the snapshot: %+v", gen)
 		}
@@ -104,7 +104,7 @@ func TestPumpSnapshotAndFlop(t *testing.T) {
 		if m := run(again); m.State != pipeline.Succeeded {
 			t.Fatalf("same snapshot again: %+v", m)
 		}
-		gen, _ = db.RefGet(ctx, handler.SchdGenType, "2026-03-15")
+		gen, _ = db.RefData.RefGet(ctx, handler.SchdGenType, "2026-03-15")
 		if n := countEvents(t, db); n != events || gen.Version != 1 {
 			t.Fatalf("same snapshot again: %d events (was %d), generation version %d", n, events, gen.Version)
 		}
@@ -153,7 +153,7 @@ func flidsOf(t *testing.T, recs [][]byte) []int64 {
 func TestBatchedReplaceAdvancesVersions(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		s := flight.New(db, nil, shanghai)
+		s := flight.New(storetest.Flight(db), nil, shanghai)
 		t1 := time.Date(2026, 3, 15, 9, 0, 0, 0, shanghai)
 		write(t, db, s, pipeline.FlightWrite{Day: "2026-03-15", FLID: 1, Record: rec(1, t1, "")},
 			pipeline.FlightWrite{Day: "2026-03-15", FLID: 2, Record: rec(2, t1, "")})

@@ -18,7 +18,7 @@ func TestHistoryContract(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			db := d.Open(t)
 			ctx := context.Background()
-			s := flight.New(db, nil, shanghai)
+			s := flight.New(storetest.Flight(db), nil, shanghai)
 			sodt := time.Date(2026, 11, 18, 9, 0, 0, 0, shanghai)
 			var ws []pipeline.FlightWrite
 			for i, day := range []string{"2026-11-18", "2026-11-18", "2026-11-18", "2026-11-19", "2026-11-20"} {

@@ -44,7 +44,7 @@ func TestMigrationFillsMAID(t *testing.T) {
 		if _, err := db.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
-		s := flight.New(db, nil, shanghai)
+		s := flight.New(storetest.Flight(db), nil, shanghai)
 		cs, err := s.CodeShareFlights(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -48,7 +48,7 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 					}
 					ctx := context.Background()
 					clock := testkit.NewClock(time.Date(2026, 3, 15, 1, 0, 0, 0, shanghai).UTC())
-					fs := flight.New(db, clock, shanghai)
+					fs := flight.New(storetest.Flight(db), clock, shanghai)
 					opt := pump.Options{
 						Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: shanghai},
 						Flights: fs, View: fs, Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: pipeline.DefaultBackoff, Cap: time.Minute, HeadDeadline: time.Hour},
@@ -65,7 +65,7 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 							opt.ViewIn, opt.BatchFlights = nil, nil
 						}
 					}
-					p := pump.New(db, handler.Default(handler.Options{}), opt)
+					p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), opt)
 					drain := func() {
 						for {
 							w, err := p.Step(ctx)
@@ -77,7 +77,7 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 							}
 						}
 					}
-					if _, err := db.InsertMessages(ctx, []string{snapshot}, clock.Now()); err != nil {
+					if _, err := db.Intake.InsertMessages(ctx, []string{snapshot}, clock.Now()); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
@@ -85,7 +85,7 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 					drain()
 					snapTotal += time.Since(t0)
 					b.StopTimer()
-					if _, err := db.InsertMessages(ctx, flops, clock.Now()); err != nil {
+					if _, err := db.Intake.InsertMessages(ctx, flops, clock.Now()); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
@@ -93,7 +93,7 @@ func BenchmarkPhaseAAgainstB(b *testing.B) {
 					drain()
 					flopTotal += time.Since(t0)
 					b.StopTimer()
-					counts, _ := db.CountByState(ctx)
+					counts, _ := db.Operations.CountByState(ctx)
 					if counts[pipeline.Succeeded] != 1+benchFlops {
 						b.Fatalf("states after the run: %v", counts)
 					}

@@ -151,7 +151,7 @@ func TestHistorySweepDeletesOnlyTheSuccessSet(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		clock := testkit.NewClock(sweepNow)
-		fs := flight.New(db, clock, shanghai)
+		fs := flight.New(storetest.Flight(db), clock, shanghai)
 		seedFlights(t, db, fs, 7, "2026-11-18", "2026-11-19", "2026-11-20", "2026-11-23")
 		node, es := newESNode(t)
 		node.fail = func(id string) string {
@@ -207,7 +207,7 @@ func TestHistorySweepDeletesOnlyTheSuccessSet(t *testing.T) {
 func TestHistorySweepWithTheSinkDownDeletesNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := testkit.NewClock(sweepNow)
-		fs := flight.New(db, clock, shanghai)
+		fs := flight.New(storetest.Flight(db), clock, shanghai)
 		seedFlights(t, db, fs, 4, "2026-11-01", "2026-11-22")
 		node, es := newESNode(t)
 		node.status = http.StatusServiceUnavailable
@@ -227,7 +227,7 @@ func TestHistorySweepWithTheSinkDownDeletesNothing(t *testing.T) {
 func TestHistorySweepToFiles(t *testing.T) {
 	db := storetest.SQLite(t)
 	clock := testkit.NewClock(sweepNow)
-	fs := flight.New(db, clock, shanghai)
+	fs := flight.New(storetest.Flight(db), clock, shanghai)
 	seedFlights(t, db, fs, 5, "2026-11-10", "2026-11-21")
 	dir := filepath.Join(t.TempDir(), "history")
 	r := &jobs.Runner{Clock: clock, Flights: fs, History: &jobs.FileHistory{Dir: dir}, Location: shanghai, KeepDays: 1}
@@ -270,7 +270,7 @@ func (s *blockingSink) Close() error { return nil }
 func TestProgressShowsTheJobInHand(t *testing.T) {
 	db := storetest.SQLite(t)
 	clock := testkit.NewClock(sweepNow)
-	fs := flight.New(db, clock, shanghai)
+	fs := flight.New(storetest.Flight(db), clock, shanghai)
 	seedFlights(t, db, fs, 5, "2026-11-19")
 	sink := &blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
 	r := &jobs.Runner{Clock: clock, Flights: fs, History: sink, Location: shanghai, KeepDays: 3, Chunk: 2}
@@ -311,26 +311,26 @@ func TestRetentionJobReportsRowsPerTable(t *testing.T) {
 		now := time.Date(2026, 11, 30, 20, 0, 0, 0, time.UTC)
 		clock := testkit.NewClock(now)
 		old := now.Add(-200 * 24 * time.Hour)
-		ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, old)
+		ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, old)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "a|b|c|1", Decision: pipeline.Decision{Events: []pipeline.Event{
+		if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "a|b|c|1", Decision: pipeline.Decision{Events: []pipeline.Event{
 			{Target: "T1", Kind: "k", Payload: []byte(`{}`)}, {Target: "T2", Kind: "k", Payload: []byte(`{}`)}}}}, nil, old); err != nil {
 			t.Fatal(err)
 		}
 		storetest.Exec(t, db, fmt.Sprintf(`UPDATE MSG_EVENT SET STATE = 'SENT', SENT_AT = '%s' WHERE TARGET = 'T1'`, store.T(old)))
-		if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, LastError: "x"}, old); err != nil {
+		if err := db.Processor.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, LastError: "x"}, old); err != nil {
 			t.Fatal(err)
 		}
-		a := &jobs.Runner{DB: db, Clock: clock}
+		a := &jobs.Runner{DB: db.Archiver, Clock: clock}
 		clock.Set(old.Add(48 * time.Hour))
 		if res, err := a.RunJob(ctx, &store.Job{ID: 1, Kind: jobs.Archive, AfterMsgID: ids[2]}); err != nil || !strings.HasPrefix(res, "archived 1 messages; rows CMINMSGS -1, CMINMSGS_HST +1; took") {
 			t.Fatalf("archive: %q %v", res, err)
 		}
 		clock.Set(now)
 		before := testutil.ToFloat64(jobs.RowsMetric("RETENTION", "MSG_EVENT"))
-		r := &jobs.Runner{Clock: clock, Purge: db, EventsAge: 7 * 24 * time.Hour, ArchivedAge: 90 * 24 * time.Hour}
+		r := &jobs.Runner{Clock: clock, Purge: db.Archiver, EventsAge: 7 * 24 * time.Hour, ArchivedAge: 90 * 24 * time.Hour}
 		res, err := r.RunJob(ctx, &store.Job{ID: 2, Kind: jobs.Retention})
 		if err != nil {
 			t.Fatal(err)
@@ -349,7 +349,7 @@ func TestRetentionJobReportsRowsPerTable(t *testing.T) {
 		if events != 1 || states != 2 {
 			t.Fatalf("left %d events and %d states", events, states)
 		}
-		off := &jobs.Runner{Clock: clock, Purge: db}
+		off := &jobs.Runner{Clock: clock, Purge: db.Archiver}
 		if res, err := off.RunJob(ctx, &store.Job{ID: 3, Kind: jobs.Retention}); err != nil || !strings.HasPrefix(res, "nothing to purge") {
 			t.Fatalf("switched off: %q %v", res, err)
 		}
@@ -373,10 +373,10 @@ func TestSchedulerEnqueuesOncePerDay(t *testing.T) {
 			}
 		}
 		woken := 0
-		a := &jobs.Scheduler{DB: db, Clock: clock, Location: shanghai, Entries: entries, Wake: func() { woken++ }}
-		b := &jobs.Scheduler{DB: db, Clock: clock, Location: shanghai, Entries: entries} // a second instance
+		a := &jobs.Scheduler{DB: db.JobQueue, Clock: clock, Location: shanghai, Entries: entries, Wake: func() { woken++ }}
+		b := &jobs.Scheduler{DB: db.JobQueue, Clock: clock, Location: shanghai, Entries: entries} // a second instance
 		keys := func() []string {
-			js, err := db.ListJobs(ctx, 100)
+			js, err := db.JobQueue.ListJobs(ctx, 100)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,7 @@ import (
 	"msgx/internal/store"
 )
 
-// History is what a board as of a past time reads (*store.DB implements it).
+// History is what a board as of a past time reads (*store.Flights implements it).
 type History interface {
 	SchedulesUpTo(ctx context.Context, at time.Time) ([]store.Applied, error)
 	AppliedNamingUpTo(ctx context.Context, flids []int64, at time.Time) ([]store.Applied, error)

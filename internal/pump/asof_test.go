@@ -81,7 +81,7 @@ func TestBoardsAsOfEqualTheLiveBoardsOfThen(t *testing.T) {
 		mark()
 		e.clock.Add(5 * time.Minute)
 
-		b := pump.NewBoards(e.pump, db)
+		b := pump.NewBoards(e.pump, db.Flights)
 		check := func(i int, how string) {
 			t.Helper()
 			got, err := b.At(ctx, day, marks[i])

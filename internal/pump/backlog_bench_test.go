@@ -47,8 +47,8 @@ func BenchmarkBacklogDay(b *testing.B) {
 func backlogPump(db *store.DB) (*pump.Pump, time.Time) {
 	clock := pipeline.SystemClock{}
 	loc := time.UTC
-	fs := flight.New(db, clock, loc)
-	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+	fs := flight.New(storetest.Flight(db), clock, loc)
+	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 		Policy: defaultPolicy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Flights: fs, View: fs, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return fs.InTx(tx) },
 		SIS: sis.Options{Location: loc}, BatchSize: 200,
@@ -59,7 +59,7 @@ func backlogPump(db *store.DB) (*pump.Pump, time.Time) {
 // insertAll inserts raws, 500 per statement.
 func insertAll(b *testing.B, db *store.DB, raws []string) {
 	for start := 0; start < len(raws); start += 500 {
-		if _, err := db.InsertMessages(context.Background(), raws[start:min(start+500, len(raws))], time.Now()); err != nil {
+		if _, err := db.Intake.InsertMessages(context.Background(), raws[start:min(start+500, len(raws))], time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -27,21 +27,21 @@ import (
 // through a view that cannot see it (the pump then ends the batch before such a reader).
 func batchEnv(t *testing.T, db *store.DB, policy pipeline.RetryPolicy, reg *handler.Registry, txView bool, wrap func(pump.Store) pump.Store) (*env, *flight.Store) {
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	flights := flight.New(db, clock, time.UTC)
+	flights := flight.New(storetest.Flight(db), clock, time.UTC)
 	if reg == nil {
 		reg = handler.Default(handler.Options{})
 	}
 	opt := pump.Options{
 		Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Jobs: &jobs.Runner{DB: db, Clock: clock}, Flights: flights, View: flights, BatchSize: 50,
+		Jobs: &jobs.Runner{DB: db.Archiver, Clock: clock}, Flights: flights, View: flights, BatchSize: 50,
 		SIS: sis.Options{Location: time.UTC},
 	}
 	if txView {
 		opt.FlightsIn = func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) }
 	}
-	var s pump.Store = db
+	var s pump.Store = storetest.Pump(db)
 	if wrap != nil {
-		s = wrap(db)
+		s = wrap(storetest.Pump(db))
 	}
 	return &env{db: db, clock: clock, pump: pump.New(s, reg, opt), t: t}, flights
 }
@@ -127,7 +127,7 @@ func TestDecisionsSeeTheBatchBeforeThem(t *testing.T) {
 				if r["CTOT"] == nil || fmt.Sprint(r["STND"]) != "118" {
 					t.Fatalf("flight 5001 after CTOT then STND in one batch: CTOT %v STND %v", r["CTOT"], r["STND"])
 				}
-				list, err := db.RefList(context.Background(), "STTS")
+				list, err := db.RefData.RefList(context.Background(), "STTS")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -230,7 +230,7 @@ func TestAMessageFailingHalfWayLeavesNothing(t *testing.T) {
 			t.Fatalf("last error %q", *m.LastError)
 		}
 		e.want(ids[2], pipeline.Pending, "")
-		if x, _ := db.RefGet(context.Background(), "STTS", "X"); x != nil {
+		if x, _ := db.RefData.RefGet(context.Background(), "STTS", "X"); x != nil {
 			t.Fatalf("the failed message's first record stayed: %+v", x)
 		}
 		var key sql.NullString
@@ -272,7 +272,7 @@ func TestAJobDueInTheMiddleOfABatch(t *testing.T) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		ctx := context.Background()
 		before := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("B", "b"), 1))
-		if _, err := db.EnqueueJob(ctx, jobs.Archive, "", e.clock.Now()); err != nil {
+		if _, err := db.JobQueue.EnqueueJob(ctx, jobs.Archive, "", e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		after := e.post(refMsg("STTS", "ADD", "3", stts("C", "c"), 1), refMsg("STTS", "ADD", "4", stts("D", "d"), 1))
@@ -280,11 +280,11 @@ func TestAJobDueInTheMiddleOfABatch(t *testing.T) {
 		e.want(before[0], pipeline.Succeeded, "")
 		e.want(before[1], pipeline.Succeeded, "")
 		e.want(after[0], pipeline.Pending, "")
-		if jl, _ := db.ListJobs(ctx, 1); jl[0].State != store.JobPending {
+		if jl, _ := db.JobQueue.ListJobs(ctx, 1); jl[0].State != store.JobPending {
 			t.Fatalf("job ran with the batch: %+v", jl[0])
 		}
 		e.step()
-		if jl, _ := db.ListJobs(ctx, 1); jl[0].State != store.JobDone {
+		if jl, _ := db.JobQueue.ListJobs(ctx, 1); jl[0].State != store.JobDone {
 			t.Fatalf("job state %s after its turn", jl[0].State)
 		}
 		e.want(after[0], pipeline.Pending, "")
@@ -297,7 +297,7 @@ func TestAJobDueInTheMiddleOfABatch(t *testing.T) {
 // racing is a store on which another writer changes a message's row between the pump's read
 // of the due messages and its batch.
 type racing struct {
-	*store.DB
+	storetest.PumpStore
 	race func()
 }
 
@@ -306,7 +306,7 @@ func (r *racing) BeginBatch(ctx context.Context) (*store.Batch, error) {
 		r.race()
 		r.race = nil
 	}
-	return r.DB.BeginBatch(ctx)
+	return r.PumpStore.BeginBatch(ctx)
 }
 
 // A row that changed after the pump read it (an operator's action) is never overwritten: the
@@ -316,7 +316,7 @@ func TestAReplayRacingABatchIsNotOverwritten(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		var rc *racing
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, func(s pump.Store) pump.Store {
-			rc = &racing{DB: s.(*store.DB)}
+			rc = &racing{PumpStore: s.(storetest.PumpStore)}
 			return rc
 		})
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("B", "b"), 1),
@@ -334,7 +334,7 @@ func TestAReplayRacingABatchIsNotOverwritten(t *testing.T) {
 			t.Fatalf("the operator's row was overwritten: %+v", m)
 		}
 		e.want(ids[2], pipeline.Pending, "")
-		if b, _ := db.RefGet(context.Background(), "STTS", "B"); b != nil {
+		if b, _ := db.RefData.RefGet(context.Background(), "STTS", "B"); b != nil {
 			t.Fatalf("the changed message's effects were applied")
 		}
 		e.drain()
@@ -350,12 +350,12 @@ func TestABatchWithoutTheLeaseCommitsNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
 		ctx := context.Background()
-		if err := db.AcquireLease(ctx, "pump", "me", time.Minute, e.clock.Now()); err != nil {
+		if err := db.Leases.AcquireLease(ctx, "pump", "me", time.Minute, e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		db.SetFence("pump", "me")
+		db.Leases.SetFence("pump", "me")
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("B", "b"), 1))
-		if err := db.TakeOverLease(ctx, store.LeaseClaim{Name: "pump", Holder: "other", TTL: time.Minute}, "me", e.clock.Now()); err != nil {
+		if err := db.Leases.TakeOverLease(ctx, store.LeaseClaim{Name: "pump", Holder: "other", TTL: time.Minute}, "me", e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.pump.Step(ctx); err == nil || !strings.Contains(err.Error(), "lease") {
@@ -380,7 +380,7 @@ func TestABatchDoesNotApplyAnAppliedMessageAgain(t *testing.T) {
 		if m := e.want(ids[1], pipeline.Succeeded, ""); !strings.Contains(m.Note, "already applied") {
 			t.Fatalf("note %q", m.Note)
 		}
-		if z, _ := db.RefGet(context.Background(), "STTS", "Z"); z != nil {
+		if z, _ := db.RefData.RefGet(context.Background(), "STTS", "Z"); z != nil {
 			t.Fatalf("an applied message was applied again")
 		}
 	})
@@ -392,11 +392,11 @@ func TestALongMessageAndTheBatchWait(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, nil)
-		e.pump = pump.New(db, handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: e.clock,
+		e.pump = pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: e.clock,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 10, BatchWait: 5 * time.Millisecond})
 		long := strings.Replace(refMsg("STTS", "ADD", "2", stts("B", "b"), 1), "<RECS>", strings.Repeat(" ", store.DueRawLimit+1)+"<RECS>", 1)
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), long, refMsg("STTS", "ADD", "3", stts("C", "c"), 1))
-		due, err := db.Due(context.Background(), 10)
+		due, err := db.Processor.Due(context.Background(), 10)
 		if err != nil || len(due) != 3 || due[0].RawLater || !due[1].RawLater || due[1].Raw != "" || !due[1].RawOK {
 			t.Fatalf("due with a long message: %v", err)
 		}
@@ -436,7 +436,7 @@ func TestADuplicateWhoseHandlerFailsIsSkipped(t *testing.T) {
 
 // failingBegin is a store whose next batch cannot begin (the database is away).
 type failingBegin struct {
-	*store.DB
+	storetest.PumpStore
 	fail int
 }
 
@@ -445,7 +445,7 @@ func (f *failingBegin) BeginBatch(ctx context.Context) (*store.Batch, error) {
 		f.fail--
 		return nil, store.Unavailable(fmt.Errorf("connection refused"))
 	}
-	return f.DB.BeginBatch(ctx)
+	return f.PumpStore.BeginBatch(ctx)
 }
 
 // A batch that cannot be begun or committed writes nothing, and the pump goes one by one until
@@ -456,7 +456,7 @@ func TestAnUncommittedBatchFallsBackToOneByOne(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		var fb *failingBegin
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, func(s pump.Store) pump.Store {
-			fb = &failingBegin{DB: s.(*store.DB)}
+			fb = &failingBegin{PumpStore: s.(storetest.PumpStore)}
 			return fb
 		})
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("B", "b"), 1),
@@ -508,7 +508,7 @@ func TestAFailingEventWriteFailsItsMessageAlone(t *testing.T) {
 				policy := defaultPolicy
 				policy.Park = pipeline.DefaultPark
 				e, _ := batchEnv(t, db, policy, eventsBy(), true, nil)
-				e.pump = pump.New(db, eventsBy(), pump.Options{Policy: policy, Clock: e.clock, BatchSize: size,
+				e.pump = pump.New(storetest.Pump(db), eventsBy(), pump.Options{Policy: policy, Clock: e.clock, BatchSize: size,
 					Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC}})
 				if db.Dialect == store.MySQL {
 					storetest.Exec(t, db, `CREATE TRIGGER REFUSE_EVENT BEFORE INSERT ON MSG_EVENT FOR EACH ROW BEGIN
@@ -607,7 +607,7 @@ func TestABatchEndsAsOneByOne(t *testing.T) {
 			policy := defaultPolicy
 			policy.Park = pipeline.DefaultPark
 			e, fs := batchEnv(t, tdb, policy, nil, true, nil)
-			e.pump = pump.New(tdb, handler.Default(handler.Options{}), pump.Options{Policy: policy, Clock: e.clock, BatchSize: size,
+			e.pump = pump.New(storetest.Pump(tdb), handler.Default(handler.Options{}), pump.Options{Policy: policy, Clock: e.clock, BatchSize: size,
 				Flights: fs, View: fs, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return fs.InTx(tx) },
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC}})
 			ids := e.post(msgs...)
@@ -625,7 +625,7 @@ func TestABatchEndsAsOneByOne(t *testing.T) {
 				}
 				fmt.Fprintf(&b, "%d %s %s note=%q last=%q events=%d\n", id, m.State, m.Class(), m.Note, last, n)
 			}
-			list, _ := tdb.RefList(context.Background(), "STTS")
+			list, _ := tdb.RefData.RefList(context.Background(), "STTS")
 			for _, r := range list {
 				fmt.Fprintf(&b, "ref %s v%d %s\n", r.Key, r.Version, r.Fields)
 			}
@@ -646,7 +646,7 @@ func TestABatchEndsAsOneByOne(t *testing.T) {
 
 // rawHook is a store that runs hook when the pump reads a long message's text.
 type rawHook struct {
-	*store.DB
+	storetest.PumpStore
 	hook func()
 }
 
@@ -654,7 +654,7 @@ func (r *rawHook) Raw(ctx context.Context, id int64) (string, bool, error) {
 	if r.hook != nil {
 		r.hook()
 	}
-	return r.DB.Raw(ctx, id)
+	return r.PumpStore.Raw(ctx, id)
 }
 
 // A long message (a schedule of thousands of flights takes a few hundred milliseconds to
@@ -665,7 +665,7 @@ func TestTheInboxAcceptsWhileALongMessageIsRead(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		var rh *rawHook
 		e, _ := batchEnv(t, db, defaultPolicy, nil, true, func(s pump.Store) pump.Store {
-			rh = &rawHook{DB: s.(*store.DB)}
+			rh = &rawHook{PumpStore: s.(storetest.PumpStore)}
 			return rh
 		})
 		long := strings.Replace(refMsg("STTS", "ADD", "2", stts("B", "b"), 1), "<RECS>", strings.Repeat(" ", store.DueRawLimit+1)+"<RECS>", 1)
@@ -674,7 +674,7 @@ func TestTheInboxAcceptsWhileALongMessageIsRead(t *testing.T) {
 		rh.hook = func() {
 			rh.hook = nil
 			var err error
-			if accepted, err = db.InsertMessages(context.Background(), []string{refMsg("STTS", "ADD", "3", stts("C", "c"), 1)}, e.clock.Now()); err != nil {
+			if accepted, err = db.Intake.InsertMessages(context.Background(), []string{refMsg("STTS", "ADD", "3", stts("C", "c"), 1)}, e.clock.Now()); err != nil {
 				t.Errorf("the inbox could not insert while the pump read a long message: %v", err)
 			}
 		}

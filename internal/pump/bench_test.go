@@ -34,15 +34,15 @@ func BenchmarkEndToEnd(b *testing.B) {
 func benchEndToEnd(b *testing.B, db *store.DB) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	clock := pipeline.SystemClock{}
-	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 		Policy: defaultPolicy, Clock: clock, Logger: log, PollInterval: 50 * time.Millisecond,
 	})
-	inbox := api.NewInbox(db, clock, log, 1<<20, p.Wake)
+	inbox := api.NewInbox(db.Intake, clock, log, 1<<20, p.Wake)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go inbox.Run(ctx)
 	go p.Run(ctx)
-	ts := httptest.NewServer((&api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log}).Handler())
+	ts := httptest.NewServer((&api.Server{DB: storetest.API(db), Inbox: inbox, Clock: clock, Log: log}).Handler())
 	defer ts.Close()
 
 	msgs := make([]string, b.N)
@@ -80,7 +80,7 @@ func benchEndToEnd(b *testing.B, db *store.DB) {
 	wg.Wait()
 	accepted := time.Since(start)
 	for {
-		counts, err := db.CountByState(context.Background())
+		counts, err := db.Operations.CountByState(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}

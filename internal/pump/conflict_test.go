@@ -33,13 +33,13 @@ func TestDeadlockedBatchIsDoneAgainNotCharged(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	m := metrics.New(clock, "test", nil)
 	// The pump's batches lock the lease row first (the fence), as under `msgx serve`.
-	if err := db.AcquireLease(ctx, store.PumpLease, "test/pid-1/x", time.Hour, clock.Now()); err != nil {
+	if err := db.Leases.AcquireLease(ctx, store.PumpLease, "test/pid-1/x", time.Hour, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	db.SetFence(store.PumpLease, "test/pid-1/x")
-	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+	db.Leases.SetFence(store.PumpLease, "test/pid-1/x")
+	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 		Policy: defaultPolicy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Jobs: &jobs.Runner{DB: db, Clock: clock}, Metrics: m, BatchSize: 10,
+		Jobs: &jobs.Runner{DB: db.Archiver, Clock: clock}, Metrics: m, BatchSize: 10,
 	})
 	e := &env{db: db, clock: clock, pump: p, t: t}
 	ids := e.post(refMsg("STTS", "ADD", "81", stts("D1", "one"), 1), refMsg("STTS", "ADD", "82", stts("D2", "two"), 1))

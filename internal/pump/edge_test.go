@@ -83,8 +83,8 @@ func TestPanicInAHandlerIsTheMessagesCodecError(t *testing.T) {
 		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		policy := defaultPolicy
 		policy.MaxAttempts = 1
-		p := pump.New(db, reg, pump.Options{Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Jobs: &jobs.Runner{DB: db, Clock: clock}})
+		p := pump.New(storetest.Pump(db), reg, pump.Options{Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Jobs: &jobs.Runner{DB: db.Archiver, Clock: clock}})
 		e := &env{db: db, clock: clock, pump: p, t: t}
 		ids := e.post(withMeta("AODB", "1", "STTS", "DEL", "<RECS>1</RECS>"+stts("X", "x")), refMsg("STTS", "ADD", "2", stts("Y", "y"), 1))
 		e.drain()
@@ -96,7 +96,7 @@ func TestPanicInAHandlerIsTheMessagesCodecError(t *testing.T) {
 			t.Fatalf("class %s", m.Class())
 		}
 		e.want(ids[1], pipeline.Succeeded, "")
-		res, err := db.Replay(context.Background(), nil, []int64{ids[0]}, clock.Now())
+		res, err := db.Operations.Replay(context.Background(), nil, []int64{ids[0]}, clock.Now())
 		if err != nil || res.Moved != 1 {
 			t.Fatalf("a panicked message must be replayable: %+v %v", res, err)
 		}

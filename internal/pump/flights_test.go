@@ -30,16 +30,16 @@ func TestEveryOutcomeIsFoundByItsFlight(t *testing.T) {
 		t.Run(fmt.Sprintf("batch=%d", size), func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
 				clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-				flights := flight.New(db, clock, time.UTC)
+				flights := flight.New(storetest.Flight(db), clock, time.UTC)
 				policy := defaultPolicy
 				policy.Park = []pipeline.ErrorClass{pipeline.Orphan}
 				reg := handler.Default(handler.Options{})
 				reg.Replace("FLOP-STND", handler.Func(func(context.Context, handler.View, *sis.Message) (pipeline.Decision, error) {
 					return pipeline.Decision{}, pipeline.Errorf(pipeline.Infra, "dependency down")
 				}))
-				p := pump.New(db, reg, pump.Options{
+				p := pump.New(storetest.Pump(db), reg, pump.Options{
 					Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-					Jobs: &jobs.Runner{DB: db, Clock: clock}, Flights: flights, View: flights, BatchSize: size,
+					Jobs: &jobs.Runner{DB: db.Archiver, Clock: clock}, Flights: flights, View: flights, BatchSize: size,
 					FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) }, SIS: sis.Options{Location: time.UTC},
 				})
 				e := &env{db: db, clock: clock, pump: p, t: t}
@@ -67,7 +67,7 @@ func TestEveryOutcomeIsFoundByItsFlight(t *testing.T) {
 				}
 				search := func(flid int64) []int64 {
 					t.Helper()
-					ms, err := db.SearchMessages(context.Background(), store.MessageQuery{FLID: flid})
+					ms, err := db.Operations.SearchMessages(context.Background(), store.MessageQuery{FLID: flid})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -87,7 +87,7 @@ func TestEveryOutcomeIsFoundByItsFlight(t *testing.T) {
 					t.Errorf("flight 5199 (the ORPHAN): %v, want %v", got, want)
 				}
 				for i, id := range ids {
-					fs, err := db.MessageFlights(context.Background(), id)
+					fs, err := db.Flights.MessageFlights(context.Background(), id)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -30,7 +30,7 @@ func TestInHandShowsTheMessageBeingDecided(t *testing.T) {
 			<-release
 			return pipeline.Decision{}, nil
 		}))
-		p := pump.New(db, reg, pump.Options{Policy: defaultPolicy, Clock: clock, BatchSize: batch,
+		p := pump.New(storetest.Pump(db), reg, pump.Options{Policy: defaultPolicy, Clock: clock, BatchSize: batch,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		e := &env{db: db, clock: clock, pump: p, t: t}
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("AB", "x"), 1))

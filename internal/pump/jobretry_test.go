@@ -46,12 +46,12 @@ func (o *outageJobs) RunJob(context.Context, *store.Job) (string, error) {
 func jobAfter(t *testing.T, db *store.DB, clock *testkit.Clock, runner pump.JobRunner, infraDeadline, limit time.Duration) *store.Job {
 	t.Helper()
 	policy := defaultPolicy // 5 attempts, 1-2-4-8-16 s, head deadline 10 m
-	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 		Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Jobs: runner,
 		JobInfraDeadline: infraDeadline, PollInterval: time.Minute,
 	})
 	ctx := context.Background()
-	j, err := db.EnqueueJob(ctx, jobs.HistorySweep, "", clock.Now())
+	j, err := db.JobQueue.EnqueueJob(ctx, jobs.HistorySweep, "", clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func jobAfter(t *testing.T, db *store.DB, clock *testkit.Clock, runner pump.JobR
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := db.GetJob(ctx, j.ID)
+		got, err := db.JobQueue.GetJob(ctx, j.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func jobAfter(t *testing.T, db *store.DB, clock *testkit.Clock, runner pump.JobR
 		}
 		clock.Add(max(wait, time.Second))
 	}
-	got, _ := db.GetJob(ctx, j.ID)
+	got, _ := db.JobQueue.GetJob(ctx, j.ID)
 	return got
 }
 

@@ -37,12 +37,12 @@ func TestPumpIsUnaffectedByLogstashDown(t *testing.T) {
 	defer func() { cancel(); <-shipped }()
 
 	traces := logship.NewTraces(1000)
-	db.SetTraceHook(traces.Remember)
+	db.Processor.SetTraceHook(traces.Remember)
 	var local testkit.Buffer
 	log := slog.New(logship.Correlate(logship.Tee(slog.NewJSONHandler(&local, nil), slog.NewJSONHandler(ship, nil)), traces))
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: clock, Logger: log,
-		Jobs: &jobs.Runner{DB: db, Clock: clock}})
+	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{Policy: defaultPolicy, Clock: clock, Logger: log,
+		Jobs: &jobs.Runner{DB: db.Archiver, Clock: clock}})
 	const n = 60
 	raws := make([]string, n)
 	traceIDs := make([]string, n)
@@ -52,7 +52,7 @@ func TestPumpIsUnaffectedByLogstashDown(t *testing.T) {
 			traceIDs[i] = fmt.Sprintf("%032x", i+1)
 		}
 	}
-	ids, err := db.InsertMessagesTraced(context.Background(), raws, traceIDs, clock.Now())
+	ids, err := db.Intake.InsertMessagesTraced(context.Background(), raws, traceIDs, clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestPumpIsUnaffectedByLogstashDown(t *testing.T) {
 		t.Fatal("the pump blocked with logstash down")
 	}
 	for _, id := range ids {
-		m, err := db.GetMessage(context.Background(), id)
+		m, err := db.Operations.GetMessage(context.Background(), id)
 		if err != nil || m.State != pipeline.Succeeded {
 			t.Fatalf("message %d: %+v %v", id, m, err)
 		}

@@ -57,7 +57,7 @@ func TestFinishedMessagesMoveTheMetrics(t *testing.T) {
 				m := metrics.New(clock, "test", nil)
 				policy := defaultPolicy
 				policy.Park = pipeline.DefaultPark
-				p := pump.New(db, handler.Default(handler.Options{}), pump.Options{Policy: policy, Clock: clock,
+				p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{Policy: policy, Clock: clock,
 					Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: size, Metrics: m})
 				e := &env{db: db, clock: clock, pump: p, t: t}
 				add := refMsg("STTS", "ADD", "1", stts("DEP", "departed"), 1)

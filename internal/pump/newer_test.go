@@ -27,8 +27,8 @@ func pumpPaths(t *testing.T, policy pipeline.RetryPolicy, mode pipeline.Identity
 	phaseB := func(size int) func(t *testing.T, db *store.DB) {
 		return func(t *testing.T, db *store.DB) {
 			clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-			flights := flight.New(db, clock, time.UTC)
-			p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+			flights := flight.New(storetest.Flight(db), clock, time.UTC)
+			p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 				Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Flights: flights, View: flights, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
 				BatchSize: size, SIS: sis.Options{Location: time.UTC}, Identity: mode,
@@ -81,7 +81,7 @@ func TestAReplayNeverOverwritesANewerValue(t *testing.T) {
 		if s := field("STND"); s != "305" {
 			t.Fatalf("stand before the replay: %s", s)
 		}
-		res, err := e.db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Orphan}, nil, e.clock.Now())
+		res, err := e.db.Operations.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Orphan}, nil, e.clock.Now())
 		if err != nil || res.Moved != 2 {
 			t.Fatalf("replay: %+v %v", res, err)
 		}
@@ -91,7 +91,7 @@ func TestAReplayNeverOverwritesANewerValue(t *testing.T) {
 			!strings.Contains(m.Note, fmt.Sprintf("STND kept: set by message %d, newer", ids[3])) {
 			t.Errorf("the replayed stand's note: %q", m.Note)
 		}
-		hist, err := e.db.MessageHistory(context.Background(), ids[0])
+		hist, err := e.db.Operations.MessageHistory(context.Background(), ids[0])
 		if err != nil || len(hist) == 0 || !strings.Contains(hist[len(hist)-1].Detail, "applied out of order: flight 5001 STND kept: set by message") {
 			t.Errorf("the replayed stand's history: %+v %v", hist, err)
 		}
@@ -110,9 +110,9 @@ func TestAReplayAfterAFixEqualsACleanRun(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-		flights := flight.New(db, clock, time.UTC)
+		flights := flight.New(storetest.Flight(db), clock, time.UTC)
 		pumpWith := func(reg *handler.Registry) *env {
-			return &env{db: db, clock: clock, t: t, pump: pump.New(db, reg, pump.Options{
+			return &env{db: db, clock: clock, t: t, pump: pump.New(storetest.Pump(db), reg, pump.Options{
 				Policy: parking(), Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Flights: flights, View: flights, FlightsIn: func(tx *sql.Tx) pump.TxFlights { return flights.InTx(tx) },
 				BatchSize: 50, SIS: sis.Options{Location: time.UTC},
@@ -155,7 +155,7 @@ func TestAReplayAfterAFixEqualsACleanRun(t *testing.T) {
 		e.want(ids[1], pipeline.Dead, pipeline.CodecError)
 		e.want(ids[2], pipeline.Dead, pipeline.CodecError)
 		e.want(ids[4], pipeline.Succeeded, "")
-		if res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.CodecError}, nil, clock.Now()); err != nil || res.Moved != 2 {
+		if res, err := db.Operations.Replay(context.Background(), []pipeline.ErrorClass{pipeline.CodecError}, nil, clock.Now()); err != nil || res.Moved != 2 {
 			t.Fatalf("replay: %+v %v", res, err)
 		}
 		e = pumpWith(fixed)
@@ -183,7 +183,7 @@ func TestAReplayedReferenceRecordStaysAsLaterMessagesLeftIt(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		pumpWith := func(reg *handler.Registry) *env {
-			return &env{db: db, clock: clock, t: t, pump: pump.New(db, reg, pump.Options{
+			return &env{db: db, clock: clock, t: t, pump: pump.New(storetest.Pump(db), reg, pump.Options{
 				Policy: parking(), Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: time.UTC},
 			})}
 		}
@@ -205,7 +205,7 @@ func TestAReplayedReferenceRecordStaysAsLaterMessagesLeftIt(t *testing.T) {
 		e.drain()
 		e.want(ids[0], pipeline.Dead, pipeline.CodecError)
 		e.want(ids[2], pipeline.Succeeded, "")
-		if res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.CodecError}, nil, clock.Now()); err != nil || res.Moved != 2 {
+		if res, err := db.Operations.Replay(context.Background(), []pipeline.ErrorClass{pipeline.CodecError}, nil, clock.Now()); err != nil || res.Moved != 2 {
 			t.Fatalf("replay: %+v %v", res, err)
 		}
 		e = pumpWith(fixed)
@@ -214,10 +214,10 @@ func TestAReplayedReferenceRecordStaysAsLaterMessagesLeftIt(t *testing.T) {
 			t.Errorf("the replayed ADD's note: %q", m.Note)
 		}
 		e.want(ids[1], pipeline.Succeeded, "")
-		if r, err := db.RefGet(context.Background(), "AIRL", "3U"); err != nil || r != nil {
+		if r, err := db.RefData.RefGet(context.Background(), "AIRL", "3U"); err != nil || r != nil {
 			t.Fatalf("AIRL 3U after a replayed ADD older than its DEL: %+v %v, want it deleted", r, err)
 		}
-		if r, err := db.RefGet(context.Background(), "AIRL", "MU"); err != nil || r == nil {
+		if r, err := db.RefData.RefGet(context.Background(), "AIRL", "MU"); err != nil || r == nil {
 			t.Fatalf("AIRL MU: %+v %v, want it added", r, err)
 		}
 	})

@@ -34,7 +34,7 @@ func TestDeterministicFailuresAreParkedAtOnce(t *testing.T) {
 		}
 		e.want(ids[2], pipeline.Succeeded, "") // no time passed: the queue moved on at once
 
-		res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Unsupported}, ids[:1], e.clock.Now())
+		res, err := db.Operations.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Unsupported}, ids[:1], e.clock.Now())
 		if err != nil || res.Moved != 1 {
 			t.Fatalf("replay of a parked message: %+v %v", res, err)
 		}

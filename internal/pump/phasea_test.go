@@ -50,7 +50,7 @@ func newPhaseA(t *testing.T, db *store.DB, policy pipeline.RetryPolicy, o phaseA
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	rs := redisflight.New(redisflight.Options{Addr: flighttest.RedisAddr(), Prefix: flighttest.RedisPrefix(t), Clock: clock, Location: time.UTC})
 	t.Cleanup(func() { rs.Close() })
-	a := &phaseA{env: &env{db: db, clock: clock, t: t}, rs: rs, mirror: flight.New(db, clock, time.UTC)}
+	a := &phaseA{env: &env{db: db, clock: clock, t: t}, rs: rs, mirror: flight.New(storetest.Flight(db), clock, time.UTC)}
 	a.pump = a.newPump(policy, o)
 	return a
 }
@@ -64,7 +64,7 @@ func (a *phaseA) newPump(policy pipeline.RetryPolicy, o phaseAOptions) *pump.Pum
 	if o.auth != nil {
 		auth = o.auth(a.rs)
 	}
-	var s pump.Store = a.db
+	var s pump.Store = storetest.Pump(a.db)
 	if o.store != nil {
 		s = o.store(a.db)
 	}
@@ -190,7 +190,7 @@ func TestPhaseABatchDecisionsSeeTheBatchBeforeThem(t *testing.T) {
 		if v := a.version(5002); v != 2 {
 			t.Fatalf("flight 5002 at version %d, want 2", v)
 		}
-		list, err := db.RefList(context.Background(), "STTS")
+		list, err := db.RefData.RefList(context.Background(), "STTS")
 		if err != nil || len(list) != 1 || list[0].Key != "B" {
 			t.Fatalf("STTS after ADD A then DNLD B in one batch: %+v %v", list, err)
 		}
@@ -338,12 +338,12 @@ type crashed struct{}
 // holding is a store that remembers the batch it opened, so a test that "kills" the pump
 // mid-batch can roll it back as the database does when a process dies.
 type holding struct {
-	*store.DB
+	storetest.PumpStore
 	open *store.Batch
 }
 
 func (h *holding) BeginBatch(ctx context.Context) (*store.Batch, error) {
-	b, err := h.DB.BeginBatch(ctx)
+	b, err := h.PumpStore.BeginBatch(ctx)
 	h.open = b
 	return b, err
 }
@@ -380,7 +380,7 @@ func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
 				plain:    plain,
 				size:     16,
 				identity: pipeline.IdentitySeqn,
-				store:    func(db *store.DB) pump.Store { h.DB = db; return h },
+				store:    func(db *store.DB) pump.Store { h.PumpStore = storetest.Pump(db); return h },
 				after: func(int64) {
 					if scripts++; scripts == crashAt {
 						panic(crashed{})

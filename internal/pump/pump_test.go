@@ -40,16 +40,16 @@ type env struct {
 
 func newEnv(t *testing.T, db *store.DB, policy pipeline.RetryPolicy) *env {
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 		Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Jobs: &jobs.Runner{DB: db, Clock: clock},
+		Jobs: &jobs.Runner{DB: db.Archiver, Clock: clock},
 	})
 	return &env{db: db, clock: clock, pump: p, t: t}
 }
 
 func (e *env) post(raws ...string) []int64 {
 	e.t.Helper()
-	ids, err := e.db.InsertMessages(context.Background(), raws, e.clock.Now())
+	ids, err := e.db.Intake.InsertMessages(context.Background(), raws, e.clock.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func (e *env) drain() time.Duration {
 
 func (e *env) msg(id int64) *store.Message {
 	e.t.Helper()
-	m, err := e.db.GetMessage(context.Background(), id)
+	m, err := e.db.Operations.GetMessage(context.Background(), id)
 	if err != nil || m == nil {
 		e.t.Fatalf("message %d: %v", id, err)
 	}
@@ -123,7 +123,7 @@ func TestFailedHeadBlocksThenExhaustsAndReplays(t *testing.T) {
 		}
 		e.want(ids[1], pipeline.Succeeded, "") // the queue moved on
 
-		res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Exhausted}, nil, e.clock.Now())
+		res, err := db.Operations.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Exhausted}, nil, e.clock.Now())
 		if err != nil || res.Moved != 1 {
 			t.Fatalf("replay: %+v %v", res, err)
 		}
@@ -171,11 +171,11 @@ func TestMalformedDuplicateAndReplayRules(t *testing.T) {
 			t.Fatalf("duplicate last error %q", *dup.LastError)
 		}
 		e.want(ids[4], pipeline.Succeeded, "")
-		ref, err := db.RefGet(context.Background(), "STTS", "ARR")
+		ref, err := db.RefData.RefGet(context.Background(), "STTS", "ARR")
 		if err != nil || ref == nil || ref.Version != 1 {
 			t.Fatalf("an unchanged UPD must not advance the version: %+v %v", ref, err)
 		}
-		res, err := db.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Malformed, pipeline.Exhausted}, []int64{ids[0], ids[1], ids[2]}, e.clock.Now())
+		res, err := db.Operations.Replay(context.Background(), []pipeline.ErrorClass{pipeline.Malformed, pipeline.Exhausted}, []int64{ids[0], ids[1], ids[2]}, e.clock.Now())
 		if err != nil || res.Moved != 0 || res.Skipped != 3 {
 			t.Fatalf("MALFORMED and SUCCEEDED rows must be left alone: %+v %v", res, err)
 		}
@@ -208,7 +208,7 @@ func TestReferenceReplaceAndGuards(t *testing.T) {
 			t.Fatalf("RECS mismatch on an ADD must be a warning: %+v", m.Warnings)
 		}
 		e.want(ids[5], pipeline.Dead, pipeline.Malformed)
-		list, err := db.RefList(ctx, "STTS")
+		list, err := db.RefData.RefList(ctx, "STTS")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,13 +228,13 @@ func TestJobRunsBetweenMessagesInOrder(t *testing.T) {
 		e := newEnv(t, db, defaultPolicy)
 		ctx := context.Background()
 		ids := e.post(unknownType, refMsg("STTS", "ADD", "1", stts("A", "x"), 1))
-		job, err := db.EnqueueJob(ctx, jobs.Archive, "", e.clock.Now())
+		job, err := db.JobQueue.EnqueueJob(ctx, jobs.Archive, "", e.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		later := e.post(refMsg("STTS", "ADD", "2", stts("B", "y"), 1))
 		e.drain()
-		jl, _ := db.ListJobs(ctx, 10)
+		jl, _ := db.JobQueue.ListJobs(ctx, 10)
 		if jl[0].ID != job.ID || jl[0].State != store.JobPending {
 			t.Fatalf("the job ran while a message before it was FAILED: %+v", jl[0])
 		}
@@ -245,7 +245,7 @@ func TestJobRunsBetweenMessagesInOrder(t *testing.T) {
 			e.drain()
 		}
 		e.want(ids[0], pipeline.Dead, pipeline.Exhausted)
-		jl, _ = db.ListJobs(ctx, 10)
+		jl, _ = db.JobQueue.ListJobs(ctx, 10)
 		if jl[0].State != store.JobDone {
 			t.Fatalf("job state %s", jl[0].State)
 		}
@@ -267,7 +267,7 @@ func TestAdoptsRowsInsertedByTheLegacyGateway(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.drain()
-		ms, err := db.ListMessages(context.Background(), store.MessageFilter{})
+		ms, err := db.Operations.ListMessages(context.Background(), store.MessageFilter{})
 		if err != nil || len(ms) != 1 || ms[0].State != pipeline.Succeeded {
 			t.Fatalf("adopted: %+v %v", ms, err)
 		}
@@ -310,7 +310,7 @@ func TestAppliedMessageIsNotAppliedAgainAfterALostCommitAnswer(t *testing.T) {
 		e.drain()
 		e.want(id, pipeline.Succeeded, "")
 		// The commit went through but its answer was lost: the pump recorded a failure.
-		if err := db.Record(context.Background(), id, store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "commit: connection reset"}, e.clock.Now()); err != nil {
+		if err := db.Processor.Record(context.Background(), id, store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "commit: connection reset"}, e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.SQL.Exec(`UPDATE REF_DATA SET FIELDS = '{"changed":"since"}' WHERE REF_TYPE = 'STTS'`); err != nil {
@@ -319,7 +319,7 @@ func TestAppliedMessageIsNotAppliedAgainAfterALostCommitAnswer(t *testing.T) {
 		e.clock.Add(time.Minute)
 		e.drain()
 		e.want(id, pipeline.Succeeded, "")
-		ref, _ := db.RefGet(context.Background(), "STTS", "Z")
+		ref, _ := db.RefData.RefGet(context.Background(), "STTS", "Z")
 		if string(ref.Fields) != `{"changed":"since"}` {
 			t.Fatalf("the message was applied a second time: %s", ref.Fields)
 		}
@@ -338,11 +338,11 @@ func TestFailingJobHitsTheHeadDeadline(t *testing.T) {
 		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		policy := defaultPolicy
 		policy.MaxAttempts = 1000
-		p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+		p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 			Policy: policy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Jobs: failingJobs{},
 		})
 		ctx := context.Background()
-		if _, err := db.EnqueueJob(ctx, jobs.Archive, "", clock.Now()); err != nil {
+		if _, err := db.JobQueue.EnqueueJob(ctx, jobs.Archive, "", clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 30; i++ {
@@ -351,7 +351,7 @@ func TestFailingJobHitsTheHeadDeadline(t *testing.T) {
 			}
 			clock.Add(time.Minute)
 		}
-		jl, _ := db.ListJobs(ctx, 1)
+		jl, _ := db.JobQueue.ListJobs(ctx, 1)
 		if jl[0].State != store.JobDead || jl[0].FirstFailedAt == nil || !strings.Contains(*jl[0].LastError, "head deadline") {
 			t.Fatalf("job after 30 minutes of failures: %+v", jl[0])
 		}
@@ -382,7 +382,7 @@ func TestGatewayRowAfterStartIsAdoptedAtOnce(t *testing.T) {
 // stepThree is a store whose servers give out ids three apart, as the nodes of a Galera
 // cluster of three do (1, 4, 7… on one node), and which notes the ids the pump looks for again.
 type stepThree struct {
-	*store.DB
+	storetest.PumpStore
 	asked []int64
 }
 
@@ -390,7 +390,7 @@ func (s *stepThree) IDStep(context.Context) (int64, error) { return 3, nil }
 
 func (s *stepThree) Visible(ctx context.Context, ids []int64) ([]int64, []int64, error) {
 	s.asked = append(s.asked, ids...)
-	return s.DB.Visible(ctx, ids)
+	return s.PumpStore.Visible(ctx, ids)
 }
 
 // On a Galera cluster the ids of the nodes nothing is written through are never looked for
@@ -400,7 +400,7 @@ func (s *stepThree) Visible(ctx context.Context, ids []int64) ([]int64, []int64,
 func TestIDsNoNodeGaveOutAreNotLookedFor(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		sdb := &stepThree{DB: db}
+		sdb := &stepThree{PumpStore: storetest.Pump(db)}
 		e := newEnv(t, db, defaultPolicy)
 		e.pump = pump.New(sdb, handler.Default(handler.Options{}), pump.Options{
 			Policy: defaultPolicy, Clock: e.clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -414,7 +414,7 @@ func TestIDsNoNodeGaveOutAreNotLookedFor(t *testing.T) {
 			}
 		}
 		stated := func(id int64) bool {
-			ms, err := db.ListMessages(context.Background(), store.MessageFilter{})
+			ms, err := db.Operations.ListMessages(context.Background(), store.MessageFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}

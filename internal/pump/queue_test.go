@@ -158,7 +158,7 @@ func TestFlopsInOneBatchSeeTheFlightsBeforeThem(t *testing.T) {
 		if got := eventsOf(t, db, ids); got != "0 1 2 3 4 5" {
 			t.Fatalf("events of messages %q", got)
 		}
-		m, err := db.GetMessage(context.Background(), ids[4])
+		m, err := db.Operations.GetMessage(context.Background(), ids[4])
 		if err != nil || strings.Contains(m.Note, "ORPHAN") {
 			t.Fatalf("the FLOP of the flight created in the batch: %+v %v", m, err)
 		}

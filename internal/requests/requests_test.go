@@ -89,7 +89,7 @@ func eachDialect(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 // gateway writes it (local time in the legacy zone, whole seconds).
 func gatewaySends(t *testing.T, db *store.DB, id int64, at time.Time) {
 	t.Helper()
-	storetest.Exec(t, db, fmt.Sprintf(`UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '%s' WHERE COUTMSGS_ID = %d`, db.LegacyNow(at), id))
+	storetest.Exec(t, db, fmt.Sprintf(`UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '%s' WHERE COUTMSGS_ID = %d`, db.Intake.LegacyNow(at), id))
 }
 
 // The loop: SENT once the gateway sent the row, re-sent max-resends times when no answer
@@ -98,9 +98,9 @@ func gatewaySends(t *testing.T, db *store.DB, id int64, at time.Time) {
 func TestStepResendsThenExpires(t *testing.T) {
 	eachDialect(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		db.SetLegacy(store.LegacyOptions{Location: shanghai})
+		db.Intake.SetLegacy(store.LegacyOptions{Location: shanghai})
 		clk := testkit.NewClock(time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC))
-		svc := requests.New(db, requests.Options{Clock: clk, Location: shanghai, Timeout: time.Minute, MaxResends: 2})
+		svc := requests.New(db.RequestTracker, requests.Options{Clock: clk, Location: shanghai, Timeout: time.Minute, MaxResends: 2})
 		r, err := svc.Create(ctx, requests.Spec{Type: "RQRD", RefType: "AIRL"})
 		if err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func TestStepResendsThenExpires(t *testing.T) {
 			if err := svc.Step(ctx); err != nil {
 				t.Fatal(err)
 			}
-			got, err := db.GetRequest(ctx, r.ID)
+			got, err := db.RequestTracker.GetRequest(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,10 +158,10 @@ func TestStepResendsThenExpires(t *testing.T) {
 func TestDeadlineRunsFromTheGatewaysSend(t *testing.T) {
 	eachDialect(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		db.SetLegacy(store.LegacyOptions{Location: shanghai})
+		db.Intake.SetLegacy(store.LegacyOptions{Location: shanghai})
 		t0 := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 		clk := testkit.NewClock(t0)
-		svc := requests.New(db, requests.Options{Clock: clk, Location: shanghai, Timeout: 15 * time.Second, MaxResends: 3})
+		svc := requests.New(db.RequestTracker, requests.Options{Clock: clk, Location: shanghai, Timeout: 15 * time.Second, MaxResends: 3})
 		sent, err := svc.Create(ctx, requests.Spec{Type: "RQRD", RefType: "AIRL"})
 		if err != nil {
 			t.Fatal(err)
@@ -172,7 +172,7 @@ func TestDeadlineRunsFromTheGatewaysSend(t *testing.T) {
 		}
 		get := func(id int64) *store.Request {
 			t.Helper()
-			r, err := db.GetRequest(ctx, id)
+			r, err := db.RequestTracker.GetRequest(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}

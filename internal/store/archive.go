@@ -11,9 +11,9 @@ import (
 
 // Raw returns the raw text of message id, from CMINMSGS or, once ARCHIVE has moved it, from
 // CMINMSGS_HST (a replayed message is read from there); ok is false when it is in neither.
-func (d *DB) Raw(ctx context.Context, id int64) (raw string, ok bool, err error) {
+func (p *Processor) Raw(ctx context.Context, id int64) (raw string, ok bool, err error) {
 	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST"} {
-		err = d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_CLOB_MSG FROM `+table+` WHERE CMINMSGS_ID = ?`, id).Scan(&raw)
+		err = p.db.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_CLOB_MSG FROM `+table+` WHERE CMINMSGS_ID = ?`, id).Scan(&raw)
 		if err == nil {
 			return raw, true, nil
 		}
@@ -40,17 +40,17 @@ const (
 // It stops between chunks when ctx ends, keeping what it moved. Each moved message's
 // PROC_STATE row records now as its ARCHIVED_AT, from which retention.archive counts.
 // progress, when set, is told the running total after each chunk that moved rows.
-func (d *DB) Archive(ctx context.Context, maxID int64, before, now time.Time, progress func(moved int)) (int, error) {
-	if d.Shadow() {
+func (a *Archiver) Archive(ctx context.Context, maxID int64, before, now time.Time, progress func(moved int)) (int, error) {
+	if a.db.Intake.Shadow() {
 		// Moving rows would delete them from the legacy's CMINMSGS: in shadow mode ARCHIVE
 		// moves nothing, and the job is done (it must not block the message order).
-		d.legacyOpts().Logger.Warn("shadow mode: ARCHIVE moves nothing; CMINMSGS is the legacy's")
+		a.db.Intake.legacyOpts().Logger.Warn("shadow mode: ARCHIVE moves nothing; CMINMSGS is the legacy's")
 		return 0, nil
 	}
 	total := 0
 	var after int64
 	for ctx.Err() == nil {
-		n, last, err := d.archiveChunk(ctx, after, maxID, before, now)
+		n, last, err := a.archiveChunk(ctx, after, maxID, before, now)
 		total += n
 		if err != nil {
 			return total, err
@@ -91,8 +91,8 @@ func queryIDs(ctx context.Context, tx *sql.Tx, what, query string, args ...any) 
 // archiveChunk moves up to ArchiveChunk archivable rows, and ArchiveChunkBytes of their text,
 // with ids in (after, maxID] and returns how many it moved and the highest id it took (0 when
 // there was none).
-func (d *DB) archiveChunk(ctx context.Context, after, maxID int64, before, now time.Time) (moved int, last int64, err error) {
-	err = d.longTx(ctx, func(tx *sql.Tx) error {
+func (a *Archiver) archiveChunk(ctx context.Context, after, maxID int64, before, now time.Time) (moved int, last int64, err error) {
+	err = a.db.longTx(ctx, func(tx *sql.Tx) error {
 		moved, last = 0, 0
 		ids, err := archivable(ctx, tx, after, maxID, before)
 		if err != nil || len(ids) == 0 {

@@ -21,8 +21,8 @@ type Applied struct {
 
 // SchedulesUpTo returns the SUCCEEDED schedules (type tags SCHD-…) applied at or before at, in
 // id order: the messages that may have created, moved or deleted a day's flights.
-func (d *DB) SchedulesUpTo(ctx context.Context, at time.Time) ([]Applied, error) {
-	return d.applied(ctx, "schedules applied by "+at.UTC().Format(time.RFC3339),
+func (fl *Flights) SchedulesUpTo(ctx context.Context, at time.Time) ([]Applied, error) {
+	return fl.applied(ctx, "schedules applied by "+at.UTC().Format(time.RFC3339),
 		`SELECT CMINMSGS_ID, PROCESSED_AT, TYPE_TAG FROM PROC_STATE WHERE STATE = 'SUCCEEDED' AND TYPE_TAG >= 'SCHD-' AND TYPE_TAG < 'SCHD.' AND PROCESSED_AT <= ?`,
 		T(at))
 }
@@ -31,7 +31,7 @@ func (d *DB) SchedulesUpTo(ctx context.Context, at time.Time) ([]Applied, error)
 // flids (MSG_FLIGHT), in id order. It reads MSG_FLIGHT by its primary key (FLID, …) and then
 // PROC_STATE by its own, two seeks per row: a join let SQLite walk PROC_STATE instead (10 s for
 // a 1,000-flight day).
-func (d *DB) AppliedNamingUpTo(ctx context.Context, flids []int64, at time.Time) ([]Applied, error) {
+func (fl *Flights) AppliedNamingUpTo(ctx context.Context, flids []int64, at time.Time) ([]Applied, error) {
 	seen := map[int64]bool{}
 	var ids []int64
 	for part := range slices.Chunk(flids, flightChunk) {
@@ -39,7 +39,7 @@ func (d *DB) AppliedNamingUpTo(ctx context.Context, flids []int64, at time.Time)
 		for i, f := range part {
 			args[i] = f
 		}
-		rows, err := d.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID FROM MSG_FLIGHT WHERE FLID IN (`+placeholders(len(part))+`)`, args...)
+		rows, err := fl.db.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID FROM MSG_FLIGHT WHERE FLID IN (`+placeholders(len(part))+`)`, args...)
 		if err != nil {
 			return nil, Unavailable(fmt.Errorf("messages naming %d flights: %w", len(part), err))
 		}
@@ -67,7 +67,7 @@ func (d *DB) AppliedNamingUpTo(ctx context.Context, flids []int64, at time.Time)
 		for _, id := range part {
 			args = append(args, id)
 		}
-		as, err := d.applied(ctx, fmt.Sprintf("the states of %d messages", len(part)),
+		as, err := fl.applied(ctx, fmt.Sprintf("the states of %d messages", len(part)),
 			`SELECT CMINMSGS_ID, PROCESSED_AT, TYPE_TAG FROM PROC_STATE WHERE STATE = 'SUCCEEDED' AND PROCESSED_AT <= ? AND CMINMSGS_ID IN (`+placeholders(len(part))+`)`, args...)
 		if err != nil {
 			return nil, err
@@ -88,8 +88,8 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-func (d *DB) applied(ctx context.Context, what, q string, args ...any) ([]Applied, error) {
-	rows, err := d.SQL.QueryContext(ctx, q, args...)
+func (fl *Flights) applied(ctx context.Context, what, q string, args ...any) ([]Applied, error) {
+	rows, err := fl.db.SQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("%s: %w", what, err))
 	}
@@ -114,7 +114,7 @@ func (d *DB) applied(ctx context.Context, what, q string, args ...any) ([]Applie
 
 // Raws returns the raw texts of the messages ids, from CMINMSGS or, once ARCHIVE moved them,
 // CMINMSGS_HST (see Raw), by id; an id in neither is absent from the map.
-func (d *DB) Raws(ctx context.Context, ids []int64) (map[int64]string, error) {
+func (fl *Flights) Raws(ctx context.Context, ids []int64) (map[int64]string, error) {
 	out := make(map[int64]string, len(ids))
 	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST"} {
 		var want []int64
@@ -128,7 +128,7 @@ func (d *DB) Raws(ctx context.Context, ids []int64) (map[int64]string, error) {
 			for i, id := range part {
 				args[i] = id
 			}
-			rows, err := d.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG FROM `+table+` WHERE CMINMSGS_ID IN (`+placeholders(len(part))+`)`, args...)
+			rows, err := fl.db.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG FROM `+table+` WHERE CMINMSGS_ID IN (`+placeholders(len(part))+`)`, args...)
 			if err != nil {
 				return nil, Unavailable(fmt.Errorf("read %d messages from %s: %w", len(part), table, err))
 			}
@@ -154,9 +154,9 @@ func (d *DB) Raws(ctx context.Context, ids []int64) (map[int64]string, error) {
 // HistoryFrom returns when the oldest message msgx still keeps was processed: retention purges
 // the oldest finished messages with all they own, so a day folded again from the messages is
 // known only from this time on. ok is false when no message was processed yet.
-func (d *DB) HistoryFrom(ctx context.Context) (from time.Time, ok bool, err error) {
+func (fl *Flights) HistoryFrom(ctx context.Context) (from time.Time, ok bool, err error) {
 	var t NullTime
-	if err := d.SQL.QueryRowContext(ctx, `SELECT MIN(PROCESSED_AT) FROM PROC_STATE`).Scan(&t); err != nil {
+	if err := fl.db.SQL.QueryRowContext(ctx, `SELECT MIN(PROCESSED_AT) FROM PROC_STATE`).Scan(&t); err != nil {
 		return time.Time{}, false, Unavailable(fmt.Errorf("the oldest message kept: %w", err))
 	}
 	return t.Time, t.Valid, nil

@@ -26,7 +26,7 @@ type Batching interface {
 	BeginBatch(ctx context.Context) (*Batch, error)
 }
 
-var _ Batching = (*DB)(nil)
+var _ Batching = (*Processor)(nil)
 
 // Due is an unfinished message as the pump reads it for a batch: its processing state, its
 // raw text (from CMINMSGS or, once archived, CMINMSGS_HST) and the identity key it holds.
@@ -51,7 +51,7 @@ const DueRawLimit = 64 << 10
 // Due returns up to limit unfinished messages in id order, each with its raw text (up to
 // DueRawLimit), in one query. Each state is read by its own seek on IDX_PROC_HEAD (STATE, CMINMSGS_ID), as Head
 // does, so the read costs limit rows however long the backlog is.
-func (d *DB) Due(ctx context.Context, limit int) ([]*Due, error) {
+func (p *Processor) Due(ctx context.Context, limit int) ([]*Due, error) {
 	if limit <= 0 {
 		limit = 1
 	}
@@ -64,7 +64,7 @@ func (d *DB) Due(ctx context.Context, limit int) ([]*Due, error) {
 		LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID
 		LEFT JOIN CMINMSGS_HST h ON c.CMINMSGS_ID IS NULL AND h.CMINMSGS_ID = p.CMINMSGS_ID
 		ORDER BY p.CMINMSGS_ID LIMIT %[1]d`, limit, DueRawLimit)
-	rows, err := d.SQL.QueryContext(ctx, q, pipeline.Pending, pipeline.Failed)
+	rows, err := p.db.SQL.QueryContext(ctx, q, pipeline.Pending, pipeline.Failed)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("due messages: %w", err))
 	}
@@ -74,7 +74,7 @@ func (d *DB) Due(ctx context.Context, limit int) ([]*Due, error) {
 		var key, live, hst sql.NullString
 		var liveID, hstID sql.NullInt64
 		var liveFits, hstFits sql.NullBool
-		m, err := d.scanMessage(extraScan{rows, []any{&key, &liveID, &live, &liveFits, &hstID, &hst, &hstFits}})
+		m, err := p.scanMessage(extraScan{rows, []any{&key, &liveID, &live, &liveFits, &hstID, &hst, &hstFits}})
 		if err != nil {
 			return nil, Unavailable(fmt.Errorf("due messages: %w", err))
 		}
@@ -184,7 +184,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 	}
 	l := *b.later
 	*b.later = deferred{}
-	if err := b.d.backfillRows(ctx, b.tx, l.backfills); err != nil {
+	if err := b.d.Processor.backfillRows(ctx, b.tx, l.backfills); err != nil {
 		return fmt.Errorf("%w: %w", ErrFlush, err)
 	}
 	var x execer = b.tx
@@ -202,9 +202,9 @@ func (b *Batch) Flush(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
-	fence := b.d.fence != nil
+	fence := b.d.Leases.fence != nil
 	if fence {
-		m.add(fenceUpdate, b.d.fence.name, b.d.fence.holder)
+		m.add(fenceUpdate, b.d.Leases.fence.name, b.d.Leases.fence.holder)
 	}
 	rows, err := m.send(ctx)
 	if err != nil {
@@ -275,15 +275,15 @@ const backfillChunk = 100
 // A chunk the database refuses a value of (the statement changes nothing) is done again one
 // by one by backfill, which sets what it can and logs the rest (a value cut to fit is then
 // logged twice).
-func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) error {
-	if len(rows) == 0 || d.Shadow() {
+func (p *Processor) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) error {
+	if len(rows) == 0 || p.db.Intake.Shadow() {
 		return nil // nothing to fill, or (shadow mode) the legacy's columns are the legacy's
 	}
-	cols, err := d.columns(ctx, tx)
+	cols, err := p.db.Intake.columns(ctx, tx)
 	if err != nil || cols == nil {
 		return err // nil: no CMINMSGS, nothing to fill
 	}
-	o := d.legacyOpts()
+	o := p.db.Intake.legacyOpts()
 	for start := 0; start < len(rows); start += backfillChunk {
 		chunk := rows[start:min(start+backfillChunk, len(rows))]
 		var j joinedBackfill
@@ -294,7 +294,7 @@ func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) e
 			}
 			j.add(r.id, sets, a)
 		}
-		if q, args := j.statement(d.Dialect); q != "" {
+		if q, args := j.statement(p.db.Dialect); q != "" {
 			_, err := tx.ExecContext(ctx, q, args...)
 			if err == nil {
 				continue
@@ -304,7 +304,7 @@ func (d *DB) backfillRows(ctx context.Context, tx *sql.Tx, rows []backfillRow) e
 			}
 		}
 		for _, r := range chunk {
-			if err := d.backfill(ctx, tx, r.id, r.b, r.at); err != nil {
+			if err := p.db.Intake.backfill(ctx, tx, r.id, r.b, r.at); err != nil {
 				return err
 			}
 		}
@@ -373,8 +373,8 @@ func (j *joinedBackfill) statement(dialect Dialect) (string, []any) {
 // a batch of phase A waits on Redis between its SQL writes, and a lock on the lease row held
 // meanwhile would make the lease's renewal wait behind Redis (a Redis stall would look like a
 // database outage and cost the lease).
-func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
-	conn, err := d.SQL.Conn(ctx)
+func (p *Processor) BeginBatch(ctx context.Context) (*Batch, error) {
+	conn, err := p.db.SQL.Conn(ctx)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
 	}
@@ -383,7 +383,7 @@ func (d *DB) BeginBatch(ctx context.Context) (*Batch, error) {
 		conn.Close()
 		return nil, Unavailable(fmt.Errorf("store: begin batch: %w", err))
 	}
-	return &Batch{d: d, conn: conn, tx: tx}, nil
+	return &Batch{d: p.db, conn: conn, tx: tx}, nil
 }
 
 // Tx is the batch's transaction, for reads that must see the batch's own writes (the
@@ -398,12 +398,12 @@ func (b *Batch) Tx() *sql.Tx { return b.tx }
 func (b *Batch) Commit(ctx context.Context) error {
 	defer b.conn.Close()
 	if !b.fenceChecked {
-		if err := b.d.checkFence(ctx, b.tx); err != nil {
+		if err := b.d.Leases.checkFence(ctx, b.tx); err != nil {
 			b.tx.Rollback()
 			return err
 		}
 	}
-	group := b.d.riders.take()
+	group := b.d.Processor.riders.take()
 	err := carry(ctx, b.tx, group)
 	if err != nil {
 		b.tx.Rollback()
@@ -470,7 +470,7 @@ func (b *Batch) Succeed(ctx context.Context, id int64, s Success, flights Flight
 	b.refs = nil
 	err = b.step(ctx, func(lead string) error {
 		var err error
-		events, refChanged, err = b.d.succeedTx(ctx, b.tx, lead, id, s, flights, b.later, now)
+		events, refChanged, err = b.d.Processor.succeedTx(ctx, b.tx, lead, id, s, flights, b.later, now)
 		return err
 	})
 	if err != nil {
@@ -551,7 +551,7 @@ func (b *Batch) Record(ctx context.Context, id int64, o Outcome, now time.Time) 
 			if err := b.lead(ctx, lead); err != nil {
 				return err
 			}
-			return b.d.recordTx(ctx, b.tx, id, o, now, minimal)
+			return b.d.Processor.recordTx(ctx, b.tx, id, o, now, minimal)
 		}
 	}
 	err := b.step(ctx, record(false))

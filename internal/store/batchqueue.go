@@ -247,7 +247,7 @@ func (b *Batch) sendPart(ctx context.Context, part []*queued) (int, error) {
 			if q.flight != nil {
 				fw = stmtFlight{*q.flight}
 			}
-			_, n, err := b.d.succeedTx(ctx, b.tx, lead, q.id, q.s, fw, b.later, q.now)
+			_, n, err := b.d.Processor.succeedTx(ctx, b.tx, lead, q.id, q.s, fw, b.later, q.now)
 			q.changes = n
 			return err
 		})

@@ -29,7 +29,7 @@ func newQueueEnv(t *testing.T, db *store.DB, n int) *queueEnv {
 	for i := range raws {
 		raws[i] = fmt.Sprintf("<MSG><META><SEQN>%d</SEQN></META></MSG>", i+1)
 	}
-	ids, err := db.InsertMessages(context.Background(), raws, now)
+	ids, err := db.Intake.InsertMessages(context.Background(), raws, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func (e *queueEnv) success(identity, key, fields string) store.Success {
 // batch opens a batch that defers its writes, as the pump's does.
 func (e *queueEnv) batch() *store.Batch {
 	e.t.Helper()
-	b, err := e.db.BeginBatch(context.Background())
+	b, err := e.db.Processor.BeginBatch(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func (e *queueEnv) commit(b *store.Batch) {
 
 func (e *queueEnv) state(i int) pipeline.ProcStatus {
 	e.t.Helper()
-	m, err := e.db.GetMessage(context.Background(), e.ids[i])
+	m, err := e.db.Operations.GetMessage(context.Background(), e.ids[i])
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func (e *queueEnv) state(i int) pipeline.ProcStatus {
 
 func (e *queueEnv) refs() string {
 	e.t.Helper()
-	es, err := e.db.RefList(context.Background(), "STTS")
+	es, err := e.db.RefData.RefList(context.Background(), "STTS")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestAQueuedDuplicateInTheMiddle(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newQueueEnv(t, db, 4)
-		if _, _, err := db.Succeed(ctx, e.ids[0], e.success("DUP", "A", `{"d":"a"}`), nil, e.now); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, e.ids[0], e.success("DUP", "A", `{"d":"a"}`), nil, e.now); err != nil {
 			t.Fatal(err)
 		}
 		b := e.batch()
@@ -182,7 +182,7 @@ func TestAQueuedFlightChangedUnderUs(t *testing.T) {
 		}
 		ctx := context.Background()
 		e := newQueueEnv(t, db, 5)
-		if _, _, err := db.Succeed(ctx, e.ids[0], e.success("I0", "ABC", `{"d":"x"}`), nil, e.now); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, e.ids[0], e.success("I0", "ABC", `{"d":"x"}`), nil, e.now); err != nil {
 			t.Fatal(err)
 		}
 		storetest.Exec(t, db, `INSERT INTO FLIGHT_STATE (FDAY, FLID, RECORD, VERSION, CMINMSGS_ID, UPDATED_AT) VALUES ('2026-12-01', 7001, '{}', 3, NULL, '2026-12-01 00:00:00')`)
@@ -229,7 +229,7 @@ func TestAQueuedUpsertOfAKeyEqualByCollation(t *testing.T) {
 		}
 		ctx := context.Background()
 		e := newQueueEnv(t, db, 4)
-		if _, _, err := db.Succeed(ctx, e.ids[0], e.success("I0", "ABC", `{"d":"x"}`), nil, e.now); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, e.ids[0], e.success("I0", "ABC", `{"d":"x"}`), nil, e.now); err != nil {
 			t.Fatal(err)
 		}
 		b := e.batch()

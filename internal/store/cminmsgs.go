@@ -89,25 +89,25 @@ const ShadowWatermarkCounter = "shadow.watermark"
 // SetShadow turns shadow mode on: from now on msgx adopts every VALID CMINMSGS row with an id
 // above afterID whatever its CMINMSGS_DATE_PROCESSED, and writes nothing into the legacy tables
 // (see the file comment). Call it before the inbox and the pump start.
-func (d *DB) SetShadow(afterID int64) {
-	st := d.leg()
+func (in *Intake) SetShadow(afterID int64) {
+	st := in.leg()
 	st.mu.Lock()
 	st.shadow, st.shadowAfter = true, max(afterID, 0)
 	st.mu.Unlock()
 }
 
 // Shadow reports whether the database runs in shadow mode, and its watermark.
-func (d *DB) Shadow() bool {
-	on, _ := d.shadowMode()
+func (in *Intake) Shadow() bool {
+	on, _ := in.shadowMode()
 	return on
 }
 
 // ShadowAfter reports whether the database runs in shadow mode and the watermark it adopts
 // above.
-func (d *DB) ShadowAfter() (bool, int64) { return d.shadowMode() }
+func (in *Intake) ShadowAfter() (bool, int64) { return in.shadowMode() }
 
-func (d *DB) shadowMode() (bool, int64) {
-	st := d.leg()
+func (in *Intake) shadowMode() (bool, int64) {
+	st := in.leg()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.shadow, st.shadowAfter
@@ -116,14 +116,14 @@ func (d *DB) shadowMode() (bool, int64) {
 // ShadowWatermark returns the shadow's durable watermark: the highest CMINMSGS id when the
 // shadow first started, stored in MSGX_COUNTER (msgx's own table) then, so a restarted shadow
 // goes on from where it began instead of from the rows present at its restart.
-func (d *DB) ShadowWatermark(ctx context.Context, now time.Time) (int64, error) {
+func (in *Intake) ShadowWatermark(ctx context.Context, now time.Time) (int64, error) {
 	var wm int64
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
+	err := in.db.Tx(ctx, func(tx *sql.Tx) error {
 		var top sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM CMINMSGS`).Scan(&top); err != nil {
 			return Unavailable(fmt.Errorf("shadow watermark: %w", err))
 		}
-		if _, err := tx.ExecContext(ctx, d.Dialect.InsertIgnore()+` INTO MSGX_COUNTER (NAME, VALUE, UPDATED_AT) VALUES (?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, in.db.Dialect.InsertIgnore()+` INTO MSGX_COUNTER (NAME, VALUE, UPDATED_AT) VALUES (?, ?, ?)`,
 			ShadowWatermarkCounter, top.Int64, T(now)); err != nil {
 			return Unavailable(fmt.Errorf("shadow watermark: %w", err))
 		}
@@ -137,22 +137,22 @@ func (d *DB) ShadowWatermark(ctx context.Context, now time.Time) (int64, error) 
 
 // SetLegacy sets how the legacy columns are read and written. Call it before the inbox and
 // the pump start.
-func (d *DB) SetLegacy(o LegacyOptions) {
-	st := d.leg()
+func (in *Intake) SetLegacy(o LegacyOptions) {
+	st := in.leg()
 	st.mu.Lock()
 	st.opt = o
 	st.mu.Unlock()
 }
 
-func (d *DB) leg() *legacyState {
-	if d.legacy == nil {
-		d.legacy = &legacyState{}
+func (in *Intake) leg() *legacyState {
+	if in.legacy == nil {
+		in.legacy = &legacyState{}
 	}
-	return d.legacy
+	return in.legacy
 }
 
-func (d *DB) legacyOpts() LegacyOptions {
-	st := d.leg()
+func (in *Intake) legacyOpts() LegacyOptions {
+	st := in.leg()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	o := st.opt
@@ -246,9 +246,7 @@ func parseColType(decl string) colType {
 
 // learnColumns reads the column types of CMINMSGS (information_schema on MySQL, table_info
 // on SQLite). It returns nil without error when the table does not exist yet.
-func learnColumns(ctx context.Context, dialect Dialect, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (map[string]colType, error) {
+func learnColumns(ctx context.Context, dialect Dialect, q querier) (map[string]colType, error) {
 	query := `SELECT name, type FROM pragma_table_info('CMINMSGS')`
 	if dialect == MySQL {
 		query = `SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS
@@ -289,17 +287,15 @@ func learnColumns(ctx context.Context, dialect Dialect, q interface {
 
 // columns returns the column types of CMINMSGS, learning them through q the first time the
 // table exists.
-func (d *DB) columns(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (map[string]colType, error) {
-	st := d.leg()
+func (in *Intake) columns(ctx context.Context, q querier) (map[string]colType, error) {
+	st := in.leg()
 	st.mu.Lock()
 	cols := st.cols
 	st.mu.Unlock()
 	if cols != nil {
 		return cols, nil
 	}
-	cols, err := learnColumns(ctx, d.Dialect, q)
+	cols, err := learnColumns(ctx, in.db.Dialect, q)
 	if err != nil || cols == nil {
 		return nil, err
 	}
@@ -334,11 +330,11 @@ func timeFits(t time.Time, loc *time.Location, c colType) bool {
 // LegacyTime reads a legacy datetime column: the wall-clock value it holds is local time in
 // legacy.timezone. It returns nil for NULL. CMINMSGS_DATE_RECEIVED, _DATE_PROCESSED and
 // _SUBSYSTEM_DATE_SENT must be read through it (msgx's own columns are UTC).
-func (d *DB) LegacyTime(n NullTime) *time.Time {
+func (in *Intake) LegacyTime(n NullTime) *time.Time {
 	if !n.Valid {
 		return nil
 	}
-	loc := d.legacyOpts().Location
+	loc := in.legacyOpts().Location
 	w := n.Time
 	t := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc).UTC()
 	return &t
@@ -346,8 +342,8 @@ func (d *DB) LegacyTime(n NullTime) *time.Time {
 
 // LegacyNow returns now as the legacy datetime columns hold it (for tests and tools that write
 // CMINMSGS rows the way the gateway does).
-func (d *DB) LegacyNow(now time.Time) string {
-	return now.In(d.legacyOpts().Location).Format("2006-01-02 15:04:05")
+func (in *Intake) LegacyNow(now time.Time) string {
+	return now.In(in.legacyOpts().Location).Format("2006-01-02 15:04:05")
 }
 
 // fitText cuts s to at most chars characters and bytes bytes, at a character boundary
@@ -445,18 +441,18 @@ func backfillSets(cols map[string]colType, b Backfill, loc *time.Location, now t
 // (SQLite's statement journal, InnoDB's statement rollback of a data error), and every other
 // error ends the message (the caller's savepoint or transaction). The savepoint it had cost
 // three statements per message, and on SQLite a copy of every page the message touched.
-func (d *DB) backfill(ctx context.Context, tx *sql.Tx, id int64, b Backfill, now time.Time) error {
-	if d.Shadow() {
+func (in *Intake) backfill(ctx context.Context, tx *sql.Tx, id int64, b Backfill, now time.Time) error {
+	if in.Shadow() {
 		return nil // the legacy's columns are the legacy's
 	}
-	cols, err := d.columns(ctx, tx)
+	cols, err := in.columns(ctx, tx)
 	if err != nil {
 		return err
 	}
 	if cols == nil {
 		return nil // no CMINMSGS: nothing to fill
 	}
-	o := d.legacyOpts()
+	o := in.legacyOpts()
 	sets, args, misfits := backfillSets(cols, b, o.Location, now)
 	if len(misfits) > 0 {
 		o.Logger.Warn("legacy back-fill: values do not fit their CMINMSGS columns", "msg_id", id, "misfits", strings.Join(misfits, "; "))
@@ -502,11 +498,11 @@ func parseSeq(s string) (int64, error) {
 
 // adoptable is the condition (on alias c) a CMINMSGS row must meet to be adopted: VALID, not
 // taken by the legacy poller (CMINMSGS_DATE_PROCESSED NULL), and within the adoption bounds.
-func (d *DB) adoptable(cols map[string]colType) (string, []any) {
-	o := d.legacyOpts()
+func (in *Intake) adoptable(cols map[string]colType) (string, []any) {
+	o := in.legacyOpts()
 	w := `c.CMINMSGS_STATUS = ?`
 	args := []any{StatusValid}
-	if shadow, after := d.shadowMode(); shadow {
+	if shadow, after := in.shadowMode(); shadow {
 		// The legacy takes every row within seconds: the shadow sees the same traffic only
 		// if it ignores that mark, and keeps to the rows above its watermark instead.
 		w += ` AND c.CMINMSGS_ID > ?`
@@ -531,16 +527,14 @@ const adoptChunk = 500
 // adoptCandidates returns the ids in (after, upTo] of rows that are adoptable and have no
 // PROC_STATE row, at most limit, in id order. It is a plain read: it takes no lock, so it
 // never waits for a gateway's open transaction.
-func (d *DB) adoptCandidates(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, cols map[string]colType, after, upTo int64, limit int) ([]int64, error) {
-	if from := d.legacyOpts().AdoptFromID; from > 0 {
+func (in *Intake) adoptCandidates(ctx context.Context, q querier, cols map[string]colType, after, upTo int64, limit int) ([]int64, error) {
+	if from := in.legacyOpts().AdoptFromID; from > 0 {
 		after = max(after, from-1) // the scan starts at the bound, not at the first row
 	}
-	if shadow, wm := d.shadowMode(); shadow {
+	if shadow, wm := in.shadowMode(); shadow {
 		after = max(after, wm)
 	}
-	w, wargs := d.adoptable(cols)
+	w, wargs := in.adoptable(cols)
 	args := append([]any{after, upTo}, wargs...)
 	rows, err := q.QueryContext(ctx, `SELECT c.CMINMSGS_ID FROM CMINMSGS c
 		WHERE c.CMINMSGS_ID > ? AND c.CMINMSGS_ID <= ? AND `+w+`
@@ -569,11 +563,11 @@ func (d *DB) adoptCandidates(ctx context.Context, q interface {
 // for), gives each a PENDING PROC_STATE row unless it has one, and sets
 // CMINMSGS_DATE_PROCESSED so a legacy poller still running leaves them alone. It returns how
 // many PROC_STATE rows it created.
-func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, ids []int64, now time.Time) (int, error) {
+func (in *Intake) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, ids []int64, now time.Time) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	w, wargs := d.adoptable(cols)
+	w, wargs := in.adoptable(cols)
 	args := make([]any, 0, len(ids)+len(wargs))
 	for _, id := range ids {
 		args = append(args, id)
@@ -583,14 +577,14 @@ func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, 
 	var taken []int64
 	for {
 		lock := ""
-		if d.Dialect == MySQL {
+		if in.db.Dialect == MySQL {
 			lock = " FOR UPDATE SKIP LOCKED"
-			if d.leg().noSkipLocked.Load() {
+			if in.leg().noSkipLocked.Load() {
 				lock = " FOR UPDATE"
 			}
 		}
 		// A savepoint lets an old server's syntax error be retried without SKIP LOCKED.
-		if d.Dialect == MySQL {
+		if in.db.Dialect == MySQL {
 			if _, err := tx.ExecContext(ctx, `SAVEPOINT legacy_adopt`); err != nil {
 				return 0, Unavailable(fmt.Errorf("adopt CMINMSGS rows: %w", err))
 			}
@@ -598,7 +592,7 @@ func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, 
 		rows, err := tx.QueryContext(ctx, q+lock, args...)
 		if err != nil {
 			if isMySQLError(err, 1064) && lock == " FOR UPDATE SKIP LOCKED" {
-				d.leg().noSkipLocked.Store(true)
+				in.leg().noSkipLocked.Store(true)
 				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT legacy_adopt`); rerr != nil {
 					return 0, Unavailable(rerr)
 				}
@@ -623,7 +617,7 @@ func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, 
 	if len(taken) == 0 {
 		return 0, nil
 	}
-	ignore := d.Dialect.InsertIgnore()
+	ignore := in.db.Dialect.InsertIgnore()
 	vals := make([]any, 0, 4*len(taken))
 	for _, id := range taken {
 		vals = append(vals, id, pipeline.Pending, T(now), T(now))
@@ -634,8 +628,8 @@ func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, 
 		return 0, Unavailable(fmt.Errorf("adopt CMINMSGS rows: %w", err))
 	}
 	n, _ := res.RowsAffected()
-	if c, ok := cols[colProcessed]; ok && !d.Shadow() {
-		up := []any{legacyTime(now, d.legacyOpts().Location, c)}
+	if c, ok := cols[colProcessed]; ok && !in.Shadow() {
+		up := []any{legacyTime(now, in.legacyOpts().Location, c)}
 		for _, id := range taken {
 			up = append(up, id)
 		}
@@ -650,21 +644,21 @@ func (d *DB) adoptIDs(ctx context.Context, tx *sql.Tx, cols map[string]colType, 
 // PROC_STATE row (rows another program, such as the legacy gateway, inserted directly), in
 // transactions of at most adoptChunk rows, so they join the order. It returns how many it
 // adopted.
-func (d *DB) AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time) (int, error) {
+func (in *Intake) AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time) (int, error) {
 	total := 0
 	for afterID < upTo {
-		cols, err := d.columns(ctx, d.SQL)
+		cols, err := in.columns(ctx, in.db.SQL)
 		if err != nil {
 			return total, err
 		}
-		ids, err := d.adoptCandidates(ctx, d.SQL, cols, afterID, upTo, adoptChunk)
+		ids, err := in.adoptCandidates(ctx, in.db.SQL, cols, afterID, upTo, adoptChunk)
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
 		var n int
-		if err := d.Tx(ctx, func(tx *sql.Tx) error {
+		if err := in.db.Tx(ctx, func(tx *sql.Tx) error {
 			var err error
-			n, err = d.adoptIDs(ctx, tx, cols, ids, now)
+			n, err = in.adoptIDs(ctx, tx, cols, ids, now)
 			return err
 		}); err != nil {
 			return total, err
@@ -677,16 +671,16 @@ func (d *DB) AdoptLegacy(ctx context.Context, afterID, upTo int64, now time.Time
 
 // AdoptIDs adopts those of ids that are adoptable (see AdoptLegacy) in one transaction and
 // returns the ids that have a PROC_STATE row afterwards (adopted now or before).
-func (d *DB) AdoptIDs(ctx context.Context, ids []int64, now time.Time) (stated []int64, err error) {
+func (in *Intake) AdoptIDs(ctx context.Context, ids []int64, now time.Time) (stated []int64, err error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	cols, err := d.columns(ctx, d.SQL)
+	cols, err := in.columns(ctx, in.db.SQL)
 	if err != nil {
 		return nil, err
 	}
-	err = d.Tx(ctx, func(tx *sql.Tx) error {
-		if _, err := d.adoptIDs(ctx, tx, cols, ids, now); err != nil {
+	err = in.db.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := in.adoptIDs(ctx, tx, cols, ids, now); err != nil {
 			return err
 		}
 		var err error
@@ -697,9 +691,7 @@ func (d *DB) AdoptIDs(ctx context.Context, ids []int64, now time.Time) (stated [
 }
 
 // stateIDs returns those of ids that have a PROC_STATE row.
-func stateIDs(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, ids []int64) ([]int64, error) {
+func stateIDs(ctx context.Context, q querier, ids []int64) ([]int64, error) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
@@ -725,11 +717,11 @@ func stateIDs(ctx context.Context, q interface {
 // transaction has not committed, or an id no server gave out; and the ids of the range that
 // have a CMINMSGS row or a PROC_STATE row (present): which servers' ids the range holds (IDStep).
 // One statement. The caller bounds the range.
-func (d *DB) Unstated(ctx context.Context, after, upTo int64) (missing, present []int64, err error) {
+func (in *Intake) Unstated(ctx context.Context, after, upTo int64) (missing, present []int64, err error) {
 	if upTo <= after {
 		return nil, nil, nil
 	}
-	rows, err := d.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, 1 FROM PROC_STATE WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ?
+	rows, err := in.db.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, 1 FROM PROC_STATE WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ?
 		UNION ALL SELECT CMINMSGS_ID, 0 FROM CMINMSGS WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ?`, after, upTo, after, upTo)
 	if err != nil {
 		return nil, nil, Unavailable(err)
@@ -762,12 +754,12 @@ func (d *DB) Unstated(ctx context.Context, after, upTo int64) (missing, present 
 // IDStep returns how far apart the ids one server gives out are: AUTO_INCREMENT's increment
 // (on a Galera cluster its size, wsrep_auto_increment_control), 1 on SQLite. Ids in a class
 // modulo the step that no present id is in were given out by no server the range heard from.
-func (d *DB) IDStep(ctx context.Context) (int64, error) {
-	if d.Dialect != MySQL {
+func (in *Intake) IDStep(ctx context.Context) (int64, error) {
+	if in.db.Dialect != MySQL {
 		return 1, nil
 	}
 	var step int64
-	if err := d.SQL.QueryRowContext(ctx, `SELECT @@auto_increment_increment`).Scan(&step); err != nil {
+	if err := in.db.SQL.QueryRowContext(ctx, `SELECT @@auto_increment_increment`).Scan(&step); err != nil {
 		return 0, Unavailable(fmt.Errorf("read auto_increment_increment: %w", err))
 	}
 	return max(step, 1), nil
@@ -775,23 +767,23 @@ func (d *DB) IDStep(ctx context.Context) (int64, error) {
 
 // Backlog says how many CMINMSGS rows are waiting to be adopted and when the oldest was
 // received (nil when none), in the legacy zone: what the pump logs at start.
-func (d *DB) Backlog(ctx context.Context) (n int, oldest *time.Time, err error) {
-	cols, err := d.columns(ctx, d.SQL)
+func (in *Intake) Backlog(ctx context.Context) (n int, oldest *time.Time, err error) {
+	cols, err := in.columns(ctx, in.db.SQL)
 	if err != nil {
 		return 0, nil, err
 	}
 	if cols == nil {
 		return 0, nil, nil
 	}
-	w, args := d.adoptable(cols)
+	w, args := in.adoptable(cols)
 	var first NullTime
-	err = d.SQL.QueryRowContext(ctx, `SELECT COUNT(*), MIN(c.`+colReceived+`) FROM CMINMSGS c WHERE `+w+`
+	err = in.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*), MIN(c.`+colReceived+`) FROM CMINMSGS c WHERE `+w+`
 		AND NOT EXISTS (SELECT 1 FROM PROC_STATE p WHERE p.CMINMSGS_ID = c.CMINMSGS_ID)`, args...).Scan(&n, &first)
 	if err != nil {
 		return 0, nil, Unavailable(fmt.Errorf("count CMINMSGS rows to adopt: %w", err))
 	}
-	if t := d.LegacyTime(first); t != nil {
-		local := t.In(d.legacyOpts().Location)
+	if t := in.LegacyTime(first); t != nil {
+		local := t.In(in.legacyOpts().Location)
 		return n, &local, nil
 	}
 	return n, nil, nil
@@ -800,20 +792,20 @@ func (d *DB) Backlog(ctx context.Context) (n int, oldest *time.Time, err error) 
 // Visible returns those of ids that are visible in CMINMSGS (committed) and, among them, the
 // ones that are adoptable and have no PROC_STATE row yet. It is a plain read that takes no
 // lock: the pump calls it each step for the ids it is waiting for.
-func (d *DB) Visible(ctx context.Context, ids []int64) (visible, adoptable []int64, err error) {
+func (in *Intake) Visible(ctx context.Context, ids []int64) (visible, adoptable []int64, err error) {
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
-	cols, err := d.columns(ctx, d.SQL)
+	cols, err := in.columns(ctx, in.db.SQL)
 	if err != nil || cols == nil {
 		return nil, nil, err
 	}
-	w, wargs := d.adoptable(cols)
+	w, wargs := in.adoptable(cols)
 	args := append([]any{}, wargs...)
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := d.SQL.QueryContext(ctx, `SELECT c.CMINMSGS_ID, CASE WHEN `+w+`
+	rows, err := in.db.SQL.QueryContext(ctx, `SELECT c.CMINMSGS_ID, CASE WHEN `+w+`
 		AND NOT EXISTS (SELECT 1 FROM PROC_STATE p WHERE p.CMINMSGS_ID = c.CMINMSGS_ID) THEN 1 ELSE 0 END
 		FROM CMINMSGS c WHERE c.CMINMSGS_ID IN (`+placeholders(len(ids))+`)`, args...)
 	if err != nil {

@@ -41,8 +41,10 @@ type StateCounter struct {
 	refresh    sync.WaitGroup // the background recount, joined by Wait
 }
 
-// NewStateCounter returns a StateCounter over d.
-func (d *DB) NewStateCounter() *StateCounter { return &StateCounter{db: d, Every: time.Minute} }
+// NewStateCounter returns a StateCounter over the database.
+func (ops *Operations) NewStateCounter() *StateCounter {
+	return &StateCounter{db: ops.db, Every: time.Minute}
+}
 
 // Wait returns once the background recount a call started, if any, has ended: the owner's
 // shutdown joins it before it closes the database.

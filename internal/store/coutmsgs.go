@@ -16,11 +16,11 @@ import (
 )
 
 // insertCoutmsgs writes one outbound message into COUTMSGS in tx and returns its id.
-func (d *DB) insertCoutmsgs(ctx context.Context, tx *sql.Tx, xml, routing string, now time.Time) (int64, error) {
-	if d.Shadow() {
+func (rt *RequestTracker) insertCoutmsgs(ctx context.Context, tx *sql.Tx, xml, routing string, now time.Time) (int64, error) {
+	if rt.db.Intake.Shadow() {
 		return 0, fmt.Errorf("%w: COUTMSGS is the legacy's", ErrShadow)
 	}
-	inserted := now.In(d.legacyOpts().Location).Format("2006-01-02 15:04:05")
+	inserted := now.In(rt.db.Intake.legacyOpts().Location).Format("2006-01-02 15:04:05")
 	rows, err := tx.QueryContext(ctx, `INSERT INTO COUTMSGS (COUTMSGS_CLOB_MSG, COUTMSGS_DATE_INSERTED, ROUTINGID,
 		COUTMSGS_TRUEFALS_GROUP, COUTMSGS_FINAL_GROUP_IND, COUTMSGS_ACK_REQD, COUTMSGS_ACK_RESEND_TIMES, COUTMSGS_ENCRYPT, COUTMSGS_ERROR)
 		VALUES (?, ?, ?, 0, 0, 0, 0, 0, 0) RETURNING COUTMSGS_ID`, xml, inserted, routing)
@@ -53,11 +53,11 @@ type Outbound struct {
 }
 
 // GetOutbound returns COUTMSGS row id, or nil when there is none.
-func (d *DB) GetOutbound(ctx context.Context, id int64) (*Outbound, error) {
+func (rt *RequestTracker) GetOutbound(ctx context.Context, id int64) (*Outbound, error) {
 	var o Outbound
 	var xml sql.NullString
 	var ins, sent NullTime
-	err := d.SQL.QueryRowContext(ctx, `SELECT COUTMSGS_ID, COUTMSGS_CLOB_MSG, ROUTINGID, COUTMSGS_DATE_INSERTED, COUTMSGS_DATE_SENT,
+	err := rt.db.SQL.QueryRowContext(ctx, `SELECT COUTMSGS_ID, COUTMSGS_CLOB_MSG, ROUTINGID, COUTMSGS_DATE_INSERTED, COUTMSGS_DATE_SENT,
 		COUTMSGS_TRUEFALS_GROUP, COUTMSGS_FINAL_GROUP_IND, COUTMSGS_ACK_REQD, COUTMSGS_ACK_RESEND_TIMES, COUTMSGS_ENCRYPT, COUTMSGS_ERROR
 		FROM COUTMSGS WHERE COUTMSGS_ID = ?`, id).Scan(&o.ID, &xml, &o.Routing, &ins, &sent,
 		&o.Flags[0], &o.Flags[1], &o.Flags[2], &o.Flags[3], &o.Flags[4], &o.Flags[5])
@@ -67,6 +67,6 @@ func (d *DB) GetOutbound(ctx context.Context, id int64) (*Outbound, error) {
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read COUTMSGS %d: %w", id, err))
 	}
-	o.XML, o.Inserted, o.Sent = xml.String, d.LegacyTime(ins), d.LegacyTime(sent)
+	o.XML, o.Inserted, o.Sent = xml.String, rt.db.Intake.LegacyTime(ins), rt.db.Intake.LegacyTime(sent)
 	return &o, nil
 }

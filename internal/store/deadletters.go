@@ -16,7 +16,7 @@ import (
 // messages (PurgeAckedMessages, retention.go) after retention.dead-letters; PROBLEM_LOG keeps the recent problems (outcomes and operator
 // actions) across restarts.
 
-// DeadLetters is the contract of this file; *DB implements it on every dialect.
+// DeadLetters is the contract of this file; *Triage implements it on every dialect.
 type DeadLetters interface {
 	AckDead(ctx context.Context, kind string, ids []int64, by, note string, now time.Time) (AckResult, error)
 	DeadCounts(ctx context.Context) (DeadCounts, error)
@@ -28,7 +28,7 @@ type DeadLetters interface {
 	ProblemsAfter(ctx context.Context, after int64, limit int) ([]Problem, error)
 }
 
-var _ DeadLetters = (*DB)(nil)
+var _ DeadLetters = (*Triage)(nil)
 
 // The kinds of dead letter.
 const (
@@ -83,13 +83,13 @@ func deadSource(kind string) (table, id string, err error) {
 
 // AckDead acknowledges the DEAD rows among ids of kind (DeadMessage or DeadEvent) in one
 // transaction, by by with note (both cut to their columns).
-func (d *DB) AckDead(ctx context.Context, kind string, ids []int64, by, note string, now time.Time) (AckResult, error) {
+func (tr *Triage) AckDead(ctx context.Context, kind string, ids []int64, by, note string, now time.Time) (AckResult, error) {
 	res := AckResult{Acked: []int64{}, Already: []int64{}, NotDead: []int64{}}
 	table, idCol, err := deadSource(kind)
 	if err != nil {
 		return res, err
 	}
-	err = d.Tx(ctx, func(tx *sql.Tx) error {
+	err = tr.db.Tx(ctx, func(tx *sql.Tx) error {
 		res = AckResult{Acked: []int64{}, Already: []int64{}, NotDead: []int64{}}
 		for _, id := range ids {
 			var st string
@@ -123,20 +123,20 @@ func (d *DB) AckDead(ctx context.Context, kind string, ids []int64, by, note str
 // DeadCounts counts the DEAD messages and events and, of them, the acknowledged ones (an
 // acknowledgement of a row replayed since does not count). It reads the DEAD index ranges (of
 // the events, target by target) and the acknowledgements.
-func (d *DB) DeadCounts(ctx context.Context) (DeadCounts, error) {
+func (tr *Triage) DeadCounts(ctx context.Context) (DeadCounts, error) {
 	// The DEAD events target by target (IDX_EVT_HEAD), as the status counts them.
-	counts, err := d.EventCounts(ctx)
+	counts, err := tr.db.Outbox.EventCounts(ctx)
 	if err != nil {
 		return DeadCounts{}, err
 	}
-	return d.DeadCountsWith(ctx, counts)
+	return tr.DeadCountsWith(ctx, counts)
 }
 
 // DeadCountsWith is DeadCounts with the outbox's counts already read (EventCounts), so the
 // metrics' sampler reads them once for these and for the targets.
-func (d *DB) DeadCountsWith(ctx context.Context, counts []EventCount) (DeadCounts, error) {
+func (tr *Triage) DeadCountsWith(ctx context.Context, counts []EventCount) (DeadCounts, error) {
 	var out DeadCounts
-	if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, pipeline.Dead).Scan(&out.Messages.Dead); err != nil {
+	if err := tr.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM PROC_STATE WHERE STATE = ?`, pipeline.Dead).Scan(&out.Messages.Dead); err != nil {
 		return out, Unavailable(fmt.Errorf("dead messages: %w", err))
 	}
 	for _, c := range counts {
@@ -149,7 +149,7 @@ func (d *DB) DeadCountsWith(ctx context.Context, counts []EventCount) (DeadCount
 		c    *DeadCount
 	}{{DeadMessage, &out.Messages}, {DeadEvent, &out.Events}} {
 		table, idCol, _ := deadSource(k.kind)
-		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM DEAD_ACK a JOIN `+table+` t ON t.`+idCol+` = a.REF_ID
+		if err := tr.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM DEAD_ACK a JOIN `+table+` t ON t.`+idCol+` = a.REF_ID
 			WHERE a.KIND = ? AND t.STATE = ?`, k.kind, pipeline.Dead).Scan(&k.c.Acknowledged); err != nil {
 			return out, Unavailable(fmt.Errorf("acknowledged dead %ss: %w", k.kind, err))
 		}
@@ -160,7 +160,7 @@ func (d *DB) DeadCountsWith(ctx context.Context, counts []EventCount) (DeadCount
 
 // ListAcks returns the newest acknowledgements of kind ("" for both), with each row's state
 // now; at most limit (clamped as every listing).
-func (d *DB) ListAcks(ctx context.Context, kind string, limit int) ([]Ack, error) {
+func (tr *Triage) ListAcks(ctx context.Context, kind string, limit int) ([]Ack, error) {
 	q := `SELECT a.KIND, a.REF_ID, a.ACKED_BY, a.ACKED_AT, a.NOTE, COALESCE(p.STATE, ` + EventView{T: "e"}.State() + `, '')
 		FROM DEAD_ACK a
 		LEFT JOIN PROC_STATE p ON a.KIND = 'message' AND p.CMINMSGS_ID = a.REF_ID
@@ -174,7 +174,7 @@ func (d *DB) ListAcks(ctx context.Context, kind string, limit int) ([]Ack, error
 		args = append(args, kind)
 	}
 	q += ` ORDER BY a.ACKED_AT DESC, a.REF_ID DESC LIMIT ?`
-	rows, err := d.SQL.QueryContext(ctx, q, append(args, clampLimit(limit))...)
+	rows, err := tr.db.SQL.QueryContext(ctx, q, append(args, clampLimit(limit))...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("acknowledgements: %w", err))
 	}
@@ -197,11 +197,11 @@ func (d *DB) ListAcks(ctx context.Context, kind string, limit int) ([]Ack, error
 // acknowledgements, PurgeChunk per transaction, and returns how many events it deleted. An
 // event replayed after its acknowledgement is not DEAD: it stays, and so does its row here
 // until it is DEAD and old again. progress, when set, is told the running total.
-func (d *DB) PurgeAckedEvents(ctx context.Context, before time.Time, progress func(int)) (int, error) {
+func (tr *Triage) PurgeAckedEvents(ctx context.Context, before time.Time, progress func(int)) (int, error) {
 	total := 0
 	for ctx.Err() == nil {
 		n, found := 0, 0
-		err := d.Tx(ctx, func(tx *sql.Tx) error {
+		err := tr.db.Tx(ctx, func(tx *sql.Tx) error {
 			n, found = 0, 0
 			ids, err := queryIDs(ctx, tx, "purge acknowledged events", `SELECT a.REF_ID FROM DEAD_ACK a JOIN MSG_EVENT e ON e.EVENT_ID = a.REF_ID
 				WHERE a.KIND = ? AND a.ACKED_AT < ? AND e.STATE = ? LIMIT ?`, DeadEvent, T(before), pipeline.EventDead, PurgeChunk)
@@ -258,8 +258,8 @@ const (
 
 // AddProblem records p (its ID is ignored) and drops the problems older than the newest
 // ProblemKeep.
-func (d *DB) AddProblem(ctx context.Context, p Problem) error {
-	return d.Tx(ctx, func(tx *sql.Tx) error {
+func (tr *Triage) AddProblem(ctx context.Context, p Problem) error {
+	return tr.db.Tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO PROBLEM_LOG (HAPPENED_AT, KIND, MSG_ID, TYPE_TAG, STATE, ERROR_CLASS, ACTOR, SUBJECT, DETAIL)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, T(p.At), Fit(p.Kind, ProblemKindWidth), nullID(p.MsgID), nullStr(Fit(p.TypeTag, 32)),
 			nullStr(Fit(p.State, 16)), nullStr(Fit(p.Class, 16)), nullStr(Fit(p.Actor, ActorWidth)),
@@ -286,19 +286,19 @@ func nullID(id int64) any {
 }
 
 // RecentProblems returns the newest problems first, at most limit (clamped as every listing).
-func (d *DB) RecentProblems(ctx context.Context, limit int) ([]Problem, error) {
-	return d.problems(ctx, `ORDER BY PROBLEM_ID DESC LIMIT ?`, clampLimit(limit))
+func (tr *Triage) RecentProblems(ctx context.Context, limit int) ([]Problem, error) {
+	return tr.problems(ctx, `ORDER BY PROBLEM_ID DESC LIMIT ?`, clampLimit(limit))
 }
 
 // ProblemsAfter returns the problems with ids above after, oldest first, at most limit
 // (clamped as every listing): what a follower of the problems has not read yet.
-func (d *DB) ProblemsAfter(ctx context.Context, after int64, limit int) ([]Problem, error) {
-	return d.problems(ctx, `WHERE PROBLEM_ID > ? ORDER BY PROBLEM_ID LIMIT ?`, after, clampLimit(limit))
+func (tr *Triage) ProblemsAfter(ctx context.Context, after int64, limit int) ([]Problem, error) {
+	return tr.problems(ctx, `WHERE PROBLEM_ID > ? ORDER BY PROBLEM_ID LIMIT ?`, after, clampLimit(limit))
 }
 
 // problems reads the problems the statement's tail (where, order, limit) selects.
-func (d *DB) problems(ctx context.Context, tail string, args ...any) ([]Problem, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT PROBLEM_ID, HAPPENED_AT, KIND, MSG_ID, TYPE_TAG, STATE, ERROR_CLASS, ACTOR, SUBJECT, DETAIL
+func (tr *Triage) problems(ctx context.Context, tail string, args ...any) ([]Problem, error) {
+	rows, err := tr.db.SQL.QueryContext(ctx, `SELECT PROBLEM_ID, HAPPENED_AT, KIND, MSG_ID, TYPE_TAG, STATE, ERROR_CLASS, ACTOR, SUBJECT, DETAIL
 		FROM PROBLEM_LOG `+tail, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("recent problems: %w", err))

@@ -54,6 +54,22 @@ func applyDeadlines(cfg *mysqldrv.Config, dsn string, stmt time.Duration) {
 	}
 }
 
+// mysqlConn is what the connection keeps of a MySQL/MariaDB database beside its pool: the
+// node(s) connections go to, their configuration and session, the long statements' pool and
+// the probe of the current node.
+type mysqlConn struct {
+	nodes   *nodeConnector   // the node(s) connections go to (failover.go)
+	cfg     *mysqldrv.Config // the connections' configuration
+	session []string         // the statements each new connection runs first
+	hosts   []string         // database.hosts, the nodes in order (failover.go)
+
+	long      *sql.DB          // the long statements' pool
+	longCfg   *mysqldrv.Config // its connections' configuration
+	longNodes *nodeConnector   // its connector
+
+	stopProbe func() // with several nodes: ends the probe of the current node (probe.go)
+}
+
 // openLong opens the long statements' pool (MySQL): the service's connections with the long
 // deadline as readTimeout and writeTimeout (unless the DSN names its own), on nodes of their
 // own that follow the service pool's current node. limit 0: DefaultLongTimeout.
@@ -61,7 +77,7 @@ func (d *DB) openLong(dsn string, limit time.Duration) error {
 	if limit <= 0 {
 		limit = DefaultLongTimeout
 	}
-	cfg := d.myCfg.Clone()
+	cfg := d.my.cfg.Clone()
 	set := dsnParams(dsn)
 	if _, ok := set["readTimeout"]; !ok {
 		cfg.ReadTimeout = limit
@@ -69,27 +85,32 @@ func (d *DB) openLong(dsn string, limit time.Duration) error {
 	if _, ok := set["writeTimeout"]; !ok {
 		cfg.WriteTimeout = limit
 	}
-	nodes, err := newNodeConnector(cfg, d.myHosts, d.mySession, nil)
+	nodes, err := newNodeConnector(cfg, d.my.hosts, d.my.session, nil)
 	if err != nil {
 		return fmt.Errorf("store: open mysql for long statements: %w", err)
 	}
-	nodes.share(d.nodes)
+	nodes.share(d.my.nodes)
 	db := sql.OpenDB(nodes)
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(2)
 	db.SetConnMaxLifetime(5 * time.Minute)
-	d.longSQL, d.longCfg, d.longConn = db, cfg, nodes
+	d.my.long, d.my.longCfg, d.my.longNodes = db, cfg, nodes
 	return nil
 }
 
 // longNodes is the long statements' pool's connector (MySQL).
-func (d *DB) longNodes() (*nodeConnector, bool) { return d.longConn, d.longConn != nil }
+func (d *DB) longNodes() (*nodeConnector, bool) {
+	if d.my == nil || d.my.longNodes == nil {
+		return nil, false
+	}
+	return d.my.longNodes, true
+}
 
 // long is the pool of long statements: the archive, the retention sweeps, the status
 // counts. It is the service's pool on SQLite.
 func (d *DB) long() *sql.DB {
-	if d.longSQL != nil {
-		return d.longSQL
+	if d.my != nil && d.my.long != nil {
+		return d.my.long
 	}
 	return d.SQL
 }
@@ -102,10 +123,10 @@ func (d *DB) longTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // LongTimeouts returns the read and write timeouts of the long statements' pool (0 on
 // SQLite).
 func (d *DB) LongTimeouts() (read, write time.Duration) {
-	if d.longCfg == nil {
+	if d.my == nil || d.my.longCfg == nil {
 		return 0, 0
 	}
-	return d.longCfg.ReadTimeout, d.longCfg.WriteTimeout
+	return d.my.longCfg.ReadTimeout, d.my.longCfg.WriteTimeout
 }
 
 // LongExec runs one statement on the long statements' pool (tests show its deadline).
@@ -133,12 +154,12 @@ func dsnParams(dsn string) url.Values {
 // a large table may run for minutes without a byte on the wire, and must not be cut by the
 // deadlines that guard the service's queries. The dial timeout stays.
 func (d *DB) migrationDB() (*sql.DB, func(), error) {
-	if d.Dialect != MySQL || d.myCfg == nil {
+	if d.my == nil {
 		return d.SQL, func() {}, nil
 	}
-	cfg := d.myCfg.Clone()
+	cfg := d.my.cfg.Clone()
 	cfg.ReadTimeout, cfg.WriteTimeout = 0, 0
-	nodes, err := newNodeConnector(cfg, d.myHosts, d.mySession, nil)
+	nodes, err := newNodeConnector(cfg, d.my.hosts, d.my.session, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: open mysql for migrations: %w", err)
 	}
@@ -150,10 +171,10 @@ func (d *DB) migrationDB() (*sql.DB, func(), error) {
 // Timeouts returns the dial, read and write timeouts of the database's connections (all 0
 // on SQLite).
 func (d *DB) Timeouts() (dial, read, write time.Duration) {
-	if d.myCfg == nil {
+	if d.my == nil {
 		return 0, 0, 0
 	}
-	return d.myCfg.Timeout, d.myCfg.ReadTimeout, d.myCfg.WriteTimeout
+	return d.my.cfg.Timeout, d.my.cfg.ReadTimeout, d.my.cfg.WriteTimeout
 }
 
 // MigrationExec runs one statement on a pool like the one migrations run on (tests show it is

@@ -37,7 +37,7 @@ type Events interface {
 	EventCounts(ctx context.Context) ([]EventCount, error)
 }
 
-var _ Events = (*DB)(nil)
+var _ Events = (*Outbox)(nil)
 
 // Event is one MSG_EVENT row as the ops API shows it. Columns that are NULL are nil, so they
 // encode as JSON null.
@@ -157,21 +157,21 @@ ERROR_CLASS, LAST_ERROR, CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, 
 // there are almost never any of those, the first read asks only whether there are; the two
 // ranges are read together (a UNION ALL, a tenth of a millisecond more on MariaDB) only when
 // there are, or when nothing is above the mark.
-func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
+func (o *Outbox) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
 	const fromAbove = ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `
 	anyRetry := `CASE WHEN EXISTS (SELECT 1 FROM MSG_EVENT r WHERE r.TARGET = ? AND r.STATE = '` + eventRetry + `') THEN '` +
 		eventRetry + `' ELSE 'PENDING' END`
-	evs, err := queryEvents(ctx, d.SQL, false, `SELECT `+strings.Replace(pendingCols, `'PENDING'`, anyRetry, 1)+` FROM MSG_EVENT`+
-		headIndex(d.Dialect)+fromAbove+MarkOf("?")+` ORDER BY EVENT_ID LIMIT ?`, target, target, target, limit)
+	evs, err := queryEvents(ctx, o.db.SQL, false, `SELECT `+strings.Replace(pendingCols, `'PENDING'`, anyRetry, 1)+` FROM MSG_EVENT`+
+		headIndex(o.db.Dialect)+fromAbove+MarkOf("?")+` ORDER BY EVENT_ID LIMIT ?`, target, target, target, limit)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
 	}
 	if len(evs) > 0 && evs[0].State == pipeline.EventPending {
 		return evs, nil
 	}
-	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(d.Dialect) + fromAbove + MarkOf("?") + ` ORDER BY EVENT_ID LIMIT ?`
+	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(o.db.Dialect) + fromAbove + MarkOf("?") + ` ORDER BY EVENT_ID LIMIT ?`
 	retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
-	evs, err = queryEvents(ctx, d.SQL, false, unionAll(d.Dialect, above, retry), target, target, limit, target, limit)
+	evs, err = queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, above, retry), target, target, limit, target, limit)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
 	}
@@ -181,10 +181,10 @@ func (d *DB) PendingEvents(ctx context.Context, target string, limit int) ([]Eve
 
 // PendingAtLeast reports whether target has at least n PENDING events, reading no more than n
 // index entries of each of PendingEvents' two ranges.
-func (d *DB) PendingAtLeast(ctx context.Context, target string, n int) (bool, error) {
+func (o *Outbox) PendingAtLeast(ctx context.Context, target string, n int) (bool, error) {
 	var got int
-	err := d.SQL.QueryRowContext(ctx, `SELECT
- (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT`+headIndex(d.Dialect)+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `+MarkOf("?")+`
+	err := o.db.SQL.QueryRowContext(ctx, `SELECT
+ (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT`+headIndex(o.db.Dialect)+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `+MarkOf("?")+`
    ORDER BY EVENT_ID LIMIT ?) a)
  + (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = '`+eventRetry+`' LIMIT ?) r)`,
 		target, target, n, target, n).Scan(&got)
@@ -220,8 +220,8 @@ type EventTx interface {
 // EventTx runs fn in one transaction; fn's error rolls it back. A transaction that ends in a
 // conflict (IsConflict) is done again from its start, a bounded number of times (RetryTx).
 // On SQLite fn rides the commit of the transaction that holds the write lock next (riders.go).
-func (d *DB) EventTx(ctx context.Context, fn func(EventTx) error) error {
-	return d.ride(ctx, "dispatch", func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: d.Dialect}) })
+func (o *Outbox) EventTx(ctx context.Context, fn func(EventTx) error) error {
+	return o.db.Processor.ride(ctx, "dispatch", func(tx *sql.Tx) error { return fn(eventTx{ctx: ctx, tx: tx, dialect: o.db.Dialect}) })
 }
 
 type eventTx struct {
@@ -515,7 +515,7 @@ func idArgs(ids []int64) []any {
 // (a payload that can never be delivered) is skipped. It returns how many events moved and
 // how many were skipped. Only rows that are DEAD when the UPDATE runs move, so a concurrent
 // delivery or replay is never overwritten.
-func (d *DB) ReplayEvents(ctx context.Context, target string, ids []int64) (moved, skipped int, err error) {
+func (o *Outbox) ReplayEvents(ctx context.Context, target string, ids []int64) (moved, skipped int, err error) {
 	const set = `UPDATE MSG_EVENT SET STATE = '` + eventRetry + `', ATTEMPTS = 0, NEXT_ATTEMPT_AT = NULL, FIRST_FAILED_AT = NULL
 WHERE STATE = 'DEAD' AND (ERROR_CLASS IS NULL OR ERROR_CLASS <> 'MALFORMED')`
 	var tgt string
@@ -524,13 +524,13 @@ WHERE STATE = 'DEAD' AND (ERROR_CLASS IS NULL OR ERROR_CLASS <> 'MALFORMED')`
 		tgt, targs = " AND TARGET = ?", []any{target}
 	}
 	if len(ids) == 0 {
-		res, err := d.SQL.ExecContext(ctx, set+tgt, targs...)
+		res, err := o.db.SQL.ExecContext(ctx, set+tgt, targs...)
 		if err != nil {
 			return 0, 0, Unavailable(fmt.Errorf("replay dead events of %q: %w", target, err))
 		}
 		n, _ := res.RowsAffected()
 		var left int
-		if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE STATE = 'DEAD'`+tgt, targs...).Scan(&left); err != nil {
+		if err := o.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT WHERE STATE = 'DEAD'`+tgt, targs...).Scan(&left); err != nil {
 			return int(n), 0, Unavailable(fmt.Errorf("count dead events of %q: %w", target, err))
 		}
 		return int(n), left, nil
@@ -540,7 +540,7 @@ WHERE STATE = 'DEAD' AND (ERROR_CLASS IS NULL OR ERROR_CLASS <> 'MALFORMED')`
 	ids = slices.Compact(ids)
 	for chunk := range slices.Chunk(ids, eventIDChunk) {
 		args := append(append([]any{}, targs...), idArgs(chunk)...)
-		res, err := d.SQL.ExecContext(ctx, set+tgt+` AND EVENT_ID IN (`+placeholders(len(chunk))+`)`, args...)
+		res, err := o.db.SQL.ExecContext(ctx, set+tgt+` AND EVENT_ID IN (`+placeholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return moved, 0, Unavailable(fmt.Errorf("replay events %d..%d: %w", chunk[0], chunk[len(chunk)-1], err))
 		}
@@ -560,7 +560,7 @@ type EventFilter struct {
 }
 
 // ListEvents returns the events f selects, in EVENT_ID order (newest first with f.Newest).
-func (d *DB) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
+func (o *Outbox) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	sel := eventSelect{cols: eventTable.cols(), target: f.Target, byTarget: true, state: f.State, order: "EVENT_ID", limit: clampLimit(f.Limit)}
 	if f.Target != "" {
 		sel.where, sel.args = append(sel.where, "TARGET = ?"), append(sel.args, f.Target)
@@ -571,11 +571,11 @@ func (d *DB) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	if f.Newest {
 		sel.order = "EVENT_ID DESC"
 	}
-	q, args, err := d.stateQuery(ctx, sel)
+	q, args, err := o.stateQuery(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
-	evs, err := queryEvents(ctx, d.SQL, true, q, args...)
+	evs, err := queryEvents(ctx, o.db.SQL, true, q, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("list events: %w", err))
 	}
@@ -586,7 +586,7 @@ func (d *DB) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	for i := range evs {
 		ptrs[i] = &evs[i]
 	}
-	return evs, d.fillSentAt(ctx, ptrs)
+	return evs, o.fillSentAt(ctx, ptrs)
 }
 
 // EventCount is how many events of a target are in a state, and when the oldest was created.
@@ -605,18 +605,18 @@ type EventCount struct {
 // and the SENT count from MSG_EVENT_SENT (every event ever sent, including rows since
 // deleted). A state with no events is left out. All are read in one snapshot (readSnapshot),
 // so an event the dispatcher marks SENT meanwhile is counted once.
-func (d *DB) EventCounts(ctx context.Context) ([]EventCount, error) {
+func (o *Outbox) EventCounts(ctx context.Context) ([]EventCount, error) {
 	var out []EventCount
-	err := d.readSnapshot(ctx, func(tx *sql.Tx) error {
+	err := o.db.readSnapshot(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = d.eventCounts(ctx, tx)
+		out, err = o.eventCounts(ctx, tx)
 		return err
 	})
 	return out, err
 }
 
 // eventCounts is EventCounts in transaction tx.
-func (d *DB) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, error) {
+func (o *Outbox) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, error) {
 	targets, err := eventTargets(ctx, tx)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("event counts: %w", err))
@@ -628,7 +628,7 @@ func (d *DB) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, error) 
 			sent                                sql.NullInt64
 			oldestPend, oldestRetry, oldestDead NullTime
 		)
-		above := `FROM MSG_EVENT` + headIndex(d.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?")
+		above := `FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?")
 		err := tx.QueryRowContext(ctx, `SELECT
  (SELECT COUNT(*) `+above+`),
  (SELECT CREATED_AT `+above+` ORDER BY EVENT_ID LIMIT 1),
@@ -692,9 +692,9 @@ SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0`)
 // LastEventID returns the highest EVENT_ID in MSG_EVENT, 0 when it holds none: every event
 // still to be delivered is at or below it. PROJECTION_REBUILD marks what it rebuilds with it,
 // so that no event produced before the rebuild overwrites the rebuilt flights.
-func (d *DB) LastEventID(ctx context.Context) (int64, error) {
+func (o *Outbox) LastEventID(ctx context.Context) (int64, error) {
 	var id sql.NullInt64
-	if err := d.SQL.QueryRowContext(ctx, `SELECT MAX(EVENT_ID) FROM MSG_EVENT`).Scan(&id); err != nil {
+	if err := o.db.SQL.QueryRowContext(ctx, `SELECT MAX(EVENT_ID) FROM MSG_EVENT`).Scan(&id); err != nil {
 		return 0, Unavailable(fmt.Errorf("last event id: %w", err))
 	}
 	return id.Int64, nil

@@ -98,17 +98,17 @@ type eventSelect struct {
 // (TARGET, STATE, EVENT_ID), then ordered and cut as a whole: an OR of the two would have the
 // database walk every row of the other state in EVENT_ID order (a listing of a target's
 // newest SENT event through all its pending ones). With a target, its mark is read first.
-func (d *DB) stateQuery(ctx context.Context, s eventSelect) (string, []any, error) {
+func (o *Outbox) stateQuery(ctx context.Context, s eventSelect) (string, []any, error) {
 	mark, markArgs, hint := MarkOf("MSG_EVENT.TARGET"), []any(nil), ""
 	if s.target != "" {
 		var m int64
-		err := d.SQL.QueryRowContext(ctx, `SELECT COALESCE(MAX(UPTO_EVENT_ID), 0) FROM MSG_EVENT_SENT WHERE TARGET = ?`, s.target).Scan(&m)
+		err := o.db.SQL.QueryRowContext(ctx, `SELECT COALESCE(MAX(UPTO_EVENT_ID), 0) FROM MSG_EVENT_SENT WHERE TARGET = ?`, s.target).Scan(&m)
 		if err != nil {
 			return "", nil, Unavailable(fmt.Errorf("read the delivery mark of %s: %w", s.target, err))
 		}
 		mark, markArgs = "?", []any{m}
 		if s.byTarget {
-			hint = headIndex(d.Dialect)
+			hint = headIndex(o.db.Dialect)
 		}
 	}
 	type branch struct {
@@ -146,7 +146,7 @@ func (d *DB) stateQuery(ctx context.Context, s eventSelect) (string, []any, erro
 	if len(parts) == 1 {
 		return parts[0], args, nil
 	}
-	q := unionAll(d.Dialect, parts...)
+	q := unionAll(o.db.Dialect, parts...)
 	return q + ` ORDER BY ` + s.order + ` LIMIT ?`, append(args, s.limit), nil
 }
 
@@ -155,7 +155,7 @@ func (d *DB) stateQuery(ctx context.Context, s eventSelect) (string, []any, erro
 // each. It reads MSG_EVENT_MARK in primary key ranges, each from the lowest id still without
 // one: a correlated subquery per row would have MariaDB read every raise of the target below
 // the row (it looks a dependent subquery up by TARGET alone, not by a range).
-func (d *DB) fillSentAt(ctx context.Context, evs []*Event) error {
+func (o *Outbox) fillSentAt(ctx context.Context, evs []*Event) error {
 	byTarget := map[string][]*Event{}
 	for _, e := range evs {
 		if e.State == pipeline.EventSent && e.SentAt == nil {
@@ -165,7 +165,7 @@ func (d *DB) fillSentAt(ctx context.Context, evs []*Event) error {
 	for target, es := range byTarget {
 		slices.SortFunc(es, func(a, b *Event) int { return cmp.Compare(a.EventID, b.EventID) })
 		for len(es) > 0 {
-			rows, err := d.SQL.QueryContext(ctx, `SELECT UPTO_EVENT_ID, SENT_AT FROM MSG_EVENT_MARK
+			rows, err := o.db.SQL.QueryContext(ctx, `SELECT UPTO_EVENT_ID, SENT_AT FROM MSG_EVENT_MARK
 WHERE TARGET = ? AND UPTO_EVENT_ID >= ? ORDER BY UPTO_EVENT_ID LIMIT ?`, target, es[0].EventID, min(len(es), 256))
 			if err != nil {
 				return Unavailable(fmt.Errorf("sent times of %s's events: %w", target, err))

@@ -7,12 +7,12 @@ import (
 
 // Ride is ride, for the tests of package store_test.
 func (d *DB) Ride(ctx context.Context, fn func(*sql.Tx) error) error {
-	return d.ride(ctx, "test", fn)
+	return d.Processor.ride(ctx, "test", fn)
 }
 
 // RidersQueued is how many writes wait to ride.
 func (d *DB) RidersQueued() int {
-	d.riders.mu.Lock()
-	defer d.riders.mu.Unlock()
-	return len(d.riders.queue)
+	d.Processor.riders.mu.Lock()
+	defer d.Processor.riders.mu.Unlock()
+	return len(d.Processor.riders.queue)
 }

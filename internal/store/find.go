@@ -15,7 +15,7 @@ type BodySearch interface {
 	SearchBodies(ctx context.Context, text string, within, limit int) (BodyHits, error)
 }
 
-var _ BodySearch = (*DB)(nil)
+var _ BodySearch = (*Operations)(nil)
 
 // DefaultBodyScan is how many of the newest messages a body search reads by default.
 const DefaultBodyScan = 50000
@@ -34,9 +34,9 @@ type BodyHits struct {
 
 // bodyFloor returns the id below the newest within messages (0 when there are no more than
 // within): a body search reads only the bodies of ids above it.
-func (d *DB) bodyFloor(ctx context.Context, within int) (int64, error) {
+func (ops *Operations) bodyFloor(ctx context.Context, within int) (int64, error) {
 	var floor int64
-	err := d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE ORDER BY CMINMSGS_ID DESC LIMIT 1 OFFSET ?`, within).Scan(&floor)
+	err := ops.db.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE ORDER BY CMINMSGS_ID DESC LIMIT 1 OFFSET ?`, within).Scan(&floor)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -53,7 +53,7 @@ const bodyClause = `COALESCE(c.CMINMSGS_CLOB_MSG, h.CMINMSGS_CLOB_MSG) LIKE ? ES
 // SearchBodies returns up to limit (at most MaxPageLimit) of the newest within messages
 // (DefaultBodyScan when within <= 0) whose body holds text, newest first. Letter case is
 // ignored for ASCII letters on every dialect (SQLite's LIKE); other text matches as written.
-func (d *DB) SearchBodies(ctx context.Context, text string, within, limit int) (BodyHits, error) {
+func (ops *Operations) SearchBodies(ctx context.Context, text string, within, limit int) (BodyHits, error) {
 	if within <= 0 {
 		within = DefaultBodyScan
 	}
@@ -62,20 +62,20 @@ func (d *DB) SearchBodies(ctx context.Context, text string, within, limit int) (
 	if text == "" {
 		return out, nil
 	}
-	floor, err := d.bodyFloor(ctx, within)
+	floor, err := ops.bodyFloor(ctx, within)
 	if err != nil {
 		return out, err
 	}
 	out.AboveID = floor
 	q := `SELECT ` + messageCols + messageFrom + ` WHERE p.CMINMSGS_ID > ? AND ` + bodyClause +
 		fmt.Sprintf(` ORDER BY p.CMINMSGS_ID DESC LIMIT %d`, limit+1)
-	rows, err := d.SQL.QueryContext(ctx, q, floor, "%"+likeEscape(text)+"%")
+	rows, err := ops.db.SQL.QueryContext(ctx, q, floor, "%"+likeEscape(text)+"%")
 	if err != nil {
 		return out, Unavailable(fmt.Errorf("search message bodies for %q: %w", text, err))
 	}
 	defer rows.Close()
 	for rows.Next() {
-		m, err := d.scanMessage(rows)
+		m, err := ops.db.Processor.scanMessage(rows)
 		if err != nil {
 			return out, Unavailable(fmt.Errorf("search message bodies: %w", err))
 		}
@@ -94,7 +94,7 @@ type FlightMessages interface {
 	MessagesOfFlights(ctx context.Context, flids []int64, limit int) (FlightHits, error)
 }
 
-var _ FlightMessages = (*DB)(nil)
+var _ FlightMessages = (*Flights)(nil)
 
 // MaxFlightsSearched is how many FLIDs one MessagesOfFlights takes at most.
 const MaxFlightsSearched = MaxPageLimit
@@ -114,7 +114,7 @@ type FlightHits struct {
 // repeated ones count once; more than MaxFlightsSearched distinct FLIDs is an error. It reads
 // the flights' ranges of MSG_FLIGHT's primary key (FLID, CMINMSGS_ID), then each message by
 // its primary key.
-func (d *DB) MessagesOfFlights(ctx context.Context, flids []int64, limit int) (FlightHits, error) {
+func (fl *Flights) MessagesOfFlights(ctx context.Context, flids []int64, limit int) (FlightHits, error) {
 	limit = clampLimit(limit)
 	out := FlightHits{Messages: []*Message{}, Named: map[int64][]int64{}}
 	seen := map[int64]bool{}
@@ -135,13 +135,13 @@ func (d *DB) MessagesOfFlights(ctx context.Context, flids []int64, limit int) (F
 	q := `SELECT ` + messageCols + ` FROM (SELECT DISTINCT f.CMINMSGS_ID FROM MSG_FLIGHT f WHERE f.FLID IN (` + marks + `)` +
 		fmt.Sprintf(` ORDER BY f.CMINMSGS_ID DESC LIMIT %d) x`, limit+1) +
 		` JOIN PROC_STATE p ON p.CMINMSGS_ID = x.CMINMSGS_ID` + messageJoins + ` ORDER BY p.CMINMSGS_ID DESC`
-	rows, err := d.SQL.QueryContext(ctx, q, args...)
+	rows, err := fl.db.SQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return out, Unavailable(fmt.Errorf("the messages of flights %v: %w", args, err))
 	}
 	defer rows.Close()
 	for rows.Next() {
-		m, err := d.scanMessage(rows)
+		m, err := fl.db.Processor.scanMessage(rows)
 		if err != nil {
 			return out, Unavailable(fmt.Errorf("the messages of flights: %w", err))
 		}
@@ -155,18 +155,18 @@ func (d *DB) MessagesOfFlights(ctx context.Context, flids []int64, limit int) (F
 		return out, Unavailable(err)
 	}
 	rows.Close()
-	return out, d.namedFlights(ctx, args, marks, &out)
+	return out, fl.namedFlights(ctx, args, marks, &out)
 }
 
 // namedFlights fills out.Named: which of the FLIDs flids (placeholders marks) each of
 // out.Messages named.
-func (d *DB) namedFlights(ctx context.Context, flids []any, marks string, out *FlightHits) error {
+func (fl *Flights) namedFlights(ctx context.Context, flids []any, marks string, out *FlightHits) error {
 	args := append([]any{}, flids...)
 	for _, m := range out.Messages {
 		args = append(args, m.ID)
 	}
 	msgMarks := strings.TrimSuffix(strings.Repeat("?,", len(out.Messages)), ",")
-	rows, err := d.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, FLID FROM MSG_FLIGHT WHERE FLID IN (`+marks+`) AND CMINMSGS_ID IN (`+msgMarks+`) ORDER BY CMINMSGS_ID, FLID`, args...)
+	rows, err := fl.db.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, FLID FROM MSG_FLIGHT WHERE FLID IN (`+marks+`) AND CMINMSGS_ID IN (`+msgMarks+`) ORDER BY CMINMSGS_ID, FLID`, args...)
 	if err != nil {
 		return Unavailable(fmt.Errorf("the flights the messages named: %w", err))
 	}

@@ -36,7 +36,7 @@ func TestMigrationKeepsBoundIdentities(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
-			ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
+			ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,13 +44,13 @@ func TestMigrationKeepsBoundIdentities(t *testing.T) {
 			if _, err := db.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if holder, ok, err := db.BoundTo(ctx, "AODB|AIRL|UPD|7"); err != nil || !ok || holder != ids[0] {
+			if holder, ok, err := db.Processor.BoundTo(ctx, "AODB|AIRL|UPD|7"); err != nil || !ok || holder != ids[0] {
 				t.Fatalf("identity bound before the migration: %d %v %v", holder, ok, err)
 			}
-			if _, _, err := db.Succeed(ctx, ids[1], store.Success{TypeTag: "AIRL-UPD", Identity: "AODB|AIRL|UPD|7"}, nil, now); !errors.Is(err, store.ErrIdentityTaken) {
+			if _, _, err := db.Processor.Succeed(ctx, ids[1], store.Success{TypeTag: "AIRL-UPD", Identity: "AODB|AIRL|UPD|7"}, nil, now); !errors.Is(err, store.ErrIdentityTaken) {
 				t.Fatalf("binding it again: %v", err)
 			}
-			if _, _, err := db.Succeed(ctx, ids[2], store.Success{TypeTag: "AIRL-UPD", Identity: "aodb|AIRL|UPD|7"}, nil, now); err != nil {
+			if _, _, err := db.Processor.Succeed(ctx, ids[2], store.Success{TypeTag: "AIRL-UPD", Identity: "aodb|AIRL|UPD|7"}, nil, now); err != nil {
 				t.Fatalf("an identity differing by case after the migration: %v", err)
 			}
 		})

@@ -9,9 +9,10 @@ import (
 )
 
 // The store's contract, one small interface per concern. The packages that use the store
-// (pump, dispatch, api, jobs) take these, never the concrete *DB, so what they may do is
-// visible in their signatures; every implementation passes the shared contract suite of
-// package storetest on every dialect. *DB implements them all on SQLite and MySQL/MariaDB.
+// (pump, dispatch, api, jobs) take these, never an owner's concrete type, so what they may do
+// is visible in their signatures; every implementation passes the shared contract suite of
+// package storetest on every dialect. The table owners (owners.go) implement them on SQLite
+// and MySQL/MariaDB, each the interfaces of its tables; DB itself is the SQLHandle and Health.
 
 // Inbox stores raw messages durably (CMINMSGS with their PENDING PROC_STATE).
 type Inbox interface {
@@ -67,7 +68,6 @@ type Messages interface {
 	GetMessage(ctx context.Context, id int64) (*Message, error)
 	ListMessages(ctx context.Context, f MessageFilter) ([]*Message, error)
 	CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error)
-	Head(ctx context.Context) (*Message, error)
 	// Replay moves FAILED/DEAD rows back to PENDING (never MALFORMED ones).
 	Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time) (ReplayResult, error)
 }
@@ -132,14 +132,14 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 var (
-	_ Inbox      = (*DB)(nil)
-	_ Adoption   = (*DB)(nil)
-	_ Processing = (*DB)(nil)
-	_ Messages   = (*DB)(nil)
-	_ Reference  = (*DB)(nil)
-	_ Jobs       = (*DB)(nil)
-	_ Archive    = (*DB)(nil)
-	_ Lease      = (*DB)(nil)
+	_ Inbox      = (*Intake)(nil)
+	_ Adoption   = (*Intake)(nil)
+	_ Processing = (*Processor)(nil)
+	_ Messages   = (*Operations)(nil)
+	_ Reference  = (*RefData)(nil)
+	_ Jobs       = (*JobQueue)(nil)
+	_ Archive    = (*Archiver)(nil)
+	_ Lease      = (*Leases)(nil)
 	_ Health     = (*DB)(nil)
 	_ SQLHandle  = (*DB)(nil)
 )

@@ -31,12 +31,12 @@ const StatusValid = "VALID"
 // program inserted straight into CMINMSGS since the last PROC_STATE row), so a message of
 // ours never overtakes a gateway row that was committed before it. It reads them without a
 // lock and skips rows another transaction holds: it never waits for the gateway.
-func (d *DB) InsertMessages(ctx context.Context, raws []string, now time.Time) ([]int64, error) {
-	return d.insertMessages(ctx, raws, nil, now)
+func (in *Intake) InsertMessages(ctx context.Context, raws []string, now time.Time) ([]int64, error) {
+	return in.insertMessages(ctx, raws, nil, now)
 }
 
-func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error) {
-	if d.Shadow() {
+func (in *Intake) insertMessages(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error) {
+	if in.Shadow() {
 		return nil, fmt.Errorf("%w: the inbox writes CMINMSGS; in shadow mode the legacy gateway fills it", ErrShadow)
 	}
 	ids := make([]int64, 0, len(raws))
@@ -45,10 +45,10 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 	built := false
 	insert := func(tx *sql.Tx) error {
 		ids, built = ids[:0], false
-		if err := d.lockInbox(ctx, tx); err != nil {
+		if err := in.lockInbox(ctx, tx); err != nil {
 			return err
 		}
-		cols, err := d.columns(ctx, tx)
+		cols, err := in.columns(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -56,11 +56,11 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 		if err := tx.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM PROC_STATE`).Scan(&prev); err != nil {
 			return Unavailable(err)
 		}
-		loc := d.legacyOpts().Location
+		loc := in.legacyOpts().Location
 		recv, taken := legacyTime(now, loc, cols[colReceived]), legacyTime(now, loc, cols[colProcessed])
 		for _, raw := range raws {
-			if d.maxPacket > 0 && escapedLen(raw)+packetSlack > d.maxPacket {
-				return fmt.Errorf("%w: a message of %d bytes does not fit MySQL's max_allowed_packet (%d)", ErrTooLarge, len(raw), d.maxPacket)
+			if in.maxPacket > 0 && escapedLen(raw)+packetSlack > in.maxPacket {
+				return fmt.Errorf("%w: a message of %d bytes does not fit MySQL's max_allowed_packet (%d)", ErrTooLarge, len(raw), in.maxPacket)
 			}
 			if c := cols[colClob]; c.bytes > 0 && len(raw) > c.bytes {
 				return fmt.Errorf("%w: a message of %d bytes does not fit CMINMSGS_CLOB_MSG (%s, %d bytes)", ErrTooLarge, len(raw), c.decl, c.bytes)
@@ -68,7 +68,7 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 		}
 		_, withTaken := cols[colProcessed]
 		for start := 0; start < len(raws); {
-			end := d.inboxChunk(raws, start)
+			end := in.inboxChunk(raws, start)
 			got, err := insertRaws(ctx, tx, raws[start:end], withTaken, recv, taken)
 			if err != nil {
 				return err
@@ -80,11 +80,11 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 			return err
 		}
 		for after := prev.Int64; len(ids) > 0 && after < ids[0]-1; {
-			cand, err := d.adoptCandidates(ctx, tx, cols, after, ids[0]-1, adoptChunk)
+			cand, err := in.adoptCandidates(ctx, tx, cols, after, ids[0]-1, adoptChunk)
 			if err != nil || len(cand) == 0 {
 				return err
 			}
-			if _, err := d.adoptIDs(ctx, tx, cols, cand, now); err != nil {
+			if _, err := in.adoptIDs(ctx, tx, cols, cand, now); err != nil {
 				return err
 			}
 			after = cand[len(cand)-1]
@@ -92,18 +92,19 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 		built = true
 		return nil
 	}
-	err := d.ride(ctx, "inbox", insert)
-	if err != nil && d.nextNodeMayHelp(ctx, err) {
+	err := in.db.Processor.ride(ctx, "inbox", insert)
+	if err != nil && in.nextNodeMayHelp(ctx, err) {
 		// The node was lost under the insert (it hung and the probe closed its connections,
 		// it died, it left sync): once more on the next node, within the caller's deadline
 		// (http.inbox-deadline), before the sender sees a 503. A commit whose outcome is
 		// unknown is looked up first, so a message the lost node committed is never stored
 		// twice.
-		d.nodes.log.Warn("database node lost under the inbox's insert; trying the next node once", "node", d.nodes.Current(),
+		nodes := in.db.my.nodes
+		nodes.log.Warn("database node lost under the inbox's insert; trying the next node once", "node", nodes.Current(),
 			"at_commit", built, "err", err.Error())
 		if built {
 			var stored bool
-			stored, err = d.storedAs(ctx, ids, raws)
+			stored, err = in.storedAs(ctx, ids, raws)
 			switch {
 			case err != nil:
 				return nil, Unavailable(fmt.Errorf("the inbox's commit was cut by a lost node and its outcome cannot be read: %w", err))
@@ -111,7 +112,7 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 				return ids, nil
 			}
 		}
-		err = d.ride(ctx, "inbox", insert)
+		err = in.db.Processor.ride(ctx, "inbox", insert)
 	}
 	if err != nil {
 		return nil, err
@@ -121,8 +122,8 @@ func (d *DB) insertMessages(ctx context.Context, raws, traces []string, now time
 
 // nextNodeMayHelp says whether an inbox insert that failed with err may be done on the next
 // node: err is a lost node's (nodeLost), there are several nodes and ctx lasts.
-func (d *DB) nextNodeMayHelp(ctx context.Context, err error) bool {
-	return d.nodes != nil && len(d.nodes.nodes) > 1 && nodeLost(err) && ctx.Err() == nil
+func (in *Intake) nextNodeMayHelp(ctx context.Context, err error) bool {
+	return in.db.my != nil && len(in.db.my.nodes.nodes) > 1 && nodeLost(err) && ctx.Err() == nil
 }
 
 // storedAs says whether the inbox's insert whose commit was cut is durable after all: the
@@ -130,7 +131,7 @@ func (d *DB) nextNodeMayHelp(ctx context.Context, err error) bool {
 // transaction the cluster ordered before it, wsrep_sync_wait, so a commit the lost node
 // replicated is seen). All of them or none: the transaction was one; anything else is an
 // error.
-func (d *DB) storedAs(ctx context.Context, ids []int64, raws []string) (bool, error) {
+func (in *Intake) storedAs(ctx context.Context, ids []int64, raws []string) (bool, error) {
 	if len(ids) != len(raws) || len(ids) == 0 {
 		return false, fmt.Errorf("%d ids for %d messages", len(ids), len(raws))
 	}
@@ -138,7 +139,7 @@ func (d *DB) storedAs(ctx context.Context, ids []int64, raws []string) (bool, er
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := d.SQL.QueryContext(ctx, `SELECT c.CMINMSGS_ID, c.CMINMSGS_CLOB_MSG FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
+	rows, err := in.db.SQL.QueryContext(ctx, `SELECT c.CMINMSGS_ID, c.CMINMSGS_CLOB_MSG FROM CMINMSGS c JOIN PROC_STATE p ON p.CMINMSGS_ID = c.CMINMSGS_ID
 WHERE c.CMINMSGS_ID IN (`+placeholders(len(ids))+`)`, args...)
 	if err != nil {
 		return false, err
@@ -178,8 +179,8 @@ WHERE c.CMINMSGS_ID IN (`+placeholders(len(ids))+`)`, args...)
 // on its node), so two inbox nodes on two database nodes conflict here and one of them is
 // redone with a later id, instead of both committing their ids out of order. A schema
 // older than the TAKEN column (a test between migrations) gets the plain row lock.
-func (d *DB) lockInbox(ctx context.Context, tx *sql.Tx) error {
-	if d.Dialect != MySQL {
+func (in *Intake) lockInbox(ctx context.Context, tx *sql.Tx) error {
+	if in.db.Dialect != MySQL {
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE INBOX_LOCK SET TAKEN = TAKEN + 1 WHERE NAME = 'inbox'`)
@@ -208,10 +209,10 @@ const (
 
 // inboxChunk returns the end of the chunk of raws that starts at start: at least one message,
 // at most inboxChunkRows, and no more text than inboxChunkBytes or half the packet limit.
-func (d *DB) inboxChunk(raws []string, start int) int {
+func (in *Intake) inboxChunk(raws []string, start int) int {
 	limit := inboxChunkBytes
-	if d.maxPacket > 0 && d.maxPacket/2 < limit {
-		limit = d.maxPacket / 2
+	if in.maxPacket > 0 && in.maxPacket/2 < limit {
+		limit = in.maxPacket / 2
 	}
 	size, end := 0, start
 	for end < len(raws) && end-start < inboxChunkRows {
@@ -337,9 +338,9 @@ func tooLarge(err error) bool {
 // Heads returns the highest CMINMSGS id, the highest id with a processing state and how many
 // of the ids in (after, msgs] have one, read in one statement: when that is all of them, the
 // pump's adoption knows that no id is missing without reading them (Unstated).
-func (d *DB) Heads(ctx context.Context, after int64) (msgs, states, stated int64, err error) {
+func (in *Intake) Heads(ctx context.Context, after int64) (msgs, states, stated int64, err error) {
 	var m, p, n sql.NullInt64
-	err = d.SQL.QueryRowContext(ctx, `SELECT h.M, h.P, (SELECT COUNT(*) FROM PROC_STATE WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= h.M)
+	err = in.db.SQL.QueryRowContext(ctx, `SELECT h.M, h.P, (SELECT COUNT(*) FROM PROC_STATE WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= h.M)
 FROM (SELECT (SELECT MAX(CMINMSGS_ID) FROM CMINMSGS) AS M, (SELECT MAX(CMINMSGS_ID) FROM PROC_STATE) AS P) h`, after).Scan(&m, &p, &n)
 	if err != nil {
 		return 0, 0, 0, Unavailable(err)

@@ -38,9 +38,9 @@ type Job struct {
 }
 
 // EnqueueJob adds a job ordered after every message accepted so far.
-func (d *DB) EnqueueJob(ctx context.Context, kind, params string, now time.Time) (*Job, error) {
+func (q *JobQueue) EnqueueJob(ctx context.Context, kind, params string, now time.Time) (*Job, error) {
 	var j *Job
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
+	err := q.db.Tx(ctx, func(tx *sql.Tx) error {
 		var max sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM PROC_STATE`).Scan(&max); err != nil {
 			return Unavailable(err)
@@ -74,8 +74,8 @@ func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 }
 
 // HeadJob returns the first unfinished job in the order (lowest AfterMsgID, then id), or nil.
-func (d *DB) HeadJob(ctx context.Context) (*Job, error) {
-	j, err := scanJob(d.SQL.QueryRowContext(ctx, `SELECT `+jobCols+` FROM PUMP_JOB WHERE STATE IN (?, ?) ORDER BY AFTER_MSG_ID, JOB_ID LIMIT 1`, JobPending, JobFailed))
+func (q *JobQueue) HeadJob(ctx context.Context) (*Job, error) {
+	j, err := scanJob(q.db.SQL.QueryRowContext(ctx, `SELECT `+jobCols+` FROM PUMP_JOB WHERE STATE IN (?, ?) ORDER BY AFTER_MSG_ID, JOB_ID LIMIT 1`, JobPending, JobFailed))
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -86,11 +86,11 @@ func (d *DB) HeadJob(ctx context.Context) (*Job, error) {
 }
 
 // ListJobs returns the newest jobs first.
-func (d *DB) ListJobs(ctx context.Context, limit int) ([]*Job, error) {
+func (q *JobQueue) ListJobs(ctx context.Context, limit int) ([]*Job, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	rows, err := d.SQL.QueryContext(ctx, fmt.Sprintf(`SELECT `+jobCols+` FROM PUMP_JOB ORDER BY JOB_ID DESC LIMIT %d`, limit))
+	rows, err := q.db.SQL.QueryContext(ctx, fmt.Sprintf(`SELECT `+jobCols+` FROM PUMP_JOB ORDER BY JOB_ID DESC LIMIT %d`, limit))
 	if err != nil {
 		return nil, Unavailable(err)
 	}
@@ -107,8 +107,8 @@ func (d *DB) ListJobs(ctx context.Context, limit int) ([]*Job, error) {
 }
 
 // GetJob returns the job id, or ErrNotFound.
-func (d *DB) GetJob(ctx context.Context, id int64) (*Job, error) {
-	j, err := scanJob(d.SQL.QueryRowContext(ctx, `SELECT `+jobCols+` FROM PUMP_JOB WHERE JOB_ID = ?`, id))
+func (q *JobQueue) GetJob(ctx context.Context, id int64) (*Job, error) {
+	j, err := scanJob(q.db.SQL.QueryRowContext(ctx, `SELECT `+jobCols+` FROM PUMP_JOB WHERE JOB_ID = ?`, id))
 	if err == sql.ErrNoRows {
 		return nil, ErrNotFound
 	}
@@ -130,12 +130,12 @@ type JobOutcome struct {
 
 // FinishJob records a job's outcome: DONE with its result, or FAILED/DEAD with the error and
 // the time of its first failure.
-func (d *DB) FinishJob(ctx context.Context, id int64, o JobOutcome, now time.Time) error {
+func (q *JobQueue) FinishJob(ctx context.Context, id int64, o JobOutcome, now time.Time) error {
 	var fin any
 	if o.State == JobDone || o.State == JobDead {
 		fin = T(now)
 	}
-	_, err := d.SQL.ExecContext(ctx, `UPDATE PUMP_JOB SET STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, FIRST_FAILED_AT = ?, RESULT = ?, LAST_ERROR = ?, FINISHED_AT = ? WHERE JOB_ID = ?`,
+	_, err := q.db.SQL.ExecContext(ctx, `UPDATE PUMP_JOB SET STATE = ?, ATTEMPTS = ?, NEXT_ATTEMPT_AT = ?, FIRST_FAILED_AT = ?, RESULT = ?, LAST_ERROR = ?, FINISHED_AT = ? WHERE JOB_ID = ?`,
 		o.State, o.Attempts, T(o.Next), T(o.FirstFailed), nullStr(secret.Redact(o.Result)), nullStr(secret.Redact(o.LastErr)), fin, id)
 	if err != nil {
 		return Unavailable(err)

@@ -25,11 +25,11 @@ func (e *LeaseHeldError) Error() string {
 
 // AcquireLease takes the lease name for holder until now+ttl, unless another holder has it
 // and it has not expired (then *LeaseHeldError). Taking a lease one already holds renews it.
-func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
+func (l *Leases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
 	acquire := func(tx *sql.Tx) error {
 		var cur string
 		var exp NullTime
-		q := `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?` + d.Dialect.ForUpdate()
+		q := `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?` + l.db.Dialect.ForUpdate()
 		err := tx.QueryRowContext(ctx, q, name).Scan(&cur, &exp)
 		switch {
 		case err == sql.ErrNoRows:
@@ -49,7 +49,7 @@ func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Dur
 			holder, T(now.Add(ttl)), T(now), name)
 		return err
 	}
-	return d.retryConflicts(ctx, "lease", func() error { return d.leaseTx(ctx, acquire) })
+	return l.db.retryConflicts(ctx, "lease", func() error { return l.leaseTx(ctx, acquire) })
 }
 
 // LeaseClaim is a claim to a lease: its name, who claims it and for how long.
@@ -62,8 +62,8 @@ type LeaseClaim struct {
 // TakeOverLease gives lease c.Name to c.Holder for c.TTL, taking it from dead, a holder known
 // to have died (its process is gone), without waiting for it to expire. It fails when the
 // lease is no longer dead's.
-func (d *DB) TakeOverLease(ctx context.Context, c LeaseClaim, dead string, now time.Time) error {
-	res, err := d.lease().ExecContext(ctx, `UPDATE PUMP_LEASE SET HOLDER = ?, EXPIRES_AT = ?, ACQUIRED_AT = ? WHERE NAME = ? AND HOLDER = ?`,
+func (l *Leases) TakeOverLease(ctx context.Context, c LeaseClaim, dead string, now time.Time) error {
+	res, err := l.lease().ExecContext(ctx, `UPDATE PUMP_LEASE SET HOLDER = ?, EXPIRES_AT = ?, ACQUIRED_AT = ? WHERE NAME = ? AND HOLDER = ?`,
 		c.Holder, T(now.Add(c.TTL)), T(now), c.Name, dead)
 	if err != nil {
 		return Unavailable(err)
@@ -82,18 +82,18 @@ var ErrFenced = errors.New("this instance no longer holds the pump lease")
 // SetFence makes every processing write of the pump (Succeed, Record) check, inside its
 // transaction, that holder still holds lease name, so a pump that was paused past its lease
 // (and replaced by another instance) cannot commit anything. Call it before the pump starts.
-func (d *DB) SetFence(name, holder string) { d.fence = &fence{name: name, holder: holder} }
+func (l *Leases) SetFence(name, holder string) { l.fence = &fence{name: name, holder: holder} }
 
 // checkFence verifies the lease inside tx (SQLite transactions are serial already). On MySQL
 // it writes the lease row: a take-over waits for this transaction rather than overlapping it,
 // and on a Galera cluster, where a row lock is local to its node, a take-over committed on
 // another node conflicts with this transaction at certification instead of passing unseen.
-func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
-	if d.fence == nil {
+func (l *Leases) checkFence(ctx context.Context, tx *sql.Tx) error {
+	if l.fence == nil {
 		return nil
 	}
-	if d.Dialect == MySQL {
-		res, err := tx.ExecContext(ctx, fenceUpdate, d.fence.name, d.fence.holder)
+	if l.db.Dialect == MySQL {
+		res, err := tx.ExecContext(ctx, fenceUpdate, l.fence.name, l.fence.holder)
 		if err != nil {
 			return Unavailable(fmt.Errorf("check the pump lease: %w", err))
 		}
@@ -104,7 +104,7 @@ func (d *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
 	}
 	q := `SELECT 1 FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`
 	var one int
-	err := tx.QueryRowContext(ctx, q, d.fence.name, d.fence.holder).Scan(&one)
+	err := tx.QueryRowContext(ctx, q, l.fence.name, l.fence.holder).Scan(&one)
 	if err == sql.ErrNoRows {
 		return ErrFenced
 	}
@@ -120,10 +120,10 @@ const fenceUpdate = `UPDATE PUMP_LEASE SET FENCE_CHECKS = FENCE_CHECKS + 1 WHERE
 // RenewLease extends a lease holder holds; it fails when the lease was lost. An update that
 // ends in a conflict (the pump's batch holds the row, a Galera node certified another change
 // first) is done again (RetryTx).
-func (d *DB) RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
+func (l *Leases) RenewLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) error {
 	var res sql.Result
-	err := d.retryConflicts(ctx, "lease", func() (err error) {
-		res, err = d.lease().ExecContext(ctx, `UPDATE PUMP_LEASE SET EXPIRES_AT = ? WHERE NAME = ? AND HOLDER = ?`, T(now.Add(ttl)), name, holder)
+	err := l.db.retryConflicts(ctx, "lease", func() (err error) {
+		res, err = l.lease().ExecContext(ctx, `UPDATE PUMP_LEASE SET EXPIRES_AT = ? WHERE NAME = ? AND HOLDER = ?`, T(now.Add(ttl)), name, holder)
 		return err
 	})
 	if err != nil {
@@ -136,16 +136,16 @@ func (d *DB) RenewLease(ctx context.Context, name, holder string, ttl time.Durat
 }
 
 // ReleaseLease gives the lease up so another instance may start at once.
-func (d *DB) ReleaseLease(ctx context.Context, name, holder string) error {
-	_, err := d.lease().ExecContext(ctx, `DELETE FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`, name, holder)
+func (l *Leases) ReleaseLease(ctx context.Context, name, holder string) error {
+	_, err := l.lease().ExecContext(ctx, `DELETE FROM PUMP_LEASE WHERE NAME = ? AND HOLDER = ?`, name, holder)
 	return err
 }
 
 // LeaseHolder returns who holds the lease and until when ("" when free).
-func (d *DB) LeaseHolder(ctx context.Context, name string) (string, time.Time, error) {
+func (l *Leases) LeaseHolder(ctx context.Context, name string) (string, time.Time, error) {
 	var h string
 	var exp NullTime
-	err := d.lease().QueryRowContext(ctx, `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?`, name).Scan(&h, &exp)
+	err := l.lease().QueryRowContext(ctx, `SELECT HOLDER, EXPIRES_AT FROM PUMP_LEASE WHERE NAME = ?`, name).Scan(&h, &exp)
 	if err == sql.ErrNoRows {
 		return "", time.Time{}, nil
 	}
@@ -157,22 +157,22 @@ func (d *DB) LeaseHolder(ctx context.Context, name string) (string, time.Time, e
 // nothing else locks the lease row but a batch's commit (Batch.Commit); SQLite has one writer
 // per file, so there a renewal still waits for the write transaction in hand, which phase A
 // keeps short by bounding every Redis call (redis.timeout).
-func (d *DB) lease() *sql.DB {
-	if d.leaseSQL != nil {
-		return d.leaseSQL
+func (l *Leases) lease() *sql.DB {
+	if l.sql != nil {
+		return l.sql
 	}
-	return d.SQL
+	return l.db.SQL
 }
 
 // leaseTx runs fn in a transaction of the lease's pool.
-func (d *DB) leaseTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return txOn(ctx, d.lease(), fn)
+func (l *Leases) leaseTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return txOn(ctx, l.lease(), fn)
 }
 
 // PingLease checks that the database answers on the lease's own pool (the lease keeper's
 // check between renewals).
-func (d *DB) PingLease(ctx context.Context) error {
-	if err := d.lease().PingContext(ctx); err != nil {
+func (l *Leases) PingLease(ctx context.Context) error {
+	if err := l.lease().PingContext(ctx); err != nil {
 		return Unavailable(err)
 	}
 	return nil

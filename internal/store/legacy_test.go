@@ -77,7 +77,7 @@ func openLegacy(t *testing.T, dialect, isolation, constraint string, opt store.L
 		opt.Location = shanghai
 	}
 	opt.Logger = slog.New(slog.NewJSONHandler(l, nil))
-	db.SetLegacy(opt)
+	db.Intake.SetLegacy(opt)
 	return &legacyEnv{db: db, dialect: dialect, log: l}
 }
 
@@ -135,7 +135,7 @@ func (e *legacyEnv) gateway(t *testing.T, raw, received, processed, status strin
 
 func (e *legacyEnv) state(t *testing.T, id int64) *store.Message {
 	t.Helper()
-	m, err := e.db.GetMessage(context.Background(), id)
+	m, err := e.db.Operations.GetMessage(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestLegacyTableCreatedFirstKeepsItsTypesThroughMigrate(t *testing.T) {
 		// The inbox writes the legacy's datetime columns in airport local time, and marks its
 		// rows taken so a legacy poller leaves them alone.
 		now := time.Date(2026, 12, 1, 0, 30, 15, 250000000, time.UTC)
-		ids, err := e.db.InsertMessages(ctx, []string{"<MSG/>"}, now)
+		ids, err := e.db.Intake.InsertMessages(ctx, []string{"<MSG/>"}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +177,7 @@ func TestLegacyTableCreatedFirstKeepsItsTypesThroughMigrate(t *testing.T) {
 		if err := e.db.SQL.QueryRow(`SELECT CMINMSGS_DATE_RECEIVED FROM CMINMSGS WHERE CMINMSGS_ID = ?`, ids[0]).Scan(&recv); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.db.LegacyTime(recv); got == nil || !got.Equal(now.Truncate(time.Second)) {
+		if got := e.db.Intake.LegacyTime(recv); got == nil || !got.Equal(now.Truncate(time.Second)) {
 			t.Fatalf("LegacyTime read %v back, want %v", got, now.Truncate(time.Second))
 		}
 	})
@@ -188,7 +188,7 @@ func succeed(t *testing.T, e *legacyEnv, id int64, meta store.Backfill, now time
 	t.Helper()
 	dec := pipeline.Decision{Events: []pipeline.Event{{Target: "KAFKA_FLOP", Kind: "update", Key: "1", Payload: []byte(`{}`)}}}
 	ident := fmt.Sprintf("%s|%s|%s|%s|%d", meta.SNDR, meta.TYPE, meta.STYP, meta.SEQN, id)
-	if _, _, err := e.db.Succeed(context.Background(), id, store.Success{TypeTag: meta.TYPE + "-" + meta.STYP, Identity: ident, Meta: meta, Decision: dec}, nil, now); err != nil {
+	if _, _, err := e.db.Processor.Succeed(context.Background(), id, store.Success{TypeTag: meta.TYPE + "-" + meta.STYP, Identity: ident, Meta: meta, Decision: dec}, nil, now); err != nil {
 		t.Fatalf("message %d (%+v): %v", id, meta, err)
 	}
 	if m := e.state(t, id); m.State != pipeline.Succeeded {
@@ -248,14 +248,14 @@ func checkBackfills(t *testing.T, e *legacyEnv, cases []struct {
 	ids := make([]int64, len(cases))
 	for i, c := range cases {
 		ids[i] = e.gateway(t, fmt.Sprintf("<MSG n=%q/>", c.name), "2026-12-01 08:59:00", "", "VALID")
-		if _, err := e.db.AdoptLegacy(ctx, ids[i]-1, ids[i], now); err != nil {
+		if _, err := e.db.Intake.AdoptLegacy(ctx, ids[i]-1, ids[i], now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var b *store.Batch
 	if batched {
 		var err error
-		if b, err = e.db.BeginBatch(ctx); err != nil {
+		if b, err = e.db.Processor.BeginBatch(ctx); err != nil {
 			t.Fatal(err)
 		}
 		b.DeferWrites()
@@ -275,7 +275,7 @@ func checkBackfills(t *testing.T, e *legacyEnv, cases []struct {
 			// A SKIPPED message back-fills too.
 			meta := c.meta
 			o := store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1", Meta: &meta}
-			record := e.db.Record
+			record := e.db.Processor.Record
 			if batched {
 				record = b.Record
 			}
@@ -320,7 +320,7 @@ func TestLegacyBackfillRefusedByTheDatabaseDoesNotFailTheMessage(t *testing.T) {
 	eachLegacy(t, "CHECK (CMINMSGS_SUBSYSTEM_NAME <> 'NOPE')", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
 		now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
 		id := e.gateway(t, "<MSG/>", "2026-12-01 08:59:00", "", "VALID")
-		if _, err := e.db.AdoptLegacy(context.Background(), 0, id, now); err != nil {
+		if _, err := e.db.Intake.AdoptLegacy(context.Background(), 0, id, now); err != nil {
 			t.Fatal(err)
 		}
 		succeed(t, e, id, store.Backfill{SNDR: "NOPE", TYPE: "FLOP", STYP: "CTOT", SEQN: "7"}, now)
@@ -345,14 +345,14 @@ func TestLegacyAdoptsOnlyRowsTheLegacyHasNotTaken(t *testing.T) {
 		taken := e.gateway(t, "<MSG n='legacy took it'/>", "2026-11-30 09:00:00", "2026-11-30 09:00:01", "VALID")
 		waiting := e.gateway(t, "<MSG n='waiting'/>", "2026-12-01 09:50:00", "", "VALID")
 		invalid := e.gateway(t, "<MSG n='invalid'/>", "2026-12-01 09:51:00", "", "INVALID")
-		n, oldest, err := e.db.Backlog(ctx)
+		n, oldest, err := e.db.Intake.Backlog(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n != 1 || oldest == nil || !oldest.Equal(time.Date(2026, 12, 1, 9, 50, 0, 0, shanghai)) {
 			t.Fatalf("backlog %d, oldest %v; want 1 received 2026-12-01 09:50 local", n, oldest)
 		}
-		if n, err := e.db.AdoptLegacy(ctx, 0, invalid, now); err != nil || n != 1 {
+		if n, err := e.db.Intake.AdoptLegacy(ctx, 0, invalid, now); err != nil || n != 1 {
 			t.Fatalf("adopted %d (%v), want 1", n, err)
 		}
 		if e.state(t, taken) != nil || e.state(t, invalid) != nil {
@@ -391,11 +391,11 @@ func TestLegacyAdoptionBounds(t *testing.T) {
 				}
 				opt := c.opt(ids)
 				opt.Location = shanghai
-				e.db.SetLegacy(opt)
-				if n, _, err := e.db.Backlog(ctx); err != nil || n != 2 {
+				e.db.Intake.SetLegacy(opt)
+				if n, _, err := e.db.Intake.Backlog(ctx); err != nil || n != 2 {
 					t.Fatalf("backlog %d (%v), want the 2 rows within the bound", n, err)
 				}
-				if n, err := e.db.AdoptLegacy(ctx, 0, ids[3], now); err != nil || n != 2 {
+				if n, err := e.db.Intake.AdoptLegacy(ctx, 0, ids[3], now); err != nil || n != 2 {
 					t.Fatalf("adopted %d (%v), want 2", n, err)
 				}
 				for i, id := range ids {
@@ -426,7 +426,7 @@ func TestLegacyTwoInboxNodesCommitInIDOrder(t *testing.T) {
 			}
 		}
 		res, err := other.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_DATE_PROCESSED, CMINMSGS_STATUS) VALUES ('<MSG n="other node"/>', ?, ?, 'VALID')`,
-			e.db.LegacyNow(now), e.db.LegacyNow(now))
+			e.db.Intake.LegacyNow(now), e.db.Intake.LegacyNow(now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +440,7 @@ func TestLegacyTwoInboxNodesCommitInIDOrder(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			ids, err := e.db.InsertMessages(ctx, []string{`<MSG n="this node"/>`}, now)
+			ids, err := e.db.Intake.InsertMessages(ctx, []string{`<MSG n="this node"/>`}, now)
 			done <- result{ids, err}
 		}()
 		if e.dialect == "mysql" {
@@ -452,12 +452,12 @@ func TestLegacyTwoInboxNodesCommitInIDOrder(t *testing.T) {
 				t.Fatalf("this node answered %v, %v while the other node's lower id %d was not committed; want a lock wait timeout (unavailable)", r.ids, r.err, first)
 			}
 			go func() {
-				ids, err := e.db.InsertMessages(ctx, []string{`<MSG n="this node, again"/>`}, now)
+				ids, err := e.db.Intake.InsertMessages(ctx, []string{`<MSG n="this node, again"/>`}, now)
 				done <- result{ids, err}
 			}()
 		}
 		// Meanwhile the pump sees neither.
-		if head, err := e.db.Head(ctx); err != nil || head != nil {
+		if head, err := e.db.Processor.Head(ctx); err != nil || head != nil {
 			t.Fatalf("the pump sees head %+v (%v) before either commit", head, err)
 		}
 		if err := other.Commit(); err != nil {
@@ -477,7 +477,12 @@ func TestLegacyTwoInboxNodesCommitInIDOrder(t *testing.T) {
 const garbage = "not xml"
 
 func newPump(db *store.DB, now time.Time) *pump.Pump {
-	return pump.New(db, handler.Default(handler.Options{}), pump.Options{
+	pdb := struct {
+		*store.Intake
+		*store.Processor
+		*store.JobQueue
+	}{db.Intake, db.Processor, db.JobQueue}
+	return pump.New(pdb, handler.Default(handler.Options{}), pump.Options{
 		Clock: fixedClock(now), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Policy: pipeline.RetryPolicy{MaxAttempts: 3, Steps: []time.Duration{time.Second}, Cap: time.Minute, HeadDeadline: time.Hour},
 	})
@@ -508,16 +513,16 @@ func TestLegacyRowBelowTheNewestJoinsWithinOneStep(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 		p := newPump(e.db, now)
-		ids, err := e.db.InsertMessages(ctx, []string{garbage}, now)
+		ids, err := e.db.Intake.InsertMessages(ctx, []string{garbage}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		drain(t, p) // started; the clock stands still, so no minute sweep from here on
 		// The gateway's rows: one with a higher id commits first, leaving a hole below it.
 		hole := ids[0] + 5
-		e.gateway(t, garbage, e.db.LegacyNow(now), "", "VALID") // takes ids[0]+1
+		e.gateway(t, garbage, e.db.Intake.LegacyNow(now), "", "VALID") // takes ids[0]+1
 		if _, err := e.db.SQL.Exec(`INSERT INTO CMINMSGS (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, ?, 'VALID')`,
-			hole+1, garbage, e.db.LegacyNow(now)); err != nil {
+			hole+1, garbage, e.db.Intake.LegacyNow(now)); err != nil {
 			t.Fatal(err)
 		}
 		drain(t, p)
@@ -526,7 +531,7 @@ func TestLegacyRowBelowTheNewestJoinsWithinOneStep(t *testing.T) {
 		}
 		// The row with the lower id commits late.
 		if _, err := e.db.SQL.Exec(`INSERT INTO CMINMSGS (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, ?, 'VALID')`,
-			hole, garbage, e.db.LegacyNow(now)); err != nil {
+			hole, garbage, e.db.Intake.LegacyNow(now)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := p.Step(ctx); err != nil {
@@ -546,7 +551,7 @@ func TestLegacyInboxDoesNotWaitForAnOpenGatewayTransaction(t *testing.T) {
 			ctx := context.Background()
 			now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 			p := newPump(e.db, now)
-			if _, err := e.db.InsertMessages(ctx, []string{garbage}, now); err != nil {
+			if _, err := e.db.Intake.InsertMessages(ctx, []string{garbage}, now); err != nil {
 				t.Fatal(err)
 			}
 			drain(t, p)
@@ -555,14 +560,14 @@ func TestLegacyInboxDoesNotWaitForAnOpenGatewayTransaction(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer gw.Rollback()
-			res, err := gw.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, 'VALID')`, garbage, e.db.LegacyNow(now))
+			res, err := gw.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, ?, 'VALID')`, garbage, e.db.Intake.LegacyNow(now))
 			if err != nil {
 				t.Fatal(err)
 			}
 			late, _ := res.LastInsertId()
 			// The inbox commits while the gateway's transaction is open (a wait would end in
 			// a lock wait timeout error here).
-			ids, err := e.db.InsertMessages(ctx, []string{garbage}, now)
+			ids, err := e.db.Intake.InsertMessages(ctx, []string{garbage}, now)
 			if err != nil {
 				t.Fatalf("the inbox could not commit beside an open gateway transaction: %v", err)
 			}
@@ -591,7 +596,7 @@ func TestLegacyInboxRefusesAMessageOverTheClobColumn(t *testing.T) {
 	eachLegacy(t, "", store.LegacyOptions{}, func(t *testing.T, e *legacyEnv) {
 		// MEDIUMTEXT holds 16 MiB - 1 bytes.
 		huge := "<MSG>" + strings.Repeat("机", (16<<20)/3) + "</MSG>"
-		_, err := e.db.InsertMessages(context.Background(), []string{huge}, time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC))
+		_, err := e.db.Intake.InsertMessages(context.Background(), []string{huge}, time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC))
 		if !errors.Is(err, store.ErrTooLarge) {
 			t.Fatalf("a %d-byte message into MEDIUMTEXT: %v, want ErrTooLarge (413)", len(huge), err)
 		}
@@ -611,7 +616,7 @@ func TestLegacyBackfillIntoALatin1ColumnDoesNotFailTheMessage(t *testing.T) {
 	}
 	now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
 	id := e.gateway(t, "<MSG/>", "2026-12-01 08:59:00", "", "VALID")
-	if _, err := e.db.AdoptLegacy(context.Background(), 0, id, now); err != nil {
+	if _, err := e.db.Intake.AdoptLegacy(context.Background(), 0, id, now); err != nil {
 		t.Fatal(err)
 	}
 	succeed(t, e, id, store.Backfill{SNDR: "机场", TYPE: "FLOP", STYP: "CTOT", SEQN: "8"}, now)
@@ -649,12 +654,12 @@ func TestLegacyBackfillRefusedInABatch(t *testing.T) {
 		var ids []int64
 		for i := 0; i < 3; i++ {
 			id := e.gateway(t, fmt.Sprintf("<MSG n='%d'/>", i), "2026-12-01 08:59:00", "", "VALID")
-			if _, err := e.db.AdoptLegacy(ctx, id-1, id, now); err != nil {
+			if _, err := e.db.Intake.AdoptLegacy(ctx, id-1, id, now); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, id)
 		}
-		b, err := e.db.BeginBatch(ctx)
+		b, err := e.db.Processor.BeginBatch(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,8 +53,8 @@ func insertFlightRows(ctx context.Context, tx execer, dialect Dialect, rows []fl
 }
 
 // MessageFlights returns the FLIDs recorded for message id, in order.
-func (d *DB) MessageFlights(ctx context.Context, id int64) ([]int64, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT FLID FROM MSG_FLIGHT WHERE CMINMSGS_ID = ? ORDER BY FLID`, id)
+func (fl *Flights) MessageFlights(ctx context.Context, id int64) ([]int64, error) {
+	rows, err := fl.db.SQL.QueryContext(ctx, `SELECT FLID FROM MSG_FLIGHT WHERE CMINMSGS_ID = ? ORDER BY FLID`, id)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("flights of message %d: %w", id, err))
 	}
@@ -73,8 +73,8 @@ func (d *DB) MessageFlights(ctx context.Context, id int64) ([]int64, error) {
 // ProcessedBetween returns when each message finished (SUCCEEDED, SKIPPED or DEAD: only
 // those have a processing time) in [from, to], oldest first, read through the index
 // IDX_PROC_PROCESSED: the range is all it reads.
-func (d *DB) ProcessedBetween(ctx context.Context, from, to time.Time) ([]time.Time, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT PROCESSED_AT FROM PROC_STATE WHERE PROCESSED_AT >= ? AND PROCESSED_AT <= ? ORDER BY PROCESSED_AT`, T(from), T(to))
+func (fl *Flights) ProcessedBetween(ctx context.Context, from, to time.Time) ([]time.Time, error) {
+	rows, err := fl.db.SQL.QueryContext(ctx, `SELECT PROCESSED_AT FROM PROC_STATE WHERE PROCESSED_AT >= ? AND PROCESSED_AT <= ? ORDER BY PROCESSED_AT`, T(from), T(to))
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("messages processed since %s: %w", from.UTC().Format(time.RFC3339), err))
 	}
@@ -101,10 +101,10 @@ var windowTags = []any{"SCHD-DNLD", "SCHD-RESP"}
 // flids (MSG_FLIGHT), the schedules replacing a window when flids is not empty, and every
 // message of one of refTypes (its type tags TYPE-…). They are what a message applied out of
 // its order must not undo (invariant I6); a message retention purged is no longer among them.
-func (d *DB) AppliedAfter(ctx context.Context, after int64, flids []int64, refTypes []string) ([]int64, error) {
+func (p *Processor) AppliedAfter(ctx context.Context, after int64, flids []int64, refTypes []string) ([]int64, error) {
 	seen := map[int64]bool{}
 	add := func(q string, args ...any) error {
-		rows, err := d.SQL.QueryContext(ctx, q, args...)
+		rows, err := p.db.SQL.QueryContext(ctx, q, args...)
 		if err != nil {
 			return Unavailable(fmt.Errorf("messages applied after %d: %w", after, err))
 		}
@@ -155,9 +155,9 @@ WHERE f.CMINMSGS_ID > ? AND p.STATE = 'SUCCEEDED' AND f.FLID IN (`+placeholders(
 
 // LastApplied returns the highest SUCCEEDED message id, 0 when there is none: one seek on
 // IDX_PROC_HEAD (STATE, CMINMSGS_ID). A message below it is applied out of its order.
-func (d *DB) LastApplied(ctx context.Context) (int64, error) {
+func (p *Processor) LastApplied(ctx context.Context) (int64, error) {
 	var id sql.NullInt64
-	if err := d.SQL.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM PROC_STATE WHERE STATE = 'SUCCEEDED'`).Scan(&id); err != nil {
+	if err := p.db.SQL.QueryRowContext(ctx, `SELECT MAX(CMINMSGS_ID) FROM PROC_STATE WHERE STATE = 'SUCCEEDED'`).Scan(&id); err != nil {
 		return 0, Unavailable(fmt.Errorf("the last applied message: %w", err))
 	}
 	return id.Int64, nil

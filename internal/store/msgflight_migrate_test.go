@@ -36,7 +36,7 @@ func TestMigrationCopiesFlightsFromEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			t0 := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
-			ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, t0)
+			ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>"}, t0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +50,7 @@ func TestMigrationCopiesFlightsFromEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			for id, want := range map[int64][]int64{ids[0]: {7001, 7002}, ids[1]: {7002}} {
-				got, err := db.MessageFlights(ctx, id)
+				got, err := db.Flights.MessageFlights(ctx, id)
 				if err != nil || !slices.Equal(got, want) {
 					t.Errorf("flights of message %d after the migration: %v %v, want %v", id, got, err, want)
 				}

@@ -20,7 +20,7 @@ import (
 // of each target (PAUSE_STATE), parking a message, and the searches by flight (messages
 // through MSG_FLIGHT, migration 00012; events through their FLIGHT_KEY, index IDX_EVT_FLIGHT).
 
-// Operator is the contract of this file; *DB implements it on every dialect.
+// Operator is the contract of this file; *Operations implements it on every dialect.
 type Operator interface {
 	MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, error)
 	AddHistory(ctx context.Context, ids []int64, a Action, now time.Time) error
@@ -38,7 +38,7 @@ type Operator interface {
 	ReplayPreview(ctx context.Context, classes []pipeline.ErrorClass, ids []int64) (ReplayResult, error)
 }
 
-var _ Operator = (*DB)(nil)
+var _ Operator = (*Operations)(nil)
 
 // Widths of the operator tables' text columns.
 const (
@@ -80,8 +80,8 @@ func insertHistory(ctx context.Context, tx *sql.Tx, id int64, state pipeline.Pro
 }
 
 // MessageHistory returns the recorded steps of message id, oldest first.
-func (d *DB) MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT HAPPENED_AT, STATE, ERROR_CLASS, ATTEMPTS, DETAIL, ACTOR FROM MSG_HISTORY
+func (ops *Operations) MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, error) {
+	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT HAPPENED_AT, STATE, ERROR_CLASS, ATTEMPTS, DETAIL, ACTOR FROM MSG_HISTORY
 WHERE CMINMSGS_ID = ? ORDER BY HIST_ID LIMIT 1000`, id)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("history of message %d: %w", id, err))
@@ -113,11 +113,11 @@ type Action struct {
 }
 
 // AddHistory records an operator's action a on messages ids (a replay), one row each.
-func (d *DB) AddHistory(ctx context.Context, ids []int64, a Action, now time.Time) error {
+func (ops *Operations) AddHistory(ctx context.Context, ids []int64, a Action, now time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return d.Tx(ctx, func(tx *sql.Tx) error {
+	return ops.db.Tx(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
 			if err := insertHistory(ctx, tx, id, a.State, "", 0, a.Detail, a.Actor, now); err != nil {
 				return Unavailable(fmt.Errorf("history of message %d: %w", id, err))
@@ -150,9 +150,9 @@ type ParkResult struct {
 // message moves; a finished one is refused with ParkRefused, an unknown id with ErrNotFound.
 // The UPDATE is conditional on the state it read, so a pump that worked on the message at the
 // same time finds its row changed and leaves it parked.
-func (d *DB) Park(ctx context.Context, id int64, reason, actor string, now time.Time) (ParkResult, error) {
+func (ops *Operations) Park(ctx context.Context, id int64, reason, actor string, now time.Time) (ParkResult, error) {
 	res := ParkResult{ID: id, State: pipeline.Dead, Class: pipeline.Parked}
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
+	err := ops.db.Tx(ctx, func(tx *sql.Tx) error {
 		var st string
 		var last sql.NullString
 		var attempts int
@@ -203,8 +203,8 @@ type AuditEntry struct {
 }
 
 // AddAudit writes a to the audit log; texts are fitted to their columns and redacted.
-func (d *DB) AddAudit(ctx context.Context, a AuditEntry) error {
-	_, err := d.SQL.ExecContext(ctx, `INSERT INTO AUDIT_LOG (HAPPENED_AT, ACTOR, ACTOR_ROLE, ACTION_KIND, SUBJECT, DETAIL, REMOTE) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+func (ops *Operations) AddAudit(ctx context.Context, a AuditEntry) error {
+	_, err := ops.db.SQL.ExecContext(ctx, `INSERT INTO AUDIT_LOG (HAPPENED_AT, ACTOR, ACTOR_ROLE, ACTION_KIND, SUBJECT, DETAIL, REMOTE) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		T(a.At), Fit(a.Actor, ActorWidth), Fit(a.Role, 16), Fit(a.Action, 32), nullStr(Fit(a.Subject, SubjectWidth)),
 		nullStr(Fit(secret.Redact(a.Detail), DetailWidth)), nullStr(Fit(a.Remote, 64)))
 	if err != nil {
@@ -222,9 +222,9 @@ type AuditQuery struct {
 }
 
 // ListAudit returns the page q of the audit log, in id order (newest first with q.Newest).
-func (d *DB) ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
+func (ops *Operations) ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
 	cond, args, order, reverse := idRange("AUDIT_ID", q.AfterID, q.BeforeID, q.Newest)
-	rows, err := d.SQL.QueryContext(ctx, `SELECT AUDIT_ID, HAPPENED_AT, ACTOR, ACTOR_ROLE, ACTION_KIND, SUBJECT, DETAIL, REMOTE
+	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT AUDIT_ID, HAPPENED_AT, ACTOR, ACTOR_ROLE, ACTION_KIND, SUBJECT, DETAIL, REMOTE
 FROM AUDIT_LOG WHERE `+cond+` ORDER BY `+order+` LIMIT ?`, append(args, clampLimit(q.Limit))...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("audit log: %w", err))
@@ -262,8 +262,8 @@ const PumpPause = "pump"
 func TargetPause(target string) string { return "target:" + target }
 
 // SetPause pauses name (idempotent: a second pause keeps the first one's who and when).
-func (d *DB) SetPause(ctx context.Context, name, by, reason string, now time.Time) error {
-	return d.Tx(ctx, func(tx *sql.Tx) error {
+func (ops *Operations) SetPause(ctx context.Context, name, by, reason string, now time.Time) error {
+	return ops.db.Tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM PAUSE_STATE WHERE NAME = ?`, name).Scan(&n); err != nil {
 			return Unavailable(fmt.Errorf("pause %s: %w", name, err))
@@ -281,8 +281,8 @@ func (d *DB) SetPause(ctx context.Context, name, by, reason string, now time.Tim
 }
 
 // ClearPause resumes name and reports whether it was paused.
-func (d *DB) ClearPause(ctx context.Context, name string) (bool, error) {
-	r, err := d.SQL.ExecContext(ctx, `DELETE FROM PAUSE_STATE WHERE NAME = ?`, name)
+func (ops *Operations) ClearPause(ctx context.Context, name string) (bool, error) {
+	r, err := ops.db.SQL.ExecContext(ctx, `DELETE FROM PAUSE_STATE WHERE NAME = ?`, name)
 	if err != nil {
 		return false, Unavailable(fmt.Errorf("resume %s: %w", name, err))
 	}
@@ -291,11 +291,11 @@ func (d *DB) ClearPause(ctx context.Context, name string) (bool, error) {
 }
 
 // Pause returns the pause of name, nil when it runs.
-func (d *DB) Pause(ctx context.Context, name string) (*Pause, error) {
+func (ops *Operations) Pause(ctx context.Context, name string) (*Pause, error) {
 	var p Pause
 	var reason sql.NullString
 	var at NullTime
-	err := d.SQL.QueryRowContext(ctx, `SELECT NAME, PAUSED_BY, REASON, PAUSED_AT FROM PAUSE_STATE WHERE NAME = ?`, name).Scan(&p.Name, &p.By, &reason, &at)
+	err := ops.db.SQL.QueryRowContext(ctx, `SELECT NAME, PAUSED_BY, REASON, PAUSED_AT FROM PAUSE_STATE WHERE NAME = ?`, name).Scan(&p.Name, &p.By, &reason, &at)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -307,8 +307,8 @@ func (d *DB) Pause(ctx context.Context, name string) (*Pause, error) {
 }
 
 // Pauses returns every paused part, by name.
-func (d *DB) Pauses(ctx context.Context) ([]Pause, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT NAME, PAUSED_BY, REASON, PAUSED_AT FROM PAUSE_STATE ORDER BY NAME`)
+func (ops *Operations) Pauses(ctx context.Context) ([]Pause, error) {
+	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT NAME, PAUSED_BY, REASON, PAUSED_AT FROM PAUSE_STATE ORDER BY NAME`)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("pause states: %w", err))
 	}
@@ -383,7 +383,7 @@ func likeEscape(s string) string {
 }
 
 // SearchMessages returns the messages q selects, in id order (newest first with q.Newest).
-func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error) {
+func (ops *Operations) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error) {
 	from := messageFrom
 	var args []any
 	idCol := "p.CMINMSGS_ID"
@@ -431,7 +431,7 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 		pat := "%" + likeEscape(q.Text) + "%"
 		body := ""
 		if q.BodyWithin > 0 {
-			floor, err := d.bodyFloor(ctx, q.BodyWithin)
+			floor, err := ops.bodyFloor(ctx, q.BodyWithin)
 			if err != nil {
 				return nil, err
 			}
@@ -443,14 +443,14 @@ func (d *DB) SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, er
 		sqlq += ` AND (p.IDENTITY LIKE ? ESCAPE '!' OR p.LAST_ERROR LIKE ? ESCAPE '!' OR p.NOTE LIKE ? ESCAPE '!'` + body + `)`
 	}
 	sqlq += fmt.Sprintf(` ORDER BY %s LIMIT %d`, order, clampLimit(q.Limit))
-	rows, err := d.SQL.QueryContext(ctx, sqlq, args...)
+	rows, err := ops.db.SQL.QueryContext(ctx, sqlq, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("search messages: %w", err))
 	}
 	defer rows.Close()
 	out := []*Message{}
 	for rows.Next() {
-		m, err := d.scanMessage(rows)
+		m, err := ops.db.Processor.scanMessage(rows)
 		if err != nil {
 			return nil, Unavailable(fmt.Errorf("search messages: %w", err))
 		}
@@ -490,13 +490,13 @@ type EventBrief struct {
 
 // SearchEvents returns the events q selects in EVENT_ID order (newest first with q.Newest), never reading a payload larger
 // than q.InlineMax from the database.
-func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, error) {
+func (ops *Operations) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, error) {
 	inline := q.InlineMax
 	if inline <= 0 {
 		inline = DefaultInlinePayload
 	}
 	length := `LENGTH(PAYLOAD)` // bytes on MySQL
-	if d.Dialect == SQLite {
+	if ops.db.Dialect == SQLite {
 		length = `LENGTH(CAST(PAYLOAD AS BLOB))`
 	}
 	cond, args, order, reverse := idRange("EVENT_ID", q.AfterID, q.BeforeID, q.Newest)
@@ -510,7 +510,7 @@ func (d *DB) SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, erro
 	if q.MsgID != 0 {
 		where, args = append(where, "CMINMSGS_ID = ?"), append(args, q.MsgID)
 	}
-	sqlq, args, err := d.stateQuery(ctx, eventSelect{
+	sqlq, args, err := ops.db.Outbox.stateQuery(ctx, eventSelect{
 		cols: `EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, ` + eventTable.State() + `, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
 CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END`,
 		colsArgs: []any{inline}, where: where, args: args, target: q.Target, byTarget: q.FLID == 0 && q.MsgID == 0, state: q.State,
@@ -518,7 +518,7 @@ CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + le
 	if err != nil {
 		return nil, err
 	}
-	rows, err := d.SQL.QueryContext(ctx, sqlq, args...)
+	rows, err := ops.db.SQL.QueryContext(ctx, sqlq, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("search events: %w", err))
 	}
@@ -556,7 +556,7 @@ CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + le
 	for i := range out {
 		ptrs[i] = &out[i].Event
 	}
-	if err := d.fillSentAt(ctx, ptrs); err != nil {
+	if err := ops.db.Outbox.fillSentAt(ctx, ptrs); err != nil {
 		return nil, err
 	}
 	if reverse {
@@ -566,9 +566,9 @@ CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + le
 }
 
 // EventPayload returns the stored payload of event id exactly as stored.
-func (d *DB) EventPayload(ctx context.Context, id int64) ([]byte, bool, error) {
+func (ops *Operations) EventPayload(ctx context.Context, id int64) ([]byte, bool, error) {
 	var b []byte
-	err := d.SQL.QueryRowContext(ctx, `SELECT PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&b)
+	err := ops.db.SQL.QueryRowContext(ctx, `SELECT PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&b)
 	if err == sql.ErrNoRows {
 		return nil, false, nil
 	}
@@ -591,8 +591,8 @@ type FlightChange struct {
 
 // FlightHistory returns the changes of flight flid in order, read from the events of target
 // (the changed-fields target) that carry its FLID: each holds {"op":…,"changes":{field:{old,new}}}.
-func (d *DB) FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, PAYLOAD FROM MSG_EVENT
+func (ops *Operations) FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error) {
+	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, PAYLOAD FROM MSG_EVENT
 WHERE FLIGHT_KEY = ? AND TARGET = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))

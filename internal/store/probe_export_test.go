@@ -13,19 +13,19 @@ func SetProbeQuery(q string) (restore func()) {
 // OpenConnsTo is how many network connections to node k (0-based, in database.hosts'
 // order) are open.
 func (d *DB) OpenConnsTo(k int) int {
-	if d.nodes == nil || d.nodes.live == nil {
+	if d.my.nodes == nil || d.my.nodes.live == nil {
 		return 0
 	}
-	return d.nodes.live.count(k)
+	return d.my.nodes.live.count(k)
 }
 
 // CloseConnsTo closes every network connection to node k (0-based), as the probe does to a
 // node it marks down, and returns how many it closed.
 func (d *DB) CloseConnsTo(k int) int {
-	if d.nodes == nil || d.nodes.live == nil {
+	if d.my.nodes == nil || d.my.nodes.live == nil {
 		return 0
 	}
-	return d.nodes.live.closeNode(k)
+	return d.my.nodes.live.closeNode(k)
 }
 
 // ExecAll is execAll, the batch's multi-statement round trip.

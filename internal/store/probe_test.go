@@ -139,14 +139,14 @@ func TestProbeLeavesAHungNode(t *testing.T) {
 	var logs syncBuf
 	db := openBehind(t, hung, cfg.Addr, dsn, &logs)
 	ctx := context.Background()
-	if _, err := db.InsertMessages(ctx, []string{"<a>before</a>"}, time.Now()); err != nil {
+	if _, err := db.Intake.InsertMessages(ctx, []string{"<a>before</a>"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	hung.frozen.Store(true)
 	start := time.Now()
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second) // the inbox's deadline
 	defer cancel()
-	ids, err := db.InsertMessages(ictx, []string{"<a>during</a>"}, time.Now())
+	ids, err := db.Intake.InsertMessages(ictx, []string{"<a>during</a>"}, time.Now())
 	took := time.Since(start)
 	t.Logf("an insert caught by the hang took %s: ids %v, err %v", took.Round(time.Millisecond), ids, err)
 	if err != nil {
@@ -187,7 +187,7 @@ func TestInboxCommitCutByAHungNode(t *testing.T) {
 			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			start := time.Now()
-			ids, err := db.InsertMessages(ictx, []string{body}, time.Now())
+			ids, err := db.Intake.InsertMessages(ictx, []string{body}, time.Now())
 			took := time.Since(start)
 			t.Logf("%s: the insert took %s: ids %v, err %v", c.name, took.Round(time.Millisecond), ids, err)
 			if err != nil {
@@ -270,7 +270,7 @@ func TestBatchOnAClosedConnectionReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	b, err := db.BeginBatch(ctx)
+	b, err := db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ const messageJoins = ` LEFT JOIN CMINMSGS c ON c.CMINMSGS_ID = p.CMINMSGS_ID
 
 const messageFrom = ` FROM PROC_STATE p` + messageJoins
 
-func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
+func (p *Processor) scanMessage(row interface{ Scan(...any) error }) (*Message, error) {
 	var m Message
 	var class, lastErr, tag, ident, note, warnings, trace sql.NullString
 	var recv, proc, next, first NullTime
@@ -66,11 +66,11 @@ func (d *DB) scanMessage(row interface{ Scan(...any) error }) (*Message, error) 
 		return nil, err
 	}
 	if m.TraceID = trace.String; m.TraceID != "" {
-		d.traced(m.ID, m.TraceID)
+		p.traced(m.ID, m.TraceID)
 	}
 	m.Note, m.Warnings = note.String, decodeWarnings(warnings.String)
 	m.ErrorClass, m.LastError, m.TypeTag, m.Identity = strPtr(class), redactedPtr(lastErr), strPtr(tag), strPtr(ident)
-	m.ReceivedAt, m.ProcessedAt, m.NextAttemptAt, m.FirstFailedAt = d.LegacyTime(recv), proc.Ptr(), next.Ptr(), first.Ptr()
+	m.ReceivedAt, m.ProcessedAt, m.NextAttemptAt, m.FirstFailedAt = p.db.Intake.LegacyTime(recv), proc.Ptr(), next.Ptr(), first.Ptr()
 	return &m, nil
 }
 
@@ -91,15 +91,15 @@ func redactedPtr(s sql.NullString) *string {
 
 // Head returns the lowest unfinished message (PENDING or FAILED), or nil when none: the only
 // message the pump may work on (I1).
-func (d *DB) Head(ctx context.Context) (*Message, error) {
+func (p *Processor) Head(ctx context.Context) (*Message, error) {
 	// One MIN per state, each a single seek on IDX_PROC_HEAD (STATE, CMINMSGS_ID): a MIN over
 	// STATE IN (…) reads every PENDING row of the range, so its cost grew with the backlog.
-	row := d.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+`
+	row := p.db.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+`
 		WHERE p.CMINMSGS_ID = (SELECT MIN(h.ID) FROM (
 			SELECT MIN(CMINMSGS_ID) AS ID FROM PROC_STATE WHERE STATE = ?
 			UNION ALL SELECT MIN(CMINMSGS_ID) FROM PROC_STATE WHERE STATE = ?) h)`,
 		pipeline.Pending, pipeline.Failed)
-	m, err := d.scanMessage(row)
+	m, err := p.scanMessage(row)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -110,15 +110,15 @@ func (d *DB) Head(ctx context.Context) (*Message, error) {
 }
 
 // GetMessage returns message id, or nil when there is none.
-func (d *DB) GetMessage(ctx context.Context, id int64) (*Message, error) {
-	m, err := d.scanMessage(d.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+` WHERE p.CMINMSGS_ID = ?`, id))
+func (ops *Operations) GetMessage(ctx context.Context, id int64) (*Message, error) {
+	m, err := ops.db.Processor.scanMessage(ops.db.SQL.QueryRowContext(ctx, `SELECT `+messageCols+messageFrom+` WHERE p.CMINMSGS_ID = ?`, id))
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, Unavailable(err)
 	}
-	if req, ok, err := d.AnsweredBy(ctx, id); err != nil {
+	if req, ok, err := ops.db.RequestTracker.AnsweredBy(ctx, id); err != nil {
 		return nil, err
 	} else if ok {
 		m.AnsweredRequest = &req
@@ -135,7 +135,7 @@ type MessageFilter struct {
 }
 
 // ListMessages returns messages matching f in id order.
-func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, error) {
+func (ops *Operations) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, error) {
 	q := `SELECT ` + messageCols + messageFrom + ` WHERE p.CMINMSGS_ID > ?`
 	args := []any{f.AfterID}
 	if f.State != "" {
@@ -147,14 +147,14 @@ func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, err
 		args = append(args, f.Class)
 	}
 	q += fmt.Sprintf(` ORDER BY p.CMINMSGS_ID LIMIT %d`, clampLimit(f.Limit))
-	rows, err := d.SQL.QueryContext(ctx, q, args...)
+	rows, err := ops.db.SQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, Unavailable(err)
 	}
 	defer rows.Close()
 	out := []*Message{}
 	for rows.Next() {
-		m, err := d.scanMessage(rows)
+		m, err := ops.db.Processor.scanMessage(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -167,8 +167,8 @@ func (d *DB) ListMessages(ctx context.Context, f MessageFilter) ([]*Message, err
 // range of the (STATE, CMINMSGS_ID) index: the unfinished and DEAD states cost what their rows
 // are, not what the whole table is (CountByState reads every row). A state with no messages
 // is 0.
-func (d *DB) CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error) {
-	return countStates(ctx, d.SQL, states...)
+func (ops *Operations) CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error) {
+	return countStates(ctx, ops.db.SQL, states...)
 }
 
 // countStates is CountStates on q.
@@ -185,9 +185,9 @@ func countStates(ctx context.Context, q rowQuerier, states ...pipeline.ProcStatu
 }
 
 // CountByState returns the number of messages in each state (every state present, 0 if none).
-func (d *DB) CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error) {
+func (ops *Operations) CountByState(ctx context.Context) (map[pipeline.ProcStatus]int, error) {
 	out := map[pipeline.ProcStatus]int{pipeline.Pending: 0, pipeline.Succeeded: 0, pipeline.Skipped: 0, pipeline.Failed: 0, pipeline.Dead: 0}
-	rows, err := d.SQL.QueryContext(ctx, `SELECT STATE, COUNT(*) FROM PROC_STATE GROUP BY STATE`)
+	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT STATE, COUNT(*) FROM PROC_STATE GROUP BY STATE`)
 	if err != nil {
 		return nil, Unavailable(err)
 	}
@@ -248,11 +248,11 @@ func (v Version) where(id int64) (string, []any) {
 // times and a plain last error, without type tag, identity or back-fill) is written instead, so
 // no value a message carries can keep its outcome from being recorded. The error returned when
 // even that fails is what the pump counts as a failed attempt to record.
-func (d *DB) Record(ctx context.Context, id int64, o Outcome, now time.Time) error {
-	err := d.record(ctx, id, o, now, false)
+func (p *Processor) Record(ctx context.Context, id int64, o Outcome, now time.Time) error {
+	err := p.record(ctx, id, o, now, false)
 	if err != nil && IsDataError(err) {
 		first := err
-		err = d.record(ctx, id, o, now, true)
+		err = p.record(ctx, id, o, now, true)
 		if err == nil {
 			return nil
 		}
@@ -261,18 +261,18 @@ func (d *DB) Record(ctx context.Context, id int64, o Outcome, now time.Time) err
 	return err
 }
 
-func (d *DB) record(ctx context.Context, id int64, o Outcome, now time.Time, minimal bool) error {
-	return d.Tx(ctx, func(tx *sql.Tx) error {
-		if err := d.checkFence(ctx, tx); err != nil {
+func (p *Processor) record(ctx context.Context, id int64, o Outcome, now time.Time, minimal bool) error {
+	return p.db.Tx(ctx, func(tx *sql.Tx) error {
+		if err := p.db.Leases.checkFence(ctx, tx); err != nil {
 			return err
 		}
-		return d.recordTx(ctx, tx, id, o, now, minimal)
+		return p.recordTx(ctx, tx, id, o, now, minimal)
 	})
 }
 
 // recordTx writes an outcome inside tx (the fence already checked): Record's transaction,
 // and one step of a batch (batch.go).
-func (d *DB) recordTx(ctx context.Context, tx *sql.Tx, id int64, o Outcome, now time.Time, minimal bool) error {
+func (p *Processor) recordTx(ctx context.Context, tx *sql.Tx, id int64, o Outcome, now time.Time, minimal bool) error {
 	var processed any
 	if o.State.Terminal() {
 		processed = T(now)
@@ -305,11 +305,11 @@ func (d *DB) recordTx(ctx context.Context, tx *sql.Tx, id int64, o Outcome, now 
 		return Unavailable(fmt.Errorf("history of message %d: %w", id, err))
 	}
 	// The flights it names, kept with a minimal record too (FLIDs are never refused).
-	if err := insertFlightRows(ctx, tx, d.Dialect, flightRowsOf(id, o.Flights)); err != nil {
+	if err := insertFlightRows(ctx, tx, p.db.Dialect, flightRowsOf(id, o.Flights)); err != nil {
 		return err
 	}
 	if o.Meta != nil && !minimal {
-		return d.backfill(ctx, tx, id, *o.Meta, now)
+		return p.db.Intake.backfill(ctx, tx, id, *o.Meta, now)
 	}
 	return nil
 }
@@ -329,9 +329,9 @@ type Backfill struct {
 }
 
 // BoundTo returns the message that holds identity, if any.
-func (d *DB) BoundTo(ctx context.Context, identity string) (int64, bool, error) {
+func (p *Processor) BoundTo(ctx context.Context, identity string) (int64, bool, error) {
 	var id int64
-	err := d.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE IDENTITY_KEY = ?`, IdentityKey(identity)).Scan(&id)
+	err := p.db.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE IDENTITY_KEY = ?`, IdentityKey(identity)).Scan(&id)
 	if err == sql.ErrNoRows {
 		return 0, false, nil
 	}
@@ -380,13 +380,13 @@ var ErrIdentityTaken = fmt.Errorf("identity already bound")
 // Succeed commits a processed message in one transaction: the identity bind, the reference
 // changes, the flight writes, the MSG_EVENT rows, the CMINMSGS back-fill and SUCCEEDED. It
 // returns how many events it inserted and how many reference records changed.
-func (d *DB) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
-	err = d.Tx(ctx, func(tx *sql.Tx) error {
-		if err := d.checkFence(ctx, tx); err != nil {
+func (p *Processor) Succeed(ctx context.Context, id int64, s Success, flights FlightWriter, now time.Time) (events, refChanged int, err error) {
+	err = p.db.Tx(ctx, func(tx *sql.Tx) error {
+		if err := p.db.Leases.checkFence(ctx, tx); err != nil {
 			return err
 		}
 		var err error
-		events, refChanged, err = d.succeedTx(ctx, tx, "", id, s, flights, nil, now)
+		events, refChanged, err = p.succeedTx(ctx, tx, "", id, s, flights, nil, now)
 		return err
 	})
 	return events, refChanged, effectsError(id, err)
@@ -408,7 +408,7 @@ func effectsError(id int64, err error) error {
 // A non-nil later takes the message's MSG_EVENT rows and CMINMSGS back-fill instead of
 // writing them: a batch writes them for all its messages at its end, many per statement
 // (Batch.Flush).
-func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s Success, flights FlightWriter, later *deferred, now time.Time) (events, refChanged int, err error) {
+func (p *Processor) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s Success, flights FlightWriter, later *deferred, now time.Time) (events, refChanged int, err error) {
 	err = func() error {
 		// The identity bind and SUCCEEDED are one statement (one round trip): the rest of the
 		// transaction either commits with it or rolls it back.
@@ -446,16 +446,16 @@ func (d *DB) succeedTx(ctx context.Context, tx *sql.Tx, lead string, id int64, s
 			if err != nil {
 				return err
 			}
-			if err := insertFlightRows(ctx, tx, d.Dialect, flightRowsOf(id, s.Flights)); err != nil {
+			if err := insertFlightRows(ctx, tx, p.db.Dialect, flightRowsOf(id, s.Flights)); err != nil {
 				return err
 			}
-			if err := d.backfill(ctx, tx, id, s.Meta, now); err != nil {
+			if err := p.db.Intake.backfill(ctx, tx, id, s.Meta, now); err != nil {
 				return err
 			}
 		}
 		// A RESP answers a data request: matched here, in the RESP's own success
 		// transaction, so the match commits with SUCCEEDED or not at all (requests.go).
-		if _, err := d.matchAnswer(ctx, tx, id, s.Meta, now); err != nil {
+		if _, err := p.db.RequestTracker.matchAnswer(ctx, tx, id, s.Meta, now); err != nil {
 			return err
 		}
 		// Applied out of its order: its history names what it left as later messages set it.
@@ -557,16 +557,16 @@ type ReplayResult struct {
 // last error for audit. Classes that are not replayable (MALFORMED) are never moved: the
 // messages of that class the request named count as skipped, as do named ids that are not
 // FAILED or DEAD.
-func (d *DB) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time) (ReplayResult, error) {
-	return d.replay(ctx, classes, ids, now, false)
+func (ops *Operations) Replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time) (ReplayResult, error) {
+	return ops.replay(ctx, classes, ids, now, false)
 }
 
 // ReplayPreview answers what Replay would move (IDs, Moved) and skip, moving nothing.
-func (d *DB) ReplayPreview(ctx context.Context, classes []pipeline.ErrorClass, ids []int64) (ReplayResult, error) {
-	return d.replay(ctx, classes, ids, time.Time{}, true)
+func (ops *Operations) ReplayPreview(ctx context.Context, classes []pipeline.ErrorClass, ids []int64) (ReplayResult, error) {
+	return ops.replay(ctx, classes, ids, time.Time{}, true)
 }
 
-func (d *DB) replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time, dry bool) (ReplayResult, error) {
+func (ops *Operations) replay(ctx context.Context, classes []pipeline.ErrorClass, ids []int64, now time.Time, dry bool) (ReplayResult, error) {
 	res := ReplayResult{IDs: []int64{}}
 	if len(classes) == 0 {
 		for _, c := range pipeline.Classes {
@@ -581,9 +581,9 @@ func (d *DB) replay(ctx context.Context, classes []pipeline.ErrorClass, ids []in
 			allowed = append(allowed, string(c))
 		}
 	}
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
+	err := ops.db.Tx(ctx, func(tx *sql.Tx) error {
 		res = ReplayResult{IDs: []int64{}}
-		q, args, ok := d.replaySelect(classes, ids)
+		q, args, ok := ops.replaySelect(classes, ids)
 		if !ok {
 			return nil
 		}
@@ -613,7 +613,7 @@ func (d *DB) replay(ctx context.Context, classes []pipeline.ErrorClass, ids []in
 
 // replaySelect is the locking SELECT of the rows a replay of ids (or, with none, of the
 // FAILED and DEAD rows of classes) looks at; ok is false when it has none to look at.
-func (d *DB) replaySelect(classes []pipeline.ErrorClass, ids []int64) (q string, args []any, ok bool) {
+func (ops *Operations) replaySelect(classes []pipeline.ErrorClass, ids []int64) (q string, args []any, ok bool) {
 	q = `SELECT CMINMSGS_ID, STATE, ERROR_CLASS FROM PROC_STATE WHERE `
 	if len(ids) > 0 {
 		q += `CMINMSGS_ID IN (` + placeholders(len(ids)) + `)`
@@ -632,7 +632,7 @@ func (d *DB) replaySelect(classes []pipeline.ErrorClass, ids []int64) (q string,
 		args = append(append(args, pipeline.Failed, pipeline.Dead), named...)
 	}
 	// Locked, so the pump's concurrent write waits and then finds the row changed.
-	q += ` ORDER BY CMINMSGS_ID` + d.Dialect.ForUpdate()
+	q += ` ORDER BY CMINMSGS_ID` + ops.db.Dialect.ForUpdate()
 	return q, args, true
 }
 

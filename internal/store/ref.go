@@ -194,21 +194,21 @@ func sameJSON(a, b []byte) bool {
 }
 
 // RefList returns the records of a TYPE in key order.
-func (d *DB) RefList(ctx context.Context, typ string) ([]RefEntry, error) {
-	return d.refQuery(ctx, `WHERE REF_TYPE = ? ORDER BY REF_KEY`, typ)
+func (r *RefData) RefList(ctx context.Context, typ string) ([]RefEntry, error) {
+	return r.refQuery(ctx, `WHERE REF_TYPE = ? ORDER BY REF_KEY`, typ)
 }
 
 // RefGet returns one record, or nil.
-func (d *DB) RefGet(ctx context.Context, typ, key string) (*RefEntry, error) {
-	out, err := d.refQuery(ctx, `WHERE REF_TYPE = ? AND REF_KEY = ?`, typ, key)
+func (r *RefData) RefGet(ctx context.Context, typ, key string) (*RefEntry, error) {
+	out, err := r.refQuery(ctx, `WHERE REF_TYPE = ? AND REF_KEY = ?`, typ, key)
 	if err != nil || len(out) == 0 {
 		return nil, err
 	}
 	return &out[0], nil
 }
 
-func (d *DB) refQuery(ctx context.Context, where string, args ...any) ([]RefEntry, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT REF_TYPE, REF_KEY, FIELDS, VERSION, SOURCE, CMINMSGS_ID, UPDATED_AT FROM REF_DATA `+where, args...)
+func (r *RefData) refQuery(ctx context.Context, where string, args ...any) ([]RefEntry, error) {
+	rows, err := r.db.SQL.QueryContext(ctx, `SELECT REF_TYPE, REF_KEY, FIELDS, VERSION, SOURCE, CMINMSGS_ID, UPDATED_AT FROM REF_DATA `+where, args...)
 	if err != nil {
 		return nil, Unavailable(err)
 	}

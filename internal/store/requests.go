@@ -127,7 +127,7 @@ type Requests interface {
 	AnsweredBy(ctx context.Context, msgID int64) (int64, bool, error)
 }
 
-var _ Requests = (*DB)(nil)
+var _ Requests = (*RequestTracker)(nil)
 
 // RequestFilter selects requests for ListRequests; zero fields match all.
 type RequestFilter struct {
@@ -186,7 +186,7 @@ func checkNewRequest(r NewRequest) error {
 // nextSeqn advances the request SEQN counter in tx and returns the new SEQN: six digits,
 // 000001 … 999999, then 000000 and on (docs/sis-format.md §4.3: the legacy's counter, zero-padded,
 // cycling). The counter row is locked until tx ends, so two requests never share a SEQN.
-func (d *DB) nextSeqn(ctx context.Context, tx *sql.Tx, now time.Time) (string, error) {
+func (rt *RequestTracker) nextSeqn(ctx context.Context, tx *sql.Tx, now time.Time) (string, error) {
 	// The UPDATE takes the row's write lock at once: reading the row first (or an INSERT
 	// IGNORE in the same transaction) takes a shared lock that two transactions then both try
 	// to raise, a deadlock on MySQL. The row exists: ensureCounter made it beforehand.
@@ -206,16 +206,16 @@ func (d *DB) nextSeqn(ctx context.Context, tx *sql.Tx, now time.Time) (string, e
 
 // ensureCounter creates the SEQN counter row at 0 unless it exists, in a statement of its own
 // (outside the request's transaction, so it holds no lock there).
-func (d *DB) ensureCounter(ctx context.Context, now time.Time) error {
-	if _, err := d.SQL.ExecContext(ctx, d.Dialect.InsertIgnore()+` INTO MSGX_COUNTER (NAME, VALUE, UPDATED_AT) VALUES (?, 0, ?)`, SeqnCounter, T(now)); err != nil {
+func (rt *RequestTracker) ensureCounter(ctx context.Context, now time.Time) error {
+	if _, err := rt.db.SQL.ExecContext(ctx, rt.db.Dialect.InsertIgnore()+` INTO MSGX_COUNTER (NAME, VALUE, UPDATED_AT) VALUES (?, 0, ?)`, SeqnCounter, T(now)); err != nil {
 		return Unavailable(fmt.Errorf("request SEQN counter: %w", err))
 	}
 	return nil
 }
 
 // send takes the next SEQN, builds the XML and writes it into COUTMSGS, in tx.
-func (d *DB) send(ctx context.Context, tx *sql.Tx, routing string, build BuildXML, now time.Time) (seqn string, coutID int64, err error) {
-	seqn, err = d.nextSeqn(ctx, tx, now)
+func (rt *RequestTracker) send(ctx context.Context, tx *sql.Tx, routing string, build BuildXML, now time.Time) (seqn string, coutID int64, err error) {
+	seqn, err = rt.nextSeqn(ctx, tx, now)
 	if err != nil {
 		return "", 0, err
 	}
@@ -223,7 +223,7 @@ func (d *DB) send(ctx context.Context, tx *sql.Tx, routing string, build BuildXM
 	if err != nil {
 		return "", 0, err
 	}
-	coutID, err = d.insertCoutmsgs(ctx, tx, xml, routing, now)
+	coutID, err = rt.insertCoutmsgs(ctx, tx, xml, routing, now)
 	return seqn, coutID, err
 }
 
@@ -233,19 +233,19 @@ func (d *DB) send(ctx context.Context, tx *sql.Tx, routing string, build BuildXM
 // no deadline until the gateway sends it (MarkSent).
 // Values REQ_TRACK cannot hold whole are refused with ErrBadRequest before anything is
 // written. It refuses in shadow mode (ErrShadow): COUTMSGS is the legacy's.
-func (d *DB) CreateRequest(ctx context.Context, r NewRequest, build BuildXML, now time.Time) (*Request, error) {
-	if d.Shadow() {
+func (rt *RequestTracker) CreateRequest(ctx context.Context, r NewRequest, build BuildXML, now time.Time) (*Request, error) {
+	if rt.db.Intake.Shadow() {
 		return nil, fmt.Errorf("%w: data requests write the legacy COUTMSGS", ErrShadow)
 	}
 	if err := checkNewRequest(r); err != nil {
 		return nil, err
 	}
-	if err := d.ensureCounter(ctx, now); err != nil {
+	if err := rt.ensureCounter(ctx, now); err != nil {
 		return nil, err
 	}
 	var id int64
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
-		seqn, coutID, err := d.send(ctx, tx, r.Routing, build, now)
+	err := rt.db.Tx(ctx, func(tx *sql.Tx) error {
+		seqn, coutID, err := rt.send(ctx, tx, r.Routing, build, now)
 		if err != nil {
 			return err
 		}
@@ -264,12 +264,12 @@ func (d *DB) CreateRequest(ctx context.Context, r NewRequest, build BuildXML, no
 	if err != nil {
 		return nil, err
 	}
-	return d.GetRequest(ctx, id)
+	return rt.GetRequest(ctx, id)
 }
 
 // GetRequest returns request id, or nil when there is none.
-func (d *DB) GetRequest(ctx context.Context, id int64) (*Request, error) {
-	r, err := scanRequest(d.SQL.QueryRowContext(ctx, `SELECT `+requestCols+` FROM REQ_TRACK WHERE REQ_ID = ?`, id))
+func (rt *RequestTracker) GetRequest(ctx context.Context, id int64) (*Request, error) {
+	r, err := scanRequest(rt.db.SQL.QueryRowContext(ctx, `SELECT `+requestCols+` FROM REQ_TRACK WHERE REQ_ID = ?`, id))
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -280,7 +280,7 @@ func (d *DB) GetRequest(ctx context.Context, id int64) (*Request, error) {
 }
 
 // ListRequests returns the requests matching f in id order (newest first with f.Newest).
-func (d *DB) ListRequests(ctx context.Context, f RequestFilter) ([]*Request, error) {
+func (rt *RequestTracker) ListRequests(ctx context.Context, f RequestFilter) ([]*Request, error) {
 	cond, args, order, reverse := idRange("REQ_ID", f.AfterID, f.BeforeID, f.Newest)
 	q := `SELECT ` + requestCols + ` FROM REQ_TRACK WHERE ` + cond
 	if f.State != "" {
@@ -288,15 +288,15 @@ func (d *DB) ListRequests(ctx context.Context, f RequestFilter) ([]*Request, err
 		args = append(args, f.State)
 	}
 	q += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(clampLimit(f.Limit))
-	out, err := d.queryRequests(ctx, q, args...)
+	out, err := rt.queryRequests(ctx, q, args...)
 	if reverse {
 		slices.Reverse(out)
 	}
 	return out, err
 }
 
-func (d *DB) queryRequests(ctx context.Context, q string, args ...any) ([]*Request, error) {
-	rows, err := d.SQL.QueryContext(ctx, q, args...)
+func (rt *RequestTracker) queryRequests(ctx context.Context, q string, args ...any) ([]*Request, error) {
+	rows, err := rt.db.SQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read requests: %w", err))
 	}
@@ -318,8 +318,8 @@ func (d *DB) queryRequests(ctx context.Context, q string, args ...any) ([]*Reque
 // MarkSent moves each REGISTERED request whose latest COUTMSGS row has COUTMSGS_DATE_SENT set
 // (the gateway transmitted it) to SENT, with SENT_AT the gateway's time (legacy local time,
 // read in legacy.timezone) and the deadline timeout after it. It returns how many it moved.
-func (d *DB) MarkSent(ctx context.Context, timeout time.Duration, now time.Time) (int, error) {
-	rows, err := d.SQL.QueryContext(ctx, `SELECT r.REQ_ID, c.COUTMSGS_DATE_SENT FROM REQ_TRACK r
+func (rt *RequestTracker) MarkSent(ctx context.Context, timeout time.Duration, now time.Time) (int, error) {
+	rows, err := rt.db.SQL.QueryContext(ctx, `SELECT r.REQ_ID, c.COUTMSGS_DATE_SENT FROM REQ_TRACK r
 		JOIN COUTMSGS c ON c.COUTMSGS_ID = r.COUTMSGS_ID
 		WHERE r.STATE = ? AND c.COUTMSGS_DATE_SENT IS NOT NULL ORDER BY r.REQ_ID`, ReqRegistered)
 	if err != nil {
@@ -338,7 +338,7 @@ func (d *DB) MarkSent(ctx context.Context, timeout time.Duration, now time.Time)
 			return 0, Unavailable(fmt.Errorf("look for sent requests: %w", err))
 		}
 		s.at = now
-		if t := d.LegacyTime(at); t != nil {
+		if t := rt.db.Intake.LegacyTime(at); t != nil {
 			s.at = *t
 		}
 		list = append(list, s)
@@ -349,7 +349,7 @@ func (d *DB) MarkSent(ctx context.Context, timeout time.Duration, now time.Time)
 	}
 	n := 0
 	for _, s := range list {
-		res, err := d.SQL.ExecContext(ctx, `UPDATE REQ_TRACK SET STATE = ?, SENT_AT = ?, DEADLINE_AT = ?, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ?`,
+		res, err := rt.db.SQL.ExecContext(ctx, `UPDATE REQ_TRACK SET STATE = ?, SENT_AT = ?, DEADLINE_AT = ?, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ?`,
 			ReqSent, T(s.at), T(s.at.Add(timeout)), T(now), s.id, ReqRegistered)
 		if err != nil {
 			return n, Unavailable(fmt.Errorf("mark request %d sent: %w", s.id, err))
@@ -363,17 +363,17 @@ func (d *DB) MarkSent(ctx context.Context, timeout time.Duration, now time.Time)
 
 // Overdue returns the SENT requests whose deadline is at or before now, in id order. A
 // REGISTERED one is never overdue: the gateway has not sent it yet.
-func (d *DB) Overdue(ctx context.Context, now time.Time) ([]*Request, error) {
-	return d.queryRequests(ctx, `SELECT `+requestCols+` FROM REQ_TRACK WHERE STATE = ? AND DEADLINE_AT <= ? ORDER BY REQ_ID`,
+func (rt *RequestTracker) Overdue(ctx context.Context, now time.Time) ([]*Request, error) {
+	return rt.queryRequests(ctx, `SELECT `+requestCols+` FROM REQ_TRACK WHERE STATE = ? AND DEADLINE_AT <= ? ORDER BY REQ_ID`,
 		ReqSent, T(now))
 }
 
 // WaitingForGateway counts the REGISTERED requests and returns when the longest-waiting one
 // was queued (nil when there is none).
-func (d *DB) WaitingForGateway(ctx context.Context) (int, *time.Time, error) {
+func (rt *RequestTracker) WaitingForGateway(ctx context.Context) (int, *time.Time, error) {
 	var n int
 	var oldest NullTime
-	if err := d.SQL.QueryRowContext(ctx, `SELECT COUNT(*), MIN(UPDATED_AT) FROM REQ_TRACK WHERE STATE = ?`, ReqRegistered).Scan(&n, &oldest); err != nil {
+	if err := rt.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*), MIN(UPDATED_AT) FROM REQ_TRACK WHERE STATE = ?`, ReqRegistered).Scan(&n, &oldest); err != nil {
 		return 0, nil, Unavailable(fmt.Errorf("count requests waiting for the gateway: %w", err))
 	}
 	return n, oldest.Ptr(), nil
@@ -385,19 +385,19 @@ func (d *DB) WaitingForGateway(ctx context.Context) (int, *time.Time, error) {
 // read (ErrChanged, nothing written, otherwise: answered meanwhile, re-sent by another
 // instance, or its latest row not sent yet, which a second row would only queue behind). It
 // refuses in shadow mode.
-func (d *DB) Resend(ctx context.Context, r *Request, build BuildXML, now time.Time) (*Request, error) {
-	if d.Shadow() {
+func (rt *RequestTracker) Resend(ctx context.Context, r *Request, build BuildXML, now time.Time) (*Request, error) {
+	if rt.db.Intake.Shadow() {
 		return nil, fmt.Errorf("%w: data requests write the legacy COUTMSGS", ErrShadow)
 	}
 	routing := RoutingReference
 	if r.Type == ReqSchedule {
 		routing = RoutingSchedule
 	}
-	if err := d.ensureCounter(ctx, now); err != nil {
+	if err := rt.ensureCounter(ctx, now); err != nil {
 		return nil, err
 	}
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
-		seqn, coutID, err := d.send(ctx, tx, routing, build, now)
+	err := rt.db.Tx(ctx, func(tx *sql.Tx) error {
+		seqn, coutID, err := rt.send(ctx, tx, routing, build, now)
 		if err != nil {
 			return err
 		}
@@ -415,13 +415,13 @@ func (d *DB) Resend(ctx context.Context, r *Request, build BuildXML, now time.Ti
 	if err != nil {
 		return nil, err
 	}
-	return d.GetRequest(ctx, r.ID)
+	return rt.GetRequest(ctx, r.ID)
 }
 
 // Expire ends SENT request r as EXPIRED, conditional on it being SENT with the re-send count
 // as read (ErrChanged otherwise: a request the gateway has not sent never expires).
-func (d *DB) Expire(ctx context.Context, r *Request, now time.Time) error {
-	res, err := d.SQL.ExecContext(ctx, `UPDATE REQ_TRACK SET STATE = ?, FINISHED_AT = ?, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ? AND RESENDS = ?`,
+func (rt *RequestTracker) Expire(ctx context.Context, r *Request, now time.Time) error {
+	res, err := rt.db.SQL.ExecContext(ctx, `UPDATE REQ_TRACK SET STATE = ?, FINISHED_AT = ?, UPDATED_AT = ? WHERE REQ_ID = ? AND STATE = ? AND RESENDS = ?`,
 		ReqExpired, T(now), T(now), r.ID, ReqSent, r.Resends)
 	if err != nil {
 		return Unavailable(fmt.Errorf("expire request %d: %w", r.ID, err))
@@ -433,9 +433,9 @@ func (d *DB) Expire(ctx context.Context, r *Request, now time.Time) error {
 }
 
 // AnsweredBy returns the request message msgID answered, if any.
-func (d *DB) AnsweredBy(ctx context.Context, msgID int64) (int64, bool, error) {
+func (rt *RequestTracker) AnsweredBy(ctx context.Context, msgID int64) (int64, bool, error) {
 	var id int64
-	err := d.SQL.QueryRowContext(ctx, `SELECT REQ_ID FROM REQ_TRACK WHERE ANSWER_MSG_ID = ? ORDER BY REQ_ID LIMIT 1`, msgID).Scan(&id)
+	err := rt.db.SQL.QueryRowContext(ctx, `SELECT REQ_ID FROM REQ_TRACK WHERE ANSWER_MSG_ID = ? ORDER BY REQ_ID LIMIT 1`, msgID).Scan(&id)
 	if err == sql.ErrNoRows {
 		return 0, false, nil
 	}
@@ -451,7 +451,7 @@ func (d *DB) AnsweredBy(ctx context.Context, msgID int64) (int64, bool, error) {
 // waiting for that TYPE and registered before the message reached msgx, the one whose SEQN the
 // RESP echoes is taken when there is one; otherwise the oldest (the AODB answers in order, so
 // the first RESP processed answers the first request). It returns the request's id (0: none).
-func (d *DB) matchAnswer(ctx context.Context, tx *sql.Tx, msgID int64, meta Backfill, now time.Time) (int64, error) {
+func (rt *RequestTracker) matchAnswer(ctx context.Context, tx *sql.Tx, msgID int64, meta Backfill, now time.Time) (int64, error) {
 	if !strings.EqualFold(meta.STYP, "RESP") || meta.TYPE == "" || utf8.RuneCountInString(meta.TYPE) > ReqTypeWidth {
 		return 0, nil
 	}

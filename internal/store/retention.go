@@ -25,8 +25,8 @@ type Scheduling interface {
 }
 
 var (
-	_ Retention  = (*DB)(nil)
-	_ Scheduling = (*DB)(nil)
+	_ Retention  = (*Archiver)(nil)
+	_ Scheduling = (*JobQueue)(nil)
 )
 
 // PurgeChunk bounds the rows one purge transaction deletes: a purge of millions of rows is
@@ -38,17 +38,17 @@ const TraceIDWidth = 32
 
 // SetTraceHook sets a function told the trace id of every message the store reads or stores
 // with one (the log correlation's memory of msg_id → trace_id). Call it before use.
-func (d *DB) SetTraceHook(fn func(msgID int64, traceID string)) { d.traceHook = fn }
+func (p *Processor) SetTraceHook(fn func(msgID int64, traceID string)) { p.traceHook = fn }
 
-func (d *DB) traced(id int64, trace string) {
-	if d.traceHook != nil {
-		d.traceHook(id, trace)
+func (p *Processor) traced(id int64, trace string) {
+	if p.traceHook != nil {
+		p.traceHook(id, trace)
 	}
 }
 
 // InsertMessagesTraced is InsertMessages that also stores each message's trace id (traces[i]
 // for raws[i], "" for none; cut to TraceIDWidth) in PROC_STATE.TRACE_ID.
-func (d *DB) InsertMessagesTraced(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error) {
+func (in *Intake) InsertMessagesTraced(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error) {
 	if len(traces) != len(raws) {
 		return nil, fmt.Errorf("insert messages: %d trace ids for %d messages", len(traces), len(raws))
 	}
@@ -59,13 +59,13 @@ func (d *DB) InsertMessagesTraced(ctx context.Context, raws, traces []string, no
 		}
 		fitted[i] = t
 	}
-	ids, err := d.insertMessages(ctx, raws, fitted, now)
+	ids, err := in.insertMessages(ctx, raws, fitted, now)
 	if err != nil {
 		return nil, err
 	}
 	for i, id := range ids {
 		if fitted[i] != "" {
-			d.traced(id, fitted[i])
+			in.db.Processor.traced(id, fitted[i])
 		}
 	}
 	return ids, nil
@@ -74,9 +74,9 @@ func (d *DB) InsertMessagesTraced(ctx context.Context, raws, traces []string, no
 // EnqueueScheduledJob enqueues a job as EnqueueJob does, under key (the scheduler's kind and
 // local day), unless a job with that key exists already: then it returns created false and no
 // error. The key is unique in PUMP_JOB, so two instances or a restart never enqueue twice.
-func (d *DB) EnqueueScheduledJob(ctx context.Context, kind, key string, now time.Time) (*Job, bool, error) {
+func (q *JobQueue) EnqueueScheduledJob(ctx context.Context, kind, key string, now time.Time) (*Job, bool, error) {
 	var j *Job
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
+	err := q.db.Tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM PUMP_JOB WHERE SCHEDULE_KEY = ?`, key).Scan(&n); err != nil {
 			return Unavailable(err)
@@ -113,20 +113,20 @@ func (d *DB) EnqueueScheduledJob(ctx context.Context, kind, key string, now time
 // SENT event that is not old enough (one replayed and delivered late waits for its own age).
 // The events SENT by the delivery mark (see EventView) go by the age of the mark's raise that
 // covered them (purgeMarked). It stops between chunks when ctx ends, keeping what it deleted.
-func (d *DB) PurgeSentEvents(ctx context.Context, before time.Time, progress func(int)) (int, error) {
+func (a *Archiver) PurgeSentEvents(ctx context.Context, before time.Time, progress func(int)) (int, error) {
 	total := 0
 	target := ""
 	for ctx.Err() == nil {
 		// The next target: one seek on IDX_EVT_HEAD (TARGET, STATE, EVENT_ID) per target.
 		var next sql.NullString
-		if err := d.long().QueryRowContext(ctx, `SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > ?`, target).Scan(&next); err != nil {
+		if err := a.db.long().QueryRowContext(ctx, `SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > ?`, target).Scan(&next); err != nil {
 			return total, Unavailable(fmt.Errorf("purge events: next target: %w", err))
 		}
 		if !next.Valid {
 			return total, nil
 		}
 		target = next.String
-		n, err := d.purgeMarked(ctx, target, before, func(n int) {
+		n, err := a.purgeMarked(ctx, target, before, func(n int) {
 			if progress != nil {
 				progress(total + n)
 			}
@@ -137,7 +137,7 @@ func (d *DB) PurgeSentEvents(ctx context.Context, before time.Time, progress fun
 		}
 		var after int64
 		for ctx.Err() == nil {
-			n, last, done, err := d.purgeEventChunk(ctx, target, after, before)
+			n, last, done, err := a.purgeEventChunk(ctx, target, after, before)
 			total += n
 			if err != nil {
 				return total, err
@@ -158,11 +158,11 @@ func (d *DB) PurgeSentEvents(ctx context.Context, before time.Time, progress fun
 // raise (MSG_EVENT_MARK) is older than before, PurgeChunk per statement, walking the raises in
 // order up to the first that is not old enough; then the raises that no longer cover a row.
 // progress is told its running total after each chunk.
-func (d *DB) purgeMarked(ctx context.Context, target string, before time.Time, progress func(int)) (int, error) {
+func (a *Archiver) purgeMarked(ctx context.Context, target string, before time.Time, progress func(int)) (int, error) {
 	// The raises older than before, up to the first that is not (a clock that ran behind can
 	// leave an old raise above a young one), found by the database: the raises of a day are
 	// not all sent to msgx to stop at the first young one.
-	upto, err := d.oldRaises(ctx, target, before)
+	upto, err := a.oldRaises(ctx, target, before)
 	if err != nil {
 		return 0, err
 	}
@@ -173,7 +173,7 @@ func (d *DB) purgeMarked(ctx context.Context, target string, before time.Time, p
 	for ctx.Err() == nil {
 		var ids []any
 		deleted := 0
-		err := d.longTx(ctx, func(tx *sql.Tx) error {
+		err := a.db.longTx(ctx, func(tx *sql.Tx) error {
 			var err error
 			ids, deleted = nil, 0
 			ids, err = queryIDs(ctx, tx, "purge events of "+target, `SELECT EVENT_ID FROM MSG_EVENT
@@ -197,7 +197,7 @@ WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT
 			progress(total)
 		}
 		if len(ids) < PurgeChunk {
-			if _, err := d.long().ExecContext(ctx, `DELETE FROM MSG_EVENT_MARK WHERE TARGET = ? AND UPTO_EVENT_ID <= ?`, target, upto); err != nil {
+			if _, err := a.db.long().ExecContext(ctx, `DELETE FROM MSG_EVENT_MARK WHERE TARGET = ? AND UPTO_EVENT_ID <= ?`, target, upto); err != nil {
 				return total, Unavailable(fmt.Errorf("purge events of %s: delete the delivery marks up to %d: %w", target, upto, err))
 			}
 			return total, nil
@@ -208,22 +208,22 @@ WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT
 
 // SetBetweenRaiseReads sets a function run by RETENTION between its two reads of a target's
 // delivery marks (oldRaises): a test's seam, to commit a delivery there.
-func (d *DB) SetBetweenRaiseReads(fn func()) { d.betweenRaiseReads = fn }
+func (a *Archiver) SetBetweenRaiseReads(fn func()) { a.betweenRaiseReads = fn }
 
 // oldRaises returns the highest raise of target's delivery mark below its first raise made at
 // or after before (in EVENT_ID order), 0 when there is none: the events up to it were sent
 // before `before`. Both reads see one snapshot: a raise committed between them (a delivery a
 // moment ago, above every old raise) would otherwise count as the highest old one.
-func (d *DB) oldRaises(ctx context.Context, target string, before time.Time) (int64, error) {
+func (a *Archiver) oldRaises(ctx context.Context, target string, before time.Time) (int64, error) {
 	var young, upto sql.NullInt64
-	err := d.readSnapshotOn(ctx, d.long(), func(tx *sql.Tx) error {
+	err := a.db.readSnapshotOn(ctx, a.db.long(), func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT UPTO_EVENT_ID FROM MSG_EVENT_MARK WHERE TARGET = ? AND SENT_AT >= ?
 ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
 		if err != nil && err != sql.ErrNoRows {
 			return err
 		}
-		if d.betweenRaiseReads != nil {
-			d.betweenRaiseReads()
+		if a.betweenRaiseReads != nil {
+			a.betweenRaiseReads()
 		}
 		q, args := `SELECT MAX(UPTO_EVENT_ID) FROM MSG_EVENT_MARK WHERE TARGET = ?`, []any{target}
 		if young.Valid {
@@ -239,8 +239,8 @@ ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
 
 // purgeEventChunk deletes the old SENT events among the next PurgeChunk SENT events of target
 // after EVENT_ID after. done says the walk of this target is over.
-func (d *DB) purgeEventChunk(ctx context.Context, target string, after int64, before time.Time) (deleted int, last int64, done bool, err error) {
-	rows, err := d.long().QueryContext(ctx, `SELECT EVENT_ID, COALESCE(SENT_AT, CREATED_AT) FROM MSG_EVENT
+func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int64, before time.Time) (deleted int, last int64, done bool, err error) {
+	rows, err := a.db.long().QueryContext(ctx, `SELECT EVENT_ID, COALESCE(SENT_AT, CREATED_AT) FROM MSG_EVENT
 		WHERE TARGET = ? AND STATE = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, target, pipeline.EventSent, after, PurgeChunk)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: select: %w", target, err))
@@ -272,7 +272,7 @@ func (d *DB) purgeEventChunk(ctx context.Context, target string, after int64, be
 	if len(ids) == 0 {
 		return 0, last, done, nil
 	}
-	res, err := d.long().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = ?`,
+	res, err := a.db.long().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = ?`,
 		append(ids, pipeline.EventSent)...)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: delete %d: %w", target, len(ids), err))
@@ -299,8 +299,8 @@ func (r *PurgeResult) plus(o PurgeResult) {
 // message is unknown to the API, and its identity is free again: a message with the same
 // SNDR|TYPE|STYP|SEQN arriving later is processed, not SKIPPED. progress, when set, is told
 // the PROC_STATE rows deleted so far after each chunk.
-func (d *DB) PurgeArchived(ctx context.Context, before time.Time, progress func(int)) (PurgeResult, error) {
-	return d.purgeMessagesChunked(ctx, "purge archived", `SELECT CMINMSGS_ID FROM PROC_STATE WHERE ARCHIVED_AT < ? AND STATE IN (?, ?) LIMIT ?`,
+func (a *Archiver) PurgeArchived(ctx context.Context, before time.Time, progress func(int)) (PurgeResult, error) {
+	return a.purgeMessagesChunked(ctx, "purge archived", `SELECT CMINMSGS_ID FROM PROC_STATE WHERE ARCHIVED_AT < ? AND STATE IN (?, ?) LIMIT ?`,
 		[]any{T(before), pipeline.Succeeded, pipeline.Skipped, PurgeChunk}, []any{pipeline.Succeeded, pipeline.Skipped}, progress)
 }
 
@@ -308,8 +308,8 @@ func (d *DB) PurgeArchived(ctx context.Context, before time.Time, progress func(
 // `before`, with all they own (purgeMessages, their acknowledgement too), as PurgeArchived
 // deletes finished ones. A message replayed after its acknowledgement is not DEAD: it stays.
 // Unacknowledged DEAD messages are never touched; PROBLEM_LOG keeps their record.
-func (d *DB) PurgeAckedMessages(ctx context.Context, before time.Time, progress func(int)) (PurgeResult, error) {
-	return d.purgeMessagesChunked(ctx, "purge acknowledged messages", `SELECT a.REF_ID FROM DEAD_ACK a JOIN PROC_STATE p ON p.CMINMSGS_ID = a.REF_ID
+func (tr *Triage) PurgeAckedMessages(ctx context.Context, before time.Time, progress func(int)) (PurgeResult, error) {
+	return tr.db.Archiver.purgeMessagesChunked(ctx, "purge acknowledged messages", `SELECT a.REF_ID FROM DEAD_ACK a JOIN PROC_STATE p ON p.CMINMSGS_ID = a.REF_ID
 		WHERE a.KIND = ? AND a.ACKED_AT < ? AND p.STATE = ? LIMIT ?`,
 		[]any{DeadMessage, T(before), pipeline.Dead, PurgeChunk}, []any{pipeline.Dead}, progress)
 }
@@ -317,19 +317,19 @@ func (d *DB) PurgeAckedMessages(ctx context.Context, before time.Time, progress 
 // purgeMessagesChunked deletes the messages pick (a query of at most PurgeChunk ids, with
 // args) finds, one transaction per chunk, until a chunk finds fewer or deletes none; a message
 // whose state left states meanwhile stays. progress is told the PROC_STATE rows deleted so far.
-func (d *DB) purgeMessagesChunked(ctx context.Context, what, pick string, args, states []any, progress func(int)) (PurgeResult, error) {
+func (a *Archiver) purgeMessagesChunked(ctx context.Context, what, pick string, args, states []any, progress func(int)) (PurgeResult, error) {
 	var total PurgeResult
 	for ctx.Err() == nil {
 		var r PurgeResult
 		found := 0
-		err := d.longTx(ctx, func(tx *sql.Tx) error {
+		err := a.db.longTx(ctx, func(tx *sql.Tx) error {
 			r, found = PurgeResult{}, 0
 			ids, err := queryIDs(ctx, tx, what, pick, args...)
 			if err != nil || len(ids) == 0 {
 				return err
 			}
 			found = len(ids)
-			r, err = d.purgeMessages(ctx, tx, what, ids, states)
+			r, err = a.purgeMessages(ctx, tx, what, ids, states)
 			return err
 		})
 		if err != nil {
@@ -352,7 +352,7 @@ func (d *DB) purgeMessagesChunked(ctx context.Context, what, pick string, args, 
 // Only the rows of messages whose state went are deleted: one that an operator replayed
 // meanwhile keeps its state and all it owns. CMINMSGS and CMINMSGS_HST are the legacy's in
 // shadow mode: msgx forgets its own rows only.
-func (d *DB) purgeMessages(ctx context.Context, tx *sql.Tx, what string, ids, states []any) (PurgeResult, error) {
+func (a *Archiver) purgeMessages(ctx context.Context, tx *sql.Tx, what string, ids, states []any) (PurgeResult, error) {
 	var r PurgeResult
 	in := `(` + placeholders(len(ids)) + `)`
 	res, err := tx.ExecContext(ctx, `DELETE FROM PROC_STATE WHERE CMINMSGS_ID IN `+in+` AND STATE IN (`+placeholders(len(states))+`)`,
@@ -369,7 +369,7 @@ func (d *DB) purgeMessages(ctx context.Context, tx *sql.Tx, what string, ids, st
 		count            *int
 	}
 	tables := []owned{{"MSG_FLIGHT", "CMINMSGS_ID", "", nil}, {"MSG_HISTORY", "CMINMSGS_ID", "", nil}, {"DEAD_ACK", "REF_ID", DeadMessage, nil}}
-	if !d.Shadow() {
+	if !a.db.Intake.Shadow() {
 		tables = append(tables, owned{"CMINMSGS_HST", "CMINMSGS_ID", "", &r.History}, owned{"CMINMSGS", "CMINMSGS_ID", "", &r.Inbox})
 	}
 	for _, o := range tables {

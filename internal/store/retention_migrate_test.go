@@ -35,7 +35,7 @@ func TestMigrationStampsArchivedRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			t0 := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
-			ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, t0)
+			ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, t0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestMigrationStampsArchivedRows(t *testing.T) {
 			if len(stamped) != 1 || !stamped[ids[0]] {
 				t.Fatalf("rows with ARCHIVED_AT after the migration: %v, want only %d", stamped, ids[0])
 			}
-			res, err := db.PurgeArchived(ctx, t0.Add(time.Hour), nil)
+			res, err := db.Archiver.PurgeArchived(ctx, t0.Add(time.Hour), nil)
 			if err != nil || res.ProcState != 1 || res.History != 1 {
 				t.Fatalf("purge after the migration: %+v %v", res, err)
 			}

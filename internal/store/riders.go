@@ -39,20 +39,20 @@ type rider struct {
 // returns once that transaction has committed; on MySQL in a transaction of its own. Either
 // way the outcome is RetryTx's: nil when fn's writes are durable, else fn's error or the
 // database's. fn may run more than once (a failed ride is done again alone).
-func (d *DB) ride(ctx context.Context, op string, fn func(*sql.Tx) error) error {
-	if d.riders == nil {
-		return d.RetryTx(ctx, op, fn)
+func (p *Processor) ride(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	if p.riders == nil {
+		return p.db.RetryTx(ctx, op, fn)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &rider{fn: fn, cancel: cancel, done: make(chan bool, 1)}
-	q := d.riders
+	q := p.riders
 	q.mu.Lock()
 	q.queue = append(q.queue, r)
 	q.mu.Unlock()
 
 	// Queued for the gate too: a host that takes r first cancels the wait.
-	tx, err := d.SQL.BeginTx(rctx, nil)
+	tx, err := p.db.SQL.BeginTx(rctx, nil)
 	q.mu.Lock()
 	switch {
 	case r.taken: // a host carries r: give the gate back if it came all the same
@@ -78,7 +78,7 @@ func (d *DB) ride(ctx context.Context, op string, fn func(*sql.Tx) error) error 
 	if <-r.done {
 		return nil
 	}
-	return d.RetryTx(ctx, op, fn)
+	return p.db.RetryTx(ctx, op, fn)
 }
 
 // take takes every rider queued, for a host about to commit; nil on MySQL.

@@ -60,7 +60,7 @@ func rideAsync(t *testing.T, db *store.DB, n int, fn func(*sql.Tx) error) <-chan
 // hostBatch opens the pump's batch with a write of its own (target "host").
 func hostBatch(t *testing.T, db *store.DB) *store.Batch {
 	t.Helper()
-	b, err := db.BeginBatch(context.Background())
+	b, err := db.Processor.BeginBatch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestRidersUnderLoad(t *testing.T) {
 				return
 			default:
 			}
-			b, err := db.BeginBatch(context.Background())
+			b, err := db.Processor.BeginBatch(context.Background())
 			if err != nil {
 				t.Error(err)
 				return

@@ -1,16 +1,24 @@
 // Package store is msgx's SQL layer and its one contract. It owns the tables of the message
 // flow: CMINMSGS and CMINMSGS_HST (the legacy inbound tables, shared with the gateway),
 // PROC_STATE, MSG_EVENT (the outbox: inserted in the pump's success transaction, delivered
-// through Events) with MSG_EVENT_SENT (each target's count of events sent), REF_DATA, PUMP_JOB and PUMP_LEASE, with the embedded migrations; and, for
-// the data requests to the AODB, the legacy outbound table COUTMSGS, REQ_TRACK and
-// MSGX_COUNTER (requests.go, coutmsgs.go). FLIGHT_STATE
-// belongs to the SQL flight store in internal/flight, which writes it inside the pump's
+// through Events) with MSG_EVENT_SENT (each target's count of events sent), REF_DATA,
+// PUMP_JOB and PUMP_LEASE, with the embedded migrations; and, for the data requests to the
+// AODB, the legacy outbound table COUTMSGS, REQ_TRACK and MSGX_COUNTER (requests.go,
+// coutmsgs.go). FLIGHT_STATE belongs to the SQL flight store in internal/flight, which writes it inside the pump's
 // transaction (FlightWriter).
 //
-// The packages that use the store take its small interfaces (iface.go, events.go: Inbox,
-// Adoption, Processing, Messages, Reference, Jobs, Archive, Lease, Health, Events), never the
-// concrete *DB, and every behaviour they rely on is in the contract suite of package
-// storetest, run on SQLite, MySQL/MariaDB and MySQL/MariaDB on the legacy CMINMSGS table.
+// An open database (DB, from Open) is the connection: its pools, the dialect, the migrations
+// and the transaction helpers. The tables are worked through their owners, one type per set
+// of tables and one field of DB each (owners.go): Intake (CMINMSGS as the inbox writes it,
+// adoption, the legacy columns), Processor (PROC_STATE as the pump writes it, its batches),
+// Outbox (MSG_EVENT), Operations (the operators' listings, searches and actions), Triage
+// (dead letters, PROBLEM_LOG), Archiver (CMINMSGS_HST, the purges), JobQueue (PUMP_JOB),
+// Leases (PUMP_LEASE), RequestTracker (COUTMSGS, REQ_TRACK), RefData (REF_DATA) and Flights
+// (MSG_FLIGHT). The packages that use the store take its small interfaces (iface.go and the
+// owners' files: Inbox, Adoption, Processing, Batching, Messages, Operator, Events, …), never
+// an owner's concrete type, and every behaviour they rely on is in the contract suite of
+// package storetest, a suite per owner, run on SQLite, MySQL/MariaDB and MySQL/MariaDB on the
+// legacy CMINMSGS table.
 //
 // Both dialects take the same queries with ? placeholders; where they differ (row locks,
 // insert-or-ignore) the Dialect says how (dialect.go). Driver errors are told apart by their
@@ -50,42 +58,29 @@ const (
 	MySQL  Dialect = "mysql"
 )
 
-// DB is an open msgx database.
+// DB is an open msgx database: the connection (its pools, and on MySQL the node it uses),
+// the dialect, the migrations and the transaction helpers. What is done with the tables is
+// done through their owners, one field each, built by Open over the same connection.
 type DB struct {
 	SQL     *sql.DB
 	Dialect Dialect
 
-	// leaseSQL is the lease's own pool (lease.go): its renewal never waits for a connection
-	// of SQL, which the pump, the dispatcher and the inbox share.
-	leaseSQL *sql.DB
-
-	fence *fence // set by SetFence: the pump's writes check the lease
-
-	nodes *nodeConnector // MySQL: the node(s) connections go to (failover.go); nil on SQLite
-
-	// maxPacket is MySQL's max_allowed_packet (0 on SQLite): a message that cannot fit in one
-	// is refused before it is sent, since the server answers it by dropping the connection.
-	maxPacket int
-
-	legacy *legacyState // the legacy CMINMSGS columns: options and learnt types (cminmsgs.go)
-
-	traceHook func(msgID int64, traceID string) // set by SetTraceHook (retention.go)
-
-	myCfg     *mysqldrv.Config // MySQL: the connections' configuration (deadlines.go)
-	mySession []string         // MySQL: the statements each new connection runs first
-	myHosts   []string         // MySQL: database.hosts, the nodes in order (failover.go)
+	my *mysqlConn // MySQL: the nodes, the session, the long statements' pool; nil on SQLite
 
 	conflictHook func(op string) // set by SetConflictHook (conflict.go)
 
-	betweenRaiseReads func() // set by SetBetweenRaiseReads (retention.go)
-
-	riders *riders // SQLite: the short writes waiting to ride a commit (riders.go); nil on MySQL
-
-	longSQL  *sql.DB          // MySQL: the long statements' pool (deadlines.go); nil on SQLite
-	longCfg  *mysqldrv.Config // MySQL: its connections' configuration
-	longConn *nodeConnector   // MySQL: its connector
-
-	stopProbe func() // MySQL with several nodes: ends the probe of the current node (probe.go)
+	// The table owners.
+	Intake         *Intake         // CMINMSGS: the inbox's inserts, adoption, the legacy columns
+	Processor      *Processor      // PROC_STATE: the pump's head, outcomes and batches
+	Outbox         *Outbox         // MSG_EVENT: the events and their delivery
+	Operations     *Operations     // what operators list, search, replay, park and pause
+	Triage         *Triage         // dead letters' acknowledgements and PROBLEM_LOG
+	Archiver       *Archiver       // CMINMSGS_HST and the retention purges
+	JobQueue       *JobQueue       // PUMP_JOB
+	Leases         *Leases         // PUMP_LEASE and the fence of the pump's writes
+	RequestTracker *RequestTracker // COUTMSGS, REQ_TRACK, MSGX_COUNTER
+	RefData        *RefData        // REF_DATA
+	Flights        *Flights        // MSG_FLIGHT and the as-of reads of applied messages
 }
 
 //go:embed migrations
@@ -224,12 +219,12 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	// compiled and its page cache filled anew.
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	d := &DB{SQL: db, Dialect: SQLite, leaseSQL: leasePool(connector), riders: &riders{}}
+	d := newDB(db, SQLite, leasePool(connector), nil)
 	if err := db.PingContext(ctx); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
 	}
-	if _, err := d.columns(ctx, db); err != nil {
+	if _, err := d.Intake.columns(ctx, db); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -278,7 +273,7 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 		db.Close()
 		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, strings.Join(nodes.All(), ","), err))
 	}
-	d := &DB{SQL: db, Dialect: MySQL, leaseSQL: leasePool(nodes), nodes: nodes, myCfg: cfg, mySession: session, myHosts: o.Hosts}
+	d := newDB(db, MySQL, leasePool(nodes), &mysqlConn{nodes: nodes, cfg: cfg, session: session, hosts: o.Hosts})
 	if err := d.openLong(dsn, o.LongStatementTimeout); err != nil {
 		d.Close()
 		return nil, err
@@ -286,20 +281,18 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 	if len(o.Hosts) > 1 && o.ProbeTimeout >= 0 {
 		every, timeout := cmp.Or(o.ProbeEvery, DefaultProbeEvery), cmp.Or(o.ProbeTimeout, DefaultProbeTimeout)
 		nodes.attempt = timeout
-		if d.longSQL != nil {
-			if ln, ok := d.longNodes(); ok {
-				ln.attempt = timeout
-			}
+		if ln, ok := d.longNodes(); ok {
+			ln.attempt = timeout
 		}
 		pctx, stop := context.WithCancel(context.Background())
 		go nodes.runProbe(pctx, every, timeout)
-		d.stopProbe = stop
+		d.my.stopProbe = stop
 	}
-	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.maxPacket); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&d.Intake.maxPacket); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: read max_allowed_packet: %w", err))
 	}
-	if _, err := d.columns(ctx, db); err != nil {
+	if _, err := d.Intake.columns(ctx, db); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -312,12 +305,12 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 // the statement), and no more than the CMINMSGS_CLOB_MSG column holds: a body over it could
 // only be refused by the database. A message under it with unusually many characters to
 // escape is still refused before it is sent (ErrTooLarge), never by the server.
-func (d *DB) MaxMessageBytes(ctx context.Context) (int64, error) {
-	if d.maxPacket <= 0 {
+func (in *Intake) MaxMessageBytes(ctx context.Context) (int64, error) {
+	if in.maxPacket <= 0 {
 		return 0, nil
 	}
-	limit := int64(d.maxPacket - d.maxPacket/8 - packetSlack)
-	cols, err := d.columns(ctx, d.SQL)
+	limit := int64(in.maxPacket - in.maxPacket/8 - packetSlack)
+	cols, err := in.columns(ctx, in.db.SQL)
 	if err != nil {
 		return 0, err
 	}
@@ -329,24 +322,48 @@ func (d *DB) MaxMessageBytes(ctx context.Context) (int64, error) {
 
 // Nodes tells which MySQL node msgx uses and how often it moved to another; nil on SQLite.
 func (d *DB) Nodes() Nodes {
-	if d.nodes == nil {
+	if d.my == nil {
 		return nil
 	}
-	return d.nodes
+	return d.my.nodes
 }
 
 // Close closes the database.
 func (d *DB) Close() error {
-	if d.stopProbe != nil {
-		d.stopProbe()
+	if d.my != nil {
+		if d.my.stopProbe != nil {
+			d.my.stopProbe()
+		}
+		if d.my.long != nil {
+			d.my.long.Close()
+		}
 	}
-	if d.longSQL != nil {
-		d.longSQL.Close()
-	}
-	if d.leaseSQL != nil {
-		d.leaseSQL.Close()
+	if d.Leases.sql != nil {
+		d.Leases.sql.Close()
 	}
 	return d.SQL.Close()
+}
+
+// newDB returns the database over pool with its table owners; lease is the lease's own pool,
+// my what MySQL keeps beside the pool (nil on SQLite).
+func newDB(pool *sql.DB, dialect Dialect, lease *sql.DB, my *mysqlConn) *DB {
+	d := &DB{SQL: pool, Dialect: dialect, my: my}
+	var rs *riders
+	if dialect == SQLite {
+		rs = &riders{}
+	}
+	d.Intake = &Intake{db: d, legacy: &legacyState{}}
+	d.Processor = &Processor{db: d, riders: rs}
+	d.Outbox = &Outbox{db: d}
+	d.Operations = &Operations{db: d}
+	d.Triage = &Triage{db: d}
+	d.Archiver = &Archiver{db: d}
+	d.JobQueue = &JobQueue{db: d}
+	d.Leases = &Leases{db: d, sql: lease}
+	d.RequestTracker = &RequestTracker{db: d}
+	d.RefData = &RefData{db: d}
+	d.Flights = &Flights{db: d}
+	return d
 }
 
 // leasePool opens the lease's own pool over connector: two connections at most, kept open, so

@@ -13,7 +13,7 @@ func TestContract(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
-			storetest.Contract(t, func(t *testing.T) storetest.Store { return d.Open(t) })
+			storetest.Contract(t, d.Open)
 		})
 	}
 }

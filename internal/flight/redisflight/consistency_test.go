@@ -25,7 +25,7 @@ func TestSentinelFindsAlteredAndMissingFlights(t *testing.T) {
 	now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
 	clock := testkit.NewClock(now)
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-	mirror := flight.New(storetest.SQLite(t), clock, flighttest.Shanghai)
+	mirror := flight.New(storetest.Flight(storetest.SQLite(t)), clock, flighttest.Shanghai)
 	var ws []pipeline.FlightWrite
 	for i := int64(1); i <= 5; i++ {
 		ws = append(ws, pipeline.FlightWrite{Day: "2026-03-16", FLID: i, Record: flighttest.Rec(i, now.Add(24*time.Hour), `"STND":"201"`)})
@@ -101,7 +101,7 @@ func TestSentinelNamesOnlyTheFieldThatChanged(t *testing.T) {
 		now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
 		clock := testkit.NewClock(now)
 		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-		mirror := flight.New(db, clock, flighttest.Shanghai)
+		mirror := flight.New(storetest.Flight(db), clock, flighttest.Shanghai)
 		const groups = `"STND":"201","PAXC":1.5,` +
 			`"CHOT":[{"CSNO":1,"CHTM":"2026-03-16T01:07:00Z","CHID":"ON","CHST":"213"}],` +
 			`"CLDT":[{"CLNO":1,"BELT":"7","PCOT":"2026-03-16T01:20:00Z","PCCT":"2026-03-16T01:50:00Z"}],` +

@@ -24,13 +24,13 @@ import (
 // guarded is phaseA with the guard on and, with batch, the batching of serve (ViewIn and the
 // batch's flight store).
 func guarded(db *store.DB, rs *redisflight.Store, clock pipeline.Clock, after func(int64), batch bool) (*pump.Pump, *redisflight.Guard) {
-	mirror := flight.New(db, clock, flighttest.Shanghai)
+	mirror := flight.New(storetest.Flight(db), clock, flighttest.Shanghai)
 	opt := phaseAOptions(db, rs, clock, after)
 	if batch {
 		opt.ViewIn = func(tx *sql.Tx) handler.View { return redisflight.WithRefs(rs, mirror.InTx(tx)) }
 		opt.BatchFlights = func() pump.BatchFlights { return rs.Batch() }
 	}
-	p := pump.New(db, handler.Default(handler.Options{}), opt)
+	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), opt)
 	g := redisflight.NewGuard(rs, mirror, clock, nil)
 	p.SetMarks(g)
 	return p, g
@@ -38,7 +38,7 @@ func guarded(db *store.DB, rs *redisflight.Store, clock pipeline.Clock, after fu
 
 func insert(t *testing.T, db *store.DB, clock pipeline.Clock, raws ...string) []int64 {
 	t.Helper()
-	ids, err := db.InsertMessages(context.Background(), raws, clock.Now())
+	ids, err := db.Intake.InsertMessages(context.Background(), raws, clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func testdata(t *testing.T, name string) string {
 
 func state(t *testing.T, db *store.DB, id int64) *store.Message {
 	t.Helper()
-	m, err := db.GetMessage(context.Background(), id)
+	m, err := db.Operations.GetMessage(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestGuardStopsOnARedisThatLostData(t *testing.T) {
 		ctx := context.Background()
 		clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-		mirror := flight.New(db, clock, flighttest.Shanghai)
+		mirror := flight.New(storetest.Flight(db), clock, flighttest.Shanghai)
 		p, _ := guarded(db, rs, clock, nil, false)
 		snap := insert(t, db, clock, testdata(t, "schd/dnld.xml"))[0]
 		steps(t, p)
@@ -178,7 +178,7 @@ func TestGuardCatchesALossWithinABatch(t *testing.T) {
 		if e, _ := rs.Get(ctx, 7002); e != nil {
 			t.Fatalf("CHOT applied to the emptied Redis: %+v", e)
 		}
-		mirror := flight.New(db, clock, flighttest.Shanghai)
+		mirror := flight.New(storetest.Flight(db), clock, flighttest.Shanghai)
 		if mk, _, _ := mirror.RedisMark(ctx, rs.KeyPrefix()); mk.MsgID != ids[0] {
 			t.Fatalf("SQL mark %d, want %d", mk.MsgID, ids[0])
 		}
@@ -273,8 +273,8 @@ func TestGuardDoesNotParkAnOrphanOfALostRedis(t *testing.T) {
 	db := storetest.SQLite(t)
 	clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-	p := pump.New(db, handler.Default(handler.Options{}), phaseAOptions(db, rs, clock, nil))
-	w := &wipeAfterCheck{Guard: redisflight.NewGuard(rs, flight.New(db, clock, flighttest.Shanghai), clock, nil), rs: rs}
+	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), phaseAOptions(db, rs, clock, nil))
+	w := &wipeAfterCheck{Guard: redisflight.NewGuard(rs, flight.New(storetest.Flight(db), clock, flighttest.Shanghai), clock, nil), rs: rs}
 	p.SetMarks(w)
 	insert(t, db, clock, testdata(t, "schd/dnld.xml"))
 	steps(t, p)

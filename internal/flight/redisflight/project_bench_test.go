@@ -65,7 +65,7 @@ func BenchmarkProjection(b *testing.B) {
 	})
 	b.Run("phase-B-rebuild-from-sqlite", func(b *testing.B) {
 		s := flighttest.Redis(b, flighttest.Shanghai, nil)
-		sq := flight.New(storetest.SQLite(b), nil, flighttest.Shanghai)
+		sq := flight.New(storetest.Flight(storetest.SQLite(b)), nil, flighttest.Shanghai)
 		if err := sq.Apply(ctx, 1, ws, time.Now()); err != nil {
 			b.Fatal(err)
 		}

@@ -94,7 +94,7 @@ func TestProjectionFollowsFlightState(t *testing.T) {
 			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
 			clock := testkit.NewClock(now)
 			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
+			sq := flight.New(storetest.Flight(d.Open(t)), clock, flighttest.Shanghai)
 			eid := int64(0)
 			msg := int64(0)
 			both := func(ws ...pipeline.FlightWrite) {
@@ -164,7 +164,7 @@ func TestRebuildRedisFromFlightState(t *testing.T) {
 			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
 			clock := testkit.NewClock(now)
 			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
+			sq := flight.New(storetest.Flight(d.Open(t)), clock, flighttest.Shanghai)
 			d16, d17 := now.Add(24*time.Hour), now.Add(48*time.Hour)
 			var ws []pipeline.FlightWrite
 			for i := int64(1); i <= 7; i++ {
@@ -240,7 +240,7 @@ func TestRebuildFlightStateInChunks(t *testing.T) {
 			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
 			clock := testkit.NewClock(now)
 			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
+			sq := flight.New(storetest.Flight(d.Open(t)), clock, flighttest.Shanghai)
 			d16 := now.Add(24 * time.Hour)
 			n := 2*flight.RebuildChunk + 100
 			var ws []pipeline.FlightWrite

@@ -26,11 +26,11 @@ import (
 type crash struct{}
 
 func phaseA(db *store.DB, rs *redisflight.Store, clock pipeline.Clock, after func(int64)) *pump.Pump {
-	return pump.New(db, handler.Default(handler.Options{}), phaseAOptions(db, rs, clock, after))
+	return pump.New(storetest.Pump(db), handler.Default(handler.Options{}), phaseAOptions(db, rs, clock, after))
 }
 
 func phaseAOptions(db *store.DB, rs *redisflight.Store, clock pipeline.Clock, after func(int64)) pump.Options {
-	mirror := flight.New(db, clock, flighttest.Shanghai)
+	mirror := flight.New(storetest.Flight(db), clock, flighttest.Shanghai)
 	return pump.Options{
 		Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SIS: sis.Options{Location: flighttest.Shanghai},
 		Flights: mirror, View: redisflight.WithRefs(rs, mirror), Authority: rs, AfterAuthority: after,
@@ -47,16 +47,16 @@ func TestPumpPhaseA(t *testing.T) {
 		ctx := context.Background()
 		clock := testkit.NewClock(time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai).UTC())
 		rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-		mirror := flight.New(db, clock, flighttest.Shanghai)
+		mirror := flight.New(storetest.Flight(db), clock, flighttest.Shanghai)
 		p := phaseA(db, rs, clock, nil)
 		run := func(p *pump.Pump, raw string) *store.Message {
 			t.Helper()
-			ids, err := db.InsertMessages(ctx, []string{raw}, clock.Now())
+			ids, err := db.Intake.InsertMessages(ctx, []string{raw}, clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			steps(t, p)
-			m, err := db.GetMessage(ctx, ids[0])
+			m, err := db.Operations.GetMessage(ctx, ids[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestPumpPhaseA(t *testing.T) {
 		// marker, applies nothing again and commits the same events.
 		chot, _ := os.ReadFile("../../../testdata/flop/chot.xml")
 		crashing := phaseA(db, rs, clock, func(int64) { panic(crash{}) })
-		ids, err := db.InsertMessages(ctx, []string{string(chot)}, clock.Now())
+		ids, err := db.Intake.InsertMessages(ctx, []string{string(chot)}, clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestPumpPhaseA(t *testing.T) {
 			t.Fatalf("%d events after the crash, want %d", n, events)
 		}
 		steps(t, phaseA(db, rs, clock, nil))
-		if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Succeeded {
+		if m, _ := db.Operations.GetMessage(ctx, ids[0]); m.State != pipeline.Succeeded {
 			t.Fatalf("CHOT after the restart: %+v", m)
 		}
 		if e, _ := rs.Get(ctx, 7002); e.Version != 2 || !strings.Contains(string(e.Record), "2026-03-15T01:21:00Z") {
@@ -143,12 +143,12 @@ func TestPumpPhaseARedisDown(t *testing.T) {
 	rs := redisflight.New(redisflight.Options{Addr: "127.0.0.1:1", Location: flighttest.Shanghai, Clock: clock})
 	defer rs.Close()
 	raw, _ := os.ReadFile("../../../testdata/schd/dnld.xml")
-	ids, err := db.InsertMessages(ctx, []string{string(raw)}, clock.Now())
+	ids, err := db.Intake.InsertMessages(ctx, []string{string(raw)}, clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	steps(t, phaseA(db, rs, clock, nil))
-	m, _ := db.GetMessage(ctx, ids[0])
+	m, _ := db.Operations.GetMessage(ctx, ids[0])
 	if m.State != pipeline.Failed || m.Class() != pipeline.Infra {
 		t.Fatalf("snapshot with Redis down: %s/%s", m.State, m.Class())
 	}

@@ -23,7 +23,7 @@ func TestRebuildKeepsWhatRedisLacks(t *testing.T) {
 	now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
 	clock := testkit.NewClock(now)
 	rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-	sq := flight.New(storetest.SQLite(t), clock, flighttest.Shanghai)
+	sq := flight.New(storetest.Flight(storetest.SQLite(t)), clock, flighttest.Shanghai)
 	d16 := now.Add(24 * time.Hour)
 	ws := []pipeline.FlightWrite{
 		{Day: "2026-03-16", FLID: 1, Record: flighttest.Rec(1, d16, "")},
@@ -62,7 +62,7 @@ func TestRestoreRedisFromFlightState(t *testing.T) {
 			now := time.Date(2026, 3, 15, 6, 0, 0, 0, flighttest.Shanghai)
 			clock := testkit.NewClock(now)
 			rs := flighttest.Redis(t, flighttest.Shanghai, clock)
-			sq := flight.New(d.Open(t), clock, flighttest.Shanghai)
+			sq := flight.New(storetest.Flight(d.Open(t)), clock, flighttest.Shanghai)
 			d16, d17 := now.Add(24*time.Hour), now.Add(48*time.Hour)
 			n := redisflight.DefaultRebuildChunk + 20
 			var ws []pipeline.FlightWrite

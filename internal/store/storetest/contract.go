@@ -16,106 +16,144 @@ import (
 	"msgx/internal/store"
 )
 
-// Store is what the contract runs against, as River's riverdrivertest runs against a driver:
-// the store's interfaces, one per concern, that the packages using the store take, and the
-// database's SQL handle and dialect, through which a case sets rows up the interfaces cannot
-// write (a legacy gateway's row, a NULL column) and reads back what they do not show. The
-// msgx database (*store.DB) implements it on every dialect.
-type Store interface {
-	store.Inbox
-	store.Adoption
-	store.Processing
-	store.Messages
-	store.Reference
-	store.Jobs
-	store.Archive
-	store.Lease
-	store.Health
-	store.Events
-	store.Operator
-	store.BodySearch
-	store.FlightMessages
-	store.Requests
-	store.Retention
-	store.Scheduling
-	store.Batching
-	store.DeadLetters
-	store.SQLHandle
-	SQLDialect() store.Dialect
+// Open yields a fresh, migrated database of one dialect for one case of the contract.
+type Open func(t *testing.T) *store.DB
 
-	// How the database is set up before the pump and the inbox use it.
-	Migrate(ctx context.Context) (int64, error)
-	SetFence(name, holder string)
-	SetLegacy(o store.LegacyOptions)
-	SetShadow(afterID int64)
-	SetTraceHook(fn func(msgID int64, traceID string))
-	SetBetweenRaiseReads(fn func())
-
-	// The reads and writes one consumer each declares where it uses them (the inbox's traced
-	// insert, the metrics' counts, the console's throughput, the shadow's watermark…).
-	InsertMessagesTraced(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error)
-	CountStates(ctx context.Context, states ...pipeline.ProcStatus) (map[pipeline.ProcStatus]int, error)
-	NewStateCounter() *store.StateCounter
-	LastEventID(ctx context.Context) (int64, error)
-	MessageFlights(ctx context.Context, id int64) ([]int64, error)
-	ProcessedBetween(ctx context.Context, from, to time.Time) ([]time.Time, error)
-	GetOutbound(ctx context.Context, id int64) (*store.Outbound, error)
-	ShadowWatermark(ctx context.Context, now time.Time) (int64, error)
+// contractCase is one behaviour of the contract, run on a fresh database. It holds one table
+// owner to what the packages using it rely on, and sets rows up through the others or the SQL
+// handle where the owner cannot write them (a legacy gateway's row, a NULL column).
+type contractCase struct {
+	name string
+	fn   func(t *testing.T, db *store.DB)
 }
-
-var _ Store = (*store.DB)(nil)
-
-// Open yields a fresh, migrated store of one dialect for one case of the contract.
-type Open func(t *testing.T) Store
 
 // Contract runs the store contract, every behaviour the packages using the store rely on, on
-// fresh stores from open (one per case). Every dialect must pass it: SQLite, MySQL/MariaDB,
-// and MySQL/MariaDB on the legacy CMINMSGS table (see Dialects). It holds the edge values: texts
-// at and over each column's width, CJK and 4-byte text, NULL in each optional column, identity
-// keys that differ only by case or trailing spaces, the largest legacy MEDIUMINT, the legacy
-// column types.
+// fresh databases from open (one per case), as River's riverdrivertest runs against a driver:
+// one suite per table owner of the store (a subtest named after it). Every dialect must pass
+// it: SQLite, MySQL/MariaDB, and MySQL/MariaDB on the legacy CMINMSGS table (see Dialects). It
+// holds the edge values: texts at and over each column's width, CJK and 4-byte text, NULL in
+// each optional column, identity keys that differ only by case or trailing spaces, the
+// largest legacy MEDIUMINT, the legacy column types.
 func Contract(t *testing.T, open Open) {
-	cases := append(contractCases[:len(contractCases):len(contractCases)], requestCases...)
-	for _, group := range [][]struct {
-		name string
-		fn   func(*testing.T, Store)
-	}{operatorCases, findCases, queueCases, edgeCases, gapCases, pagingCases} {
-		cases = append(cases, group...)
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
+	for _, s := range suites {
+		t.Run(s.owner, func(t *testing.T) {
+			for _, c := range s.cases {
+				t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
+			}
+		})
 	}
 }
 
-var contractCases = []struct {
-	name string
-	fn   func(t *testing.T, db Store)
+// suites are the contract's cases by the owner they hold to it (store.DB's fields; DB is the
+// connection itself).
+var suites = []struct {
+	owner string
+	cases []contractCase
 }{
-	{"MigrateTwiceIsANoOp", migrateTwiceIsANoOp},
-	{"LeaseContract", leaseContract},
-	{"ArchiveMovesOnlySucceededAndSkippedMessages", archiveMovesOnlySucceededAndSkippedMessages},
-	{"ArchiveWorksInChunks", archiveWorksInChunks},
-	{"ArchiveBoundsAChunkByItsBytes", archiveBoundsAChunkByItsBytes},
-	{"ReplayAfterArchiveReadsTheHistory", replayAfterArchiveReadsTheHistory},
-	{"TimesKeepMicrosecondsInUTC", timesKeepMicrosecondsInUTC},
-	{"FenceStopsAReplacedPump", fenceStopsAReplacedPump},
-	{"AWriteFromAStaleReadIsRefused", aWriteFromAStaleReadIsRefused},
-	{"TextsAtAndOverTheirColumnWidths", textsAtAndOverTheirColumnWidths},
-	{"IdentityKeysCompareExactly", identityKeysCompareExactly},
-	{"OutboxWritesAreFenced", outboxWritesAreFenced},
-	{"NotesAndWarningsAreKeptWithinTheirColumns", notesAndWarningsAreKeptWithinTheirColumns},
-	{"ReferenceReplaceKeepsWhatItIsToldTo", referenceReplaceKeepsWhatItIsToldTo},
-	{"InboxBatchesKeepTheirOrderAcrossChunks", inboxBatchesKeepTheirOrderAcrossChunks},
-	{"DueReadsStateAndRawInOrder", dueReadsStateAndRawInOrder},
-	{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
-	{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
-	{"WritesDuringABatchKeepTheirOwnOutcome", writesDuringABatchKeepTheirOwnOutcome},
-	{"ADeferringBatchWritesEveryEventInOrder", aDeferringBatchWritesEveryEventInOrder},
-	{"ABatchBackFillsEachMessageWithItsOwnMeta", aBatchBackFillsEachMessageWithItsOwnMeta},
-	{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
-	{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
-	{"StateCounterMatchesCountByState", stateCounterMatchesCountByState},
-	{"StateCounterCountsACommittedBatchOnce", stateCounterCountsACommittedBatchOnce},
+	// DB: the connection: migrations and the times written.
+	{"DB", []contractCase{
+		{"MigrateTwiceIsANoOp", migrateTwiceIsANoOp},
+		{"TimesKeepMicrosecondsInUTC", timesKeepMicrosecondsInUTC},
+	}},
+	// Intake: CMINMSGS as the inbox writes it, adoption across id gaps, trace ids.
+	{"Intake", []contractCase{
+		{"InboxBatchesKeepTheirOrderAcrossChunks", inboxBatchesKeepTheirOrderAcrossChunks},
+		{"TraceIDsAtAndOverTheirWidth", traceIDsAtAndOverTheirWidth},
+		{"IDGapsNeverHoldTheInboxThePumpOrTheDispatcher", idGapsNeverHold},
+		{"TraceIDIsStoredWithTheMessage", traceIDIsStoredWithTheMessage},
+	}},
+	// Processor: PROC_STATE as the pump writes it: outcomes, identities, batches and their back-fills.
+	{"Processor", []contractCase{
+		{"AWriteFromAStaleReadIsRefused", aWriteFromAStaleReadIsRefused},
+		{"TextsAtAndOverTheirColumnWidths", textsAtAndOverTheirColumnWidths},
+		{"IdentityKeysCompareExactly", identityKeysCompareExactly},
+		{"NotesAndWarningsAreKeptWithinTheirColumns", notesAndWarningsAreKeptWithinTheirColumns},
+		{"DueReadsStateAndRawInOrder", dueReadsStateAndRawInOrder},
+		{"BatchRollsBackOneMessageAlone", batchRollsBackOneMessageAlone},
+		{"BatchIsFencedAndRollsBack", batchIsFencedAndRollsBack},
+		{"WritesDuringABatchKeepTheirOwnOutcome", writesDuringABatchKeepTheirOwnOutcome},
+		{"ADeferringBatchWritesEveryEventInOrder", aDeferringBatchWritesEveryEventInOrder},
+		{"ABatchBackFillsEachMessageWithItsOwnMeta", aBatchBackFillsEachMessageWithItsOwnMeta},
+		{"SequenceAtAndOverTheMEDIUMINTMaximum", sequenceAtAndOverTheMediumIntMaximum},
+		{"AppliedAfterFindsWhatMaySetAFlightOrARecord", appliedAfterFindsWhatMaySet},
+	}},
+	// Outbox: MSG_EVENT: delivery marks, counts, listings and the fence of its writes.
+	{"Outbox", []contractCase{
+		{"OutboxWritesAreFenced", outboxWritesAreFenced},
+		{"EventCountsKeepSentTotalsAcrossChunksAndPurges", eventCountsKeepSentTotalsAcrossChunksAndPurges},
+		{"DeliveryMarkShowsRunsSentAndKeepsDeadAndReplayed", deliveryMarkShowsRunsSent},
+		{"DeliveryMarkPassesOnlyDeliveredRows", deliveryMarkPassesOnlyDeliveredRows},
+		{"EventListingsElideLargePayloads", eventListingsElideLargePayloads},
+	}},
+	// Operations: what operators list, search, park, pause, replay and count, with the edge values they read back.
+	{"Operations", []contractCase{
+		{"ReplayAfterArchiveReadsTheHistory", replayAfterArchiveReadsTheHistory},
+		{"CountStatesCountsTheStatesAsked", countStatesCountsTheStatesAsked},
+		{"StateCounterMatchesCountByState", stateCounterMatchesCountByState},
+		{"StateCounterCountsACommittedBatchOnce", stateCounterCountsACommittedBatchOnce},
+		{"NullColumnsReadBackAsAbsent", nullColumnsReadBackAsAbsent},
+		{"WidthLimitedTextsAtAndOneOverTheirWidth", widthLimitedTextsAtAndOneOver},
+		{"BodySearchReadsTheNewestBodiesOnly", bodySearchReadsTheNewest},
+		{"TextFilterSearchesBodiesWhenAsked", textFilterSearchesBodies},
+		{"ParkSetsAsideUnfinishedMessagesAndRefusesFinishedOnes", parkSetsAside},
+		{"HistoryKeepsEveryOutcomeAndAction", historyKeepsEveryOutcome},
+		{"PausesAreDurableAndIdempotent", pausesAreDurable},
+		{"AuditLogKeepsEdgeValues", auditKeepsEdgeValues},
+		{"SearchByFlightTagTimeAndText", searchByFlight},
+		{"SearchByFlightFindsEveryOutcome", searchByFlightFindsEveryOutcome},
+		{"SearchByFlightThroughBatches", searchByFlightThroughBatches},
+		{"SearchByFlightLargeSchedule", searchByFlightLargeSchedule},
+		{"ReplayPreviewMovesNothing", replayPreviewMovesNothing},
+		{"ListingsPageBothWaysInEitherOrder", listingsPageBothWays},
+	}},
+	// Triage: dead letters acknowledged and purged, PROBLEM_LOG.
+	{"Triage", []contractCase{
+		{"AckKeepsDeadLettersAndCountsThemApart", ackKeepsDeadLetters},
+		{"PurgeAckedEventsTakesOnlyOldAcknowledgedDeadEvents", purgeAckedEvents},
+		{"RecentProblemsKeepTheNewestWithEdgeValues", recentProblemsKeepTheNewest},
+		{"PurgeAckedMessagesTakesOnlyOldAcknowledgedDeadMessages", purgeAckedMessages},
+	}},
+	// Archiver: ARCHIVE and the retention purges.
+	{"Archiver", []contractCase{
+		{"ArchiveMovesOnlySucceededAndSkippedMessages", archiveMovesOnlySucceededAndSkippedMessages},
+		{"ArchiveWorksInChunks", archiveWorksInChunks},
+		{"ArchiveBoundsAChunkByItsBytes", archiveBoundsAChunkByItsBytes},
+		{"PurgeSentEventsDeletesMarkedEventsByTheirAge", purgeSentEventsDeletesMarkedEvents},
+		{"PurgeSentEventsKeepsADeliveryCommittedBetweenItsReads", purgeKeepsADeliveryBetweenItsReads},
+		{"PurgeSentEventsDeletesOnlyOldSentEvents", purgeSentEventsDeletesOnlyOldSentEvents},
+		{"PurgeSentEventsWorksInChunks", purgeSentEventsWorksInChunks},
+		{"PurgeArchivedDeletesOnlyFinishedArchivedMessages", purgeArchivedDeletesOnlyFinishedArchivedMessages},
+		{"PurgeArchivedWorksInChunks", purgeArchivedWorksInChunks},
+	}},
+	// JobQueue: PUMP_JOB: a job by its id, the scheduler's enqueue once per key.
+	{"JobQueue", []contractCase{
+		{"GetJobReadsOneJobAndItsOutcome", getJobReadsOneJob},
+		{"ScheduledJobIsEnqueuedOncePerKey", scheduledJobIsEnqueuedOncePerKey},
+	}},
+	// Leases: PUMP_LEASE and the fence of the pump's writes.
+	{"Leases", []contractCase{
+		{"LeaseContract", leaseContract},
+		{"FenceStopsAReplacedPump", fenceStopsAReplacedPump},
+	}},
+	// RequestTracker: the data requests: COUTMSGS, REQ_TRACK and the SEQN counter.
+	{"RequestTracker", []contractCase{
+		{"RequestIsQueuedInCOUTMSGSAndTracked", requestIsQueuedInCOUTMSGSAndTracked},
+		{"RequestSEQNCyclesAfter999999", requestSEQNCyclesAfter999999},
+		{"RequestTooLongOrUnbuildableWritesNothing", requestTooLongOrUnbuildableWritesNothing},
+		{"RequestSentResentAndExpired", requestSentResentAndExpired},
+		{"RESPAnswersItsRequestInItsOwnTransaction", respAnswersItsRequestInItsOwnTransaction},
+		{"ShadowWritesNoLegacyTable", shadowWritesNoLegacyTable},
+		{"ConcurrentRequestsGetDistinctSEQNs", concurrentRequestsGetDistinctSEQNs},
+	}},
+	// RefData: REF_DATA as the pump replaces it.
+	{"RefData", []contractCase{
+		{"ReferenceReplaceKeepsWhatItIsToldTo", referenceReplaceKeepsWhatItIsToldTo},
+	}},
+	// Flights: MSG_FLIGHT and the reads of messages by flight and time.
+	{"Flights", []contractCase{
+		{"MessagesOfFlightsNewestFirst", messagesOfFlightsNewestFirst},
+		{"ProcessedBetweenReadsTheRange", processedBetweenReadsTheRange},
+	}},
 }
 
 // A batch whose messages defer their events (DeferWrites) writes them at Flush, in message
@@ -124,17 +162,17 @@ var contractCases = []struct {
 // statement may carry: MariaDB's max_allowed_packet is 16 MB by default), and a message
 // rolled back to its savepoint leaves none. LastEventID (the mark of PROJECTION_REBUILD) is 0
 // before and the newest EVENT_ID after.
-func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db Store) {
+func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	if last, err := db.LastEventID(ctx); err != nil || last != 0 {
+	if last, err := db.Outbox.LastEventID(ctx); err != nil || last != 0 {
 		t.Fatalf("LastEventID of an empty outbox: %d %v", last, err)
 	}
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := db.BeginBatch(ctx)
+	b, err := db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +217,7 @@ func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db Store) {
 	if err := db.SQLDB().QueryRow(`SELECT EVENT_ID FROM MSG_EVENT ORDER BY EVENT_ID DESC LIMIT 1`).Scan(&newest); err != nil {
 		t.Fatal(err)
 	}
-	if last, err := db.LastEventID(ctx); err != nil || last != newest || newest < 510 {
+	if last, err := db.Outbox.LastEventID(ctx); err != nil || last != newest || newest < 510 {
 		t.Fatalf("LastEventID: %d %v, want %d", last, err, newest)
 	}
 	for i := 1; i < len(seen); i++ {
@@ -196,18 +234,18 @@ func aDeferringBatchWritesEveryEventInOrder(t *testing.T, db Store) {
 // its own CMINMSGS row at Flush, however many messages share a statement: 250 messages (more
 // than one chunk), each with a sender, type, sequence and send time of its own, one without a
 // sequence (NULL), and the rows of the messages not in the batch left as they were.
-func aBatchBackFillsEachMessageWithItsOwnMeta(t *testing.T, db Store) {
+func aBatchBackFillsEachMessageWithItsOwnMeta(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	raws := make([]string, 252)
 	for i := range raws {
 		raws[i] = fmt.Sprintf("<m n='%d'/>", i)
 	}
-	ids, err := db.InsertMessages(ctx, raws, now)
+	ids, err := db.Intake.InsertMessages(ctx, raws, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := db.BeginBatch(ctx)
+	b, err := db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +309,7 @@ func aBatchBackFillsEachMessageWithItsOwnMeta(t *testing.T, db Store) {
 // storedEvents reads every MSG_EVENT row in EVENT_ID order and returns each as "m/i" (the
 // index in ids of its message, and its own index), checking that its payload came back whole
 // (with pad) and belongs to its message.
-func storedEvents(t *testing.T, db Store, ids []int64, pad string) []string {
+func storedEvents(t *testing.T, db *store.DB, ids []int64, pad string) []string {
 	t.Helper()
 	rows, err := db.SQLDB().Query(`SELECT CMINMSGS_ID, PAYLOAD FROM MSG_EVENT ORDER BY EVENT_ID`)
 	if err != nil {
@@ -302,32 +340,32 @@ func storedEvents(t *testing.T, db Store, ids []int64, pad string) []string {
 
 // Due reads the unfinished messages in id order with their raw text, live or archived, and
 // the identity key each holds; finished ones are not due, and limit holds.
-func dueReadsStateAndRawInOrder(t *testing.T, db Store) {
+func dueReadsStateAndRawInOrder(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<archived/>", "<done/>", "<failed/>", "<pending/>", "<gone/>", "<last/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<archived/>", "<done/>", "<failed/>", "<pending/>", "<gone/>", "<last/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 0: DEAD, archived by an older msgx, replayed: read from the history.
-	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, now); err != nil {
+	if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, now); err != nil {
 		t.Fatal(err)
 	}
 	Exec(t, db, fmt.Sprintf(`INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS)
 		SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[0]),
 		fmt.Sprintf(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[0]))
-	if res, err := db.Replay(ctx, nil, ids[:1], now); err != nil || res.Moved != 1 {
+	if res, err := db.Operations.Replay(ctx, nil, ids[:1], now); err != nil || res.Moved != 1 {
 		t.Fatalf("replay: %+v %v", res, err)
 	}
-	if _, _, err := db.Succeed(ctx, ids[1], store.Success{TypeTag: "STTS-ADD", Identity: "A|STTS|ADD|1"}, nil, now); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[1], store.Success{TypeTag: "STTS-ADD", Identity: "A|STTS|ADD|1"}, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[2], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "down"}, now); err != nil {
+	if err := db.Processor.Record(ctx, ids[2], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "down"}, now); err != nil {
 		t.Fatal(err)
 	}
 	Exec(t, db, fmt.Sprintf(`UPDATE PROC_STATE SET IDENTITY_KEY = 'A|STTS|ADD|4' WHERE CMINMSGS_ID = %d`, ids[3]),
 		fmt.Sprintf(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID = %d`, ids[4]))
-	due, err := db.Due(ctx, 10)
+	due, err := db.Processor.Due(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +380,7 @@ func dueReadsStateAndRawInOrder(t *testing.T, db Store) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("due:\n got %v\nwant %v", got, want)
 	}
-	if due, err := db.Due(ctx, 2); err != nil || len(due) != 2 || due[1].ID != ids[2] {
+	if due, err := db.Processor.Due(ctx, 2); err != nil || len(due) != 2 || due[1].ID != ids[2] {
 		t.Fatalf("due with limit 2: %d %v", len(due), err)
 	}
 }
@@ -350,10 +388,10 @@ func dueReadsStateAndRawInOrder(t *testing.T, db Store) {
 // In a batch each message's writes are under a savepoint: a duplicate identity (bound earlier
 // in the same batch) and a stale write are refused and leave nothing, the messages around
 // them commit, and reads through the batch see its own writes.
-func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
+func batchRollsBackOneMessageAlone(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +400,7 @@ func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
 		return pipeline.Decision{Ref: []pipeline.RefChange{{Op: pipeline.RefUpsert, Type: "STTS",
 			Record: pipeline.RefRecord{Key: key, Fields: json.RawMessage(`{"STTD":"x"}`)}}}}
 	}
-	b, err := db.BeginBatch(ctx)
+	b, err := db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,11 +432,11 @@ func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
 		t.Fatal(err)
 	}
 	for i, want := range []pipeline.ProcStatus{pipeline.Succeeded, pipeline.Skipped, pipeline.Pending, pipeline.Succeeded} {
-		if m, _ := db.GetMessage(ctx, ids[i]); m.State != want {
+		if m, _ := db.Operations.GetMessage(ctx, ids[i]); m.State != want {
 			t.Errorf("message %d: %s, want %s", i, m.State, want)
 		}
 	}
-	list, _ := db.RefList(ctx, "STTS")
+	list, _ := db.RefData.RefList(ctx, "STTS")
 	var keys []string
 	for _, r := range list {
 		keys = append(keys, r.Key)
@@ -415,10 +453,10 @@ func batchRollsBackOneMessageAlone(t *testing.T, db Store) {
 // The inbox's insert and an outbox write made while the pump's batch is open return once they
 // are durable (or with their own error), whether the batch commits or rolls back (on SQLite
 // they ride the batch's commit: riders.go).
-func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
+func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +464,7 @@ func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
 		From: store.Version{State: pipeline.Pending}}
 	refused := errors.New("refused")
 	for i, commit := range []bool{true, false} {
-		b, err := db.BeginBatch(ctx)
+		b, err := db.Processor.BeginBatch(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,11 +477,11 @@ func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
 		}
 		inbox, outbox := make(chan inserted, 1), make(chan error, 1)
 		go func() {
-			got, err := db.InsertMessages(ctx, []string{"<during/>"}, now)
+			got, err := db.Intake.InsertMessages(ctx, []string{"<during/>"}, now)
 			inbox <- inserted{got, err}
 		}()
 		go func() {
-			outbox <- db.EventTx(ctx, func(tx store.EventTx) error {
+			outbox <- db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 				if _, err := tx.MarkSent("T", []int64{1}, now); err != nil {
 					return err
 				}
@@ -464,13 +502,13 @@ func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
 		if in.err != nil || len(in.ids) != 1 || in.ids[0] <= ids[1] {
 			t.Fatalf("insert during a batch (commit %v): %v %v", commit, in.ids, in.err)
 		}
-		if m, err := db.GetMessage(ctx, in.ids[0]); err != nil || m.State != pipeline.Pending {
+		if m, err := db.Operations.GetMessage(ctx, in.ids[0]); err != nil || m.State != pipeline.Pending {
 			t.Fatalf("message inserted during a batch (commit %v): %+v %v", commit, m, err)
 		}
 		if err := <-outbox; !errors.Is(err, refused) {
 			t.Fatalf("outbox write during a batch (commit %v): %v, want %v", commit, err, refused)
 		}
-		if m, err := db.GetMessage(ctx, ids[i]); err != nil || m.State != want {
+		if m, err := db.Operations.GetMessage(ctx, ids[i]); err != nil || m.State != want {
 			t.Fatalf("the batch's own write (commit %v): %+v %v", commit, m, err)
 		}
 	}
@@ -480,16 +518,16 @@ func writesDuringABatchKeepTheirOwnOutcome(t *testing.T, db Store) {
 // a batch of an instance that lost the lease commits nothing (ErrFenced), and (MySQL, where
 // the lease row has a lock of its own) an open batch does not keep the lease from being
 // renewed or taken: the row is locked only for the commit.
-func batchIsFencedAndRollsBack(t *testing.T, db Store) {
+func batchIsFencedAndRollsBack(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dead := store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x",
 		From: store.Version{State: pipeline.Pending}}
-	b, err := db.BeginBatch(ctx)
+	b, err := db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,37 +535,37 @@ func batchIsFencedAndRollsBack(t *testing.T, db Store) {
 		t.Fatal(err)
 	}
 	b.Rollback()
-	if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Pending {
+	if m, _ := db.Operations.GetMessage(ctx, ids[0]); m.State != pipeline.Pending {
 		t.Fatalf("a rolled-back batch wrote %s", m.State)
 	}
-	if err := db.AcquireLease(ctx, "pump", "a", 15*time.Second, now); err != nil {
+	if err := db.Leases.AcquireLease(ctx, "pump", "a", 15*time.Second, now); err != nil {
 		t.Fatal(err)
 	}
-	db.SetFence("pump", "a")
-	b, err = db.BeginBatch(ctx)
+	db.Leases.SetFence("pump", "a")
+	b, err = db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Record(ctx, ids[1], dead, now); err != nil {
 		t.Fatal(err)
 	}
-	if sqlDB, ok := db.(*store.DB); ok && sqlDB.Dialect == store.MySQL {
+	if db.Dialect == store.MySQL {
 		// The open batch holds no lock on the lease row: renewal and take-over go through.
 		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		if err := db.RenewLease(lctx, "pump", "a", 15*time.Second, now); err != nil {
+		if err := db.Leases.RenewLease(lctx, "pump", "a", 15*time.Second, now); err != nil {
 			t.Fatalf("renewal behind an open batch: %v", err)
 		}
-		err := db.AcquireLease(lctx, "pump", "b", 15*time.Second, now.Add(20*time.Second))
+		err := db.Leases.AcquireLease(lctx, "pump", "b", 15*time.Second, now.Add(20*time.Second))
 		cancel()
 		if err != nil {
 			t.Fatalf("take-over behind an open batch: %v", err)
 		}
 	} else {
 		b.Rollback()
-		if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, now.Add(20*time.Second)); err != nil {
+		if err := db.Leases.AcquireLease(ctx, "pump", "b", 15*time.Second, now.Add(20*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if b, err = db.BeginBatch(ctx); err != nil {
+		if b, err = db.Processor.BeginBatch(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Record(ctx, ids[1], dead, now); err != nil {
@@ -537,12 +575,12 @@ func batchIsFencedAndRollsBack(t *testing.T, db Store) {
 	if err := b.Commit(ctx); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("a replaced pump's batch committed: %v, want ErrFenced", err)
 	}
-	if m, _ := db.GetMessage(ctx, ids[1]); m.State != pipeline.Pending {
+	if m, _ := db.Operations.GetMessage(ctx, ids[1]); m.State != pipeline.Pending {
 		t.Fatalf("a fenced batch wrote %s", m.State)
 	}
 }
 
-func migrateTwiceIsANoOp(t *testing.T, db Store) {
+func migrateTwiceIsANoOp(t *testing.T, db *store.DB) {
 	v, err := db.Migrate(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -558,48 +596,48 @@ func migrateTwiceIsANoOp(t *testing.T, db Store) {
 	}
 }
 
-func leaseContract(t *testing.T, db Store) {
+func leaseContract(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	if err := db.AcquireLease(ctx, "pump", "a", 15*time.Second, t0); err != nil {
+	if err := db.Leases.AcquireLease(ctx, "pump", "a", 15*time.Second, t0); err != nil {
 		t.Fatal(err)
 	}
 	var held *store.LeaseHeldError
-	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(5*time.Second)); !errors.As(err, &held) || held.Holder != "a" {
+	if err := db.Leases.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(5*time.Second)); !errors.As(err, &held) || held.Holder != "a" {
 		t.Fatalf("second holder while the lease is live: %v", err)
 	}
-	if err := db.RenewLease(ctx, "pump", "a", 15*time.Second, t0.Add(10*time.Second)); err != nil {
+	if err := db.Leases.RenewLease(ctx, "pump", "a", 15*time.Second, t0.Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(20*time.Second)); !errors.As(err, &held) {
+	if err := db.Leases.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(20*time.Second)); !errors.As(err, &held) {
 		t.Fatalf("renewal must extend the lease: %v", err)
 	}
 	// The holder died: once the lease expires another instance takes it, and the old
 	// holder's renewal fails so it stops.
-	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(26*time.Second)); err != nil {
+	if err := db.Leases.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(26*time.Second)); err != nil {
 		t.Fatalf("expired lease not taken over: %v", err)
 	}
-	if err := db.RenewLease(ctx, "pump", "a", 15*time.Second, t0.Add(27*time.Second)); err == nil {
+	if err := db.Leases.RenewLease(ctx, "pump", "a", 15*time.Second, t0.Add(27*time.Second)); err == nil {
 		t.Fatal("the old holder renewed a lease it lost")
 	}
-	if err := db.ReleaseLease(ctx, "pump", "b"); err != nil {
+	if err := db.Leases.ReleaseLease(ctx, "pump", "b"); err != nil {
 		t.Fatal(err)
 	}
-	if h, _, _ := db.LeaseHolder(ctx, "pump"); h != "" {
+	if h, _, _ := db.Leases.LeaseHolder(ctx, "pump"); h != "" {
 		t.Fatalf("released lease still held by %q", h)
 	}
 }
 
-func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db Store) {
+func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, old)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, old)
 	if err != nil {
 		t.Fatal(err)
 	}
 	record := func(id int64, o store.Outcome) {
 		t.Helper()
-		if err := db.Record(ctx, id, o, old); err != nil {
+		if err := db.Processor.Record(ctx, id, o, old); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -608,7 +646,7 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db Store) {
 	record(ids[2], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"})
 	record(ids[3], store.Outcome{State: pipeline.Succeeded})
 	// ids[4] stays PENDING.
-	n, err := db.Archive(ctx, ids[4], old.Add(48*time.Hour), old.Add(48*time.Hour), nil)
+	n, err := db.Archiver.Archive(ctx, ids[4], old.Add(48*time.Hour), old.Add(48*time.Hour), nil)
 	if err != nil || n != 2 {
 		t.Fatalf("archived %d (%v), want the SKIPPED and the SUCCEEDED one", n, err)
 	}
@@ -628,10 +666,10 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db Store) {
 	if err := db.SQLDB().QueryRow(`SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS_HST WHERE CMINMSGS_ID = ?`, ids[2]).Scan(&hst); err != nil || hst != "<c/>" {
 		t.Fatalf("history row: %q %v", hst, err)
 	}
-	if raw, ok, err := db.Raw(ctx, ids[3]); err != nil || !ok || raw != "<d/>" {
+	if raw, ok, err := db.Processor.Raw(ctx, ids[3]); err != nil || !ok || raw != "<d/>" {
 		t.Fatalf("the raw text of an archived message must stay readable: %q %v %v", raw, ok, err)
 	}
-	if m, _ := db.GetMessage(ctx, ids[3]); m == nil || m.State != pipeline.Succeeded {
+	if m, _ := db.Operations.GetMessage(ctx, ids[3]); m == nil || m.State != pipeline.Succeeded {
 		t.Fatalf("the state of an archived message must stay readable: %+v", m)
 	}
 	// So must its received time, in every way the API reads messages.
@@ -641,27 +679,27 @@ func archiveMovesOnlySucceededAndSkippedMessages(t *testing.T, db Store) {
 			t.Fatalf("%s: the received time of archived message %d: %+v, want %v", what, ids[3], m, old)
 		}
 	}
-	m, _ := db.GetMessage(ctx, ids[3])
+	m, _ := db.Operations.GetMessage(ctx, ids[3])
 	receivedOld("GetMessage", m)
-	listed, err := db.SearchMessages(ctx, store.MessageQuery{State: pipeline.Succeeded})
+	listed, err := db.Operations.SearchMessages(ctx, store.MessageQuery{State: pipeline.Succeeded})
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("search the SUCCEEDED messages: %+v %v", listed, err)
 	}
 	receivedOld("SearchMessages", listed[0])
 	// Nothing younger than the retention moves.
-	if n, err := db.Archive(ctx, ids[4], old, old, nil); err != nil || n != 0 {
+	if n, err := db.Archiver.Archive(ctx, ids[4], old, old, nil); err != nil || n != 0 {
 		t.Fatalf("archived %d (%v) messages processed after the bound", n, err)
 	}
 }
 
-func archiveWorksInChunks(t *testing.T, db Store) {
+func archiveWorksInChunks(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 	raws := make([]string, 2*store.ArchiveChunk+7)
 	for i := range raws {
 		raws[i] = fmt.Sprintf("<m n=\"%d\"/>", i)
 	}
-	ids, err := db.InsertMessages(ctx, raws, old)
+	ids, err := db.Intake.InsertMessages(ctx, raws, old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,7 +713,7 @@ func archiveWorksInChunks(t *testing.T, db Store) {
 		}
 	}
 	var reports []int
-	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour), old.Add(48*time.Hour), func(moved int) { reports = append(reports, moved) })
+	n, err := db.Archiver.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour), old.Add(48*time.Hour), func(moved int) { reports = append(reports, moved) })
 	if err != nil || n != want {
 		t.Fatalf("archived %d (%v), want %d", n, err, want)
 	}
@@ -692,7 +730,7 @@ func archiveWorksInChunks(t *testing.T, db Store) {
 
 // Schedules of megabytes each are archived a few per transaction, not ArchiveChunk at once
 // (hundreds of megabytes in one transaction, one Galera write set).
-func archiveBoundsAChunkByItsBytes(t *testing.T, db Store) {
+func archiveBoundsAChunkByItsBytes(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 	big := store.ArchiveChunkBytes * 2 / 5 // two fit in a chunk, three do not
@@ -702,7 +740,7 @@ func archiveBoundsAChunkByItsBytes(t *testing.T, db Store) {
 	}
 	var ids []int64
 	for _, raw := range raws { // one per commit: three in one are over MariaDB's packet
-		got, err := db.InsertMessages(ctx, []string{raw}, old)
+		got, err := db.Intake.InsertMessages(ctx, []string{raw}, old)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -710,7 +748,7 @@ func archiveBoundsAChunkByItsBytes(t *testing.T, db Store) {
 	}
 	Exec(t, db, `UPDATE PROC_STATE SET STATE = 'SUCCEEDED', PROCESSED_AT = '2026-11-01 09:00:00.000000'`)
 	var reports []int
-	n, err := db.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour), old.Add(48*time.Hour), func(moved int) { reports = append(reports, moved) })
+	n, err := db.Archiver.Archive(ctx, ids[len(ids)-1], old.Add(48*time.Hour), old.Add(48*time.Hour), func(moved int) { reports = append(reports, moved) })
 	if err != nil || n != 3 {
 		t.Fatalf("archived %d (%v), want 3", n, err)
 	}
@@ -723,36 +761,36 @@ func archiveBoundsAChunkByItsBytes(t *testing.T, db Store) {
 	}
 }
 
-func replayAfterArchiveReadsTheHistory(t *testing.T, db Store) {
+func replayAfterArchiveReadsTheHistory(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	old := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<orphan/>"}, old)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<orphan/>"}, old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, old); err != nil {
+	if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, old); err != nil {
 		t.Fatal(err)
 	}
 	// An older msgx archived DEAD rows too: move this one by hand.
 	Exec(t, db, `INSERT INTO CMINMSGS_HST (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS)
 		SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS FROM CMINMSGS`, `DELETE FROM CMINMSGS`)
-	res, err := db.Replay(ctx, nil, ids, old)
+	res, err := db.Operations.Replay(ctx, nil, ids, old)
 	if err != nil || res.Moved != 1 {
 		t.Fatalf("replay: %+v %v", res, err)
 	}
-	if raw, ok, err := db.Raw(ctx, ids[0]); err != nil || !ok || raw != "<orphan/>" {
+	if raw, ok, err := db.Processor.Raw(ctx, ids[0]); err != nil || !ok || raw != "<orphan/>" {
 		t.Fatalf("replayed archived message: %q %v %v", raw, ok, err)
 	}
 }
 
-func timesKeepMicrosecondsInUTC(t *testing.T, db Store) {
+func timesKeepMicrosecondsInUTC(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 23, 59, 59, 123456000, time.FixedZone("UTC+8", 8*3600))
-	ids, err := db.InsertMessages(ctx, []string{"<x/>"}, at)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<x/>"}, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := db.GetMessage(ctx, ids[0])
+	m, err := db.Operations.GetMessage(ctx, ids[0])
 	want := at
 	if receivedInSeconds(t, db) {
 		want = at.Truncate(time.Second) // the legacy DATETIME keeps no fraction
@@ -762,74 +800,74 @@ func timesKeepMicrosecondsInUTC(t *testing.T, db Store) {
 	}
 }
 
-func fenceStopsAReplacedPump(t *testing.T, db Store) {
+func fenceStopsAReplacedPump(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>"}, t0)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>"}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AcquireLease(ctx, "pump", "a", 15*time.Second, t0); err != nil {
+	if err := db.Leases.AcquireLease(ctx, "pump", "a", 15*time.Second, t0); err != nil {
 		t.Fatal(err)
 	}
-	db.SetFence("pump", "a")
-	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "x"}, t0); err != nil {
+	db.Leases.SetFence("pump", "a")
+	if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, LastError: "x"}, t0); err != nil {
 		t.Fatalf("the holder's write: %v", err)
 	}
 	// a was paused past its lease; b took over.
-	if err := db.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(20*time.Second)); err != nil {
+	if err := db.Leases.AcquireLease(ctx, "pump", "b", 15*time.Second, t0.Add(20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 2, LastError: "y"}, t0); !errors.Is(err, store.ErrFenced) {
+	if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 2, LastError: "y"}, t0); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("a replaced pump's Record: %v, want ErrFenced", err)
 	}
-	_, _, err = db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "A|X|Y|1"}, nil, t0)
+	_, _, err = db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "A|X|Y|1"}, nil, t0)
 	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("a replaced pump's Succeed: %v, want ErrFenced", err)
 	}
-	if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Failed || m.Attempts != 1 {
+	if m, _ := db.Operations.GetMessage(ctx, ids[0]); m.State != pipeline.Failed || m.Attempts != 1 {
 		t.Fatalf("the fenced writes changed the message: %+v", m)
 	}
 }
 
 // The pump's writes are conditional on the row it read: an operator's replay in between is
 // never overwritten (no lost update).
-func aWriteFromAStaleReadIsRefused(t *testing.T, db Store) {
+func aWriteFromAStaleReadIsRefused(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, now); err != nil {
+	if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight"}, now); err != nil {
 		t.Fatal(err)
 	}
-	read, _ := db.GetMessage(ctx, ids[0])
-	if res, err := db.Replay(ctx, nil, ids, now); err != nil || res.Moved != 1 {
+	read, _ := db.Operations.GetMessage(ctx, ids[0])
+	if res, err := db.Operations.Replay(ctx, nil, ids, now); err != nil || res.Moved != 1 {
 		t.Fatalf("replay: %+v %v", res, err)
 	}
 	// The pump, working from what it read before the replay, now records an outcome.
-	err = db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 2, LastError: "late", From: store.VersionOf(read)}, now)
+	err = db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 2, LastError: "late", From: store.VersionOf(read)}, now)
 	if !errors.Is(err, store.ErrChanged) {
 		t.Fatalf("stale write: %v, want ErrChanged", err)
 	}
-	_, _, err = db.Succeed(ctx, ids[0], store.Success{From: store.VersionOf(read), TypeTag: "STTS-ADD", Identity: "A|B|C|1"}, nil, now)
+	_, _, err = db.Processor.Succeed(ctx, ids[0], store.Success{From: store.VersionOf(read), TypeTag: "STTS-ADD", Identity: "A|B|C|1"}, nil, now)
 	if !errors.Is(err, store.ErrChanged) {
 		t.Fatalf("stale success: %v, want ErrChanged", err)
 	}
-	if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Pending || m.Attempts != 0 {
+	if m, _ := db.Operations.GetMessage(ctx, ids[0]); m.State != pipeline.Pending || m.Attempts != 0 {
 		t.Fatalf("the replay was overwritten: %+v", m)
 	}
 	// From the current read it goes through.
-	cur, _ := db.GetMessage(ctx, ids[0])
-	if _, _, err := db.Succeed(ctx, ids[0], store.Success{From: store.VersionOf(cur), TypeTag: "STTS-ADD", Identity: "A|B|C|1"}, nil, now); err != nil {
+	cur, _ := db.Operations.GetMessage(ctx, ids[0])
+	if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{From: store.VersionOf(cur), TypeTag: "STTS-ADD", Identity: "A|B|C|1"}, nil, now); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // Texts at and over each column's width, in ASCII, CJK and 4-byte characters, are stored
 // fitted: the identity key stays unique and stable, the shown values are cut at a character.
-func textsAtAndOverTheirColumnWidths(t *testing.T, db Store) {
+func textsAtAndOverTheirColumnWidths(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	idents := []string{
@@ -845,19 +883,19 @@ func textsAtAndOverTheirColumnWidths(t *testing.T, db Store) {
 	for i := range raws {
 		raws[i] = "<x/>"
 	}
-	ids, err := db.InsertMessages(ctx, raws, now)
+	ids, err := db.Intake.InsertMessages(ctx, raws, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, ident := range idents {
-		if _, _, err := db.Succeed(ctx, ids[i], store.Success{TypeTag: strings.Repeat("T", store.TypeTagWidth+5), Identity: ident}, nil, now); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, ids[i], store.Success{TypeTag: strings.Repeat("T", store.TypeTagWidth+5), Identity: ident}, nil, now); err != nil {
 			t.Fatalf("identity %d (%d characters): %v", i, len([]rune(ident)), err)
 		}
-		holder, bound, err := db.BoundTo(ctx, ident)
+		holder, bound, err := db.Processor.BoundTo(ctx, ident)
 		if err != nil || !bound || holder != ids[i] {
 			t.Fatalf("identity %d bound to %d %v %v", i, holder, bound, err)
 		}
-		m, _ := db.GetMessage(ctx, ids[i])
+		m, _ := db.Operations.GetMessage(ctx, ids[i])
 		if n := len([]rune(*m.Identity)); n > store.IdentityWidth {
 			t.Fatalf("identity %d shown with %d characters", i, n)
 		}
@@ -869,16 +907,16 @@ func textsAtAndOverTheirColumnWidths(t *testing.T, db Store) {
 		}
 	}
 	// Binding a long identity a second time is refused as a duplicate.
-	more, _ := db.InsertMessages(ctx, []string{"<y/>"}, now)
-	if _, _, err := db.Succeed(ctx, more[0], store.Success{TypeTag: "X", Identity: idents[6]}, nil, now); !errors.Is(err, store.ErrIdentityTaken) {
+	more, _ := db.Intake.InsertMessages(ctx, []string{"<y/>"}, now)
+	if _, _, err := db.Processor.Succeed(ctx, more[0], store.Success{TypeTag: "X", Identity: idents[6]}, nil, now); !errors.Is(err, store.ErrIdentityTaken) {
 		t.Fatalf("second bind of a long identity: %v", err)
 	}
 	// A last error far over its width, with invalid UTF-8, is stored cut and repaired.
 	last := "\xff" + strings.Repeat("\U0001F6EB", 2*store.LastErrorWidth)
-	if err := db.Record(ctx, more[0], store.Outcome{State: pipeline.Dead, Class: pipeline.CodecError, Attempts: 1, LastError: last}, now); err != nil {
+	if err := db.Processor.Record(ctx, more[0], store.Outcome{State: pipeline.Dead, Class: pipeline.CodecError, Attempts: 1, LastError: last}, now); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := db.GetMessage(ctx, more[0])
+	m, _ := db.Operations.GetMessage(ctx, more[0])
 	if n := len([]rune(*m.LastError)); n != store.LastErrorWidth || !strings.HasSuffix(*m.LastError, "…") {
 		t.Fatalf("last error of %d characters", n)
 	}
@@ -888,7 +926,7 @@ func textsAtAndOverTheirColumnWidths(t *testing.T, db Store) {
 // different identities on every dialect (MariaDB's default collation would merge them): each
 // binds, each is found as its own holder, by one key and in a batch's read-ahead, and binding
 // one of them again is refused.
-func identityKeysCompareExactly(t *testing.T, db Store) {
+func identityKeysCompareExactly(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	idents := []string{
@@ -904,24 +942,24 @@ func identityKeysCompareExactly(t *testing.T, db Store) {
 	for i := range raws {
 		raws[i] = "<x/>"
 	}
-	ids, err := db.InsertMessages(ctx, raws, now)
+	ids, err := db.Intake.InsertMessages(ctx, raws, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, ident := range idents {
-		if _, _, err := db.Succeed(ctx, ids[i], store.Success{TypeTag: "AIRL-UPD", Identity: ident}, nil, now); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, ids[i], store.Success{TypeTag: "AIRL-UPD", Identity: ident}, nil, now); err != nil {
 			t.Fatalf("identity %q after the ones before it: %v", ident, err)
 		}
 	}
 	for i, ident := range idents {
-		if holder, ok, err := db.BoundTo(ctx, ident); err != nil || !ok || holder != ids[i] {
+		if holder, ok, err := db.Processor.BoundTo(ctx, ident); err != nil || !ok || holder != ids[i] {
 			t.Errorf("identity %q bound to %d %v %v, want %d", ident, holder, ok, err, ids[i])
 		}
 	}
-	if _, ok, err := db.BoundTo(ctx, "AODB|AIRL|UPD|8"); err != nil || ok {
+	if _, ok, err := db.Processor.BoundTo(ctx, "AODB|AIRL|UPD|8"); err != nil || ok {
 		t.Fatalf("an identity never bound: %v %v", ok, err)
 	}
-	b, err := db.BeginBatch(ctx)
+	b, err := db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -942,14 +980,14 @@ func identityKeysCompareExactly(t *testing.T, db Store) {
 		t.Errorf("in a batch: %d %v %v", holder, ok, err)
 	}
 	b.Rollback()
-	if _, _, err := db.Succeed(ctx, ids[len(idents)], store.Success{TypeTag: "AIRL-UPD", Identity: "aodb|AIRL|UPD|7"}, nil, now); !errors.Is(err, store.ErrIdentityTaken) {
+	if _, _, err := db.Processor.Succeed(ctx, ids[len(idents)], store.Success{TypeTag: "AIRL-UPD", Identity: "aodb|AIRL|UPD|7"}, nil, now); !errors.Is(err, store.ErrIdentityTaken) {
 		t.Fatalf("the same identity bound twice: %v", err)
 	}
 }
 
 // receivedInSeconds reports whether CMINMSGS_DATE_RECEIVED keeps whole seconds only (the
 // legacy table's DATETIME).
-func receivedInSeconds(t *testing.T, db Store) bool {
+func receivedInSeconds(t *testing.T, db *store.DB) bool {
 	if db.SQLDialect() != store.MySQL {
 		return false
 	}
@@ -965,10 +1003,10 @@ func receivedInSeconds(t *testing.T, db Store) bool {
 // The outbox: events of a message come back in EVENT_ID order per target; a fenced change
 // applies only to a row still as it was read; SENT only to a PENDING row; replay only moves
 // DEAD rows that are not MALFORMED; a long last error is fitted.
-func outboxWritesAreFenced(t *testing.T, db Store) {
+func outboxWritesAreFenced(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<m/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<m/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -977,24 +1015,24 @@ func outboxWritesAreFenced(t *testing.T, db Store) {
 		evs = append(evs, pipeline.Event{Target: "T1", Kind: "k", Key: fmt.Sprint(100 + i), Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
 	}
 	evs = append(evs, pipeline.Event{Target: "T2", Kind: "k", Payload: []byte(`{"航":"✈"}`)})
-	if n, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "a|b|c|1", Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil || n != 5 {
+	if n, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "a|b|c|1", Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil || n != 5 {
 		t.Fatalf("succeed: %d events, %v", n, err)
 	}
-	head, err := db.PendingEvents(ctx, "T1", 10)
+	head, err := db.Outbox.PendingEvents(ctx, "T1", 10)
 	if err != nil || len(head) != 4 || head[0].Key() != "100" || string(head[3].Raw) != `{"n":3}` {
 		t.Fatalf("pending T1: %d %v", len(head), err)
 	}
-	if ok, err := db.PendingAtLeast(ctx, "T1", 4); err != nil || !ok {
+	if ok, err := db.Outbox.PendingAtLeast(ctx, "T1", 4); err != nil || !ok {
 		t.Fatalf("at least 4: %v %v", ok, err)
 	}
-	if ok, _ := db.PendingAtLeast(ctx, "T1", 5); ok {
+	if ok, _ := db.Outbox.PendingAtLeast(ctx, "T1", 5); ok {
 		t.Fatal("at least 5 of 4")
 	}
 	long := strings.Repeat("\U0001F6EB", 3000)
 	change := store.EventChange{State: pipeline.EventPending, AddAttempt: true, NextAttemptAt: now.Add(time.Second), FirstFailedAt: now,
 		Class: pipeline.Infra, LastError: long}
 	var changed, stale int
-	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+	err = db.Outbox.EventTx(ctx, func(tx store.EventTx) (err error) {
 		if changed, err = tx.Change([]*store.Event{&head[0], &head[1]}, change); err != nil {
 			return err
 		}
@@ -1005,23 +1043,23 @@ func outboxWritesAreFenced(t *testing.T, db Store) {
 	if err != nil || changed != 2 || stale != 0 {
 		t.Fatalf("fenced change: %d then %d, %v", changed, stale, err)
 	}
-	now2, _ := db.PendingEvents(ctx, "T1", 1)
+	now2, _ := db.Outbox.PendingEvents(ctx, "T1", 1)
 	if now2[0].Attempts != 1 || now2[0].FirstFailedAt == nil || len([]rune(now2[0].LastErrorText())) > 2000 {
 		t.Fatalf("after a failure: %+v", now2[0])
 	}
 	// Kill it, replay it: a decision taken on the read before the replay is refused.
-	err = db.EventTx(ctx, func(tx store.EventTx) error {
+	err = db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 		_, err := tx.Change([]*store.Event{&now2[0]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "no"})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if moved, skipped, err := db.ReplayEvents(ctx, "T1", []int64{now2[0].EventID, head[2].EventID}); err != nil || moved != 1 || skipped != 1 {
+	if moved, skipped, err := db.Outbox.ReplayEvents(ctx, "T1", []int64{now2[0].EventID, head[2].EventID}); err != nil || moved != 1 || skipped != 1 {
 		t.Fatalf("replay: moved %d skipped %d %v", moved, skipped, err)
 	}
 	var n int
-	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+	err = db.Outbox.EventTx(ctx, func(tx store.EventTx) (err error) {
 		n, err = tx.Change([]*store.Event{&now2[0]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Exhausted, LastError: "late"})
 		return err
 	})
@@ -1034,11 +1072,11 @@ func outboxWritesAreFenced(t *testing.T, db Store) {
 // sentOnceAndMalformedNeverReplayed goes on from outboxWritesAreFenced with the four T1
 // events of head and the one T2 event: MarkSent moves only PENDING rows, a MALFORMED dead
 // event is never replayed, and the counts and the listing show the outbox as left.
-func sentOnceAndMalformedNeverReplayed(t *testing.T, db Store, head []store.Event, now time.Time) {
+func sentOnceAndMalformedNeverReplayed(t *testing.T, db *store.DB, head []store.Event, now time.Time) {
 	ctx := context.Background()
 	// SENT only moves PENDING rows.
 	var marked int
-	err := db.EventTx(ctx, func(tx store.EventTx) (err error) {
+	err := db.Outbox.EventTx(ctx, func(tx store.EventTx) (err error) {
 		marked, err = tx.MarkSent("T1", []int64{head[0].EventID, head[1].EventID, head[2].EventID, head[3].EventID}, now)
 		return err
 	})
@@ -1046,15 +1084,15 @@ func sentOnceAndMalformedNeverReplayed(t *testing.T, db Store, head []store.Even
 		t.Fatalf("marked %d %v", marked, err)
 	}
 	// An id of another target is left alone.
-	t2, _ := db.PendingEvents(ctx, "T2", 1)
-	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+	t2, _ := db.Outbox.PendingEvents(ctx, "T2", 1)
+	err = db.Outbox.EventTx(ctx, func(tx store.EventTx) (err error) {
 		marked, err = tx.MarkSent("T1", []int64{t2[0].EventID}, now)
 		return err
 	})
 	if err != nil || marked != 0 {
 		t.Fatalf("marked an event of T2 as T1's: %d %v", marked, err)
 	}
-	err = db.EventTx(ctx, func(tx store.EventTx) (err error) {
+	err = db.Outbox.EventTx(ctx, func(tx store.EventTx) (err error) {
 		marked, err = tx.MarkSent("T1", []int64{head[0].EventID}, now)
 		return err
 	})
@@ -1062,14 +1100,14 @@ func sentOnceAndMalformedNeverReplayed(t *testing.T, db Store, head []store.Even
 		t.Fatalf("marked a SENT row again: %d %v", marked, err)
 	}
 	// A MALFORMED dead event is never replayed.
-	db.EventTx(ctx, func(tx store.EventTx) error {
+	db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 		_, err := tx.Change([]*store.Event{&t2[0]}, store.EventChange{State: pipeline.EventDead, Class: pipeline.Malformed, LastError: "bad"})
 		return err
 	})
-	if moved, _, err := db.ReplayEvents(ctx, "", nil); err != nil || moved != 0 {
+	if moved, _, err := db.Outbox.ReplayEvents(ctx, "", nil); err != nil || moved != 0 {
 		t.Fatalf("replayed a MALFORMED event: %d %v", moved, err)
 	}
-	counts, err := db.EventCounts(ctx)
+	counts, err := db.Outbox.EventCounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1080,25 +1118,25 @@ func sentOnceAndMalformedNeverReplayed(t *testing.T, db Store, head []store.Even
 	if got["T1/SENT"] != 4 || got["T2/DEAD"] != 1 || len(got) != 2 {
 		t.Fatalf("counts %v", got)
 	}
-	list, err := db.ListEvents(ctx, store.EventFilter{Target: "T2"})
+	list, err := db.Outbox.ListEvents(ctx, store.EventFilter{Target: "T2"})
 	if err != nil || len(list) != 1 || string(list[0].Payload) != `{"航":"✈"}` {
 		t.Fatalf("list: %+v %v", list, err)
 	}
 }
 
-func notesAndWarningsAreKeptWithinTheirColumns(t *testing.T, db Store) {
+func notesAndWarningsAreKeptWithinTheirColumns(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A success with a plain note and CJK and 4-byte warnings keeps them as written.
 	ws := []string{"FLTR[2] FLID 7002 left out: MVIN \"d\" is not A or D", "未知元素 FOO 已忽略", "\U0001F6EB <&>"}
-	if _, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "SCHD-DNLD", Identity: "a", Note: "2 flights written", Warnings: ws}, nil, now); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "SCHD-DNLD", Identity: "a", Note: "2 flights written", Warnings: ws}, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := db.GetMessage(ctx, ids[0])
+	m, _ := db.Operations.GetMessage(ctx, ids[0])
 	if m.Note != "2 flights written" || strings.Join(m.Warnings, "|") != strings.Join(ws, "|") {
 		t.Fatalf("note %q warnings %q", m.Note, m.Warnings)
 	}
@@ -1108,10 +1146,10 @@ func notesAndWarningsAreKeptWithinTheirColumns(t *testing.T, db Store) {
 	for i := range many {
 		many[i] = fmt.Sprintf("%d %s", i, strings.Repeat("\U0001F6EB", store.WarningWidth+10))
 	}
-	if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x", Note: note, Warnings: many}, now); err != nil {
+	if err := db.Processor.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x", Note: note, Warnings: many}, now); err != nil {
 		t.Fatal(err)
 	}
-	m, _ = db.GetMessage(ctx, ids[1])
+	m, _ = db.Operations.GetMessage(ctx, ids[1])
 	if n := len([]rune(m.Note)); n != store.NoteWidth || !utf8.ValidString(m.Note) {
 		t.Fatalf("note of %d characters", n)
 	}
@@ -1124,32 +1162,32 @@ func notesAndWarningsAreKeptWithinTheirColumns(t *testing.T, db Store) {
 		}
 	}
 	// A message with none shows an empty list, not null.
-	m, _ = db.GetMessage(ctx, ids[2])
+	m, _ = db.Operations.GetMessage(ctx, ids[2])
 	if m.Warnings == nil || len(m.Warnings) != 0 || m.Note != "" {
 		t.Fatalf("unprocessed message: note %q warnings %#v", m.Note, m.Warnings)
 	}
 }
 
-func referenceReplaceKeepsWhatItIsToldTo(t *testing.T, db Store) {
+func referenceReplaceKeepsWhatItIsToldTo(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	rec := func(k, v string) pipeline.RefRecord {
 		return pipeline.RefRecord{Key: k, Fields: json.RawMessage(fmt.Sprintf(`{"STTC":%q,"STTD":%q}`, k, v))}
 	}
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	apply := func(id int64, ch pipeline.RefChange) {
 		t.Helper()
 		ch.Op, ch.Type = pipeline.RefReplace, "STTS"
-		if _, _, err := db.Succeed(ctx, id, store.Success{TypeTag: "STTS-DNLD", Identity: fmt.Sprint(id), Decision: pipeline.Decision{Ref: []pipeline.RefChange{ch}}}, nil, now); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, id, store.Success{TypeTag: "STTS-DNLD", Identity: fmt.Sprint(id), Decision: pipeline.Decision{Ref: []pipeline.RefChange{ch}}}, nil, now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	keys := func() string {
 		t.Helper()
-		es, err := db.RefList(ctx, "STTS")
+		es, err := db.RefData.RefList(ctx, "STTS")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1179,7 +1217,7 @@ func referenceReplaceKeepsWhatItIsToldTo(t *testing.T, db Store) {
 
 // The inbox writes a batch with a few multi-row statements; the ids still follow the order of
 // the messages, across chunks split by count and by size, and each id holds its own text.
-func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db Store) {
+func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	raws := make([]string, 450)
@@ -1189,7 +1227,7 @@ func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db Store) {
 			raws[i] += strings.Repeat("x", 1<<20) // a few large ones force size-bound chunks
 		}
 	}
-	ids, err := db.InsertMessages(ctx, raws, now)
+	ids, err := db.Intake.InsertMessages(ctx, raws, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1200,11 +1238,11 @@ func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db Store) {
 		if i > 0 && id <= ids[i-1] {
 			t.Fatalf("ids out of order at %d: %d after %d", i, id, ids[i-1])
 		}
-		raw, ok, err := db.Raw(ctx, id)
+		raw, ok, err := db.Processor.Raw(ctx, id)
 		if err != nil || !ok || raw != raws[i] {
 			t.Fatalf("message %d (id %d) holds %d bytes %.40q, want %.40q (%v)", i, id, len(raw), raw, raws[i], err)
 		}
-		if m, _ := db.GetMessage(ctx, id); m == nil || m.State != pipeline.Pending {
+		if m, _ := db.Operations.GetMessage(ctx, id); m == nil || m.State != pipeline.Pending {
 			t.Fatalf("message %d has no PENDING state: %+v", id, m)
 		}
 	}
@@ -1215,11 +1253,11 @@ func inboxBatchesKeepTheirOrderAcrossChunks(t *testing.T, db Store) {
 // a transaction rolled back (not counted), and after SENT rows are deleted (still counted);
 // PENDING and DEAD counts and the oldest pending come from the rows. Target names at the
 // column's width work.
-func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
+func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	long := strings.Repeat("T", 64)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1228,15 +1266,15 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 		evs = append(evs, pipeline.Event{Target: "A", Kind: "k", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
 	}
 	evs = append(evs, pipeline.Event{Target: long, Kind: "k", Payload: []byte(`{}`)}, pipeline.Event{Target: long, Kind: "k", Payload: []byte(`{}`)})
-	if n, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "count|1", Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil || n != len(evs) {
+	if n, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: "X-Y", Identity: "count|1", Decision: pipeline.Decision{Events: evs}}, nil, now); err != nil || n != len(evs) {
 		t.Fatalf("succeed: %d events, %v", n, err)
 	}
 	later := now.Add(time.Minute)
-	if _, _, err := db.Succeed(ctx, ids[1], store.Success{TypeTag: "X-Y", Identity: "count|2",
+	if _, _, err := db.Processor.Succeed(ctx, ids[1], store.Success{TypeTag: "X-Y", Identity: "count|2",
 		Decision: pipeline.Decision{Events: []pipeline.Event{{Target: "B", Kind: "k", Payload: []byte(`{}`)}}}}, nil, later); err != nil {
 		t.Fatal(err)
 	}
-	a, err := db.PendingEvents(ctx, "A", 2000)
+	a, err := db.Outbox.PendingEvents(ctx, "A", 2000)
 	if err != nil || len(a) != 1203 {
 		t.Fatalf("pending A: %d %v", len(a), err)
 	}
@@ -1245,7 +1283,7 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 		sendIDs = append(sendIDs, e.EventID)
 	}
 	sendIDs = append(sendIDs, a[0].EventID, a[700].EventID) // twice: counted once
-	err = db.EventTx(ctx, func(tx store.EventTx) error {
+	err = db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 		n, err := tx.MarkSent("A", sendIDs, now.Add(time.Second))
 		if err == nil && n != 1200 {
 			err = fmt.Errorf("marked %d of 1200", n)
@@ -1257,11 +1295,11 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 	}
 	// Marked again: nothing more counted. A rolled-back mark counts nothing.
 	rollback := errors.New("roll back")
-	db.EventTx(ctx, func(tx store.EventTx) error {
+	db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 		_, err := tx.MarkSent("A", sendIDs[:10], now.Add(2*time.Second))
 		return err
 	})
-	err = db.EventTx(ctx, func(tx store.EventTx) error {
+	err = db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 		if _, err := tx.MarkSent("A", []int64{a[1200].EventID}, now.Add(3*time.Second)); err != nil {
 			return err
 		}
@@ -1270,8 +1308,8 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 	if !errors.Is(err, rollback) {
 		t.Fatalf("rolled-back mark: %v", err)
 	}
-	l, _ := db.PendingEvents(ctx, long, 2)
-	db.EventTx(ctx, func(tx store.EventTx) error {
+	l, _ := db.Outbox.PendingEvents(ctx, long, 2)
+	db.Outbox.EventTx(ctx, func(tx store.EventTx) error {
 		if _, err := tx.MarkSent(long, []int64{l[0].EventID}, now.Add(time.Second)); err != nil {
 			return err
 		}
@@ -1280,7 +1318,7 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 	})
 	checkEventCounts(t, db, "after the marks", now, later, long)
 	// Retention deletes SENT rows: the totals count every event ever sent.
-	if n, err := db.PurgeSentEvents(ctx, now.Add(time.Hour), nil); err != nil || n != 1201 {
+	if n, err := db.Archiver.PurgeSentEvents(ctx, now.Add(time.Hour), nil); err != nil || n != 1201 {
 		t.Fatalf("purged %d of 1201 SENT events: %v", n, err)
 	}
 	checkEventCounts(t, db, "after the SENT rows are deleted", now, later, long)
@@ -1288,10 +1326,10 @@ func eventCountsKeepSentTotalsAcrossChunksAndPurges(t *testing.T, db Store) {
 
 // checkEventCounts checks the outbox's counts per target and state as
 // eventCountsKeepSentTotalsAcrossChunksAndPurges leaves them (when says at which point).
-func checkEventCounts(t *testing.T, db Store, when string, now, later time.Time, long string) {
+func checkEventCounts(t *testing.T, db *store.DB, when string, now, later time.Time, long string) {
 	t.Helper()
 	ctx := context.Background()
-	counts, err := db.EventCounts(ctx)
+	counts, err := db.Outbox.EventCounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1312,27 +1350,27 @@ func checkEventCounts(t *testing.T, db Store, when string, now, later time.Time,
 }
 
 // CountStates counts exactly the states asked, 0 for one with no messages, as CountByState does.
-func countStatesCountsTheStatesAsked(t *testing.T, db Store) {
+func countStatesCountsTheStatesAsked(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, now); err != nil {
+	if err := db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"}, now); err != nil {
+	if err := db.Processor.Record(ctx, ids[1], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"}, now); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.CountStates(ctx, pipeline.Pending, pipeline.Failed, pipeline.Dead)
+	got, err := db.Operations.CountStates(ctx, pipeline.Pending, pipeline.Failed, pipeline.Dead)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(map[pipeline.ProcStatus]int{pipeline.Pending: 2, pipeline.Failed: 0, pipeline.Dead: 1}) {
 		t.Fatalf("CountStates: %v", got)
 	}
-	all, err := db.CountByState(ctx)
+	all, err := db.Operations.CountByState(ctx)
 	if err != nil || all[pipeline.Skipped] != 1 || all[pipeline.Pending] != got[pipeline.Pending] {
 		t.Fatalf("CountByState %v %v", all, err)
 	}
@@ -1341,10 +1379,10 @@ func countStatesCountsTheStatesAsked(t *testing.T, db Store) {
 // A StateCounter gives what CountByState gives as messages are processed below and above the
 // head its base was counted at, replayed, and received; its base, once refreshed, takes in a
 // finished row deleted (retention) that the old base still counted.
-func stateCounterMatchesCountByState(t *testing.T, db Store) {
+func stateCounterMatchesCountByState(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	c := db.NewStateCounter()
+	c := db.Operations.NewStateCounter()
 	c.Every = time.Hour // refreshed by hand below
 	same := func(when string) {
 		t.Helper()
@@ -1352,7 +1390,7 @@ func stateCounterMatchesCountByState(t *testing.T, db Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := db.CountByState(ctx)
+		want, err := db.Operations.CountByState(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1361,13 +1399,13 @@ func stateCounterMatchesCountByState(t *testing.T, db Store) {
 		}
 	}
 	same("empty")
-	ids, err := db.InsertMessages(ctx, []string{"<1/>", "<2/>", "<3/>", "<4/>", "<5/>", "<6/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<1/>", "<2/>", "<3/>", "<4/>", "<5/>", "<6/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	record := func(i int, o store.Outcome) {
 		t.Helper()
-		if err := db.Record(ctx, ids[i], o, now); err != nil {
+		if err := db.Processor.Record(ctx, ids[i], o, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1377,18 +1415,18 @@ func stateCounterMatchesCountByState(t *testing.T, db Store) {
 		t.Fatal(err)
 	}
 	same("after the base")
-	if _, _, err := db.Succeed(ctx, ids[2], store.Success{TypeTag: "X-Y", Identity: "sc|3"}, nil, now); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[2], store.Success{TypeTag: "X-Y", Identity: "sc|3"}, nil, now); err != nil {
 		t.Fatal(err)
 	}
 	record(3, store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1, FirstFailedAt: now, NextAttemptAt: now, LastError: "down"})
-	if _, _, err := db.Succeed(ctx, ids[4], store.Success{TypeTag: "X-Y", Identity: "sc|5"}, nil, now); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[4], store.Success{TypeTag: "X-Y", Identity: "sc|5"}, nil, now); err != nil {
 		t.Fatal(err)
 	}
 	same("processed above the base's head")
-	if res, err := db.Replay(ctx, []pipeline.ErrorClass{pipeline.Orphan}, nil, now); err != nil || res.Moved != 1 {
+	if res, err := db.Operations.Replay(ctx, []pipeline.ErrorClass{pipeline.Orphan}, nil, now); err != nil || res.Moved != 1 {
 		t.Fatalf("replay: %+v %v", res, err)
 	}
-	if _, err := db.InsertMessages(ctx, []string{"<7/>"}, now); err != nil {
+	if _, err := db.Intake.InsertMessages(ctx, []string{"<7/>"}, now); err != nil {
 		t.Fatal(err)
 	}
 	same("replayed below the head, and received")
@@ -1406,33 +1444,33 @@ func stateCounterMatchesCountByState(t *testing.T, db Store) {
 // SUCCEEDED, above the base's head) is counted in its old states, not in both, so the counts
 // add up to the messages; the next call counts it in its new ones. The reads hold no write
 // lock: the batch commits at once, not after a wait of the busy timeout.
-func stateCounterCountsACommittedBatchOnce(t *testing.T, db Store) {
+func stateCounterCountsACommittedBatchOnce(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<1/>", "<2/>", "<3/>", "<4/>", "<5/>", "<6/>", "<7/>", "<8/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<1/>", "<2/>", "<3/>", "<4/>", "<5/>", "<6/>", "<7/>", "<8/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	succeed := func(i int) {
 		t.Helper()
-		if _, _, err := db.Succeed(ctx, ids[i], store.Success{TypeTag: "X-Y", Identity: fmt.Sprintf("once|%d", i)}, nil, now); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, ids[i], store.Success{TypeTag: "X-Y", Identity: fmt.Sprintf("once|%d", i)}, nil, now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	succeed(0)
 	succeed(1)
-	c := db.NewStateCounter()
+	c := db.Operations.NewStateCounter()
 	c.Every = time.Hour
 	if _, err := c.Counts(ctx, now); err != nil { // the base: 2 SUCCEEDED below ids[2]
 		t.Fatal(err)
 	}
 	succeed(2)
 	succeed(3)
-	if err := db.Record(ctx, ids[4], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1,
+	if err := db.Processor.Record(ctx, ids[4], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 1,
 		FirstFailedAt: now, NextAttemptAt: now, LastError: "down"}, now); err != nil {
 		t.Fatal(err)
 	}
-	before, err := db.CountByState(ctx)
+	before, err := db.Operations.CountByState(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1440,7 +1478,7 @@ func stateCounterCountsACommittedBatchOnce(t *testing.T, db Store) {
 		c.BetweenReads = nil
 		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		b, err := db.BeginBatch(bctx)
+		b, err := db.Processor.BeginBatch(bctx)
 		if err != nil {
 			t.Error(err)
 			return
@@ -1471,7 +1509,7 @@ func stateCounterCountsACommittedBatchOnce(t *testing.T, db Store) {
 	if total != len(ids) || fmt.Sprint(got) != fmt.Sprint(before) {
 		t.Fatalf("a batch committed between the reads: counts %v (%d messages), want %v (%d)", got, total, before, len(ids))
 	}
-	after, err := db.CountByState(ctx)
+	after, err := db.Operations.CountByState(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,31 +14,19 @@ import (
 	"msgx/internal/store"
 )
 
-// edgeCases are the edge values of the columns every dialect must read back the same: NULL in
-// each optional column, and each width-limited text at its width and one character over.
-var edgeCases = []struct {
-	name string
-	fn   func(t *testing.T, db Store)
-}{
-	{"NullColumnsReadBackAsAbsent", nullColumnsReadBackAsAbsent},
-	{"WidthLimitedTextsAtAndOneOverTheirWidth", widthLimitedTextsAtAndOneOver},
-	{"SequenceAtAndOverTheMEDIUMINTMaximum", sequenceAtAndOverTheMediumIntMaximum},
-	{"TraceIDsAtAndOverTheirWidth", traceIDsAtAndOverTheirWidth},
-}
-
 // A trace id at PROC_STATE.TRACE_ID's width reads back whole and one a character over it cut
 // to the width at a character boundary, 4-byte and CJK text included.
-func traceIDsAtAndOverTheirWidth(t *testing.T, db Store) {
+func traceIDsAtAndOverTheirWidth(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	at := strings.Repeat("航", store.TraceIDWidth-1) + "🛫"
 	over := at + "x"
-	ids, err := db.InsertMessagesTraced(ctx, []string{"<at/>", "<over/>"}, []string{at, over}, now)
+	ids, err := db.Intake.InsertMessagesTraced(ctx, []string{"<at/>", "<over/>"}, []string{at, over}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []string{at, at} {
-		m, err := db.GetMessage(ctx, ids[i])
+		m, err := db.Operations.GetMessage(ctx, ids[i])
 		if err != nil || m == nil || m.TraceID != want {
 			t.Fatalf("message %d: trace %+v (%v), want %q", i, m, err, want)
 		}
@@ -53,18 +41,18 @@ const mediumIntMax = 8388607
 // it is kept whole where the column holds it and left NULL where it does not, never cut to
 // another number (MySQL outside strict mode would store the largest value instead); both
 // messages succeed.
-func sequenceAtAndOverTheMediumIntMaximum(t *testing.T, db Store) {
+func sequenceAtAndOverTheMediumIntMaximum(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	seqns := []string{strconv.Itoa(mediumIntMax), strconv.Itoa(mediumIntMax + 1)}
-	ids, err := db.InsertMessages(ctx, []string{"<at/>", "<over/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<at/>", "<over/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, seqn := range seqns {
 		meta := store.Backfill{SNDR: "AODB", TYPE: "FLOP", STYP: "CTOT", SEQN: seqn, DTTM: now}
 		s := store.Success{TypeTag: "FLOP-CTOT", Identity: "AODB|FLOP|CTOT|" + seqn, Meta: meta}
-		if _, _, err := db.Succeed(ctx, ids[i], s, nil, now); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, ids[i], s, nil, now); err != nil {
 			t.Fatalf("SEQN %s: %v", seqn, err)
 		}
 	}
@@ -82,7 +70,7 @@ func sequenceAtAndOverTheMediumIntMaximum(t *testing.T, db Store) {
 		t.Errorf("SEQN %s back-filled as %q, want it whole or NULL", seqns[1], got.String)
 	}
 	for _, id := range ids {
-		if m, err := db.GetMessage(ctx, id); err != nil || m == nil || m.State != pipeline.Succeeded {
+		if m, err := db.Operations.GetMessage(ctx, id); err != nil || m == nil || m.State != pipeline.Succeeded {
 			t.Fatalf("message %d: %+v %v, want SUCCEEDED", id, m, err)
 		}
 	}
@@ -91,18 +79,18 @@ func sequenceAtAndOverTheMediumIntMaximum(t *testing.T, db Store) {
 // A message, an event and a job whose optional columns are all NULL (as a legacy row, a row
 // written before a column existed, or a hand edit leaves them) read back with those fields
 // absent: nil pointers, "" and no warnings, never an error or a made-up value.
-func nullColumnsReadBackAsAbsent(t *testing.T, db Store) {
+func nullColumnsReadBackAsAbsent(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ev := pipeline.Event{Target: "KAFKA_FLOP", Kind: "update", Payload: json.RawMessage(`{}`)} // no flight key
-	if _, _, err := db.Succeed(ctx, ids[1], store.Success{TypeTag: "FLOP-CTOT", Identity: "b", Decision: pipeline.Decision{Events: []pipeline.Event{ev}}}, nil, now); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[1], store.Success{TypeTag: "FLOP-CTOT", Identity: "b", Decision: pipeline.Decision{Events: []pipeline.Event{ev}}}, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.EnqueueJob(ctx, "ARCHIVE", "", now); err != nil {
+	if _, err := db.JobQueue.EnqueueJob(ctx, "ARCHIVE", "", now); err != nil {
 		t.Fatal(err)
 	}
 	Exec(t, db,
@@ -123,13 +111,13 @@ func nullColumnsReadBackAsAbsent(t *testing.T, db Store) {
 		}
 	}
 	for _, id := range ids {
-		m, err := db.GetMessage(ctx, id)
+		m, err := db.Operations.GetMessage(ctx, id)
 		if err != nil {
 			t.Fatalf("GetMessage %d: %v", id, err)
 		}
 		absent("GetMessage", m)
 	}
-	list, err := db.ListMessages(ctx, store.MessageFilter{})
+	list, err := db.Operations.ListMessages(ctx, store.MessageFilter{})
 	if err != nil || len(list) != 2 {
 		t.Fatalf("ListMessages: %d %v", len(list), err)
 	}
@@ -137,7 +125,7 @@ func nullColumnsReadBackAsAbsent(t *testing.T, db Store) {
 		absent("ListMessages", m)
 	}
 
-	evs, err := db.ListEvents(ctx, store.EventFilter{})
+	evs, err := db.Outbox.ListEvents(ctx, store.EventFilter{})
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("ListEvents: %d %v", len(evs), err)
 	}
@@ -147,11 +135,11 @@ func nullColumnsReadBackAsAbsent(t *testing.T, db Store) {
 		t.Fatalf("event with NULL columns: %+v", e)
 	}
 
-	jobs, err := db.ListJobs(ctx, 10)
+	jobs, err := db.JobQueue.ListJobs(ctx, 10)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("ListJobs: %d %v", len(jobs), err)
 	}
-	head, err := db.HeadJob(ctx)
+	head, err := db.JobQueue.HeadJob(ctx)
 	if err != nil || head == nil {
 		t.Fatalf("HeadJob: %v %v", head, err)
 	}
@@ -167,7 +155,7 @@ func nullColumnsReadBackAsAbsent(t *testing.T, db Store) {
 // characters, and cuts one character more to the width with "…" last, leaving valid UTF-8 on
 // every dialect (MariaDB's utf8mb4 would refuse a cut 4-byte character; SQLite would keep it
 // broken).
-func widthLimitedTextsAtAndOneOver(t *testing.T, db Store) {
+func widthLimitedTextsAtAndOneOver(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	kinds := []string{"a", "机", "\U0001F6EB"}
@@ -189,35 +177,35 @@ func widthLimitedTextsAtAndOneOver(t *testing.T, db Store) {
 	// TYPE_TAG and LAST_ERROR of a message.
 	for _, k := range kinds {
 		for _, extra := range []int{0, 1} {
-			ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
+			ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>"}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tag := at(k, store.TypeTagWidth, extra)
-			if _, _, err := db.Succeed(ctx, ids[0], store.Success{TypeTag: tag, Identity: tag + "|" + k}, nil, now); err != nil {
+			if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{TypeTag: tag, Identity: tag + "|" + k}, nil, now); err != nil {
 				t.Fatalf("type tag of %d %q: %v", store.TypeTagWidth+extra, k, err)
 			}
-			m, err := db.GetMessage(ctx, ids[0])
+			m, err := db.Operations.GetMessage(ctx, ids[0])
 			if err != nil || m.TypeTag == nil {
 				t.Fatalf("GetMessage: %v %v", m, err)
 			}
 			check("TYPE_TAG", tag, *m.TypeTag, store.TypeTagWidth)
 
 			last := at(k, store.LastErrorWidth, extra)
-			if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.CodecError, Attempts: 1, LastError: last}, now); err != nil {
+			if err := db.Processor.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.CodecError, Attempts: 1, LastError: last}, now); err != nil {
 				t.Fatalf("last error of %d %q: %v", store.LastErrorWidth+extra, k, err)
 			}
-			if m, err = db.GetMessage(ctx, ids[1]); err != nil || m.LastError == nil {
+			if m, err = db.Operations.GetMessage(ctx, ids[1]); err != nil || m.LastError == nil {
 				t.Fatalf("GetMessage: %v %v", m, err)
 			}
 			check("LAST_ERROR", last, *m.LastError, store.LastErrorWidth)
 
 			// ACTOR and DETAIL of the message's history.
 			actor, detail := at(k, store.ActorWidth, extra), at(k, store.DetailWidth, extra)
-			if err := db.AddHistory(ctx, []int64{ids[1]}, store.Action{State: pipeline.Dead, Detail: detail, Actor: actor}, now); err != nil {
+			if err := db.Operations.AddHistory(ctx, []int64{ids[1]}, store.Action{State: pipeline.Dead, Detail: detail, Actor: actor}, now); err != nil {
 				t.Fatalf("history of actor %d, detail %d %q: %v", store.ActorWidth+extra, store.DetailWidth+extra, k, err)
 			}
-			h, err := db.MessageHistory(ctx, ids[1])
+			h, err := db.Operations.MessageHistory(ctx, ids[1])
 			if err != nil || len(h) == 0 {
 				t.Fatalf("MessageHistory: %d %v", len(h), err)
 			}

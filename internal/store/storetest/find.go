@@ -13,17 +13,6 @@ import (
 	"msgx/internal/store"
 )
 
-// findCases are the contract of find.go: the bounded search of message bodies, and the
-// messages of the flights a flight number is (MSG_FLIGHT).
-var findCases = []struct {
-	name string
-	fn   func(t *testing.T, db Store)
-}{
-	{"BodySearchReadsTheNewestBodiesOnly", bodySearchReadsTheNewest},
-	{"TextFilterSearchesBodiesWhenAsked", textFilterSearchesBodies},
-	{"MessagesOfFlightsNewestFirst", messagesOfFlightsNewestFirst},
-}
-
 // findBodies are message bodies with edge values: a flight number in ASCII, CJK and 4-byte
 // text, LIKE's own characters, and a body as long as a large schedule.
 var findBodies = []string{
@@ -54,9 +43,9 @@ func sameIDs(a, b []int64) bool {
 	return true
 }
 
-func bodySearchReadsTheNewest(t *testing.T, db Store) {
+func bodySearchReadsTheNewest(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, findBodies, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, findBodies, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +66,7 @@ func bodySearchReadsTheNewest(t *testing.T, db Store) {
 		{"", 0, 0, nil, false},
 	}
 	for _, c := range cases {
-		got, err := db.SearchBodies(ctx, c.text, c.within, c.limit)
+		got, err := db.Operations.SearchBodies(ctx, c.text, c.within, c.limit)
 		if err != nil {
 			t.Fatalf("%q within %d: %v", c.text, c.within, err)
 		}
@@ -92,28 +81,28 @@ func bodySearchReadsTheNewest(t *testing.T, db Store) {
 	for _, id := range ids {
 		succeedWithEvents(t, db, id, "FLOP-STND")
 	}
-	if n, err := db.Archive(ctx, ids[len(ids)-1], opNow.Add(48*time.Hour), opNow.Add(48*time.Hour), nil); err != nil || n != len(ids) {
+	if n, err := db.Archiver.Archive(ctx, ids[len(ids)-1], opNow.Add(48*time.Hour), opNow.Add(48*time.Hour), nil); err != nil || n != len(ids) {
 		t.Fatalf("archive: %d %v", n, err)
 	}
-	got, err := db.SearchBodies(ctx, "MU5101", 0, 0)
+	got, err := db.Operations.SearchBodies(ctx, "MU5101", 0, 0)
 	if err != nil || !sameIDs(bodyIDs(got.Messages), ids[2:3]) {
 		t.Errorf("archived body: %v %v", bodyIDs(got.Messages), err)
 	}
 }
 
-func textFilterSearchesBodies(t *testing.T, db Store) {
+func textFilterSearchesBodies(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, findBodies, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, findBodies, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[4], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight CA8241 stored",
+	if err := db.Processor.Record(ctx, ids[4], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight CA8241 stored",
 		TypeTag: "FLOP-CHOT"}, opNow); err != nil {
 		t.Fatal(err)
 	}
 	search := func(q store.MessageQuery) []int64 {
 		t.Helper()
-		ms, err := db.SearchMessages(ctx, q)
+		ms, err := db.Operations.SearchMessages(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,24 +125,24 @@ func textFilterSearchesBodies(t *testing.T, db Store) {
 // messagesOfFlightsNewestFirst: the messages that named any of a set of flights, whatever
 // their outcome, newest first and each once, with the edge FLIDs (0, negative, the largest,
 // repeated, more than a search takes) and a message archived to CMINMSGS_HST.
-func messagesOfFlightsNewestFirst(t *testing.T, db Store) {
+func messagesOfFlightsNewestFirst(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	const a, b = 71001, 71002
 	big := int64(math.MaxInt64)
-	ids, err := db.InsertMessages(ctx, []string{"<schd/>", "<flop-a/>", "<orphan-b/>", "<other/>", "<flop-big/>", "<flop-b/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<schd/>", "<flop-a/>", "<orphan-b/>", "<other/>", "<flop-big/>", "<flop-b/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pending := store.Version{State: pipeline.Pending}
 	succeed := func(id int64, tag string, flids ...int64) {
 		t.Helper()
-		if _, _, err := db.Succeed(ctx, id, store.Success{From: pending, TypeTag: tag, Identity: fmt.Sprintf("AODB|%s|%d", tag, id), Flights: flids}, nil, opNow); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, id, store.Success{From: pending, TypeTag: tag, Identity: fmt.Sprintf("AODB|%s|%d", tag, id), Flights: flids}, nil, opNow); err != nil {
 			t.Fatal(err)
 		}
 	}
 	succeed(ids[0], "SCHD-DNLD", a, b, 71003) // a schedule naming both flights and another
 	succeed(ids[1], "FLOP-STND", a)
-	if err := db.Record(ctx, ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "flight 71002 not stored; parked",
+	if err := db.Processor.Record(ctx, ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "flight 71002 not stored; parked",
 		TypeTag: "FLOP-CHOT", From: pending, Flights: []int64{b}}, opNow); err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +150,12 @@ func messagesOfFlightsNewestFirst(t *testing.T, db Store) {
 	succeed(ids[4], "FLOP-REMC", big)
 	succeed(ids[5], "FLOP-GTDT", b)
 	// The schedule archived: its body in CMINMSGS_HST, still found.
-	if _, err := db.Archive(ctx, ids[0], opNow.Add(time.Hour), opNow.Add(2*time.Hour), nil); err != nil {
+	if _, err := db.Archiver.Archive(ctx, ids[0], opNow.Add(time.Hour), opNow.Add(2*time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	ofFlights := func(flids []int64, limit int) ([]int64, bool) {
 		t.Helper()
-		got, err := db.MessagesOfFlights(ctx, flids, limit)
+		got, err := db.Flights.MessagesOfFlights(ctx, flids, limit)
 		if err != nil {
 			t.Fatalf("flights %v: %v", flids, err)
 		}
@@ -193,7 +182,7 @@ func messagesOfFlightsNewestFirst(t *testing.T, db Store) {
 			t.Errorf("%s: %v more=%v, want %v more=%v", c.name, got, more, c.want, c.more)
 		}
 	}
-	if got, err := db.MessagesOfFlights(ctx, []int64{b, a, big}, 0); err != nil || !slices.Equal(got.Named[ids[0]], []int64{a, b}) ||
+	if got, err := db.Flights.MessagesOfFlights(ctx, []int64{b, a, big}, 0); err != nil || !slices.Equal(got.Named[ids[0]], []int64{a, b}) ||
 		!slices.Equal(got.Named[ids[5]], []int64{b}) || !slices.Equal(got.Named[ids[4]], []int64{big}) || len(got.Named) != 5 {
 		t.Errorf("the flights each message named: %v %v", got.Named, err)
 	}
@@ -206,7 +195,7 @@ func messagesOfFlightsNewestFirst(t *testing.T, db Store) {
 	if got, _ := ofFlights(many, 0); !sameIDs(got, []int64{ids[1], ids[0]}) {
 		t.Errorf("%d flights: %v", len(many), got)
 	}
-	if _, err := db.MessagesOfFlights(ctx, append(many, 99999), 0); err == nil {
+	if _, err := db.Flights.MessagesOfFlights(ctx, append(many, 99999), 0); err == nil {
 		t.Errorf("%d flights: no error", len(many)+1)
 	}
 }

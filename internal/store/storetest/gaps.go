@@ -11,20 +11,10 @@ import (
 	"msgx/internal/store"
 )
 
-// gapCases hold the store's behaviour when AUTO_INCREMENT ids are not contiguous, as on a
-// MariaDB Galera cluster (auto_increment_increment = the cluster's size), after a rolled-back
-// insert, or after a restart of an InnoDB server that lost its counter's cache.
-var gapCases = []struct {
-	name string
-	fn   func(t *testing.T, db Store)
-}{
-	{"IDGapsNeverHoldTheInboxThePumpOrTheDispatcher", idGapsNeverHold},
-}
-
 // skipIDs makes the next id of table's AUTO_INCREMENT column n higher than it would be: the
 // ids in between are never assigned, as on a Galera node where every node's ids step by the
 // cluster's size.
-func skipIDs(t *testing.T, db Store, table, col string, n int64) {
+func skipIDs(t *testing.T, db *store.DB, table, col string, n int64) {
 	t.Helper()
 	var max int64
 	if err := db.SQLDB().QueryRow(fmt.Sprintf(`SELECT COALESCE(MAX(%s), 0) FROM %s`, col, table)).Scan(&max); err != nil {
@@ -44,12 +34,12 @@ func skipIDs(t *testing.T, db Store, table, col string, n int64) {
 // again, never waited for; with the ids present, whose classes modulo the servers' id step say
 // which missing ids a server may have given out), and each target's pending events are read
 // across the gaps in EVENT_ID order.
-func idGapsNeverHold(t *testing.T, db Store) {
+func idGapsNeverHold(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	var ids []int64
 	for i := range 4 {
-		got, err := db.InsertMessages(ctx, []string{fmt.Sprintf("<m n='%d' a='1'/>", i), fmt.Sprintf("<m n='%d' a='2'/>", i)}, now)
+		got, err := db.Intake.InsertMessages(ctx, []string{fmt.Sprintf("<m n='%d' a='1'/>", i), fmt.Sprintf("<m n='%d' a='2'/>", i)}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +52,7 @@ func idGapsNeverHold(t *testing.T, db Store) {
 	if ids[len(ids)-1]-ids[0] < int64(len(ids)-1)+3*2 {
 		t.Fatalf("ids %v have no gaps: the case proves nothing", ids)
 	}
-	due, err := db.Due(ctx, 100)
+	due, err := db.Processor.Due(ctx, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,17 +66,17 @@ func idGapsNeverHold(t *testing.T, db Store) {
 	// Finishing the head makes the next existing id the head, with events of its own.
 	for k, id := range ids[:3] {
 		ev := pipeline.Event{Target: "GAPS", Kind: "k", Payload: fmt.Appendf(nil, `{"n":%d}`, k)}
-		if _, _, err := db.Succeed(ctx, id, store.Success{TypeTag: "X-Y", Identity: fmt.Sprintf("gap|%d", k),
+		if _, _, err := db.Processor.Succeed(ctx, id, store.Success{TypeTag: "X-Y", Identity: fmt.Sprintf("gap|%d", k),
 			Decision: pipeline.Decision{Events: []pipeline.Event{ev, ev}}}, nil, now); err != nil {
 			t.Fatal(err)
 		}
 		skipIDs(t, db, "MSG_EVENT", "EVENT_ID", 2)
-		due, err := db.Due(ctx, 1)
+		due, err := db.Processor.Due(ctx, 1)
 		if err != nil || len(due) != 1 || due[0].ID != ids[k+1] {
 			t.Fatalf("after %d finished: head %+v %v, want %d", id, due, err, ids[k+1])
 		}
 	}
-	missing, present, err := db.Unstated(ctx, ids[0], ids[len(ids)-1])
+	missing, present, err := db.Intake.Unstated(ctx, ids[0], ids[len(ids)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +84,7 @@ func idGapsNeverHold(t *testing.T, db Store) {
 		t.Fatalf("Unstated after %d: present %v, want every message after it %v", ids[0], present, ids[1:])
 	}
 	// One server gives out ids of one class modulo its step (on a Galera node, 1, 4, 7…).
-	step, err := db.IDStep(ctx)
+	step, err := db.Intake.IDStep(ctx)
 	if err != nil || step < 1 {
 		t.Fatalf("IDStep: %d %v", step, err)
 	}
@@ -105,12 +95,12 @@ func idGapsNeverHold(t *testing.T, db Store) {
 	}
 	// Heads counts the ids with a state in (after, msgs]: all of them only where there is no
 	// gap (the adoption then reads no ids).
-	msgs, _, stated, err := db.Heads(ctx, ids[0])
+	msgs, _, stated, err := db.Intake.Heads(ctx, ids[0])
 	if err != nil || msgs != ids[len(ids)-1] || stated != int64(len(ids)-1) || stated == msgs-ids[0] {
 		t.Fatalf("Heads after %d: msgs %d, %d ids with a state (%v); want %d and %d, fewer than the range's %d",
 			ids[0], msgs, stated, err, ids[len(ids)-1], len(ids)-1, msgs-ids[0])
 	}
-	if _, _, stated, err := db.Heads(ctx, msgs-1); err != nil || stated != 1 {
+	if _, _, stated, err := db.Intake.Heads(ctx, msgs-1); err != nil || stated != 1 {
 		t.Fatalf("Heads after %d: %d ids with a state (%v), want the last one", msgs-1, stated, err)
 	}
 	for _, m := range missing {
@@ -118,7 +108,7 @@ func idGapsNeverHold(t *testing.T, db Store) {
 			t.Fatalf("Unstated %v names a stored message %d", missing, m)
 		}
 	}
-	evs, err := db.PendingEvents(ctx, "GAPS", 100)
+	evs, err := db.Outbox.PendingEvents(ctx, "GAPS", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +120,7 @@ func idGapsNeverHold(t *testing.T, db Store) {
 			t.Fatalf("pending events out of order: %+v", evs)
 		}
 	}
-	if more, err := db.PendingAtLeast(ctx, "GAPS", 6); err != nil || !more {
+	if more, err := db.Outbox.PendingAtLeast(ctx, "GAPS", 6); err != nil || !more {
 		t.Fatalf("PendingAtLeast(6) = %v %v across gaps", more, err)
 	}
 }

@@ -17,9 +17,9 @@ import (
 // flight finds them all.
 
 // flightIDs returns the ids of the messages SearchMessages finds for q.
-func flightIDs(t *testing.T, db Store, q store.MessageQuery) []int64 {
+func flightIDs(t *testing.T, db *store.DB, q store.MessageQuery) []int64 {
 	t.Helper()
-	ms, err := db.SearchMessages(context.Background(), q)
+	ms, err := db.Operations.SearchMessages(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,32 +41,32 @@ func wantIDs(t *testing.T, what string, got, want []int64) {
 }
 
 // messageFlights returns the FLIDs stored for id, failing the test on an error.
-func messageFlights(t *testing.T, db Store, id int64) []int64 {
+func messageFlights(t *testing.T, db *store.DB, id int64) []int64 {
 	t.Helper()
-	fs, err := db.MessageFlights(context.Background(), id)
+	fs, err := db.Flights.MessageFlights(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return fs
 }
 
-func searchByFlightFindsEveryOutcome(t *testing.T, db Store) {
+func searchByFlightFindsEveryOutcome(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	const flid = 61001
 	big := int64(math.MaxInt64)
-	ids, err := db.InsertMessages(ctx, []string{"<ok/>", "<failed/>", "<orphan/>", "<skipped/>", "<malformed/>", "<other/>", "<same/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<ok/>", "<failed/>", "<orphan/>", "<skipped/>", "<malformed/>", "<other/>", "<same/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pending := store.Version{State: pipeline.Pending}
 	record := func(id int64, o store.Outcome) {
 		t.Helper()
-		if err := db.Record(ctx, id, o, opNow); err != nil {
+		if err := db.Processor.Record(ctx, id, o, opNow); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Applied, changing nothing (no event): found only through MSG_FLIGHT.
-	if _, _, err := db.Succeed(ctx, ids[0], store.Success{From: pending, TypeTag: "FLOP-CHOT", Identity: "AODB|FLOP|CHOT|61001",
+	if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{From: pending, TypeTag: "FLOP-CHOT", Identity: "AODB|FLOP|CHOT|61001",
 		Flights: []int64{flid}}, nil, opNow); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func searchByFlightFindsEveryOutcome(t *testing.T, db Store) {
 	}
 	// The FAILED message finally applied: SUCCEEDED, its flight still once; then replayed and
 	// applied again (a replay starts it over), still once.
-	if _, _, err := db.Succeed(ctx, ids[1], store.Success{From: store.Version{State: pipeline.Failed, Attempts: 2}, TypeTag: "FLOP-STND", Identity: "AODB|FLOP|STND|61001",
+	if _, _, err := db.Processor.Succeed(ctx, ids[1], store.Success{From: store.Version{State: pipeline.Failed, Attempts: 2}, TypeTag: "FLOP-STND", Identity: "AODB|FLOP|STND|61001",
 		Flights: []int64{flid}}, nil, opNow); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func searchByFlightFindsEveryOutcome(t *testing.T, db Store) {
 	}
 	wantIDs(t, "after the retry", flightIDs(t, db, store.MessageQuery{FLID: flid}), ids[:4])
 	// Payloads stay elided in the list as in any other search.
-	ms, err := db.SearchMessages(ctx, store.MessageQuery{FLID: flid, Limit: 1})
+	ms, err := db.Operations.SearchMessages(ctx, store.MessageQuery{FLID: flid, Limit: 1})
 	if err != nil || len(ms) != 1 || ms[0].ID != ids[0] || ms[0].State != pipeline.Succeeded {
 		t.Fatalf("first message of the flight: %+v %v", ms, err)
 	}
@@ -123,10 +123,10 @@ func searchByFlightFindsEveryOutcome(t *testing.T, db Store) {
 
 // searchByFlightThroughBatches: the batch path records the flights as one by one does, with
 // its writes deferred to Flush or not, and a batch rolled back leaves none.
-func searchByFlightThroughBatches(t *testing.T, db Store) {
+func searchByFlightThroughBatches(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	const flid = 62001
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>", "<f/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>", "<f/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func searchByFlightThroughBatches(t *testing.T, db Store) {
 			i = 3
 		}
 		// A batch rolled back: nothing of it, flights neither.
-		b, err := db.BeginBatch(ctx)
+		b, err := db.Processor.BeginBatch(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func searchByFlightThroughBatches(t *testing.T, db Store) {
 			t.Fatalf("a rolled-back batch left flights %v", fs)
 		}
 		// Done again: committed.
-		b, err = db.BeginBatch(ctx)
+		b, err = db.Processor.BeginBatch(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,9 +188,9 @@ func searchByFlightThroughBatches(t *testing.T, db Store) {
 
 // searchByFlightLargeSchedule: a 3,000-flight schedule names each flight, one by one and in
 // a batch with deferred writes (several multi-row statements).
-func searchByFlightLargeSchedule(t *testing.T, db Store) {
+func searchByFlightLargeSchedule(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<schd1/>", "<schd2/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<schd1/>", "<schd2/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,11 +202,11 @@ func searchByFlightLargeSchedule(t *testing.T, db Store) {
 		return out
 	}
 	pending := store.Version{State: pipeline.Pending}
-	if _, _, err := db.Succeed(ctx, ids[0], store.Success{From: pending, TypeTag: "SCHD-DNLD", Identity: "L|SCHD|DNLD|1",
+	if _, _, err := db.Processor.Succeed(ctx, ids[0], store.Success{From: pending, TypeTag: "SCHD-DNLD", Identity: "L|SCHD|DNLD|1",
 		Flights: flights(1_000_000)}, nil, opNow); err != nil {
 		t.Fatal(err)
 	}
-	b, err := db.BeginBatch(ctx)
+	b, err := db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,15 +231,15 @@ func searchByFlightLargeSchedule(t *testing.T, db Store) {
 	wantIDs(t, "the last flight", flightIDs(t, db, store.MessageQuery{FLID: 1_004_499}), ids[1:])
 }
 
-func processedBetweenReadsTheRange(t *testing.T, db Store) {
+func processedBetweenReadsTheRange(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := func(id int64, state pipeline.ProcStatus, when time.Time) {
 		t.Helper()
-		if err := db.Record(ctx, id, store.Outcome{State: state, Class: pipeline.Infra, LastError: "x", NextAttemptAt: when}, when); err != nil {
+		if err := db.Processor.Record(ctx, id, store.Outcome{State: state, Class: pipeline.Infra, LastError: "x", NextAttemptAt: when}, when); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -249,7 +249,7 @@ func processedBetweenReadsTheRange(t *testing.T, db Store) {
 	at(ids[2], pipeline.Skipped, to)                            // last instant
 	at(ids[3], pipeline.Failed, to.Add(-time.Minute))           // not finished: no processing time
 	at(ids[4], pipeline.Succeeded, to.Add(time.Microsecond))    // after
-	got, err := db.ProcessedBetween(ctx, from, to)
+	got, err := db.Flights.ProcessedBetween(ctx, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,23 +262,23 @@ func processedBetweenReadsTheRange(t *testing.T, db Store) {
 // (MSG_FLIGHT, and every window-replacing schedule) or a record of a reference TYPE (every
 // type tag of the TYPE, a fallback STYP included, not another TYPE's); nothing parked, failed
 // or before it. LastApplied is the highest SUCCEEDED id.
-func appliedAfterFindsWhatMaySet(t *testing.T, db Store) {
+func appliedAfterFindsWhatMaySet(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	big := int64(math.MaxInt64)
-	ids, err := db.InsertMessages(ctx, []string{"<before/>", "<stnd/>", "<orphan/>", "<dnld/>", "<airl/>", "<airl-other/>", "<airc/>", "<big/>", "<adft/>", "<pending/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<before/>", "<stnd/>", "<orphan/>", "<dnld/>", "<airl/>", "<airl-other/>", "<airc/>", "<big/>", "<adft/>", "<pending/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pending := store.Version{State: pipeline.Pending}
 	succeed := func(i int, tag string, flids ...int64) {
 		t.Helper()
-		if _, _, err := db.Succeed(ctx, ids[i], store.Success{From: pending, TypeTag: tag, Identity: fmt.Sprintf("after|%d", i), Flights: flids}, nil, opNow); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, ids[i], store.Success{From: pending, TypeTag: tag, Identity: fmt.Sprintf("after|%d", i), Flights: flids}, nil, opNow); err != nil {
 			t.Fatal(err)
 		}
 	}
 	succeed(0, "AIRL-ADD")
 	succeed(1, "FLOP-STND", 61101)
-	if err := db.Record(ctx, ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "not stored",
+	if err := db.Processor.Record(ctx, ids[2], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "not stored",
 		TypeTag: "FLOP-STND", FirstFailedAt: opNow, From: pending, Flights: []int64{61101}}, opNow); err != nil {
 		t.Fatal(err)
 	}
@@ -288,25 +288,25 @@ func appliedAfterFindsWhatMaySet(t *testing.T, db Store) {
 	succeed(6, "AIRC-ADD")
 	succeed(7, "FLOP-FDEL", big)
 	succeed(8, "SCHD-ADFT", 61301)
-	got, err := db.AppliedAfter(ctx, ids[0], []int64{61101, big}, []string{"AIRL"})
+	got, err := db.Processor.AppliedAfter(ctx, ids[0], []int64{61101, big}, []string{"AIRL"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "applied after the first, for 61101, the largest FLID and AIRL", got, []int64{ids[1], ids[3], ids[4], ids[5], ids[7]})
-	got, err = db.AppliedAfter(ctx, ids[3], []int64{61301}, nil)
+	got, err = db.Processor.AppliedAfter(ctx, ids[3], []int64{61301}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "applied after the DNLD, for 61301", got, []int64{ids[8]})
-	got, err = db.AppliedAfter(ctx, ids[0], nil, []string{"AIRC"})
+	got, err = db.Processor.AppliedAfter(ctx, ids[0], nil, []string{"AIRC"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "applied after the first, for AIRC", got, []int64{ids[6]})
-	if got, err = db.AppliedAfter(ctx, ids[0], nil, nil); err != nil || len(got) != 0 {
+	if got, err = db.Processor.AppliedAfter(ctx, ids[0], nil, nil); err != nil || len(got) != 0 {
 		t.Fatalf("applied after, naming nothing: %v %v", got, err)
 	}
-	if last, err := db.LastApplied(ctx); err != nil || last != ids[8] {
+	if last, err := db.Processor.LastApplied(ctx); err != nil || last != ids[8] {
 		t.Fatalf("last applied %d %v, want %d (the pending one after it does not count)", last, err, ids[8])
 	}
 }

@@ -13,57 +13,37 @@ import (
 	"msgx/internal/store"
 )
 
-// operatorCases are the contract of operator.go: parking, history, pauses, the audit log and
-// the searches by flight.
-var operatorCases = []struct {
-	name string
-	fn   func(t *testing.T, db Store)
-}{
-	{"ParkSetsAsideUnfinishedMessagesAndRefusesFinishedOnes", parkSetsAside},
-	{"HistoryKeepsEveryOutcomeAndAction", historyKeepsEveryOutcome},
-	{"PausesAreDurableAndIdempotent", pausesAreDurable},
-	{"AuditLogKeepsEdgeValues", auditKeepsEdgeValues},
-	{"SearchByFlightTagTimeAndText", searchByFlight},
-	{"SearchByFlightFindsEveryOutcome", searchByFlightFindsEveryOutcome},
-	{"AppliedAfterFindsWhatMaySetAFlightOrARecord", appliedAfterFindsWhatMaySet},
-	{"SearchByFlightThroughBatches", searchByFlightThroughBatches},
-	{"SearchByFlightLargeSchedule", searchByFlightLargeSchedule},
-	{"ProcessedBetweenReadsTheRange", processedBetweenReadsTheRange},
-	{"EventListingsElideLargePayloads", eventListingsElideLargePayloads},
-	{"ReplayPreviewMovesNothing", replayPreviewMovesNothing},
-}
-
 var opNow = time.Date(2026, 12, 2, 9, 30, 0, 0, time.UTC)
 
-func parkSetsAside(t *testing.T, db Store) {
+func parkSetsAside(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<p/>", "<f/>", "<s/>", "<k/>", "<d/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<p/>", "<f/>", "<s/>", "<k/>", "<d/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[1], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 2, LastError: "db down"}, opNow); err != nil {
+	if err := db.Processor.Record(ctx, ids[1], store.Outcome{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 2, LastError: "db down"}, opNow); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.Succeed(ctx, ids[2], store.Success{TypeTag: "STTS-ADD", Identity: "A|STTS|ADD|9"}, nil, opNow); err != nil {
+	if _, _, err := db.Processor.Succeed(ctx, ids[2], store.Success{TypeTag: "STTS-ADD", Identity: "A|STTS|ADD|9"}, nil, opNow); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[3], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"}, opNow); err != nil {
+	if err := db.Processor.Record(ctx, ids[3], store.Outcome{State: pipeline.Skipped, LastError: "duplicate-of:1"}, opNow); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, ids[4], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 5, LastError: "gave up"}, opNow); err != nil {
+	if err := db.Processor.Record(ctx, ids[4], store.Outcome{State: pipeline.Dead, Class: pipeline.Exhausted, Attempts: 5, LastError: "gave up"}, opNow); err != nil {
 		t.Fatal(err)
 	}
 	// A reason longer than the column, with CJK and 4-byte text, is cut, never refused.
 	reason := "下游维护 🛫 " + strings.Repeat("長", store.LastErrorWidth)
 	for i, id := range []int64{ids[0], ids[1], ids[4]} {
-		res, err := db.Park(ctx, id, reason, "ops-李", opNow)
+		res, err := db.Operations.Park(ctx, id, reason, "ops-李", opNow)
 		if err != nil {
 			t.Fatalf("park %d: %v", id, err)
 		}
 		if res.State != pipeline.Dead || res.Class != pipeline.Parked || res.From != []pipeline.ProcStatus{pipeline.Pending, pipeline.Failed, pipeline.Dead}[i] {
 			t.Errorf("park %d: %+v", id, res)
 		}
-		m, _ := db.GetMessage(ctx, id)
+		m, _ := db.Operations.GetMessage(ctx, id)
 		if m.State != pipeline.Dead || m.Class() != pipeline.Parked || m.LastError == nil || !strings.HasPrefix(*m.LastError, "parked by ops-李: 下游维护 🛫") {
 			t.Errorf("message %d after park: %+v", id, m)
 		}
@@ -73,23 +53,23 @@ func parkSetsAside(t *testing.T, db Store) {
 	}
 	for _, id := range []int64{ids[2], ids[3]} {
 		var refused store.ParkRefused
-		if _, err := db.Park(ctx, id, "no", "ops", opNow); !errors.As(err, &refused) {
+		if _, err := db.Operations.Park(ctx, id, "no", "ops", opNow); !errors.As(err, &refused) {
 			t.Errorf("park of finished %d: %v, want ParkRefused", id, err)
 		}
 	}
-	if _, err := db.Park(ctx, ids[4]+100, "no", "ops", opNow); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Operations.Park(ctx, ids[4]+100, "no", "ops", opNow); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("park of unknown: %v, want ErrNotFound", err)
 	}
 	// Parked messages are replayable by their class.
-	res, err := db.Replay(ctx, []pipeline.ErrorClass{pipeline.Parked}, nil, opNow)
+	res, err := db.Operations.Replay(ctx, []pipeline.ErrorClass{pipeline.Parked}, nil, opNow)
 	if err != nil || res.Moved != 3 {
 		t.Fatalf("replay PARKED: %+v %v", res, err)
 	}
 }
 
-func historyKeepsEveryOutcome(t *testing.T, db Store) {
+func historyKeepsEveryOutcome(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<h/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<h/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,17 +80,17 @@ func historyKeepsEveryOutcome(t *testing.T, db Store) {
 		{State: pipeline.Failed, Class: pipeline.Infra, Attempts: 2, LastError: long},
 	}
 	for i, o := range steps {
-		if err := db.Record(ctx, id, o, opNow.Add(time.Duration(i)*time.Second)); err != nil {
+		if err := db.Processor.Record(ctx, id, o, opNow.Add(time.Duration(i)*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Park(ctx, id, "poison", "alice", opNow.Add(3*time.Second)); err != nil {
+	if _, err := db.Operations.Park(ctx, id, "poison", "alice", opNow.Add(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AddHistory(ctx, []int64{id}, store.Action{State: pipeline.Pending, Detail: "replayed", Actor: "bob"}, opNow.Add(4*time.Second)); err != nil {
+	if err := db.Operations.AddHistory(ctx, []int64{id}, store.Action{State: pipeline.Pending, Detail: "replayed", Actor: "bob"}, opNow.Add(4*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	h, err := db.MessageHistory(ctx, id)
+	h, err := db.Operations.MessageHistory(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,49 +109,49 @@ func historyKeepsEveryOutcome(t *testing.T, db Store) {
 	if h[3].State != "PENDING" || h[3].Actor != "bob" {
 		t.Errorf("entry 3: %+v", h[3])
 	}
-	if m, _ := db.GetMessage(ctx, id); m == nil || m.LastError == nil || strings.Contains(*m.LastError, "pa55") {
+	if m, _ := db.Operations.GetMessage(ctx, id); m == nil || m.LastError == nil || strings.Contains(*m.LastError, "pa55") {
 		t.Errorf("stored last error keeps the password: %v", m)
 	}
 }
 
-func pausesAreDurable(t *testing.T, db Store) {
+func pausesAreDurable(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	if p, err := db.Pause(ctx, store.PumpPause); err != nil || p != nil {
+	if p, err := db.Operations.Pause(ctx, store.PumpPause); err != nil || p != nil {
 		t.Fatalf("fresh pause: %v %v", p, err)
 	}
 	name := store.TargetPause(strings.Repeat("T", 64))
-	if err := db.SetPause(ctx, name, "运维 🛠 "+strings.Repeat("x", 100), "维护", opNow); err != nil {
+	if err := db.Operations.SetPause(ctx, name, "运维 🛠 "+strings.Repeat("x", 100), "维护", opNow); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SetPause(ctx, name, "second", "again", opNow.Add(time.Hour)); err != nil {
+	if err := db.Operations.SetPause(ctx, name, "second", "again", opNow.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := db.Pause(ctx, name)
+	p, err := db.Operations.Pause(ctx, name)
 	if err != nil || p == nil {
 		t.Fatalf("pause: %v %v", p, err)
 	}
 	if !strings.HasPrefix(p.By, "运维 🛠") || p.Reason != "维护" || !p.At.Equal(opNow) {
 		t.Errorf("the second pause changed the first: %+v", p)
 	}
-	if err := db.SetPause(ctx, store.PumpPause, "a", "", opNow); err != nil {
+	if err := db.Operations.SetPause(ctx, store.PumpPause, "a", "", opNow); err != nil {
 		t.Fatal(err)
 	}
-	all, err := db.Pauses(ctx)
+	all, err := db.Operations.Pauses(ctx)
 	if err != nil || len(all) != 2 || all[0].Name != store.PumpPause {
 		t.Fatalf("pauses: %+v %v", all, err)
 	}
-	if ok, err := db.ClearPause(ctx, name); err != nil || !ok {
+	if ok, err := db.Operations.ClearPause(ctx, name); err != nil || !ok {
 		t.Errorf("resume: %v %v", ok, err)
 	}
-	if ok, err := db.ClearPause(ctx, name); err != nil || ok {
+	if ok, err := db.Operations.ClearPause(ctx, name); err != nil || ok {
 		t.Errorf("second resume: %v %v", ok, err)
 	}
-	if p, _ := db.Pause(ctx, name); p != nil {
+	if p, _ := db.Operations.Pause(ctx, name); p != nil {
 		t.Errorf("still paused: %+v", p)
 	}
 }
 
-func auditKeepsEdgeValues(t *testing.T, db Store) {
+func auditKeepsEdgeValues(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	in := []store.AuditEntry{
 		{At: opNow, Actor: "ops", Role: "operator", Action: "park", Subject: "message 1", Detail: `{"reason":"x"}`, Remote: "10.0.0.1:5555"},
@@ -179,11 +159,11 @@ func auditKeepsEdgeValues(t *testing.T, db Store) {
 			Subject: strings.Repeat("🛫", 200), Detail: "url https://u:secretpw@h/ " + strings.Repeat("d", 5000), Remote: "[::1]:1"},
 	}
 	for _, a := range in {
-		if err := db.AddAudit(ctx, a); err != nil {
+		if err := db.Operations.AddAudit(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err := db.ListAudit(ctx, store.AuditQuery{Limit: 10})
+	out, err := db.Operations.ListAudit(ctx, store.AuditQuery{Limit: 10})
 	if err != nil || len(out) != 2 {
 		t.Fatalf("audit: %+v %v", out, err)
 	}
@@ -194,24 +174,24 @@ func auditKeepsEdgeValues(t *testing.T, db Store) {
 		strings.Contains(out[1].Detail, "secretpw") {
 		t.Errorf("entry 1 not fitted or not redacted: %d %d %.60s", utf8.RuneCountInString(out[1].Actor), utf8.RuneCountInString(out[1].Subject), out[1].Detail)
 	}
-	if page, _ := db.ListAudit(ctx, store.AuditQuery{AfterID: out[0].ID, Limit: 10}); len(page) != 1 || page[0].ID != out[1].ID {
+	if page, _ := db.Operations.ListAudit(ctx, store.AuditQuery{AfterID: out[0].ID, Limit: 10}); len(page) != 1 || page[0].ID != out[1].ID {
 		t.Errorf("after paging: %+v", page)
 	}
 }
 
 // succeedWithEvents commits message id with events.
-func succeedWithEvents(t *testing.T, db Store, id int64, tag string, evs ...pipeline.Event) {
+func succeedWithEvents(t *testing.T, db *store.DB, id int64, tag string, evs ...pipeline.Event) {
 	t.Helper()
-	if _, _, err := db.Succeed(context.Background(), id, store.Success{TypeTag: tag, Identity: tag + "|" + time.Duration(id).String(),
+	if _, _, err := db.Processor.Succeed(context.Background(), id, store.Success{TypeTag: tag, Identity: tag + "|" + time.Duration(id).String(),
 		Decision: pipeline.Decision{Events: evs}}, nil, opNow); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // succeedNaming commits message id with events, naming flights.
-func succeedNaming(t *testing.T, db Store, id int64, tag string, flids []int64, evs ...pipeline.Event) {
+func succeedNaming(t *testing.T, db *store.DB, id int64, tag string, flids []int64, evs ...pipeline.Event) {
 	t.Helper()
-	if _, _, err := db.Succeed(context.Background(), id, store.Success{TypeTag: tag, Identity: tag + "|" + time.Duration(id).String(),
+	if _, _, err := db.Processor.Succeed(context.Background(), id, store.Success{TypeTag: tag, Identity: tag + "|" + time.Duration(id).String(),
 		Decision: pipeline.Decision{Events: evs}, Flights: flids}, nil, opNow); err != nil {
 		t.Fatal(err)
 	}
@@ -222,9 +202,9 @@ func flopEvent(flid, field, old, cur string) pipeline.Event {
 		Payload: json.RawMessage(`{"FLID":` + flid + `,"op":"update","changes":{"` + field + `":{"old":` + old + `,"new":` + cur + `}}}`)}
 }
 
-func searchByFlight(t *testing.T, db Store) {
+func searchByFlight(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,13 +212,13 @@ func searchByFlight(t *testing.T, db Store) {
 		pipeline.Event{Target: "REDIS_NOTIFY", Kind: "notify", Key: "7001", Payload: json.RawMessage(`{"type":"schedule"}`)})
 	succeedNaming(t, db, ids[1], "FLOP-STND", []int64{7001}, flopEvent("7001", "STND", `"A1"`, `"登机口 🛫"`))
 	succeedWithEvents(t, db, ids[2], "STTS-ADD")
-	if err := db.Record(ctx, ids[3], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight 7001 stored", TypeTag: "FLOP-CHOT",
+	if err := db.Processor.Record(ctx, ids[3], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "no flight 7001 stored", TypeTag: "FLOP-CHOT",
 		Flights: []int64{7001}}, opNow); err != nil {
 		t.Fatal(err)
 	}
 	got := func(q store.MessageQuery) []int64 {
 		t.Helper()
-		ms, err := db.SearchMessages(ctx, q)
+		ms, err := db.Operations.SearchMessages(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +255,7 @@ func searchByFlight(t *testing.T, db Store) {
 	eq("to", got(store.MessageQuery{To: opNow}), nil)
 	eq("limit", got(store.MessageQuery{Limit: 1, AfterID: ids[0]}), ids[1:2])
 
-	h, err := db.FlightHistory(ctx, 7001, "KAFKA_FLOP", 0, 0)
+	h, err := db.Operations.FlightHistory(ctx, 7001, "KAFKA_FLOP", 0, 0)
 	if err != nil || len(h) != 2 {
 		t.Fatalf("flight history: %+v %v", h, err)
 	}
@@ -283,18 +263,18 @@ func searchByFlight(t *testing.T, db Store) {
 		!strings.Contains(string(h[1].Changes), `"new":"登机口 🛫"`) || !strings.Contains(string(h[1].Changes), `"old":"A1"`) {
 		t.Errorf("flight history: %+v / %s", h, h[1].Changes)
 	}
-	evs, err := db.SearchEvents(ctx, store.EventQuery{FLID: 7001})
+	evs, err := db.Operations.SearchEvents(ctx, store.EventQuery{FLID: 7001})
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("events of 7001: %d %v", len(evs), err)
 	}
-	if evs, _ := db.SearchEvents(ctx, store.EventQuery{FLID: 7001, Target: "REDIS_NOTIFY", State: pipeline.EventPending}); len(evs) != 1 {
+	if evs, _ := db.Operations.SearchEvents(ctx, store.EventQuery{FLID: 7001, Target: "REDIS_NOTIFY", State: pipeline.EventPending}); len(evs) != 1 {
 		t.Errorf("events of 7001 to REDIS_NOTIFY: %d", len(evs))
 	}
 }
 
-func eventListingsElideLargePayloads(t *testing.T, db Store) {
+func eventListingsElideLargePayloads(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<big/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<big/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +282,7 @@ func eventListingsElideLargePayloads(t *testing.T, db Store) {
 	succeedWithEvents(t, db, ids[0], "SCHD-DNLD",
 		pipeline.Event{Target: "KAFKA_SCHD", Kind: "schd", Key: "1", Payload: json.RawMessage(big)},
 		pipeline.Event{Target: "KAFKA_SCHD", Kind: "schd", Key: "2", Payload: json.RawMessage(`{"FLID":2}`)})
-	evs, err := db.SearchEvents(ctx, store.EventQuery{MsgID: ids[0], Limit: 2147483647})
+	evs, err := db.Operations.SearchEvents(ctx, store.EventQuery{MsgID: ids[0], Limit: 2147483647})
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("events: %d %v", len(evs), err)
 	}
@@ -312,28 +292,28 @@ func eventListingsElideLargePayloads(t *testing.T, db Store) {
 	if evs[1].PayloadElided || string(evs[1].Payload) != `{"FLID":2}` {
 		t.Errorf("small payload: %+v", evs[1])
 	}
-	b, ok, err := db.EventPayload(ctx, evs[0].EventID)
+	b, ok, err := db.Operations.EventPayload(ctx, evs[0].EventID)
 	if err != nil || !ok || string(b) != big {
 		t.Errorf("payload route: %d bytes, %v %v", len(b), ok, err)
 	}
-	if _, ok, err := db.EventPayload(ctx, evs[1].EventID+10); ok || err != nil {
+	if _, ok, err := db.Operations.EventPayload(ctx, evs[1].EventID+10); ok || err != nil {
 		t.Errorf("unknown event payload: %v %v", ok, err)
 	}
 }
 
-func replayPreviewMovesNothing(t *testing.T, db Store) {
+func replayPreviewMovesNothing(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, opNow)
-	db.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x"}, opNow)
-	res, err := db.ReplayPreview(ctx, nil, ids)
+	db.Processor.Record(ctx, ids[0], store.Outcome{State: pipeline.Dead, Class: pipeline.Orphan, Attempts: 1, LastError: "x"}, opNow)
+	db.Processor.Record(ctx, ids[1], store.Outcome{State: pipeline.Dead, Class: pipeline.Malformed, Attempts: 1, LastError: "x"}, opNow)
+	res, err := db.Operations.ReplayPreview(ctx, nil, ids)
 	if err != nil || res.Moved != 1 || res.Skipped != 2 || len(res.IDs) != 1 || res.IDs[0] != ids[0] {
 		t.Fatalf("preview: %+v %v", res, err)
 	}
-	if m, _ := db.GetMessage(ctx, ids[0]); m.State != pipeline.Dead {
+	if m, _ := db.Operations.GetMessage(ctx, ids[0]); m.State != pipeline.Dead {
 		t.Errorf("the preview moved message %d: %s", ids[0], m.State)
 	}
 }

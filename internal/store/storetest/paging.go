@@ -10,15 +10,6 @@ import (
 	"msgx/internal/store"
 )
 
-// pagingCases: every listing (messages, events, requests, the audit log) pages both ways by
-// id, oldest first by default and newest first on asking.
-var pagingCases = []struct {
-	name string
-	fn   func(t *testing.T, db Store)
-}{
-	{"ListingsPageBothWaysInEitherOrder", listingsPageBothWays},
-}
-
 // pageCase is one page asked of a listing of the ids all (ascending) and the ids it must hold.
 type pageCase struct {
 	name          string
@@ -50,16 +41,16 @@ func pageCasesOf(a []int64) []pageCase {
 	}
 }
 
-func listingsPageBothWays(t *testing.T, db Store) {
+func listingsPageBothWays(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ids, err := db.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, opNow)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>", "<c/>", "<d/>", "<e/>"}, opNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
 		succeedNaming(t, db, id, "FLOP-STND", []int64{7100}, flopEvent("7100", "STND", "null", `"A1"`))
 	}
-	evs, err := db.SearchEvents(ctx, store.EventQuery{})
+	evs, err := db.Operations.SearchEvents(ctx, store.EventQuery{})
 	if err != nil || len(evs) != 5 {
 		t.Fatalf("events: %d %v", len(evs), err)
 	}
@@ -68,16 +59,16 @@ func listingsPageBothWays(t *testing.T, db Store) {
 		evIDs = append(evIDs, e.EventID)
 	}
 	for i := range 5 {
-		if err := db.AddAudit(ctx, store.AuditEntry{At: opNow, Actor: "ops", Role: "operator", Action: "park", Subject: fmt.Sprint(i)}); err != nil {
+		if err := db.Operations.AddAudit(ctx, store.AuditEntry{At: opNow, Actor: "ops", Role: "operator", Action: "park", Subject: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
-		r, err := db.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), opNow)
+		r, err := db.RequestTracker.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), opNow)
 		if err != nil {
 			t.Fatal(err)
 		}
 		reqIDs = append(reqIDs, r.ID)
 	}
-	audit, err := db.ListAudit(ctx, store.AuditQuery{})
+	audit, err := db.Operations.ListAudit(ctx, store.AuditQuery{})
 	if err != nil || len(audit) != 5 {
 		t.Fatalf("audit: %d %v", len(audit), err)
 	}
@@ -96,24 +87,24 @@ func listingsPageBothWays(t *testing.T, db Store) {
 		}
 	}
 	check("messages", ids, func(c pageCase) ([]int64, error) {
-		ms, err := db.SearchMessages(ctx, store.MessageQuery{AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
+		ms, err := db.Operations.SearchMessages(ctx, store.MessageQuery{AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
 		return idsOf(ms, func(m *store.Message) int64 { return m.ID }), err
 	})
 	check("messages of a flight", ids, func(c pageCase) ([]int64, error) {
-		ms, err := db.SearchMessages(ctx, store.MessageQuery{FLID: 7100, State: pipeline.Succeeded, AfterID: c.after, BeforeID: c.before,
+		ms, err := db.Operations.SearchMessages(ctx, store.MessageQuery{FLID: 7100, State: pipeline.Succeeded, AfterID: c.after, BeforeID: c.before,
 			Newest: c.newest, Limit: c.limit})
 		return idsOf(ms, func(m *store.Message) int64 { return m.ID }), err
 	})
 	check("events", evIDs, func(c pageCase) ([]int64, error) {
-		es, err := db.SearchEvents(ctx, store.EventQuery{Target: "KAFKA_FLOP", AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
+		es, err := db.Operations.SearchEvents(ctx, store.EventQuery{Target: "KAFKA_FLOP", AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
 		return idsOf(es, func(e store.EventBrief) int64 { return e.EventID }), err
 	})
 	check("audit", auditIDs, func(c pageCase) ([]int64, error) {
-		as, err := db.ListAudit(ctx, store.AuditQuery{AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
+		as, err := db.Operations.ListAudit(ctx, store.AuditQuery{AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
 		return idsOf(as, func(a store.AuditEntry) int64 { return a.ID }), err
 	})
 	check("requests", reqIDs, func(c pageCase) ([]int64, error) {
-		rs, err := db.ListRequests(ctx, store.RequestFilter{AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
+		rs, err := db.RequestTracker.ListRequests(ctx, store.RequestFilter{AfterID: c.after, BeforeID: c.before, Newest: c.newest, Limit: c.limit})
 		return idsOf(rs, func(r *store.Request) int64 { return r.ID }), err
 	})
 }

@@ -18,22 +18,9 @@ import (
 	"msgx/internal/store"
 )
 
-var requestCases = []struct {
-	name string
-	fn   func(t *testing.T, db Store)
-}{
-	{"RequestIsQueuedInCOUTMSGSAndTracked", requestIsQueuedInCOUTMSGSAndTracked},
-	{"RequestSEQNCyclesAfter999999", requestSEQNCyclesAfter999999},
-	{"RequestTooLongOrUnbuildableWritesNothing", requestTooLongOrUnbuildableWritesNothing},
-	{"RequestSentResentAndExpired", requestSentResentAndExpired},
-	{"RESPAnswersItsRequestInItsOwnTransaction", respAnswersItsRequestInItsOwnTransaction},
-	{"ShadowWritesNoLegacyTable", shadowWritesNoLegacyTable},
-	{"ConcurrentRequestsGetDistinctSEQNs", concurrentRequestsGetDistinctSEQNs},
-}
-
 // Requests made at the same time (two API nodes, two operators) each get a SEQN of their own,
 // and none fails for the counter.
-func concurrentRequestsGetDistinctSEQNs(t *testing.T, db Store) {
+func concurrentRequestsGetDistinctSEQNs(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	const n = 12
@@ -41,7 +28,7 @@ func concurrentRequestsGetDistinctSEQNs(t *testing.T, db Store) {
 	seqns := make(chan string, n)
 	for range n {
 		go func() {
-			r, err := db.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now)
+			r, err := db.RequestTracker.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now)
 			if err != nil {
 				errs <- err
 				return
@@ -111,16 +98,16 @@ func xmlOf(r store.NewRequest) store.BuildXML {
 	}
 }
 
-func create(t *testing.T, db Store, r store.NewRequest, now time.Time) *store.Request {
+func create(t *testing.T, db *store.DB, r store.NewRequest, now time.Time) *store.Request {
 	t.Helper()
-	got, err := db.CreateRequest(context.Background(), r, xmlOf(r), now)
+	got, err := db.RequestTracker.CreateRequest(context.Background(), r, xmlOf(r), now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return got
 }
 
-func count(t *testing.T, db Store, q string) int {
+func count(t *testing.T, db *store.DB, q string) int {
 	t.Helper()
 	var n int
 	if err := db.SQLDB().QueryRow(q).Scan(&n); err != nil {
@@ -132,9 +119,9 @@ func count(t *testing.T, db Store, q string) int {
 // A request is one COUTMSGS row (the XML, its ROUTINGID, the insert time in the legacy zone,
 // every flag 0, not sent) and one REGISTERED REQ_TRACK row with its SEQN, waiting for the
 // gateway since now and with no deadline until the gateway sends it.
-func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db Store) {
+func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	db.SetLegacy(store.LegacyOptions{Location: shanghai})
+	db.Intake.SetLegacy(store.LegacyOptions{Location: shanghai})
 	now := time.Date(2026, 12, 3, 1, 30, 15, 0, time.UTC)
 	a := create(t, db, refRequest("AIRL"), now)
 	b := create(t, db, schedRequest("03DEC26", "05DEC262359"), now.Add(time.Second))
@@ -150,7 +137,7 @@ func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db Store) {
 		r       *store.Request
 		routing string
 	}{{a, "VIEWRQRD"}, {b, "VIEWRQFD"}} {
-		o, err := db.GetOutbound(ctx, c.r.CoutmsgsID)
+		o, err := db.RequestTracker.GetOutbound(ctx, c.r.CoutmsgsID)
 		if err != nil || o == nil {
 			t.Fatalf("COUTMSGS %d: %v %v", c.r.CoutmsgsID, o, err)
 		}
@@ -171,20 +158,20 @@ func requestIsQueuedInCOUTMSGSAndTracked(t *testing.T, db Store) {
 	if err := db.SQLDB().QueryRow(`SELECT CAST(COUTMSGS_DATE_INSERTED AS CHAR) FROM COUTMSGS WHERE COUTMSGS_ID = ?`, a.CoutmsgsID).Scan(&raw); err != nil || raw != "2026-12-03 09:30:15" {
 		t.Fatalf("COUTMSGS_DATE_INSERTED %q %v, want the local 2026-12-03 09:30:15", raw, err)
 	}
-	list, err := db.ListRequests(ctx, store.RequestFilter{})
+	list, err := db.RequestTracker.ListRequests(ctx, store.RequestFilter{})
 	if err != nil || len(list) != 2 || list[0].ID != a.ID || list[1].ID != b.ID {
 		t.Fatalf("list: %v %v", list, err)
 	}
-	if list, err := db.ListRequests(ctx, store.RequestFilter{State: store.ReqDone}); err != nil || len(list) != 0 {
+	if list, err := db.RequestTracker.ListRequests(ctx, store.RequestFilter{State: store.ReqDone}); err != nil || len(list) != 0 {
 		t.Fatalf("list DONE: %v %v", list, err)
 	}
-	if got, err := db.GetRequest(ctx, a.ID+100); got != nil || err != nil {
+	if got, err := db.RequestTracker.GetRequest(ctx, a.ID+100); got != nil || err != nil {
 		t.Fatalf("an unknown request: %v %v", got, err)
 	}
 }
 
 // The SEQN is six digits and cycles as the legacy's counter did: …, 999999, 000000, 000001.
-func requestSEQNCyclesAfter999999(t *testing.T, db Store) {
+func requestSEQNCyclesAfter999999(t *testing.T, db *store.DB) {
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	create(t, db, refRequest("AIRL"), now)
 	Exec(t, db, `UPDATE MSGX_COUNTER SET VALUE = 999998 WHERE NAME = 'request.seqn'`)
@@ -200,22 +187,22 @@ func requestSEQNCyclesAfter999999(t *testing.T, db Store) {
 // A value REQ_TRACK cannot hold whole (a TYPE over its 8 characters, CJK or not) is refused
 // before anything is written; a request whose XML cannot be built leaves nothing either, not
 // even a used SEQN.
-func requestTooLongOrUnbuildableWritesNothing(t *testing.T, db Store) {
+func requestTooLongOrUnbuildableWritesNothing(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	create(t, db, refRequest("ABCDEFGH"), now) // 8: the most the column holds
 	for _, typ := range []string{"ABCDEFGHI", "机场机场机场机场机"} {
 		r := refRequest(typ)
-		if _, err := db.CreateRequest(ctx, r, xmlOf(r), now); !errors.Is(err, store.ErrBadRequest) {
+		if _, err := db.RequestTracker.CreateRequest(ctx, r, xmlOf(r), now); !errors.Is(err, store.ErrBadRequest) {
 			t.Fatalf("TYPE %q: %v, want ErrBadRequest", typ, err)
 		}
 	}
 	long := schedRequest(strings.Repeat("1", 33), "05DEC26")
-	if _, err := db.CreateRequest(ctx, long, xmlOf(long), now); !errors.Is(err, store.ErrBadRequest) {
+	if _, err := db.RequestTracker.CreateRequest(ctx, long, xmlOf(long), now); !errors.Is(err, store.ErrBadRequest) {
 		t.Fatalf("a 33-character STDB: %v, want ErrBadRequest", err)
 	}
 	boom := errors.New("cannot build")
-	if _, err := db.CreateRequest(ctx, refRequest("CITY"), func(string) (string, error) { return "", boom }, now); !errors.Is(err, boom) {
+	if _, err := db.RequestTracker.CreateRequest(ctx, refRequest("CITY"), func(string) (string, error) { return "", boom }, now); !errors.Is(err, boom) {
 		t.Fatalf("a failing build: %v", err)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`); n != 1 {
@@ -234,47 +221,47 @@ func requestTooLongOrUnbuildableWritesNothing(t *testing.T, db Store) {
 // request the gateway has not sent is never overdue, re-sent or expired, and counts as waiting
 // for the gateway; overdue → re-sent as a new COUTMSGS row with the next SEQN, waiting again;
 // a write from a stale read is refused and leaves no COUTMSGS row; EXPIRED.
-func requestSentResentAndExpired(t *testing.T, db Store) {
+func requestSentResentAndExpired(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	db.SetLegacy(store.LegacyOptions{Location: shanghai})
+	db.Intake.SetLegacy(store.LegacyOptions{Location: shanghai})
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	const timeout = 15 * time.Second
 	r := create(t, db, refRequest("AIRL"), now)
 	other := create(t, db, refRequest("CITY"), now.Add(time.Second))
-	if n, err := db.MarkSent(ctx, timeout, now); err != nil || n != 0 {
+	if n, err := db.RequestTracker.MarkSent(ctx, timeout, now); err != nil || n != 0 {
 		t.Fatalf("nothing sent yet: %d %v", n, err)
 	}
-	if n, oldest, err := db.WaitingForGateway(ctx); err != nil || n != 2 || oldest == nil || !oldest.Equal(now) {
+	if n, oldest, err := db.RequestTracker.WaitingForGateway(ctx); err != nil || n != 2 || oldest == nil || !oldest.Equal(now) {
 		t.Fatalf("waiting for the gateway: %d since %v (%v), want 2 since %v", n, oldest, err, now)
 	}
 	Exec(t, db, fmt.Sprintf(`UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '2026-12-03 09:00:07' WHERE COUTMSGS_ID = %d`, r.CoutmsgsID))
-	if n, err := db.MarkSent(ctx, timeout, now.Add(10*time.Second)); err != nil || n != 1 {
+	if n, err := db.RequestTracker.MarkSent(ctx, timeout, now.Add(10*time.Second)); err != nil || n != 1 {
 		t.Fatalf("mark sent: %d %v", n, err)
 	}
 	sentAt := now.Add(7 * time.Second)
-	got, _ := db.GetRequest(ctx, r.ID)
+	got, _ := db.RequestTracker.GetRequest(ctx, r.ID)
 	if got.State != store.ReqSent || got.SentAt == nil || !got.SentAt.Equal(sentAt) || got.DeadlineAt == nil || !got.DeadlineAt.Equal(sentAt.Add(timeout)) || got.QueuedAt != nil {
 		t.Fatalf("sent request: %+v (sent_at %v, deadline %v, want %v and %v)", got, got.SentAt, got.DeadlineAt, sentAt, sentAt.Add(timeout))
 	}
-	if n, oldest, err := db.WaitingForGateway(ctx); err != nil || n != 1 || oldest == nil || !oldest.Equal(now.Add(time.Second)) {
+	if n, oldest, err := db.RequestTracker.WaitingForGateway(ctx); err != nil || n != 1 || oldest == nil || !oldest.Equal(now.Add(time.Second)) {
 		t.Fatalf("waiting for the gateway: %d since %v (%v), want CITY's", n, oldest, err)
 	}
-	if due, err := db.Overdue(ctx, sentAt.Add(timeout-time.Millisecond)); err != nil || len(due) != 0 {
+	if due, err := db.RequestTracker.Overdue(ctx, sentAt.Add(timeout-time.Millisecond)); err != nil || len(due) != 0 {
 		t.Fatalf("overdue before the deadline: %v %v", due, err)
 	}
-	due, err := db.Overdue(ctx, sentAt.Add(timeout))
+	due, err := db.RequestTracker.Overdue(ctx, sentAt.Add(timeout))
 	if err != nil || len(due) != 1 || due[0].ID != r.ID {
 		t.Fatalf("overdue at the deadline: %v %v, want only the sent request", due, err)
 	}
-	if due, err := db.Overdue(ctx, now.Add(24*time.Hour)); err != nil || len(due) != 1 {
+	if due, err := db.RequestTracker.Overdue(ctx, now.Add(24*time.Hour)); err != nil || len(due) != 1 {
 		t.Fatalf("a day later the unsent request is still not overdue: %v %v", due, err)
 	}
 	// The unsent request, as read, cannot be re-sent or expired.
-	unsent, _ := db.GetRequest(ctx, other.ID)
+	unsent, _ := db.RequestTracker.GetRequest(ctx, other.ID)
 	resendAndExpiryRefused(t, db, unsent, xmlOf(refRequest("CITY")), now.Add(time.Hour),
 		"re-sending a request the gateway has not sent", "expiring a request the gateway has not sent")
 	later := sentAt.Add(timeout)
-	again, err := db.Resend(ctx, due[0], xmlOf(refRequest("AIRL")), later)
+	again, err := db.RequestTracker.Resend(ctx, due[0], xmlOf(refRequest("AIRL")), later)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,31 +269,31 @@ func requestSentResentAndExpired(t *testing.T, db Store) {
 		again.SentAt != nil || again.DeadlineAt != nil || again.QueuedAt == nil || !again.QueuedAt.Equal(later) {
 		t.Fatalf("re-sent: %+v", again)
 	}
-	if o, err := db.GetOutbound(ctx, again.CoutmsgsID); err != nil || o == nil || o.Routing != "VIEWRQRD" || !strings.Contains(o.XML, "000003") || o.Sent != nil {
+	if o, err := db.RequestTracker.GetOutbound(ctx, again.CoutmsgsID); err != nil || o == nil || o.Routing != "VIEWRQRD" || !strings.Contains(o.XML, "000003") || o.Sent != nil {
 		t.Fatalf("the re-send's COUTMSGS row: %+v %v", o, err)
 	}
 	// The same re-send again, from the same (now stale) read: refused, no COUTMSGS row left.
 	resendAndExpiryRefused(t, db, due[0], xmlOf(refRequest("AIRL")), later, "a stale re-send", "a stale expiry")
 	// The gateway sends the re-send and CITY; CITY's deadline passes and it expires.
 	Exec(t, db, `UPDATE COUTMSGS SET COUTMSGS_DATE_SENT = '2026-12-03 09:01:00' WHERE COUTMSGS_DATE_SENT IS NULL`)
-	if n, err := db.MarkSent(ctx, timeout, later); err != nil || n != 2 {
+	if n, err := db.RequestTracker.MarkSent(ctx, timeout, later); err != nil || n != 2 {
 		t.Fatalf("mark the re-send and CITY sent: %d %v", n, err)
 	}
 	end := now.Add(time.Minute + timeout)
-	due, err = db.Overdue(ctx, end)
+	due, err = db.RequestTracker.Overdue(ctx, end)
 	if err != nil || len(due) != 2 || due[0].ID != r.ID || due[1].ID != other.ID {
 		t.Fatalf("overdue after both were sent: %v %v", due, err)
 	}
-	if err := db.Expire(ctx, due[1], end); err != nil {
+	if err := db.RequestTracker.Expire(ctx, due[1], end); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.GetRequest(ctx, other.ID); got.State != store.ReqExpired || got.FinishedAt == nil || !got.FinishedAt.Equal(end) {
+	if got, _ := db.RequestTracker.GetRequest(ctx, other.ID); got.State != store.ReqExpired || got.FinishedAt == nil || !got.FinishedAt.Equal(end) {
 		t.Fatalf("expired: %+v", got)
 	}
-	if due, _ := db.Overdue(ctx, end.Add(time.Hour)); len(due) != 1 || due[0].ID != r.ID {
+	if due, _ := db.RequestTracker.Overdue(ctx, end.Add(time.Hour)); len(due) != 1 || due[0].ID != r.ID {
 		t.Fatalf("an expired request is not overdue any more: %v", due)
 	}
-	if n, oldest, err := db.WaitingForGateway(ctx); err != nil || n != 0 || oldest != nil {
+	if n, oldest, err := db.RequestTracker.WaitingForGateway(ctx); err != nil || n != 0 || oldest != nil {
 		t.Fatalf("waiting for the gateway at the end: %d since %v (%v), want none", n, oldest, err)
 	}
 }
@@ -314,14 +301,14 @@ func requestSentResentAndExpired(t *testing.T, db Store) {
 // resendAndExpiryRefused checks that r, as read, can neither be re-sent (with xml) nor
 // expired at at (ErrChanged; resend and expire say which case failed), and that the refused
 // re-send left no COUTMSGS row.
-func resendAndExpiryRefused(t *testing.T, db Store, r *store.Request, xml store.BuildXML, at time.Time, resend, expire string) {
+func resendAndExpiryRefused(t *testing.T, db *store.DB, r *store.Request, xml store.BuildXML, at time.Time, resend, expire string) {
 	t.Helper()
 	ctx := context.Background()
 	rows := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`)
-	if _, err := db.Resend(ctx, r, xml, at); !errors.Is(err, store.ErrChanged) {
+	if _, err := db.RequestTracker.Resend(ctx, r, xml, at); !errors.Is(err, store.ErrChanged) {
 		t.Fatalf("%s: %v, want ErrChanged", resend, err)
 	}
-	if err := db.Expire(ctx, r, at); !errors.Is(err, store.ErrChanged) {
+	if err := db.RequestTracker.Expire(ctx, r, at); !errors.Is(err, store.ErrChanged) {
 		t.Fatalf("%s: %v, want ErrChanged", expire, err)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM COUTMSGS`); n != rows {
@@ -333,10 +320,10 @@ func resendAndExpiryRefused(t *testing.T, db Store, r *store.Request, xml store.
 // own success transaction: the one whose SEQN it echoes, else the oldest. A DNLD, another
 // TYPE, or a RESP that reached msgx before the request was made answers nothing; a rolled-back
 // batch leaves the request open.
-func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db Store) {
+func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
-	early, err := db.InsertMessages(ctx, []string{"<early/>"}, t0)
+	early, err := db.Intake.InsertMessages(ctx, []string{"<early/>"}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +333,7 @@ func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db Store) {
 	c1 := create(t, db, refRequest("CITY"), t1)
 	s1 := create(t, db, schedRequest("03DEC26", "04DEC26"), t1)
 	t2 := t1.Add(time.Minute)
-	ids, err := db.InsertMessages(ctx, []string{"<dnld/>", "<other/>", "<echo/>", "<plain/>", "<schd/>", "<rolled-back/>"}, t2)
+	ids, err := db.Intake.InsertMessages(ctx, []string{"<dnld/>", "<other/>", "<echo/>", "<plain/>", "<schd/>", "<rolled-back/>"}, t2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,13 +341,13 @@ func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db Store) {
 		t.Helper()
 		s := store.Success{From: store.Version{State: pipeline.Pending}, TypeTag: typ + "-" + styp, Identity: fmt.Sprintf("AODB|%s|%s|%s|%d", typ, styp, seqn, id),
 			Meta: store.Backfill{SNDR: "AODB", TYPE: typ, STYP: styp, SEQN: seqn, DTTM: t2}}
-		if _, _, err := db.Succeed(ctx, id, s, nil, t2); err != nil {
+		if _, _, err := db.Processor.Succeed(ctx, id, s, nil, t2); err != nil {
 			t.Fatal(err)
 		}
 	}
 	state := func(r *store.Request) *store.Request {
 		t.Helper()
-		got, err := db.GetRequest(ctx, r.ID)
+		got, err := db.RequestTracker.GetRequest(ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -384,22 +371,22 @@ func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db Store) {
 			t.Fatalf("request %d (%s): %+v, want DONE answered by %d", got.ID, got.STYP, got, c.answer)
 		}
 		if c.answer != 0 {
-			m, err := db.GetMessage(ctx, c.answer)
+			m, err := db.Operations.GetMessage(ctx, c.answer)
 			if err != nil || m.AnsweredRequest == nil || *m.AnsweredRequest != c.r.ID {
 				t.Fatalf("message %d names request %v, want %d (%v)", c.answer, m.AnsweredRequest, c.r.ID, err)
 			}
 		}
 	}
 	for _, id := range []int64{early[0], ids[0], ids[1]} {
-		if m, _ := db.GetMessage(ctx, id); m.AnsweredRequest != nil {
+		if m, _ := db.Operations.GetMessage(ctx, id); m.AnsweredRequest != nil {
 			t.Fatalf("message %d names request %d", id, *m.AnsweredRequest)
 		}
 	}
 	respInABatch(t, db, ids[5], c1, t2, state)
-	if list, err := db.ListRequests(ctx, store.RequestFilter{AfterID: a1.ID, Limit: 2}); err != nil || len(list) != 2 || list[0].ID != a2.ID || list[1].ID != c1.ID {
+	if list, err := db.RequestTracker.ListRequests(ctx, store.RequestFilter{AfterID: a1.ID, Limit: 2}); err != nil || len(list) != 2 || list[0].ID != a2.ID || list[1].ID != c1.ID {
 		t.Fatalf("a page of requests: %v %v", list, err)
 	}
-	if list, err := db.ListRequests(ctx, store.RequestFilter{State: store.ReqDone}); err != nil || len(list) != 4 {
+	if list, err := db.RequestTracker.ListRequests(ctx, store.RequestFilter{State: store.ReqDone}); err != nil || len(list) != 4 {
 		t.Fatalf("the DONE requests: %v %v", list, err)
 	}
 	// A finished request takes no second answer.
@@ -410,7 +397,7 @@ func respAnswersItsRequestInItsOwnTransaction(t *testing.T, db Store) {
 
 // legacyChecksum is a digest of every legacy row and column: CMINMSGS, CMINMSGS_HST and
 // COUTMSGS, read as text.
-func legacyChecksum(t *testing.T, db Store) string {
+func legacyChecksum(t *testing.T, db *store.DB) string {
 	t.Helper()
 	h := sha256.New()
 	for _, table := range []string{"CMINMSGS", "CMINMSGS_HST", "COUTMSGS"} {
@@ -440,7 +427,7 @@ func legacyChecksum(t *testing.T, db Store) string {
 // adopted whatever the legacy marked, without marking them; processing back-fills nothing;
 // the inbox, data requests and ARCHIVE refuse. The watermark is the highest id at the first
 // start, and stays.
-func shadowWritesNoLegacyTable(t *testing.T, db Store) {
+func shadowWritesNoLegacyTable(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 	gateway := func(raw, processed string) int64 {
@@ -458,7 +445,7 @@ func shadowWritesNoLegacyTable(t *testing.T, db Store) {
 		return id
 	}
 	before := gateway("<before/>", "")
-	wm, err := db.ShadowWatermark(ctx, now)
+	wm, err := db.Intake.ShadowWatermark(ctx, now)
 	if err != nil || wm != before {
 		t.Fatalf("watermark %d (%v), want the highest id %d", wm, err, before)
 	}
@@ -467,45 +454,45 @@ func shadowWritesNoLegacyTable(t *testing.T, db Store) {
 	if _, err := db.SQLDB().Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES ('<invalid/>', 'INVALID')`); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := db.ShadowWatermark(ctx, now); err != nil || again != wm {
+	if again, err := db.Intake.ShadowWatermark(ctx, now); err != nil || again != wm {
 		t.Fatalf("the watermark moved to %d (%v), want it kept at %d", again, err, wm)
 	}
-	db.SetShadow(wm)
+	db.Intake.SetShadow(wm)
 	sum := legacyChecksum(t, db)
-	if n, _, err := db.Backlog(ctx); err != nil || n != 2 {
+	if n, _, err := db.Intake.Backlog(ctx); err != nil || n != 2 {
 		t.Fatalf("shadow backlog %d (%v), want the 2 VALID rows above the watermark", n, err)
 	}
-	msgs, _, _, err := db.Heads(ctx, 0)
+	msgs, _, _, err := db.Intake.Heads(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.AdoptLegacy(ctx, 0, msgs, now); err != nil || n != 2 {
+	if n, err := db.Intake.AdoptLegacy(ctx, 0, msgs, now); err != nil || n != 2 {
 		t.Fatalf("shadow adopted %d (%v), want 2", n, err)
 	}
 	for _, id := range []int64{taken, fresh} {
-		m, err := db.GetMessage(ctx, id)
+		m, err := db.Operations.GetMessage(ctx, id)
 		if err != nil || m == nil || m.State != pipeline.Pending {
 			t.Fatalf("row %d in shadow: %+v %v", id, m, err)
 		}
 	}
-	if m, _ := db.GetMessage(ctx, before); m != nil {
+	if m, _ := db.Operations.GetMessage(ctx, before); m != nil {
 		t.Fatalf("the row at the watermark was adopted: %+v", m)
 	}
-	if _, _, err := db.Succeed(ctx, taken, store.Success{TypeTag: "STTS-ADD", Identity: "AODB|STTS|ADD|1",
+	if _, _, err := db.Processor.Succeed(ctx, taken, store.Success{TypeTag: "STTS-ADD", Identity: "AODB|STTS|ADD|1",
 		Meta: store.Backfill{SNDR: "AODB", TYPE: "STTS", STYP: "ADD", SEQN: "1", DTTM: now}}, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Record(ctx, fresh, store.Outcome{State: pipeline.Skipped, LastError: "x",
+	if err := db.Processor.Record(ctx, fresh, store.Outcome{State: pipeline.Skipped, LastError: "x",
 		Meta: &store.Backfill{SNDR: "AODB", TYPE: "STTS", STYP: "ADD", SEQN: "2", DTTM: now}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.InsertMessages(ctx, []string{"<inbox/>"}, now); !errors.Is(err, store.ErrShadow) {
+	if _, err := db.Intake.InsertMessages(ctx, []string{"<inbox/>"}, now); !errors.Is(err, store.ErrShadow) {
 		t.Fatalf("the inbox in shadow: %v, want ErrShadow", err)
 	}
-	if _, err := db.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now); !errors.Is(err, store.ErrShadow) {
+	if _, err := db.RequestTracker.CreateRequest(ctx, refRequest("AIRL"), xmlOf(refRequest("AIRL")), now); !errors.Is(err, store.ErrShadow) {
 		t.Fatalf("a data request in shadow: %v, want ErrShadow", err)
 	}
-	if n, err := db.Archive(ctx, msgs, now.Add(72*time.Hour), now, nil); err != nil || n != 0 {
+	if n, err := db.Archiver.Archive(ctx, msgs, now.Add(72*time.Hour), now, nil); err != nil || n != 0 {
 		t.Fatalf("ARCHIVE in shadow moved %d (%v)", n, err)
 	}
 	// Retention forgets msgx's own states, never the legacy's history rows, even for rows an
@@ -513,7 +500,7 @@ func shadowWritesNoLegacyTable(t *testing.T, db Store) {
 	if _, err := db.SQLDB().ExecContext(ctx, `UPDATE PROC_STATE SET ARCHIVED_AT = ?`, store.T(now.Add(-time.Hour))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.PurgeArchived(ctx, now, nil); err != nil {
+	if _, err := db.Archiver.PurgeArchived(ctx, now, nil); err != nil {
 		t.Fatalf("retention in shadow: %v", err)
 	}
 	if got := legacyChecksum(t, db); got != sum {
@@ -524,10 +511,10 @@ func shadowWritesNoLegacyTable(t *testing.T, db Store) {
 // respInABatch checks that a RESP (message id, answering CITY request c1) matches its
 // request under the message's savepoint in a batch: a batch rolled back (a crash before the
 // commit) leaves the request open, a committed one answers it. state reads a request.
-func respInABatch(t *testing.T, db Store, id int64, c1 *store.Request, at time.Time, state func(*store.Request) *store.Request) {
+func respInABatch(t *testing.T, db *store.DB, id int64, c1 *store.Request, at time.Time, state func(*store.Request) *store.Request) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := db.BeginBatch(ctx)
+	b, err := db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +526,7 @@ func respInABatch(t *testing.T, db Store, id int64, c1 *store.Request, at time.T
 	if got := state(c1); got.State != store.ReqRegistered {
 		t.Fatalf("a rolled-back RESP answered its request: %+v", got)
 	}
-	b, err = db.BeginBatch(ctx)
+	b, err = db.Processor.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
