@@ -237,6 +237,8 @@ func TestFlopRejects(t *testing.T) {
 		{"VIPT date", flopMsg("VIPF", flop7001(`<VIPF><VPCD>V1</VPCD><VIPT><VSCD>L</VSCD><VTST>x</VTST></VIPT></VIPF>`)), mf, []string{`VIPF[1]/VIPT[1]/VTST "x"`}},
 		{"PSHT without stand", flopMsg("PSHT", flop7001(`<PSHT PSHN="1"><PSTM>15MAR261000</PSTM></PSHT>`)), mf, []string{"PSHT[1]/PUST: missing"}},
 		{"TIPT without stand", flopMsg("TIPT", flop7001(`<TIPT><TRTM>15MAR261000</TRTM></TIPT>`)), mf, []string{"TIPT[1]/TRST: missing"}},
+		{"PSHT stand twice", flopMsg("PSHT", flop7001(`<PSHT PSHN="1"><PUST>213</PUST></PSHT><PSHT PSHN="2"><PUST>213</PUST></PSHT>`)), mf, []string{`PSHT[2]/PUST "213": stand appears twice`}},
+		{"TIPT stand twice", flopMsg("TIPT", flop7001(`<TIPT><TRST>214</TRST></TIPT><TIPT><TRTM>15MAR261000</TRTM><TRST>214</TRST></TIPT>`)), mf, []string{`TIPT[2]/TRST "214": stand appears twice`}},
 		{"no FLOP element", flopMsg("APPT"), mf, []string{"no <FLOP>"}},
 		{"unknown STYP ESTT", flopMsg("ESTT", flop7001("<ESTT>15MAR261000</ESTT>")), pipeline.Unsupported, []string{"ESTT"}},
 		{"unknown STYP ACTT", flopMsg("ACTT", flop7001("<ACTT>15MAR261000</ACTT>")), pipeline.Unsupported, []string{"ACTT"}},

@@ -1234,47 +1234,20 @@ func (c *conv) vipf(xs []xvipf) []VIP {
 }
 
 func (c *conv) psht(xs []xpsht) []StandPush {
-	var out []StandPush
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("PSHT", i+1)
+	return groupEntries(c, "PSHT", xs, func(x *xpsht) StandPush {
 		g := StandPush{PSTM: c.time("PSTM", x.PSTM), PSID: c.text("PSID", x.PSID), PUST: c.req("PUST", x.PUST)}
 		if x.PSHN != nil {
 			n := c.groupNo("@PSHN", x.PSHN)
 			g.PSHN = &n
 		}
-		for _, o := range out {
-			if o.PUST == g.PUST {
-				c.failf("PUST", " %q: stand appears twice", g.PUST)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+		return g
+	}, func(g StandPush) string { return g.PUST }, "PUST", " %q: stand appears twice")
 }
 
 func (c *conv) tipt(xs []xtipt) []StandTractor {
-	var out []StandTractor
-	for i := range xs {
-		x := &xs[i]
-		if x.empty() {
-			continue
-		}
-		c.enter("TIPT", i+1)
-		g := StandTractor{TRTM: c.time("TRTM", x.TRTM), TRST: c.req("TRST", x.TRST)}
-		for _, o := range out {
-			if o.TRST == g.TRST {
-				c.failf("TRST", " %q: stand appears twice", g.TRST)
-			}
-		}
-		out = append(out, g)
-	}
-	c.leave()
-	return out
+	return groupEntries(c, "TIPT", xs, func(x *xtipt) StandTractor {
+		return StandTractor{TRTM: c.time("TRTM", x.TRTM), TRST: c.req("TRST", x.TRST)}
+	}, func(g StandTractor) string { return g.TRST }, "TRST", " %q: stand appears twice")
 }
 
 // flight converts a SCHD FLTR into a Flight.
