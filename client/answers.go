@@ -12,6 +12,12 @@ import (
 // The answers of the ops API (docs/api.md) as the msgx command reads them: each type has the
 // fields it prints.
 
+// ErrorBody is the one shape of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
 // Status is GET /api/v1/status's answer. Extra's sections are left raw: RecentNote,
 // TargetStatus and PumpTrouble read the ones the command prints in its own way.
 type Status struct {

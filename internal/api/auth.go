@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"msgx/internal/api/reply"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -433,7 +434,7 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 		// change anything else; an address that failed too often waits (LoginWindow).
 		if o := foreignOrigin(r); o != "" {
 			s.Metrics.LoginRefused("origin")
-			s.quiet().Warn("login refused 403: a page of another origin", "origin", clip(o, MaxEcho), "remote", r.RemoteAddr)
+			s.quiet().Warn("login refused 403: a page of another origin", "origin", reply.Clip(o, reply.MaxEcho), "remote", r.RemoteAddr)
 			writeError(w, http.StatusForbidden, "csrf", fmt.Sprintf("cross-origin log-in from %q refused", o))
 			return
 		}

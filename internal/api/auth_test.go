@@ -16,6 +16,7 @@ import (
 	"msgx/internal/api"
 	"msgx/internal/config"
 	"msgx/internal/flight"
+	"msgx/internal/inbox"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -37,27 +38,28 @@ var testTokens = []api.Token{
 // fixture is a server on db with tokens (none: loopback only) and a few messages and events:
 // message 1 DEAD (ORPHAN), 2 SUCCEEDED with events of flight 7001, 3 PENDING.
 type fixture struct {
-	db   *store.DB
-	srv  *api.Server
-	h    http.Handler
-	logs *bytes.Buffer
-	ev   int64 // an event id
+	db    *store.DB
+	srv   *api.Server
+	inbox *inbox.Inbox
+	h     http.Handler
+	logs  *bytes.Buffer
+	ev    int64 // an event id
 }
 
-func newFixture(t *testing.T, db *store.DB, tokens []api.Token, inbox api.InboxRule) *fixture {
+func newFixture(t *testing.T, db *store.DB, tokens []api.Token, rule api.InboxRule) *fixture {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	clock := pipeline.SystemClock{}
-	in := api.NewInbox(db, clock, log, 1<<20, func() {})
+	in := inbox.New(db, clock, log, 1<<20, func() {})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go in.Run(ctx)
-	srv := &api.Server{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, inbox, clock),
+	srv := &api.Server{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, rule, clock),
 		ConfigView: config.Default().Redacted}
 	finder := &api.Finder{Flights: flight.New(db, clock, nil), Ref: db, Bodies: db, Clock: clock}
 	srv.Extra = append(srv.Extra, api.FindRoutes(finder), api.FlightRoutes(finder.Flights, db, finder))
-	f := &fixture{db: db, srv: srv, h: srv.Handler(), logs: logs}
+	f := &fixture{db: db, srv: srv, inbox: in, h: srv.Handler(), logs: logs}
 	now := time.Now()
 	ids, err := db.InsertMessages(ctx, []string{"<dead/>", "<ok/>", "<pending/>"}, now)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -73,7 +74,7 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 	m.Register(health.SampleAges(m.SampledAt))
 	go health.Run(ctx)
 	go api.RunSampler(ctx, hs, nil, m, clock, log, 50*time.Millisecond)
-	srv := &api.Server{DB: hs, Inbox: api.NewInbox(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
+	srv := &api.Server{DB: hs, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
 		Health: health, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()

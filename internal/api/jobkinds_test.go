@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
@@ -51,13 +52,13 @@ func TestJobKindsAndAJobThatCannotRun(t *testing.T) {
 			t.Errorf("REDIS_RESTORE: %+v", k)
 		}
 
-		post := func(kind string) (int, api.ErrorBody) {
+		post := func(kind string) (int, client.ErrorBody) {
 			resp, err := http.Post(ts.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{"kind":"`+kind+`"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			var e api.ErrorBody
+			var e client.ErrorBody
 			json.NewDecoder(resp.Body).Decode(&e)
 			return resp.StatusCode, e
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -123,7 +124,7 @@ func statusServer(t testing.TB, db *store.DB, clock pipeline.Clock) (*httptest.S
 	health := api.NewHealth(db, clock)
 	health.Check(context.Background())
 	m := metrics.New(clock, "test", api.DatabaseUp(health))
-	srv := &api.Server{Health: health, DB: db, Inbox: api.NewInbox(db, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
+	srv := &api.Server{Health: health, DB: db, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
 		Counts:      api.CounterCounts(db.NewStateCounter(), clock),
 		Extra:       []func(*http.ServeMux){api.MetricsRoute(m)},
 		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, clock)}}

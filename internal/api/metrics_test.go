@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -128,7 +129,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	health.Check(ctx)
 	m := metrics.New(clock, "v-test", api.DatabaseUp(health))
 	m.Register(health.SampleAges(m.SampledAt))
-	inbox := api.NewInbox(db, clock, log, 1<<20, nil)
+	inbox := inbox.New(db, clock, log, 1<<20, nil)
 	inbox.Metrics = m
 	go inbox.Run(ctx)
 	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
@@ -238,7 +239,7 @@ func TestHealthRoutes(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var lastStep time.Time
 	var mu sync.Mutex
-	srv := &api.Server{DB: db, Inbox: api.NewInbox(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
+	srv := &api.Server{DB: db, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
 		LastPumpStep: func() time.Time { mu.Lock(); defer mu.Unlock(); return lastStep }}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/console"
 	"msgx/internal/flight"
@@ -548,8 +549,8 @@ var errorDesc = map[int]string{
 
 func generateOpenAPI(t *testing.T) []byte {
 	g := &schemaGen{t: t, schemas: obj{}, named: map[reflect.Type]string{}}
-	g.schemas["Error"] = g.object(reflect.TypeFor[api.ErrorBody]())
-	g.named[reflect.TypeFor[api.ErrorBody]()] = "Error"
+	g.schemas["Error"] = g.object(reflect.TypeFor[client.ErrorBody]())
+	g.named[reflect.TypeFor[client.ErrorBody]()] = "Error"
 	paths := obj{}
 	for _, o := range g.routes() {
 		item, _ := paths[o.path].(obj)

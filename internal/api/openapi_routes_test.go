@@ -136,7 +136,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 
 	// The mux Handler builds sends each documented operation of this package's routes to the
 	// pattern the document names (the routes other packages add are not in it here).
-	s := &Server{ConfigView: func() (map[string]any, error) { return nil, nil }}
+	s := &Server{Inbox: http.NotFoundHandler(), ConfigView: func() (map[string]any, error) { return nil, nil }}
 	s.Extra = append(s.Extra, FlightRoutes(nil, nil, nil), FindRoutes(nil), MetricsRoute(metrics.New(nil, "test", nil)), s.RequestRoutes(nil, nil))
 	mux := s.mux()
 	for _, d := range doc {

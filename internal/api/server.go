@@ -1,7 +1,11 @@
+// Package api is msgx's operations API: the routes under /api/v1 (messages, replay, status,
+// reference data, jobs, flights, events, dead letters, the streams), the health routes
+// (/healthz, /livez, /readyz) and the access control (Auth) that wraps them and the inbox
+// (internal/inbox), which the wiring hands in. Every error answers one JSON shape:
+// {"error": "...", "code": "..."} (client.ErrorBody).
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"msgx/internal/api/reply"
 	"msgx/internal/jobs"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
@@ -53,9 +58,11 @@ type Server struct {
 	// not (jobs.Runner.Kinds): GET /api/v1/jobs/kinds lists them and POST /api/v1/jobs refuses
 	// one that cannot run (409 job_cannot_run). Nil: every kind is taken to run.
 	JobKinds func() []jobs.KindInfo
-	Inbox    *Inbox
-	Clock    pipeline.Clock
-	Log      *slog.Logger
+	// Inbox, when set, serves POST /cminmsgs/send: the inbox
+	// (internal/inbox), behind the same access control as the API.
+	Inbox http.Handler
+	Clock pipeline.Clock
+	Log   *slog.Logger
 	// Foresee, when set, says what a message would do if applied now: a replay's dry run shows
 	// it for each message it would move.
 	Foresee func(ctx context.Context, id int64) (Foresight, error)
@@ -134,7 +141,9 @@ func (s *Server) Handler() http.Handler { return s.Auth.Wrap(s.mux()) }
 // mux registers every route (the OpenAPI route test reads it: openapi_routes_test.go).
 func (s *Server) mux() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/cminmsgs/send", s.Inbox)
+	if s.Inbox != nil {
+		mux.Handle("/cminmsgs/send", s.Inbox)
+	}
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /livez", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
@@ -675,17 +684,9 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jobInfo(j, s.jobInHand()))
 }
 
-// ErrorBody is the one shape of every error answer.
-type ErrorBody struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-}
-
-// writeError writes the error answer; msg is redacted (secret.Redact), as it often quotes an
-// error from the database or a sink, and then cut (clipEcho): an input it quotes shows at
-// most MaxEcho characters.
+// writeError writes the one error shape (reply.Error).
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorBody{Error: clipEcho(secret.Redact(msg)), Code: code})
+	reply.Error(w, status, code, msg)
 }
 
 // writeStoreError answers a store error: the database refusing the request's input is the
@@ -704,23 +705,7 @@ func writeStoreError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, "internal", err.Error())
 }
 
-// WriteJSON writes v as JSON with status (for routes other packages add).
-func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
-
-// WriteError writes the one error shape (for routes other packages add).
-func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	writeError(w, status, code, msg)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		status, buf = http.StatusInternalServerError, *bytes.NewBufferString(`{"error":"cannot encode the answer","code":"internal"}` + "\n")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { reply.JSON(w, status, v) }
 
 func or(s, def string) string {
 	if s == "" {

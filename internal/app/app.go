@@ -33,6 +33,7 @@ import (
 	"msgx/internal/eureka"
 	"msgx/internal/flight"
 	"msgx/internal/handler"
+	"msgx/internal/inbox"
 	"msgx/internal/jobs"
 	"msgx/internal/lease"
 	"msgx/internal/logship"
@@ -91,7 +92,7 @@ type App struct {
 
 	o         Options
 	log       *slog.Logger
-	inbox     *api.Inbox
+	inbox     *inbox.Inbox
 	health    *api.Health // the database check /readyz and msgx_database_up answer from
 	registrar *eureka.Registrar
 	fstores   flightStores
@@ -318,17 +319,17 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	if w.runPump {
 		wake, dispWake = p.Wake, a.Dispatcher.Kick
 	}
-	inbox := api.NewInbox(db, clock, log, w.bodyLimit, wake)
-	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
-	inbox.Deadline = cfg.HTTP.InboxDeadline
-	inbox.Origins = cfg.HTTP.InboxOrigins
-	inbox.Metrics = m
-	a.inbox = inbox
+	in := inbox.New(db, clock, log, w.bodyLimit, wake)
+	in.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
+	in.Deadline = cfg.HTTP.InboxDeadline
+	in.Origins = cfg.HTTP.InboxOrigins
+	in.Metrics = m
+	a.inbox = in
 	tokens := make([]api.Token, len(cfg.Auth.Tokens))
 	for i, t := range cfg.Auth.Tokens {
 		tokens[i] = api.Token(t)
 	}
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
+	srv := &api.Server{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
 		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
 		ConfigView: configView(cfg, w.bodyLimit), Loc: cfg.Location(), Metrics: m, Health: a.health}
 	srv.MaxStreams, srv.MaxStreamsPerToken = cfg.HTTP.MaxStreams, cfg.HTTP.MaxStreamsPerToken
