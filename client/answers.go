@@ -264,23 +264,41 @@ type AuditPage struct {
 
 // Request is a data request (RQRD, RQFD) as the API answers it.
 type Request struct {
-	ID         int64      `json:"id"`
-	Type       string     `json:"type"`
-	STYP       string     `json:"styp"`
-	STDB       string     `json:"stdb"`
-	STDE       string     `json:"stde"`
+	ID   int64  `json:"id"`
+	Type string `json:"type"` // RQRD | RQFD
+	STYP string `json:"styp"` // the reference TYPE, or NONE
+	// STDB and STDE are the schedule window as written into the request (RQFD only).
+	STDB       string     `json:"stdb,omitempty"`
+	STDE       string     `json:"stde,omitempty"`
+	AnswerType string     `json:"answer_type"` // the TYPE of the RESP that answers it
 	State      string     `json:"state"`
-	SEQN       string     `json:"seqn"`
-	CoutmsgsID int64      `json:"coutmsgs_id"`
+	SEQN       string     `json:"seqn"`        // of the latest send
+	CoutmsgsID int64      `json:"coutmsgs_id"` // the latest send's COUTMSGS row
 	Resends    int        `json:"resends"`
 	CreatedAt  time.Time  `json:"created_at"`
-	SentAt     *time.Time `json:"sent_at"`
-	DeadlineAt *time.Time `json:"deadline_at"`
-	FinishedAt *time.Time `json:"finished_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	SentAt     *time.Time `json:"sent_at"`     // when the gateway sent the latest send
+	DeadlineAt *time.Time `json:"deadline_at"` // SENT: when it is re-sent or expires without an answer
+	// QueuedAt is, while the request is REGISTERED, when its latest send was queued: since
+	// then it waits for the gateway.
+	QueuedAt   *time.Time `json:"waiting_for_gateway_since,omitempty"`
+	FinishedAt *time.Time `json:"finished_at"` // DONE or EXPIRED
 	AnswerID   *int64     `json:"answer_msg_id"`
 	// WaitingForGateway is, while REGISTERED, how long it has waited for the gateway to send
 	// it (seconds).
-	WaitingForGateway *float64 `json:"waiting_for_gateway_s"`
+	WaitingForGateway *float64 `json:"waiting_for_gateway_s,omitempty"`
+}
+
+// RequestSpec is the body of POST /api/v1/requests: what an operator asks for.
+type RequestSpec struct {
+	// Type is RQRD (a reference TYPE) or RQFD (a schedule window).
+	Type string `json:"type"`
+	// RefType is the reference TYPE an RQRD asks for (AIRL, …).
+	RefType string `json:"ref_type,omitempty"`
+	// From and To are the window of an RQFD: SIS times (03DEC26, 03DEC261200) or
+	// 2026-12-03, 2026-12-03 12:00, 2026-12-03T12:00 (airport local time), or RFC 3339.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 // FollowJob polls job id every 250 ms until it is DONE or DEAD (done is then true) or until

@@ -283,11 +283,16 @@ type Job struct {
 	Progress *JobProgress `json:"progress"`
 }
 
-// JobProgress is a running job's progress.
+// JobProgress is a running job's progress: what it is doing, since when, for how long.
 type JobProgress struct {
-	Doing          string    `json:"doing"`
-	StartedAt      time.Time `json:"started_at"`
-	RunningSeconds float64   `json:"running_seconds"`
+	JobID     int64     `json:"job_id"`
+	Kind      string    `json:"kind"`
+	Doing     string    `json:"doing"`
+	StartedAt time.Time `json:"started_at"`
+	// RunningFor is how long it has run, at the time of the read.
+	RunningFor string `json:"running_for"`
+	// RunningSeconds is RunningFor in seconds.
+	RunningSeconds float64 `json:"running_seconds"`
 }
 
 // Job returns one job (GET /api/v1/jobs/{id}) with its progress while it runs.
@@ -322,7 +327,7 @@ func (c *Client) StartJobWith(ctx context.Context, kind, params string) (Job, er
 type JobKind struct {
 	Kind     string `json:"kind"`
 	Runnable bool   `json:"runnable"`
-	Reason   string `json:"reason"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // JobKinds lists every job kind an operator may enqueue, whether it can run on the server and

@@ -351,9 +351,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(r, "message.park", "message "+strconv.FormatInt(id, 10), req.Reason)
-	if s.Wake != nil {
-		s.Wake()
-	}
+	s.wakePump()
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -475,7 +473,7 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 		s.setPause(w, r, store.PumpPause, true, nil)
 	})
 	mux.HandleFunc("POST /api/v1/pump/resume", func(w http.ResponseWriter, r *http.Request) {
-		s.setPause(w, r, store.PumpPause, false, s.Wake)
+		s.setPause(w, r, store.PumpPause, false, s.wakePump)
 	})
 	mux.HandleFunc("POST /api/v1/targets/{name}/pause", func(w http.ResponseWriter, r *http.Request) {
 		if s.knownTarget(w, r.PathValue("name")) {
@@ -484,7 +482,7 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /api/v1/targets/{name}/resume", func(w http.ResponseWriter, r *http.Request) {
 		if s.knownTarget(w, r.PathValue("name")) {
-			s.setPause(w, r, store.TargetPause(r.PathValue("name")), false, s.DispatchWake)
+			s.setPause(w, r, store.TargetPause(r.PathValue("name")), false, s.kickDispatcher)
 		}
 	})
 	mux.HandleFunc("GET /api/v1/pauses", func(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 
 	"msgx/internal/api"
 	"msgx/internal/config"
+	"msgx/internal/dispatch"
 	"msgx/internal/flight"
 	"msgx/internal/inbox"
 	"msgx/internal/pipeline"
@@ -55,8 +56,8 @@ func newFixture(t *testing.T, db *store.DB, tokens []api.Token, rule api.InboxRu
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go in.Run(ctx)
-	srv := &api.Server{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, rule, clock),
-		ConfigView: config.Default().Redacted}
+	srv := api.New(api.Deps{DB: db, Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, rule, clock),
+		ConfigView: config.Default().Redacted})
 	finder := &api.Finder{Flights: flight.New(db, clock, nil), Ref: db, Bodies: db, Clock: clock}
 	srv.Extra = append(srv.Extra, api.FindRoutes(finder), api.FlightRoutes(finder.Flights, db, finder))
 	f := &fixture{db: db, srv: srv, inbox: in, h: srv.Handler(), logs: logs}
@@ -327,8 +328,8 @@ func TestRedactionOfAWebhookPassword(t *testing.T) {
 		// A row an older msgx wrote with the password in clear.
 		storetest.Exec(t, db, fmt.Sprintf(`UPDATE MSG_EVENT SET ERROR_CLASS = 'INFRA', ATTEMPTS = 1, FIRST_FAILED_AT = '2026-12-01 00:00:00.000000',
 LAST_ERROR = 'POST https://hookuser:Hunter2pw@hooks.example/x?token=T0psecret: HTTP 503' WHERE EVENT_ID = %d`, f.ev))
-		srv := &api.Server{DB: db, Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, pipeline.SystemClock{})}}
+		srv := api.New(api.Deps{DB: db, Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db, pipeline.SystemClock{})}})
 		h := srv.Handler()
 		for _, path := range []string{"/api/v1/status", "/api/v1/events", "/api/v1/events?state=PENDING"} {
 			r := httptest.NewRequest("GET", path, nil)
@@ -422,7 +423,7 @@ func TestSessionsExpire(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
 	db := storetest.SQLite(t)
-	srv := &api.Server{DB: db, Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)}
+	srv := api.New(api.Deps{DB: db, Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)})
 	f := &fixture{db: db, h: srv.Handler()}
 	w := f.do(t, call{method: "POST", path: "/api/v1/login", body: `{"token":"` + viewerSecret + `"}`})
 	if w.Code != 200 {

@@ -17,7 +17,7 @@ import (
 
 func TestReadAPIErrors(t *testing.T) {
 	t.Parallel()
-	srv := &api.Server{DB: storetest.SQLite(t), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	srv := api.New(api.Deps{DB: storetest.SQLite(t), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	for path, want := range map[string]int{

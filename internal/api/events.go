@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"msgx/internal/dispatch"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -128,14 +127,14 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 			"dry_run": true, "note": ReplayOrderNote})
 		return
 	}
-	moved, skipped, err := dispatch.Replay(r.Context(), s.DB, req.Target, req.IDs)
+	moved, skipped, err := s.DB.ReplayEvents(r.Context(), req.Target, req.IDs)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
 	s.audit(r, "events.replay", or(req.Target, "all targets"), fmt.Sprintf("ids %v: moved %d, skipped %d", req.IDs, moved, skipped))
-	if moved > 0 && s.DispatchWake != nil {
-		s.DispatchWake()
+	if moved > 0 {
+		s.kickDispatcher()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"moved": moved, "skipped": skipped, "dry_run": false, "note": ReplayOrderNote})
 }
@@ -172,12 +171,5 @@ func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (in
 		if len(evs) < MaxLimit {
 			return n, out, items, nil
 		}
-	}
-}
-
-// TargetStatus is the status section of the delivery targets.
-func TargetStatus(db store.Events, clock pipeline.Clock) func(ctx context.Context) (any, error) {
-	return func(ctx context.Context) (any, error) {
-		return dispatch.Stats(ctx, db, clock.Now())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/dispatch"
 	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
@@ -73,9 +74,10 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 	m := metrics.New(clock, "v-test", api.DatabaseUp(health))
 	m.Register(health.SampleAges(m.SampledAt))
 	go health.Run(ctx)
-	go api.RunSampler(ctx, hs, nil, m, clock, log, 50*time.Millisecond)
-	srv := &api.Server{DB: hs, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
-		Health: health, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
+	sampler := &metrics.Sampler{DB: hs, Targets: dispatch.TargetSamples(hs), Clock: clock, Log: log, Every: 50 * time.Millisecond}
+	go sampler.Run(ctx, m)
+	srv := api.New(api.Deps{DB: hs, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
+		Health: health, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	defer close(hs.freeze)                       // before ts.Close, which waits for the handlers

@@ -24,7 +24,7 @@ func TestJobKindsAndAJobThatCannotRun(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		// Phase B without REDIS_FLIGHT: no Rebuild, Restore or Consistency.
 		runner := &jobs.Runner{DB: db, Purge: db, Clock: pipeline.SystemClock{}}
-		srv := &api.Server{DB: db, Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), JobKinds: runner.Kinds}
+		srv := api.New(api.Deps{DB: db, Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Jobs: runner})
 		ts := httptest.NewServer(srv.Handler())
 		defer ts.Close()
 

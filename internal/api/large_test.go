@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/dispatch"
 	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
@@ -124,10 +125,10 @@ func statusServer(t testing.TB, db *store.DB, clock pipeline.Clock) (*httptest.S
 	health := api.NewHealth(db, clock)
 	health.Check(context.Background())
 	m := metrics.New(clock, "test", api.DatabaseUp(health))
-	srv := &api.Server{Health: health, DB: db, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
-		Counts:      api.CounterCounts(db.NewStateCounter(), clock),
+	srv := api.New(api.Deps{Health: health, DB: db, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
+		Counts:      db.NewStateCounter(),
 		Extra:       []func(*http.ServeMux){api.MetricsRoute(m)},
-		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db, clock)}}
+		StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db, clock)}})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts, m
@@ -214,12 +215,12 @@ func TestStatusAndMetricsOverALargeOutbox(t *testing.T) {
 		}
 	}
 
-	counts := api.CounterCounts(db.NewStateCounter(), clock)
-	if _, err := counts(context.Background()); err != nil {
+	counts := db.NewStateCounter()
+	if _, err := counts.Counts(context.Background(), clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	snap, err := api.SampleState(context.Background(), db, clock, counts)
+	snap, err := (&metrics.Sampler{DB: db, Counts: counts, Targets: dispatch.TargetSamples(db), Clock: clock}).Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +265,13 @@ func BenchmarkStatusLargeOutbox(b *testing.B) {
 			getStatus(b, ts.URL)
 		}
 	})
-	counts := api.CounterCounts(db.NewStateCounter(), clock)
-	if _, err := counts(context.Background()); err != nil {
+	counts := db.NewStateCounter()
+	if _, err := counts.Counts(context.Background(), clock.Now()); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("sample", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := api.SampleState(context.Background(), db, clock, counts); err != nil {
+			if _, err := (&metrics.Sampler{DB: db, Counts: counts, Targets: dispatch.TargetSamples(db), Clock: clock}).Sample(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"msgx/client"
 	"msgx/internal/pipeline"
-	"msgx/internal/requests"
 	"msgx/internal/store"
 )
 
@@ -80,7 +80,7 @@ func (s *Server) streamAudit(w http.ResponseWriter, r *http.Request) {
 
 // streamRequests is GET /api/v1/requests/stream?state=&after=: the data requests, one
 // REGISTERED or SENT followed until it is DONE or EXPIRED.
-func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request, svc *requests.Service, db store.Requests) {
+func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request, svc Requests, db store.Requests) {
 	if !allowParams(w, r, "state", "after") {
 		return
 	}
@@ -88,29 +88,29 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request, svc *req
 	if !ok {
 		return
 	}
-	id := func(q requests.Shown) int64 { return q.ID }
-	list := func(ctx context.Context, f store.RequestFilter) ([]requests.Shown, error) {
+	id := func(q client.Request) int64 { return q.ID }
+	list := func(ctx context.Context, f store.RequestFilter) ([]client.Request, error) {
 		rs, err := db.ListRequests(ctx, f)
-		shown := make([]requests.Shown, len(rs))
+		shown := make([]client.Request, len(rs))
 		for i, req := range rs {
 			shown[i] = svc.Show(req)
 		}
 		return shown, err
 	}
-	serveFeed(s, w, r, feed[requests.Shown]{
+	serveFeed(s, w, r, feed[client.Request]{
 		what: "requests",
 		newest: func(ctx context.Context) (int64, error) {
 			rs, err := list(ctx, store.RequestFilter{Newest: true, Limit: 1})
 			return newestID(rs, err, id)
 		},
-		read: func(ctx context.Context, after, before int64) ([]requests.Shown, error) {
+		read: func(ctx context.Context, after, before int64) ([]client.Request, error) {
 			return list(ctx, store.RequestFilter{AfterID: after, BeforeID: before, Limit: MaxLimit})
 		},
 		id: id,
-		change: func(q requests.Shown) (string, bool) {
-			return q.State + "/" + strconv.Itoa(q.Resends), q.Open()
+		change: func(q client.Request) (string, bool) {
+			return q.State + "/" + strconv.Itoa(q.Resends), q.State == store.ReqRegistered || q.State == store.ReqSent // still open
 		},
-		match: func(q requests.Shown) bool { return state == "" || q.State == state },
+		match: func(q client.Request) bool { return state == "" || q.State == state },
 	})
 }
 

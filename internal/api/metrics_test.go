@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/dispatch"
 	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
@@ -132,7 +133,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	inbox := inbox.New(db, clock, log, 1<<20, nil)
 	inbox.Metrics = m
 	go inbox.Run(ctx)
-	srv := &api.Server{DB: db, Inbox: inbox, Clock: clock, Log: log, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
+	srv := api.New(api.Deps{DB: db, Inbox: inbox, Clock: clock, Log: log, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
@@ -179,7 +180,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs.taken()
-	snap, err := api.SampleState(ctx, cs, clock, nil)
+	snap, err := (&metrics.Sampler{DB: cs, Targets: dispatch.TargetSamples(cs), Clock: clock}).Sample(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 		t.Errorf("a sample read the outbox's counts %d times, want once", n)
 	}
 	// Counted by a StateCounter instead (as `msgx serve` does): the same counts.
-	snap2, err := api.SampleState(ctx, cs, clock, api.CounterCounts(db.NewStateCounter(), clock))
+	snap2, err := (&metrics.Sampler{DB: cs, Counts: db.NewStateCounter(), Targets: dispatch.TargetSamples(cs), Clock: clock}).Sample(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,8 +240,8 @@ func TestHealthRoutes(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var lastStep time.Time
 	var mu sync.Mutex
-	srv := &api.Server{DB: db, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
-		LastPumpStep: func() time.Time { mu.Lock(); defer mu.Unlock(); return lastStep }}
+	srv := api.New(api.Deps{DB: db, Inbox: inbox.New(db, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
+		Pump: steppingPump{func() time.Time { mu.Lock(); defer mu.Unlock(); return lastStep }}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	ctx := context.Background()
@@ -315,3 +316,13 @@ func TestHealthRoutes(t *testing.T) {
 		t.Errorf("/livez with the database down: %d", code)
 	}
 }
+
+// steppingPump is a pump whose last step the test sets; it foresees nothing and never halts.
+type steppingPump struct{ last func() time.Time }
+
+func (p steppingPump) Wake() {}
+func (p steppingPump) Foresee(context.Context, int64) (api.Foresight, error) {
+	return api.Foresight{}, nil
+}
+func (p steppingPump) LastStep() time.Time { return p.last() }
+func (p steppingPump) Halted() string      { return "" }

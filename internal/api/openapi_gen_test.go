@@ -16,9 +16,7 @@ import (
 	"msgx/internal/api"
 	"msgx/internal/console"
 	"msgx/internal/flight"
-	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
-	"msgx/internal/requests"
 	"msgx/internal/store"
 )
 
@@ -219,14 +217,14 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[flight.Entry]():            "FlightEntry",
 	reflect.TypeFor[flight.Report]():           "ConsistencyReport",
 	reflect.TypeFor[flight.Mismatch]():         "ConsistencyMismatch",
-	reflect.TypeFor[requests.Shown]():          "Request",
-	reflect.TypeFor[requests.Spec]():           "RequestSpec",
+	reflect.TypeFor[client.Request]():          "Request",
+	reflect.TypeFor[client.RequestSpec]():      "RequestSpec",
 	reflect.TypeFor[console.Decoded]():         "DecodedMessage",
 	reflect.TypeFor[console.ThroughputStats](): "Throughput",
 	reflect.TypeFor[store.Ack]():               "DeadAck",
 	reflect.TypeFor[store.Pause]():             "Pause",
-	reflect.TypeFor[jobs.Progress]():           "JobProgress",
-	reflect.TypeFor[jobs.KindInfo]():           "JobKind",
+	reflect.TypeFor[client.JobProgress]():      "JobProgress",
+	reflect.TypeFor[client.JobKind]():          "JobKind",
 	reflect.TypeFor[api.JobInfo]():             "JobWithProgress",
 }
 
@@ -467,7 +465,7 @@ func (g *schemaGen) routes() []op {
 			body: object([]any{"kind"}, obj{"kind": obj{"type": "string"}, "params": obj{"type": "string"}}),
 			ok:   jsonOK("the job queued", g.ref(store.Job{})), errors: []int{400, 409}},
 		{method: "GET", path: "/api/v1/jobs", role: viewer, summary: "The newest 100 jobs and the one in hand",
-			ok: jsonOK("the jobs", object([]any{"jobs", "running"}, obj{"jobs": obj{"type": "array", "items": g.ref(api.JobInfo{})}, "running": g.ref(&jobs.Progress{})}))},
+			ok: jsonOK("the jobs", object([]any{"jobs", "running"}, obj{"jobs": obj{"type": "array", "items": g.ref(api.JobInfo{})}, "running": g.ref(&client.JobProgress{})}))},
 		{method: "GET", path: "/api/v1/jobs/stream", role: viewer, summary: "Live list of jobs", query: streamAfter, ok: stream("each Job"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/jobs/kinds", role: viewer, summary: "Every job kind, whether it can run here and why not",
 			ok: jsonOK("the kinds", g.ref(api.JobKinds{}))},
@@ -496,12 +494,12 @@ func (g *schemaGen) routes() []op {
 			ok: jsonOK("the hits", g.ref(api.FindAnswer{})), errors: []int{400}},
 
 		{method: "POST", path: "/api/v1/requests", role: operator, summary: "Ask the AODB for data (RQRD, RQFD)",
-			body: g.ref(requests.Spec{}), ok: map[int]answer{201: {desc: "the request", json: g.ref(requests.Shown{})}}, errors: []int{400, 409}},
+			body: g.ref(client.RequestSpec{}), ok: map[int]answer{201: {desc: "the request", json: g.ref(client.Request{})}}, errors: []int{400, 409}},
 		{method: "GET", path: "/api/v1/requests", role: viewer, summary: "Data requests, newest first", query: append([]param{reqState}, paging...),
-			ok: jsonOK("a page of requests", g.listing("requests", requests.Shown{})), errors: []int{400}},
+			ok: jsonOK("a page of requests", g.listing("requests", client.Request{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/requests/stream", role: viewer, summary: "Live list of data requests", query: []param{reqState, pAfter},
 			ok: stream("each Request"), errors: []int{400, 429}},
-		{method: "GET", path: "/api/v1/requests/{id}", role: viewer, summary: "One data request", ok: jsonOK("the request", g.ref(requests.Shown{})), errors: []int{400, 404}},
+		{method: "GET", path: "/api/v1/requests/{id}", role: viewer, summary: "One data request", ok: jsonOK("the request", g.ref(client.Request{})), errors: []int{400, 404}},
 		{method: "POST", path: "/view/admin/data-request", role: operator, summary: "The legacy admin contract: {\"RQRD\":\"AIRL\"} or {\"RQFD\":\"\",\"STDB\":\"…\",\"STDE\":\"…\"}",
 			body: obj{"type": "object", "additionalProperties": obj{"type": "string"}},
 			ok:   jsonOK("queued", object([]any{"success", "request_id"}, obj{"success": obj{"const": true}, "request_id": obj{"type": "integer", "format": "int64"}})), errors: []int{400, 409}},

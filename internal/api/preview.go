@@ -58,8 +58,8 @@ func (s *Server) messagePreview(ctx context.Context, ids []int64) ([]PreviewItem
 		if m.ReceivedAt != nil {
 			it.AgeSeconds = now.Sub(*m.ReceivedAt).Seconds()
 		}
-		if s.Foresee != nil && len(out) < MaxForesee {
-			f, err := s.Foresee(ctx, id)
+		if s.Pump != nil && len(out) < MaxForesee {
+			f, err := s.Pump.Foresee(ctx, id)
 			if err != nil {
 				return nil, err
 			}

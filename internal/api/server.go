@@ -19,8 +19,9 @@ import (
 	"sync"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api/reply"
-	"msgx/internal/jobs"
+	"msgx/internal/jobs/jobkind"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/secret"
@@ -46,73 +47,65 @@ type Store interface {
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
 }
 
-// Server wires the HTTP routes. Optional parts (PumpInfo, Routes) may be nil.
-type Server struct {
+// Deps is what the API is built from (New): the database, the inbox it mounts, the access
+// control and the instruments, the parts of msgx that run elsewhere seen through small
+// interfaces (the pump, the lease, the dispatcher, the jobs, the data requests, phase A's
+// Redis, the message counter), the routes other packages add, and the bounds it serves by.
+// Optional parts may be nil.
+type Deps struct {
 	DB Store
-	// Metrics, when set, counts the operator actions (msgx_operator_actions_total).
-	Metrics *metrics.Metrics
-	// JobProgress, when set, returns the job in hand (nil when none runs): the jobs' answers
-	// show its progress.
-	JobProgress func() *jobs.Progress
-	// JobKinds, when set, says of every job kind whether this configuration runs it and why
-	// not (jobs.Runner.Kinds): GET /api/v1/jobs/kinds lists them and POST /api/v1/jobs refuses
-	// one that cannot run (409 job_cannot_run). Nil: every kind is taken to run.
-	JobKinds func() []jobs.KindInfo
-	// Inbox, when set, serves POST /cminmsgs/send: the inbox
-	// (internal/inbox), behind the same access control as the API.
+	// Inbox, when set, serves POST /cminmsgs/send: the inbox (internal/inbox), behind the same
+	// access control as the API.
 	Inbox http.Handler
 	Clock pipeline.Clock
 	Log   *slog.Logger
-	// Foresee, when set, says what a message would do if applied now: a replay's dry run shows
-	// it for each message it would move.
-	Foresee func(ctx context.Context, id int64) (Foresight, error)
-	// PumpRunning says whether this process runs the pump (status shows it).
-	PumpRunning bool
-	// PumpState, when set, says at each request whether the pump runs in this process and,
-	// when it does not, why (standby behind another instance's lease, paused while the
-	// database does not answer). It overrides PumpRunning.
-	PumpState func() (running bool, note string)
-	// Loc is the airport's zone (sis.timezone): GET /api/v1/me names it, so that the console
-	// shows airport time whatever the browser's zone (nil: UTC).
-	Loc *time.Location
-	// Wake is the pump's Wake, called after a replay.
-	Wake func()
+	// Auth is the access control (auth.go); nil: no tokens, loopback clients only.
+	Auth *Auth
+	// Metrics, when set, counts the operator actions (msgx_operator_actions_total).
+	Metrics *metrics.Metrics
+	// Health, when set, is the database check /readyz answers from (Health.Run keeps it
+	// fresh): the request reads memory only. Nil: /readyz checks the database itself.
+	Health *Health
+
+	// Pump, when set, is this process's pump: woken after a replay, a park, a resume or an
+	// enqueued job, asked what a message would do (a replay's dry run), read for /readyz.
+	Pump Pump
+	// Lease, when set, says at each request whether the pump runs in this process and, when
+	// it does not, why (standby behind another instance's lease, paused while the database
+	// does not answer). It overrides PumpRunning.
+	Lease Lease
+	// Dispatcher, when set, is the delivery loop, kicked after an event replay or a resume.
+	Dispatcher Dispatcher
+	// Jobs, when set, is the job runner: the jobs' answers show the progress of the job in
+	// hand; GET /api/v1/jobs/kinds lists the kinds and POST /api/v1/jobs refuses one that
+	// cannot run (409 job_cannot_run). Nil: no job in hand, every kind taken to run.
+	Jobs Jobs
+	// Redis, when set, is phase A's Redis as /readyz reports its persistence.
+	Redis Redis
+	// Counts, when set, counts the messages per state for GET /api/v1/status (a
+	// store.StateCounter, which does not read every PROC_STATE row); nil: DB.CountByState.
+	Counts metrics.StateCounter
+	// ConfigView, when set, is the configuration GET /api/v1/config shows admins (redacted).
+	ConfigView func() (map[string]any, error)
 	// Extra lets other parts (flights, events) add their routes.
 	Extra []func(mux *http.ServeMux)
 	// StatusExtra adds sections to GET /api/v1/status.
 	StatusExtra map[string]func(ctx context.Context) (any, error)
+
+	// PumpRunning says whether this process runs the pump (status shows it) when Lease is nil.
+	PumpRunning bool
+	// Loc is the airport's zone (sis.timezone): GET /api/v1/me names it, so that the console
+	// shows airport time whatever the browser's zone (nil: UTC).
+	Loc *time.Location
 	// Instance is this process's name as a pump lease holder; /readyz says whether the
 	// instance holding the lease is this one.
 	Instance string
-	// LastPumpStep, when set, says when this process's pump last stepped (zero: never);
-	// /readyz answers 503 when this instance holds the lease but its pump has not stepped
-	// for PumpStepStale.
-	LastPumpStep func() time.Time
 	// PumpStepStale is how long a pump may go without a step before /readyz calls it stuck
 	// (default DefaultPumpStepStale).
 	PumpStepStale time.Duration
-	// Counts, when set, counts the messages per state for GET /api/v1/status (a
-	// store.StateCounter, which does not read every PROC_STATE row); nil: DB.CountByState.
-	Counts StateCounts
-	// Auth is the access control (auth.go); nil: no tokens, loopback clients only.
-	Auth *Auth
 	// Targets are the delivery targets' names (pause, resume and replay refuse others);
 	// empty: the targets the handlers emit to.
 	Targets []string
-	// DispatchWake ends the dispatcher's idle waits (after an event replay or a resume).
-	DispatchWake func()
-	// ConfigView, when set, is the configuration GET /api/v1/config shows admins (redacted).
-	ConfigView func() (map[string]any, error)
-	// PumpHalted, when set, says why this process's pump applies nothing although it runs
-	// ("" when it applies): phase A with a Redis that lost data. /readyz answers 503 with it.
-	PumpHalted func() string
-	// Health, when set, is the database check /readyz answers from (Health.Run keeps it
-	// fresh): the request reads memory only. Nil: /readyz checks the database itself.
-	Health *Health
-	// RedisPersistence, when set, says what /readyz reports of Redis's persistence (phase A:
-	// "not checked", "persistent", "volatile", …) and why the instance is not ready because
-	// of it ("" when that is fine).
-	RedisPersistence func() (state, notReady string)
 	// StreamPoll is how often a list's stream (GET /api/v1/messages/stream, …) reads the
 	// store (default DefaultStreamPoll); StreamHeartbeat how often it sends a comment line when
 	// idle (default DefaultStreamHeartbeat).
@@ -121,11 +114,59 @@ type Server struct {
 	// MaxStreamsPerToken those of one token (http.max-streams-per-token; 0:
 	// DefaultMaxStreamsPerToken): beyond them a stream is answered 429 with Retry-After.
 	MaxStreams, MaxStreamsPerToken int
+}
+
+// Pump is this process's pump as the API drives and reads it.
+type Pump interface {
+	// Wake ends the pump's idle wait: there is something to do.
+	Wake()
+	// Foresee says what message id would do if applied now.
+	Foresee(ctx context.Context, id int64) (Foresight, error)
+	// LastStep is when the pump last stepped (zero: never); /readyz answers 503 when this
+	// instance holds the lease but its pump has not stepped for PumpStepStale.
+	LastStep() time.Time
+	// Halted says why the pump applies nothing although it runs ("" when it applies): phase
+	// A with a Redis that lost data. /readyz answers 503 with it.
+	Halted() string
+}
+
+// Lease says whether the pump runs in this process and, when it does not, why
+// (*lease.Keeper).
+type Lease interface {
+	State() (running bool, note string)
+}
+
+// Dispatcher is the delivery loop (*dispatch.Dispatcher): Kick ends its idle waits.
+type Dispatcher interface {
+	Kick()
+}
+
+// Jobs is the job runner (*jobs.Runner) as the jobs' answers read it.
+type Jobs interface {
+	// Current is the job the pump runs now, nil when none.
+	Current() *client.JobProgress
+	// Kinds says of every job kind whether this configuration runs it and why not.
+	Kinds() []client.JobKind
+}
+
+// Redis is phase A's Redis as /readyz reports it: its persistence as last read ("not
+// checked", "persistent", "volatile", …) and why the instance is not ready because of it
+// ("" when that is fine).
+type Redis interface {
+	Persistence() (state, notReady string)
+}
+
+// Server serves the ops API (New).
+type Server struct {
+	Deps
 
 	streamsOnce, stopOnce sync.Once
 	streamsDone           chan struct{} // closed by StopStreams
 	doors                 doorState     // the streams and failed log-ins counted (doors.go)
 }
+
+// New returns the API served from d.
+func New(d Deps) *Server { return &Server{Deps: d} }
 
 // DefaultPumpStepStale is Server.PumpStepStale's default: an idle pump steps every poll
 // interval, a busy one at least every batch (a few seconds at most); only a long job (ARCHIVE
@@ -261,8 +302,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		rd.DatabaseCheckedAt = &at
 	}
 	var redisWhy string
-	if s.RedisPersistence != nil {
-		rd.RedisPersistence, redisWhy = s.RedisPersistence()
+	if s.Redis != nil {
+		rd.RedisPersistence, redisWhy = s.Redis.Persistence()
 	}
 	switch {
 	case c.At.IsZero():
@@ -292,12 +333,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		notReady(fmt.Sprintf("the pump lease of %s expired at %s: its pump is not running and no instance has taken over yet", holder, until.UTC().Format(time.RFC3339)))
 		return
 	}
-	if rd.Pump.ThisInstance && s.LastPumpStep != nil {
+	if rd.Pump.ThisInstance && s.Pump != nil {
 		stale := s.PumpStepStale
 		if stale <= 0 {
 			stale = DefaultPumpStepStale
 		}
-		last := s.LastPumpStep()
+		last := s.Pump.LastStep()
 		if !last.IsZero() {
 			l := last.UTC()
 			rd.Pump.LastStepAt = &l
@@ -308,8 +349,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.PumpHalted != nil && rd.Pump.ThisInstance {
-		if why := s.PumpHalted(); why != "" {
+	if s.Pump != nil && rd.Pump.ThisInstance {
+		if why := s.Pump.Halted(); why != "" {
 			notReady("the pump applies nothing: " + why)
 			return
 		}
@@ -458,8 +499,8 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	detail, _ := json.Marshal(map[string]any{"classes": req.Classes, "ids": req.IDs, "moved": res.Moved, "skipped": res.Skipped})
 	s.audit(r, "message.replay", fmt.Sprintf("%d message(s)", res.Moved), string(detail))
-	if res.Moved > 0 && s.Wake != nil {
-		s.Wake()
+	if res.Moved > 0 {
+		s.wakePump()
 	}
 	writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res})
 }
@@ -489,11 +530,13 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	count := s.Counts
-	if count == nil {
-		count = s.DB.CountByState
+	var counts map[pipeline.ProcStatus]int
+	var err error
+	if s.Counts != nil {
+		counts, err = s.Counts.Counts(ctx, s.Clock.Now())
+	} else {
+		counts, err = s.DB.CountByState(ctx)
 	}
-	counts, err := count(ctx)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -538,8 +581,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 
 // pumpState says whether the pump runs in this process, and a note on why not.
 func (s *Server) pumpState() (bool, string) {
-	if s.PumpState != nil {
-		return s.PumpState()
+	if s.Lease != nil {
+		return s.Lease.State()
 	}
 	if !s.PumpRunning {
 		return false, "off: pipeline.autostart is false"
@@ -605,9 +648,9 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	if !slices.Contains(jobs.Kinds, req.Kind) {
+	if !slices.Contains(jobkind.Kinds, req.Kind) {
 		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known%s (%s)",
-			req.Kind, suggest.DidYouMean(strings.ToUpper(req.Kind), jobs.Kinds), strings.Join(jobs.Kinds, ", ")))
+			req.Kind, suggest.DidYouMean(strings.ToUpper(req.Kind), jobkind.Kinds), strings.Join(jobkind.Kinds, ", ")))
 		return
 	}
 	if s.cannotRun(w, req.Kind) {
@@ -619,9 +662,7 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(r, "job.enqueue", fmt.Sprintf("job %d", j.ID), req.Kind+" "+req.Params)
-	if s.Wake != nil {
-		s.Wake()
-	}
+	s.wakePump()
 	writeJSON(w, http.StatusOK, j)
 }
 
@@ -647,21 +688,35 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 // long); progress is null otherwise.
 type JobInfo struct {
 	*store.Job
-	Progress *jobs.Progress `json:"progress"`
+	Progress *client.JobProgress `json:"progress"`
 }
 
-func jobInfo(j *store.Job, cur *jobs.Progress) JobInfo {
+func jobInfo(j *store.Job, cur *client.JobProgress) JobInfo {
 	if cur != nil && cur.JobID == j.ID {
 		return JobInfo{Job: j, Progress: cur}
 	}
 	return JobInfo{Job: j}
 }
 
-func (s *Server) jobInHand() *jobs.Progress {
-	if s.JobProgress == nil {
+func (s *Server) jobInHand() *client.JobProgress {
+	if s.Jobs == nil {
 		return nil
 	}
-	return s.JobProgress()
+	return s.Jobs.Current()
+}
+
+// wakePump wakes the pump when it runs here.
+func (s *Server) wakePump() {
+	if s.Pump != nil {
+		s.Pump.Wake()
+	}
+}
+
+// kickDispatcher ends the dispatcher's idle wait when it runs here.
+func (s *Server) kickDispatcher() {
+	if s.Dispatcher != nil {
+		s.Dispatcher.Kick()
+	}
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {

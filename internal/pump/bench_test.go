@@ -43,7 +43,7 @@ func benchEndToEnd(b *testing.B, db *store.DB) {
 	defer cancel()
 	go in.Run(ctx)
 	go p.Run(ctx)
-	ts := httptest.NewServer((&api.Server{DB: db, Inbox: in, Clock: clock, Log: log}).Handler())
+	ts := httptest.NewServer(api.New(api.Deps{DB: db, Inbox: in, Clock: clock, Log: log}).Handler())
 	defer ts.Close()
 
 	msgs := make([]string, b.N)
