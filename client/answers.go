@@ -12,6 +12,65 @@ import (
 // The answers of the ops API (docs/api.md) as the msgx command reads them: each type has the
 // fields it prints.
 
+// Readiness is the answer of GET /readyz.
+type Readiness struct {
+	Ready    bool   `json:"ready"`
+	Database string `json:"database"` // up, down, not checked
+	// DatabaseCheckedAt is when the database check this answer comes from ended, and
+	// DatabaseCheckAge how many seconds ago a check last succeeded (since the start when
+	// none has): the check runs in the background, never in the request.
+	DatabaseCheckedAt *time.Time `json:"database_checked_at,omitempty"`
+	DatabaseCheckAge  float64    `json:"database_check_age_seconds"`
+	// RedisPersistence is phase A's Redis persistence as last read ("not checked" until Redis
+	// answers); empty in phase B.
+	RedisPersistence string `json:"redis_persistence,omitempty"`
+	// Reason says why the instance is not ready; empty when it is.
+	Reason string `json:"reason,omitempty"`
+	// Pump says where the pump runs, from the lease row; nil when the database did not answer.
+	Pump *PumpWhere `json:"pump,omitempty"`
+}
+
+// PumpWhere is who holds the pump lease, as /readyz reads it.
+type PumpWhere struct {
+	Holder       string     `json:"holder"` // "" when nobody holds it
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	ThisInstance bool       `json:"this_instance"`
+	// LastStepAt is when this instance's pump last stepped (only when it holds the lease).
+	LastStepAt *time.Time `json:"last_step_at,omitempty"`
+}
+
+// Session is the answer of GET /api/v1/me and POST /api/v1/login: who the caller is, and the
+// airport's zone (sis.timezone), in which the console shows times.
+type Session struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+	Via  string `json:"via"` // bearer, cookie or loopback
+	// CSRF is the session's CSRF token (cookie sessions only): send it as X-CSRF-Token.
+	CSRF     string `json:"csrf_token,omitempty"`
+	Timezone string `json:"timezone"`
+}
+
+// ReplayRequest is the body of POST /api/v1/replay.
+type ReplayRequest struct {
+	Classes []string `json:"classes"`
+	IDs     []int64  `json:"ids"`
+	// DryRun answers what would move, moving nothing.
+	DryRun bool `json:"dry_run"`
+}
+
+// AckRequest is the body of POST /api/v1/dead/ack.
+type AckRequest struct {
+	Kind string  `json:"kind"` // "message" or "event"
+	IDs  []int64 `json:"ids"`
+	Note string  `json:"note"`
+}
+
+// JobKinds is the answer of GET /api/v1/jobs/kinds: every job kind an operator may enqueue,
+// whether this server's configuration can run it, and why not.
+type JobKinds struct {
+	Kinds []JobKind `json:"kinds"`
+}
+
 // ErrorBody is the one shape of every error answer.
 type ErrorBody struct {
 	Error string `json:"error"`
@@ -228,16 +287,22 @@ type ReplayAnswer struct {
 
 // ReplayItem is one message or event a replay's dry run says would move.
 type ReplayItem struct {
-	ID         int64   `json:"id"`
-	Tag        string  `json:"tag"`
-	Target     string  `json:"target"`
-	Class      string  `json:"error_class"`
-	AgeSeconds float64 `json:"age_seconds"`
-	// Sets, Leaves and Fails (messages) say what it would do if applied now: the fields and
-	// records it would set, what it would leave as a later message set it, or its error.
-	Sets   []string `json:"sets"`
-	Leaves []string `json:"leaves"`
-	Fails  string   `json:"fails"`
+	ID int64 `json:"id"`
+	// Tag is the message's type tag (FLOP-STND…), or the event's.
+	Tag string `json:"tag"`
+	// Target is the event's delivery target ("" for a message).
+	Target string `json:"target,omitempty"`
+	Class  string `json:"error_class"`
+	// Since is when the message was received or the event created; AgeSeconds is how long
+	// ago that was by the server's clock.
+	Since      *time.Time `json:"since"`
+	AgeSeconds float64    `json:"age_seconds"`
+	// Sets, Leaves and Fails (messages, when the server can foresee them) say what the message
+	// would do if applied now: the fields and records it would set, what it would leave as a
+	// later message set it (nothing goes backwards), or the error it would fail with.
+	Sets   []string `json:"sets,omitempty"`
+	Leaves []string `json:"leaves,omitempty"`
+	Fails  string   `json:"fails,omitempty"`
 }
 
 // ParkAnswer is the answer of POST /api/v1/messages/{id}/park.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/config"
 	"msgx/internal/dispatch"
@@ -276,7 +277,7 @@ func TestCookieLoginAndCSRF(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("login: %d %s", w.Code, w.Body)
 	}
-	var me api.Principal
+	var me client.Session
 	json.Unmarshal(w.Body.Bytes(), &me)
 	if me.Name != "ops" || me.Role != "operator" || me.CSRF == "" {
 		t.Fatalf("login answer: %s", w.Body)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"msgx/client"
 	"msgx/internal/store"
 )
 
@@ -20,18 +21,11 @@ func (s *Server) deadRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/problems", s.problems)
 }
 
-// AckRequest is the body of POST /api/v1/dead/ack.
-type AckRequest struct {
-	Kind string  `json:"kind"` // "message" or "event"
-	IDs  []int64 `json:"ids"`
-	Note string  `json:"note"`
-}
-
 // MaxAckIDs bounds one acknowledgement.
 const MaxAckIDs = 1000
 
 func (s *Server) ackDead(w http.ResponseWriter, r *http.Request) {
-	var req AckRequest
+	var req client.AckRequest
 	if !readJSON(w, r, &req) {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"msgx/client"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -142,13 +143,13 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 // deadEvents counts the DEAD events an event replay of target and ids would move (not
 // MALFORMED ones), with the ids of up to MaxLimit of them and a description of up to
 // MaxPreviewItems.
-func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (int, []int64, []PreviewItem, error) {
+func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (int, []int64, []client.ReplayItem, error) {
 	want := map[int64]bool{}
 	for _, id := range ids {
 		want[id] = true
 	}
 	now := s.Clock.Now()
-	n, out, items := 0, []int64{}, []PreviewItem{}
+	n, out, items := 0, []int64{}, []client.ReplayItem{}
 	var after int64
 	for {
 		evs, err := s.DB.SearchEvents(ctx, store.EventQuery{Target: target, State: pipeline.EventDead, AfterID: after, Limit: MaxLimit, InlineMax: 1})

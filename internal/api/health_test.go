@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/dispatch"
 	"msgx/internal/inbox"
@@ -81,11 +82,11 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	defer close(hs.freeze)                       // before ts.Close, which waits for the handlers
-	client := &http.Client{Timeout: time.Second} // a hang detector: these routes read memory only
+	hc := &http.Client{Timeout: time.Second} // a hang detector: these routes read memory only
 	get := func(path string) (int, string) {
 		t.Helper()
 		start := time.Now()
-		resp, err := client.Get(ts.URL + path)
+		resp, err := hc.Get(ts.URL + path)
 		if err != nil {
 			t.Fatalf("%s while the database hangs: %v", path, err)
 		}
@@ -108,7 +109,7 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 	}
 	time.Sleep(700 * time.Millisecond) // past Stale
 	code, body := get("/readyz")
-	var rd api.Readiness
+	var rd client.Readiness
 	json.Unmarshal([]byte(body), &rd)
 	if code != 503 || rd.Database != "down" || !strings.Contains(rd.Reason, "has not answered a check") || rd.DatabaseCheckAge < 0.5 || rd.DatabaseCheckedAt == nil {
 		t.Errorf("/readyz in the hang: %d %s", code, body)

@@ -7,19 +7,13 @@ import (
 	"msgx/internal/jobs/jobkind"
 )
 
-// JobKinds is the answer of GET /api/v1/jobs/kinds: every job kind an operator may enqueue,
-// whether this server's configuration can run it, and why not.
-type JobKinds struct {
-	Kinds []client.JobKind `json:"kinds"`
-}
-
 // jobKinds answers GET /api/v1/jobs/kinds (every role): {"kinds":[{"kind","runnable",
 // "reason"}…]}, so that the console and `msgx job run` offer only what can run.
 func (s *Server) jobKinds(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, JobKinds{Kinds: s.kinds()})
+	writeJSON(w, http.StatusOK, client.JobKinds{Kinds: s.kinds()})
 }
 
 // kinds is every job kind with whether it can run here (Deps.Jobs; without it every kind is

@@ -32,7 +32,7 @@ func TestJobKindsAndAJobThatCannotRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ans api.JobKinds
+		var ans client.JobKinds
 		err = json.NewDecoder(resp.Body).Decode(&ans)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 || len(ans.Kinds) != len(jobs.Kinds) {

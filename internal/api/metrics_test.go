@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/dispatch"
 	"msgx/internal/inbox"
@@ -245,19 +246,19 @@ func TestHealthRoutes(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	ctx := context.Background()
-	get := func(path string) (int, api.Readiness) {
+	get := func(path string) (int, client.Readiness) {
 		t.Helper()
 		resp, err := http.Get(ts.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var r api.Readiness
+		var r client.Readiness
 		b, _ := io.ReadAll(resp.Body)
 		json.Unmarshal(b, &r)
 		return resp.StatusCode, r
 	}
-	check := func(what string, code int, r api.Readiness, wantCode int, reason string) {
+	check := func(what string, code int, r client.Readiness, wantCode int, reason string) {
 		t.Helper()
 		if code != wantCode || !strings.Contains(r.Reason, reason) {
 			t.Errorf("%s: /readyz %d %+v, want %d with reason containing %q", what, code, r, wantCode, reason)

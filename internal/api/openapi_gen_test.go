@@ -226,6 +226,7 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[client.JobProgress]():      "JobProgress",
 	reflect.TypeFor[client.JobKind]():          "JobKind",
 	reflect.TypeFor[api.JobInfo]():             "JobWithProgress",
+	reflect.TypeFor[client.ReplayItem]():       "PreviewItem",
 }
 
 // Roles, as routeRole (auth.go) gives them.
@@ -327,9 +328,9 @@ func (g *schemaGen) routes() []op {
 		"dry_run": obj{"type": "boolean"},
 		"note":    obj{"type": "string"},
 		"ids":     obj{"type": "array", "items": obj{"type": "integer", "format": "int64"}, "description": "dry run: the ids that would move (up to 1,000)"},
-		"items":   obj{"type": "array", "items": g.ref(api.PreviewItem{}), "description": "dry run: the first 200 described"},
+		"items":   obj{"type": "array", "items": g.ref(client.ReplayItem{}), "description": "dry run: the first 200 described"},
 	})
-	session := jsonOK("who is logged in and the airport's zone", g.ref(api.Session{}))
+	session := jsonOK("who is logged in and the airport's zone", g.ref(client.Session{}))
 	flightsOfDay := object([]any{"day", "today", "timezone", "count", "flights", "changed"}, obj{
 		"day":      obj{"type": "string", "format": "date"},
 		"today":    obj{"type": "string", "format": "date", "description": "the airport's date now"},
@@ -388,7 +389,7 @@ func (g *schemaGen) routes() []op {
 		{method: "GET", path: "/livez", role: public, summary: "The process serves HTTP (reads nothing)",
 			ok: jsonOK("alive", object([]any{"status"}, obj{"status": obj{"const": "alive"}}))},
 		{method: "GET", path: "/readyz", role: public, summary: "Ready: the database answers and a pump holds its lease",
-			ok: map[int]answer{200: {desc: "ready", json: g.ref(api.Readiness{})}, 503: {desc: "not ready, with the reason", json: g.ref(api.Readiness{})}}},
+			ok: map[int]answer{200: {desc: "ready", json: g.ref(client.Readiness{})}, 503: {desc: "not ready, with the reason", json: g.ref(client.Readiness{})}}},
 		{method: "GET", path: "/metrics", role: viewer, summary: "Prometheus metrics", ok: map[int]answer{200: {desc: "the Prometheus text format", media: "text/plain"}}},
 		{method: "GET", path: "/api/v1/openapi.json", role: viewer, summary: "This document", ok: jsonOK("the OpenAPI 3.1 document", obj{"type": "object"})},
 
@@ -419,7 +420,7 @@ func (g *schemaGen) routes() []op {
 			body: object([]any{"reason"}, obj{"reason": obj{"type": "string"}}),
 			ok:   jsonOK("parked", g.ref(store.ParkResult{})), errors: []int{400, 404, 409, 413}},
 		{method: "POST", path: "/api/v1/replay", role: operator, summary: "FAILED/DEAD messages of classes or ids back to PENDING (or a dry run)",
-			body: g.ref(api.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(api.ReplayAnswer{})), errors: []int{400}},
+			body: g.ref(client.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(api.ReplayAnswer{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/status", role: viewer, summary: "Counts, the head message, the pump and its pauses, and the sections of the other parts",
 			ok: jsonOK("the status", g.ref(api.Status{}))},
 		{method: "GET", path: "/api/v1/config", role: admin, summary: "The configuration, secrets masked",
@@ -448,7 +449,7 @@ func (g *schemaGen) routes() []op {
 			ok:   jsonOK("what moved (or would)", replayEvents), errors: []int{400}},
 
 		{method: "POST", path: "/api/v1/dead/ack", role: operator, summary: "Acknowledge dead letters",
-			body: g.ref(api.AckRequest{}), ok: jsonOK("what was acknowledged", g.ref(store.AckResult{})), errors: []int{400}},
+			body: g.ref(client.AckRequest{}), ok: jsonOK("what was acknowledged", g.ref(store.AckResult{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/dead", role: viewer, summary: "Dead-letter counts and the newest acknowledgements",
 			query: []param{{"kind", "message or event", obj{"type": "string", "enum": []any{"message", "event"}}}, pLimit},
 			ok:    jsonOK("the counts and acknowledgements", g.ref(api.DeadSummary{})), errors: []int{400}},
@@ -468,7 +469,7 @@ func (g *schemaGen) routes() []op {
 			ok: jsonOK("the jobs", object([]any{"jobs", "running"}, obj{"jobs": obj{"type": "array", "items": g.ref(api.JobInfo{})}, "running": g.ref(&client.JobProgress{})}))},
 		{method: "GET", path: "/api/v1/jobs/stream", role: viewer, summary: "Live list of jobs", query: streamAfter, ok: stream("each Job"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/jobs/kinds", role: viewer, summary: "Every job kind, whether it can run here and why not",
-			ok: jsonOK("the kinds", g.ref(api.JobKinds{}))},
+			ok: jsonOK("the kinds", g.ref(client.JobKinds{}))},
 		{method: "GET", path: "/api/v1/jobs/{id}", role: viewer, summary: "One job", ok: jsonOK("the job", g.ref(api.JobInfo{})), errors: []int{400, 404}},
 
 		{method: "GET", path: "/api/v1/flights", role: viewer, summary: "The flights of a local day (live, or as of a past time), or of a flight number (flno)",
@@ -491,7 +492,7 @@ func (g *schemaGen) routes() []op {
 				{"limit", "at most this many hits of each kind (1..1000, default 50)", obj{"type": "integer", "minimum": 1, "maximum": api.MaxLimit}},
 				{"tz", "the zone of the labels' times (UTC or an IANA name; default the airport's)", str("")},
 			},
-			ok: jsonOK("the hits", g.ref(api.FindAnswer{})), errors: []int{400}},
+			ok: jsonOK("the hits", g.ref(client.FindAnswer{})), errors: []int{400}},
 
 		{method: "POST", path: "/api/v1/requests", role: operator, summary: "Ask the AODB for data (RQRD, RQFD)",
 			body: g.ref(client.RequestSpec{}), ok: map[int]answer{201: {desc: "the request", json: g.ref(client.Request{})}}, errors: []int{400, 409}},

@@ -248,33 +248,6 @@ func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "alive"})
 }
 
-// Readiness is the answer of GET /readyz.
-type Readiness struct {
-	Ready    bool   `json:"ready"`
-	Database string `json:"database"` // up, down, not checked
-	// DatabaseCheckedAt is when the database check this answer comes from ended, and
-	// DatabaseCheckAge how many seconds ago a check last succeeded (since the start when
-	// none has): the check runs in the background, never in the request.
-	DatabaseCheckedAt *time.Time `json:"database_checked_at,omitempty"`
-	DatabaseCheckAge  float64    `json:"database_check_age_seconds"`
-	// RedisPersistence is phase A's Redis persistence as last read ("not checked" until Redis
-	// answers); empty in phase B.
-	RedisPersistence string `json:"redis_persistence,omitempty"`
-	// Reason says why the instance is not ready; empty when it is.
-	Reason string `json:"reason,omitempty"`
-	// Pump says where the pump runs, from the lease row; nil when the database did not answer.
-	Pump *PumpWhere `json:"pump,omitempty"`
-}
-
-// PumpWhere is who holds the pump lease, as /readyz reads it.
-type PumpWhere struct {
-	Holder       string     `json:"holder"` // "" when nobody holds it
-	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
-	ThisInstance bool       `json:"this_instance"`
-	// LastStepAt is when this instance's pump last stepped (only when it holds the lease).
-	LastStepAt *time.Time `json:"last_step_at,omitempty"`
-}
-
 // readyz answers 200 when the database answers and some instance (this one or another) holds
 // an unexpired pump lease, so messages accepted here will be processed; when this instance is
 // the holder, its pump must also have stepped within PumpStepStale. Otherwise 503 with the
@@ -283,7 +256,7 @@ type PumpWhere struct {
 // from the background check (Health): a check that last succeeded more than Health.Stale ago
 // is a database that does not answer.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	rd := Readiness{Database: "up"}
+	rd := client.Readiness{Database: "up"}
 	notReady := func(reason string) {
 		rd.Reason = secret.Redact(reason)
 		writeJSON(w, http.StatusServiceUnavailable, rd)
@@ -320,7 +293,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	holder, until := c.Holder, c.Until
-	rd.Pump = &PumpWhere{Holder: holder, ThisInstance: holder != "" && holder == s.Instance}
+	rd.Pump = &client.PumpWhere{Holder: holder, ThisInstance: holder != "" && holder == s.Instance}
 	if holder != "" {
 		u := until.UTC()
 		rd.Pump.ExpiresAt = &u
@@ -434,24 +407,16 @@ func intParam(s string, def int) (int, error) {
 	return n, nil
 }
 
-// ReplayRequest is the body of POST /api/v1/replay.
-type ReplayRequest struct {
-	Classes []string `json:"classes"`
-	IDs     []int64  `json:"ids"`
-	// DryRun answers what would move, moving nothing.
-	DryRun bool `json:"dry_run"`
-}
-
 // ReplayAnswer is the answer of POST /api/v1/replay.
 type ReplayAnswer struct {
 	store.ReplayResult
 	DryRun bool `json:"dry_run"`
 	// Items describes (dry run only) up to MaxPreviewItems of what would move.
-	Items []PreviewItem `json:"items,omitempty"`
+	Items []client.ReplayItem `json:"items,omitempty"`
 }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
-	var req ReplayRequest
+	var req client.ReplayRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
