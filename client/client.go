@@ -210,22 +210,29 @@ func (c *Client) sendOnce(ctx context.Context, body []byte) (id int64, retry tim
 	return res.ID, 0, nil
 }
 
-// Message is one message as GET /api/v1/messages/{id} answers it (the fields the client
-// reads).
+// Message is one message with its processing state, as GET /api/v1/messages/{id}, the
+// listings and the streams answer it.
 type Message struct {
-	ID          int64      `json:"id"`
-	State       string     `json:"state"`
-	ErrorClass  *string    `json:"error_class"`
-	Attempts    int        `json:"attempts"`
-	LastError   *string    `json:"last_error"`
-	TypeTag     *string    `json:"type_tag"`
-	Identity    *string    `json:"identity"`
-	ReceivedAt  *time.Time `json:"received_at"`
-	ProcessedAt *time.Time `json:"processed_at"`
-	Note        string     `json:"note"`
-	Warnings    []string   `json:"warnings"`
-	// AnsweredRequest is the data request this message (a RESP) answered.
-	AnsweredRequest *int64 `json:"answered_request"`
+	ID            int64      `json:"id"`
+	State         string     `json:"state"` // PENDING, SUCCEEDED, SKIPPED, FAILED or DEAD
+	ErrorClass    *string    `json:"error_class"`
+	Attempts      int        `json:"attempts"`
+	LastError     *string    `json:"last_error"`
+	TypeTag       *string    `json:"type_tag"`
+	Identity      *string    `json:"identity"`
+	ReceivedAt    *time.Time `json:"received_at"`
+	ProcessedAt   *time.Time `json:"processed_at"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	FirstFailedAt *time.Time `json:"first_failed_at"`
+	// Note says what processing did ("2 FLTR before today ignored; nothing applied");
+	// Warnings what it noticed and applied anyway. Both are empty until processed.
+	Note     string   `json:"note"`
+	Warnings []string `json:"warnings"`
+	// TraceID is the W3C trace id the sender passed in its traceparent header ("" when none).
+	TraceID string `json:"trace_id,omitempty"`
+	// AnsweredRequest is the data request this message (a RESP) answered (GET
+	// /api/v1/messages/{id} only).
+	AnsweredRequest *int64 `json:"answered_request,omitempty"`
 }
 
 // Class is the message's error class, "" when it has none.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -236,7 +237,7 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "messages", ms, c, func(m *store.Message) int64 { return m.ID })
+	writeList(w, "messages", messages(ms), c, func(m client.Message) int64 { return m.ID })
 }
 
 func classNames() string {
@@ -275,7 +276,7 @@ func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
 // MessageHistory is the answer of GET /api/v1/messages/{id}/history.
 type MessageHistory struct {
 	ID      int64                `json:"id"`
-	Message *store.Message       `json:"message"`
+	Message *client.Message      `json:"message"`
 	History []store.HistoryEntry `json:"history"`
 }
 
@@ -297,7 +298,7 @@ func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
 	if m.State == pipeline.Succeeded && m.ProcessedAt != nil {
 		h = append(h, store.HistoryEntry{At: *m.ProcessedAt, State: string(m.State), Attempts: m.Attempts, Detail: m.Note})
 	}
-	writeJSON(w, http.StatusOK, MessageHistory{ID: id, Message: m, History: h})
+	writeJSON(w, http.StatusOK, MessageHistory{ID: id, Message: new(message(m)), History: h})
 }
 
 // readOptionalJSON reads a JSON body into v; an empty body leaves v as it is.

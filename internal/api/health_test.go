@@ -81,7 +81,7 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 		Health: health, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
-	defer close(hs.freeze)                       // before ts.Close, which waits for the handlers
+	defer close(hs.freeze)                   // before ts.Close, which waits for the handlers
 	hc := &http.Client{Timeout: time.Second} // a hang detector: these routes read memory only
 	get := func(path string) (int, string) {
 		t.Helper()

@@ -168,7 +168,7 @@ func jobChange(j JobInfo) (string, bool) {
 // as the messages listing shows it; the cursor is the recent problem that recorded its death.
 type deadLetter struct {
 	problem int64
-	*store.Message
+	client.Message
 }
 
 // streamDead is GET /api/v1/dead/stream: the messages that go DEAD (dead or parked), read
@@ -199,7 +199,7 @@ func (s *Server) streamDead(w http.ResponseWriter, r *http.Request) {
 					return nil, err
 				}
 				if m != nil && m.State == pipeline.Dead { // else deleted or replayed since
-					out = append(out, deadLetter{problem: p.ID, Message: m})
+					out = append(out, deadLetter{problem: p.ID, Message: message(m)})
 				}
 			}
 			return out, nil

@@ -66,6 +66,13 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[pipeline.EventStatus](): {"PENDING", "SENT", "DEAD"},
 }
 
+// fieldEnums are the fields of the client's wire types whose values are fixed: the client
+// declares them as strings (it imports nothing of msgx's), the server fills them from the
+// enums above.
+var fieldEnums = map[string]reflect.Type{
+	"Message.State": reflect.TypeFor[pipeline.ProcStatus](),
+}
+
 func (g *schemaGen) of(t reflect.Type) obj {
 	switch t {
 	case reflect.TypeFor[time.Time]():
@@ -159,6 +166,9 @@ func (g *schemaGen) fields(t reflect.Type, props obj, req *[]string) {
 			name = f.Name
 		}
 		omit := slices.Contains(strings.Split(opts, ","), "omitempty")
+		if e, ok := fieldEnums[t.Name()+"."+f.Name]; ok && t.PkgPath() == "msgx/client" {
+			ft = e
+		}
 		s := g.of(ft)
 		if omit {
 			s = nonNull(s) // omitempty leaves out nil pointers, slices and maps
@@ -409,9 +419,9 @@ func (g *schemaGen) routes() []op {
 				{"to", "taken before (RFC 3339 or a date, UTC)", str("")},
 				{"q", "a substring of the identity, last error, note or (newest 50,000) body", obj{"type": "string", "maxLength": api.MaxSearchLen}},
 			}, paging...),
-			ok: jsonOK("a page of messages", g.listing("messages", &store.Message{})), errors: []int{400}},
+			ok: jsonOK("a page of messages", g.listing("messages", &client.Message{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/messages/stream", role: viewer, summary: "Live list of messages", query: streamAfter, ok: stream("each Message"), errors: []int{400, 429}},
-		{method: "GET", path: "/api/v1/messages/{id}", role: viewer, summary: "One message", ok: jsonOK("the message", g.ref(store.Message{})), errors: []int{400, 404}},
+		{method: "GET", path: "/api/v1/messages/{id}", role: viewer, summary: "One message", ok: jsonOK("the message", g.ref(client.Message{})), errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/messages/{id}/raw", role: viewer, summary: "The stored raw text, exactly",
 			ok: map[int]answer{200: {desc: "the raw text (live or archived)", media: "text/plain"}}, errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/messages/{id}/history", role: viewer, summary: "A message's outcomes and operators' actions, in order",

@@ -352,7 +352,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, message(m))
 }
 
 // messageOf reads the message the path's {id} names, answering 400 for an id that is not a
@@ -486,7 +486,7 @@ type Status struct {
 
 // HeadInfo is the head message and why it waits.
 type HeadInfo struct {
-	*store.Message
+	client.Message
 	Why string `json:"why"`
 }
 
@@ -525,7 +525,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if head != nil {
-		st.Head = &HeadInfo{Message: head, Why: s.why(head)}
+		st.Head = &HeadInfo{Message: message(head), Why: s.why(head)}
 		if p := st.PumpPaused; p != nil {
 			st.Head.Why = fmt.Sprintf("the pump is paused by %s since %s (%s); nothing is processed until POST /api/v1/pump/resume (msgx resume)",
 				p.By, p.At.Format(time.RFC3339), or(p.Reason, "no reason given"))
