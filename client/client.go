@@ -275,19 +275,33 @@ func (c *Client) Events(ctx context.Context, query string) ([]Event, error) {
 	return out.Events, err
 }
 
-// Job is a pump job as GET /api/v1/jobs lists it.
+// Job is a pump job as GET /api/v1/jobs and /api/v1/jobs/{id} answer it: its row (state,
+// attempts, result or last error) and, while it runs, its progress (nil otherwise).
 type Job struct {
-	ID         int64      `json:"id"`
-	Kind       string     `json:"kind"`
-	State      string     `json:"state"`
-	Attempts   int        `json:"attempts"`
-	AfterMsgID int64      `json:"after_msg_id"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at"`
-	Result     *string    `json:"result"`
-	LastError  *string    `json:"last_error"`
+	JobRow
 	// Progress is, while the job runs, what it is doing and for how long; nil otherwise.
 	Progress *JobProgress `json:"progress"`
+}
+
+// JobRow is a pump job's row, as POST /api/v1/jobs answers it and the status's last jobs
+// list it. A job runs in the message order: after every message up to AfterMsgID is
+// finished and before any later message.
+type JobRow struct {
+	ID            int64      `json:"id"`
+	Kind          string     `json:"kind"`
+	AfterMsgID    int64      `json:"after_msg_id"`
+	Params        string     `json:"params,omitempty"`
+	State         string     `json:"state"` // PENDING, FAILED, DONE or DEAD
+	Attempts      int        `json:"attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	FirstFailedAt *time.Time `json:"first_failed_at"`
+	LastError     *string    `json:"last_error"`
+	Result        *string    `json:"result"`
+	CreatedAt     time.Time  `json:"created_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
+	// ScheduleKey is the scheduler's key (kind/local day) of a job it enqueued; "" for one
+	// enqueued by hand.
+	ScheduleKey string `json:"schedule_key,omitempty"`
 }
 
 // JobProgress is a running job's progress: what it is doing, since when, for how long.

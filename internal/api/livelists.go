@@ -125,13 +125,13 @@ func (s *Server) streamJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The newest jobs, oldest first, with ids in (after, before) (before 0: no bound).
-	read := func(ctx context.Context, after, before int64) ([]JobInfo, error) {
+	read := func(ctx context.Context, after, before int64) ([]client.Job, error) {
 		js, err := s.DB.ListJobs(ctx, jobsLive)
 		if err != nil {
 			return nil, err
 		}
 		cur := s.jobInHand()
-		out := []JobInfo{}
+		out := []client.Job{}
 		for _, j := range slices.Backward(js) {
 			if j.ID > after && (before == 0 || j.ID < before) {
 				out = append(out, jobInfo(j, cur))
@@ -139,8 +139,8 @@ func (s *Server) streamJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		return out, nil
 	}
-	id := func(j JobInfo) int64 { return j.ID }
-	serveFeed(s, w, r, feed[JobInfo]{
+	id := func(j client.Job) int64 { return j.ID }
+	serveFeed(s, w, r, feed[client.Job]{
 		what: "jobs",
 		newest: func(ctx context.Context) (int64, error) {
 			js, err := s.DB.ListJobs(ctx, 1)
@@ -149,14 +149,14 @@ func (s *Server) streamJobs(w http.ResponseWriter, r *http.Request) {
 		read:   read,
 		id:     id,
 		change: jobChange,
-		seed: func(ctx context.Context, upTo int64) ([]JobInfo, error) {
+		seed: func(ctx context.Context, upTo int64) ([]client.Job, error) {
 			return read(ctx, 0, upTo+1)
 		},
 	})
 }
 
 // jobChange is what of a job the jobs stream follows, and whether it is still to finish.
-func jobChange(j JobInfo) (string, bool) {
+func jobChange(j client.Job) (string, bool) {
 	was := fmt.Sprintf("%s/%d", j.State, j.Attempts)
 	if j.Progress != nil {
 		was += fmt.Sprintf("/%s/%d", j.Progress.Doing, int64(j.Progress.RunningSeconds))

@@ -73,6 +73,12 @@ var fieldEnums = map[string]reflect.Type{
 	"Message.State": reflect.TypeFor[pipeline.ProcStatus](),
 }
 
+// fieldEnum is the enum type of a client string field (fieldEnums), ok=false when it has none.
+func fieldEnum(t reflect.Type, field string) (reflect.Type, bool) {
+	e, ok := fieldEnums[t.Name()+"."+field]
+	return e, ok && t.PkgPath() == "msgx/client"
+}
+
 func (g *schemaGen) of(t reflect.Type) obj {
 	switch t {
 	case reflect.TypeFor[time.Time]():
@@ -166,7 +172,7 @@ func (g *schemaGen) fields(t reflect.Type, props obj, req *[]string) {
 			name = f.Name
 		}
 		omit := slices.Contains(strings.Split(opts, ","), "omitempty")
-		if e, ok := fieldEnums[t.Name()+"."+f.Name]; ok && t.PkgPath() == "msgx/client" {
+		if e, ok := fieldEnum(t, f.Name); ok {
 			ft = e
 		}
 		s := g.of(ft)
@@ -235,7 +241,8 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[store.Pause]():             "Pause",
 	reflect.TypeFor[client.JobProgress]():      "JobProgress",
 	reflect.TypeFor[client.JobKind]():          "JobKind",
-	reflect.TypeFor[api.JobInfo]():             "JobWithProgress",
+	reflect.TypeFor[client.Job]():              "JobWithProgress",
+	reflect.TypeFor[client.JobRow]():           "Job",
 	reflect.TypeFor[client.ReplayItem]():       "PreviewItem",
 }
 
@@ -474,13 +481,13 @@ func (g *schemaGen) routes() []op {
 
 		{method: "POST", path: "/api/v1/jobs", role: admin, summary: "Start a job",
 			body: object([]any{"kind"}, obj{"kind": obj{"type": "string"}, "params": obj{"type": "string"}}),
-			ok:   jsonOK("the job queued", g.ref(store.Job{})), errors: []int{400, 409}},
+			ok:   jsonOK("the job queued", g.ref(client.JobRow{})), errors: []int{400, 409}},
 		{method: "GET", path: "/api/v1/jobs", role: viewer, summary: "The newest 100 jobs and the one in hand",
-			ok: jsonOK("the jobs", object([]any{"jobs", "running"}, obj{"jobs": obj{"type": "array", "items": g.ref(api.JobInfo{})}, "running": g.ref(&client.JobProgress{})}))},
+			ok: jsonOK("the jobs", object([]any{"jobs", "running"}, obj{"jobs": obj{"type": "array", "items": g.ref(client.Job{})}, "running": g.ref(&client.JobProgress{})}))},
 		{method: "GET", path: "/api/v1/jobs/stream", role: viewer, summary: "Live list of jobs", query: streamAfter, ok: stream("each Job"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/jobs/kinds", role: viewer, summary: "Every job kind, whether it can run here and why not",
 			ok: jsonOK("the kinds", g.ref(client.JobKinds{}))},
-		{method: "GET", path: "/api/v1/jobs/{id}", role: viewer, summary: "One job", ok: jsonOK("the job", g.ref(api.JobInfo{})), errors: []int{400, 404}},
+		{method: "GET", path: "/api/v1/jobs/{id}", role: viewer, summary: "One job", ok: jsonOK("the job", g.ref(client.Job{})), errors: []int{400, 404}},
 
 		{method: "GET", path: "/api/v1/flights", role: viewer, summary: "The flights of a local day (live, or as of a past time), or of a flight number (flno)",
 			query: []param{

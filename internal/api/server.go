@@ -628,7 +628,7 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(r, "job.enqueue", fmt.Sprintf("job %d", j.ID), req.Kind+" "+req.Params)
 	s.wakePump()
-	writeJSON(w, http.StatusOK, j)
+	writeJSON(w, http.StatusOK, jobRow(j))
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
@@ -641,26 +641,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cur := s.jobInHand()
-	out := make([]JobInfo, len(jobs))
+	out := make([]client.Job, len(jobs))
 	for i, j := range jobs {
 		out[i] = jobInfo(j, cur)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": out, "running": cur})
-}
-
-// JobInfo is a job as GET /api/v1/jobs and /api/v1/jobs/{id} answer it: its row (state,
-// attempts, result or last error) and, while it runs, its progress (what it is doing, for how
-// long); progress is null otherwise.
-type JobInfo struct {
-	*store.Job
-	Progress *client.JobProgress `json:"progress"`
-}
-
-func jobInfo(j *store.Job, cur *client.JobProgress) JobInfo {
-	if cur != nil && cur.JobID == j.ID {
-		return JobInfo{Job: j, Progress: cur}
-	}
-	return JobInfo{Job: j}
 }
 
 func (s *Server) jobInHand() *client.JobProgress {

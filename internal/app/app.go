@@ -412,7 +412,7 @@ func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) 
 		"job": func(context.Context) (any, error) { return runner.Current(), nil },
 		// The message in hand (null between steps): a long snapshot shows what it is at.
 		"in_hand":   func(context.Context) (any, error) { return p.InHand(), nil },
-		"last_jobs": lastJobs(db),
+		"last_jobs": api.LastJobs(db),
 	}
 	if a.Cfg.Shadow() {
 		extra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
