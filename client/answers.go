@@ -225,7 +225,7 @@ type HistoryEntry struct {
 	Class    *string   `json:"error_class"`
 	Attempts int       `json:"attempts"`
 	Detail   string    `json:"detail"`
-	Actor    string    `json:"actor"`
+	Actor    string    `json:"actor,omitempty"`
 }
 
 // MessageHistory returns message id's history.
@@ -305,8 +305,10 @@ type ReplayItem struct {
 	Fails  string   `json:"fails,omitempty"`
 }
 
-// ParkAnswer is the answer of POST /api/v1/messages/{id}/park.
+// ParkAnswer is the answer of POST /api/v1/messages/{id}/park: the state the message left
+// and the one it is in now.
 type ParkAnswer struct {
+	ID    int64  `json:"id"`
 	From  string `json:"from_state"`
 	State string `json:"state"`
 	Class string `json:"error_class"`
@@ -314,17 +316,51 @@ type ParkAnswer struct {
 
 // AuditPage is GET /api/v1/audit's answer.
 type AuditPage struct {
-	Audit []struct {
-		ID      int64     `json:"id"`
-		At      time.Time `json:"at"`
-		Actor   string    `json:"actor"`
-		Role    string    `json:"role"`
-		Action  string    `json:"action"`
-		Subject string    `json:"subject"`
-		Detail  string    `json:"detail"`
-	} `json:"audit"`
-	NextAfter *int64 `json:"next_after"`
+	Audit     []AuditEntry `json:"audit"`
+	NextAfter *int64       `json:"next_after"`
 	Page
+}
+
+// AuditEntry is one operator action in the audit log: who (token name and role), what, on
+// what, from where.
+type AuditEntry struct {
+	ID      int64     `json:"id"`
+	At      time.Time `json:"at"`
+	Actor   string    `json:"actor"`
+	Role    string    `json:"role"`
+	Action  string    `json:"action"`
+	Subject string    `json:"subject"`
+	Detail  string    `json:"detail"`
+	Remote  string    `json:"remote"`
+}
+
+// RefEntry is one reference record (GET /api/v1/ref/{type}/{key}): its fields as stored,
+// its version and where it came from.
+type RefEntry struct {
+	Type      string          `json:"type"`
+	Key       string          `json:"key"`
+	Fields    json.RawMessage `json:"fields"`
+	Version   int64           `json:"version"`
+	Source    string          `json:"source"`
+	MsgID     *int64          `json:"msg_id"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Ack is an operator's acknowledgement of a dead letter (GET /api/v1/dead).
+type Ack struct {
+	Kind  string    `json:"kind"` // message or event
+	ID    int64     `json:"id"`
+	By    string    `json:"acked_by"`
+	At    time.Time `json:"acked_at"`
+	Note  string    `json:"note"`
+	State string    `json:"state"` // the row's state now: DEAD, or another after a replay
+}
+
+// DeadSummary is GET /api/v1/dead's answer: the dead letters of each kind and the latest
+// acknowledgements.
+type DeadSummary struct {
+	DeadCounts
+	Acks []Ack `json:"acks"`
 }
 
 // Request is a data request (RQRD, RQFD) as the API answers it.

@@ -275,9 +275,9 @@ func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
 
 // MessageHistory is the answer of GET /api/v1/messages/{id}/history.
 type MessageHistory struct {
-	ID      int64                `json:"id"`
-	Message *client.Message      `json:"message"`
-	History []store.HistoryEntry `json:"history"`
+	ID      int64                 `json:"id"`
+	Message *client.Message       `json:"message"`
+	History []client.HistoryEntry `json:"history"`
 }
 
 func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
@@ -298,7 +298,7 @@ func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
 	if m.State == pipeline.Succeeded && m.ProcessedAt != nil {
 		h = append(h, store.HistoryEntry{At: *m.ProcessedAt, State: string(m.State), Attempts: m.Attempts, Detail: m.Note})
 	}
-	writeJSON(w, http.StatusOK, MessageHistory{ID: id, Message: new(message(m)), History: h})
+	writeJSON(w, http.StatusOK, MessageHistory{ID: id, Message: new(message(m)), History: history(h)})
 }
 
 // readOptionalJSON reads a JSON body into v; an empty body leaves v as it is.
@@ -353,14 +353,14 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(r, "message.park", "message "+strconv.FormatInt(id, 10), req.Reason)
 	s.wakePump()
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, parked(res))
 }
 
 // PauseAnswer is the answer of the pause and resume routes.
 type PauseAnswer struct {
-	Name   string       `json:"name"`
-	Paused bool         `json:"paused"`
-	Pause  *store.Pause `json:"pause"`
+	Name   string        `json:"name"`
+	Paused bool          `json:"paused"`
+	Pause  *client.Pause `json:"pause"`
 	// Changed is false when it already was as asked.
 	Changed bool `json:"changed"`
 }
@@ -403,7 +403,7 @@ func (s *Server) setPause(w http.ResponseWriter, r *http.Request, name string, p
 	if !pause && wake != nil {
 		wake()
 	}
-	writeJSON(w, http.StatusOK, PauseAnswer{Name: name, Paused: after != nil, Pause: after, Changed: changed})
+	writeJSON(w, http.StatusOK, PauseAnswer{Name: name, Paused: after != nil, Pause: pauseOf(after), Changed: changed})
 }
 
 func (s *Server) knownTarget(w http.ResponseWriter, name string) bool {
@@ -459,7 +459,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "audit", as, c, func(a store.AuditEntry) int64 { return a.ID })
+	writeList(w, "audit", auditEntries(as), c, func(a client.AuditEntry) int64 { return a.ID })
 }
 
 // operatorRoutes adds the routes of this file (the store must implement store.Operator).
@@ -495,7 +495,7 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 			writeStoreError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"pauses": ps})
+		writeJSON(w, http.StatusOK, map[string]any{"pauses": pauses(ps)})
 	})
 }
 

@@ -64,15 +64,16 @@ func (s *Server) streamAudit(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r, "after") {
 		return
 	}
-	id := func(a store.AuditEntry) int64 { return a.ID }
-	serveFeed(s, w, r, feed[store.AuditEntry]{
+	id := func(a client.AuditEntry) int64 { return a.ID }
+	serveFeed(s, w, r, feed[client.AuditEntry]{
 		what: "audit",
 		newest: func(ctx context.Context) (int64, error) {
 			as, err := s.DB.ListAudit(ctx, store.AuditQuery{Newest: true, Limit: 1})
-			return newestID(as, err, id)
+			return newestID(auditEntries(as), err, id)
 		},
-		read: func(ctx context.Context, after, before int64) ([]store.AuditEntry, error) {
-			return s.DB.ListAudit(ctx, store.AuditQuery{AfterID: after, BeforeID: before, Limit: MaxLimit})
+		read: func(ctx context.Context, after, before int64) ([]client.AuditEntry, error) {
+			as, err := s.DB.ListAudit(ctx, store.AuditQuery{AfterID: after, BeforeID: before, Limit: MaxLimit})
+			return auditEntries(as), err
 		},
 		id: id,
 	})

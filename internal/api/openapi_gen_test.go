@@ -70,7 +70,9 @@ var enums = map[reflect.Type][]string{
 // declares them as strings (it imports nothing of msgx's), the server fills them from the
 // enums above.
 var fieldEnums = map[string]reflect.Type{
-	"Message.State": reflect.TypeFor[pipeline.ProcStatus](),
+	"Message.State":    reflect.TypeFor[pipeline.ProcStatus](),
+	"ParkAnswer.From":  reflect.TypeFor[pipeline.ProcStatus](),
+	"ParkAnswer.State": reflect.TypeFor[pipeline.ProcStatus](),
 }
 
 // fieldEnum is the enum type of a client string field (fieldEnums), ok=false when it has none.
@@ -237,8 +239,9 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[client.RequestSpec]():      "RequestSpec",
 	reflect.TypeFor[console.Decoded]():         "DecodedMessage",
 	reflect.TypeFor[console.ThroughputStats](): "Throughput",
-	reflect.TypeFor[store.Ack]():               "DeadAck",
-	reflect.TypeFor[store.Pause]():             "Pause",
+	reflect.TypeFor[client.Ack]():              "DeadAck",
+	reflect.TypeFor[client.Pause]():            "Pause",
+	reflect.TypeFor[client.ParkAnswer]():       "ParkResult",
 	reflect.TypeFor[client.JobProgress]():      "JobProgress",
 	reflect.TypeFor[client.JobKind]():          "JobKind",
 	reflect.TypeFor[client.Job]():              "JobWithProgress",
@@ -435,7 +438,7 @@ func (g *schemaGen) routes() []op {
 			ok: jsonOK("the message and its history", g.ref(api.MessageHistory{})), errors: []int{400, 404}},
 		{method: "POST", path: "/api/v1/messages/{id}/park", role: operator, summary: "Set a message aside: DEAD with class PARKED",
 			body: object([]any{"reason"}, obj{"reason": obj{"type": "string"}}),
-			ok:   jsonOK("parked", g.ref(store.ParkResult{})), errors: []int{400, 404, 409, 413}},
+			ok:   jsonOK("parked", g.ref(client.ParkAnswer{})), errors: []int{400, 404, 409, 413}},
 		{method: "POST", path: "/api/v1/replay", role: operator, summary: "FAILED/DEAD messages of classes or ids back to PENDING (or a dry run)",
 			body: g.ref(client.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(api.ReplayAnswer{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/status", role: viewer, summary: "Counts, the head message, the pump and its pauses, and the sections of the other parts",
@@ -447,13 +450,13 @@ func (g *schemaGen) routes() []op {
 			query: []param{pLimit, {"after", "an event id", pAfter.schema}},
 			ok:    jsonOK("a page of changes", g.listing("changes", store.FlightChange{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/audit", role: admin, summary: "The audit log, newest first", query: paging,
-			ok: jsonOK("a page of entries", g.listing("audit", store.AuditEntry{})), errors: []int{400}},
+			ok: jsonOK("a page of entries", g.listing("audit", client.AuditEntry{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/audit/stream", role: admin, summary: "Live list of the audit log", query: streamAfter, ok: stream("each audit entry"), errors: []int{400, 429}},
 		{method: "POST", path: "/api/v1/pump/pause", role: operator, summary: "Pause the pump", body: pauseBody, bodyOptional: true, ok: pause, errors: []int{400}},
 		{method: "POST", path: "/api/v1/pump/resume", role: operator, summary: "Resume the pump", body: pauseBody, bodyOptional: true, ok: pause, errors: []int{400}},
 		{method: "POST", path: "/api/v1/targets/{name}/pause", role: operator, summary: "Pause a delivery target", body: pauseBody, bodyOptional: true, ok: pause, errors: []int{400}},
 		{method: "POST", path: "/api/v1/targets/{name}/resume", role: operator, summary: "Resume a delivery target", body: pauseBody, bodyOptional: true, ok: pause, errors: []int{400}},
-		{method: "GET", path: "/api/v1/pauses", role: viewer, summary: "Every pause", ok: jsonOK("the pauses", g.wrap("pauses", store.Pause{}))},
+		{method: "GET", path: "/api/v1/pauses", role: viewer, summary: "Every pause", ok: jsonOK("the pauses", g.wrap("pauses", client.Pause{}))},
 
 		{method: "GET", path: "/api/v1/events", role: viewer, summary: "Outbox events, newest first", query: append(eventFilters, paging...),
 			ok: jsonOK("a page of events", g.listing("events", store.EventBrief{})), errors: []int{400}},
@@ -466,18 +469,18 @@ func (g *schemaGen) routes() []op {
 			ok:   jsonOK("what moved (or would)", replayEvents), errors: []int{400}},
 
 		{method: "POST", path: "/api/v1/dead/ack", role: operator, summary: "Acknowledge dead letters",
-			body: g.ref(client.AckRequest{}), ok: jsonOK("what was acknowledged", g.ref(store.AckResult{})), errors: []int{400}},
+			body: g.ref(client.AckRequest{}), ok: jsonOK("what was acknowledged", g.ref(client.AckResult{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/dead", role: viewer, summary: "Dead-letter counts and the newest acknowledgements",
 			query: []param{{"kind", "message or event", obj{"type": "string", "enum": []any{"message", "event"}}}, pLimit},
-			ok:    jsonOK("the counts and acknowledgements", g.ref(api.DeadSummary{})), errors: []int{400}},
+			ok:    jsonOK("the counts and acknowledgements", g.ref(client.DeadSummary{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/dead/stream", role: viewer, summary: "Live list of messages that go DEAD", query: streamAfter, ok: stream("each Message"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/problems", role: viewer, summary: "Recent problems, newest first", query: []param{{"limit", "at most this many (1..1000)", obj{"type": "integer", "minimum": 1, "maximum": api.MaxLimit}}},
 			ok: jsonOK("the problems", g.wrap("problems", store.Problem{})), errors: []int{400}},
 
 		{method: "GET", path: "/api/v1/ref/{type}", role: viewer, summary: "The records of a reference TYPE",
-			ok: jsonOK("the records", object([]any{"type", "records"}, obj{"type": obj{"type": "string"}, "records": nullable(obj{"type": "array", "items": g.ref(store.RefEntry{})})})), errors: []int{404}},
+			ok: jsonOK("the records", object([]any{"type", "records"}, obj{"type": obj{"type": "string"}, "records": nullable(obj{"type": "array", "items": g.ref(client.RefEntry{})})})), errors: []int{404}},
 		{method: "GET", path: "/api/v1/ref/{type}/{key}", role: viewer, summary: "One reference record",
-			ok: jsonOK("the record", g.ref(store.RefEntry{})), errors: []int{404}},
+			ok: jsonOK("the record", g.ref(client.RefEntry{})), errors: []int{404}},
 
 		{method: "POST", path: "/api/v1/jobs", role: admin, summary: "Start a job",
 			body: object([]any{"kind"}, obj{"kind": obj{"type": "string"}, "params": obj{"type": "string"}}),

@@ -479,8 +479,8 @@ type Status struct {
 	LeaseHolder string                      `json:"lease_holder,omitempty"`
 	// PumpPaused is the operator's pause of the pump (who, why, since when); null when it
 	// runs. Paused lists every pause, the pump's and the targets' ("target:<NAME>").
-	PumpPaused *store.Pause   `json:"pump_paused"`
-	Paused     []store.Pause  `json:"paused"`
+	PumpPaused *client.Pause  `json:"pump_paused"`
+	Paused     []client.Pause `json:"paused"`
 	Extra      map[string]any `json:"extra,omitempty"`
 }
 
@@ -506,13 +506,13 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	st := Status{Counts: counts, Paused: []store.Pause{}}
+	st := Status{Counts: counts, Paused: []client.Pause{}}
 	st.PumpRunning, st.PumpState = s.pumpState()
 	if ps, err := s.DB.Pauses(ctx); err == nil {
-		st.Paused = ps
-		for i := range ps {
-			if ps[i].Name == store.PumpPause {
-				st.PumpPaused = &ps[i]
+		st.Paused = pauses(ps)
+		for i := range st.Paused {
+			if st.Paused[i].Name == store.PumpPause {
+				st.PumpPaused = &st.Paused[i]
 			}
 		}
 	}
@@ -584,7 +584,7 @@ func (s *Server) refList(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"type": typ, "records": list})
+	writeJSON(w, http.StatusOK, map[string]any{"type": typ, "records": refEntries(list)})
 }
 
 func (s *Server) refGet(w http.ResponseWriter, r *http.Request) {
@@ -602,7 +602,7 @@ func (s *Server) refGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no %s record %q", typ, r.PathValue("key")))
 		return
 	}
-	writeJSON(w, http.StatusOK, e)
+	writeJSON(w, http.StatusOK, refEntry(e))
 }
 
 func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {

@@ -62,3 +62,84 @@ func LastJobs(db store.Jobs) func(ctx context.Context) (any, error) {
 		return out, nil
 	}
 }
+
+// pauseOf is p as the API answers it (nil stays nil).
+func pauseOf(p *store.Pause) *client.Pause {
+	if p == nil {
+		return nil
+	}
+	return new(client.Pause(*p))
+}
+
+// pauses is ps as the API answers them (nil stays nil).
+func pauses(ps []store.Pause) []client.Pause {
+	if ps == nil {
+		return nil
+	}
+	out := make([]client.Pause, len(ps))
+	for i, p := range ps {
+		out[i] = client.Pause(p)
+	}
+	return out
+}
+
+// history is h as the API answers it.
+func history(h []store.HistoryEntry) []client.HistoryEntry {
+	if h == nil {
+		return nil
+	}
+	out := make([]client.HistoryEntry, len(h))
+	for i, e := range h {
+		out[i] = client.HistoryEntry(e)
+	}
+	return out
+}
+
+// auditEntries is as as the API answers them.
+func auditEntries(as []store.AuditEntry) []client.AuditEntry {
+	if as == nil {
+		return nil
+	}
+	out := make([]client.AuditEntry, len(as))
+	for i, a := range as {
+		out[i] = client.AuditEntry(a)
+	}
+	return out
+}
+
+// refEntry is e as the API answers it.
+func refEntry(e *store.RefEntry) client.RefEntry { return client.RefEntry(*e) }
+
+// refEntries is es as the API answers them.
+func refEntries(es []store.RefEntry) []client.RefEntry {
+	if es == nil {
+		return nil
+	}
+	out := make([]client.RefEntry, len(es))
+	for i, e := range es {
+		out[i] = client.RefEntry(e)
+	}
+	return out
+}
+
+// DeadCounts is c as the API answers it (the dead letters' answer and the status's section).
+func DeadCounts(c store.DeadCounts) client.DeadCounts {
+	return client.DeadCounts{Messages: client.DeadCount(c.Messages), Events: client.DeadCount(c.Events)}
+}
+
+// acks is as as the API answers them.
+func acks(as []store.Ack) []client.Ack {
+	if as == nil {
+		return nil
+	}
+	out := make([]client.Ack, len(as))
+	for i, a := range as {
+		out[i] = client.Ack(a)
+	}
+	return out
+}
+
+// parked is a park's result as the API answers it.
+func parked(r store.ParkResult) client.ParkAnswer {
+	return client.ParkAnswer{ID: r.ID, From: string(r.From), State: string(r.State), Class: string(r.Class)}
+}

@@ -407,7 +407,10 @@ func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) 
 		// The recent problems, durable: parked, dead or warned messages and operator actions.
 		"recent": func(ctx context.Context) (any, error) { return db.RecentProblems(ctx, 10) },
 		// The dead letters, and how many of them an operator acknowledged.
-		"dead": func(ctx context.Context) (any, error) { return db.DeadCounts(ctx) },
+		"dead": func(ctx context.Context) (any, error) {
+			c, err := db.DeadCounts(ctx)
+			return api.DeadCounts(c), err
+		},
 		// The job in hand (null when none): its kind, what it is doing, for how long.
 		"job": func(context.Context) (any, error) { return runner.Current(), nil },
 		// The message in hand (null between steps): a long snapshot shows what it is at.
