@@ -80,24 +80,31 @@ type ErrorBody struct {
 // Status is GET /api/v1/status's answer. Extra's sections are left raw: RecentNote,
 // TargetStatus and PumpTrouble read the ones the command prints in its own way.
 type Status struct {
-	Counts      map[string]int `json:"counts"`
-	PumpRunning bool           `json:"pump_running"`
-	LeaseHolder string         `json:"lease_holder"`
-	Head        *struct {
-		ID       int64    `json:"id"`
-		State    string   `json:"state"`
-		TypeTag  *string  `json:"type_tag"`
-		Attempts int      `json:"attempts"`
-		Why      string   `json:"why"`
-		Warnings []string `json:"warnings"`
-	} `json:"head"`
-	Extra  map[string]json.RawMessage `json:"extra"`
-	Paused []struct {
+	Counts      map[string]int             `json:"counts"`
+	PumpRunning bool                       `json:"pump_running"`
+	LeaseHolder string                     `json:"lease_holder"`
+	Head        *Head                      `json:"head"`
+	Extra       map[string]json.RawMessage `json:"extra"`
+	Paused      []struct {
 		Name   string    `json:"name"`
 		By     string    `json:"paused_by"`
 		Reason string    `json:"reason"`
 		At     time.Time `json:"paused_at"`
 	} `json:"paused"`
+}
+
+// Head is the status's head message (the lowest one not finished) and why it waits.
+type Head struct {
+	Message
+	Why string `json:"why"`
+}
+
+// MessageHistory is GET /api/v1/messages/{id}/history's answer: the message and every
+// attempt, park, replay and acknowledgement of it, oldest first.
+type MessageHistory struct {
+	ID      int64          `json:"id"`
+	Message *Message       `json:"message"`
+	History []HistoryEntry `json:"history"`
 }
 
 // RecentNote is one entry of the status's "recent" section (the durable recent problems): a

@@ -273,13 +273,6 @@ func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, raw)
 }
 
-// MessageHistory is the answer of GET /api/v1/messages/{id}/history.
-type MessageHistory struct {
-	ID      int64                 `json:"id"`
-	Message *client.Message       `json:"message"`
-	History []client.HistoryEntry `json:"history"`
-}
-
 func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r) {
 		return
@@ -298,7 +291,7 @@ func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
 	if m.State == pipeline.Succeeded && m.ProcessedAt != nil {
 		h = append(h, store.HistoryEntry{At: *m.ProcessedAt, State: string(m.State), Attempts: m.Attempts, Detail: m.Note})
 	}
-	writeJSON(w, http.StatusOK, MessageHistory{ID: id, Message: new(message(m)), History: history(h)})
+	writeJSON(w, http.StatusOK, client.MessageHistory{ID: id, Message: new(message(m)), History: history(h)})
 }
 
 // readOptionalJSON reads a JSON body into v; an empty body leaves v as it is.
@@ -356,15 +349,6 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, parked(res))
 }
 
-// PauseAnswer is the answer of the pause and resume routes.
-type PauseAnswer struct {
-	Name   string        `json:"name"`
-	Paused bool          `json:"paused"`
-	Pause  *client.Pause `json:"pause"`
-	// Changed is false when it already was as asked.
-	Changed bool `json:"changed"`
-}
-
 func (s *Server) setPause(w http.ResponseWriter, r *http.Request, name string, pause bool, wake func()) {
 	var req struct {
 		Reason string `json:"reason"`
@@ -403,7 +387,7 @@ func (s *Server) setPause(w http.ResponseWriter, r *http.Request, name string, p
 	if !pause && wake != nil {
 		wake()
 	}
-	writeJSON(w, http.StatusOK, PauseAnswer{Name: name, Paused: after != nil, Pause: pauseOf(after), Changed: changed})
+	writeJSON(w, http.StatusOK, client.PauseAnswer{Name: name, Paused: after != nil, Pause: pauseOf(after), Changed: changed})
 }
 
 func (s *Server) knownTarget(w http.ResponseWriter, name string) bool {

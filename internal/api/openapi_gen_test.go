@@ -242,6 +242,7 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[client.Ack]():              "DeadAck",
 	reflect.TypeFor[client.Pause]():            "Pause",
 	reflect.TypeFor[client.ParkAnswer]():       "ParkResult",
+	reflect.TypeFor[client.Head]():             "HeadInfo",
 	reflect.TypeFor[client.JobProgress]():      "JobProgress",
 	reflect.TypeFor[client.JobKind]():          "JobKind",
 	reflect.TypeFor[client.Job]():              "JobWithProgress",
@@ -333,7 +334,7 @@ func stream(desc string) map[int]answer {
 func (g *schemaGen) routes() []op {
 	anyObject := obj{"type": "object", "description": "free-form JSON object"}
 	pauseBody := object([]any{}, obj{"reason": obj{"type": "string"}})
-	pause := jsonOK("the pause now", g.ref(api.PauseAnswer{}))
+	pause := jsonOK("the pause now", g.ref(client.PauseAnswer{}))
 	streamAfter := []param{pAfter}
 	eventFilters := []param{
 		{"target", "a delivery target's name (KAFKA_FLOP, …)", str("")},
@@ -435,7 +436,7 @@ func (g *schemaGen) routes() []op {
 		{method: "GET", path: "/api/v1/messages/{id}/raw", role: viewer, summary: "The stored raw text, exactly",
 			ok: map[int]answer{200: {desc: "the raw text (live or archived)", media: "text/plain"}}, errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/messages/{id}/history", role: viewer, summary: "A message's outcomes and operators' actions, in order",
-			ok: jsonOK("the message and its history", g.ref(api.MessageHistory{})), errors: []int{400, 404}},
+			ok: jsonOK("the message and its history", g.ref(client.MessageHistory{})), errors: []int{400, 404}},
 		{method: "POST", path: "/api/v1/messages/{id}/park", role: operator, summary: "Set a message aside: DEAD with class PARKED",
 			body: object([]any{"reason"}, obj{"reason": obj{"type": "string"}}),
 			ok:   jsonOK("parked", g.ref(client.ParkAnswer{})), errors: []int{400, 404, 409, 413}},

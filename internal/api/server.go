@@ -473,7 +473,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 // Status is the answer of GET /api/v1/status.
 type Status struct {
 	Counts      map[pipeline.ProcStatus]int `json:"counts"`
-	Head        *HeadInfo                   `json:"head"`
+	Head        *client.Head                `json:"head"`
 	PumpRunning bool                        `json:"pump_running"`
 	PumpState   string                      `json:"pump_state,omitempty"`
 	LeaseHolder string                      `json:"lease_holder,omitempty"`
@@ -482,12 +482,6 @@ type Status struct {
 	PumpPaused *client.Pause  `json:"pump_paused"`
 	Paused     []client.Pause `json:"paused"`
 	Extra      map[string]any `json:"extra,omitempty"`
-}
-
-// HeadInfo is the head message and why it waits.
-type HeadInfo struct {
-	client.Message
-	Why string `json:"why"`
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -525,7 +519,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if head != nil {
-		st.Head = &HeadInfo{Message: message(head), Why: s.why(head)}
+		st.Head = &client.Head{Message: message(head), Why: s.why(head)}
 		if p := st.PumpPaused; p != nil {
 			st.Head.Why = fmt.Sprintf("the pump is paused by %s since %s (%s); nothing is processed until POST /api/v1/pump/resume (msgx resume)",
 				p.By, p.At.Format(time.RFC3339), or(p.Reason, "no reason given"))
