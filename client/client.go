@@ -250,19 +250,33 @@ func (c *Client) Message(ctx context.Context, id int64) (Message, error) {
 	return m, err
 }
 
-// Event is one outbox event as GET /api/v1/events lists it (the fields the client reads).
+// Event is one outbox event as GET /api/v1/events and its stream list it: the row, with its
+// payload only when it is small (PayloadElided says it was left out; PayloadBytes is its size).
 type Event struct {
-	EventID       int64   `json:"event_id"`
-	MsgID         int64   `json:"msg_id"`
-	Target        string  `json:"target"`
-	Kind          string  `json:"kind"`
-	FlightKey     *string `json:"flight_key"`
-	State         string  `json:"state"`
-	Attempts      int     `json:"attempts"`
-	ErrorClass    *string `json:"error_class"`
-	LastError     *string `json:"last_error"`
-	PayloadBytes  int64   `json:"payload_bytes"`
-	PayloadElided bool    `json:"payload_elided"`
+	EventRow
+	PayloadBytes  int64 `json:"payload_bytes"`
+	PayloadElided bool  `json:"payload_elided"`
+}
+
+// EventRow is one outbox event's row. Columns that are NULL are nil, so they encode as JSON
+// null.
+type EventRow struct {
+	EventID       int64      `json:"event_id"`
+	MsgID         int64      `json:"msg_id"`
+	TypeTag       string     `json:"type_tag"`
+	Target        string     `json:"target"`
+	Kind          string     `json:"kind"`
+	FlightKey     *string    `json:"flight_key"`
+	State         string     `json:"state"` // PENDING, SENT or DEAD
+	Attempts      int        `json:"attempts"`
+	ErrorClass    *string    `json:"error_class"`
+	LastError     *string    `json:"last_error"`
+	CreatedAt     time.Time  `json:"created_at"`
+	SentAt        *time.Time `json:"sent_at"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	FirstFailedAt *time.Time `json:"first_failed_at"`
+	// Payload is the stored body; a body that is not valid JSON is shown as a JSON string.
+	Payload json.RawMessage `json:"payload"`
 }
 
 // Events lists the outbox events that query (url-encoded filters: target=…&state=…) selects,

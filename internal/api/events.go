@@ -51,7 +51,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "events", evs, c, func(e store.EventBrief) int64 { return e.EventID })
+	writeList(w, "events", events(evs), c, func(e client.Event) int64 { return e.EventID })
 }
 
 // eventFilter reads the filters of the events listing and stream (target, state, flid,

@@ -37,25 +37,26 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	state := f.State
 	f.State = ""
-	id := func(e store.EventBrief) int64 { return e.EventID }
-	serveFeed(s, w, r, feed[store.EventBrief]{
+	id := func(e client.Event) int64 { return e.EventID }
+	serveFeed(s, w, r, feed[client.Event]{
 		what: "events",
 		newest: func(ctx context.Context) (int64, error) {
 			q := f
 			q.Newest, q.Limit = true, 1
 			es, err := s.DB.SearchEvents(ctx, q)
-			return newestID(es, err, id)
+			return newestID(events(es), err, id)
 		},
-		read: func(ctx context.Context, after, before int64) ([]store.EventBrief, error) {
+		read: func(ctx context.Context, after, before int64) ([]client.Event, error) {
 			q := f
 			q.AfterID, q.BeforeID, q.Limit = after, before, MaxLimit
-			return s.DB.SearchEvents(ctx, q)
+			es, err := s.DB.SearchEvents(ctx, q)
+			return events(es), err
 		},
 		id: id,
-		change: func(e store.EventBrief) (string, bool) {
-			return fmt.Sprintf("%s/%d", e.State, e.Attempts), e.State == pipeline.EventPending
+		change: func(e client.Event) (string, bool) {
+			return fmt.Sprintf("%s/%d", e.State, e.Attempts), e.State == string(pipeline.EventPending)
 		},
-		match: func(e store.EventBrief) bool { return state == "" || e.State == state },
+		match: func(e client.Event) bool { return state == "" || e.State == string(state) },
 	})
 }
 

@@ -73,6 +73,7 @@ var fieldEnums = map[string]reflect.Type{
 	"Message.State":    reflect.TypeFor[pipeline.ProcStatus](),
 	"ParkAnswer.From":  reflect.TypeFor[pipeline.ProcStatus](),
 	"ParkAnswer.State": reflect.TypeFor[pipeline.ProcStatus](),
+	"EventRow.State":   reflect.TypeFor[pipeline.EventStatus](),
 }
 
 // fieldEnum is the enum type of a client string field (fieldEnums), ok=false when it has none.
@@ -243,6 +244,7 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[client.Pause]():            "Pause",
 	reflect.TypeFor[client.ParkAnswer]():       "ParkResult",
 	reflect.TypeFor[client.Head]():             "HeadInfo",
+	reflect.TypeFor[client.Event]():            "EventBrief",
 	reflect.TypeFor[client.JobProgress]():      "JobProgress",
 	reflect.TypeFor[client.JobKind]():          "JobKind",
 	reflect.TypeFor[client.Job]():              "JobWithProgress",
@@ -460,7 +462,7 @@ func (g *schemaGen) routes() []op {
 		{method: "GET", path: "/api/v1/pauses", role: viewer, summary: "Every pause", ok: jsonOK("the pauses", g.wrap("pauses", client.Pause{}))},
 
 		{method: "GET", path: "/api/v1/events", role: viewer, summary: "Outbox events, newest first", query: append(eventFilters, paging...),
-			ok: jsonOK("a page of events", g.listing("events", store.EventBrief{})), errors: []int{400}},
+			ok: jsonOK("a page of events", g.listing("events", client.Event{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/events/stream", role: viewer, summary: "Live list of events", query: append(eventFilters, pAfter),
 			ok: stream("each Event"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/events/{id}/payload", role: viewer, summary: "An event's payload exactly as stored",

@@ -143,3 +143,22 @@ func acks(as []store.Ack) []client.Ack {
 func parked(r store.ParkResult) client.ParkAnswer {
 	return client.ParkAnswer{ID: r.ID, From: string(r.From), State: string(r.State), Class: string(r.Class)}
 }
+
+// eventRow is e as the API answers it.
+func eventRow(e *store.Event) client.EventRow {
+	return client.EventRow{EventID: e.EventID, MsgID: e.MsgID, TypeTag: e.TypeTag, Target: e.Target, Kind: e.Kind,
+		FlightKey: e.FlightKey, State: string(e.State), Attempts: e.Attempts, ErrorClass: e.ErrorClass, LastError: e.LastError,
+		CreatedAt: e.CreatedAt, SentAt: e.SentAt, NextAttemptAt: e.NextAttemptAt, FirstFailedAt: e.FirstFailedAt, Payload: e.Payload}
+}
+
+// events is es as the listings answer them (nil stays nil).
+func events(es []store.EventBrief) []client.Event {
+	if es == nil {
+		return nil
+	}
+	out := make([]client.Event, len(es))
+	for i := range es {
+		out[i] = client.Event{EventRow: eventRow(&es[i].Event), PayloadBytes: es[i].PayloadBytes, PayloadElided: es[i].PayloadElided}
+	}
+	return out
+}
