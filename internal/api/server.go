@@ -409,8 +409,10 @@ func intParam(s string, def int) (int, error) {
 
 // ReplayAnswer is the answer of POST /api/v1/replay.
 type ReplayAnswer struct {
-	store.ReplayResult
-	DryRun bool `json:"dry_run"`
+	Moved   int     `json:"moved"`
+	Skipped int     `json:"skipped"`
+	IDs     []int64 `json:"ids"`
+	DryRun  bool    `json:"dry_run"`
 	// Items describes (dry run only) up to MaxPreviewItems of what would move.
 	Items []client.ReplayItem `json:"items,omitempty"`
 }
@@ -448,7 +450,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 			writeStoreError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res, DryRun: true, Items: items})
+		writeJSON(w, http.StatusOK, ReplayAnswer{Moved: res.Moved, Skipped: res.Skipped, IDs: res.IDs, DryRun: true, Items: items})
 		return
 	}
 	res, err := s.DB.Replay(r.Context(), classes, req.IDs, s.Clock.Now())
@@ -467,7 +469,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	if res.Moved > 0 {
 		s.wakePump()
 	}
-	writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res})
+	writeJSON(w, http.StatusOK, ReplayAnswer{Moved: res.Moved, Skipped: res.Skipped, IDs: res.IDs})
 }
 
 // Status is the answer of GET /api/v1/status.

@@ -547,9 +547,9 @@ func insertEventRows(ctx context.Context, tx execer, rows []eventRow) (int, erro
 
 // ReplayResult says what a replay did.
 type ReplayResult struct {
-	Moved   int     `json:"moved"`
-	Skipped int     `json:"skipped"`
-	IDs     []int64 `json:"ids"`
+	Moved   int
+	Skipped int
+	IDs     []int64
 }
 
 // Replay moves FAILED and DEAD messages of the given classes (and, when ids is not empty, only
