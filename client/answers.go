@@ -107,20 +107,20 @@ type MessageHistory struct {
 	History []HistoryEntry `json:"history"`
 }
 
-// RecentNote is one entry of the status's "recent" section (the durable recent problems): a
-// message recently parked, dead or applied with warnings (kind "outcome"), or an operator's
-// action (kind "action": actor and subject).
+// RecentNote is one entry of the recent problems (the status's "recent" section, GET
+// /api/v1/problems): a message recently parked, dead or applied with warnings (kind
+// "outcome"), or an operator's action (kind "action": actor and subject).
 type RecentNote struct {
-	Kind     string    `json:"kind"`
-	Actor    string    `json:"actor"`
-	Subject  string    `json:"subject"`
-	MsgID    int64     `json:"msg_id"`
-	TypeTag  string    `json:"type_tag"`
-	State    string    `json:"state"`
-	Class    string    `json:"error_class"`
-	At       time.Time `json:"at"`
-	Note     string    `json:"note"`
-	Warnings []string  `json:"warnings"`
+	ID      int64     `json:"id"`
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	MsgID   int64     `json:"msg_id,omitempty"`
+	TypeTag string    `json:"type_tag,omitempty"`
+	State   string    `json:"state,omitempty"`
+	Class   string    `json:"error_class,omitempty"`
+	Actor   string    `json:"actor,omitempty"`
+	Subject string    `json:"subject,omitempty"`
+	Note    string    `json:"note,omitempty"`
 }
 
 // DeadCount is the dead letters of one kind in the status's "dead" section.

@@ -89,7 +89,7 @@ func (s *Server) problems(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"problems": ps})
+	writeJSON(w, http.StatusOK, map[string]any{"problems": Problems(ps)})
 }
 
 // limitParam reads a listing's limit: empty for the default (100), else 1 to

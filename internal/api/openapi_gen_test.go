@@ -245,6 +245,7 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[client.ParkAnswer]():       "ParkResult",
 	reflect.TypeFor[client.Head]():             "HeadInfo",
 	reflect.TypeFor[client.Event]():            "EventBrief",
+	reflect.TypeFor[client.RecentNote]():       "Problem",
 	reflect.TypeFor[client.JobProgress]():      "JobProgress",
 	reflect.TypeFor[client.JobKind]():          "JobKind",
 	reflect.TypeFor[client.Job]():              "JobWithProgress",
@@ -478,7 +479,7 @@ func (g *schemaGen) routes() []op {
 			ok:    jsonOK("the counts and acknowledgements", g.ref(client.DeadSummary{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/dead/stream", role: viewer, summary: "Live list of messages that go DEAD", query: streamAfter, ok: stream("each Message"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/problems", role: viewer, summary: "Recent problems, newest first", query: []param{{"limit", "at most this many (1..1000)", obj{"type": "integer", "minimum": 1, "maximum": api.MaxLimit}}},
-			ok: jsonOK("the problems", g.wrap("problems", store.Problem{})), errors: []int{400}},
+			ok: jsonOK("the problems", g.wrap("problems", client.RecentNote{})), errors: []int{400}},
 
 		{method: "GET", path: "/api/v1/ref/{type}", role: viewer, summary: "The records of a reference TYPE",
 			ok: jsonOK("the records", object([]any{"type", "records"}, obj{"type": obj{"type": "string"}, "records": nullable(obj{"type": "array", "items": g.ref(client.RefEntry{})})})), errors: []int{404}},

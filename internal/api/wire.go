@@ -162,3 +162,15 @@ func events(es []store.EventBrief) []client.Event {
 	}
 	return out
 }
+
+// Problems is ps as the API answers them (the problems' listing and the status's section).
+func Problems(ps []store.Problem) []client.RecentNote {
+	if ps == nil {
+		return nil
+	}
+	out := make([]client.RecentNote, len(ps))
+	for i, p := range ps {
+		out[i] = client.RecentNote(p)
+	}
+	return out
+}

@@ -405,7 +405,10 @@ func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) 
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		// The recent problems, durable: parked, dead or warned messages and operator actions.
-		"recent": func(ctx context.Context) (any, error) { return db.RecentProblems(ctx, 10) },
+		"recent": func(ctx context.Context) (any, error) {
+			ps, err := db.RecentProblems(ctx, 10)
+			return api.Problems(ps), err
+		},
 		// The dead letters, and how many of them an operator acknowledged.
 		"dead": func(ctx context.Context) (any, error) {
 			c, err := db.DeadCounts(ctx)

@@ -238,16 +238,16 @@ func (d *DB) PurgeAckedEvents(ctx context.Context, before time.Time, progress fu
 // Problem is one entry of the recent problems: a message parked, dead or applied with
 // warnings (Kind "outcome"), or an operator action (Kind "action": Actor, Subject).
 type Problem struct {
-	ID      int64     `json:"id"`
-	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"`
-	MsgID   int64     `json:"msg_id,omitempty"`
-	TypeTag string    `json:"type_tag,omitempty"`
-	State   string    `json:"state,omitempty"`
-	Class   string    `json:"error_class,omitempty"`
-	Actor   string    `json:"actor,omitempty"`
-	Subject string    `json:"subject,omitempty"`
-	Note    string    `json:"note,omitempty"`
+	ID      int64
+	At      time.Time
+	Kind    string
+	MsgID   int64
+	TypeTag string
+	State   string
+	Class   string
+	Actor   string
+	Subject string
+	Note    string
 }
 
 // Widths of PROBLEM_LOG's columns (DETAIL: DetailWidth; ACTOR: ActorWidth).
