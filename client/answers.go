@@ -65,6 +65,31 @@ type AckRequest struct {
 	Note string  `json:"note"`
 }
 
+// ReasonRequest is the body of POST /api/v1/messages/{id}/park (the reason is required) and
+// of the pause and resume routes (optional there, as the whole body): why, for the audit log.
+type ReasonRequest struct {
+	Reason string `json:"reason"`
+}
+
+// LoginRequest is the body of POST /api/v1/login.
+type LoginRequest struct {
+	Token string `json:"token"`
+}
+
+// EventReplayRequest is the body of POST /api/v1/events/replay: the DEAD events of a target
+// ("" for all), or those ids, back to PENDING; with DryRun what would move, moving nothing.
+type EventReplayRequest struct {
+	Target string  `json:"target"`
+	IDs    []int64 `json:"ids"`
+	DryRun bool    `json:"dry_run"`
+}
+
+// JobRequest is the body of POST /api/v1/jobs: a job kind and its parameters.
+type JobRequest struct {
+	Kind   string `json:"kind"`
+	Params string `json:"params"`
+}
+
 // JobKinds is the answer of GET /api/v1/jobs/kinds: every job kind an operator may enqueue,
 // whether this server's configuration can run it, and why not.
 type JobKinds struct {

@@ -318,9 +318,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req struct {
-		Reason string `json:"reason"`
-	}
+	var req client.ReasonRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
@@ -350,9 +348,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setPause(w http.ResponseWriter, r *http.Request, name string, pause bool, wake func()) {
-	var req struct {
-		Reason string `json:"reason"`
-	}
+	var req client.ReasonRequest
 	if !readOptionalJSON(w, r, &req) {
 		return
 	}

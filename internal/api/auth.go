@@ -454,9 +454,7 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusUnsupportedMediaType, "bad_media_type", "send the token as application/json: {\"token\":\"…\"}")
 			return
 		}
-		var req struct {
-			Token string `json:"token"`
-		}
+		var req client.LoginRequest
 		if !readJSON(w, r, &req) {
 			return
 		}

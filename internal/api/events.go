@@ -103,11 +103,7 @@ func (s *Server) eventPayload(w http.ResponseWriter, r *http.Request) {
 
 // replayEvents is POST /api/v1/events/replay.
 func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Target string  `json:"target"`
-		IDs    []int64 `json:"ids"`
-		DryRun bool    `json:"dry_run"`
-	}
+	var req client.EventReplayRequest
 	if !readJSON(w, r, &req) {
 		return
 	}

@@ -602,10 +602,7 @@ func (s *Server) refGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Kind   string `json:"kind"`
-		Params string `json:"params"`
-	}
+	var req client.JobRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
