@@ -12,23 +12,106 @@ import (
 // The answers of the ops API (docs/api.md) as the msgx command reads them: each type has the
 // fields it prints.
 
+// Readiness is the answer of GET /readyz.
+type Readiness struct {
+	Ready    bool   `json:"ready"`
+	Database string `json:"database"` // up, down, not checked
+	// DatabaseCheckedAt is when the database check this answer comes from ended, and
+	// DatabaseCheckAge how many seconds ago a check last succeeded (since the start when
+	// none has): the check runs in the background, never in the request.
+	DatabaseCheckedAt *time.Time `json:"database_checked_at,omitempty"`
+	DatabaseCheckAge  float64    `json:"database_check_age_seconds"`
+	// RedisPersistence is phase A's Redis persistence as last read ("not checked" until Redis
+	// answers); empty in phase B.
+	RedisPersistence string `json:"redis_persistence,omitempty"`
+	// Reason says why the instance is not ready; empty when it is.
+	Reason string `json:"reason,omitempty"`
+	// Pump says where the pump runs, from the lease row; nil when the database did not answer.
+	Pump *PumpWhere `json:"pump,omitempty"`
+}
+
+// PumpWhere is who holds the pump lease, as /readyz reads it.
+type PumpWhere struct {
+	Holder       string     `json:"holder"` // "" when nobody holds it
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	ThisInstance bool       `json:"this_instance"`
+	// LastStepAt is when this instance's pump last stepped (only when it holds the lease).
+	LastStepAt *time.Time `json:"last_step_at,omitempty"`
+}
+
+// Session is the answer of GET /api/v1/me and POST /api/v1/login: who the caller is, and the
+// airport's zone (sis.timezone), in which the console shows times.
+type Session struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+	Via  string `json:"via"` // bearer, cookie or loopback
+	// CSRF is the session's CSRF token (cookie sessions only): send it as X-CSRF-Token.
+	CSRF     string `json:"csrf_token,omitempty"`
+	Timezone string `json:"timezone"`
+}
+
+// ReplayRequest is the body of POST /api/v1/replay.
+type ReplayRequest struct {
+	Classes []string `json:"classes"`
+	IDs     []int64  `json:"ids"`
+	// DryRun answers what would move, moving nothing.
+	DryRun bool `json:"dry_run"`
+}
+
+// AckRequest is the body of POST /api/v1/dead/ack.
+type AckRequest struct {
+	Kind string  `json:"kind"` // "message" or "event"
+	IDs  []int64 `json:"ids"`
+	Note string  `json:"note"`
+}
+
+// ReasonRequest is the body of POST /api/v1/messages/{id}/park (the reason is required) and
+// of the pause and resume routes (optional there, as the whole body): why, for the audit log.
+type ReasonRequest struct {
+	Reason string `json:"reason"`
+}
+
+// LoginRequest is the body of POST /api/v1/login.
+type LoginRequest struct {
+	Token string `json:"token"`
+}
+
+// EventReplayRequest is the body of POST /api/v1/events/replay: the DEAD events of a target
+// ("" for all), or those ids, back to PENDING; with DryRun what would move, moving nothing.
+type EventReplayRequest struct {
+	Target string  `json:"target"`
+	IDs    []int64 `json:"ids"`
+	DryRun bool    `json:"dry_run"`
+}
+
+// JobRequest is the body of POST /api/v1/jobs: a job kind and its parameters.
+type JobRequest struct {
+	Kind   string `json:"kind"`
+	Params string `json:"params"`
+}
+
+// JobKinds is the answer of GET /api/v1/jobs/kinds: every job kind an operator may enqueue,
+// whether this server's configuration can run it, and why not.
+type JobKinds struct {
+	Kinds []JobKind `json:"kinds"`
+}
+
+// ErrorBody is the one shape of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
 // Status is GET /api/v1/status's answer. Extra's sections are left raw: RecentNote,
 // TargetStatus and PumpTrouble read the ones the command prints in its own way.
 type Status struct {
-	Counts      map[string]int `json:"counts"`
-	PumpRunning bool           `json:"pump_running"`
-	PumpState   string         `json:"pump_state"` // why the pump does not run here ("standby: …"), "" when it does
-	LeaseHolder string         `json:"lease_holder"`
-	Head        *struct {
-		ID       int64    `json:"id"`
-		State    string   `json:"state"`
-		TypeTag  *string  `json:"type_tag"`
-		Attempts int      `json:"attempts"`
-		Why      string   `json:"why"`
-		Warnings []string `json:"warnings"`
-	} `json:"head"`
-	Extra  map[string]json.RawMessage `json:"extra"`
-	Paused []struct {
+	Counts      map[string]int             `json:"counts"`
+	PumpRunning bool                       `json:"pump_running"`
+	PumpState   string                     `json:"pump_state"` // why the pump does not run here ("standby: …"), "" when it does
+	LeaseHolder string                     `json:"lease_holder"`
+	Head        *Head                      `json:"head"`
+	Extra       map[string]json.RawMessage `json:"extra"`
+	Paused      []struct {
 		Name   string    `json:"name"`
 		By     string    `json:"paused_by"`
 		Reason string    `json:"reason"`
@@ -38,20 +121,34 @@ type Status struct {
 	PumpPause *Pause `json:"pump_paused"`
 }
 
-// RecentNote is one entry of the status's "recent" section (the durable recent problems): a
-// message recently parked, dead or applied with warnings (kind "outcome"), or an operator's
-// action (kind "action": actor and subject).
+// Head is the status's head message (the lowest one not finished) and why it waits.
+type Head struct {
+	Message
+	Why string `json:"why"`
+}
+
+// MessageHistory is GET /api/v1/messages/{id}/history's answer: the message and every
+// attempt, park, replay and acknowledgement of it, oldest first.
+type MessageHistory struct {
+	ID      int64          `json:"id"`
+	Message *Message       `json:"message"`
+	History []HistoryEntry `json:"history"`
+}
+
+// RecentNote is one entry of the recent problems (the status's "recent" section, GET
+// /api/v1/problems): a message recently parked, dead or applied with warnings (kind
+// "outcome"), or an operator's action (kind "action": actor and subject).
 type RecentNote struct {
-	Kind     string    `json:"kind"`
-	Actor    string    `json:"actor"`
-	Subject  string    `json:"subject"`
-	MsgID    int64     `json:"msg_id"`
-	TypeTag  string    `json:"type_tag"`
-	State    string    `json:"state"`
-	Class    string    `json:"error_class"`
-	At       time.Time `json:"at"`
-	Note     string    `json:"note"`
-	Warnings []string  `json:"warnings"`
+	ID      int64     `json:"id"`
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	MsgID   int64     `json:"msg_id,omitempty"`
+	TypeTag string    `json:"type_tag,omitempty"`
+	State   string    `json:"state,omitempty"`
+	Class   string    `json:"error_class,omitempty"`
+	Actor   string    `json:"actor,omitempty"`
+	Subject string    `json:"subject,omitempty"`
+	Note    string    `json:"note,omitempty"`
 }
 
 // DeadCount is the dead letters of one kind in the status's "dead" section.
@@ -165,7 +262,7 @@ type HistoryEntry struct {
 	Class    *string   `json:"error_class"`
 	Attempts int       `json:"attempts"`
 	Detail   string    `json:"detail"`
-	Actor    string    `json:"actor"`
+	Actor    string    `json:"actor,omitempty"`
 }
 
 // MessageHistory returns message id's history.
@@ -227,20 +324,28 @@ type ReplayAnswer struct {
 
 // ReplayItem is one message or event a replay's dry run says would move.
 type ReplayItem struct {
-	ID         int64   `json:"id"`
-	Tag        string  `json:"tag"`
-	Target     string  `json:"target"`
-	Class      string  `json:"error_class"`
-	AgeSeconds float64 `json:"age_seconds"`
-	// Sets, Leaves and Fails (messages) say what it would do if applied now: the fields and
-	// records it would set, what it would leave as a later message set it, or its error.
-	Sets   []string `json:"sets"`
-	Leaves []string `json:"leaves"`
-	Fails  string   `json:"fails"`
+	ID int64 `json:"id"`
+	// Tag is the message's type tag (FLOP-STND…), or the event's.
+	Tag string `json:"tag"`
+	// Target is the event's delivery target ("" for a message).
+	Target string `json:"target,omitempty"`
+	Class  string `json:"error_class"`
+	// Since is when the message was received or the event created; AgeSeconds is how long
+	// ago that was by the server's clock.
+	Since      *time.Time `json:"since"`
+	AgeSeconds float64    `json:"age_seconds"`
+	// Sets, Leaves and Fails (messages, when the server can foresee them) say what the message
+	// would do if applied now: the fields and records it would set, what it would leave as a
+	// later message set it (nothing goes backwards), or the error it would fail with.
+	Sets   []string `json:"sets,omitempty"`
+	Leaves []string `json:"leaves,omitempty"`
+	Fails  string   `json:"fails,omitempty"`
 }
 
-// ParkAnswer is the answer of POST /api/v1/messages/{id}/park.
+// ParkAnswer is the answer of POST /api/v1/messages/{id}/park: the state the message left
+// and the one it is in now.
 type ParkAnswer struct {
+	ID    int64  `json:"id"`
 	From  string `json:"from_state"`
 	State string `json:"state"`
 	Class string `json:"error_class"`
@@ -248,38 +353,90 @@ type ParkAnswer struct {
 
 // AuditPage is GET /api/v1/audit's answer.
 type AuditPage struct {
-	Audit []struct {
-		ID      int64     `json:"id"`
-		At      time.Time `json:"at"`
-		Actor   string    `json:"actor"`
-		Role    string    `json:"role"`
-		Action  string    `json:"action"`
-		Subject string    `json:"subject"`
-		Detail  string    `json:"detail"`
-	} `json:"audit"`
-	NextAfter *int64 `json:"next_after"`
+	Audit     []AuditEntry `json:"audit"`
+	NextAfter *int64       `json:"next_after"`
 	Page
+}
+
+// AuditEntry is one operator action in the audit log: who (token name and role), what, on
+// what, from where.
+type AuditEntry struct {
+	ID      int64     `json:"id"`
+	At      time.Time `json:"at"`
+	Actor   string    `json:"actor"`
+	Role    string    `json:"role"`
+	Action  string    `json:"action"`
+	Subject string    `json:"subject"`
+	Detail  string    `json:"detail"`
+	Remote  string    `json:"remote"`
+}
+
+// RefEntry is one reference record (GET /api/v1/ref/{type}/{key}): its fields as stored,
+// its version and where it came from.
+type RefEntry struct {
+	Type      string          `json:"type"`
+	Key       string          `json:"key"`
+	Fields    json.RawMessage `json:"fields"`
+	Version   int64           `json:"version"`
+	Source    string          `json:"source"`
+	MsgID     *int64          `json:"msg_id"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Ack is an operator's acknowledgement of a dead letter (GET /api/v1/dead).
+type Ack struct {
+	Kind  string    `json:"kind"` // message or event
+	ID    int64     `json:"id"`
+	By    string    `json:"acked_by"`
+	At    time.Time `json:"acked_at"`
+	Note  string    `json:"note"`
+	State string    `json:"state"` // the row's state now: DEAD, or another after a replay
+}
+
+// DeadSummary is GET /api/v1/dead's answer: the dead letters of each kind and the latest
+// acknowledgements.
+type DeadSummary struct {
+	DeadCounts
+	Acks []Ack `json:"acks"`
 }
 
 // Request is a data request (RQRD, RQFD) as the API answers it.
 type Request struct {
-	ID         int64      `json:"id"`
-	Type       string     `json:"type"`
-	STYP       string     `json:"styp"`
-	STDB       string     `json:"stdb"`
-	STDE       string     `json:"stde"`
+	ID   int64  `json:"id"`
+	Type string `json:"type"` // RQRD | RQFD
+	STYP string `json:"styp"` // the reference TYPE, or NONE
+	// STDB and STDE are the schedule window as written into the request (RQFD only).
+	STDB       string     `json:"stdb,omitempty"`
+	STDE       string     `json:"stde,omitempty"`
+	AnswerType string     `json:"answer_type"` // the TYPE of the RESP that answers it
 	State      string     `json:"state"`
-	SEQN       string     `json:"seqn"`
-	CoutmsgsID int64      `json:"coutmsgs_id"`
+	SEQN       string     `json:"seqn"`        // of the latest send
+	CoutmsgsID int64      `json:"coutmsgs_id"` // the latest send's COUTMSGS row
 	Resends    int        `json:"resends"`
 	CreatedAt  time.Time  `json:"created_at"`
-	SentAt     *time.Time `json:"sent_at"`
-	DeadlineAt *time.Time `json:"deadline_at"`
-	FinishedAt *time.Time `json:"finished_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	SentAt     *time.Time `json:"sent_at"`     // when the gateway sent the latest send
+	DeadlineAt *time.Time `json:"deadline_at"` // SENT: when it is re-sent or expires without an answer
+	// QueuedAt is, while the request is REGISTERED, when its latest send was queued: since
+	// then it waits for the gateway.
+	QueuedAt   *time.Time `json:"waiting_for_gateway_since,omitempty"`
+	FinishedAt *time.Time `json:"finished_at"` // DONE or EXPIRED
 	AnswerID   *int64     `json:"answer_msg_id"`
 	// WaitingForGateway is, while REGISTERED, how long it has waited for the gateway to send
 	// it (seconds).
-	WaitingForGateway *float64 `json:"waiting_for_gateway_s"`
+	WaitingForGateway *float64 `json:"waiting_for_gateway_s,omitempty"`
+}
+
+// RequestSpec is the body of POST /api/v1/requests: what an operator asks for.
+type RequestSpec struct {
+	// Type is RQRD (a reference TYPE) or RQFD (a schedule window).
+	Type string `json:"type"`
+	// RefType is the reference TYPE an RQRD asks for (AIRL, …).
+	RefType string `json:"ref_type,omitempty"`
+	// From and To are the window of an RQFD: SIS times (03DEC26, 03DEC261200) or
+	// 2026-12-03, 2026-12-03 12:00, 2026-12-03T12:00 (airport local time), or RFC 3339.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 // FollowJob polls job id every 250 ms until it is DONE or DEAD (done is then true) or until

@@ -211,22 +211,29 @@ func (c *Client) sendOnce(ctx context.Context, body []byte) (id int64, retry tim
 	return res.ID, 0, nil
 }
 
-// Message is one message as GET /api/v1/messages/{id} answers it (the fields the client
-// reads).
+// Message is one message with its processing state, as GET /api/v1/messages/{id}, the
+// listings and the streams answer it.
 type Message struct {
-	ID          int64      `json:"id"`
-	State       string     `json:"state"`
-	ErrorClass  *string    `json:"error_class"`
-	Attempts    int        `json:"attempts"`
-	LastError   *string    `json:"last_error"`
-	TypeTag     *string    `json:"type_tag"`
-	Identity    *string    `json:"identity"`
-	ReceivedAt  *time.Time `json:"received_at"`
-	ProcessedAt *time.Time `json:"processed_at"`
-	Note        string     `json:"note"`
-	Warnings    []string   `json:"warnings"`
-	// AnsweredRequest is the data request this message (a RESP) answered.
-	AnsweredRequest *int64 `json:"answered_request"`
+	ID            int64      `json:"id"`
+	State         string     `json:"state"` // PENDING, SUCCEEDED, SKIPPED, FAILED or DEAD
+	ErrorClass    *string    `json:"error_class"`
+	Attempts      int        `json:"attempts"`
+	LastError     *string    `json:"last_error"`
+	TypeTag       *string    `json:"type_tag"`
+	Identity      *string    `json:"identity"`
+	ReceivedAt    *time.Time `json:"received_at"`
+	ProcessedAt   *time.Time `json:"processed_at"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	FirstFailedAt *time.Time `json:"first_failed_at"`
+	// Note says what processing did ("2 FLTR before today ignored; nothing applied");
+	// Warnings what it noticed and applied anyway. Both are empty until processed.
+	Note     string   `json:"note"`
+	Warnings []string `json:"warnings"`
+	// TraceID is the W3C trace id the sender passed in its traceparent header ("" when none).
+	TraceID string `json:"trace_id,omitempty"`
+	// AnsweredRequest is the data request this message (a RESP) answered (GET
+	// /api/v1/messages/{id} only).
+	AnsweredRequest *int64 `json:"answered_request,omitempty"`
 }
 
 // Class is the message's error class, "" when it has none.
@@ -244,19 +251,33 @@ func (c *Client) Message(ctx context.Context, id int64) (Message, error) {
 	return m, err
 }
 
-// Event is one outbox event as GET /api/v1/events lists it (the fields the client reads).
+// Event is one outbox event as GET /api/v1/events and its stream list it: the row, with its
+// payload only when it is small (PayloadElided says it was left out; PayloadBytes is its size).
 type Event struct {
-	EventID       int64   `json:"event_id"`
-	MsgID         int64   `json:"msg_id"`
-	Target        string  `json:"target"`
-	Kind          string  `json:"kind"`
-	FlightKey     *string `json:"flight_key"`
-	State         string  `json:"state"`
-	Attempts      int     `json:"attempts"`
-	ErrorClass    *string `json:"error_class"`
-	LastError     *string `json:"last_error"`
-	PayloadBytes  int64   `json:"payload_bytes"`
-	PayloadElided bool    `json:"payload_elided"`
+	EventRow
+	PayloadBytes  int64 `json:"payload_bytes"`
+	PayloadElided bool  `json:"payload_elided"`
+}
+
+// EventRow is one outbox event's row. Columns that are NULL are nil, so they encode as JSON
+// null.
+type EventRow struct {
+	EventID       int64      `json:"event_id"`
+	MsgID         int64      `json:"msg_id"`
+	TypeTag       string     `json:"type_tag"`
+	Target        string     `json:"target"`
+	Kind          string     `json:"kind"`
+	FlightKey     *string    `json:"flight_key"`
+	State         string     `json:"state"` // PENDING, SENT or DEAD
+	Attempts      int        `json:"attempts"`
+	ErrorClass    *string    `json:"error_class"`
+	LastError     *string    `json:"last_error"`
+	CreatedAt     time.Time  `json:"created_at"`
+	SentAt        *time.Time `json:"sent_at"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	FirstFailedAt *time.Time `json:"first_failed_at"`
+	// Payload is the stored body; a body that is not valid JSON is shown as a JSON string.
+	Payload json.RawMessage `json:"payload"`
 }
 
 // Events lists the outbox events filters select, one page (GET /api/v1/events): target,
@@ -268,17 +289,10 @@ func (c *Client) Events(ctx context.Context, filters url.Values) (EventList, err
 	return out, err
 }
 
-// Job is a pump job as GET /api/v1/jobs lists it.
+// Job is a pump job as GET /api/v1/jobs and /api/v1/jobs/{id} answer it: its row (state,
+// attempts, result or last error) and, while it runs, its progress (nil otherwise).
 type Job struct {
-	ID         int64      `json:"id"`
-	Kind       string     `json:"kind"`
-	State      string     `json:"state"`
-	Attempts   int        `json:"attempts"`
-	AfterMsgID int64      `json:"after_msg_id"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at"`
-	Result     *string    `json:"result"`
-	LastError  *string    `json:"last_error"`
+	JobRow
 	// Progress is, while the job runs, what it is doing and for how long; nil otherwise.
 	Progress *JobProgress `json:"progress"`
 	// ScheduleKey is the scheduler's key (kind/local day) of a job it enqueued; "" for one an
@@ -286,11 +300,37 @@ type Job struct {
 	ScheduleKey string `json:"schedule_key"`
 }
 
-// JobProgress is a running job's progress.
+// JobRow is a pump job's row, as POST /api/v1/jobs answers it and the status's last jobs
+// list it. A job runs in the message order: after every message up to AfterMsgID is
+// finished and before any later message.
+type JobRow struct {
+	ID            int64      `json:"id"`
+	Kind          string     `json:"kind"`
+	AfterMsgID    int64      `json:"after_msg_id"`
+	Params        string     `json:"params,omitempty"`
+	State         string     `json:"state"` // PENDING, FAILED, DONE or DEAD
+	Attempts      int        `json:"attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	FirstFailedAt *time.Time `json:"first_failed_at"`
+	LastError     *string    `json:"last_error"`
+	Result        *string    `json:"result"`
+	CreatedAt     time.Time  `json:"created_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
+	// ScheduleKey is the scheduler's key (kind/local day) of a job it enqueued; "" for one
+	// enqueued by hand.
+	ScheduleKey string `json:"schedule_key,omitempty"`
+}
+
+// JobProgress is a running job's progress: what it is doing, since when, for how long.
 type JobProgress struct {
-	Doing          string    `json:"doing"`
-	StartedAt      time.Time `json:"started_at"`
-	RunningSeconds float64   `json:"running_seconds"`
+	JobID     int64     `json:"job_id"`
+	Kind      string    `json:"kind"`
+	Doing     string    `json:"doing"`
+	StartedAt time.Time `json:"started_at"`
+	// RunningFor is how long it has run, at the time of the read.
+	RunningFor string `json:"running_for"`
+	// RunningSeconds is RunningFor in seconds.
+	RunningSeconds float64 `json:"running_seconds"`
 }
 
 // Job returns one job (GET /api/v1/jobs/{id}) with its progress while it runs.
@@ -325,7 +365,7 @@ func (c *Client) StartJobWith(ctx context.Context, kind, params string) (Job, er
 type JobKind struct {
 	Kind     string `json:"kind"`
 	Runnable bool   `json:"runnable"`
-	Reason   string `json:"reason"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // JobKinds lists every job kind an operator may enqueue, whether it can run on the server and

@@ -12,19 +12,25 @@ type Hit struct {
 	Kind  string `json:"kind"`  // flight, message
 	ID    int64  `json:"id"`    // FLID or message id
 	Match string `json:"match"` // flno, flid, registration, stand, gate, body
-	Label string `json:"label"`
-	Day   string `json:"day"`
+	Label string `json:"label"` // one line for a person
+	Day   string `json:"day,omitempty"`
 }
 
 // FindAnswer is the answer of GET /api/v1/find.
 type FindAnswer struct {
-	Query           string    `json:"q"`
-	Hits            []Hit     `json:"hits"`
-	Days            [2]string `json:"days"`
-	MessagesScanned int       `json:"messages_scanned"`
-	More            bool      `json:"more"`
-	Searched        string    `json:"searched"`
-	Timezone        string    `json:"timezone"`
+	Query string `json:"q"`
+	Hits  []Hit  `json:"hits"`
+	// Days are the first and last local day whose flights were searched.
+	Days [2]string `json:"days"`
+	// MessagesScanned is how many of the newest messages' bodies were searched (0: none).
+	MessagesScanned int `json:"messages_scanned"`
+	// More is true when more hits matched than the limit let through.
+	More bool `json:"more"`
+	// Searched says in words what was searched.
+	Searched string `json:"searched"`
+	// Timezone is the zone of the times in the labels: the airport's (sis.timezone), or UTC
+	// when the caller asked tz=UTC.
+	Timezone string `json:"timezone"`
 }
 
 // Find searches flights and messages for q, at most limit hits of each kind (0: the server's

@@ -20,6 +20,7 @@ type Pause struct {
 
 // PauseAnswer is the answer of a pause or resume of the pump or of a target.
 type PauseAnswer struct {
+	Name   string `json:"name"` // "pump" or "target:<NAME>"
 	Paused bool   `json:"paused"`
 	Pause  *Pause `json:"pause"`
 	// Changed is false when it already was as asked.

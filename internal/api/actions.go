@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -236,7 +237,7 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "messages", ms, c, func(m *store.Message) int64 { return m.ID })
+	writeList(w, "messages", messages(ms), c, func(m client.Message) int64 { return m.ID })
 }
 
 func classNames() string {
@@ -272,13 +273,6 @@ func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, raw)
 }
 
-// MessageHistory is the answer of GET /api/v1/messages/{id}/history.
-type MessageHistory struct {
-	ID      int64                `json:"id"`
-	Message *store.Message       `json:"message"`
-	History []store.HistoryEntry `json:"history"`
-}
-
 func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r) {
 		return
@@ -297,7 +291,7 @@ func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {
 	if m.State == pipeline.Succeeded && m.ProcessedAt != nil {
 		h = append(h, store.HistoryEntry{At: *m.ProcessedAt, State: string(m.State), Attempts: m.Attempts, Detail: m.Note})
 	}
-	writeJSON(w, http.StatusOK, MessageHistory{ID: id, Message: m, History: h})
+	writeJSON(w, http.StatusOK, client.MessageHistory{ID: id, Message: new(message(m)), History: history(h)})
 }
 
 // readOptionalJSON reads a JSON body into v; an empty body leaves v as it is.
@@ -324,9 +318,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req struct {
-		Reason string `json:"reason"`
-	}
+	var req client.ReasonRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
@@ -351,25 +343,12 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(r, "message.park", "message "+strconv.FormatInt(id, 10), req.Reason)
-	if s.Wake != nil {
-		s.Wake()
-	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-// PauseAnswer is the answer of the pause and resume routes.
-type PauseAnswer struct {
-	Name   string       `json:"name"`
-	Paused bool         `json:"paused"`
-	Pause  *store.Pause `json:"pause"`
-	// Changed is false when it already was as asked.
-	Changed bool `json:"changed"`
+	s.wakePump()
+	writeJSON(w, http.StatusOK, parked(res))
 }
 
 func (s *Server) setPause(w http.ResponseWriter, r *http.Request, name string, pause bool, wake func()) {
-	var req struct {
-		Reason string `json:"reason"`
-	}
+	var req client.ReasonRequest
 	if !readOptionalJSON(w, r, &req) {
 		return
 	}
@@ -404,7 +383,7 @@ func (s *Server) setPause(w http.ResponseWriter, r *http.Request, name string, p
 	if !pause && wake != nil {
 		wake()
 	}
-	writeJSON(w, http.StatusOK, PauseAnswer{Name: name, Paused: after != nil, Pause: after, Changed: changed})
+	writeJSON(w, http.StatusOK, client.PauseAnswer{Name: name, Paused: after != nil, Pause: pauseOf(after), Changed: changed})
 }
 
 func (s *Server) knownTarget(w http.ResponseWriter, name string) bool {
@@ -460,7 +439,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "audit", as, c, func(a store.AuditEntry) int64 { return a.ID })
+	writeList(w, "audit", auditEntries(as), c, func(a client.AuditEntry) int64 { return a.ID })
 }
 
 // operatorRoutes adds the routes of this file (the store must implement store.Operator).
@@ -475,7 +454,7 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 		s.setPause(w, r, store.PumpPause, true, nil)
 	})
 	mux.HandleFunc("POST /api/v1/pump/resume", func(w http.ResponseWriter, r *http.Request) {
-		s.setPause(w, r, store.PumpPause, false, s.Wake)
+		s.setPause(w, r, store.PumpPause, false, s.wakePump)
 	})
 	mux.HandleFunc("POST /api/v1/targets/{name}/pause", func(w http.ResponseWriter, r *http.Request) {
 		if s.knownTarget(w, r.PathValue("name")) {
@@ -484,7 +463,7 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /api/v1/targets/{name}/resume", func(w http.ResponseWriter, r *http.Request) {
 		if s.knownTarget(w, r.PathValue("name")) {
-			s.setPause(w, r, store.TargetPause(r.PathValue("name")), false, s.DispatchWake)
+			s.setPause(w, r, store.TargetPause(r.PathValue("name")), false, s.kickDispatcher)
 		}
 	})
 	mux.HandleFunc("GET /api/v1/pauses", func(w http.ResponseWriter, r *http.Request) {
@@ -496,7 +475,7 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 			writeStoreError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"pauses": ps})
+		writeJSON(w, http.StatusOK, map[string]any{"pauses": pauses(ps)})
 	})
 }
 

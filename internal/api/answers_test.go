@@ -14,6 +14,7 @@ import (
 
 	"msgx/internal/api"
 	"msgx/internal/config"
+	"msgx/internal/dispatch"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -91,11 +92,11 @@ func TestEveryAnswerIsValidJSONWithoutSecrets(t *testing.T) {
 		view.Redis.Password = "s3cr3t"
 		view.Eureka.ServiceURL = "http://eu:s3cr3t@eureka:8761/eureka"
 		extra := map[string]func(context.Context) (any, error){
-			"targets": api.TargetStatus(db.Outbox, pipeline.SystemClock{}),
+			"targets": dispatch.StatusSection(db.Outbox, pipeline.SystemClock{}),
 			"broken":  func(context.Context) (any, error) { return nil, errors.New(nasty) },
 		}
-		up := (&api.Server{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true, ConfigView: view.Redacted, StatusExtra: extra}).Handler()
-		down := (&api.Server{DB: failing{storetest.API(db)}, Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true}).Handler()
+		up := api.New(api.Deps{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true, ConfigView: view.Redacted, StatusExtra: extra}).Handler()
+		down := api.New(api.Deps{DB: failing{storetest.API(db)}, Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true}).Handler()
 		for _, c := range []struct {
 			h                  string // up or down
 			method, path, body string

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"msgx/client"
+	"msgx/internal/api/reply"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -85,11 +87,11 @@ func NewTokenSecret() string {
 // Principal is who made a request: a token's name and role, and how it proved itself
 // ("bearer", "cookie", "loopback" when no tokens are configured).
 type Principal struct {
-	Name string `json:"name"`
-	Role string `json:"role"`
-	Via  string `json:"via"`
+	Name string
+	Role string
+	Via  string
 	// CSRF is the session's CSRF token (cookie sessions only): send it as X-CSRF-Token.
-	CSRF string `json:"csrf_token,omitempty"`
+	CSRF string
 
 	role Role
 }
@@ -433,7 +435,7 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 		// change anything else; an address that failed too often waits (LoginWindow).
 		if o := foreignOrigin(r); o != "" {
 			s.Metrics.LoginRefused("origin")
-			s.quiet().Warn("login refused 403: a page of another origin", "origin", clip(o, MaxEcho), "remote", r.RemoteAddr)
+			s.quiet().Warn("login refused 403: a page of another origin", "origin", reply.Clip(o, reply.MaxEcho), "remote", r.RemoteAddr)
 			writeError(w, http.StatusForbidden, "csrf", fmt.Sprintf("cross-origin log-in from %q refused", o))
 			return
 		}
@@ -452,9 +454,7 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusUnsupportedMediaType, "bad_media_type", "send the token as application/json: {\"token\":\"…\"}")
 			return
 		}
-		var req struct {
-			Token string `json:"token"`
-		}
+		var req client.LoginRequest
 		if !readJSON(w, r, &req) {
 			return
 		}
@@ -495,19 +495,12 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 	})
 }
 
-// Session is the answer of the log-in and of GET /api/v1/me: who is logged in, and the
-// airport's zone (sis.timezone) in which the console shows every time from its first page.
-type Session struct {
-	Principal
-	Timezone string `json:"timezone"`
-}
-
-func (s *Server) session(p Principal) Session {
+func (s *Server) session(p Principal) client.Session {
 	loc := s.Loc
 	if loc == nil {
 		loc = time.UTC
 	}
-	return Session{Principal: p, Timezone: loc.String()}
+	return client.Session{Name: p.Name, Role: p.Role, Via: p.Via, CSRF: p.CSRF, Timezone: loc.String()}
 }
 
 // audit logs an operator's action with the token's name and writes it to the audit log.

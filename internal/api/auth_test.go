@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/config"
+	"msgx/internal/dispatch"
 	"msgx/internal/flight"
+	"msgx/internal/inbox"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -37,27 +40,28 @@ var testTokens = []api.Token{
 // fixture is a server on db with tokens (none: loopback only) and a few messages and events:
 // message 1 DEAD (ORPHAN), 2 SUCCEEDED with events of flight 7001, 3 PENDING.
 type fixture struct {
-	db   *store.DB
-	srv  *api.Server
-	h    http.Handler
-	logs *bytes.Buffer
-	ev   int64 // an event id
+	db    *store.DB
+	srv   *api.Server
+	inbox *inbox.Inbox
+	h     http.Handler
+	logs  *bytes.Buffer
+	ev    int64 // an event id
 }
 
-func newFixture(t *testing.T, db *store.DB, tokens []api.Token, inbox api.InboxRule) *fixture {
+func newFixture(t *testing.T, db *store.DB, tokens []api.Token, rule api.InboxRule) *fixture {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	clock := pipeline.SystemClock{}
-	in := api.NewInbox(db.Intake, clock, log, 1<<20, func() {})
+	in := inbox.New(db.Intake, clock, log, 1<<20, func() {})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go in.Run(ctx)
-	srv := &api.Server{DB: storetest.API(db), Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, inbox, clock),
-		ConfigView: config.Default().Redacted}
+	srv := api.New(api.Deps{DB: storetest.API(db), Inbox: in, Clock: clock, Log: log, PumpRunning: true, Auth: api.NewAuth(tokens, rule, clock),
+		ConfigView: config.Default().Redacted})
 	finder := &api.Finder{Flights: flight.New(storetest.Flight(db), clock, nil), Ref: db.RefData, Bodies: db.Operations, Clock: clock}
 	srv.Extra = append(srv.Extra, api.FindRoutes(finder), api.FlightRoutes(finder.Flights, db.RefData, finder))
-	f := &fixture{db: db, srv: srv, h: srv.Handler(), logs: logs}
+	f := &fixture{db: db, srv: srv, inbox: in, h: srv.Handler(), logs: logs}
 	now := time.Now()
 	ids, err := db.Intake.InsertMessages(ctx, []string{"<dead/>", "<ok/>", "<pending/>"}, now)
 	if err != nil {
@@ -273,7 +277,7 @@ func TestCookieLoginAndCSRF(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("login: %d %s", w.Code, w.Body)
 	}
-	var me api.Principal
+	var me client.Session
 	json.Unmarshal(w.Body.Bytes(), &me)
 	if me.Name != "ops" || me.Role != "operator" || me.CSRF == "" {
 		t.Fatalf("login answer: %s", w.Body)
@@ -325,8 +329,8 @@ func TestRedactionOfAWebhookPassword(t *testing.T) {
 		// A row an older msgx wrote with the password in clear.
 		storetest.Exec(t, db, fmt.Sprintf(`UPDATE MSG_EVENT SET ERROR_CLASS = 'INFRA', ATTEMPTS = 1, FIRST_FAILED_AT = '2026-12-01 00:00:00.000000',
 LAST_ERROR = 'POST https://hookuser:Hunter2pw@hooks.example/x?token=T0psecret: HTTP 503' WHERE EVENT_ID = %d`, f.ev))
-		srv := &api.Server{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db.Outbox, pipeline.SystemClock{})}}
+		srv := api.New(api.Deps{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, pipeline.SystemClock{})}})
 		h := srv.Handler()
 		for _, path := range []string{"/api/v1/status", "/api/v1/events", "/api/v1/events?state=PENDING"} {
 			r := httptest.NewRequest("GET", path, nil)
@@ -420,7 +424,7 @@ func TestSessionsExpire(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
 	db := storetest.SQLite(t)
-	srv := &api.Server{DB: storetest.API(db), Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)}
+	srv := api.New(api.Deps{DB: storetest.API(db), Clock: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: api.NewAuth(testTokens, api.InboxRule{}, clock)})
 	f := &fixture{db: db, h: srv.Handler()}
 	w := f.do(t, call{method: "POST", path: "/api/v1/login", body: `{"token":"` + viewerSecret + `"}`})
 	if w.Code != 200 {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"msgx/client"
 	"msgx/internal/store"
 )
 
@@ -20,18 +21,11 @@ func (s *Server) deadRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/problems", s.problems)
 }
 
-// AckRequest is the body of POST /api/v1/dead/ack.
-type AckRequest struct {
-	Kind string  `json:"kind"` // "message" or "event"
-	IDs  []int64 `json:"ids"`
-	Note string  `json:"note"`
-}
-
 // MaxAckIDs bounds one acknowledgement.
 const MaxAckIDs = 1000
 
 func (s *Server) ackDead(w http.ResponseWriter, r *http.Request) {
-	var req AckRequest
+	var req client.AckRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
@@ -52,14 +46,7 @@ func (s *Server) ackDead(w http.ResponseWriter, r *http.Request) {
 	if len(res.Acked) > 0 {
 		s.audit(r, "dead.ack", fmt.Sprintf("%d %s(s)", len(res.Acked), req.Kind), fmt.Sprintf("ids %v: %s", res.Acked, req.Note))
 	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-// DeadSummary is the answer of GET /api/v1/dead: the dead letters counted, and the newest
-// acknowledgements.
-type DeadSummary struct {
-	store.DeadCounts
-	Acks []store.Ack `json:"acks"`
+	writeJSON(w, http.StatusOK, client.AckResult(res))
 }
 
 func (s *Server) deadSummary(w http.ResponseWriter, r *http.Request) {
@@ -81,12 +68,12 @@ func (s *Server) deadSummary(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	acks, err := s.DB.ListAcks(r.Context(), kind, limit)
+	list, err := s.DB.ListAcks(r.Context(), kind, limit)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, DeadSummary{DeadCounts: counts, Acks: acks})
+	writeJSON(w, http.StatusOK, client.DeadSummary{DeadCounts: DeadCounts(counts), Acks: acks(list)})
 }
 
 func (s *Server) problems(w http.ResponseWriter, r *http.Request) {
@@ -102,7 +89,7 @@ func (s *Server) problems(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"problems": ps})
+	writeJSON(w, http.StatusOK, map[string]any{"problems": Problems(ps)})
 }
 
 // limitParam reads a listing's limit: empty for the default (100), else 1 to

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -34,11 +33,6 @@ const (
 	MaxParamNameLen = 64
 	// MaxPathLen is the longest request path the API and the console take, in bytes.
 	MaxPathLen = 512
-	// MaxEcho is how many characters of a caller's input an error answer quotes at most; a
-	// longer input is cut with "…".
-	MaxEcho = 200
-	// maxErrorText bounds a whole error answer's text (characters), whatever it quotes.
-	maxErrorText = 2000
 )
 
 // searchParams are the free-text query parameters, bounded by MaxSearchLen.
@@ -86,117 +80,6 @@ func boundedInput(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	return true
-}
-
-// clipEcho makes an error text safe to answer: every quoted input in it (Go's %q, as the
-// errors quote what they name) longer than MaxEcho characters is cut to MaxEcho with "…",
-// and the whole text to maxErrorText characters.
-func clipEcho(msg string) string {
-	if utf8.RuneCountInString(msg) <= MaxEcho {
-		return msg
-	}
-	var b strings.Builder
-	i := 0
-	for i < len(msg) {
-		j := strings.IndexByte(msg[i:], '"')
-		if j < 0 {
-			b.WriteString(msg[i:])
-			break
-		}
-		b.WriteString(msg[i : i+j])
-		i += j
-		end := closingQuote(msg, i)
-		if end < 0 {
-			b.WriteString(msg[i:])
-			break
-		}
-		lit := msg[i : end+1]
-		unq, err := strconv.Unquote(lit)
-		if err != nil {
-			// Not a quoted string: keep the quote and look again after it.
-			b.WriteByte('"')
-			i++
-			continue
-		}
-		if utf8.RuneCountInString(unq) > MaxEcho {
-			lit = strconv.Quote(clip(unq, MaxEcho))
-		}
-		b.WriteString(lit)
-		i = end + 1
-	}
-	return clip(b.String(), maxErrorText)
-}
-
-// closingQuote returns the index of the quote that closes the one at msg[open], skipping
-// backslash escapes; -1 when none does.
-func closingQuote(msg string, open int) int {
-	for k := open + 1; k < len(msg); k++ {
-		switch msg[k] {
-		case '\\':
-			k++
-		case '"':
-			return k
-		}
-	}
-	return -1
-}
-
-// clip cuts s to n characters, the last of them "…", when it is longer.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	runes := []rune(s)
-	return string(runes[:n-1]) + "…"
-}
-
-// normalOrigin returns an origin as browsers send it (scheme://host[:port], lower case, no
-// default port), ok=false when o is not one ("null", a path, another scheme).
-func normalOrigin(o string) (string, bool) {
-	u, err := url.Parse(strings.TrimSpace(o))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return "", false
-	}
-	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-	if h, port, err := splitPort(host); err == nil && ((scheme == "http" && port == "80") || (scheme == "https" && port == "443")) {
-		host = h
-	}
-	return scheme + "://" + host, true
-}
-
-func splitPort(host string) (string, string, error) {
-	i := strings.LastIndexByte(host, ':')
-	if i < 0 || strings.HasSuffix(host, "]") {
-		return host, "", fmt.Errorf("no port")
-	}
-	return host[:i], host[i+1:], nil
-}
-
-// browserRefusal says why the inbox refuses a post a web page made (ok=false: it does not):
-// one carrying an Origin that http.inbox-origins does not list, or, without an Origin, a
-// Sec-Fetch-Site of cross-site or same-site. The gateway sends neither header; a page msgx
-// serves never posts to the inbox, so the server's own origin is refused too unless listed (a
-// host name rebound to msgx's address would look the same).
-func browserRefusal(r *http.Request, origins []string) (why string, refused bool) {
-	origin := r.Header.Get("Origin")
-	site := strings.ToLower(strings.TrimSpace(r.Header.Get("Sec-Fetch-Site")))
-	if origin == "" {
-		if site != "cross-site" && site != "same-site" {
-			return "", false
-		}
-		return fmt.Sprintf("a post a web page made (Sec-Fetch-Site: %s) is refused: the inbox takes messages from the gateway, "+
-			"which sends no Origin and no Sec-Fetch-Site (http.inbox-origins lists the origins of pages that may post)", site), true
-	}
-	if n, ok := normalOrigin(origin); ok {
-		for _, o := range origins {
-			if allowed, ok := normalOrigin(o); ok && allowed == n {
-				return "", false
-			}
-		}
-	}
-	return fmt.Sprintf("a post from the web page of origin %q is refused: http.inbox-origins does not list it "+
-		"(the inbox takes messages from the gateway, which sends no Origin)", clip(origin, MaxEcho)), true
 }
 
 // foreignOrigin returns the request's Origin when it names another host than the request's

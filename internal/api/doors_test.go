@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/metrics"
 	"msgx/internal/store"
@@ -36,8 +37,8 @@ func TestInboxRefusesPostsOfWebPages(t *testing.T) {
 	db := storetest.SQLite(t)
 	f := newFixture(t, db, nil, api.InboxRule{})
 	m := metrics.New(nil, "test", nil)
-	f.srv.Inbox.Metrics = m
-	f.srv.Inbox.Origins = []string{"https://ops.example"}
+	f.inbox.Metrics = m
+	f.inbox.Origins = []string{"https://ops.example"}
 	post := func(header map[string]string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/cminmsgs/send", strings.NewReader("<MSG/>"))
 		r.RemoteAddr = "192.0.2.10:40000"
@@ -60,7 +61,7 @@ func TestInboxRefusesPostsOfWebPages(t *testing.T) {
 		{"Sec-Fetch-Site": "same-site"},
 	} {
 		w := post(h)
-		var e api.ErrorBody
+		var e client.ErrorBody
 		json.Unmarshal(w.Body.Bytes(), &e)
 		if w.Code != http.StatusForbidden || e.Code != "foreign_origin" {
 			t.Errorf("%v: %d %s, want 403 foreign_origin", h, w.Code, w.Body)
@@ -90,7 +91,7 @@ func TestInboxRefusesPostsOfWebPages(t *testing.T) {
 		t.Fatalf("%d messages stored by 5 accepted posts", n-before)
 	}
 	// With no origins configured (the default), every page's post is refused.
-	f.srv.Inbox.Origins = nil
+	f.inbox.Origins = nil
 	if w := post(map[string]string{"Origin": "https://ops.example"}); w.Code != http.StatusForbidden {
 		t.Errorf("no inbox-origins: %d, want 403", w.Code)
 	}
@@ -185,7 +186,7 @@ func TestQueryParametersAreBounded(t *testing.T) {
 			{"/api/v1/flights?day=" + huge, "day", "128"},
 		} {
 			w := get(c.path)
-			var e api.ErrorBody
+			var e client.ErrorBody
 			json.Unmarshal(w.Body.Bytes(), &e)
 			if w.Code != http.StatusBadRequest || e.Code != "too_long" || !strings.HasPrefix(e.Error, c.param+" is ") || !strings.Contains(e.Error, c.limit) ||
 				w.Body.Len() > 300 {
@@ -214,7 +215,7 @@ func TestErrorsEchoAtMost200Characters(t *testing.T) {
 	for _, path := range []string{"/api/v1/messages/" + long, "/nowhere/" + long, "/api/v1/messages?state=" + long[:128],
 		"/api/v1/ref/AIRL/" + long} {
 		w := f.do(t, call{method: "GET", path: path, remote: "127.0.0.1:1", host: "localhost"})
-		var e api.ErrorBody
+		var e client.ErrorBody
 		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code < 400 {
 			t.Fatalf("%.40s…: %d %s", path, w.Code, w.Body)
 		}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"msgx/internal/dispatch"
+	"msgx/client"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -51,7 +51,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "events", evs, c, func(e store.EventBrief) int64 { return e.EventID })
+	writeList(w, "events", events(evs), c, func(e client.Event) int64 { return e.EventID })
 }
 
 // eventFilter reads the filters of the events listing and stream (target, state, flid,
@@ -103,11 +103,7 @@ func (s *Server) eventPayload(w http.ResponseWriter, r *http.Request) {
 
 // replayEvents is POST /api/v1/events/replay.
 func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Target string  `json:"target"`
-		IDs    []int64 `json:"ids"`
-		DryRun bool    `json:"dry_run"`
-	}
+	var req client.EventReplayRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
@@ -128,14 +124,14 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 			"dry_run": true, "note": ReplayOrderNote})
 		return
 	}
-	moved, skipped, err := dispatch.Replay(r.Context(), s.DB, req.Target, req.IDs)
+	moved, skipped, err := s.DB.ReplayEvents(r.Context(), req.Target, req.IDs)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
 	s.audit(r, "events.replay", or(req.Target, "all targets"), fmt.Sprintf("ids %v: moved %d, skipped %d", req.IDs, moved, skipped))
-	if moved > 0 && s.DispatchWake != nil {
-		s.DispatchWake()
+	if moved > 0 {
+		s.kickDispatcher()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"moved": moved, "skipped": skipped, "dry_run": false, "note": ReplayOrderNote})
 }
@@ -143,13 +139,13 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 // deadEvents counts the DEAD events an event replay of target and ids would move (not
 // MALFORMED ones), with the ids of up to MaxLimit of them and a description of up to
 // MaxPreviewItems.
-func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (int, []int64, []PreviewItem, error) {
+func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (int, []int64, []client.ReplayItem, error) {
 	want := map[int64]bool{}
 	for _, id := range ids {
 		want[id] = true
 	}
 	now := s.Clock.Now()
-	n, out, items := 0, []int64{}, []PreviewItem{}
+	n, out, items := 0, []int64{}, []client.ReplayItem{}
 	var after int64
 	for {
 		evs, err := s.DB.SearchEvents(ctx, store.EventQuery{Target: target, State: pipeline.EventDead, AfterID: after, Limit: MaxLimit, InlineMax: 1})
@@ -172,12 +168,5 @@ func (s *Server) deadEvents(ctx context.Context, target string, ids []int64) (in
 		if len(evs) < MaxLimit {
 			return n, out, items, nil
 		}
-	}
-}
-
-// TargetStatus is the status section of the delivery targets.
-func TargetStatus(db store.Events, clock pipeline.Clock) func(ctx context.Context) (any, error) {
-	return func(ctx context.Context) (any, error) {
-		return dispatch.Stats(ctx, db, clock.Now())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/flight"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -165,32 +166,6 @@ func flightMatch(q string, want flightNo, isNo bool, cs carriers, ff flightFacts
 	return ""
 }
 
-// Hit is one thing a search found: a flight (id = FLID) or a message (id = its id).
-type Hit struct {
-	Kind  string `json:"kind"`  // flight, message
-	ID    int64  `json:"id"`    // FLID or message id
-	Match string `json:"match"` // what matched: flno, flid, registration, stand, gate, body
-	Label string `json:"label"` // one line for a person
-	Day   string `json:"day,omitempty"`
-}
-
-// FindAnswer is the answer of GET /api/v1/find.
-type FindAnswer struct {
-	Query string `json:"q"`
-	Hits  []Hit  `json:"hits"`
-	// Days are the first and last local day whose flights were searched.
-	Days [2]string `json:"days"`
-	// MessagesScanned is how many of the newest messages' bodies were searched (0: none).
-	MessagesScanned int `json:"messages_scanned"`
-	// More is true when more hits matched than the limit let through.
-	More bool `json:"more"`
-	// Searched says in words what was searched.
-	Searched string `json:"searched"`
-	// Timezone is the zone of the times in the labels: the airport's (sis.timezone), or UTC
-	// when the caller asked tz=UTC.
-	Timezone string `json:"timezone"`
-}
-
 // flightLabel is one line about a flight: number, movement, scheduled local time, stand,
 // registration, FLID.
 func flightLabel(ff flightFacts, loc *time.Location) string {
@@ -218,17 +193,17 @@ func flightLabel(ff flightFacts, loc *time.Location) string {
 
 // Find searches everything for q and returns at most limit hits of each kind, its labels in
 // airport time.
-func (f *Finder) Find(ctx context.Context, q string, limit int) (FindAnswer, error) {
+func (f *Finder) Find(ctx context.Context, q string, limit int) (client.FindAnswer, error) {
 	return f.FindIn(ctx, q, limit, nil)
 }
 
 // FindIn is Find with the labels' times in zone (nil: the airport's): the flights q names,
 // then the messages, newest first — those that named the flights of the flight number q is
 // (MSG_FLIGHT: the FLOPs, which carry only the FLID) and those whose body holds q, each once.
-func (f *Finder) FindIn(ctx context.Context, q string, limit int, zone *time.Location) (FindAnswer, error) {
+func (f *Finder) FindIn(ctx context.Context, q string, limit int, zone *time.Location) (client.FindAnswer, error) {
 	q = strings.TrimSpace(q)
 	days := f.days()
-	ans := FindAnswer{Query: q, Hits: []Hit{}, Days: [2]string{days[0], days[len(days)-1]}}
+	ans := client.FindAnswer{Query: q, Hits: []client.Hit{}, Days: [2]string{days[0], days[len(days)-1]}}
 	loc := f.Loc
 	if loc == nil {
 		loc = time.UTC
@@ -241,7 +216,7 @@ func (f *Finder) FindIn(ctx context.Context, q string, limit int, zone *time.Loc
 		return ans, err
 	}
 	what := fmt.Sprintf("flights of %s to %s by flight number, registration, stand and gate", ans.Days[0], ans.Days[1])
-	var messages []Hit
+	var messages []client.Hit
 	if err := f.flightMessages(ctx, limit, loc, &ans, &messages); err != nil {
 		return ans, err
 	}
@@ -270,7 +245,7 @@ func (f *Finder) FindIn(ctx context.Context, q string, limit int, zone *time.Loc
 
 // flightMessages adds to messages the messages that named the flights ans found by their
 // number (MSG_FLIGHT), at most limit.
-func (f *Finder) flightMessages(ctx context.Context, limit int, loc *time.Location, ans *FindAnswer, messages *[]Hit) error {
+func (f *Finder) flightMessages(ctx context.Context, limit int, loc *time.Location, ans *client.FindAnswer, messages *[]client.Hit) error {
 	if f.ByFlight == nil {
 		return nil
 	}
@@ -308,9 +283,9 @@ func (f *Finder) flightMessages(ctx context.Context, limit int, loc *time.Locati
 // newestOnce returns the message hits newest first, each message once (a message that named
 // the flight keeps that match over its body's), at most limit; more is set when some were
 // left out.
-func newestOnce(hits []Hit, limit int, more *bool) []Hit {
+func newestOnce(hits []client.Hit, limit int, more *bool) []client.Hit {
 	seen := map[int64]int{}
-	out := []Hit{}
+	out := []client.Hit{}
 	for _, h := range hits {
 		if i, ok := seen[h.ID]; ok {
 			if out[i].Match == "body" && h.Match == "flight" {
@@ -330,7 +305,7 @@ func newestOnce(hits []Hit, limit int, more *bool) []Hit {
 
 // findFlights adds to ans the flight with FLID q (when q is a number) and the flights of days
 // that q names.
-func (f *Finder) findFlights(ctx context.Context, q string, days []string, limit int, loc *time.Location, ans *FindAnswer) error {
+func (f *Finder) findFlights(ctx context.Context, q string, days []string, limit int, loc *time.Location, ans *client.FindAnswer) error {
 	var byID int64
 	if id, err := strconv.ParseInt(q, 10, 64); err == nil && id > 0 {
 		e, err := f.Flights.Get(ctx, id)
@@ -340,7 +315,7 @@ func (f *Finder) findFlights(ctx context.Context, q string, days []string, limit
 		if e != nil {
 			var ff flightFacts
 			_ = json.Unmarshal(e.Record, &ff)
-			ans.Hits = append(ans.Hits, Hit{Kind: "flight", ID: e.FLID, Match: "flid", Label: flightLabel(ff, loc), Day: e.Day})
+			ans.Hits = append(ans.Hits, client.Hit{Kind: "flight", ID: e.FLID, Match: "flid", Label: flightLabel(ff, loc), Day: e.Day})
 			byID = e.FLID
 		}
 	}
@@ -360,13 +335,13 @@ func (f *Finder) findFlights(ctx context.Context, q string, days []string, limit
 				return
 			}
 			n++
-			ans.Hits = append(ans.Hits, Hit{Kind: "flight", ID: e.FLID, Match: m, Label: flightLabel(ff, loc), Day: e.Day})
+			ans.Hits = append(ans.Hits, client.Hit{Kind: "flight", ID: e.FLID, Match: m, Label: flightLabel(ff, loc), Day: e.Day})
 		}
 	})
 }
 
 // messageHit is the hit of a message whose body matched.
-func messageHit(m *store.Message, loc *time.Location) Hit {
+func messageHit(m *store.Message, loc *time.Location) client.Hit {
 	label := "message " + strconv.FormatInt(m.ID, 10)
 	if m.TypeTag != nil {
 		label += " " + *m.TypeTag
@@ -377,11 +352,11 @@ func messageHit(m *store.Message, loc *time.Location) Hit {
 		label += ", received " + m.ReceivedAt.In(loc).Format("2006-01-02 15:04:05")
 		day = m.ReceivedAt.In(loc).Format(time.DateOnly)
 	}
-	return Hit{Kind: "message", ID: m.ID, Match: "body", Label: label, Day: day}
+	return client.Hit{Kind: "message", ID: m.ID, Match: "body", Label: label, Day: day}
 }
 
 // FindRoutes adds GET /api/v1/find?q=TEXT[&limit=N]: the flights and messages q names
-// (FindAnswer), at most limit (default 50, at most store.MaxPageLimit) of each kind.
+// (client.FindAnswer), at most limit (default 50, at most store.MaxPageLimit) of each kind.
 func FindRoutes(f *Finder) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/find", func(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/flight"
 	"msgx/internal/openapicheck"
@@ -151,7 +152,7 @@ func TestFindAnything(t *testing.T) {
 			{"CA8241", "flight 7003 flno|flight 7001 flno|flight 7002 flno|message 1 body"},
 		}
 		for _, c := range cases {
-			var ans api.FindAnswer
+			var ans client.FindAnswer
 			if code := getJSON(t, h, "/api/v1/find?q="+url.QueryEscape(c.q), &ans); code != 200 {
 				t.Fatalf("%s: %d", c.q, code)
 			}
@@ -167,7 +168,7 @@ func TestFindAnything(t *testing.T) {
 				t.Errorf("find %q: searched %q, %d messages", c.q, ans.Searched, ans.MessagesScanned)
 			}
 		}
-		var ans api.FindAnswer
+		var ans client.FindAnswer
 		getJSON(t, h, "/api/v1/find?q=CA8241", &ans)
 		if l := ans.Hits[1].Label; !strings.Contains(l, "CA8241, departure, scheduled 2026-12-03 10:15") || ans.Hits[1].Day != "2026-12-03" {
 			t.Errorf("label in airport time: %+v", ans.Hits[1])

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/flight"
 	"msgx/internal/pipeline"
@@ -50,7 +51,7 @@ func TestFindAFlightsMessagesByItsNumber(t *testing.T) {
 		mux := http.NewServeMux()
 		api.FindRoutes(finder)(mux)
 
-		var ans api.FindAnswer
+		var ans client.FindAnswer
 		if code := getJSON(t, mux, "/api/v1/find?q=ca8241", &ans); code != 200 {
 			t.Fatalf("find: %d", code)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/flight"
 	"msgx/internal/store"
 )
@@ -53,7 +54,7 @@ func FlightRoutes(flights FlightReader, db store.Reference, find *Finder, asOf .
 		mux.HandleFunc("GET /api/v1/flights/{flid}", func(w http.ResponseWriter, r *http.Request) {
 			flid, err := strconv.ParseInt(r.PathValue("flid"), 10, 64)
 			if err != nil {
-				WriteError(w, http.StatusBadRequest, "bad_id", "flid must be an integer, got "+strconv.Quote(r.PathValue("flid")))
+				writeError(w, http.StatusBadRequest, "bad_id", "flid must be an integer, got "+strconv.Quote(r.PathValue("flid")))
 				return
 			}
 			e, err := flights.Get(r.Context(), flid)
@@ -62,10 +63,10 @@ func FlightRoutes(flights FlightReader, db store.Reference, find *Finder, asOf .
 				return
 			}
 			if e == nil {
-				WriteError(w, http.StatusNotFound, "not_found", "no flight with FLID "+strconv.FormatInt(flid, 10))
+				writeError(w, http.StatusNotFound, "not_found", "no flight with FLID "+strconv.FormatInt(flid, 10))
 				return
 			}
-			WriteJSON(w, http.StatusOK, e)
+			writeJSON(w, http.StatusOK, e)
 		})
 		mux.HandleFunc("GET /api/v1/seasons", func(w http.ResponseWriter, r *http.Request) {
 			es, err := db.RefList(r.Context(), seasonType)
@@ -84,7 +85,7 @@ func FlightRoutes(flights FlightReader, db store.Reference, find *Finder, asOf .
 			for _, e := range es {
 				out = append(out, season{e.Key, e.Version, e.MsgID, e.UpdatedAt, e.Fields})
 			}
-			WriteJSON(w, http.StatusOK, struct {
+			writeJSON(w, http.StatusOK, struct {
 				Seasons []season `json:"seasons"`
 			}{out})
 		})
@@ -101,13 +102,13 @@ func flightsByNumber(w http.ResponseWriter, r *http.Request, find *Finder) {
 	var days []string
 	if day != "" {
 		if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
-			WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
+			writeError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
 			return
 		}
 		days = []string{day}
 	}
 	if _, ok := parseFlightNo(flno); !ok {
-		WriteError(w, http.StatusBadRequest, "bad_flno", "flno must be a carrier and a number with an optional suffix (CA8241, CA8241A, CCA8241), got "+strconv.Quote(flno))
+		writeError(w, http.StatusBadRequest, "bad_flno", "flno must be a carrier and a number with an optional suffix (CA8241, CA8241A, CCA8241), got "+strconv.Quote(flno))
 		return
 	}
 	if days == nil {
@@ -119,7 +120,7 @@ func flightsByNumber(w http.ResponseWriter, r *http.Request, find *Finder) {
 		return
 	}
 	recs := recordsOf(es)
-	WriteJSON(w, http.StatusOK, struct {
+	writeJSON(w, http.StatusOK, struct {
 		FLNO    string            `json:"flno"`
 		Days    [2]string         `json:"days"`
 		Count   int               `json:"count"`
@@ -140,7 +141,7 @@ func flightsOfDay(w http.ResponseWriter, r *http.Request, flights FlightReader, 
 		day = today
 	}
 	if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
-		WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
+		writeError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
 		return
 	}
 	es, err := flights.Day(r.Context(), day)
@@ -149,7 +150,7 @@ func flightsOfDay(w http.ResponseWriter, r *http.Request, flights FlightReader, 
 		return
 	}
 	recs := recordsOf(es)
-	WriteJSON(w, http.StatusOK, struct {
+	writeJSON(w, http.StatusOK, struct {
 		Day      string            `json:"day"`
 		Today    string            `json:"today"`
 		Timezone string            `json:"timezone"`
@@ -262,27 +263,27 @@ func flightsAsOf(w http.ResponseWriter, r *http.Request, asOf BoardAsOf, find *F
 		day = today
 	}
 	if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != 10 {
-		WriteError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
+		writeError(w, http.StatusBadRequest, "bad_day", "day must be a local date YYYY-MM-DD, got "+strconv.Quote(day))
 		return
 	}
 	at, err := ParseAsOf(q.Get("as_of"), day, zone)
 	if err != nil {
-		WriteError(w, http.StatusBadRequest, "bad_as_of", err.Error())
+		writeError(w, http.StatusBadRequest, "bad_as_of", err.Error())
 		return
 	}
 	now := find.now()
 	if at.After(now) {
-		WriteError(w, http.StatusBadRequest, "bad_as_of", fmt.Sprintf("as_of %s is in the future (now is %s)", at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+		writeError(w, http.StatusBadRequest, "bad_as_of", fmt.Sprintf("as_of %s is in the future (now is %s)", at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
 		return
 	}
 	b, err := asOf(r.Context(), day, at)
 	var before *BeforeHistoryError
 	if errors.As(err, &before) {
-		WriteJSON(w, http.StatusConflict, struct {
-			ErrorBody
+		writeJSON(w, http.StatusConflict, struct {
+			client.ErrorBody
 			AsOf        time.Time `json:"as_of"`
 			HistoryFrom time.Time `json:"history_from"`
-		}{ErrorBody{Error: before.Error(), Code: "before_history"}, at.UTC(), before.From.UTC()})
+		}{client.ErrorBody{Error: before.Error(), Code: "before_history"}, at.UTC(), before.From.UTC()})
 		return
 	}
 	if err != nil {
@@ -302,7 +303,7 @@ func flightsAsOf(w http.ResponseWriter, r *http.Request, asOf BoardAsOf, find *F
 		f := b.HistoryFrom.UTC()
 		from = &f
 	}
-	WriteJSON(w, http.StatusOK, struct {
+	writeJSON(w, http.StatusOK, struct {
 		Day         string                `json:"day"`
 		Today       string                `json:"today"`
 		Timezone    string                `json:"timezone"`

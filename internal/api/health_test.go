@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
+	"msgx/internal/dispatch"
+	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -72,17 +75,18 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 	m := metrics.New(clock, "v-test", api.DatabaseUp(health))
 	m.Register(health.SampleAges(m.SampledAt))
 	go health.Run(ctx)
-	go api.RunSampler(ctx, hs, nil, m, clock, log, 50*time.Millisecond)
-	srv := &api.Server{DB: hs, Inbox: api.NewInbox(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
-		Health: health, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
+	sampler := &metrics.Sampler{DB: hs, Targets: dispatch.TargetSamples(hs), Clock: clock, Log: log, Every: 50 * time.Millisecond}
+	go sampler.Run(ctx, m)
+	srv := api.New(api.Deps{DB: hs, Inbox: inbox.New(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
+		Health: health, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
-	defer close(hs.freeze)                       // before ts.Close, which waits for the handlers
-	client := &http.Client{Timeout: time.Second} // a hang detector: these routes read memory only
+	defer close(hs.freeze)                   // before ts.Close, which waits for the handlers
+	hc := &http.Client{Timeout: time.Second} // a hang detector: these routes read memory only
 	get := func(path string) (int, string) {
 		t.Helper()
 		start := time.Now()
-		resp, err := client.Get(ts.URL + path)
+		resp, err := hc.Get(ts.URL + path)
 		if err != nil {
 			t.Fatalf("%s while the database hangs: %v", path, err)
 		}
@@ -105,7 +109,7 @@ func TestHealthRoutesAnswerInAHang(t *testing.T) {
 	}
 	time.Sleep(700 * time.Millisecond) // past Stale
 	code, body := get("/readyz")
-	var rd api.Readiness
+	var rd client.Readiness
 	json.Unmarshal([]byte(body), &rd)
 	if code != 503 || rd.Database != "down" || !strings.Contains(rd.Reason, "has not answered a check") || rd.DatabaseCheckAge < 0.5 || rd.DatabaseCheckedAt == nil {
 		t.Errorf("/readyz in the hang: %d %s", code, body)

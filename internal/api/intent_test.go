@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/dispatch"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -73,14 +74,14 @@ func TestMetricsKnowPausesAndRejection(t *testing.T) {
 	}
 	m := metrics.New(clock, "v-test", nil)
 	m.Known([]string{"T", "U", "V", "Z"}, []string{"FLOP-CHOT"})
-	snap, err := api.SampleState(ctx, storetest.API(db), clock, nil, "T", "U", "V", "Z")
+	snap, err := (&metrics.Sampler{DB: storetest.API(db), Targets: dispatch.TargetSamples(db.Outbox), Known: []string{"T", "U", "V", "Z"}, Clock: clock}).Sample(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.SetSnapshot(snap)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := &api.Server{DB: storetest.API(db), Clock: clock, Log: log, PumpRunning: true, Extra: []func(*http.ServeMux){api.MetricsRoute(m)},
-		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db.Outbox, clock)}}
+	srv := api.New(api.Deps{DB: storetest.API(db), Clock: clock, Log: log, PumpRunning: true, Extra: []func(*http.ServeMux){api.MetricsRoute(m)},
+		StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, clock)}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	wantLines(t, scrape(t, ts.URL),

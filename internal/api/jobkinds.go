@@ -3,14 +3,9 @@ package api
 import (
 	"net/http"
 
-	"msgx/internal/jobs"
+	"msgx/client"
+	"msgx/internal/jobs/jobkind"
 )
-
-// JobKinds is the answer of GET /api/v1/jobs/kinds: every job kind an operator may enqueue,
-// whether this server's configuration can run it, and why not.
-type JobKinds struct {
-	Kinds []jobs.KindInfo `json:"kinds"`
-}
 
 // jobKinds answers GET /api/v1/jobs/kinds (every role): {"kinds":[{"kind","runnable",
 // "reason"}…]}, so that the console and `msgx job run` offer only what can run.
@@ -18,18 +13,18 @@ func (s *Server) jobKinds(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, JobKinds{Kinds: s.kinds()})
+	writeJSON(w, http.StatusOK, client.JobKinds{Kinds: s.kinds()})
 }
 
-// kinds is every job kind with whether it can run here (Server.JobKinds; without it every
-// kind is taken to run).
-func (s *Server) kinds() []jobs.KindInfo {
-	if s.JobKinds != nil {
-		return s.JobKinds()
+// kinds is every job kind with whether it can run here (Deps.Jobs; without it every kind is
+// taken to run).
+func (s *Server) kinds() []client.JobKind {
+	if s.Jobs != nil {
+		return s.Jobs.Kinds()
 	}
-	out := make([]jobs.KindInfo, 0, len(jobs.Kinds))
-	for _, k := range jobs.Kinds {
-		out = append(out, jobs.KindInfo{Kind: k, Runnable: true})
+	out := make([]client.JobKind, 0, len(jobkind.Kinds))
+	for _, k := range jobkind.Kinds {
+		out = append(out, client.JobKind{Kind: k, Runnable: true})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
@@ -23,7 +24,7 @@ func TestJobKindsAndAJobThatCannotRun(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		// Phase B without REDIS_FLIGHT: no Rebuild, Restore or Consistency.
 		runner := &jobs.Runner{DB: db.Archiver, Purge: db.Archiver, Clock: pipeline.SystemClock{}}
-		srv := &api.Server{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), JobKinds: runner.Kinds}
+		srv := api.New(api.Deps{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Jobs: runner})
 		ts := httptest.NewServer(srv.Handler())
 		defer ts.Close()
 
@@ -31,7 +32,7 @@ func TestJobKindsAndAJobThatCannotRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ans api.JobKinds
+		var ans client.JobKinds
 		err = json.NewDecoder(resp.Body).Decode(&ans)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 || len(ans.Kinds) != len(jobs.Kinds) {
@@ -51,13 +52,13 @@ func TestJobKindsAndAJobThatCannotRun(t *testing.T) {
 			t.Errorf("REDIS_RESTORE: %+v", k)
 		}
 
-		post := func(kind string) (int, api.ErrorBody) {
+		post := func(kind string) (int, client.ErrorBody) {
 			resp, err := http.Post(ts.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{"kind":"`+kind+`"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			var e api.ErrorBody
+			var e client.ErrorBody
 			json.NewDecoder(resp.Body).Decode(&e)
 			return resp.StatusCode, e
 		}

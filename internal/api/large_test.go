@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"msgx/internal/api"
+	"msgx/internal/dispatch"
+	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -123,10 +125,10 @@ func statusServer(t testing.TB, db *store.DB, clock pipeline.Clock) (*httptest.S
 	health := api.NewHealth(storetest.API(db), clock)
 	health.Check(context.Background())
 	m := metrics.New(clock, "test", api.DatabaseUp(health))
-	srv := &api.Server{Health: health, DB: storetest.API(db), Inbox: api.NewInbox(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
-		Counts:      api.CounterCounts(db.Operations.NewStateCounter(), clock),
+	srv := api.New(api.Deps{Health: health, DB: storetest.API(db), Inbox: inbox.New(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
+		Counts:      db.Operations.NewStateCounter(),
 		Extra:       []func(*http.ServeMux){api.MetricsRoute(m)},
-		StatusExtra: map[string]func(context.Context) (any, error){"targets": api.TargetStatus(db.Outbox, clock)}}
+		StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, clock)}})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts, m
@@ -213,12 +215,12 @@ func TestStatusAndMetricsOverALargeOutbox(t *testing.T) {
 		}
 	}
 
-	counts := api.CounterCounts(db.Operations.NewStateCounter(), clock)
-	if _, err := counts(context.Background()); err != nil {
+	counts := db.Operations.NewStateCounter()
+	if _, err := counts.Counts(context.Background(), clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	snap, err := api.SampleState(context.Background(), storetest.API(db), clock, counts)
+	snap, err := (&metrics.Sampler{DB: storetest.API(db), Counts: counts, Targets: dispatch.TargetSamples(db.Outbox), Clock: clock}).Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,13 +265,13 @@ func BenchmarkStatusLargeOutbox(b *testing.B) {
 			getStatus(b, ts.URL)
 		}
 	})
-	counts := api.CounterCounts(db.Operations.NewStateCounter(), clock)
-	if _, err := counts(context.Background()); err != nil {
+	counts := db.Operations.NewStateCounter()
+	if _, err := counts.Counts(context.Background(), clock.Now()); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("sample", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := api.SampleState(context.Background(), storetest.API(db), clock, counts); err != nil {
+			if _, err := (&metrics.Sampler{DB: storetest.API(db), Counts: counts, Targets: dispatch.TargetSamples(db.Outbox), Clock: clock}).Sample(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"msgx/client"
 	"msgx/internal/pipeline"
-	"msgx/internal/requests"
 	"msgx/internal/store"
 )
 
@@ -37,25 +37,26 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	state := f.State
 	f.State = ""
-	id := func(e store.EventBrief) int64 { return e.EventID }
-	serveFeed(s, w, r, feed[store.EventBrief]{
+	id := func(e client.Event) int64 { return e.EventID }
+	serveFeed(s, w, r, feed[client.Event]{
 		what: "events",
 		newest: func(ctx context.Context) (int64, error) {
 			q := f
 			q.Newest, q.Limit = true, 1
 			es, err := s.DB.SearchEvents(ctx, q)
-			return newestID(es, err, id)
+			return newestID(events(es), err, id)
 		},
-		read: func(ctx context.Context, after, before int64) ([]store.EventBrief, error) {
+		read: func(ctx context.Context, after, before int64) ([]client.Event, error) {
 			q := f
 			q.AfterID, q.BeforeID, q.Limit = after, before, MaxLimit
-			return s.DB.SearchEvents(ctx, q)
+			es, err := s.DB.SearchEvents(ctx, q)
+			return events(es), err
 		},
 		id: id,
-		change: func(e store.EventBrief) (string, bool) {
-			return fmt.Sprintf("%s/%d", e.State, e.Attempts), e.State == pipeline.EventPending
+		change: func(e client.Event) (string, bool) {
+			return fmt.Sprintf("%s/%d", e.State, e.Attempts), e.State == string(pipeline.EventPending)
 		},
-		match: func(e store.EventBrief) bool { return state == "" || e.State == state },
+		match: func(e client.Event) bool { return state == "" || e.State == string(state) },
 	})
 }
 
@@ -64,15 +65,16 @@ func (s *Server) streamAudit(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r, "after") {
 		return
 	}
-	id := func(a store.AuditEntry) int64 { return a.ID }
-	serveFeed(s, w, r, feed[store.AuditEntry]{
+	id := func(a client.AuditEntry) int64 { return a.ID }
+	serveFeed(s, w, r, feed[client.AuditEntry]{
 		what: "audit",
 		newest: func(ctx context.Context) (int64, error) {
 			as, err := s.DB.ListAudit(ctx, store.AuditQuery{Newest: true, Limit: 1})
-			return newestID(as, err, id)
+			return newestID(auditEntries(as), err, id)
 		},
-		read: func(ctx context.Context, after, before int64) ([]store.AuditEntry, error) {
-			return s.DB.ListAudit(ctx, store.AuditQuery{AfterID: after, BeforeID: before, Limit: MaxLimit})
+		read: func(ctx context.Context, after, before int64) ([]client.AuditEntry, error) {
+			as, err := s.DB.ListAudit(ctx, store.AuditQuery{AfterID: after, BeforeID: before, Limit: MaxLimit})
+			return auditEntries(as), err
 		},
 		id: id,
 	})
@@ -80,7 +82,7 @@ func (s *Server) streamAudit(w http.ResponseWriter, r *http.Request) {
 
 // streamRequests is GET /api/v1/requests/stream?state=&after=: the data requests, one
 // REGISTERED or SENT followed until it is DONE or EXPIRED.
-func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request, svc *requests.Service, db store.Requests) {
+func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request, svc Requests, db store.Requests) {
 	if !allowParams(w, r, "state", "after") {
 		return
 	}
@@ -88,29 +90,29 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request, svc *req
 	if !ok {
 		return
 	}
-	id := func(q requests.Shown) int64 { return q.ID }
-	list := func(ctx context.Context, f store.RequestFilter) ([]requests.Shown, error) {
+	id := func(q client.Request) int64 { return q.ID }
+	list := func(ctx context.Context, f store.RequestFilter) ([]client.Request, error) {
 		rs, err := db.ListRequests(ctx, f)
-		shown := make([]requests.Shown, len(rs))
+		shown := make([]client.Request, len(rs))
 		for i, req := range rs {
 			shown[i] = svc.Show(req)
 		}
 		return shown, err
 	}
-	serveFeed(s, w, r, feed[requests.Shown]{
+	serveFeed(s, w, r, feed[client.Request]{
 		what: "requests",
 		newest: func(ctx context.Context) (int64, error) {
 			rs, err := list(ctx, store.RequestFilter{Newest: true, Limit: 1})
 			return newestID(rs, err, id)
 		},
-		read: func(ctx context.Context, after, before int64) ([]requests.Shown, error) {
+		read: func(ctx context.Context, after, before int64) ([]client.Request, error) {
 			return list(ctx, store.RequestFilter{AfterID: after, BeforeID: before, Limit: MaxLimit})
 		},
 		id: id,
-		change: func(q requests.Shown) (string, bool) {
-			return q.State + "/" + strconv.Itoa(q.Resends), q.Open()
+		change: func(q client.Request) (string, bool) {
+			return q.State + "/" + strconv.Itoa(q.Resends), q.State == store.ReqRegistered || q.State == store.ReqSent // still open
 		},
-		match: func(q requests.Shown) bool { return state == "" || q.State == state },
+		match: func(q client.Request) bool { return state == "" || q.State == state },
 	})
 }
 
@@ -125,13 +127,13 @@ func (s *Server) streamJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The newest jobs, oldest first, with ids in (after, before) (before 0: no bound).
-	read := func(ctx context.Context, after, before int64) ([]JobInfo, error) {
+	read := func(ctx context.Context, after, before int64) ([]client.Job, error) {
 		js, err := s.DB.ListJobs(ctx, jobsLive)
 		if err != nil {
 			return nil, err
 		}
 		cur := s.jobInHand()
-		out := []JobInfo{}
+		out := []client.Job{}
 		for _, j := range slices.Backward(js) {
 			if j.ID > after && (before == 0 || j.ID < before) {
 				out = append(out, jobInfo(j, cur))
@@ -139,8 +141,8 @@ func (s *Server) streamJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		return out, nil
 	}
-	id := func(j JobInfo) int64 { return j.ID }
-	serveFeed(s, w, r, feed[JobInfo]{
+	id := func(j client.Job) int64 { return j.ID }
+	serveFeed(s, w, r, feed[client.Job]{
 		what: "jobs",
 		newest: func(ctx context.Context) (int64, error) {
 			js, err := s.DB.ListJobs(ctx, 1)
@@ -149,14 +151,14 @@ func (s *Server) streamJobs(w http.ResponseWriter, r *http.Request) {
 		read:   read,
 		id:     id,
 		change: jobChange,
-		seed: func(ctx context.Context, upTo int64) ([]JobInfo, error) {
+		seed: func(ctx context.Context, upTo int64) ([]client.Job, error) {
 			return read(ctx, 0, upTo+1)
 		},
 	})
 }
 
 // jobChange is what of a job the jobs stream follows, and whether it is still to finish.
-func jobChange(j JobInfo) (string, bool) {
+func jobChange(j client.Job) (string, bool) {
 	was := fmt.Sprintf("%s/%d", j.State, j.Attempts)
 	if j.Progress != nil {
 		was += fmt.Sprintf("/%s/%d", j.Progress.Doing, int64(j.Progress.RunningSeconds))
@@ -168,7 +170,7 @@ func jobChange(j JobInfo) (string, bool) {
 // as the messages listing shows it; the cursor is the recent problem that recorded its death.
 type deadLetter struct {
 	problem int64
-	*store.Message
+	client.Message
 }
 
 // streamDead is GET /api/v1/dead/stream: the messages that go DEAD (dead or parked), read
@@ -199,7 +201,7 @@ func (s *Server) streamDead(w http.ResponseWriter, r *http.Request) {
 					return nil, err
 				}
 				if m != nil && m.State == pipeline.Dead { // else deleted or replayed since
-					out = append(out, deadLetter{problem: p.ID, Message: m})
+					out = append(out, deadLetter{problem: p.ID, Message: message(m)})
 				}
 			}
 			return out, nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
@@ -227,7 +228,7 @@ func TestJobStreamFollowsProgress(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f, ts, _ := liveServer(t, db, nil)
 		var cur atomic.Pointer[jobs.Progress]
-		f.srv.JobProgress = cur.Load
+		f.srv.Jobs = jobInHand{&cur}
 		ctx := context.Background()
 		old, err := db.JobQueue.EnqueueJob(ctx, "ARCHIVE", "", time.Now())
 		if err != nil {
@@ -297,3 +298,11 @@ func TestListStreamsNeedTheirListsRole(t *testing.T) {
 		}
 	}
 }
+
+// jobInHand is a job runner whose job in hand the test sets; it lists no kinds.
+type jobInHand struct {
+	cur *atomic.Pointer[jobs.Progress]
+}
+
+func (j jobInHand) Current() *client.JobProgress { return j.cur.Load() }
+func (j jobInHand) Kinds() []client.JobKind      { return nil }

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
+	"msgx/internal/dispatch"
+	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -128,10 +131,10 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 	health.Check(ctx)
 	m := metrics.New(clock, "v-test", api.DatabaseUp(health))
 	m.Register(health.SampleAges(m.SampledAt))
-	inbox := api.NewInbox(db.Intake, clock, log, 1<<20, nil)
+	inbox := inbox.New(db.Intake, clock, log, 1<<20, nil)
 	inbox.Metrics = m
 	go inbox.Run(ctx)
-	srv := &api.Server{DB: storetest.API(db), Inbox: inbox, Clock: clock, Log: log, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}}
+	srv := api.New(api.Deps{DB: storetest.API(db), Inbox: inbox, Clock: clock, Log: log, Extra: []func(*http.ServeMux){api.MetricsRoute(m)}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
@@ -178,7 +181,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs.taken()
-	snap, err := api.SampleState(ctx, cs, clock, nil)
+	snap, err := (&metrics.Sampler{DB: cs, Targets: dispatch.TargetSamples(cs), Clock: clock}).Sample(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +189,7 @@ func TestMetricsScrapeReadsNoTable(t *testing.T) {
 		t.Errorf("a sample read the outbox's counts %d times, want once", n)
 	}
 	// Counted by a StateCounter instead (as `msgx serve` does): the same counts.
-	snap2, err := api.SampleState(ctx, cs, clock, api.CounterCounts(db.Operations.NewStateCounter(), clock))
+	snap2, err := (&metrics.Sampler{DB: cs, Counts: db.Operations.NewStateCounter(), Targets: dispatch.TargetSamples(cs), Clock: clock}).Sample(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,24 +241,24 @@ func TestHealthRoutes(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var lastStep time.Time
 	var mu sync.Mutex
-	srv := &api.Server{DB: storetest.API(db), Inbox: api.NewInbox(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
-		LastPumpStep: func() time.Time { mu.Lock(); defer mu.Unlock(); return lastStep }}
+	srv := api.New(api.Deps{DB: storetest.API(db), Inbox: inbox.New(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, Instance: "me",
+		Pump: steppingPump{func() time.Time { mu.Lock(); defer mu.Unlock(); return lastStep }}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	ctx := context.Background()
-	get := func(path string) (int, api.Readiness) {
+	get := func(path string) (int, client.Readiness) {
 		t.Helper()
 		resp, err := http.Get(ts.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var r api.Readiness
+		var r client.Readiness
 		b, _ := io.ReadAll(resp.Body)
 		json.Unmarshal(b, &r)
 		return resp.StatusCode, r
 	}
-	check := func(what string, code int, r api.Readiness, wantCode int, reason string) {
+	check := func(what string, code int, r client.Readiness, wantCode int, reason string) {
 		t.Helper()
 		if code != wantCode || !strings.Contains(r.Reason, reason) {
 			t.Errorf("%s: /readyz %d %+v, want %d with reason containing %q", what, code, r, wantCode, reason)
@@ -314,3 +317,13 @@ func TestHealthRoutes(t *testing.T) {
 		t.Errorf("/livez with the database down: %d", code)
 	}
 }
+
+// steppingPump is a pump whose last step the test sets; it foresees nothing and never halts.
+type steppingPump struct{ last func() time.Time }
+
+func (p steppingPump) Wake() {}
+func (p steppingPump) Foresee(context.Context, int64) (api.Foresight, error) {
+	return api.Foresight{}, nil
+}
+func (p steppingPump) LastStep() time.Time { return p.last() }
+func (p steppingPump) Halted() string      { return "" }

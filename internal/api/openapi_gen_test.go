@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/console"
 	"msgx/internal/flight"
-	"msgx/internal/jobs"
 	"msgx/internal/pipeline"
-	"msgx/internal/requests"
 	"msgx/internal/store"
 )
 
@@ -65,6 +64,22 @@ type schemaGen struct {
 var enums = map[reflect.Type][]string{
 	reflect.TypeFor[pipeline.ProcStatus]():  {"PENDING", "SUCCEEDED", "SKIPPED", "FAILED", "DEAD"},
 	reflect.TypeFor[pipeline.EventStatus](): {"PENDING", "SENT", "DEAD"},
+}
+
+// fieldEnums are the fields of the client's wire types whose values are fixed: the client
+// declares them as strings (it imports nothing of msgx's), the server fills them from the
+// enums above.
+var fieldEnums = map[string]reflect.Type{
+	"Message.State":    reflect.TypeFor[pipeline.ProcStatus](),
+	"ParkAnswer.From":  reflect.TypeFor[pipeline.ProcStatus](),
+	"ParkAnswer.State": reflect.TypeFor[pipeline.ProcStatus](),
+	"EventRow.State":   reflect.TypeFor[pipeline.EventStatus](),
+}
+
+// fieldEnum is the enum type of a client string field (fieldEnums), ok=false when it has none.
+func fieldEnum(t reflect.Type, field string) (reflect.Type, bool) {
+	e, ok := fieldEnums[t.Name()+"."+field]
+	return e, ok && t.PkgPath() == "msgx/client"
 }
 
 func (g *schemaGen) of(t reflect.Type) obj {
@@ -160,6 +175,9 @@ func (g *schemaGen) fields(t reflect.Type, props obj, req *[]string) {
 			name = f.Name
 		}
 		omit := slices.Contains(strings.Split(opts, ","), "omitempty")
+		if e, ok := fieldEnum(t, f.Name); ok {
+			ft = e
+		}
 		s := g.of(ft)
 		if omit {
 			s = nonNull(s) // omitempty leaves out nil pointers, slices and maps
@@ -218,15 +236,21 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[flight.Entry]():            "FlightEntry",
 	reflect.TypeFor[flight.Report]():           "ConsistencyReport",
 	reflect.TypeFor[flight.Mismatch]():         "ConsistencyMismatch",
-	reflect.TypeFor[requests.Shown]():          "Request",
-	reflect.TypeFor[requests.Spec]():           "RequestSpec",
+	reflect.TypeFor[client.Request]():          "Request",
+	reflect.TypeFor[client.RequestSpec]():      "RequestSpec",
 	reflect.TypeFor[console.Decoded]():         "DecodedMessage",
 	reflect.TypeFor[console.ThroughputStats](): "Throughput",
-	reflect.TypeFor[store.Ack]():               "DeadAck",
-	reflect.TypeFor[store.Pause]():             "Pause",
-	reflect.TypeFor[jobs.Progress]():           "JobProgress",
-	reflect.TypeFor[jobs.KindInfo]():           "JobKind",
-	reflect.TypeFor[api.JobInfo]():             "JobWithProgress",
+	reflect.TypeFor[client.Ack]():              "DeadAck",
+	reflect.TypeFor[client.Pause]():            "Pause",
+	reflect.TypeFor[client.ParkAnswer]():       "ParkResult",
+	reflect.TypeFor[client.Head]():             "HeadInfo",
+	reflect.TypeFor[client.Event]():            "EventBrief",
+	reflect.TypeFor[client.RecentNote]():       "Problem",
+	reflect.TypeFor[client.JobProgress]():      "JobProgress",
+	reflect.TypeFor[client.JobKind]():          "JobKind",
+	reflect.TypeFor[client.Job]():              "JobWithProgress",
+	reflect.TypeFor[client.JobRow]():           "Job",
+	reflect.TypeFor[client.ReplayItem]():       "PreviewItem",
 }
 
 // Roles, as routeRole (auth.go) gives them.
@@ -313,7 +337,7 @@ func stream(desc string) map[int]answer {
 func (g *schemaGen) routes() []op {
 	anyObject := obj{"type": "object", "description": "free-form JSON object"}
 	pauseBody := object([]any{}, obj{"reason": obj{"type": "string"}})
-	pause := jsonOK("the pause now", g.ref(api.PauseAnswer{}))
+	pause := jsonOK("the pause now", g.ref(client.PauseAnswer{}))
 	streamAfter := []param{pAfter}
 	eventFilters := []param{
 		{"target", "a delivery target's name (KAFKA_FLOP, …)", str("")},
@@ -328,9 +352,9 @@ func (g *schemaGen) routes() []op {
 		"dry_run": obj{"type": "boolean"},
 		"note":    obj{"type": "string"},
 		"ids":     obj{"type": "array", "items": obj{"type": "integer", "format": "int64"}, "description": "dry run: the ids that would move (up to 1,000)"},
-		"items":   obj{"type": "array", "items": g.ref(api.PreviewItem{}), "description": "dry run: the first 200 described"},
+		"items":   obj{"type": "array", "items": g.ref(client.ReplayItem{}), "description": "dry run: the first 200 described"},
 	})
-	session := jsonOK("who is logged in and the airport's zone", g.ref(api.Session{}))
+	session := jsonOK("who is logged in and the airport's zone", g.ref(client.Session{}))
 	flightsOfDay := object([]any{"day", "today", "timezone", "count", "flights", "changed"}, obj{
 		"day":      obj{"type": "string", "format": "date"},
 		"today":    obj{"type": "string", "format": "date", "description": "the airport's date now"},
@@ -389,7 +413,7 @@ func (g *schemaGen) routes() []op {
 		{method: "GET", path: "/livez", role: public, summary: "The process serves HTTP (reads nothing)",
 			ok: jsonOK("alive", object([]any{"status"}, obj{"status": obj{"const": "alive"}}))},
 		{method: "GET", path: "/readyz", role: public, summary: "Ready: the database answers and a pump holds its lease",
-			ok: map[int]answer{200: {desc: "ready", json: g.ref(api.Readiness{})}, 503: {desc: "not ready, with the reason", json: g.ref(api.Readiness{})}}},
+			ok: map[int]answer{200: {desc: "ready", json: g.ref(client.Readiness{})}, 503: {desc: "not ready, with the reason", json: g.ref(client.Readiness{})}}},
 		{method: "GET", path: "/metrics", role: viewer, summary: "Prometheus metrics", ok: map[int]answer{200: {desc: "the Prometheus text format", media: "text/plain"}}},
 		{method: "GET", path: "/api/v1/openapi.json", role: viewer, summary: "This document", ok: jsonOK("the OpenAPI 3.1 document", obj{"type": "object"})},
 
@@ -409,18 +433,18 @@ func (g *schemaGen) routes() []op {
 				{"to", "taken before (RFC 3339 or a date, UTC)", str("")},
 				{"q", "a substring of the identity, last error, note or (newest 50,000) body", obj{"type": "string", "maxLength": api.MaxSearchLen}},
 			}, paging...),
-			ok: jsonOK("a page of messages", g.listing("messages", &store.Message{})), errors: []int{400}},
+			ok: jsonOK("a page of messages", g.listing("messages", &client.Message{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/messages/stream", role: viewer, summary: "Live list of messages", query: streamAfter, ok: stream("each Message"), errors: []int{400, 429}},
-		{method: "GET", path: "/api/v1/messages/{id}", role: viewer, summary: "One message", ok: jsonOK("the message", g.ref(store.Message{})), errors: []int{400, 404}},
+		{method: "GET", path: "/api/v1/messages/{id}", role: viewer, summary: "One message", ok: jsonOK("the message", g.ref(client.Message{})), errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/messages/{id}/raw", role: viewer, summary: "The stored raw text, exactly",
 			ok: map[int]answer{200: {desc: "the raw text (live or archived)", media: "text/plain"}}, errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/messages/{id}/history", role: viewer, summary: "A message's outcomes and operators' actions, in order",
-			ok: jsonOK("the message and its history", g.ref(api.MessageHistory{})), errors: []int{400, 404}},
+			ok: jsonOK("the message and its history", g.ref(client.MessageHistory{})), errors: []int{400, 404}},
 		{method: "POST", path: "/api/v1/messages/{id}/park", role: operator, summary: "Set a message aside: DEAD with class PARKED",
 			body: object([]any{"reason"}, obj{"reason": obj{"type": "string"}}),
-			ok:   jsonOK("parked", g.ref(store.ParkResult{})), errors: []int{400, 404, 409, 413}},
+			ok:   jsonOK("parked", g.ref(client.ParkAnswer{})), errors: []int{400, 404, 409, 413}},
 		{method: "POST", path: "/api/v1/replay", role: operator, summary: "FAILED/DEAD messages of classes or ids back to PENDING (or a dry run)",
-			body: g.ref(api.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(api.ReplayAnswer{})), errors: []int{400}},
+			body: g.ref(client.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(api.ReplayAnswer{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/status", role: viewer, summary: "Counts, the head message, the pump and its pauses, and the sections of the other parts",
 			ok: jsonOK("the status", g.ref(api.Status{}))},
 		{method: "GET", path: "/api/v1/config", role: admin, summary: "The configuration, secrets masked",
@@ -430,16 +454,16 @@ func (g *schemaGen) routes() []op {
 			query: []param{pLimit, {"after", "an event id", pAfter.schema}},
 			ok:    jsonOK("a page of changes", g.listing("changes", store.FlightChange{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/audit", role: admin, summary: "The audit log, newest first", query: paging,
-			ok: jsonOK("a page of entries", g.listing("audit", store.AuditEntry{})), errors: []int{400}},
+			ok: jsonOK("a page of entries", g.listing("audit", client.AuditEntry{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/audit/stream", role: admin, summary: "Live list of the audit log", query: streamAfter, ok: stream("each audit entry"), errors: []int{400, 429}},
 		{method: "POST", path: "/api/v1/pump/pause", role: operator, summary: "Pause the pump", body: pauseBody, bodyOptional: true, ok: pause, errors: []int{400}},
 		{method: "POST", path: "/api/v1/pump/resume", role: operator, summary: "Resume the pump", body: pauseBody, bodyOptional: true, ok: pause, errors: []int{400}},
 		{method: "POST", path: "/api/v1/targets/{name}/pause", role: operator, summary: "Pause a delivery target", body: pauseBody, bodyOptional: true, ok: pause, errors: []int{400}},
 		{method: "POST", path: "/api/v1/targets/{name}/resume", role: operator, summary: "Resume a delivery target", body: pauseBody, bodyOptional: true, ok: pause, errors: []int{400}},
-		{method: "GET", path: "/api/v1/pauses", role: viewer, summary: "Every pause", ok: jsonOK("the pauses", g.wrap("pauses", store.Pause{}))},
+		{method: "GET", path: "/api/v1/pauses", role: viewer, summary: "Every pause", ok: jsonOK("the pauses", g.wrap("pauses", client.Pause{}))},
 
 		{method: "GET", path: "/api/v1/events", role: viewer, summary: "Outbox events, newest first", query: append(eventFilters, paging...),
-			ok: jsonOK("a page of events", g.listing("events", store.EventBrief{})), errors: []int{400}},
+			ok: jsonOK("a page of events", g.listing("events", client.Event{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/events/stream", role: viewer, summary: "Live list of events", query: append(eventFilters, pAfter),
 			ok: stream("each Event"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/events/{id}/payload", role: viewer, summary: "An event's payload exactly as stored",
@@ -449,28 +473,28 @@ func (g *schemaGen) routes() []op {
 			ok:   jsonOK("what moved (or would)", replayEvents), errors: []int{400}},
 
 		{method: "POST", path: "/api/v1/dead/ack", role: operator, summary: "Acknowledge dead letters",
-			body: g.ref(api.AckRequest{}), ok: jsonOK("what was acknowledged", g.ref(store.AckResult{})), errors: []int{400}},
+			body: g.ref(client.AckRequest{}), ok: jsonOK("what was acknowledged", g.ref(client.AckResult{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/dead", role: viewer, summary: "Dead-letter counts and the newest acknowledgements",
 			query: []param{{"kind", "message or event", obj{"type": "string", "enum": []any{"message", "event"}}}, pLimit},
-			ok:    jsonOK("the counts and acknowledgements", g.ref(api.DeadSummary{})), errors: []int{400}},
+			ok:    jsonOK("the counts and acknowledgements", g.ref(client.DeadSummary{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/dead/stream", role: viewer, summary: "Live list of messages that go DEAD", query: streamAfter, ok: stream("each Message"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/problems", role: viewer, summary: "Recent problems, newest first", query: []param{{"limit", "at most this many (1..1000)", obj{"type": "integer", "minimum": 1, "maximum": api.MaxLimit}}},
-			ok: jsonOK("the problems", g.wrap("problems", store.Problem{})), errors: []int{400}},
+			ok: jsonOK("the problems", g.wrap("problems", client.RecentNote{})), errors: []int{400}},
 
 		{method: "GET", path: "/api/v1/ref/{type}", role: viewer, summary: "The records of a reference TYPE",
-			ok: jsonOK("the records", object([]any{"type", "records"}, obj{"type": obj{"type": "string"}, "records": nullable(obj{"type": "array", "items": g.ref(store.RefEntry{})})})), errors: []int{404}},
+			ok: jsonOK("the records", object([]any{"type", "records"}, obj{"type": obj{"type": "string"}, "records": nullable(obj{"type": "array", "items": g.ref(client.RefEntry{})})})), errors: []int{404}},
 		{method: "GET", path: "/api/v1/ref/{type}/{key}", role: viewer, summary: "One reference record",
-			ok: jsonOK("the record", g.ref(store.RefEntry{})), errors: []int{404}},
+			ok: jsonOK("the record", g.ref(client.RefEntry{})), errors: []int{404}},
 
 		{method: "POST", path: "/api/v1/jobs", role: admin, summary: "Start a job",
 			body: object([]any{"kind"}, obj{"kind": obj{"type": "string"}, "params": obj{"type": "string"}}),
-			ok:   jsonOK("the job queued", g.ref(store.Job{})), errors: []int{400, 409}},
+			ok:   jsonOK("the job queued", g.ref(client.JobRow{})), errors: []int{400, 409}},
 		{method: "GET", path: "/api/v1/jobs", role: viewer, summary: "The newest 100 jobs and the one in hand",
-			ok: jsonOK("the jobs", object([]any{"jobs", "running"}, obj{"jobs": obj{"type": "array", "items": g.ref(api.JobInfo{})}, "running": g.ref(&jobs.Progress{})}))},
+			ok: jsonOK("the jobs", object([]any{"jobs", "running"}, obj{"jobs": obj{"type": "array", "items": g.ref(client.Job{})}, "running": g.ref(&client.JobProgress{})}))},
 		{method: "GET", path: "/api/v1/jobs/stream", role: viewer, summary: "Live list of jobs", query: streamAfter, ok: stream("each Job"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/jobs/kinds", role: viewer, summary: "Every job kind, whether it can run here and why not",
-			ok: jsonOK("the kinds", g.ref(api.JobKinds{}))},
-		{method: "GET", path: "/api/v1/jobs/{id}", role: viewer, summary: "One job", ok: jsonOK("the job", g.ref(api.JobInfo{})), errors: []int{400, 404}},
+			ok: jsonOK("the kinds", g.ref(client.JobKinds{}))},
+		{method: "GET", path: "/api/v1/jobs/{id}", role: viewer, summary: "One job", ok: jsonOK("the job", g.ref(client.Job{})), errors: []int{400, 404}},
 
 		{method: "GET", path: "/api/v1/flights", role: viewer, summary: "The flights of a local day (live, or as of a past time), or of a flight number (flno)",
 			query: []param{
@@ -492,15 +516,15 @@ func (g *schemaGen) routes() []op {
 				{"limit", "at most this many hits of each kind (1..1000, default 50)", obj{"type": "integer", "minimum": 1, "maximum": api.MaxLimit}},
 				{"tz", "the zone of the labels' times (UTC or an IANA name; default the airport's)", str("")},
 			},
-			ok: jsonOK("the hits", g.ref(api.FindAnswer{})), errors: []int{400}},
+			ok: jsonOK("the hits", g.ref(client.FindAnswer{})), errors: []int{400}},
 
 		{method: "POST", path: "/api/v1/requests", role: operator, summary: "Ask the AODB for data (RQRD, RQFD)",
-			body: g.ref(requests.Spec{}), ok: map[int]answer{201: {desc: "the request", json: g.ref(requests.Shown{})}}, errors: []int{400, 409}},
+			body: g.ref(client.RequestSpec{}), ok: map[int]answer{201: {desc: "the request", json: g.ref(client.Request{})}}, errors: []int{400, 409}},
 		{method: "GET", path: "/api/v1/requests", role: viewer, summary: "Data requests, newest first", query: append([]param{reqState}, paging...),
-			ok: jsonOK("a page of requests", g.listing("requests", requests.Shown{})), errors: []int{400}},
+			ok: jsonOK("a page of requests", g.listing("requests", client.Request{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/requests/stream", role: viewer, summary: "Live list of data requests", query: []param{reqState, pAfter},
 			ok: stream("each Request"), errors: []int{400, 429}},
-		{method: "GET", path: "/api/v1/requests/{id}", role: viewer, summary: "One data request", ok: jsonOK("the request", g.ref(requests.Shown{})), errors: []int{400, 404}},
+		{method: "GET", path: "/api/v1/requests/{id}", role: viewer, summary: "One data request", ok: jsonOK("the request", g.ref(client.Request{})), errors: []int{400, 404}},
 		{method: "POST", path: "/view/admin/data-request", role: operator, summary: "The legacy admin contract: {\"RQRD\":\"AIRL\"} or {\"RQFD\":\"\",\"STDB\":\"…\",\"STDE\":\"…\"}",
 			body: obj{"type": "object", "additionalProperties": obj{"type": "string"}},
 			ok:   jsonOK("queued", object([]any{"success", "request_id"}, obj{"success": obj{"const": true}, "request_id": obj{"type": "integer", "format": "int64"}})), errors: []int{400, 409}},
@@ -548,8 +572,8 @@ var errorDesc = map[int]string{
 
 func generateOpenAPI(t *testing.T) []byte {
 	g := &schemaGen{t: t, schemas: obj{}, named: map[reflect.Type]string{}}
-	g.schemas["Error"] = g.object(reflect.TypeFor[api.ErrorBody]())
-	g.named[reflect.TypeFor[api.ErrorBody]()] = "Error"
+	g.schemas["Error"] = g.object(reflect.TypeFor[client.ErrorBody]())
+	g.named[reflect.TypeFor[client.ErrorBody]()] = "Error"
 	paths := obj{}
 	for _, o := range g.routes() {
 		item, _ := paths[o.path].(obj)

@@ -136,7 +136,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 
 	// The mux Handler builds sends each documented operation of this package's routes to the
 	// pattern the document names (the routes other packages add are not in it here).
-	s := &Server{ConfigView: func() (map[string]any, error) { return nil, nil }}
+	s := New(Deps{Inbox: http.NotFoundHandler(), ConfigView: func() (map[string]any, error) { return nil, nil }})
 	s.Extra = append(s.Extra, FlightRoutes(nil, nil, nil), FindRoutes(nil), MetricsRoute(metrics.New(nil, "test", nil)), s.RequestRoutes(nil, nil))
 	mux := s.mux()
 	for _, d := range doc {
@@ -158,7 +158,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 
 // TestOpenAPIServed: GET /api/v1/openapi.json answers the document to a viewer.
 func TestOpenAPIServed(t *testing.T) {
-	s := &Server{}
+	s := New(Deps{})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json", nil)
 	req.RemoteAddr, req.Host = "127.0.0.1:5000", "localhost"

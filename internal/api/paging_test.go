@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/pipeline"
 	"msgx/internal/requests"
@@ -35,7 +36,7 @@ func TestRequestListingPagesAsEveryListing(t *testing.T) {
 	new(api.Server).RequestRoutes(svc, db.RequestTracker)(mux)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
-	get := func(query string) (int, []int64, api.ErrorBody) {
+	get := func(query string) (int, []int64, client.ErrorBody) {
 		t.Helper()
 		resp, err := http.Get(ts.URL + "/api/v1/requests?" + query)
 		if err != nil {
@@ -46,7 +47,7 @@ func TestRequestListingPagesAsEveryListing(t *testing.T) {
 			Requests []struct {
 				ID int64 `json:"id"`
 			} `json:"requests"`
-			api.ErrorBody
+			client.ErrorBody
 		}
 		json.NewDecoder(resp.Body).Decode(&body)
 		var got []int64

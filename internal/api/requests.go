@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,9 +10,17 @@ import (
 	"strconv"
 	"strings"
 
-	"msgx/internal/requests"
+	"msgx/client"
 	"msgx/internal/store"
 )
+
+// Requests is the data-request service (*requests.Service): it validates and creates what an
+// operator asks for (an invalid request is a store.ErrBadRequest), and shows a request as the
+// API answers it.
+type Requests interface {
+	Create(ctx context.Context, spec client.RequestSpec) (*store.Request, error)
+	Show(r *store.Request) client.Request
+}
 
 // RequestRoutes adds the data-request routes (docs/sis-format.md §4.3):
 //
@@ -24,13 +33,13 @@ import (
 //     {"RQFD":"","STDB":"…","STDE":"…"} → 200 {"success":true,"request_id":N}.
 //
 // A bad TYPE or window answers 400 naming the problem; in shadow mode 409 shadow_mode.
-func (s *Server) RequestRoutes(svc *requests.Service, db store.Requests) func(*http.ServeMux) {
+func (s *Server) RequestRoutes(svc Requests, db store.Requests) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/requests/stream", func(w http.ResponseWriter, r *http.Request) {
 			s.streamRequests(w, r, svc, db)
 		})
 		mux.HandleFunc("POST /api/v1/requests", func(w http.ResponseWriter, r *http.Request) {
-			var spec requests.Spec
+			var spec client.RequestSpec
 			if !readJSON(w, r, &spec) {
 				return
 			}
@@ -58,11 +67,11 @@ func (s *Server) RequestRoutes(svc *requests.Service, db store.Requests) func(*h
 				writeStoreError(w, err)
 				return
 			}
-			shown := make([]requests.Shown, len(list))
+			shown := make([]client.Request, len(list))
 			for i, req := range list {
 				shown[i] = svc.Show(req)
 			}
-			writeList(w, "requests", shown, c, func(s requests.Shown) int64 { return s.ID })
+			writeList(w, "requests", shown, c, func(s client.Request) int64 { return s.ID })
 		})
 		mux.HandleFunc("GET /api/v1/requests/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -111,11 +120,11 @@ func requestState(w http.ResponseWriter, q url.Values) (string, bool) {
 
 // legacySpec reads the legacy admin body: {"RQRD":"<TYPE>"} or {"RQFD":"","STDB":"…","STDE":"…"}
 // (the RQFD key present with an empty value).
-func legacySpec(w http.ResponseWriter, r *http.Request) (requests.Spec, error) {
+func legacySpec(w http.ResponseWriter, r *http.Request) (client.RequestSpec, error) {
 	var body map[string]json.RawMessage
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 	if err := dec.Decode(&body); err != nil {
-		return requests.Spec{}, fmt.Errorf("the body is not a JSON object: %v", err)
+		return client.RequestSpec{}, fmt.Errorf("the body is not a JSON object: %v", err)
 	}
 	str := func(key string) (string, bool, error) {
 		raw, ok := body[key]
@@ -130,51 +139,48 @@ func legacySpec(w http.ResponseWriter, r *http.Request) (requests.Spec, error) {
 	}
 	rqrd, hasRQRD, err := str("RQRD")
 	if err != nil {
-		return requests.Spec{}, err
+		return client.RequestSpec{}, err
 	}
 	rqfd, hasRQFD, err := str("RQFD")
 	if err != nil {
-		return requests.Spec{}, err
+		return client.RequestSpec{}, err
 	}
 	for key := range body {
 		switch key {
 		case "RQRD", "RQFD", "STDB", "STDE":
 		default:
-			return requests.Spec{}, fmt.Errorf("unknown key %q: send {\"RQRD\":\"<TYPE>\"} or {\"RQFD\":\"\",\"STDB\":\"…\",\"STDE\":\"…\"}", key)
+			return client.RequestSpec{}, fmt.Errorf("unknown key %q: send {\"RQRD\":\"<TYPE>\"} or {\"RQFD\":\"\",\"STDB\":\"…\",\"STDE\":\"…\"}", key)
 		}
 	}
 	switch {
 	case hasRQRD && hasRQFD:
-		return requests.Spec{}, errors.New("RQRD and RQFD together: send one request at a time")
+		return client.RequestSpec{}, errors.New("RQRD and RQFD together: send one request at a time")
 	case hasRQRD:
 		if strings.TrimSpace(rqrd) == "" {
-			return requests.Spec{}, errors.New("RQRD: missing the reference TYPE")
+			return client.RequestSpec{}, errors.New("RQRD: missing the reference TYPE")
 		}
-		return requests.Spec{Type: store.ReqReference, RefType: rqrd}, nil
+		return client.RequestSpec{Type: store.ReqReference, RefType: rqrd}, nil
 	case hasRQFD:
 		if rqfd != "" {
-			return requests.Spec{}, fmt.Errorf("RQFD must be empty (the window goes in STDB and STDE), got %q", rqfd)
+			return client.RequestSpec{}, fmt.Errorf("RQFD must be empty (the window goes in STDB and STDE), got %q", rqfd)
 		}
 		stdb, _, err := str("STDB")
 		if err != nil {
-			return requests.Spec{}, err
+			return client.RequestSpec{}, err
 		}
 		stde, _, err := str("STDE")
 		if err != nil {
-			return requests.Spec{}, err
+			return client.RequestSpec{}, err
 		}
-		return requests.Spec{Type: store.ReqSchedule, From: stdb, To: stde}, nil
+		return client.RequestSpec{Type: store.ReqSchedule, From: stdb, To: stde}, nil
 	}
-	return requests.Spec{}, errors.New(`neither RQRD nor RQFD: send {"RQRD":"<TYPE>"} or {"RQFD":"","STDB":"…","STDE":"…"}`)
+	return client.RequestSpec{}, errors.New(`neither RQRD nor RQFD: send {"RQRD":"<TYPE>"} or {"RQFD":"","STDB":"…","STDE":"…"}`)
 }
 
 // writeRequestError answers a failed request: 400 for what the operator asked, 409 in shadow
 // mode, else as any store error.
 func writeRequestError(w http.ResponseWriter, err error) {
-	var inv *requests.Invalid
 	switch {
-	case errors.As(err, &inv):
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 	case errors.Is(err, store.ErrBadRequest):
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 	case errors.Is(err, store.ErrShadow):

@@ -1,7 +1,11 @@
+// Package api is msgx's operations API: the routes under /api/v1 (messages, replay, status,
+// reference data, jobs, flights, events, dead letters, the streams), the health routes
+// (/healthz, /livez, /readyz) and the access control (Auth) that wraps them and the inbox
+// (internal/inbox), which the wiring hands in. Every error answers one JSON shape:
+// {"error": "...", "code": "..."} (client.ErrorBody).
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +19,9 @@ import (
 	"sync"
 	"time"
 
-	"msgx/internal/jobs"
+	"msgx/client"
+	"msgx/internal/api/reply"
+	"msgx/internal/jobs/jobkind"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/secret"
@@ -43,71 +49,65 @@ type Store interface {
 	LeaseHolder(ctx context.Context, name string) (string, time.Time, error)
 }
 
-// Server wires the HTTP routes. Optional parts (PumpInfo, Routes) may be nil.
-type Server struct {
+// Deps is what the API is built from (New): the database, the inbox it mounts, the access
+// control and the instruments, the parts of msgx that run elsewhere seen through small
+// interfaces (the pump, the lease, the dispatcher, the jobs, the data requests, phase A's
+// Redis, the message counter), the routes other packages add, and the bounds it serves by.
+// Optional parts may be nil.
+type Deps struct {
 	DB Store
+	// Inbox, when set, serves POST /cminmsgs/send: the inbox (internal/inbox), behind the same
+	// access control as the API.
+	Inbox http.Handler
+	Clock pipeline.Clock
+	Log   *slog.Logger
+	// Auth is the access control (auth.go); nil: no tokens, loopback clients only.
+	Auth *Auth
 	// Metrics, when set, counts the operator actions (msgx_operator_actions_total).
 	Metrics *metrics.Metrics
-	// JobProgress, when set, returns the job in hand (nil when none runs): the jobs' answers
-	// show its progress.
-	JobProgress func() *jobs.Progress
-	// JobKinds, when set, says of every job kind whether this configuration runs it and why
-	// not (jobs.Runner.Kinds): GET /api/v1/jobs/kinds lists them and POST /api/v1/jobs refuses
-	// one that cannot run (409 job_cannot_run). Nil: every kind is taken to run.
-	JobKinds func() []jobs.KindInfo
-	Inbox    *Inbox
-	Clock    pipeline.Clock
-	Log      *slog.Logger
-	// Foresee, when set, says what a message would do if applied now: a replay's dry run shows
-	// it for each message it would move.
-	Foresee func(ctx context.Context, id int64) (Foresight, error)
-	// PumpRunning says whether this process runs the pump (status shows it).
-	PumpRunning bool
-	// PumpState, when set, says at each request whether the pump runs in this process and,
-	// when it does not, why (standby behind another instance's lease, paused while the
-	// database does not answer). It overrides PumpRunning.
-	PumpState func() (running bool, note string)
-	// Loc is the airport's zone (sis.timezone): GET /api/v1/me names it, so that the console
-	// shows airport time whatever the browser's zone (nil: UTC).
-	Loc *time.Location
-	// Wake is the pump's Wake, called after a replay.
-	Wake func()
+	// Health, when set, is the database check /readyz answers from (Health.Run keeps it
+	// fresh): the request reads memory only. Nil: /readyz checks the database itself.
+	Health *Health
+
+	// Pump, when set, is this process's pump: woken after a replay, a park, a resume or an
+	// enqueued job, asked what a message would do (a replay's dry run), read for /readyz.
+	Pump Pump
+	// Lease, when set, says at each request whether the pump runs in this process and, when
+	// it does not, why (standby behind another instance's lease, paused while the database
+	// does not answer). It overrides PumpRunning.
+	Lease Lease
+	// Dispatcher, when set, is the delivery loop, kicked after an event replay or a resume.
+	Dispatcher Dispatcher
+	// Jobs, when set, is the job runner: the jobs' answers show the progress of the job in
+	// hand; GET /api/v1/jobs/kinds lists the kinds and POST /api/v1/jobs refuses one that
+	// cannot run (409 job_cannot_run). Nil: no job in hand, every kind taken to run.
+	Jobs Jobs
+	// Redis, when set, is phase A's Redis as /readyz reports its persistence.
+	Redis Redis
+	// Counts, when set, counts the messages per state for GET /api/v1/status (a
+	// store.StateCounter, which does not read every PROC_STATE row); nil: DB.CountByState.
+	Counts metrics.StateCounter
+	// ConfigView, when set, is the configuration GET /api/v1/config shows admins (redacted).
+	ConfigView func() (map[string]any, error)
 	// Extra lets other parts (flights, events) add their routes.
 	Extra []func(mux *http.ServeMux)
 	// StatusExtra adds sections to GET /api/v1/status.
 	StatusExtra map[string]func(ctx context.Context) (any, error)
+
+	// PumpRunning says whether this process runs the pump (status shows it) when Lease is nil.
+	PumpRunning bool
+	// Loc is the airport's zone (sis.timezone): GET /api/v1/me names it, so that the console
+	// shows airport time whatever the browser's zone (nil: UTC).
+	Loc *time.Location
 	// Instance is this process's name as a pump lease holder; /readyz says whether the
 	// instance holding the lease is this one.
 	Instance string
-	// LastPumpStep, when set, says when this process's pump last stepped (zero: never);
-	// /readyz answers 503 when this instance holds the lease but its pump has not stepped
-	// for PumpStepStale.
-	LastPumpStep func() time.Time
 	// PumpStepStale is how long a pump may go without a step before /readyz calls it stuck
 	// (default DefaultPumpStepStale).
 	PumpStepStale time.Duration
-	// Counts, when set, counts the messages per state for GET /api/v1/status (a
-	// store.StateCounter, which does not read every PROC_STATE row); nil: DB.CountByState.
-	Counts StateCounts
-	// Auth is the access control (auth.go); nil: no tokens, loopback clients only.
-	Auth *Auth
 	// Targets are the delivery targets' names (pause, resume and replay refuse others);
 	// empty: the targets the handlers emit to.
 	Targets []string
-	// DispatchWake ends the dispatcher's idle waits (after an event replay or a resume).
-	DispatchWake func()
-	// ConfigView, when set, is the configuration GET /api/v1/config shows admins (redacted).
-	ConfigView func() (map[string]any, error)
-	// PumpHalted, when set, says why this process's pump applies nothing although it runs
-	// ("" when it applies): phase A with a Redis that lost data. /readyz answers 503 with it.
-	PumpHalted func() string
-	// Health, when set, is the database check /readyz answers from (Health.Run keeps it
-	// fresh): the request reads memory only. Nil: /readyz checks the database itself.
-	Health *Health
-	// RedisPersistence, when set, says what /readyz reports of Redis's persistence (phase A:
-	// "not checked", "persistent", "volatile", …) and why the instance is not ready because
-	// of it ("" when that is fine).
-	RedisPersistence func() (state, notReady string)
 	// StreamPoll is how often a list's stream (GET /api/v1/messages/stream, …) reads the
 	// store (default DefaultStreamPoll); StreamHeartbeat how often it sends a comment line when
 	// idle (default DefaultStreamHeartbeat).
@@ -116,11 +116,59 @@ type Server struct {
 	// MaxStreamsPerToken those of one token (http.max-streams-per-token; 0:
 	// DefaultMaxStreamsPerToken): beyond them a stream is answered 429 with Retry-After.
 	MaxStreams, MaxStreamsPerToken int
+}
+
+// Pump is this process's pump as the API drives and reads it.
+type Pump interface {
+	// Wake ends the pump's idle wait: there is something to do.
+	Wake()
+	// Foresee says what message id would do if applied now.
+	Foresee(ctx context.Context, id int64) (Foresight, error)
+	// LastStep is when the pump last stepped (zero: never); /readyz answers 503 when this
+	// instance holds the lease but its pump has not stepped for PumpStepStale.
+	LastStep() time.Time
+	// Halted says why the pump applies nothing although it runs ("" when it applies): phase
+	// A with a Redis that lost data. /readyz answers 503 with it.
+	Halted() string
+}
+
+// Lease says whether the pump runs in this process and, when it does not, why
+// (*lease.Keeper).
+type Lease interface {
+	State() (running bool, note string)
+}
+
+// Dispatcher is the delivery loop (*dispatch.Dispatcher): Kick ends its idle waits.
+type Dispatcher interface {
+	Kick()
+}
+
+// Jobs is the job runner (*jobs.Runner) as the jobs' answers read it.
+type Jobs interface {
+	// Current is the job the pump runs now, nil when none.
+	Current() *client.JobProgress
+	// Kinds says of every job kind whether this configuration runs it and why not.
+	Kinds() []client.JobKind
+}
+
+// Redis is phase A's Redis as /readyz reports it: its persistence as last read ("not
+// checked", "persistent", "volatile", …) and why the instance is not ready because of it
+// ("" when that is fine).
+type Redis interface {
+	Persistence() (state, notReady string)
+}
+
+// Server serves the ops API (New).
+type Server struct {
+	Deps
 
 	streamsOnce, stopOnce sync.Once
 	streamsDone           chan struct{} // closed by StopStreams
 	doors                 doorState     // the streams and failed log-ins counted (doors.go)
 }
+
+// New returns the API served from d.
+func New(d Deps) *Server { return &Server{Deps: d} }
 
 // DefaultPumpStepStale is Server.PumpStepStale's default: an idle pump steps every poll
 // interval, a busy one at least every batch (a few seconds at most); only a long job (ARCHIVE
@@ -136,7 +184,9 @@ func (s *Server) Handler() http.Handler { return s.Auth.Wrap(s.mux()) }
 // mux registers every route (the OpenAPI route test reads it: openapi_routes_test.go).
 func (s *Server) mux() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/cminmsgs/send", s.Inbox)
+	if s.Inbox != nil {
+		mux.Handle("/cminmsgs/send", s.Inbox)
+	}
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /livez", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
@@ -200,33 +250,6 @@ func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "alive"})
 }
 
-// Readiness is the answer of GET /readyz.
-type Readiness struct {
-	Ready    bool   `json:"ready"`
-	Database string `json:"database"` // up, down, not checked
-	// DatabaseCheckedAt is when the database check this answer comes from ended, and
-	// DatabaseCheckAge how many seconds ago a check last succeeded (since the start when
-	// none has): the check runs in the background, never in the request.
-	DatabaseCheckedAt *time.Time `json:"database_checked_at,omitempty"`
-	DatabaseCheckAge  float64    `json:"database_check_age_seconds"`
-	// RedisPersistence is phase A's Redis persistence as last read ("not checked" until Redis
-	// answers); empty in phase B.
-	RedisPersistence string `json:"redis_persistence,omitempty"`
-	// Reason says why the instance is not ready; empty when it is.
-	Reason string `json:"reason,omitempty"`
-	// Pump says where the pump runs, from the lease row; nil when the database did not answer.
-	Pump *PumpWhere `json:"pump,omitempty"`
-}
-
-// PumpWhere is who holds the pump lease, as /readyz reads it.
-type PumpWhere struct {
-	Holder       string     `json:"holder"` // "" when nobody holds it
-	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
-	ThisInstance bool       `json:"this_instance"`
-	// LastStepAt is when this instance's pump last stepped (only when it holds the lease).
-	LastStepAt *time.Time `json:"last_step_at,omitempty"`
-}
-
 // readyz answers 200 when the database answers and some instance (this one or another) holds
 // an unexpired pump lease, so messages accepted here will be processed; when this instance is
 // the holder, its pump must also have stepped within PumpStepStale. Otherwise 503 with the
@@ -235,7 +258,7 @@ type PumpWhere struct {
 // from the background check (Health): a check that last succeeded more than Health.Stale ago
 // is a database that does not answer.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	rd := Readiness{Database: "up"}
+	rd := client.Readiness{Database: "up"}
 	notReady := func(reason string) {
 		rd.Reason = secret.Redact(reason)
 		writeJSON(w, http.StatusServiceUnavailable, rd)
@@ -254,8 +277,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		rd.DatabaseCheckedAt = &at
 	}
 	var redisWhy string
-	if s.RedisPersistence != nil {
-		rd.RedisPersistence, redisWhy = s.RedisPersistence()
+	if s.Redis != nil {
+		rd.RedisPersistence, redisWhy = s.Redis.Persistence()
 	}
 	switch {
 	case c.At.IsZero():
@@ -272,7 +295,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	holder, until := c.Holder, c.Until
-	rd.Pump = &PumpWhere{Holder: holder, ThisInstance: holder != "" && holder == s.Instance}
+	rd.Pump = &client.PumpWhere{Holder: holder, ThisInstance: holder != "" && holder == s.Instance}
 	if holder != "" {
 		u := until.UTC()
 		rd.Pump.ExpiresAt = &u
@@ -285,12 +308,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		notReady(fmt.Sprintf("the pump lease of %s expired at %s: its pump is not running and no instance has taken over yet", holder, until.UTC().Format(time.RFC3339)))
 		return
 	}
-	if rd.Pump.ThisInstance && s.LastPumpStep != nil {
+	if rd.Pump.ThisInstance && s.Pump != nil {
 		stale := s.PumpStepStale
 		if stale <= 0 {
 			stale = DefaultPumpStepStale
 		}
-		last := s.LastPumpStep()
+		last := s.Pump.LastStep()
 		if !last.IsZero() {
 			l := last.UTC()
 			rd.Pump.LastStepAt = &l
@@ -301,8 +324,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.PumpHalted != nil && rd.Pump.ThisInstance {
-		if why := s.PumpHalted(); why != "" {
+	if s.Pump != nil && rd.Pump.ThisInstance {
+		if why := s.Pump.Halted(); why != "" {
 			notReady("the pump applies nothing: " + why)
 			return
 		}
@@ -331,7 +354,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, message(m))
 }
 
 // messageOf reads the message the path's {id} names, answering 400 for an id that is not a
@@ -386,24 +409,18 @@ func intParam(s string, def int) (int, error) {
 	return n, nil
 }
 
-// ReplayRequest is the body of POST /api/v1/replay.
-type ReplayRequest struct {
-	Classes []string `json:"classes"`
-	IDs     []int64  `json:"ids"`
-	// DryRun answers what would move, moving nothing.
-	DryRun bool `json:"dry_run"`
-}
-
 // ReplayAnswer is the answer of POST /api/v1/replay.
 type ReplayAnswer struct {
-	store.ReplayResult
-	DryRun bool `json:"dry_run"`
+	Moved   int     `json:"moved"`
+	Skipped int     `json:"skipped"`
+	IDs     []int64 `json:"ids"`
+	DryRun  bool    `json:"dry_run"`
 	// Items describes (dry run only) up to MaxPreviewItems of what would move.
-	Items []PreviewItem `json:"items,omitempty"`
+	Items []client.ReplayItem `json:"items,omitempty"`
 }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
-	var req ReplayRequest
+	var req client.ReplayRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
@@ -435,7 +452,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 			writeStoreError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res, DryRun: true, Items: items})
+		writeJSON(w, http.StatusOK, ReplayAnswer{Moved: res.Moved, Skipped: res.Skipped, IDs: res.IDs, DryRun: true, Items: items})
 		return
 	}
 	res, err := s.DB.Replay(r.Context(), classes, req.IDs, s.Clock.Now())
@@ -451,30 +468,24 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	detail, _ := json.Marshal(map[string]any{"classes": req.Classes, "ids": req.IDs, "moved": res.Moved, "skipped": res.Skipped})
 	s.audit(r, "message.replay", fmt.Sprintf("%d message(s)", res.Moved), string(detail))
-	if res.Moved > 0 && s.Wake != nil {
-		s.Wake()
+	if res.Moved > 0 {
+		s.wakePump()
 	}
-	writeJSON(w, http.StatusOK, ReplayAnswer{ReplayResult: res})
+	writeJSON(w, http.StatusOK, ReplayAnswer{Moved: res.Moved, Skipped: res.Skipped, IDs: res.IDs})
 }
 
 // Status is the answer of GET /api/v1/status.
 type Status struct {
 	Counts      map[pipeline.ProcStatus]int `json:"counts"`
-	Head        *HeadInfo                   `json:"head"`
+	Head        *client.Head                `json:"head"`
 	PumpRunning bool                        `json:"pump_running"`
 	PumpState   string                      `json:"pump_state,omitempty"`
 	LeaseHolder string                      `json:"lease_holder,omitempty"`
 	// PumpPaused is the operator's pause of the pump (who, why, since when); null when it
 	// runs. Paused lists every pause, the pump's and the targets' ("target:<NAME>").
-	PumpPaused *store.Pause   `json:"pump_paused"`
-	Paused     []store.Pause  `json:"paused"`
+	PumpPaused *client.Pause  `json:"pump_paused"`
+	Paused     []client.Pause `json:"paused"`
 	Extra      map[string]any `json:"extra,omitempty"`
-}
-
-// HeadInfo is the head message and why it waits.
-type HeadInfo struct {
-	*store.Message
-	Why string `json:"why"`
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -482,22 +493,24 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	count := s.Counts
-	if count == nil {
-		count = s.DB.CountByState
+	var counts map[pipeline.ProcStatus]int
+	var err error
+	if s.Counts != nil {
+		counts, err = s.Counts.Counts(ctx, s.Clock.Now())
+	} else {
+		counts, err = s.DB.CountByState(ctx)
 	}
-	counts, err := count(ctx)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	st := Status{Counts: counts, Paused: []store.Pause{}}
+	st := Status{Counts: counts, Paused: []client.Pause{}}
 	st.PumpRunning, st.PumpState = s.pumpState()
 	if ps, err := s.DB.Pauses(ctx); err == nil {
-		st.Paused = ps
-		for i := range ps {
-			if ps[i].Name == store.PumpPause {
-				st.PumpPaused = &ps[i]
+		st.Paused = pauses(ps)
+		for i := range st.Paused {
+			if st.Paused[i].Name == store.PumpPause {
+				st.PumpPaused = &st.Paused[i]
 			}
 		}
 	}
@@ -510,7 +523,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if head != nil {
-		st.Head = &HeadInfo{Message: head, Why: s.why(head)}
+		st.Head = &client.Head{Message: message(head), Why: s.why(head)}
 		if p := st.PumpPaused; p != nil {
 			st.Head.Why = fmt.Sprintf("the pump is paused by %s since %s (%s); nothing is processed until POST /api/v1/pump/resume (msgx resume)",
 				p.By, p.At.Format(time.RFC3339), or(p.Reason, "no reason given"))
@@ -531,8 +544,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 
 // pumpState says whether the pump runs in this process, and a note on why not.
 func (s *Server) pumpState() (bool, string) {
-	if s.PumpState != nil {
-		return s.PumpState()
+	if s.Lease != nil {
+		return s.Lease.State()
 	}
 	if !s.PumpRunning {
 		return false, "off: pipeline.autostart is false"
@@ -569,7 +582,7 @@ func (s *Server) refList(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"type": typ, "records": list})
+	writeJSON(w, http.StatusOK, map[string]any{"type": typ, "records": refEntries(list)})
 }
 
 func (s *Server) refGet(w http.ResponseWriter, r *http.Request) {
@@ -587,20 +600,17 @@ func (s *Server) refGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no %s record %q", typ, r.PathValue("key")))
 		return
 	}
-	writeJSON(w, http.StatusOK, e)
+	writeJSON(w, http.StatusOK, refEntry(e))
 }
 
 func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Kind   string `json:"kind"`
-		Params string `json:"params"`
-	}
+	var req client.JobRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
-	if !slices.Contains(jobs.Kinds, req.Kind) {
+	if !slices.Contains(jobkind.Kinds, req.Kind) {
 		writeError(w, http.StatusBadRequest, "bad_kind", fmt.Sprintf("job kind %q is not known%s (%s)",
-			req.Kind, suggest.DidYouMean(strings.ToUpper(req.Kind), jobs.Kinds), strings.Join(jobs.Kinds, ", ")))
+			req.Kind, suggest.DidYouMean(strings.ToUpper(req.Kind), jobkind.Kinds), strings.Join(jobkind.Kinds, ", ")))
 		return
 	}
 	if s.cannotRun(w, req.Kind) {
@@ -612,10 +622,8 @@ func (s *Server) enqueueJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(r, "job.enqueue", fmt.Sprintf("job %d", j.ID), req.Kind+" "+req.Params)
-	if s.Wake != nil {
-		s.Wake()
-	}
-	writeJSON(w, http.StatusOK, j)
+	s.wakePump()
+	writeJSON(w, http.StatusOK, jobRow(j))
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
@@ -628,33 +636,32 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cur := s.jobInHand()
-	out := make([]JobInfo, len(jobs))
+	out := make([]client.Job, len(jobs))
 	for i, j := range jobs {
 		out[i] = jobInfo(j, cur)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": out, "running": cur})
 }
 
-// JobInfo is a job as GET /api/v1/jobs and /api/v1/jobs/{id} answer it: its row (state,
-// attempts, result or last error) and, while it runs, its progress (what it is doing, for how
-// long); progress is null otherwise.
-type JobInfo struct {
-	*store.Job
-	Progress *jobs.Progress `json:"progress"`
-}
-
-func jobInfo(j *store.Job, cur *jobs.Progress) JobInfo {
-	if cur != nil && cur.JobID == j.ID {
-		return JobInfo{Job: j, Progress: cur}
-	}
-	return JobInfo{Job: j}
-}
-
-func (s *Server) jobInHand() *jobs.Progress {
-	if s.JobProgress == nil {
+func (s *Server) jobInHand() *client.JobProgress {
+	if s.Jobs == nil {
 		return nil
 	}
-	return s.JobProgress()
+	return s.Jobs.Current()
+}
+
+// wakePump wakes the pump when it runs here.
+func (s *Server) wakePump() {
+	if s.Pump != nil {
+		s.Pump.Wake()
+	}
+}
+
+// kickDispatcher ends the dispatcher's idle wait when it runs here.
+func (s *Server) kickDispatcher() {
+	if s.Dispatcher != nil {
+		s.Dispatcher.Kick()
+	}
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
@@ -677,17 +684,9 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jobInfo(j, s.jobInHand()))
 }
 
-// ErrorBody is the one shape of every error answer.
-type ErrorBody struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-}
-
-// writeError writes the error answer; msg is redacted (secret.Redact), as it often quotes an
-// error from the database or a sink, and then cut (clipEcho): an input it quotes shows at
-// most MaxEcho characters.
+// writeError writes the one error shape (reply.Error).
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorBody{Error: clipEcho(secret.Redact(msg)), Code: code})
+	reply.Error(w, status, code, msg)
 }
 
 // writeStoreError answers a store error: the database refusing the request's input is the
@@ -706,23 +705,7 @@ func writeStoreError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, "internal", err.Error())
 }
 
-// WriteJSON writes v as JSON with status (for routes other packages add).
-func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
-
-// WriteError writes the one error shape (for routes other packages add).
-func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	writeError(w, status, code, msg)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		status, buf = http.StatusInternalServerError, *bytes.NewBufferString(`{"error":"cannot encode the answer","code":"internal"}` + "\n")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { reply.JSON(w, status, v) }
 
 func or(s, def string) string {
 	if s == "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/store/storetest"
 )
@@ -21,7 +22,7 @@ func TestLoginAndMeNameTheAirportZone(t *testing.T) {
 	}
 	zoneOf := func(what string, code int, body string) string {
 		t.Helper()
-		var s api.Session
+		var s client.Session
 		if code != 200 || json.Unmarshal([]byte(body), &s) != nil {
 			t.Fatalf("%s: %d %s", what, code, body)
 		}

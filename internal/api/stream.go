@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"msgx/client"
+	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
 
@@ -240,7 +242,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request) {
 	if !allowParams(w, r, "after") {
 		return
 	}
-	serveFeed(s, w, r, feed[*store.Message]{
+	serveFeed(s, w, r, feed[client.Message]{
 		what: "messages",
 		newest: func(ctx context.Context) (int64, error) {
 			ms, err := s.DB.SearchMessages(ctx, store.MessageQuery{Newest: true, Limit: 1})
@@ -249,11 +251,14 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request) {
 			}
 			return ms[0].ID, nil
 		},
-		read: func(ctx context.Context, after, before int64) ([]*store.Message, error) {
-			return s.DB.SearchMessages(ctx, store.MessageQuery{AfterID: after, BeforeID: before, Limit: MaxLimit})
+		read: func(ctx context.Context, after, before int64) ([]client.Message, error) {
+			ms, err := s.DB.SearchMessages(ctx, store.MessageQuery{AfterID: after, BeforeID: before, Limit: MaxLimit})
+			return messages(ms), err
 		},
-		id:     func(m *store.Message) int64 { return m.ID },
-		change: func(m *store.Message) (string, bool) { return string(m.State), !m.State.Terminal() },
+		id: func(m client.Message) int64 { return m.ID },
+		change: func(m client.Message) (string, bool) {
+			return m.State, !pipeline.ProcStatus(m.State).Terminal()
+		},
 	})
 }
 

@@ -33,6 +33,7 @@ import (
 	"msgx/internal/eureka"
 	"msgx/internal/flight"
 	"msgx/internal/handler"
+	"msgx/internal/inbox"
 	"msgx/internal/jobs"
 	"msgx/internal/lease"
 	"msgx/internal/logship"
@@ -91,7 +92,7 @@ type App struct {
 
 	o         Options
 	log       *slog.Logger
-	inbox     *api.Inbox
+	inbox     *inbox.Inbox
 	health    *api.Health // the database check /readyz and msgx_database_up answer from
 	registrar *eureka.Registrar
 	fstores   flightStores
@@ -160,7 +161,7 @@ type wiring struct {
 	runPump bool   // pipeline.autostart: this instance may run the pump and the dispatcher
 	holder  string // this instance's name as the pump lease's holder
 	metrics *metrics.Metrics
-	counts  api.StateCounts // the status's and the sampler's message counts
+	counts  metrics.StateCounter // the status's and the sampler's message counts
 	runner  *jobs.Runner
 	reqs    *requests.Service
 
@@ -187,7 +188,7 @@ func (a *App) newPump(ctx context.Context, w *wiring) error {
 		w.metrics.Register(metrics.DatabaseNodes(n)...)
 	}
 	counter := db.Operations.NewStateCounter()
-	w.counts = api.CounterCounts(counter, clock)
+	w.counts = counter
 	a.closers = append(a.closers, counter.Wait) // its background recount ends before the database closes
 	popt := pump.Options{
 		Metrics:      w.metrics,
@@ -292,9 +293,9 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 			// The daily jobs are enqueued by the instance that runs the pump.
 			sched := &jobs.Scheduler{DB: db.JobQueue, Clock: clock, Location: cfg.Location(), Entries: schedule(cfg), Logger: log, Wake: p.Wake}
 			wg.Go(func() { sched.Run(wctx) })
-			wg.Go(func() {
-				api.RunSampler(wctx, newAPIStore(db), counts, m, clock, log, cfg.Metrics.SampleInterval, targetNames(cfg)...)
-			})
+			sampler := &metrics.Sampler{DB: newAPIStore(db), Counts: counts, Targets: dispatch.TargetSamples(db.Outbox), Known: targetNames(cfg),
+				Clock: clock, Log: log, Every: cfg.Metrics.SampleInterval}
+			wg.Go(func() { sampler.Run(wctx, m) })
 			wg.Go(func() {
 				if err := disp.Run(wctx); err != nil {
 					log.Error("dispatcher stopped", "err", err.Error())
@@ -313,38 +314,29 @@ func (a *App) newKeeper(w *wiring) *lease.Keeper {
 func (a *App) newAPI(w *wiring) *api.Server {
 	cfg, db, log, clock := a.Cfg, a.DB, a.log, a.o.Clock
 	p, keeper, m := a.Pump, a.Keeper, w.metrics
-	wake := func() {}
-	dispWake := func() {}
-	if w.runPump {
-		wake, dispWake = p.Wake, a.Dispatcher.Kick
-	}
-	inbox := api.NewInbox(db.Intake, clock, log, w.bodyLimit, wake)
-	inbox.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
-	inbox.Deadline = cfg.HTTP.InboxDeadline
-	inbox.Origins = cfg.HTTP.InboxOrigins
-	inbox.Metrics = m
-	a.inbox = inbox
+	ap := apiPump{p: p, m: m, running: w.runPump, phaseA: a.fstores.redis != nil}
+	in := inbox.New(db.Intake, clock, log, w.bodyLimit, ap.Wake)
+	in.MaxInflightBytes = cfg.HTTP.MaxInflightBytes
+	in.Deadline = cfg.HTTP.InboxDeadline
+	in.Origins = cfg.HTTP.InboxOrigins
+	in.Metrics = m
+	a.inbox = in
 	tokens := make([]api.Token, len(cfg.Auth.Tokens))
 	for i, t := range cfg.Auth.Tokens {
 		tokens[i] = api.Token(t)
 	}
-	srv := &api.Server{DB: newAPIStore(db), Inbox: inbox, Clock: clock, Log: log, PumpRunning: w.runPump, Wake: wake, Instance: w.holder, Counts: w.counts,
-		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), DispatchWake: dispWake,
-		ConfigView: configView(cfg, w.bodyLimit), Loc: cfg.Location(), Metrics: m, Health: a.health}
-	srv.MaxStreams, srv.MaxStreamsPerToken = cfg.HTTP.MaxStreams, cfg.HTTP.MaxStreamsPerToken
+	d := api.Deps{DB: newAPIStore(db), Inbox: in, Clock: clock, Log: log, PumpRunning: w.runPump, Pump: ap, Instance: w.holder, Counts: w.counts,
+		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), Jobs: w.runner,
+		ConfigView: configView(cfg, w.bodyLimit), Loc: cfg.Location(), Metrics: m, Health: a.health,
+		MaxStreams: cfg.HTTP.MaxStreams, MaxStreamsPerToken: cfg.HTTP.MaxStreamsPerToken}
 	if w.runPump {
-		srv.LastPumpStep = m.LastPumpStep
+		d.Dispatcher = a.Dispatcher
 	}
-	// A replay's dry run says what each message would set and leave (nothing goes backwards).
-	srv.Foresee = func(ctx context.Context, id int64) (api.Foresight, error) {
-		f, err := p.Foresee(ctx, id)
-		return api.Foresight{Sets: f.Sets, Leaves: f.Leaves, Fails: f.Fails}, err
-	}
-	if srv.Auth.Open() {
+	if d.Auth.Open() {
 		log.Warn("no auth.tokens configured: the API and the console answer only to loopback clients (127.0.0.1, ::1); the inbox stays open (http.inbox-allow restricts it)")
 	}
 	if keeper != nil {
-		srv.PumpState = keeper.State
+		d.Lease = keeper
 	}
 	// Eureka (eureka.enabled): registers once the listener is open; never stops the start.
 	a.registrar = newRegistrar(cfg, pumpHealth(db.SQL.PingContext, keeper, func() bool { return p.Trouble() != nil }), log)
@@ -353,19 +345,55 @@ func (a *App) newAPI(w *wiring) *api.Server {
 	// Boards as of a past time; yesterday's, today's and tomorrow's folds kept up to date.
 	boards := pump.NewBoards(p, db.Flights)
 	a.closers = append(a.closers, boards.Keep(time.Minute))
-	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db.RefData, finder, boardAsOf(boards)), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db.RequestTracker), a.fstores.routes)
 	m.Register(append(append([]prometheus.Collector{p.TroubleMetric(), p.ParkedMetric(), flight.MismatchMetric()}, jobs.Collectors()...), logship.Collectors()...)...)
 	m.Register(w.reqs.Collectors()...)
 	if a.registrar != nil {
 		m.Register(a.registrar.Failures())
 	}
+	d.StatusExtra = a.statusExtra(w.runner)
+	a.fstores.redis.wireAPI(&d, p, m)
+	srv := api.New(d)
+	srv.Extra = append(srv.Extra, api.FlightRoutes(a.fstores.reader, db.RefData, finder, boardAsOf(boards)), api.FindRoutes(finder), api.MetricsRoute(m), srv.RequestRoutes(w.reqs, db.RequestTracker), a.fstores.routes)
 	// The web console at / (embedded assets) and its two read-only routes.
 	srv.Extra = append(srv.Extra, console.Routes(consoleStore{db.Flights, db.Processor}, clock, Decoding(cfg)))
-	srv.StatusExtra = a.statusExtra(w.runner)
-	srv.JobProgress = w.runner.Current
-	srv.JobKinds = w.runner.Kinds
-	a.fstores.redis.wireServer(srv, p, m)
 	return srv
+}
+
+// apiPump is this process's pump as the API drives and reads it: woken and read for /readyz
+// only where it runs (pipeline.autostart); halted only in phase A (Redis lost data).
+type apiPump struct {
+	p       *pump.Pump
+	m       *metrics.Metrics
+	running bool
+	phaseA  bool
+}
+
+func (a apiPump) Wake() {
+	if a.running {
+		a.p.Wake()
+	}
+}
+
+func (a apiPump) Foresee(ctx context.Context, id int64) (api.Foresight, error) {
+	f, err := a.p.Foresee(ctx, id)
+	return api.Foresight{Sets: f.Sets, Leaves: f.Leaves, Fails: f.Fails}, err
+}
+
+func (a apiPump) LastStep() time.Time {
+	if !a.running {
+		return time.Time{}
+	}
+	return a.m.LastPumpStep()
+}
+
+func (a apiPump) Halted() string {
+	if !a.phaseA {
+		return ""
+	}
+	if h := a.p.Halted(); h != nil {
+		return h.Reason
+	}
+	return ""
 }
 
 // statusExtra is what the status adds to the API's own: the targets, the pump's trouble,
@@ -373,18 +401,24 @@ func (a *App) newAPI(w *wiring) *api.Server {
 func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) (any, error) {
 	db, p := a.DB, a.Pump
 	extra := map[string]func(context.Context) (any, error){
-		"targets": api.TargetStatus(db.Outbox, a.o.Clock),
+		"targets": dispatch.StatusSection(db.Outbox, a.o.Clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
 		// The recent problems, durable: parked, dead or warned messages and operator actions.
-		"recent": func(ctx context.Context) (any, error) { return db.Triage.RecentProblems(ctx, 10) },
+		"recent": func(ctx context.Context) (any, error) {
+			ps, err := db.Triage.RecentProblems(ctx, 10)
+			return api.Problems(ps), err
+		},
 		// The dead letters, and how many of them an operator acknowledged.
-		"dead": func(ctx context.Context) (any, error) { return db.Triage.DeadCounts(ctx) },
+		"dead": func(ctx context.Context) (any, error) {
+			c, err := db.Triage.DeadCounts(ctx)
+			return api.DeadCounts(c), err
+		},
 		// The job in hand (null when none): its kind, what it is doing, for how long.
 		"job": func(context.Context) (any, error) { return runner.Current(), nil },
 		// The message in hand (null between steps): a long snapshot shows what it is at.
 		"in_hand":   func(context.Context) (any, error) { return p.InHand(), nil },
-		"last_jobs": lastJobs(db.JobQueue),
+		"last_jobs": api.LastJobs(db.JobQueue),
 	}
 	if a.Cfg.Shadow() {
 		extra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"msgx/internal/api"
+	"msgx/internal/api/reply"
 	"msgx/internal/config"
 	"msgx/internal/flight"
 	"msgx/internal/flight/redisflight"
@@ -174,15 +175,15 @@ func consistencyRoutes(sen *flight.Sentinel) func(*http.ServeMux) {
 	check := func(w http.ResponseWriter, r *http.Request) {
 		rep, err := sen.Check(r.Context())
 		if err != nil {
-			api.WriteError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+			reply.Error(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 			return
 		}
-		api.WriteJSON(w, http.StatusOK, rep)
+		reply.JSON(w, http.StatusOK, rep)
 	}
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/consistency", func(w http.ResponseWriter, r *http.Request) {
 			if last := sen.Last(); last != nil {
-				api.WriteJSON(w, http.StatusOK, last)
+				reply.JSON(w, http.StatusOK, last)
 				return
 			}
 			check(w, r)

@@ -33,25 +33,6 @@ func jobRunner(cfg config.Config, db *store.DB, flights jobs.FlightHistory, cloc
 	}, nil
 }
 
-// lastJobs is the status section "last_jobs": the newest job of each kind, with its result.
-func lastJobs(db store.Jobs) func(ctx context.Context) (any, error) {
-	return func(ctx context.Context) (any, error) {
-		list, err := db.ListJobs(ctx, 50)
-		if err != nil {
-			return nil, err
-		}
-		out := []*store.Job{}
-		seen := map[string]bool{}
-		for _, j := range list {
-			if !seen[j.Kind] {
-				seen[j.Kind] = true
-				out = append(out, j)
-			}
-		}
-		return out, nil
-	}
-}
-
 // knownJobs creates the jobs' metric series of every kind at zero and sets each kind's last
 // success from the stored jobs (the newest DONE job of each kind among the last 200), so a
 // restart neither hides a job kind nor makes a daily job look stale. A database that does not

@@ -47,21 +47,15 @@ func (r *phaseARedis) wirePump(p *pump.Pump, runner *jobs.Runner) {
 	runner.Restore = r.restore
 }
 
-// wireServer shows a stopped pump: the status section "pump_halted", /readyz and the gauge
-// msgx_pump_halted.
-func (r *phaseARedis) wireServer(srv *api.Server, p *pump.Pump, m *metrics.Metrics) {
+// wireAPI shows a stopped pump: the status section "pump_halted", /readyz (Redis's
+// persistence; the halt itself through apiPump) and the gauge msgx_pump_halted.
+func (r *phaseARedis) wireAPI(d *api.Deps, p *pump.Pump, m *metrics.Metrics) {
 	if r == nil {
 		return
 	}
-	srv.StatusExtra["pump_halted"] = func(context.Context) (any, error) { return p.Halted(), nil }
-	srv.PumpHalted = func() string {
-		if h := p.Halted(); h != nil {
-			return h.Reason
-		}
-		return ""
-	}
+	d.StatusExtra["pump_halted"] = func(context.Context) (any, error) { return p.Halted(), nil }
 	m.Register(p.HaltMetric())
-	srv.RedisPersistence = r.readiness
+	d.Redis = r
 }
 
 // restore is REDIS_RESTORE: FLIGHT_STATE written back into Redis, everything (no parameter:
@@ -278,10 +272,10 @@ func (r *phaseARedis) watchPersistence(ctx context.Context) {
 	}
 }
 
-// readiness is what /readyz says of Redis's persistence, and why the instance is not ready
+// Persistence is what /readyz says of Redis's persistence, and why the instance is not ready
 // because of it ("" when it is fine): not known yet (unless redis.allow-volatile), or volatile
 // and not accepted.
-func (r *phaseARedis) readiness() (state, notReady string) {
+func (r *phaseARedis) Persistence() (state, notReady string) {
 	p, ok := r.persistence()
 	switch {
 	case !ok && r.cfg.Redis.AllowVolatile:

@@ -77,7 +77,10 @@ func TestListing(t *testing.T) {
 		t.Errorf("stderr %q", errOut)
 	}
 	page.Limit = 2
-	jobs := []client.Job{{ID: 5}, {ID: 4}, {ID: 3}, {ID: 2}, {ID: 1}}
+	var jobs []client.Job
+	for _, id := range []int64{5, 4, 3, 2, 1} {
+		jobs = append(jobs, client.Job{JobRow: client.JobRow{ID: id}})
+	}
 	list, more := page.Jobs(jobs)
 	if len(list) != 2 || list[0].ID != 2 || list[1].ID != 3 || more != "--after 3 --order asc" {
 		t.Errorf("Jobs ascending after 1: %v, %q", list, more)

@@ -50,9 +50,6 @@ func WriteStatus(w io.Writer, st client.Status, now time.Time, z Zone) {
 			if n.Note != "" {
 				fmt.Fprintf(w, "    %s\n", n.Note)
 			}
-			for _, warning := range n.Warnings {
-				fmt.Fprintf(w, "    warning: %s\n", warning)
-			}
 		}
 	}
 	var targets []client.TargetStatus

@@ -20,7 +20,7 @@ import (
 	"strconv"
 	"time"
 
-	"msgx/internal/api"
+	"msgx/internal/api/reply"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/store"
@@ -77,12 +77,12 @@ func Routes(db Store, clock pipeline.Clock, opt sis.Options) func(*http.ServeMux
 				writeStoreError(w, err)
 				return
 			}
-			api.WriteJSON(w, http.StatusOK, tp)
+			reply.JSON(w, http.StatusOK, tp)
 		})
 		mux.HandleFunc("GET /api/v1/console/messages/{id}/decoded", func(w http.ResponseWriter, r *http.Request) {
 			id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 			if err != nil {
-				api.WriteError(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("message id %q is not a number", r.PathValue("id")))
+				reply.Error(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("message id %q is not a number", r.PathValue("id")))
 				return
 			}
 			raw, ok, err := db.Raw(r.Context(), id)
@@ -91,10 +91,10 @@ func Routes(db Store, clock pipeline.Clock, opt sis.Options) func(*http.ServeMux
 				return
 			}
 			if !ok {
-				api.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
+				reply.Error(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
 				return
 			}
-			api.WriteJSON(w, http.StatusOK, decode(id, raw, opt))
+			reply.JSON(w, http.StatusOK, decode(id, raw, opt))
 		})
 	}
 }
@@ -173,8 +173,8 @@ func Throughput(ctx context.Context, db Store, now time.Time) (ThroughputStats, 
 func writeStoreError(w http.ResponseWriter, err error) {
 	if errors.Is(err, store.ErrUnavailable) {
 		w.Header().Set("Retry-After", "5")
-		api.WriteError(w, http.StatusServiceUnavailable, "database_unavailable", err.Error())
+		reply.Error(w, http.StatusServiceUnavailable, "database_unavailable", err.Error())
 		return
 	}
-	api.WriteError(w, http.StatusInternalServerError, "internal", err.Error())
+	reply.Error(w, http.StatusInternalServerError, "internal", err.Error())
 }

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/flight"
 	"msgx/internal/jobs/jobkind"
 	"msgx/internal/pipeline"
@@ -99,17 +100,9 @@ type Runner struct {
 	cur *Progress
 }
 
-// Progress is the job in hand: its kind, what it is doing and since when.
-type Progress struct {
-	JobID     int64     `json:"job_id"`
-	Kind      string    `json:"kind"`
-	Doing     string    `json:"doing"`
-	StartedAt time.Time `json:"started_at"`
-	// RunningFor is how long it has run, at the time of the read.
-	RunningFor string `json:"running_for"`
-	// RunningSeconds is RunningFor in seconds.
-	RunningSeconds float64 `json:"running_seconds"`
-}
+// Progress is the job in hand: its kind, what it is doing and since when (the API's wire
+// type, as the jobs' answers and the status show it).
+type Progress = client.JobProgress
 
 // Current returns the job in hand, or nil when none runs.
 func (r *Runner) Current() *Progress {

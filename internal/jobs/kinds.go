@@ -1,17 +1,14 @@
 package jobs
 
 import (
+	"msgx/client"
 	"msgx/internal/pipeline"
 )
 
 // KindInfo says whether a job of one kind can run in this process's configuration and, when
-// it cannot, why (GET /api/v1/jobs/kinds, the console's job page, `msgx jobs --kinds`).
-type KindInfo struct {
-	Kind     string `json:"kind"`
-	Runnable bool   `json:"runnable"`
-	// Reason says why a kind cannot run ("" when it can).
-	Reason string `json:"reason,omitempty"`
-}
+// it cannot, why (GET /api/v1/jobs/kinds, the console's job page, `msgx jobs --kinds`): the
+// API's wire type.
+type KindInfo = client.JobKind
 
 // The reasons a kind cannot run, as Runnable gives them and RunJob fails with them.
 const (

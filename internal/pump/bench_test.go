@@ -15,6 +15,7 @@ import (
 
 	"msgx/internal/api"
 	"msgx/internal/handler"
+	"msgx/internal/inbox"
 	"msgx/internal/pipeline"
 	"msgx/internal/pump"
 	"msgx/internal/store"
@@ -37,12 +38,12 @@ func benchEndToEnd(b *testing.B, db *store.DB) {
 	p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 		Policy: defaultPolicy, Clock: clock, Logger: log, PollInterval: 50 * time.Millisecond,
 	})
-	inbox := api.NewInbox(db.Intake, clock, log, 1<<20, p.Wake)
+	in := inbox.New(db.Intake, clock, log, 1<<20, p.Wake)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go inbox.Run(ctx)
+	go in.Run(ctx)
 	go p.Run(ctx)
-	ts := httptest.NewServer((&api.Server{DB: storetest.API(db), Inbox: inbox, Clock: clock, Log: log}).Handler())
+	ts := httptest.NewServer(api.New(api.Deps{DB: storetest.API(db), Inbox: in, Clock: clock, Log: log}).Handler())
 	defer ts.Close()
 
 	msgs := make([]string, b.N)

@@ -22,22 +22,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"msgx/client"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/store"
 )
 
-// Spec is what an operator asks for.
-type Spec struct {
-	// Type is RQRD (a reference TYPE) or RQFD (a schedule window).
-	Type string `json:"type"`
-	// RefType is the reference TYPE an RQRD asks for (AIRL, …).
-	RefType string `json:"ref_type,omitempty"`
-	// From and To are the window of an RQFD: SIS times (03DEC26, 03DEC261200) or
-	// 2026-12-03, 2026-12-03 12:00, 2026-12-03T12:00 (airport local time), or RFC 3339.
-	From string `json:"from,omitempty"`
-	To   string `json:"to,omitempty"`
-}
+// Spec is what an operator asks for: the body of POST /api/v1/requests.
+type Spec = client.RequestSpec
 
 // Invalid says what is wrong with a Spec; the API answers it with 400.
 type Invalid struct {
@@ -46,6 +38,10 @@ type Invalid struct {
 }
 
 func (e *Invalid) Error() string { return e.Field + ": " + e.Msg }
+
+// Is makes an Invalid a store.ErrBadRequest: nothing was written, and the request must change
+// before it can succeed (the API answers both 400 invalid_request).
+func (e *Invalid) Is(target error) bool { return target == store.ErrBadRequest }
 
 // Validated is a Spec checked and put the way the request carries it.
 type Validated struct {
@@ -280,16 +276,13 @@ func (s *Service) sampleWaiting(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// Shown is a request as the API answers it: while the gateway has not sent it (REGISTERED),
-// with how long it has waited for the gateway, in seconds.
-type Shown struct {
-	*store.Request
-	WaitingForGateway *float64 `json:"waiting_for_gateway_s,omitempty"`
-}
-
-// Show returns r as the API answers it, its wait taken at the service's clock.
-func (s *Service) Show(r *store.Request) Shown {
-	out := Shown{Request: r}
+// Show returns r as the API answers it: while the gateway has not sent it (REGISTERED), with
+// how long it has waited for the gateway, in seconds, at the service's clock.
+func (s *Service) Show(r *store.Request) client.Request {
+	out := client.Request{ID: r.ID, Type: r.Type, STYP: r.STYP, STDB: r.STDB, STDE: r.STDE, AnswerType: r.AnswerType,
+		State: r.State, SEQN: r.SEQN, CoutmsgsID: r.CoutmsgsID, Resends: r.Resends, CreatedAt: r.CreatedAt,
+		UpdatedAt: r.UpdatedAt, SentAt: r.SentAt, DeadlineAt: r.DeadlineAt, QueuedAt: r.QueuedAt, FinishedAt: r.FinishedAt,
+		AnswerID: r.AnswerID}
 	if r.State == store.ReqRegistered && r.QueuedAt != nil {
 		w := max(0, s.opt.Clock.Now().Sub(*r.QueuedAt).Round(time.Millisecond).Seconds())
 		out.WaitingForGateway = &w

@@ -42,32 +42,32 @@ const ProblemKeep = 1000
 // AckResult is what an acknowledgement did: the ids acknowledged now, those that already
 // were, and those that are not DEAD (unknown, or replayed meanwhile), which it left alone.
 type AckResult struct {
-	Acked   []int64 `json:"acked"`
-	Already []int64 `json:"already"`
-	NotDead []int64 `json:"not_dead"`
+	Acked   []int64
+	Already []int64
+	NotDead []int64
 }
 
 // Ack is one acknowledged dead letter.
 type Ack struct {
-	Kind  string    `json:"kind"`
-	ID    int64     `json:"id"`
-	By    string    `json:"acked_by"`
-	At    time.Time `json:"acked_at"`
-	Note  string    `json:"note"`
-	State string    `json:"state"` // the row's state now: DEAD, or another after a replay
+	Kind  string
+	ID    int64
+	By    string
+	At    time.Time
+	Note  string
+	State string // the row's state now: DEAD, or another after a replay
 }
 
 // DeadCount is the dead letters of one kind: DEAD rows, of which acknowledged.
 type DeadCount struct {
-	Dead           int `json:"dead"`
-	Acknowledged   int `json:"acknowledged"`
-	Unacknowledged int `json:"unacknowledged"`
+	Dead           int
+	Acknowledged   int
+	Unacknowledged int
 }
 
 // DeadCounts are the dead messages and events.
 type DeadCounts struct {
-	Messages DeadCount `json:"messages"`
-	Events   DeadCount `json:"events"`
+	Messages DeadCount
+	Events   DeadCount
 }
 
 // deadSource is the table and state column of a kind of dead letter.
@@ -238,16 +238,16 @@ func (tr *Triage) PurgeAckedEvents(ctx context.Context, before time.Time, progre
 // Problem is one entry of the recent problems: a message parked, dead or applied with
 // warnings (Kind "outcome"), or an operator action (Kind "action": Actor, Subject).
 type Problem struct {
-	ID      int64     `json:"id"`
-	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"`
-	MsgID   int64     `json:"msg_id,omitempty"`
-	TypeTag string    `json:"type_tag,omitempty"`
-	State   string    `json:"state,omitempty"`
-	Class   string    `json:"error_class,omitempty"`
-	Actor   string    `json:"actor,omitempty"`
-	Subject string    `json:"subject,omitempty"`
-	Note    string    `json:"note,omitempty"`
+	ID      int64
+	At      time.Time
+	Kind    string
+	MsgID   int64
+	TypeTag string
+	State   string
+	Class   string
+	Actor   string
+	Subject string
+	Note    string
 }
 
 // Widths of PROBLEM_LOG's columns (DETAIL: DetailWidth; ACTOR: ActorWidth).

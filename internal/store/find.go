@@ -23,13 +23,13 @@ const DefaultBodyScan = 50000
 // BodyHits is the answer of SearchBodies: the messages found, newest first, and the range of
 // messages whose bodies were read.
 type BodyHits struct {
-	Messages []*Message `json:"messages"`
+	Messages []*Message
 	// Scanned is how many messages' bodies were read at most: those with ids above
 	// AboveID (the newest Scanned of them).
-	Scanned int   `json:"scanned"`
-	AboveID int64 `json:"above_id"`
+	Scanned int
+	AboveID int64
 	// More is true when more messages than limit matched.
-	More bool `json:"more"`
+	More bool
 }
 
 // bodyFloor returns the id below the newest within messages (0 when there are no more than
@@ -102,10 +102,10 @@ const MaxFlightsSearched = MaxPageLimit
 // FlightHits is the answer of MessagesOfFlights: the messages, newest first, and whether more
 // than the limit matched.
 type FlightHits struct {
-	Messages []*Message `json:"messages"`
+	Messages []*Message
 	// Named says, by message id, which of the flights asked each message named, in FLID order.
-	Named map[int64][]int64 `json:"named"`
-	More  bool              `json:"more"`
+	Named map[int64][]int64
+	More  bool
 }
 
 // MessagesOfFlights returns up to limit (100 for 0, at most MaxPageLimit) of the messages that

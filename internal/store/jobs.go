@@ -20,21 +20,21 @@ const (
 // Job is one PUMP_JOB row. A job runs in the message order: after every message up to
 // AfterMsgID is finished and before any later message (DESIGN.md §3, U15).
 type Job struct {
-	ID            int64      `json:"id"`
-	Kind          string     `json:"kind"`
-	AfterMsgID    int64      `json:"after_msg_id"`
-	Params        string     `json:"params,omitempty"`
-	State         string     `json:"state"`
-	Attempts      int        `json:"attempts"`
-	NextAttemptAt *time.Time `json:"next_attempt_at"`
-	FirstFailedAt *time.Time `json:"first_failed_at"`
-	LastError     *string    `json:"last_error"`
-	Result        *string    `json:"result"`
-	CreatedAt     time.Time  `json:"created_at"`
-	FinishedAt    *time.Time `json:"finished_at"`
+	ID            int64
+	Kind          string
+	AfterMsgID    int64
+	Params        string
+	State         string
+	Attempts      int
+	NextAttemptAt *time.Time
+	FirstFailedAt *time.Time
+	LastError     *string
+	Result        *string
+	CreatedAt     time.Time
+	FinishedAt    *time.Time
 	// ScheduleKey is the scheduler's key (kind/local day) of a job it enqueued; "" for one
 	// enqueued by hand.
-	ScheduleKey string `json:"schedule_key,omitempty"`
+	ScheduleKey string
 }
 
 // EnqueueJob adds a job ordered after every message accepted so far.

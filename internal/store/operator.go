@@ -64,12 +64,12 @@ func clampLimit(n int) int {
 // attempt, DEAD, SKIPPED; Actor empty) or an operator's action (park, replay; Actor names the
 // token).
 type HistoryEntry struct {
-	At       time.Time `json:"at"`
-	State    string    `json:"state"`
-	Class    *string   `json:"error_class"`
-	Attempts int       `json:"attempts"`
-	Detail   string    `json:"detail"`
-	Actor    string    `json:"actor,omitempty"`
+	At       time.Time
+	State    string
+	Class    *string
+	Attempts int
+	Detail   string
+	Actor    string
 }
 
 // insertHistory adds one history row inside tx.
@@ -139,10 +139,10 @@ func (e ParkRefused) Error() string {
 
 // ParkResult says what Park did.
 type ParkResult struct {
-	ID    int64               `json:"id"`
-	From  pipeline.ProcStatus `json:"from_state"`
-	State pipeline.ProcStatus `json:"state"`
-	Class pipeline.ErrorClass `json:"error_class"`
+	ID    int64
+	From  pipeline.ProcStatus
+	State pipeline.ProcStatus
+	Class pipeline.ErrorClass
 }
 
 // Park sets message id aside: DEAD with class PARKED (replayable), its last error saying who
@@ -192,14 +192,14 @@ UPDATED_AT = ?, PROCESSED_AT = ? WHERE CMINMSGS_ID = ? AND STATE = ?`,
 
 // AuditEntry is one operator action.
 type AuditEntry struct {
-	ID      int64     `json:"id"`
-	At      time.Time `json:"at"`
-	Actor   string    `json:"actor"`
-	Role    string    `json:"role"`
-	Action  string    `json:"action"`
-	Subject string    `json:"subject"`
-	Detail  string    `json:"detail"`
-	Remote  string    `json:"remote"`
+	ID      int64
+	At      time.Time
+	Actor   string
+	Role    string
+	Action  string
+	Subject string
+	Detail  string
+	Remote  string
 }
 
 // AddAudit writes a to the audit log; texts are fitted to their columns and redacted.
@@ -249,10 +249,10 @@ FROM AUDIT_LOG WHERE `+cond+` ORDER BY `+order+` LIMIT ?`, append(args, clampLim
 
 // Pause is one paused part: "pump" or "target:<NAME>".
 type Pause struct {
-	Name   string    `json:"name"`
-	By     string    `json:"paused_by"`
-	Reason string    `json:"reason"`
-	At     time.Time `json:"paused_at"`
+	Name   string
+	By     string
+	Reason string
+	At     time.Time
 }
 
 // PumpPause is the pause name of the pump; TargetPause that of a delivery target.

@@ -14,27 +14,27 @@ import (
 
 // Message is one inbound message with its processing state, as the API shows it.
 type Message struct {
-	ID            int64               `json:"id"`
-	State         pipeline.ProcStatus `json:"state"`
-	ErrorClass    *string             `json:"error_class"`
-	Attempts      int                 `json:"attempts"`
-	LastError     *string             `json:"last_error"`
-	TypeTag       *string             `json:"type_tag"`
-	Identity      *string             `json:"identity"`
-	ReceivedAt    *time.Time          `json:"received_at"`
-	ProcessedAt   *time.Time          `json:"processed_at"`
-	NextAttemptAt *time.Time          `json:"next_attempt_at"`
-	FirstFailedAt *time.Time          `json:"first_failed_at"`
+	ID            int64
+	State         pipeline.ProcStatus
+	ErrorClass    *string
+	Attempts      int
+	LastError     *string
+	TypeTag       *string
+	Identity      *string
+	ReceivedAt    *time.Time
+	ProcessedAt   *time.Time
+	NextAttemptAt *time.Time
+	FirstFailedAt *time.Time
 	// Note says what processing did ("2 FLTR before today ignored; nothing applied");
 	// Warnings what it noticed and applied anyway. Both are empty until processed.
-	Note     string   `json:"note"`
-	Warnings []string `json:"warnings"`
+	Note     string
+	Warnings []string
 	// TraceID is the W3C trace id the sender passed in its traceparent header ("" when none);
 	// the log lines of the message's journey carry it as trace_id.
-	TraceID string `json:"trace_id,omitempty"`
+	TraceID string
 	// AnsweredRequest is the data request (REQ_TRACK) this message answered, if any; only
 	// GetMessage fills it.
-	AnsweredRequest *int64 `json:"answered_request,omitempty"`
+	AnsweredRequest *int64
 }
 
 // Class returns the error class, or "".
@@ -547,9 +547,9 @@ func insertEventRows(ctx context.Context, tx execer, rows []eventRow) (int, erro
 
 // ReplayResult says what a replay did.
 type ReplayResult struct {
-	Moved   int     `json:"moved"`
-	Skipped int     `json:"skipped"`
-	IDs     []int64 `json:"ids"`
+	Moved   int
+	Skipped int
+	IDs     []int64
 }
 
 // Replay moves FAILED and DEAD messages of the given classes (and, when ids is not empty, only

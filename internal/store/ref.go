@@ -17,13 +17,13 @@ const RefSource = "AODB"
 
 // RefEntry is one stored reference record.
 type RefEntry struct {
-	Type      string          `json:"type"`
-	Key       string          `json:"key"`
-	Fields    json.RawMessage `json:"fields"`
-	Version   int64           `json:"version"`
-	Source    string          `json:"source"`
-	MsgID     *int64          `json:"msg_id"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	Type      string
+	Key       string
+	Fields    json.RawMessage
+	Version   int64
+	Source    string
+	MsgID     *int64
+	UpdatedAt time.Time
 }
 
 // applyRef applies one reference change inside tx and returns how many records it changed.

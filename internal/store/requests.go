@@ -65,26 +65,26 @@ var ErrBadRequest = errors.New("bad data request")
 
 // Request is one data request to the AODB and where it stands.
 type Request struct {
-	ID   int64  `json:"id"`
-	Type string `json:"type"` // RQRD | RQFD
-	STYP string `json:"styp"` // the reference TYPE, or NONE
+	ID   int64
+	Type string // RQRD | RQFD
+	STYP string // the reference TYPE, or NONE
 	// STDB and STDE are the schedule window as written into the request (RQFD only).
-	STDB       string     `json:"stdb,omitempty"`
-	STDE       string     `json:"stde,omitempty"`
-	AnswerType string     `json:"answer_type"` // the TYPE of the RESP that answers it
-	State      string     `json:"state"`
-	SEQN       string     `json:"seqn"`        // of the latest send
-	CoutmsgsID int64      `json:"coutmsgs_id"` // the latest send's COUTMSGS row
-	Resends    int        `json:"resends"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
-	SentAt     *time.Time `json:"sent_at"`     // when the gateway sent the latest send (its COUTMSGS_DATE_SENT)
-	DeadlineAt *time.Time `json:"deadline_at"` // SENT: SentAt + the timeout, when it is re-sent or expires without an answer
+	STDB       string
+	STDE       string
+	AnswerType string // the TYPE of the RESP that answers it
+	State      string
+	SEQN       string // of the latest send
+	CoutmsgsID int64  // the latest send's COUTMSGS row
+	Resends    int
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	SentAt     *time.Time // when the gateway sent the latest send (its COUTMSGS_DATE_SENT)
+	DeadlineAt *time.Time // SENT: SentAt + the timeout, when it is re-sent or expires without an answer
 	// QueuedAt is, while the request is REGISTERED, when its latest COUTMSGS row was written:
 	// since then it waits for the gateway.
-	QueuedAt   *time.Time `json:"waiting_for_gateway_since,omitempty"`
-	FinishedAt *time.Time `json:"finished_at"` // DONE or EXPIRED
-	AnswerID   *int64     `json:"answer_msg_id"`
+	QueuedAt   *time.Time
+	FinishedAt *time.Time // DONE or EXPIRED
+	AnswerID   *int64
 }
 
 // Open reports whether the request still waits for its answer.

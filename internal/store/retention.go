@@ -283,9 +283,9 @@ func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int
 
 // PurgeResult counts the rows a purge of messages deleted, per table.
 type PurgeResult struct {
-	ProcState int `json:"PROC_STATE"`
-	History   int `json:"CMINMSGS_HST"`
-	Inbox     int `json:"CMINMSGS"`
+	ProcState int
+	History   int
+	Inbox     int
 }
 
 func (r *PurgeResult) plus(o PurgeResult) {

@@ -1,7 +1,6 @@
-package api_test
+package inbox_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,22 +14,23 @@ import (
 	"testing"
 	"time"
 
-	"msgx/internal/api"
+	"msgx/client"
+	"msgx/internal/inbox"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
+	"msgx/internal/testkit"
 )
 
 func newServer(t *testing.T, db *store.DB) (*httptest.Server, *atomic.Int32) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	woken := &atomic.Int32{}
-	inbox := api.NewInbox(db.Intake, pipeline.SystemClock{}, log, 1<<20, func() { woken.Add(1) })
+	in := inbox.New(db.Intake, pipeline.SystemClock{}, log, 1<<20, func() { woken.Add(1) })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go inbox.Run(ctx)
-	srv := &api.Server{DB: storetest.API(db), Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}
-	ts := httptest.NewServer(srv.Handler())
+	go in.Run(ctx)
+	ts := httptest.NewServer(in)
 	t.Cleanup(ts.Close)
 	return ts, woken
 }
@@ -73,35 +73,10 @@ func TestInboxAnswers503WhenTheDatabaseIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var e api.ErrorBody
+	var e client.ErrorBody
 	json.NewDecoder(resp.Body).Decode(&e)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || e.Code != "database_unavailable" {
 		t.Fatalf("got %d %+v Retry-After=%q", resp.StatusCode, e, resp.Header.Get("Retry-After"))
-	}
-}
-
-func TestReadAPIErrors(t *testing.T) {
-	t.Parallel()
-	ts, _ := newServer(t, storetest.SQLite(t))
-	for path, want := range map[string]int{
-		"/api/v1/messages/abc":        400,
-		"/api/v1/messages/99":         404,
-		"/api/v1/messages?state=NOPE": 400,
-		"/api/v1/messages?class=NOPE": 400,
-		"/api/v1/ref/NOPE":            404,
-		"/api/v1/ref/AIRL/XX":         404,
-		"/api/v1/nothing":             404,
-	} {
-		resp, err := http.Get(ts.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e api.ErrorBody
-		json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if resp.StatusCode != want || e.Code == "" || e.Error == "" {
-			t.Errorf("GET %s: %d %+v, want %d with the error shape", path, resp.StatusCode, e, want)
-		}
 	}
 }
 
@@ -113,11 +88,11 @@ func TestInboxMessageTheDatabaseRefusesIs413AndSparesItsBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	inbox := api.NewInbox(db.Intake, pipeline.SystemClock{}, log, int64(packet)*2, nil)
+	in := inbox.New(db.Intake, pipeline.SystemClock{}, log, int64(packet)*2, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go inbox.Run(ctx)
-	ts := httptest.NewServer((&api.Server{DB: storetest.API(db), Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+	go in.Run(ctx)
+	ts := httptest.NewServer(in)
 	defer ts.Close()
 
 	big := strings.Repeat("x", packet+1024)
@@ -157,12 +132,12 @@ func TestInboxBoundsTheBytesInFlight(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	inbox := api.NewInbox(db.Intake, pipeline.SystemClock{}, log, 1000, nil)
-	inbox.MaxInflightBytes = 1000
+	in := inbox.New(db.Intake, pipeline.SystemClock{}, log, 1000, nil)
+	in.MaxInflightBytes = 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go inbox.Run(ctx)
-	ts := httptest.NewServer((&api.Server{DB: storetest.API(db), Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+	go in.Run(ctx)
+	ts := httptest.NewServer(in)
 	t.Cleanup(ts.Close)
 
 	post := func(body io.Reader, length int64) (int, string) {
@@ -232,7 +207,7 @@ func TestInboxMessageTheColumnCannotHoldIs422(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			var e api.ErrorBody
+			var e client.ErrorBody
 			json.NewDecoder(resp.Body).Decode(&e)
 			resp.Body.Close()
 			codes[i] = resp.StatusCode
@@ -254,16 +229,16 @@ func TestInboxMessageTheColumnCannotHoldIs422(t *testing.T) {
 func TestInboxAnswers503AtTheDeadline(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		var logged syncBuffer
+		var logged testkit.Buffer
 		log := slog.New(slog.NewTextHandler(&logged, nil))
 		m := metrics.New(nil, "test", nil)
-		inbox := api.NewInbox(db.Intake, pipeline.SystemClock{}, log, 1<<20, nil)
-		inbox.Deadline = 500 * time.Millisecond
-		inbox.Metrics = m
+		in := inbox.New(db.Intake, pipeline.SystemClock{}, log, 1<<20, nil)
+		in.Deadline = 500 * time.Millisecond
+		in.Metrics = m
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		go inbox.Run(ctx)
-		ts := httptest.NewServer((&api.Server{DB: storetest.API(db), Inbox: inbox, Clock: pipeline.SystemClock{}, Log: log}).Handler())
+		go in.Run(ctx)
+		ts := httptest.NewServer(in)
 		t.Cleanup(ts.Close)
 
 		hold, err := db.SQL.BeginTx(ctx, nil)
@@ -290,15 +265,15 @@ func TestInboxAnswers503AtTheDeadline(t *testing.T) {
 				}
 				defer resp.Body.Close()
 				took := time.Since(began)
-				var e api.ErrorBody
+				var e client.ErrorBody
 				json.NewDecoder(resp.Body).Decode(&e)
 				if resp.StatusCode != 503 || e.Code != "database_timeout" || resp.Header.Get("Retry-After") == "" ||
 					!strings.Contains(e.Error, "http.inbox-deadline") {
 					t.Errorf("post %d while the database hangs: %d %+v Retry-After=%q, want 503 database_timeout with Retry-After",
 						i, resp.StatusCode, e, resp.Header.Get("Retry-After"))
 				}
-				if took > inbox.Deadline+time.Second {
-					t.Errorf("post %d held %s, deadline %s", i, took, inbox.Deadline)
+				if took > in.Deadline+time.Second {
+					t.Errorf("post %d held %s, deadline %s", i, took, in.Deadline)
 				}
 			}()
 		}
@@ -318,7 +293,7 @@ func TestInboxAnswers503AtTheDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != 200 || time.Since(began) > inbox.Deadline {
+		if resp.StatusCode != 200 || time.Since(began) > in.Deadline {
 			t.Fatalf("post after the database answers again: %d after %s", resp.StatusCode, time.Since(began))
 		}
 	})
@@ -340,22 +315,4 @@ func counter(t *testing.T, m *metrics.Metrics, name string) float64 {
 		}
 	}
 	return sum
-}
-
-// syncBuffer is a bytes.Buffer a logger writes to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

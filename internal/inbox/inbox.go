@@ -1,7 +1,10 @@
-// Package api is msgx's HTTP surface: the inbox (POST /cminmsgs/send), the operations API
-// under /api/v1 (messages, replay, status, reference data and what later issues add), and
-// /healthz. Every error answers one JSON shape: {"error": "...", "code": "..."}.
-package api
+// Package inbox is msgx's first stage: POST /cminmsgs/send takes a raw SIS
+// message from the gateway and answers with its id once it is durable. It bounds what a post
+// may hold (the body limit, the bytes in flight, the deadline of the commit), refuses posts
+// that web pages make (http.inbox-origins), converts the declared charset to UTF-8, and
+// counts what it takes and refuses. The wiring (internal/app) mounts it beside the ops API;
+// the access rule of http.inbox-allow is the API's (api.Auth), which wraps both.
+package inbox
 
 import (
 	"bytes"
@@ -24,6 +27,7 @@ import (
 	"golang.org/x/text/encoding/simplifiedchinese"
 	"golang.org/x/text/transform"
 
+	"msgx/internal/api/reply"
 	"msgx/internal/logship"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
@@ -56,7 +60,7 @@ type Inbox struct {
 	flightMu sync.Mutex
 	inflight int64
 
-	db      InboxStore
+	db      Store
 	clock   pipeline.Clock
 	log     *slog.Logger
 	refused *ratelog.Limiter // the 503s' warnings: the first at once, then a count a minute
@@ -74,9 +78,9 @@ type inboxReq struct {
 	gone atomic.Bool
 }
 
-// InboxStore is what the inbox needs of the database: storing raw messages durably, with the
+// Store is what the inbox needs of the database: storing raw messages durably, with the
 // trace id of each request's traceparent header when a request of the commit carries one.
-type InboxStore interface {
+type Store interface {
 	store.Inbox
 	// InsertMessagesTraced is InsertMessages that also keeps traces[i] with raws[i] ("": none).
 	InsertMessagesTraced(ctx context.Context, raws, traces []string, now time.Time) ([]int64, error)
@@ -90,8 +94,8 @@ type inboxRes struct {
 // maxBatch bounds how many requests share one commit.
 const maxBatch = 256
 
-// NewInbox returns an inbox over db; wake is called after each commit (the pump's Wake).
-func NewInbox(db InboxStore, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
+// New returns an inbox over db; wake is called after each commit (the pump's Wake).
+func New(db Store, clock pipeline.Clock, log *slog.Logger, maxBody int64, wake func()) *Inbox {
 	if wake == nil {
 		wake = func() {}
 	}
@@ -241,13 +245,13 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if why, refused := browserRefusal(r, in.Origins); refused {
 		in.Metrics.InboxRefused("origin")
 		in.refused.Warn("inbox post refused 403: made by a web page of an origin http.inbox-origins does not list",
-			"origin", clip(r.Header.Get("Origin"), MaxEcho), "sec_fetch_site", clip(r.Header.Get("Sec-Fetch-Site"), 40), "remote", r.RemoteAddr)
-		writeError(w, http.StatusForbidden, "foreign_origin", why)
+			"origin", reply.Clip(r.Header.Get("Origin"), reply.MaxEcho), "sec_fetch_site", reply.Clip(r.Header.Get("Sec-Fetch-Site"), 40), "remote", r.RemoteAddr)
+		reply.Error(w, http.StatusForbidden, "foreign_origin", why)
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		reply.Error(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 		return
 	}
 	params, ok := acceptedType(w, r)
@@ -266,7 +270,7 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, errAmbiguousCharset) {
 			code = "ambiguous_charset"
 		}
-		writeError(w, http.StatusUnsupportedMediaType, code, err.Error())
+		reply.Error(w, http.StatusUnsupportedMediaType, code, err.Error())
 		return
 	}
 	trace, _ := logship.TraceID(r.Header.Get("traceparent"))
@@ -276,7 +280,7 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, map[string]int64{"id": id})
+		reply.JSON(w, http.StatusOK, map[string]int64{"id": id})
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -288,16 +292,16 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func acceptedType(w http.ResponseWriter, r *http.Request) (params map[string]string, ok bool) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil && r.Header.Get("Content-Type") != "" {
-		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "bad Content-Type: "+err.Error())
+		reply.Error(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "bad Content-Type: "+err.Error())
 		return nil, false
 	}
 	switch mt {
 	case "application/xml", "text/xml", "text/plain":
 		return params, true
 	case "":
-		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type is required: application/xml, text/xml or text/plain")
+		reply.Error(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type is required: application/xml, text/xml or text/plain")
 	default:
-		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("media type %q is not accepted: use application/xml, text/xml or text/plain", mt))
+		reply.Error(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("media type %q is not accepted: use application/xml, text/xml or text/plain", mt))
 	}
 	return nil, false
 }
@@ -326,14 +330,14 @@ func (in *Inbox) readBody(w http.ResponseWriter, r *http.Request, held *int64) (
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("message is over the %d-byte limit", in.maxBody))
+			reply.Error(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("message is over the %d-byte limit", in.maxBody))
 			return nil, false
 		}
-		writeError(w, http.StatusBadRequest, "bad_body", "reading the body: "+err.Error())
+		reply.Error(w, http.StatusBadRequest, "bad_body", "reading the body: "+err.Error())
 		return nil, false
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		writeError(w, http.StatusBadRequest, "empty_body", "the message is empty")
+		reply.Error(w, http.StatusBadRequest, "empty_body", "the message is empty")
 		return nil, false
 	}
 	return body, true
@@ -344,21 +348,21 @@ func notAccepted(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrDeadline):
 		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, "database_timeout",
+		reply.Error(w, http.StatusServiceUnavailable, "database_timeout",
 			"the message was not acknowledged: "+err.Error()+"; send it again (if it was stored after all, the copy is recognised as a duplicate)")
 	case errors.Is(err, store.ErrUnavailable):
 		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the message was not stored: "+err.Error())
+		reply.Error(w, http.StatusServiceUnavailable, "database_unavailable", "the message was not stored: "+err.Error())
 	case errors.Is(err, store.ErrTooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
+		reply.Error(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
 	case errors.Is(err, store.ErrUnstorable):
-		writeError(w, http.StatusUnprocessableEntity, "unstorable", err.Error())
+		reply.Error(w, http.StatusUnprocessableEntity, "unstorable", err.Error())
 	case errors.Is(err, store.ErrShadow):
-		writeError(w, http.StatusConflict, "shadow_mode", err.Error())
+		reply.Error(w, http.StatusConflict, "shadow_mode", err.Error())
 	case r.Context().Err() != nil:
 		// the client went away; nothing was promised
 	default:
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		reply.Error(w, http.StatusInternalServerError, "internal", err.Error())
 	}
 }
 
@@ -480,7 +484,7 @@ func (in *Inbox) release(n int64) {
 // busy answers a post the in-flight bound turned away: nothing was stored, try again later.
 func (in *Inbox) busy(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, "busy",
+	reply.Error(w, http.StatusServiceUnavailable, "busy",
 		fmt.Sprintf("the inbox holds %d bytes of messages not yet stored (http.max-inflight-bytes); the message was not stored, retry", in.MaxInflightBytes))
 }
 

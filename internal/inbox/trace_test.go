@@ -1,4 +1,4 @@
-package api_test
+package inbox_test
 
 import (
 	"context"
