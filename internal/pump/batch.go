@@ -139,8 +139,8 @@ func isFatal(err error) bool {
 }
 
 // stepBatch is a step of the pump: the head job, or a batch from the head on (a FAILED head
-// alone, by its timing rules).
-func (p *Pump) stepBatch(ctx context.Context, now time.Time) (time.Duration, error) {
+// alone, by its timing rules). The wait for a batch to fill ends when stop does.
+func (p *Pump) stepBatch(ctx, stop context.Context, now time.Time) (time.Duration, error) {
 	single := p.solo || p.opt.BatchSize <= 1 || (p.opt.Authority != nil && p.opt.ViewIn == nil)
 	due, job, err := p.dueRun(ctx, single)
 	if err != nil {
@@ -172,7 +172,7 @@ func (p *Pump) stepBatch(ctx context.Context, now time.Time) (time.Duration, err
 		p.blocked = false
 		return 0, nil // the head moves on: read a whole batch
 	}
-	return p.stepRun(ctx, head, due, job)
+	return p.stepRun(ctx, stop, head, due, job)
 }
 
 // stepHead works on a FAILED head alone: it dies past its deadline, waits for its next
@@ -192,13 +192,13 @@ func (p *Pump) stepHead(ctx context.Context, head *store.Due, now time.Time) (ti
 }
 
 // stepRun processes the PENDING messages of due from head on, waiting for more first when
-// Options.BatchWait says so.
-func (p *Pump) stepRun(ctx context.Context, head *store.Due, due []*store.Due, job *store.Job) (time.Duration, error) {
+// Options.BatchWait says so, on the pump's clock, until stop ends: the step then takes nothing.
+func (p *Pump) stepRun(ctx, stop context.Context, head *store.Due, due []*store.Due, job *store.Job) (time.Duration, error) {
 	run := cut(due, job)
 	if p.opt.BatchWait > 0 && len(run) > 1 && len(run) < p.opt.BatchSize {
 		// A backlog that does not fill a batch may wait for more; a lone message never does.
-		if !pipeline.Sleep(ctx, p.opt.BatchWait) {
-			return 0, ctx.Err()
+		if !sleep(stop, p.opt.Clock, p.opt.BatchWait) {
+			return 0, nil
 		}
 		var err error
 		if due, job, err = p.dueRun(ctx, false); err != nil {
@@ -211,6 +211,21 @@ func (p *Pump) stepRun(ctx context.Context, head *store.Due, due []*store.Due, j
 		run = cut(due, job)
 	}
 	return p.runBatch(ctx, run, false)
+}
+
+// sleeper is a clock that also waits on its own time (testkit.Clock): a test that moves the
+// clock by hand drives the batch wait with it.
+type sleeper interface {
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// sleep waits d on clock, or in real time when clock cannot wait, until ctx ends: it reports
+// whether the whole of d passed.
+func sleep(ctx context.Context, clock pipeline.Clock, d time.Duration) bool {
+	if s, ok := clock.(sleeper); ok {
+		return s.Sleep(ctx, d) == nil && ctx.Err() == nil
+	}
+	return pipeline.Sleep(ctx, d)
 }
 
 // dueRun reads the due messages, then the head job: in this order, so a job enqueued between

@@ -99,8 +99,8 @@ type Options struct {
 }
 
 // DefaultBatchSize is the batch size of a pump whose Options leave it 0 (pipeline.batch-size's
-// default). Tests set it to run the pump's tests one by one as well.
-var DefaultBatchSize = 200
+// default).
+const DefaultBatchSize = 200
 
 // Store is what the pump needs of the database: adoption of gateway rows, the processing
 // state of messages and the job queue.
@@ -277,7 +277,7 @@ func (p *Pump) Run(ctx context.Context) error {
 	p.log.Info("pump started", "poll_interval", p.opt.PollInterval.String())
 	p.appliedKnown = false // another instance may have applied messages while this one waited
 	for {
-		wait, err := p.Step(context.WithoutCancel(ctx))
+		wait, err := p.Step(ctx)
 		p.opt.Metrics.PumpStepped()
 		if err != nil {
 			p.log.Error("pump step failed", "err", err.Error())
@@ -304,8 +304,12 @@ func (p *Pump) Run(ctx context.Context) error {
 }
 
 // Step does one unit of work: adopt legacy rows, then run the head job or process the head
-// message. It returns how long to wait before the next step (0: go on at once).
+// message. It returns how long to wait before the next step (0: go on at once). Once it has
+// taken a message, it finishes it even when ctx ends; only the wait for a batch to fill
+// (Options.BatchWait) ends with ctx, and the step with it.
 func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
+	stop := ctx
+	ctx = context.WithoutCancel(ctx)
 	if p.opt.Paused != nil && p.opt.Paused(ctx) {
 		return p.opt.PollInterval, nil
 	}
@@ -321,7 +325,7 @@ func (p *Pump) Step(ctx context.Context) (time.Duration, error) {
 		return wait, err // Redis lost data: nothing is applied (redismark.go)
 	}
 	solo := p.solo
-	wait, err := p.stepBatch(ctx, now)
+	wait, err := p.stepBatch(ctx, stop, now)
 	if solo && err == nil && p.Trouble() == nil {
 		p.solo = false
 	}
