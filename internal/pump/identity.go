@@ -43,7 +43,7 @@ const maxDigests = 4096
 // met.
 type identities struct {
 	mode    pipeline.IdentityMode // identity.mode
-	raw     func(ctx context.Context, id int64) (string, bool, error)
+	raw     rawReader             // the holders' texts
 	log     *slog.Logger
 	digests map[int64]digests
 }
@@ -124,7 +124,7 @@ func (ids *identities) holderDigest(ctx context.Context, holder int64) (string, 
 	if d, ok := ids.digests[holder]; ok {
 		return d.digest, true, nil
 	}
-	raw, ok, err := ids.raw(ctx, holder)
+	raw, ok, err := ids.raw.Raw(ctx, holder)
 	if err != nil {
 		return "", false, err
 	}

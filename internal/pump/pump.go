@@ -170,12 +170,12 @@ func New(db Store, reg *handler.Registry, opt Options) *Pump {
 		dec:      decoder{sis: opt.SIS, identity: opt.Identity, log: log},
 		marks:    &markState{log: log},
 	}
-	p.ids = &identities{mode: opt.Identity, raw: db.Raw, log: log}
+	p.ids = &identities{mode: opt.Identity, raw: db, log: log}
 	p.order = &order{db: db, dec: p.dec, log: log}
 	p.rec = newOutcomes(opt.Policy, reg, opt.Metrics, p.status, p.order, log)
 	p.mode = newMode(&kit{db: db, opt: &p.opt, rec: p.rec, ids: p.ids, status: p.status, dec: p.dec, log: log}, p.marks)
 	p.path = chain(decided,
-		decoding(p.dec, db.Raw, p.rec, p.status),
+		decoding(p.dec, db, p.rec, p.status),
 		classified(p.rec),
 		traced(p.status),
 		deduplicated(p.ids, p.rec),

@@ -17,7 +17,7 @@ func TestDecodingDecodesAMessageAtItsTurn(t *testing.T) {
 	var doing string
 	next := &nextCall{also: func(*work) { doing = g.status.inHand().Doing }}
 	w := g.work(1, sttsText, false)
-	if _, err := decoding(g.dec, raw, g.rec, g.status)(next.handle)(context.Background(), g.r, w); err != nil {
+	if _, err := decoding(g.dec, rawFunc(raw), g.rec, g.status)(next.handle)(context.Background(), g.r, w); err != nil {
 		t.Fatal(err)
 	}
 	if !next.ran || w.d == nil || w.d.msg == nil || w.d.tag != "STTS-ADD" || w.d.err != nil {
@@ -48,7 +48,7 @@ func TestDecodingReadsALongTextAndPassesAFailureOn(t *testing.T) {
 	w.due.RawLater = true
 	raw := func(_ context.Context, id int64) (string, bool, error) { return "<MSG><META>", true, nil }
 	next := &nextCall{}
-	if _, err := decoding(g.dec, raw, g.rec, g.status)(next.handle)(context.Background(), g.r, w); err != nil {
+	if _, err := decoding(g.dec, rawFunc(raw), g.rec, g.status)(next.handle)(context.Background(), g.r, w); err != nil {
 		t.Fatal(err)
 	}
 	if !next.ran || w.d == nil || w.d.err == nil {
@@ -61,7 +61,7 @@ func TestDecodingReadsALongTextAndPassesAFailureOn(t *testing.T) {
 	down := errors.New("database away")
 	raw = func(context.Context, int64) (string, bool, error) { return "", false, down }
 	next = &nextCall{}
-	if _, err := decoding(g.dec, raw, g.rec, g.status)(next.handle)(context.Background(), g.r, w); !errors.Is(err, down) || next.ran || len(g.got) != 0 {
+	if _, err := decoding(g.dec, rawFunc(raw), g.rec, g.status)(next.handle)(context.Background(), g.r, w); !errors.Is(err, down) || next.ran || len(g.got) != 0 {
 		t.Fatalf("a failed read of the text: err %v, next ran %v, outcomes %+v", err, next.ran, g.got)
 	}
 }

@@ -46,10 +46,10 @@ func newStageRig(t *testing.T) *stageRig {
 		reg: handler.Default(handler.Options{}), dec: decoder{identity: pipeline.IdentitySeqn, log: log}}
 	g.status = &status{clock: g.clock}
 	g.order = &order{known: true, log: log}
-	g.ids = &identities{mode: pipeline.IdentitySeqn, log: log, raw: func(context.Context, int64) (string, bool, error) {
+	g.ids = &identities{mode: pipeline.IdentitySeqn, log: log, raw: rawFunc(func(context.Context, int64) (string, bool, error) {
 		t.Fatal("the identity rule read a raw text")
 		return "", false, nil
-	}}
+	})}
 	g.rec = newOutcomes(stagePolicy, g.reg, nil, g.status, g.order, log)
 	g.kit = &kit{opt: &Options{Clock: g.clock}, rec: g.rec, ids: g.ids, status: g.status, dec: g.dec, log: log}
 	g.r = &batch{kit: g.kit, commit: direct{}, reads: reads{bound: map[string]int64{}}}
@@ -81,6 +81,11 @@ func (g *stageRig) only() store.Outcome {
 	}
 	return g.got[0]
 }
+
+// rawFunc is a rawReader made of a function.
+type rawFunc func(ctx context.Context, id int64) (string, bool, error)
+
+func (f rawFunc) Raw(ctx context.Context, id int64) (string, bool, error) { return f(ctx, id) }
 
 // nextCall is a fake next: it notes that it ran (and with what), and answers end, err.
 type nextCall struct {
