@@ -526,7 +526,7 @@ func (bs *Boards) decodeTexts(ctx context.Context, ids []int64, chunk int, kind,
 				b.Warnings = append(b.Warnings, fmt.Sprintf("%s %d: its text is gone; %s", kind, id, lost))
 				continue
 			}
-			msg, err := bs.p.decode(id, raw)
+			msg, err := bs.p.dec.decode(id, raw)
 			if err != nil {
 				b.Warnings = append(b.Warnings, fmt.Sprintf("%s %d no longer decodes (%v); %s", kind, id, err, lost))
 				continue

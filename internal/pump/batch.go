@@ -6,6 +6,9 @@ package pump
 // everything else is per message. One by one (pipeline.batch-size 1, a FAILED head, phase A
 // without Options.ViewIn, or after a batch that could not be committed) is a batch of one.
 //
+// What phase A and phase B do differently (the marker reads, when messages are decoded, the
+// reads and the committer of a batch, whether runs are batched) is the mode's (mode.go).
+//
 // How a failure inside the batch is handled: every write of a message runs under its own
 // savepoint (store.Batch), so a message whose effects fail is rolled back alone and its
 // outcome is recorded in the batch (same class, same retry/park verdict whatever the batch
@@ -78,10 +81,11 @@ type stop struct {
 
 // batch is the state of one batch transaction.
 type batch struct {
+	*kit
 	b       *store.Batch
 	reads   reads     // how its handlers read state and its identities are looked up
 	commit  committer // how its successes are written
-	single  bool      // a batch of one: not committing it is the head's Trouble; no queue
+	take    take      // alone or in a run
 	reports []func()  // log lines, metrics and the recent list, once the batch is durable
 	changed bool      // a message of the batch changed reference or flight state
 	events  int
@@ -139,10 +143,13 @@ func isFatal(err error) bool {
 }
 
 // stepBatch is a step of the pump: the head job, or a batch from the head on (a FAILED head
-// alone, by its timing rules).
-func (p *Pump) stepBatch(ctx context.Context, now time.Time) (time.Duration, error) {
-	single := p.solo || p.opt.BatchSize <= 1 || (p.opt.Authority != nil && p.opt.ViewIn == nil)
-	due, job, err := p.dueRun(ctx, single)
+// alone, by its timing rules). The wait for a batch to fill ends when stop does.
+func (p *Pump) stepBatch(ctx, stop context.Context, now time.Time) (time.Duration, error) {
+	t := takeRun
+	if p.solo || !p.mode.batches() {
+		t = takeOne
+	}
+	due, job, err := p.dueRun(ctx, t)
 	if err != nil {
 		return 0, err
 	}
@@ -154,25 +161,25 @@ func (p *Pump) stepBatch(ctx context.Context, now time.Time) (time.Duration, err
 	case job != nil && (head == nil || head.ID > job.AfterMsgID):
 		return p.runJob(ctx, job, now)
 	case head == nil:
-		p.setTrouble(nil)
+		p.status.clearTrouble()
 		return p.opt.PollInterval, nil
 	}
-	if t := p.Trouble(); t != nil && t.MsgID == head.ID && t.NextAttempt.After(now) {
-		p.blocked = p.blocked || !single
-		return min(t.NextAttempt.Sub(now), p.opt.PollInterval), nil
+	if tr := p.status.troubled(); tr != nil && tr.MsgID == head.ID && tr.NextAttempt.After(now) {
+		p.blocked = p.blocked || t == takeRun
+		return min(tr.NextAttempt.Sub(now), p.opt.PollInterval), nil
 	}
 	if head.State != pipeline.Pending {
-		p.blocked = p.blocked || !single
+		p.blocked = p.blocked || t == takeRun
 		return p.stepHead(ctx, head, now)
 	}
 	switch {
-	case single:
-		return p.runBatch(ctx, due[:1], true)
+	case t == takeOne:
+		return p.runBatch(ctx, due[:1], takeOne)
 	case p.blocked:
 		p.blocked = false
 		return 0, nil // the head moves on: read a whole batch
 	}
-	return p.stepRun(ctx, head, due, job)
+	return p.stepRun(ctx, stop, head, due, job)
 }
 
 // stepHead works on a FAILED head alone: it dies past its deadline, waits for its next
@@ -183,25 +190,26 @@ func (p *Pump) stepHead(ctx context.Context, head *store.Due, now time.Time) (ti
 	if p.opt.Policy.Overdue(first, now) {
 		reason := "head deadline " + p.opt.Policy.HeadDeadline.String() + " passed: failing since " + first.Format(time.RFC3339)
 		out := outlet{record: p.db.Record, later: func(f func()) { f() }}
-		return p.afterHead(m, p.recordDeadIn(ctx, out, m, pipeline.Exhausted, lastErrOr(m)+"; "+reason, m.Attempts, first, now), now)
+		d := death{class: pipeline.Exhausted, last: lastErrOr(m) + "; " + reason, attempts: m.Attempts, first: first}
+		return p.afterHead(m, p.rec.dead(ctx, out, stored(m, now), d), now)
 	}
 	if m.NextAttemptAt != nil && m.NextAttemptAt.After(now) {
 		return min(m.NextAttemptAt.Sub(now), p.opt.PollInterval), nil
 	}
-	return p.runBatch(ctx, []*store.Due{head}, true)
+	return p.runBatch(ctx, []*store.Due{head}, takeOne)
 }
 
 // stepRun processes the PENDING messages of due from head on, waiting for more first when
-// Options.BatchWait says so.
-func (p *Pump) stepRun(ctx context.Context, head *store.Due, due []*store.Due, job *store.Job) (time.Duration, error) {
+// Options.BatchWait says so, on the pump's clock, until stop ends: the step then takes nothing.
+func (p *Pump) stepRun(ctx, stop context.Context, head *store.Due, due []*store.Due, job *store.Job) (time.Duration, error) {
 	run := cut(due, job)
 	if p.opt.BatchWait > 0 && len(run) > 1 && len(run) < p.opt.BatchSize {
 		// A backlog that does not fill a batch may wait for more; a lone message never does.
-		if !pipeline.Sleep(ctx, p.opt.BatchWait) {
-			return 0, ctx.Err()
+		if !sleep(stop, p.opt.Clock, p.opt.BatchWait) {
+			return 0, nil
 		}
 		var err error
-		if due, job, err = p.dueRun(ctx, false); err != nil {
+		if due, job, err = p.dueRun(ctx, takeRun); err != nil {
 			return 0, err
 		}
 		if len(due) == 0 || due[0].ID != head.ID || due[0].State != pipeline.Pending ||
@@ -210,14 +218,29 @@ func (p *Pump) stepRun(ctx context.Context, head *store.Due, due []*store.Due, j
 		}
 		run = cut(due, job)
 	}
-	return p.runBatch(ctx, run, false)
+	return p.runBatch(ctx, run, takeRun)
+}
+
+// sleeper is a clock that also waits on its own time (testkit.Clock): a test that moves the
+// clock by hand drives the batch wait with it.
+type sleeper interface {
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// sleep waits d on clock, or in real time when clock cannot wait, until ctx ends: it reports
+// whether the whole of d passed.
+func sleep(ctx context.Context, clock pipeline.Clock, d time.Duration) bool {
+	if s, ok := clock.(sleeper); ok {
+		return s.Sleep(ctx, d) == nil && ctx.Err() == nil
+	}
+	return pipeline.Sleep(ctx, d)
 }
 
 // dueRun reads the due messages, then the head job: in this order, so a job enqueued between
 // the two reads is ordered after every message read (its AfterMsgID is at least theirs).
-func (p *Pump) dueRun(ctx context.Context, single bool) ([]*store.Due, *store.Job, error) {
+func (p *Pump) dueRun(ctx context.Context, t take) ([]*store.Due, *store.Job, error) {
 	limit := p.opt.BatchSize
-	if p.blocked || single {
+	if p.blocked || t == takeOne {
 		limit = 1 // the head was waiting: look at it alone until it moves
 	}
 	due, err := p.db.Due(ctx, limit)
@@ -249,31 +272,31 @@ func cut(due []*store.Due, job *store.Job) []*store.Due {
 // DeferWrites); when that fails, the batch is rolled back and done again with each message
 // writing its own under its savepoint, so a message whose value the database refuses fails
 // alone.
-func (p *Pump) runBatch(ctx context.Context, run []*store.Due, single bool) (time.Duration, error) {
-	decs := p.decodeRun(ctx, run)
-	wait, again, err := p.runBatchOnce(ctx, run, decs, single, true)
+func (p *Pump) runBatch(ctx context.Context, run []*store.Due, t take) (time.Duration, error) {
+	decs := p.mode.decodeRun(ctx, run)
+	wait, again, err := p.runBatchOnce(ctx, run, decs, t, writesAtEnd)
 	if again {
 		// Decoded again: the first try's handlers had the decoded messages in hand.
-		wait, _, err = p.runBatchOnce(ctx, run, p.decodeRun(ctx, run), single, false)
+		wait, _, err = p.runBatchOnce(ctx, run, p.mode.decodeRun(ctx, run), t, writesEach)
 	}
 	return wait, err
 }
 
 // runBatchOnce is runBatch's one try; again says the deferred writes failed and nothing was
-// committed: try again without deferring.
-func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decoded, single, deferWrites bool) (wait time.Duration, again bool, err error) {
+// committed: try again with each message writing its own.
+func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decoded, t take, wr writes) (wait time.Duration, again bool, err error) {
 	head := &run[0].Message
-	r, err := p.beginBatch(ctx, run, decs, single, deferWrites)
+	r, err := p.mode.begin(ctx, run, decs, t, wr)
 	if err != nil {
-		wait, err = p.abandon(ctx, head, err, p.opt.Clock.Now(), single)
+		wait, err = p.abandon(ctx, head, err, p.opt.Clock.Now(), t)
 		return wait, false, err
 	}
 	defer r.rollbackOnPanic()
 	taken := p.takeRun(ctx, r, run, decs)
-	if err := r.commit.flush(ctx, p, r); isFatal(err) {
+	if err := r.commit.flush(ctx, r); isFatal(err) {
 		r.end(stop{kind: abandoned, err: err})
 	}
-	if err := p.commitMarks(ctx, r); err != nil {
+	if err := r.commit.seal(ctx, r); err != nil {
 		r.end(stop{kind: abandoned, err: err}) // phase A's mark (redismark.go)
 	}
 	if r.stop.kind == abandoned {
@@ -281,11 +304,11 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 		if wait, ok := p.conflicted(head, r.stop.err); ok {
 			return wait, false, nil
 		}
-		wait, err = p.abandon(ctx, head, r.stop.err, p.opt.Clock.Now(), single)
+		wait, err = p.abandon(ctx, head, r.stop.err, p.opt.Clock.Now(), t)
 		return wait, false, err
 	}
 	now := p.opt.Clock.Now()
-	p.committing(head.ID, taken)
+	p.status.committing(head.ID, taken)
 	if err := r.b.Flush(ctx); err != nil {
 		r.b.Rollback()
 		p.log.Warn("batch's events and back-fills not written; doing the batch again with each message's under its savepoint",
@@ -296,7 +319,7 @@ func (p *Pump) runBatchOnce(ctx context.Context, run []*store.Due, decs []*decod
 		if wait, ok := p.conflicted(head, err); ok {
 			return wait, false, nil
 		}
-		wait, err = p.abandon(ctx, head, err, now, single)
+		wait, err = p.abandon(ctx, head, err, now, t)
 		return wait, false, err
 	}
 	p.conflicts = 0
@@ -329,7 +352,7 @@ func (p *Pump) takeRun(ctx context.Context, r *batch, run []*store.Due, decs []*
 		taken++
 		end, err := p.batchOne(ctx, r, m, decs[i], now)
 		if err == nil && !end && r.commit.full(r) {
-			err = r.commit.flush(ctx, p, r)
+			err = r.commit.flush(ctx, r)
 		}
 		if !end && err == nil && (r.events >= batchMaxEvents || now.Sub(r.started) >= batchMaxTime) {
 			end = true
@@ -353,7 +376,7 @@ func (p *Pump) committed(r *batch, now time.Time) (time.Duration, bool, error) {
 		f()
 	}
 	if r.stop.kind != endBefore {
-		p.setTrouble(nil)
+		p.status.clearTrouble()
 		return 0, false, nil
 	}
 	wait, err := p.afterHead(r.stop.at, r.stop.err, now)
@@ -365,35 +388,13 @@ func (p *Pump) committed(r *batch, now time.Time) (time.Duration, bool, error) {
 // Trouble in a batch of one (afterHead; a success write that broke it is the head's failure,
 // failOutside), and makes the pump go one by one at once after a batch of several, so a
 // commit whose answer was lost is found applied.
-func (p *Pump) abandon(ctx context.Context, head *store.Message, err error, now time.Time, single bool) (time.Duration, error) {
-	if single || errors.Is(err, store.ErrFenced) {
+func (p *Pump) abandon(ctx context.Context, head *store.Message, err error, now time.Time, t take) (time.Duration, error) {
+	if t == takeOne || errors.Is(err, store.ErrFenced) {
 		return p.afterHead(head, p.failOutside(ctx, err), now)
 	}
 	p.solo = true
 	p.log.Warn("batch not committed; processing one message at a time until the head is recorded", "head_msg_id", head.ID, "err", err.Error())
 	return 0, nil
-}
-
-// beginBatch opens the batch transaction for run and prepares its reads.
-func (p *Pump) beginBatch(ctx context.Context, run []*store.Due, decs []*decoded, single, deferWrites bool) (*batch, error) {
-	start := p.opt.Clock.Now()
-	var pre *preMarkers
-	if p.opt.Authority != nil {
-		pre = p.readMarkers(ctx, run) // before the transaction: no lock held while Redis answers
-	}
-	b, err := p.db.BeginBatch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if deferWrites {
-		b.DeferWrites()
-	}
-	r := &batch{b: b, started: start, single: single, commit: direct{}}
-	if err := p.prepareReads(ctx, r, run, decs, pre); err != nil {
-		b.Rollback()
-		return nil, err
-	}
-	return r, nil
 }
 
 // watchView is a View that notes whether a handler read stored state through it.

@@ -19,7 +19,7 @@ import (
 type committer interface {
 	// prior returns the Decision an earlier attempt at w made durable outside the batch
 	// transaction (phase A's marker); found false: w is decided now.
-	prior(ctx context.Context, p *Pump, w *work) (dec pipeline.Decision, found bool, err error)
+	prior(ctx context.Context, w *work) (dec pipeline.Decision, found bool, err error)
 	// ahead makes durable what of w's new Decision must be before the batch transaction (phase
 	// A: its flight writes, on the authority); it returns the Decision to commit.
 	ahead(ctx context.Context, w *work, dec pipeline.Decision) (pipeline.Decision, error)
@@ -28,18 +28,24 @@ type committer interface {
 	queue(r *batch, w *work, s store.Success, dec pipeline.Decision, flights store.FlightWriter) bool
 	// flush writes what waits in the queue: before any other write or outcome of the batch,
 	// before a read that must see it, and at the batch's end.
-	flush(ctx context.Context, p *Pump, r *batch) error
+	flush(ctx context.Context, r *batch) error
 	// full says the queue holds as much as one round trip should carry.
 	full(r *batch) bool
 	// halted is the error that ends the batch before the message in hand after the queue
 	// failed to be sent (errHalted, or the lost lease or broken transaction); nil if it did not.
 	halted(r *batch) error
+	// failed judges err, the failure of w's handler: phase A asks whether Redis lost data
+	// (redismark.go); it returns the failure to record.
+	failed(ctx context.Context, w *work, err error) error
+	// seal writes, in the batch transaction before it commits, what must commit with it
+	// (phase A's mark, redismark.go).
+	seal(ctx context.Context, r *batch) error
 }
 
 // direct writes each success at once, in the batch transaction alone.
 type direct struct{}
 
-func (direct) prior(context.Context, *Pump, *work) (pipeline.Decision, bool, error) {
+func (direct) prior(context.Context, *work) (pipeline.Decision, bool, error) {
 	return pipeline.Decision{}, false, nil
 }
 func (direct) ahead(_ context.Context, _ *work, dec pipeline.Decision) (pipeline.Decision, error) {
@@ -48,9 +54,11 @@ func (direct) ahead(_ context.Context, _ *work, dec pipeline.Decision) (pipeline
 func (direct) queue(*batch, *work, store.Success, pipeline.Decision, store.FlightWriter) bool {
 	return false
 }
-func (direct) flush(context.Context, *Pump, *batch) error { return nil }
-func (direct) full(*batch) bool                           { return false }
-func (direct) halted(*batch) error                        { return nil }
+func (direct) flush(context.Context, *batch) error                { return nil }
+func (direct) full(*batch) bool                                   { return false }
+func (direct) halted(*batch) error                                { return nil }
+func (direct) failed(_ context.Context, _ *work, err error) error { return err }
+func (direct) seal(context.Context, *batch) error                 { return nil }
 
 // queued queues the successes store.Batch.Queue can take. When one of them fails as the queue
 // is sent, its outcome is recorded as notApplied records it, the ones after it are dropped
@@ -94,7 +102,7 @@ func (q *queued) halted(r *batch) error {
 
 // flush writes the queue (store.Batch.SendQueued) and reports its messages once the batch
 // commits. A lost lease or a broken transaction ends the batch abandoned and is returned.
-func (q *queued) flush(ctx context.Context, p *Pump, r *batch) error {
+func (q *queued) flush(ctx context.Context, r *batch) error {
 	if err := q.halted(r); err != nil || len(q.pending) == 0 {
 		return err
 	}
@@ -103,7 +111,8 @@ func (q *queued) flush(ctx context.Context, p *Pump, r *batch) error {
 	res, err := r.b.SendQueued(ctx)
 	for i, q := range pend[:len(res)] {
 		ev, ch, w := res[i].Events, res[i].RefChanged, q.w
-		r.later(func() { p.succeeded(w.m, w.d.tag, w.d.identity, ev, ch, q.note, w.d.warnings, w.now) })
+		s := w.subject()
+		r.later(func() { r.rec.succeeded(s, ev, ch, q.note) })
 	}
 	if err == nil {
 		return nil
@@ -113,7 +122,7 @@ func (q *queued) flush(ctx context.Context, p *Pump, r *batch) error {
 		return err
 	}
 	w := pend[len(res)].w
-	_, oerr := p.notApplied(ctx, r, w, err)
+	_, oerr := r.notApplied(ctx, w, err)
 	q.broken = true // after notApplied, whose read of a duplicate's holder goes through here
 	if isFatal(oerr) {
 		r.end(stop{kind: abandoned, err: oerr})
@@ -130,27 +139,45 @@ func (q *queued) flush(ctx context.Context, p *Pump, r *batch) error {
 // notApplied records the outcome of w, whose success could not be written (err, as
 // store.Batch.Succeed returns it): a duplicate is SKIPPED, a changed row or a lost
 // transaction ends the batch before it, any other failure is recorded by the retry rules.
-func (p *Pump) notApplied(ctx context.Context, r *batch, w *work, err error) (end bool, _ error) {
-	d := w.d
+func (r *batch) notApplied(ctx context.Context, w *work, err error) (end bool, _ error) {
 	switch {
 	case errors.Is(err, store.ErrIdentityTaken):
 		// Bound by an earlier message, committed or earlier in this batch: the reads go
 		// through the batch, so they find either.
-		return p.taken(ctx, w.out, p.freshIn(r), w.m, d.msg, d.raw, d.warnings, w.now)
-	case r.single && errors.Is(err, store.ErrBatchBroken) && !errors.Is(err, store.ErrFenced):
+		return r.taken(ctx, w)
+	case r.take == takeOne && errors.Is(err, store.ErrBatchBroken) && !errors.Is(err, store.ErrFenced):
 		return false, &brokenWrite{w: w, err: err}
 	case errors.Is(err, store.ErrChanged), isFatal(err):
 		return false, err
 	}
-	return p.fail(ctx, w.out, w.m, err, d.tag, d.identity, d.warnings, w.now)
+	return r.rec.fail(ctx, w.out, w.subject(), err)
 }
 
-// freshIn looks identities up through batch r's transaction after its queue is sent (the
-// identities it binds count), past what r remembers: the look-up after the unique index
-// refused a bind.
-func (p *Pump) freshIn(r *batch) holderOf {
+// taken records w after binding its identity was refused by the unique index
+// (ErrIdentityTaken): the rule is applied again, reading what is committed and bound now
+// through the batch (fresh). A duplicate is SKIPPED; anything else (another message bound the
+// identity between the look-up and the write, which the single writer should make
+// impossible) fails with INFRA and is tried again, so a message is never skipped as the
+// duplicate of a message with other content.
+func (r *batch) taken(ctx context.Context, w *work) (end bool, err error) {
+	s := w.subject()
+	v, err := r.ids.identify(ctx, r.fresh(), w.m.ID, w.d.raw, s.msg)
+	if err != nil {
+		return false, err
+	}
+	s.identity = v.identity
+	if v.holder != 0 {
+		return false, r.rec.skip(ctx, w.out, s, duplicateOf(v.holder))
+	}
+	s.tag = s.msg.Tag()
+	return r.rec.fail(ctx, w.out, s, pipeline.Errorf(pipeline.Infra, "identity %s was bound by another message while message %d was applied", v.identity, w.m.ID))
+}
+
+// fresh looks identities up through r's transaction after its queue is sent (the identities
+// it binds count), past what r remembers: the look-up after the unique index refused a bind.
+func (r *batch) fresh() holderOf {
 	return func(ctx context.Context, identity string) (int64, bool, error) {
-		if err := r.commit.flush(ctx, p, r); err != nil {
+		if err := r.commit.flush(ctx, r); err != nil {
 			return 0, false, err
 		}
 		return r.b.BoundTo(ctx, identity)
@@ -177,8 +204,8 @@ func (p *Pump) failOutside(ctx context.Context, err error) error {
 	if !errors.As(err, &b) {
 		return err
 	}
-	w, d := b.w, b.w.d
-	out := outlet{record: p.db.Record, later: func(f func()) { f() }}.naming(d.msg)
-	_, err = p.fail(ctx, out, w.m, b.err, d.tag, d.identity, d.warnings, w.now)
+	w := b.w
+	out := outlet{record: p.db.Record, later: func(f func()) { f() }}.naming(w.d.msg)
+	_, err = p.rec.fail(ctx, out, w.subject(), b.err)
 	return err
 }

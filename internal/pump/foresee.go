@@ -32,7 +32,7 @@ func (p *Pump) Foresee(ctx context.Context, id int64) (Foresight, error) {
 	if err != nil || !ok {
 		return Foresight{}, err
 	}
-	msg, err := p.decode(id, raw)
+	msg, err := p.dec.decode(id, raw)
 	if err != nil {
 		return Foresight{Fails: fmt.Sprintf("%s: %v", pipeline.ClassOf(err), err)}, nil
 	}
@@ -45,7 +45,7 @@ func (p *Pump) Foresee(ctx context.Context, id int64) (Foresight, error) {
 		return Foresight{}, fmt.Errorf("foresee message %d: the pump has no view", id)
 	}
 	var later map[int64]*sis.Message
-	n, err := p.newerThan(ctx, id, msg, view, &later)
+	n, err := p.order.newerThan(ctx, id, msg, view, &later)
 	if err != nil {
 		return Foresight{}, err
 	}

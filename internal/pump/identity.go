@@ -19,11 +19,10 @@ package pump
 import (
 	"context"
 	"fmt"
-	"time"
+	"log/slog"
 
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
-	"msgx/internal/store"
 )
 
 // holderOf answers which message holds an identity: read from the database, or through a
@@ -40,19 +39,28 @@ type verdict struct {
 // maxDigests bounds the pump's memory of messages' content digests.
 const maxDigests = 4096
 
+// identities applies the identity rule, remembering the content digests of the messages it
+// met.
+type identities struct {
+	mode    pipeline.IdentityMode // identity.mode
+	raw     rawReader             // the holders' texts
+	log     *slog.Logger
+	digests map[int64]digests
+}
+
 // identify applies the identity rule (see above) to message id, whose raw text is raw and
 // which decoded to msg, looking holders up with bound.
-func (p *Pump) identify(ctx context.Context, bound holderOf, id int64, raw string, msg *sis.Message) (verdict, error) {
-	key := p.opt.Identity.Key(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day)
+func (ids *identities) identify(ctx context.Context, bound holderOf, id int64, raw string, msg *sis.Message) (verdict, error) {
+	key := ids.mode.Key(msg.Meta.SNDR, msg.Meta.TYPE, msg.Meta.STYP, msg.Meta.SEQN, msg.Meta.Day)
 	v, err := held(ctx, bound, id, key)
-	if err != nil || v.holder == 0 || !p.opt.Identity.ByContent() {
+	if err != nil || v.holder == 0 || !ids.mode.ByContent() {
 		return v, err
 	}
-	mine, err := p.digest(id, raw)
+	mine, err := ids.digest(id, raw)
 	if err != nil {
 		return v, fmt.Errorf("content of message %d: %w", id, err)
 	}
-	if same, err := p.sameAs(ctx, v.holder, mine); err != nil || same {
+	if same, err := ids.sameAs(ctx, v.holder, mine); err != nil || same {
 		return v, err // the same message sent again
 	}
 	v, err = held(ctx, bound, id, pipeline.ContentIdentity(key, mine.digest))
@@ -65,7 +73,7 @@ func (p *Pump) identify(ctx context.Context, bound holderOf, id int64, raw strin
 		return old, err
 	}
 	if old.holder != 0 {
-		if same, err := p.sameAs(ctx, old.holder, mine); err != nil || same {
+		if same, err := ids.sameAs(ctx, old.holder, mine); err != nil || same {
 			return old, err
 		}
 	}
@@ -73,8 +81,8 @@ func (p *Pump) identify(ctx context.Context, bound holderOf, id int64, raw strin
 }
 
 // sameAs reports whether the message holder has the content digest of d.
-func (p *Pump) sameAs(ctx context.Context, holder int64, d digests) (bool, error) {
-	theirs, ok, err := p.holderDigest(ctx, holder)
+func (ids *identities) sameAs(ctx context.Context, holder int64, d digests) (bool, error) {
+	theirs, ok, err := ids.holderDigest(ctx, holder)
 	return ok && theirs == d.digest, err
 }
 
@@ -96,15 +104,15 @@ func held(ctx context.Context, bound holderOf, id int64, identity string) (verdi
 type digests struct{ digest, legacy string }
 
 // digest returns the canonical content digests of message id from its raw text, remembered.
-func (p *Pump) digest(id int64, raw string) (digests, error) {
-	if d, ok := p.digests[id]; ok {
+func (ids *identities) digest(id int64, raw string) (digests, error) {
+	if d, ok := ids.digests[id]; ok {
 		return d, nil
 	}
 	d, l, err := sis.ContentDigests([]byte(raw))
 	if err != nil {
 		return digests{}, err
 	}
-	p.remember(id, digests{d, l})
+	ids.remember(id, digests{d, l})
 	return digests{d, l}, nil
 }
 
@@ -112,50 +120,33 @@ func (p *Pump) digest(id int64, raw string) (digests, error) {
 // raw text (CMINMSGS, or CMINMSGS_HST once archived). ok is false when that text is gone or
 // is not XML any more: the holder then counts as another message (a message is never skipped
 // as the duplicate of one whose content cannot be compared).
-func (p *Pump) holderDigest(ctx context.Context, holder int64) (string, bool, error) {
-	if d, ok := p.digests[holder]; ok {
+func (ids *identities) holderDigest(ctx context.Context, holder int64) (string, bool, error) {
+	if d, ok := ids.digests[holder]; ok {
 		return d.digest, true, nil
 	}
-	raw, ok, err := p.db.Raw(ctx, holder)
+	raw, ok, err := ids.raw.Raw(ctx, holder)
 	if err != nil {
 		return "", false, err
 	}
 	if !ok {
-		p.log.Warn("the raw text of an identity's holder is missing; the message with its SEQN counts as another message", "holder_msg_id", holder)
+		ids.log.Warn("the raw text of an identity's holder is missing; the message with its SEQN counts as another message", "holder_msg_id", holder)
 		return "", false, nil
 	}
 	d, l, err := sis.ContentDigests([]byte(raw))
 	if err != nil {
-		p.log.Warn("the raw text of an identity's holder has no content digest; the message with its SEQN counts as another message",
+		ids.log.Warn("the raw text of an identity's holder has no content digest; the message with its SEQN counts as another message",
 			"holder_msg_id", holder, "err", err.Error())
 		return "", false, nil
 	}
-	p.remember(holder, digests{d, l})
+	ids.remember(holder, digests{d, l})
 	return d, true, nil
 }
 
-func (p *Pump) remember(id int64, digest digests) {
-	if p.digests == nil || len(p.digests) >= maxDigests {
-		p.digests = make(map[int64]digests)
+func (ids *identities) remember(id int64, digest digests) {
+	if ids.digests == nil || len(ids.digests) >= maxDigests {
+		ids.digests = make(map[int64]digests)
 	}
-	p.digests[id] = digest
-}
-
-// taken records m after binding its identity was refused by the unique index (ErrIdentityTaken):
-// the rule is applied again with bound reading what is committed and bound now. A duplicate is
-// SKIPPED; anything else (another message bound the identity between the look-up and the write,
-// which the single writer should make impossible) fails with INFRA and is tried again, so a
-// message is never skipped as the duplicate of a message with other content.
-func (p *Pump) taken(ctx context.Context, out outlet, bound holderOf, m *store.Message, msg *sis.Message, raw string, warnings []string, now time.Time) (end bool, err error) {
-	v, err := p.identify(ctx, bound, m.ID, raw, msg)
-	if err != nil {
-		return false, err
-	}
-	if v.holder != 0 {
-		return false, p.skip(ctx, out, m, msg, v.identity, duplicateOf(v.holder), now)
-	}
-	return p.fail(ctx, out, m, pipeline.Errorf(pipeline.Infra, "identity %s was bound by another message while message %d was applied", v.identity, m.ID),
-		msg.Tag(), v.identity, warnings, now)
+	ids.digests[id] = digest
 }
 
 // duplicateOf is the reason a duplicate is SKIPPED with.

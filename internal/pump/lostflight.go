@@ -33,16 +33,16 @@ type FlightLoss interface {
 // not recorded, and is decided again once the pump goes on.
 var errLostFlight = fmt.Errorf("a flight the message names is lost from Redis: %w", errDecideAgain)
 
-// lostFlight asks the guard whether w, the message in hand of phase A batch c, names a flight
-// Redis lost. If it does, the pump stops at once (the halt a check would record) and c ends
+// lostFlight asks the guard whether w, the message in hand of c's phase A batch, names a
+// flight Redis lost. If it does, the pump stops at once (the halt a check would record) and c ends
 // the batch before w (halted); the error returned then is also w's INFRA failure, should it
 // be recorded. A look-up that fails is w's INFRA failure: it is retried, never parked on a
 // doubt.
-func (p *Pump) lostFlight(ctx context.Context, c *authoritative, w *work) error {
-	if p.marks == nil || c == nil || w == nil || w.d == nil {
+func (c *authoritative) lostFlight(ctx context.Context, w *work) error {
+	if c.marks.marks == nil || w == nil || w.d == nil {
 		return nil
 	}
-	fl, ok := p.marks.marks.(FlightLoss)
+	fl, ok := c.marks.marks.(FlightLoss)
 	if !ok {
 		return nil
 	}
@@ -57,7 +57,7 @@ func (p *Pump) lostFlight(ctx context.Context, c *authoritative, w *work) error 
 	if halt == "" {
 		return nil
 	}
-	p.marks.note(p, halt, nil, w.now)
+	c.marks.note(halt, nil, w.now)
 	c.lost = fmt.Errorf("message %d: %s: %w", w.m.ID, halt, errLostFlight)
 	return pipeline.Wrap(pipeline.Infra, c.lost)
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
@@ -18,6 +19,24 @@ import (
 // maxLater bounds the pump's memory of the later messages it decoded for Newer (a replay of a
 // class decides many parked messages against the same later ones).
 const maxLater = 32
+
+// order knows the highest applied message, and decides a message below it with what the
+// applied messages after it set.
+type order struct {
+	db interface {
+		LastApplied(ctx context.Context) (int64, error)
+		AppliedAfter(ctx context.Context, id int64, flids []int64, types []string) ([]int64, error)
+		Raw(ctx context.Context, id int64) (string, bool, error)
+	}
+	dec decoder
+	log *slog.Logger
+
+	// The highest applied message this pump knows: a message below it is decided out of its
+	// order. Read from the database at the first need after each start of Run (known false).
+	applied int64
+	known   bool
+	later   map[int64]*sis.Message // later messages decoded for a message out of order
+}
 
 // outOfOrderView is the view of a message decided out of its order: the batch's view and what
 // the later messages set.
@@ -29,34 +48,34 @@ type outOfOrderView struct {
 // Newer implements handler.OutOfOrder.
 func (v outOfOrderView) Newer() *pipeline.Newer { return v.newer }
 
-// viewInOrder returns the view w's handler decides with: view when w's message is after every
-// applied one, else view with what the applied messages after it set.
-func (p *Pump) viewInOrder(ctx context.Context, w *work, view handler.View) (handler.View, error) {
-	if !p.appliedKnown {
-		id, err := p.db.LastApplied(ctx)
+// view returns the view the handler of message id (decoded as msg) decides with: view when it
+// is after every applied one, else view with what the applied messages after it set.
+func (o *order) view(ctx context.Context, id int64, msg *sis.Message, view handler.View) (handler.View, error) {
+	if !o.known {
+		last, err := o.db.LastApplied(ctx)
 		if err != nil {
 			return nil, err
 		}
-		p.applied, p.appliedKnown = max(p.applied, id), true
+		o.applied, o.known = max(o.applied, last), true
 	}
-	if w.m.ID > p.applied {
+	if id > o.applied {
 		return view, nil
 	}
-	n, err := p.newerThan(ctx, w.m.ID, w.d.msg, view, &p.later)
+	n, err := o.newerThan(ctx, id, msg, view, &o.later)
 	if err != nil || n == nil {
 		return view, err
 	}
-	p.log.Info("message out of order: deciding it with what later messages set", "msg_id", w.m.ID)
+	o.log.Info("message out of order: deciding it with what later messages set", "msg_id", id)
 	return outOfOrderView{View: view, newer: n}, nil
 }
 
-// applied notes that message id is applied (its success durable).
-func (p *Pump) appliedUpTo(id int64) { p.applied = max(p.applied, id) }
+// appliedUpTo notes that message id is applied (its success durable).
+func (o *order) appliedUpTo(id int64) { o.applied = max(o.applied, id) }
 
 // newerThan gathers what the applied messages after message id (decoded as msg) set of the
 // flights and reference TYPE it names (and, for a window replace, of the stored flights in
 // its window, read through view), remembering the later messages it decodes in later.
-func (p *Pump) newerThan(ctx context.Context, id int64, msg *sis.Message, view handler.View, later *map[int64]*sis.Message) (*pipeline.Newer, error) {
+func (o *order) newerThan(ctx context.Context, id int64, msg *sis.Message, view handler.View, later *map[int64]*sis.Message) (*pipeline.Newer, error) {
 	flids := flightsOf(msg)
 	inWindow, err := windowFlights(ctx, view, msg)
 	if err != nil {
@@ -70,7 +89,7 @@ func (p *Pump) newerThan(ctx context.Context, id int64, msg *sis.Message, view h
 	if len(flids) == 0 && len(types) == 0 {
 		return nil, nil
 	}
-	ids, err := p.db.AppliedAfter(ctx, id, flids, types)
+	ids, err := o.db.AppliedAfter(ctx, id, flids, types)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -83,13 +102,13 @@ func (p *Pump) newerThan(ctx context.Context, id int64, msg *sis.Message, view h
 		typeSet[t] = true
 	}
 	for _, lid := range ids {
-		lmsg, ok, err := p.laterMessage(ctx, lid, later)
+		lmsg, ok, err := o.laterMessage(ctx, lid, later)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			// Its text is gone or unreadable: it may have set anything the message names.
-			p.log.Warn("a later message's text cannot be read; the message out of order leaves everything it may have set",
+			o.log.Warn("a later message's text cannot be read; the message out of order leaves everything it may have set",
 				"msg_id", id, "later_msg_id", lid)
 			for f := range want {
 				n.SetAll(f, lid)
@@ -106,17 +125,17 @@ func (p *Pump) newerThan(ctx context.Context, id int64, msg *sis.Message, view h
 
 // laterMessage returns applied message id decoded, remembered in later; ok is false when its
 // text is gone or no longer decodes.
-func (p *Pump) laterMessage(ctx context.Context, id int64, later *map[int64]*sis.Message) (*sis.Message, bool, error) {
+func (o *order) laterMessage(ctx context.Context, id int64, later *map[int64]*sis.Message) (*sis.Message, bool, error) {
 	if m, ok := (*later)[id]; ok {
 		return m, m != nil, nil
 	}
-	raw, ok, err := p.db.Raw(ctx, id)
+	raw, ok, err := o.db.Raw(ctx, id)
 	if err != nil {
 		return nil, false, fmt.Errorf("later message %d: %w", id, err)
 	}
 	var msg *sis.Message
 	if ok {
-		msg, _ = p.decode(id, raw)
+		msg, _ = o.dec.decode(id, raw)
 	}
 	if *later == nil || len(*later) >= maxLater {
 		*later = map[int64]*sis.Message{}

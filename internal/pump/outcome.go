@@ -6,10 +6,15 @@ package pump
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"msgx/internal/handler"
+	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 	"msgx/internal/store"
@@ -37,12 +42,46 @@ func (o outlet) naming(msg *sis.Message) outlet {
 	return o
 }
 
-// success is what the success transaction of decided message m writes: its decision, note
+// subject is a message an outcome is recorded for: its row, what its decoding gave (the
+// decoded message, nil when it did not decode; the type tag, identity and warnings it is
+// recorded with) and when the pump took it.
+type subject struct {
+	m             *store.Message
+	msg           *sis.Message
+	tag, identity string
+	warnings      []string
+	now           time.Time
+}
+
+// stored is the subject of message m as its row knows it (no decoding at hand): a FAILED
+// head past its deadline, a message whose raw text is missing.
+func stored(m *store.Message, now time.Time) subject {
+	s := subject{m: m, warnings: m.Warnings, now: now}
+	if m.TypeTag != nil {
+		s.tag = *m.TypeTag
+	}
+	if m.Identity != nil {
+		s.identity = *m.Identity
+	}
+	return s
+}
+
+// death is why a message is DEAD: the class it dies under, the error recorded, after how many
+// attempts and since when it failed.
+type death struct {
+	class    pipeline.ErrorClass
+	last     string
+	attempts int
+	first    time.Time
+}
+
+// success is what the success transaction of decided message s writes: its decision, note
 // and warnings, its envelope's back-fill and the flights it names.
-func success(m *store.Message, msg *sis.Message, tag, identity string, warnings []string, dec pipeline.Decision) store.Success {
-	return store.Success{From: store.VersionOf(m), TypeTag: tag, Identity: identity,
+func success(s subject, dec pipeline.Decision) store.Success {
+	msg := s.msg
+	return store.Success{From: store.VersionOf(s.m), TypeTag: s.tag, Identity: s.identity,
 		Meta:     store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM},
-		Decision: dec, Note: dec.Note, Warnings: warnings, Flights: flightsOf(msg)}
+		Decision: dec, Note: dec.Note, Warnings: s.warnings, Flights: flightsOf(msg)}
 }
 
 // flightsOf returns the FLIDs msg names, read from its decoded body: a FLOP's record(s), each
@@ -75,48 +114,76 @@ func flightsOf(msg *sis.Message) []int64 {
 	return slices.Compact(out)
 }
 
-// succeeded reports a message applied: its log line, and the recent list when it has
-// warnings.
-func (p *Pump) succeeded(m *store.Message, tag, identity string, events, changed int, note string, warnings []string, now time.Time) {
-	args := []any{"msg_id", m.ID, "type_tag", tag, "identity", identity, "attempts", m.Attempts + 1,
-		"events", events, "ref_changed", changed, "note", note}
-	if len(warnings) > 0 {
-		args = append(args, "warnings", warnings)
-		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Succeeded), At: now, Note: note, Warnings: warnings})
+// outcomes records the outcomes of messages through an outlet, by the retry policy, and
+// reports each once it is durable: its log line, its metrics and, when notable, the recent
+// list (status).
+type outcomes struct {
+	policy  pipeline.RetryPolicy
+	reg     *handler.Registry // a type tag no handler knows is counted as "other"
+	metrics *metrics.Metrics
+	parked  *prometheus.CounterVec // msgx_messages_parked_total{class}
+	status  *status
+	order   *order // told each message applied
+	log     *slog.Logger
+}
+
+// newOutcomes returns the outcomes of a pump, with its parked counter's series for every
+// class at zero from the start.
+func newOutcomes(policy pipeline.RetryPolicy, reg *handler.Registry, m *metrics.Metrics, st *status, ord *order, log *slog.Logger) *outcomes {
+	parked := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "msgx_messages_parked_total",
+		Help: "Messages parked at once (DEAD under their own class, replayable) because retrying cannot change their outcome (pipeline.park-classes).",
+	}, []string{"class"})
+	for _, c := range pipeline.Classes {
+		parked.WithLabelValues(string(c))
 	}
-	p.finished(m, pipeline.Succeeded, "", tag, now)
-	p.appliedUpTo(m.ID)
-	p.log.Info("message SUCCEEDED", args...)
+	return &outcomes{policy: policy, reg: reg, metrics: m, parked: parked, status: st, order: ord, log: log}
+}
+
+// succeeded reports message s applied: its log line, and the recent list when it has
+// warnings.
+func (o *outcomes) succeeded(s subject, events, changed int, note string) {
+	m := s.m
+	args := []any{"msg_id", m.ID, "type_tag", s.tag, "identity", s.identity, "attempts", m.Attempts + 1,
+		"events", events, "ref_changed", changed, "note", note}
+	if len(s.warnings) > 0 {
+		args = append(args, "warnings", s.warnings)
+		o.status.notable(Notable{MsgID: m.ID, TypeTag: s.tag, State: string(pipeline.Succeeded), At: s.now, Note: note, Warnings: s.warnings})
+	}
+	o.finished(m, pipeline.Succeeded, "", s.tag, s.now)
+	o.order.appliedUpTo(m.ID)
+	o.log.Info("message SUCCEEDED", args...)
 }
 
 // alreadyApplied records SUCCEEDED for a message whose row holds its own identity: the
 // identity is bound only by the success transaction, so this message's effects are
 // committed: the commit went through although its answer was lost. Applying it again would
 // double its events.
-func (p *Pump) alreadyApplied(ctx context.Context, out outlet, m *store.Message, tag, identity string, warnings []string, now time.Time) error {
+func (o *outcomes) alreadyApplied(ctx context.Context, out outlet, s subject) error {
 	const note = "already applied; its commit's answer was lost"
-	if err := out.record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: tag, Identity: identity,
-		From: store.VersionOf(m), Note: note, Warnings: warnings}, now); err != nil {
+	m := s.m
+	if err := out.record(ctx, m.ID, store.Outcome{State: pipeline.Succeeded, Attempts: m.Attempts, TypeTag: s.tag, Identity: s.identity,
+		From: store.VersionOf(m), Note: note, Warnings: s.warnings}, s.now); err != nil {
 		return err
 	}
 	out.later(func() {
-		p.finished(m, pipeline.Succeeded, "", tag, now)
-		p.appliedUpTo(m.ID)
-		p.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", tag, "identity", identity, "note", note)
+		o.finished(m, pipeline.Succeeded, "", s.tag, s.now)
+		o.order.appliedUpTo(m.ID)
+		o.log.Info("message SUCCEEDED", "msg_id", m.ID, "type_tag", s.tag, "identity", s.identity, "note", note)
 	})
 	return nil
 }
 
 // withCopies returns evs with, after each event, its copies for the targets that copy its
-// target.
-func (p *Pump) withCopies(evs []pipeline.Event) []pipeline.Event {
-	if len(p.opt.Copies) == 0 {
+// target (Options.Copies).
+func withCopies(copies map[string][]string, evs []pipeline.Event) []pipeline.Event {
+	if len(copies) == 0 {
 		return evs
 	}
 	out := make([]pipeline.Event, 0, len(evs))
 	for _, e := range evs {
 		out = append(out, e)
-		for _, t := range p.opt.Copies[e.Target] {
+		for _, t := range copies[e.Target] {
 			c := e
 			c.Target = t
 			out = append(out, c)
@@ -125,40 +192,44 @@ func (p *Pump) withCopies(evs []pipeline.Event) []pipeline.Event {
 	return out
 }
 
-func (p *Pump) skip(ctx context.Context, out outlet, m *store.Message, msg *sis.Message, identity, reason string, now time.Time) error {
+// skip records s SKIPPED for reason, with its envelope's back-fill and its decoder's
+// warnings.
+func (o *outcomes) skip(ctx context.Context, out outlet, s subject, reason string) error {
+	m, msg := s.m, s.msg
 	meta := &store.Backfill{SNDR: msg.Meta.SNDR, TYPE: msg.Meta.TYPE, STYP: msg.Meta.STYP, SEQN: msg.Meta.SEQN, DTTM: msg.Meta.DTTM}
-	o := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: identity, Meta: meta,
+	oc := store.Outcome{State: pipeline.Skipped, Attempts: m.Attempts, LastError: reason, TypeTag: msg.Tag(), Identity: s.identity, Meta: meta,
 		From: store.VersionOf(m), Note: "not applied: " + reason, Warnings: msg.Warnings}
-	if err := out.record(ctx, m.ID, o, now); err != nil {
+	if err := out.record(ctx, m.ID, oc, s.now); err != nil {
 		return err
 	}
 	out.later(func() {
-		p.finished(m, pipeline.Skipped, "", msg.Tag(), now)
-		p.log.Info("message SKIPPED", "msg_id", m.ID, "type_tag", msg.Tag(), "identity", identity, "reason", reason)
+		o.finished(m, pipeline.Skipped, "", msg.Tag(), s.now)
+		o.log.Info("message SKIPPED", "msg_id", m.ID, "type_tag", msg.Tag(), "identity", s.identity, "reason", reason)
 	})
 	return nil
 }
 
-// fail records a failure of m under the retry policy: FAILED with its next attempt, or DEAD.
+// fail records a failure of s under the retry policy: FAILED with its next attempt, or DEAD.
 // A failure of a class in pipeline.park-classes is parked: DEAD at once under its own class,
 // so the queue moves on (retrying cannot change what the same bytes give), replayable once
-// msgx can handle it. It reports whether m was left FAILED (it then blocks the queue).
-func (p *Pump) fail(ctx context.Context, out outlet, m *store.Message, cause error, tag, identity string, warnings []string, now time.Time) (failed bool, err error) {
+// msgx can handle it. It reports whether s was left FAILED (it then blocks the queue).
+func (o *outcomes) fail(ctx context.Context, out outlet, s subject, cause error) (failed bool, err error) {
+	m, now := s.m, s.now
 	class := pipeline.ClassOf(cause)
 	attempts := m.Attempts + 1
 	first := timeOr(m.FirstFailedAt, now)
-	v := p.opt.Policy.OnFailure(class, attempts, first, now)
+	v := o.policy.OnFailure(class, attempts, first, now)
 	if v.Parked {
-		o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: cause.Error(),
-			TypeTag: tag, Identity: identity, From: store.VersionOf(m), Note: v.Reason, Warnings: warnings}
-		if err := out.record(ctx, m.ID, o, now); err != nil {
+		oc := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: cause.Error(),
+			TypeTag: s.tag, Identity: s.identity, From: store.VersionOf(m), Note: v.Reason, Warnings: s.warnings}
+		if err := out.record(ctx, m.ID, oc, now); err != nil {
 			return false, err
 		}
 		out.later(func() {
-			p.parked.WithLabelValues(string(class)).Inc()
-			p.finished(m, pipeline.Dead, class, tag, now)
-			p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: "PARKED", Class: string(class), At: now, Note: cause.Error(), Warnings: warnings})
-			p.log.Warn("message PARKED: DEAD at once, replayable; the queue moves on", "msg_id", m.ID, "type_tag", tag,
+			o.parked.WithLabelValues(string(class)).Inc()
+			o.finished(m, pipeline.Dead, class, s.tag, now)
+			o.status.notable(Notable{MsgID: m.ID, TypeTag: s.tag, State: "PARKED", Class: string(class), At: now, Note: cause.Error(), Warnings: s.warnings})
+			o.log.Warn("message PARKED: DEAD at once, replayable; the queue moves on", "msg_id", m.ID, "type_tag", s.tag,
 				"error_class", string(class), "err", cause.Error())
 		})
 		return false, nil
@@ -168,41 +239,32 @@ func (p *Pump) fail(ctx context.Context, out outlet, m *store.Message, cause err
 		if v.Reason != "" {
 			last += "; " + v.Reason
 		}
-		return false, p.recordDeadTagged(ctx, out, m, v.Class, last, attempts, first, tag, identity, warnings, now)
+		return false, o.dead(ctx, out, s, death{class: v.Class, last: last, attempts: attempts, first: first})
 	}
-	o := store.Outcome{State: pipeline.Failed, Class: class, Attempts: attempts, NextAttemptAt: v.NextAttemptAt,
-		FirstFailedAt: first, LastError: cause.Error(), TypeTag: tag, Identity: identity, From: store.VersionOf(m), Warnings: warnings}
-	if err := out.record(ctx, m.ID, o, now); err != nil {
+	oc := store.Outcome{State: pipeline.Failed, Class: class, Attempts: attempts, NextAttemptAt: v.NextAttemptAt,
+		FirstFailedAt: first, LastError: cause.Error(), TypeTag: s.tag, Identity: s.identity, From: store.VersionOf(m), Warnings: s.warnings}
+	if err := out.record(ctx, m.ID, oc, now); err != nil {
 		return false, err
 	}
 	out.later(func() {
-		p.log.Warn("message FAILED", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts,
+		o.log.Warn("message FAILED", "msg_id", m.ID, "type_tag", s.tag, "error_class", string(class), "attempts", attempts,
 			"next_attempt_at", v.NextAttemptAt.Format(time.RFC3339Nano), "err", cause.Error())
 	})
 	return true, nil
 }
 
-func (p *Pump) recordDeadIn(ctx context.Context, out outlet, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first, now time.Time) error {
-	tag, ident := "", ""
-	if m.TypeTag != nil {
-		tag = *m.TypeTag
-	}
-	if m.Identity != nil {
-		ident = *m.Identity
-	}
-	return p.recordDeadTagged(ctx, out, m, class, last, attempts, first, tag, ident, m.Warnings, now)
-}
-
-func (p *Pump) recordDeadTagged(ctx context.Context, out outlet, m *store.Message, class pipeline.ErrorClass, last string, attempts int, first time.Time, tag, identity string, warnings []string, now time.Time) error {
-	o := store.Outcome{State: pipeline.Dead, Class: class, Attempts: attempts, FirstFailedAt: first, LastError: last, TypeTag: tag,
-		Identity: identity, From: store.VersionOf(m), Warnings: warnings}
-	if err := out.record(ctx, m.ID, o, now); err != nil {
+// dead records s DEAD for d.
+func (o *outcomes) dead(ctx context.Context, out outlet, s subject, d death) error {
+	m, now := s.m, s.now
+	oc := store.Outcome{State: pipeline.Dead, Class: d.class, Attempts: d.attempts, FirstFailedAt: d.first, LastError: d.last, TypeTag: s.tag,
+		Identity: s.identity, From: store.VersionOf(m), Warnings: s.warnings}
+	if err := out.record(ctx, m.ID, oc, now); err != nil {
 		return err
 	}
 	out.later(func() {
-		p.notable(Notable{MsgID: m.ID, TypeTag: tag, State: string(pipeline.Dead), Class: string(class), At: now, Note: last, Warnings: warnings})
-		p.finished(m, pipeline.Dead, class, tag, now)
-		p.log.Error("message DEAD", "msg_id", m.ID, "type_tag", tag, "error_class", string(class), "attempts", attempts, "err", last)
+		o.status.notable(Notable{MsgID: m.ID, TypeTag: s.tag, State: string(pipeline.Dead), Class: string(d.class), At: now, Note: d.last, Warnings: s.warnings})
+		o.finished(m, pipeline.Dead, d.class, s.tag, now)
+		o.log.Error("message DEAD", "msg_id", m.ID, "type_tag", s.tag, "error_class", string(d.class), "attempts", d.attempts, "err", d.last)
 	})
 	return nil
 }
@@ -210,12 +272,12 @@ func (p *Pump) recordDeadTagged(ctx context.Context, out outlet, m *store.Messag
 // finished reports a final outcome, once it is durable, to the metrics: started is when the
 // pump took the message. A type tag no handler knows is counted as "other", so what a message
 // claims to be cannot grow the metric's series without bound.
-func (p *Pump) finished(m *store.Message, state pipeline.ProcStatus, class pipeline.ErrorClass, tag string, started time.Time) {
-	if p.opt.Metrics == nil {
+func (o *outcomes) finished(m *store.Message, state pipeline.ProcStatus, class pipeline.ErrorClass, tag string, started time.Time) {
+	if o.metrics == nil {
 		return
 	}
-	if _, ok := p.reg.Lookup(tag); !ok {
+	if _, ok := o.reg.Lookup(tag); !ok {
 		tag = "other"
 	}
-	p.opt.Metrics.Finished(state, class, tag, started, timeOr(m.ReceivedAt, time.Time{}))
+	o.metrics.Finished(state, class, tag, started, timeOr(m.ReceivedAt, time.Time{}))
 }

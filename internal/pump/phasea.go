@@ -13,8 +13,10 @@ package pump
 // not begun. With Options.ViewIn the pump does this in batches, a script per message and one
 // SQL transaction for the run; without, one message per transaction (a batch of one).
 //
-// In a batch, each message's step (message.go) differs from phase B only in its committer
-// (authoritative: the marker before deciding, the script after, the success written at once):
+// The mode (phaseA) reads the run's markers before its batch transaction, leaves each message
+// to be decoded at its turn, and gives each handler a view of its own. In a batch, each
+// message's path (stages.go) differs from phase B only in its committer (authoritative: the
+// marker before deciding, the script after, the success written at once):
 //
 //  1. a duplicate identity (bound by a committed message, or by one earlier in this batch:
 //     the read goes through the batch transaction) is SKIPPED before anything is decided, so
@@ -46,6 +48,7 @@ import (
 	"database/sql"
 	"encoding/gob"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"msgx/internal/handler"
@@ -99,58 +102,81 @@ type authoritative struct {
 	// down is the INFRA failure of the markers' read before the batch began: Redis does not
 	// answer, the message in hand fails with it (nil: it answered).
 	down error
-	// p, tx and w are the pump, the batch transaction and the message in hand (set by prior),
-	// for the look-up of a flight Redis lost (lostflight.go); lost, once it found one, ends
-	// the batch before w (halted).
-	p    *Pump
-	tx   *sql.Tx
-	w    *work
-	lost error
+	// marks is the guard against a Redis that lost data (redismark.go); tx and w are the
+	// batch transaction and the message in hand (set by prior), for the look-up of a flight
+	// Redis lost (lostflight.go); lost, once it found one, ends the batch before w (halted).
+	marks *markState
+	log   *slog.Logger
+	now   func() time.Time
+	tx    *sql.Tx
+	w     *work
+	lost  error
 }
 
-// preMarkers are the markers of a phase A run, read before its batch transaction begins, so
-// that a Redis that does not answer is waited for (redis.timeout) with no database lock held:
-// the lease's renewal never waits behind Redis. err is the read's failure.
-type preMarkers struct {
-	known map[int64][]byte
-	err   error
+// phaseA is the mode of a pump with an authoritative flight store (Options.Authority).
+type phaseA struct {
+	*kit
+	marks *markState
 }
 
-// readMarkers reads the markers of run's messages in one round trip (phase A).
-func (p *Pump) readMarkers(ctx context.Context, run []*store.Due) *preMarkers {
+// batches says whether phase A batches: only when the handlers read reference data through
+// the batch transaction (Options.ViewIn); else each message is a batch of one.
+func (m *phaseA) batches() bool { return m.opt.BatchSize > 1 && m.opt.ViewIn != nil }
+
+// decodeRun leaves each message to be decoded at its turn.
+func (m *phaseA) decodeRun(_ context.Context, run []*store.Due) []*decoded {
+	return make([]*decoded, len(run))
+}
+
+// begin reads the markers of run's messages in one round trip, before the transaction (no
+// database lock is held while Redis answers), then opens the batch with the authoritative
+// committer and, when the markers were read, the batch's flight store. When Redis did not
+// answer the read, the first message fails INFRA with that error, without asking Redis again
+// inside the transaction: the batch records it and ends.
+func (m *phaseA) begin(ctx context.Context, run []*store.Due, _ []*decoded, t take, wr writes) (*batch, error) {
+	start := m.opt.Clock.Now()
 	ids := make([]int64, len(run))
-	for i, m := range run {
-		ids[i] = m.ID
+	for i, d := range run {
+		ids[i] = d.ID
 	}
-	known, err := p.opt.Authority.Markers(ctx, ids)
-	return &preMarkers{known: known, err: err}
-}
-
-// beginAuthoritative makes batch r over run a phase A batch, with pre, the markers of its
-// messages read before the transaction began, and, when they were read, the batch's flight
-// store. When Redis did not answer the read, the first message fails INFRA with that error,
-// without asking Redis again inside the transaction: the batch records it and ends.
-func (p *Pump) beginAuthoritative(r *batch, pre *preMarkers) {
-	a := p.opt.Authority
-	c := &authoritative{a: a, apply: a.ApplyMessage, after: p.opt.AfterAuthority, p: p, tx: r.b.Tx()}
+	a := m.opt.Authority
+	known, kerr := a.Markers(ctx, ids)
+	r, err := m.open(ctx, t, wr, start)
+	if err != nil {
+		return nil, err
+	}
+	r.reads.flights = m.opt.Flights
+	c := &authoritative{a: a, apply: a.ApplyMessage, after: m.opt.AfterAuthority, marks: m.marks, log: m.log,
+		now: m.opt.Clock.Now, tx: r.b.Tx()}
 	r.commit = c
-	if p.marks != nil {
-		p.marks.batch = c
-	}
-	if pre.err != nil {
-		if pipeline.ClassOf(pre.err) == pipeline.Infra {
-			c.down = pre.err
+	if kerr != nil {
+		if pipeline.ClassOf(kerr) == pipeline.Infra {
+			c.down = kerr
 		}
-		return
+		return r, nil
 	}
-	c.known, c.apply = pre.known, a.ApplyUnmarked
-	if p.opt.BatchFlights != nil && p.opt.ViewIn != nil {
-		bf := p.opt.BatchFlights()
+	c.known, c.apply = known, a.ApplyUnmarked
+	if m.opt.BatchFlights != nil && m.opt.ViewIn != nil {
+		bf := m.opt.BatchFlights()
 		r.reads.batchFlights, c.apply = bf, bf.ApplyUnmarked
 	}
+	return r, nil
 }
 
-func (c *authoritative) prior(ctx context.Context, p *Pump, w *work) (pipeline.Decision, bool, error) {
+// view returns the view of the message in hand: flights from the authority (or the batch's
+// flight store), reference data through the batch transaction (Options.ViewIn) or not.
+func (m *phaseA) view(r *batch) handler.View {
+	view := m.opt.View
+	if m.opt.ViewIn != nil {
+		view = m.opt.ViewIn(r.b.Tx())
+	}
+	if r.reads.batchFlights != nil {
+		view = r.reads.batchFlights.View(view)
+	}
+	return view
+}
+
+func (c *authoritative) prior(ctx context.Context, w *work) (pipeline.Decision, bool, error) {
 	c.w = w
 	if c.down != nil {
 		return pipeline.Decision{}, false, c.down
@@ -166,7 +192,7 @@ func (c *authoritative) prior(ctx context.Context, p *Pump, w *work) (pipeline.D
 	if !found {
 		return pipeline.Decision{}, false, nil
 	}
-	p.log.Info("flights already applied to the authoritative store by an earlier attempt; committing the decision recorded", "msg_id", id)
+	c.log.Info("flights already applied to the authoritative store by an earlier attempt; committing the decision recorded", "msg_id", id)
 	dec, err := decodeMarker(id, b)
 	return dec, true, err
 }
@@ -175,7 +201,7 @@ func (c *authoritative) ahead(ctx context.Context, w *work, dec pipeline.Decisio
 	if skippedRecords(w, dec) {
 		// A FLOP that left records out for flights it found absent: one of them may be a
 		// flight Redis lost, whose record would be dropped (lostflight.go).
-		if err := c.p.lostFlight(ctx, c, w); err != nil {
+		if err := c.lostFlight(ctx, w); err != nil {
 			return pipeline.Decision{}, err
 		}
 	}

@@ -1,13 +1,12 @@
 package pump
 
-// How a batch's handlers read state and its identities are looked up (see batch.go): through
-// the batch transaction with the SQL flight store's memory of the batch's flights
-// (Options.FlightsIn), from a watched view that cannot see the batch (watchView), or in phase
-// A from Redis (Options.Authority, ViewIn, BatchFlights).
+// Phase B's mode, and how a batch's handlers read state and its identities are looked up (see
+// batch.go): through the batch transaction with the SQL flight store's memory of the batch's
+// flights (Options.FlightsIn), from a watched view that cannot see the batch (watchView), or
+// in phase A from Redis (Options.Authority, ViewIn, BatchFlights; phasea.go).
 
 import (
 	"context"
-	"database/sql"
 
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
@@ -53,57 +52,85 @@ func (rd *reads) forget() {
 	}
 }
 
-// prepareReads sets up batch r's reads for run and its committer: phase A's (markers and
-// flight store), or the view, its flight read-ahead, the identity read-ahead and the queue
-// of successes (phase B).
-func (p *Pump) prepareReads(ctx context.Context, r *batch, run []*store.Due, decs []*decoded, pre *preMarkers) error {
-	rd := &r.reads
-	rd.flights = p.opt.Flights
-	if p.opt.Authority != nil {
-		p.beginAuthoritative(r, pre)
-		return nil
+// phaseB is the mode of a pump whose flights are the SQL flight store's: the messages of a
+// run are decoded ahead of its transaction, its handlers read through the transaction
+// (Options.FlightsIn) or a watched view, the holders of its identities are read ahead, and
+// its successes are queued where the database takes a queue.
+type phaseB struct{ *kit }
+
+func (m *phaseB) batches() bool { return m.opt.BatchSize > 1 }
+
+// rawAhead bounds the raw text decodeRun reads for the messages whose text did not come with
+// the batch read (store.DueRawLimit): a 3,000-flight schedule is about 9 MB, so the first one
+// or two such messages of a run are decoded before the batch transaction, the rest at their
+// turn.
+const rawAhead = 16 << 20
+
+// decodeRun decodes the messages of run before the batch transaction opens (decoding needs no
+// database, and on SQLite the transaction holds the write lock from its start: a 3,000-flight
+// schedule takes a few hundred milliseconds to decode). A message whose text did not come
+// with the batch read has it read first, while rawAhead allows; one that is left out, or
+// whose read fails or finds no text, is left nil: the decoding stage reads and decodes it at
+// its turn, where a failure is handled.
+func (m *phaseB) decodeRun(ctx context.Context, run []*store.Due) []*decoded {
+	out := make([]*decoded, len(run))
+	budget := rawAhead
+	for i, d := range run {
+		raw, ok := d.Raw, d.RawOK && !d.RawLater
+		if d.RawLater && budget > 0 {
+			var err error
+			raw, ok, err = m.db.Raw(ctx, d.ID)
+			ok = ok && err == nil
+			budget -= len(raw)
+		}
+		if ok {
+			out[i] = m.dec.text(d.ID, raw)
+		}
 	}
-	if r.b.Queues() && !r.single {
+	return out
+}
+
+// begin opens the batch and sets up its reads: the view, its flight read-ahead and the
+// identity read-ahead, and the queue of successes where the database takes one.
+func (m *phaseB) begin(ctx context.Context, run []*store.Due, decs []*decoded, t take, wr writes) (*batch, error) {
+	r, err := m.open(ctx, t, wr, m.opt.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	rd := &r.reads
+	rd.flights = m.opt.Flights
+	if r.b.Queues() && t == takeRun {
 		r.commit = &queued{}
 	}
 	switch {
-	case p.opt.FlightsIn != nil:
-		rd.tx = p.opt.FlightsIn(r.b.Tx())
+	case m.opt.FlightsIn != nil:
+		rd.tx = m.opt.FlightsIn(r.b.Tx())
 		rd.view = rd.tx
 		if rd.flights != nil {
 			rd.flights = rd.tx
 		}
-		rd.tx.SetBarrier(func(ctx context.Context) error { return r.commit.flush(ctx, p, r) })
+		rd.tx.SetBarrier(func(ctx context.Context) error { return r.commit.flush(ctx, r) })
 		if err := rd.tx.Prefetch(ctx, flopFlights(decs)); err != nil {
-			return err
+			r.b.Rollback()
+			return nil, err
 		}
-	case p.opt.View != nil:
-		rd.watched = &watchView{View: p.opt.View}
+	case m.opt.View != nil:
+		rd.watched = &watchView{View: m.opt.View}
 		rd.view = rd.watched
 	}
-	var err error
-	rd.bound, err = p.readBound(ctx, r.b, run, decs)
-	return err
+	if rd.bound, err = m.readBound(ctx, r.b, run, decs); err != nil {
+		r.b.Rollback()
+		return nil, err
+	}
+	return r, nil
 }
 
-// viewOf returns the view the handler of the message in hand reads: the batch's, or in phase
-// A one of its own, with flights from the authority (or the batch's flight store) and
-// reference data through the batch transaction (Options.ViewIn) or not.
-func (rd *reads) viewOf(opt *Options, tx *sql.Tx) handler.View {
-	if opt.Authority == nil {
-		if rd.watched != nil {
-			rd.watched.read = false
-		}
-		return rd.view
+// view returns the batch's view, watched afresh for the message in hand.
+func (m *phaseB) view(r *batch) handler.View {
+	if r.reads.watched != nil {
+		r.reads.watched.read = false
 	}
-	view := opt.View
-	if opt.ViewIn != nil {
-		view = opt.ViewIn(tx)
-	}
-	if rd.batchFlights != nil {
-		view = rd.batchFlights.View(view)
-	}
-	return view
+	return r.reads.view
 }
 
 // flopFlights returns the flights the FLOPs of decs name: what their handlers read.
@@ -142,7 +169,7 @@ func (rd *reads) boundIn(r *batch) holderOf {
 // without a round trip per message: their keys, and in identity.mode content the content
 // identities of the messages whose key is held by another message or shared with an earlier
 // one of the run. The result holds 0 for a key no message holds.
-func (p *Pump) readBound(ctx context.Context, b *store.Batch, run []*store.Due, decs []*decoded) (map[string]int64, error) {
+func (m *phaseB) readBound(ctx context.Context, b *store.Batch, run []*store.Due, decs []*decoded) (map[string]int64, error) {
 	out := map[string]int64{}
 	var ids []string
 	for _, d := range decs {
@@ -151,15 +178,15 @@ func (p *Pump) readBound(ctx context.Context, b *store.Batch, run []*store.Due, 
 		}
 	}
 	err := readHolders(ctx, b, out, ids)
-	for _, m := range run {
-		if m.BoundKey != "" {
-			out[m.BoundKey] = m.ID // applied, its commit's answer lost (store.Due)
+	for _, d := range run {
+		if d.BoundKey != "" {
+			out[d.BoundKey] = d.ID // applied, its commit's answer lost (store.Due)
 		}
 	}
-	if err != nil || !p.opt.Identity.ByContent() {
+	if err != nil || !m.ids.mode.ByContent() {
 		return out, err
 	}
-	return out, readHolders(ctx, b, out, p.contentIdentities(run, decs, out))
+	return out, readHolders(ctx, b, out, m.contentIdentities(run, decs, out))
 }
 
 // readHolders reads the holders of ids through b into out (0 for an identity none holds).
@@ -178,7 +205,7 @@ func readHolders(ctx context.Context, b *store.Batch, out map[string]int64, ids 
 // contentIdentities returns the content identities of the decoded messages of run whose key
 // out says another message holds, or which share their key with an earlier one of the run:
 // each under its digest and its legacy digest (identify looks both up).
-func (p *Pump) contentIdentities(run []*store.Due, decs []*decoded, out map[string]int64) []string {
+func (m *phaseB) contentIdentities(run []*store.Due, decs []*decoded, out map[string]int64) []string {
 	var ids []string
 	first := map[string]int64{} // each key's first message in the run
 	for i, d := range decs {
@@ -191,7 +218,7 @@ func (p *Pump) contentIdentities(run []*store.Due, decs []*decoded, out map[stri
 			first[k] = id
 		}
 		if h := out[k]; (h != 0 && h != id) || (seen && f != id) {
-			if dg, err := p.digest(id, d.raw); err == nil {
+			if dg, err := m.ids.digest(id, d.raw); err == nil {
 				ids = append(ids, pipeline.ContentIdentity(d.identity, dg.digest), pipeline.ContentIdentity(d.identity, dg.legacy))
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -41,26 +42,22 @@ type Halt struct {
 	Since  time.Time `json:"since"`
 }
 
-// markState is the pump's side of the guard.
+// markState is the pump's side of the guard; marks nil: the guard is off (phase B, or phase A
+// before SetMarks).
 type markState struct {
 	marks Marks
+	log   *slog.Logger
 	mu    sync.Mutex
 	halt  *Halt
 	// checkErr is the last failed check's error text, logged once.
 	checkErr string
-	// batch is the committer of the phase A batch in hand, whose message a decision's ORPHAN
-	// is looked up for (lostflight.go); only the pump's goroutine uses it.
-	batch *authoritative
 }
 
 // SetMarks turns phase A's guard on. Call it before Run.
-func (p *Pump) SetMarks(m Marks) { p.marks = &markState{marks: m} }
+func (p *Pump) SetMarks(m Marks) { p.marks.marks = m }
 
 // Halted returns why the pump stops applying, or nil.
 func (p *Pump) Halted() *Halt {
-	if p.marks == nil {
-		return nil
-	}
 	p.marks.mu.Lock()
 	defer p.marks.mu.Unlock()
 	if p.marks.halt == nil {
@@ -87,14 +84,14 @@ func (p *Pump) HaltMetric() prometheus.Collector {
 // guardStep checks the marks before a step. halted says the step is over: the pump is
 // stopped (wait before looking again), or it ran the waiting REDIS_RESTORE.
 func (p *Pump) guardStep(ctx context.Context, now time.Time) (wait time.Duration, halted bool, err error) {
-	if p.marks == nil {
+	if p.marks.marks == nil {
 		return 0, false, nil
 	}
 	reason, err := p.marks.marks.Check(ctx)
-	if !p.marks.note(p, reason, err, now) {
+	if !p.marks.note(reason, err, now) {
 		return 0, false, nil
 	}
-	j, err := p.restoreJob(ctx)
+	j, err := restoreJob(ctx, p.db)
 	if err != nil || j == nil {
 		return p.opt.PollInterval, true, err
 	}
@@ -103,35 +100,35 @@ func (p *Pump) guardStep(ctx context.Context, now time.Time) (wait time.Duration
 }
 
 // note records what a check found and says whether the pump is stopped.
-func (ms *markState) note(p *Pump, reason string, err error, now time.Time) (halted bool) {
+func (ms *markState) note(reason string, err error, now time.Time) (halted bool) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	switch {
 	case err != nil:
 		if e := err.Error(); e != ms.checkErr {
 			ms.checkErr = e
-			p.log.Warn("phase A: cannot compare the Redis and SQL marks", "err", e, "stopped", ms.halt != nil)
+			ms.log.Warn("phase A: cannot compare the Redis and SQL marks", "err", e, "stopped", ms.halt != nil)
 		}
 		return ms.halt != nil // stopped, it stays so until a check finds the marks agreeing
 	case reason == "":
 		ms.checkErr = ""
 		if ms.halt != nil {
-			p.log.Info("phase A: Redis and SQL agree again; the pump resumes", "was", ms.halt.Reason)
+			ms.log.Info("phase A: Redis and SQL agree again; the pump resumes", "was", ms.halt.Reason)
 			ms.halt = nil
 		}
 		return false
 	}
 	ms.checkErr = ""
 	if ms.halt == nil || ms.halt.Reason != reason {
-		p.log.Error("phase A: the pump stops applying: "+reason+"; run REDIS_RESTORE (msgx job run REDIS_RESTORE)", "reason", reason)
+		ms.log.Error("phase A: the pump stops applying: "+reason+"; run REDIS_RESTORE (msgx job run REDIS_RESTORE)", "reason", reason)
 		ms.halt = &Halt{Reason: reason, Since: now}
 	}
 	return true
 }
 
 // restoreJob returns the oldest unfinished REDIS_RESTORE job, or nil.
-func (p *Pump) restoreJob(ctx context.Context) (*store.Job, error) {
-	list, err := p.db.ListJobs(ctx, 100)
+func restoreJob(ctx context.Context, db store.Jobs) (*store.Job, error) {
+	list, err := db.ListJobs(ctx, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -144,12 +141,12 @@ func (p *Pump) restoreJob(ctx context.Context) (*store.Job, error) {
 	return out, nil
 }
 
-// commitMarks raises SQL's mark in batch r's transaction, before it commits.
-func (p *Pump) commitMarks(ctx context.Context, r *batch) error {
-	if p.marks == nil {
+// seal raises SQL's mark in batch r's transaction, before it commits.
+func (c *authoritative) seal(ctx context.Context, r *batch) error {
+	if c.marks.marks == nil {
 		return nil
 	}
-	done, err := p.marks.marks.Commit(ctx, r.b.Tx(), p.opt.Clock.Now())
+	done, err := c.marks.marks.Commit(ctx, r.b.Tx(), c.now())
 	if err != nil {
 		return err
 	}
@@ -157,26 +154,26 @@ func (p *Pump) commitMarks(ctx context.Context, r *batch) error {
 	return nil
 }
 
-// failedOnRedis judges a handler's failure in phase A: a decision made on flights read from a
-// Redis that lost data (a FLOP finding its flight gone: ORPHAN) is not the message's fault.
-// The marks are compared again; when they disagree (Redis lost data since the step began) the
+// failed judges a handler's failure in phase A: a decision made on flights read from a Redis
+// that lost data (a FLOP finding its flight gone: ORPHAN) is not the message's fault. The
+// marks are compared again; when they disagree (Redis lost data since the step began) the
 // failure is INFRA ("Redis lost data"), so the message is retried once Redis is restored,
 // never parked. When they agree, an ORPHAN whose flight the mirror holds is a flight Redis
 // lost: the pump stops and the batch ends before the message, which is not recorded
 // (lostflight.go).
-func (p *Pump) failedOnRedis(ctx context.Context, err error) error {
-	if p.marks == nil {
+func (c *authoritative) failed(ctx context.Context, w *work, err error) error {
+	if c.marks.marks == nil {
 		return err
 	}
 	if _, skip := handler.AsSkip(err); skip || pipeline.ClassOf(err) == pipeline.Infra {
 		return err
 	}
-	reason, cerr := p.marks.marks.Check(ctx)
+	reason, cerr := c.marks.marks.Check(ctx)
 	if cerr == nil && reason != "" {
 		return pipeline.Wrap(pipeline.Infra, fmt.Errorf("%s; the decision (%v) was made on it and is not kept", reason, err))
 	}
-	if c := p.marks.batch; c != nil && pipeline.ClassOf(err) == pipeline.Orphan {
-		if lerr := p.lostFlight(ctx, c, c.w); lerr != nil {
+	if pipeline.ClassOf(err) == pipeline.Orphan {
+		if lerr := c.lostFlight(ctx, w); lerr != nil {
 			return lerr
 		}
 	}
