@@ -21,7 +21,7 @@ func TestTheBatchWaitRunsOnThePumpsClock(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := testkit.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-		e := &env{db: db, clock: clock, t: t, pump: pump.New(db, handler.Default(handler.Options{}), pump.Options{
+		e := &env{db: db, clock: clock, t: t, pump: pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 			Policy: defaultPolicy, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			BatchSize: 10, BatchWait: time.Hour})}
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("B", "b"), 1))
@@ -50,7 +50,7 @@ func TestTheBatchWaitRunsOnThePumpsClock(t *testing.T) {
 func TestStoppingEndsTheBatchWait(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		p := pump.New(db, handler.Default(handler.Options{}), pump.Options{
+		p := pump.New(storetest.Pump(db), handler.Default(handler.Options{}), pump.Options{
 			Policy: defaultPolicy, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 10, BatchWait: time.Hour})
 		e := &env{db: db, clock: testkit.NewClock(time.Now()), t: t, pump: p}
 		ids := e.post(refMsg("STTS", "ADD", "1", stts("A", "a"), 1), refMsg("STTS", "ADD", "2", stts("B", "b"), 1))
