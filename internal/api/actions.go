@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -249,6 +250,16 @@ func classNames() string {
 }
 
 func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
+	// Plain text, never rendered: an XML body could hold markup a browser would run.
+	writeStored(w, r, "message", "text/plain; charset=utf-8", func(ctx context.Context, id int64) ([]byte, bool, error) {
+		raw, found, err := s.DB.Raw(ctx, id)
+		return []byte(raw), found, err
+	}, "Content-Security-Policy", "sandbox")
+}
+
+// writeStored answers GET …/{id}/… with the stored bytes get reads (404 naming what when there
+// are none), as ctype, never sniffed, with the headers given in pairs.
+func writeStored(w http.ResponseWriter, r *http.Request, what, ctype string, get func(context.Context, int64) ([]byte, bool, error), headers ...string) {
 	if !allowParams(w, r) {
 		return
 	}
@@ -256,21 +267,22 @@ func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	raw, found, err := s.DB.Raw(r.Context(), id)
+	b, found, err := get(r.Context(), id)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
 	if !found {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no message %d", id))
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no %s %d", what, id))
 		return
 	}
-	// Plain text, never rendered: an XML body could hold markup a browser would run.
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "sandbox")
-	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
-	io.WriteString(w, raw)
+	for i := 0; i+1 < len(headers); i += 2 {
+		w.Header().Set(headers[i], headers[i+1])
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Write(b)
 }
 
 func (s *Server) messageHistory(w http.ResponseWriter, r *http.Request) {

@@ -79,26 +79,7 @@ func eventFilter(w http.ResponseWriter, q url.Values) (store.EventQuery, bool) {
 
 // eventPayload is GET /api/v1/events/{id}/payload.
 func (s *Server) eventPayload(w http.ResponseWriter, r *http.Request) {
-	if !allowParams(w, r) {
-		return
-	}
-	id, ok := pathID(w, r, "id")
-	if !ok {
-		return
-	}
-	b, found, err := s.DB.EventPayload(r.Context(), id)
-	if err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	if !found {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no event %d", id))
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Write(b)
+	writeStored(w, r, "event", "application/json", s.DB.EventPayload)
 }
 
 // replayEvents is POST /api/v1/events/replay.
