@@ -74,18 +74,27 @@ func (ops *Operations) SearchBodies(ctx context.Context, text string, within, li
 		return out, Unavailable(fmt.Errorf("search message bodies for %q: %w", text, err))
 	}
 	defer rows.Close()
-	for rows.Next() {
-		m, err := ops.db.Processor.scanMessage(rows)
-		if err != nil {
-			return out, Unavailable(fmt.Errorf("search message bodies: %w", err))
-		}
-		if len(out.Messages) == limit {
-			out.More = true
-			break
-		}
-		out.Messages = append(out.Messages, m)
+	out.Messages, out.More, err = ops.db.Processor.scanPage(rows, limit, out.Messages)
+	if err != nil {
+		return out, Unavailable(fmt.Errorf("search message bodies: %w", err))
 	}
-	return out, Unavailable(rows.Err())
+	return out, nil
+}
+
+// scanPage appends to msgs the messages of rows, a page of limit and one more to tell whether
+// there are more (more).
+func (p *Processor) scanPage(rows *sql.Rows, limit int, msgs []*Message) (_ []*Message, more bool, err error) {
+	for rows.Next() {
+		m, err := p.scanMessage(rows)
+		if err != nil {
+			return msgs, false, err
+		}
+		if len(msgs) == limit {
+			return msgs, true, nil
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, false, rows.Err()
 }
 
 // FlightMessages finds the messages that named any of a set of flights (MSG_FLIGHT): the
@@ -140,19 +149,12 @@ func (fl *Flights) MessagesOfFlights(ctx context.Context, flids []int64, limit i
 		return out, Unavailable(fmt.Errorf("the messages of flights %v: %w", args, err))
 	}
 	defer rows.Close()
-	for rows.Next() {
-		m, err := fl.db.Processor.scanMessage(rows)
-		if err != nil {
-			return out, Unavailable(fmt.Errorf("the messages of flights: %w", err))
-		}
-		if len(out.Messages) == limit {
-			out.More = true
-			break
-		}
-		out.Messages = append(out.Messages, m)
+	out.Messages, out.More, err = fl.db.Processor.scanPage(rows, limit, out.Messages)
+	if err != nil {
+		return out, Unavailable(fmt.Errorf("the messages of flights: %w", err))
 	}
-	if err := rows.Err(); err != nil || len(out.Messages) == 0 {
-		return out, Unavailable(err)
+	if len(out.Messages) == 0 {
+		return out, nil
 	}
 	rows.Close()
 	return out, fl.namedFlights(ctx, args, marks, &out)
