@@ -696,18 +696,24 @@ func stateIDs(ctx context.Context, q querier, ids []int64) ([]int64, error) {
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := q.QueryContext(ctx, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE CMINMSGS_ID IN (`+placeholders(len(ids))+`)`, args...)
+	return column[int64](ctx, q, `SELECT CMINMSGS_ID FROM PROC_STATE WHERE CMINMSGS_ID IN (`+placeholders(len(ids))+`)`, args...)
+}
+
+// column runs a query of one column and returns its values in the order read; a failure to
+// run it is Unavailable.
+func column[T any](ctx context.Context, q querier, query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, Unavailable(err)
 	}
 	defer rows.Close()
-	var out []int64
+	var out []T
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, id)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

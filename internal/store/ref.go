@@ -234,18 +234,5 @@ func (r *RefData) refQuery(ctx context.Context, where string, args ...any) ([]Re
 
 // refKeys reads the keys of the stored records of one TYPE, in no order.
 func refKeys(ctx context.Context, tx *sql.Tx, typ string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT REF_KEY FROM REF_DATA WHERE REF_TYPE = ?`, typ)
-	if err != nil {
-		return nil, Unavailable(err)
-	}
-	defer rows.Close()
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return column[string](ctx, tx, `SELECT REF_KEY FROM REF_DATA WHERE REF_TYPE = ?`, typ)
 }
