@@ -8,13 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"msgx/internal/app"
 	"strconv"
 	"strings"
 	"time"
 
 	"msgx/client"
 	"msgx/internal/api"
+	"msgx/internal/app"
 	"msgx/internal/cli"
 	"msgx/internal/pipeline"
 )
