@@ -295,9 +295,6 @@ type Job struct {
 	JobRow
 	// Progress is, while the job runs, what it is doing and for how long; nil otherwise.
 	Progress *JobProgress `json:"progress"`
-	// ScheduleKey is the scheduler's key (kind/local day) of a job it enqueued; "" for one an
-	// operator started.
-	ScheduleKey string `json:"schedule_key"`
 }
 
 // JobRow is a pump job's row, as POST /api/v1/jobs answers it and the status's last jobs
