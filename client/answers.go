@@ -105,20 +105,16 @@ type ErrorBody struct {
 // Status is GET /api/v1/status's answer. Extra's sections are left raw: RecentNote,
 // TargetStatus and PumpTrouble read the ones the command prints in its own way.
 type Status struct {
-	Counts      map[string]int             `json:"counts"`
-	PumpRunning bool                       `json:"pump_running"`
-	PumpState   string                     `json:"pump_state"` // why the pump does not run here ("standby: …"), "" when it does
-	LeaseHolder string                     `json:"lease_holder"`
-	Head        *Head                      `json:"head"`
-	Extra       map[string]json.RawMessage `json:"extra"`
-	Paused      []struct {
-		Name   string    `json:"name"`
-		By     string    `json:"paused_by"`
-		Reason string    `json:"reason"`
-		At     time.Time `json:"paused_at"`
-	} `json:"paused"`
+	Counts      map[string]int `json:"counts"` // by processing state
+	Head        *Head          `json:"head"`
+	PumpRunning bool           `json:"pump_running"`
+	PumpState   string         `json:"pump_state,omitempty"` // why the pump does not run here ("standby: …"), "" when it does
+	LeaseHolder string         `json:"lease_holder,omitempty"`
 	// PumpPause is the operator's pause of the pump (who, why, since when); nil when it runs.
-	PumpPause *Pause `json:"pump_paused"`
+	// Paused lists every pause, the pump's and the targets' ("target:<NAME>").
+	PumpPause *Pause                     `json:"pump_paused"`
+	Paused    []Pause                    `json:"paused"`
+	Extra     map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
 // Head is the status's head message (the lowest one not finished) and why it waits.
@@ -320,6 +316,17 @@ type ReplayAnswer struct {
 	Note    string  `json:"note"`
 	// Items describes (dry run) the first of what would move.
 	Items []ReplayItem `json:"items"`
+}
+
+// MessageReplay is POST /api/v1/replay's answer as the server writes it (ReplayAnswer reads
+// it and the event replay's answer alike).
+type MessageReplay struct {
+	Moved   int     `json:"moved"`
+	Skipped int     `json:"skipped"`
+	IDs     []int64 `json:"ids"`
+	DryRun  bool    `json:"dry_run"`
+	// Items describes (dry run only) the first of what would move; the server caps them.
+	Items []ReplayItem `json:"items,omitempty"`
 }
 
 // ReplayItem is one message or event a replay's dry run says would move.

@@ -66,19 +66,22 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[pipeline.EventStatus](): {"PENDING", "SENT", "DEAD"},
 }
 
-// fieldEnums are the fields of the client's wire types whose values are fixed: the client
-// declares them as strings (it imports nothing of msgx's), the server fills them from the
-// enums above.
-var fieldEnums = map[string]reflect.Type{
+// fieldTypes are the fields of the client's wire types whose schema is another type's: the
+// ones whose values are fixed, which the client declares as strings (it imports nothing of
+// msgx's) and the server fills from the enums above, and the status's sections, which the
+// client keeps raw to decode one by one and which may be any JSON value.
+var fieldTypes = map[string]reflect.Type{
 	"Message.State":    reflect.TypeFor[pipeline.ProcStatus](),
 	"ParkAnswer.From":  reflect.TypeFor[pipeline.ProcStatus](),
 	"ParkAnswer.State": reflect.TypeFor[pipeline.ProcStatus](),
 	"EventRow.State":   reflect.TypeFor[pipeline.EventStatus](),
+	"Status.Extra":     reflect.TypeFor[map[string]any](),
 }
 
-// fieldEnum is the enum type of a client string field (fieldEnums), ok=false when it has none.
-func fieldEnum(t reflect.Type, field string) (reflect.Type, bool) {
-	e, ok := fieldEnums[t.Name()+"."+field]
+// fieldType is the type whose schema a client field has (fieldTypes), ok=false when it has
+// its own.
+func fieldType(t reflect.Type, field string) (reflect.Type, bool) {
+	e, ok := fieldTypes[t.Name()+"."+field]
 	return e, ok && t.PkgPath() == "msgx/client"
 }
 
@@ -175,7 +178,7 @@ func (g *schemaGen) fields(t reflect.Type, props obj, req *[]string) {
 			name = f.Name
 		}
 		omit := slices.Contains(strings.Split(opts, ","), "omitempty")
-		if e, ok := fieldEnum(t, f.Name); ok {
+		if e, ok := fieldType(t, f.Name); ok {
 			ft = e
 		}
 		s := g.of(ft)
@@ -251,6 +254,7 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[client.Job]():              "JobWithProgress",
 	reflect.TypeFor[client.JobRow]():           "Job",
 	reflect.TypeFor[client.ReplayItem]():       "PreviewItem",
+	reflect.TypeFor[client.MessageReplay]():    "ReplayAnswer",
 }
 
 // Roles, as routeRole (auth.go) gives them.
@@ -444,9 +448,9 @@ func (g *schemaGen) routes() []op {
 			body: object([]any{"reason"}, obj{"reason": obj{"type": "string"}}),
 			ok:   jsonOK("parked", g.ref(client.ParkAnswer{})), errors: []int{400, 404, 409, 413}},
 		{method: "POST", path: "/api/v1/replay", role: operator, summary: "FAILED/DEAD messages of classes or ids back to PENDING (or a dry run)",
-			body: g.ref(client.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(api.ReplayAnswer{})), errors: []int{400}},
+			body: g.ref(client.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(client.MessageReplay{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/status", role: viewer, summary: "Counts, the head message, the pump and its pauses, and the sections of the other parts",
-			ok: jsonOK("the status", g.ref(api.Status{}))},
+			ok: jsonOK("the status", g.ref(client.Status{}))},
 		{method: "GET", path: "/api/v1/config", role: admin, summary: "The configuration, secrets masked",
 			ok: jsonOK("the configuration", anyObject)},
 
