@@ -494,6 +494,21 @@ type Season struct {
 	Season    map[string]any `json:"season"`
 }
 
+// StoredSeason is a season as GET /api/v1/seasons writes it, its SCHS fields as stored
+// (Season reads them decoded).
+type StoredSeason struct {
+	Key       string          `json:"key"`
+	Version   int64           `json:"version"`
+	MsgID     *int64          `json:"msg_id"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	Season    json.RawMessage `json:"season"`
+}
+
+// SeasonList is GET /api/v1/seasons's answer as the server writes it.
+type SeasonList struct {
+	Seasons []StoredSeason `json:"seasons"`
+}
+
 // Seasons returns the stored seasonal schedules.
 func (c *Client) Seasons(ctx context.Context) ([]Season, error) {
 	var out struct {
