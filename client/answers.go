@@ -228,7 +228,6 @@ func (c *Client) TargetNames(ctx context.Context) []string {
 // MessageList is GET /api/v1/messages's answer.
 type MessageList struct {
 	Messages  []Message `json:"messages"`
-	NextAfter *int64    `json:"next_after"`
 	Page
 }
 
@@ -241,14 +240,17 @@ func (c *Client) Messages(ctx context.Context, filters url.Values) (MessageList,
 	return out, err
 }
 
-// Page is the paging every listing answers with (docs/api.md, Listings): Next and Prev are the
-// query parameters of the pages beside this one ("before=41"), nil when nothing is there.
+// Page is the paging every listing answers with (docs/api.md, Listings), after its items:
+// Next and Prev are the query parameters of the pages beside this one ("before=41"), nil
+// when nothing is there; NextAfter (oldest first) is the last item's id when more may follow.
 type Page struct {
 	Count     int     `json:"count"` // the items on this page
+	Limit     int     `json:"limit"`
 	Order     string  `json:"order"`
 	Truncated bool    `json:"truncated"`
 	Next      *string `json:"next"`
 	Prev      *string `json:"prev"`
+	NextAfter *int64  `json:"next_after"`
 }
 
 // HistoryEntry is one attempt, park or replay of a message.
@@ -273,7 +275,6 @@ func (c *Client) MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, 
 // EventList is GET /api/v1/events's answer.
 type EventList struct {
 	Events    []Event `json:"events"`
-	NextAfter *int64  `json:"next_after"`
 	Page
 }
 
@@ -292,8 +293,8 @@ func (c *Client) FlightHistory(ctx context.Context, flid int64, each func(Flight
 	after := int64(0)
 	for {
 		var out struct {
-			Changes   []FlightChange `json:"changes"`
-			NextAfter *int64         `json:"next_after"`
+			Changes []FlightChange `json:"changes"`
+			Page
 		}
 		if err := c.Get(ctx, fmt.Sprintf("/api/v1/flights/%d/history?limit=1000&after=%d", flid, after), &out); err != nil {
 			return err
@@ -361,7 +362,6 @@ type ParkAnswer struct {
 // AuditPage is GET /api/v1/audit's answer.
 type AuditPage struct {
 	Audit     []AuditEntry `json:"audit"`
-	NextAfter *int64       `json:"next_after"`
 	Page
 }
 

@@ -529,7 +529,6 @@ func (c *Client) DataRequest(ctx context.Context, id int64) (Request, error) {
 // RequestList is GET /api/v1/requests's answer.
 type RequestList struct {
 	Requests  []Request `json:"requests"`
-	NextAfter *int64    `json:"next_after"`
 	Page
 }
 

@@ -159,15 +159,7 @@ func writeList[T any](w http.ResponseWriter, key string, items []T, c cursor, id
 	if !c.newest {
 		order = "asc"
 	}
-	tail, _ := json.Marshal(struct {
-		Count     int     `json:"count"`
-		Limit     int     `json:"limit"`
-		Order     string  `json:"order"`
-		Truncated bool    `json:"truncated"`
-		Next      *string `json:"next"`
-		Prev      *string `json:"prev"`
-		NextAfter *int64  `json:"next_after"`
-	}{n, c.limit, order, truncated, next, prev, nextAfter})
+	tail, _ := json.Marshal(client.Page{Count: n, Limit: c.limit, Order: order, Truncated: truncated, Next: next, Prev: prev, NextAfter: nextAfter})
 	buf.WriteString("],")
 	buf.Write(tail[1:])
 	buf.WriteByte('\n')
