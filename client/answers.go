@@ -227,7 +227,7 @@ func (c *Client) TargetNames(ctx context.Context) []string {
 
 // MessageList is GET /api/v1/messages's answer.
 type MessageList struct {
-	Messages  []Message `json:"messages"`
+	Messages []Message `json:"messages"`
 	Page
 }
 
@@ -274,18 +274,32 @@ func (c *Client) MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, 
 
 // EventList is GET /api/v1/events's answer.
 type EventList struct {
-	Events    []Event `json:"events"`
+	Events []Event `json:"events"`
 	Page
 }
 
-// FlightChange is one change of a flight: the message, and each field's old and new value.
+// FlightChange is one change of a flight: the event that carried it (of the changed-fields
+// target), the message that made it, and each changed field's old and new value as stored
+// ({"FIELD":{"Old":…,"New":…}}; Fields decodes them).
 type FlightChange struct {
-	EventID int64                                         `json:"event_id"`
-	MsgID   int64                                         `json:"msg_id"`
-	TypeTag string                                        `json:"type_tag"`
-	At      time.Time                                     `json:"at"`
-	Op      string                                        `json:"op"`
-	Changes map[string]struct{ Old, New json.RawMessage } `json:"changes"`
+	EventID int64           `json:"event_id"`
+	MsgID   int64           `json:"msg_id"`
+	TypeTag string          `json:"type_tag"`
+	At      time.Time       `json:"at"`
+	Op      string          `json:"op"`
+	Changes json.RawMessage `json:"changes"`
+}
+
+// FieldChange is one field's old and new value, as JSON (null where it had none).
+type FieldChange struct{ Old, New json.RawMessage }
+
+// Fields decodes the change's fields, by name.
+func (c FlightChange) Fields() (map[string]FieldChange, error) {
+	var out map[string]FieldChange
+	if err := json.Unmarshal(c.Changes, &out); err != nil {
+		return nil, fmt.Errorf("changes of event %d: %w", c.EventID, err)
+	}
+	return out, nil
 }
 
 // FlightHistory calls each with every change of flight flid, oldest first, a page at a time.
@@ -300,6 +314,11 @@ func (c *Client) FlightHistory(ctx context.Context, flid int64, each func(Flight
 			return err
 		}
 		for _, ch := range out.Changes {
+			// A change whose fields do not decode fails the history, as it did when they
+			// were decoded with the page.
+			if _, err := ch.Fields(); err != nil {
+				return err
+			}
 			each(ch)
 		}
 		if out.NextAfter == nil {
@@ -361,7 +380,7 @@ type ParkAnswer struct {
 
 // AuditPage is GET /api/v1/audit's answer.
 type AuditPage struct {
-	Audit     []AuditEntry `json:"audit"`
+	Audit []AuditEntry `json:"audit"`
 	Page
 }
 

@@ -427,7 +427,7 @@ func (s *Server) flightHistory(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "changes", cs, c, func(c store.FlightChange) int64 { return c.EventID })
+	writeList(w, "changes", flightChanges(cs), c, func(c client.FlightChange) int64 { return c.EventID })
 }
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {

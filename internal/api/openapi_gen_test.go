@@ -17,7 +17,6 @@ import (
 	"msgx/internal/console"
 	"msgx/internal/flight"
 	"msgx/internal/pipeline"
-	"msgx/internal/store"
 )
 
 // The OpenAPI document (docs/openapi/openapi.json) is written by this generator: the paths from the
@@ -456,7 +455,7 @@ func (g *schemaGen) routes() []op {
 
 		{method: "GET", path: "/api/v1/flights/{flid}/history", role: viewer, summary: "A flight's changes, oldest first",
 			query: []param{pLimit, {"after", "an event id", pAfter.schema}},
-			ok:    jsonOK("a page of changes", g.listing("changes", store.FlightChange{})), errors: []int{400}},
+			ok:    jsonOK("a page of changes", g.listing("changes", client.FlightChange{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/audit", role: admin, summary: "The audit log, newest first", query: paging,
 			ok: jsonOK("a page of entries", g.listing("audit", client.AuditEntry{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/audit/stream", role: admin, summary: "Live list of the audit log", query: streamAfter, ok: stream("each audit entry"), errors: []int{400, 429}},
