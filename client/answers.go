@@ -176,24 +176,28 @@ func (c *Client) AckDead(ctx context.Context, kind string, ids []int64, note str
 
 // TargetStatus is one entry of the status's "targets" section: a delivery target's events.
 type TargetStatus struct {
-	Target     string  `json:"target"`
-	Pending    int64   `json:"pending"`
-	Dead       int64   `json:"dead"`
-	Sent       int64   `json:"sent"`
-	AgeSeconds float64 `json:"oldest_pending_age_s"`
-	// Rejecting: its latest deliveries all went DEAD (at least 3 since its last success).
-	Rejecting bool `json:"rejecting"`
-	// While the head event fails: since when, and why.
+	Target  string `json:"target"`
+	Pending int64  `json:"pending"`
+	Dead    int64  `json:"dead"`
+	// Sent counts every event of the target ever marked SENT, including rows deleted since.
+	Sent int64 `json:"sent"`
+	// OldestPendingAt is when the oldest PENDING event was created; nil when none is pending.
+	OldestPendingAt *time.Time `json:"oldest_pending_at"`
+	// Head is the target's lowest PENDING event, with its attempts and last error; nil when
+	// none is pending.
+	Head *EventRow `json:"head"`
+	// While the head event fails: since when, its class, last error and next attempt (nil
+	// otherwise).
 	BlockedSince *time.Time `json:"blocked_since"`
-	BlockedFor   *float64   `json:"blocked_for_s"` // seconds
 	ErrorClass   *string    `json:"error_class"`
 	LastError    *string    `json:"last_error"`
 	NextAttempt  *time.Time `json:"next_attempt_at"`
-	Head         *struct {
-		EventID   int64   `json:"event_id"`
-		Attempts  int     `json:"attempts"`
-		LastError *string `json:"last_error"`
-	} `json:"head"`
+	// Rejecting: its latest deliveries all went DEAD (at least 3 since its last success).
+	Rejecting bool `json:"rejecting"`
+	// AgeSeconds is how long the oldest PENDING event has waited, BlockedFor how long the
+	// target has been blocked (nil when it is not), both in seconds.
+	AgeSeconds float64  `json:"oldest_pending_age_s"`
+	BlockedFor *float64 `json:"blocked_for_s"`
 }
 
 // PumpTrouble is the status's "pump_trouble" section: the pump cannot record an outcome.

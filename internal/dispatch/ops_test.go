@@ -149,7 +149,7 @@ func TestListAndStats(t *testing.T) {
 		if n.Target != "REDIS_NOTIFY" || n.Pending != 0 || n.Dead != 1 || n.OldestPendingAt != nil || n.Head != nil || n.OldestPendingAge != 0 {
 			t.Fatalf("REDIS_NOTIFY stats: %+v", n)
 		}
-		b, _ = json.Marshal(f)
+		b, _ = json.Marshal(targetSection(t, db, now, "KAFKA_FLOP"))
 		for _, want := range []string{`"target":"KAFKA_FLOP"`, `"pending":2`, `"dead":0`, `"sent":1`,
 			`"oldest_pending_at":"2026-03-14T08:00:00Z"`, `"oldest_pending_age_s":3600`, `"head":{"event_id":`} {
 			if !strings.Contains(string(b), want) {
