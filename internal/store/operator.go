@@ -484,8 +484,8 @@ const DefaultInlinePayload = 16 << 10
 // EventBrief is an event as a listing shows it: its payload only when it is small.
 type EventBrief struct {
 	Event
-	PayloadBytes  int64 `json:"payload_bytes"`
-	PayloadElided bool  `json:"payload_elided"`
+	PayloadBytes  int64
+	PayloadElided bool
 }
 
 // SearchEvents returns the events q selects in EVENT_ID order (newest first with q.Newest), never reading a payload larger
