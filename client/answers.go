@@ -555,10 +555,16 @@ type JobInHand struct {
 	RunningFor string `json:"running_for"`
 }
 
-// MessageInHand is the message the pump works on, as the status names it.
+// MessageInHand is the message the pump works on, as the status's "in_hand" section names
+// it: a 3,000-flight snapshot or a large batch takes long enough for an operator to ask.
 type MessageInHand struct {
-	MsgID      int64  `json:"msg_id"`
-	Tag        string `json:"tag"`
-	Doing      string `json:"doing"`
-	RunningFor string `json:"running_for"`
+	MsgID int64  `json:"msg_id"`
+	Tag   string `json:"tag,omitempty"` // the type tag, once the message is decoded
+	// Doing is the stage: "decoding", "deciding" (the handler), "writing" (its effects), or
+	// "committing a batch of N messages".
+	Doing string    `json:"doing"`
+	Since time.Time `json:"since"` // when the pump took the message (or the batch its commit)
+	// RunningFor is how long it has been in hand, rounded; RunningSeconds the same in seconds.
+	RunningFor     string  `json:"running_for"`
+	RunningSeconds float64 `json:"running_seconds"`
 }
