@@ -568,3 +568,25 @@ type MessageInHand struct {
 	RunningFor     string  `json:"running_for"`
 	RunningSeconds float64 `json:"running_seconds"`
 }
+
+// DecodedMessage is GET /api/v1/console/messages/{id}/decoded's answer: the message as the
+// pump's decoder reads it, or why it cannot (Error and Class, as processing would record
+// them).
+type DecodedMessage struct {
+	ID      int64  `json:"id"`
+	Decoded any    `json:"decoded,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Class   string `json:"class,omitempty"`
+}
+
+// Throughput is GET /api/v1/console/throughput's answer: the messages finished in each
+// minute of the hour before Until.
+type Throughput struct {
+	// Until is the end of the last minute bucket (now); PerMinute[59] is the minute up to it.
+	Until     time.Time `json:"until"`
+	PerMinute []int     `json:"per_minute"`
+	Total     int       `json:"total"`
+	// Partial is always false: every message finished in the hour is counted (it was true
+	// when only the newest 5,000 messages were read; kept so clients that read it still work).
+	Partial bool `json:"partial"`
+}

@@ -14,7 +14,6 @@ import (
 
 	"msgx/client"
 	"msgx/internal/api"
-	"msgx/internal/console"
 	"msgx/internal/flight"
 	"msgx/internal/pipeline"
 )
@@ -235,25 +234,23 @@ func nonNull(s obj) obj {
 
 // schemaNames name the types whose Go name says too little out of its package.
 var schemaNames = map[reflect.Type]string{
-	reflect.TypeFor[flight.Entry]():            "FlightEntry",
-	reflect.TypeFor[flight.Report]():           "ConsistencyReport",
-	reflect.TypeFor[flight.Mismatch]():         "ConsistencyMismatch",
-	reflect.TypeFor[client.Request]():          "Request",
-	reflect.TypeFor[client.RequestSpec]():      "RequestSpec",
-	reflect.TypeFor[console.Decoded]():         "DecodedMessage",
-	reflect.TypeFor[console.ThroughputStats](): "Throughput",
-	reflect.TypeFor[client.Ack]():              "DeadAck",
-	reflect.TypeFor[client.Pause]():            "Pause",
-	reflect.TypeFor[client.ParkAnswer]():       "ParkResult",
-	reflect.TypeFor[client.Head]():             "HeadInfo",
-	reflect.TypeFor[client.Event]():            "EventBrief",
-	reflect.TypeFor[client.RecentNote]():       "Problem",
-	reflect.TypeFor[client.JobProgress]():      "JobProgress",
-	reflect.TypeFor[client.JobKind]():          "JobKind",
-	reflect.TypeFor[client.Job]():              "JobWithProgress",
-	reflect.TypeFor[client.JobRow]():           "Job",
-	reflect.TypeFor[client.ReplayItem]():       "PreviewItem",
-	reflect.TypeFor[client.MessageReplay]():    "ReplayAnswer",
+	reflect.TypeFor[flight.Entry]():         "FlightEntry",
+	reflect.TypeFor[flight.Report]():        "ConsistencyReport",
+	reflect.TypeFor[flight.Mismatch]():      "ConsistencyMismatch",
+	reflect.TypeFor[client.Request]():       "Request",
+	reflect.TypeFor[client.RequestSpec]():   "RequestSpec",
+	reflect.TypeFor[client.Ack]():           "DeadAck",
+	reflect.TypeFor[client.Pause]():         "Pause",
+	reflect.TypeFor[client.ParkAnswer]():    "ParkResult",
+	reflect.TypeFor[client.Head]():          "HeadInfo",
+	reflect.TypeFor[client.Event]():         "EventBrief",
+	reflect.TypeFor[client.RecentNote]():    "Problem",
+	reflect.TypeFor[client.JobProgress]():   "JobProgress",
+	reflect.TypeFor[client.JobKind]():       "JobKind",
+	reflect.TypeFor[client.Job]():           "JobWithProgress",
+	reflect.TypeFor[client.JobRow]():        "Job",
+	reflect.TypeFor[client.ReplayItem]():    "PreviewItem",
+	reflect.TypeFor[client.MessageReplay](): "ReplayAnswer",
 }
 
 // Roles, as routeRole (auth.go) gives them.
@@ -533,9 +530,9 @@ func (g *schemaGen) routes() []op {
 			ok:   jsonOK("queued", object([]any{"success", "request_id"}, obj{"success": obj{"const": true}, "request_id": obj{"type": "integer", "format": "int64"}})), errors: []int{400, 409}},
 
 		{method: "GET", path: "/api/v1/console/throughput", role: viewer, summary: "Messages finished in each minute of the last hour (the console's chart)",
-			ok: jsonOK("the counts", g.ref(console.ThroughputStats{}))},
+			ok: jsonOK("the counts", g.ref(client.Throughput{}))},
 		{method: "GET", path: "/api/v1/console/messages/{id}/decoded", role: viewer, summary: "A message decoded as the pump decodes it (the console's view)",
-			ok: jsonOK("the decoded message, or why it does not decode", g.ref(console.Decoded{})), errors: []int{400, 404}},
+			ok: jsonOK("the decoded message, or why it does not decode", g.ref(client.DecodedMessage{})), errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/consistency", role: viewer, summary: "The last consistency report of the Redis projection (one run first if none); phase A or the REDIS_FLIGHT target",
 			ok: jsonOK("the report", g.ref(flight.Report{}))},
 		{method: "POST", path: "/api/v1/consistency", role: operator, summary: "Compare the Redis projection with the database now",
