@@ -528,7 +528,7 @@ func (c *Client) DataRequest(ctx context.Context, id int64) (Request, error) {
 
 // RequestList is GET /api/v1/requests's answer.
 type RequestList struct {
-	Requests  []Request `json:"requests"`
+	Requests []Request `json:"requests"`
 	Page
 }
 
