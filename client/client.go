@@ -554,7 +554,7 @@ type ConsistencyReport struct {
 type Mismatch struct {
 	FLID   int64    `json:"flid"`
 	Day    string   `json:"day"`
-	Where  string   `json:"where"`
+	Where  string   `json:"where,omitempty"`
 	Fields []string `json:"fields"`
 }
 

@@ -66,7 +66,7 @@ func FlightRoutes(flights FlightReader, db store.Reference, find *Finder, asOf .
 				writeError(w, http.StatusNotFound, "not_found", "no flight with FLID "+strconv.FormatInt(flid, 10))
 				return
 			}
-			writeJSON(w, http.StatusOK, e)
+			writeJSON(w, http.StatusOK, client.FlightEntry{Day: e.Day, FLID: e.FLID, Version: e.Version, MsgID: e.MsgID, Record: e.Record, UpdatedAt: e.UpdatedAt})
 		})
 		mux.HandleFunc("GET /api/v1/seasons", func(w http.ResponseWriter, r *http.Request) {
 			es, err := db.RefList(r.Context(), seasonType)

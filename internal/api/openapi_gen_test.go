@@ -14,7 +14,6 @@ import (
 
 	"msgx/client"
 	"msgx/internal/api"
-	"msgx/internal/flight"
 	"msgx/internal/pipeline"
 )
 
@@ -234,9 +233,7 @@ func nonNull(s obj) obj {
 
 // schemaNames name the types whose Go name says too little out of its package.
 var schemaNames = map[reflect.Type]string{
-	reflect.TypeFor[flight.Entry]():         "FlightEntry",
-	reflect.TypeFor[flight.Report]():        "ConsistencyReport",
-	reflect.TypeFor[flight.Mismatch]():      "ConsistencyMismatch",
+	reflect.TypeFor[client.Mismatch]():      "ConsistencyMismatch",
 	reflect.TypeFor[client.Request]():       "Request",
 	reflect.TypeFor[client.RequestSpec]():   "RequestSpec",
 	reflect.TypeFor[client.Ack]():           "DeadAck",
@@ -508,7 +505,7 @@ func (g *schemaGen) routes() []op {
 				409: {desc: "before_history: as_of is before the retained history, which starts at history_from", json: beforeHistory},
 			},
 			errors: []int{400}},
-		{method: "GET", path: "/api/v1/flights/{flid}", role: viewer, summary: "One flight", ok: jsonOK("the flight", g.ref(flight.Entry{})), errors: []int{400, 404}},
+		{method: "GET", path: "/api/v1/flights/{flid}", role: viewer, summary: "One flight", ok: jsonOK("the flight", g.ref(client.FlightEntry{})), errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/seasons", role: viewer, summary: "The seasons (SCHS)", ok: jsonOK("the seasons", object([]any{"seasons"}, obj{"seasons": obj{"type": "array", "items": season}}))},
 		{method: "GET", path: "/api/v1/find", role: viewer, summary: "What a text names: flights, then messages",
 			query: []param{
@@ -534,9 +531,9 @@ func (g *schemaGen) routes() []op {
 		{method: "GET", path: "/api/v1/console/messages/{id}/decoded", role: viewer, summary: "A message decoded as the pump decodes it (the console's view)",
 			ok: jsonOK("the decoded message, or why it does not decode", g.ref(client.DecodedMessage{})), errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/consistency", role: viewer, summary: "The last consistency report of the Redis projection (one run first if none); phase A or the REDIS_FLIGHT target",
-			ok: jsonOK("the report", g.ref(flight.Report{}))},
+			ok: jsonOK("the report", g.ref(client.ConsistencyReport{}))},
 		{method: "POST", path: "/api/v1/consistency", role: operator, summary: "Compare the Redis projection with the database now",
-			ok: jsonOK("the report", g.ref(flight.Report{}))},
+			ok: jsonOK("the report", g.ref(client.ConsistencyReport{}))},
 	}
 }
 
