@@ -105,20 +105,16 @@ type ErrorBody struct {
 // Status is GET /api/v1/status's answer. Extra's sections are left raw: RecentNote,
 // TargetStatus and PumpTrouble read the ones the command prints in its own way.
 type Status struct {
-	Counts      map[string]int             `json:"counts"`
-	PumpRunning bool                       `json:"pump_running"`
-	PumpState   string                     `json:"pump_state"` // why the pump does not run here ("standby: …"), "" when it does
-	LeaseHolder string                     `json:"lease_holder"`
-	Head        *Head                      `json:"head"`
-	Extra       map[string]json.RawMessage `json:"extra"`
-	Paused      []struct {
-		Name   string    `json:"name"`
-		By     string    `json:"paused_by"`
-		Reason string    `json:"reason"`
-		At     time.Time `json:"paused_at"`
-	} `json:"paused"`
+	Counts      map[string]int `json:"counts"` // by processing state
+	Head        *Head          `json:"head"`
+	PumpRunning bool           `json:"pump_running"`
+	PumpState   string         `json:"pump_state,omitempty"` // why the pump does not run here ("standby: …"), "" when it does
+	LeaseHolder string         `json:"lease_holder,omitempty"`
 	// PumpPause is the operator's pause of the pump (who, why, since when); nil when it runs.
-	PumpPause *Pause `json:"pump_paused"`
+	// Paused lists every pause, the pump's and the targets' ("target:<NAME>").
+	PumpPause *Pause                     `json:"pump_paused"`
+	Paused    []Pause                    `json:"paused"`
+	Extra     map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
 // Head is the status's head message (the lowest one not finished) and why it waits.
@@ -180,24 +176,28 @@ func (c *Client) AckDead(ctx context.Context, kind string, ids []int64, note str
 
 // TargetStatus is one entry of the status's "targets" section: a delivery target's events.
 type TargetStatus struct {
-	Target     string  `json:"target"`
-	Pending    int64   `json:"pending"`
-	Dead       int64   `json:"dead"`
-	Sent       int64   `json:"sent"`
-	AgeSeconds float64 `json:"oldest_pending_age_s"`
-	// Rejecting: its latest deliveries all went DEAD (at least 3 since its last success).
-	Rejecting bool `json:"rejecting"`
-	// While the head event fails: since when, and why.
+	Target  string `json:"target"`
+	Pending int64  `json:"pending"`
+	Dead    int64  `json:"dead"`
+	// Sent counts every event of the target ever marked SENT, including rows deleted since.
+	Sent int64 `json:"sent"`
+	// OldestPendingAt is when the oldest PENDING event was created; nil when none is pending.
+	OldestPendingAt *time.Time `json:"oldest_pending_at"`
+	// Head is the target's lowest PENDING event, with its attempts and last error; nil when
+	// none is pending.
+	Head *EventRow `json:"head"`
+	// While the head event fails: since when, its class, last error and next attempt (nil
+	// otherwise).
 	BlockedSince *time.Time `json:"blocked_since"`
-	BlockedFor   *float64   `json:"blocked_for_s"` // seconds
 	ErrorClass   *string    `json:"error_class"`
 	LastError    *string    `json:"last_error"`
 	NextAttempt  *time.Time `json:"next_attempt_at"`
-	Head         *struct {
-		EventID   int64   `json:"event_id"`
-		Attempts  int     `json:"attempts"`
-		LastError *string `json:"last_error"`
-	} `json:"head"`
+	// Rejecting: its latest deliveries all went DEAD (at least 3 since its last success).
+	Rejecting bool `json:"rejecting"`
+	// AgeSeconds is how long the oldest PENDING event has waited, BlockedFor how long the
+	// target has been blocked (nil when it is not), both in seconds.
+	AgeSeconds float64  `json:"oldest_pending_age_s"`
+	BlockedFor *float64 `json:"blocked_for_s"`
 }
 
 // PumpTrouble is the status's "pump_trouble" section: the pump cannot record an outcome.
@@ -231,8 +231,7 @@ func (c *Client) TargetNames(ctx context.Context) []string {
 
 // MessageList is GET /api/v1/messages's answer.
 type MessageList struct {
-	Messages  []Message `json:"messages"`
-	NextAfter *int64    `json:"next_after"`
+	Messages []Message `json:"messages"`
 	Page
 }
 
@@ -245,14 +244,17 @@ func (c *Client) Messages(ctx context.Context, filters url.Values) (MessageList,
 	return out, err
 }
 
-// Page is the paging every listing answers with (docs/api.md, Listings): Next and Prev are the
-// query parameters of the pages beside this one ("before=41"), nil when nothing is there.
+// Page is the paging every listing answers with (docs/api.md, Listings), after its items:
+// Next and Prev are the query parameters of the pages beside this one ("before=41"), nil
+// when nothing is there; NextAfter (oldest first) is the last item's id when more may follow.
 type Page struct {
 	Count     int     `json:"count"` // the items on this page
+	Limit     int     `json:"limit"`
 	Order     string  `json:"order"`
 	Truncated bool    `json:"truncated"`
 	Next      *string `json:"next"`
 	Prev      *string `json:"prev"`
+	NextAfter *int64  `json:"next_after"`
 }
 
 // HistoryEntry is one attempt, park or replay of a message.
@@ -276,19 +278,32 @@ func (c *Client) MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, 
 
 // EventList is GET /api/v1/events's answer.
 type EventList struct {
-	Events    []Event `json:"events"`
-	NextAfter *int64  `json:"next_after"`
+	Events []Event `json:"events"`
 	Page
 }
 
-// FlightChange is one change of a flight: the message, and each field's old and new value.
+// FlightChange is one change of a flight: the event that carried it (of the changed-fields
+// target), the message that made it, and each changed field's old and new value as stored
+// ({"FIELD":{"Old":…,"New":…}}; Fields decodes them).
 type FlightChange struct {
-	EventID int64                                         `json:"event_id"`
-	MsgID   int64                                         `json:"msg_id"`
-	TypeTag string                                        `json:"type_tag"`
-	At      time.Time                                     `json:"at"`
-	Op      string                                        `json:"op"`
-	Changes map[string]struct{ Old, New json.RawMessage } `json:"changes"`
+	EventID int64           `json:"event_id"`
+	MsgID   int64           `json:"msg_id"`
+	TypeTag string          `json:"type_tag"`
+	At      time.Time       `json:"at"`
+	Op      string          `json:"op"`
+	Changes json.RawMessage `json:"changes"`
+}
+
+// FieldChange is one field's old and new value, as JSON (null where it had none).
+type FieldChange struct{ Old, New json.RawMessage }
+
+// Fields decodes the change's fields, by name.
+func (c FlightChange) Fields() (map[string]FieldChange, error) {
+	var out map[string]FieldChange
+	if err := json.Unmarshal(c.Changes, &out); err != nil {
+		return nil, fmt.Errorf("changes of event %d: %w", c.EventID, err)
+	}
+	return out, nil
 }
 
 // FlightHistory calls each with every change of flight flid, oldest first, a page at a time.
@@ -296,13 +311,18 @@ func (c *Client) FlightHistory(ctx context.Context, flid int64, each func(Flight
 	after := int64(0)
 	for {
 		var out struct {
-			Changes   []FlightChange `json:"changes"`
-			NextAfter *int64         `json:"next_after"`
+			Changes []FlightChange `json:"changes"`
+			Page
 		}
 		if err := c.Get(ctx, fmt.Sprintf("/api/v1/flights/%d/history?limit=1000&after=%d", flid, after), &out); err != nil {
 			return err
 		}
 		for _, ch := range out.Changes {
+			// A change whose fields do not decode fails the history, as it did when they
+			// were decoded with the page.
+			if _, err := ch.Fields(); err != nil {
+				return err
+			}
 			each(ch)
 		}
 		if out.NextAfter == nil {
@@ -320,6 +340,17 @@ type ReplayAnswer struct {
 	Note    string  `json:"note"`
 	// Items describes (dry run) the first of what would move.
 	Items []ReplayItem `json:"items"`
+}
+
+// MessageReplay is POST /api/v1/replay's answer as the server writes it (ReplayAnswer reads
+// it and the event replay's answer alike).
+type MessageReplay struct {
+	Moved   int     `json:"moved"`
+	Skipped int     `json:"skipped"`
+	IDs     []int64 `json:"ids"`
+	DryRun  bool    `json:"dry_run"`
+	// Items describes (dry run only) the first of what would move; the server caps them.
+	Items []ReplayItem `json:"items,omitempty"`
 }
 
 // ReplayItem is one message or event a replay's dry run says would move.
@@ -353,8 +384,7 @@ type ParkAnswer struct {
 
 // AuditPage is GET /api/v1/audit's answer.
 type AuditPage struct {
-	Audit     []AuditEntry `json:"audit"`
-	NextAfter *int64       `json:"next_after"`
+	Audit []AuditEntry `json:"audit"`
 	Page
 }
 
@@ -525,10 +555,38 @@ type JobInHand struct {
 	RunningFor string `json:"running_for"`
 }
 
-// MessageInHand is the message the pump works on, as the status names it.
+// MessageInHand is the message the pump works on, as the status's "in_hand" section names
+// it: a 3,000-flight snapshot or a large batch takes long enough for an operator to ask.
 type MessageInHand struct {
-	MsgID      int64  `json:"msg_id"`
-	Tag        string `json:"tag"`
-	Doing      string `json:"doing"`
-	RunningFor string `json:"running_for"`
+	MsgID int64  `json:"msg_id"`
+	Tag   string `json:"tag,omitempty"` // the type tag, once the message is decoded
+	// Doing is the stage: "decoding", "deciding" (the handler), "writing" (its effects), or
+	// "committing a batch of N messages".
+	Doing string    `json:"doing"`
+	Since time.Time `json:"since"` // when the pump took the message (or the batch its commit)
+	// RunningFor is how long it has been in hand, rounded; RunningSeconds the same in seconds.
+	RunningFor     string  `json:"running_for"`
+	RunningSeconds float64 `json:"running_seconds"`
+}
+
+// DecodedMessage is GET /api/v1/console/messages/{id}/decoded's answer: the message as the
+// pump's decoder reads it, or why it cannot (Error and Class, as processing would record
+// them).
+type DecodedMessage struct {
+	ID      int64  `json:"id"`
+	Decoded any    `json:"decoded,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Class   string `json:"class,omitempty"`
+}
+
+// Throughput is GET /api/v1/console/throughput's answer: the messages finished in each
+// minute of the hour before Until.
+type Throughput struct {
+	// Until is the end of the last minute bucket (now); PerMinute[59] is the minute up to it.
+	Until     time.Time `json:"until"`
+	PerMinute []int     `json:"per_minute"`
+	Total     int       `json:"total"`
+	// Partial is always false: every message finished in the hour is counted (it was true
+	// when only the newest 5,000 messages were read; kept so clients that read it still work).
+	Partial bool `json:"partial"`
 }

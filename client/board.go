@@ -8,7 +8,8 @@ import (
 )
 
 // Board is GET /api/v1/flights?day=…'s answer: the flights of an airport day, in SODT then
-// FLID order, and the zone the airport's times are in.
+// FLID order, and the zone the airport's times are in. It reads the board as of a past time
+// too (AsOfBoard, as the server writes that one).
 type Board struct {
 	Day      string            `json:"day"`
 	Today    string            `json:"today"`
@@ -31,7 +32,32 @@ type Board struct {
 type BoardChange struct {
 	At    time.Time `json:"changed_at"`
 	AgeS  int64     `json:"changed_age_s"`
-	MsgID int64     `json:"msg_id"`
+	MsgID int64     `json:"msg_id,omitempty"` // message ids start at 1
+}
+
+// AsOfBoard is GET /api/v1/flights?day=…&as_of=…'s answer as the server writes it: the
+// board of the day as it stood at AsOf (UTC), when the retained history starts (nil when
+// nothing was purged), how many applied messages it was folded from, and what the rebuild
+// could not follow. Changed's ages are counted from AsOf.
+type AsOfBoard struct {
+	Day         string                `json:"day"`
+	Today       string                `json:"today"`
+	Timezone    string                `json:"timezone"`
+	AsOf        time.Time             `json:"as_of"`
+	HistoryFrom *time.Time            `json:"history_from"`
+	Messages    int                   `json:"messages"`
+	Count       int                   `json:"count"`
+	Flights     []json.RawMessage     `json:"flights"`
+	Changed     map[int64]BoardChange `json:"changed"`
+	Warnings    []string              `json:"warnings"`
+}
+
+// BeforeHistory is the 409 before_history answer of a board as of a time older than the
+// retained history: the error, the time asked (UTC) and where the history starts.
+type BeforeHistory struct {
+	ErrorBody
+	AsOf        time.Time `json:"as_of"`
+	HistoryFrom time.Time `json:"history_from"`
 }
 
 // Board returns the flights of the airport day day (today at the airport when "").

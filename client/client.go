@@ -491,6 +491,21 @@ type Season struct {
 	Season    map[string]any `json:"season"`
 }
 
+// StoredSeason is a season as GET /api/v1/seasons writes it, its SCHS fields as stored
+// (Season reads them decoded).
+type StoredSeason struct {
+	Key       string          `json:"key"`
+	Version   int64           `json:"version"`
+	MsgID     *int64          `json:"msg_id"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	Season    json.RawMessage `json:"season"`
+}
+
+// SeasonList is GET /api/v1/seasons's answer as the server writes it.
+type SeasonList struct {
+	Seasons []StoredSeason `json:"seasons"`
+}
+
 // Seasons returns the stored seasonal schedules.
 func (c *Client) Seasons(ctx context.Context) ([]Season, error) {
 	var out struct {
@@ -510,8 +525,7 @@ func (c *Client) DataRequest(ctx context.Context, id int64) (Request, error) {
 
 // RequestList is GET /api/v1/requests's answer.
 type RequestList struct {
-	Requests  []Request `json:"requests"`
-	NextAfter *int64    `json:"next_after"`
+	Requests []Request `json:"requests"`
 	Page
 }
 
@@ -537,7 +551,7 @@ type ConsistencyReport struct {
 type Mismatch struct {
 	FLID   int64    `json:"flid"`
 	Day    string   `json:"day"`
-	Where  string   `json:"where"`
+	Where  string   `json:"where,omitempty"`
 	Fields []string `json:"fields"`
 }
 

@@ -159,15 +159,7 @@ func writeList[T any](w http.ResponseWriter, key string, items []T, c cursor, id
 	if !c.newest {
 		order = "asc"
 	}
-	tail, _ := json.Marshal(struct {
-		Count     int     `json:"count"`
-		Limit     int     `json:"limit"`
-		Order     string  `json:"order"`
-		Truncated bool    `json:"truncated"`
-		Next      *string `json:"next"`
-		Prev      *string `json:"prev"`
-		NextAfter *int64  `json:"next_after"`
-	}{n, c.limit, order, truncated, next, prev, nextAfter})
+	tail, _ := json.Marshal(client.Page{Count: n, Limit: c.limit, Order: order, Truncated: truncated, Next: next, Prev: prev, NextAfter: nextAfter})
 	buf.WriteString("],")
 	buf.Write(tail[1:])
 	buf.WriteByte('\n')
@@ -435,7 +427,7 @@ func (s *Server) flightHistory(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "changes", cs, c, func(c store.FlightChange) int64 { return c.EventID })
+	writeList(w, "changes", flightChanges(cs), c, func(c client.FlightChange) int64 { return c.EventID })
 }
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {

@@ -373,7 +373,7 @@ func TestListingsAreBoundedAndParametersChecked(t *testing.T) {
 		t.Errorf("huge limit: %d limit %s truncated %s next %s, %d bytes", code, m["limit"], m["truncated"], m["next"], size)
 	}
 	_, m, size = get(fmt.Sprintf("/api/v1/events?msg_id=%d&after=%d", ids[0], f.ev+400))
-	var list []store.EventBrief
+	var list []client.Event
 	json.Unmarshal(m["events"], &list)
 	if len(list) != 1 || !list[0].PayloadElided || list[0].PayloadBytes < 3<<20 || size > 64<<10 {
 		t.Errorf("the 3 MiB payload is not elided: %d events, %d bytes answered", len(list), size)

@@ -66,7 +66,7 @@ func FlightRoutes(flights FlightReader, db store.Reference, find *Finder, asOf .
 				writeError(w, http.StatusNotFound, "not_found", "no flight with FLID "+strconv.FormatInt(flid, 10))
 				return
 			}
-			writeJSON(w, http.StatusOK, e)
+			writeJSON(w, http.StatusOK, client.FlightEntry{Day: e.Day, FLID: e.FLID, Version: e.Version, MsgID: e.MsgID, Record: e.Record, UpdatedAt: e.UpdatedAt})
 		})
 		mux.HandleFunc("GET /api/v1/seasons", func(w http.ResponseWriter, r *http.Request) {
 			es, err := db.RefList(r.Context(), seasonType)
@@ -74,20 +74,11 @@ func FlightRoutes(flights FlightReader, db store.Reference, find *Finder, asOf .
 				writeStoreError(w, err)
 				return
 			}
-			type season struct {
-				Key       string          `json:"key"`
-				Version   int64           `json:"version"`
-				MsgID     *int64          `json:"msg_id"`
-				UpdatedAt time.Time       `json:"updated_at"`
-				Season    json.RawMessage `json:"season"`
-			}
-			out := make([]season, 0, len(es))
+			out := client.SeasonList{Seasons: make([]client.StoredSeason, 0, len(es))}
 			for _, e := range es {
-				out = append(out, season{e.Key, e.Version, e.MsgID, e.UpdatedAt, e.Fields})
+				out.Seasons = append(out.Seasons, client.StoredSeason{Key: e.Key, Version: e.Version, MsgID: e.MsgID, UpdatedAt: e.UpdatedAt, Season: e.Fields})
 			}
-			writeJSON(w, http.StatusOK, struct {
-				Seasons []season `json:"seasons"`
-			}{out})
+			writeJSON(w, http.StatusOK, out)
 		})
 	}
 }
@@ -120,12 +111,7 @@ func flightsByNumber(w http.ResponseWriter, r *http.Request, find *Finder) {
 		return
 	}
 	recs := recordsOf(es)
-	writeJSON(w, http.StatusOK, struct {
-		FLNO    string            `json:"flno"`
-		Days    [2]string         `json:"days"`
-		Count   int               `json:"count"`
-		Flights []json.RawMessage `json:"flights"`
-	}{flno, [2]string{days[0], days[len(days)-1]}, len(recs), recs})
+	writeJSON(w, http.StatusOK, client.NumberedFlights{FLNO: flno, Days: [2]string{days[0], days[len(days)-1]}, Count: len(recs), Flights: recs})
 }
 
 // flightsOfDay answers GET /api/v1/flights?day=…: the flights of that local day (today in
@@ -150,31 +136,19 @@ func flightsOfDay(w http.ResponseWriter, r *http.Request, flights FlightReader, 
 		return
 	}
 	recs := recordsOf(es)
-	writeJSON(w, http.StatusOK, struct {
-		Day      string            `json:"day"`
-		Today    string            `json:"today"`
-		Timezone string            `json:"timezone"`
-		Count    int               `json:"count"`
-		Flights  []json.RawMessage `json:"flights"`
-		Changed  map[int64]changed `json:"changed"`
-	}{day, today, loc.String(), len(recs), recs, changesOf(es, find.now())})
+	writeJSON(w, http.StatusOK, client.Board{Day: day, Today: today, Timezone: loc.String(), Count: len(recs), Flights: recs, Changed: changesOf(es, find.now())})
 }
 
-// changed is when a flight's record last changed, and how long before the answer: the age by
-// the server's clock, so that a board highlights recent changes whatever its own clock says.
-type changed struct {
-	At   time.Time `json:"changed_at"`
-	AgeS int64     `json:"changed_age_s"`
-}
-
-// changesOf returns the last change of each flight of es that knows it, by FLID.
-func changesOf(es []flight.Entry, now time.Time) map[int64]changed {
-	out := make(map[int64]changed, len(es))
+// changesOf returns the last change of each flight of es that knows it, by FLID, and how long
+// before now: the age by the server's clock, so that a board highlights recent changes
+// whatever its own clock says.
+func changesOf(es []flight.Entry, now time.Time) map[int64]client.BoardChange {
+	out := make(map[int64]client.BoardChange, len(es))
 	for _, e := range es {
 		if e.UpdatedAt.IsZero() {
 			continue
 		}
-		out[e.FLID] = changed{At: e.UpdatedAt.UTC(), AgeS: max(0, int64(now.Sub(e.UpdatedAt)/time.Second))}
+		out[e.FLID] = client.BoardChange{At: e.UpdatedAt.UTC(), AgeS: max(0, int64(now.Sub(e.UpdatedAt)/time.Second))}
 	}
 	return out
 }
@@ -279,20 +253,16 @@ func flightsAsOf(w http.ResponseWriter, r *http.Request, asOf BoardAsOf, find *F
 	b, err := asOf(r.Context(), day, at)
 	var before *BeforeHistoryError
 	if errors.As(err, &before) {
-		writeJSON(w, http.StatusConflict, struct {
-			client.ErrorBody
-			AsOf        time.Time `json:"as_of"`
-			HistoryFrom time.Time `json:"history_from"`
-		}{client.ErrorBody{Error: before.Error(), Code: "before_history"}, at.UTC(), before.From.UTC()})
+		writeJSON(w, http.StatusConflict, client.BeforeHistory{ErrorBody: client.ErrorBody{Error: before.Error(), Code: "before_history"}, AsOf: at.UTC(), HistoryFrom: before.From.UTC()})
 		return
 	}
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	lastChanged := make(map[int64]asOfChanged, len(b.Changed))
+	lastChanged := make(map[int64]client.BoardChange, len(b.Changed))
 	for id, c := range b.Changed {
-		lastChanged[id] = asOfChanged{changed{At: c.At.UTC(), AgeS: max(0, int64(at.Sub(c.At)/time.Second))}, c.MsgID}
+		lastChanged[id] = client.BoardChange{At: c.At.UTC(), AgeS: max(0, int64(at.Sub(c.At)/time.Second)), MsgID: c.MsgID}
 	}
 	warnings := b.Warnings
 	if warnings == nil {
@@ -303,22 +273,6 @@ func flightsAsOf(w http.ResponseWriter, r *http.Request, asOf BoardAsOf, find *F
 		f := b.HistoryFrom.UTC()
 		from = &f
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Day         string                `json:"day"`
-		Today       string                `json:"today"`
-		Timezone    string                `json:"timezone"`
-		AsOf        time.Time             `json:"as_of"`
-		HistoryFrom *time.Time            `json:"history_from"`
-		Messages    int                   `json:"messages"`
-		Count       int                   `json:"count"`
-		Flights     []json.RawMessage     `json:"flights"`
-		Changed     map[int64]asOfChanged `json:"changed"`
-		Warnings    []string              `json:"warnings"`
-	}{day, today, loc.String(), at.UTC(), from, b.Messages, len(b.Flights), b.Flights, lastChanged, warnings})
-}
-
-// asOfChanged is changed with the message that made the change.
-type asOfChanged struct {
-	changed
-	MsgID int64 `json:"msg_id"`
+	writeJSON(w, http.StatusOK, client.AsOfBoard{Day: day, Today: today, Timezone: loc.String(), AsOf: at.UTC(), HistoryFrom: from,
+		Messages: b.Messages, Count: len(b.Flights), Flights: b.Flights, Changed: lastChanged, Warnings: warnings})
 }

@@ -14,10 +14,7 @@ import (
 
 	"msgx/client"
 	"msgx/internal/api"
-	"msgx/internal/console"
-	"msgx/internal/flight"
 	"msgx/internal/pipeline"
-	"msgx/internal/store"
 )
 
 // The OpenAPI document (docs/openapi/openapi.json) is written by this generator: the paths from the
@@ -66,19 +63,22 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[pipeline.EventStatus](): {"PENDING", "SENT", "DEAD"},
 }
 
-// fieldEnums are the fields of the client's wire types whose values are fixed: the client
-// declares them as strings (it imports nothing of msgx's), the server fills them from the
-// enums above.
-var fieldEnums = map[string]reflect.Type{
+// fieldTypes are the fields of the client's wire types whose schema is another type's: the
+// ones whose values are fixed, which the client declares as strings (it imports nothing of
+// msgx's) and the server fills from the enums above, and the status's sections, which the
+// client keeps raw to decode one by one and which may be any JSON value.
+var fieldTypes = map[string]reflect.Type{
 	"Message.State":    reflect.TypeFor[pipeline.ProcStatus](),
 	"ParkAnswer.From":  reflect.TypeFor[pipeline.ProcStatus](),
 	"ParkAnswer.State": reflect.TypeFor[pipeline.ProcStatus](),
 	"EventRow.State":   reflect.TypeFor[pipeline.EventStatus](),
+	"Status.Extra":     reflect.TypeFor[map[string]any](),
 }
 
-// fieldEnum is the enum type of a client string field (fieldEnums), ok=false when it has none.
-func fieldEnum(t reflect.Type, field string) (reflect.Type, bool) {
-	e, ok := fieldEnums[t.Name()+"."+field]
+// fieldType is the type whose schema a client field has (fieldTypes), ok=false when it has
+// its own.
+func fieldType(t reflect.Type, field string) (reflect.Type, bool) {
+	e, ok := fieldTypes[t.Name()+"."+field]
 	return e, ok && t.PkgPath() == "msgx/client"
 }
 
@@ -175,7 +175,7 @@ func (g *schemaGen) fields(t reflect.Type, props obj, req *[]string) {
 			name = f.Name
 		}
 		omit := slices.Contains(strings.Split(opts, ","), "omitempty")
-		if e, ok := fieldEnum(t, f.Name); ok {
+		if e, ok := fieldType(t, f.Name); ok {
 			ft = e
 		}
 		s := g.of(ft)
@@ -233,24 +233,21 @@ func nonNull(s obj) obj {
 
 // schemaNames name the types whose Go name says too little out of its package.
 var schemaNames = map[reflect.Type]string{
-	reflect.TypeFor[flight.Entry]():            "FlightEntry",
-	reflect.TypeFor[flight.Report]():           "ConsistencyReport",
-	reflect.TypeFor[flight.Mismatch]():         "ConsistencyMismatch",
-	reflect.TypeFor[client.Request]():          "Request",
-	reflect.TypeFor[client.RequestSpec]():      "RequestSpec",
-	reflect.TypeFor[console.Decoded]():         "DecodedMessage",
-	reflect.TypeFor[console.ThroughputStats](): "Throughput",
-	reflect.TypeFor[client.Ack]():              "DeadAck",
-	reflect.TypeFor[client.Pause]():            "Pause",
-	reflect.TypeFor[client.ParkAnswer]():       "ParkResult",
-	reflect.TypeFor[client.Head]():             "HeadInfo",
-	reflect.TypeFor[client.Event]():            "EventBrief",
-	reflect.TypeFor[client.RecentNote]():       "Problem",
-	reflect.TypeFor[client.JobProgress]():      "JobProgress",
-	reflect.TypeFor[client.JobKind]():          "JobKind",
-	reflect.TypeFor[client.Job]():              "JobWithProgress",
-	reflect.TypeFor[client.JobRow]():           "Job",
-	reflect.TypeFor[client.ReplayItem]():       "PreviewItem",
+	reflect.TypeFor[client.Mismatch]():      "ConsistencyMismatch",
+	reflect.TypeFor[client.Request]():       "Request",
+	reflect.TypeFor[client.RequestSpec]():   "RequestSpec",
+	reflect.TypeFor[client.Ack]():           "DeadAck",
+	reflect.TypeFor[client.Pause]():         "Pause",
+	reflect.TypeFor[client.ParkAnswer]():    "ParkResult",
+	reflect.TypeFor[client.Head]():          "HeadInfo",
+	reflect.TypeFor[client.Event]():         "EventBrief",
+	reflect.TypeFor[client.RecentNote]():    "Problem",
+	reflect.TypeFor[client.JobProgress]():   "JobProgress",
+	reflect.TypeFor[client.JobKind]():       "JobKind",
+	reflect.TypeFor[client.Job]():           "JobWithProgress",
+	reflect.TypeFor[client.JobRow]():        "Job",
+	reflect.TypeFor[client.ReplayItem]():    "PreviewItem",
+	reflect.TypeFor[client.MessageReplay](): "ReplayAnswer",
 }
 
 // Roles, as routeRole (auth.go) gives them.
@@ -444,15 +441,15 @@ func (g *schemaGen) routes() []op {
 			body: object([]any{"reason"}, obj{"reason": obj{"type": "string"}}),
 			ok:   jsonOK("parked", g.ref(client.ParkAnswer{})), errors: []int{400, 404, 409, 413}},
 		{method: "POST", path: "/api/v1/replay", role: operator, summary: "FAILED/DEAD messages of classes or ids back to PENDING (or a dry run)",
-			body: g.ref(client.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(api.ReplayAnswer{})), errors: []int{400}},
+			body: g.ref(client.ReplayRequest{}), ok: jsonOK("what moved (or would)", g.ref(client.MessageReplay{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/status", role: viewer, summary: "Counts, the head message, the pump and its pauses, and the sections of the other parts",
-			ok: jsonOK("the status", g.ref(api.Status{}))},
+			ok: jsonOK("the status", g.ref(client.Status{}))},
 		{method: "GET", path: "/api/v1/config", role: admin, summary: "The configuration, secrets masked",
 			ok: jsonOK("the configuration", anyObject)},
 
 		{method: "GET", path: "/api/v1/flights/{flid}/history", role: viewer, summary: "A flight's changes, oldest first",
 			query: []param{pLimit, {"after", "an event id", pAfter.schema}},
-			ok:    jsonOK("a page of changes", g.listing("changes", store.FlightChange{})), errors: []int{400}},
+			ok:    jsonOK("a page of changes", g.listing("changes", client.FlightChange{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/audit", role: admin, summary: "The audit log, newest first", query: paging,
 			ok: jsonOK("a page of entries", g.listing("audit", client.AuditEntry{})), errors: []int{400}},
 		{method: "GET", path: "/api/v1/audit/stream", role: admin, summary: "Live list of the audit log", query: streamAfter, ok: stream("each audit entry"), errors: []int{400, 429}},
@@ -508,7 +505,7 @@ func (g *schemaGen) routes() []op {
 				409: {desc: "before_history: as_of is before the retained history, which starts at history_from", json: beforeHistory},
 			},
 			errors: []int{400}},
-		{method: "GET", path: "/api/v1/flights/{flid}", role: viewer, summary: "One flight", ok: jsonOK("the flight", g.ref(flight.Entry{})), errors: []int{400, 404}},
+		{method: "GET", path: "/api/v1/flights/{flid}", role: viewer, summary: "One flight", ok: jsonOK("the flight", g.ref(client.FlightEntry{})), errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/seasons", role: viewer, summary: "The seasons (SCHS)", ok: jsonOK("the seasons", object([]any{"seasons"}, obj{"seasons": obj{"type": "array", "items": season}}))},
 		{method: "GET", path: "/api/v1/find", role: viewer, summary: "What a text names: flights, then messages",
 			query: []param{
@@ -530,13 +527,13 @@ func (g *schemaGen) routes() []op {
 			ok:   jsonOK("queued", object([]any{"success", "request_id"}, obj{"success": obj{"const": true}, "request_id": obj{"type": "integer", "format": "int64"}})), errors: []int{400, 409}},
 
 		{method: "GET", path: "/api/v1/console/throughput", role: viewer, summary: "Messages finished in each minute of the last hour (the console's chart)",
-			ok: jsonOK("the counts", g.ref(console.ThroughputStats{}))},
+			ok: jsonOK("the counts", g.ref(client.Throughput{}))},
 		{method: "GET", path: "/api/v1/console/messages/{id}/decoded", role: viewer, summary: "A message decoded as the pump decodes it (the console's view)",
-			ok: jsonOK("the decoded message, or why it does not decode", g.ref(console.Decoded{})), errors: []int{400, 404}},
+			ok: jsonOK("the decoded message, or why it does not decode", g.ref(client.DecodedMessage{})), errors: []int{400, 404}},
 		{method: "GET", path: "/api/v1/consistency", role: viewer, summary: "The last consistency report of the Redis projection (one run first if none); phase A or the REDIS_FLIGHT target",
-			ok: jsonOK("the report", g.ref(flight.Report{}))},
+			ok: jsonOK("the report", g.ref(client.ConsistencyReport{}))},
 		{method: "POST", path: "/api/v1/consistency", role: operator, summary: "Compare the Redis projection with the database now",
-			ok: jsonOK("the report", g.ref(flight.Report{}))},
+			ok: jsonOK("the report", g.ref(client.ConsistencyReport{}))},
 	}
 }
 

@@ -409,16 +409,6 @@ func intParam(s string, def int) (int, error) {
 	return n, nil
 }
 
-// ReplayAnswer is the answer of POST /api/v1/replay.
-type ReplayAnswer struct {
-	Moved   int     `json:"moved"`
-	Skipped int     `json:"skipped"`
-	IDs     []int64 `json:"ids"`
-	DryRun  bool    `json:"dry_run"`
-	// Items describes (dry run only) up to MaxPreviewItems of what would move.
-	Items []client.ReplayItem `json:"items,omitempty"`
-}
-
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	var req client.ReplayRequest
 	if !readJSON(w, r, &req) {
@@ -452,7 +442,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 			writeStoreError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ReplayAnswer{Moved: res.Moved, Skipped: res.Skipped, IDs: res.IDs, DryRun: true, Items: items})
+		writeJSON(w, http.StatusOK, client.MessageReplay{Moved: res.Moved, Skipped: res.Skipped, IDs: res.IDs, DryRun: true, Items: items})
 		return
 	}
 	res, err := s.DB.Replay(r.Context(), classes, req.IDs, s.Clock.Now())
@@ -471,21 +461,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	if res.Moved > 0 {
 		s.wakePump()
 	}
-	writeJSON(w, http.StatusOK, ReplayAnswer{Moved: res.Moved, Skipped: res.Skipped, IDs: res.IDs})
-}
-
-// Status is the answer of GET /api/v1/status.
-type Status struct {
-	Counts      map[pipeline.ProcStatus]int `json:"counts"`
-	Head        *client.Head                `json:"head"`
-	PumpRunning bool                        `json:"pump_running"`
-	PumpState   string                      `json:"pump_state,omitempty"`
-	LeaseHolder string                      `json:"lease_holder,omitempty"`
-	// PumpPaused is the operator's pause of the pump (who, why, since when); null when it
-	// runs. Paused lists every pause, the pump's and the targets' ("target:<NAME>").
-	PumpPaused *client.Pause  `json:"pump_paused"`
-	Paused     []client.Pause `json:"paused"`
-	Extra      map[string]any `json:"extra,omitempty"`
+	writeJSON(w, http.StatusOK, client.MessageReplay{Moved: res.Moved, Skipped: res.Skipped, IDs: res.IDs})
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -504,13 +480,19 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	st := Status{Counts: counts, Paused: []client.Pause{}}
+	st := client.Status{Paused: []client.Pause{}}
+	if counts != nil {
+		st.Counts = make(map[string]int, len(counts))
+		for state, n := range counts {
+			st.Counts[string(state)] = n
+		}
+	}
 	st.PumpRunning, st.PumpState = s.pumpState()
 	if ps, err := s.DB.Pauses(ctx); err == nil {
 		st.Paused = pauses(ps)
 		for i := range st.Paused {
 			if st.Paused[i].Name == store.PumpPause {
-				st.PumpPaused = &st.Paused[i]
+				st.PumpPause = &st.Paused[i]
 			}
 		}
 	}
@@ -524,7 +506,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if head != nil {
 		st.Head = &client.Head{Message: message(head), Why: s.why(head)}
-		if p := st.PumpPaused; p != nil {
+		if p := st.PumpPause; p != nil {
 			st.Head.Why = fmt.Sprintf("the pump is paused by %s since %s (%s); nothing is processed until POST /api/v1/pump/resume (msgx resume)",
 				p.By, p.At.Format(time.RFC3339), or(p.Reason, "no reason given"))
 		}
@@ -534,10 +516,17 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			v = map[string]string{"error": secret.Redact(err.Error())}
 		}
-		if st.Extra == nil {
-			st.Extra = map[string]any{}
+		// Each section is encoded here, as the answer would encode it, so that the answer
+		// carries the client's type (whose sections the reader decodes one by one).
+		b, err := json.Marshal(v)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal", "cannot encode the answer")
+			return
 		}
-		st.Extra[name] = v
+		if st.Extra == nil {
+			st.Extra = map[string]json.RawMessage{}
+		}
+		st.Extra[name] = b
 	}
 	writeJSON(w, http.StatusOK, st)
 }

@@ -163,6 +163,15 @@ func events(es []store.EventBrief) []client.Event {
 	return out
 }
 
+// flightChanges is cs as a flight's history answers them.
+func flightChanges(cs []store.FlightChange) []client.FlightChange {
+	out := make([]client.FlightChange, len(cs))
+	for i, c := range cs {
+		out[i] = client.FlightChange(c)
+	}
+	return out
+}
+
 // Problems is ps as the API answers them (the problems' listing and the status's section).
 func Problems(ps []store.Problem) []client.RecentNote {
 	if ps == nil {

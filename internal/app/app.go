@@ -26,6 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/config"
 	"msgx/internal/console"
@@ -403,7 +404,7 @@ func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) 
 	extra := map[string]func(context.Context) (any, error){
 		"targets": dispatch.StatusSection(db.Outbox, a.o.Clock),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
-		"pump_trouble": func(context.Context) (any, error) { return p.Trouble(), nil },
+		"pump_trouble": func(context.Context) (any, error) { return pumpTrouble(p.Trouble()), nil },
 		// The recent problems, durable: parked, dead or warned messages and operator actions.
 		"recent": func(ctx context.Context) (any, error) {
 			ps, err := db.Triage.RecentProblems(ctx, 10)
@@ -417,13 +418,27 @@ func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) 
 		// The job in hand (null when none): its kind, what it is doing, for how long.
 		"job": func(context.Context) (any, error) { return runner.Current(), nil },
 		// The message in hand (null between steps): a long snapshot shows what it is at.
-		"in_hand":   func(context.Context) (any, error) { return p.InHand(), nil },
+		"in_hand": func(context.Context) (any, error) {
+			if h := p.InHand(); h != nil {
+				return client.MessageInHand(*h), nil
+			}
+			return nil, nil
+		},
 		"last_jobs": api.LastJobs(db.JobQueue),
 	}
 	if a.Cfg.Shadow() {
 		extra["shadow"] = func(context.Context) (any, error) { return shadowStatus(db), nil }
 	}
 	return extra
+}
+
+// pumpTrouble is the status's "pump_trouble" section: t as the API answers it, null when
+// there is none.
+func pumpTrouble(t *pump.Trouble) *client.PumpTrouble {
+	if t == nil {
+		return nil
+	}
+	return &client.PumpTrouble{MsgID: t.MsgID, Failures: t.Failures, LastError: t.LastError, Since: t.Since, Next: t.NextAttempt}
 }
 
 // Start makes the lease keeper's first move, before the listener is served, so that an

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/api/reply"
 	"msgx/internal/config"
@@ -178,18 +179,30 @@ func consistencyRoutes(sen *flight.Sentinel) func(*http.ServeMux) {
 			reply.Error(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 			return
 		}
-		reply.JSON(w, http.StatusOK, rep)
+		reply.JSON(w, http.StatusOK, consistencyReport(rep))
 	}
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/consistency", func(w http.ResponseWriter, r *http.Request) {
 			if last := sen.Last(); last != nil {
-				reply.JSON(w, http.StatusOK, last)
+				reply.JSON(w, http.StatusOK, consistencyReport(*last))
 				return
 			}
 			check(w, r)
 		})
 		mux.HandleFunc("POST /api/v1/consistency", check)
 	}
+}
+
+// consistencyReport is rep as the consistency routes answer it.
+func consistencyReport(rep flight.Report) client.ConsistencyReport {
+	out := client.ConsistencyReport{CheckedAt: rep.CheckedAt, Days: rep.Days, Checked: rep.Checked}
+	if rep.Mismatches != nil {
+		out.Mismatches = make([]client.Mismatch, len(rep.Mismatches))
+		for i, m := range rep.Mismatches {
+			out.Mismatches[i] = client.Mismatch(m)
+		}
+	}
+	return out
 }
 
 // sweepBoth is the history sweep of phase A: it reads Redis and deletes what it swept from

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"msgx/client"
 )
 
 // notifier sends msgx's states to systemd.
@@ -75,9 +77,7 @@ func (n *notifier) run(ctx context.Context, h http.Handler) {
 			n.notify("READY=1\nSTATUS=ready: /readyz answers 200")
 			break
 		}
-		var rd struct {
-			Reason string `json:"reason"`
-		}
+		var rd client.Readiness
 		if json.Unmarshal(body, &rd); rd.Reason != "" && rd.Reason != status {
 			status = rd.Reason
 			n.notify("STATUS=not ready: " + strings.ReplaceAll(status, "\n", " "))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"msgx/client"
 	"msgx/internal/api"
 	"msgx/internal/config"
 	"msgx/internal/flight"
@@ -53,7 +54,12 @@ func (r *phaseARedis) wireAPI(d *api.Deps, p *pump.Pump, m *metrics.Metrics) {
 	if r == nil {
 		return
 	}
-	d.StatusExtra["pump_halted"] = func(context.Context) (any, error) { return p.Halted(), nil }
+	d.StatusExtra["pump_halted"] = func(context.Context) (any, error) {
+		if h := p.Halted(); h != nil {
+			return client.Halt(*h), nil
+		}
+		return nil, nil
+	}
 	m.Register(p.HaltMetric())
 	d.Redis = r
 }

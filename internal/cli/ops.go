@@ -38,13 +38,14 @@ func WriteEvents(w io.Writer, events []client.Event) {
 // then each field it changed (in name order) with its old and new value (WriteChange).
 func WriteFlightChange(w io.Writer, c client.FlightChange, z Zone) {
 	fmt.Fprintf(w, "%s  message %d %s  %s (event %d)\n", z.Cell(c.At), c.MsgID, c.TypeTag, c.Op, c.EventID)
-	fields := make([]string, 0, len(c.Changes))
-	for k := range c.Changes {
+	changes, _ := c.Fields() // FlightHistory passes on only changes that decode
+	fields := make([]string, 0, len(changes))
+	for k := range changes {
 		fields = append(fields, k)
 	}
 	sort.Strings(fields)
 	for _, k := range fields {
-		WriteChange(w, k, string(c.Changes[k].Old), string(c.Changes[k].New))
+		WriteChange(w, k, string(changes[k].Old), string(changes[k].New))
 	}
 }
 

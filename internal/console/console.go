@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/api/reply"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
@@ -105,16 +106,9 @@ func setHeaders(w http.ResponseWriter) {
 	}
 }
 
-// Decoded is the answer of the decoded-message route: the message as the pump's decoder
-// reads it, or why it cannot (Error and Class, as processing would record them).
-type Decoded struct {
-	ID      int64  `json:"id"`
-	Decoded any    `json:"decoded,omitempty"`
-	Error   string `json:"error,omitempty"`
-	Class   string `json:"class,omitempty"`
-}
-
-func decode(id int64, raw string, opt sis.Options) (out Decoded) {
+// decode is the decoded-message route's answer: the message as the pump's decoder reads it,
+// or why it cannot (as processing would record it).
+func decode(id int64, raw string, opt sis.Options) (out client.DecodedMessage) {
 	out.ID = id
 	defer func() {
 		// The pump survives a decoder panic by parking the message; the console must too.
@@ -138,22 +132,11 @@ func decode(id int64, raw string, opt sis.Options) (out Decoded) {
 	return out
 }
 
-// ThroughputStats is the answer of GET /api/v1/console/throughput.
-type ThroughputStats struct {
-	// Until is the end of the last minute bucket (now); PerMinute[59] is the minute up to it.
-	Until     time.Time `json:"until"`
-	PerMinute []int     `json:"per_minute"`
-	Total     int       `json:"total"`
-	// Partial is always false: every message finished in the hour is counted (it was true
-	// when only the newest 5,000 messages were read; kept so clients that read it still work).
-	Partial bool `json:"partial"`
-}
-
 // Throughput counts the messages finished (SUCCEEDED, SKIPPED or DEAD) in each minute of the
 // hour before now: all of them, read through the index on their processing time (the range
 // of the hour is all it reads).
-func Throughput(ctx context.Context, db Store, now time.Time) (ThroughputStats, error) {
-	out := ThroughputStats{Until: now.UTC(), PerMinute: make([]int, 60)}
+func Throughput(ctx context.Context, db Store, now time.Time) (client.Throughput, error) {
+	out := client.Throughput{Until: now.UTC(), PerMinute: make([]int, 60)}
 	from := now.Add(-time.Hour)
 	times, err := db.ProcessedBetween(ctx, from, now)
 	if err != nil {

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,36 +62,36 @@ func List(ctx context.Context, db store.Events, f Filter) ([]Event, error) {
 
 // TargetStats is the delivery state of one target.
 type TargetStats struct {
-	Target  string `json:"target"`
-	Pending int64  `json:"pending"`
-	Dead    int64  `json:"dead"`
+	Target  string
+	Pending int64
+	Dead    int64
 	// Sent counts every event of the target ever marked SENT, including rows deleted since.
-	Sent int64 `json:"sent"`
+	Sent int64
 	// OldestPendingAt is when the oldest PENDING event was created; nil when none is pending.
-	OldestPendingAt *time.Time `json:"oldest_pending_at"`
-	// OldestPendingAge is how long the oldest PENDING event has waited (JSON: seconds).
-	OldestPendingAge time.Duration `json:"-"`
+	OldestPendingAt *time.Time
+	// OldestPendingAge is how long the oldest PENDING event has waited.
+	OldestPendingAge time.Duration
 	// Head is the target's head: its lowest PENDING event, with its attempts and last error;
 	// nil when none is pending.
-	Head *Event `json:"head"`
+	Head *Event
 
 	// BlockedSince is, while the head is failing, when it first failed: the target has
 	// delivered nothing since, as everything behind the head waits for it. Nil when the head
 	// is not failing (or nothing is pending). It is the head's first failure, not its latest,
 	// so it stays put through an outage however many attempts the head makes.
-	BlockedSince *time.Time `json:"blocked_since"`
-	// BlockedFor is how long the target has been blocked at now (JSON: blocked_for_s).
-	BlockedFor time.Duration `json:"-"`
+	BlockedSince *time.Time
+	// BlockedFor is how long the target has been blocked at now.
+	BlockedFor time.Duration
 	// ErrorClass, LastError and NextAttemptAt are the failing head's class (INFRA while it
 	// is retried), last error and next attempt; nil when it is not failing.
-	ErrorClass    *string    `json:"error_class"`
-	LastError     *string    `json:"last_error"`
-	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	ErrorClass    *string
+	LastError     *string
+	NextAttemptAt *time.Time
 
 	// Rejecting says the target refuses what it is given: at least RejectingMin of its
 	// events went DEAD after its last SENT one (or it never sent any). Such a target is not
 	// blocked (its dead events leave the queue) but delivers nothing.
-	Rejecting bool `json:"rejecting"`
+	Rejecting bool
 }
 
 // The "rejecting" judgement of a target (TargetStats.Rejecting).
@@ -111,22 +110,6 @@ func (s *TargetStats) blocked(now time.Time) {
 	s.BlockedSince = &since
 	s.BlockedFor = max(0, now.Sub(since))
 	s.ErrorClass, s.LastError, s.NextAttemptAt = h.ErrorClass, h.LastError, h.NextAttemptAt
-}
-
-// MarshalJSON adds oldest_pending_age_s and blocked_for_s, the durations in seconds
-// (blocked_for_s is null when the target is not blocked).
-func (s TargetStats) MarshalJSON() ([]byte, error) {
-	type plain TargetStats
-	var blockedFor *float64
-	if s.BlockedSince != nil {
-		v := s.BlockedFor.Round(time.Millisecond).Seconds()
-		blockedFor = &v
-	}
-	return json.Marshal(struct {
-		plain
-		AgeSeconds     float64  `json:"oldest_pending_age_s"`
-		BlockedSeconds *float64 `json:"blocked_for_s"`
-	}{plain(s), s.OldestPendingAge.Round(time.Millisecond).Seconds(), blockedFor})
 }
 
 // Stats returns, per target that has events, how many are pending, dead and sent, the age of

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/dispatch"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -165,13 +166,29 @@ func targetStats(t *testing.T, db *store.DB, now time.Time, name string) dispatc
 	return dispatch.TargetStats{}
 }
 
+// targetSection is target name as the status's "targets" section answers it at now.
+func targetSection(t *testing.T, db *store.DB, now time.Time, name string) client.TargetStatus {
+	t.Helper()
+	v, err := dispatch.StatusSection(db.Outbox, testkit.NewClock(now))(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range v.([]client.TargetStatus) {
+		if s.Target == name {
+			return s
+		}
+	}
+	t.Fatalf("no section for %s in %+v", name, v)
+	return client.TargetStatus{}
+}
+
 // The status JSON names the blocked state.
 func TestStatsJSONShowsBlockedSince(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
 	h := newHarness(t, db, dispatch.Options{Policy: deliveryPolicy}, "REDIS_NOTIFY")
 	insert(t, db, ev{target: "REDIS_NOTIFY", kind: "notify"})
-	b, _ := json.Marshal(targetStats(t, db, t0, "REDIS_NOTIFY"))
+	b, _ := json.Marshal(targetSection(t, db, t0, "REDIS_NOTIFY"))
 	var idle map[string]any
 	json.Unmarshal(b, &idle)
 	if idle["blocked_since"] != nil || idle["blocked_for_s"] != nil || idle["last_error"] != nil {
@@ -179,7 +196,7 @@ func TestStatsJSONShowsBlockedSince(t *testing.T) {
 	}
 	h.sinks["REDIS_NOTIFY"].failAll(errDown)
 	h.deliver(t, "REDIS_NOTIFY")
-	b, _ = json.Marshal(targetStats(t, db, t0.Add(90*time.Second), "REDIS_NOTIFY"))
+	b, _ = json.Marshal(targetSection(t, db, t0.Add(90*time.Second), "REDIS_NOTIFY"))
 	var st struct {
 		BlockedSince *time.Time `json:"blocked_since"`
 		BlockedFor   *float64   `json:"blocked_for_s"`

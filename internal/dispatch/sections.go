@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -32,9 +33,36 @@ func TargetSamples(db store.Events) metrics.TargetStats {
 }
 
 // StatusSection is the "targets" section of GET /api/v1/status: every target's Stats at the
-// clock's now.
+// clock's now, as the API answers them.
 func StatusSection(db store.Events, clock pipeline.Clock) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
-		return Stats(ctx, db, clock.Now())
+		stats, err := Stats(ctx, db, clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		out := make([]client.TargetStatus, len(stats))
+		for i, s := range stats {
+			out[i] = s.status()
+		}
+		return out, nil
 	}
+}
+
+// status is s as the status's "targets" section answers it: the durations in seconds,
+// rounded to the millisecond (blocked_for_s null when the target is not blocked).
+func (s TargetStats) status() client.TargetStatus {
+	out := client.TargetStatus{Target: s.Target, Pending: s.Pending, Dead: s.Dead, Sent: s.Sent, OldestPendingAt: s.OldestPendingAt,
+		BlockedSince: s.BlockedSince, ErrorClass: s.ErrorClass, LastError: s.LastError, NextAttempt: s.NextAttemptAt,
+		Rejecting: s.Rejecting, AgeSeconds: s.OldestPendingAge.Round(time.Millisecond).Seconds()}
+	if s.BlockedSince != nil {
+		v := s.BlockedFor.Round(time.Millisecond).Seconds()
+		out.BlockedFor = &v
+	}
+	if h := s.Head; h != nil {
+		// The head as the events listing shows an event (api's eventRow).
+		out.Head = &client.EventRow{EventID: h.EventID, MsgID: h.MsgID, TypeTag: h.TypeTag, Target: h.Target, Kind: h.Kind,
+			FlightKey: h.FlightKey, State: string(h.State), Attempts: h.Attempts, ErrorClass: h.ErrorClass, LastError: h.LastError,
+			CreatedAt: h.CreatedAt, SentAt: h.SentAt, NextAttemptAt: h.NextAttemptAt, FirstFailedAt: h.FirstFailedAt, Payload: h.Payload}
+	}
+	return out
 }

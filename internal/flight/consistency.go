@@ -28,18 +28,18 @@ import (
 // Mismatch is one flight the two stores disagree on: the record's top-level fields whose
 // values differ, "version", "day", or "missing" (absent from one store: Where says which).
 type Mismatch struct {
-	FLID   int64    `json:"flid"`
-	Day    string   `json:"day"`
-	Where  string   `json:"where,omitempty"` // for "missing": "authoritative" or "mirror" (the store it is missing from)
-	Fields []string `json:"fields"`
+	FLID   int64
+	Day    string
+	Where  string // for "missing": "authoritative" or "mirror" (the store it is missing from)
+	Fields []string
 }
 
 // Report is the result of one comparison.
 type Report struct {
-	CheckedAt  time.Time  `json:"checked_at"`
-	Days       []string   `json:"days"`
-	Checked    int        `json:"checked"`
-	Mismatches []Mismatch `json:"mismatches"`
+	CheckedAt  time.Time
+	Days       []string
+	Checked    int
+	Mismatches []Mismatch
 }
 
 // Compare compares the flights of days in auth and mirror.

@@ -522,14 +522,14 @@ func (s *Store) Flight(ctx context.Context, flid int64) ([]byte, bool, error) {
 
 // Entry is one stored flight row.
 type Entry struct {
-	Day     string          `json:"day"`
-	FLID    int64           `json:"FLID"`
-	Version int64           `json:"version"`
-	MsgID   *int64          `json:"msg_id"`
-	Record  json.RawMessage `json:"record"`
-	SODT    time.Time       `json:"-"`
+	Day     string
+	FLID    int64
+	Version int64
+	MsgID   *int64
+	Record  json.RawMessage
+	SODT    time.Time
 	// UpdatedAt is when the record last changed (FLIGHT_STATE.UPDATED_AT); zero if unknown.
-	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedAt time.Time
 }
 
 // FlightsBetween returns the records of the stored flights whose SODT is in [from, to], in

@@ -38,8 +38,8 @@ type Marks interface {
 
 // Halt is why the pump applies nothing: Redis lost data.
 type Halt struct {
-	Reason string    `json:"reason"`
-	Since  time.Time `json:"since"`
+	Reason string
+	Since  time.Time
 }
 
 // markState is the pump's side of the guard; marks nil: the guard is off (phase B, or phase A

@@ -26,13 +26,13 @@ type status struct {
 // Notable is an outcome an operator should see without reading the log: a message parked,
 // or one applied with warnings. The pump keeps the last recentKeep of them for status.
 type Notable struct {
-	MsgID    int64     `json:"msg_id"`
-	TypeTag  string    `json:"type_tag"`
-	State    string    `json:"state"`
-	Class    string    `json:"error_class,omitempty"`
-	At       time.Time `json:"at"`
-	Note     string    `json:"note,omitempty"`
-	Warnings []string  `json:"warnings,omitempty"`
+	MsgID    int64
+	TypeTag  string
+	State    string
+	Class    string
+	At       time.Time
+	Note     string
+	Warnings []string
 }
 
 const recentKeep = 10
@@ -70,11 +70,11 @@ func (s *status) notable(n Notable) {
 // such attempt in memory, backs off by the retry policy and tries again; status and metrics
 // show it, since the head's own row cannot.
 type Trouble struct {
-	MsgID       int64     `json:"msg_id"`
-	Failures    int       `json:"failures"`
-	LastError   string    `json:"last_error"`
-	Since       time.Time `json:"since"`
-	NextAttempt time.Time `json:"next_attempt_at"`
+	MsgID       int64
+	Failures    int
+	LastError   string
+	Since       time.Time
+	NextAttempt time.Time
 }
 
 // troubled returns a copy of the current trouble, or nil.

@@ -39,29 +39,28 @@ type Events interface {
 
 var _ Events = (*Outbox)(nil)
 
-// Event is one MSG_EVENT row as the ops API shows it. Columns that are NULL are nil, so they
-// encode as JSON null.
+// Event is one MSG_EVENT row. Columns that are NULL are nil (the API answers them as null).
 type Event struct {
-	EventID       int64                `json:"event_id"`
-	MsgID         int64                `json:"msg_id"`
-	TypeTag       string               `json:"type_tag"`
-	Target        string               `json:"target"`
-	Kind          string               `json:"kind"`
-	FlightKey     *string              `json:"flight_key"`
-	State         pipeline.EventStatus `json:"state"`
-	Attempts      int                  `json:"attempts"`
-	ErrorClass    *string              `json:"error_class"`
-	LastError     *string              `json:"last_error"`
-	CreatedAt     time.Time            `json:"created_at"`
-	SentAt        *time.Time           `json:"sent_at"`
-	NextAttemptAt *time.Time           `json:"next_attempt_at"`
-	FirstFailedAt *time.Time           `json:"first_failed_at"`
+	EventID       int64
+	MsgID         int64
+	TypeTag       string
+	Target        string
+	Kind          string
+	FlightKey     *string
+	State         pipeline.EventStatus
+	Attempts      int
+	ErrorClass    *string
+	LastError     *string
+	CreatedAt     time.Time
+	SentAt        *time.Time
+	NextAttemptAt *time.Time
+	FirstFailedAt *time.Time
 	// Payload is the stored body. A body that is not valid JSON (a bug upstream) is shown as a
 	// JSON string, so one bad row never breaks a listing.
-	Payload json.RawMessage `json:"payload"`
+	Payload json.RawMessage
 
 	// Raw is PAYLOAD exactly as stored (what a sink is given).
-	Raw []byte `json:"-"`
+	Raw []byte
 }
 
 // Key returns the flight key, "" when there is none.

@@ -484,8 +484,8 @@ const DefaultInlinePayload = 16 << 10
 // EventBrief is an event as a listing shows it: its payload only when it is small.
 type EventBrief struct {
 	Event
-	PayloadBytes  int64 `json:"payload_bytes"`
-	PayloadElided bool  `json:"payload_elided"`
+	PayloadBytes  int64
+	PayloadElided bool
 }
 
 // SearchEvents returns the events q selects in EVENT_ID order (newest first with q.Newest), never reading a payload larger
@@ -581,12 +581,12 @@ func (ops *Operations) EventPayload(ctx context.Context, id int64) ([]byte, bool
 // FlightChange is one change of a flight: the event that carried it (of the changed-fields
 // target, KAFKA_FLOP), the message that made it, and each changed field's old and new value.
 type FlightChange struct {
-	EventID int64           `json:"event_id"`
-	MsgID   int64           `json:"msg_id"`
-	TypeTag string          `json:"type_tag"`
-	At      time.Time       `json:"at"`
-	Op      string          `json:"op"`
-	Changes json.RawMessage `json:"changes"`
+	EventID int64
+	MsgID   int64
+	TypeTag string
+	At      time.Time
+	Op      string
+	Changes json.RawMessage // {"FIELD":{"Old":…,"New":…}}, as the event carries it
 }
 
 // FlightHistory returns the changes of flight flid in order, read from the events of target
