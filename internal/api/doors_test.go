@@ -70,7 +70,7 @@ func TestInboxRefusesPostsOfWebPages(t *testing.T) {
 	if n := messageCount(t, db); n != before {
 		t.Fatalf("%d messages stored by refused posts", n-before)
 	}
-	if got := counter(t, m, "msgx_inbox_refused_total"); got != 7 {
+	if got := testkit.Counter(t, m.Registry, "msgx_inbox_refused_total"); got != 7 {
 		t.Errorf("msgx_inbox_refused_total %v, want 7", got)
 	}
 	if n := strings.Count(f.logs.String(), "inbox post refused 403"); n != 1 {
@@ -109,7 +109,7 @@ func TestLoginRefusesAForeignOrigin(t *testing.T) {
 	if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), `"csrf"`) || w.Header().Get("Set-Cookie") != "" {
 		t.Fatalf("foreign origin log-in: %d %s cookie %q", w.Code, w.Body, w.Header().Get("Set-Cookie"))
 	}
-	if got := counter(t, m, "msgx_login_refused_total"); got != 1 {
+	if got := testkit.Counter(t, m.Registry, "msgx_login_refused_total"); got != 1 {
 		t.Errorf("msgx_login_refused_total %v, want 1", got)
 	}
 	w = f.do(t, call{method: "POST", path: "/api/v1/logout", body: "{}", host: "msgx.example:8080",
@@ -158,7 +158,7 @@ func TestFailedLoginsBackOff(t *testing.T) {
 	if w := try(viewerSecret, "192.0.2.7:5000"); w.Code != http.StatusOK {
 		t.Fatalf("after the window: %d %s", w.Code, w.Body)
 	}
-	if got := counter(t, m, "msgx_login_refused_total"); got != float64(api.LoginFailures+2) {
+	if got := testkit.Counter(t, m.Registry, "msgx_login_refused_total"); got != float64(api.LoginFailures+2) {
 		t.Errorf("msgx_login_refused_total %v, want %d", got, api.LoginFailures+2)
 	}
 	if n := strings.Count(f.logs.String(), "login refused"); n > 2 {
@@ -290,7 +290,7 @@ func TestStreamsAreBounded(t *testing.T) {
 	if resp, _ := streamClient(t, ts, "/api/v1/messages/stream", adminSecret); resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("stream over http.max-streams: %d, want 429", resp.StatusCode)
 	}
-	if got := counter(t, m, "msgx_streams_refused_total"); got < 2 {
+	if got := testkit.Counter(t, m.Registry, "msgx_streams_refused_total"); got < 2 {
 		t.Errorf("msgx_streams_refused_total %v, want at least 2", got)
 	}
 }

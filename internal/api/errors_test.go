@@ -10,7 +10,6 @@ import (
 
 	"msgx/client"
 	"msgx/internal/api"
-	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store/storetest"
 )
@@ -40,22 +39,4 @@ func TestReadAPIErrors(t *testing.T) {
 			t.Errorf("GET %s: %d %+v, want %d with the error shape", path, resp.StatusCode, e, want)
 		}
 	}
-}
-
-// counter reads a counter's value from m's registry (summed over its labels).
-func counter(t *testing.T, m *metrics.Metrics, name string) float64 {
-	t.Helper()
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, mt := range mf.GetMetric() {
-				sum += mt.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }

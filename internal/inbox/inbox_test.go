@@ -279,7 +279,7 @@ func TestInboxAnswers503AtTheDeadline(t *testing.T) {
 		}
 		wg.Wait()
 		hold.Rollback()
-		if got := counter(t, m, "msgx_inbox_deadline_exceeded_total"); got != 3 {
+		if got := testkit.Counter(t, m.Registry, "msgx_inbox_deadline_exceeded_total"); got != 3 {
 			t.Errorf("msgx_inbox_deadline_exceeded_total = %v, want 3", got)
 		}
 		// One warning for the three 503s, not one per post: the rest are counted in a line
@@ -297,22 +297,4 @@ func TestInboxAnswers503AtTheDeadline(t *testing.T) {
 			t.Fatalf("post after the database answers again: %d after %s", resp.StatusCode, time.Since(began))
 		}
 	})
-}
-
-// counter reads a counter's value from m's registry (summed over its labels).
-func counter(t *testing.T, m *metrics.Metrics, name string) float64 {
-	t.Helper()
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, mt := range mf.GetMetric() {
-				sum += mt.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
