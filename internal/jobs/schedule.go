@@ -88,12 +88,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 			s.log().Warn("job schedule: cannot enqueue; trying again", "err", err.Error())
 		}
 		wait = min(max(wait, time.Second), time.Minute)
-		t := time.NewTimer(wait)
+		timer, stop := pipeline.Timer(s.Clock, wait) // on the schedule's clock, which a test moves
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stop()
 			return
-		case <-t.C:
+		case <-timer:
 		}
 	}
 }

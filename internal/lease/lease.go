@@ -247,19 +247,20 @@ func (k *Keeper) shutdown() {
 // on the way out it stops the workers and releases the lease.
 func (k *Keeper) Run(ctx context.Context, first time.Duration) error {
 	defer k.shutdown()
-	t := time.NewTimer(first)
-	defer t.Stop()
+	wait := first
 	for {
+		// On the keeper's clock: a test that moves the clock drives the renewals.
+		timer, stop := pipeline.Timer(k.Clock, wait)
 		select {
 		case <-ctx.Done():
+			stop()
 			return nil
-		case <-t.C:
+		case <-timer:
 		}
-		wait, err := k.Step(ctx)
-		if err != nil {
+		var err error
+		if wait, err = k.Step(ctx); err != nil {
 			return err
 		}
-		t.Reset(wait)
 	}
 }
 

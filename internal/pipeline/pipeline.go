@@ -140,8 +140,16 @@ func ClassOf(err error) ErrorClass {
 	return Infra
 }
 
-// Clock tells the time. Logic takes one so tests can drive time by hand.
+// Clock tells the time. Logic takes one so tests can drive time by hand. A clock may also keep
+// timers on its own time (testkit.Clock does); the loops that wait take their timers from it
+// through Timer, so a test that moves the clock drives their waits too.
 type Clock interface{ Now() time.Time }
+
+// timers is a Clock that keeps timers on its own time: Timer returns a channel that receives
+// once the clock has reached d from now, and a function that releases the timer.
+type timers interface {
+	Timer(d time.Duration) (<-chan time.Time, func())
+}
 
 // SystemClock is the real clock, in UTC.
 type SystemClock struct{}
@@ -237,6 +245,18 @@ func Backoff(n int, first, limit time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, limit)
+}
+
+// Timer is a wait of d on clock: the channel receives once d has passed on the clock's own
+// timers when it keeps them (a test's clock, moved by hand), else on the wall clock; stop
+// releases the timer. The pump's idle wait, the job schedule's and the lease keeper's waits
+// go through it.
+func Timer(clock Clock, d time.Duration) (c <-chan time.Time, stop func()) {
+	if t, ok := clock.(timers); ok {
+		return t.Timer(d)
+	}
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
 }
 
 // Sleep waits d, or until ctx ends: it reports whether the whole of d passed.

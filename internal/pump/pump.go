@@ -221,16 +221,17 @@ func (p *Pump) Run(ctx context.Context) error {
 		if wait <= 0 {
 			continue
 		}
-		t := time.NewTimer(wait)
+		// The idle wait runs on the pump's clock: a test that moves the clock ends it.
+		timer, stop := pipeline.Timer(p.opt.Clock, wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stop()
 			p.log.Info("pump stopped")
 			return nil
 		case <-p.wake:
-		case <-t.C:
+		case <-timer:
 		}
-		t.Stop()
+		stop()
 	}
 }
 

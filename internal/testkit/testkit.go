@@ -16,11 +16,19 @@ import (
 )
 
 // Clock is a clock the test moves: Now returns the time last set, plus the auto-step when one
-// is set. It is safe for concurrent use; the zero value reads the zero time.
+// is set. Its timers (Timer) fire when it is moved to or past their time. It is safe for
+// concurrent use; the zero value reads the zero time.
 type Clock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
+	mu     sync.Mutex
+	t      time.Time
+	step   time.Duration
+	timers map[*timer]struct{} // waiting for the clock to reach their time
+}
+
+// timer is one wait on a Clock: c receives the clock's time once it reaches at.
+type timer struct {
+	at time.Time
+	c  chan time.Time
 }
 
 // NewClock returns a Clock at t.
@@ -35,6 +43,7 @@ func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(c.step)
+	c.fire()
 	return c.t
 }
 
@@ -42,6 +51,7 @@ func (c *Clock) Now() time.Time {
 func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	c.t = t
+	c.fire()
 	c.mu.Unlock()
 }
 
@@ -50,7 +60,46 @@ func (c *Clock) Add(d time.Duration) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+	c.fire()
 	return c.t
+}
+
+// Timer returns a channel that receives the clock's time once the clock is moved to d from
+// now or past it (at once when d is not positive), and a function that cancels the timer:
+// the wait of code that takes its timers from its clock (pipeline.Timer), which the test
+// drives by moving the clock.
+func (c *Clock) Timer(d time.Duration) (<-chan time.Time, func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &timer{at: c.t.Add(d), c: make(chan time.Time, 1)}
+	if c.timers == nil {
+		c.timers = map[*timer]struct{}{}
+	}
+	c.timers[t] = struct{}{}
+	c.fire()
+	return t.c, func() {
+		c.mu.Lock()
+		delete(c.timers, t)
+		c.mu.Unlock()
+	}
+}
+
+// Waiting returns how many timers wait for the clock to reach their time: a test waits
+// (Eventually) until the code under test waits on the clock before it moves the clock.
+func (c *Clock) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// fire sends the time to every timer the clock has reached and forgets them; c.mu is held.
+func (c *Clock) fire() {
+	for t := range c.timers {
+		if !c.t.Before(t.at) {
+			t.c <- c.t
+			delete(c.timers, t)
+		}
+	}
 }
 
 // Sleep moves the clock d forward at once and returns nil: the sleep of code that takes one

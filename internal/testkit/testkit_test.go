@@ -53,6 +53,62 @@ func TestClockMovesAsTold(t *testing.T) {
 	}
 }
 
+// A timer fires when the clock is moved to its time, by Add, Set, Sleep or a step clock's
+// Now, never before and never in real time; a stopped timer never fires; Waiting counts the
+// timers not yet fired or stopped.
+func TestClockTimersFireWhenTheClockGetsThere(t *testing.T) {
+	c := NewClock(t0)
+	fired := func(ch <-chan time.Time) (time.Time, bool) {
+		select {
+		case at := <-ch:
+			return at, true
+		default:
+			return time.Time{}, false
+		}
+	}
+	ch, _ := c.Timer(time.Minute)
+	stopped, stop := c.Timer(time.Minute)
+	stop()
+	if n := c.Waiting(); n != 1 {
+		t.Fatalf("Waiting %d, want 1 (one stopped)", n)
+	}
+	c.Add(59 * time.Second)
+	if at, ok := fired(ch); ok {
+		t.Fatalf("fired at %s, a second before its time", at)
+	}
+	c.Add(2 * time.Second)
+	if at, ok := fired(ch); !ok || !at.Equal(t0.Add(61*time.Second)) {
+		t.Fatalf("fired %v at %s, want at %s", ok, at, t0.Add(61*time.Second))
+	}
+	if _, ok := fired(stopped); ok {
+		t.Fatal("a stopped timer fired")
+	}
+	if n := c.Waiting(); n != 0 {
+		t.Fatalf("Waiting %d after the timer fired", n)
+	}
+	if _, ok := fired(must(c.Timer(0))); !ok {
+		t.Fatal("a timer of 0 did not fire at once")
+	}
+	later, _ := c.Timer(time.Hour)
+	c.Set(t0.Add(2 * time.Hour))
+	if _, ok := fired(later); !ok {
+		t.Fatal("Set past a timer's time did not fire it")
+	}
+	slept, _ := c.Timer(time.Second)
+	c.Sleep(t.Context(), time.Second)
+	if _, ok := fired(slept); !ok {
+		t.Fatal("Sleep past a timer's time did not fire it")
+	}
+	s := NewStepClock(t0, time.Second)
+	stepped, _ := s.Timer(time.Second)
+	s.Now()
+	if _, ok := fired(stepped); !ok {
+		t.Fatal("a step clock's Now past a timer's time did not fire it")
+	}
+}
+
+func must(ch <-chan time.Time, _ func()) <-chan time.Time { return ch }
+
 // stop is what recorder's Fatalf and Skipf panic with, to end the helper as testing does.
 type stop struct{ skipped bool }
 
