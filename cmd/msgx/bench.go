@@ -35,19 +35,19 @@ func benchCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 || *messages <= 0 || *rate <= 0 || *clients <= 0 || *floorTime <= 0 || *history < 0 || *asOfWait < 0 || *flights < 0 ||
-		(*workload != bench.WorkloadDay && *workload != bench.WorkloadClassic) {
-		fmt.Fprint(e.Stderr, "msgx bench: --messages, --rate, --clients and --floor-time must be positive, --workload is day or classic, and no arguments follow the flags\n\nRun 'msgx help bench' for the flags and examples.\n")
-		return cli.ErrUsage
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, SinkDir: *sinkDir}, bench.Options{
+	o := bench.Options{
 		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history, AsOfWait: *asOfWait,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Progress: e.Stderr,
-	}, *cpuProfile)
+	}
+	if o.Check() != nil || len(rest) > 0 {
+		fmt.Fprintf(e.Stderr, "msgx bench: %v, and no arguments follow the flags\n\nRun 'msgx help bench' for the flags and examples.\n", bench.ErrOptions)
+		return cli.ErrUsage
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, SinkDir: *sinkDir}, o, *cpuProfile)
 	if err != nil {
 		return benchError(ctx, err)
 	}

@@ -1,20 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"msgx/internal/app"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	"msgx/internal/app"
 	"msgx/internal/cli"
 	"msgx/internal/config"
 	sim "msgx/internal/simulate"
-	"msgx/internal/suggest"
 )
 
 func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
@@ -41,41 +40,19 @@ func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
-	if *flights < 1 || *speed < 0 || *hours <= 0 || *hours > 24 || *faultRate <= 0 || *faultRate > 0.5 {
-		return usageErr("--flights must be at least 1, --speed not negative, --hours in (0, 24], --fault-rate in (0, 0.5]")
-	}
-	if *out != "" && r.Server() {
-		return usageErr("--server and --out exclude each other")
-	}
-	fl, err := sim.ParseFaults(*faults)
+	o, err := sim.Flags{Flights: *flights, Speed: *speed, Faults: *faults, FaultRate: *faultRate, Seed: *seed, SeedSet: isFlagSet(fs, "seed"),
+		Zone: cmp.Or(*zone, e.Getenv(config.EnvName("sis.timezone")), config.Default().SIS.Timezone), Day: *day, First: *first,
+		Hours: *hours, Out: *out, Server: r.Server(), Replace: *replace, Now: time.Now()}.RunOptions()
 	if err != nil {
-		word := strings.TrimPrefix(strings.TrimSuffix(err.Error(), `"`), `unknown fault "`)
-		return usageErr("%v%s; faults are %s, or all", err, suggest.DidYouMean(word, sim.FaultNames()), strings.Join(sim.FaultNames(), ", "))
-	}
-	d, loc, problem := simulateDay(e, *zone, *day)
-	if problem != "" {
-		return usageErr("%s", problem)
-	}
-	firstAt, err := time.Parse("15:04", *first)
-	if err != nil {
-		return usageErr("--first %q is not a time of day (HH:MM)", *first)
-	}
-	if !isFlagSet(fs, "seed") {
-		*seed = time.Now().UnixNano() % 1_000_000
+		return usageErr("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	o := sim.RunOptions{Speed: *speed, Out: *out, Options: sim.Options{
-		Flights: *flights, Day: d, Loc: loc, Seed: *seed, Faults: fl, FaultRate: *faultRate,
-		First: time.Duration(firstAt.Hour())*time.Hour + time.Duration(firstAt.Minute())*time.Minute,
-		Span:  time.Duration(*hours * float64(time.Hour)),
-	}}
 	if *out == "" {
 		if o.Server, err = r.Inbox(); err != nil {
 			return err
 		}
 	}
-	o.Replace = *replace
 	o.Progress = e.Stderr
 	o.Warn = func(w string) { fmt.Fprintln(e.Stderr, "msgx simulate: warning: "+w) }
 	rep, err := sim.Run(ctx, o)
@@ -97,28 +74,7 @@ func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
 	return nil
 }
 
-// simulateDay reads --timezone (default sis.timezone) and --day (default today there).
-func simulateDay(e *cli.Env, zone, day string) (time.Time, *time.Location, string) {
-	if zone == "" {
-		zone = e.Getenv(config.EnvName("sis.timezone"))
-	}
-	if zone == "" {
-		zone = config.Default().SIS.Timezone
-	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil {
-		return time.Time{}, nil, fmt.Sprintf("--timezone %q is not a known time zone", zone)
-	}
-	if day == "" {
-		return time.Now().In(loc), loc, ""
-	}
-	d, err := time.ParseInLocation(time.DateOnly, day, loc)
-	if err != nil {
-		return d, loc, fmt.Sprintf("--day %q is not a date (YYYY-MM-DD)", day)
-	}
-	return d, loc, ""
-}
-
+// isFlagSet reports whether the command line set flag name.
 func isFlagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })

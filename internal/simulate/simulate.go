@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"msgx/internal/pipeline"
+	"msgx/internal/suggest"
 )
 
 // Fault is a kind of bad message mixed into the stream.
@@ -39,7 +40,8 @@ const (
 // Faults lists every fault, in the order they are named.
 var Faults = []Fault{Malformed, Orphan, UnknownSTYP, DuplicateSEQN}
 
-// ParseFaults reads a comma-separated list of faults ("all" is every one; empty is none).
+// ParseFaults reads a comma-separated list of faults ("all" is every one; empty is none). An
+// unknown name is an error that says what the name may have meant and which faults there are.
 func ParseFaults(s string) ([]Fault, error) {
 	var out []Fault
 	for _, w := range strings.Split(s, ",") {
@@ -58,7 +60,7 @@ func ParseFaults(s string) ([]Fault, error) {
 			}
 		}
 		if !ok {
-			return nil, fmt.Errorf("unknown fault %q", w)
+			return nil, fmt.Errorf("unknown fault %q%s; faults are %s, or all", w, suggest.DidYouMean(w, FaultNames()), strings.Join(FaultNames(), ", "))
 		}
 	}
 	return out, nil

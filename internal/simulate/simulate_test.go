@@ -212,7 +212,8 @@ func TestParseFaults(t *testing.T) {
 	if f, err := ParseFaults("all"); err != nil || len(f) != len(Faults) {
 		t.Fatalf("all = %v, %v", f, err)
 	}
-	if _, err := ParseFaults("orphans"); err == nil {
-		t.Fatal("an unknown fault is accepted")
+	want := `unknown fault "orphans" (did you mean orphan?); faults are malformed, orphan, unknown-styp, duplicate-seqn, or all`
+	if _, err := ParseFaults("orphans"); err == nil || err.Error() != want {
+		t.Fatalf("an unknown fault: %v, want %s", err, want)
 	}
 }
