@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"msgx/internal/app"
 	"os"
@@ -114,7 +113,7 @@ func replay(ctx context.Context, e *cli.Env, args []string) error {
 	if fs.NArg() > 0 {
 		return cli.UsageError(fmt.Sprintf("msgx replay: unexpected argument %q; ids go with --id N", fs.Arg(0)))
 	}
-	if err := replayModeFlags(fs, *events); err != nil {
+	if err := cli.ReplayModeFlags(fs, *events); err != nil {
 		return err
 	}
 	c, err := r.API()
@@ -137,25 +136,6 @@ func replay(ctx context.Context, e *cli.Env, args []string) error {
 	}
 	cli.WriteReplay(e.Stdout, res, false, *dryRun)
 	return nil
-}
-
-// replayModeFlags refuses a flag that does not apply to the chosen replay (messages, or
-// --events): a flag ignored there would turn what the operator meant as a narrow replay
-// into a wide real one.
-func replayModeFlags(fs *flag.FlagSet, events bool) error {
-	var err error
-	fs.Visit(func(f *flag.Flag) {
-		switch {
-		case err != nil:
-		case events && f.Name == "class":
-			err = cli.UsageError("msgx replay: --class does not apply with --events (dead events are chosen by --target T and --id N); " +
-				"to replay messages of a class, drop --events; nothing was replayed")
-		case !events && f.Name == "target":
-			err = cli.UsageError("msgx replay: --target applies only with --events (to replay a target's dead events: msgx replay --events --target T); " +
-				"messages are chosen by --class and --id; nothing was replayed")
-		}
-	})
-	return err
 }
 
 // replayEvents replays (or with dryRun previews) the DEAD events of target and ids.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"msgx/internal/app"
 	"msgx/internal/cli"
@@ -74,7 +73,7 @@ func run(argv []string, stdout, stderr io.Writer, environ []string) int {
 		fmt.Fprint(stderr, prog.Usage())
 		return exitUsage
 	}
-	argv, ok := globalConfig(e, argv)
+	argv, ok := e.GlobalConfig(argv)
 	if !ok {
 		fmt.Fprintln(stderr, "msgx: --config needs a FILE\n"+prog.Usage())
 		return exitUsage
@@ -115,33 +114,6 @@ func run(argv []string, stdout, stderr io.Writer, environ []string) int {
 		fmt.Fprintln(stderr, secret.Redact(exit.Msg))
 	}
 	return exit.Code
-}
-
-// globalConfig takes a --config FILE given before the command (msgx --config cfg.yaml
-// status) off argv: it is then the config of every command, the server's (serve, migrate…)
-// as MSGX_CONFIG, and the one client commands read the server's address from. ok is false
-// when --config has no FILE.
-func globalConfig(e *cli.Env, argv []string) (rest []string, ok bool) {
-	for len(argv) > 0 {
-		a := argv[0]
-		var path string
-		switch {
-		case a == "--config" || a == "-config":
-			if len(argv) < 2 {
-				return nil, false
-			}
-			path, argv = argv[1], argv[2:]
-		case strings.HasPrefix(a, "--config=") || strings.HasPrefix(a, "-config="):
-			path, argv = a[strings.Index(a, "=")+1:], argv[1:]
-		default:
-			return argv, true
-		}
-		if path == "" {
-			return nil, false
-		}
-		e.Setenv("MSGX_CONFIG", path)
-	}
-	return argv, true
 }
 
 // helpCmd is `msgx help [COMMAND]`.

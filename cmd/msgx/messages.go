@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"msgx/client"
@@ -77,9 +76,9 @@ func message(ctx context.Context, e *cli.Env, args []string) (err error) {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return cli.UsageError("usage: msgx message [--server URL] [--json] [--raw] [--history] ID")
 	}
-	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
-	if err != nil || id <= 0 {
-		return cli.UsageError(fmt.Sprintf("msgx message: %q is not a message id", fs.Arg(0)))
+	id, err := e.ID("message", fs.Arg(0), "a message id")
+	if err != nil {
+		return err
 	}
 	c, err := r.API()
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,9 +66,9 @@ func flightCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return e.Usage("flight")
 	}
-	flid, err := strconv.ParseInt(fs.Arg(0), 10, 64)
-	if err != nil || flid <= 0 {
-		return cli.UsageError(fmt.Sprintf("msgx flight: %q is not a FLID", fs.Arg(0)))
+	flid, err := e.ID("flight", fs.Arg(0), "a FLID")
+	if err != nil {
+		return err
 	}
 	c, err := r.API()
 	if err != nil {
@@ -122,9 +121,9 @@ func park(ctx context.Context, e *cli.Env, args []string) error {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
 		return e.Usage("park")
 	}
-	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
-	if err != nil || id <= 0 {
-		return cli.UsageError(fmt.Sprintf("msgx park: %q is not a message id", fs.Arg(0)))
+	id, err := e.ID("park", fs.Arg(0), "a message id")
+	if err != nil {
+		return err
 	}
 	c, err := r.API()
 	if err != nil {
@@ -229,9 +228,9 @@ func jobsCmd(ctx context.Context, e *cli.Env, args []string) error {
 		fmt.Fprintf(e.Stdout, "job %d %s enqueued: runs after message %d\n", j.ID, j.Kind, j.AfterMsgID)
 		return nil
 	case fs.NArg() == 1:
-		id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
-		if err != nil || id <= 0 {
-			return cli.UsageError(fmt.Sprintf("msgx jobs: %q is not a job id", fs.Arg(0)))
+		id, err := e.ID("jobs", fs.Arg(0), "a job id")
+		if err != nil {
+			return err
 		}
 		return showJob(ctx, e, r, c, id, *asJSON)
 	}
@@ -338,7 +337,7 @@ func jobCmd(ctx context.Context, e *cli.Env, args []string) error {
 	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
 	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
-	params := jobParamFlags(fs)
+	params := cli.JobParamFlags(fs)
 	// The flags may come before or after "run KIND".
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 2 || fs.Arg(0) != "run" {
 		return cli.UsageError("usage: msgx job [--server URL] [--no-wait] [--timeout D] run KIND [--prune] [--flid N] [--day YYYY-MM-DD] [--params S]")

@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"msgx/internal/app"
 	"strings"
 
+	"msgx/internal/app"
 	"msgx/internal/cli"
-	"msgx/internal/legacyflop"
 	"msgx/internal/shadow"
 )
 
@@ -33,24 +32,16 @@ func shadowCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	usage := func(msg string) error {
-		return cli.UsageError("msgx shadow diff: " + msg)
+	if len(rest) > 0 {
+		return cli.UsageError("msgx shadow diff: unexpected arguments " + strings.Join(rest, " "))
 	}
-	switch {
-	case len(rest) > 0:
-		return usage("unexpected arguments " + strings.Join(rest, " "))
-	case (*legacyFile == "") == (*legacyChannel == ""):
-		return usage("give exactly one of --legacy FILE and --legacy-channel CH (the legacy's is " + legacyflop.DefaultChannel + ")")
-	case (*msgxFile == "") == (*msgxChannel == ""):
-		return usage("give exactly one of --msgx FILE and --msgx-channel CH")
-	case (*legacyChannel != "" || *msgxChannel != "") && *period <= 0:
-		return usage("--for DURATION is needed to listen to a channel")
-	case *legacyChannel != "" && *legacyChannel == *msgxChannel:
-		return usage("--legacy-channel and --msgx-channel are the same channel")
-	}
-	rep, err := shadow.Run(shadow.Sources{LegacyFile: *legacyFile, LegacyChannel: *legacyChannel,
+	src := shadow.Sources{LegacyFile: *legacyFile, LegacyChannel: *legacyChannel,
 		MsgxFile: *msgxFile, MsgxChannel: *msgxChannel, For: *period, Redis: *addr, RedisPassword: *password,
-		SaveLegacy: *saveLegacy, SaveMsgx: *saveMsgx, RowIDs: *rowIDs, Loc: cfg.LegacyLocation(), Status: e.Stderr})
+		SaveLegacy: *saveLegacy, SaveMsgx: *saveMsgx, RowIDs: *rowIDs, Loc: cfg.LegacyLocation(), Status: e.Stderr}
+	if err := src.Check(); err != nil {
+		return cli.UsageError("msgx shadow diff: " + err.Error())
+	}
+	rep, err := shadow.Run(src)
 	if err != nil {
 		return err
 	}

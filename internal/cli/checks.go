@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -64,6 +65,16 @@ func (e *Env) Movement(cmd, s string) (string, error) {
 	return "", UsageError(fmt.Sprintf("%s %s: --movement %q is neither A (arrivals) nor D (departures)", e.Program.Name, cmd, s))
 }
 
+// ID reads the one id command cmd takes as its argument arg: a positive integer, or a
+// UsageError saying arg is not one (what: "a message id", "a FLID").
+func (e *Env) ID(cmd, arg, what string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, UsageError(fmt.Sprintf("%s %s: %q is not %s", e.Program.Name, cmd, arg, what))
+	}
+	return id, nil
+}
+
 // IDs reads the ids command cmd takes as arguments, each argument one id or several
 // comma-separated, at most most of them.
 func (e *Env) IDs(cmd string, args []string, most int) ([]int64, error) {
@@ -81,6 +92,25 @@ func (e *Env) IDs(cmd string, args []string, most int) ([]int64, error) {
 		return nil, UsageError(fmt.Sprintf("%s %s: %d ids; at most %d at a time", e.Program.Name, cmd, len(ids), most))
 	}
 	return ids, nil
+}
+
+// ReplayModeFlags refuses a flag of msgx replay that does not apply to the chosen replay (messages, or
+// --events): a flag ignored there would turn what the operator meant as a narrow replay
+// into a wide real one.
+func ReplayModeFlags(fs *flag.FlagSet, events bool) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case err != nil:
+		case events && f.Name == "class":
+			err = UsageError("msgx replay: --class does not apply with --events (dead events are chosen by --target T and --id N); " +
+				"to replay messages of a class, drop --events; nothing was replayed")
+		case !events && f.Name == "target":
+			err = UsageError("msgx replay: --target applies only with --events (to replay a target's dead events: msgx replay --events --target T); " +
+				"messages are chosen by --class and --id; nothing was replayed")
+		}
+	})
+	return err
 }
 
 // Jobs picks from jobs (newest first, as the server lists its newest 100) those of the

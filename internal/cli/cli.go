@@ -82,6 +82,33 @@ func (e *Env) Setenv(key, value string) {
 	e.Environ = append(env, key+"="+value)
 }
 
+// GlobalConfig takes a --config FILE given before the command (msgx --config cfg.yaml
+// status) off argv: it is then the config of every command, the server's (serve, migrate…)
+// as MSGX_CONFIG, and the one client commands read the server's address from. ok is false
+// when --config has no FILE.
+func (e *Env) GlobalConfig(argv []string) (rest []string, ok bool) {
+	for len(argv) > 0 {
+		a := argv[0]
+		var path string
+		switch {
+		case a == "--config" || a == "-config":
+			if len(argv) < 2 {
+				return nil, false
+			}
+			path, argv = argv[1], argv[2:]
+		case strings.HasPrefix(a, "--config=") || strings.HasPrefix(a, "-config="):
+			path, argv = a[strings.Index(a, "=")+1:], argv[1:]
+		default:
+			return argv, true
+		}
+		if path == "" {
+			return nil, false
+		}
+		e.Setenv("MSGX_CONFIG", path)
+	}
+	return argv, true
+}
+
 // HelpWanted reports whether the command line asks for the command's help, for a command
 // whose flags do not come from Flags: Run prints the help after it.
 func (e *Env) HelpWanted() bool { return e.helpWanted }
