@@ -278,7 +278,7 @@ func (s *server) send(body string) (int64, error) {
 	code := answered(c)
 	id, err := c.Send(context.Background(), []byte(body))
 	if err == nil && code() != http.StatusOK {
-		return 0, fmt.Errorf("POST /cminmsgs/send answered %d (id %d), want 200", code(), id)
+		return 0, fmt.Errorf("answered %d (id %d), want 200", code(), id)
 	}
 	return id, err
 }
