@@ -239,9 +239,7 @@ type MessageList struct {
 // class=ORPHAN, flid=…, q=TEXT, limit, order, before and after as docs/api.md lists them.
 // The answer's Next and Prev are the query of the pages beside it.
 func (c *Client) Messages(ctx context.Context, filters url.Values) (MessageList, error) {
-	var out MessageList
-	err := c.Get(ctx, "/api/v1/messages?"+filters.Encode(), &out)
-	return out, err
+	return get[MessageList](ctx, c, "/api/v1/messages?"+filters.Encode())
 }
 
 // Page is the paging every listing answers with (docs/api.md, Listings), after its items:
@@ -269,10 +267,7 @@ type HistoryEntry struct {
 
 // MessageHistory returns message id's history.
 func (c *Client) MessageHistory(ctx context.Context, id int64) ([]HistoryEntry, error) {
-	var h struct {
-		History []HistoryEntry `json:"history"`
-	}
-	err := c.Get(ctx, fmt.Sprintf("/api/v1/messages/%d/history", id), &h)
+	h, err := get[MessageHistory](ctx, c, fmt.Sprintf("/api/v1/messages/%d/history", id))
 	return h.History, err
 }
 

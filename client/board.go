@@ -66,9 +66,7 @@ func (c *Client) Board(ctx context.Context, day string) (Board, error) {
 	if day != "" {
 		path += "?" + url.Values{"day": {day}}.Encode()
 	}
-	var b Board
-	err := c.Get(ctx, path, &b)
-	return b, err
+	return get[Board](ctx, c, path)
 }
 
 // BoardAsOf returns the flights of the airport day day (today at the airport when "") as
@@ -84,9 +82,7 @@ func (c *Client) BoardAsOf(ctx context.Context, day, asOf string, utc bool) (Boa
 	if utc {
 		q.Set("tz", "UTC")
 	}
-	var b Board
-	err := c.Get(ctx, "/api/v1/flights?"+q.Encode(), &b)
-	return b, err
+	return get[Board](ctx, c, "/api/v1/flights?"+q.Encode())
 }
 
 // Statuses returns the status codes' descriptions (reference data STTS: code → STTD), empty

@@ -95,6 +95,14 @@ func (c *Client) Get(ctx context.Context, path string, out any) error {
 	return c.Do(ctx, "GET", path, nil, "", out)
 }
 
+// get GETs path and returns its JSON answer decoded as a T: what every typed read of one
+// route does. The answer is returned with the error, as far as it decoded.
+func get[T any](ctx context.Context, c *Client, path string) (T, error) {
+	var out T
+	err := c.Get(ctx, path, &out)
+	return out, err
+}
+
 // PostJSON POSTs in as JSON to path and decodes the JSON answer into out.
 func (c *Client) PostJSON(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
@@ -246,9 +254,7 @@ func (m Message) Class() string {
 
 // Message returns message id.
 func (c *Client) Message(ctx context.Context, id int64) (Message, error) {
-	var m Message
-	err := c.Get(ctx, fmt.Sprintf("/api/v1/messages/%d", id), &m)
-	return m, err
+	return get[Message](ctx, c, fmt.Sprintf("/api/v1/messages/%d", id))
 }
 
 // Event is one outbox event as GET /api/v1/events and its stream list it: the row, with its
@@ -284,9 +290,7 @@ type EventRow struct {
 // state, msg_id, limit, order, before and after as docs/api.md lists them. The answer's Next
 // and Prev are the query of the pages beside it.
 func (c *Client) Events(ctx context.Context, filters url.Values) (EventList, error) {
-	var out EventList
-	err := c.Get(ctx, "/api/v1/events?"+filters.Encode(), &out)
-	return out, err
+	return get[EventList](ctx, c, "/api/v1/events?"+filters.Encode())
 }
 
 // Job is a pump job as GET /api/v1/jobs and /api/v1/jobs/{id} answer it: its row (state,
@@ -332,9 +336,7 @@ type JobProgress struct {
 
 // Job returns one job (GET /api/v1/jobs/{id}) with its progress while it runs.
 func (c *Client) Job(ctx context.Context, id int64) (Job, error) {
-	var j Job
-	err := c.Get(ctx, fmt.Sprintf("/api/v1/jobs/%d", id), &j)
-	return j, err
+	return get[Job](ctx, c, fmt.Sprintf("/api/v1/jobs/%d", id))
 }
 
 // JobList is GET /api/v1/jobs's answer.
@@ -368,17 +370,13 @@ type JobKind struct {
 // JobKinds lists every job kind an operator may enqueue, whether it can run on the server and
 // why not.
 func (c *Client) JobKinds(ctx context.Context) ([]JobKind, error) {
-	var out struct {
-		Kinds []JobKind `json:"kinds"`
-	}
-	err := c.Get(ctx, "/api/v1/jobs/kinds", &out)
+	out, err := get[JobKinds](ctx, c, "/api/v1/jobs/kinds")
 	return out.Kinds, err
 }
 
 // Jobs lists the pump jobs, newest first.
 func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
-	var out JobList
-	err := c.Get(ctx, "/api/v1/jobs", &out)
+	out, err := get[JobList](ctx, c, "/api/v1/jobs")
 	return out.Jobs, err
 }
 
@@ -402,9 +400,7 @@ func (c *Client) JobDoing(ctx context.Context, id int64) string {
 // Status returns the server's status (GET /api/v1/status): the messages by state, the head
 // and why it waits, the pump, its pauses and the extra sections.
 func (c *Client) Status(ctx context.Context) (Status, error) {
-	var st Status
-	err := c.Get(ctx, "/api/v1/status", &st)
-	return st, err
+	return get[Status](ctx, c, "/api/v1/status")
 }
 
 // Section decodes the status's extra section name ("targets": []TargetStatus, "recent":
@@ -433,9 +429,7 @@ type Health struct {
 // Health returns the server's health (GET /healthz); a server that cannot reach its database
 // answers 503, an *Error.
 func (c *Client) Health(ctx context.Context) (Health, error) {
-	var h Health
-	err := c.Get(ctx, "/healthz", &h)
-	return h, err
+	return get[Health](ctx, c, "/healthz")
 }
 
 // RefRecord is one reference record (GET /api/v1/ref/{type}/{key}): its fields as the SIS
@@ -453,17 +447,13 @@ type RefRecord struct {
 // Ref returns the reference record of type typ (AIRL, STTS, …) and key; one that is not
 // stored is an *Error with status 404.
 func (c *Client) Ref(ctx context.Context, typ, key string) (RefRecord, error) {
-	var r RefRecord
-	err := c.Get(ctx, "/api/v1/ref/"+url.PathEscape(typ)+"/"+url.PathEscape(key), &r)
-	return r, err
+	return get[RefRecord](ctx, c, "/api/v1/ref/"+url.PathEscape(typ)+"/"+url.PathEscape(key))
 }
 
 // Config returns the server's effective configuration (GET /api/v1/config, admin), secrets
 // redacted: its sections by name, keyed as the YAML file spells them.
 func (c *Client) Config(ctx context.Context) (map[string]any, error) {
-	var cfg map[string]any
-	err := c.Get(ctx, "/api/v1/config", &cfg)
-	return cfg, err
+	return get[map[string]any](ctx, c, "/api/v1/config")
 }
 
 // Problems returns the recent problems (GET /api/v1/problems), newest first, at most limit
@@ -474,10 +464,9 @@ func (c *Client) Problems(ctx context.Context, limit int) ([]RecentNote, error) 
 	if limit > 0 {
 		path += "?limit=" + strconv.Itoa(limit)
 	}
-	var out struct {
+	out, err := get[struct {
 		Problems []RecentNote `json:"problems"`
-	}
-	err := c.Get(ctx, path, &out)
+	}](ctx, c, path)
 	return out.Problems, err
 }
 
@@ -508,19 +497,16 @@ type SeasonList struct {
 
 // Seasons returns the stored seasonal schedules.
 func (c *Client) Seasons(ctx context.Context) ([]Season, error) {
-	var out struct {
+	out, err := get[struct {
 		Seasons []Season `json:"seasons"`
-	}
-	err := c.Get(ctx, "/api/v1/seasons", &out)
+	}](ctx, c, "/api/v1/seasons")
 	return out.Seasons, err
 }
 
 // DataRequest returns data request id (GET /api/v1/requests/{id}); one that does not exist
 // is an *Error with status 404.
 func (c *Client) DataRequest(ctx context.Context, id int64) (Request, error) {
-	var r Request
-	err := c.Get(ctx, fmt.Sprintf("/api/v1/requests/%d", id), &r)
-	return r, err
+	return get[Request](ctx, c, fmt.Sprintf("/api/v1/requests/%d", id))
 }
 
 // RequestList is GET /api/v1/requests's answer.
@@ -532,9 +518,7 @@ type RequestList struct {
 // DataRequests lists the data requests filters select, one page (GET /api/v1/requests):
 // state, limit, order, before and after as docs/api.md lists them.
 func (c *Client) DataRequests(ctx context.Context, filters url.Values) (RequestList, error) {
-	var out RequestList
-	err := c.Get(ctx, "/api/v1/requests?"+filters.Encode(), &out)
-	return out, err
+	return get[RequestList](ctx, c, "/api/v1/requests?"+filters.Encode())
 }
 
 // ConsistencyReport is a comparison of the flights in Redis and in FLIGHT_STATE (POST

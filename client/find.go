@@ -43,9 +43,7 @@ func (c *Client) Find(ctx context.Context, q string, limit int, tz string) (Find
 	if limit > 0 {
 		v.Set("limit", fmt.Sprint(limit))
 	}
-	var out FindAnswer
-	err := c.Get(ctx, "/api/v1/find?"+v.Encode(), &out)
-	return out, err
+	return get[FindAnswer](ctx, c, "/api/v1/find?"+v.Encode())
 }
 
 // NumberedFlights is GET /api/v1/flights?flno=…'s answer: the flights of one number, by day
@@ -64,7 +62,5 @@ func (c *Client) FlightsByNumber(ctx context.Context, flno, day string) (Numbere
 	if day != "" {
 		v.Set("day", day)
 	}
-	var out NumberedFlights
-	err := c.Get(ctx, "/api/v1/flights?"+v.Encode(), &out)
-	return out, err
+	return get[NumberedFlights](ctx, c, "/api/v1/flights?"+v.Encode())
 }

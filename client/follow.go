@@ -22,8 +22,8 @@ func (c *Client) FollowMessages(ctx context.Context, filters url.Values, limit i
 		q = url.Values{}
 	}
 	q.Set("limit", strconv.Itoa(limit))
-	var first MessageList
-	if err := c.Get(ctx, "/api/v1/messages?"+q.Encode(), &first); err != nil {
+	first, err := c.Messages(ctx, q)
+	if err != nil {
 		return err
 	}
 	slices.Reverse(first.Messages)
@@ -41,8 +41,8 @@ func (c *Client) FollowMessages(ctx context.Context, filters url.Values, limit i
 		q.Set("order", "asc")
 		q.Set("limit", "1000")
 		q.Set("after", strconv.FormatInt(after, 10))
-		var page MessageList
-		if err := c.Get(ctx, "/api/v1/messages?"+q.Encode(), &page); err != nil {
+		page, err := c.Messages(ctx, q)
+		if err != nil {
 			if !failing && ctx.Err() == nil {
 				trouble(err)
 			}

@@ -68,17 +68,13 @@ func (c *Client) ReplayEvents(ctx context.Context, target string, ids []int64, d
 
 // Flight returns flight flid's record as the API answers it.
 func (c *Client) Flight(ctx context.Context, flid int64) (json.RawMessage, error) {
-	var rec json.RawMessage
-	err := c.Get(ctx, fmt.Sprintf("/api/v1/flights/%d", flid), &rec)
-	return rec, err
+	return get[json.RawMessage](ctx, c, fmt.Sprintf("/api/v1/flights/%d", flid))
 }
 
 // Audit returns a page of the audit log: query holds the listing's parameters (limit,
 // before, after, order; docs/api.md, Listings).
 func (c *Client) Audit(ctx context.Context, query url.Values) (AuditPage, error) {
-	var out AuditPage
-	err := c.Get(ctx, "/api/v1/audit?"+query.Encode(), &out)
-	return out, err
+	return get[AuditPage](ctx, c, "/api/v1/audit?"+query.Encode())
 }
 
 // RequestReference asks the AODB for reference type styp (RQRD) and returns the request

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -424,9 +425,11 @@ func (a *bearerAPI) api() *client.Client { return client.New(a.s.url, a.token) }
 // startJob enqueues a job of kind (the token must be an admin's) and returns its id.
 func (a *bearerAPI) startJob(kind string) int64 {
 	a.t.Helper()
-	j, err := a.api().StartJob(context.Background(), kind)
-	if err != nil || j.ID == 0 {
-		a.t.Fatalf("POST /api/v1/jobs %s: %+v %v", kind, j, err)
+	c := a.api()
+	code := answered(c)
+	j, err := c.StartJob(context.Background(), kind)
+	if err != nil || code() != http.StatusOK || j.ID == 0 {
+		a.t.Fatalf("POST /api/v1/jobs %s: %d %+v %v", kind, code(), j, err)
 	}
 	return j.ID
 }

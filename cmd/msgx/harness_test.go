@@ -47,11 +47,13 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -269,9 +271,46 @@ func (s *server) post(body string) int64 {
 }
 
 // send posts body to s's inbox and returns the id answered, or why not: for a goroutine other
-// than the test's, which must not call t.Fatal.
+// than the test's, which must not call t.Fatal. The inbox answers a durable message 200, and
+// another 2xx is an error here, though the client would take it.
 func (s *server) send(body string) (int64, error) {
-	return s.api().Send(context.Background(), []byte(body))
+	c := s.api()
+	code := answered(c)
+	id, err := c.Send(context.Background(), []byte(body))
+	if err == nil && code() != http.StatusOK {
+		return 0, fmt.Errorf("answered %d (id %d), want 200", code(), id)
+	}
+	return id, err
+}
+
+// answered makes c keep the HTTP status code of its answers and returns the last one's (0
+// before any): the typed client takes any 2xx for success, and a test that wants one exact
+// code (200, not 201 or 204) reads it here. The calls still go through http.DefaultTransport.
+func answered(c *client.Client) func() int {
+	rec := &statusRecorder{}
+	hc := *c.HTTP
+	rec.next, hc.Transport = hc.Transport, rec
+	c.HTTP = &hc
+	return func() int { return int(rec.code.Load()) }
+}
+
+// statusRecorder is a transport that keeps the status code of the last answer through it.
+type statusRecorder struct {
+	next http.RoundTripper // nil: http.DefaultTransport, as it is when the call is made
+	code atomic.Int32
+}
+
+// RoundTrip sends r through the next transport and keeps its answer's status code.
+func (rec *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := rec.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	resp, err := next.RoundTrip(r)
+	if err == nil {
+		rec.code.Store(int32(resp.StatusCode))
+	}
+	return resp, err
 }
 
 // message is a message as the API shows it (the typed client's).

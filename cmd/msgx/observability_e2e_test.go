@@ -180,12 +180,14 @@ func metricValue(body, name string) float64 {
 	return 0
 }
 
-// metrics reads s's /metrics.
+// metrics reads s's /metrics, failing the test unless it answers 200.
 func (s *server) metrics() string {
 	s.t.Helper()
-	m, err := s.api().Metrics(context.Background())
-	if err != nil {
-		s.t.Fatalf("GET /metrics: %v", err)
+	c := s.api()
+	code := answered(c)
+	m, err := c.Metrics(context.Background())
+	if err != nil || code() != http.StatusOK {
+		s.t.Fatalf("GET /metrics: %d %v", code(), err)
 	}
 	return m
 }

@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +53,10 @@ func panickingHandler(t *testing.T, db dbEnv) {
 	if !strings.Contains(s.logs.String(), `"stack"`) {
 		t.Fatalf("the panic's stack is not in the log")
 	}
-	if _, err := s.api().Health(t.Context()); err != nil {
-		t.Fatalf("server down after a handler panic: %v", err)
+	c := s.api()
+	code := answered(c)
+	if _, err := c.Health(t.Context()); err != nil || code() != http.StatusOK {
+		t.Fatalf("server down after a handler panic: %d %v", code(), err)
 	}
 	next := s.post(airline)
 	if next <= id {
@@ -127,23 +131,42 @@ func (s *server) startJob(kind string) int64 {
 	return j.ID
 }
 
-// replay moves messages ids back to PENDING, failing the test when the replay is refused.
+// replay moves messages ids back to PENDING, failing the test unless the server answers 200.
 func (s *server) replay(ids ...int64) client.ReplayAnswer {
 	s.t.Helper()
-	res, err := s.api().Replay(context.Background(), nil, ids, false)
-	if err != nil {
-		s.t.Fatalf("replay %v: %v", ids, err)
+	c := s.api()
+	code := answered(c)
+	res, err := c.Replay(context.Background(), nil, ids, false)
+	if err != nil || code() != http.StatusOK {
+		s.t.Fatalf("replay %v: %d %v", ids, code(), err)
 	}
 	return res
 }
 
 // checkConsistency compares the flights in Redis and in FLIGHT_STATE, failing the test when
-// the server cannot.
+// the server does not answer 200 with a report.
 func (s *server) checkConsistency() client.ConsistencyReport {
 	s.t.Helper()
-	rep, err := s.api().CheckConsistency(context.Background())
-	if err != nil {
-		s.t.Fatalf("consistency check: %v", err)
+	c := s.api()
+	code := answered(c)
+	rep, err := c.CheckConsistency(context.Background())
+	if err != nil || code() != http.StatusOK {
+		s.t.Fatalf("consistency check: %d %v", code(), err)
 	}
 	return rep
+}
+
+// noMismatch says whether rep's mismatches are the empty list the server writes when the two
+// stores agree: [], which decodes to an empty slice, not null, which decodes to nil.
+func noMismatch(rep client.ConsistencyReport) bool {
+	return rep.Mismatches != nil && len(rep.Mismatches) == 0
+}
+
+// reported is rep's count and mismatches as the server wrote them ("2 []"), for a failure.
+func reported(rep client.ConsistencyReport) string {
+	b, err := json.Marshal(rep.Mismatches)
+	if err != nil {
+		return fmt.Sprintf("%d %v", rep.Checked, err)
+	}
+	return fmt.Sprintf("%d %s", rep.Checked, b)
 }

@@ -144,21 +144,15 @@ func parked(r store.ParkResult) client.ParkAnswer {
 	return client.ParkAnswer{ID: r.ID, From: string(r.From), State: string(r.State), Class: string(r.Class)}
 }
 
-// eventRow is e as the API answers it.
-func eventRow(e *store.Event) client.EventRow {
-	return client.EventRow{EventID: e.EventID, MsgID: e.MsgID, TypeTag: e.TypeTag, Target: e.Target, Kind: e.Kind,
-		FlightKey: e.FlightKey, State: string(e.State), Attempts: e.Attempts, ErrorClass: e.ErrorClass, LastError: e.LastError,
-		CreatedAt: e.CreatedAt, SentAt: e.SentAt, NextAttemptAt: e.NextAttemptAt, FirstFailedAt: e.FirstFailedAt, Payload: e.Payload}
-}
-
-// events is es as the listings answer them (nil stays nil).
+// events is es as the listings answer them (nil stays nil); each row is store.Event's Wire,
+// which the status's targets section answers a target's head with too.
 func events(es []store.EventBrief) []client.Event {
 	if es == nil {
 		return nil
 	}
 	out := make([]client.Event, len(es))
 	for i := range es {
-		out[i] = client.Event{EventRow: eventRow(&es[i].Event), PayloadBytes: es[i].PayloadBytes, PayloadElided: es[i].PayloadElided}
+		out[i] = client.Event{EventRow: es[i].Wire(), PayloadBytes: es[i].PayloadBytes, PayloadElided: es[i].PayloadElided}
 	}
 	return out
 }

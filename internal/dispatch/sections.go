@@ -59,10 +59,9 @@ func (s TargetStats) status() client.TargetStatus {
 		out.BlockedFor = &v
 	}
 	if h := s.Head; h != nil {
-		// The head as the events listing shows an event (api's eventRow).
-		out.Head = &client.EventRow{EventID: h.EventID, MsgID: h.MsgID, TypeTag: h.TypeTag, Target: h.Target, Kind: h.Kind,
-			FlightKey: h.FlightKey, State: string(h.State), Attempts: h.Attempts, ErrorClass: h.ErrorClass, LastError: h.LastError,
-			CreatedAt: h.CreatedAt, SentAt: h.SentAt, NextAttemptAt: h.NextAttemptAt, FirstFailedAt: h.FirstFailedAt, Payload: h.Payload}
+		// The head as the events listing shows an event.
+		row := h.Wire()
+		out.Head = &row
 	}
 	return out
 }

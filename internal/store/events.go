@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"msgx/client"
 	"msgx/internal/pipeline"
 	"msgx/internal/secret"
 )
@@ -61,6 +62,14 @@ type Event struct {
 
 	// Raw is PAYLOAD exactly as stored (what a sink is given).
 	Raw []byte
+}
+
+// Wire is e as the API answers an outbox event's row: in the events listing and its stream,
+// and as a target's head in the status's targets section (the one mapping both use).
+func (e *Event) Wire() client.EventRow {
+	return client.EventRow{EventID: e.EventID, MsgID: e.MsgID, TypeTag: e.TypeTag, Target: e.Target, Kind: e.Kind,
+		FlightKey: e.FlightKey, State: string(e.State), Attempts: e.Attempts, ErrorClass: e.ErrorClass, LastError: e.LastError,
+		CreatedAt: e.CreatedAt, SentAt: e.SentAt, NextAttemptAt: e.NextAttemptAt, FirstFailedAt: e.FirstFailedAt, Payload: e.Payload}
 }
 
 // Key returns the flight key, "" when there is none.
