@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 	a.await(a.post(e2eSchd(950000, e2eFltr(96001, "CA1601", "D", day.Add(23*time.Hour), ""))), "snapshot SUCCEEDED", state("SUCCEEDED", ""))
 
 	var mu sync.Mutex
+	statusOf := answered           // the map below takes the name
 	answered := map[int64]string{} // id → kind
 	var wg sync.WaitGroup
 	var seq sync.Mutex
@@ -37,6 +39,8 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := a.api()
+			code := statusOf(c)
 			for {
 				i := next()
 				if i > 600 {
@@ -46,13 +50,17 @@ func testKillNineLosesNothing(t *testing.T, db dbEnv) {
 				if i%3 == 0 {
 					kind, body = "flop", e2eFlop(970000+i, "REMC", 96001, fmt.Sprintf("<REMC>remark %d</REMC>", i))
 				}
-				id, err := a.api().Send(ctx, []byte(body))
+				id, err := c.Send(ctx, []byte(body))
 				var refused *client.Error
 				if errors.As(err, &refused) {
 					continue
 				}
 				if err != nil {
 					return // the server is gone
+				}
+				if code() != http.StatusOK {
+					t.Errorf("the inbox answered %d, want 200", code())
+					return
 				}
 				mu.Lock()
 				answered[id] = kind

@@ -223,7 +223,9 @@ func start(t *testing.T, dataDir string, env ...string) *server {
 			t.Fatalf("msgx serve exited early: %v\n%s", err, logs)
 		default:
 		}
-		if _, err := s.api().Health(context.Background()); err == nil {
+		c := s.api()
+		code := answered(c)
+		if _, err := c.Health(context.Background()); err == nil && code() == http.StatusOK {
 			s.awaitStartLogs()
 			return s
 		}

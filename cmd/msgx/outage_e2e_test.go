@@ -96,7 +96,9 @@ func (s *ogServer) healthy(within time.Duration) {
 		if s.exited() {
 			s.t.Fatalf("%s exited: %v", s.name, s.err)
 		}
-		if _, err := s.api().Health(context.Background()); err == nil {
+		c := s.api()
+		code := answered(c)
+		if _, err := c.Health(context.Background()); err == nil && code() == http.StatusOK {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
