@@ -269,7 +269,7 @@ func TestOrderedChanges(t *testing.T) {
 	want := `A:null>0 B:2>null C:[3]>[4] D:4>null E:null>5 `
 	var s string
 	for _, c := range got {
-		s += fmt.Sprintf("%s:%s>%s ", c.key, c.old, c.new)
+		s += fmt.Sprintf("%s:%s>%s ", c.Key, c.Old, c.New)
 	}
 	if !ok || s != want {
 		t.Errorf("orderedChanges = %q %v, want %q", s, ok, want)
@@ -299,7 +299,7 @@ func TestFlightEventsMatchReference(t *testing.T) {
 	for _, id := range base.ids() {
 		recs = append(recs, base.flights[id])
 	}
-	win := &window{from: testNow, to: testNow.Add(48 * time.Hour)}
+	win := &window{From: testNow, To: testNow.Add(48 * time.Hour)}
 	pairs := 0
 	for i, cur := range recs {
 		for _, old := range [][]byte{nil, recs[(i+1)%len(recs)], recs[(i+7)%len(recs)]} {
