@@ -83,7 +83,7 @@ func Notify(c *FlightChange) ([]byte, error) {
 		}
 		return append(out, '}'), nil
 	}
-	size := 48
+	size := 72 // {"type":"update","FLID":n,"updatedFields":{…}}
 	for _, ch := range c.Changes {
 		size += len(ch.Key) + len(ch.New) + 4
 	}

@@ -217,6 +217,11 @@ var paths = struct {
 	encode func(e *entry) ([]byte, error)
 }{(*entry).setOld, flightEvents, (*entry).encode}
 
+// render is how flightEvents and mapFlightEvents render a FlightChange: renderEvents, which
+// the package's tests wrap to check that each change the handler builds renders alike after
+// event.Encode and Decode (TestMain).
+var render = renderEvents
+
 // encode returns the canonical encoding of e.cur (encodeRecord), re-encoding only the fields
 // that differ from the stored record's when it can (encodeFrom).
 func (e *entry) encode() ([]byte, error) {
@@ -580,7 +585,7 @@ func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pi
 	if err != nil {
 		return nil, err
 	}
-	return renderEvents(&c)
+	return render(&c)
 }
 
 // mapFlightEvents is flightEvents with the changes found by mapChange: the implementation
@@ -591,7 +596,7 @@ func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([
 	if err != nil {
 		return nil, err
 	}
-	return renderEvents(&c)
+	return render(&c)
 }
 
 // renderEvents renders the four events of a changed flight, each keyed by its FLID, in the
