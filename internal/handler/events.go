@@ -520,15 +520,15 @@ func orderedChanges(a, b []field) ([]event.Change, bool) {
 		switch {
 		case i < len(a) && j < len(b) && bytes.Equal(a[i].key, b[j].key):
 			if !bytes.Equal(a[i].val, b[j].val) {
-				out = append(out, event.Change{Key: string(a[i].key), Old: a[i].val, New: b[j].val})
+				out = append(out, event.Change{Key: keyName(a[i].key), Old: a[i].val, New: b[j].val})
 			}
 			i++
 			j++
 		case j < len(b) && indexField(a, b[j].key) < 0:
-			out = append(out, event.Change{Key: string(b[j].key), Old: jsonNull, New: b[j].val}) // only in b
+			out = append(out, event.Change{Key: keyName(b[j].key), Old: jsonNull, New: b[j].val}) // only in b
 			j++
 		case i < len(a) && indexField(b, a[i].key) < 0:
-			out = append(out, event.Change{Key: string(a[i].key), Old: a[i].val, New: jsonNull}) // only in a
+			out = append(out, event.Change{Key: keyName(a[i].key), Old: a[i].val, New: jsonNull}) // only in a
 			i++
 		default:
 			return nil, false // in both, out of step
@@ -536,6 +536,24 @@ func orderedChanges(a, b []field) ([]event.Change, bool) {
 	}
 	slices.SortFunc(out, func(x, y event.Change) int { return strings.Compare(x.Key, y.Key) })
 	return out, true
+}
+
+// recKeys holds the keys of FlightRecord's JSON, so that a change's key is the one string
+// of its name rather than a copy of the record's bytes for each change (keyName).
+var recKeys = func() map[string]string {
+	m := make(map[string]string, len(recFields))
+	for _, f := range recFields {
+		m[f.key] = f.key
+	}
+	return m
+}()
+
+// keyName returns key as a string, without a copy when it is one of FlightRecord's keys.
+func keyName(key []byte) string {
+	if s, ok := recKeys[string(key)]; ok {
+		return s
+	}
+	return string(key)
 }
 
 // indexField returns the index of the field named key in fs, or -1.
@@ -585,7 +603,7 @@ func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pi
 	if err != nil {
 		return nil, err
 	}
-	return render(&c)
+	return render(c)
 }
 
 // mapFlightEvents is flightEvents with the changes found by mapChange: the implementation
@@ -596,21 +614,22 @@ func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([
 	if err != nil {
 		return nil, err
 	}
-	return render(&c)
+	return render(c)
 }
 
 // renderEvents renders the four events of a changed flight, each keyed by its FLID, in the
-// order docs/payloads.md gives.
-func renderEvents(c *event.FlightChange) ([]pipeline.Event, error) {
-	note, err := event.Notify(c)
+// order docs/payloads.md gives. c is taken by value so that calling it through render does
+// not move c to the heap.
+func renderEvents(c event.FlightChange) ([]pipeline.Event, error) {
+	note, err := event.Notify(&c)
 	if err != nil {
 		return nil, err
 	}
 	key := strconv.FormatInt(c.FLID, 10)
-	kind, es := event.ES(c)
+	kind, es := event.ES(&c)
 	return []pipeline.Event{
-		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: event.Flop(c)},
-		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: event.Schd(c)},
+		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: event.Flop(&c)},
+		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: event.Schd(&c)},
 		{Target: TargetNotify, Kind: KindNotify, Key: key, Payload: note},
 		{Target: TargetES, Kind: kind, Key: key, Payload: es},
 	}, nil

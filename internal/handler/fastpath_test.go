@@ -232,6 +232,9 @@ func flopCorpus(tb testing.TB, n int) []flopCase {
 // (run with -count to interleave them).
 func BenchmarkFlop(b *testing.B) {
 	cases := flopCorpus(b, 150)
+	saved := render
+	render = renderEvents // not TestMain's checkedRender: the production path is measured
+	defer func() { render = saved }()
 	for _, name := range []string{"reference", "fast", "cached"} {
 		ref := name == "reference"
 		// cached: the Registry's record cache, as a pump has it, holding each flight's record

@@ -40,14 +40,14 @@ func TestMain(m *testing.M) {
 
 // checkedRender is renderEvents of c, which it checks against renderEvents of
 // Decode(Encode(c)): the same events, or both failing (a window JSON cannot carry).
-func checkedRender(c *event.FlightChange) ([]pipeline.Event, error) {
+func checkedRender(c event.FlightChange) ([]pipeline.Event, error) {
 	want, err := renderEvents(c)
 	var got []pipeline.Event
-	b, err2 := event.Encode(c)
+	b, err2 := event.Encode(&c)
 	if err2 == nil {
 		var d event.FlightChange
 		if d, err2 = event.Decode(b); err2 == nil {
-			got, err2 = renderEvents(&d)
+			got, err2 = renderEvents(d)
 		}
 	}
 	roundTrips.Lock()
