@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"msgx/internal/event"
 	"msgx/internal/sis"
 )
 
@@ -91,9 +92,11 @@ func TestEncodeRecordIsAFixedPoint(t *testing.T) {
 	}
 }
 
-// TestFlopPayloadFastPath checks that the KAFKA_FLOP payload written straight from the
-// records' fields is the one json.Marshal writes from diff, for inserts, updates and deletes
-// between the test records, and that topFields refuses what it cannot copy as is.
+// TestFlopPayloadFastPath checks that the KAFKA_FLOP payload rendered from the changes
+// found straight in the records' fields (fastChange, and mapChange on records topFields
+// splits) and from the changes json.Unmarshal finds (mapChange on indented records) is the
+// one json.Marshal writes from diff, for inserts, updates and deletes between the test
+// records, and that topFields refuses what it cannot copy as is.
 func TestFlopPayloadFastPath(t *testing.T) {
 	var encs [][]byte
 	files, _ := filepath.Glob("../../testdata/schd/*.xml")
@@ -117,24 +120,51 @@ func TestFlopPayloadFastPath(t *testing.T) {
 		}
 	}
 	encs = append(encs, nil)
+	indent := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, b, "", " "); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
 	for _, old := range encs {
 		for _, cur := range encs {
-			want, err := diff(old, cur)
+			if old == nil && cur == nil {
+				continue
+			}
+			changes, err := diff(old, cur)
 			if err != nil {
 				t.Fatal(err)
 			}
-			slow, err := flopPayload(7, "update", want, false)
+			want, err := json.Marshal(struct {
+				FLID    int64                  `json:"FLID"`
+				Op      string                 `json:"op"`
+				Changes map[string]fieldChange `json:"changes"`
+			}{7, string(flightOp(old, cur)), changes})
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, okA := topFields(old)
-			b, okB := topFields(cur)
-			if !okA || !okB {
-				t.Fatalf("topFields refused a record encodeRecord wrote: %s / %s", old, cur)
+			if _, okA := topFields(old); !okA {
+				t.Fatalf("topFields refused a record encodeRecord wrote: %s", old)
 			}
-			fast, _ := flopPayload(7, "update", fieldChanges(a, b), true)
-			if !bytes.Equal(fast, slow) {
-				t.Fatalf("payloads differ:\nfast %s\nslow %s", fast, slow)
+			if _, okB := topFields(cur); !okB {
+				t.Fatalf("topFields refused a record encodeRecord wrote: %s", cur)
+			}
+			for name, find := range map[string]func() (event.FlightChange, error){
+				"fast":      func() (event.FlightChange, error) { return fastChange(7, old, cur, false, nil) },
+				"map":       func() (event.FlightChange, error) { return mapChange(7, old, cur, false, nil) },
+				"unmarshal": func() (event.FlightChange, error) { return mapChange(7, indent(old), indent(cur), false, nil) },
+			} {
+				c, err := find()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := event.Flop(&c); !bytes.Equal(got, want) {
+					t.Fatalf("%s: payloads differ:\n got %s\nwant %s", name, got, want)
+				}
 			}
 		}
 	}

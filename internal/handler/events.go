@@ -9,8 +9,10 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"msgx/internal/event"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 )
@@ -22,11 +24,11 @@ const (
 	TargetNotify = "REDIS_NOTIFY" // a short notification for the console and web clients
 	TargetES     = "ES_FLIGHT"    // the Elasticsearch flight document (phase B)
 
-	KindFlop     = "flop"
-	KindSchd     = "schd"
-	KindNotify   = "notify"
-	KindESUpsert = "es-upsert"
-	KindESDelete = "es-delete"
+	KindFlop     = event.KindFlop
+	KindSchd     = event.KindSchd
+	KindNotify   = event.KindNotify
+	KindESUpsert = event.KindESUpsert
+	KindESDelete = event.KindESDelete
 )
 
 // FlightRecord is the stored record of one flight: every field of sis.Flight under its SIS
@@ -215,6 +217,11 @@ var paths = struct {
 	encode func(e *entry) ([]byte, error)
 }{(*entry).setOld, flightEvents, (*entry).encode}
 
+// render is how flightEvents and mapFlightEvents render a FlightChange: renderEvents, which
+// the package's tests wrap to check that each change the handler builds renders alike after
+// event.Encode and Decode (TestMain).
+var render = renderEvents
+
 // encode returns the canonical encoding of e.cur (encodeRecord), re-encoding only the fields
 // that differ from the stored record's when it can (encodeFrom).
 func (e *entry) encode() ([]byte, error) {
@@ -345,7 +352,7 @@ func codeSharesOf(ctx context.Context, view View, masters map[int64]bool) ([][]b
 }
 
 // window is the schedule window a snapshot notification names.
-type window struct{ from, to time.Time }
+type window = event.Window
 
 // finish maintains code-share lists and appends to d the flight writes and events of every
 // touched flight whose record changed, in the order the flights were first touched. An
@@ -420,48 +427,6 @@ func ChangedFields(old, cur []byte) ([]string, error) {
 		return nil, err
 	}
 	return slices.Sorted(maps.Keys(changes)), nil
-}
-
-// flopPayload is the KAFKA_FLOP payload {"FLID":…,"op":…,"changes":{field:{"old":…,"new":…}}}
-// with the fields in sorted order, as json.Marshal writes it. When the changes were cut out
-// of records encodeRecord wrote (fast: compact, escaped values under plain keys) it is
-// written straight from them, which a snapshot of thousands of flights needed: json.Marshal's
-// sort and re-validation of every value cost more than the rest of the events.
-func flopPayload(flid int64, op string, changes map[string]fieldChange, fast bool) ([]byte, error) {
-	if !fast {
-		return json.Marshal(struct {
-			FLID    int64                  `json:"FLID"`
-			Op      string                 `json:"op"`
-			Changes map[string]fieldChange `json:"changes"`
-		}{flid, op, changes})
-	}
-	keys := make([]string, 0, len(changes))
-	size := 64
-	for k, c := range changes {
-		keys = append(keys, k)
-		size += len(k) + len(c.Old) + len(c.New) + 20
-	}
-	sort.Strings(keys)
-	out := make([]byte, 0, size)
-	out = append(out, `{"FLID":`...)
-	out = strconv.AppendInt(out, flid, 10)
-	out = append(out, `,"op":"`...)
-	out = append(out, op...)
-	out = append(out, `","changes":{`...)
-	for i, k := range keys {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		c := changes[k]
-		out = append(out, '"')
-		out = append(out, k...)
-		out = append(out, `":{"old":`...)
-		out = append(out, c.Old...)
-		out = append(out, `,"new":`...)
-		out = append(out, c.New...)
-		out = append(out, '}')
-	}
-	return append(out, "}}"...), nil
 }
 
 // fieldChanges compares two records split into their top-level fields (by json.Unmarshal in
@@ -544,36 +509,51 @@ func splitFields(b []byte, buf []field) ([]field, bool) {
 	return out, i == len(b)-1
 }
 
-// change is one changed field of a flight: its key and old and new values (null for none).
-type change struct{ key, old, new []byte }
-
 // orderedChanges is fieldChanges for two records split by splitFields, sorted by key. It
 // walks both in step, which needs the fields they share in the same order, as encodeRecord
 // writes them (struct order, a field left out only when empty); ok is false when they are
 // not (then the caller compares them as maps).
-func orderedChanges(a, b []field) ([]change, bool) {
-	var out []change
+func orderedChanges(a, b []field) ([]event.Change, bool) {
+	var out []event.Change
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
 		case i < len(a) && j < len(b) && bytes.Equal(a[i].key, b[j].key):
 			if !bytes.Equal(a[i].val, b[j].val) {
-				out = append(out, change{a[i].key, a[i].val, b[j].val})
+				out = append(out, event.Change{Key: keyName(a[i].key), Old: a[i].val, New: b[j].val})
 			}
 			i++
 			j++
 		case j < len(b) && indexField(a, b[j].key) < 0:
-			out = append(out, change{b[j].key, jsonNull, b[j].val}) // only in b
+			out = append(out, event.Change{Key: keyName(b[j].key), Old: jsonNull, New: b[j].val}) // only in b
 			j++
 		case i < len(a) && indexField(b, a[i].key) < 0:
-			out = append(out, change{a[i].key, a[i].val, jsonNull}) // only in a
+			out = append(out, event.Change{Key: keyName(a[i].key), Old: a[i].val, New: jsonNull}) // only in a
 			i++
 		default:
 			return nil, false // in both, out of step
 		}
 	}
-	slices.SortFunc(out, func(x, y change) int { return bytes.Compare(x.key, y.key) })
+	slices.SortFunc(out, func(x, y event.Change) int { return strings.Compare(x.Key, y.Key) })
 	return out, true
+}
+
+// recKeys holds the keys of FlightRecord's JSON, so that a change's key is the one string
+// of its name rather than a copy of the record's bytes for each change (keyName).
+var recKeys = func() map[string]string {
+	m := make(map[string]string, len(recFields))
+	for _, f := range recFields {
+		m[f.key] = f.key
+	}
+	return m
+}()
+
+// keyName returns key as a string, without a copy when it is one of FlightRecord's keys.
+func keyName(key []byte) string {
+	if s, ok := recKeys[string(key)]; ok {
+		return s
+	}
+	return string(key)
 }
 
 // indexField returns the index of the field named key in fs, or -1.
@@ -616,99 +596,68 @@ func skipValue(b []byte, i int) (int, bool) {
 	return 0, false
 }
 
-// flightEvents builds the four events of one changed flight: KAFKA_FLOP, KAFKA_SCHD,
-// REDIS_NOTIFY and ES_FLIGHT, each keyed by the FLID. It writes the KAFKA_FLOP payload and an
-// update's or delete's notification straight from the two records' fields, in the bytes
-// mapFlightEvents writes (TestFastPathsMatchReference compares them), and leaves to
-// mapFlightEvents the records splitFields refuses and the schedule notification.
+// flightEvents builds the four events of one changed flight (renderEvents of fastChange):
+// KAFKA_FLOP, KAFKA_SCHD, REDIS_NOTIFY and ES_FLIGHT, each keyed by the FLID.
 func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
+	c, err := fastChange(flid, old, cur, schedule, win)
+	if err != nil {
+		return nil, err
+	}
+	return render(c)
+}
+
+// mapFlightEvents is flightEvents with the changes found by mapChange: the implementation
+// flightEvents replaced on the hot path, and the reference the differential test compares
+// it with.
+func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
+	c, err := mapChange(flid, old, cur, schedule, win)
+	if err != nil {
+		return nil, err
+	}
+	return render(c)
+}
+
+// renderEvents renders the four events of a changed flight, each keyed by its FLID, in the
+// order docs/payloads.md gives. c is taken by value so that calling it through render does
+// not move c to the heap.
+func renderEvents(c event.FlightChange) ([]pipeline.Event, error) {
+	note, err := event.Notify(&c)
+	if err != nil {
+		return nil, err
+	}
+	key := strconv.FormatInt(c.FLID, 10)
+	kind, es := event.ES(&c)
+	return []pipeline.Event{
+		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: event.Flop(&c)},
+		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: event.Schd(&c)},
+		{Target: TargetNotify, Kind: KindNotify, Key: key, Payload: note},
+		{Target: TargetES, Kind: kind, Key: key, Payload: es},
+	}, nil
+}
+
+// fastChange finds the changes from the stored record old to cur (nil: absent) by walking
+// the two records' fields in step (orderedChanges), and leaves to mapChange the records
+// splitFields refuses and a schedule's insert or update. Its FlightChange renders to the
+// bytes mapChange's does (TestFastPathsMatchReference compares them).
+func fastChange(flid int64, old, cur []byte, schedule bool, win *window) (event.FlightChange, error) {
 	var buf [2][96]field
 	a, okA := splitFields(old, buf[0][:0])
 	b, okB := splitFields(cur, buf[1][:0])
 	if !okA || !okB || (schedule && cur != nil) {
-		return mapFlightEvents(flid, old, cur, schedule, win)
+		return mapChange(flid, old, cur, schedule, win)
 	}
 	changes, ok := orderedChanges(a, b)
 	if !ok {
-		return mapFlightEvents(flid, old, cur, schedule, win)
+		return mapChange(flid, old, cur, schedule, win)
 	}
-	key := strconv.FormatInt(flid, 10)
-	op := flightOp(old, cur)
-	size := 64
-	for _, c := range changes {
-		size += len(c.key) + len(c.old) + len(c.new) + 20
-	}
-	flop := make([]byte, 0, size)
-	flop = append(flop, `{"FLID":`...)
-	flop = append(flop, key...)
-	flop = append(flop, `,"op":"`...)
-	flop = append(flop, op...)
-	flop = append(flop, `","changes":{`...)
-	for i, c := range changes {
-		if i > 0 {
-			flop = append(flop, ',')
-		}
-		flop = append(flop, '"')
-		flop = append(flop, c.key...)
-		flop = append(flop, `":{"old":`...)
-		flop = append(flop, c.old...)
-		flop = append(flop, `,"new":`...)
-		flop = append(flop, c.new...)
-		flop = append(flop, '}')
-	}
-	flop = append(flop, "}}"...)
-	schd := cur
-	var note []byte
-	es := pipeline.Event{Target: TargetES, Kind: KindESUpsert, Key: key, Payload: cur}
-	if cur == nil {
-		head := bytes.TrimSuffix(bytes.TrimSpace(old), []byte("}"))
-		schd = append(append(make([]byte, 0, len(head)+16), head...), `,"deleted":true}`...)
-		note = append(append([]byte(`{"type":"delete","FLID":`), key...), '}')
-		es.Kind, es.Payload = KindESDelete, json.RawMessage(`{"FLID":`+key+`}`)
-	} else {
-		note = make([]byte, 0, size)
-		note = append(note, `{"type":"update","FLID":`...)
-		note = append(note, key...)
-		if len(changes) > 0 {
-			note = append(note, `,"updatedFields":{`...)
-			for i, c := range changes {
-				if i > 0 {
-					note = append(note, ',')
-				}
-				note = append(note, '"')
-				note = append(note, c.key...)
-				note = append(note, `":`...)
-				note = append(note, c.new...)
-			}
-			note = append(note, '}')
-		}
-		note = append(note, '}')
-	}
-	return []pipeline.Event{
-		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: flop},
-		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: schd},
-		{Target: TargetNotify, Kind: KindNotify, Key: key, Payload: note},
-		es,
-	}, nil
+	return flightChange(flid, old, cur, changes, schedule, win), nil
 }
 
-// flightOp names the change from the stored record old to cur (nil: absent): insert, delete
-// or update.
-func flightOp(old, cur []byte) string {
-	switch {
-	case old == nil:
-		return "insert"
-	case cur == nil:
-		return "delete"
-	}
-	return "update"
-}
-
-// mapFlightEvents is flightEvents for any records: the fields compared as maps (split by
-// topFields, or by json.Unmarshal when it refuses) and the notification written by
-// json.Marshal. It is the implementation flightEvents replaced on the hot path, and the
-// reference the differential test compares it with.
-func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
+// mapChange is fastChange for any records: the fields compared as maps (split by
+// topFields, or by json.Unmarshal when it refuses). Values a json.Unmarshal split are
+// written again as json.Marshal writes them (compact, HTML characters escaped), the bytes
+// the payloads had when json.Marshal wrote them.
+func mapChange(flid int64, old, cur []byte, schedule bool, win *window) (event.FlightChange, error) {
 	a, okA := topFields(old)
 	b, okB := topFields(cur)
 	fast := okA && okB
@@ -717,56 +666,44 @@ func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([
 	if fast {
 		changes = fieldChanges(a, b)
 	} else if changes, err = diff(old, cur); err != nil {
-		return nil, fmt.Errorf("flight %d: %w", flid, err)
+		return event.FlightChange{}, fmt.Errorf("flight %d: %w", flid, err)
 	}
-	key := strconv.FormatInt(flid, 10)
-	op := flightOp(old, cur)
-	flop, err := flopPayload(flid, op, changes, fast)
-	if err != nil {
-		return nil, err
+	list := make([]event.Change, 0, len(changes))
+	for k, c := range changes {
+		if !fast {
+			if c.Old, err = json.Marshal(c.Old); err == nil {
+				c.New, err = json.Marshal(c.New)
+			}
+			if err != nil {
+				return event.FlightChange{}, fmt.Errorf("flight %d field %s: %w", flid, k, err)
+			}
+		}
+		list = append(list, event.Change{Key: k, Old: c.Old, New: c.New})
 	}
-	schd := cur
+	slices.SortFunc(list, func(x, y event.Change) int { return strings.Compare(x.Key, y.Key) })
+	return flightChange(flid, old, cur, list, schedule, win), nil
+}
+
+// flightChange is the FlightChange from the stored record old to cur (nil: absent) with the
+// changes found: the record is cur, or old for a delete.
+func flightChange(flid int64, old, cur []byte, changes []event.Change, schedule bool, win *window) event.FlightChange {
+	c := event.FlightChange{FLID: flid, Op: flightOp(old, cur), Changes: changes, Record: cur, Schedule: schedule, Window: win}
 	if cur == nil {
-		head := bytes.TrimSuffix(bytes.TrimSpace(old), []byte("}"))
-		schd = append(append(make([]byte, 0, len(head)+16), head...), `,"deleted":true}`...)
+		c.Record = old
 	}
-	type notify struct {
-		Type          string                     `json:"type"`
-		FLID          int64                      `json:"FLID"`
-		UpdatedFields map[string]json.RawMessage `json:"updatedFields,omitempty"`
-		ScheduleStart *time.Time                 `json:"scheduleStart,omitempty"`
-		ScheduleEnd   *time.Time                 `json:"scheduleEnd,omitempty"`
-	}
-	n := notify{Type: "update", FLID: flid}
+	return c
+}
+
+// flightOp names the change from the stored record old to cur (nil: absent): insert, delete
+// or update.
+func flightOp(old, cur []byte) event.Op {
 	switch {
+	case old == nil:
+		return event.Insert
 	case cur == nil:
-		n.Type = "delete"
-	case schedule:
-		n.Type = "schedule"
-		if win != nil {
-			f, t := win.from.UTC(), win.to.UTC()
-			n.ScheduleStart, n.ScheduleEnd = &f, &t
-		}
-	default:
-		n.UpdatedFields = map[string]json.RawMessage{}
-		for k, c := range changes {
-			n.UpdatedFields[k] = c.New
-		}
+		return event.Delete
 	}
-	note, err := json.Marshal(n)
-	if err != nil {
-		return nil, err
-	}
-	es := pipeline.Event{Target: TargetES, Kind: KindESUpsert, Key: key, Payload: cur}
-	if cur == nil {
-		es.Kind, es.Payload = KindESDelete, json.RawMessage(fmt.Sprintf(`{"FLID":%d}`, flid))
-	}
-	return []pipeline.Event{
-		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: flop},
-		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: schd},
-		{Target: TargetNotify, Kind: KindNotify, Key: key, Payload: note},
-		es,
-	}, nil
+	return event.Update
 }
 
 // needView fails when the pump has no flight view (no flight store configured).

@@ -232,6 +232,9 @@ func flopCorpus(tb testing.TB, n int) []flopCase {
 // (run with -count to interleave them).
 func BenchmarkFlop(b *testing.B) {
 	cases := flopCorpus(b, 150)
+	saved := render
+	render = renderEvents // not TestMain's checkedRender: the production path is measured
+	defer func() { render = saved }()
 	for _, name := range []string{"reference", "fast", "cached"} {
 		ref := name == "reference"
 		// cached: the Registry's record cache, as a pump has it, holding each flight's record
@@ -269,7 +272,7 @@ func TestOrderedChanges(t *testing.T) {
 	want := `A:null>0 B:2>null C:[3]>[4] D:4>null E:null>5 `
 	var s string
 	for _, c := range got {
-		s += fmt.Sprintf("%s:%s>%s ", c.key, c.old, c.new)
+		s += fmt.Sprintf("%s:%s>%s ", c.Key, c.Old, c.New)
 	}
 	if !ok || s != want {
 		t.Errorf("orderedChanges = %q %v, want %q", s, ok, want)
@@ -299,7 +302,7 @@ func TestFlightEventsMatchReference(t *testing.T) {
 	for _, id := range base.ids() {
 		recs = append(recs, base.flights[id])
 	}
-	win := &window{from: testNow, to: testNow.Add(48 * time.Hour)}
+	win := &window{From: testNow, To: testNow.Add(48 * time.Hour)}
 	pairs := 0
 	for i, cur := range recs {
 		for _, old := range [][]byte{nil, recs[(i+1)%len(recs)], recs[(i+7)%len(recs)]} {

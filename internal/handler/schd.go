@@ -153,7 +153,7 @@ func WindowOf(msg *sis.Message) (from, to time.Time, ok bool) {
 func replaceWindow(ctx context.Context, view View, w *work, body *sis.SchdBody, bad *badFltrs, today time.Time) (*window, error) {
 	from, to := span(body.Flights)
 	from = maxTime(from, today)
-	win := &window{from: from, to: to}
+	win := &window{From: from, To: to}
 	stored, err := view.FlightsBetween(ctx, from, to)
 	if err != nil {
 		return nil, pipeline.Wrap(pipeline.Infra, fmt.Errorf("read flights in the window: %w", err))

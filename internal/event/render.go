@@ -1,0 +1,158 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The payload kinds the renderers write (MSG_EVENT's kind).
+const (
+	KindFlop     = "flop"
+	KindSchd     = "schd"
+	KindNotify   = "notify"
+	KindESUpsert = "es-upsert"
+	KindESDelete = "es-delete"
+)
+
+var null = []byte("null")
+
+// Flop renders the KAFKA_FLOP payload: {"FLID":n,"op":…,"changes":{key:{"old":…,"new":…},…}}
+// with the changes in their order, keys written as json.Marshal writes a map's keys and values
+// as they are.
+func Flop(c *FlightChange) []byte {
+	size := 64
+	for _, ch := range c.Changes {
+		size += len(ch.Key) + len(ch.Old) + len(ch.New) + 20
+	}
+	out := make([]byte, 0, size)
+	out = append(out, `{"FLID":`...)
+	out = strconv.AppendInt(out, c.FLID, 10)
+	out = append(out, `,"op":`...)
+	out = appendString(out, string(c.Op))
+	out = append(out, `,"changes":{`...)
+	for i, ch := range c.Changes {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendString(out, ch.Key)
+		out = append(out, `:{"old":`...)
+		out = appendValue(out, ch.Old)
+		out = append(out, `,"new":`...)
+		out = appendValue(out, ch.New)
+		out = append(out, '}')
+	}
+	return append(out, "}}"...)
+}
+
+// Schd renders the KAFKA_SCHD payload: the record after the change (the Record itself, not
+// a copy), or for a Delete the record before it with "deleted":true added as its last field.
+func Schd(c *FlightChange) []byte {
+	if c.Op != Delete {
+		return c.Record
+	}
+	head := bytes.TrimSuffix(bytes.TrimSpace(c.Record), []byte("}"))
+	return append(append(make([]byte, 0, len(head)+16), head...), `,"deleted":true}`...)
+}
+
+// Notify renders the REDIS_NOTIFY payload: {"type":"delete","FLID":n} for a Delete;
+// {"type":"schedule","FLID":n} with "scheduleStart" and "scheduleEnd" (RFC 3339 in UTC) when
+// there is a Window, for a schedule's insert or update; else {"type":"update","FLID":n} with
+// "updatedFields" {key:new,…} when a field changed. It fails only on a window time that JSON
+// cannot carry (a year outside 0–9999), as json.Marshal does.
+func Notify(c *FlightChange) ([]byte, error) {
+	switch {
+	case c.Op == Delete:
+		out := append(make([]byte, 0, 48), `{"type":"delete","FLID":`...)
+		return append(strconv.AppendInt(out, c.FLID, 10), '}'), nil
+	case c.Schedule:
+		out := append(make([]byte, 0, 128), `{"type":"schedule","FLID":`...)
+		out = strconv.AppendInt(out, c.FLID, 10)
+		if w := c.Window; w != nil {
+			var err error
+			out = append(out, `,"scheduleStart":`...)
+			if out, err = appendTime(out, w.From); err != nil {
+				return nil, fmt.Errorf("notification of flight %d: scheduleStart: %w", c.FLID, err)
+			}
+			out = append(out, `,"scheduleEnd":`...)
+			if out, err = appendTime(out, w.To); err != nil {
+				return nil, fmt.Errorf("notification of flight %d: scheduleEnd: %w", c.FLID, err)
+			}
+		}
+		return append(out, '}'), nil
+	}
+	size := 72 // {"type":"update","FLID":n,"updatedFields":{…}}
+	for _, ch := range c.Changes {
+		size += len(ch.Key) + len(ch.New) + 4
+	}
+	out := append(make([]byte, 0, size), `{"type":"update","FLID":`...)
+	out = strconv.AppendInt(out, c.FLID, 10)
+	if len(c.Changes) > 0 {
+		out = append(out, `,"updatedFields":{`...)
+		for i, ch := range c.Changes {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendString(out, ch.Key)
+			out = append(out, ':')
+			out = appendValue(out, ch.New)
+		}
+		out = append(out, '}')
+	}
+	return append(out, '}'), nil
+}
+
+// ES renders the ES_FLIGHT event: kind es-upsert with the record (the Record itself), or
+// es-delete with {"FLID":n} for a Delete.
+func ES(c *FlightChange) (kind string, payload []byte) {
+	if c.Op == Delete {
+		out := append(make([]byte, 0, 32), `{"FLID":`...)
+		return KindESDelete, append(strconv.AppendInt(out, c.FLID, 10), '}')
+	}
+	return KindESUpsert, c.Record
+}
+
+// appendValue appends the JSON value v, or null when it is empty.
+func appendValue(dst, v []byte) []byte {
+	if len(v) == 0 {
+		return append(dst, null...)
+	}
+	return append(dst, v...)
+}
+
+// appendString appends s as a JSON string the way json.Marshal writes it (HTML characters
+// escaped, invalid UTF-8 as \ufffd): as it is between quotes when it is printable ASCII with
+// nothing to escape, the case of every SIS key, else through json.Marshal itself.
+func appendString(dst []byte, s string) []byte {
+	if plain(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(dst, b...)
+}
+
+// plain reports whether json.Marshal writes s between quotes as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendTime appends t in UTC as json.Marshal writes a time.Time (quoted RFC 3339 with the
+// fraction of a second it has), failing where json.Marshal fails: a year outside 0–9999.
+func appendTime(dst []byte, t time.Time) ([]byte, error) {
+	t = t.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("year %d outside of range [0,9999]", y)
+	}
+	dst = append(dst, '"')
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"'), nil
+}
