@@ -30,13 +30,14 @@ func benchCmd(ctx context.Context, e *cli.Env, args []string) error {
 	floorTime := fs.Duration("floor-time", bench.DefaultFloorTime, "how long (`D`) each floor measurement runs")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the processed phase to `FILE`")
 	asOfWait := fs.Duration("as-of-wait", 0, "day: how long (`D`) after the first day's backlog its boards as of a past time are asked (125s: after two of msgx serve's background folds, as an ops room looks back; 0: at once, a fold from what the server has)")
+	targets := fs.Int("targets", 0, "`N` delivery targets more than the four the handlers emit to: file sinks, each a copy (copy-of) of one of the four in turn, as webhooks take them")
 	history := fs.Int("history", 0, "`H`: finished messages put in the bench database first (processing cost must not grow with it)")
 	cfg, rest, err := loadConfig(e, fs, args)
 	if err != nil {
 		return err
 	}
 	o := bench.Options{
-		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history, AsOfWait: *asOfWait,
+		Config: cfg, Workload: *workload, Flights: *flights, Messages: *messages, Rate: *rate, Clients: *clients, FloorTime: *floorTime, History: *history, Targets: *targets, AsOfWait: *asOfWait,
 		Clock:    pipeline.SystemClock{},
 		Log:      slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Progress: e.Stderr,

@@ -102,10 +102,12 @@ func newDayBench(b *bench) (*dayBench, error) {
 func (d *dayBench) steps() []step {
 	return []step{
 		{fmt.Sprintf("reference data and schedule of a day of %d flights", d.a.flights), d.schedule},
+		{"count the writes", d.countWrites},
 		{fmt.Sprintf("accept the day's %d FLOPs from %d clients", len(d.a.ops), d.o.Clients), d.accept},
 		{"note the time the backlog starts", d.markBacklogStart},
 		{fmt.Sprintf("process the backlog of %d FLOPs", len(d.a.ops)), d.process},
 		{"note the time the backlog was done", d.markBacklog},
+		{"stop counting the writes", d.writesCounted},
 		{fmt.Sprintf("reference data and schedule of the next day (%d flights)", d.b.flights), d.nextSchedule},
 		{fmt.Sprintf("the board of the first day (%d flights) as of times in its backlog, against a live board refresh (asked %s after it)", d.a.flights, d.o.AsOfWait), d.asOf},
 		{fmt.Sprintf("request→SENT of the next day's %d FLOPs at %g/s", len(d.b.ops), d.o.Rate), d.latency},

@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,14 +36,7 @@ func TestDayWorkload(t *testing.T) {
 			} else {
 				db = storetest.MySQL(t)
 			}
-			cfg := config.Default()
-			cfg.Pipeline.PollInterval = 100 * time.Millisecond
-			cfg.Schd.FlushPeriod = 300 * time.Millisecond
-			r, err := Run(context.Background(), Options{Config: cfg, DB: scratchDB{db, db.Operations, db.Outbox}, Build: app.On(db), WorkDir: t.TempDir(),
-				Flights: 6, Rate: 200, Clients: 4, FloorTime: 200 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := runDay(t, db, 0, t.TempDir())
 			if r.Workload != WorkloadDay || r.Flights != 6 || r.Messages < 30 {
 				t.Errorf("workload %q, %d flights, %d messages; want day, 6, dozens of FLOPs", r.Workload, r.Flights, r.Messages)
 			}
@@ -69,8 +65,98 @@ func TestDayWorkload(t *testing.T) {
 			if schd := r.Targets[handler.TargetSchd]; schd.P99Ms > r.AcceptToSentP999Ms {
 				t.Errorf("KAFKA_SCHD p99 %v above the overall p999 %v: the overall misses a target", schd.P99Ms, r.AcceptToSentP999Ms)
 			}
+			// Every message of the backlog was inserted once into CMINMSGS and PROC_STATE,
+			// counted per statement; the events went into MSG_EVENT.
+			for _, table := range []string{"CMINMSGS", "PROC_STATE"} {
+				if w := r.WritesPerMsg[table]; w.Inserted != 1 || w.BTree < w.Rows {
+					t.Errorf("%s: %+v per message, want 1 inserted", table, w)
+				}
+			}
+			if w := r.WritesPerMsg["MSG_EVENT"]; !(w.Inserted > 1) || !(r.BTreePerMsg > r.RowsPerMsg) {
+				t.Errorf("MSG_EVENT %+v, rows %v, b-tree %v per message: want events and indexes", w, r.RowsPerMsg, r.BTreePerMsg)
+			}
 			t.Logf("%+v", r)
 		})
+	}
+}
+
+// runDay runs the day workload of 6 flights on db with copies more targets, the file sinks
+// under dir.
+func runDay(t *testing.T, db *store.DB, copies int, dir string) Result {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Pipeline.PollInterval = 100 * time.Millisecond
+	cfg.Schd.FlushPeriod = 300 * time.Millisecond
+	r, err := Run(context.Background(), Options{Config: cfg, DB: scratchDB{db, db.Operations, db.Outbox}, Build: app.On(db), WorkDir: dir,
+		Flights: 6, Rate: 200, Clients: 4, FloorTime: 200 * time.Millisecond, Targets: copies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestTargets runs the day workload with 5 copy targets: each takes every event of one of
+// the four emitted targets in turn (KAFKA_FLOP twice) into its own file, the report names 9
+// targets, and the backlog wrote as many MSG_EVENT rows more as the copies take.
+func TestTargets(t *testing.T) {
+	t.Parallel()
+	if got := copyNames(5); !slices.Equal(got, []string{"COPY1_KAFKA_FLOP", "COPY2_KAFKA_SCHD", "COPY3_REDIS_NOTIFY", "COPY4_ES_FLIGHT", "COPY5_KAFKA_FLOP"}) {
+		t.Fatalf("copy names %v", got)
+	}
+	if copyTargets(0) != nil {
+		t.Fatal("no copies must leave the embedded default targets")
+	}
+	for name, c := range copyTargets(5) {
+		if want := strings.TrimPrefix(name[strings.IndexByte(name, '_')+1:], name); strings.HasPrefix(name, "COPY") && c.CopyOf != want {
+			t.Errorf("%s copies %q, want %q", name, c.CopyOf, want)
+		}
+	}
+	db, err := store.Open(context.Background(), "sqlite", filepath.Join(t.TempDir(), "bench.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	dir := t.TempDir()
+	r := runDay(t, db, 5, dir)
+	if r.DeliveryTargets != 9 || r.CopyTargets != 5 {
+		t.Errorf("%d delivery targets, %d copies; want 9 and 5", r.DeliveryTargets, r.CopyTargets)
+	}
+	for _, name := range copyNames(5) {
+		of := name[strings.IndexByte(name, '_')+1:]
+		if c, o := r.Targets[name], r.Targets[of]; c.Messages == 0 || c.Messages != o.Messages {
+			t.Errorf("%s: %d messages, %s %d: want every one", name, c.Messages, of, o.Messages)
+		}
+		if fi, err := os.Stat(filepath.Join(dir, "outbox", name+".jsonl")); err != nil || fi.Size() == 0 {
+			t.Errorf("%s wrote no file: %v", name, err)
+		}
+	}
+	// The backlog's events (day A's FLOPs: before day B's schedule), counted per statement,
+	// are its rows in MSG_EVENT, and each copy target has as many as the target it copies.
+	rows, err := db.SQL.Query(`SELECT TARGET, COUNT(*) FROM MSG_EVENT WHERE CMINMSGS_ID IN (SELECT CMINMSGS_ID FROM PROC_STATE
+WHERE TYPE_TAG LIKE 'FLOP-%' AND CMINMSGS_ID < (SELECT MAX(CMINMSGS_ID) FROM PROC_STATE WHERE TYPE_TAG = 'SCHD-DNLD')) GROUP BY TARGET`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	per, all := map[string]int{}, 0
+	for rows.Next() {
+		var target string
+		var n int
+		if err := rows.Scan(&target, &n); err != nil {
+			t.Fatal(err)
+		}
+		per[target], all = n, all+n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range copyNames(5) {
+		if of := name[strings.IndexByte(name, '_')+1:]; per[name] == 0 || per[name] != per[of] {
+			t.Errorf("the backlog's events: %s %d, %s %d", name, per[name], of, per[of])
+		}
+	}
+	if counted := math.Round(r.WritesPerMsg["MSG_EVENT"].Inserted * float64(r.Messages)); int(counted) != all {
+		t.Errorf("counted %v MSG_EVENT rows inserted for the backlog, it has %d (%v)", counted, all, per)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 func WriteTable(w io.Writer, r Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
-	p("msgx bench on %s (%s), workload %s: %d messages, %d clients, %g msg/s, %d finished messages before", r.Driver, r.Database, r.Workload, r.Messages, r.Clients, r.Rate, r.History)
+	p("msgx bench on %s (%s), workload %s: %d messages, %d clients, %g msg/s, %d finished messages before, %d delivery targets (%d copies)", r.Driver, r.Database, r.Workload, r.Messages, r.Clients, r.Rate, r.History, r.DeliveryTargets, r.CopyTargets)
 	p("")
 	p("floor: one connection, ~2 KB rows\t\t")
 	p("  durable commits/s, 1 row each\t%.0f\tfloor_commits_per_s", r.FloorCommitsPerS)
@@ -39,6 +39,7 @@ func WriteTable(w io.Writer, r Result) error {
 		p("  board as of the backlog's end, ms\t%.1f\tas_of_first_ms\t%.2f× a live refresh\tfolded from %d messages, %s", r.AsOfFirstMs, r.AsOfFirstVsBoard, r.AsOfMessages, match)
 		p("  board as of other past times, ms\t%.1f\tas_of_ms\t%.2f× a live refresh\tmedian of %d times within the backlog", r.AsOfMs, r.AsOfVsBoard, asOfRepeats)
 	}
+	writeWrites(p, r)
 	p("  peak heap in use, MB\t%.1f\tpeak_heap_mb", r.PeakHeapMB)
 	p("  pump start-up (adoption scan), s\t%.2f\tpump_start_s", r.PumpStartS)
 	if err := tw.Flush(); err != nil {

@@ -30,6 +30,10 @@
 //
 // Between phases the bench waits for the outbox to drain, so a phase does not pay for the
 // deliveries of the one before.
+//
+// Both workloads count the writes the backlog makes, accepted, processed and delivered
+// (writes.go), and can deliver to more targets than the four the handlers emit to
+// (Options.Targets: copies, as webhooks take them).
 package bench
 
 import (
@@ -47,6 +51,7 @@ import (
 	"msgx/internal/config"
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
+	"msgx/internal/store"
 )
 
 // Defaults of Options.
@@ -75,9 +80,13 @@ type Options struct {
 	Clients   int           // C, concurrent clients in the accept phase (DefaultClients when 0)
 	FloorTime time.Duration // how long each floor measurement runs (DefaultFloorTime when 0)
 	History   int           // finished messages put in the database before the msgx phases
-	Clock     pipeline.Clock
-	Log       *slog.Logger // what msgx's parts log (errors, typically); discarded when nil
-	Progress  io.Writer    // one line per phase; nil for none
+	// Targets is how many delivery targets to add to the four the handlers emit to: file
+	// sinks, each taking a copy of every event of one of the four in turn (copyTargets), as
+	// a webhook does. 0: the four only.
+	Targets  int
+	Clock    pipeline.Clock
+	Log      *slog.Logger // what msgx's parts log (errors, typically); discarded when nil
+	Progress io.Writer    // one line per phase; nil for none
 	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the processed phase
 	// only (the backlog processed to SUCCEEDED): what bounds processed/s.
 	CPUProfile io.Writer
@@ -112,6 +121,10 @@ type Result struct {
 	Clients  int     `json:"clients"`
 	Rate     float64 `json:"rate"`
 	History  int     `json:"history_rows"`
+	// DeliveryTargets is how many targets the run delivered to: the four the handlers emit
+	// to and CopyTargets copies of them (--targets).
+	DeliveryTargets int `json:"delivery_targets"`
+	CopyTargets     int `json:"copy_targets"`
 
 	FloorCommitsPerS     float64 `json:"floor_commits_per_s"`
 	FloorBatchedRowsPerS float64 `json:"floor_batched_rows_per_s"`
@@ -169,6 +182,14 @@ type Result struct {
 	AcceptedVsBatchedFloor  float64 `json:"accepted_vs_batched_floor"`
 	ProcessedVsCommitFloor  float64 `json:"processed_vs_commit_floor"`
 	ProcessedVsBatchedFloor float64 `json:"processed_vs_batched_floor"`
+
+	// The writes of the backlog (writes.go): from the start of its accept phase until the
+	// outbox drained after it was processed, the rows each table had inserted, updated and
+	// deleted and the b-tree writes they cost, counted per statement, per message of the
+	// backlog; and their sums over the tables.
+	WritesPerMsg map[string]TableWritesPerMsg `json:"writes_per_msg,omitempty"`
+	RowsPerMsg   float64                      `json:"rows_per_msg"`
+	BTreePerMsg  float64                      `json:"btree_per_msg"`
 }
 
 // Run measures the floor and msgx end to end on o.DB, in the order the package doc gives.
@@ -177,7 +198,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Workload != WorkloadDay && o.Workload != WorkloadClassic {
 		return Result{}, fmt.Errorf("unknown workload %q (%s or %s)", o.Workload, WorkloadDay, WorkloadClassic)
 	}
-	r := Result{Driver: string(o.DB.SQLDialect()), Workload: o.Workload, SchdFlushPeriodMs: Millis(o.Config.Schd.FlushPeriod), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate, History: o.History}
+	if o.Targets < 0 {
+		return Result{}, fmt.Errorf("%d copy targets: want 0 or more", o.Targets)
+	}
+	r := Result{Driver: string(o.DB.SQLDialect()), Workload: o.Workload, SchdFlushPeriodMs: Millis(o.Config.Schd.FlushPeriod), Messages: o.Messages, Clients: o.Clients, Rate: o.Rate, History: o.History,
+		DeliveryTargets: len(handler.Targets) + o.Targets, CopyTargets: o.Targets}
 	fmt.Fprintf(o.Progress, "bench: floor, %s per measurement\n", o.FloorTime)
 	floor, err := MeasureFloor(ctx, o.DB, o.Clock, o.FloorTime)
 	if err != nil {
@@ -208,16 +233,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 // bench is one run of the msgx phases.
 type bench struct {
-	o     Options
-	sys   *system
-	rec   *Deliveries
-	cl    *client
-	sched Schedule
+	o      Options
+	sys    *system
+	rec    *Deliveries
+	cl     *client
+	sched  Schedule
+	writes *store.WriteCounter // the backlog's, while counted (writes.go)
 }
 
 func runMsgx(ctx context.Context, o Options, r *Result) error {
 	rec := NewDeliveries(o.Clock)
-	sys, first, err := startSystem(ctx, o.Config, o.DB, o.Build, o.Clock, o.Log, o.WorkDir, rec)
+	sys, first, err := startSystem(ctx, o.Config, o.DB, o.Build, o.Clock, o.Log, o.WorkDir, o.Targets, rec)
 	if err != nil {
 		return err
 	}
@@ -258,8 +284,10 @@ func (b *bench) classicSteps() []step {
 	o := b.o
 	return []step{
 		{fmt.Sprintf("snapshot of %d flights", SnapshotFlights), b.snapshot},
+		{"count the writes", b.countWrites},
 		{fmt.Sprintf("accept %d messages from %d clients", o.Messages, o.Clients), b.accept},
 		{fmt.Sprintf("process the backlog of %d", o.Messages), b.process},
+		{"stop counting the writes", b.writesCounted},
 		{fmt.Sprintf("accept→SENT of %d FLOPs at %g/s", o.Messages, o.Rate), b.latency},
 	}
 }
@@ -269,7 +297,7 @@ func (b *bench) classicSteps() []step {
 func (b *bench) drained(ctx context.Context) error {
 	return waitFor(ctx, 10*time.Millisecond, "the outbox to drain", func() (bool, error) {
 		if b.o.Workload == WorkloadDay {
-			n, err := b.sys.pendingEventsOn(ctx, handler.Targets)
+			n, err := b.sys.pendingEventsOn(ctx, b.sys.targets)
 			return n == 0, err
 		}
 		n, err := b.sys.pendingEvents(ctx)
@@ -452,8 +480,8 @@ func (b *bench) postAtRate(ctx context.Context, msgs []string) (map[int64]postTi
 // latencies returns accept→SENT of every accepted message, and how SENT was observed.
 func (b *bench) latencies(ctx context.Context, accepted map[int64]postTimes) ([]time.Duration, string, error) {
 	each := map[string]bool{}
-	for _, t := range handler.Targets {
-		each[t] = t != handler.TargetSchd
+	for _, t := range b.sys.eachTargets() {
+		each[t] = true
 	}
 	// The dispatcher logs its commit just after it: the last one may be on its way still.
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)

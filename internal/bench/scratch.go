@@ -58,7 +58,8 @@ type Scratch struct {
 
 // DB is the bench database as the bench itself uses it: its SQL handle and dialect (the
 // floor's scratch table, the history it fills, its polls of the queue and the outbox), its
-// migrations, the pump's pause switch (store.PumpPause) and closing it.
+// migrations, the pump's pause switch (store.PumpPause), the counting of its writes and
+// closing it.
 type DB interface {
 	store.SQLHandle
 	SQLDialect() store.Dialect
@@ -66,6 +67,9 @@ type DB interface {
 	SetPause(ctx context.Context, name, by, reason string, now time.Time) error
 	ClearPause(ctx context.Context, name string) (bool, error)
 	EventCounts(ctx context.Context) ([]store.EventCount, error)
+	// CountWrites and StopCountingWrites count the writes of the backlog (writes.go).
+	CountWrites(ctx context.Context) (*store.WriteCounter, error)
+	StopCountingWrites()
 	Close() error
 }
 

@@ -17,6 +17,8 @@ import (
 	"msgx/internal/handler"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
+	"msgx/internal/target"
+	"msgx/internal/targetconf"
 )
 
 // system is msgx in-process, built by app.New as `msgx serve` builds it (the lease keeper, the
@@ -30,6 +32,9 @@ type system struct {
 	clock pipeline.Clock
 	app   *app.App
 	url   string
+	// targets are the delivery targets, the four the handlers emit to and the copies
+	// (Options.Targets), in that order.
+	targets []string
 
 	stop context.CancelFunc
 	done chan error
@@ -41,11 +46,12 @@ const pauser = "msgx bench"
 // benchConfig is cfg as the bench runs it: its settings (pipeline, delivery, schd, sis,
 // identity, http limits) with the parts that would reach outside the bench's database and
 // work directory off: phase B without a Redis projection, the embedded default file sinks
-// under workDir, normal mode, no Eureka, history files under workDir, no admin listener, and
-// no daily job (a fresh database would run the day's jobs among the bench's messages).
-func benchConfig(cfg config.Config, workDir string) config.Config {
+// under workDir (with copies more targets, copyTargets), normal mode, no Eureka, history
+// files under workDir, no admin listener, and no daily job (a fresh database would run the
+// day's jobs among the bench's messages).
+func benchConfig(cfg config.Config, workDir string, copies int) config.Config {
 	cfg.DataDir = workDir
-	cfg.Targets = nil
+	cfg.Targets = copyTargets(copies)
 	cfg.Phase = "B"
 	cfg.Mode = "normal"
 	cfg.Eureka.Enabled = false
@@ -58,12 +64,40 @@ func benchConfig(cfg config.Config, workDir string) config.Config {
 	return cfg
 }
 
+// copyTargets is the bench's targets with n copies: nil (the embedded default, a file sink
+// per target the handlers emit to) for none, else those four file sinks and n more, each a
+// file sink taking a copy (copy-of) of every event of one of the four in turn, as a webhook
+// does: COPY1_KAFKA_FLOP, COPY2_KAFKA_SCHD, …, each writing to <data-dir>/outbox/<NAME>.jsonl.
+func copyTargets(n int) map[string]target.Config {
+	if n <= 0 {
+		return nil
+	}
+	out := map[string]target.Config{}
+	for _, t := range handler.Targets {
+		out[t] = target.Config{Sink: targetconf.SinkFile}
+	}
+	for _, name := range copyNames(n) {
+		out[name] = target.Config{Sink: targetconf.SinkFile, CopyOf: name[strings.IndexByte(name, '_')+1:]}
+	}
+	return out
+}
+
+// copyNames names n copy targets, each of the emitted targets in turn.
+func copyNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("COPY%d_%s", i+1, handler.Targets[i%len(handler.Targets)])
+	}
+	return out
+}
+
 // startSystem builds msgx (build: app.New) on db (migrated) with the settings of cfg, delivering to
-// file sinks under workDir; deliveries are recorded in rec. log receives what the parts log.
-// It measures the pump's first step (the start-up adoption) before the pump runs, then pauses
-// the pump and starts msgx: startPump resumes it.
-func startSystem(ctx context.Context, cfg config.Config, db DB, build app.Builder, clock pipeline.Clock, log *slog.Logger, workDir string, rec *Deliveries) (s *system, firstStep time.Duration, err error) {
-	cfg = benchConfig(cfg, workDir)
+// file sinks under workDir, the four targets' and copies more (copyTargets); deliveries are
+// recorded in rec. log receives what the parts log. It measures the pump's first step (the
+// start-up adoption) before the pump runs, then pauses the pump and starts msgx: startPump
+// resumes it.
+func startSystem(ctx context.Context, cfg config.Config, db DB, build app.Builder, clock pipeline.Clock, log *slog.Logger, workDir string, copies int, rec *Deliveries) (s *system, firstStep time.Duration, err error) {
+	cfg = benchConfig(cfg, workDir, copies)
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
 		return nil, 0, fmt.Errorf("listen on the loopback: %w", err)
@@ -74,7 +108,8 @@ func startSystem(ctx context.Context, cfg config.Config, db DB, build app.Builde
 		ln.Close()
 		return nil, 0, err
 	}
-	s = &system{db: db, clock: clock, app: a, url: a.URL, done: make(chan error, 1)}
+	s = &system{db: db, clock: clock, app: a, url: a.URL, done: make(chan error, 1),
+		targets: append(slices.Clone(handler.Targets), copyNames(max(0, copies))...)}
 	if d := a.Dispatcher; d != nil {
 		// The pump's commits that inserted events, noted before the Wake app.New wires: the end
 		// of the process stage (Stages).
@@ -206,15 +241,21 @@ WHERE STATE IN ('FAILED', 'DEAD') ORDER BY CMINMSGS_ID LIMIT 1`).Scan(&id, &stat
 }
 
 // pendingEvents counts the events not yet SENT on the event-by-event targets (the schedule
-// target is sent in periodic batches, see Run), and fails when one went DEAD on any target.
+// target is sent in periodic batches, see Run; its copies are sent event by event), and fails
+// when one went DEAD on any target.
 func (s *system) pendingEvents(ctx context.Context) (int, error) {
+	return s.pendingEventsOn(ctx, s.eachTargets())
+}
+
+// eachTargets are the targets sent event by event: all but the schedule target.
+func (s *system) eachTargets() []string {
 	var each []string
-	for _, t := range handler.Targets {
+	for _, t := range s.targets {
 		if t != handler.TargetSchd {
 			each = append(each, t)
 		}
 	}
-	return s.pendingEventsOn(ctx, each)
+	return each
 }
 
 // pendingEventsOn counts the events not yet SENT on targets, and fails when one went DEAD on

@@ -71,6 +71,9 @@ type nodeConnector struct {
 	// attempt bounds the connection to one node (open: the handshake, the synced check and
 	// the session set-up) when there are several: the probe's timeout. 0: the caller's bound.
 	attempt time.Duration
+
+	// writes holds the counter of writes, if one is installed (writecount.go); nil: none.
+	writes *atomic.Pointer[WriteCounter]
 }
 
 func newNodeConnector(cfg *mysqldrv.Config, hosts []string, session []string, log *slog.Logger) (*nodeConnector, error) {
@@ -100,6 +103,9 @@ func newNodeConnector(cfg *mysqldrv.Config, hosts []string, session []string, lo
 // share makes c (the long statements' pool) go to other's current node and move with it:
 // both use one current node, and markDown closes the connections of both.
 func (c *nodeConnector) share(other *nodeConnector) {
+	if other != nil {
+		c.writes = other.writes
+	}
 	if other != nil && len(other.nodes) == len(c.nodes) {
 		c.cur, c.live = other.cur, other.live
 	}
@@ -345,6 +351,7 @@ func (n *nodeConn) ExecContext(ctx context.Context, q string, args []driver.Name
 		return nil, driver.ErrSkip
 	}
 	r, err := ex.ExecContext(ctx, q, args)
+	countWrites(n.owner.writes, q, r, err)
 	return r, n.note(err)
 }
 
@@ -355,6 +362,7 @@ func (n *nodeConn) QueryContext(ctx context.Context, q string, args []driver.Nam
 		return nil, driver.ErrSkip
 	}
 	r, err := qc.QueryContext(ctx, q, args)
+	r, _ = countRows(n.owner.writes, q, r, err)
 	return r, n.note(err)
 }
 

@@ -19,6 +19,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,9 +30,10 @@ const stmtCacheSize = 128
 // cachingConnector opens connections of the SQLite driver with a statement cache, all of
 // them sharing one write gate.
 type cachingConnector struct {
-	drv  driver.Driver
-	dsn  string
-	gate *writeGate
+	drv    driver.Driver
+	dsn    string
+	gate   *writeGate
+	writes *atomic.Pointer[WriteCounter] // writecount.go
 }
 
 func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -39,7 +41,11 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCachingConn(conn, c.gate)
+	cc, err := newCachingConn(conn, c.gate)
+	if err == nil {
+		cc.(*cachingConn).writes = c.writes
+	}
+	return cc, err
 }
 
 func (c cachingConnector) Driver() driver.Driver { return c.drv }
@@ -55,11 +61,12 @@ type innerConn interface {
 
 type cachingConn struct {
 	innerConn
-	gate  *writeGate
-	inTx  bool
-	held  bool       // the connection holds the write gate
-	lru   *list.List // of *cachedStmt, most recently used first
-	stmts map[string]*list.Element
+	gate   *writeGate
+	writes *atomic.Pointer[WriteCounter] // writecount.go; nil: none
+	inTx   bool
+	held   bool       // the connection holds the write gate
+	lru    *list.List // of *cachedStmt, most recently used first
+	stmts  map[string]*list.Element
 }
 
 type cachedStmt struct {
@@ -125,6 +132,12 @@ func (c *cachingConn) get(ctx context.Context, query string) (*cachedStmt, error
 }
 
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	res, err := c.exec(ctx, query, args)
+	countWrites(c.writes, query, res, err)
+	return res, err
+}
+
+func (c *cachingConn) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if !c.cacheable(query) {
 		return c.innerConn.ExecContext(ctx, query, args)
 	}
@@ -139,6 +152,11 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 }
 
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := c.query(ctx, query, args)
+	return countRows(c.writes, query, rows, err)
+}
+
+func (c *cachingConn) query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if !c.cacheable(query) {
 		return c.innerConn.QueryContext(ctx, query, args)
 	}

@@ -42,6 +42,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -68,6 +69,9 @@ type DB struct {
 	my *mysqlConn // MySQL: the nodes, the session, the long statements' pool; nil on SQLite
 
 	conflictHook func(op string) // set by SetConflictHook (conflict.go)
+	// writes holds the counter of writes, if one is installed (CountWrites, writecount.go);
+	// the connections read it.
+	writes *atomic.Pointer[WriteCounter]
 
 	// The table owners.
 	Intake         *Intake         // CMINMSGS: the inbox's inserts, adoption, the legacy columns
@@ -210,7 +214,8 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", dsn, err)
 	}
-	connector := cachingConnector{drv: plain.Driver(), dsn: path, gate: newWriteGate(sqliteBusyTimeout)}
+	writes := new(atomic.Pointer[WriteCounter])
+	connector := cachingConnector{drv: plain.Driver(), dsn: path, gate: newWriteGate(sqliteBusyTimeout), writes: writes}
 	db := sql.OpenDB(connector)
 	plain.Close()
 	// Every connection stays open once opened (database/sql keeps 2 idle by default): the
@@ -220,6 +225,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	d := newDB(db, SQLite, leasePool(connector), nil)
+	d.writes = writes
 	if err := db.PingContext(ctx); err != nil {
 		d.Close()
 		return nil, Unavailable(fmt.Errorf("store: open sqlite %s: %w", dsn, err))
@@ -263,6 +269,7 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open mysql: %w", err)
 	}
+	nodes.writes = new(atomic.Pointer[WriteCounter])
 	db := sql.OpenDB(nodes)
 	// As on SQLite, connections stay open (up to their lifetime) rather than be closed beyond
 	// database/sql's 2 idle and dialled again, with their session set-up, for the next query.
@@ -274,6 +281,7 @@ func openMySQL(ctx context.Context, dsn string, o OpenOptions) (*DB, error) {
 		return nil, Unavailable(fmt.Errorf("store: connect mysql %s@%s: %w", cfg.User, strings.Join(nodes.All(), ","), err))
 	}
 	d := newDB(db, MySQL, leasePool(nodes), &mysqlConn{nodes: nodes, cfg: cfg, session: session, hosts: o.Hosts})
+	d.writes = nodes.writes
 	if err := d.openLong(dsn, o.LongStatementTimeout); err != nil {
 		d.Close()
 		return nil, err
