@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,4 +128,34 @@ func TestRunRefusesANilSink(t *testing.T) {
 	if err := d.Run(context.Background()); err == nil {
 		t.Fatal("Run started with a nil sink")
 	}
+}
+
+// The loops wait on the dispatcher's clock: with a clock the test moves by hand, a failing
+// head's hour of backoff passes at once, by that clock, and the head is then tried again and
+// delivered, an hour later by that clock.
+func TestTheLoopsWaitOnTheDispatchersClock(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		pol := pipeline.RetryPolicy{MaxAttempts: 100, Steps: []time.Duration{time.Hour}, Cap: 2 * time.Hour, HeadDeadline: 1000 * time.Hour}
+		h := newHarness(t, db, dispatch.Options{Policy: pol, PollInterval: time.Minute}, "DOWN")
+		var calls atomic.Int64
+		h.sinks["DOWN"].setFail(func(recs []target.Record) (int, error) {
+			if calls.Add(1) == 1 {
+				return 0, errDown // the first attempt fails: the head backs off for an hour
+			}
+			return len(recs), nil
+		})
+		id := insert(t, db, ev{target: "DOWN", kind: "notify"})
+
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- h.d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		testkit.Eventually(t, 30*time.Second, "the head delivered after its backoff (waited in real time, not on the clock?)",
+			func() bool { return state(t, db, id) == "SENT" })
+		r := get(t, db, id)
+		if r.Attempts != 1 || !r.SentAt.Valid || r.SentAt.Time.Before(t0.Add(time.Hour)) {
+			t.Fatalf("head after its backoff: %+v; want sent on the second attempt, an hour after t0 by the clock", r)
+		}
+	})
 }

@@ -45,11 +45,8 @@ func kafkaOpts(c Config, tlsCfg *tls.Config) []kgo.Opt {
 		// client fails it with MESSAGE_TOO_LARGE; MaxValueBytes tells the dispatcher.
 		kgo.ProducerBatchMaxBytes(int32(c.MaxRecordBytes)),
 	}
-	if c.Timeout >= time.Second { // franz-go refuses a record timeout under a second
-		// Records that were never sent, or whose request got an answer, fail after the
-		// timeout instead of being retried for ever.
-		opts = append(opts, kgo.RecordDeliveryTimeout(c.Timeout))
-	}
+	// No record timeout of the client's own: a record fails when the context Send gives it
+	// ends (after the timeout, and never while Send is still producing; see Send).
 	if c.ClientID != "" {
 		opts = append(opts, kgo.ClientID(c.ClientID))
 	}
@@ -110,11 +107,17 @@ func (k *kafkaSink) Window() int { return kafkaWindow }
 // acks collects the promises of one Send. A promise may arrive after Send gave up waiting;
 // it then only updates this struct, which nobody reads any more.
 type acks struct {
-	mu   sync.Mutex
-	errs []error
-	done []bool
-	left int
-	all  chan struct{}
+	mu     sync.Mutex
+	errs   []error
+	done   []bool
+	left   int  // records produced and not yet answered, plus those not yet produced
+	failed bool // a record failed
+	all    chan struct{}
+}
+
+// newAcks waits for n records.
+func newAcks(n int) *acks {
+	return &acks{errs: make([]error, n), done: make([]bool, n), left: n, all: make(chan struct{})}
 }
 
 func (a *acks) set(i int, err error) {
@@ -124,8 +127,30 @@ func (a *acks) set(i int, err error) {
 		return
 	}
 	a.done[i], a.errs[i] = true, err
-	if a.left--; a.left == 0 {
+	a.failed = a.failed || err != nil
+	a.count(1)
+}
+
+// count takes n records off those waited for, and ends the wait when none is left.
+func (a *acks) count(n int) {
+	if a.left -= n; a.left == 0 {
 		close(a.all)
+	}
+}
+
+// anyFailed reports whether a record has failed.
+func (a *acks) anyFailed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed
+}
+
+// unproduced stops waiting for the records from i on: Send did not produce them.
+func (a *acks) unproduced(i int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if i < len(a.done) {
+		a.count(len(a.done) - i)
 	}
 }
 
@@ -134,8 +159,17 @@ func (a *acks) set(i int, err error) {
 //
 // A record whose request is in flight when the timeout passes is not cancelled (that would
 // break the idempotent sequence); Send reports it as failed and the client keeps trying it,
-// so the dispatcher's retry may deliver it a second time, after the first copy. Consumers
-// deduplicate on the event_id header.
+// so it may still arrive, and the dispatcher's retry delivers it a second time, after the
+// first copy. Consumers deduplicate on the event_id header.
+//
+// Per-flight order holds because no record is ever produced behind one the client is going
+// to fail. The client fails a partition's records all at once, everything it holds for the
+// partition, when its first record's context has ended and its request was answered (a
+// refusal in an outage), and a record produced after that moment would reach Kafka ahead of
+// the failed ones, which only the dispatcher's retry brings, after it. So Send produces
+// nothing while records of an earlier Send are still in the client (it waits for them, up to
+// its timeout, then fails as INFRA), its records' context does not end before the last of
+// them is produced, and it stops producing at the first failure it learns of.
 func (k *kafkaSink) Send(ctx context.Context, recs []Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
@@ -147,9 +181,20 @@ func (k *kafkaSink) Send(ctx context.Context, recs []Record) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
+	if err := k.cl.Flush(ctx); err != nil {
+		return 0, eventErr(targetconf.SinkKafka, k.name, recs[0], fmt.Errorf(
+			"produce to topic %s: records of an earlier send still pending in the client after %s: %w", k.topic, k.timeout, context.Cause(ctx)))
+	}
+	// The records' context ends with ctx, but not before the last record is produced.
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer rcancel()
 
-	a := &acks{errs: make([]error, len(recs)), done: make([]bool, len(recs)), left: len(recs), all: make(chan struct{})}
+	a := newAcks(len(recs))
 	for i, r := range recs {
+		if a.anyFailed() {
+			a.unproduced(i) // a record behind a failed one would overtake it
+			break
+		}
 		kr := &kgo.Record{
 			Topic: k.topic,
 			Value: r.Value,
@@ -163,8 +208,9 @@ func (k *kafkaSink) Send(ctx context.Context, recs []Record) (int, error) {
 		if r.Key != "" {
 			kr.Key = []byte(r.Key)
 		}
-		k.cl.Produce(ctx, kr, func(_ *kgo.Record, err error) { a.set(i, err) })
+		k.cl.Produce(rctx, kr, func(_ *kgo.Record, err error) { a.set(i, err) })
 	}
+	context.AfterFunc(ctx, rcancel)
 	select {
 	case <-a.all:
 	case <-ctx.Done():

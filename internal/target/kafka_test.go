@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,6 +48,20 @@ type consumed struct {
 // consumeAll reads the topic from the start until want records arrived.
 func consumeAll(t *testing.T, brokers []string, want int, extra ...kgo.Opt) []consumed {
 	t.Helper()
+	return consume(t, brokers, want, false, extra...)
+}
+
+// consumeFirsts reads the topic from the start until want distinct events arrived, and
+// returns the first arrival of each: what a consumer that drops repeats sees.
+func consumeFirsts(t *testing.T, brokers []string, want int, extra ...kgo.Opt) []consumed {
+	t.Helper()
+	return consume(t, brokers, want, true, extra...)
+}
+
+// consume reads the topic from the start until want records (firsts: distinct events)
+// arrived, keeping repeats unless firsts.
+func consume(t *testing.T, brokers []string, want int, firsts bool, extra ...kgo.Opt) []consumed {
+	t.Helper()
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumeTopics(testTopic),
@@ -60,6 +75,7 @@ func consumeAll(t *testing.T, brokers []string, want int, extra ...kgo.Opt) []co
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out []consumed
+	seen := map[int64]bool{}
 	for len(out) < want {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -80,6 +96,10 @@ func consumeAll(t *testing.T, brokers []string, want int, extra ...kgo.Opt) []co
 					t.Errorf("unexpected header %q", h.Key)
 				}
 			}
+			if firsts && seen[c.eventID] {
+				return
+			}
+			seen[c.eventID] = true
 			out = append(out, c)
 		})
 	}
@@ -167,21 +187,27 @@ func failProduce(c *kfake.Cluster, failing *atomic.Bool, failed *atomic.Int64) {
 			return nil, nil, false // the cluster handles it normally
 		}
 		failed.Add(1)
-		preq := req.(*kmsg.ProduceRequest)
-		resp := preq.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range preq.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.NotEnoughReplicas.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return notEnoughReplicas(req), nil, true
 	})
+}
+
+// notEnoughReplicas answers a produce request as a broker does that lacks its in-sync
+// replicas: every partition refused with NOT_ENOUGH_REPLICAS (retriable), nothing written.
+func notEnoughReplicas(req kmsg.Request) kmsg.Response {
+	preq := req.(*kmsg.ProduceRequest)
+	resp := preq.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range preq.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = kerr.NotEnoughReplicas.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
 
 func TestKafkaOutageThenRecoveryNoLossNoReorder(t *testing.T) {
@@ -420,4 +446,118 @@ func TestKafkaWindowInOneSend(t *testing.T) {
 		t.Errorf("%d produce requests for %d records of one batch each; the window did not travel in many", r, len(recs))
 	}
 	checkPerKeyOrder(t, consumeAll(t, c.ListenAddrs(), len(recs)), recs)
+}
+
+// produceHooks hands the client's produce hooks to the functions a test sets.
+type produceHooks struct {
+	buffered   func(*kgo.Record)
+	unbuffered func(*kgo.Record, error)
+}
+
+// OnProduceRecordBuffered implements kgo.HookProduceRecordBuffered.
+func (h produceHooks) OnProduceRecordBuffered(r *kgo.Record) {
+	if h.buffered != nil {
+		h.buffered(r)
+	}
+}
+
+// OnProduceRecordUnbuffered implements kgo.HookProduceRecordUnbuffered.
+func (h produceHooks) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
+	if h.unbuffered != nil {
+		h.unbuffered(r, err)
+	}
+}
+
+// A Send that gives up during an outage leaves its records in the client: their produce
+// request has no answer yet, so the idempotent client may neither fail nor drop them, and the
+// dispatcher sends the same events again after its backoff. When the outage's answer comes (a
+// refusal, after the records' time is up), the client fails every record it holds for the
+// partition at once. Had the retry produced its records by then, it would lose the ones before
+// that moment and deliver the ones after it: a flight's later events in Kafka ahead of its
+// earlier ones, which only a retry after them brings, out of order for good (CI saw
+// TestKafkaWindowThroughTheDispatcher fail so: "flight 103: event 3 after 299"). The answer
+// here comes exactly half-way through the retry's records; every flight's events must still
+// first arrive in event order.
+func TestKafkaRetryDuringAnUnansweredSendKeepsFlightOrder(t *testing.T) {
+	c := newKfake(t)
+	var failing atomic.Bool
+	answer := make(chan struct{}) // closed: the first produce request of the outage is answered
+	release := sync.OnceFunc(func() { close(answer) })
+	t.Cleanup(release)
+	var holding atomic.Bool
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !failing.Load() {
+			return nil, nil, false
+		}
+		if holding.CompareAndSwap(false, true) {
+			c.SleepControl(func() { <-answer }) // the broker answers late: Send gives up first
+		}
+		return notEnoughReplicas(req), nil, true
+	})
+
+	recs := records("KAFKA_FLOP", 1, 40, flightKeys...)
+	var retrying atomic.Bool
+	var produced atomic.Int64
+	dropped := make(chan struct{}) // closed: the client failed a record it had buffered
+	dropOnce := sync.OnceFunc(func() { close(dropped) })
+	hooks := produceHooks{
+		buffered: func(*kgo.Record) {
+			if !retrying.Load() || produced.Add(1) != int64(len(recs)/2) {
+				return
+			}
+			// Half-way through the retry's records: the refusal arrives, the client fails
+			// what it holds, and the broker is back.
+			release()
+			select {
+			case <-dropped:
+			case <-time.After(10 * time.Second):
+				t.Error("the client failed none of the records of the send that gave up")
+			}
+			failing.Store(false)
+		},
+		unbuffered: func(_ *kgo.Record, err error) {
+			if err != nil {
+				dropOnce()
+			}
+		},
+	}
+	cfg := Config{Sink: targetconf.SinkKafka, Brokers: c.ListenAddrs(), Topic: testTopic, Timeout: time.Second, MaxRecordBytes: DefaultKafkaMaxRecordBytes}
+	cl, err := kgo.NewClient(append(kafkaOpts(cfg, nil), kgo.WithHooks(hooks))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &kafkaSink{name: "KAFKA_FLOP", topic: testTopic, timeout: cfg.Timeout, maxBytes: cfg.MaxRecordBytes, cl: cl}
+	defer s.Close()
+	ctx := context.Background()
+
+	failing.Store(true)
+	sent, err := s.Send(ctx, recs)
+	if err == nil || sent != 0 {
+		t.Fatalf("Send during the outage = %d, %v; want 0 and an error", sent, err)
+	}
+	retrying.Store(true)
+	n, err := s.Send(ctx, recs) // the dispatcher's retry, while the first request is unanswered
+	if err == nil {
+		t.Fatalf("retry during the outage = %d, nil; want an error", n)
+	}
+	if pipeline.ClassOf(err) != pipeline.Infra {
+		t.Errorf("retry during the outage: class %s, want INFRA: %v", pipeline.ClassOf(err), err)
+	}
+	sent += n
+	release()
+	failing.Store(false)
+	for attempt := 0; sent < len(recs); attempt++ {
+		if attempt == 10 {
+			t.Fatalf("still failing after the outage: %d of %d sent", sent, len(recs))
+		}
+		n, err := s.Send(ctx, recs[sent:])
+		sent += n
+		if err != nil {
+			t.Logf("retry %d after the outage: %v", attempt, err)
+		}
+	}
+
+	// At least once: a record may arrive twice, but its first arrival keeps its flight's order.
+	checkPerKeyOrder(t, consumeFirsts(t, c.ListenAddrs(), len(recs)), recs)
 }
