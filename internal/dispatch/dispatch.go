@@ -102,9 +102,9 @@ type Options struct {
 	// ShutdownGrace is how long a send in flight may go on after Run's context ends before
 	// its context is cancelled too (default 10s).
 	ShutdownGrace time.Duration
-	// Clock tells the time (default pipeline.SystemClock), and the loops wait on it: a clock
-	// that can also sleep on its own time (Sleep(ctx, d) error, as testkit.Clock does) ends
-	// their waits by its time, not the wall clock's.
+	// Clock tells the time (default pipeline.SystemClock), and the loops wait on it
+	// (pipeline.Timer): a clock that keeps timers of its own (testkit.Clock) ends their waits
+	// when it is moved, not by the wall clock.
 	Clock pipeline.Clock
 	// Logger receives one line per sent batch, failure and dead event (default slog.Default()).
 	Logger *slog.Logger
@@ -171,7 +171,7 @@ func New(db store.Events, sinks map[string]target.Sink, opt Options) *Dispatcher
 		sinks: make(map[string]target.Sink, len(sinks)),
 		wake:  make(map[string]chan struct{}, len(sinks)),
 		kick:  make(map[string]chan struct{}, len(sinks)),
-		timer: clockTimer(opt.Clock),
+		timer: func(_ string, wait time.Duration) (<-chan time.Time, func()) { return pipeline.Timer(opt.Clock, wait) },
 		locks: make(map[string]*sync.Mutex, len(sinks)),
 	}
 	d.commits = newCommitter(db, opt.CommitLinger)
@@ -330,37 +330,6 @@ func (d *Dispatcher) sleep(ctx context.Context, name string, wait time.Duration,
 			// New events queue behind a head that is backing off: nothing is due before it.
 		}
 	}
-}
-
-// sleeper is a clock that also waits on its own time (testkit.Clock; the pump's batch wait
-// takes the same): a test that moves the clock by hand drives the loops' waits with it.
-type sleeper interface {
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// clockTimer returns the loops' timer on clock: a wait of clock's own when it can sleep,
-// otherwise a wall-clock timer (pipeline.SystemClock, whose time is the wall clock's).
-func clockTimer(clock pipeline.Clock) func(name string, wait time.Duration) (<-chan time.Time, func()) {
-	s, ok := clock.(sleeper)
-	if !ok {
-		return realTimer
-	}
-	return func(_ string, wait time.Duration) (<-chan time.Time, func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		c := make(chan time.Time, 1)
-		go func() {
-			if s.Sleep(ctx, wait) == nil && ctx.Err() == nil {
-				c <- clock.Now()
-			}
-		}()
-		return c, cancel
-	}
-}
-
-// realTimer is the loops' timer on the wall clock.
-func realTimer(_ string, wait time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTimer(wait)
-	return t.C, func() { t.Stop() }
 }
 
 // sendContext returns the context for one Sink.Send: it outlives ctx by ShutdownGrace, so a

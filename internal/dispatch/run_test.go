@@ -131,8 +131,8 @@ func TestRunRefusesANilSink(t *testing.T) {
 }
 
 // The loops wait on the dispatcher's clock: with a clock the test moves by hand, a failing
-// head's hour of backoff passes at once, by that clock, and the head is then tried again and
-// delivered, an hour later by that clock.
+// head's hour of backoff passes when the test moves the clock an hour, and the head is then
+// tried again and delivered, an hour later by that clock.
 func TestTheLoopsWaitOnTheDispatchersClock(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -151,6 +151,12 @@ func TestTheLoopsWaitOnTheDispatchersClock(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- h.d.Run(ctx) }()
 		defer func() { cancel(); <-done }()
+		testkit.Eventually(t, 30*time.Second, "the first attempt failed and the loop waits on the clock",
+			func() bool { return calls.Load() == 1 && h.clock.Waiting() > 0 })
+		if state(t, db, id) != "PENDING" {
+			t.Fatalf("event %d is %s before its backoff passed by the clock, want PENDING", id, state(t, db, id))
+		}
+		h.clock.Add(time.Hour)
 		testkit.Eventually(t, 30*time.Second, "the head delivered after its backoff (waited in real time, not on the clock?)",
 			func() bool { return state(t, db, id) == "SENT" })
 		r := get(t, db, id)
