@@ -42,6 +42,13 @@ const goldenDay = "2030-01-15"
 // renders what each target sent as text (goldenText) and compares it with
 // testdata/golden/<TARGET>.txt, on SQLite and on MariaDB: the same files hold for both.
 //
+// Two more files record, after the same day, what is not bytes sent: REDIS_FLIGHT.txt the
+// flights projection in Redis that the REDIS_FLIGHT target (sink redis-flights, copies of
+// ES_FLIGHT's events, under a key prefix of the subtest's own) keeps, each flight checked
+// against the API first (goldenView.projection); API_EVENTS.txt what an operator reads of the
+// day through the API (goldenView.text): the status's counts, the dead letters, every event of
+// every target as GET /api/v1/events lists it, three flights' histories and stored payloads.
+//
 // The record keeps the order the contract keeps: a Kafka partition's records in offset order
 // (by partition), a Redis channel's and a webhook's or file's deliveries in the order sent,
 // an Elasticsearch document's actions in the order sent (by document). It normalises what
@@ -64,8 +71,8 @@ const goldenDay = "2030-01-15"
 //
 //	MSGX_TEST_REQUIRE_SERVICES=1 go test -run TestGoldenTargets -count=1 ./cmd/msgx/ -update-golden
 //
-// The first database's subtest to finish writes the files; the other's must have sent the
-// same bytes, or it fails.
+// The first database's subtest to finish writes the files (all twelve); the other's must have
+// sent the same bytes, or it fails.
 // A failure names, per target, the first line that differs; the run's whole record is left in
 // $TMPDIR/msgx-golden/<database>/ to diff against the files.
 func TestGoldenTargets(t *testing.T) {
@@ -189,7 +196,9 @@ func goldenTargets(t *testing.T, db dbEnv) {
 	if again > 0 {
 		t.Logf("%d deliveries were of an event sent before, with the same bytes: left out", again)
 	}
-	// What the operator reads of the day through the API, and the projection in Redis.
+	// What the operator reads of the day through the API, and the projection in Redis. The
+	// histories are of the flight the FDEL deleted, of the one with the most KAFKA_FLOP events
+	// and of the board's second.
 	view := readGoldenView(t, s, append(slices.Clone(goldenTargetNames), goldenProjection))
 	texts[goldenAPIEvents] = view.text(t, s, []int64{first.FLID, busiestFlight(view.events["KAFKA_FLOP"]), second(board.Flights)})
 	texts[goldenProjection] = view.projection(t, s, prefix)
@@ -655,7 +664,9 @@ const goldenEventColumns = "event_id msg_id type_tag kind flight_key state attem
 // every time "<time>" ("null" where the API gives none). A payload already written for an
 // earlier event (a copy target's, mostly) is written as "= TARGET #rank" of the first.
 // Left out as timing: the status's ages (oldest_pending_age_s, blocked_for_s) and the
-// acknowledgements' and pauses' times.
+// acknowledgements' and pauses' times. Attempts are kept: the day's faults are in the
+// messages (malformed, orphan…), no receiver fails a send, so every event is SENT at its
+// first attempt (0 failed attempts) on every run.
 func (v *goldenView) text(t *testing.T, s *server, flids []int64) []byte {
 	t.Helper()
 	ctx := context.Background()
