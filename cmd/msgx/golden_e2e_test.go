@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"msgx/client"
+	"msgx/internal/flight/flighttest"
 	"msgx/internal/target"
 )
 
@@ -36,6 +41,13 @@ const goldenDay = "2030-01-15"
 // ES_FLIGHT, a webhook copying each of the four and a file sink copying KAFKA_FLOP. It
 // renders what each target sent as text (goldenText) and compares it with
 // testdata/golden/<TARGET>.txt, on SQLite and on MariaDB: the same files hold for both.
+//
+// Two more files record, after the same day, what is not bytes sent: REDIS_FLIGHT.txt the
+// flights projection in Redis that the REDIS_FLIGHT target (sink redis-flights, copies of
+// ES_FLIGHT's events, under a key prefix of the subtest's own) keeps, each flight checked
+// against the API first (goldenView.projection); API_EVENTS.txt what an operator reads of the
+// day through the API (goldenView.text): the status's counts, the dead letters, every event of
+// every target as GET /api/v1/events lists it, three flights' histories and stored payloads.
 //
 // The record keeps the order the contract keeps: a Kafka partition's records in offset order
 // (by partition), a Redis channel's and a webhook's or file's deliveries in the order sent,
@@ -59,8 +71,8 @@ const goldenDay = "2030-01-15"
 //
 //	MSGX_TEST_REQUIRE_SERVICES=1 go test -run TestGoldenTargets -count=1 ./cmd/msgx/ -update-golden
 //
-// The first database's subtest to finish writes the files; the other's must have sent the
-// same bytes, or it fails.
+// The first database's subtest to finish writes the files (all twelve); the other's must have
+// sent the same bytes, or it fails.
 // A failure names, per target, the first line that differs; the run's whole record is left in
 // $TMPDIR/msgx-golden/<database>/ to diff against the files.
 func TestGoldenTargets(t *testing.T) {
@@ -72,19 +84,39 @@ func TestGoldenTargets(t *testing.T) {
 var goldenTargetNames = []string{"KAFKA_FLOP", "KAFKA_SCHD", "REDIS_NOTIFY", "LEGACY_FLOP", "ES_FLIGHT",
 	"WEBHOOK_FLOP", "WEBHOOK_SCHD", "WEBHOOK_NOTIFY", "WEBHOOK_ES", "FILE_FLOP"}
 
+// The golden files that record something other than the bytes a target sent: the flights
+// projection in Redis (the REDIS_FLIGHT target's keys, goldenView.projection) and what the
+// API answers about the day's events (goldenView.text).
+const (
+	goldenProjection = "REDIS_FLIGHT"
+	goldenAPIEvents  = "API_EVENTS"
+)
+
+// goldenFiles are the names of every golden file, without ".txt".
+func goldenFiles() []string {
+	return append(slices.Clone(goldenTargetNames), goldenProjection, goldenAPIEvents)
+}
+
 // goldenPaused are the targets paused while the day is processed (see TestGoldenTargets).
 var goldenPaused = []string{"KAFKA_SCHD", "LEGACY_FLOP"}
 
 func goldenTargets(t *testing.T, db dbEnv) {
 	ctx := context.Background()
 	rcv := newReceivers(t, "golden:"+db.Name)
+	// The flights projection under a key prefix of the subtest's own (its keys are wiped when
+	// the subtest ends).
+	prefix := flighttest.RedisPrefix(t)
 	cfg := filepath.Join(t.TempDir(), "msgx.yaml")
-	if err := os.WriteFile(cfg, []byte("targets:\n"+rcv.targets()+"  FILE_FLOP: {sink: file, copy-of: KAFKA_FLOP}\n"), 0o644); err != nil {
+	conf := "targets:\n" + rcv.targets() + "  FILE_FLOP: {sink: file, copy-of: KAFKA_FLOP}\n" +
+		fmt.Sprintf("  REDIS_FLIGHT: {sink: redis-flights, addr: %q, key-prefix: %q}\n", flighttest.RedisAddr(), prefix)
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// A schedule batch of at most 50 events, so that the day makes several, each keeping
 	// the newest event of the flights it claims (the default 500 would send the day in one).
-	s := db.start(t, "MSGX_CONFIG="+cfg, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_PIPELINE_BATCH_WAIT=200ms", "MSGX_SCHD_FLUSH_LIMIT=50")
+	// No daily consistency check: a job enqueued or not by the time of day the test runs.
+	s := db.start(t, "MSGX_CONFIG="+cfg, "MSGX_PIPELINE_POLL_INTERVAL=50ms", "MSGX_PIPELINE_BATCH_WAIT=200ms", "MSGX_SCHD_FLUSH_LIMIT=50",
+		"MSGX_CONSISTENCY_CHECK_DAILY_AT=off")
 	for _, name := range goldenPaused {
 		if _, err := s.api().SetPaused(ctx, true, name, "golden: sent in whole batches after the day"); err != nil {
 			t.Fatalf("pause %s: %v", name, err)
@@ -112,7 +144,7 @@ func goldenTargets(t *testing.T, db dbEnv) {
 	s.await(fdel, "SUCCEEDED", state("SUCCEEDED", ""))
 
 	// Every message finished and the live targets drained; then the paused ones send it all.
-	var live []string
+	live := []string{goldenProjection}
 	for _, name := range goldenTargetNames {
 		if !slices.Contains(goldenPaused, name) {
 			live = append(live, name)
@@ -129,7 +161,7 @@ func goldenTargets(t *testing.T, db dbEnv) {
 			t.Fatalf("resume %s: %v", name, err)
 		}
 	}
-	sent := s.awaitIdle(goldenTargetNames...)
+	sent := s.awaitIdle(append([]string{goldenProjection}, goldenTargetNames...)...)
 
 	// What the receivers got: Kafka read back up to the newest schedule event (the last
 	// batch record names it), Redis up to a barrier, the HTTP receivers answered before SENT.
@@ -164,11 +196,18 @@ func goldenTargets(t *testing.T, db dbEnv) {
 	if again > 0 {
 		t.Logf("%d deliveries were of an event sent before, with the same bytes: left out", again)
 	}
+	// What the operator reads of the day through the API, and the projection in Redis. The
+	// histories are of the flight the FDEL deleted, of the one with the most KAFKA_FLOP events
+	// and of the board's second.
+	view := readGoldenView(t, s, append(slices.Clone(goldenTargetNames), goldenProjection))
+	texts[goldenAPIEvents] = view.text(t, s, []int64{first.FLID, busiestFlight(view.events["KAFKA_FLOP"]), second(board.Flights)})
+	texts[goldenProjection] = view.projection(t, s, prefix)
+
 	keep := filepath.Join(os.TempDir(), "msgx-golden", db.Name)
 	if err := os.MkdirAll(keep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range goldenTargetNames {
+	for _, name := range goldenFiles() {
 		if err := os.WriteFile(filepath.Join(keep, name+".txt"), texts[name], 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +216,7 @@ func goldenTargets(t *testing.T, db dbEnv) {
 		writeGolden(t, db.Name, texts)
 		return
 	}
-	for _, name := range goldenTargetNames {
+	for _, name := range goldenFiles() {
 		want, err := os.ReadFile(filepath.Join(goldenDir, name+".txt"))
 		if err != nil {
 			t.Errorf("%s: %v (write the files with -update-golden)", name, err)
@@ -205,7 +244,7 @@ func writeGolden(t *testing.T, dbName string, texts map[string][]byte) {
 	goldenWritten.Lock()
 	defer goldenWritten.Unlock()
 	if goldenWritten.texts != nil {
-		for _, name := range goldenTargetNames {
+		for _, name := range goldenFiles() {
 			if d := firstDifference(goldenWritten.texts[name], texts[name]); d != "" {
 				t.Errorf("%s: %s sent other bytes than %s: %s", name, dbName, goldenWritten.by, d)
 			}
@@ -215,7 +254,7 @@ func writeGolden(t *testing.T, dbName string, texts map[string][]byte) {
 	if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range goldenTargetNames {
+	for _, name := range goldenFiles() {
 		if err := os.WriteFile(filepath.Join(goldenDir, name+".txt"), texts[name], 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -514,4 +553,354 @@ func clip(line []byte, at int) string {
 		s += "…"
 	}
 	return s
+}
+
+// goldenView is what the API lists of the day once it is delivered: every message's rank
+// and every event of each target, oldest first, with the ranks that normalise their ids.
+type goldenView struct {
+	targets []string                 // in the order of the file
+	msgRank map[int64]int            // message id → its rank among all messages (1: the oldest)
+	events  map[string][]listedEvent // target → its events, oldest first
+	rank    map[string]map[int64]int // target → event id → its rank among the target's events
+	label   map[int64]string         // event id → "TARGET #rank"
+	pages   map[string]int           // target → how many pages its listing took
+}
+
+// goldenPageSize is the page of the event listings goldenView reads: below the day's events
+// per target, so that the listing is paged (next_after) as a client pages it.
+const goldenPageSize = 250
+
+// readGoldenView reads, through the typed client, every message and every event of targets.
+func readGoldenView(t *testing.T, s *server, targets []string) *goldenView {
+	t.Helper()
+	ctx := context.Background()
+	c := s.api()
+	v := &goldenView{targets: targets, msgRank: map[int64]int{}, events: map[string][]listedEvent{},
+		rank: map[string]map[int64]int{}, label: map[int64]string{}, pages: map[string]int{}}
+	for after := int64(0); ; {
+		page, err := c.Messages(ctx, url.Values{"order": {"asc"}, "limit": {"1000"}, "after": {fmt.Sprint(after)}})
+		if err != nil {
+			t.Fatalf("GET /api/v1/messages after %d: %v", after, err)
+		}
+		for _, m := range page.Messages {
+			if m.ID <= after {
+				t.Fatalf("GET /api/v1/messages after %d, oldest first, lists message %d", after, m.ID)
+			}
+			v.msgRank[m.ID] = len(v.msgRank) + 1
+			after = m.ID
+		}
+		if page.NextAfter == nil {
+			break
+		}
+	}
+	for _, name := range targets {
+		v.rank[name] = map[int64]int{}
+		for after := int64(0); ; {
+			page, err := c.Events(ctx, url.Values{"target": {name}, "order": {"asc"}, "limit": {fmt.Sprint(goldenPageSize)}, "after": {fmt.Sprint(after)}})
+			if err != nil {
+				t.Fatalf("GET /api/v1/events?target=%s after %d: %v", name, after, err)
+			}
+			v.pages[name]++
+			for _, e := range page.Events {
+				if e.EventID <= after || e.Target != name {
+					t.Fatalf("GET /api/v1/events?target=%s after %d, oldest first, lists event %d of %s", name, after, e.EventID, e.Target)
+				}
+				v.events[name] = append(v.events[name], e)
+				v.rank[name][e.EventID] = len(v.events[name])
+				v.label[e.EventID] = fmt.Sprintf("%s #%d", name, len(v.events[name]))
+				after = e.EventID
+			}
+			if page.NextAfter == nil {
+				break
+			}
+			if *page.NextAfter != after {
+				t.Fatalf("GET /api/v1/events?target=%s: next_after %d, the page ends at %d", name, *page.NextAfter, after)
+			}
+		}
+		if len(v.events[name]) == 0 {
+			t.Fatalf("GET /api/v1/events?target=%s: no event", name)
+		}
+	}
+	return v
+}
+
+// msg is the rank of message id, as "#n".
+func (v *goldenView) msg(t *testing.T, id int64) string {
+	t.Helper()
+	if v.msgRank[id] == 0 {
+		t.Fatalf("message %d is not one GET /api/v1/messages lists", id)
+	}
+	return fmt.Sprintf("#%d", v.msgRank[id])
+}
+
+// when is a time the API answered, as a placeholder: "<time>", or "null" when it gave none.
+func when(at *time.Time) string {
+	if at == nil {
+		return "null"
+	}
+	return "<time>"
+}
+
+// orNull is a nullable string the API answered, quoted, or "null".
+func orNull(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%q", *s)
+}
+
+// goldenEventColumns are the fields of an event's line in API_EVENTS, as GET /api/v1/events
+// names them, but for the payload: written as it is listed, "= TARGET #n" when it is the
+// payload of an earlier event in the file, "elided" when the listing leaves it out.
+const goldenEventColumns = "event_id msg_id type_tag kind flight_key state attempts error_class last_error created_at sent_at next_attempt_at first_failed_at payload_bytes payload"
+
+// text renders the operator's view of the day as the golden file API_EVENTS: the status's
+// message counts and targets, the dead letters, every event of each target as GET
+// /api/v1/events lists it (oldest first, paged), the history of flids and the stored payload
+// (GET /api/v1/events/{id}/payload) of each target's first and last event.
+//
+// Event ids are "TARGET #rank" (the rank among the target's events, as in the other golden
+// files: every event is SENT, so the same rank), message ids "#rank" among every message, and
+// every time "<time>" ("null" where the API gives none). A payload already written for an
+// earlier event (a copy target's, mostly) is written as "= TARGET #rank" of the first.
+// Left out as timing: the status's ages (oldest_pending_age_s, blocked_for_s) and the
+// acknowledgements' and pauses' times. Attempts are kept: the day's faults are in the
+// messages (malformed, orphan…), no receiver fails a send, so every event is SENT at its
+// first attempt (0 failed attempts) on every run.
+func (v *goldenView) text(t *testing.T, s *server, flids []int64) []byte {
+	t.Helper()
+	ctx := context.Background()
+	c := s.api()
+	var b bytes.Buffer
+
+	// The status: messages by state, and each target's counts.
+	st := s.status()
+	b.WriteString("== status (GET /api/v1/status)\n")
+	states := make([]string, 0, len(st.Counts))
+	for k := range st.Counts {
+		states = append(states, k)
+	}
+	slices.Sort(states)
+	b.WriteString("messages:")
+	for _, k := range states {
+		fmt.Fprintf(&b, " %s=%d", k, st.Counts[k])
+	}
+	fmt.Fprintf(&b, "\npump running %t, paused %d\n", st.PumpRunning, len(st.Paused))
+	var tgs []client.TargetStatus
+	section(t, st, "targets", &tgs)
+	slices.SortFunc(tgs, func(a, b client.TargetStatus) int { return strings.Compare(a.Target, b.Target) })
+	for _, tg := range tgs {
+		head := "null"
+		if tg.Head != nil {
+			head = v.label[tg.Head.EventID]
+		}
+		fmt.Fprintf(&b, "target %s: pending=%d dead=%d sent=%d rejecting=%t head=%s blocked_since=%s error_class=%s last_error=%s next_attempt_at=%s oldest_pending_at=%s\n",
+			tg.Target, tg.Pending, tg.Dead, tg.Sent, tg.Rejecting, head, when(tg.BlockedSince), orNull(tg.ErrorClass), orNull(tg.LastError), when(tg.NextAttempt), when(tg.OldestPendingAt))
+	}
+
+	// The dead letters.
+	var dead client.DeadSummary
+	if err := c.Get(ctx, "/api/v1/dead", &dead); err != nil {
+		t.Fatalf("GET /api/v1/dead: %v", err)
+	}
+	b.WriteString("== dead letters (GET /api/v1/dead)\n")
+	for _, k := range []struct {
+		name string
+		n    client.DeadCount
+	}{{"messages", dead.Messages}, {"events", dead.Events}} {
+		fmt.Fprintf(&b, "%s: dead=%d acknowledged=%d unacknowledged=%d\n", k.name, k.n.Dead, k.n.Acknowledged, k.n.Unacknowledged)
+	}
+	for _, a := range dead.Acks {
+		id := v.label[a.ID]
+		if a.Kind == "message" {
+			id = v.msg(t, a.ID)
+		}
+		fmt.Fprintf(&b, "ack %s %s by %q: %q, now %s\n", a.Kind, id, a.By, a.Note, a.State)
+	}
+
+	// Every event of each target, one a line: its fields in the order of goldenEventColumns.
+	firstOf := map[string]string{} // a payload → the event it was first written for
+	fmt.Fprintf(&b, "# an event: %s\n", goldenEventColumns)
+	for _, name := range v.targets {
+		fmt.Fprintf(&b, "== events of %s (GET /api/v1/events?target=%s&order=asc&limit=%d: %d events, %d pages)\n",
+			name, name, goldenPageSize, len(v.events[name]), v.pages[name])
+		for _, e := range v.events[name] {
+			fmt.Fprintf(&b, "#%d %s %s %s %s %s %d %s %s %s %s %s %s %d",
+				v.rank[name][e.EventID], v.msg(t, e.MsgID), e.TypeTag, e.Kind, orNull(e.FlightKey), e.State, e.Attempts, orNull(e.ErrorClass), orNull(e.LastError),
+				when(&e.CreatedAt), when(e.SentAt), when(e.NextAttemptAt), when(e.FirstFailedAt), e.PayloadBytes)
+			switch p := string(e.Payload); {
+			case e.PayloadElided:
+				b.WriteString(" elided\n")
+			case firstOf[p] != "":
+				fmt.Fprintf(&b, " = %s\n", firstOf[p])
+			default:
+				firstOf[p] = v.label[e.EventID]
+				fmt.Fprintf(&b, " %s\n", p)
+			}
+		}
+	}
+
+	// The history of a few flights, read from KAFKA_FLOP's events.
+	for _, flid := range flids {
+		fmt.Fprintf(&b, "== history of flight %d (GET /api/v1/flights/%d/history)\n", flid, flid)
+		n := 0
+		err := c.FlightHistory(ctx, flid, func(ch client.FlightChange) {
+			n++
+			ev := v.label[ch.EventID]
+			if ev == "" {
+				t.Errorf("the history of flight %d names event %d, which no target lists", flid, ch.EventID)
+			}
+			fmt.Fprintf(&b, "%s msg=%s %s op=%s at=%s changes %s\n", ev, v.msg(t, ch.MsgID), ch.TypeTag, ch.Op, when(&ch.At), ch.Changes)
+		})
+		if err != nil {
+			t.Fatalf("GET the history of flight %d: %v", flid, err)
+		}
+		if n == 0 {
+			t.Fatalf("flight %d has no history", flid)
+		}
+	}
+
+	// The stored payload of each target's first and last event, as it is stored.
+	for _, name := range v.targets {
+		evs := v.events[name]
+		for _, e := range []listedEvent{evs[0], evs[len(evs)-1]} {
+			raw, err := c.Raw(ctx, fmt.Sprintf("/api/v1/events/%d/payload", e.EventID))
+			if err != nil {
+				t.Fatalf("GET the payload of %s: %v", v.label[e.EventID], err)
+			}
+			fmt.Fprintf(&b, "== payload of %s (GET /api/v1/events/{id}/payload)\n%s\n", v.label[e.EventID], raw)
+		}
+	}
+	return b.Bytes()
+}
+
+// busiestFlight is the flight with the most events among evs (the lowest FLID of a tie).
+func busiestFlight(evs []listedEvent) int64 {
+	n := map[int64]int{}
+	var best int64
+	for _, e := range evs {
+		var flid int64
+		if e.FlightKey == nil {
+			continue
+		}
+		if _, err := fmt.Sscan(*e.FlightKey, &flid); err != nil {
+			continue
+		}
+		n[flid]++
+		if n[flid] > n[best] || n[flid] == n[best] && flid < best {
+			best = flid
+		}
+	}
+	return best
+}
+
+// second is the FLID of the second flight of a board (of its first when it has one only).
+func second(flights []json.RawMessage) int64 {
+	var f struct {
+		FLID int64 `json:"FLID"`
+	}
+	json.Unmarshal(flights[min(1, len(flights)-1)], &f)
+	return f.FLID
+}
+
+// projection renders the REDIS_FLIGHT projection under prefix as the golden file
+// REDIS_FLIGHT, after checking that each of its flights is in Redis as the API answers it: every
+// key sorted, the prefix written "{p}"; a hash field by field (sorted), a set's members sorted.
+// The event ids it holds (a flight's eid, a tombstone's value) become their rank among
+// REDIS_FLIGHT's events ("#n"), the message (msg) its rank among the messages, the update
+// time (upd, the event's created_at) "<time>". Versions (ver) are kept: they count changes.
+func (v *goldenView) projection(t *testing.T, s *server, prefix string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: flighttest.RedisAddr()})
+	defer rdb.Close()
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatalf("the projection's keys: %v", err)
+	}
+	slices.Sort(keys)
+	eid := func(key, s string) string {
+		var id int64
+		if _, err := fmt.Sscan(s, &id); err != nil || v.rank[goldenProjection][id] == 0 {
+			t.Fatalf("%s: %q is not an event of %s", key, s, goldenProjection)
+		}
+		return fmt.Sprintf("#%d", v.rank[goldenProjection][id])
+	}
+	var b bytes.Buffer
+	var flids []int64
+	for _, key := range keys {
+		name := "{p}" + strings.TrimPrefix(key, prefix)
+		typ, err := rdb.Type(ctx, key).Result()
+		if err != nil {
+			t.Fatalf("TYPE %s: %v", key, err)
+		}
+		if flid, ok := strings.CutPrefix(name, "{p}flight:"); ok {
+			flids = append(flids, mustFLID(t, flid))
+		} else if flid, ok := strings.CutPrefix(name, "{p}gone:"); ok {
+			flids = append(flids, mustFLID(t, flid))
+		}
+		switch typ {
+		case "hash":
+			h, err := rdb.HGetAll(ctx, key).Result()
+			if err != nil {
+				t.Fatalf("HGETALL %s: %v", key, err)
+			}
+			fields := make([]string, 0, len(h))
+			for f := range h {
+				fields = append(fields, f)
+			}
+			slices.Sort(fields)
+			fmt.Fprintf(&b, "%s hash\n", name)
+			for _, f := range fields {
+				val := h[f]
+				switch f {
+				case "eid":
+					val = eid(key, val)
+				case "msg":
+					var id int64
+					fmt.Sscan(val, &id)
+					val = v.msg(t, id)
+				case "upd":
+					if _, err := time.Parse(time.RFC3339Nano, val); err != nil {
+						t.Fatalf("%s upd: %v", key, err)
+					}
+					val = "<time>"
+				}
+				fmt.Fprintf(&b, "  %s %s\n", f, val)
+			}
+		case "set":
+			members, err := rdb.SMembers(ctx, key).Result()
+			if err != nil {
+				t.Fatalf("SMEMBERS %s: %v", key, err)
+			}
+			slices.Sort(members)
+			fmt.Fprintf(&b, "%s set %s\n", name, strings.Join(members, " "))
+		case "string":
+			val, err := rdb.Get(ctx, key).Result()
+			if err != nil {
+				t.Fatalf("GET %s: %v", key, err)
+			}
+			if strings.HasPrefix(name, "{p}gone:") {
+				val = eid(key, val)
+			}
+			fmt.Fprintf(&b, "%s string %s\n", name, val)
+		default:
+			t.Fatalf("%s: a %s, which the projection does not write", key, typ)
+		}
+	}
+	if len(flids) == 0 {
+		t.Fatalf("no flight under %s", prefix)
+	}
+	sameAsAPI(t, s, rdb, prefix, flids...)
+	return b.Bytes()
+}
+
+// mustFLID reads a FLID from a key.
+func mustFLID(t *testing.T, s string) int64 {
+	t.Helper()
+	var flid int64
+	if _, err := fmt.Sscan(s, &flid); err != nil {
+		t.Fatalf("FLID %q: %v", s, err)
+	}
+	return flid
 }
