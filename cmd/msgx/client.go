@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"msgx/internal/app"
 	"os"
 	"path/filepath"
 	"time"
 
 	"msgx/client"
+	"msgx/internal/app"
 	"msgx/internal/cli"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"

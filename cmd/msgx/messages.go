@@ -62,11 +62,7 @@ func message(ctx context.Context, e *cli.Env, args []string) (err error) {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return cli.UsageError("usage: msgx message [--server URL] [--json] [--raw] [--history] ID")
 	}
-	id, err := e.ID("message", fs.Arg(0), "a message id")
-	if err != nil {
-		return err
-	}
-	c, err := r.API()
+	id, c, err := r.IDAndAPI("message", fs.Arg(0), "a message id")
 	if err != nil {
 		return err
 	}

@@ -55,11 +55,7 @@ func flightCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return e.Usage("flight")
 	}
-	flid, err := e.ID("flight", fs.Arg(0), "a FLID")
-	if err != nil {
-		return err
-	}
-	c, err := r.API()
+	flid, c, err := r.IDAndAPI("flight", fs.Arg(0), "a FLID")
 	if err != nil {
 		return err
 	}
@@ -109,11 +105,7 @@ func park(ctx context.Context, e *cli.Env, args []string) error {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
 		return e.Usage("park")
 	}
-	id, err := e.ID("park", fs.Arg(0), "a message id")
-	if err != nil {
-		return err
-	}
-	c, err := r.API()
+	id, c, err := r.IDAndAPI("park", fs.Arg(0), "a message id")
 	if err != nil {
 		return err
 	}

@@ -116,6 +116,17 @@ func (r *Remote) API() (*client.Client, error) {
 	return r.api, r.apiErr
 }
 
+// IDAndAPI is the one id the command cmd about one thing takes as its argument arg (Env.ID,
+// what: "a message id", "a FLID"; its UsageError comes first) and then the API client.
+func (r *Remote) IDAndAPI(cmd, arg, what string) (int64, *client.Client, error) {
+	id, err := r.env.ID(cmd, arg, what)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := r.API()
+	return id, c, err
+}
+
 // Inbox is the client of the server's inbox (API).
 func (r *Remote) Inbox() (*client.Client, error) { return r.client(true) }
 
