@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/signal"
-	"syscall"
 
 	"msgx/internal/app"
 	"msgx/internal/bench"
@@ -46,7 +44,7 @@ func benchCmd(ctx context.Context, e *cli.Env, args []string) error {
 		fmt.Fprintf(e.Stderr, "msgx bench: %v, and no arguments follow the flags\n\nRun 'msgx help bench' for the flags and examples.\n", bench.ErrOptions)
 		return cli.ErrUsage
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := cli.UntilInterrupt(ctx)
 	defer stop()
 	res, err := bench.RunOnScratch(ctx, bench.ScratchOptions{SQLitePath: *dsn, Database: *database, SinkDir: *sinkDir}, o, *cpuProfile)
 	if err != nil {

@@ -3,10 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"msgx/client"
@@ -17,8 +13,7 @@ import (
 // the console's board is (movement, airline, terminal); --watch redraws it in place on a
 // terminal (plain output, one board after another, when piped) until Ctrl-C.
 func boardCmd(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("board")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("board", cli.APIServerUsage, true)
 	day := fs.String("day", "", "the airport `DAY` (YYYY-MM-DD; default today at the airport)")
 	movement := fs.String("movement", "", "only arrivals (`A`, arrivals) or departures (D, departures)")
 	airline := fs.String("airline", "", "only this carrier `CODE` or flight number prefix (CA, CA82)")
@@ -52,22 +47,9 @@ func boardCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	path := cli.BoardPath(*day, *at, r.UTC)
 	if *asJSON {
 		var raw any
-		q := url.Values{}
-		if *day != "" {
-			q.Set("day", *day)
-		}
-		if *at != "" {
-			q.Set("as_of", *at)
-			if r.UTC {
-				q.Set("tz", "UTC")
-			}
-		}
-		path := "/api/v1/flights"
-		if len(q) > 0 {
-			path += "?" + q.Encode()
-		}
 		if err := c.Get(ctx, path, &raw); err != nil {
 			return err
 		}
@@ -76,26 +58,18 @@ func boardCmd(ctx context.Context, e *cli.Env, args []string) error {
 	statuses := c.Statuses(ctx)
 	draw := func() (string, error) {
 		var b client.Board
-		var err error
-		if *at != "" {
-			b, err = c.BoardAsOf(ctx, *day, *at, r.UTC)
-		} else {
-			b, err = c.Board(ctx, *day)
-		}
-		if err != nil {
+		if err := c.Get(ctx, path, &b); err != nil {
 			return "", err
 		}
 		return cli.BoardPage(b, f, r.UTC, statuses, time.Now())
 	}
-	if !*watch {
-		text, err := draw()
-		if err != nil {
-			return err
-		}
-		fmt.Fprint(e.Stdout, text)
-		return nil
+	if *watch {
+		return cli.Watch(ctx, e.Stdout, *every, draw)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return cli.Watch(ctx, e.Stdout, *every, draw)
+	text, err := draw()
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(e.Stdout, text)
+	return nil
 }

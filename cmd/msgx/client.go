@@ -4,20 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"msgx/internal/app"
 	"os"
 	"path/filepath"
 	"time"
 
 	"msgx/client"
+	"msgx/internal/app"
 	"msgx/internal/cli"
 	"msgx/internal/pipeline"
 	"msgx/internal/sis"
 )
 
 func send(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("send")
-	r := e.RemoteFlags(fs, cli.ServerUsage, true)
+	fs, r := e.RemoteFlags("send", cli.ServerUsage, true)
 	if err := fs.Parse(args); err != nil {
 		return cli.ErrUsage
 	}
@@ -57,8 +56,7 @@ func send(ctx context.Context, e *cli.Env, args []string) error {
 }
 
 func status(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("status")
-	r := e.RemoteFlags(fs, cli.ServerUsage, true)
+	fs, r := e.RemoteFlags("status", cli.ServerUsage, true)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	r.UTCFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -79,7 +77,7 @@ func status(ctx context.Context, e *cli.Env, args []string) error {
 	if *asJSON {
 		e.Stdout.Write(append(raw, '\n'))
 	} else {
-		cli.WriteStatus(e.Stdout, st, time.Now(), r.Zone(ctx, c))
+		cli.WriteStatus(e.Stdout, st, time.Now(), r.Zone(ctx))
 	}
 	return statusExit(st)
 }
@@ -99,8 +97,7 @@ func statusExit(st client.Status) error {
 }
 
 func replay(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("replay")
-	r := e.RemoteFlags(fs, cli.ServerUsage, true)
+	fs, r := e.RemoteFlags("replay", cli.ServerUsage, true)
 	classes := fs.String("class", "", "error classes (`C[,C…]`) of the messages to replay, comma-separated (CODEC_ERROR,UNSUPPORTED,INFRA,EXHAUSTED,ORPHAN); not with --events")
 	events := fs.Bool("events", false, "replay DEAD delivery events (chosen by --target and --id) instead of messages")
 	tgt := fs.String("target", "", "with --events: only this target `T`")
@@ -140,7 +137,7 @@ func replay(ctx context.Context, e *cli.Env, args []string) error {
 
 // replayEvents replays (or with dryRun previews) the DEAD events of target and ids.
 func replayEvents(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Client, target string, ids []int64, dryRun bool) error {
-	if err := r.CheckTarget(ctx, c, "replay", target); err != nil {
+	if err := r.CheckTarget(ctx, "replay", target); err != nil {
 		return err
 	}
 	res, err := c.ReplayEvents(ctx, target, ids, dryRun)

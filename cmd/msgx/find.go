@@ -13,8 +13,7 @@ import (
 // findCmd searches flights and messages for its arguments and prints the hits; when exactly
 // one flight matches, its record too, as `msgx flight` prints it.
 func findCmd(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("find")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("find", cli.APIServerUsage, true)
 	limit := fs.Int("limit", 50, fmt.Sprintf("at most this many hits of each kind (1..%d)", client.MaxPageLimit))
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	r.UTCFlag(fs)

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"os/signal"
-	"syscall"
 
 	"msgx/client"
 	"msgx/internal/cli"
@@ -14,8 +11,7 @@ import (
 
 // messages lists messages with their state, class, note and warnings.
 func messages(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("messages")
-	r := e.RemoteFlags(fs, cli.ServerUsage, true)
+	fs, r := e.RemoteFlags("messages", cli.ServerUsage, true)
 	state := fs.String("state", "", "only this state `S` (PENDING, SUCCEEDED, SKIPPED, FAILED, DEAD)")
 	class := fs.String("class", "", "only this error class `C`")
 	page := e.ListFlags(fs, "messages", 50)
@@ -40,21 +36,12 @@ func messages(ctx context.Context, e *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *follow {
-		page.Limit = e.CapLimit("messages", page.Limit)
-		filters, err := url.ParseQuery(cli.WithFilters(url.Values{}, "flid", cli.NonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class))
-		if err != nil {
-			return err
-		}
-		return followMessages(ctx, e, c, filters, page.Limit, *asJSON)
+	filters := []string{"flid", cli.NonZero(*flid), "tag", *tag, "q", *text, "state", *state, "class", *class}
+	if *follow { // from the newest on: --from and --to do not apply
+		return e.FollowMessages(ctx, c, page.Limit, *asJSON, filters...)
 	}
-	pq, err := page.Query()
-	if err != nil {
-		return err
-	}
-	q := cli.WithFilters(pq, "flid", cli.NonZero(*flid), "tag", *tag, "from", *from, "to", *to, "q", *text, "state", *state, "class", *class)
 	var out client.MessageList
-	if printed, err := r.Show(ctx, c, "/api/v1/messages?"+q, *asJSON, &out); printed || err != nil {
+	if printed, err := page.Show(ctx, r, "/api/v1/messages", *asJSON, &out, append(filters, "from", *from, "to", *to)...); printed || err != nil {
 		return err
 	}
 	cli.WriteMessageHeader(e.Stdout)
@@ -67,8 +54,7 @@ func messages(ctx context.Context, e *cli.Env, args []string) error {
 
 // message shows one message in full: state, class, last error, note and every warning.
 func message(ctx context.Context, e *cli.Env, args []string) (err error) {
-	fs := e.Flags("message")
-	r := e.RemoteFlags(fs, cli.ServerUsage, true)
+	fs, r := e.RemoteFlags("message", cli.ServerUsage, true)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	rawBody := fs.Bool("raw", false, "print the raw text as received, nothing else")
 	history := fs.Bool("history", false, "also print the message's history (each attempt, park and replay)")
@@ -76,11 +62,7 @@ func message(ctx context.Context, e *cli.Env, args []string) (err error) {
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return cli.UsageError("usage: msgx message [--server URL] [--json] [--raw] [--history] ID")
 	}
-	id, err := e.ID("message", fs.Arg(0), "a message id")
-	if err != nil {
-		return err
-	}
-	c, err := r.API()
+	id, c, err := r.IDAndAPI("message", fs.Arg(0), "a message id")
 	if err != nil {
 		return err
 	}
@@ -93,10 +75,10 @@ func message(ctx context.Context, e *cli.Env, args []string) (err error) {
 		return nil
 	}
 	var m client.Message
-	if printed, err := r.Show(ctx, c, fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
+	if printed, err := r.Show(ctx, fmt.Sprintf("/api/v1/messages/%d", id), *asJSON, &m); printed || err != nil {
 		return err
 	}
-	z := r.Zone(ctx, c)
+	z := r.Zone(ctx)
 	cli.WriteMessage(e.Stdout, m, z)
 	if *history {
 		history, err := c.MessageHistory(ctx, id)
@@ -106,22 +88,4 @@ func message(ctx context.Context, e *cli.Env, args []string) (err error) {
 		cli.WriteHistory(e.Stdout, history, z)
 	}
 	return nil
-}
-
-// followMessages is messages --follow: like tail -f, the newest limit messages the filters
-// select (oldest of them first), then every message taken since, newest at the bottom, until
-// Ctrl-C (client.FollowMessages asks the server every half second).
-func followMessages(ctx context.Context, e *cli.Env, c *client.Client, filters url.Values, limit int, asJSON bool) error {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if !asJSON {
-		cli.WriteMessageHeader(e.Stdout)
-	}
-	return c.FollowMessages(ctx, filters, limit, func(ms []client.Message) { cli.WriteMessages(e.Stdout, ms, asJSON) }, func(err error) {
-		if err != nil {
-			fmt.Fprintf(e.Stderr, "msgx: %v (asking again every %v)\n", err, client.FollowPoll)
-			return
-		}
-		fmt.Fprintln(e.Stderr, "msgx: the server answers again")
-	})
 }

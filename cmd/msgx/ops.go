@@ -20,8 +20,7 @@ import (
 
 // events lists outbox events.
 func events(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("events")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("events", cli.APIServerUsage, true)
 	flid := fs.Int64("flid", 0, "only events of this flight")
 	tgt := fs.String("target", "", "only events of this target")
 	state := fs.String("state", "", "only events in this state (PENDING, SENT, DEAD)")
@@ -35,20 +34,11 @@ func events(ctx context.Context, e *cli.Env, args []string) error {
 	if *state, err = e.Choice("events", "state", *state, []string{string(pipeline.EventPending), string(pipeline.EventSent), string(pipeline.EventDead)}); err != nil {
 		return err
 	}
-	c, err := r.API()
-	if err != nil {
+	if err := r.CheckTarget(ctx, "events", *tgt); err != nil { // the API client first: its error before the page's
 		return err
 	}
-	if err := r.CheckTarget(ctx, c, "events", *tgt); err != nil {
-		return err
-	}
-	pq, err := page.Query()
-	if err != nil {
-		return err
-	}
-	q := cli.WithFilters(pq, "flid", cli.NonZero(*flid), "msg_id", cli.NonZero(*msgID), "target", *tgt, "state", *state)
 	var out client.EventList
-	if printed, err := r.Show(ctx, c, "/api/v1/events?"+q, *asJSON, &out); printed || err != nil {
+	if printed, err := page.Show(ctx, r, "/api/v1/events", *asJSON, &out, "flid", cli.NonZero(*flid), "msg_id", cli.NonZero(*msgID), "target", *tgt, "state", *state); printed || err != nil {
 		return err
 	}
 	cli.WriteEvents(e.Stdout, out.Events)
@@ -58,26 +48,21 @@ func events(ctx context.Context, e *cli.Env, args []string) error {
 
 // flightCmd shows a flight's record, or with --history every change of it.
 func flightCmd(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("flight")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("flight", cli.APIServerUsage, true)
 	history := fs.Bool("history", false, "print every change of the flight: the message, and each field's old and new value")
 	asJSON := fs.Bool("json", false, "print the raw JSON (times in UTC, as stored)")
 	r.UTCFlag(fs)
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 {
 		return e.Usage("flight")
 	}
-	flid, err := e.ID("flight", fs.Arg(0), "a FLID")
-	if err != nil {
-		return err
-	}
-	c, err := r.API()
+	flid, c, err := r.IDAndAPI("flight", fs.Arg(0), "a FLID")
 	if err != nil {
 		return err
 	}
 	if !*history {
 		return printFlight(ctx, e, r, c, flid, *asJSON)
 	}
-	z := r.Zone(ctx, c)
+	z := r.Zone(ctx)
 	n := 0
 	err = c.FlightHistory(ctx, flid, func(c client.FlightChange) {
 		if n == 0 {
@@ -109,23 +94,18 @@ func printFlight(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Clien
 	if err := json.Unmarshal(rec, &f); err != nil {
 		return fmt.Errorf("flight %d: the answer is not a flight: %w", flid, err)
 	}
-	cli.WriteFlight(e.Stdout, f, r.Zone(ctx, c))
+	cli.WriteFlight(e.Stdout, f, r.Zone(ctx))
 	return nil
 }
 
 // park sets a message aside: DEAD with class PARKED, replayable.
 func park(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("park")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("park", cli.APIServerUsage, true)
 	reason := fs.String("reason", "", "why (required; kept in the message's last error and the audit log)")
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() != 1 || strings.TrimSpace(*reason) == "" {
 		return e.Usage("park")
 	}
-	id, err := e.ID("park", fs.Arg(0), "a message id")
-	if err != nil {
-		return err
-	}
-	c, err := r.API()
+	id, c, err := r.IDAndAPI("park", fs.Arg(0), "a message id")
 	if err != nil {
 		return err
 	}
@@ -140,8 +120,7 @@ func park(ctx context.Context, e *cli.Env, args []string) error {
 // ackCmd acknowledges dead letters: DEAD messages (IDs), or DEAD events with --events; kept
 // for audit, they leave the counts that call for attention.
 func ackCmd(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("ack")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("ack", cli.APIServerUsage, true)
 	events := fs.Bool("events", false, "the ids are DEAD events' ids (default: DEAD messages' ids)")
 	note := fs.String("note", "", "why (kept with the acknowledgement and in the audit log)")
 	if err := fs.Parse(cli.Reorder(fs, args)); err != nil || fs.NArg() == 0 {
@@ -169,8 +148,7 @@ func ackCmd(ctx context.Context, e *cli.Env, args []string) error {
 
 // pauseCmd pauses (name "pause") or resumes ("resume") the pump, or one target with --target.
 func pauseCmd(ctx context.Context, e *cli.Env, args []string, name string) error {
-	fs := e.Flags(name)
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags(name, cli.APIServerUsage, true)
 	tgt := fs.String("target", "", "pause or resume this delivery target instead of the pump")
 	reason := fs.String("reason", "", "why (kept with the pause and in the audit log)")
 	r.UTCFlag(fs)
@@ -181,7 +159,7 @@ func pauseCmd(ctx context.Context, e *cli.Env, args []string, name string) error
 	if err != nil {
 		return err
 	}
-	if err := r.CheckTarget(ctx, c, name, *tgt); err != nil {
+	if err := r.CheckTarget(ctx, name, *tgt); err != nil {
 		return err
 	}
 	res, err := c.SetPaused(ctx, name == "pause", *tgt, *reason)
@@ -192,15 +170,14 @@ func pauseCmd(ctx context.Context, e *cli.Env, args []string, name string) error
 	if *tgt != "" {
 		what = "target " + *tgt
 	}
-	cli.WritePause(e.Stdout, what, res, func() cli.Zone { return r.Zone(ctx, c) })
+	cli.WritePause(e.Stdout, what, res, func() cli.Zone { return r.Zone(ctx) })
 	return nil
 }
 
 // jobs lists the pump jobs (any role), shows one with its progress (`msgx jobs ID`), lists
 // the kinds and whether each can run here (--kinds), or starts one with --start KIND (admin).
 func jobsCmd(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("jobs")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("jobs", cli.APIServerUsage, true)
 	start := fs.String("start", "", "enqueue a job of this `KIND` (ARCHIVE)")
 	kinds := fs.Bool("kinds", false, "list the job kinds and whether each can run in the server's configuration, and why not")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -215,7 +192,7 @@ func jobsCmd(ctx context.Context, e *cli.Env, args []string) error {
 	}
 	switch {
 	case *kinds:
-		return printKinds(ctx, e, r, c, *asJSON)
+		return printKinds(ctx, e, r, *asJSON)
 	case *start != "":
 		kind, err := e.JobKind("jobs", *start)
 		if err != nil {
@@ -232,31 +209,31 @@ func jobsCmd(ctx context.Context, e *cli.Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return showJob(ctx, e, r, c, id, *asJSON)
+		return showJob(ctx, e, r, id, *asJSON)
 	}
 	if _, err := page.Query(); err != nil {
 		return err
 	}
 	var out client.JobList
-	if printed, err := r.Show(ctx, c, "/api/v1/jobs", *asJSON, &out); printed || err != nil {
+	if printed, err := r.Show(ctx, "/api/v1/jobs", *asJSON, &out); printed || err != nil {
 		return err
 	}
 	// The server answers its newest 100 jobs; the paging flags choose among them.
 	list, more := page.Jobs(out.Jobs)
 	z := cli.UTC
 	if len(list) > 0 {
-		z = r.Zone(ctx, c)
+		z = r.Zone(ctx)
 	}
 	cli.WriteJobs(e.Stdout, list, more, z)
 	return nil
 }
 
 // printKinds prints every job kind, whether the server can run it, and why not.
-func printKinds(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Client, asJSON bool) error {
+func printKinds(ctx context.Context, e *cli.Env, r *cli.Remote, asJSON bool) error {
 	var out struct {
 		Kinds []client.JobKind `json:"kinds"`
 	}
-	if printed, err := r.Show(ctx, c, "/api/v1/jobs/kinds", asJSON, &out); printed || err != nil {
+	if printed, err := r.Show(ctx, "/api/v1/jobs/kinds", asJSON, &out); printed || err != nil {
 		return err
 	}
 	return cli.WriteKinds(e.Stdout, out.Kinds)
@@ -274,37 +251,28 @@ func jobRefused(cmd, kind string, err error) error {
 }
 
 // showJob prints one job: its state, attempts, times and result, error or progress.
-func showJob(ctx context.Context, e *cli.Env, r *cli.Remote, c *client.Client, id int64, asJSON bool) error {
+func showJob(ctx context.Context, e *cli.Env, r *cli.Remote, id int64, asJSON bool) error {
 	var j client.Job
-	if printed, err := r.Show(ctx, c, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
+	if printed, err := r.Show(ctx, fmt.Sprintf("/api/v1/jobs/%d", id), asJSON, &j); printed || err != nil {
 		return err
 	}
-	cli.WriteJob(e.Stdout, j, r.Zone(ctx, c))
+	cli.WriteJob(e.Stdout, j, r.Zone(ctx))
 	return nil
 }
 
 // auditCmd lists the audit log (admin).
 func auditCmd(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("audit")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("audit", cli.APIServerUsage, true)
 	page := e.ListFlags(fs, "entries", 100)
 	r.UTCFlag(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return e.Usage("audit")
 	}
-	q, err := page.Query()
-	if err != nil {
+	var out client.AuditPage
+	if _, err := page.Show(ctx, r, "/api/v1/audit", false, &out); err != nil {
 		return err
 	}
-	c, err := r.API()
-	if err != nil {
-		return err
-	}
-	out, err := c.Audit(ctx, q)
-	if err != nil {
-		return err
-	}
-	cli.WriteAudit(e.Stdout, out, r.Zone(ctx, c))
+	cli.WriteAudit(e.Stdout, out, r.Zone(ctx))
 	page.More(out.Page)
 	return nil
 }
@@ -333,8 +301,7 @@ func token(ctx context.Context, e *cli.Env, args []string) error {
 // 0) or DEAD (its last error, exit 1). A failed attempt that will be retried is told and
 // waited for. --no-wait only enqueues.
 func jobCmd(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("job")
-	r := e.RemoteFlags(fs, cli.APIServerUsage, true)
+	fs, r := e.RemoteFlags("job", cli.APIServerUsage, true)
 	noWait := fs.Bool("no-wait", false, "enqueue the job and return")
 	timeout := fs.Duration("timeout", time.Hour, "give up waiting after this long (the job goes on)")
 	params := cli.JobParamFlags(fs)

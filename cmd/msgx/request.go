@@ -14,8 +14,7 @@ TIME: 03DEC26, 03DEC261200, 2026-12-03, 2026-12-03 12:00 (airport local time) or
 
 // request asks a running msgx to send a data request to the AODB and prints what it queued.
 func request(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("request")
-	r := e.RemoteFlags(fs, cli.ServerUsage, false)
+	fs, r := e.RemoteFlags("request", cli.ServerUsage, false)
 	from := fs.String("from", "", "schedule: start of the window (STDB), a `TIME`")
 	to := fs.String("to", "", "schedule: end of the window (STDE), a `TIME`")
 	// Flags may come before or after the kind and the TYPE.
@@ -52,8 +51,7 @@ func request(ctx context.Context, e *cli.Env, args []string) error {
 
 // requestsList prints the data requests with their state.
 func requestsList(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("requests")
-	r := e.RemoteFlags(fs, cli.ServerUsage, false)
+	fs, r := e.RemoteFlags("requests", cli.ServerUsage, false)
 	state := fs.String("state", "", "only this state `S` (REGISTERED, SENT, DONE, EXPIRED)")
 	page := e.ListFlags(fs, "requests", 50)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
@@ -65,23 +63,14 @@ func requestsList(ctx context.Context, e *cli.Env, args []string) error {
 	if *state, err = e.Choice("requests", "state", *state, []string{client.RequestRegistered, client.RequestSent, client.RequestDone, client.RequestExpired}); err != nil {
 		return err
 	}
-	pq, err := page.Query()
-	if err != nil {
-		return err
-	}
-	q := cli.WithFilters(pq, "state", *state)
 	var out struct {
 		Requests []client.Request `json:"requests"`
 		client.Page
 	}
-	c, err := r.API()
-	if err != nil {
+	if printed, err := page.Show(ctx, r, "/api/v1/requests", *asJSON, &out, "state", *state); printed || err != nil {
 		return err
 	}
-	if printed, err := r.Show(ctx, c, "/api/v1/requests?"+q, *asJSON, &out); printed || err != nil {
-		return err
-	}
-	cli.WriteRequests(e.Stdout, out.Requests, r.Zone(ctx, c))
+	cli.WriteRequests(e.Stdout, out.Requests, r.Zone(ctx))
 	page.More(out.Page)
 	return nil
 }

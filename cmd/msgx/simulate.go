@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"msgx/internal/app"
@@ -17,7 +15,7 @@ import (
 )
 
 func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
-	fs := e.Flags("simulate")
+	fs, r := e.RemoteFlags("simulate", cli.ServerUsage, false)
 	flights := fs.Int("flights", 100, "`N` flights in the day's schedule")
 	speed := fs.Float64("speed", 0, "`X` times real time (60: an hour a minute); 0 sends as fast as possible")
 	faults := fs.String("faults", "", "faults to mix in, comma-separated: `LIST` of malformed, orphan, unknown-styp, duplicate-seqn, or all")
@@ -27,7 +25,6 @@ func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
 	zone := fs.String("timezone", "", "the airport's `ZONE` (default sis.timezone: MSGX_SIS_TIMEZONE, else "+config.Default().SIS.Timezone+")")
 	first := fs.String("first", "06:00", "local `HH:MM` of the first scheduled time")
 	hours := fs.Float64("hours", 16, "`H` hours the scheduled times spread over")
-	r := e.RemoteFlags(fs, cli.ServerUsage, false)
 	out := fs.String("out", "", "write the messages to numbered files in `DIR` instead of posting them")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	replace := fs.Bool("replace", false, "post the schedule even when the server already has flights on that day (they are replaced)")
@@ -46,7 +43,7 @@ func simulateCmd(ctx context.Context, e *cli.Env, args []string) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := cli.UntilInterrupt(ctx)
 	defer stop()
 	if *out == "" {
 		if o.Server, err = r.Inbox(); err != nil {

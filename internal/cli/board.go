@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"msgx/client"
@@ -161,11 +164,40 @@ func boardRemarks(r boardFlight) string {
 	return strings.Join(out, "; ")
 }
 
-// Watch writes the text draw makes to w, again every every until ctx ends: in place on a
+// BoardPath is the API's path of the board of the airport day day (today at the airport when
+// "") or, with asOf, of the board as it stood then (in UTC with utc): what client.Board and
+// client.BoardAsOf ask, for the command's --json and its table alike.
+func BoardPath(day, asOf string, utc bool) string {
+	q := url.Values{}
+	if day != "" {
+		q.Set("day", day)
+	}
+	if asOf != "" {
+		q.Set("as_of", asOf)
+		if utc {
+			q.Set("tz", "UTC")
+		}
+	}
+	if len(q) == 0 {
+		return "/api/v1/flights"
+	}
+	return "/api/v1/flights?" + q.Encode()
+}
+
+// UntilInterrupt is ctx until the process is interrupted (SIGINT, Ctrl-C) or told to stop
+// (SIGTERM): what a command that runs until Ctrl-C works under. stop ends the watch.
+func UntilInterrupt(ctx context.Context) (_ context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+}
+
+// Watch writes the text draw makes to w, again every every until ctx ends or the process
+// is interrupted (UntilInterrupt): in place on a
 // terminal (home and clear), else one text after another with a blank line between, as
 // piped output keeps them. An error of the first draw ends it; a later one is said instead
 // of the text, and the next draw tries again.
 func Watch(ctx context.Context, w io.Writer, every time.Duration, draw func() (string, error)) error {
+	ctx, stop := UntilInterrupt(ctx)
+	defer stop()
 	onTerminal := IsTerminal(w)
 	for first := true; ; first = false {
 		text, err := draw()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,8 +120,7 @@ func TestRemote(t *testing.T) {
 		{[]string{"MSGX_HTTP_ADDR=:9090"}, nil, "http://127.0.0.1:9090", "http://127.0.0.1:9090"},
 	} {
 		e, _, _ := env(append([]string{"MSGX_TOKEN=secret"}, c.environ...)...)
-		fs := flag.NewFlagSet("status", flag.ContinueOnError)
-		r := e.RemoteFlags(fs, cli.ServerUsage, true)
+		fs, r := e.RemoteFlags("status", cli.ServerUsage, true)
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
@@ -139,8 +137,7 @@ func TestRemote(t *testing.T) {
 		}
 	}
 	e, _, errOut := env("MSGX_CONFIG=" + filepath.Join(dir, "missing.yaml"))
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	r := e.RemoteFlags(fs, cli.APIServerUsage, false)
+	fs, r := e.RemoteFlags("status", cli.APIServerUsage, false)
 	r.UTCFlag(fs)
 	if err := fs.Parse([]string{"--utc"}); err != nil {
 		t.Fatal(err)
@@ -149,7 +146,7 @@ func TestRemote(t *testing.T) {
 	if _, err := r.API(); !errors.As(err, &bad) || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("a missing config file: %v", err)
 	}
-	if z := r.Zone(context.Background(), nil); z != cli.UTC || errOut.Len() > 0 {
+	if z := r.Zone(context.Background()); z != cli.UTC || errOut.Len() > 0 {
 		t.Errorf("--utc: zone %s, stderr %q", z.Name(), errOut)
 	}
 	if fs.Lookup("token") != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/url"
@@ -155,6 +156,16 @@ func (l *Listing) Query() (url.Values, error) {
 		q.Set("after", strconv.FormatInt(l.After, 10))
 	}
 	return q, nil
+}
+
+// Show is Remote.Show of one page of the list at path: the listing's query (Query: its
+// UsageError first) with the filters (names and values, as WithFilters takes them).
+func (l *Listing) Show(ctx context.Context, r *Remote, path string, asJSON bool, out any, filters ...string) (printed bool, err error) {
+	q, err := l.Query()
+	if err != nil {
+		return false, err
+	}
+	return r.Show(ctx, path+"?"+WithFilters(q, filters...), asJSON, out)
 }
 
 // More writes how to ask for the next page ("more: --before 41"), when the answer has one.

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,6 +169,29 @@ func WriteMessages(w io.Writer, ms []client.Message, asJSON bool) {
 			WriteMessageLine(w, m)
 		}
 	}
+}
+
+// FollowMessages is msgx messages --follow: like tail -f, the newest limit messages (capped
+// as CapLimit says) the filters (names and values, as WithFilters takes them) select, oldest
+// of them first, then every message taken since, newest at the bottom (WriteMessages), until
+// Ctrl-C (client.FollowMessages asks the server every half second); stderr says when the
+// server stops answering and when it answers again.
+func (e *Env) FollowMessages(ctx context.Context, c *client.Client, limit int, asJSON bool, filters ...string) error {
+	limit = e.CapLimit("messages", limit)
+	q := url.Values{}
+	WithFilters(q, filters...)
+	ctx, stop := UntilInterrupt(ctx)
+	defer stop()
+	if !asJSON {
+		WriteMessageHeader(e.Stdout)
+	}
+	return c.FollowMessages(ctx, q, limit, func(ms []client.Message) { WriteMessages(e.Stdout, ms, asJSON) }, func(err error) {
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "%s: %v (asking again every %v)\n", e.Program.Name, err, client.FollowPoll)
+			return
+		}
+		fmt.Fprintln(e.Stderr, e.Program.Name+": the server answers again")
+	})
 }
 
 // BoardPage is the text of msgx board: a line naming the day and the zones, the board's

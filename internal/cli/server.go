@@ -62,11 +62,13 @@ func (e ConfigError) Unwrap() error { return e.Err }
 
 // A Remote is what a command that talks to the server was told of it: --server, --config
 // (default MSGX_CONFIG), --token (default MSGX_TOKEN) and, for a command that prints times,
-// --utc.
+// --utc; and, once asked for (API), the client of the server's API.
 type Remote struct {
 	env                   *Env
 	server, config, token string
 	UTC                   bool
+	api                   *client.Client // made by the first API call
+	apiErr                error          // and that call's error, which every later one returns
 }
 
 // The usages of --server: the operators' commands' and the others'.
@@ -75,10 +77,12 @@ const (
 	ServerUsage    = "the msgx server: a `URL` or host:port"
 )
 
-// RemoteFlags adds --server (its usage ServerUsage or APIServerUsage), --config and, with
-// token, --token to fs. The token flag's default is empty so that usage never prints the
+// RemoteFlags is the FlagSet of command name (Flags) with --server (its usage ServerUsage or
+// APIServerUsage), --config and, with token, --token: what every command that talks to the
+// server declares first. The token flag's default is empty so that usage never prints the
 // secret.
-func (e *Env) RemoteFlags(fs *flag.FlagSet, usage string, token bool) *Remote {
+func (e *Env) RemoteFlags(name, usage string, token bool) (*flag.FlagSet, *Remote) {
+	fs := e.Flags(name)
 	r := &Remote{env: e, token: e.Getenv("MSGX_TOKEN")}
 	fs.StringVar(&r.server, "server", "", usage)
 	if token {
@@ -91,7 +95,7 @@ func (e *Env) RemoteFlags(fs *flag.FlagSet, usage string, token bool) *Remote {
 		r.config = s
 		return nil
 	})
-	return r
+	return fs, r
 }
 
 // UTCFlag adds --utc to a command that prints times.
@@ -102,10 +106,28 @@ func (r *Remote) UTCFlag(fs *flag.FlagSet) {
 // Server reports whether --server was given.
 func (r *Remote) Server() bool { return r.server != "" }
 
-// API is the client of the server's API (ServerURL) with the token; Inbox the client of its
-// inbox (http.addr, never http.admin-addr). The error of a config file that cannot be read
-// is a ConfigError.
-func (r *Remote) API() (*client.Client, error)   { return r.client(false) }
+// API is the client of the server's API (ServerURL) with the token, made once: Show, Zone
+// and CheckTarget use the same. Inbox is the client of its inbox (http.addr, never
+// http.admin-addr). The error of a config file that cannot be read is a ConfigError.
+func (r *Remote) API() (*client.Client, error) {
+	if r.api == nil && r.apiErr == nil {
+		r.api, r.apiErr = r.client(false)
+	}
+	return r.api, r.apiErr
+}
+
+// IDAndAPI is the one id the command cmd about one thing takes as its argument arg (Env.ID,
+// what: "a message id", "a FLID"; its UsageError comes first) and then the API client.
+func (r *Remote) IDAndAPI(cmd, arg, what string) (int64, *client.Client, error) {
+	id, err := r.env.ID(cmd, arg, what)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := r.API()
+	return id, c, err
+}
+
+// Inbox is the client of the server's inbox (API).
 func (r *Remote) Inbox() (*client.Client, error) { return r.client(true) }
 
 func (r *Remote) client(inbox bool) (*client.Client, error) {
@@ -119,11 +141,15 @@ func (r *Remote) client(inbox bool) (*client.Client, error) {
 // Zone is the zone the command prints times in: UTC with --utc, else the airport's, which
 // the server names (GET /api/v1/me). When the server cannot tell, the times are UTC and
 // stderr says why.
-func (r *Remote) Zone(ctx context.Context, c *client.Client) Zone {
+func (r *Remote) Zone(ctx context.Context) Zone {
 	if r.UTC {
 		return UTC
 	}
-	loc, err := c.AirportZone(ctx)
+	c, err := r.API()
+	var loc *time.Location
+	if err == nil {
+		loc, err = c.AirportZone(ctx)
+	}
 	if err != nil {
 		fmt.Fprintf(r.env.Stderr, "%s: times in UTC: the airport's zone is not known (%v)\n", r.env.Program.Name, err)
 		return UTC
@@ -131,9 +157,13 @@ func (r *Remote) Zone(ctx context.Context, c *client.Client) Zone {
 	return Zone{Loc: loc}
 }
 
-// Show GETs path and, with asJSON, prints the answer as it came (printed is then true);
-// otherwise it decodes the answer into out for the command to print its way.
-func (r *Remote) Show(ctx context.Context, c *client.Client, path string, asJSON bool, out any) (printed bool, err error) {
+// Show GETs path with the API client and, with asJSON, prints the answer as it came (printed
+// is then true); otherwise it decodes the answer into out for the command to print its way.
+func (r *Remote) Show(ctx context.Context, path string, asJSON bool, out any) (printed bool, err error) {
+	c, err := r.API()
+	if err != nil {
+		return false, err
+	}
 	var raw json.RawMessage
 	if err := c.Get(ctx, path, &raw); err != nil {
 		return false, err
@@ -148,9 +178,11 @@ func (r *Remote) Show(ctx context.Context, c *client.Client, path string, asJSON
 // CheckTarget answers a --target the server does not know with the target it probably
 // meant (a UsageError of command cmd), learning the targets from the server's status; when
 // the status cannot be read, or lists no targets yet, the server itself judges the name.
-func (r *Remote) CheckTarget(ctx context.Context, c *client.Client, cmd, name string) error {
-	if name == "" {
-		return nil
+// Without a target it only makes the API client: its error is the only one.
+func (r *Remote) CheckTarget(ctx context.Context, cmd, name string) error {
+	c, err := r.API()
+	if err != nil || name == "" {
+		return err
 	}
 	names := c.TargetNames(ctx)
 	if len(names) == 0 || slices.Contains(names, name) {
