@@ -3,9 +3,19 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
+)
+
+// The targets a flight change is rendered for, each a family of payload: a target configured
+// copy-of one of them gets its family's payload (docs/payloads.md describes each).
+const (
+	TargetFlop   = "KAFKA_FLOP"   // changed fields, old and new values
+	TargetSchd   = "KAFKA_SCHD"   // the whole record after the change (batched by the dispatcher)
+	TargetNotify = "REDIS_NOTIFY" // a short notification for the console and web clients
+	TargetES     = "ES_FLIGHT"    // the Elasticsearch flight document (phase B)
 )
 
 // The payload kinds the renderers write (MSG_EVENT's kind).
@@ -16,6 +26,55 @@ const (
 	KindESUpsert = "es-upsert"
 	KindESDelete = "es-delete"
 )
+
+// KindChange is the kind of a stored event that holds a flight change's canonical encoding
+// (Encode) rather than a target's payload: it is delivered and shown as Render writes it for
+// the family of the event's target (Stored). Every other kind holds the target's payload.
+const KindChange = "change"
+
+// Render renders c for a target of family (one of the four targets above): the kind and the
+// payload of the event the handler writes for that target, byte for byte. It fails on any
+// other family, and where Notify fails.
+func Render(family string, c *FlightChange) (kind string, payload []byte, err error) {
+	switch family {
+	case TargetFlop:
+		return KindFlop, Flop(c), nil
+	case TargetSchd:
+		return KindSchd, Schd(c), nil
+	case TargetNotify:
+		p, err := Notify(c)
+		if err != nil {
+			return "", nil, err
+		}
+		return KindNotify, p, nil
+	case TargetES:
+		kind, p := ES(c)
+		return kind, p, nil
+	}
+	if family == "" {
+		return "", nil, errors.New("the target has no family (it is none of " + families + " nor a copy-of one)")
+	}
+	return "", nil, fmt.Errorf("family %q is none of %s", family, families)
+}
+
+// families names the four families, for Render's error.
+const families = TargetFlop + ", " + TargetSchd + ", " + TargetNotify + ", " + TargetES
+
+// Stored returns the kind and payload a stored event (its kind and payload as stored) of a
+// target of family is delivered and shown as: kind and payload themselves, or for KindChange
+// the decoded change rendered for family (Render). It fails on a KindChange payload that
+// Decode refuses and on a family Render does not know; a stored event of another kind needs
+// no family. The payload may share stored's memory.
+func Stored(family, kind string, stored []byte) (string, []byte, error) {
+	if kind != KindChange {
+		return kind, stored, nil
+	}
+	c, err := Decode(stored)
+	if err != nil {
+		return "", nil, err
+	}
+	return Render(family, &c)
+}
 
 var null = []byte("null")
 

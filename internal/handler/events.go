@@ -19,10 +19,10 @@ import (
 
 // Event targets and payload kinds of flight changes (docs/payloads.md describes each payload).
 const (
-	TargetFlop   = "KAFKA_FLOP"   // changed fields, old and new values
-	TargetSchd   = "KAFKA_SCHD"   // the whole record after the change (batched by the dispatcher)
-	TargetNotify = "REDIS_NOTIFY" // a short notification for the console and web clients
-	TargetES     = "ES_FLIGHT"    // the Elasticsearch flight document (phase B)
+	TargetFlop   = event.TargetFlop   // changed fields, old and new values
+	TargetSchd   = event.TargetSchd   // the whole record after the change (batched by the dispatcher)
+	TargetNotify = event.TargetNotify // a short notification for the console and web clients
+	TargetES     = event.TargetES     // the Elasticsearch flight document (phase B)
 
 	KindFlop     = event.KindFlop
 	KindSchd     = event.KindSchd
@@ -618,21 +618,20 @@ func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([
 }
 
 // renderEvents renders the four events of a changed flight, each keyed by its FLID, in the
-// order docs/payloads.md gives. c is taken by value so that calling it through render does
+// order docs/payloads.md gives, through event.Render: the one rendering the dispatcher gives
+// a stored canonical event too. c is taken by value so that calling it through render does
 // not move c to the heap.
 func renderEvents(c event.FlightChange) ([]pipeline.Event, error) {
-	note, err := event.Notify(&c)
-	if err != nil {
-		return nil, err
-	}
 	key := strconv.FormatInt(c.FLID, 10)
-	kind, es := event.ES(&c)
-	return []pipeline.Event{
-		{Target: TargetFlop, Kind: KindFlop, Key: key, Payload: event.Flop(&c)},
-		{Target: TargetSchd, Kind: KindSchd, Key: key, Payload: event.Schd(&c)},
-		{Target: TargetNotify, Kind: KindNotify, Key: key, Payload: note},
-		{Target: TargetES, Kind: kind, Key: key, Payload: es},
-	}, nil
+	evs := make([]pipeline.Event, len(Targets))
+	for i, t := range Targets {
+		kind, p, err := event.Render(t, &c)
+		if err != nil {
+			return nil, err
+		}
+		evs[i] = pipeline.Event{Target: t, Kind: kind, Key: key, Payload: p}
+	}
+	return evs, nil
 }
 
 // fastChange finds the changes from the stored record old to cur (nil: absent) by walking
