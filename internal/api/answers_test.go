@@ -92,7 +92,7 @@ func TestEveryAnswerIsValidJSONWithoutSecrets(t *testing.T) {
 		view.Redis.Password = "s3cr3t"
 		view.Eureka.ServiceURL = "http://eu:s3cr3t@eureka:8761/eureka"
 		extra := map[string]func(context.Context) (any, error){
-			"targets": dispatch.StatusSection(db.Outbox, pipeline.SystemClock{}),
+			"targets": dispatch.StatusSection(db.Outbox, pipeline.SystemClock{}, nil),
 			"broken":  func(context.Context) (any, error) { return nil, errors.New(nasty) },
 		}
 		up := api.New(api.Deps{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: quiet, PumpRunning: true, ConfigView: view.Redacted, StatusExtra: extra}).Handler()

@@ -330,7 +330,7 @@ func TestRedactionOfAWebhookPassword(t *testing.T) {
 		storetest.Exec(t, db, fmt.Sprintf(`UPDATE MSG_EVENT SET ERROR_CLASS = 'INFRA', ATTEMPTS = 1, FIRST_FAILED_AT = '2026-12-01 00:00:00.000000',
 LAST_ERROR = 'POST https://hookuser:Hunter2pw@hooks.example/x?token=T0psecret: HTTP 503' WHERE EVENT_ID = %d`, f.ev))
 		srv := api.New(api.Deps{DB: storetest.API(db), Clock: pipeline.SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, pipeline.SystemClock{})}})
+			StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, pipeline.SystemClock{}, nil)}})
 		h := srv.Handler()
 		for _, path := range []string{"/api/v1/status", "/api/v1/events", "/api/v1/events?state=PENDING"} {
 			r := httptest.NewRequest("GET", path, nil)

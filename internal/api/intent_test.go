@@ -81,7 +81,7 @@ func TestMetricsKnowPausesAndRejection(t *testing.T) {
 	m.SetSnapshot(snap)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := api.New(api.Deps{DB: storetest.API(db), Clock: clock, Log: log, PumpRunning: true, Extra: []func(*http.ServeMux){api.MetricsRoute(m)},
-		StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, clock)}})
+		StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, clock, nil)}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	wantLines(t, scrape(t, ts.URL),

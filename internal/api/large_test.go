@@ -128,7 +128,7 @@ func statusServer(t testing.TB, db *store.DB, clock pipeline.Clock) (*httptest.S
 	srv := api.New(api.Deps{Health: health, DB: storetest.API(db), Inbox: inbox.New(db.Intake, clock, log, 1<<20, nil), Clock: clock, Log: log, PumpRunning: true,
 		Counts:      db.Operations.NewStateCounter(),
 		Extra:       []func(*http.ServeMux){api.MetricsRoute(m)},
-		StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, clock)}})
+		StatusExtra: map[string]func(context.Context) (any, error){"targets": dispatch.StatusSection(db.Outbox, clock, nil)}})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts, m

@@ -108,6 +108,11 @@ type Deps struct {
 	// Targets are the delivery targets' names (pause, resume and replay refuse others);
 	// empty: the targets the handlers emit to.
 	Targets []string
+	// Families maps each delivery target to the family of its payload, as the dispatcher's
+	// (dispatch.Options.Families): the events listing, its stream and an event's payload show
+	// a stored canonical event rendered for it, as it is delivered. Nil: canonical events are
+	// shown as stored.
+	Families map[string]string
 	// StreamPoll is how often a list's stream (GET /api/v1/messages/stream, …) reads the
 	// store (default DefaultStreamPoll); StreamHeartbeat how often it sends a comment line when
 	// idle (default DefaultStreamHeartbeat).

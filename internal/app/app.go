@@ -259,6 +259,7 @@ func (a *App) newDispatcher(ctx context.Context, w *wiring) error {
 		Metrics:      w.metrics,
 		Paused:       targetPauses(db, log),
 		OnSent:       o.OnSent,
+		Families:     families(cfg.Targets),
 	})
 	a.Pump.SetOnEvents(disp.Wake)
 	a.Pump.SetCopies(copiesOf(cfg.Targets))
@@ -327,7 +328,7 @@ func (a *App) newAPI(w *wiring) *api.Server {
 		tokens[i] = api.Token(t)
 	}
 	d := api.Deps{DB: newAPIStore(db), Inbox: in, Clock: clock, Log: log, PumpRunning: w.runPump, Pump: ap, Instance: w.holder, Counts: w.counts,
-		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), Jobs: w.runner,
+		Auth: api.NewAuth(tokens, api.InboxRule(cfg.InboxRule()), clock), Targets: targetNames(cfg), Families: families(cfg.Targets), Jobs: w.runner,
 		ConfigView: configView(cfg, w.bodyLimit), Loc: cfg.Location(), Metrics: m, Health: a.health,
 		MaxStreams: cfg.HTTP.MaxStreams, MaxStreamsPerToken: cfg.HTTP.MaxStreamsPerToken}
 	if w.runPump {
@@ -402,7 +403,7 @@ func (a apiPump) Halted() string {
 func (a *App) statusExtra(runner *jobs.Runner) map[string]func(context.Context) (any, error) {
 	db, p := a.DB, a.Pump
 	extra := map[string]func(context.Context) (any, error){
-		"targets": dispatch.StatusSection(db.Outbox, a.o.Clock),
+		"targets": dispatch.StatusSection(db.Outbox, a.o.Clock, families(a.Cfg.Targets)),
 		// The head whose outcome the pump cannot write (null when none): its row cannot say so.
 		"pump_trouble": func(context.Context) (any, error) { return pumpTrouble(p.Trouble()), nil },
 		// The recent problems, durable: parked, dead or warned messages and operator actions.

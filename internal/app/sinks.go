@@ -76,3 +76,20 @@ func copiesOf(targets map[string]target.Config) map[string][]string {
 	}
 	return out
 }
+
+// families maps each delivery target to the family of its payload (event.Render): each
+// target the handlers emit to is its own, a target configured copy-of one of them is that
+// one's. The dispatcher renders a stored canonical event for it (dispatch.Options.Families)
+// and the API shows one so (api.Deps.Families): one map for both.
+func families(targets map[string]target.Config) map[string]string {
+	out := make(map[string]string, len(targets)+len(handler.Targets))
+	for name, tc := range targets {
+		if tc.CopyOf != "" {
+			out[name] = tc.CopyOf
+		}
+	}
+	for _, name := range handler.Targets {
+		out[name] = name
+	}
+	return out
+}

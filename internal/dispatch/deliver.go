@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"msgx/internal/event"
 	"msgx/internal/pipeline"
 	"msgx/internal/secret"
 	"msgx/internal/store"
@@ -17,7 +18,7 @@ import (
 )
 
 // KindESDelete is the payload kind of an Elasticsearch delete: its record has Delete set.
-const KindESDelete = "es-delete"
+const KindESDelete = event.KindESDelete
 
 // Envelope is the value delivered for one event (every target but the schedule batch):
 // the event's identity around its payload. docs/events.md has its JSON schema.
@@ -41,8 +42,37 @@ func compactJSON(p []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// record builds the delivery record of one event. It fails only when the stored payload is
-// not valid JSON.
+// rendered returns e as its target delivers it: e itself, or for a stored canonical event
+// (kind event.KindChange) a copy with the kind and payload rendered for the family of its
+// target (Options.Families; event.Stored), so that the envelope and every sink get exactly
+// what a rendered row gives. It fails on a canonical payload that does not decode and on a
+// target without a family: no attempt can deliver such an event (the caller sends it DEAD as
+// MALFORMED).
+func (d *Dispatcher) rendered(e *Event) (*Event, error) {
+	if e.Kind != event.KindChange {
+		return e, nil
+	}
+	kind, p, err := event.Stored(d.opt.Families[e.Target], e.Kind, e.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("event %d of target %s cannot be rendered: %w", e.EventID, e.Target, err)
+	}
+	r := *e
+	r.Kind, r.Raw = kind, p
+	return &r, nil
+}
+
+// record builds the delivery record of one event (rendered first). It fails only when the
+// event cannot be rendered or its payload is not valid JSON.
+func (d *Dispatcher) record(e *Event) (target.Record, error) {
+	e, err := d.rendered(e)
+	if err != nil {
+		return target.Record{}, err
+	}
+	return record(e)
+}
+
+// record builds the delivery record of one event as stored with a target's payload. It fails
+// only when the payload is not valid JSON.
 func record(e *Event) (target.Record, error) {
 	payload, err := compactJSON(e.Raw)
 	if err != nil {
@@ -195,8 +225,8 @@ func (d *Dispatcher) deliver(ctx context.Context, name string) (stepResult, erro
 }
 
 // dueRun returns the run of consecutive due events from the head of evs (which is due) and
-// their records, ending before the first event whose payload is not JSON. When that is the
-// head, it goes DEAD and the run is empty.
+// their records, ending before the first event that cannot be rendered or whose payload is
+// not JSON. When that is the head, it goes DEAD and the run is empty.
 func (d *Dispatcher) dueRun(ctx context.Context, evs []Event, now time.Time) ([]*Event, []target.Record, error) {
 	var (
 		run  []*Event
@@ -207,7 +237,7 @@ func (d *Dispatcher) dueRun(ctx context.Context, evs []Event, now time.Time) ([]
 		if i > 0 && !e.Due(now) {
 			break
 		}
-		rec, err := record(e)
+		rec, err := d.record(e)
 		if err != nil {
 			if i > 0 {
 				break // the run ends here; the bad event becomes the head next time
@@ -407,8 +437,9 @@ func (d *Dispatcher) escalate(ctx context.Context, evs []*Event, now time.Time) 
 	return nil
 }
 
-// malformed sends event e DEAD as MALFORMED: its stored payload is not JSON, so no attempt
-// can ever deliver it (and replay leaves it alone).
+// malformed sends event e DEAD as MALFORMED: its stored payload is not JSON, or it is a
+// canonical event that cannot be rendered (Dispatcher.rendered), so no attempt can ever
+// deliver it (and replay leaves it alone).
 func (d *Dispatcher) malformed(ctx context.Context, e *Event, cause error, now time.Time) error {
 	wctx, cancel := writeContext(ctx)
 	defer cancel()

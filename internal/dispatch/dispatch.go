@@ -114,6 +114,12 @@ type Options struct {
 	// Metrics receives the dispatcher's counters and histograms (events sent and dead, the
 	// delivery latency, the last step's time); nil records none.
 	Metrics *metrics.Metrics
+	// Families maps each target to the family of its payload (event.Render): itself for the
+	// four targets a flight change is rendered for, the one it is a copy-of otherwise. A
+	// stored canonical event (kind event.KindChange) is rendered for its target's family
+	// before it is sent; one of a target with no family goes DEAD as MALFORMED. Events of
+	// every other kind need none.
+	Families map[string]string
 	// Paused, when set, is asked before each step of a target: while it answers true the
 	// target's events wait (an operator paused it; POST /api/v1/targets/{name}/pause).
 	Paused func(ctx context.Context, target string) bool

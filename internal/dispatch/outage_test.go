@@ -169,7 +169,7 @@ func targetStats(t *testing.T, db *store.DB, now time.Time, name string) dispatc
 // targetSection is target name as the status's "targets" section answers it at now.
 func targetSection(t *testing.T, db *store.DB, now time.Time, name string) client.TargetStatus {
 	t.Helper()
-	v, err := dispatch.StatusSection(db.Outbox, testkit.NewClock(now))(context.Background())
+	v, err := dispatch.StatusSection(db.Outbox, testkit.NewClock(now), nil)(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

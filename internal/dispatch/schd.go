@@ -105,15 +105,19 @@ func (d *Dispatcher) schdDue(ctx context.Context, name string, now time.Time) (w
 	return last.Add(d.opt.FlushPeriod).Sub(now), false, nil
 }
 
-// dropMalformed returns the events of evs whose payload is JSON. The others could never be
-// delivered and would sink every batch they are in: they go DEAD alone.
+// dropMalformed returns the events of evs as they are delivered (Dispatcher.rendered) whose
+// payload is JSON. The others could never be delivered and would sink every batch they are
+// in: they go DEAD alone, as MALFORMED.
 func (d *Dispatcher) dropMalformed(ctx context.Context, evs []Event, now time.Time) ([]Event, error) {
 	batch := evs[:0:0]
 	for i := range evs {
-		e := &evs[i]
-		if !json.Valid(e.Raw) {
-			_, err := compactJSON(e.Raw) // fails too, saying where
-			if err := d.malformed(ctx, e, fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, err), now); err != nil {
+		e, err := d.rendered(&evs[i])
+		if err == nil && !json.Valid(e.Raw) {
+			_, cerr := compactJSON(e.Raw) // fails too, saying where
+			err = fmt.Errorf("payload of event %d is not JSON: %w", e.EventID, cerr)
+		}
+		if err != nil {
+			if err := d.malformed(ctx, &evs[i], err, now); err != nil {
 				return nil, err
 			}
 			continue

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"msgx/client"
+	"msgx/internal/event"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -33,8 +34,10 @@ func TargetSamples(db store.Events) metrics.TargetStats {
 }
 
 // StatusSection is the "targets" section of GET /api/v1/status: every target's Stats at the
-// clock's now, as the API answers them.
-func StatusSection(db store.Events, clock pipeline.Clock) func(ctx context.Context) (any, error) {
+// clock's now, as the API answers them. A head that is a stored canonical event (kind
+// event.KindChange) is shown as it is delivered, rendered for its target's family (families,
+// as Options.Families); one that does not render is shown as stored.
+func StatusSection(db store.Events, clock pipeline.Clock, families map[string]string) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
 		stats, err := Stats(ctx, db, clock.Now())
 		if err != nil {
@@ -42,6 +45,11 @@ func StatusSection(db store.Events, clock pipeline.Clock) func(ctx context.Conte
 		}
 		out := make([]client.TargetStatus, len(stats))
 		for i, s := range stats {
+			if h := s.Head; h != nil && h.Kind == event.KindChange {
+				if kind, p, err := event.Stored(families[h.Target], h.Kind, h.Raw); err == nil {
+					h.Kind, h.Payload = kind, p
+				}
+			}
 			out[i] = s.status()
 		}
 		return out, nil
