@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"msgx/client"
+	"msgx/internal/event"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -22,7 +23,7 @@ const ReplayOrderNote = "replayed events are delivered again in EVENT_ID order a
 //
 //	GET  /api/v1/events?target=&state=&flid=&msg_id=&limit=&after=&before=&order= (large payloads elided)
 //	GET  /api/v1/events/stream?target=&state=&flid=&msg_id=&after=   (live: stream.go)
-//	GET  /api/v1/events/{id}/payload                                 (the stored payload)
+//	GET  /api/v1/events/{id}/payload                                 (the payload as delivered)
 //	POST /api/v1/events/replay {"target":"…","ids":[…],"dry_run":bool}
 func (s *Server) eventRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/events", s.listEvents)
@@ -51,7 +52,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	writeList(w, "events", events(evs), c, func(e client.Event) int64 { return e.EventID })
+	writeList(w, "events", s.events(evs), c, func(e client.Event) int64 { return e.EventID })
 }
 
 // eventFilter reads the filters of the events listing and stream (target, state, flid,
@@ -79,7 +80,28 @@ func eventFilter(w http.ResponseWriter, q url.Values) (store.EventQuery, bool) {
 
 // eventPayload is GET /api/v1/events/{id}/payload.
 func (s *Server) eventPayload(w http.ResponseWriter, r *http.Request) {
-	writeStored(w, r, "event", "application/json", s.DB.EventPayload)
+	writeStored(w, r, "event", "application/json", s.shownPayload)
+}
+
+// shownPayload returns the payload of event id as stored, or, for a stored canonical event
+// (kind event.KindChange), as its target is delivered (render): the event's target and kind
+// are read with it. A canonical payload that does not render is answered as stored.
+func (s *Server) shownPayload(ctx context.Context, id int64) ([]byte, bool, error) {
+	b, found, err := s.DB.EventPayload(ctx, id)
+	if err != nil || !found {
+		return b, found, err
+	}
+	evs, err := s.DB.SearchEvents(ctx, store.EventQuery{AfterID: id - 1, BeforeID: id + 1, Limit: 1, InlineMax: 1})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(evs) == 1 && evs[0].EventID == id && evs[0].Kind == event.KindChange {
+		e := evs[0].Event
+		e.Payload = b
+		s.render(&e)
+		return e.Payload, true, nil
+	}
+	return b, true, nil
 }
 
 // replayEvents is POST /api/v1/events/replay.

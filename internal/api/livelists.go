@@ -44,13 +44,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			q := f
 			q.Newest, q.Limit = true, 1
 			es, err := s.DB.SearchEvents(ctx, q)
-			return newestID(events(es), err, id)
+			return newestID(s.events(es), err, id)
 		},
 		read: func(ctx context.Context, after, before int64) ([]client.Event, error) {
 			q := f
 			q.AfterID, q.BeforeID, q.Limit = after, before, MaxLimit
 			es, err := s.DB.SearchEvents(ctx, q)
-			return events(es), err
+			return s.events(es), err
 		},
 		id: id,
 		change: func(e client.Event) (string, bool) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"msgx/internal/event"
 	"msgx/internal/pipeline"
 	"msgx/internal/secret"
 )
@@ -590,7 +591,11 @@ type FlightChange struct {
 }
 
 // FlightHistory returns the changes of flight flid in order, read from the events of target
-// (the changed-fields target) that carry its FLID: each holds {"op":…,"changes":{field:{old,new}}}.
+// (the changed-fields target, KAFKA_FLOP) that carry its FLID: each holds
+// {"op":…,"changes":{field:{old,new}}}, or is a canonical event (kind event.KindChange),
+// read as that payload rendered for target (event.Render). This read does not select KIND: a
+// canonical event is told by its bytes, which event.Decode takes only when they are exactly an
+// encoding (a changed-fields payload begins {"FLID": and never is one).
 func (ops *Operations) FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error) {
 	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, PAYLOAD FROM MSG_EVENT
 WHERE FLIGHT_KEY = ? AND TARGET = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
@@ -607,6 +612,11 @@ WHERE FLIGHT_KEY = ? AND TARGET = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`,
 			return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
 		}
 		c.At = at.Time
+		if ch, err := event.Decode(payload); err == nil {
+			if _, r, err := event.Render(target, &ch); err == nil {
+				payload = r
+			}
+		}
 		var p struct {
 			Op      string          `json:"op"`
 			Changes json.RawMessage `json:"changes"`
