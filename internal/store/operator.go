@@ -593,11 +593,9 @@ type FlightChange struct {
 // FlightHistory returns the changes of flight flid in order, read from the events of target
 // (the changed-fields target, KAFKA_FLOP) that carry its FLID: each holds
 // {"op":…,"changes":{field:{old,new}}}, or is a canonical event (kind event.KindChange),
-// read as that payload rendered for target (event.Render). This read does not select KIND: a
-// canonical event is told by its bytes, which event.Decode takes only when they are exactly an
-// encoding (a changed-fields payload begins {"FLID": and never is one).
+// read as that payload rendered for target (event.Stored).
 func (ops *Operations) FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error) {
-	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, PAYLOAD FROM MSG_EVENT
+	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, KIND, PAYLOAD FROM MSG_EVENT
 WHERE FLIGHT_KEY = ? AND TARGET = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
@@ -607,15 +605,14 @@ WHERE FLIGHT_KEY = ? AND TARGET = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`,
 	for rows.Next() {
 		var c FlightChange
 		var at NullTime
+		var kind string
 		var payload []byte
-		if err := rows.Scan(&c.EventID, &c.MsgID, &c.TypeTag, &at, &payload); err != nil {
+		if err := rows.Scan(&c.EventID, &c.MsgID, &c.TypeTag, &at, &kind, &payload); err != nil {
 			return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
 		}
 		c.At = at.Time
-		if ch, err := event.Decode(payload); err == nil {
-			if _, r, err := event.Render(target, &ch); err == nil {
-				payload = r
-			}
+		if _, r, err := event.Stored(target, kind, payload); err == nil {
+			payload = r
 		}
 		var p struct {
 			Op      string          `json:"op"`
