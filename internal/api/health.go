@@ -62,18 +62,11 @@ func NewHealth(db HealthStore, clock pipeline.Clock) *Health {
 
 // Run checks the database at once and then every Every until ctx ends.
 func (h *Health) Run(ctx context.Context) {
-	every := h.Every
-	if every <= 0 {
-		every = DefaultHealthEvery
-	}
+	every := pipeline.OrDefault(h.Every, DefaultHealthEvery)
 	for {
 		h.Check(ctx)
-		t := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pipeline.Sleep(ctx, every) {
 			return
-		case <-t.C:
 		}
 	}
 }

@@ -136,10 +136,7 @@ func (s *Sampler) Sample(ctx context.Context) (*Snapshot, error) {
 // msgx_state_sample_timestamp_seconds says how old it is) and is logged once until a sample
 // succeeds again. When it returns, the sample is dropped.
 func (s *Sampler) Run(ctx context.Context, m *Metrics) {
-	every := s.Every
-	if every <= 0 {
-		every = DefaultSampleEvery
-	}
+	every := pipeline.OrDefault(s.Every, DefaultSampleEvery)
 	defer m.SetSnapshot(nil)
 	failing := false
 	for {
@@ -154,12 +151,8 @@ func (s *Sampler) Run(ctx context.Context, m *Metrics) {
 			s.Log.Warn("metrics: cannot read the queue's state; the gauges keep the last sample", "err", err.Error())
 			failing = true
 		}
-		t := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pipeline.Sleep(ctx, every) {
 			return
-		case <-t.C:
 		}
 	}
 }
