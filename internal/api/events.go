@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"msgx/client"
-	"msgx/internal/event"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
 )
@@ -78,30 +77,12 @@ func eventFilter(w http.ResponseWriter, q url.Values) (store.EventQuery, bool) {
 	return f, true
 }
 
-// eventPayload is GET /api/v1/events/{id}/payload.
+// eventPayload is GET /api/v1/events/{id}/payload: the payload as its target is delivered
+// (a stored canonical event rendered for its target's family).
 func (s *Server) eventPayload(w http.ResponseWriter, r *http.Request) {
-	writeStored(w, r, "event", "application/json", s.shownPayload)
-}
-
-// shownPayload returns the payload of event id as stored, or, for a stored canonical event
-// (kind event.KindChange), as its target is delivered (render): the event's target and kind
-// are read with it. A canonical payload that does not render is answered as stored.
-func (s *Server) shownPayload(ctx context.Context, id int64) ([]byte, bool, error) {
-	b, found, err := s.DB.EventPayload(ctx, id)
-	if err != nil || !found {
-		return b, found, err
-	}
-	evs, err := s.DB.SearchEvents(ctx, store.EventQuery{AfterID: id - 1, BeforeID: id + 1, Limit: 1, InlineMax: 1})
-	if err != nil {
-		return nil, false, err
-	}
-	if len(evs) == 1 && evs[0].EventID == id && evs[0].Kind == event.KindChange {
-		e := evs[0].Event
-		e.Payload = b
-		s.render(&e)
-		return e.Payload, true, nil
-	}
-	return b, true, nil
+	writeStored(w, r, "event", "application/json", func(ctx context.Context, id int64) ([]byte, bool, error) {
+		return s.DB.EventPayload(ctx, id, s.Families)
+	})
 }
 
 // replayEvents is POST /api/v1/events/replay.

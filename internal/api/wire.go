@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"msgx/client"
-	"msgx/internal/event"
 	"msgx/internal/store"
 )
 
@@ -154,25 +153,10 @@ func (s *Server) events(es []store.EventBrief) []client.Event {
 	out := make([]client.Event, len(es))
 	for i := range es {
 		e := es[i].Event
-		s.render(&e)
+		e.Render(s.Families)
 		out[i] = client.Event{EventRow: e.Wire(), PayloadBytes: es[i].PayloadBytes, PayloadElided: es[i].PayloadElided}
 	}
 	return out
-}
-
-// render sets e as the operator's view shows it: a stored canonical event (kind
-// event.KindChange) with the kind and payload its target is delivered (event.Stored, with the
-// target's family from Families), every other event as stored. The payload's size
-// (payload_bytes) and its elision from a listing stay those of the stored bytes, so an elided
-// canonical event keeps its stored kind (GET /api/v1/events/{id}/payload renders it); one that
-// does not render is shown as stored (its delivery went DEAD as MALFORMED, saying why).
-func (s *Server) render(e *store.Event) {
-	if e.Kind != event.KindChange || e.Payload == nil {
-		return
-	}
-	if kind, p, err := event.Stored(s.Families[e.Target], e.Kind, e.Payload); err == nil {
-		e.Kind, e.Payload = kind, p
-	}
 }
 
 // flightChanges is cs as a flight's history answers them.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"msgx/client"
-	"msgx/internal/event"
 	"msgx/internal/metrics"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
@@ -45,10 +44,8 @@ func StatusSection(db store.Events, clock pipeline.Clock, families map[string]st
 		}
 		out := make([]client.TargetStatus, len(stats))
 		for i, s := range stats {
-			if h := s.Head; h != nil && h.Kind == event.KindChange {
-				if kind, p, err := event.Stored(families[h.Target], h.Kind, h.Raw); err == nil {
-					h.Kind, h.Payload = kind, p
-				}
+			if s.Head != nil {
+				s.Head.Render(families)
 			}
 			out[i] = s.status()
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"msgx/client"
+	"msgx/internal/event"
 	"msgx/internal/pipeline"
 	"msgx/internal/secret"
 )
@@ -70,6 +71,20 @@ func (e *Event) Wire() client.EventRow {
 	return client.EventRow{EventID: e.EventID, MsgID: e.MsgID, TypeTag: e.TypeTag, Target: e.Target, Kind: e.Kind,
 		FlightKey: e.FlightKey, State: string(e.State), Attempts: e.Attempts, ErrorClass: e.ErrorClass, LastError: e.LastError,
 		CreatedAt: e.CreatedAt, SentAt: e.SentAt, NextAttemptAt: e.NextAttemptAt, FirstFailedAt: e.FirstFailedAt, Payload: e.Payload}
+}
+
+// Render sets e as the operator's view shows it: a stored canonical event (kind
+// event.KindChange) with the kind and payload its target is delivered (event.Stored, with the
+// family families gives its target), every other event as stored. An elided payload (nil)
+// stays elided with its stored kind, and one that does not render is shown as stored (its
+// delivery goes DEAD as MALFORMED, saying why).
+func (e *Event) Render(families map[string]string) {
+	if e.Kind != event.KindChange || e.Payload == nil {
+		return
+	}
+	if kind, p, err := event.Stored(families[e.Target], e.Kind, e.Payload); err == nil {
+		e.Kind, e.Payload = kind, p
+	}
 }
 
 // Key returns the flight key, "" when there is none.

@@ -34,7 +34,7 @@ type Operator interface {
 	Pauses(ctx context.Context) ([]Pause, error)
 	SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error)
 	SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, error)
-	EventPayload(ctx context.Context, id int64) ([]byte, bool, error)
+	EventPayload(ctx context.Context, id int64, families map[string]string) ([]byte, bool, error)
 	FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error)
 	ReplayPreview(ctx context.Context, classes []pipeline.ErrorClass, ids []int64) (ReplayResult, error)
 }
@@ -566,15 +566,21 @@ CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + le
 	return out, nil
 }
 
-// EventPayload returns the stored payload of event id exactly as stored.
-func (ops *Operations) EventPayload(ctx context.Context, id int64) ([]byte, bool, error) {
+// EventPayload returns the payload of event id as its target is delivered: exactly as stored,
+// or for a stored canonical event (kind event.KindChange) rendered for the family families
+// gives its target (event.Stored); one that does not render is returned as stored.
+func (ops *Operations) EventPayload(ctx context.Context, id int64, families map[string]string) ([]byte, bool, error) {
+	var target, kind string
 	var b []byte
-	err := ops.db.SQL.QueryRowContext(ctx, `SELECT PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&b)
+	err := ops.db.SQL.QueryRowContext(ctx, `SELECT TARGET, KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&target, &kind, &b)
 	if err == sql.ErrNoRows {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, Unavailable(fmt.Errorf("payload of event %d: %w", id, err))
+	}
+	if _, p, err := event.Stored(families[target], kind, b); err == nil {
+		b = p
 	}
 	return b, true, nil
 }
