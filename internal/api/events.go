@@ -77,11 +77,16 @@ func eventFilter(w http.ResponseWriter, q url.Values) (store.EventQuery, bool) {
 	return f, true
 }
 
-// eventPayload is GET /api/v1/events/{id}/payload: the payload as its target is delivered
-// (a stored canonical event rendered for its target's family).
+// eventPayload is GET /api/v1/events/{id}/payload[?target=T]: the payload as target T is
+// delivered (a stored canonical event rendered for T's family); without a target, the event
+// as stored (a shared event's canonical encoding).
 func (s *Server) eventPayload(w http.ResponseWriter, r *http.Request) {
+	target := r.URL.Query().Get("target")
+	if target != "" && !s.knownTarget(w, target) {
+		return
+	}
 	writeStored(w, r, "event", "application/json", func(ctx context.Context, id int64) ([]byte, bool, error) {
-		return s.DB.EventPayload(ctx, id, s.Families)
+		return s.DB.EventPayload(ctx, id, target, s.Families)
 	})
 }
 

@@ -97,7 +97,9 @@ FROM c`, n, n-largePendingTail, largeDeadEvery, ts, n-largePendingTail, largeDea
 	// The SENT totals of rows that exist before MSG_EVENT_SENT is kept: what migration 00011
 	// does on an existing database.
 	for _, q := range []string{`CREATE INDEX IDX_EVT_HEAD ON MSG_EVENT (TARGET, STATE, EVENT_ID)`, `CREATE INDEX IDX_EVT_MSG ON MSG_EVENT (CMINMSGS_ID)`,
-		`INSERT INTO MSG_EVENT_SENT (TARGET, SENT) SELECT TARGET, COUNT(*) FROM MSG_EVENT WHERE STATE = 'SENT' GROUP BY TARGET`,
+		`INSERT INTO MSG_EVENT_SENT (TARGET, SENT) SELECT TARGET, COUNT(*) FROM MSG_EVENT WHERE STATE = 'SENT' GROUP BY TARGET
+ON CONFLICT (TARGET) DO UPDATE SET SENT = excluded.SENT`,
+		fmt.Sprintf(`UPDATE MSGX_COUNTER SET VALUE = %d WHERE NAME = 'EVENT_ID'`, n), // the ids given out above
 		`PRAGMA cache_size = -2000`} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -262,7 +263,9 @@ func (a *App) newDispatcher(ctx context.Context, w *wiring) error {
 		Families:     families(cfg.Targets),
 	})
 	a.Pump.SetOnEvents(disp.Wake)
-	a.Pump.SetCopies(copiesOf(cfg.Targets))
+	if err := db.Outbox.OpenTargets(ctx, slices.Sorted(maps.Keys(cfg.Targets))); err != nil {
+		return fmt.Errorf("delivery targets: %w", err)
+	}
 	a.Dispatcher = disp
 	return nil
 }

@@ -63,20 +63,6 @@ func openSinks(ctx context.Context, db *store.DB, cfg config.Config, clock pipel
 	return sinks, nil
 }
 
-// copiesOf maps each emitted target to the targets configured as copies of it.
-func copiesOf(targets map[string]target.Config) map[string][]string {
-	out := map[string][]string{}
-	for name, tc := range targets {
-		if tc.CopyOf != "" {
-			out[tc.CopyOf] = append(out[tc.CopyOf], name)
-		}
-	}
-	for _, list := range out {
-		slices.Sort(list)
-	}
-	return out
-}
-
 // families maps each delivery target to the family of its payload (event.Render): each
 // target the handlers emit to is its own, a target configured copy-of one of them is that
 // one's. The dispatcher renders a stored canonical event for it (dispatch.Options.Families)

@@ -73,8 +73,12 @@ func insertEvents(b *testing.B, db *store.DB, n, from int) {
 	err := db.Tx(context.Background(), func(tx *sql.Tx) error {
 		for i := 0; i < n; i++ {
 			flid := 1000 + (from+i)%300
-			if _, err := tx.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
-				VALUES (?, 'FLOP-CHOT', ?, 'flop', ?, ?, 'PENDING', 0, ?)`, from+i+1, benchTarget, fmt.Sprint(flid),
+			id, err := storetest.TakeEventIDs(tx, 1)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`INSERT INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+				VALUES (?, ?, 'FLOP-CHOT', ?, 'flop', ?, ?, 'PENDING', 0, ?)`, id, from+i+1, benchTarget, fmt.Sprint(flid),
 				fmt.Sprintf(`{"FLID":%d,"changes":{"STND":{"old":"101","new":"%d"}}}`, flid, from+i), store.T(time.Now())); err != nil {
 				return err
 			}
@@ -229,12 +233,14 @@ func benchRound(b *testing.B, alone bool) {
 		<-tick.C
 		err := db.Tx(context.Background(), func(tx *sql.Tx) error {
 			for _, n := range names {
-				res, err := tx.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
-				VALUES (?, 'FLOP-CHOT', ?, 'flop', '1', '{"n":1}', 'PENDING', 0, ?)`, i+1, n, store.T(time.Now()))
+				id, err := storetest.TakeEventIDs(tx, 1)
 				if err != nil {
 					return err
 				}
-				id, _ := res.LastInsertId()
+				if _, err := tx.Exec(`INSERT INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+				VALUES (?, ?, 'FLOP-CHOT', ?, 'flop', '1', '{"n":1}', 'PENDING', 0, ?)`, id, i+1, n, store.T(time.Now())); err != nil {
+					return err
+				}
 				evIDs[i] = append(evIDs[i], id)
 			}
 			return nil

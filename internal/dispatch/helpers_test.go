@@ -14,6 +14,7 @@ import (
 	"msgx/internal/dispatch"
 	"msgx/internal/pipeline"
 	"msgx/internal/store"
+	"msgx/internal/store/storetest"
 	"msgx/internal/target"
 	"msgx/internal/testkit"
 )
@@ -105,12 +106,12 @@ func insert(t *testing.T, db *store.DB, e ev) int64 {
 	if e.key != "" {
 		key = e.key
 	}
-	res, err := db.SQL.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
-VALUES (?, 'FLOP-CHOT', ?, ?, ?, ?, 'PENDING', 0, ?)`, e.msgID, e.target, e.kind, key, e.payload, store.T(t0))
+	id, err := storetest.TakeEventIDs(db.SQL, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := res.LastInsertId()
+	_, err = db.SQL.Exec(`INSERT INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+VALUES (?, ?, 'FLOP-CHOT', ?, ?, ?, ?, 'PENDING', 0, ?)`, id, e.msgID, e.target, e.kind, key, e.payload, store.T(t0))
 	if err != nil {
 		t.Fatal(err)
 	}

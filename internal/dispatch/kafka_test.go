@@ -174,12 +174,12 @@ func TestKafkaSchdBatchSplitsUnderTheRecordLimit(t *testing.T) {
 					f = (i - 1000) * 10
 				}
 				key := fmt.Sprintf("F%04d", f)
-				res, err := tx.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
-VALUES (?, 'SCHD-DNLD', ?, 'schd', ?, ?, 'PENDING', 0, ?)`, 7, schd, key, fmt.Sprintf(`{"FLID":%q,"v":%d,"pad":%q}`, key, i, pad), store.T(t0))
+				id, err := storetest.TakeEventIDs(tx, 1)
 				if err != nil {
 					return err
 				}
-				id, err := res.LastInsertId()
+				_, err = tx.Exec(`INSERT INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+VALUES (?, ?, 'SCHD-DNLD', ?, 'schd', ?, ?, 'PENDING', 0, ?)`, id, 7, schd, key, fmt.Sprintf(`{"FLID":%q,"v":%d,"pad":%q}`, key, i, pad), store.T(t0))
 				if err != nil {
 					return err
 				}

@@ -32,6 +32,10 @@ const (
 // the family of the event's target (Stored). Every other kind holds the target's payload.
 const KindChange = "change"
 
+// Shared is the target of a stored event every target takes (the outbox's log row): each
+// renders it for its family at delivery. Only a flight change's canonical event is shared.
+const Shared = "*"
+
 // Render renders c for a target of family (one of the four targets above): the kind and the
 // payload of the event the handler writes for that target, byte for byte. It fails on any
 // other family, and where Notify fails.

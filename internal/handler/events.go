@@ -596,8 +596,8 @@ func skipValue(b []byte, i int) (int, bool) {
 	return 0, false
 }
 
-// flightEvents builds the four events of one changed flight (renderEvents of fastChange):
-// KAFKA_FLOP, KAFKA_SCHD, REDIS_NOTIFY and ES_FLIGHT, each keyed by the FLID.
+// flightEvents builds the event of one changed flight (renderEvents of fastChange), which
+// KAFKA_FLOP, KAFKA_SCHD, REDIS_NOTIFY, ES_FLIGHT and their copies each render.
 func flightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([]pipeline.Event, error) {
 	c, err := fastChange(flid, old, cur, schedule, win)
 	if err != nil {
@@ -617,21 +617,17 @@ func mapFlightEvents(flid int64, old, cur []byte, schedule bool, win *window) ([
 	return render(c)
 }
 
-// renderEvents renders the four events of a changed flight, each keyed by its FLID, in the
-// order docs/payloads.md gives, through event.Render: the one rendering the dispatcher gives
-// a stored canonical event too. c is taken by value so that calling it through render does
-// not move c to the heap.
+// renderEvents returns the event of a changed flight: one shared event (event.Shared) of kind
+// event.KindChange, keyed by its FLID, holding c's canonical encoding (event.Encode), which
+// the outbox writes once and every target renders for its family at delivery (event.Render:
+// the four payloads docs/payloads.md describes). c is taken by value so that calling it
+// through render does not move c to the heap.
 func renderEvents(c event.FlightChange) ([]pipeline.Event, error) {
-	key := strconv.FormatInt(c.FLID, 10)
-	evs := make([]pipeline.Event, len(Targets))
-	for i, t := range Targets {
-		kind, p, err := event.Render(t, &c)
-		if err != nil {
-			return nil, err
-		}
-		evs[i] = pipeline.Event{Target: t, Kind: kind, Key: key, Payload: p}
+	b, err := event.Encode(&c)
+	if err != nil {
+		return nil, err
 	}
-	return evs, nil
+	return []pipeline.Event{{Target: event.Shared, Kind: event.KindChange, Key: strconv.FormatInt(c.FLID, 10), Payload: b}}, nil
 }
 
 // fastChange finds the changes from the stored record old to cur (nil: absent) by walking

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -38,25 +39,62 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// checkedRender is renderEvents of c, which it checks against renderEvents of
-// Decode(Encode(c)): the same events, or both failing (a window JSON cannot carry).
+// checkedRender is renderEvents of c, which it checks: every target's rendering of c is the
+// same as of Decode(Encode(c)) (delivered), or both fail (a window JSON cannot carry).
 func checkedRender(c event.FlightChange) ([]pipeline.Event, error) {
-	want, err := renderEvents(c)
+	evs, err0 := renderEvents(c)
+	want, err := renderAll(&c)
 	var got []pipeline.Event
 	b, err2 := event.Encode(&c)
 	if err2 == nil {
 		var d event.FlightChange
 		if d, err2 = event.Decode(b); err2 == nil {
-			got, err2 = renderEvents(d)
+			got, err2 = renderAll(&d)
 		}
 	}
 	roundTrips.Lock()
 	defer roundTrips.Unlock()
 	roundTrips.n++
-	if (err == nil) != (err2 == nil) || !reflect.DeepEqual(want, got) {
+	if (err == nil) != (err2 == nil) || (err == nil) != (err0 == nil) || !reflect.DeepEqual(want, got) {
 		if len(roundTrips.fails) < 10 {
-			roundTrips.fails = append(roundTrips.fails, fmt.Sprintf("flight %d (%v, %v)\nencoding %s\nevents  %s\nafter   %s", c.FLID, err, err2, b, want, got))
+			roundTrips.fails = append(roundTrips.fails, fmt.Sprintf("flight %d (%v, %v, %v)\nencoding %s\nevents  %s\nafter   %s", c.FLID, err0, err, err2, b, want, got))
 		}
 	}
-	return want, err
+	return evs, err0
+}
+
+// renderAll renders c for each of Targets, as the dispatcher renders the shared event.
+func renderAll(c *event.FlightChange) ([]pipeline.Event, error) {
+	key := strconv.FormatInt(c.FLID, 10)
+	out := make([]pipeline.Event, len(Targets))
+	for i, t := range Targets {
+		kind, p, err := event.Render(t, c)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = pipeline.Event{Target: t, Kind: kind, Key: key, Payload: p}
+	}
+	return out, nil
+}
+
+// delivered returns the events of d as the targets are delivered them: each shared event
+// rendered for each of Targets. It panics on one that does not decode or render.
+func delivered(d pipeline.Decision) []pipeline.Event {
+	var out []pipeline.Event
+	for _, e := range d.Events {
+		if e.Target != event.Shared {
+			out = append(out, e)
+			continue
+		}
+		c, err := event.Decode(e.Payload)
+		if err != nil {
+			panic(err)
+		}
+		evs, err := renderAll(&c)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, evs...)
+	}
+	return out
 }

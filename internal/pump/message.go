@@ -52,7 +52,6 @@ func (p *Pump) batchOne(ctx context.Context, r *batch, m *store.Due, d *decoded,
 // the queue is sent (committer).
 func (r *batch) succeed(ctx context.Context, w *work, dec pipeline.Decision) (end bool, err error) {
 	d, flights := w.d, r.reads.flights
-	dec.Events = withCopies(r.opt.Copies, dec.Events)
 	r.status.working(w.m.ID, d.tag, "writing")
 	d.warnings = append(slices.Clip(d.warnings), dec.Warnings...)
 	s := success(w.subject(), dec)

@@ -52,8 +52,8 @@ const (
 	writesEach                // each message's under its own savepoint, as it goes
 )
 
-// kit is what every batch of a pump works with: the database, the options (the phase's stores,
-// Options.Copies), and how outcomes are recorded, identities looked up and status shown.
+// kit is what every batch of a pump works with: the database, the options (the phase's
+// stores), and how outcomes are recorded, identities looked up and status shown.
 type kit struct {
 	db     Store
 	opt    *Options

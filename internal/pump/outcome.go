@@ -174,24 +174,6 @@ func (o *outcomes) alreadyApplied(ctx context.Context, out outlet, s subject) er
 	return nil
 }
 
-// withCopies returns evs with, after each event, its copies for the targets that copy its
-// target (Options.Copies).
-func withCopies(copies map[string][]string, evs []pipeline.Event) []pipeline.Event {
-	if len(copies) == 0 {
-		return evs
-	}
-	out := make([]pipeline.Event, 0, len(evs))
-	for _, e := range evs {
-		out = append(out, e)
-		for _, t := range copies[e.Target] {
-			c := e
-			c.Target = t
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // skip records s SKIPPED for reason, with its envelope's back-fill and its decoder's
 // warnings.
 func (o *outcomes) skip(ctx context.Context, out outlet, s subject, reason string) error {

@@ -45,9 +45,6 @@ type Options struct {
 	View         handler.View       // read-only state for handlers
 	// OnEvents is called after a commit that inserted events (the dispatcher's Wake).
 	OnEvents func()
-	// Copies maps a target to the extra targets that get a copy of each of its events
-	// (targets.<NAME>.copy-of), such as webhooks of REDIS_NOTIFY.
-	Copies map[string][]string
 	// Jobs runs a PUMP_JOB; nil means jobs are left for a later version.
 	Jobs JobRunner
 	// JobInfraDeadline is how long a job failing INFRA is retried, with Policy's backoff and
@@ -191,9 +188,6 @@ func (p *Pump) ParkedMetric() prometheus.Collector { return p.rec.parked }
 // SetOnEvents sets the function called after each commit that inserted events (the
 // dispatcher's Wake). Call it before Run.
 func (p *Pump) SetOnEvents(fn func()) { p.opt.OnEvents = fn }
-
-// SetCopies sets Options.Copies. Call it before Run.
-func (p *Pump) SetCopies(c map[string][]string) { p.opt.Copies = c }
 
 // Wake makes the pump look at the queue at once (the inbox calls it after each commit).
 func (p *Pump) Wake() {

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"msgx/client"
@@ -170,31 +170,73 @@ func ShownPayload(raw []byte) json.RawMessage {
 	return p
 }
 
-// pendingCols are EventView.cols of a row known to be pending (a RETRY row is PENDING outside).
-const pendingCols = `EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, 'PENDING', ATTEMPTS,
+// pendingCols are EventView.cols of an own row known to be pending (a RETRY row is PENDING
+// outside), sharedPendingCols those of a shared row above its target's mark (the target's
+// name is their argument).
+const (
+	pendingCols = `EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, 'PENDING', ATTEMPTS,
 ERROR_CLASS, LAST_ERROR, CREATED_AT, SENT_AT, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, PAYLOAD`
+	sharedPendingCols = `e.EVENT_ID, e.CMINMSGS_ID, e.TYPE_TAG, ?, e.KIND, e.FLIGHT_KEY, 'PENDING', 0,
+NULL, NULL, e.CREATED_AT, NULL, NULL, NULL, e.PAYLOAD`
+)
+
+// takes is the range of shared rows a target takes (MSG_EVENT_SENT): those above from and at
+// most to, the ones above mark pending. A target without the row takes none.
+type takes struct {
+	mark, from, to int64
+	found          bool
+}
+
+// lo is the id above which the target's shared rows are pending.
+func (r takes) lo() int64 { return max(r.mark, r.from) }
+
+// unshadowed is the condition that shared row e is not one the target (the argument) has a
+// row of its own for.
+const unshadowed = `NOT EXISTS (SELECT 1 FROM MSG_EVENT x WHERE x.EVENT_ID = e.EVENT_ID AND x.TARGET = ?)`
+
+// sharedAbove returns the SQL and arguments of the condition that shared row e is one target
+// takes above id lo and has no row of its own for.
+func (r takes) sharedAbove(target string, lo int64) (string, []any) {
+	return `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ? AND e.EVENT_ID <= ? AND ` + unshadowed,
+		[]any{lo, r.to, target}
+}
+
+// readTakes reads target's range; lock locks its row until the end of the transaction on
+// MySQL (see lockMark).
+func readTakes(ctx context.Context, q rowQuerier, dialect Dialect, target string, lock bool) (takes, error) {
+	query := `SELECT UPTO_EVENT_ID, FROM_EVENT_ID, COALESCE(TO_EVENT_ID, ?) FROM MSG_EVENT_SENT WHERE TARGET = ?`
+	if lock && dialect == MySQL {
+		query += ` FOR UPDATE`
+	}
+	r := takes{found: true}
+	switch err := q.QueryRowContext(ctx, query, int64(math.MaxInt64), target).Scan(&r.mark, &r.from, &r.to); {
+	case errors.Is(err, sql.ErrNoRows):
+		return takes{}, nil
+	case err != nil:
+		return takes{}, Unavailable(fmt.Errorf("read the delivery mark of %s: %w", target, err))
+	}
+	return r, nil
+}
 
 // PendingEvents returns up to limit PENDING events of target in EVENT_ID order: the head first.
 // It reads ranges of the (TARGET, STATE, EVENT_ID) index, never the delivered rows the mark
-// covers: the PENDING rows above target's delivery mark, and the RETRY (replayed) rows. As
-// there are almost never any of those, the first read asks only whether there are; the two
-// ranges are read together (a UNION ALL, a tenth of a millisecond more on MariaDB) only when
-// there are, or when nothing is above the mark.
+// covers: target's own PENDING rows above its mark, its RETRY (replayed) rows, and the shared
+// rows above its mark it takes, as one UNION ALL of the three, each ordered and cut.
 func (o *Outbox) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
-	const fromAbove = ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `
-	anyRetry := `CASE WHEN EXISTS (SELECT 1 FROM MSG_EVENT r WHERE r.TARGET = ? AND r.STATE = '` + eventRetry + `') THEN '` +
-		eventRetry + `' ELSE 'PENDING' END`
-	evs, err := queryEvents(ctx, o.db.SQL, false, `SELECT `+strings.Replace(pendingCols, `'PENDING'`, anyRetry, 1)+` FROM MSG_EVENT`+
-		headIndex(o.db.Dialect)+fromAbove+MarkOf("?")+` ORDER BY EVENT_ID LIMIT ?`, target, target, target, limit)
+	r, err := readTakes(ctx, o.db.SQL, o.db.Dialect, target, false)
 	if err != nil {
-		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
+		return nil, err
 	}
-	if len(evs) > 0 && evs[0].State == pipeline.EventPending {
-		return evs, nil
-	}
-	above := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(o.db.Dialect) + fromAbove + MarkOf("?") + ` ORDER BY EVENT_ID LIMIT ?`
+	own := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ?
+ORDER BY EVENT_ID LIMIT ?`
 	retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
-	evs, err = queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, above, retry), target, target, limit, target, limit)
+	parts, args := []string{own, retry}, []any{target, r.mark, limit, target, limit}
+	if r.found {
+		cond, cargs := r.sharedAbove(target, r.lo())
+		parts = append(parts, `SELECT `+sharedPendingCols+` FROM MSG_EVENT e`+headIndex(o.db.Dialect)+` WHERE `+cond+` ORDER BY e.EVENT_ID LIMIT ?`)
+		args = append(append(append(args, target), cargs...), limit)
+	}
+	evs, err := queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, parts...), args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
 	}
@@ -203,15 +245,25 @@ func (o *Outbox) PendingEvents(ctx context.Context, target string, limit int) ([
 }
 
 // PendingAtLeast reports whether target has at least n PENDING events, reading no more than n
-// index entries of each of PendingEvents' two ranges.
+// index entries of each of PendingEvents' ranges.
 func (o *Outbox) PendingAtLeast(ctx context.Context, target string, n int) (bool, error) {
-	var got int
-	err := o.db.SQL.QueryRowContext(ctx, `SELECT
- (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT`+headIndex(o.db.Dialect)+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `+MarkOf("?")+`
-   ORDER BY EVENT_ID LIMIT ?) a)
- + (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = '`+eventRetry+`' LIMIT ?) r)`,
-		target, target, n, target, n).Scan(&got)
+	r, err := readTakes(ctx, o.db.SQL, o.db.Dialect, target, false)
 	if err != nil {
+		return false, err
+	}
+	q := `SELECT
+ (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ?
+   ORDER BY EVENT_ID LIMIT ?) a)
+ + (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' LIMIT ?) r)`
+	args := []any{target, r.mark, n, target, n}
+	if r.found {
+		cond, cargs := r.sharedAbove(target, r.lo())
+		q += `
+ + (SELECT COUNT(*) FROM (SELECT e.EVENT_ID FROM MSG_EVENT e` + headIndex(o.db.Dialect) + ` WHERE ` + cond + ` ORDER BY e.EVENT_ID LIMIT ?) s)`
+		args = append(append(args, cargs...), n)
+	}
+	var got int
+	if err := o.db.SQL.QueryRowContext(ctx, q, args...).Scan(&got); err != nil {
 		return false, Unavailable(fmt.Errorf("count pending events of %s: %w", target, err))
 	}
 	return got >= n, nil
@@ -266,13 +318,14 @@ func (x eventTx) MarkSent(target string, ids []int64, now time.Time) (int, error
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	// The PENDING rows above the mark up to the run's last id: the run itself, with the rows
+	// The pending rows above the mark up to the run's last id: the run itself, with the rows
 	// another writer moved on (DEAD) left out. The mark rises past the ones delivered here, up
 	// to the first that was not (a gap: another instance's stale run).
-	mark, above, err := x.readRun(target, ids[len(ids)-1])
+	r, above, err := x.readRun(target, ids[len(ids)-1])
 	if err != nil {
 		return 0, err
 	}
+	mark := r.mark
 	upto, marked := mark, 0
 	for _, id := range above {
 		if _, ok := slices.BinarySearch(ids, id); !ok {
@@ -293,16 +346,21 @@ func (x eventTx) MarkSent(target string, ids []int64, now time.Time) (int, error
 	}
 	for chunk := range slices.Chunk(rest, eventIDChunk) {
 		args := append([]any{T(now), target, upto}, paddedIDArgs(chunk)...)
-		res, err := x.tx.ExecContext(x.ctx, `UPDATE MSG_EVENT SET STATE = 'SENT', SENT_AT = ?, NEXT_ATTEMPT_AT = NULL
+		n, err := x.exec(`UPDATE MSG_EVENT SET STATE = 'SENT', SENT_AT = ?, NEXT_ATTEMPT_AT = NULL
 WHERE TARGET = ? AND (STATE = '`+eventRetry+`' OR (STATE = 'PENDING' AND EVENT_ID > ?)) AND EVENT_ID IN (`+placeholders(len(args)-3)+`)`, args...)
 		if err != nil {
 			return 0, Unavailable(fmt.Errorf("mark events %d..%d of %s sent: %w", chunk[0], chunk[len(chunk)-1], target, err))
 		}
-		n, err := res.RowsAffected()
+		marked += n
+		// A shared one beyond the gap gets a row of its own, SENT.
+		args = append([]any{target, T(now), max(upto, r.from), r.to}, paddedIDArgs(chunk)...)
+		n, err = x.exec(x.dialect.InsertIgnore()+` INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD,
+STATE, ATTEMPTS, CREATED_AT, SENT_AT) SELECT e.EVENT_ID, e.CMINMSGS_ID, e.TYPE_TAG, ?, e.KIND, e.FLIGHT_KEY, e.PAYLOAD, 'SENT', 0,
+e.CREATED_AT, ? FROM MSG_EVENT e WHERE e.TARGET = `+shared+` AND e.EVENT_ID > ? AND e.EVENT_ID <= ? AND e.EVENT_ID IN (`+placeholders(len(args)-4)+`)`, args...)
 		if err != nil {
-			return 0, Unavailable(err)
+			return 0, Unavailable(fmt.Errorf("mark events %d..%d of %s sent: %w", chunk[0], chunk[len(chunk)-1], target, err))
 		}
-		marked += int(n)
+		marked += n
 	}
 	if marked == 0 { // the mark rises only past rows marked here
 		return 0, nil
@@ -310,86 +368,69 @@ WHERE TARGET = ? AND (STATE = '`+eventRetry+`' OR (STATE = 'PENDING' AND EVENT_I
 	return marked, x.countSent(target, marked, mark, upto, now)
 }
 
-// readRun returns target's delivery mark and, in order, the ids of its PENDING rows above it
-// up to upto, in one statement that locks the mark's row and those rows on MySQL until the end
-// of the transaction (lockMark).
-func (x eventTx) readRun(target string, upto int64) (mark int64, ids []int64, err error) {
-	q := `SELECT s.UPTO_EVENT_ID, e.EVENT_ID FROM MSG_EVENT_SENT s LEFT JOIN MSG_EVENT e` + headIndex(x.dialect) + `
-ON e.TARGET = s.TARGET AND e.STATE = 'PENDING' AND e.EVENT_ID > s.UPTO_EVENT_ID AND e.EVENT_ID <= ? WHERE s.TARGET = ?`
-	if x.dialect == MySQL {
-		q += ` FOR UPDATE`
+// exec runs a write in the transaction and returns how many rows it changed.
+func (x eventTx) exec(q string, args ...any) (int, error) {
+	res, err := x.tx.ExecContext(x.ctx, q, args...)
+	if err != nil {
+		return 0, err
 	}
-	failed := func(err error) (bool, error) {
-		return false, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// readRun returns target's range with its delivery mark and, in order, the ids of its pending
+// rows above the mark up to upto: its own PENDING rows and the shared rows it takes and has
+// no row of its own for. The target's MSG_EVENT_SENT row is locked first (lockMark).
+func (x eventTx) readRun(target string, upto int64) (takes, []int64, error) {
+	r, err := x.lockMark(target)
+	if err != nil {
+		return r, nil, err
 	}
-	err = x.markRow(target, func() (bool, error) {
-		rows, err := x.tx.QueryContext(x.ctx, q, upto, target)
-		if err != nil {
-			return failed(err)
+	cond, cargs := r.sharedAbove(target, r.lo())
+	q := unionAll(x.dialect, `SELECT EVENT_ID FROM MSG_EVENT`+headIndex(x.dialect)+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?`,
+		`SELECT e.EVENT_ID FROM MSG_EVENT e`+headIndex(x.dialect)+` WHERE `+cond+` AND e.EVENT_ID <= ?`)
+	rows, err := x.tx.QueryContext(x.ctx, q, append(append([]any{target, r.mark, upto}, cargs...), upto)...)
+	if err != nil {
+		return r, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return r, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
 		}
-		defer rows.Close()
-		found := false
-		for rows.Next() {
-			var id sql.NullInt64
-			if err := rows.Scan(&mark, &id); err != nil {
-				return failed(err)
-			}
-			found = true
-			if id.Valid {
-				ids = append(ids, id.Int64)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return failed(err)
-		}
-		return found, nil
-	})
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return r, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+	}
 	slices.Sort(ids)
-	return mark, ids, err
+	return r, ids, nil
 }
 
-// lockMark returns target's delivery mark, its MSG_EVENT_SENT row locked until the end of the
-// transaction on MySQL (on SQLite the transaction holds the database's write lock), so that
-// two instances' writes of the same target take turns: each reads the mark the other left.
-func (x eventTx) lockMark(target string) (mark int64, err error) {
-	q := `SELECT UPTO_EVENT_ID FROM MSG_EVENT_SENT WHERE TARGET = ?`
-	if x.dialect == MySQL {
-		q += ` FOR UPDATE`
-	}
-	err = x.markRow(target, func() (bool, error) {
-		switch err := x.tx.QueryRowContext(x.ctx, q, target).Scan(&mark); {
-		case errors.Is(err, sql.ErrNoRows):
-			return false, nil
-		case err != nil:
-			return false, Unavailable(fmt.Errorf("read the delivery mark of %s: %w", target, err))
-		}
-		return true, nil
-	})
-	return mark, err
-}
-
-// markRow runs read, which reads target's MSG_EVENT_SENT row and says whether there is one. A
-// target without the row gets one (mark 0, nothing sent) and is read again, so that there is
-// a row to lock.
-func (x eventTx) markRow(target string, read func() (bool, error)) error {
+// lockMark returns target's range and delivery mark, its MSG_EVENT_SENT row locked until the
+// end of the transaction on MySQL (on SQLite the transaction holds the database's write lock),
+// so that two instances' writes of the same target take turns: each reads the mark the other
+// left. A target without the row gets one (addMark) and is read again, so that there is a row
+// to lock.
+func (x eventTx) lockMark(target string) (takes, error) {
 	for range 2 {
-		if found, err := read(); err != nil || found {
-			return err
+		if r, err := readTakes(x.ctx, x.tx, x.dialect, target, true); err != nil || r.found {
+			return r, err
 		}
-		if err := x.addMark(target); err != nil {
-			return err
+		if err := addMark(x.ctx, x.tx, x.dialect, target); err != nil {
+			return takes{}, err
 		}
 	}
-	return Unavailable(fmt.Errorf("read the delivery mark of %s: no row after adding it", target))
+	return takes{}, Unavailable(fmt.Errorf("read the delivery mark of %s: no row after adding it", target))
 }
 
-// addMark adds target's MSG_EVENT_SENT row (mark 0, nothing sent) unless it has one.
-func (x eventTx) addMark(target string) error {
-	ins := `INSERT INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES (?, 0, 0) ON CONFLICT (TARGET) DO NOTHING`
-	if x.dialect == MySQL {
-		ins = `INSERT IGNORE INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES (?, 0, 0)`
-	}
-	if _, err := x.tx.ExecContext(x.ctx, ins, target); err != nil {
+// addMark adds target's MSG_EVENT_SENT row (mark 0, nothing sent) unless it has one, taking
+// the shared rows written from now on: a target starts at the log's end.
+func addMark(ctx context.Context, tx execer, dialect Dialect, target string) error {
+	if _, err := tx.ExecContext(ctx, dialect.InsertIgnore()+` INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID, FROM_EVENT_ID)
+SELECT ?, 0, 0, VALUE FROM MSGX_COUNTER WHERE NAME = '`+eventSeq+`'`, target); err != nil {
 		return Unavailable(fmt.Errorf("add the delivery mark of %s: %w", target, err))
 	}
 	return nil
@@ -491,31 +532,46 @@ func (x eventTx) Change(evs []*Event, c EventChange) (int, error) {
 	}
 	// Each target's mark is read (locked) once, in target order: a delivery of the target
 	// that raced this write waits, or is waited for, and the fence sees the mark it left.
-	marks := map[string]int64{}
+	marks := map[string]takes{}
 	for _, k := range order {
-		marks[k.target] = 0
+		marks[k.target] = takes{}
 	}
 	for _, t := range slices.Sorted(maps.Keys(marks)) {
-		m, err := x.lockMark(t)
+		r, err := x.lockMark(t)
 		if err != nil {
 			return 0, err
 		}
-		marks[t] = m
+		marks[t] = r
 	}
 	changed := 0
 	for _, k := range order {
+		r := marks[k.target]
 		for ids := range slices.Chunk(groups[k], eventIDChunk) {
-			args := append(append(append([]any{}, setArgs...), k.target, marks[k.target], k.attempts, k.class, k.lastError), idArgs(ids)...)
-			res, err := x.tx.ExecContext(x.ctx, `UPDATE MSG_EVENT SET `+set+` WHERE `+fenced+
-				` AND EVENT_ID IN (`+placeholders(len(ids))+`)`, args...)
+			args := append(append(append([]any{}, setArgs...), k.target, r.mark, k.attempts, k.class, k.lastError), idArgs(ids)...)
+			n, err := x.exec(`UPDATE MSG_EVENT SET `+set+` WHERE `+fenced+` AND EVENT_ID IN (`+placeholders(len(ids))+`)`, args...)
 			if err != nil {
 				return changed, Unavailable(fmt.Errorf("events %d..%d: %w", ids[0], ids[len(ids)-1], err))
 			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return changed, Unavailable(err)
+			changed += n
+			if k != (fenceKey{target: k.target}) {
+				continue // a shared row has never failed
 			}
-			changed += int(n)
+			// A shared row the target has no row of its own for leaves the happy path: its
+			// own row, a copy with the change, is added (the primary key fences it).
+			attempts := 0
+			if c.AddAttempt {
+				attempts = 1
+			}
+			args = append([]any{k.target, string(c.State), attempts, T(c.NextAttemptAt), T(c.FirstFailedAt), nullStr(string(c.Class)),
+				Fit(secret.Redact(c.LastError), maxEventError), r.lo(), r.to}, idArgs(ids)...)
+			n, err = x.exec(x.dialect.InsertIgnore()+` INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD,
+STATE, ATTEMPTS, NEXT_ATTEMPT_AT, FIRST_FAILED_AT, ERROR_CLASS, LAST_ERROR, CREATED_AT)
+SELECT e.EVENT_ID, e.CMINMSGS_ID, e.TYPE_TAG, ?, e.KIND, e.FLIGHT_KEY, e.PAYLOAD, ?, ?, ?, ?, ?, ?, e.CREATED_AT FROM MSG_EVENT e
+WHERE e.TARGET = `+shared+` AND e.EVENT_ID > ? AND e.EVENT_ID <= ? AND e.EVENT_ID IN (`+placeholders(len(ids))+`)`, args...)
+			if err != nil {
+				return changed, Unavailable(fmt.Errorf("events %d..%d: %w", ids[0], ids[len(ids)-1], err))
+			}
+			changed += n
 		}
 	}
 	return changed, nil
@@ -570,7 +626,7 @@ WHERE STATE = 'DEAD' AND (ERROR_CLASS IS NULL OR ERROR_CLASS <> 'MALFORMED')`
 		n, _ := res.RowsAffected()
 		moved += int(n)
 	}
-	return moved, len(ids) - moved, nil
+	return moved, max(0, len(ids)-moved), nil // an id may be DEAD on several targets
 }
 
 // EventFilter selects events for ListEvents. Zero fields select everything.
@@ -584,15 +640,9 @@ type EventFilter struct {
 
 // ListEvents returns the events f selects, in EVENT_ID order (newest first with f.Newest).
 func (o *Outbox) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
-	sel := eventSelect{cols: eventTable.cols(), target: f.Target, byTarget: true, state: f.State, order: "EVENT_ID", limit: clampLimit(f.Limit)}
-	if f.Target != "" {
-		sel.where, sel.args = append(sel.where, "TARGET = ?"), append(sel.args, f.Target)
-	}
+	sel := eventSelect{cols: EventView.cols, target: f.Target, byTarget: true, state: f.State, desc: f.Newest, limit: clampLimit(f.Limit)}
 	if f.AfterID > 0 {
-		sel.where, sel.args = append(sel.where, "EVENT_ID > ?"), append(sel.args, f.AfterID)
-	}
-	if f.Newest {
-		sel.order = "EVENT_ID DESC"
+		sel.where, sel.args = append(sel.where, "e.EVENT_ID > ?"), append(sel.args, f.AfterID)
 	}
 	q, args, err := o.stateQuery(ctx, sel)
 	if err != nil {
@@ -602,6 +652,11 @@ func (o *Outbox) ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("list events: %w", err))
 	}
+	ids := make([]int64, len(evs))
+	for i := range evs {
+		ids[i] = evs[i].EventID
+	}
+	evs = evs[:wholeIDs(ids, sel.limit)]
 	if evs == nil {
 		evs = []Event{}
 	}
@@ -646,27 +701,43 @@ func (o *Outbox) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, err
 	}
 	var out []EventCount
 	for _, t := range targets {
+		r, err := readTakes(ctx, tx, o.db.Dialect, t, false)
+		if err != nil {
+			return nil, err
+		}
+		if !r.found {
+			r.to = 0 // takes no shared row
+		}
 		var (
-			pending, retry, dead                int64
-			sent                                sql.NullInt64
-			oldestPend, oldestRetry, oldestDead NullTime
+			pending, retry, dead, taken, shadowed          int64
+			sent                                           sql.NullInt64
+			oldestPend, oldestRetry, oldestDead, oldestShr NullTime
 		)
-		above := `FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?")
-		err := tx.QueryRowContext(ctx, `SELECT
+		hint := headIndex(o.db.Dialect)
+		above := `FROM MSG_EVENT` + hint + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ?`
+		cond, cargs := r.sharedAbove(t, r.lo())
+		err = tx.QueryRowContext(ctx, `SELECT
  (SELECT COUNT(*) `+above+`),
  (SELECT CREATED_AT `+above+` ORDER BY EVENT_ID LIMIT 1),
  (SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET = ? AND STATE = '`+eventRetry+`'),
  (SELECT CREATED_AT FROM MSG_EVENT WHERE TARGET = ? AND STATE = '`+eventRetry+`' ORDER BY EVENT_ID LIMIT 1),
  (SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'DEAD'),
  (SELECT CREATED_AT FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'DEAD' ORDER BY EVENT_ID LIMIT 1),
- (SELECT SENT FROM MSG_EVENT_SENT WHERE TARGET = ?)`, t, t, t, t, t, t, t, t, t).Scan(&pending, &oldestPend, &retry, &oldestRetry,
-			&dead, &oldestDead, &sent)
+ (SELECT SENT FROM MSG_EVENT_SENT WHERE TARGET = ?),
+ (SELECT COUNT(*) FROM MSG_EVENT`+hint+` WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?),
+ (SELECT COUNT(*) FROM MSG_EVENT o`+hint+` JOIN MSG_EVENT e ON e.EVENT_ID = o.EVENT_ID AND e.TARGET = `+shared+`
+   WHERE o.TARGET = ? AND o.STATE IN ('PENDING', 'SENT', 'DEAD', '`+eventRetry+`') AND o.EVENT_ID > ? AND o.EVENT_ID <= ?),
+ (SELECT e.CREATED_AT FROM MSG_EVENT e`+hint+` WHERE `+cond+` ORDER BY e.EVENT_ID LIMIT 1)`,
+			append([]any{t, r.mark, t, r.mark, t, t, t, t, t, r.lo(), r.to, t, r.lo(), r.to}, cargs...)...).Scan(&pending, &oldestPend, &retry, &oldestRetry,
+			&dead, &oldestDead, &sent, &taken, &shadowed, &oldestShr)
 		if err != nil {
 			return nil, Unavailable(fmt.Errorf("event counts of %s: %w", t, err))
 		}
-		pending += retry
-		if oldestRetry.Valid && (!oldestPend.Valid || oldestRetry.Time.Before(oldestPend.Time)) {
-			oldestPend = oldestRetry
+		pending += retry + taken - shadowed
+		for _, o := range []NullTime{oldestRetry, oldestShr} {
+			if o.Valid && (!oldestPend.Valid || o.Time.Before(oldestPend.Time)) {
+				oldestPend = o
+			}
 		}
 		if pending > 0 {
 			out = append(out, EventCount{Target: t, State: pipeline.EventPending, Count: pending, Oldest: oldestPend})
@@ -681,18 +752,18 @@ func (o *Outbox) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, err
 	return out, nil
 }
 
-// eventTargets returns, sorted, every target that has events in MSG_EVENT or has sent any:
-// a recursive query seeks the index once per target (a loose index scan) instead of reading
-// every row.
+// eventTargets returns, sorted, every target that has rows of its own in MSG_EVENT, has sent
+// any, or takes the shared rows: a recursive query seeks the index once per target (a loose
+// index scan) instead of reading every row.
 func eventTargets(ctx context.Context, q querier) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t (NAME) AS (
   SELECT MIN(TARGET) FROM MSG_EVENT
   UNION ALL
   SELECT (SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > t.NAME) FROM t WHERE t.NAME IS NOT NULL
 )
-SELECT NAME FROM t WHERE NAME IS NOT NULL
+SELECT NAME FROM t WHERE NAME IS NOT NULL AND NAME <> `+shared+`
 UNION
-SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0`)
+SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0 OR TO_EVENT_ID IS NULL`)
 	if err != nil {
 		return nil, err
 	}
@@ -710,6 +781,37 @@ SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0`)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// OpenTargets sets which targets take the shared rows from now on: configured, the delivery
+// targets of this configuration. One without a MSG_EVENT_SENT row gets one at the log's end
+// (it takes the shared rows written from now on, as a target added to the configuration
+// always has); one whose range had ended takes them again, every one since it ended (none is
+// purged past a target's mark while it has any left to send). Every other target, but the
+// four a flight change is rendered for (which take every shared row, configured or not, as
+// their rows waited for them before the log), has its range ended at the log's end: it keeps
+// what it had to send up to there, and is no longer counted pending for what comes after.
+func (o *Outbox) OpenTargets(ctx context.Context, configured []string) error {
+	return o.db.Tx(ctx, func(tx *sql.Tx) error {
+		for _, t := range configured {
+			if err := addMark(ctx, tx, o.db.Dialect, t); err != nil {
+				return err
+			}
+		}
+		args := []any{}
+		for _, t := range append(slices.Clone(configured), event.TargetFlop, event.TargetSchd, event.TargetNotify, event.TargetES) {
+			args = append(args, t)
+		}
+		in := placeholders(len(args))
+		if _, err := tx.ExecContext(ctx, `UPDATE MSG_EVENT_SENT SET TO_EVENT_ID = NULL WHERE TARGET IN (`+in+`)`, args...); err != nil {
+			return Unavailable(fmt.Errorf("open the configured targets: %w", err))
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE MSG_EVENT_SENT SET TO_EVENT_ID = (SELECT VALUE FROM MSGX_COUNTER WHERE NAME = '`+eventSeq+`')
+WHERE TO_EVENT_ID IS NULL AND TARGET NOT IN (`+in+`)`, args...); err != nil {
+			return Unavailable(fmt.Errorf("end the targets no longer configured: %w", err))
+		}
+		return nil
+	})
 }
 
 // LastEventID returns the highest EVENT_ID in MSG_EVENT, 0 when it holds none: every event

@@ -34,7 +34,7 @@ type Operator interface {
 	Pauses(ctx context.Context) ([]Pause, error)
 	SearchMessages(ctx context.Context, q MessageQuery) ([]*Message, error)
 	SearchEvents(ctx context.Context, q EventQuery) ([]EventBrief, error)
-	EventPayload(ctx context.Context, id int64, families map[string]string) ([]byte, bool, error)
+	EventPayload(ctx context.Context, id int64, target string, families map[string]string) ([]byte, bool, error)
 	FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error)
 	ReplayPreview(ctx context.Context, classes []pipeline.ErrorClass, ids []int64) (ReplayResult, error)
 }
@@ -496,26 +496,25 @@ func (ops *Operations) SearchEvents(ctx context.Context, q EventQuery) ([]EventB
 	if inline <= 0 {
 		inline = DefaultInlinePayload
 	}
-	length := `LENGTH(PAYLOAD)` // bytes on MySQL
+	length := `LENGTH(e.PAYLOAD)` // bytes on MySQL
 	if ops.db.Dialect == SQLite {
-		length = `LENGTH(CAST(PAYLOAD AS BLOB))`
+		length = `LENGTH(CAST(e.PAYLOAD AS BLOB))`
 	}
-	cond, args, order, reverse := idRange("EVENT_ID", q.AfterID, q.BeforeID, q.Newest)
+	cond, args, order, reverse := idRange("e.EVENT_ID", q.AfterID, q.BeforeID, q.Newest)
 	where := []string{cond}
-	if q.Target != "" {
-		where, args = append(where, "TARGET = ?"), append(args, q.Target)
-	}
 	if q.FLID != 0 {
-		where, args = append(where, "FLIGHT_KEY = ?"), append(args, strconv.FormatInt(q.FLID, 10))
+		where, args = append(where, "e.FLIGHT_KEY = ?"), append(args, strconv.FormatInt(q.FLID, 10))
 	}
 	if q.MsgID != 0 {
-		where, args = append(where, "CMINMSGS_ID = ?"), append(args, q.MsgID)
+		where, args = append(where, "e.CMINMSGS_ID = ?"), append(args, q.MsgID)
 	}
+	limit := clampLimit(q.Limit)
 	sqlq, args, err := ops.db.Outbox.stateQuery(ctx, eventSelect{
-		cols: `EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, ` + eventTable.State() + `, ATTEMPTS, ERROR_CLASS, LAST_ERROR,
-CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + length + `, CASE WHEN ` + length + ` <= ? THEN PAYLOAD END`,
+		cols: func(v EventView) string {
+			return v.head() + `, ` + length + `, CASE WHEN ` + length + ` <= ? THEN e.PAYLOAD END`
+		},
 		colsArgs: []any{inline}, where: where, args: args, target: q.Target, byTarget: q.FLID == 0 && q.MsgID == 0, state: q.State,
-		order: order, limit: clampLimit(q.Limit)})
+		desc: strings.HasSuffix(order, "DESC"), limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -553,6 +552,11 @@ CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + le
 		return nil, Unavailable(err)
 	}
 	rows.Close()
+	ids := make([]int64, len(out))
+	for i := range out {
+		ids[i] = out[i].EventID
+	}
+	out = out[:wholeIDs(ids, limit)]
 	ptrs := make([]*Event, len(out))
 	for i := range out {
 		ptrs[i] = &out[i].Event
@@ -566,13 +570,26 @@ CREATED_AT, SENT_AT, ` + eventTable.NextAttemptAt() + `, FIRST_FAILED_AT, ` + le
 	return out, nil
 }
 
-// EventPayload returns the payload of event id as its target is delivered: exactly as stored,
-// or for a stored canonical event (kind event.KindChange) rendered for the family families
-// gives its target (event.Stored); one that does not render is returned as stored.
-func (ops *Operations) EventPayload(ctx context.Context, id int64, families map[string]string) ([]byte, bool, error) {
-	var target, kind string
+// EventPayload returns the payload of event id as target is delivered it: its own row's, or
+// the shared row's, exactly as stored, or for a stored canonical event (kind
+// event.KindChange) rendered for the family families gives target (event.Stored); one that
+// does not render is returned as stored. Without a target it is the event's shared row as
+// stored (its canonical encoding), or the one row of an event written per target.
+func (ops *Operations) EventPayload(ctx context.Context, id int64, target string, families map[string]string) ([]byte, bool, error) {
+	var kind string
 	var b []byte
-	err := ops.db.SQL.QueryRowContext(ctx, `SELECT TARGET, KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ?`, id).Scan(&target, &kind, &b)
+	q, args := `SELECT KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? AND TARGET IN (?, `+shared+`)
+ORDER BY CASE WHEN TARGET = `+shared+` THEN 1 ELSE 0 END LIMIT 1`, []any{id, target}
+	if target == "" {
+		q, args = `SELECT TARGET, KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? ORDER BY CASE WHEN TARGET = `+shared+` THEN 0 ELSE 1 END LIMIT 1`, []any{id}
+	}
+	row := ops.db.SQL.QueryRowContext(ctx, q, args...)
+	var err error
+	if target == "" {
+		err = row.Scan(&target, &kind, &b)
+	} else {
+		err = row.Scan(&kind, &b)
+	}
 	if err == sql.ErrNoRows {
 		return nil, false, nil
 	}
@@ -597,12 +614,12 @@ type FlightChange struct {
 }
 
 // FlightHistory returns the changes of flight flid in order, read from the events of target
-// (the changed-fields target, KAFKA_FLOP) that carry its FLID: each holds
+// (the changed-fields target, KAFKA_FLOP) and the shared events that carry its FLID: each holds
 // {"op":…,"changes":{field:{old,new}}}, or is a canonical event (kind event.KindChange),
 // read as that payload rendered for target (event.Stored).
 func (ops *Operations) FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error) {
 	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, KIND, PAYLOAD FROM MSG_EVENT
-WHERE FLIGHT_KEY = ? AND TARGET = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
+WHERE FLIGHT_KEY = ? AND TARGET IN (?, `+shared+`) AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
 	}
@@ -615,6 +632,9 @@ WHERE FLIGHT_KEY = ? AND TARGET = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`,
 		var payload []byte
 		if err := rows.Scan(&c.EventID, &c.MsgID, &c.TypeTag, &at, &kind, &payload); err != nil {
 			return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
+		}
+		if len(out) > 0 && out[len(out)-1].EventID == c.EventID {
+			continue // a shared event and target's own row of it: one change
 		}
 		c.At = at.Time
 		if _, r, err := event.Stored(target, kind, payload); err == nil {

@@ -521,22 +521,31 @@ type eventRow struct {
 	at    time.Time
 }
 
+// eventSeq is the MSGX_COUNTER row that gives out EVENT_IDs (migration 00018): one sequence
+// for every row, which deletes never move back.
+const eventSeq = "EVENT_ID"
+
 // insertEventRows inserts rows in order (EVENT_ID follows it), eventChunk rows per statement,
-// and returns how many it inserted.
+// and returns how many it inserted. Each statement takes its ids from eventSeq, raised first
+// by as many: the ids are read back by neither (a multiExec sends both in one round trip).
 func insertEventRows(ctx context.Context, tx execer, rows []eventRow) (int, error) {
-	const row = `(?, ?, ?, ?, ?, ?, ?, 0, ?)`
+	const row = `((SELECT VALUE FROM MSGX_COUNTER WHERE NAME = '` + eventSeq + `') - ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`
 	for start, end := 0, 0; start < len(rows); start = end {
 		size := 0
 		for end = start; end < len(rows) && end-start < eventChunk && (end == start || size+len(rows[end].ev.Payload) <= eventBytes); end++ {
 			size += len(rows[end].ev.Payload)
 		}
 		chunk := rows[start:end]
-		args := make([]any, 0, 8*len(chunk))
-		for _, r := range chunk {
-			e := r.ev
-			args = append(args, r.msgID, r.tag, e.Target, e.Kind, nullStr(e.Key), string(e.Payload), pipeline.EventPending, T(r.at))
+		if _, err := tx.ExecContext(ctx, `UPDATE MSGX_COUNTER SET VALUE = VALUE + ?, UPDATED_AT = ? WHERE NAME = '`+eventSeq+`'`,
+			len(chunk), T(chunk[0].at)); err != nil {
+			return start, Unavailable(fmt.Errorf("give out %d event ids: %w", len(chunk), err))
 		}
-		q := `INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT) VALUES ` +
+		args := make([]any, 0, 9*len(chunk))
+		for i, r := range chunk {
+			e := r.ev
+			args = append(args, len(chunk)-1-i, r.msgID, r.tag, e.Target, e.Kind, nullStr(e.Key), string(e.Payload), pipeline.EventPending, T(r.at))
+		}
+		q := `INSERT INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(row+",", len(chunk)), ",")
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return start, Unavailable(fmt.Errorf("insert %d events: %w", len(chunk), err))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -114,19 +116,19 @@ func (q *JobQueue) EnqueueScheduledJob(ctx context.Context, kind, key string, no
 // The events SENT by the delivery mark (see EventView) go by the age of the mark's raise that
 // covered them (purgeMarked). It stops between chunks when ctx ends, keeping what it deleted.
 func (a *Archiver) PurgeSentEvents(ctx context.Context, before time.Time, progress func(int)) (int, error) {
-	total := 0
-	target := ""
-	for ctx.Err() == nil {
-		// The next target: one seek on IDX_EVT_HEAD (TARGET, STATE, EVENT_ID) per target.
-		var next sql.NullString
-		if err := a.db.long().QueryRowContext(ctx, `SELECT MIN(TARGET) FROM MSG_EVENT WHERE TARGET > ?`, target).Scan(&next); err != nil {
-			return total, Unavailable(fmt.Errorf("purge events: next target: %w", err))
+	bound, total, err := a.purgeShared(ctx, before, progress)
+	if err != nil {
+		return total, err
+	}
+	targets, err := eventTargetsAll(ctx, a.db.long())
+	if err != nil {
+		return total, Unavailable(fmt.Errorf("purge events: the targets: %w", err))
+	}
+	for _, target := range targets {
+		if ctx.Err() != nil {
+			break
 		}
-		if !next.Valid {
-			return total, nil
-		}
-		target = next.String
-		n, err := a.purgeMarked(ctx, target, before, func(n int) {
+		n, err := a.purgeMarked(ctx, target, before, bound, func(n int) {
 			if progress != nil {
 				progress(total + n)
 			}
@@ -154,11 +156,124 @@ func (a *Archiver) PurgeSentEvents(ctx context.Context, before time.Time, progre
 	return total, ctx.Err()
 }
 
+// eventTargetsAll returns every target with rows of its own or a MSG_EVENT_SENT row.
+func eventTargetsAll(ctx context.Context, q querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT TARGET FROM MSG_EVENT_SENT`)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	own, err := eventTargets(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, own...)
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// purgeShared deletes the shared rows every target that takes them has sent before `before`
+// (PurgeChunk per transaction) and returns the id up to which none is left (below the first
+// one left), with how many it deleted. A target bounds it at the highest raise of its mark older than before (oldRaises),
+// or at its range's start when that is higher (the rows below are not its); a target whose
+// range ended and that sent all of it bounds nothing. A row a target has its own row of (DEAD,
+// replayed) goes too: the own row holds the payload.
+func (a *Archiver) purgeShared(ctx context.Context, before time.Time, progress func(int)) (int64, int, error) {
+	type rng struct {
+		target     string
+		mark, from int64
+		to         sql.NullInt64
+	}
+	rows, err := a.db.long().QueryContext(ctx, `SELECT TARGET, UPTO_EVENT_ID, FROM_EVENT_ID, TO_EVENT_ID FROM MSG_EVENT_SENT`)
+	if err != nil {
+		return 0, 0, Unavailable(fmt.Errorf("purge shared events: read the targets: %w", err))
+	}
+	var rs []rng
+	for rows.Next() {
+		var r rng
+		if err := rows.Scan(&r.target, &r.mark, &r.from, &r.to); err != nil {
+			rows.Close()
+			return 0, 0, Unavailable(fmt.Errorf("purge shared events: read the targets: %w", err))
+		}
+		rs = append(rs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, 0, Unavailable(fmt.Errorf("purge shared events: read the targets: %w", err))
+	}
+	bound, bounded := int64(0), false
+	for _, r := range rs {
+		if r.to.Valid && r.mark >= r.to.Int64 {
+			continue
+		}
+		old, err := a.oldRaises(ctx, r.target, before)
+		if err != nil {
+			return 0, 0, err
+		}
+		if b := max(old, r.from); !bounded || b < bound {
+			bound, bounded = b, true
+		}
+	}
+	total := 0
+	for bounded && ctx.Err() == nil { // no target: nobody has taken them
+		var ids []any
+		deleted := 0
+		err := a.db.longTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			ids, deleted = nil, 0
+			ids, err = queryIDs(ctx, tx, "purge shared events", `SELECT EVENT_ID FROM MSG_EVENT
+WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT ?`, bound, PurgeChunk)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE TARGET = `+shared+` AND EVENT_ID IN (`+placeholders(len(ids))+`)`, ids...)
+			if err != nil {
+				return Unavailable(fmt.Errorf("purge shared events: delete %d: %w", len(ids), err))
+			}
+			n, _ := res.RowsAffected()
+			deleted = int(n)
+			return nil
+		})
+		total += deleted
+		if err != nil {
+			return bound, total, err
+		}
+		if len(ids) > 0 && progress != nil {
+			progress(total)
+		}
+		if len(ids) < PurgeChunk {
+			break
+		}
+	}
+	var low sql.NullInt64
+	if err := a.db.long().QueryRowContext(ctx, `SELECT MIN(EVENT_ID) FROM MSG_EVENT WHERE TARGET = `+shared+` AND STATE = 'PENDING'`).Scan(&low); err != nil {
+		return 0, total, Unavailable(fmt.Errorf("purge shared events: the first left: %w", err))
+	}
+	if !low.Valid {
+		return math.MaxInt64, total, ctx.Err()
+	}
+	return low.Int64 - 1, total, ctx.Err()
+}
+
 // purgeMarked deletes the PENDING rows of target that its delivery mark covers and whose
 // raise (MSG_EVENT_MARK) is older than before, PurgeChunk per statement, walking the raises in
-// order up to the first that is not old enough; then the raises that no longer cover a row.
+// order up to the first that is not old enough; then the raises that no longer cover a row:
+// none above sharedGone, the id up to which no shared row is left (purgeShared), as the
+// shared rows above it still need their sent times and the next purge its raises.
 // progress is told its running total after each chunk.
-func (a *Archiver) purgeMarked(ctx context.Context, target string, before time.Time, progress func(int)) (int, error) {
+func (a *Archiver) purgeMarked(ctx context.Context, target string, before time.Time, sharedGone int64, progress func(int)) (int, error) {
 	// The raises older than before, up to the first that is not (a clock that ran behind can
 	// leave an old raise above a young one), found by the database: the raises of a day are
 	// not all sent to msgx to stop at the first young one.
@@ -181,7 +296,8 @@ WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT
 			if err != nil || len(ids) == 0 {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = 'PENDING'`, ids...)
+			res, err := tx.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE TARGET = ? AND EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = 'PENDING'`,
+				append([]any{target}, ids...)...)
 			if err != nil {
 				return Unavailable(fmt.Errorf("purge events of %s: delete %d: %w", target, len(ids), err))
 			}
@@ -197,7 +313,7 @@ WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT_ID LIMIT
 			progress(total)
 		}
 		if len(ids) < PurgeChunk {
-			if _, err := a.db.long().ExecContext(ctx, `DELETE FROM MSG_EVENT_MARK WHERE TARGET = ? AND UPTO_EVENT_ID <= ?`, target, upto); err != nil {
+			if _, err := a.db.long().ExecContext(ctx, `DELETE FROM MSG_EVENT_MARK WHERE TARGET = ? AND UPTO_EVENT_ID <= ?`, target, min(upto, sharedGone)); err != nil {
 				return total, Unavailable(fmt.Errorf("purge events of %s: delete the delivery marks up to %d: %w", target, upto, err))
 			}
 			return total, nil
@@ -272,8 +388,8 @@ func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int
 	if len(ids) == 0 {
 		return 0, last, done, nil
 	}
-	res, err := a.db.long().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = ?`,
-		append(ids, pipeline.EventSent)...)
+	res, err := a.db.long().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE TARGET = ? AND EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = ?`,
+		append(append([]any{target}, ids...), pipeline.EventSent)...)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: delete %d: %w", target, len(ids), err))
 	}

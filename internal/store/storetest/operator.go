@@ -292,11 +292,11 @@ func eventListingsElideLargePayloads(t *testing.T, db *store.DB) {
 	if evs[1].PayloadElided || string(evs[1].Payload) != `{"FLID":2}` {
 		t.Errorf("small payload: %+v", evs[1])
 	}
-	b, ok, err := db.Operations.EventPayload(ctx, evs[0].EventID, nil)
+	b, ok, err := db.Operations.EventPayload(ctx, evs[0].EventID, "", nil)
 	if err != nil || !ok || string(b) != big {
 		t.Errorf("payload route: %d bytes, %v %v", len(b), ok, err)
 	}
-	if _, ok, err := db.Operations.EventPayload(ctx, evs[1].EventID+10, nil); ok || err != nil {
+	if _, ok, err := db.Operations.EventPayload(ctx, evs[1].EventID+10, "", nil); ok || err != nil {
 		t.Errorf("unknown event payload: %v %v", ok, err)
 	}
 }

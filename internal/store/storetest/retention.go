@@ -15,12 +15,15 @@ import (
 // not zero), and returns its id.
 func insertEvent(t *testing.T, db *store.DB, msgID int64, target string, st pipeline.EventStatus, created, sent time.Time) int64 {
 	t.Helper()
-	res, err := db.SQLDB().Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT, SENT_AT)
-		VALUES (?, 'FLOP-CHOT', ?, 'update', '航班1', '{"航":"✈🛫"}', ?, 0, ?, ?)`, msgID, target, st, store.T(created), store.T(sent))
+	id, err := TakeEventIDs(db.SQLDB(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
+	_, err = db.SQLDB().Exec(`INSERT INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, PAYLOAD, STATE, ATTEMPTS, CREATED_AT, SENT_AT)
+		VALUES (?, ?, 'FLOP-CHOT', ?, 'update', '航班1', '{"航":"✈🛫"}', ?, 0, ?, ?)`, id, msgID, target, st, store.T(created), store.T(sent))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return id
 }
 
@@ -91,7 +94,14 @@ func purgeSentEventsWorksInChunks(t *testing.T, db *store.DB) {
 	// One DEAD event in the middle and one young SENT event at the end.
 	vals = append(vals[:store.PurgeChunk], append([]string{fmt.Sprintf(`(%d, 'X-Y', 'T', 'k', '{}', 'DEAD', 5, '%s', NULL)`, ids[0], store.T(old))}, vals[store.PurgeChunk:]...)...)
 	vals = append(vals, fmt.Sprintf(`(%d, 'X-Y', 'T', 'k', '{}', 'SENT', 0, '%s', '%s')`, ids[0], store.T(now), store.T(now)))
-	Exec(t, db, `INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, PAYLOAD, STATE, ATTEMPTS, CREATED_AT, SENT_AT) VALUES `+strings.Join(vals, ","))
+	first, err := TakeEventIDs(db.SQLDB(), len(vals))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range vals {
+		vals[i] = fmt.Sprintf("(%d, ", first+int64(i)) + vals[i][1:]
+	}
+	Exec(t, db, `INSERT INTO MSG_EVENT (EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, PAYLOAD, STATE, ATTEMPTS, CREATED_AT, SENT_AT) VALUES `+strings.Join(vals, ","))
 	var calls int
 	n, err := db.Archiver.PurgeSentEvents(ctx, now.Add(-time.Hour), func(int) { calls++ })
 	if err != nil || n != total {

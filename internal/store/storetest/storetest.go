@@ -176,3 +176,23 @@ func Exec(t testing.TB, db store.SQLHandle, stmts ...string) {
 		}
 	}
 }
+
+// EventWriter is what TakeEventIDs needs: a database or a transaction.
+type EventWriter interface {
+	Exec(query string, args ...any) (sql.Result, error)
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+// TakeEventIDs takes n ids from the outbox's sequence (the MSGX_COUNTER row EVENT_ID, from
+// which the pump's inserts take theirs) and returns the first: a test that writes MSG_EVENT
+// rows itself gives them these.
+func TakeEventIDs(q EventWriter, n int) (int64, error) {
+	if _, err := q.Exec(`UPDATE MSGX_COUNTER SET VALUE = VALUE + ? WHERE NAME = 'EVENT_ID'`, n); err != nil {
+		return 0, err
+	}
+	var last int64
+	if err := q.QueryRow(`SELECT VALUE FROM MSGX_COUNTER WHERE NAME = 'EVENT_ID'`).Scan(&last); err != nil {
+		return 0, err
+	}
+	return last - int64(n) + 1, nil
+}
