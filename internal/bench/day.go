@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	evt "msgx/internal/event"
 	"strings"
 	"time"
 
@@ -222,7 +223,8 @@ type event struct {
 	target  string
 }
 
-// eventsOf reads the events of the posted messages (their ids are those of the phase).
+// eventsOf reads the events of the posted messages (their ids are those of the phase), one
+// per target: a shared one (evt.Shared) is every target's.
 func (s *system) eventsOf(ctx context.Context, posted map[int64]postTimes) ([]event, error) {
 	lo, hi := idRange(posted)
 	rows, err := s.db.SQLDB().QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TARGET FROM MSG_EVENT WHERE CMINMSGS_ID BETWEEN ? AND ?`, lo, hi)
@@ -236,7 +238,15 @@ func (s *system) eventsOf(ctx context.Context, posted map[int64]postTimes) ([]ev
 		if err := rows.Scan(&e.id, &e.msg, &e.target); err != nil {
 			return nil, store.Unavailable(fmt.Errorf("read the latency phase's events: %w", err))
 		}
-		if _, ok := posted[e.msg]; ok {
+		if _, ok := posted[e.msg]; !ok {
+			continue
+		}
+		if e.target != evt.Shared {
+			out = append(out, e)
+			continue
+		}
+		for _, t := range s.targets { // a shared event: every target takes it
+			e.target = t
 			out = append(out, e)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"msgx/docs"
 	"msgx/internal/dispatch"
 	"msgx/internal/esbulk"
+	"msgx/internal/event"
 	"msgx/internal/handler"
 	"msgx/internal/legacyflop"
 	"msgx/internal/pipeline"
@@ -131,9 +132,33 @@ func (c *payloadCheck) apply(name string, raw []byte) []pipeline.Event {
 	}
 	c.msgID++
 	for _, e := range d.Events {
-		c.check(name, msg.Tag(), e)
+		for _, r := range c.delivered(e) {
+			c.check(name, msg.Tag(), r)
+		}
 	}
 	return d.Events
+}
+
+// delivered returns e as each of the four targets is delivered it: a shared event rendered
+// for each (event.Render), any other as it is.
+func (c *payloadCheck) delivered(e pipeline.Event) []pipeline.Event {
+	c.t.Helper()
+	if e.Target != event.Shared {
+		return []pipeline.Event{e}
+	}
+	ch, err := event.Decode(e.Payload)
+	if err != nil {
+		c.t.Fatalf("flight %s: %v", e.Key, err)
+	}
+	var out []pipeline.Event
+	for _, t := range handler.Targets {
+		kind, p, err := event.Render(t, &ch)
+		if err != nil {
+			c.t.Fatalf("flight %s for %s: %v", e.Key, t, err)
+		}
+		out = append(out, pipeline.Event{Target: t, Kind: kind, Key: e.Key, Payload: p})
+	}
+	return out
 }
 
 func (c *payloadCheck) validate(where, schema string, b []byte) {

@@ -194,7 +194,7 @@ func TestPhaseABatchDecisionsSeeTheBatchBeforeThem(t *testing.T) {
 		if err != nil || len(list) != 1 || list[0].Key != "B" {
 			t.Fatalf("STTS after ADD A then DNLD B in one batch: %+v %v", list, err)
 		}
-		if ev := eventsPerMessage(t, db); ev[ids[0]] != 8 || ev[ids[1]] != 4 || ev[ids[2]] != 4 || ev[ids[5]] != 0 || ev[ids[6]] != 4 {
+		if ev := eventsPerMessage(t, db); ev[ids[0]] != 2 || ev[ids[1]] != 1 || ev[ids[2]] != 1 || ev[ids[5]] != 0 || ev[ids[6]] != 1 {
 			t.Fatalf("events per message: %v", ev)
 		}
 	})
@@ -306,7 +306,7 @@ func TestPhaseAFailureInTheMiddleOfABatch(t *testing.T) {
 		if r := redisRecord(t, a.rs, 5001); fmt.Sprint(r["STND"]) != "119" || fmt.Sprint(r["REMC"]) != "six" {
 			t.Fatalf("flight 5001: %v", r)
 		}
-		if ev := eventsPerMessage(t, db); ev[ids[4]] != 4 || ev[ids[5]] != 4 {
+		if ev := eventsPerMessage(t, db); ev[ids[4]] != 1 || ev[ids[5]] != 1 {
 			t.Fatalf("events per message: %v", ev)
 		}
 	})
@@ -408,8 +408,8 @@ func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
 			switch {
 			case i == 0:
 				a.want(id, pipeline.Succeeded, "")
-				if ev[id] != 4*flights {
-					t.Fatalf("the snapshot has %d events, want %d", ev[id], 4*flights)
+				if ev[id] != flights { // one shared event per flight
+					t.Fatalf("the snapshot has %d events, want %d", ev[id], flights)
 				}
 			case i == len(ids)-1:
 				a.want(id, pipeline.Skipped, "")
@@ -418,8 +418,8 @@ func TestPhaseACrashInTheMiddleOfABatch(t *testing.T) {
 				}
 			default:
 				a.want(id, pipeline.Succeeded, "")
-				if ev[id] != 4 {
-					t.Fatalf("FLOP %d has %d events, want 4 (after %d crashes)", id, ev[id], crashes)
+				if ev[id] != 1 {
+					t.Fatalf("FLOP %d has %d events, want 1 (after %d crashes)", id, ev[id], crashes)
 				}
 			}
 		}
@@ -497,7 +497,7 @@ func TestPhaseABatchRolledBackReusesTheMarkers(t *testing.T) {
 		}
 		ev := eventsPerMessage(t, db)
 		for _, id := range ids[1:] {
-			if ev[id] != 4 {
+			if ev[id] != 1 {
 				t.Fatalf("events per message: %v", ev)
 			}
 		}
