@@ -20,6 +20,7 @@ import (
 
 	"msgx/client"
 	"msgx/internal/flight/flighttest"
+	"msgx/internal/handler"
 	"msgx/internal/target"
 )
 
@@ -562,7 +563,7 @@ type goldenView struct {
 	msgRank map[int64]int            // message id → its rank among all messages (1: the oldest)
 	events  map[string][]listedEvent // target → its events, oldest first
 	rank    map[string]map[int64]int // target → event id → its rank among the target's events
-	label   map[int64]string         // event id → "TARGET #rank"
+	label   map[int64]string         // event id → "TARGET #rank" of the first target listing it
 	pages   map[string]int           // target → how many pages its listing took
 }
 
@@ -607,7 +608,9 @@ func readGoldenView(t *testing.T, s *server, targets []string) *goldenView {
 				}
 				v.events[name] = append(v.events[name], e)
 				v.rank[name][e.EventID] = len(v.events[name])
-				v.label[e.EventID] = fmt.Sprintf("%s #%d", name, len(v.events[name]))
+				if v.label[e.EventID] == "" { // an id the targets share: the first names it
+					v.label[e.EventID] = fmt.Sprintf("%s #%d", name, len(v.events[name]))
+				}
 				after = e.EventID
 			}
 			if page.NextAfter == nil {
@@ -622,6 +625,15 @@ func readGoldenView(t *testing.T, s *server, targets []string) *goldenView {
 		}
 	}
 	return v
+}
+
+// of is event id of target as "TARGET #rank" ("" when target does not list it): the targets
+// that take a shared event share its id.
+func (v *goldenView) of(target string, id int64) string {
+	if r := v.rank[target][id]; r > 0 {
+		return fmt.Sprintf("%s #%d", target, r)
+	}
+	return ""
 }
 
 // msg is the rank of message id, as "#n".
@@ -692,7 +704,7 @@ func (v *goldenView) text(t *testing.T, s *server, flids []int64) []byte {
 	for _, tg := range tgs {
 		head := "null"
 		if tg.Head != nil {
-			head = v.label[tg.Head.EventID]
+			head = v.of(tg.Target, tg.Head.EventID)
 		}
 		fmt.Fprintf(&b, "target %s: pending=%d dead=%d sent=%d rejecting=%t head=%s blocked_since=%s error_class=%s last_error=%s next_attempt_at=%s oldest_pending_at=%s\n",
 			tg.Target, tg.Pending, tg.Dead, tg.Sent, tg.Rejecting, head, when(tg.BlockedSince), orNull(tg.ErrorClass), orNull(tg.LastError), when(tg.NextAttempt), when(tg.OldestPendingAt))
@@ -734,7 +746,7 @@ func (v *goldenView) text(t *testing.T, s *server, flids []int64) []byte {
 			case firstOf[p] != "":
 				fmt.Fprintf(&b, " = %s\n", firstOf[p])
 			default:
-				firstOf[p] = v.label[e.EventID]
+				firstOf[p] = v.of(name, e.EventID)
 				fmt.Fprintf(&b, " %s\n", p)
 			}
 		}
@@ -746,7 +758,7 @@ func (v *goldenView) text(t *testing.T, s *server, flids []int64) []byte {
 		n := 0
 		err := c.FlightHistory(ctx, flid, func(ch client.FlightChange) {
 			n++
-			ev := v.label[ch.EventID]
+			ev := v.of(handler.TargetFlop, ch.EventID)
 			if ev == "" {
 				t.Errorf("the history of flight %d names event %d, which no target lists", flid, ch.EventID)
 			}
@@ -764,11 +776,11 @@ func (v *goldenView) text(t *testing.T, s *server, flids []int64) []byte {
 	for _, name := range v.targets {
 		evs := v.events[name]
 		for _, e := range []listedEvent{evs[0], evs[len(evs)-1]} {
-			raw, err := c.Raw(ctx, fmt.Sprintf("/api/v1/events/%d/payload", e.EventID))
+			raw, err := c.Raw(ctx, fmt.Sprintf("/api/v1/events/%d/payload?target=%s", e.EventID, name))
 			if err != nil {
-				t.Fatalf("GET the payload of %s: %v", v.label[e.EventID], err)
+				t.Fatalf("GET the payload of %s: %v", v.of(name, e.EventID), err)
 			}
-			fmt.Fprintf(&b, "== payload of %s (GET /api/v1/events/{id}/payload)\n%s\n", v.label[e.EventID], raw)
+			fmt.Fprintf(&b, "== payload of %s (GET /api/v1/events/{id}/payload)\n%s\n", v.of(name, e.EventID), raw)
 		}
 	}
 	return b.Bytes()

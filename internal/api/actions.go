@@ -243,16 +243,17 @@ func classNames() string {
 
 func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) {
 	// Plain text, never rendered: an XML body could hold markup a browser would run.
-	writeStored(w, r, "message", "text/plain; charset=utf-8", func(ctx context.Context, id int64) ([]byte, bool, error) {
+	writeStored(w, r, "message", "text/plain; charset=utf-8", nil, func(ctx context.Context, id int64) ([]byte, bool, error) {
 		raw, found, err := s.DB.Raw(ctx, id)
 		return []byte(raw), found, err
 	}, "Content-Security-Policy", "sandbox")
 }
 
 // writeStored answers GET …/{id}/… with the stored bytes get reads (404 naming what when there
-// are none), as ctype, never sniffed, with the headers given in pairs.
-func writeStored(w http.ResponseWriter, r *http.Request, what, ctype string, get func(context.Context, int64) ([]byte, bool, error), headers ...string) {
-	if !allowParams(w, r) {
+// are none), as ctype, never sniffed, with the headers given in pairs; params are the query
+// parameters the route takes.
+func writeStored(w http.ResponseWriter, r *http.Request, what, ctype string, params []string, get func(context.Context, int64) ([]byte, bool, error), headers ...string) {
+	if !allowParams(w, r, params...) {
 		return
 	}
 	id, ok := pathID(w, r, "id")

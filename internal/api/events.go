@@ -85,7 +85,7 @@ func (s *Server) eventPayload(w http.ResponseWriter, r *http.Request) {
 	if target != "" && !s.knownTarget(w, target) {
 		return
 	}
-	writeStored(w, r, "event", "application/json", func(ctx context.Context, id int64) ([]byte, bool, error) {
+	writeStored(w, r, "event", "application/json", []string{"target"}, func(ctx context.Context, id int64) ([]byte, bool, error) {
 		return s.DB.EventPayload(ctx, id, target, s.Families)
 	})
 }
