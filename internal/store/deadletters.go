@@ -93,7 +93,10 @@ func (tr *Triage) AckDead(ctx context.Context, kind string, ids []int64, by, not
 		res = AckResult{Acked: []int64{}, Already: []int64{}, NotDead: []int64{}}
 		for _, id := range ids {
 			var st string
-			err := tx.QueryRowContext(ctx, `SELECT STATE FROM `+table+` WHERE `+idCol+` = ?`, id).Scan(&st)
+			// An event's id is the rows of every target that has its own (and the shared row):
+			// it is DEAD when one of them is, and the acknowledgement covers each.
+			err := tx.QueryRowContext(ctx, `SELECT STATE FROM `+table+` WHERE `+idCol+` = ?
+ORDER BY CASE WHEN STATE = 'DEAD' THEN 0 ELSE 1 END LIMIT 1`, id).Scan(&st)
 			if err == sql.ErrNoRows || (err == nil && st != string(pipeline.Dead)) {
 				res.NotDead = append(res.NotDead, id)
 				continue
@@ -164,7 +167,7 @@ func (tr *Triage) ListAcks(ctx context.Context, kind string, limit int) ([]Ack, 
 	q := `SELECT a.KIND, a.REF_ID, a.ACKED_BY, a.ACKED_AT, a.NOTE, COALESCE(p.STATE, ` + EventView{T: "e"}.State() + `, '')
 		FROM DEAD_ACK a
 		LEFT JOIN PROC_STATE p ON a.KIND = 'message' AND p.CMINMSGS_ID = a.REF_ID
-		LEFT JOIN MSG_EVENT e ON a.KIND = 'event' AND e.EVENT_ID = a.REF_ID`
+		LEFT JOIN MSG_EVENT e ON a.KIND = 'event' AND e.EVENT_ID = a.REF_ID AND e.TARGET <> `+shared
 	args := []any{}
 	if kind != "" {
 		if _, _, err := deadSource(kind); err != nil {
