@@ -465,7 +465,7 @@ func (g *schemaGen) routes() []op {
 			ok: stream("each Event"), errors: []int{400, 429}},
 		{method: "GET", path: "/api/v1/events/{id}/payload", role: viewer, summary: "An event's payload as a target is delivered it",
 			query: []param{{"target", "the target whose payload to give: the event rendered for it (its own row's, or the shared row's); without it, the event as stored (a shared event's canonical encoding)", str("")}},
-			ok: jsonOK("the payload", anyValue("the payload as the target is delivered it, or as stored (docs/payloads.md)")), errors: []int{400, 404}},
+			ok:    jsonOK("the payload", anyValue("the payload as the target is delivered it, or as stored (docs/payloads.md)")), errors: []int{400, 404}},
 		{method: "POST", path: "/api/v1/events/replay", role: operator, summary: "DEAD events back to PENDING (or a dry run)",
 			body: object([]any{}, obj{"target": obj{"type": "string"}, "ids": obj{"type": []any{"array", "null"}, "items": obj{"type": "integer", "format": "int64"}}, "dry_run": obj{"type": "boolean"}}),
 			ok:   jsonOK("what moved (or would)", replayEvents), errors: []int{400}},

@@ -167,7 +167,7 @@ func (tr *Triage) ListAcks(ctx context.Context, kind string, limit int) ([]Ack, 
 	q := `SELECT a.KIND, a.REF_ID, a.ACKED_BY, a.ACKED_AT, a.NOTE, COALESCE(p.STATE, ` + EventView{T: "e"}.State() + `, '')
 		FROM DEAD_ACK a
 		LEFT JOIN PROC_STATE p ON a.KIND = 'message' AND p.CMINMSGS_ID = a.REF_ID
-		LEFT JOIN MSG_EVENT e ON a.KIND = 'event' AND e.EVENT_ID = a.REF_ID AND e.TARGET <> `+shared
+		LEFT JOIN MSG_EVENT e ON a.KIND = 'event' AND e.EVENT_ID = a.REF_ID AND e.TARGET <> ` + shared
 	args := []any{}
 	if kind != "" {
 		if _, _, err := deadSource(kind); err != nil {
