@@ -88,11 +88,12 @@ func (d *Deliveries) targetLatencies(ctx context.Context, posted map[int64]postT
 	lastAny, lastEvent := map[int64]time.Time{}, map[int64]time.Time{}
 	for _, e := range events {
 		k := msgTarget{e.msg, e.target}
-		last[k] = later(last[k], d.committed[e.id])
-		acked[k] = later(acked[k], d.acked[e.id])
-		lastAny[e.msg] = later(lastAny[e.msg], d.committed[e.id])
+		ev := sent{e.target, e.id}
+		last[k] = later(last[k], d.committed[ev])
+		acked[k] = later(acked[k], d.acked[ev])
+		lastAny[e.msg] = later(lastAny[e.msg], d.committed[ev])
 		if e.target != handler.TargetSchd {
-			lastEvent[e.msg] = later(lastEvent[e.msg], d.committed[e.id])
+			lastEvent[e.msg] = later(lastEvent[e.msg], d.committed[ev])
 		}
 	}
 	l := latencies{perTarget: map[string][]time.Duration{}}
@@ -161,7 +162,7 @@ func (d *Deliveries) missingCommits(events []event) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(slices.DeleteFunc(slices.Clone(events), func(e event) bool {
-		_, ok := d.committed[e.id]
+		_, ok := d.committed[sent{e.target, e.id}]
 		return ok
 	}))
 }

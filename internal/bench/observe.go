@@ -64,17 +64,21 @@ type Deliveries struct {
 	clock pipeline.Clock
 
 	mu        sync.Mutex
-	msgOf     map[int64]int64     // event id → message id
-	targetOf  map[int64]string    // event id → target
-	acked     map[int64]time.Time // event id → sink acknowledgement
-	committed map[int64]time.Time // event id → SENT committed
-	pumped    []time.Time         // the pump's commits that inserted events, in order
+	msgOf     map[sent]int64     // an event of a target → its message id
+	acked     map[sent]time.Time // → its sink's acknowledgement
+	committed map[sent]time.Time // → its SENT commit
+	pumped    []time.Time        // the pump's commits that inserted events, in order
+}
+
+// sent is an event of a target: the targets that take a shared event share its id.
+type sent struct {
+	target string
+	id     int64
 }
 
 // NewDeliveries returns an empty record.
 func NewDeliveries(clock pipeline.Clock) *Deliveries {
-	return &Deliveries{clock: clock, msgOf: map[int64]int64{}, targetOf: map[int64]string{},
-		acked: map[int64]time.Time{}, committed: map[int64]time.Time{}}
+	return &Deliveries{clock: clock, msgOf: map[sent]int64{}, acked: map[sent]time.Time{}, committed: map[sent]time.Time{}}
 }
 
 // Sink wraps s so that every record it delivers is noted.
@@ -91,9 +95,9 @@ func (r *recordingSink) Send(ctx context.Context, recs []target.Record) (int, er
 	now := r.d.clock.Now()
 	r.d.mu.Lock()
 	for _, rec := range recs[:max(0, min(n, len(recs)))] {
-		r.d.msgOf[rec.EventID] = rec.MsgID
-		r.d.targetOf[rec.EventID] = rec.Target
-		r.d.acked[rec.EventID] = now
+		k := sent{rec.Target, rec.EventID}
+		r.d.msgOf[k] = rec.MsgID
+		r.d.acked[k] = now
 	}
 	r.d.mu.Unlock()
 	return n, err
@@ -103,11 +107,11 @@ func (r *recordingSink) Send(ctx context.Context, recs []target.Record) (int, er
 func (r *recordingSink) Close() error { return r.inner.Close() }
 
 // Sent is the dispatcher's OnSent: it notes the events a commit has just marked SENT.
-func (d *Deliveries) Sent(_ string, ids []int64) {
+func (d *Deliveries) Sent(target string, ids []int64) {
 	at := d.clock.Now()
 	d.mu.Lock()
 	for _, id := range ids {
-		d.committed[id] = at
+		d.committed[sent{target, id}] = at
 	}
 	d.mu.Unlock()
 }
@@ -139,7 +143,7 @@ func (d *Deliveries) Uncommitted(targets map[string]bool) int {
 	defer d.mu.Unlock()
 	n := 0
 	for ev := range d.acked {
-		if _, ok := d.committed[ev]; !ok && targets[d.targetOf[ev]] {
+		if _, ok := d.committed[ev]; !ok && targets[ev.target] {
 			n++
 		}
 	}
@@ -155,7 +159,7 @@ func (d *Deliveries) SentAt(targets map[string]bool) (map[int64]time.Time, bool)
 	out := map[int64]time.Time{}
 	allCommits := true
 	for ev, msg := range d.msgOf {
-		if !targets[d.targetOf[ev]] {
+		if !targets[ev.target] {
 			continue
 		}
 		at, ok := d.committed[ev]

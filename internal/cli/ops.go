@@ -26,7 +26,7 @@ func WriteEvents(w io.Writer, events []client.Event) {
 	for _, e := range events {
 		text := fmt.Sprintf("%d bytes", e.PayloadBytes)
 		if e.PayloadElided {
-			text += " (elided: msgx event payload via GET /api/v1/events/" + strconv.FormatInt(e.EventID, 10) + "/payload)"
+			text += " (elided: GET /api/v1/events/" + strconv.FormatInt(e.EventID, 10) + "/payload?target=" + e.Target + ")"
 		}
 		if e.LastError != nil {
 			text = OrText(e.ErrorClass, "?") + ": " + *e.LastError

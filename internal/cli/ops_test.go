@@ -51,7 +51,7 @@ func TestWriteEvents(t *testing.T) {
 	cli.WriteEvents(&b, list.Events)
 	same(t, "events", b.String(), `event  target      state    attempts  message  flight  payload / last error
 9      KAFKA_FLOP  SENT     1         4        7002    94 bytes
-8      ES_FLIGHT   PENDING  0         4        -       40000 bytes (elided: msgx event payload via GET /api/v1/events/8/payload)
+8      ES_FLIGHT   PENDING  0         4        -       40000 bytes (elided: GET /api/v1/events/8/payload?target=ES_FLIGHT)
 7      WEBHOOK     DEAD     5         3        -       INFRA: `+strings.Repeat("x", 112)+"…\n")
 }
 
