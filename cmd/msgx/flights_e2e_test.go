@@ -143,27 +143,18 @@ func flightsEndToEnd(t *testing.T, db dbEnv, env ...string) {
 		t.Fatalf("seasons: %+v", seasons)
 	}
 
-	// Every event, in EVENT_ID order: four per changed flight (FLOP, SCHD, NOTIFY, ES).
-	rows, err := db.open(t).SQL.Query(`SELECT CMINMSGS_ID, TARGET, KIND, FLIGHT_KEY, PAYLOAD FROM MSG_EVENT ORDER BY EVENT_ID`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+	// Every event, in EVENT_ID order, as the targets take it: four per changed flight (FLOP,
+	// SCHD, NOTIFY, ES), one shared row rendered for each.
 	name := map[int64]string{}
 	for k, v := range ids {
 		name[v] = k
 	}
 	var evs []string
 	notify := map[string]string{}
-	for rows.Next() {
-		var msg int64
-		var target, kind, key, payload string
-		if err := rows.Scan(&msg, &target, &kind, &key, &payload); err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, fmt.Sprintf("%s %s %s %s", name[msg], key, target, kind))
-		if target == "REDIS_NOTIFY" {
-			notify[name[msg]+" "+key] = payload
+	for _, e := range targetEvents(t, db.open(t)) {
+		evs = append(evs, fmt.Sprintf("%s %s %s %s", name[e.msg], e.key, e.target, e.kind))
+		if e.target == "REDIS_NOTIFY" {
+			notify[name[e.msg]+" "+e.key] = e.payload
 		}
 	}
 	four := func(msg, key string, del bool) []string {

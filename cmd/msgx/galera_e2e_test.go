@@ -746,25 +746,15 @@ func checkIDOrder(t *testing.T, db *store.DB) {
 // kill: at least once).
 func checkGaleraEvents(t *testing.T, db *store.DB, states map[int64]string, data string) {
 	t.Helper()
-	rows, err := db.SQL.Query(`SELECT EVENT_ID, CMINMSGS_ID, TARGET FROM MSG_EVENT ORDER BY EVENT_ID`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	perMsg := map[string]map[int64]int{} // target → message → events
 	byTarget := map[string][]int64{}
-	for rows.Next() {
-		var ev, msg int64
-		var target string
-		if err := rows.Scan(&ev, &msg, &target); err != nil {
-			t.Fatal(err)
+	for _, e := range targetEvents(t, db) {
+		if perMsg[e.target] == nil {
+			perMsg[e.target] = map[int64]int{}
 		}
-		if perMsg[target] == nil {
-			perMsg[target] = map[int64]int{}
-		}
-		perMsg[target][msg]++
-		byTarget[target] = append(byTarget[target], ev)
+		perMsg[e.target][e.msg]++
+		byTarget[e.target] = append(byTarget[e.target], e.id)
 	}
-	rows.Close()
 	if len(perMsg["KAFKA_FLOP"]) == 0 {
 		t.Fatal("no KAFKA_FLOP events")
 	}

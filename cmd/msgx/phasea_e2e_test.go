@@ -201,18 +201,10 @@ func TestPhaseACrashBetweenRedisAndSQL(t *testing.T) {
 				s.await(id, "SUCCEEDED", state("SUCCEEDED", ""))
 			}
 		}
-		rows, err := sqlDB.SQL.Query(`SELECT CMINMSGS_ID, COUNT(*) FROM MSG_EVENT GROUP BY CMINMSGS_ID`)
-		if err != nil {
-			t.Fatal(err)
+		perMsg := map[int64]int{} // the events the targets take
+		for _, e := range targetEvents(t, sqlDB) {
+			perMsg[e.msg]++
 		}
-		perMsg := map[int64]int{}
-		for rows.Next() {
-			var id int64
-			var n int
-			rows.Scan(&id, &n)
-			perMsg[id] = n
-		}
-		rows.Close()
 		for _, id := range ids {
 			if perMsg[id] != events[id] {
 				t.Fatalf("message %d has %d events, want %d (after %d crashes)", id, perMsg[id], events[id], crashes)
