@@ -68,7 +68,7 @@ func (a *Archiver) Archive(ctx context.Context, maxID int64, before, now time.Ti
 
 // queryIDs runs a query whose rows are one id each and returns the ids as statement
 // arguments (for an IN list); a failure is Unavailable, named by what.
-func queryIDs(ctx context.Context, tx *sql.Tx, what, query string, args ...any) ([]any, error) {
+func queryIDs(ctx context.Context, tx querier, what, query string, args ...any) ([]any, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("%s: select: %w", what, err))

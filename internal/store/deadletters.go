@@ -213,12 +213,11 @@ func (tr *Triage) PurgeAckedEvents(ctx context.Context, before time.Time, progre
 			}
 			found = len(ids)
 			in := `(` + placeholders(len(ids)) + `)`
-			res, err := tx.ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE EVENT_ID IN `+in+` AND STATE = ?`, append(ids, pipeline.EventDead)...)
+			k, err := dropOwn(ctx, tx, "", ids, pipeline.EventDead)
 			if err != nil {
 				return Unavailable(fmt.Errorf("purge acknowledged events: delete %d: %w", len(ids), err))
 			}
-			k, _ := res.RowsAffected()
-			n = int(k)
+			n = k
 			if _, err := tx.ExecContext(ctx, `DELETE FROM DEAD_ACK WHERE KIND = ? AND REF_ID IN `+in, append([]any{DeadEvent}, ids...)...); err != nil {
 				return Unavailable(fmt.Errorf("purge acknowledged events: delete %d acknowledgements: %w", len(ids), err))
 			}

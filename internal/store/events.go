@@ -726,7 +726,7 @@ func (o *Outbox) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, err
  (SELECT SENT FROM MSG_EVENT_SENT WHERE TARGET = ?),
  (SELECT COUNT(*) FROM MSG_EVENT`+hint+` WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?),
  (SELECT COUNT(*) FROM MSG_EVENT o`+hint+` JOIN MSG_EVENT e ON e.EVENT_ID = o.EVENT_ID AND e.TARGET = `+shared+`
-   WHERE o.TARGET = ? AND o.STATE IN ('PENDING', 'SENT', 'DEAD', '`+eventRetry+`') AND o.EVENT_ID > ? AND o.EVENT_ID <= ?),
+   WHERE o.TARGET = ? AND o.STATE IN ('PENDING', 'SENT', 'DEAD', '`+eventRetry+`', '`+eventPurged+`') AND o.EVENT_ID > ? AND o.EVENT_ID <= ?),
  (SELECT e.CREATED_AT FROM MSG_EVENT e`+hint+` WHERE `+cond+` ORDER BY e.EVENT_ID LIMIT 1)`,
 			append([]any{t, r.mark, t, r.mark, t, t, t, t, t, r.lo(), r.to, t, r.lo(), r.to}, cargs...)...).Scan(&pending, &oldestPend, &retry, &oldestRetry,
 			&dead, &oldestDead, &sent, &taken, &shadowed, &oldestShr)

@@ -38,6 +38,11 @@ import (
 // eventRetry is the stored state of a replayed event: PENDING outside the store.
 const eventRetry = "RETRY"
 
+// eventPurged is the stored state of a target's own row of a shared event whose DEAD (or SENT
+// beyond its mark) row retention purged: it keeps the target from taking the shared row again,
+// shows nowhere, and goes with the shared row (purgeShared).
+const eventPurged = "PURGED"
+
 // shared is the SQL literal of a shared row's TARGET.
 const shared = `'` + event.Shared + `'`
 
@@ -209,6 +214,9 @@ func (o *Outbox) stateQuery(ctx context.Context, s eventSelect) (string, []any, 
 			where, targs = append(where, b.v.col("TARGET")+` = ?`), []any{s.target}
 		case b.v.S == "":
 			where = append(where, `e.TARGET <> `+shared)
+		}
+		if b.v.S == "" && b.cond == "" {
+			where = append(where, `e.STATE <> '`+eventPurged+`'`)
 		}
 		if b.cond != "" {
 			where = append(where, b.cond)

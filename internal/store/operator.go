@@ -578,10 +578,10 @@ func (ops *Operations) SearchEvents(ctx context.Context, q EventQuery) ([]EventB
 func (ops *Operations) EventPayload(ctx context.Context, id int64, target string, families map[string]string) ([]byte, bool, error) {
 	var kind string
 	var b []byte
-	q, args := `SELECT KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? AND TARGET IN (?, `+shared+`)
+	q, args := `SELECT KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? AND TARGET IN (?, `+shared+`) AND STATE <> '`+eventPurged+`'
 ORDER BY CASE WHEN TARGET = `+shared+` THEN 1 ELSE 0 END LIMIT 1`, []any{id, target}
 	if target == "" {
-		q, args = `SELECT TARGET, KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? ORDER BY CASE WHEN TARGET = `+shared+` THEN 0 ELSE 1 END LIMIT 1`, []any{id}
+		q, args = `SELECT TARGET, KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? AND STATE <> '`+eventPurged+`' ORDER BY CASE WHEN TARGET = `+shared+` THEN 0 ELSE 1 END LIMIT 1`, []any{id}
 	}
 	row := ops.db.SQL.QueryRowContext(ctx, q, args...)
 	var err error
@@ -619,7 +619,7 @@ type FlightChange struct {
 // read as that payload rendered for target (event.Stored).
 func (ops *Operations) FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error) {
 	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, KIND, PAYLOAD FROM MSG_EVENT
-WHERE FLIGHT_KEY = ? AND TARGET IN (?, `+shared+`) AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
+WHERE FLIGHT_KEY = ? AND TARGET IN (?, `+shared+`) AND STATE <> '`+eventPurged+`' AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
 	}

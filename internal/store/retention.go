@@ -257,6 +257,12 @@ WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT
 			break
 		}
 	}
+	// The tombstones of the shared rows gone go with them.
+	for _, r := range rs {
+		if _, err := a.db.long().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE TARGET = ? AND STATE = '`+eventPurged+`' AND EVENT_ID <= ?`, r.target, bound); err != nil {
+			return 0, total, Unavailable(fmt.Errorf("purge shared events: the tombstones of %s: %w", r.target, err))
+		}
+	}
 	var low sql.NullInt64
 	if err := a.db.long().QueryRowContext(ctx, `SELECT MIN(EVENT_ID) FROM MSG_EVENT WHERE TARGET = `+shared+` AND STATE = 'PENDING'`).Scan(&low); err != nil {
 		return 0, total, Unavailable(fmt.Errorf("purge shared events: the first left: %w", err))
@@ -388,13 +394,60 @@ func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int
 	if len(ids) == 0 {
 		return 0, last, done, nil
 	}
-	res, err := a.db.long().ExecContext(ctx, `DELETE FROM MSG_EVENT WHERE TARGET = ? AND EVENT_ID IN (`+placeholders(len(ids))+`) AND STATE = ?`,
-		append(append([]any{target}, ids...), pipeline.EventSent)...)
+	n, err := dropOwn(ctx, a.db.long(), target, ids, pipeline.EventSent)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: delete %d: %w", target, len(ids), err))
 	}
-	n, _ := res.RowsAffected()
-	return int(n), last, done, nil
+	return n, last, done, nil
+}
+
+// dropOwn deletes the own rows (of target, or of any target but the shared rows for "") in
+// state with the ids, and returns how many it dropped: a row whose shared row is still there
+// becomes a tombstone instead (eventPurged: no payload, shown nowhere), which keeps its target
+// from taking the shared row again (a DEAD event it would send again, a SENT one beyond its
+// mark); the tombstone goes with the shared row (purgeShared).
+func dropOwn(ctx context.Context, q interface {
+	querier
+	execer
+}, target string, ids []any, state pipeline.EventStatus) (int, error) {
+	sharedIDs, err := queryIDs(ctx, q, "shared rows", `SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = `+shared+` AND EVENT_ID IN (`+placeholders(len(ids))+`)`, ids...)
+	if err != nil {
+		return 0, err
+	}
+	isShared := map[int64]bool{}
+	for _, id := range sharedIDs {
+		isShared[id.(int64)] = true
+	}
+	var tomb, gone []any
+	for _, id := range ids {
+		if isShared[id.(int64)] {
+			tomb = append(tomb, id)
+		} else {
+			gone = append(gone, id)
+		}
+	}
+	tgt, targs := `TARGET <> `+shared, []any(nil)
+	if target != "" {
+		tgt, targs = `TARGET = ?`, []any{target}
+	}
+	n := 0
+	for _, w := range []struct {
+		q   string
+		ids []any
+	}{{`UPDATE MSG_EVENT SET STATE = '` + eventPurged + `', PAYLOAD = '', ERROR_CLASS = NULL, LAST_ERROR = NULL, NEXT_ATTEMPT_AT = NULL WHERE `, tomb},
+		{`DELETE FROM MSG_EVENT WHERE `, gone}} {
+		if len(w.ids) == 0 {
+			continue
+		}
+		res, err := q.ExecContext(ctx, w.q+tgt+` AND STATE = ? AND EVENT_ID IN (`+placeholders(len(w.ids))+`)`,
+			append(append(targs, string(state)), w.ids...)...)
+		if err != nil {
+			return n, err
+		}
+		k, _ := res.RowsAffected()
+		n += int(k)
+	}
+	return n, nil
 }
 
 // PurgeResult counts the rows a purge of messages deleted, per table.
