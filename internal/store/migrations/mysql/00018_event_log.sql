@@ -27,5 +27,13 @@ INSERT IGNORE INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES ('KAFKA_F
 -- +goose Down
 -- Only before any shared row was written: a database with rows of TARGET '*' cannot go back.
 ALTER TABLE MSG_EVENT DROP PRIMARY KEY, ADD PRIMARY KEY (EVENT_ID), MODIFY EVENT_ID BIGINT NOT NULL AUTO_INCREMENT;
+-- The AUTO_INCREMENT goes on from the sequence, not from the largest id left (what MODIFY
+-- sets): ids given and since purged are never given again, as a delivery mark may already be
+-- past them. ALTER TABLE takes no expression, hence the prepared statement.
+SET @msgx_event_next = (SELECT COALESCE(MAX(VALUE), 0) + 1 FROM MSGX_COUNTER WHERE NAME = 'EVENT_ID');
+SET @msgx_event_alter = CONCAT('ALTER TABLE MSG_EVENT AUTO_INCREMENT = ', @msgx_event_next);
+PREPARE msgx_event_seq FROM @msgx_event_alter;
+EXECUTE msgx_event_seq;
+DEALLOCATE PREPARE msgx_event_seq;
 ALTER TABLE MSG_EVENT_SENT DROP COLUMN TO_EVENT_ID, DROP COLUMN FROM_EVENT_ID;
 DELETE FROM MSGX_COUNTER WHERE NAME = 'EVENT_ID';
