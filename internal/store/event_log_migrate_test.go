@@ -470,21 +470,14 @@ func TestEventLogMigrationGoesDownAndUpAgain(t *testing.T) {
 				t.Errorf("MSG_EVENT after the way down differs from what was written: %s", d)
 			}
 			// The older msgx writes an event for KAFKA_FLOP again, past its mark.
-			res, err := db.SQL.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
-VALUES (1, 'FLOP-REMC', ?, 'flop', '{"FLID":88999}', 'PENDING', 0, ?)`, event.TargetFlop, store.T(time.Date(2026, 6, 3, 0, 0, 0, 0, time.UTC)))
+			given := old.given
+			id, err := oldPumpWrites(db, &old)
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, err := res.LastInsertId()
-			if err != nil {
-				t.Fatal(err)
+			if id <= given {
+				t.Fatalf("after the way down the old table gave id %d again (it gave up to %d before the upgrade)", id, given)
 			}
-			if id <= old.given {
-				t.Fatalf("after the way down the old table gave id %d again (it gave up to %d before the upgrade)", id, old.given)
-			}
-			old.given = id
-			old.states[event.TargetFlop][id] = "PENDING"
-			old.pending[event.TargetFlop] = append(old.pending[event.TargetFlop], id)
 			old.rows = eventRows(t, db)
 			if _, err := db.Migrate(ctx); err != nil {
 				t.Fatalf("migrate up again: %v", err)
@@ -496,6 +489,24 @@ VALUES (1, 'FLOP-REMC', ?, 'flop', '{"FLID":88999}', 'PENDING', 0, ?)`, event.Ta
 			deliverAll(t, db, old, writeShared(t, db, 2))
 		})
 	}
+}
+
+// oldPumpWrites inserts one more event of KAFKA_FLOP, past its mark, as the old pump did (the
+// table gives its id), and returns its id; once it is in, it adds it to old but for its rows.
+func oldPumpWrites(db *store.DB, old *oldOutbox) (int64, error) {
+	res, err := db.SQL.Exec(`INSERT INTO MSG_EVENT (CMINMSGS_ID, TYPE_TAG, TARGET, KIND, PAYLOAD, STATE, ATTEMPTS, CREATED_AT)
+VALUES (1, 'FLOP-REMC', ?, 'flop', '{"FLID":88999}', 'PENDING', 0, ?)`, event.TargetFlop, store.T(time.Date(2026, 6, 3, 0, 0, 0, 0, time.UTC)))
+	if err != nil {
+		return 0, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	old.given = max(old.given, id)
+	old.states[event.TargetFlop][id] = "PENDING"
+	old.pending[event.TargetFlop] = append(old.pending[event.TargetFlop], id)
+	return id, nil
 }
 
 // upStatements returns the statements of the Up of the MySQL migration file name, in order,
@@ -533,6 +544,11 @@ func upStatements(t *testing.T, name string) []string {
 // transaction does not undo the first ones) and run again from the start, as msgx does at its
 // next start: for each cut, the statements before it are run alone, then the whole migration;
 // the result is the same as one clean run. Between cuts the schema goes back to 17.
+//
+// At each cut an older msgx still pumping (the instance holding the lease while a standby is
+// upgraded first) writes an event, as it did at 17: while MSG_EVENT still gives ids it takes
+// one, which the sequence must then pass too (the seed was taken before); once the table
+// gives none its insert is refused, so its message is processed again by the new msgx.
 func TestEventLogMigrationRunsAgainAfterAKillOnMySQL(t *testing.T) {
 	t.Parallel()
 	stmts := upStatements(t, "00018_event_log.sql")
@@ -553,6 +569,20 @@ func TestEventLogMigrationRunsAgainAfterAKillOnMySQL(t *testing.T) {
 					if _, err := db.SQL.ExecContext(ctx, s); err != nil {
 						t.Fatalf("cut %d: %s: %v", cut, s, err)
 					}
+				}
+				var extra string
+				if err := db.SQL.QueryRow(`SELECT EXTRA FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'MSG_EVENT' AND COLUMN_NAME = 'EVENT_ID'`).Scan(&extra); err != nil {
+					t.Fatal(err)
+				}
+				id, err := oldPumpWrites(db, &old)
+				switch gives := strings.Contains(strings.ToLower(extra), "auto_increment"); {
+				case gives && err != nil:
+					t.Fatalf("cut %d: the old pump's insert, while the table still gives ids: %v", cut, err)
+				case !gives && err == nil:
+					t.Fatalf("cut %d: the old pump's insert took id %d after the table stopped giving ids", cut, id)
+				case gives:
+					old.rows = eventRows(t, db)
 				}
 				if v, err := db.Migrate(ctx); err != nil || v < 18 {
 					t.Fatalf("cut %d: the migration run again after statements 1..%d: version %d, %v", cut, cut, v, err)

@@ -15,6 +15,10 @@ SELECT 'EVENT_ID', GREATEST(COALESCE((SELECT MAX(EVENT_ID) FROM MSG_EVENT), 0),
   COALESCE((SELECT AUTO_INCREMENT - 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'MSG_EVENT'), 0)), NOW(6)
 ON DUPLICATE KEY UPDATE VALUE = VALUE;
 ALTER TABLE MSG_EVENT MODIFY EVENT_ID BIGINT NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY (EVENT_ID, TARGET);
+-- An older msgx still pumping while this one migrates (it holds the lease while a standby is
+-- upgraded first) took ids from the AUTO_INCREMENT until the ALTER ended, above the seed: the
+-- sequence goes past them too. From here on its inserts, which name no EVENT_ID, are refused.
+UPDATE MSGX_COUNTER SET VALUE = GREATEST(VALUE, (SELECT COALESCE(MAX(EVENT_ID), 0) FROM MSG_EVENT)) WHERE NAME = 'EVENT_ID';
 
 -- Which shared rows a target takes: those above FROM_EVENT_ID (0 for the four targets the
 -- handlers emit to, which take every one; the log's end when a copy-of target is first
