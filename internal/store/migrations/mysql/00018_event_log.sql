@@ -15,6 +15,10 @@ SELECT 'EVENT_ID', GREATEST(COALESCE((SELECT MAX(EVENT_ID) FROM MSG_EVENT), 0),
   COALESCE((SELECT AUTO_INCREMENT - 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'MSG_EVENT'), 0)), NOW(6)
 ON DUPLICATE KEY UPDATE VALUE = VALUE;
 ALTER TABLE MSG_EVENT MODIFY EVENT_ID BIGINT NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY (EVENT_ID, TARGET);
+-- An older msgx still pumping while this one migrates (it holds the lease while a standby is
+-- upgraded first) took ids from the AUTO_INCREMENT until the ALTER ended, above the seed: the
+-- sequence goes past them too. From here on its inserts, which name no EVENT_ID, are refused.
+UPDATE MSGX_COUNTER SET VALUE = GREATEST(VALUE, (SELECT COALESCE(MAX(EVENT_ID), 0) FROM MSG_EVENT)) WHERE NAME = 'EVENT_ID';
 
 -- Which shared rows a target takes: those above FROM_EVENT_ID (0 for the four targets the
 -- handlers emit to, which take every one; the log's end when a copy-of target is first
@@ -27,5 +31,13 @@ INSERT IGNORE INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID) VALUES ('KAFKA_F
 -- +goose Down
 -- Only before any shared row was written: a database with rows of TARGET '*' cannot go back.
 ALTER TABLE MSG_EVENT DROP PRIMARY KEY, ADD PRIMARY KEY (EVENT_ID), MODIFY EVENT_ID BIGINT NOT NULL AUTO_INCREMENT;
+-- The AUTO_INCREMENT goes on from the sequence, not from the largest id left (what MODIFY
+-- sets): ids given and since purged are never given again, as a delivery mark may already be
+-- past them. ALTER TABLE takes no expression, hence the prepared statement.
+SET @msgx_event_next = (SELECT COALESCE(MAX(VALUE), 0) + 1 FROM MSGX_COUNTER WHERE NAME = 'EVENT_ID');
+SET @msgx_event_alter = CONCAT('ALTER TABLE MSG_EVENT AUTO_INCREMENT = ', @msgx_event_next);
+PREPARE msgx_event_seq FROM @msgx_event_alter;
+EXECUTE msgx_event_seq;
+DEALLOCATE PREPARE msgx_event_seq;
 ALTER TABLE MSG_EVENT_SENT DROP COLUMN TO_EVENT_ID, DROP COLUMN FROM_EVENT_ID;
 DELETE FROM MSGX_COUNTER WHERE NAME = 'EVENT_ID';
