@@ -44,7 +44,7 @@ func compactJSON(p []byte) ([]byte, error) {
 
 // rendered returns e as its target delivers it: e itself, or for a stored canonical event
 // (kind event.KindChange) a copy with the kind and payload rendered for the family of its
-// target (Options.Families; event.Stored), so that the envelope and every sink get exactly
+// target (Options.Families; event.Render of the change, decoded once for every target: changes), so that the envelope and every sink get exactly
 // what a rendered row gives. It fails on a canonical payload that does not decode and on a
 // target without a family: no attempt can deliver such an event (the caller sends it DEAD as
 // MALFORMED).
@@ -52,7 +52,12 @@ func (d *Dispatcher) rendered(e *Event) (*Event, error) {
 	if e.Kind != event.KindChange {
 		return e, nil
 	}
-	kind, p, err := event.Stored(d.opt.Families[e.Target], e.Kind, e.Raw)
+	c, err := d.changes.decode(e.EventID, e.Raw)
+	var kind string
+	var p []byte
+	if err == nil {
+		kind, p, err = event.Render(d.opt.Families[e.Target], c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("event %d of target %s cannot be rendered: %w", e.EventID, e.Target, err)
 	}

@@ -159,6 +159,8 @@ type Dispatcher struct {
 	locks map[string]*sync.Mutex // serialises the steps of one target
 	// commits shares one transaction among the outcomes of the targets' steps of a round.
 	commits *committer
+	// changes holds the decoded flight changes the targets render.
+	changes *changes
 
 	mu        sync.Mutex // guards lastFlush and running
 	lastFlush time.Time  // last successful schedule flush; zero before the first
@@ -171,14 +173,15 @@ type Dispatcher struct {
 func New(db store.Events, sinks map[string]target.Sink, opt Options) *Dispatcher {
 	opt = opt.normalized()
 	d := &Dispatcher{
-		db:    db,
-		opt:   opt,
-		log:   opt.Logger.With("component", "dispatch"),
-		sinks: make(map[string]target.Sink, len(sinks)),
-		wake:  make(map[string]chan struct{}, len(sinks)),
-		kick:  make(map[string]chan struct{}, len(sinks)),
-		timer: func(_ string, wait time.Duration) (<-chan time.Time, func()) { return pipeline.Timer(opt.Clock, wait) },
-		locks: make(map[string]*sync.Mutex, len(sinks)),
+		db:      db,
+		opt:     opt,
+		log:     opt.Logger.With("component", "dispatch"),
+		sinks:   make(map[string]target.Sink, len(sinks)),
+		wake:    make(map[string]chan struct{}, len(sinks)),
+		kick:    make(map[string]chan struct{}, len(sinks)),
+		timer:   func(_ string, wait time.Duration) (<-chan time.Time, func()) { return pipeline.Timer(opt.Clock, wait) },
+		locks:   make(map[string]*sync.Mutex, len(sinks)),
+		changes: newChanges(),
 	}
 	d.commits = newCommitter(db, opt.CommitLinger)
 	for name, s := range sinks {
