@@ -45,6 +45,7 @@ import (
 	"msgx/internal/requests"
 	"msgx/internal/store"
 	"msgx/internal/target"
+	"msgx/internal/targetconf"
 )
 
 // Exit codes of `msgx serve` that the wiring decides (the others are the command line's).
@@ -263,7 +264,13 @@ func (a *App) newDispatcher(ctx context.Context, w *wiring) error {
 		Families:     families(cfg.Targets),
 	})
 	a.Pump.SetOnEvents(disp.Wake)
-	if err := db.Outbox.OpenTargets(ctx, slices.Sorted(maps.Keys(cfg.Targets))); err != nil {
+	var earliest []string
+	for name, tc := range cfg.Targets {
+		if tc.StartAt == targetconf.StartAtEarliest {
+			earliest = append(earliest, name)
+		}
+	}
+	if err := db.Outbox.OpenTargets(ctx, slices.Sorted(maps.Keys(cfg.Targets)), earliest); err != nil {
 		return fmt.Errorf("delivery targets: %w", err)
 	}
 	a.Dispatcher = disp

@@ -433,7 +433,7 @@ func TestEventLogMigrationKeepsTheOldOutboxAndDrainsItFirst(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkUpgraded(t, db, old)
-				if err := db.Outbox.OpenTargets(ctx, oldTargets); err != nil { // as msgx serve does at start
+				if err := db.Outbox.OpenTargets(ctx, oldTargets, nil); err != nil { // as msgx serve does at start
 					t.Fatal(err)
 				}
 				shared := writeShared(t, db, 4)
@@ -483,7 +483,7 @@ func TestEventLogMigrationGoesDownAndUpAgain(t *testing.T) {
 				t.Fatalf("migrate up again: %v", err)
 			}
 			checkUpgraded(t, db, old)
-			if err := db.Outbox.OpenTargets(ctx, oldTargets); err != nil {
+			if err := db.Outbox.OpenTargets(ctx, oldTargets, nil); err != nil {
 				t.Fatal(err)
 			}
 			deliverAll(t, db, old, writeShared(t, db, 2))
@@ -604,7 +604,7 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'MSG_EVENT' AND INDEX_NAME = 'P
 					}
 				}
 			}
-			if err := db.Outbox.OpenTargets(ctx, oldTargets); err != nil {
+			if err := db.Outbox.OpenTargets(ctx, oldTargets, nil); err != nil {
 				t.Fatal(err)
 			}
 			deliverAll(t, db, old, writeShared(t, db, 3))

@@ -786,14 +786,21 @@ SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0 OR TO_EVENT_ID IS NULL`)
 // OpenTargets sets which targets take the shared rows from now on: configured, the delivery
 // targets of this configuration. One without a MSG_EVENT_SENT row gets one at the log's end
 // (it takes the shared rows written from now on, as a target added to the configuration
-// always has); one whose range had ended takes them again, every one since it ended (none is
+// always has), or at its start when it is among earliest (every shared row still kept); one whose range had ended takes them again, every one since it ended (none is
 // purged past a target's mark while it has any left to send). Every other target, but the
 // four a flight change is rendered for (which take every shared row, configured or not, as
 // their rows waited for them before the log), has its range ended at the log's end: it keeps
 // what it had to send up to there, and is no longer counted pending for what comes after.
-func (o *Outbox) OpenTargets(ctx context.Context, configured []string) error {
+func (o *Outbox) OpenTargets(ctx context.Context, configured, earliest []string) error {
 	return o.db.Tx(ctx, func(tx *sql.Tx) error {
 		for _, t := range configured {
+			if slices.Contains(earliest, t) {
+				if _, err := tx.ExecContext(ctx, o.db.Dialect.InsertIgnore()+` INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID, FROM_EVENT_ID)
+VALUES (?, 0, 0, 0)`, t); err != nil {
+					return Unavailable(fmt.Errorf("add the delivery mark of %s: %w", t, err))
+				}
+				continue
+			}
 			if err := addMark(ctx, tx, o.db.Dialect, t); err != nil {
 				return err
 			}

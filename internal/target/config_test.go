@@ -43,6 +43,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"webhook no secret", Config{Sink: targetconf.SinkWebhook, URL: "http://h/x"}, "targets.T.secret"},
 		{"file ok", Config{Sink: targetconf.SinkFile}, ""},
 		{"negative timeout", Config{Sink: targetconf.SinkFile, Timeout: -time.Second}, "targets.T.timeout"},
+		{"start at the earliest", Config{Sink: targetconf.SinkFile, CopyOf: "REDIS_NOTIFY", StartAt: targetconf.StartAtEarliest}, ""},
+		{"start at a bad place", Config{Sink: targetconf.SinkFile, CopyOf: "REDIS_NOTIFY", StartAt: "begin"}, "targets.T.start-at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.c.Validate("T")

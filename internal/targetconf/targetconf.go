@@ -130,7 +130,18 @@ type Config struct {
 	// receives a copy of each of its events, in its own FIFO. It is how a webhook (or a
 	// second Kafka cluster) gets events; empty means the target's own events only.
 	CopyOf string `yaml:"copy-of"`
+	// StartAt is where a copy-of target first configured starts in the outbox's log of flight
+	// changes: "end" (default: the changes written from then on) or "earliest" (every one the
+	// log still holds). It matters only the first time: after that the target goes on from
+	// where it is.
+	StartAt string `yaml:"start-at"`
 }
+
+// Where a copy-of target first configured starts (Config.StartAt).
+const (
+	StartAtEnd      = "end"
+	StartAtEarliest = "earliest"
+)
 
 // URLs returns the URLs and addresses of the target (url, addresses, brokers, addr), as
 // configured.
@@ -194,6 +205,11 @@ func (c Config) Validate(name string) error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("%s: must not be negative, got %s", key("timeout"), c.Timeout)
+	}
+	switch c.StartAt {
+	case "", StartAtEnd, StartAtEarliest:
+	default:
+		return fmt.Errorf("%s: %q is not %s or %s", key("start-at"), c.StartAt, StartAtEnd, StartAtEarliest)
 	}
 	var err error
 	switch c.Sink {
