@@ -63,9 +63,9 @@ var oldScripts = map[string][]oldRow{
 // oldTargets are oldScripts' targets in the order they take turns.
 var oldTargets = []string{event.TargetFlop, event.TargetSchd, event.TargetNotify}
 
-// at17 takes db's schema down to version 17, the last before the log, and returns the
-// migrations' provider.
-func at17(t *testing.T, db *store.DB) *goose.Provider {
+// downTo takes db's schema down to version (its migrations' Down, as goose runs them) and
+// returns the migrations' provider.
+func downTo(t *testing.T, db *store.DB, version int64) *goose.Provider {
 	t.Helper()
 	dialect := goose.DialectSQLite3
 	if db.Dialect == store.MySQL {
@@ -75,11 +75,14 @@ func at17(t *testing.T, db *store.DB) *goose.Provider {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.DownTo(context.Background(), 17); err != nil {
+	if _, err := p.DownTo(context.Background(), version); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+// at17 takes db's schema down to version 17, the last before the log.
+func at17(t *testing.T, db *store.DB) *goose.Provider { return downTo(t, db, 17) }
 
 // writeOldOutbox writes, at schema 17, the rows oldScripts gives as the old pump and
 // dispatcher wrote them: INSERTs that take their ids from the table's AUTO_INCREMENT, marks

@@ -3,12 +3,9 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/pressly/goose/v3"
 
 	"msgx/internal/store"
 	"msgx/internal/store/storetest"
@@ -24,17 +21,7 @@ func TestMigrationCopiesFlightsFromEvents(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			db := d.Open(t)
 			ctx := context.Background()
-			dialect := goose.DialectSQLite3
-			if db.Dialect == store.MySQL {
-				dialect = goose.DialectMySQL
-			}
-			p, err := goose.NewProvider(dialect, db.SQL, os.DirFS("migrations/"+string(db.Dialect)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.DownTo(ctx, 11); err != nil {
-				t.Fatal(err)
-			}
+			downTo(t, db, 11)
 			t0 := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
 			ids, err := db.Intake.InsertMessages(ctx, []string{"<a/>", "<b/>"}, t0)
 			if err != nil {
