@@ -752,9 +752,11 @@ func (o *Outbox) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, err
 	return out, nil
 }
 
-// eventTargets returns, sorted, every target that has rows of its own in MSG_EVENT, has sent
-// any, or takes the shared rows: a recursive query seeks the index once per target (a loose
-// index scan) instead of reading every row.
+// eventTargets returns, sorted, every target that has rows of its own in MSG_EVENT or a range
+// of the shared rows (MSG_EVENT_SENT), open or ended: a target whose range ended keeps what it
+// had to send up to its end, pending and counted, whether it sent any before or not. A target
+// with nothing to count shows no count. A recursive query seeks the index once per target (a
+// loose index scan) instead of reading every row.
 func eventTargets(ctx context.Context, q querier) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t (NAME) AS (
   SELECT MIN(TARGET) FROM MSG_EVENT
@@ -763,7 +765,7 @@ func eventTargets(ctx context.Context, q querier) ([]string, error) {
 )
 SELECT NAME FROM t WHERE NAME IS NOT NULL AND NAME <> `+shared+`
 UNION
-SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0 OR TO_EVENT_ID IS NULL`)
+SELECT TARGET FROM MSG_EVENT_SENT`)
 	if err != nil {
 		return nil, err
 	}
