@@ -188,8 +188,8 @@ func eventTargetsAll(ctx context.Context, q querier) ([]string, error) {
 // (PurgeChunk per transaction) and returns the id up to which none is left (below the first
 // one left), with how many it deleted. A target bounds it at the highest raise of its mark older than before (oldRaises),
 // or at its range's start when that is higher (the rows below are not its); a target whose
-// range ended and that sent all of it bounds nothing. A row a target has its own row of (DEAD,
-// replayed) goes too: the own row holds the payload.
+// range ended with none of it left to send (sharedLeft) bounds nothing. A row a target has its
+// own row of (DEAD, replayed) goes too: the own row holds the payload.
 func (a *Archiver) purgeShared(ctx context.Context, before time.Time, progress func(int)) (int64, int, error) {
 	type rng struct {
 		target     string
@@ -215,8 +215,18 @@ func (a *Archiver) purgeShared(ctx context.Context, before time.Time, progress f
 	}
 	bound, bounded := int64(0), false
 	for _, r := range rs {
-		if r.to.Valid && r.mark >= r.to.Int64 {
-			continue
+		if r.to.Valid {
+			// An ended target holds nothing once none of its range is pending for it. Its
+			// mark need not have reached its end for that: a range that ended empty (a target
+			// configured and removed before any event) or whose last rows went DEAD or were
+			// sent beyond a gap (rows of its own) leaves the mark below the end for good.
+			left, err := a.sharedLeft(ctx, r.target, takes{mark: r.mark, from: r.from, to: r.to.Int64, found: true})
+			if err != nil {
+				return 0, 0, err
+			}
+			if !left {
+				continue
+			}
 		}
 		old, err := a.oldRaises(ctx, r.target, before)
 		if err != nil {
@@ -265,6 +275,19 @@ WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT
 		return math.MaxInt64, total, ctx.Err()
 	}
 	return low.Int64 - 1, total, ctx.Err()
+}
+
+// sharedLeft reports whether target has any shared row of its range r left to send.
+func (a *Archiver) sharedLeft(ctx context.Context, target string, r takes) (bool, error) {
+	if r.mark >= r.to {
+		return false, nil
+	}
+	cond, args := r.sharedAbove(target, r.lo())
+	var n int
+	if err := a.db.long().QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT e.EVENT_ID FROM MSG_EVENT e WHERE `+cond+` LIMIT 1) p`, args...).Scan(&n); err != nil {
+		return false, Unavailable(fmt.Errorf("purge shared events: what %s has left to send: %w", target, err))
+	}
+	return n > 0, nil
 }
 
 // purgeMarked deletes the PENDING rows of target that its delivery mark covers and whose
