@@ -377,10 +377,19 @@ ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
 }
 
 // purgeEventChunk deletes the old SENT events among the next PurgeChunk SENT events of target
-// after EVENT_ID after. done says the walk of this target is over.
+// after EVENT_ID after. done says the walk of this target is over. A SENT row of the target's
+// own above its delivery mark whose shared row is still there (one sent beyond a gap) ends the
+// walk too, whatever its age: without it the shared row would be the target's again, pending
+// above the mark, and delivered twice. The mark is read first: it only rises, so a row below
+// it stays below.
 func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int64, before time.Time) (deleted int, last int64, done bool, err error) {
-	rows, err := a.db.long().QueryContext(ctx, `SELECT EVENT_ID, COALESCE(SENT_AT, CREATED_AT) FROM MSG_EVENT
-		WHERE TARGET = ? AND STATE = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, target, pipeline.EventSent, after, PurgeChunk)
+	var mark int64
+	if err := a.db.long().QueryRowContext(ctx, `SELECT COALESCE(MAX(UPTO_EVENT_ID), 0) FROM MSG_EVENT_SENT WHERE TARGET = ?`, target).Scan(&mark); err != nil {
+		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: read the delivery mark: %w", target, err))
+	}
+	rows, err := a.db.long().QueryContext(ctx, `SELECT e.EVENT_ID, COALESCE(e.SENT_AT, e.CREATED_AT),
+		CASE WHEN e.EVENT_ID > ? AND EXISTS (SELECT 1 FROM MSG_EVENT s WHERE s.EVENT_ID = e.EVENT_ID AND s.TARGET = `+shared+`) THEN 1 ELSE 0 END
+		FROM MSG_EVENT e WHERE e.TARGET = ? AND e.STATE = ? AND e.EVENT_ID > ? ORDER BY e.EVENT_ID LIMIT ?`, mark, target, pipeline.EventSent, after, PurgeChunk)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: select: %w", target, err))
 	}
@@ -389,13 +398,14 @@ func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int
 	for rows.Next() {
 		var id int64
 		var sent NullTime
-		if err := rows.Scan(&id, &sent); err != nil {
+		var shadows bool
+		if err := rows.Scan(&id, &sent, &shadows); err != nil {
 			rows.Close()
 			return 0, 0, false, Unavailable(err)
 		}
 		seen++
 		last = id
-		if !sent.Valid || !sent.Time.Before(before) {
+		if !sent.Valid || !sent.Time.Before(before) || shadows {
 			done = true
 			break
 		}
