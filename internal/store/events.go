@@ -321,10 +321,11 @@ func (x eventTx) MarkSent(target string, ids []int64, now time.Time) (int, error
 	// The pending rows above the mark up to the run's last id: the run itself, with the rows
 	// another writer moved on (DEAD) left out. The mark rises past the ones delivered here, up
 	// to the first that was not (a gap: another instance's stale run).
-	r, above, err := x.readRun(target, ids[len(ids)-1])
+	run, err := x.readRun(target, ids[len(ids)-1])
 	if err != nil {
 		return 0, err
 	}
+	r, above := run.takes, run.above
 	mark := r.mark
 	upto, marked := mark, 0
 	for _, id := range above {
@@ -332,6 +333,17 @@ func (x eventTx) MarkSent(target string, ids []int64, now time.Time) (int, error
 			break
 		}
 		upto, marked = id, marked+1
+	}
+	if marked == len(above) {
+		// The whole run was delivered: the mark goes on over the target's own rows that are
+		// done with (SENT beyond a gap, DEAD) up to its next pending row. Left below, such a
+		// row would hold its shared row, and every shared row after it, from retention
+		// until the target's next delivery, and for good once its range ended.
+		for _, id := range run.done {
+			if id > upto && (run.next == 0 || id < run.next) {
+				upto = id
+			}
+		}
 	}
 	// The rest, one row each: a replayed (RETRY) event, or one beyond a gap. An id at or below
 	// the mark that is PENDING was delivered before: it is not counted again.
@@ -378,35 +390,67 @@ func (x eventTx) exec(q string, args ...any) (int, error) {
 	return int(n), err
 }
 
+// runDone bounds the own rows past the mark readRun reads (run.done): there are rarely more
+// than a few, and the mark goes less far when there are more.
+const runDone = 64
+
+// run is what MarkSent reads of a target before it marks a run sent (readRun).
+type run struct {
+	takes
+	above []int64 // the pending rows above the mark up to the run's last id, in order
+	next  int64   // the first pending row after the run's last id, 0 when there is none
+	done  []int64 // the first runDone rows of the target's own above the mark that are SENT or DEAD
+}
+
 // readRun returns target's range with its delivery mark and, in order, the ids of its pending
-// rows above the mark up to upto: its own PENDING rows and the shared rows it takes and has
-// no row of its own for. The target's MSG_EVENT_SENT row is locked first (lockMark).
-func (x eventTx) readRun(target string, upto int64) (takes, []int64, error) {
+// rows above the mark up to upto (its own PENDING rows and the shared rows it takes and has
+// no row of its own for), the first pending one after upto, and its own rows above the mark
+// that no delivery waits for, all in one query. The target's MSG_EVENT_SENT row is locked
+// first (lockMark).
+func (x eventTx) readRun(target string, upto int64) (run, error) {
 	r, err := x.lockMark(target)
 	if err != nil {
-		return r, nil, err
+		return run{takes: r}, err
 	}
 	cond, cargs := r.sharedAbove(target, r.lo())
-	q := unionAll(x.dialect, `SELECT EVENT_ID FROM MSG_EVENT`+headIndex(x.dialect)+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?`,
-		`SELECT e.EVENT_ID FROM MSG_EVENT e`+headIndex(x.dialect)+` WHERE `+cond+` AND e.EVENT_ID <= ?`)
-	rows, err := x.tx.QueryContext(x.ctx, q, append(append([]any{target, r.mark, upto}, cargs...), upto)...)
+	hint := headIndex(x.dialect)
+	q := unionAll(x.dialect,
+		`SELECT EVENT_ID, 0 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?`,
+		`SELECT e.EVENT_ID, 0 FROM MSG_EVENT e`+hint+` WHERE `+cond+` AND e.EVENT_ID <= ?`,
+		`SELECT EVENT_ID, 1 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT 1`,
+		`SELECT e.EVENT_ID, 1 FROM MSG_EVENT e`+hint+` WHERE `+cond+` AND e.EVENT_ID > ? ORDER BY e.EVENT_ID LIMIT 1`,
+		`SELECT EVENT_ID, 2 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE IN ('SENT', 'DEAD') AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT `+fmt.Sprint(runDone))
+	args := append(append([]any{target, r.mark, upto}, cargs...), upto, target, max(r.mark, upto))
+	args = append(append(append(args, cargs...), upto, target), r.mark)
+	rows, err := x.tx.QueryContext(x.ctx, q, args...)
 	if err != nil {
-		return r, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+		return run{takes: r}, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
 	}
 	defer rows.Close()
-	var ids []int64
+	out := run{takes: r}
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return r, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+		var part int
+		if err := rows.Scan(&id, &part); err != nil {
+			return out, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
 		}
-		ids = append(ids, id)
+		switch part {
+		case 0:
+			out.above = append(out.above, id)
+		case 1:
+			if out.next == 0 || id < out.next {
+				out.next = id
+			}
+		default:
+			out.done = append(out.done, id)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return r, nil, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+		return out, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
 	}
-	slices.Sort(ids)
-	return r, ids, nil
+	slices.Sort(out.above)
+	slices.Sort(out.done)
+	return out, nil
 }
 
 // lockMark returns target's range and delivery mark, its MSG_EVENT_SENT row locked until the
@@ -752,9 +796,11 @@ func (o *Outbox) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, err
 	return out, nil
 }
 
-// eventTargets returns, sorted, every target that has rows of its own in MSG_EVENT, has sent
-// any, or takes the shared rows: a recursive query seeks the index once per target (a loose
-// index scan) instead of reading every row.
+// eventTargets returns, sorted, every target that has rows of its own in MSG_EVENT or a range
+// of the shared rows (MSG_EVENT_SENT), open or ended: a target whose range ended keeps what it
+// had to send up to its end, pending and counted, whether it sent any before or not. A target
+// with nothing to count shows no count. A recursive query seeks the index once per target (a
+// loose index scan) instead of reading every row.
 func eventTargets(ctx context.Context, q querier) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `WITH RECURSIVE t (NAME) AS (
   SELECT MIN(TARGET) FROM MSG_EVENT
@@ -763,7 +809,7 @@ func eventTargets(ctx context.Context, q querier) ([]string, error) {
 )
 SELECT NAME FROM t WHERE NAME IS NOT NULL AND NAME <> `+shared+`
 UNION
-SELECT TARGET FROM MSG_EVENT_SENT WHERE SENT > 0 OR TO_EVENT_ID IS NULL`)
+SELECT TARGET FROM MSG_EVENT_SENT`)
 	if err != nil {
 		return nil, err
 	}

@@ -249,21 +249,16 @@ func (o *Outbox) stateQuery(ctx context.Context, s eventSelect) (string, []any, 
 }
 
 // wholeIDs returns how many of rows (in stateQuery's order, their EVENT_IDs ids) a page of
-// limit rows keeps: at most limit, never cutting one id's rows apart (a page that ends inside
-// an id would have the next page, which starts after it, miss the rest), unless the first id
-// alone has more than limit rows.
+// limit rows keeps: limit, and the rest of the last id's rows, never cutting one id's rows
+// apart (the next page starts after that id). A page is never shorter than limit while rows
+// are left, which the API reads as the last page.
 func wholeIDs(ids []int64, limit int) int {
 	if len(ids) <= limit {
 		return len(ids)
 	}
-	n := limit
-	for n > 0 && ids[n-1] == ids[n] {
-		n--
-	}
-	if n == 0 {
-		for n < len(ids) && ids[n] == ids[0] {
-			n++
-		}
+	n := max(limit, 1)
+	for n < len(ids) && ids[n] == ids[n-1] {
+		n++
 	}
 	return n
 }

@@ -618,8 +618,11 @@ type FlightChange struct {
 // {"op":…,"changes":{field:{old,new}}}, or is a canonical event (kind event.KindChange),
 // read as that payload rendered for target (event.Stored).
 func (ops *Operations) FlightHistory(ctx context.Context, flid int64, target string, afterID int64, limit int) ([]FlightChange, error) {
+	// An event is at most two rows here (the shared one and target's own): twice the limit
+	// of rows fill a page of limit changes, so that a page short of it means the last.
+	limit = clampLimit(limit)
 	rows, err := ops.db.SQL.QueryContext(ctx, `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, CREATED_AT, KIND, PAYLOAD FROM MSG_EVENT
-WHERE FLIGHT_KEY = ? AND TARGET IN (?, `+shared+`) AND STATE <> '`+eventPurged+`' AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, clampLimit(limit))
+WHERE FLIGHT_KEY = ? AND TARGET IN (?, `+shared+`) AND STATE <> '`+eventPurged+`' AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, strconv.FormatInt(flid, 10), target, afterID, 2*limit)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("history of flight %d: %w", flid, err))
 	}
@@ -635,6 +638,9 @@ WHERE FLIGHT_KEY = ? AND TARGET IN (?, `+shared+`) AND STATE <> '`+eventPurged+`
 		}
 		if len(out) > 0 && out[len(out)-1].EventID == c.EventID {
 			continue // a shared event and target's own row of it: one change
+		}
+		if len(out) == limit {
+			break
 		}
 		c.At = at.Time
 		if _, r, err := event.Stored(target, kind, payload); err == nil {

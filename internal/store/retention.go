@@ -188,8 +188,8 @@ func eventTargetsAll(ctx context.Context, q querier) ([]string, error) {
 // (PurgeChunk per transaction) and returns the id up to which none is left (below the first
 // one left), with how many it deleted. A target bounds it at the highest raise of its mark older than before (oldRaises),
 // or at its range's start when that is higher (the rows below are not its); a target whose
-// range ended and that sent all of it bounds nothing. A row a target has its own row of (DEAD,
-// replayed) goes too: the own row holds the payload.
+// range ended with none of it left to send (sharedLeft) bounds nothing. A row a target has its
+// own row of (DEAD, replayed) goes too: the own row holds the payload.
 func (a *Archiver) purgeShared(ctx context.Context, before time.Time, progress func(int)) (int64, int, error) {
 	type rng struct {
 		target     string
@@ -215,8 +215,18 @@ func (a *Archiver) purgeShared(ctx context.Context, before time.Time, progress f
 	}
 	bound, bounded := int64(0), false
 	for _, r := range rs {
-		if r.to.Valid && r.mark >= r.to.Int64 {
-			continue
+		if r.to.Valid {
+			// An ended target holds nothing once none of its range is pending for it. Its
+			// mark need not have reached its end for that: a range that ended empty (a target
+			// configured and removed before any event) or whose last rows went DEAD or were
+			// sent beyond a gap (rows of its own) leaves the mark below the end for good.
+			left, err := a.sharedLeft(ctx, r.target, takes{mark: r.mark, from: r.from, to: r.to.Int64, found: true})
+			if err != nil {
+				return 0, 0, err
+			}
+			if !left {
+				continue
+			}
 		}
 		old, err := a.oldRaises(ctx, r.target, before)
 		if err != nil {
@@ -271,6 +281,19 @@ WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID <= ? ORDER BY EVENT
 		return math.MaxInt64, total, ctx.Err()
 	}
 	return low.Int64 - 1, total, ctx.Err()
+}
+
+// sharedLeft reports whether target has any shared row of its range r left to send.
+func (a *Archiver) sharedLeft(ctx context.Context, target string, r takes) (bool, error) {
+	if r.mark >= r.to {
+		return false, nil
+	}
+	cond, args := r.sharedAbove(target, r.lo())
+	var n int
+	if err := a.db.long().QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT e.EVENT_ID FROM MSG_EVENT e WHERE `+cond+` LIMIT 1) p`, args...).Scan(&n); err != nil {
+		return false, Unavailable(fmt.Errorf("purge shared events: what %s has left to send: %w", target, err))
+	}
+	return n > 0, nil
 }
 
 // purgeMarked deletes the PENDING rows of target that its delivery mark covers and whose
@@ -360,10 +383,19 @@ ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
 }
 
 // purgeEventChunk deletes the old SENT events among the next PurgeChunk SENT events of target
-// after EVENT_ID after. done says the walk of this target is over.
+// after EVENT_ID after. done says the walk of this target is over. A SENT row of the target's
+// own above its delivery mark whose shared row is still there (one sent beyond a gap) ends the
+// walk too, whatever its age: without it the shared row would be the target's again, pending
+// above the mark, and delivered twice. The mark is read first: it only rises, so a row below
+// it stays below.
 func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int64, before time.Time) (deleted int, last int64, done bool, err error) {
-	rows, err := a.db.long().QueryContext(ctx, `SELECT EVENT_ID, COALESCE(SENT_AT, CREATED_AT) FROM MSG_EVENT
-		WHERE TARGET = ? AND STATE = ? AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT ?`, target, pipeline.EventSent, after, PurgeChunk)
+	var mark int64
+	if err := a.db.long().QueryRowContext(ctx, `SELECT COALESCE(MAX(UPTO_EVENT_ID), 0) FROM MSG_EVENT_SENT WHERE TARGET = ?`, target).Scan(&mark); err != nil {
+		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: read the delivery mark: %w", target, err))
+	}
+	rows, err := a.db.long().QueryContext(ctx, `SELECT e.EVENT_ID, COALESCE(e.SENT_AT, e.CREATED_AT),
+		CASE WHEN e.EVENT_ID > ? AND EXISTS (SELECT 1 FROM MSG_EVENT s WHERE s.EVENT_ID = e.EVENT_ID AND s.TARGET = `+shared+`) THEN 1 ELSE 0 END
+		FROM MSG_EVENT e WHERE e.TARGET = ? AND e.STATE = ? AND e.EVENT_ID > ? ORDER BY e.EVENT_ID LIMIT ?`, mark, target, pipeline.EventSent, after, PurgeChunk)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: select: %w", target, err))
 	}
@@ -372,13 +404,14 @@ func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int
 	for rows.Next() {
 		var id int64
 		var sent NullTime
-		if err := rows.Scan(&id, &sent); err != nil {
+		var shadows bool
+		if err := rows.Scan(&id, &sent, &shadows); err != nil {
 			rows.Close()
 			return 0, 0, false, Unavailable(err)
 		}
 		seen++
 		last = id
-		if !sent.Valid || !sent.Time.Before(before) {
+		if !sent.Valid || !sent.Time.Before(before) || shadows {
 			done = true
 			break
 		}

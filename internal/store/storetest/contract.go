@@ -84,6 +84,13 @@ var suites = []struct {
 		{"DeliveryMarkShowsRunsSentAndKeepsDeadAndReplayed", deliveryMarkShowsRunsSent},
 		{"DeliveryMarkPassesOnlyDeliveredRows", deliveryMarkPassesOnlyDeliveredRows},
 		{"EventListingsElideLargePayloads", eventListingsElideLargePayloads},
+		{"SharedRowsArePendingForEveryTargetThatTakesThem", sharedRowsArePendingForEveryTargetThatTakesThem},
+		{"ADeliveryMarkCoversSharedRowsForItsTargetAlone", aDeliveryMarkCoversSharedRowsForItsTargetAlone},
+		{"ABackoffGivesATargetItsOwnRowOfASharedEvent", aBackoffGivesATargetItsOwnRowOfASharedEvent},
+		{"ADeadSharedEventIsTheTargetsAloneAndReplays", aDeadSharedEventIsTheTargetsAloneAndReplays},
+		{"ASharedEventSentBeyondAGapIsCountedOnce", aSharedEventSentBeyondAGapIsCountedOnce},
+		{"ListingsWithoutATargetShowASharedEventPerTarget", listingsWithoutATargetShowASharedEventPerTarget},
+		{"EndedTargetsStopTakingSharedRowsUntilConfiguredAgain", endedTargetsStopTakingSharedRowsUntilConfiguredAgain},
 	}},
 	// Operations: what operators list, search, park, pause, replay and count, with the edge values they read back.
 	{"Operations", []contractCase{
@@ -105,6 +112,7 @@ var suites = []struct {
 		{"SearchByFlightLargeSchedule", searchByFlightLargeSchedule},
 		{"ReplayPreviewMovesNothing", replayPreviewMovesNothing},
 		{"ListingsPageBothWaysInEitherOrder", listingsPageBothWays},
+		{"PayloadAndFlightHistoryRenderASharedEventForItsTarget", payloadAndFlightHistoryRenderASharedEventForItsTarget},
 	}},
 	// Triage: dead letters acknowledged and purged, PROBLEM_LOG.
 	{"Triage", []contractCase{
@@ -122,6 +130,8 @@ var suites = []struct {
 		{"PurgeSentEventsKeepsADeliveryCommittedBetweenItsReads", purgeKeepsADeliveryBetweenItsReads},
 		{"PurgeSentEventsDeletesOnlyOldSentEvents", purgeSentEventsDeletesOnlyOldSentEvents},
 		{"PurgeSentEventsWorksInChunks", purgeSentEventsWorksInChunks},
+		{"PurgeSentEventsDeletesSharedRowsEveryTargetHasSent", purgeSentEventsDeletesSharedRowsEveryTargetHasSent},
+		{"EventIDsKeepRisingAfterTheSharedRowsArePurged", eventIDsKeepRisingAfterTheSharedRowsArePurged},
 		{"PurgeArchivedDeletesOnlyFinishedArchivedMessages", purgeArchivedDeletesOnlyFinishedArchivedMessages},
 		{"PurgeArchivedWorksInChunks", purgeArchivedWorksInChunks},
 	}},
