@@ -201,6 +201,17 @@ func (r takes) sharedAbove(target string, lo int64) (string, []any) {
 		[]any{lo, r.to, target}
 }
 
+// sharedAboveOf is sharedAbove with target's range read by subqueries of the statement, for
+// a read outside a transaction (one round trip): a target without its MSG_EVENT_SENT row takes
+// none (its lower bound is NULL).
+func sharedAboveOf(target string) (string, []any) {
+	const lo = `(SELECT CASE WHEN mk.UPTO_EVENT_ID > mk.FROM_EVENT_ID THEN mk.UPTO_EVENT_ID ELSE mk.FROM_EVENT_ID END
+FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?)`
+	const to = `COALESCE((SELECT mk.TO_EVENT_ID FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?), 9223372036854775807)`
+	return `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ` + lo + ` AND e.EVENT_ID <= ` + to + ` AND ` + unshadowed,
+		[]any{target, target, target}
+}
+
 // readTakes reads target's range; lock locks its row until the end of the transaction on
 // MySQL (see lockMark).
 func readTakes(ctx context.Context, q rowQuerier, dialect Dialect, target string, lock bool) (takes, error) {
@@ -223,20 +234,13 @@ func readTakes(ctx context.Context, q rowQuerier, dialect Dialect, target string
 // covers: target's own PENDING rows above its mark, its RETRY (replayed) rows, and the shared
 // rows above its mark it takes, as one UNION ALL of the three, each ordered and cut.
 func (o *Outbox) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
-	r, err := readTakes(ctx, o.db.SQL, o.db.Dialect, target, false)
-	if err != nil {
-		return nil, err
-	}
-	own := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ?
+	own := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?") + `
 ORDER BY EVENT_ID LIMIT ?`
 	retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
-	parts, args := []string{own, retry}, []any{target, r.mark, limit, target, limit}
-	if r.found {
-		cond, cargs := r.sharedAbove(target, r.lo())
-		parts = append(parts, `SELECT `+sharedPendingCols+` FROM MSG_EVENT e`+headIndex(o.db.Dialect)+` WHERE `+cond+` ORDER BY e.EVENT_ID LIMIT ?`)
-		args = append(append(append(args, target), cargs...), limit)
-	}
-	evs, err := queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, parts...), args...)
+	cond, cargs := sharedAboveOf(target)
+	taken := `SELECT ` + sharedPendingCols + ` FROM MSG_EVENT e` + headIndex(o.db.Dialect) + ` WHERE ` + cond + ` ORDER BY e.EVENT_ID LIMIT ?`
+	args := append(append([]any{target, target, limit, target, limit, target}, cargs...), limit)
+	evs, err := queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, own, retry, taken), args...)
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
 	}
@@ -247,21 +251,13 @@ ORDER BY EVENT_ID LIMIT ?`
 // PendingAtLeast reports whether target has at least n PENDING events, reading no more than n
 // index entries of each of PendingEvents' ranges.
 func (o *Outbox) PendingAtLeast(ctx context.Context, target string, n int) (bool, error) {
-	r, err := readTakes(ctx, o.db.SQL, o.db.Dialect, target, false)
-	if err != nil {
-		return false, err
-	}
+	cond, cargs := sharedAboveOf(target)
 	q := `SELECT
- (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ?
+ (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?") + `
    ORDER BY EVENT_ID LIMIT ?) a)
- + (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' LIMIT ?) r)`
-	args := []any{target, r.mark, n, target, n}
-	if r.found {
-		cond, cargs := r.sharedAbove(target, r.lo())
-		q += `
+ + (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' LIMIT ?) r)
  + (SELECT COUNT(*) FROM (SELECT e.EVENT_ID FROM MSG_EVENT e` + headIndex(o.db.Dialect) + ` WHERE ` + cond + ` ORDER BY e.EVENT_ID LIMIT ?) s)`
-		args = append(append(args, cargs...), n)
-	}
+	args := append(append([]any{target, target, n, target, n}, cargs...), n)
 	var got int
 	if err := o.db.SQL.QueryRowContext(ctx, q, args...).Scan(&got); err != nil {
 		return false, Unavailable(fmt.Errorf("count pending events of %s: %w", target, err))
