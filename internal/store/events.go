@@ -404,22 +404,21 @@ type run struct {
 // that no delivery waits for, all in one query. The target's MSG_EVENT_SENT row is locked
 // first (lockMark).
 func (x eventTx) readRun(target string, upto int64) (run, error) {
-	// The run's statement reads the target's range by subqueries (sharedAboveOf): on MySQL it
-	// follows the locking read of the range in the same round trip (every statement reads
-	// what is committed when it starts: the sessions run READ COMMITTED, store.go), so a
-	// delivery's commit costs the round trips it did before the log.
-	mark := MarkOf("?")
-	cond, cargs := sharedAboveOf(target)
+	r, err := x.lockMark(target)
+	if err != nil {
+		return run{takes: r}, err
+	}
+	cond, cargs := r.sharedAbove(target, r.lo())
 	hint := headIndex(x.dialect)
 	q := unionAll(x.dialect,
-		`SELECT EVENT_ID, 0 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `+mark+` AND EVENT_ID <= ?`,
+		`SELECT EVENT_ID, 0 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?`,
 		`SELECT e.EVENT_ID, 0 FROM MSG_EVENT e`+hint+` WHERE `+cond+` AND e.EVENT_ID <= ?`,
-		`SELECT EVENT_ID, 1 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID > `+mark+` ORDER BY EVENT_ID LIMIT 1`,
+		`SELECT EVENT_ID, 1 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT 1`,
 		`SELECT e.EVENT_ID, 1 FROM MSG_EVENT e`+hint+` WHERE `+cond+` AND e.EVENT_ID > ? ORDER BY e.EVENT_ID LIMIT 1`,
-		`SELECT EVENT_ID, 2 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE IN ('SENT', 'DEAD') AND EVENT_ID > `+mark+` ORDER BY EVENT_ID LIMIT `+fmt.Sprint(runDone))
-	args := append(append([]any{target, target, upto}, cargs...), upto, target, upto, target)
-	args = append(append(append(args, cargs...), upto, target), target)
-	r, rows, err := x.lockedQuery(target, q, args...)
+		`SELECT EVENT_ID, 2 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE IN ('SENT', 'DEAD') AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT `+fmt.Sprint(runDone))
+	args := append(append([]any{target, r.mark, upto}, cargs...), upto, target, max(r.mark, upto))
+	args = append(append(append(args, cargs...), upto, target), r.mark)
+	rows, err := x.tx.QueryContext(x.ctx, q, args...)
 	if err != nil {
 		return run{takes: r}, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
 	}
@@ -448,49 +447,6 @@ func (x eventTx) readRun(target string, upto int64) (run, error) {
 	slices.Sort(out.above)
 	slices.Sort(out.done)
 	return out, nil
-}
-
-// lockedQuery reads target's range and delivery mark as lockMark does, then runs q: on MySQL
-// both in one round trip (a multi-statement query; when the target has no MSG_EVENT_SENT row
-// yet, lockMark adds it and q runs on its own).
-func (x eventTx) lockedQuery(target, q string, args ...any) (takes, *sql.Rows, error) {
-	if x.dialect != MySQL {
-		r, err := x.lockMark(target)
-		if err != nil {
-			return r, nil, err
-		}
-		rows, err := x.tx.QueryContext(x.ctx, q, args...)
-		return r, rows, err
-	}
-	rows, err := x.tx.QueryContext(x.ctx, `SELECT UPTO_EVENT_ID, FROM_EVENT_ID, COALESCE(TO_EVENT_ID, ?) FROM MSG_EVENT_SENT WHERE TARGET = ? FOR UPDATE;
-`+q, append([]any{int64(math.MaxInt64), target}, args...)...)
-	if err != nil {
-		return takes{}, nil, err
-	}
-	r := takes{}
-	if rows.Next() {
-		if err := rows.Scan(&r.mark, &r.from, &r.to); err != nil {
-			rows.Close()
-			return r, nil, err
-		}
-		r.found = true
-	}
-	if !r.found || !rows.NextResultSet() {
-		err := rows.Err()
-		rows.Close()
-		if err != nil {
-			return r, nil, err
-		}
-		if r.found {
-			return r, nil, errors.New("the run's result is missing")
-		}
-		if r, err = x.lockMark(target); err != nil {
-			return r, nil, err
-		}
-		rows, err := x.tx.QueryContext(x.ctx, q, args...)
-		return r, rows, err
-	}
-	return r, rows, nil
 }
 
 // lockMark returns target's range and delivery mark, its MSG_EVENT_SENT row locked until the
