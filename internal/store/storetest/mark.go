@@ -42,14 +42,7 @@ func markSent(t *testing.T, db *store.DB, target string, at time.Time, evs ...*s
 	for _, e := range evs {
 		ids = append(ids, e.EventID)
 	}
-	var n int
-	if err := db.Outbox.EventTx(context.Background(), func(tx store.EventTx) (err error) {
-		n, err = tx.MarkSent(target, ids, at)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return markIDs(t, db, target, at, ids...)
 }
 
 // change runs Change for evs in a transaction of its own and returns its count.
