@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"time"
 
@@ -190,15 +189,10 @@ type takes struct {
 // lo is the id above which the target's shared rows are pending.
 func (r takes) lo() int64 { return max(r.mark, r.from) }
 
-// unshadowed is the condition that shared row e is not one the target (the argument) has a
-// row of its own for.
-const unshadowed = `NOT EXISTS (SELECT 1 FROM MSG_EVENT x WHERE x.EVENT_ID = e.EVENT_ID AND x.TARGET = ?)`
-
 // sharedAbove returns the SQL and arguments of the condition that shared row e is one target
-// takes above id lo and has no row of its own for.
+// takes above id lo and has no row of its own for (takenBy).
 func (r takes) sharedAbove(target string, lo int64) (string, []any) {
-	return `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ? AND e.EVENT_ID <= ? AND ` + unshadowed,
-		[]any{lo, r.to, target}
+	return takenBy("?", "?", "?"), []any{lo, r.to, target}
 }
 
 // sharedAboveOf is sharedAbove with target's range read by subqueries of the statement, for
@@ -207,20 +201,19 @@ func (r takes) sharedAbove(target string, lo int64) (string, []any) {
 func sharedAboveOf(target string) (string, []any) {
 	const lo = `(SELECT CASE WHEN mk.UPTO_EVENT_ID > mk.FROM_EVENT_ID THEN mk.UPTO_EVENT_ID ELSE mk.FROM_EVENT_ID END
 FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?)`
-	const to = `COALESCE((SELECT mk.TO_EVENT_ID FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?), 9223372036854775807)`
-	return `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ` + lo + ` AND e.EVENT_ID <= ` + to + ` AND ` + unshadowed,
-		[]any{target, target, target}
+	const to = `COALESCE((SELECT mk.TO_EVENT_ID FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?), ` + noEnd + `)`
+	return takenBy("?", lo, to), []any{target, target, target}
 }
 
 // readTakes reads target's range; lock locks its row until the end of the transaction on
 // MySQL (see lockMark).
 func readTakes(ctx context.Context, q rowQuerier, dialect Dialect, target string, lock bool) (takes, error) {
-	query := `SELECT UPTO_EVENT_ID, FROM_EVENT_ID, COALESCE(TO_EVENT_ID, ?) FROM MSG_EVENT_SENT WHERE TARGET = ?`
+	query := `SELECT UPTO_EVENT_ID, FROM_EVENT_ID, COALESCE(TO_EVENT_ID, ` + noEnd + `) FROM MSG_EVENT_SENT WHERE TARGET = ?`
 	if lock && dialect == MySQL {
 		query += ` FOR UPDATE`
 	}
 	r := takes{found: true}
-	switch err := q.QueryRowContext(ctx, query, int64(math.MaxInt64), target).Scan(&r.mark, &r.from, &r.to); {
+	switch err := q.QueryRowContext(ctx, query, target).Scan(&r.mark, &r.from, &r.to); {
 	case errors.Is(err, sql.ErrNoRows):
 		return takes{}, nil
 	case err != nil:

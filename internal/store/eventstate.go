@@ -60,9 +60,18 @@ var (
 // sharedFrom is the FROM clause of sharedView with hint after MSG_EVENT: every shared row
 // joined with each target that takes it, less those the target has a row of its own for.
 func sharedFrom(hint string) string {
-	return `MSG_EVENT e` + hint + ` JOIN MSG_EVENT_SENT s ON e.TARGET = ` + shared + ` AND e.STATE = 'PENDING'
-AND e.EVENT_ID > s.FROM_EVENT_ID AND (s.TO_EVENT_ID IS NULL OR e.EVENT_ID <= s.TO_EVENT_ID)
-AND NOT EXISTS (SELECT 1 FROM MSG_EVENT x WHERE x.EVENT_ID = e.EVENT_ID AND x.TARGET = s.TARGET)`
+	return `MSG_EVENT e` + hint + ` JOIN MSG_EVENT_SENT s ON ` + takenBy("s.TARGET", "s.FROM_EVENT_ID", "COALESCE(s.TO_EVENT_ID, "+noEnd+")")
+}
+
+// noEnd is the SQL of the end of a range that has not ended (TO_EVENT_ID NULL).
+const noEnd = "9223372036854775807"
+
+// takenBy is the one condition that shared row e is one the target named by the SQL
+// expression target takes: above the id lo and at most to (SQL expressions), and not one the
+// target has a row of its own for. Its arguments are lo's, to's and target's, in that order.
+func takenBy(target, lo, to string) string {
+	return `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ` + lo + ` AND e.EVENT_ID <= ` + to +
+		` AND NOT EXISTS (SELECT 1 FROM MSG_EVENT x WHERE x.EVENT_ID = e.EVENT_ID AND x.TARGET = ` + target + `)`
 }
 
 // MarkOf returns the SQL of the delivery mark of the target whose name is the SQL expression
