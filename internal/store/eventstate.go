@@ -172,12 +172,11 @@ func (o *Outbox) stateQuery(ctx context.Context, s eventSelect) (string, []any, 
 	mark, markArgs := MarkOf("e.TARGET"), []any(nil)
 	limit := s.limit
 	if s.target != "" {
-		var m int64
-		err := o.db.SQL.QueryRowContext(ctx, `SELECT COALESCE(MAX(UPTO_EVENT_ID), 0) FROM MSG_EVENT_SENT WHERE TARGET = ?`, s.target).Scan(&m)
+		r, err := readTakes(ctx, o.db.SQL, o.db.Dialect, s.target, false)
 		if err != nil {
-			return "", nil, Unavailable(fmt.Errorf("read the delivery mark of %s: %w", s.target, err))
+			return "", nil, err
 		}
-		mark, markArgs = "?", []any{m}
+		mark, markArgs = "?", []any{r.mark}
 	} else {
 		var n int
 		if err := o.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM MSG_EVENT_SENT`).Scan(&n); err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"msgx/internal/pipeline"
@@ -120,7 +119,7 @@ func (a *Archiver) PurgeSentEvents(ctx context.Context, before time.Time, progre
 	if err != nil {
 		return total, err
 	}
-	targets, err := eventTargetsAll(ctx, a.db.long())
+	targets, err := eventTargets(ctx, a.db.long())
 	if err != nil {
 		return total, Unavailable(fmt.Errorf("purge events: the targets: %w", err))
 	}
@@ -156,34 +155,6 @@ func (a *Archiver) PurgeSentEvents(ctx context.Context, before time.Time, progre
 	return total, ctx.Err()
 }
 
-// eventTargetsAll returns every target with rows of its own or a MSG_EVENT_SENT row.
-func eventTargetsAll(ctx context.Context, q querier) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT TARGET FROM MSG_EVENT_SENT`)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	own, err := eventTargets(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, own...)
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
 // purgeShared deletes the shared rows every target that takes them has sent before `before`
 // (PurgeChunk per transaction) and returns the id up to which none is left (below the first
 // one left), with how many it deleted. A target bounds it at the highest raise of its mark older than before (oldRaises),
@@ -192,17 +163,16 @@ func eventTargetsAll(ctx context.Context, q querier) ([]string, error) {
 // own row of (DEAD, replayed) goes too: the own row holds the payload.
 func (a *Archiver) purgeShared(ctx context.Context, before time.Time, progress func(int)) (int64, int, error) {
 	type rng struct {
-		target     string
-		mark, from int64
-		to         sql.NullInt64
+		target string
+		takes
 	}
-	rows, err := a.db.long().QueryContext(ctx, `SELECT TARGET, UPTO_EVENT_ID, FROM_EVENT_ID, TO_EVENT_ID FROM MSG_EVENT_SENT`)
+	rows, err := a.db.long().QueryContext(ctx, `SELECT TARGET, UPTO_EVENT_ID, FROM_EVENT_ID, COALESCE(TO_EVENT_ID, `+noEnd+`) FROM MSG_EVENT_SENT`)
 	if err != nil {
 		return 0, 0, Unavailable(fmt.Errorf("purge shared events: read the targets: %w", err))
 	}
 	var rs []rng
 	for rows.Next() {
-		var r rng
+		r := rng{takes: takes{found: true}}
 		if err := rows.Scan(&r.target, &r.mark, &r.from, &r.to); err != nil {
 			rows.Close()
 			return 0, 0, Unavailable(fmt.Errorf("purge shared events: read the targets: %w", err))
@@ -215,12 +185,12 @@ func (a *Archiver) purgeShared(ctx context.Context, before time.Time, progress f
 	}
 	bound, bounded := int64(0), false
 	for _, r := range rs {
-		if r.to.Valid {
+		if r.to != math.MaxInt64 {
 			// An ended target holds nothing once none of its range is pending for it. Its
 			// mark need not have reached its end for that: a range that ended empty (a target
 			// configured and removed before any event) or whose last rows went DEAD or were
 			// sent beyond a gap (rows of its own) leaves the mark below the end for good.
-			left, err := a.sharedLeft(ctx, r.target, takes{mark: r.mark, from: r.from, to: r.to.Int64, found: true})
+			left, err := a.sharedLeft(ctx, r.target, r.takes)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -389,13 +359,13 @@ ORDER BY UPTO_EVENT_ID LIMIT 1`, target, T(before)).Scan(&young)
 // above the mark, and delivered twice. The mark is read first: it only rises, so a row below
 // it stays below.
 func (a *Archiver) purgeEventChunk(ctx context.Context, target string, after int64, before time.Time) (deleted int, last int64, done bool, err error) {
-	var mark int64
-	if err := a.db.long().QueryRowContext(ctx, `SELECT COALESCE(MAX(UPTO_EVENT_ID), 0) FROM MSG_EVENT_SENT WHERE TARGET = ?`, target).Scan(&mark); err != nil {
-		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: read the delivery mark: %w", target, err))
+	r, err := readTakes(ctx, a.db.long(), a.db.Dialect, target, false)
+	if err != nil {
+		return 0, 0, false, err
 	}
 	rows, err := a.db.long().QueryContext(ctx, `SELECT e.EVENT_ID, COALESCE(e.SENT_AT, e.CREATED_AT),
 		CASE WHEN e.EVENT_ID > ? AND EXISTS (SELECT 1 FROM MSG_EVENT s WHERE s.EVENT_ID = e.EVENT_ID AND s.TARGET = `+shared+`) THEN 1 ELSE 0 END
-		FROM MSG_EVENT e WHERE e.TARGET = ? AND e.STATE = ? AND e.EVENT_ID > ? ORDER BY e.EVENT_ID LIMIT ?`, mark, target, pipeline.EventSent, after, PurgeChunk)
+		FROM MSG_EVENT e WHERE e.TARGET = ? AND e.STATE = ? AND e.EVENT_ID > ? ORDER BY e.EVENT_ID LIMIT ?`, r.mark, target, pipeline.EventSent, after, PurgeChunk)
 	if err != nil {
 		return 0, 0, false, Unavailable(fmt.Errorf("purge events of %s: select: %w", target, err))
 	}
