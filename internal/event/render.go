@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -61,8 +62,12 @@ func Render(family string, c *FlightChange) (kind string, payload []byte, err er
 	return "", nil, fmt.Errorf("family %q is none of %s", family, families)
 }
 
+// Families are the four targets a flight change is rendered for, each its own family, in the
+// order docs/payloads.md gives: the targets the handlers emit to (handler.Targets).
+var Families = []string{TargetFlop, TargetSchd, TargetNotify, TargetES}
+
 // families names the four families, for Render's error.
-const families = TargetFlop + ", " + TargetSchd + ", " + TargetNotify + ", " + TargetES
+var families = strings.Join(Families, ", ")
 
 // Stored returns the kind and payload a stored event (its kind and payload as stored) of a
 // target of family is delivered and shown as: kind and payload themselves, or for KindChange

@@ -452,7 +452,7 @@ func (x eventTx) lockMark(target string) (takes, error) {
 		if r, err := readTakes(x.ctx, x.tx, x.dialect, target, true); err != nil || r.found {
 			return r, err
 		}
-		if err := addMark(x.ctx, x.tx, x.dialect, target); err != nil {
+		if err := addMark(x.ctx, x.tx, x.dialect, target, false); err != nil {
 			return takes{}, err
 		}
 	}
@@ -460,10 +460,15 @@ func (x eventTx) lockMark(target string) (takes, error) {
 }
 
 // addMark adds target's MSG_EVENT_SENT row (mark 0, nothing sent) unless it has one, taking
-// the shared rows written from now on: a target starts at the log's end.
-func addMark(ctx context.Context, tx execer, dialect Dialect, target string) error {
+// the shared rows written from now on (a target starts at the log's end), or with earliest
+// every one still kept.
+func addMark(ctx context.Context, tx execer, dialect Dialect, target string, earliest bool) error {
+	from := `VALUE`
+	if earliest {
+		from = `0`
+	}
 	if _, err := tx.ExecContext(ctx, dialect.InsertIgnore()+` INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID, FROM_EVENT_ID)
-SELECT ?, 0, 0, VALUE FROM MSGX_COUNTER WHERE NAME = '`+eventSeq+`'`, target); err != nil {
+SELECT ?, 0, 0, `+from+` FROM MSGX_COUNTER WHERE NAME = '`+eventSeq+`'`, target); err != nil {
 		return Unavailable(fmt.Errorf("add the delivery mark of %s: %w", target, err))
 	}
 	return nil
@@ -829,19 +834,12 @@ SELECT TARGET FROM MSG_EVENT_SENT`)
 func (o *Outbox) OpenTargets(ctx context.Context, configured, earliest []string) error {
 	return o.db.Tx(ctx, func(tx *sql.Tx) error {
 		for _, t := range configured {
-			if slices.Contains(earliest, t) {
-				if _, err := tx.ExecContext(ctx, o.db.Dialect.InsertIgnore()+` INTO MSG_EVENT_SENT (TARGET, SENT, UPTO_EVENT_ID, FROM_EVENT_ID)
-VALUES (?, 0, 0, 0)`, t); err != nil {
-					return Unavailable(fmt.Errorf("add the delivery mark of %s: %w", t, err))
-				}
-				continue
-			}
-			if err := addMark(ctx, tx, o.db.Dialect, t); err != nil {
+			if err := addMark(ctx, tx, o.db.Dialect, t, slices.Contains(earliest, t)); err != nil {
 				return err
 			}
 		}
 		args := []any{}
-		for _, t := range append(slices.Clone(configured), event.TargetFlop, event.TargetSchd, event.TargetNotify, event.TargetES) {
+		for _, t := range append(slices.Clone(configured), event.Families...) {
 			args = append(args, t)
 		}
 		in := placeholders(len(args))

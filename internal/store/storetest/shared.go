@@ -183,13 +183,18 @@ var baseTargets = []string{event.TargetES, event.TargetFlop, event.TargetSchd, e
 
 // Every target takes the shared rows in its range as its own PENDING events, in EVENT_ID
 // order, under its own name and with the canonical payload as stored: a base target all of
-// them, a target added by OpenTargets only those written after it was added. Every reader of
+// them, a target added by OpenTargets only those written after it was added (every one with
+// start-at earliest). Every reader of
 // the head agrees (PendingEvents, PendingAtLeast, ListEvents and SearchEvents by state,
 // EventCounts with the oldest one's time).
 func sharedRowsArePendingForEveryTargetThatTakesThem(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	early := writeShared(t, db, shAt(0), `{"n":1}`, `{"n":2}`)
 	openTargets(t, db, "HOOK")
+	// A target first configured with start-at: earliest takes the rows written before it too.
+	if err := db.Outbox.OpenTargets(ctx, []string{"HOOK", "EARLY"}, []string{"EARLY"}); err != nil {
+		t.Fatal(err)
+	}
 	late := writeShared(t, db, shAt(60), cjkPayload, `{"n":4}`, `{}`)
 	all := append(slices.Clone(early.ids), late.ids...)
 	payloads := map[int64]string{}
@@ -202,7 +207,7 @@ func sharedRowsArePendingForEveryTargetThatTakesThem(t *testing.T, db *store.DB)
 		target string
 		want   []int64
 		oldest time.Time
-	}{{event.TargetFlop, all, shAt(0)}, {"HOOK", late.ids, shAt(60)}} {
+	}{{event.TargetFlop, all, shAt(0)}, {"HOOK", late.ids, shAt(60)}, {"EARLY", all, shAt(0)}} {
 		evs, err := db.Outbox.PendingEvents(ctx, c.target, 100)
 		if err != nil {
 			t.Fatal(err)
