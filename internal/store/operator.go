@@ -576,25 +576,23 @@ func (ops *Operations) SearchEvents(ctx context.Context, q EventQuery) ([]EventB
 // does not render is returned as stored. Without a target it is the event's shared row as
 // stored (its canonical encoding), or the one row of an event written per target.
 func (ops *Operations) EventPayload(ctx context.Context, id int64, target string, families map[string]string) ([]byte, bool, error) {
-	var kind string
+	q, args := `SELECT TARGET, KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? AND STATE <> '`+eventPurged+`'`, []any{id}
+	order := `CASE WHEN TARGET = ` + shared + ` THEN 0 ELSE 1 END` // without a target: the shared row
+	if target != "" {
+		q, args = q+` AND TARGET IN (?, `+shared+`)`, append(args, target)
+		order = `CASE WHEN TARGET = ` + shared + ` THEN 1 ELSE 0 END` // the target's own row first
+	}
+	var stored, kind string
 	var b []byte
-	q, args := `SELECT KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? AND TARGET IN (?, `+shared+`) AND STATE <> '`+eventPurged+`'
-ORDER BY CASE WHEN TARGET = `+shared+` THEN 1 ELSE 0 END LIMIT 1`, []any{id, target}
-	if target == "" {
-		q, args = `SELECT TARGET, KIND, PAYLOAD FROM MSG_EVENT WHERE EVENT_ID = ? AND STATE <> '`+eventPurged+`' ORDER BY CASE WHEN TARGET = `+shared+` THEN 0 ELSE 1 END LIMIT 1`, []any{id}
-	}
-	row := ops.db.SQL.QueryRowContext(ctx, q, args...)
-	var err error
-	if target == "" {
-		err = row.Scan(&target, &kind, &b)
-	} else {
-		err = row.Scan(&kind, &b)
-	}
+	err := ops.db.SQL.QueryRowContext(ctx, q+` ORDER BY `+order+` LIMIT 1`, args...).Scan(&stored, &kind, &b)
 	if err == sql.ErrNoRows {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, Unavailable(fmt.Errorf("payload of event %d: %w", id, err))
+	}
+	if target == "" {
+		target = stored
 	}
 	if _, p, err := event.Stored(families[target], kind, b); err == nil {
 		b = p
