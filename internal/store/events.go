@@ -394,16 +394,29 @@ type run struct {
 // readRun returns target's range with its delivery mark and, in order, the ids of its pending
 // rows above the mark up to upto (its own PENDING rows and the shared rows it takes and has
 // no row of its own for), the first pending one after upto, and its own rows above the mark
-// that no delivery waits for, all in one query. The target's MSG_EVENT_SENT row is locked
-// first (lockMark).
+// that no delivery waits for. The target's MSG_EVENT_SENT row is locked first (lockMark).
+//
+// On the happy path the target has no row of its own above its mark (nothing backed off,
+// died, was replayed or sent beyond a gap since): its run is then the shared rows of its range
+// up to upto, read without the anti-join of takenBy, and there is nothing after it to pass.
+// One statement reads them and whether that holds; when it does not, a second reads the run
+// with the target's own rows (the anti-join costs each shared row an index lookup, and the
+// commit reads the run of every target of a round).
 func (x eventTx) readRun(target string, upto int64) (run, error) {
 	r, err := x.lockMark(target)
 	if err != nil {
 		return run{takes: r}, err
 	}
-	cond, cargs := r.sharedAbove(target, r.lo())
 	hint := headIndex(x.dialect)
 	q := unionAll(x.dialect,
+		`SELECT EVENT_ID, 0 FROM MSG_EVENT`+hint+` WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?`,
+		`SELECT EVENT_ID, 3 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE IN (`+ownStates+`) AND EVENT_ID > ? LIMIT 1`)
+	out, own, err := x.scanRun(r, target, q, r.lo(), min(upto, r.to), target, r.mark)
+	if err != nil || !own {
+		return out, err
+	}
+	cond, cargs := r.sharedAbove(target, r.lo())
+	q = unionAll(x.dialect,
 		`SELECT EVENT_ID, 0 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?`,
 		`SELECT e.EVENT_ID, 0 FROM MSG_EVENT e`+hint+` WHERE `+cond+` AND e.EVENT_ID <= ?`,
 		`SELECT EVENT_ID, 1 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT 1`,
@@ -411,17 +424,27 @@ func (x eventTx) readRun(target string, upto int64) (run, error) {
 		`SELECT EVENT_ID, 2 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE IN ('SENT', 'DEAD') AND EVENT_ID > ? ORDER BY EVENT_ID LIMIT `+fmt.Sprint(runDone))
 	args := append(append([]any{target, r.mark, upto}, cargs...), upto, target, max(r.mark, upto))
 	args = append(append(append(args, cargs...), upto, target), r.mark)
+	out, _, err = x.scanRun(r, target, q, args...)
+	return out, err
+}
+
+// scanRun reads a run of target, whose range is r (readRun), by the query q whose rows are an id and its
+// part: 0 above, 1 next, 2 done, 3 a row of the target's own above its mark (own).
+func (x eventTx) scanRun(r takes, target, q string, args ...any) (out run, own bool, err error) {
+	out.takes = r
+	failed := func(err error) (run, bool, error) {
+		return out, false, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+	}
 	rows, err := x.tx.QueryContext(x.ctx, q, args...)
 	if err != nil {
-		return run{takes: r}, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+		return failed(err)
 	}
 	defer rows.Close()
-	out := run{takes: r}
 	for rows.Next() {
 		var id int64
 		var part int
 		if err := rows.Scan(&id, &part); err != nil {
-			return out, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+			return failed(err)
 		}
 		switch part {
 		case 0:
@@ -430,16 +453,18 @@ func (x eventTx) readRun(target string, upto int64) (run, error) {
 			if out.next == 0 || id < out.next {
 				out.next = id
 			}
-		default:
+		case 2:
 			out.done = append(out.done, id)
+		default:
+			own = true
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return out, Unavailable(fmt.Errorf("mark events of %s sent: read the run: %w", target, err))
+		return failed(err)
 	}
 	slices.Sort(out.above)
 	slices.Sort(out.done)
-	return out, nil
+	return out, own, nil
 }
 
 // lockMark returns target's range and delivery mark, its MSG_EVENT_SENT row locked until the
@@ -764,7 +789,7 @@ func (o *Outbox) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, err
  (SELECT SENT FROM MSG_EVENT_SENT WHERE TARGET = ?),
  (SELECT COUNT(*) FROM MSG_EVENT`+hint+` WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?),
  (SELECT COUNT(*) FROM MSG_EVENT o`+hint+` JOIN MSG_EVENT e ON e.EVENT_ID = o.EVENT_ID AND e.TARGET = `+shared+`
-   WHERE o.TARGET = ? AND o.STATE IN ('PENDING', 'SENT', 'DEAD', '`+eventRetry+`', '`+eventPurged+`') AND o.EVENT_ID > ? AND o.EVENT_ID <= ?),
+   WHERE o.TARGET = ? AND o.STATE IN (`+ownStates+`) AND o.EVENT_ID > ? AND o.EVENT_ID <= ?),
  (SELECT e.CREATED_AT FROM MSG_EVENT e`+hint+` WHERE `+cond+` ORDER BY e.EVENT_ID LIMIT 1)`,
 			append([]any{t, r.mark, t, r.mark, t, t, t, t, t, r.lo(), r.to, t, r.lo(), r.to}, cargs...)...).Scan(&pending, &oldestPend, &retry, &oldestRetry,
 			&dead, &oldestDead, &sent, &taken, &shadowed, &oldestShr)

@@ -43,6 +43,10 @@ const eventRetry = "RETRY"
 // shows nowhere, and goes with the shared row (purgeShared).
 const eventPurged = "PURGED"
 
+// ownStates lists every stored state of a target's own row, as SQL: a condition on them all
+// reads a range of the (TARGET, STATE, EVENT_ID) index per state.
+const ownStates = `'PENDING', 'SENT', 'DEAD', '` + eventRetry + `', '` + eventPurged + `'`
+
 // shared is the SQL literal of a shared row's TARGET.
 const shared = `'` + event.Shared + `'`
 
