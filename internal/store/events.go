@@ -199,11 +199,16 @@ func (r takes) sharedAbove(target string, lo int64) (string, []any) {
 // a read outside a transaction (one round trip): a target without its MSG_EVENT_SENT row takes
 // none (its lower bound is NULL).
 func sharedAboveOf(target string) (string, []any) {
-	const lo = `(SELECT CASE WHEN mk.UPTO_EVENT_ID > mk.FROM_EVENT_ID THEN mk.UPTO_EVENT_ID ELSE mk.FROM_EVENT_ID END
-FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?)`
-	const to = `COALESCE((SELECT mk.TO_EVENT_ID FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?), ` + noEnd + `)`
-	return takenBy("?", lo, to), []any{target, target, target}
+	return takenBy("?", rangeLo, rangeTo), []any{target, target, target}
 }
+
+// rangeLo and rangeTo are the SQL of the bounds of a target's shared rows above its mark
+// (takes.lo and takes.to), their argument the target's name.
+const (
+	rangeLo = `(SELECT CASE WHEN mk.UPTO_EVENT_ID > mk.FROM_EVENT_ID THEN mk.UPTO_EVENT_ID ELSE mk.FROM_EVENT_ID END
+FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?)`
+	rangeTo = `COALESCE((SELECT mk.TO_EVENT_ID FROM MSG_EVENT_SENT mk WHERE mk.TARGET = ?), ` + noEnd + `)`
+)
 
 // readTakes reads target's range; lock locks its row until the end of the transaction on
 // MySQL (see lockMark).
@@ -224,16 +229,24 @@ func readTakes(ctx context.Context, q rowQuerier, dialect Dialect, target string
 
 // PendingEvents returns up to limit PENDING events of target in EVENT_ID order: the head first.
 // It reads ranges of the (TARGET, STATE, EVENT_ID) index, never the delivered rows the mark
-// covers: target's own PENDING rows above its mark, its RETRY (replayed) rows, and the shared
-// rows above its mark it takes, as one UNION ALL of the three, each ordered and cut.
+// covers: on the happy path, when the target has no row of its own that is pending or may
+// shadow a shared row (ownAbove), the shared rows of its range, read without takenBy's
+// anti-join; else its own PENDING rows above its mark, its RETRY (replayed) rows, and the
+// shared rows above its mark it takes, as one UNION ALL of the three, each ordered and cut.
 func (o *Outbox) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
-	own := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?") + `
+	taken := `SELECT ` + sharedPendingCols + ` FROM MSG_EVENT e` + headIndex(o.db.Dialect) + ` WHERE `
+	check := `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, '` + ownFound + `', 0, NULL, NULL, CREATED_AT,
+NULL, NULL, NULL, PAYLOAD ` + o.ownAbove()
+	args := append([]any{target, target, target, limit}, target, target)
+	evs, err := queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, taken+sharedRange+` ORDER BY e.EVENT_ID LIMIT ?`, check), args...)
+	if err == nil && slices.ContainsFunc(evs, func(e Event) bool { return e.State == ownFound }) {
+		own := `SELECT ` + pendingCols + ` FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?") + `
 ORDER BY EVENT_ID LIMIT ?`
-	retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
-	cond, cargs := sharedAboveOf(target)
-	taken := `SELECT ` + sharedPendingCols + ` FROM MSG_EVENT e` + headIndex(o.db.Dialect) + ` WHERE ` + cond + ` ORDER BY e.EVENT_ID LIMIT ?`
-	args := append(append([]any{target, target, limit, target, limit, target}, cargs...), limit)
-	evs, err := queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, own, retry, taken), args...)
+		retry := `SELECT ` + pendingCols + ` FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' ORDER BY EVENT_ID LIMIT ?`
+		cond, cargs := sharedAboveOf(target)
+		args := append(append([]any{target, target, limit, target, limit, target}, cargs...), limit)
+		evs, err = queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, own, retry, taken+cond+` ORDER BY e.EVENT_ID LIMIT ?`), args...)
+	}
 	if err != nil {
 		return nil, Unavailable(fmt.Errorf("read the head of %s: %w", target, err))
 	}
@@ -242,20 +255,43 @@ ORDER BY EVENT_ID LIMIT ?`
 }
 
 // PendingAtLeast reports whether target has at least n PENDING events, reading no more than n
-// index entries of each of PendingEvents' ranges.
+// index entries of each of PendingEvents' ranges (on the happy path, of the shared one only).
 func (o *Outbox) PendingAtLeast(ctx context.Context, target string, n int) (bool, error) {
-	cond, cargs := sharedAboveOf(target)
-	q := `SELECT
- (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > ` + MarkOf("?") + `
+	hint := headIndex(o.db.Dialect)
+	var got, own int
+	err := o.db.SQL.QueryRowContext(ctx, `SELECT
+ (SELECT COUNT(*) FROM (SELECT e.EVENT_ID FROM MSG_EVENT e`+hint+` WHERE `+sharedRange+` ORDER BY e.EVENT_ID LIMIT ?) s),
+ (SELECT COUNT(*) FROM (SELECT 1 AS X `+o.ownAbove()+`) o)`, target, target, n, target, target).Scan(&got, &own)
+	if err == nil && own > 0 {
+		cond, cargs := sharedAboveOf(target)
+		err = o.db.SQL.QueryRowContext(ctx, `SELECT
+ (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE = 'PENDING' AND EVENT_ID > `+MarkOf("?")+`
    ORDER BY EVENT_ID LIMIT ?) a)
- + (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = '` + eventRetry + `' LIMIT ?) r)
- + (SELECT COUNT(*) FROM (SELECT e.EVENT_ID FROM MSG_EVENT e` + headIndex(o.db.Dialect) + ` WHERE ` + cond + ` ORDER BY e.EVENT_ID LIMIT ?) s)`
-	args := append(append([]any{target, target, n, target, n}, cargs...), n)
-	var got int
-	if err := o.db.SQL.QueryRowContext(ctx, q, args...).Scan(&got); err != nil {
+ + (SELECT COUNT(*) FROM (SELECT EVENT_ID FROM MSG_EVENT WHERE TARGET = ? AND STATE = '`+eventRetry+`' LIMIT ?) r)
+ + (SELECT COUNT(*) FROM (SELECT e.EVENT_ID FROM MSG_EVENT e`+hint+` WHERE `+cond+` ORDER BY e.EVENT_ID LIMIT ?) s)`,
+			append(append([]any{target, target, n, target, n}, cargs...), n)...).Scan(&got)
+	}
+	if err != nil {
 		return false, Unavailable(fmt.Errorf("count pending events of %s: %w", target, err))
 	}
 	return got >= n, nil
+}
+
+// sharedRange is the condition that shared row e is in the range of a target (its name the
+// two arguments) above its mark: takenBy without the anti-join, which only a target with a
+// row of its own that may shadow a shared row needs (ownAbove).
+const sharedRange = `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ` + rangeLo + ` AND e.EVENT_ID <= ` + rangeTo
+
+// ownFound is the state PendingEvents' check part gives the row ownAbove finds.
+const ownFound = "OWN"
+
+// ownAbove is the FROM and WHERE clauses of a target's first row of its own that is pending
+// or may shadow a shared row it takes: a RETRY row, or any row above its mark (its arguments:
+// the target's name twice). Without one, the target's pending events are the shared rows of
+// its range (sharedRange).
+func (o *Outbox) ownAbove() string {
+	return `FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND (STATE = '` + eventRetry + `' OR (STATE IN (` + ownStates + `)
+AND EVENT_ID > ` + MarkOf("?") + `)) LIMIT 1`
 }
 
 // EventChange is what a fenced write does to a PENDING event's row (see EventTx.Change).
