@@ -236,7 +236,7 @@ func readTakes(ctx context.Context, q rowQuerier, dialect Dialect, target string
 func (o *Outbox) PendingEvents(ctx context.Context, target string, limit int) ([]Event, error) {
 	taken := `SELECT ` + sharedPendingCols + ` FROM MSG_EVENT e` + headIndex(o.db.Dialect) + ` WHERE `
 	check := `SELECT EVENT_ID, CMINMSGS_ID, TYPE_TAG, TARGET, KIND, FLIGHT_KEY, '` + ownFound + `', 0, NULL, NULL, CREATED_AT,
-NULL, NULL, NULL, PAYLOAD ` + o.ownAbove()
+NULL, NULL, NULL, PAYLOAD ` + ownAbove(o.db.Dialect)
 	args := append([]any{target, target, target, limit}, target, target)
 	evs, err := queryEvents(ctx, o.db.SQL, false, unionAll(o.db.Dialect, taken+sharedRange+` ORDER BY e.EVENT_ID LIMIT ?`, check), args...)
 	if err == nil && slices.ContainsFunc(evs, func(e Event) bool { return e.State == ownFound }) {
@@ -261,7 +261,7 @@ func (o *Outbox) PendingAtLeast(ctx context.Context, target string, n int) (bool
 	var got, own int
 	err := o.db.SQL.QueryRowContext(ctx, `SELECT
  (SELECT COUNT(*) FROM (SELECT e.EVENT_ID FROM MSG_EVENT e`+hint+` WHERE `+sharedRange+` ORDER BY e.EVENT_ID LIMIT ?) s),
- (SELECT COUNT(*) FROM (SELECT 1 AS X `+o.ownAbove()+`) o)`, target, target, n, target, target).Scan(&got, &own)
+ (SELECT COUNT(*) FROM (SELECT 1 AS X `+ownAbove(o.db.Dialect)+`) o)`, target, target, n, target, target).Scan(&got, &own)
 	if err == nil && own > 0 {
 		cond, cargs := sharedAboveOf(target)
 		err = o.db.SQL.QueryRowContext(ctx, `SELECT
@@ -288,9 +288,9 @@ const ownFound = "OWN"
 // ownAbove is the FROM and WHERE clauses of a target's first row of its own that is pending
 // or may shadow a shared row it takes: a RETRY row, or any row above its mark (its arguments:
 // the target's name twice). Without one, the target's pending events are the shared rows of
-// its range (sharedRange).
-func (o *Outbox) ownAbove() string {
-	return `FROM MSG_EVENT` + headIndex(o.db.Dialect) + ` WHERE TARGET = ? AND (STATE = '` + eventRetry + `' OR (STATE IN (` + ownStates + `)
+// its range (sharedRange), and so is a run of its deliveries (readRun).
+func ownAbove(d Dialect) string {
+	return `FROM MSG_EVENT` + headIndex(d) + ` WHERE TARGET = ? AND (STATE = '` + eventRetry + `' OR (STATE IN (` + ownStates + `)
 AND EVENT_ID > ` + MarkOf("?") + `)) LIMIT 1`
 }
 
@@ -432,12 +432,12 @@ type run struct {
 // no row of its own for), the first pending one after upto, and its own rows above the mark
 // that no delivery waits for. The target's MSG_EVENT_SENT row is locked first (lockMark).
 //
-// On the happy path the target has no row of its own above its mark (nothing backed off,
-// died, was replayed or sent beyond a gap since): its run is then the shared rows of its range
-// up to upto, read without the anti-join of takenBy, and there is nothing after it to pass.
-// One statement reads them and whether that holds; when it does not, a second reads the run
-// with the target's own rows (the anti-join costs each shared row an index lookup, and the
-// commit reads the run of every target of a round).
+// On the happy path the target has no row of its own that is pending or above its mark
+// (ownAbove: nothing backed off, died, was replayed or sent beyond a gap since): its run is
+// then the shared rows of its range up to upto, read without the anti-join of takenBy, and
+// there is nothing after it to pass. One statement reads them and whether that holds; when it
+// does not, a second reads the run with the target's own rows (the anti-join costs each
+// shared row an index lookup, and the commit reads the run of every target of a round).
 func (x eventTx) readRun(target string, upto int64) (run, error) {
 	r, err := x.lockMark(target)
 	if err != nil {
@@ -446,8 +446,8 @@ func (x eventTx) readRun(target string, upto int64) (run, error) {
 	hint := headIndex(x.dialect)
 	q := unionAll(x.dialect,
 		`SELECT EVENT_ID, 0 FROM MSG_EVENT`+hint+` WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?`,
-		`SELECT EVENT_ID, 3 FROM MSG_EVENT`+hint+` WHERE TARGET = ? AND STATE IN (`+ownStates+`) AND EVENT_ID > ? LIMIT 1`)
-	out, own, err := x.scanRun(r, target, q, r.lo(), min(upto, r.to), target, r.mark)
+		`SELECT EVENT_ID, 3 `+ownAbove(x.dialect))
+	out, own, err := x.scanRun(r, target, q, r.lo(), min(upto, r.to), target, target)
 	if err != nil || !own {
 		return out, err
 	}
@@ -464,8 +464,8 @@ func (x eventTx) readRun(target string, upto int64) (run, error) {
 	return out, err
 }
 
-// scanRun reads a run of target, whose range is r (readRun), by the query q whose rows are an id and its
-// part: 0 above, 1 next, 2 done, 3 a row of the target's own above its mark (own).
+// scanRun reads a run of target, whose range is r (readRun), by the query q whose rows are
+// an id and its part: 0 above, 1 next, 2 done, 3 a row ownAbove found (own).
 func (x eventTx) scanRun(r takes, target, q string, args ...any) (out run, own bool, err error) {
 	out.takes = r
 	failed := func(err error) (run, bool, error) {
