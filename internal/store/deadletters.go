@@ -164,10 +164,13 @@ func (tr *Triage) DeadCountsWith(ctx context.Context, counts []EventCount) (Dead
 // ListAcks returns the newest acknowledgements of kind ("" for both), with each row's state
 // now; at most limit (clamped as every listing).
 func (tr *Triage) ListAcks(ctx context.Context, kind string, limit int) ([]Ack, error) {
-	q := `SELECT a.KIND, a.REF_ID, a.ACKED_BY, a.ACKED_AT, a.NOTE, COALESCE(p.STATE, ` + EventView{T: "e"}.State() + `, '')
+	// An event's state is that of its targets' own rows, DEAD when one of them is (the
+	// acknowledgement covers each): one row per acknowledgement however many targets have one.
+	q := `SELECT a.KIND, a.REF_ID, a.ACKED_BY, a.ACKED_AT, a.NOTE, COALESCE(p.STATE, (SELECT ` + EventView{T: "e"}.State() + `
+		FROM MSG_EVENT e WHERE a.KIND = 'event' AND e.EVENT_ID = a.REF_ID AND e.TARGET <> ` + shared + `
+		ORDER BY CASE WHEN e.STATE = 'DEAD' THEN 0 ELSE 1 END LIMIT 1), '')
 		FROM DEAD_ACK a
-		LEFT JOIN PROC_STATE p ON a.KIND = 'message' AND p.CMINMSGS_ID = a.REF_ID
-		LEFT JOIN MSG_EVENT e ON a.KIND = 'event' AND e.EVENT_ID = a.REF_ID AND e.TARGET <> ` + shared
+		LEFT JOIN PROC_STATE p ON a.KIND = 'message' AND p.CMINMSGS_ID = a.REF_ID`
 	args := []any{}
 	if kind != "" {
 		if _, _, err := deadSource(kind); err != nil {

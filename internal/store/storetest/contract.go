@@ -88,6 +88,7 @@ var suites = []struct {
 		{"ADeliveryMarkCoversSharedRowsForItsTargetAlone", aDeliveryMarkCoversSharedRowsForItsTargetAlone},
 		{"ABackoffGivesATargetItsOwnRowOfASharedEvent", aBackoffGivesATargetItsOwnRowOfASharedEvent},
 		{"ADeadSharedEventIsTheTargetsAloneAndReplays", aDeadSharedEventIsTheTargetsAloneAndReplays},
+		{"AnAckOfASharedEventDeadOnTwoTargetsIsListedOnce", anAckOfASharedEventDeadOnTwoTargetsIsListedOnce},
 		{"ASharedEventSentBeyondAGapIsCountedOnce", aSharedEventSentBeyondAGapIsCountedOnce},
 		{"ListingsWithoutATargetShowASharedEventPerTarget", listingsWithoutATargetShowASharedEventPerTarget},
 		{"EndedTargetsStopTakingSharedRowsUntilConfiguredAgain", endedTargetsStopTakingSharedRowsUntilConfiguredAgain},

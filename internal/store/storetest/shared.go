@@ -864,3 +864,32 @@ func eventIDsKeepRisingAfterTheSharedRowsArePurged(t *testing.T, db *store.DB) {
 		t.Fatalf("LastEventID %d %v, want %d", last, err, f[1])
 	}
 }
+
+// An acknowledgement of a shared event DEAD on two targets covers both (two DEAD, both
+// acknowledged) and is listed once, DEAD.
+func anAckOfASharedEventDeadOnTwoTargetsIsListedOnce(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	openTargets(t, db, "HOOK")
+	w := writeShared(t, db, shAt(0), cjkPayload)
+	dead := store.EventChange{State: pipeline.EventDead, Class: pipeline.Rejected, LastError: "rejected"}
+	for _, target := range []string{event.TargetFlop, "HOOK"} {
+		head, err := db.Outbox.PendingEvents(ctx, target, 1)
+		if err != nil || len(head) != 1 {
+			t.Fatalf("head of %s: %+v %v", target, head, err)
+		}
+		if n := change(t, db, dead, &head[0]); n != 1 {
+			t.Fatalf("DEAD on %s changed %d rows, want 1", target, n)
+		}
+	}
+	if res, err := db.Triage.AckDead(ctx, store.DeadEvent, w.ids, "ops", "both sinks refuse it", shAt(1)); err != nil ||
+		fmt.Sprint(res.Acked) != fmt.Sprint(w.ids) {
+		t.Fatalf("ack: %+v %v", res, err)
+	}
+	acks, err := db.Triage.ListAcks(ctx, store.DeadEvent, 10)
+	if err != nil || len(acks) != 1 || acks[0].ID != w.ids[0] || acks[0].State != string(pipeline.EventDead) {
+		t.Fatalf("acks of a shared event DEAD on two targets: %+v %v", acks, err)
+	}
+	if c, err := db.Triage.DeadCounts(ctx); err != nil || c.Events != (store.DeadCount{Dead: 2, Acknowledged: 2}) {
+		t.Fatalf("dead counts: %+v %v", c, err)
+	}
+}
