@@ -154,6 +154,7 @@ func TestInboxBoundsTheBytesInFlight(t *testing.T) {
 	}
 	// A slow sender: 700 bytes declared, 10 sent, the rest held back.
 	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() }) // a failure below ends the slow post, or ts.Close waits for it for ever
 	first := make(chan int, 1)
 	go func() { code, _ := post(pr, 700); first <- code }()
 	pw.Write([]byte(strings.Repeat("a", 10)))
