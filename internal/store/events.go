@@ -278,9 +278,8 @@ func (o *Outbox) PendingAtLeast(ctx context.Context, target string, n int) (bool
 }
 
 // sharedRange is the condition that shared row e is in the range of a target (its name the
-// two arguments) above its mark: takenBy without the anti-join, which only a target with a
-// row of its own that may shadow a shared row needs (ownAbove).
-const sharedRange = `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ` + rangeLo + ` AND e.EVENT_ID <= ` + rangeTo
+// two arguments) above its mark, without the anti-join (inRange).
+var sharedRange = inRange(rangeLo, rangeTo)
 
 // ownFound is the state PendingEvents' check part gives the row ownAbove finds.
 const ownFound = "OWN"
@@ -445,7 +444,7 @@ func (x eventTx) readRun(target string, upto int64) (run, error) {
 	}
 	hint := headIndex(x.dialect)
 	q := unionAll(x.dialect,
-		`SELECT EVENT_ID, 0 FROM MSG_EVENT`+hint+` WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?`,
+		`SELECT e.EVENT_ID, 0 FROM MSG_EVENT e`+hint+` WHERE `+inRange("?", "?"),
 		`SELECT EVENT_ID, 3 `+ownAbove(x.dialect))
 	out, own, err := x.scanRun(r, target, q, r.lo(), min(upto, r.to), target, target)
 	if err != nil || !own {
@@ -823,7 +822,7 @@ func (o *Outbox) eventCounts(ctx context.Context, tx *sql.Tx) ([]EventCount, err
  (SELECT COUNT(*) FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'DEAD'),
  (SELECT CREATED_AT FROM MSG_EVENT WHERE TARGET = ? AND STATE = 'DEAD' ORDER BY EVENT_ID LIMIT 1),
  (SELECT SENT FROM MSG_EVENT_SENT WHERE TARGET = ?),
- (SELECT COUNT(*) FROM MSG_EVENT`+hint+` WHERE TARGET = `+shared+` AND STATE = 'PENDING' AND EVENT_ID > ? AND EVENT_ID <= ?),
+ (SELECT COUNT(*) FROM MSG_EVENT e`+hint+` WHERE `+inRange("?", "?")+`),
  (SELECT COUNT(*) FROM MSG_EVENT o`+hint+` JOIN MSG_EVENT e ON e.EVENT_ID = o.EVENT_ID AND e.TARGET = `+shared+`
    WHERE o.TARGET = ? AND o.STATE IN (`+ownStates+`) AND o.EVENT_ID > ? AND o.EVENT_ID <= ?),
  (SELECT e.CREATED_AT FROM MSG_EVENT e`+hint+` WHERE `+cond+` ORDER BY e.EVENT_ID LIMIT 1)`,

@@ -74,8 +74,14 @@ const noEnd = "9223372036854775807"
 // expression target takes: above the id lo and at most to (SQL expressions), and not one the
 // target has a row of its own for. Its arguments are lo's, to's and target's, in that order.
 func takenBy(target, lo, to string) string {
-	return `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ` + lo + ` AND e.EVENT_ID <= ` + to +
-		` AND NOT EXISTS (SELECT 1 FROM MSG_EVENT x WHERE x.EVENT_ID = e.EVENT_ID AND x.TARGET = ` + target + `)`
+	return inRange(lo, to) + ` AND NOT EXISTS (SELECT 1 FROM MSG_EVENT x WHERE x.EVENT_ID = e.EVENT_ID AND x.TARGET = ` + target + `)`
+}
+
+// inRange is the condition that shared row e is above the id lo and at most to (SQL
+// expressions): takenBy without the anti-join, all a target with no row of its own that may
+// shadow a shared row needs (ownAbove).
+func inRange(lo, to string) string {
+	return `e.TARGET = ` + shared + ` AND e.STATE = 'PENDING' AND e.EVENT_ID > ` + lo + ` AND e.EVENT_ID <= ` + to
 }
 
 // MarkOf returns the SQL of the delivery mark of the target whose name is the SQL expression
